@@ -1,0 +1,83 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"reflect"
+	"time"
+
+	"github.com/caarlos0/env/v11"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// config is the whole configuration, read from environment variables. Every variable has a
+// default that works on a developer machine; README.md lists them.
+type config struct {
+	DatabaseURL     string        `env:"DATABASE_URL" envDefault:"postgres://postgres@localhost:5432/payments?sslmode=disable"`
+	ListenAddr      string        `env:"LISTEN_ADDR" envDefault:":8080"`
+	DemoAPIKeys     []string      `env:"DEMO_API_KEYS" envDefault:"sk_test_demo"`
+	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
+	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info"`
+}
+
+// loadConfig parses and validates environ (os.Environ's map). A bad value is an error that
+// names the variable, so the process stops at once with a message an operator can act on.
+func loadConfig(environ map[string]string) (config, error) {
+	cfg, err := env.ParseAsWithOptions[config](env.Options{Environment: environ})
+	if err != nil {
+		return config{}, nameVariables(err)
+	}
+	return cfg, cfg.validate()
+}
+
+// nameVariables rewrites the env library's parse errors, which name the Go field
+// ("ShutdownTimeout"), to name the variable the operator set (SHUTDOWN_TIMEOUT).
+func nameVariables(err error) error {
+	var agg env.AggregateError
+	if !errors.As(err, &agg) {
+		return err
+	}
+	errs := make([]error, 0, len(agg.Errors))
+	for _, e := range agg.Errors {
+		var pe env.ParseError
+		if errors.As(e, &pe) {
+			if f, ok := reflect.TypeFor[config]().FieldByName(pe.Name); ok {
+				e = fmt.Errorf("%s: %w", f.Tag.Get("env"), pe.Err)
+			}
+		}
+		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
+}
+
+func (c config) validate() error {
+	var errs []error
+	if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
+		errs = append(errs, fmt.Errorf("DATABASE_URL: %w", err))
+	}
+	if _, _, err := net.SplitHostPort(c.ListenAddr); err != nil {
+		errs = append(errs, fmt.Errorf("LISTEN_ADDR: %w", err))
+	}
+	for _, key := range c.DemoAPIKeys {
+		if len(key) < 8 || !printableASCII(key) {
+			errs = append(errs, fmt.Errorf("DEMO_API_KEYS: %q is not at least 8 printable ASCII characters without spaces", key))
+		}
+	}
+	if c.ShutdownTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("SHUTDOWN_TIMEOUT: must be positive, got %s", c.ShutdownTimeout))
+	}
+	if _, ok := logLevels[c.LogLevel]; !ok {
+		errs = append(errs, fmt.Errorf("LOG_LEVEL: %q is not one of debug, info, warn, error", c.LogLevel))
+	}
+	return errors.Join(errs...)
+}
+
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] <= ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}

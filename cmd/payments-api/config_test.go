@@ -1,0 +1,51 @@
+package main
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestConfigDefaultsWork(t *testing.T) {
+	cfg, err := loadConfig(map[string]string{})
+	if err != nil {
+		t.Fatalf("defaults: %v", err)
+	}
+	if cfg.ListenAddr != ":8080" || len(cfg.DemoAPIKeys) != 1 || cfg.ShutdownTimeout != 30*time.Second {
+		t.Errorf("defaults: %+v", cfg)
+	}
+	if !strings.Contains(cfg.DatabaseURL, "localhost:5432") {
+		t.Errorf("default DATABASE_URL %q", cfg.DatabaseURL)
+	}
+}
+
+func TestConfigErrorsNameTheVariable(t *testing.T) {
+	tests := []struct {
+		env  map[string]string
+		want string
+	}{
+		{map[string]string{"DATABASE_URL": "postgres://%zz"}, "DATABASE_URL"},
+		{map[string]string{"LISTEN_ADDR": "8080"}, "LISTEN_ADDR"},
+		{map[string]string{"DEMO_API_KEYS": "sk_test_ok_key,short"}, "DEMO_API_KEYS"},
+		{map[string]string{"DEMO_API_KEYS": "has a space in it"}, "DEMO_API_KEYS"},
+		{map[string]string{"SHUTDOWN_TIMEOUT": "soon"}, "SHUTDOWN_TIMEOUT"},
+		{map[string]string{"SHUTDOWN_TIMEOUT": "-1s"}, "SHUTDOWN_TIMEOUT"},
+		{map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+	}
+	for _, tt := range tests {
+		_, err := loadConfig(tt.env)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%v: error %v, want one naming %s", tt.env, err, tt.want)
+		}
+	}
+}
+
+func TestConfigParsesLists(t *testing.T) {
+	cfg, err := loadConfig(map[string]string{"DEMO_API_KEYS": "sk_test_aaaaaaaa,sk_test_bbbbbbbb"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(cfg.DemoAPIKeys) != 2 || cfg.DemoAPIKeys[1] != "sk_test_bbbbbbbb" {
+		t.Errorf("DEMO_API_KEYS parsed as %q", cfg.DemoAPIKeys)
+	}
+}

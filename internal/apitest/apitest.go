@@ -1,0 +1,213 @@
+// Package apitest is the HTTP side of the test harness: a client for a running server that
+// checks every response it sees against api/openapi.yaml (status, headers, media type and
+// body schema), so no test can pass on a response the contract does not document.
+package apitest
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/payments-api/payments-api/internal/api"
+)
+
+func init() {
+	// kin-openapi decodes JSON, YAML and forms itself; the problem pages are HTML text.
+	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
+}
+
+// Client sends requests to BaseURL with APIKey as the bearer token.
+type Client struct {
+	t       testing.TB
+	BaseURL string
+	APIKey  string
+	spec    *openapi3.T
+	router  routers.Router
+}
+
+// NewClient loads the embedded spec (a generated copy of api/openapi.yaml that CI keeps fresh).
+func NewClient(t testing.TB, baseURL, apiKey string) *Client {
+	t.Helper()
+	spec, err := api.GetSwagger()
+	if err != nil {
+		t.Fatalf("load spec: %v", err)
+	}
+	spec.Servers = nil
+	router, err := gorillamux.NewRouter(spec)
+	if err != nil {
+		t.Fatalf("build router: %v", err)
+	}
+	return &Client{t: t, BaseURL: baseURL, APIKey: apiKey, spec: spec, router: router}
+}
+
+// WithKey is a copy of c that authenticates with another key.
+func (c *Client) WithKey(apiKey string) *Client {
+	cp := *c
+	cp.APIKey = apiKey
+	return &cp
+}
+
+// Option changes a request before it is sent.
+type Option func(*http.Request)
+
+// Header sets a request header.
+func Header(key, value string) Option { return func(r *http.Request) { r.Header.Set(key, value) } }
+
+// NoAuth sends the request without an Authorization header.
+func NoAuth() Option { return func(r *http.Request) { r.Header.Del("Authorization") } }
+
+// Response is a fully read response.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Decode unmarshals the body into v, failing the test if it cannot.
+func (r *Response) Decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		t.Fatalf("decode %d response %q: %v", r.Status, r.Body, err)
+	}
+}
+
+// Problem is the subset of a problem body tests look at; Raw has every member.
+type Problem struct {
+	Type   string           `json:"type"`
+	Status int              `json:"status"`
+	Detail string           `json:"detail"`
+	Errors []map[string]any `json:"errors"`
+	Raw    map[string]any   `json:"-"`
+}
+
+// Problem decodes a problem body and checks its status member matches the response.
+func (r *Response) Problem(t testing.TB) Problem {
+	t.Helper()
+	var p Problem
+	r.Decode(t, &p)
+	r.Decode(t, &p.Raw)
+	if p.Status != r.Status {
+		t.Errorf("problem status %d, response status %d", p.Status, r.Status)
+	}
+	return p
+}
+
+// Do sends a request and returns the response after checking it against the spec. body is
+// sent as is when it is a string or []byte, and as JSON otherwise. Safe for parallel use.
+func (c *Client) Do(method, path string, body any, opts ...Option) *Response {
+	c.t.Helper()
+	req, err := c.newRequest(method, path, body, opts)
+	if err != nil {
+		c.t.Errorf("build request: %v", err)
+		return &Response{}
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		c.t.Errorf("%s %s: %v", method, path, err)
+		return &Response{}
+	}
+	defer res.Body.Close()
+	resBody, err := io.ReadAll(res.Body)
+	if err != nil {
+		c.t.Errorf("%s %s: read body: %v", method, path, err)
+	}
+	r := &Response{Status: res.StatusCode, Header: res.Header, Body: resBody}
+	if err := c.validate(req, r); err != nil {
+		c.t.Errorf("%s %s answered %d, which breaks api/openapi.yaml: %v\nbody: %s", method, path, r.Status, err, resBody)
+	}
+	return r
+}
+
+// Get, Post and Patch are shorthands for Do.
+func (c *Client) Get(path string, opts ...Option) *Response { return c.Do(http.MethodGet, path, nil, opts...) }
+
+func (c *Client) Post(path string, body any, opts ...Option) *Response {
+	return c.Do(http.MethodPost, path, body, opts...)
+}
+
+func (c *Client) Patch(path string, body any, opts ...Option) *Response {
+	return c.Do(http.MethodPatch, path, body, opts...)
+}
+
+func (c *Client) newRequest(method, path string, body any, opts []Option) (*http.Request, error) {
+	var reader io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		reader = strings.NewReader(b)
+	case []byte:
+		reader = bytes.NewReader(b)
+	default:
+		data, err := json.Marshal(b)
+		if err != nil {
+			return nil, err
+		}
+		reader = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, c.BaseURL+path, reader)
+	if err != nil {
+		return nil, err
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if c.APIKey != "" {
+		req.Header.Set("Authorization", "Bearer "+c.APIKey)
+	}
+	for _, opt := range opts {
+		opt(req)
+	}
+	return req, nil
+}
+
+// validate checks a response against the operation it answers. A request that matches no
+// operation (404 for an unknown path, 405 for a wrong method) is checked against the shared
+// NotFound / MethodNotAllowed responses instead.
+func (c *Client) validate(req *http.Request, r *Response) error {
+	route, pathParams, err := c.router.FindRoute(req)
+	if err != nil {
+		return c.validateUnrouted(err, r)
+	}
+	return openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: pathParams, Route: route},
+		Status:                 r.Status,
+		Header:                 r.Header,
+		Body:                   io.NopCloser(bytes.NewReader(r.Body)),
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true},
+	})
+}
+
+func (c *Client) validateUnrouted(routeErr error, r *Response) error {
+	name, status := "NotFound", http.StatusNotFound
+	if errors.Is(routeErr, routers.ErrMethodNotAllowed) {
+		name, status = "MethodNotAllowed", http.StatusMethodNotAllowed
+	}
+	if r.Status != status {
+		return fmt.Errorf("no operation matches (%v), so the status must be %d", routeErr, status)
+	}
+	ref := c.spec.Components.Responses[name]
+	for h, hdr := range ref.Value.Headers {
+		if hdr.Value.Required && r.Header.Get(h) == "" {
+			return fmt.Errorf("required header %s is missing", h)
+		}
+	}
+	mt := ref.Value.Content.Get(r.Header.Get("Content-Type"))
+	if mt == nil {
+		return fmt.Errorf("Content-Type %q is not documented", r.Header.Get("Content-Type"))
+	}
+	var body any
+	if err := json.Unmarshal(r.Body, &body); err != nil {
+		return err
+	}
+	return mt.Schema.Value.VisitJSON(body, openapi3.EnableJSONSchema2020())
+}

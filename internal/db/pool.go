@@ -1,0 +1,63 @@
+package db
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgerrcode"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// Open connects a pool to databaseURL and checks the connection. When the database does not
+// exist yet it is created (connecting to the server's "postgres" database to do so), so a
+// fresh machine needs no manual setup.
+func Open(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+	cfg, err := pgxpool.ParseConfig(databaseURL)
+	if err != nil {
+		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
+	}
+	pool, err := connect(ctx, cfg)
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.InvalidCatalogName {
+		if err := createDatabase(ctx, cfg.ConnConfig); err != nil {
+			return nil, err
+		}
+		pool, err = connect(ctx, cfg)
+	}
+	return pool, err
+}
+
+func connect(ctx context.Context, cfg *pgxpool.Config) (*pgxpool.Pool, error) {
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return nil, fmt.Errorf("connect to %s: %w", cfg.ConnConfig.Database, err)
+	}
+	if err := pool.Ping(ctx); err != nil {
+		pool.Close()
+		return nil, fmt.Errorf("connect to database %q: %w", cfg.ConnConfig.Database, err)
+	}
+	return pool, nil
+}
+
+func createDatabase(ctx context.Context, target *pgx.ConnConfig) error {
+	admin := target.Copy()
+	admin.Database = "postgres"
+	conn, err := pgx.ConnectConfig(ctx, admin)
+	if err != nil {
+		return fmt.Errorf("connect to create database %q: %w", target.Database, err)
+	}
+	defer conn.Close(context.WithoutCancel(ctx))
+	// CREATE DATABASE takes no parameters; the name is quoted as an identifier.
+	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{target.Database}.Sanitize())
+	var pgErr *pgconn.PgError
+	if errors.As(err, &pgErr) && pgErr.Code == pgerrcode.DuplicateDatabase { // another process won
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("create database %q: %w", target.Database, err)
+	}
+	return nil
+}

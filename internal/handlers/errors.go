@@ -1,0 +1,109 @@
+package handlers
+
+import (
+	"errors"
+	"log/slog"
+	"net/http"
+
+	"github.com/labstack/echo/v4"
+	"github.com/payments-api/payments-api/internal/domain"
+)
+
+// sentinelProblems maps each domain sentinel error to its problem type: the one table that
+// decides what a failure looks like on the wire.
+var sentinelProblems = []struct {
+	err error
+	typ problemType
+}{
+	{domain.ErrNotFound, probNotFound},
+}
+
+// echoProblems maps the statuses echo and the validator produce for requests that never
+// reached a handler (no route, wrong method, body too large, bad body).
+var echoProblems = map[int]problemType{
+	http.StatusBadRequest:            probInvalidRequest,
+	http.StatusUnauthorized:          probUnauthorized,
+	http.StatusNotFound:              probNotFound,
+	http.StatusMethodNotAllowed:      probMethodNotAllowed,
+	http.StatusRequestEntityTooLarge: probPayloadTooLarge,
+	http.StatusUnsupportedMediaType:  probUnsupportedMediaType,
+	http.StatusServiceUnavailable:    probServiceUnavailable,
+}
+
+// handleError is echo's HTTPErrorHandler: every error a handler or middleware returns ends
+// here and leaves as a problem. Unknown errors are logged with the request id and become a
+// generic 500 that leaks nothing.
+func (s *Server) handleError(err error, c echo.Context) {
+	if c.Response().Committed {
+		return
+	}
+	p := s.problemFor(c, err)
+	p.Instance = c.Request().URL.Path
+	p.RequestID = requestIDFrom(c.Request().Context())
+	if writeErr := p.write(c.Response()); writeErr != nil {
+		s.logger.ErrorContext(c.Request().Context(), "write problem", "error", writeErr, "request_id", p.RequestID)
+	}
+}
+
+func (s *Server) problemFor(c echo.Context, err error) *problem {
+	var (
+		validation  *domain.ValidationError
+		invalidKey  *domain.InvalidIdempotencyKeyError
+		requestErrs *requestErrors
+		httpErr     *echo.HTTPError
+		ready       *problem
+	)
+	switch {
+	case errors.As(err, &ready):
+		return ready
+	case errors.As(err, &requestErrs):
+		p := newProblem(probInvalidRequest, "The request does not match the API contract.")
+		p.Errors = requestErrs.fields
+		return p
+	case errors.As(err, &validation):
+		p := newProblem(probInvalidRequest, validation.Error())
+		p.Errors = []fieldError{{Field: validation.Field, Message: validation.Message}}
+		return p
+	case errors.As(err, &invalidKey):
+		return newProblem(probInvalidIdempotencyKey, invalidKey.Error())
+	case errors.As(err, &httpErr):
+		if t, ok := echoProblems[httpErr.Code]; ok {
+			return s.echoProblem(t, httpErr)
+		}
+	}
+	for _, sp := range sentinelProblems {
+		if errors.Is(err, sp.err) {
+			return newProblem(sp.typ, sp.typ.Description)
+		}
+	}
+	s.logger.ErrorContext(c.Request().Context(), "internal error",
+		"error", err, "request_id", requestIDFrom(c.Request().Context()))
+	return newProblem(probInternal, "")
+}
+
+// echoProblem renders one of echo's own errors. Its message is safe to show (echo writes it
+// for clients), but its Internal error is not.
+func (s *Server) echoProblem(t problemType, httpErr *echo.HTTPError) *problem {
+	detail := t.Description
+	if msg, ok := httpErr.Message.(string); ok && msg != http.StatusText(httpErr.Code) {
+		detail = msg
+	}
+	p := newProblem(t, detail)
+	switch t {
+	case probUnauthorized:
+		p.Headers.Set("WWW-Authenticate", `Bearer realm="payments-api"`)
+	case probServiceUnavailable:
+		p.Headers.Set("Retry-After", "1")
+	}
+	return p
+}
+
+// logPanic is the Recover middleware's hook: the stack goes to the log under the request id;
+// the error goes on to handleError, which answers a bare 500.
+func (s *Server) logPanic(c echo.Context, err error, stack []byte) error {
+	s.logger.ErrorContext(c.Request().Context(), "panic",
+		slog.String("error", err.Error()),
+		slog.String("request_id", requestIDFrom(c.Request().Context())),
+		slog.String("stack", string(stack)))
+	return err
+}

@@ -1,0 +1,98 @@
+package handlers
+
+import (
+	"bytes"
+	"encoding/json"
+	"net/http"
+)
+
+// problemType is one RFC 9457 problem type. Every type the server sends is in problemTypes,
+// is listed in api/openapi.yaml, and is served as a page at GET /problems/{slug}.
+type problemType struct {
+	Slug        string
+	Status      int
+	Title       string
+	Description string
+}
+
+// URI is the problem's `type` member: relative, resolved against the API's base URL.
+func (t problemType) URI() string { return "/problems/" + t.Slug }
+
+var (
+	probInvalidRequest = problemType{"invalid-request", http.StatusBadRequest, "Invalid request",
+		"The request is malformed or fails validation. The errors member names each invalid field, as a JSON pointer into the body or the name of a parameter or header."}
+	probInvalidIdempotencyKey = problemType{"invalid-idempotency-key", http.StatusBadRequest, "Invalid Idempotency-Key",
+		"The Idempotency-Key header is missing where the operation requires it, or it is empty, longer than 255 characters or not printable ASCII."}
+	probUnauthorized = problemType{"unauthorized", http.StatusUnauthorized, "Unauthorized",
+		"Send a valid API key as Authorization: Bearer <key>. The key was missing, unknown or revoked."}
+	probNotFound = problemType{"not-found", http.StatusNotFound, "Not found",
+		"There is no such resource in your account, or no such route."}
+	probMethodNotAllowed = problemType{"method-not-allowed", http.StatusMethodNotAllowed, "Method not allowed",
+		"The route exists but does not support this method. The Allow header lists the methods it does support."}
+	probPayloadTooLarge = problemType{"payload-too-large", http.StatusRequestEntityTooLarge, "Payload too large",
+		"The request body is larger than the server accepts."}
+	probUnsupportedMediaType = problemType{"unsupported-media-type", http.StatusUnsupportedMediaType, "Unsupported media type",
+		"The request body's Content-Type is not one this operation accepts (application/json; PATCH also takes application/merge-patch+json)."}
+	probInternal = problemType{"internal-error", http.StatusInternalServerError, "Internal error",
+		"Something failed on our side. Nothing about it is exposed here; the Request-Id finds it in the server's logs."}
+	probServiceUnavailable = problemType{"service-unavailable", http.StatusServiceUnavailable, "Service unavailable",
+		"A dependency of the server is unavailable. Retry after the number of seconds in Retry-After."}
+)
+
+var problemTypes = indexProblemTypes(
+	probInvalidRequest, probInvalidIdempotencyKey, probUnauthorized, probNotFound,
+	probMethodNotAllowed, probPayloadTooLarge, probUnsupportedMediaType, probInternal,
+	probServiceUnavailable,
+)
+
+func indexProblemTypes(types ...problemType) map[string]problemType {
+	m := make(map[string]problemType, len(types))
+	for _, t := range types {
+		m[t.Slug] = t
+	}
+	return m
+}
+
+// fieldError is one entry of an invalid-request problem's errors member.
+type fieldError struct {
+	Field   string `json:"field"`
+	Message string `json:"message"`
+}
+
+// problem is an RFC 9457 problem details body plus the extension members this API uses.
+// Headers are response headers that belong with it (Retry-After, WWW-Authenticate, ETag).
+type problem struct {
+	Type      string       `json:"type"`
+	Title     string       `json:"title"`
+	Status    int          `json:"status"`
+	Detail    string       `json:"detail,omitempty"`
+	Instance  string       `json:"instance,omitempty"`
+	RequestID string       `json:"request_id,omitempty"`
+	Errors    []fieldError `json:"errors,omitempty"`
+
+	Headers http.Header `json:"-"`
+}
+
+func newProblem(t problemType, detail string) *problem {
+	return &problem{Type: t.URI(), Title: t.Title, Status: t.Status, Detail: detail, Headers: http.Header{}}
+}
+
+// write sends the problem as application/problem+json.
+func (p *problem) write(w http.ResponseWriter) error {
+	var body bytes.Buffer
+	enc := json.NewEncoder(&body)
+	enc.SetEscapeHTML(false) // keep "<key>" readable; this is JSON, not HTML
+	if err := enc.Encode(p); err != nil {
+		return err
+	}
+	for k, v := range p.Headers {
+		w.Header()[k] = v
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.WriteHeader(p.Status)
+	_, err := body.WriteTo(w)
+	return err
+}
+
+// Error lets a handler return a ready-made problem as its error.
+func (p *problem) Error() string { return p.Title + ": " + p.Detail }

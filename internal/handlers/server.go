@@ -1,0 +1,96 @@
+// Package handlers is the HTTP adapter: it implements the strict server interface generated
+// from api/openapi.yaml, plus the middleware (request ids, logging, auth, validation) and the
+// one error handler that turns every failure into an RFC 9457 problem. Handlers are thin: they
+// parse the typed request, call the package that owns the work, and convert the result.
+// It may import api, domain, db and the service packages; nothing imports it but cmd.
+package handlers
+
+import (
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/labstack/echo/v4/middleware"
+	"github.com/payments-api/payments-api/internal/api"
+)
+
+// MaxBodyBytes is the largest request body accepted (413 beyond).
+const MaxBodyBytes = 1 << 20
+
+// Options is what the server needs from main.
+type Options struct {
+	Pool   *pgxpool.Pool
+	Logger *slog.Logger
+}
+
+// Server implements api.StrictServerInterface.
+type Server struct {
+	pool         *pgxpool.Pool
+	logger       *slog.Logger
+	specJSON     map[string]any
+	publicPaths  map[string]bool // "/problems/:problem": paths whose operations all have `security: []`
+}
+
+var _ api.StrictServerInterface = (*Server)(nil)
+
+// New builds the echo instance with every route from the spec and the middleware in order.
+func New(opts Options) (*echo.Echo, error) {
+	spec, err := api.GetSwagger()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded spec: %w", err)
+	}
+	specJSON, err := specAsJSON(spec)
+	if err != nil {
+		return nil, err
+	}
+	s := &Server{pool: opts.Pool, logger: opts.Logger, specJSON: specJSON, publicPaths: publicPaths(spec)}
+	validate, err := validateRequests(spec)
+	if err != nil {
+		return nil, err
+	}
+
+	e := echo.New()
+	e.HideBanner, e.HidePort = true, true
+	e.HTTPErrorHandler = s.handleError
+	e.Use(
+		requestID,
+		s.logRequests(),
+		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: s.logPanic, DisableErrorHandler: true}),
+		s.authenticate,
+		readBody(MaxBodyBytes),
+		validate,
+	)
+	api.RegisterHandlers(e, api.NewStrictHandler(s, nil))
+	return e, nil
+}
+
+// publicPaths lists the paths whose operations the spec all exempts from authentication
+// (`security: []`), keyed the way echo names routes ("/problems/:problem"), so the spec stays
+// the one place that decides. A wrong method on such a path is answered 405, not 401.
+func publicPaths(spec *openapi3.T) map[string]bool {
+	public := map[string]bool{}
+	for path, item := range spec.Paths.Map() {
+		all := true
+		for _, op := range item.Operations() {
+			all = all && op.Security != nil && len(*op.Security) == 0
+		}
+		public[strings.NewReplacer("{", ":", "}", "").Replace(path)] = all
+	}
+	return public
+}
+
+func specAsJSON(spec *openapi3.T) (map[string]any, error) {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("marshal spec: %w", err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, fmt.Errorf("unmarshal spec: %w", err)
+	}
+	return m, nil
+}

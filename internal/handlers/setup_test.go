@@ -1,0 +1,73 @@
+package handlers_test
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"net/http/httptest"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/labstack/echo/v4"
+	"github.com/payments-api/payments-api/internal/accounts"
+	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/handlers"
+)
+
+const (
+	testKey  = "sk_test_handlers_one"
+	otherKey = "sk_test_handlers_two"
+)
+
+// testBundle is one real server on its own fresh database.
+type testBundle struct {
+	client *apitest.Client // authenticates with testKey
+	other  *apitest.Client // authenticates with otherKey: another account
+	pool   *pgxpool.Pool
+	echo   *echo.Echo
+	logs   *syncBuffer
+}
+
+func setup(t *testing.T) *testBundle {
+	t.Helper()
+	pool, _ := dbtest.NewPool(t)
+	if err := accounts.SeedDemoKeys(context.Background(), db.New(pool), []string{testKey, otherKey}); err != nil {
+		t.Fatal(err)
+	}
+	return serve(t, pool)
+}
+
+// serve starts the real echo stack on pool behind an httptest server.
+func serve(t *testing.T, pool *pgxpool.Pool) *testBundle {
+	t.Helper()
+	logs := &syncBuffer{}
+	e, err := handlers.New(handlers.Options{Pool: pool, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	client := apitest.NewClient(t, srv.URL, testKey)
+	return &testBundle{client: client, other: client.WithKey(otherKey), pool: pool, echo: e, logs: logs}
+}
+
+// syncBuffer collects log output written by the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
