@@ -14,11 +14,13 @@ import (
 // config is the whole configuration, read from environment variables. Every variable has a
 // default that works on a developer machine; README.md lists them.
 type config struct {
-	DatabaseURL     string        `env:"DATABASE_URL" envDefault:"postgres://postgres@localhost:5432/payments?sslmode=disable"`
-	ListenAddr      string        `env:"LISTEN_ADDR" envDefault:":8080"`
-	DemoAPIKeys     []string      `env:"DEMO_API_KEYS" envDefault:"sk_test_demo"`
-	ShutdownTimeout time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
-	LogLevel        string        `env:"LOG_LEVEL" envDefault:"info"`
+	DatabaseURL      string        `env:"DATABASE_URL" envDefault:"postgres://postgres@localhost:5432/payments?sslmode=disable"`
+	ListenAddr       string        `env:"LISTEN_ADDR" envDefault:":8080"`
+	DemoAPIKeys      []string      `env:"DEMO_API_KEYS" envDefault:"sk_test_demo"`
+	ShutdownTimeout  time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
+	ProcessorLatency time.Duration `env:"PROCESSOR_LATENCY" envDefault:"0s"`
+	IdempotencyTTL   time.Duration `env:"IDEMPOTENCY_KEY_TTL" envDefault:"24h"`
+	LogLevel         string        `env:"LOG_LEVEL" envDefault:"info"`
 }
 
 // loadConfig parses and validates environ (os.Environ's map). A bad value is an error that
@@ -66,6 +68,12 @@ func (c config) validate() error {
 	}
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("SHUTDOWN_TIMEOUT: must be positive, got %s", c.ShutdownTimeout))
+	}
+	if c.ProcessorLatency < 0 || c.ProcessorLatency > time.Minute {
+		errs = append(errs, fmt.Errorf("PROCESSOR_LATENCY: must be between 0 and 1m, got %s", c.ProcessorLatency))
+	}
+	if c.IdempotencyTTL < time.Minute {
+		errs = append(errs, fmt.Errorf("IDEMPOTENCY_KEY_TTL: must be at least 1m, got %s", c.IdempotencyTTL))
 	}
 	if _, ok := logLevels[c.LogLevel]; !ok {
 		errs = append(errs, fmt.Errorf("LOG_LEVEL: %q is not one of debug, info, warn, error", c.LogLevel))

@@ -31,6 +31,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"SHUTDOWN_TIMEOUT": "soon"}, "SHUTDOWN_TIMEOUT"},
 		{map[string]string{"SHUTDOWN_TIMEOUT": "-1s"}, "SHUTDOWN_TIMEOUT"},
 		{map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
+		{map[string]string{"PROCESSOR_LATENCY": "-5ms"}, "PROCESSOR_LATENCY"},
+		{map[string]string{"IDEMPOTENCY_KEY_TTL": "1s"}, "IDEMPOTENCY_KEY_TTL"},
 	}
 	for _, tt := range tests {
 		_, err := loadConfig(tt.env)

@@ -11,6 +11,9 @@ import (
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/handlers"
+	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/payments"
+	"github.com/payments-api/payments-api/internal/processor"
 )
 
 // serve migrates, seeds the demo keys and serves until ctx is canceled (SIGINT/SIGTERM), then
@@ -35,10 +38,17 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
 		return err
 	}
 
-	e, err := handlers.New(handlers.Options{Pool: pool, Logger: logger})
+	keys := idempotency.NewStore(pool, cfg.IdempotencyTTL)
+	e, err := handlers.New(handlers.Options{
+		Pool:        pool,
+		Logger:      logger,
+		Payments:    payments.NewService(pool, processor.Simulated{Latency: cfg.ProcessorLatency}),
+		Idempotency: keys,
+	})
 	if err != nil {
 		return err
 	}
+	go keys.RunSweeper(ctx, time.Minute, logger)
 	srv := &http.Server{Addr: cfg.ListenAddr, Handler: e,
 		// A slow client cannot hold a connection open for free.
 		ReadHeaderTimeout: 10 * time.Second}

@@ -19,8 +19,33 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
+	"github.com/oapi-codegen/nullable"
 	"github.com/oapi-codegen/runtime"
 )
+
+// Defines values for CreatePaymentRequestPaymentMethod.
+const (
+	PmCardDeclined          CreatePaymentRequestPaymentMethod = "pm_card_declined"
+	PmCardInsufficientFunds CreatePaymentRequestPaymentMethod = "pm_card_insufficient_funds"
+	PmCardProcessingError   CreatePaymentRequestPaymentMethod = "pm_card_processing_error"
+	PmCardVisa              CreatePaymentRequestPaymentMethod = "pm_card_visa"
+)
+
+// Valid indicates whether the value is a known member of the CreatePaymentRequestPaymentMethod enum.
+func (e CreatePaymentRequestPaymentMethod) Valid() bool {
+	switch e {
+	case PmCardDeclined:
+		return true
+	case PmCardInsufficientFunds:
+		return true
+	case PmCardProcessingError:
+		return true
+	case PmCardVisa:
+		return true
+	default:
+		return false
+	}
+}
 
 // Defines values for HealthStatus.
 const (
@@ -37,6 +62,51 @@ func (e HealthStatus) Valid() bool {
 	}
 }
 
+// Defines values for PaymentFailureCode.
+const (
+	CardDeclined      PaymentFailureCode = "card_declined"
+	InsufficientFunds PaymentFailureCode = "insufficient_funds"
+	LessThannil       PaymentFailureCode = "<nil>"
+)
+
+// Valid indicates whether the value is a known member of the PaymentFailureCode enum.
+func (e PaymentFailureCode) Valid() bool {
+	switch e {
+	case CardDeclined:
+		return true
+	case InsufficientFunds:
+		return true
+	case LessThannil:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentStatus.
+const (
+	Failed            PaymentStatus = "failed"
+	PartiallyRefunded PaymentStatus = "partially_refunded"
+	Refunded          PaymentStatus = "refunded"
+	Succeeded         PaymentStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PaymentStatus enum.
+func (e PaymentStatus) Valid() bool {
+	switch e {
+	case Failed:
+		return true
+	case PartiallyRefunded:
+		return true
+	case Refunded:
+		return true
+	case Succeeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Account defines model for Account.
 type Account struct {
 	CreatedAt time.Time `json:"created_at"`
@@ -44,6 +114,32 @@ type Account struct {
 	// Id Examples: acct_3f9a1c0d2b7e4a5c9e1f0a2b
 	Id string `json:"id"`
 }
+
+// CreatePaymentRequest defines model for CreatePaymentRequest.
+type CreatePaymentRequest struct {
+	// Amount In the currency's minor unit (5000 = 50.00 USD).
+	Amount int64 `json:"amount"`
+
+	// Currency Lowercase ISO 4217 currency code.
+	//
+	// Examples: usd
+	Currency    Currency `json:"currency"`
+	Description *string  `json:"description,omitempty"`
+
+	// Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
+	Metadata *Metadata `json:"metadata,omitempty"`
+
+	// PaymentMethod A test card token; see "Test cards".
+	PaymentMethod CreatePaymentRequestPaymentMethod `json:"payment_method"`
+}
+
+// CreatePaymentRequestPaymentMethod A test card token; see "Test cards".
+type CreatePaymentRequestPaymentMethod string
+
+// Currency Lowercase ISO 4217 currency code.
+//
+// Examples: usd
+type Currency = string
 
 // FieldError defines model for FieldError.
 type FieldError struct {
@@ -61,16 +157,65 @@ type Health struct {
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
 
+// Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
+type Metadata map[string]string
+
+// Payment defines model for Payment.
+type Payment struct {
+	Amount         int64     `json:"amount"`
+	AmountRefunded int64     `json:"amount_refunded"`
+	CreatedAt      time.Time `json:"created_at"`
+
+	// Currency Lowercase ISO 4217 currency code.
+	//
+	// Examples: usd
+	Currency    Currency                  `json:"currency"`
+	Description nullable.Nullable[string] `json:"description"`
+
+	// FailureCode Why a failed payment was declined.
+	FailureCode nullable.Nullable[PaymentFailureCode] `json:"failure_code"`
+	Id          string                                `json:"id"`
+
+	// Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
+	Metadata      Metadata      `json:"metadata"`
+	PaymentMethod string        `json:"payment_method"`
+	Status        PaymentStatus `json:"status"`
+	UpdatedAt     time.Time     `json:"updated_at"`
+}
+
+// PaymentFailureCode Why a failed payment was declined.
+type PaymentFailureCode string
+
+// PaymentList defines model for PaymentList.
+type PaymentList struct {
+	Data []Payment `json:"data"`
+
+	// HasMore Whether another page follows; fetch it with `starting_after` set to the last id.
+	HasMore bool `json:"has_more"`
+}
+
+// PaymentStatus defines model for PaymentStatus.
+type PaymentStatus string
+
 // Problem An RFC 9457 problem details object.
 type Problem struct {
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined`, the failed payment that was stored.
+	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
 	RequestId *string `json:"request_id,omitempty"`
@@ -87,19 +232,46 @@ type Problem struct {
 	Type string `json:"type"`
 }
 
+// UpdatePaymentRequest defines model for UpdatePaymentRequest.
+type UpdatePaymentRequest struct {
+	Description nullable.Nullable[string]             `json:"description,omitempty"`
+	Metadata    nullable.Nullable[map[string]*string] `json:"metadata,omitempty"`
+}
+
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
 
+// IfMatch defines model for IfMatch.
+type IfMatch = string
+
+// IfNoneMatch defines model for IfNoneMatch.
+type IfNoneMatch = string
+
+// Limit defines model for Limit.
+type Limit = int
+
+// PaymentID defines model for PaymentID.
+type PaymentID = string
+
 // BadRequest defines model for BadRequest.
 type BadRequest struct {
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined`, the failed payment that was stored.
+	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
 	RequestId *string     `json:"request_id,omitempty"`
@@ -113,16 +285,83 @@ type BadRequest struct {
 // HealthOK defines model for HealthOK.
 type HealthOK = Health
 
-// InternalError defines model for InternalError.
-type InternalError struct {
+// IdempotencyKeyInUse defines model for IdempotencyKeyInUse.
+type IdempotencyKeyInUse struct {
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined`, the failed payment that was stored.
+	PaymentId *string `json:"payment_id,omitempty"`
+
+	// RequestId The `Request-Id` of the request, for support.
+	RequestId *string     `json:"request_id,omitempty"`
+	Status    interface{} `json:"status"`
+
+	// Title A short summary of the problem type; the same for every occurrence.
+	Title string      `json:"title"`
+	Type  interface{} `json:"type"`
+}
+
+// IdempotencyKeyReused defines model for IdempotencyKeyReused.
+type IdempotencyKeyReused struct {
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
+	// Detail An explanation specific to this occurrence.
+	Detail *string `json:"detail,omitempty"`
+
+	// Errors For `invalid-request`, one entry per invalid field.
+	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
+	// Instance The request path this problem occurred on.
+	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined`, the failed payment that was stored.
+	PaymentId *string `json:"payment_id,omitempty"`
+
+	// RequestId The `Request-Id` of the request, for support.
+	RequestId *string     `json:"request_id,omitempty"`
+	Status    interface{} `json:"status"`
+
+	// Title A short summary of the problem type; the same for every occurrence.
+	Title string      `json:"title"`
+	Type  interface{} `json:"type"`
+}
+
+// InternalError defines model for InternalError.
+type InternalError struct {
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
+	// Detail An explanation specific to this occurrence.
+	Detail *string `json:"detail,omitempty"`
+
+	// Errors For `invalid-request`, one entry per invalid field.
+	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
+	// Instance The request path this problem occurred on.
+	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined`, the failed payment that was stored.
+	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
 	RequestId *string     `json:"request_id,omitempty"`
@@ -135,14 +374,23 @@ type InternalError struct {
 
 // MethodNotAllowed defines model for MethodNotAllowed.
 type MethodNotAllowed struct {
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined`, the failed payment that was stored.
+	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
 	RequestId *string     `json:"request_id,omitempty"`
@@ -155,14 +403,23 @@ type MethodNotAllowed struct {
 
 // NotFound defines model for NotFound.
 type NotFound struct {
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined`, the failed payment that was stored.
+	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
 	RequestId *string     `json:"request_id,omitempty"`
@@ -175,14 +432,139 @@ type NotFound struct {
 
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge struct {
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined`, the failed payment that was stored.
+	PaymentId *string `json:"payment_id,omitempty"`
+
+	// RequestId The `Request-Id` of the request, for support.
+	RequestId *string     `json:"request_id,omitempty"`
+	Status    interface{} `json:"status"`
+
+	// Title A short summary of the problem type; the same for every occurrence.
+	Title string      `json:"title"`
+	Type  interface{} `json:"type"`
+}
+
+// PaymentDeclined defines model for PaymentDeclined.
+type PaymentDeclined struct {
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
+	// Detail An explanation specific to this occurrence.
+	Detail *string `json:"detail,omitempty"`
+
+	// Errors For `invalid-request`, one entry per invalid field.
+	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode string `json:"failure_code"`
+
+	// Instance The request path this problem occurred on.
+	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined`, the failed payment that was stored.
+	PaymentId string `json:"payment_id"`
+
+	// RequestId The `Request-Id` of the request, for support.
+	RequestId *string     `json:"request_id,omitempty"`
+	Status    interface{} `json:"status"`
+
+	// Title A short summary of the problem type; the same for every occurrence.
+	Title string      `json:"title"`
+	Type  interface{} `json:"type"`
+}
+
+// PreconditionFailed defines model for PreconditionFailed.
+type PreconditionFailed struct {
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag string `json:"current_etag"`
+
+	// Detail An explanation specific to this occurrence.
+	Detail *string `json:"detail,omitempty"`
+
+	// Errors For `invalid-request`, one entry per invalid field.
+	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
+	// Instance The request path this problem occurred on.
+	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined`, the failed payment that was stored.
+	PaymentId *string `json:"payment_id,omitempty"`
+
+	// RequestId The `Request-Id` of the request, for support.
+	RequestId *string     `json:"request_id,omitempty"`
+	Status    interface{} `json:"status"`
+
+	// Title A short summary of the problem type; the same for every occurrence.
+	Title string      `json:"title"`
+	Type  interface{} `json:"type"`
+}
+
+// PreconditionRequired defines model for PreconditionRequired.
+type PreconditionRequired struct {
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
+	// Detail An explanation specific to this occurrence.
+	Detail *string `json:"detail,omitempty"`
+
+	// Errors For `invalid-request`, one entry per invalid field.
+	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
+	// Instance The request path this problem occurred on.
+	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined`, the failed payment that was stored.
+	PaymentId *string `json:"payment_id,omitempty"`
+
+	// RequestId The `Request-Id` of the request, for support.
+	RequestId *string     `json:"request_id,omitempty"`
+	Status    interface{} `json:"status"`
+
+	// Title A short summary of the problem type; the same for every occurrence.
+	Title string      `json:"title"`
+	Type  interface{} `json:"type"`
+}
+
+// ProcessorUnavailable defines model for ProcessorUnavailable.
+type ProcessorUnavailable struct {
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
+	// Detail An explanation specific to this occurrence.
+	Detail *string `json:"detail,omitempty"`
+
+	// Errors For `invalid-request`, one entry per invalid field.
+	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
+	// Instance The request path this problem occurred on.
+	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined`, the failed payment that was stored.
+	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
 	RequestId *string     `json:"request_id,omitempty"`
@@ -195,14 +577,23 @@ type PayloadTooLarge struct {
 
 // ServiceUnavailable defines model for ServiceUnavailable.
 type ServiceUnavailable struct {
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined`, the failed payment that was stored.
+	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
 	RequestId *string     `json:"request_id,omitempty"`
@@ -215,14 +606,23 @@ type ServiceUnavailable struct {
 
 // Unauthorized defines model for Unauthorized.
 type Unauthorized struct {
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined`, the failed payment that was stored.
+	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
 	RequestId *string     `json:"request_id,omitempty"`
@@ -235,14 +635,23 @@ type Unauthorized struct {
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType struct {
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined`, the failed payment that was stored.
+	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
 	RequestId *string     `json:"request_id,omitempty"`
@@ -252,6 +661,55 @@ type UnsupportedMediaType struct {
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
 }
+
+// ListPaymentsParams defines parameters for ListPayments.
+type ListPaymentsParams struct {
+	// Limit How many items to return (1-100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// StartingAfter The id of the last payment of the previous page.
+	StartingAfter *string        `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	Status        *PaymentStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// CreatedGte Only payments created at or after this time.
+	CreatedGte *time.Time `form:"created_gte,omitempty" json:"created_gte,omitempty"`
+
+	// CreatedLt Only payments created before this time.
+	CreatedLt *time.Time `form:"created_lt,omitempty" json:"created_lt,omitempty"`
+}
+
+// CreatePaymentParams defines parameters for CreatePayment.
+type CreatePaymentParams struct {
+	// IdempotencyKey A unique key for this operation, chosen by the client (a UUID is a good choice).
+	// 1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
+	// (`"abc"`). Retrying with the same key and the same body returns the stored response
+	// with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
+	// key while the first request is still in flight is 409. Keys expire 24 hours after first
+	// use (configurable by the operator), after which the key may be used again.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// GetPaymentParams defines parameters for GetPayment.
+type GetPaymentParams struct {
+	// IfNoneMatch An `ETag` (or list, or `*`). When it matches the current one the answer is 304.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// UpdatePaymentParams defines parameters for UpdatePayment.
+type UpdatePaymentParams struct {
+	// IfMatch The `ETag` you last read (or a comma-separated list, or `*` for any). Required: without
+	// it the update is refused with 428. Weak tags (`W/"..."`) never match (RFC 9110).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// CreatePaymentJSONRequestBody defines body for CreatePayment for application/json ContentType.
+type CreatePaymentJSONRequestBody = CreatePaymentRequest
+
+// UpdatePaymentJSONRequestBody defines body for UpdatePayment for application/json ContentType.
+type UpdatePaymentJSONRequestBody = UpdatePaymentRequest
+
+// UpdatePaymentApplicationMergePatchPlusJSONRequestBody defines body for UpdatePayment for application/merge-patch+json ContentType.
+type UpdatePaymentApplicationMergePatchPlusJSONRequestBody = UpdatePaymentRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -267,6 +725,18 @@ type ServerInterface interface {
 	// GetOpenAPIYAML This contract, as YAML
 	// (GET /openapi.yaml)
 	GetOpenAPIYAML(ctx echo.Context) error
+	// ListPayments List payments
+	// (GET /payments)
+	ListPayments(ctx echo.Context, params ListPaymentsParams) error
+	// CreatePayment Create a payment
+	// (POST /payments)
+	CreatePayment(ctx echo.Context, params CreatePaymentParams) error
+	// GetPayment Get a payment
+	// (GET /payments/{id})
+	GetPayment(ctx echo.Context, id PaymentID, params GetPaymentParams) error
+	// UpdatePayment Update a payment's description or metadata
+	// (PATCH /payments/{id})
+	UpdatePayment(ctx echo.Context, id PaymentID, params UpdatePaymentParams) error
 	// GetProblemType Describe a problem type
 	// (GET /problems/{problem})
 	GetProblemType(ctx echo.Context, problem string) error
@@ -313,6 +783,155 @@ func (w *ServerInterfaceWrapper) GetOpenAPIYAML(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetOpenAPIYAML(ctx)
+	return err
+}
+
+// ListPayments converts echo context to params.
+func (w *ServerInterfaceWrapper) ListPayments(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListPaymentsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "starting_after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "starting_after", ctx.QueryParams(), &params.StartingAfter, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter starting_after: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_gte" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_gte", ctx.QueryParams(), &params.CreatedGte, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_gte: %s", err))
+	}
+
+	// ------------- Optional query parameter "created_lt" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "created_lt", ctx.QueryParams(), &params.CreatedLt, runtime.BindQueryParameterOptions{Type: "string", Format: "date-time"})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_lt: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListPayments(ctx, params)
+	return err
+}
+
+// CreatePayment converts echo context to params.
+func (w *ServerInterfaceWrapper) CreatePayment(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreatePaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreatePayment(ctx, params)
+	return err
+}
+
+// GetPayment converts echo context to params.
+func (w *ServerInterfaceWrapper) GetPayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id PaymentID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetPaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetPayment(ctx, id, params)
+	return err
+}
+
+// UpdatePayment converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdatePayment(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id PaymentID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdatePaymentParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdatePayment(ctx, id, params)
 	return err
 }
 
@@ -388,6 +1007,10 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 		Handler: si,
 	}
 
+	router.GET(options.BaseURL+"/payments", wrapper.ListPayments, options.OperationMiddlewares["listPayments"]...)
+	router.POST(options.BaseURL+"/payments", wrapper.CreatePayment, options.OperationMiddlewares["createPayment"]...)
+	router.GET(options.BaseURL+"/payments/:id", wrapper.GetPayment, options.OperationMiddlewares["getPayment"]...)
+	router.PATCH(options.BaseURL+"/payments/:id", wrapper.UpdatePayment, options.OperationMiddlewares["updatePayment"]...)
 	router.GET(options.BaseURL+"/account", wrapper.GetAccount, options.OperationMiddlewares["getAccount"]...)
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
@@ -402,14 +1025,23 @@ type BadRequestResponseHeaders struct {
 }
 type BadRequestApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined`, the failed payment that was stored.
+		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
 		RequestId *string     `json:"request_id,omitempty"`
@@ -432,19 +1064,99 @@ type HealthOKJSONResponse struct {
 	Headers HealthOKResponseHeaders
 }
 
-type InternalErrorResponseHeaders struct {
-	RequestId string
+type IdempotencyKeyInUseResponseHeaders struct {
+	RequestId  string
+	RetryAfter int
 }
-type InternalErrorApplicationProblemPlusJSONResponse struct {
+type IdempotencyKeyInUseApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined`, the failed payment that was stored.
+		PaymentId *string `json:"payment_id,omitempty"`
+
+		// RequestId The `Request-Id` of the request, for support.
+		RequestId *string     `json:"request_id,omitempty"`
+		Status    interface{} `json:"status"`
+
+		// Title A short summary of the problem type; the same for every occurrence.
+		Title string      `json:"title"`
+		Type  interface{} `json:"type"`
+	}
+
+	Headers IdempotencyKeyInUseResponseHeaders
+}
+
+type IdempotencyKeyReusedResponseHeaders struct {
+	RequestId string
+}
+type IdempotencyKeyReusedApplicationProblemPlusJSONResponse struct {
+	Body struct {
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
+		// Detail An explanation specific to this occurrence.
+		Detail *string `json:"detail,omitempty"`
+
+		// Errors For `invalid-request`, one entry per invalid field.
+		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
+		// Instance The request path this problem occurred on.
+		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined`, the failed payment that was stored.
+		PaymentId *string `json:"payment_id,omitempty"`
+
+		// RequestId The `Request-Id` of the request, for support.
+		RequestId *string     `json:"request_id,omitempty"`
+		Status    interface{} `json:"status"`
+
+		// Title A short summary of the problem type; the same for every occurrence.
+		Title string      `json:"title"`
+		Type  interface{} `json:"type"`
+	}
+
+	Headers IdempotencyKeyReusedResponseHeaders
+}
+
+type InternalErrorResponseHeaders struct {
+	RequestId string
+}
+type InternalErrorApplicationProblemPlusJSONResponse struct {
+	Body struct {
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
+		// Detail An explanation specific to this occurrence.
+		Detail *string `json:"detail,omitempty"`
+
+		// Errors For `invalid-request`, one entry per invalid field.
+		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
+		// Instance The request path this problem occurred on.
+		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined`, the failed payment that was stored.
+		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
 		RequestId *string     `json:"request_id,omitempty"`
@@ -464,14 +1176,23 @@ type MethodNotAllowedResponseHeaders struct {
 }
 type MethodNotAllowedApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined`, the failed payment that was stored.
+		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
 		RequestId *string     `json:"request_id,omitempty"`
@@ -490,14 +1211,23 @@ type NotFoundResponseHeaders struct {
 }
 type NotFoundApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined`, the failed payment that was stored.
+		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
 		RequestId *string     `json:"request_id,omitempty"`
@@ -516,14 +1246,23 @@ type PayloadTooLargeResponseHeaders struct {
 }
 type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined`, the failed payment that was stored.
+		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
 		RequestId *string     `json:"request_id,omitempty"`
@@ -537,20 +1276,172 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 	Headers PayloadTooLargeResponseHeaders
 }
 
-type ServiceUnavailableResponseHeaders struct {
-	RequestId  string
-	RetryAfter int
+type PaymentDeclinedResponseHeaders struct {
+	IdempotentReplayed *string
+	Location           string
+	RequestId          string
 }
-type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
+type PaymentDeclinedApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode string `json:"failure_code"`
+
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined`, the failed payment that was stored.
+		PaymentId string `json:"payment_id"`
+
+		// RequestId The `Request-Id` of the request, for support.
+		RequestId *string     `json:"request_id,omitempty"`
+		Status    interface{} `json:"status"`
+
+		// Title A short summary of the problem type; the same for every occurrence.
+		Title string      `json:"title"`
+		Type  interface{} `json:"type"`
+	}
+
+	Headers PaymentDeclinedResponseHeaders
+}
+
+type PreconditionFailedResponseHeaders struct {
+	RequestId string
+}
+type PreconditionFailedApplicationProblemPlusJSONResponse struct {
+	Body struct {
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag string `json:"current_etag"`
+
+		// Detail An explanation specific to this occurrence.
+		Detail *string `json:"detail,omitempty"`
+
+		// Errors For `invalid-request`, one entry per invalid field.
+		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
+		// Instance The request path this problem occurred on.
+		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined`, the failed payment that was stored.
+		PaymentId *string `json:"payment_id,omitempty"`
+
+		// RequestId The `Request-Id` of the request, for support.
+		RequestId *string     `json:"request_id,omitempty"`
+		Status    interface{} `json:"status"`
+
+		// Title A short summary of the problem type; the same for every occurrence.
+		Title string      `json:"title"`
+		Type  interface{} `json:"type"`
+	}
+
+	Headers PreconditionFailedResponseHeaders
+}
+
+type PreconditionRequiredResponseHeaders struct {
+	RequestId string
+}
+type PreconditionRequiredApplicationProblemPlusJSONResponse struct {
+	Body struct {
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
+		// Detail An explanation specific to this occurrence.
+		Detail *string `json:"detail,omitempty"`
+
+		// Errors For `invalid-request`, one entry per invalid field.
+		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
+		// Instance The request path this problem occurred on.
+		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined`, the failed payment that was stored.
+		PaymentId *string `json:"payment_id,omitempty"`
+
+		// RequestId The `Request-Id` of the request, for support.
+		RequestId *string     `json:"request_id,omitempty"`
+		Status    interface{} `json:"status"`
+
+		// Title A short summary of the problem type; the same for every occurrence.
+		Title string      `json:"title"`
+		Type  interface{} `json:"type"`
+	}
+
+	Headers PreconditionRequiredResponseHeaders
+}
+
+type ProcessorUnavailableResponseHeaders struct {
+	RequestId  string
+	RetryAfter int
+}
+type ProcessorUnavailableApplicationProblemPlusJSONResponse struct {
+	Body struct {
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
+		// Detail An explanation specific to this occurrence.
+		Detail *string `json:"detail,omitempty"`
+
+		// Errors For `invalid-request`, one entry per invalid field.
+		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
+		// Instance The request path this problem occurred on.
+		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined`, the failed payment that was stored.
+		PaymentId *string `json:"payment_id,omitempty"`
+
+		// RequestId The `Request-Id` of the request, for support.
+		RequestId *string     `json:"request_id,omitempty"`
+		Status    interface{} `json:"status"`
+
+		// Title A short summary of the problem type; the same for every occurrence.
+		Title string      `json:"title"`
+		Type  interface{} `json:"type"`
+	}
+
+	Headers ProcessorUnavailableResponseHeaders
+}
+
+type ServiceUnavailableResponseHeaders struct {
+	RequestId  string
+	RetryAfter int
+}
+type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
+	Body struct {
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
+		// Detail An explanation specific to this occurrence.
+		Detail *string `json:"detail,omitempty"`
+
+		// Errors For `invalid-request`, one entry per invalid field.
+		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
+		// Instance The request path this problem occurred on.
+		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined`, the failed payment that was stored.
+		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
 		RequestId *string     `json:"request_id,omitempty"`
@@ -570,14 +1461,23 @@ type UnauthorizedResponseHeaders struct {
 }
 type UnauthorizedApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined`, the failed payment that was stored.
+		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
 		RequestId *string     `json:"request_id,omitempty"`
@@ -596,14 +1496,23 @@ type UnsupportedMediaTypeResponseHeaders struct {
 }
 type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined`, the failed payment that was stored.
+		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
 		RequestId *string     `json:"request_id,omitempty"`
@@ -816,6 +1725,577 @@ func (response GetOpenAPIYAML500ApplicationProblemPlusJSONResponse) VisitGetOpen
 	return err
 }
 
+type ListPaymentsRequestObject struct {
+	Params ListPaymentsParams
+}
+
+type ListPaymentsResponseObject interface {
+	VisitListPaymentsResponse(w http.ResponseWriter) error
+}
+
+type ListPayments200ResponseHeaders struct {
+	RequestId string
+}
+
+type ListPayments200JSONResponse struct {
+	Body    PaymentList
+	Headers ListPayments200ResponseHeaders
+}
+
+func (response ListPayments200JSONResponse) VisitListPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayments400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListPayments400ApplicationProblemPlusJSONResponse) VisitListPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayments401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListPayments401ApplicationProblemPlusJSONResponse) VisitListPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayments500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListPayments500ApplicationProblemPlusJSONResponse) VisitListPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePaymentRequestObject struct {
+	Params CreatePaymentParams
+	Body   *CreatePaymentJSONRequestBody
+}
+
+type CreatePaymentResponseObject interface {
+	VisitCreatePaymentResponse(w http.ResponseWriter) error
+}
+
+type CreatePayment201ResponseHeaders struct {
+	ETag               string
+	IdempotentReplayed *string
+	Location           string
+	RequestId          string
+}
+
+type CreatePayment201JSONResponse struct {
+	Body    Payment
+	Headers CreatePayment201ResponseHeaders
+}
+
+func (response CreatePayment201JSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment400ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment401ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment402ApplicationProblemPlusJSONResponse struct {
+	PaymentDeclinedApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment402ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(402)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment409ApplicationProblemPlusJSONResponse struct {
+	IdempotencyKeyInUseApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment409ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment413ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment415ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment422ApplicationProblemPlusJSONResponse struct {
+	IdempotencyKeyReusedApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment422ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment500ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment503ApplicationProblemPlusJSONResponse struct {
+	ProcessorUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment503ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPaymentRequestObject struct {
+	Id     PaymentID `json:"id"`
+	Params GetPaymentParams
+}
+
+type GetPaymentResponseObject interface {
+	VisitGetPaymentResponse(w http.ResponseWriter) error
+}
+
+type GetPayment200ResponseHeaders struct {
+	ETag      string
+	RequestId string
+}
+
+type GetPayment200JSONResponse struct {
+	Body    Payment
+	Headers GetPayment200ResponseHeaders
+}
+
+func (response GetPayment200JSONResponse) VisitGetPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPayment304ResponseHeaders struct {
+	ETag      string
+	RequestId string
+}
+
+type GetPayment304Response struct {
+	Headers GetPayment304ResponseHeaders
+}
+
+func (response GetPayment304Response) VisitGetPaymentResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type GetPayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetPayment400ApplicationProblemPlusJSONResponse) VisitGetPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetPayment401ApplicationProblemPlusJSONResponse) VisitGetPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetPayment404ApplicationProblemPlusJSONResponse) VisitGetPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPayment500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetPayment500ApplicationProblemPlusJSONResponse) VisitGetPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePaymentRequestObject struct {
+	Id                                PaymentID `json:"id"`
+	Params                            UpdatePaymentParams
+	JSONBody                          *UpdatePaymentJSONRequestBody
+	ApplicationMergePatchPlusJSONBody *UpdatePaymentApplicationMergePatchPlusJSONRequestBody
+}
+
+type UpdatePaymentResponseObject interface {
+	VisitUpdatePaymentResponse(w http.ResponseWriter) error
+}
+
+type UpdatePayment200ResponseHeaders struct {
+	ETag      string
+	RequestId string
+}
+
+type UpdatePayment200JSONResponse struct {
+	Body    Payment
+	Headers UpdatePayment200ResponseHeaders
+}
+
+func (response UpdatePayment200JSONResponse) VisitUpdatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePayment400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePayment400ApplicationProblemPlusJSONResponse) VisitUpdatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePayment401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePayment401ApplicationProblemPlusJSONResponse) VisitUpdatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePayment404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePayment404ApplicationProblemPlusJSONResponse) VisitUpdatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePayment412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePayment412ApplicationProblemPlusJSONResponse) VisitUpdatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePayment413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePayment413ApplicationProblemPlusJSONResponse) VisitUpdatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePayment415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePayment415ApplicationProblemPlusJSONResponse) VisitUpdatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePayment428ApplicationProblemPlusJSONResponse struct {
+	PreconditionRequiredApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePayment428ApplicationProblemPlusJSONResponse) VisitUpdatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePayment500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePayment500ApplicationProblemPlusJSONResponse) VisitUpdatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetProblemTypeRequestObject struct {
 	Problem string `json:"problem"`
 }
@@ -972,6 +2452,18 @@ type StrictServerInterface interface {
 	// GetOpenAPIYAML This contract, as YAML
 	// (GET /openapi.yaml)
 	GetOpenAPIYAML(ctx context.Context, request GetOpenAPIYAMLRequestObject) (GetOpenAPIYAMLResponseObject, error)
+	// ListPayments List payments
+	// (GET /payments)
+	ListPayments(ctx context.Context, request ListPaymentsRequestObject) (ListPaymentsResponseObject, error)
+	// CreatePayment Create a payment
+	// (POST /payments)
+	CreatePayment(ctx context.Context, request CreatePaymentRequestObject) (CreatePaymentResponseObject, error)
+	// GetPayment Get a payment
+	// (GET /payments/{id})
+	GetPayment(ctx context.Context, request GetPaymentRequestObject) (GetPaymentResponseObject, error)
+	// UpdatePayment Update a payment's description or metadata
+	// (PATCH /payments/{id})
+	UpdatePayment(ctx context.Context, request UpdatePaymentRequestObject) (UpdatePaymentResponseObject, error)
 	// GetProblemType Describe a problem type
 	// (GET /problems/{problem})
 	GetProblemType(ctx context.Context, request GetProblemTypeRequestObject) (GetProblemTypeResponseObject, error)
@@ -1084,6 +2576,181 @@ func (sh *strictHandler) GetOpenAPIYAML(ctx echo.Context) error {
 	return nil
 }
 
+// ListPayments operation middleware
+func (sh *strictHandler) ListPayments(ctx echo.Context, params ListPaymentsParams) error {
+	var request ListPaymentsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListPayments(ctx.Request().Context(), request.(ListPaymentsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListPayments")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListPaymentsResponseObject); ok {
+		return validResponse.VisitListPaymentsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreatePayment operation middleware
+func (sh *strictHandler) CreatePayment(ctx echo.Context, params CreatePaymentParams) error {
+	var request CreatePaymentRequestObject
+
+	request.Params = params
+
+	var body CreatePaymentJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreatePayment(ctx.Request().Context(), request.(CreatePaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreatePayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreatePaymentResponseObject); ok {
+		return validResponse.VisitCreatePaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetPayment operation middleware
+func (sh *strictHandler) GetPayment(ctx echo.Context, id PaymentID, params GetPaymentParams) error {
+	var request GetPaymentRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetPayment(ctx.Request().Context(), request.(GetPaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetPayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetPaymentResponseObject); ok {
+		return validResponse.VisitGetPaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdatePayment operation middleware
+func (sh *strictHandler) UpdatePayment(ctx echo.Context, id PaymentID, params UpdatePaymentParams) error {
+	var request UpdatePaymentRequestObject
+
+	request.Id = id
+	request.Params = params
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "application/json") {
+		var body UpdatePaymentJSONRequestBody
+		var err error
+		if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+			// A request validator built on kin-openapi's openapi3filter with
+			// KeepValidatedValue leaves the value it validated on the body. Bind
+			// that value, matching member names exactly, so the handler receives
+			// what was validated instead of a second, case-insensitive decode.
+			// Otherwise bind only the request body, so that path and query
+			// parameters are not also bound into the body struct.
+			if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+				err = binder.BindBody(ctx, &body)
+			}
+		} else {
+			// A custom binder is installed on the Echo instance; defer to it
+			// entirely, since echo.Binder does not expose body-only binding and
+			// the binder may do more than decode (for example call ctx.Validate).
+			err = ctx.Bind(&body)
+		}
+		if err != nil {
+			return err
+		}
+		request.JSONBody = &body
+
+	}
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "application/merge-patch+json") {
+		var body UpdatePaymentApplicationMergePatchPlusJSONRequestBody
+		var err error
+		if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+			// A request validator built on kin-openapi's openapi3filter with
+			// KeepValidatedValue leaves the value it validated on the body. Bind
+			// that value, matching member names exactly, so the handler receives
+			// what was validated instead of a second, case-insensitive decode.
+			// Otherwise bind only the request body, so that path and query
+			// parameters are not also bound into the body struct.
+			if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+				err = binder.BindBody(ctx, &body)
+			}
+		} else {
+			// A custom binder is installed on the Echo instance; defer to it
+			// entirely, since echo.Binder does not expose body-only binding and
+			// the binder may do more than decode (for example call ctx.Validate).
+			err = ctx.Bind(&body)
+		}
+		if err != nil {
+			return err
+		}
+		request.ApplicationMergePatchPlusJSONBody = &body
+
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdatePayment(ctx.Request().Context(), request.(UpdatePaymentRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdatePayment")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdatePaymentResponseObject); ok {
+		return validResponse.VisitUpdatePaymentResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetProblemType operation middleware
 func (sh *strictHandler) GetProblemType(ctx echo.Context, problem string) error {
 	var request GetProblemTypeRequestObject
@@ -1137,66 +2804,108 @@ func (sh *strictHandler) GetReadiness(ctx echo.Context) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7Fptc9u2lv4rZ9g7U3svKUuK3Sby9IPbOLfevHljZzJ3LTeEyCMRNQkwAGiZSfzfdw4ASpREKe7Us5sP",
-	"+8UjS8TBwXl/HvBLkMiilAKF0cHoS5AhS1HZjyd5Luf0IUWdKF4aLkUwCi4zhAJNJlMNJkNQsjIIuipL",
-	"qYzuBWGg8FPFFabByKgKw0AnGRaMJJm6xGAUaKO4mAX392Fweslmm3ucgDZKihmgMNzUYNgMplK5/bBU",
-	"qFEYRg+H9vv4bBq9ZibJYmAitf++kQKb7/bevfgNng0G/f3d6pXMGFSkwB/j4OqPcXD9H+PgH0HYofdZ",
-	"ikUpDQrzDsuc1SRu/RTnTs8Q5txkVvdbllcIMe0bhzDPUPgj6VIKjcA1MDpgzmqQU/ubFAjaSIUpnXQs",
-	"TMY1xIvtkzp6iXXcG4ugfRIUVRGMrgLaKbjuOsArmTCnZ5eD37971SiQKGQGU1JSVirBEKRqfvtTTsBk",
-	"zJDO5H2Q7kBzqW7+aiS8YwZf8YKbbo0UFowLLmbwqZKGkQbIkgxKmfOkhr2z08sXkCo2NRFHM40yY0pW",
-	"8kgxgzmJjXxo74djgb1ZD+JxkOKUVbkZB8fql8Phsfll8HTDlDs0Pbd7d+vrtLTacdTOSqws8xqMtDY6",
-	"OT+DG/z7mn/6ZdDvH89/+an/ENXxU4XanHVE61lKyTZ1ynINyj0K3LlUo7pF9aOGXM50D04gyTkKAwWr",
-	"QaNIgZP752Is9gbRYPgUkowplhhUmnwVn0T/zaLP/ehZ7+MoivePQZoM1ZxrbImHgt0gRRG6ozwoVa9W",
-	"RF9/GYSD4dP77rR9h0bVJ1ODatMAF5hIQUVNwpxxAxOcSoVgVE1Rx2aMiwdXkoILXlAK9hdacGFwhsqq",
-	"8eHDh5PKZGTwhBnsjiC2fIJLAVY4knaVxpYiIbB8zmoN8a/IFKr4wTXOPd9hp/swKJliBRrfClrl5iXW",
-	"XfW6EvxThTagXaHmGmSJyhfpJJMaBUxqV1Jc6OwxeP/+7LmrejMpU3qMJ7jfG4tBNDw6glJxYdgkRzi5",
-	"+O3srBVTIQWdgQlTCHsxmyTxPtUlRqK0UVViKoVpNOWYp+AONhZ78Thgk2QcxPs9sKFAnl1UZ80KdwLq",
-	"IYsvJjKtQaGplHANz1fjpmiPhRWwLMkmalrCCGylP16Vbh9nkPLpFJU9BO3ANRwOh8tHx8I+m/HcJciU",
-	"K22WSalBG57nlJ3TnM8y+9Vh/1kPXmKtAe9KrhCGh5DJSmlgFPJOxljY+EmkmPJZpax1vV+cw6SimLIL",
-	"5hlPnG1IGUr1CVL4pS4dXJJyigBXooIwEKxAV03aDWp3srC7VyhmJgtGw6OfQ0qe5v9BZ3A2prex+StL",
-	"fVWj/xIpyAX0kaqtT56DUslJjsU//9Su4y03Z3n+dhqMrr4E/1A4DUbBDwfLiejAPacPzt364D78EpSK",
-	"7GS4214bZirttyYdDvv9+0brZSNuNNAHXNyynKeRd2UQdvzGW9a7wTq4vr+/v7ZH72qMi5AoWD6VqsCU",
-	"UsHLomrQGuq8qSLXAbqO7B8+WLYKu/HvyHKTvX25w8ibxt1lUicw6DiV+6V+LM3PBBU8lp8qJdX3ESNH",
-	"KzHiv1yJA6dyhFbnLd4/EVAJvCsxofnMPtqD52gYzzVQYczlbIYpVCJFNzvHSyPGIQiklkt19LFM/dri",
-	"gjfSWOzgZuLvISOPdlrboZlISBMxr/eufLN4B++4NhomlYFUogYhTYOBrKWdzB5cLmcbJvScpiHXGwUw",
-	"UY9FKpOqQEEOLJnJQtASuE3mnGv6VooEIUOFoBhNTDRJCu9SOwAvuqyrxl0AbpcH3UPL0fCvO/2NNC9k",
-	"Jb4bZx/udDZ5eWrV3eLjNxJ0lWQLvOMGYJpRkkRWj5cr56zOJUsvpXzF1Ay/E+sNnuy0XumUjoyUUW7V",
-	"fkBnauYbu8AHcGvmZ0mCpdGwN4DX/Nf9x7LvBapbnuB7wW4Zz2nM+V5q/24Ta6d3VLUU39YAIMUSRUpz",
-	"Ahm4teSYcIsHLTkzqB7DrB4/RQsAtXvdAmpZ1d8LAjRS8c/fT18Y7PRE1dZ4iwtec625mIVQiRsh54Im",
-	"L4W38gbTBuE/juU/fPgQrWPGXYvXIab3ge9RmL7GlLPL5dn/zwvP0Td8sdA8Kkj1yD77wOrzo4b4N3fG",
-	"iM4cU7ZQy5YCW8iHYLavRo9The4bmOP6sWsgFoWvWMNTbB+Z/Y1GePoUpMxgZHiBmxA9DLjVBO9YUeYk",
-	"5SpgSWI+Ppk+Y4Oknw4nP+MhO0qe4WDaZ8NJcB22ob99dkmcXP+zmy5ZYrYr2jBsa7pkFeXkT0wMKfWC",
-	"4PZizl49pIXim9TBBzvbkA/sAAtcj4DBf168fQOltHMwcOEpM9tI9uIDVpAd431LRdIPBDpBToGNxacK",
-	"VQ0L+oKecK6BvdiyaXG4SZ/uu9lpw8gFas1cb95tHHe45YIu43jAM9qeCw1YlDfdnG17R7+qa6Mm7TZp",
-	"GgGWNjo8+hl8ZkHq8YJbTmG/qp37vVMW3pU5E56dKjHhU544dpMG3CSplEKRYK/LstbZelPsC6kgXoPI",
-	"cWjzFAW1tBIX0Bas1Uk8N1jobwHOVnAuSk3AlGK1zSehDRMJbmOfXTGhGd2dr7GfPycN6p0H9Ss/8rRb",
-	"chuSNbS6X+PuNnzd6xS+DJ1Nwb9fXp6DewASmVo3FOzO0ZJHz56FS5LysN9BU4aB4SbHzsuZjGCOroqC",
-	"qcVFRWMQktNivOgIhDPrb0VEU/vXN1OYM8NvEd6/O3M0Om8z1esbx/86vYwJQtHGDFrSaNd2vezCBN9M",
-	"O/trY5pwexaSczCpFDf1hSVurZcmlnGlvtyZUH5g8Nwm0xCf+AHEJtkIHGML46rff5LcYG0/YOxJP4L8",
-	"npyUIq9JwMXvJ9Hw6KexyJjOUDs8msuE5c30rRFTy7g3+MZm2A3WhHvi56ev3348OT/7+PL03xfxWOz5",
-	"eweI9c1HQ3GdYiGb+uko6mDkz7n0cmZM6SYQLqayM6RKTCLHcZJEmLDkBoW984KL5y/BTWI6hByZEgSj",
-	"mUiB5hbFEgOkCirdG4ux+OEH+E2KW4oRKfRYRNAehBz9utOwrOTQNu6pDV8yyQRzKWb2ikAKHAtYGI20",
-	"cWG+xI0adCJLTOlxbkbAhL3zaNb8qIGnC1bgsH/YI11t5+PCCpSV6cFrKdBO90yAT076veBCKqgEN7ph",
-	"lHM5R5UwjXB28RYOh4OfwWdcbUWfNvq5y8aEKUU51K5APfivShqk/LG3k+5ez95/NHnmRNnybSNua0fZ",
-	"i7fNkvF+D05ZkkFsmmGMkTFXUt3zH2Ty+TEwn9hSkG4NHc98KcqqgolIIUstnV2yGTahcN6qDnosvtoP",
-	"8LWpjF+hQGavFb/Sj1EUwcpf+jLeSt7G8BUO+334CruY2Kk1h11obXEMsWt/sR1ctONxXDPbuuMaJbzc",
-	"eWOYsfs7WEJOVE4xKmAhYFGaOgSK4gaJD4+OVu7qlB2M125eNvVqgyOnzAC+whu5LGJS+fGaGQdO1wHS",
-	"ptBFIXYSD53EnXRM6DT2D8nK4KbYTYLPyT9qHLdO6ZEF/LUQGdMuP6ZSCbHly+LNPTaYEbvF4MlabDyM",
-	"C+kydxf+cXscbdmDTkGVBOwCF/jdYKcj6toENG1zZIPtQpIxKLIoqG2jAVkp0DzFHryR7jc2kZXxNCbe",
-	"lVJjerzBP8OUi1Tbp5wMd7G8rkkHHeLUIcuuECB7tEPKDJswjftrfIgVHIRBzhMU2g4aizFCEY4/u1xe",
-	"XtE/1MDdgOOnEHtZl1BxqQuaK22g2+CmhiW0UcwglfRFNoYgS8MLrg1PqFU1xTgEpmuRwJ9y4tqY5jOB",
-	"Kcxxkkl5Y7Gnn72CZreIlTwIg1tU2rXMfm/Q65OWVFDtiMGec5bT8OH6rR4d2BuZyM2/PalmB/Ytg4Nh",
-	"f9iPBkM/GAdhIEsUJH8UPLFSLVTM7MRywJagdYYd72b8zkTq7nyTDJMb1ypusG7apmt53U1xnVZdBCbB",
-	"7OBfaBrEvHblN+z3H+0aqtliC4vwyKTvYX+wbcXihAcrTNl9GBy54+5etHrLdb8Svq2DrLx6shxnKOLY",
-	"zI7FjUGuSQadIzfZ563uP/Hjy7Dfb11Wl0omqLX1NuWvmPXgrHVTYmTl75WbfO10v0fM3d7fbY7FdeXf",
-	"sJ+f34PR1XXbmq/4LQrUumWzt43m2pvNZ1SviUVvu40Tvi1RnJyf0dD3d4N8A0142fCkN4DmmqmFvBZI",
-	"pTPum8XNwnaTmjPqkjw3MFWyeKzUeGQvXVJtafABVVzwRv6mz2pW5A/w2b9PXr/6az5rBP+/zx7sM2/k",
-	"rT5bjAlf/Kf7rZXKtaMGpHjk0bKQRhpHqFHlt6jdlauROyFGV83yeOPS8QTt16iuulianGkDGmfWX3K6",
-	"hFlewxDcG3/LybjXvHJDPXo5s/hlD35pjkWf7btyPx12vip3/c3INnhnDjKzHtIdr+t000dkQU/PTGhq",
-	"WKdyHq/lPiBGWy8R2SWH316yuPZ+/Dx47qyCrWhoeKdtiUCBWT+0TfvXjpveu+AgGJTNC3GEsuYStHsn",
-	"MrTz9uKNzc7Af4cs5b4v/u/3a1r15NurOi6FdzmifaZu068uXmX4rq4pjVx56cr/V20ebi+eSVCVgN5B",
-	"UqQH7bk/3g/CoFK5H+xHBweWwcukNqOn/af9gLbx6n3ZPsMCEx2TX29ZQhajcPil842sEFRjj8UrkgsG",
-	"jhuN+ZQw4NqLq60NWqa7v77/nwAAAP//",
+	"7Fx7c9s2tv8qZ7g7E7tLyZQit4k8/cNN0q23TuwbO5PpjbwmRB5JqEmABUA7aqLvfgcPPiRBspL4ptmZ",
+	"7R+NLJHAwXnhPH7AhyDhecEZMiWD4YdghiRFYT4eZxm/0x9SlImghaKcBcPgcoaQo5rxVIKaIQheKgRZ",
+	"FgUXSnaDMBD4R0kFpsFQiRLDQCYzzIkeSc0LDIaBVIKyabBYhMGLSzJdn+MYpBKcTQGZomoOikxhwoWd",
+	"DwuBEpki+uHQfB+fTDoviUpmMRCWmj9fcYbVd3uvf34GT3u9aH87eQVRCoUm4N+j4N2/R8HVd6Pg70Ho",
+	"ofskxbzgCpl6jUVG5nq41VWcWzpDuKNqZmi/JVmJEOt54xDuZsjckmTBmUSgEoheYEbmwCfmN84QpOIC",
+	"U73SEVMzKiGup0/mnV9xHndHLGivBFmZB8N3gZ4puPIt4JQnxNLpE/Cb16cVAYlAojDVRPJSJBgCF9Vv",
+	"v/MxqBlRmmYtfeB2QXdc3HyqJrwmCk9pTpWfIoE5oYyyKfxRckU0BUiSGRQ8o8kc9k5eXP4MqSAT1aGo",
+	"Jp2ZUgUpaEcQhZketuNUez8cMexOuxCPghQnpMzUKDgSPw76R+rH3pM1Vm6h9NzM7afXUmmooygtl0hR",
+	"ZHNQ3PDo+PwEbvDLKf/jx14UHd39+H20C+n4R4lSnXi09STVxjaxxFIJwj4K1IpUorhF8UhCxqeyC8eQ",
+	"ZBSZgpzMQSJLgWrx37ER2+t1ev0nkMyIIIlCIbWs4uPO/5LOn1Hnafd62In3j4CrGYo7KrE1POTkBrUW",
+	"oV3KTqb6bmnoqw+9sNd/svCb7WtUYn48USjWGXCBCWfaqXG4I1TBGCdcICgx11pHpoSynT1JThnNtQlG",
+	"NRWUKZyiMGS8ffv2uFQzzfCEKPRrEGmeoJyBGRw1daXEFiEhkOyOzCXEPyERKOKdfZx93sOnRRgURJAc",
+	"ldsKWu7mV5z7/HXJ6B8lGoW2jppK4AUK56STGZfIYDy3LsWqzh6BN29OnluvN+U81Y/RBPe7I9br9A8P",
+	"oRCUKTLOEI4vnp2ctHQq1EqnYEwEwl5Mxkm8r/0S0UNJJcpElQLTzoRiloJd2IjtxaOAjJNREO93waiC",
+	"lmztnSXJ7Qr0HlJ/MebpHASqUjC74TlvXDntETMDNC5ZdaotYQjG0x8tj24eJ5DSyQSFWYSegUoY9PvN",
+	"oyNmnp3RzBrIhAqpGqOUIBXNMm2dk4xOZ+arQfS0C7/iXAK+L6hA6A9gxkshgWiVt2OMmNGfhLMJnZbC",
+	"cNfJxQqMC61T5oW7GU0sbzQx2tTHqNUvteZgjZRqDbAuKggDRnK03qS9QW03FvL+FNlUzYJh//CHUBtP",
+	"9XfPu/dOzL7ut5pYRxQxzHkJGTEcIynsadWAhOc56UjUuq13tIxKZXaz+LvYaC1hc6MYltChkRQv1YhR",
+	"ZZhQFilRZpcWODFsMLIc9J904S2SGx2nSNiL3x6Mgm63q/UMGFq/ppJZ23ts4ZwLZe7x5CcTHeFsYMQx",
+	"q/igV95e534X3uqwgypLE1qdTkphVFFHG/pvwuQdCr3Sx9Ggu4XUJsy6h94NW/sv/A5ywuZAFebG91pT",
+	"A72LRNbNmrn/KFHMm6nNxrg0pdsRg2EvCrVKWf/bi6Kw8cY9rzc+J/McmTp5rocxkxVEzZq5aLqrRy3I",
+	"/LrZjq7+8Xe/c61ch/GtP5HU7cr6r4Qz7UL0Rx0tOOd/UAg+zjD/x+/SRmzN7CTLzibB8N2H4O8CJ8Ew",
+	"+NtBE9Ef2Ofkwbl9P1iEH4JCaDtX1E4vFVGldFNrGgZRtKiobgLJigJ5QNktyWjaca4oCD2/0Zb13+A8",
+	"uFosFldm6b7ArnZpOckmXOSYamV1Y2kFaCUljlUdG8H4luwePmhCHTPxL0gyNTv7dQuT15m7jaV2wMCz",
+	"KvvL/KEoX958T9gbid+KpjxtaYr7sq0Ny1rQoaxTSgw26MJxrQluQ/blOZ6N70h7DDGHjCgUD8FzFyV2",
+	"6jBx+3t1QOkR1mvUu8Q3Iq1+/5OkJSztWyx3XTp3RLpApdkd25GOk/CDWQbTjpdkL4Tg4tvg8uGS9/Rw",
+	"2ZHcQUPzJltgUDJ8X2Ci4xTzaBeeoyI0k6BD3oxPp5hCyVK0VZG4YWIcuqBDR8gPxeqXpuLziitTFfpm",
+	"dDo63MptW6fqMK46xNG9bScylSx8T6WSMC4VpBwlMK6q6pbhtB2zC5dN1mqjJZc3c6bjyBFLeVLqsAJT",
+	"0OFECJLrqItKE4/pPY4lCDMUCILoXBjUjDAnUlPaqPMnGy36SnPbJGgfapL+Txf6K65+5iX7ZoQ92Cps",
+	"LeWJIXeDjF9xkGUyqytZtrShs88k4eXD2co5mWecpJecnxIx/VY2697jrdwrLNEdxXknM2TvELNVmat5",
+	"wSlwq5pDkgQLJWGvBy/pT/sPyF9tWM8xySj7dlxR/z7+aqI7aUW1TQSqpOJd4B64NtnGhNCsFHid8BSD",
+	"q41ySIhIzaZbjWrdkhvK/OKqFXuWYIj1yJjG+67IYXLZuvo8Yk2puapDt/YYf9W5JVJPDeQ+2XoK6SvV",
+	"6W1v1899iZs7F6byR/VAPxv2fCsme49KtejuWLmuaZVL7K9RkekGRWo1T+oNz9Yr2pUBW0/QwXbHlFS0",
+	"+pjA+8GsurWa1/UKvo3I+cnucqiZv8V9ujqSe1S22lcPx0yeoJRcvGHkltCMjDP8VgLke/ahivJO2SJ9",
+	"CzOND6zfAmsHkNEbBMKAl4pMsQuvuJqZYm/jEl2Vd8S8WeZEIA5damnyGKpcUTRupYcxSNs1WHOFXz/1",
+	"vEBxSxP8j5O4tHTvIu9jSLFAlmpJaSG1XjkCLSnbpfk2SgFvGCnVjAv657cTo/S2SqJsU7xBBC+plJRN",
+	"QyjZDeN3DEykcMtvMK1amg/D+bdv33ZWm2TbXl7tqTkZuNQN05eYUnLZrP0v39wP75FFTXkn16R3zLM7",
+	"BuWPJMTP7Bo7es3GpemNvSrw17llFaQ/zM6zqArjNk21eZUpki9xw2EKron5bcJFrj8FelfsKJrjetk8",
+	"DKihBN+TvMj0KO8CkiTq+vHkKeklUdof/4ADcpg8xd4kIv1xcBW2K/Pm2ftK88uhkwnEW5Q2MAo+/h0T",
+	"pYl6Zn52CUmrjE9SGw6Q7Ly18AnJJIYrvCB5xaOVfjxrxV+JlmhOGRdQMqpg7zCKIvgRDqNuFMGbi+cm",
+	"uaoZSZn6fhC02iBP3X/beyFhUM12X/H7WfXcqiYudfN6URR5JJmjIilR91bYX1bPmX60zY5s9cXXgVZa",
+	"900woPgNsiOQiDAKLquv5SjQPKoaGkV+rb+9vqWSBGH9Z52eNV9RJsvJhCZUzz8pWSpbP7rAg7Lpta3o",
+	"Xd2nVk7eLV6vrc6raS3JLC/9lN+hSIhEOLk4g0G/90OtNKDzR7PqltmUMl0xjnek8+fVh8c+zEQY/Ewx",
+	"S+sK67Lumvb6OkVvTVVLa6/hCVA5BAL/ujh7BQU3FVCgzMFgTAlhLz6wbIn3TaNS/8BIjsAnQEbM9P6g",
+	"hiToJ6z3gb3YNALjcD05dT1Wj/ZJSWxVZrug7OKaF3xScU2g4WZ3X+kbv7lfNdxbvoletmzG71yWLO/Q",
+	"a3jLUnpTgOJwGDl4hAWnGbDOnJcC+B0L9W4uoTQPDqIl+IV7unSDRF3rbtoUHUa1r5u/IvkakYNoude/",
+	"8KzbudZ1Djduc83rrbs1+/C1QG2+Nhrb4a3P2aUewIHaMd9Vg4YBK7MsuFqsVIU8VjcHUuU/7RJQXRxq",
+	"ub9VZ+dzcnreWhd99Ngt+dP63w/l/teGbUxua4RmB7qwDy/CwObinyJkX5jgc+qOoHXtW1vOimSXNaLF",
+	"sCWVXCL9arPpnFLpMZ9KAAZ2sSPTgsZAiRDE6O6MyOucC686oulqEGaQflCQKcKEZxm/k0cwQZWYnNqC",
+	"p6QiQulNlFRZtapwkgbFY3EAbvIx5xkStiYJx6OapC1MuVjzz7JMEkQrHldL06O3RCYUJVk2b+R45VHu",
+	"KgPwQXIM+mdw+AO4IB9S19Gz5OkVroTJ7eLd2og/cwGxpwYYhxWo2HQ5HsmVGl438G4NmhQv2fi+yAhz",
+	"IMQCEzqhiRUOlcATp/HoHdbs/3ID7StIkjg02QkyncgXWCNAwGzEBgi0i7K24hWPvm53oZalK5V6g9R2",
+	"wMW1ers3U2FSEZbgJiCzTdMKUqEcKnVwvEyBM++4rQ7BzpQb6ODylmCgyE0dzDuVI9I71eVKu7kCg7t3",
+	"LCLfJa/ewRtPvT7wL5eX5+B6FVXwWmcxh0sJzCCKfLu2oipD75GCGRcKZJnnRNTw+or3epwWTlMvAW91",
+	"1HmPglcJ/DqWJSOK3iK8eX1iOU7b+OrVieN/vriMtTs0MERojbYavfv6nfcGlubXijXhtjjzjdlTviih",
+	"3S0f9MUT+WcHud7RHigafVexpx57PVDVWo1JKaiaXxicthl9bADWx6XyQzRducxBmYmE+NiV34yzHYIF",
+	"aMOojKLHyQ3OzQeMHcaXiBqLzFk21wNc/HLc6R9+P2IzImcobTcw4wnJqpasREwNwL5qehtPe4NzoAzi",
+	"5y9enl0fn59c//rit4t4xPYcqBJieXOtE+zrFHNepVYWka435BUg+UypwtbfKJtwry0WmHQsUkiPCGOS",
+	"3CCzfceL57+CrUPKEDIkgqGQplqfcKZ0AmJyfRSyO2Ij9re/wTPObrVxcSZHrAPtMqCLL7YxlhQU2sx9",
+	"Yexes2SMGWdTg0rlDEcMaqZpaqx/aMAEEmTCC0z141QN68DHvfNIAk1rqMggGnQ1rSYppswMyEvVhZec",
+	"oaltEwbOq+nfm9qPrGBV2ea83wz9oqLPdncTIoR2Pm3X3YX/KblCE4fNkLljPOa4Q+Wg7FBmGzcatzGI",
+	"2Ys3VVLj/S68IMkMYlWVIolm5pKPdKAYzfK7IyDOI3KDVK7Q98T58FmZE2bakAa9riPLShXOW25VjthH",
+	"8wE+VlvKR8iRmFNEH/WPnU4Hlv6vv4w3Yl1j+AiDKIKPsA24OjHsMC8aXhxBbMOg2NQ0pAX32KBm44wr",
+	"aLxmZm+zKrdFeS1EUfcV0xAwL9Q8BK3FFTyjf3i4dDRHmLLwykGLdbrWQgtDUN+x4h4cAq17bnW0r0o5",
+	"dIFJfFRHLtc0dSf42nFaDJLM3VkE/ePdbN6FCi1Qdfrmq+cy1tfQbm9Y+nvwEV7xxhFz4QrkRNn20mqL",
+	"Y33Qehe2Iw7siFtxRqHlunuIl8pD6zpyzY5/WCnfKlZNS7EBztrXbQ00NkCw2KNrXnyunecpfITPReS6",
+	"szVb26XrCuZJZDQlvb5R+k+BKMTtvCmGGZH1SUob+/LSZ3prCCg7/+MVc98N8+TTPl9Dx85xuGEOvU69",
+	"OYB5wfoyf/fmXuFaOK+Zrm/N1ivNHRG8rmyr7aUiZf8emVZeyZLwxK3YQSGYCUsIa0valXjr41m+kz0+",
+	"B9oG2OrJDo3fvODaJrSTdOkQZ8BLAZKmLXgAGfNSOZgmvi+4xPRoDV8LE8pSaZ6yY9gjkauUePralpzH",
+	"xrZanew9PYMOfMdE4v5KY9vHVg9Eohn6S0ARYX3YS3+n1c+oQVksQSHqNGkdEaaJNRtx65cRi8/PLi6h",
+	"2kRk3EBfjMjXBrl0RBh0WsJFiml9DlXPW/FqpONBJklibcFlVnYWA7hFakKwMVcz6yyN63XfaleifZU7",
+	"jGOdQ8LznCqF6YgRBjiZYKJgrx/1QrP3kHqLq+Z5pIO5/n47HLfYKLc/jefK5pPmg+ZfG3HiOSzYRA62",
+	"fWJj38P3780UBo7sZCW5OS6u5SJKHR+5Q3ntI4DffVcdAvzuu/YxQHuKtH3qDxLCdGjApmh9fUXr8xcv",
+	"z88uX7x69pvOC64vL0/j/SM3luHZxgOCLp1leFdD/5uQvdWkYkrwbMRc2ilNrDq3Jzk5m1Z1KxcTuuOW",
+	"y0f8q7j6cTSwoWzJ7FLSrla/48tnv8Q+wBXsaV/kDvoBVaHZccwIUpEM9w2X1R13h1alxdaPGL9FcSeo",
+	"3oQNVltr1CPp+FdnJq3uo7bh5bqvNlleqoTnuBaO2sdbPUr9sKtRypWf2zFZ9XmolTKsI7Cl8KsdWw1h",
+	"dYilodfbAp83iXecpZlWG6l6nsaBWY811B4u1CZg3Jabz3gcg8aneZmZk53Ni3dEZ0zx+euzZy8uLs5e",
+	"X58eG02Ooc5to329F9hsTkfGU9QyHzHKOu5orTYxnTppAxkj8LHZ61ObBWc0QWaPZNUlHhEMg5cnl80R",
+	"Qv3HIgxc8clViMyWmtQOS5o41BiUzomZVIIo1Flj7R5D4IWiOZWKJtpsKhMKgcg5S+B3PrbeQtKpdlF3",
+	"OJ5xfmPAHa4uVlURZYcUNAiDWxTSZuVRt9eNNJU6ZzNVDPKckgwT5VJ6OTwwZ+Q6ttTa5WJ6YO4tOOhH",
+	"/ajT67sabBAGvECmxx8Gj82opt08M0WRA9KgQqboOxJKWGpPkSczTG5sNnqD8yozt1m1P+9ehfPX0clJ",
+	"GgyDf6KqICkrhzD7UfRgBwOrKTbAdB74sMEg6m16o17hwRIUbREGh3a5219aPl21WFLf1kKWLrNoKiZa",
+	"48jUlCwrhpjCmV5HpmZ/bhT/sfPk/ShqHX93Fm2kreMqNu3CSeuEjuKlywaq2MArftev90t/OzvqA6Rf",
+	"wD9XIgyG767a3Dylt8hQyhbPzirKpWObs6hupYuOd2srPCuQHZ+f/Ovi7NWXKvlawdKNDY+7PaiON7Wq",
+	"4nUx1Kv31cvVi+2kSQeb45JmCiaC5w9lGg8sJZMxVSVI7XHBMflemc1Jnu0gs9+OX55+msyqgf8rs51l",
+	"5pi8UWbV9rjRP73COx3UmSC6C+dkilUp3tTP7HGZem/WOaJEoSTs3eBcooKCTKnrpnK21vneX3dbp1Sq",
+	"KjIOlm9m2QBHbR45sNcuLEJfr42mVRfM5NNVGFd3xvCW8lLa8uqGaxiWqQ++4FqE8MOmCSyIYre9dwXe",
+	"sb7uM5bNm4CrutuKmLywymioBEXzjWuuMBhThUt07YYd2Y2g6u6hXWnJ1KeTcvX/GAO1sSdeHL9Bg/BJ",
+	"vfKHC4d28B+tKzf+sghKs6Zefcsh1ZZ+tQiDgkuPB3pmkhQJpMG8duGCTNBdn3J/mWaoNT7nUtm+VqtO",
+	"bw6OV1roWoNdU61yVQ9TWbIFX/uYpqMawJ0yHLHlY4ZN06tvc6ZlB7cEov5kD7dyN5VVayPcn3g6fzCN",
+	"9iK9F8uNdiVKXKxZVe+hrWrTbl3n4RWUacWoqrsWt5mTeWbpfsP/pJOcX8v6B1H//pdWjymb957u4DU8",
+	"973od3uPd5pz6ei5ee9wlwV6zsnol/v9TyXY3XnymT5Sv7XLOn3nG5cdrDXYxjn5fWw75Dv4QNPFtjj9",
+	"s11U666ur7Ht3uMgvsAtfLZlPo4GnlCa610opRNat1lsj0fawHmtyktrLONfsYav510G979U383xEMHI",
+	"P1HdZyifqvPNpWoLe9jEe0+dxb/kKKZaO+s78n54/PT7/SGQsVGEHPMxOvhJhhMFJOMMQ4hZmWUxCMz5",
+	"rSm5xxWAzIIi9KipLUtZPM9e/GFUg8xGwRA+jIIb/a8eaLGoh4L4Jj4asdWnzVPNQyTLmtsCl3oKdfS1",
+	"Arz1xD5LeLvPcCxtp/LwQY8XDahVpz2k4XPHSO8fDzL8DjHVV3OZDmPfNBXdWXBpmloNoPq/vsj5okFv",
+	"l9Bo/caNvy7CefJp9NZ3UzyE47UW0PjeR7KN/QUuoHX4Y1P4UuECPrhPi421K9tAqZB7Do7XqulJZKm5",
+	"EIZn2sPZY3x8K+7OV2V3ILxLizpecWnrNmaqTxKnVfWJrFAYgr31uoFa1eWQ5Ys63Ws7XxxNOn+a+6K/",
+	"H3ivi74/UlP4Xh3M1GoR1nPlpx+Mbqog9qcxZdM1YPhfWhX5SkHIhsrtc8sVbGlDhWLfVLrVijnftbHk",
+	"rt6vukV1jYJAUV0KTZlp/DvIWmjgNfWt5V7Ff40kpa6T8/U7TDvmTp57QrYJor0mP+uXX16Gvb+70mZk",
+	"3YvP/k/b4PS9eMpBlAy6B0meHrQ71fF+EAalyFwrenhwYGDtMy7V8En0JDIhkCNvU73MuJamZNb4jdqh",
+	"+uvkDejb0+dsDVM3ftdGsZINDWTN8LK+YryGtFMlMZt04RVfufi9NUGL7Yurxf8FAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

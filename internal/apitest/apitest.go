@@ -129,7 +129,9 @@ func (c *Client) Do(method, path string, body any, opts ...Option) *Response {
 }
 
 // Get, Post and Patch are shorthands for Do.
-func (c *Client) Get(path string, opts ...Option) *Response { return c.Do(http.MethodGet, path, nil, opts...) }
+func (c *Client) Get(path string, opts ...Option) *Response {
+	return c.Do(http.MethodGet, path, nil, opts...)
+}
 
 func (c *Client) Post(path string, body any, opts ...Option) *Response {
 	return c.Do(http.MethodPost, path, body, opts...)

@@ -21,3 +21,39 @@ type ApiKey struct {
 	CreatedAt time.Time
 	RevokedAt *time.Time
 }
+
+type Event struct {
+	ID        string
+	AccountID string
+	Type      string
+	Data      []byte
+	CreatedAt time.Time
+}
+
+type IdempotencyKey struct {
+	AccountID       string
+	Operation       string
+	Key             string
+	Fingerprint     []byte
+	ResponseStatus  *int32
+	ResponseHeaders []byte
+	ResponseBody    []byte
+	CreatedAt       time.Time
+	ExpiresAt       time.Time
+}
+
+type Payment struct {
+	ID             string
+	AccountID      string
+	Amount         int64
+	Currency       string
+	Status         string
+	AmountRefunded int64
+	PaymentMethod  string
+	FailureCode    *string
+	Description    *string
+	Metadata       []byte
+	Version        int32
+	CreatedAt      time.Time
+	UpdatedAt      time.Time
+}

@@ -15,8 +15,8 @@ import (
 	"os"
 	"testing"
 
-	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver pgtestdb connects with
 	"github.com/jackc/pgx/v5/pgxpool"
+	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver pgtestdb connects with
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/migrations"
 	"github.com/peterldowns/pgtestdb"

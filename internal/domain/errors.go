@@ -39,12 +39,12 @@ type InvalidIdempotencyKeyError struct{ Reason string }
 
 func (e *InvalidIdempotencyKeyError) Error() string { return "invalid Idempotency-Key: " + e.Reason }
 
-// PreconditionFailedError is an If-Match that no longer matches; CurrentETag lets the client
-// re-read or retry without another round trip.
-type PreconditionFailedError struct{ CurrentETag string }
+// PreconditionFailedError is an If-Match that no longer matches. CurrentVersion (from which
+// the HTTP layer derives the current ETag) lets the client re-read or retry at once.
+type PreconditionFailedError struct{ CurrentVersion int32 }
 
 func (e *PreconditionFailedError) Error() string {
-	return "precondition failed; current ETag is " + e.CurrentETag
+	return fmt.Sprintf("precondition failed; current version is %d", e.CurrentVersion)
 }
 
 // RefundExceedsPaymentError is a refund larger than what is left of the payment.

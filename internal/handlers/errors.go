@@ -11,11 +11,17 @@ import (
 
 // sentinelProblems maps each domain sentinel error to its problem type: the one table that
 // decides what a failure looks like on the wire.
+// retryAfter is set (in seconds) where the client should come back later.
 var sentinelProblems = []struct {
-	err error
-	typ problemType
+	err        error
+	typ        problemType
+	retryAfter string
 }{
-	{domain.ErrNotFound, probNotFound},
+	{domain.ErrNotFound, probNotFound, ""},
+	{domain.ErrIdempotencyKeyInUse, probIdempotencyKeyInUse, "1"},
+	{domain.ErrIdempotencyKeyReused, probIdempotencyKeyReused, ""},
+	{domain.ErrPreconditionRequired, probPreconditionRequired, ""},
+	{domain.ErrProcessorUnavailable, probProcessorUnavailable, "1"},
 }
 
 // echoProblems maps the statuses echo and the validator produce for requests that never
@@ -49,6 +55,7 @@ func (s *Server) problemFor(c echo.Context, err error) *problem {
 	var (
 		validation  *domain.ValidationError
 		invalidKey  *domain.InvalidIdempotencyKeyError
+		stale       *domain.PreconditionFailedError
 		requestErrs *requestErrors
 		httpErr     *echo.HTTPError
 		ready       *problem
@@ -66,6 +73,10 @@ func (s *Server) problemFor(c echo.Context, err error) *problem {
 		return p
 	case errors.As(err, &invalidKey):
 		return newProblem(probInvalidIdempotencyKey, invalidKey.Error())
+	case errors.As(err, &stale):
+		p := newProblem(probPreconditionFailed, "The payment changed since you read it.")
+		p.CurrentETag = etag(stale.CurrentVersion)
+		return p
 	case errors.As(err, &httpErr):
 		if t, ok := echoProblems[httpErr.Code]; ok {
 			return s.echoProblem(t, httpErr)
@@ -73,7 +84,11 @@ func (s *Server) problemFor(c echo.Context, err error) *problem {
 	}
 	for _, sp := range sentinelProblems {
 		if errors.Is(err, sp.err) {
-			return newProblem(sp.typ, sp.typ.Description)
+			p := newProblem(sp.typ, sp.typ.Description)
+			if sp.retryAfter != "" {
+				p.Headers.Set("Retry-After", sp.retryAfter)
+			}
+			return p
 		}
 	}
 	s.logger.ErrorContext(c.Request().Context(), "internal error",

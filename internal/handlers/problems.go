@@ -33,6 +33,18 @@ var (
 		"The request body is larger than the server accepts."}
 	probUnsupportedMediaType = problemType{"unsupported-media-type", http.StatusUnsupportedMediaType, "Unsupported media type",
 		"The request body's Content-Type is not one this operation accepts (application/json; PATCH also takes application/merge-patch+json)."}
+	probPaymentDeclined = problemType{"payment-declined", http.StatusPaymentRequired, "Payment declined",
+		"The card was declined. The payment is stored with status failed; payment_id and failure_code say which payment and why. The response is stored under the Idempotency-Key and replayed like any other."}
+	probIdempotencyKeyInUse = problemType{"idempotency-key-in-use", http.StatusConflict, "Idempotency-Key in use",
+		"A request with this Idempotency-Key is still being processed. Retry after the number of seconds in Retry-After to get its result."}
+	probIdempotencyKeyReused = problemType{"idempotency-key-reused", http.StatusUnprocessableEntity, "Idempotency-Key reused",
+		"This Idempotency-Key was first used with a different request body. Use a new key for a new request."}
+	probPreconditionFailed = problemType{"precondition-failed", http.StatusPreconditionFailed, "Precondition failed",
+		"The If-Match header does not match the resource's current ETag: someone changed it since you read it. current_etag has the current one; re-read the resource and decide again."}
+	probPreconditionRequired = problemType{"precondition-required", http.StatusPreconditionRequired, "Precondition required",
+		"This update requires an If-Match header with the ETag you last read, so that it cannot overwrite a change you have not seen."}
+	probProcessorUnavailable = problemType{"processor-unavailable", http.StatusServiceUnavailable, "Processor unavailable",
+		"The card processor failed like an outage. Nothing was stored and the Idempotency-Key was not used up: retry with the same key after Retry-After seconds."}
 	probInternal = problemType{"internal-error", http.StatusInternalServerError, "Internal error",
 		"Something failed on our side. Nothing about it is exposed here; the Request-Id finds it in the server's logs."}
 	probServiceUnavailable = problemType{"service-unavailable", http.StatusServiceUnavailable, "Service unavailable",
@@ -42,7 +54,8 @@ var (
 var problemTypes = indexProblemTypes(
 	probInvalidRequest, probInvalidIdempotencyKey, probUnauthorized, probNotFound,
 	probMethodNotAllowed, probPayloadTooLarge, probUnsupportedMediaType, probInternal,
-	probServiceUnavailable,
+	probServiceUnavailable, probPaymentDeclined, probIdempotencyKeyInUse, probIdempotencyKeyReused,
+	probPreconditionFailed, probPreconditionRequired, probProcessorUnavailable,
 )
 
 func indexProblemTypes(types ...problemType) map[string]problemType {
@@ -70,6 +83,10 @@ type problem struct {
 	RequestID string       `json:"request_id,omitempty"`
 	Errors    []fieldError `json:"errors,omitempty"`
 
+	PaymentID   string `json:"payment_id,omitempty"`
+	FailureCode string `json:"failure_code,omitempty"`
+	CurrentETag string `json:"current_etag,omitempty"`
+
 	Headers http.Header `json:"-"`
 }
 
@@ -77,12 +94,19 @@ func newProblem(t problemType, detail string) *problem {
 	return &problem{Type: t.URI(), Title: t.Title, Status: t.Status, Detail: detail, Headers: http.Header{}}
 }
 
-// write sends the problem as application/problem+json.
-func (p *problem) write(w http.ResponseWriter) error {
+// body is the problem serialised as JSON.
+func (p *problem) body() ([]byte, error) {
 	var body bytes.Buffer
 	enc := json.NewEncoder(&body)
 	enc.SetEscapeHTML(false) // keep "<key>" readable; this is JSON, not HTML
-	if err := enc.Encode(p); err != nil {
+	err := enc.Encode(p)
+	return body.Bytes(), err
+}
+
+// write sends the problem as application/problem+json.
+func (p *problem) write(w http.ResponseWriter) error {
+	body, err := p.body()
+	if err != nil {
 		return err
 	}
 	for k, v := range p.Headers {
@@ -90,7 +114,7 @@ func (p *problem) write(w http.ResponseWriter) error {
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.WriteHeader(p.Status)
-	_, err := body.WriteTo(w)
+	_, err = w.Write(body)
 	return err
 }
 

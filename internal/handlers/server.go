@@ -16,6 +16,8 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/payments-api/payments-api/internal/api"
+	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/payments"
 )
 
 // MaxBodyBytes is the largest request body accepted (413 beyond).
@@ -23,16 +25,20 @@ const MaxBodyBytes = 1 << 20
 
 // Options is what the server needs from main.
 type Options struct {
-	Pool   *pgxpool.Pool
-	Logger *slog.Logger
+	Pool        *pgxpool.Pool
+	Logger      *slog.Logger
+	Payments    *payments.Service
+	Idempotency *idempotency.Store
 }
 
 // Server implements api.StrictServerInterface.
 type Server struct {
-	pool         *pgxpool.Pool
-	logger       *slog.Logger
-	specJSON     map[string]any
-	publicPaths  map[string]bool // "/problems/:problem": paths whose operations all have `security: []`
+	pool        *pgxpool.Pool
+	logger      *slog.Logger
+	payments    *payments.Service
+	idempotency *idempotency.Store
+	specJSON    map[string]any
+	publicPaths map[string]bool // "/problems/:problem": paths whose operations all have `security: []`
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -47,7 +53,14 @@ func New(opts Options) (*echo.Echo, error) {
 	if err != nil {
 		return nil, err
 	}
-	s := &Server{pool: opts.Pool, logger: opts.Logger, specJSON: specJSON, publicPaths: publicPaths(spec)}
+	s := &Server{
+		pool:        opts.Pool,
+		logger:      opts.Logger,
+		payments:    opts.Payments,
+		idempotency: opts.Idempotency,
+		specJSON:    specJSON,
+		publicPaths: publicPaths(spec),
+	}
 	validate, err := validateRequests(spec)
 	if err != nil {
 		return nil, err

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/processor"
 )
 
 func TestAuthentication(t *testing.T) {
@@ -167,7 +168,7 @@ func TestReadiness(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(dead.Close)
-	down := serve(t, dead)
+	down := serve(t, dead, processor.Simulated{})
 	res := down.client.Get("/readyz")
 	if res.Status != http.StatusServiceUnavailable || res.Problem(t).Type != "/problems/service-unavailable" {
 		t.Errorf("unreachable database: %d %s", res.Status, res.Body)

@@ -15,6 +15,9 @@ import (
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/dbtest"
 	"github.com/payments-api/payments-api/internal/handlers"
+	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/payments"
+	"github.com/payments-api/payments-api/internal/processor"
 )
 
 const (
@@ -37,14 +40,19 @@ func setup(t *testing.T) *testBundle {
 	if err := accounts.SeedDemoKeys(context.Background(), db.New(pool), []string{testKey, otherKey}); err != nil {
 		t.Fatal(err)
 	}
-	return serve(t, pool)
+	return serve(t, pool, processor.Simulated{})
 }
 
 // serve starts the real echo stack on pool behind an httptest server.
-func serve(t *testing.T, pool *pgxpool.Pool) *testBundle {
+func serve(t *testing.T, pool *pgxpool.Pool, proc processor.Processor) *testBundle {
 	t.Helper()
 	logs := &syncBuffer{}
-	e, err := handlers.New(handlers.Options{Pool: pool, Logger: slog.New(slog.NewJSONHandler(logs, nil))})
+	e, err := handlers.New(handlers.Options{
+		Pool:        pool,
+		Logger:      slog.New(slog.NewJSONHandler(logs, nil)),
+		Payments:    payments.NewService(pool, proc),
+		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -12,6 +12,10 @@ import (
 	"github.com/getkin/kin-openapi/routers/gorillamux"
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/domain"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+	"github.com/santhosh-tekuri/jsonschema/v6/kind"
+	"golang.org/x/text/language"
+	"golang.org/x/text/message"
 )
 
 // requestErrors is a request that breaks the contract, one entry per field.
@@ -34,6 +38,9 @@ func validateRequests(spec *openapi3.T) (echo.MiddlewareFunc, error) {
 	}
 	opts := &openapi3filter.Options{
 		MultiError: true,
+		// Hand the validated value to the generated handler, which binds it by exact member
+		// names; echo's own binder would refuse application/merge-patch+json.
+		KeepValidatedValue: true,
 		// authenticate has already run; the spec's security is enforced there.
 		AuthenticationFunc: openapi3filter.NoopAuthenticationFunc,
 	}
@@ -100,42 +107,71 @@ func fieldErrors(err error) []fieldError {
 		return []fieldError{{Field: "/", Message: err.Error()}}
 	}
 	if reqErr.Parameter != nil {
-		return []fieldError{{Field: reqErr.Parameter.Name, Message: parameterMessage(reqErr)}}
+		var messages []string
+		for _, f := range bodyFieldErrors(reqErr.Err, reqErr.Reason) {
+			messages = append(messages, f.Message)
+		}
+		return []fieldError{{Field: reqErr.Parameter.Name, Message: strings.Join(messages, "; ")}}
 	}
-	var multi openapi3.MultiError
-	if errors.As(reqErr.Err, &multi) {
+	return bodyFieldErrors(reqErr.Err, reqErr.Reason)
+}
+
+// bodyFieldErrors names each failing body field by JSON pointer (/metadata/order_id). The
+// JSON Schema validator's own error tree has the exact location and keyword of each failure.
+func bodyFieldErrors(err error, reason string) []fieldError {
+	var (
+		parseErr  *openapi3filter.ParseError
+		multi     openapi3.MultiError
+		schemaErr *jsonschema.ValidationError
+	)
+	switch {
+	case errors.As(err, &multi): // kin-openapi groups the failures of a schema and its $refs
 		var fields []fieldError
 		for _, e := range multi {
-			fields = append(fields, schemaFieldError(e))
+			fields = append(fields, bodyFieldErrors(e, reason)...)
+		}
+		return fields
+	case errors.As(err, &parseErr):
+		return []fieldError{{Field: "/", Message: "The body is not valid JSON: " + parseErr.RootCause().Error()}}
+	case errors.As(err, &schemaErr):
+		return schemaLeaves(schemaErr)
+	case err != nil:
+		return []fieldError{{Field: "/", Message: err.Error()}}
+	default:
+		return []fieldError{{Field: "/", Message: reason}}
+	}
+}
+
+var english = message.NewPrinter(language.English)
+
+func schemaLeaves(v *jsonschema.ValidationError) []fieldError {
+	if len(v.Causes) > 0 {
+		var fields []fieldError
+		for _, c := range v.Causes {
+			fields = append(fields, schemaLeaves(c)...)
 		}
 		return fields
 	}
-	return []fieldError{schemaFieldError(reqErr.Err)}
+	ptr := jsonPointer(v.InstanceLocation)
+	if extra, ok := v.ErrorKind.(*kind.AdditionalProperties); ok {
+		fields := make([]fieldError, 0, len(extra.Properties))
+		for _, name := range extra.Properties {
+			fields = append(fields, fieldError{Field: strings.TrimSuffix(ptr, "/") + "/" + escapePointer(name), Message: "unknown field"})
+		}
+		return fields
+	}
+	return []fieldError{{Field: ptr, Message: v.ErrorKind.LocalizedString(english)}}
 }
 
-func parameterMessage(reqErr *openapi3filter.RequestError) string {
-	var schemaErr *openapi3.SchemaError
-	if errors.As(reqErr.Err, &schemaErr) {
-		return schemaErr.Reason
+func jsonPointer(location []string) string {
+	escaped := make([]string, len(location))
+	for i, s := range location {
+		escaped[i] = escapePointer(s)
 	}
-	if reqErr.Err != nil {
-		return reqErr.Err.Error()
-	}
-	return reqErr.Reason
+	return "/" + strings.Join(escaped, "/")
 }
 
-// schemaFieldError names a body field by JSON pointer (/metadata/order_id).
-func schemaFieldError(err error) fieldError {
-	var schemaErr *openapi3.SchemaError
-	if errors.As(err, &schemaErr) {
-		return fieldError{Field: "/" + strings.Join(schemaErr.JSONPointer(), "/"), Message: schemaErr.Reason}
-	}
-	var parseErr *openapi3filter.ParseError
-	if errors.As(err, &parseErr) {
-		return fieldError{Field: "/", Message: "The body is not valid JSON: " + parseErr.RootCause().Error()}
-	}
-	if err == nil {
-		return fieldError{Field: "/", Message: "The body is invalid."}
-	}
-	return fieldError{Field: "/", Message: err.Error()}
+// escapePointer escapes a member name for a JSON pointer (RFC 6901).
+func escapePointer(s string) string {
+	return strings.NewReplacer("~", "~0", "/", "~1").Replace(s)
 }

@@ -1,0 +1,40 @@
+// Package events writes the transactional outbox: an event row committed in the same
+// transaction as the change it describes, so an event exists if and only if the change does.
+// Webhook delivery reads these rows later; nothing is sent from a request.
+package events
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/domain"
+)
+
+// Event types, as listed in the spec's webhooks section.
+const (
+	PaymentSucceeded = "payment.succeeded"
+	PaymentFailed    = "payment.failed"
+	PaymentUpdated   = "payment.updated"
+	RefundSucceeded  = "refund.succeeded"
+)
+
+// Record writes an event whose data is the resource as the API shows it. q must be the
+// transaction that makes the change.
+func Record(ctx context.Context, q *db.Queries, accountID, eventType string, data any) error {
+	payload, err := json.Marshal(data)
+	if err != nil {
+		return fmt.Errorf("encode %s event: %w", eventType, err)
+	}
+	err = q.EventInsert(ctx, db.EventInsertParams{
+		ID:        domain.NewID("evt"),
+		AccountID: accountID,
+		Type:      eventType,
+		Data:      payload,
+	})
+	if err != nil {
+		return fmt.Errorf("record %s event: %w", eventType, err)
+	}
+	return nil
+}

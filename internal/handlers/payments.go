@@ -1,0 +1,174 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/payments-api/payments-api/internal/api"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/domain"
+	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/payments"
+)
+
+// CreatePayment charges a card at most once per Idempotency-Key. The payment, its event and
+// the stored response are written in one transaction that starts by claiming the key.
+func (s *Server) CreatePayment(ctx context.Context, req api.CreatePaymentRequestObject) (api.CreatePaymentResponseObject, error) {
+	acct := accountFrom(ctx)
+	idem, err := idempotency.NewRequest(acct.ID, "payments.create", req.Params.IdempotencyKey, rawBodyFrom(ctx))
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.idempotency.Do(ctx, idem, func(q *db.Queries) (idempotency.Response, error) {
+		p, err := s.payments.Create(ctx, q, acct.ID, payments.CreateParams{
+			Amount:        req.Body.Amount,
+			Currency:      req.Body.Currency,
+			PaymentMethod: string(req.Body.PaymentMethod),
+			Description:   req.Body.Description,
+			Metadata:      derefMap(req.Body.Metadata),
+		})
+		if err != nil {
+			return idempotency.Response{}, err
+		}
+		if p.Status == payments.StatusFailed {
+			return declinedResponse(ctx, p)
+		}
+		return paymentResponse(http.StatusCreated, p)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return storedResponse(res), nil
+}
+
+// paymentResponse serialises a payment with its Location and ETag, for storing and sending.
+func paymentResponse(status int, p db.Payment) (idempotency.Response, error) {
+	res, err := payments.Resource(p)
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	body, err := json.Marshal(res)
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	return idempotency.Response{
+		Status: status,
+		Header: map[string]string{
+			"Content-Type": "application/json",
+			"Location":     "/payments/" + p.ID,
+			"ETag":         etag(p.Version),
+		},
+		Body: body,
+	}, nil
+}
+
+// declinedResponse is the 402 for a declined card. The payment exists, so this answer is
+// stored and replayed like a 201.
+func declinedResponse(ctx context.Context, p db.Payment) (idempotency.Response, error) {
+	prob := newProblem(probPaymentDeclined, "The card was declined ("+*p.FailureCode+").")
+	prob.PaymentID, prob.FailureCode = p.ID, *p.FailureCode
+	prob.Instance, prob.RequestID = "/payments", requestIDFrom(ctx)
+	body, err := prob.body()
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	return idempotency.Response{
+		Status: http.StatusPaymentRequired,
+		Header: map[string]string{"Content-Type": "application/problem+json", "Location": "/payments/" + p.ID},
+		Body:   body,
+	}, nil
+}
+
+// GetPayment answers 304 when If-None-Match still matches, so a polling client spends no body.
+func (s *Server) GetPayment(ctx context.Context, req api.GetPaymentRequestObject) (api.GetPaymentResponseObject, error) {
+	p, err := s.payments.Get(ctx, accountFrom(ctx).ID, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	if req.Params.IfNoneMatch != nil && ifNoneMatch(*req.Params.IfNoneMatch, p.Version) {
+		return api.GetPayment304Response{Headers: api.GetPayment304ResponseHeaders{ETag: etag(p.Version)}}, nil
+	}
+	res, err := payments.Resource(p)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetPayment200JSONResponse{Body: res, Headers: api.GetPayment200ResponseHeaders{ETag: etag(p.Version)}}, nil
+}
+
+// ListPayments pages through the account's payments, newest first.
+func (s *Server) ListPayments(ctx context.Context, req api.ListPaymentsRequestObject) (api.ListPaymentsResponseObject, error) {
+	params := payments.ListParams{
+		Limit:         10,
+		StartingAfter: req.Params.StartingAfter,
+		Status:        (*string)(req.Params.Status),
+		CreatedGte:    req.Params.CreatedGte,
+		CreatedLt:     req.Params.CreatedLt,
+	}
+	if req.Params.Limit != nil {
+		params.Limit = *req.Params.Limit
+	}
+	rows, hasMore, err := s.payments.List(ctx, accountFrom(ctx).ID, params)
+	if err != nil {
+		return nil, err
+	}
+	list := api.PaymentList{Data: make([]api.Payment, 0, len(rows)), HasMore: hasMore}
+	for _, p := range rows {
+		res, err := payments.Resource(p)
+		if err != nil {
+			return nil, err
+		}
+		list.Data = append(list.Data, res)
+	}
+	return api.ListPayments200JSONResponse{Body: list}, nil
+}
+
+// UpdatePayment applies a merge patch under If-Match: 428 without it, 412 when stale.
+func (s *Server) UpdatePayment(ctx context.Context, req api.UpdatePaymentRequestObject) (api.UpdatePaymentResponseObject, error) {
+	if req.Params.IfMatch == nil {
+		return nil, domain.ErrPreconditionRequired
+	}
+	body := req.ApplicationMergePatchPlusJSONBody
+	if body == nil {
+		body = (*api.UpdatePaymentApplicationMergePatchPlusJSONRequestBody)(req.JSONBody)
+	}
+	p, err := s.payments.Update(ctx, accountFrom(ctx).ID, req.Id, ifMatch(*req.Params.IfMatch), mergePatch(body))
+	if err != nil {
+		return nil, err
+	}
+	res, err := payments.Resource(p)
+	if err != nil {
+		return nil, err
+	}
+	return api.UpdatePayment200JSONResponse{Body: res, Headers: api.UpdatePayment200ResponseHeaders{ETag: etag(p.Version)}}, nil
+}
+
+// mergePatch reads which members the patch carries: absent, null or a value (RFC 7396).
+func mergePatch(body *api.UpdatePaymentApplicationMergePatchPlusJSONRequestBody) payments.Patch {
+	var patch payments.Patch
+	if body == nil {
+		return patch
+	}
+	if body.Description.IsSpecified() {
+		patch.SetDescription = true
+		if !body.Description.IsNull() {
+			d := body.Description.MustGet()
+			patch.Description = &d
+		}
+	}
+	if body.Metadata.IsSpecified() {
+		if body.Metadata.IsNull() {
+			patch.ClearMetadata = true
+		} else {
+			patch.Metadata = body.Metadata.MustGet()
+		}
+	}
+	return patch
+}
+
+func derefMap(m *api.Metadata) map[string]string {
+	if m == nil {
+		return nil
+	}
+	return *m
+}

@@ -1,0 +1,168 @@
+package idempotency
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Fingerprint identifies a request for comparison with the one that first used the key:
+// SHA-256 over the operation and the canonical form of the JSON body. A client that
+// re-serialises the same body (other key order, other spacing, 5000 written as 5e3) gets the
+// same fingerprint; any changed value gives another.
+func Fingerprint(operation string, body []byte) ([]byte, error) {
+	canonical, err := Canonicalize(body)
+	if err != nil {
+		return nil, err
+	}
+	h := sha256.New()
+	h.Write([]byte(operation))
+	h.Write([]byte{0}) // the operation never contains NUL, so the split is unambiguous
+	h.Write(canonical)
+	return h.Sum(nil), nil
+}
+
+// Canonicalize rewrites a JSON document in one normal form: object members sorted by key,
+// no whitespace, strings re-escaped uniformly, numbers in exact scientific form (digits "e"
+// exponent, never through float64, which would make 9007199254740993 equal ...992). Duplicate
+// member names are rejected: which one wins differs between parsers, so such a body has no
+// single meaning to compare.
+func Canonicalize(doc []byte) ([]byte, error) {
+	if !utf8.Valid(doc) {
+		return nil, errors.New("the body is not valid UTF-8")
+	}
+	dec := json.NewDecoder(bytes.NewReader(doc))
+	dec.UseNumber()
+	var out bytes.Buffer
+	if err := canonicalValue(dec, &out); err != nil {
+		return nil, err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, errors.New("the body has data after its JSON value")
+	}
+	return out.Bytes(), nil
+}
+
+func canonicalValue(dec *json.Decoder, out *bytes.Buffer) error {
+	tok, err := dec.Token()
+	if err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	switch t := tok.(type) {
+	case json.Delim:
+		if t == '{' {
+			return canonicalObject(dec, out)
+		}
+		return canonicalArray(dec, out)
+	case string:
+		writeString(out, t)
+	case json.Number:
+		n, err := canonicalNumber(string(t))
+		if err != nil {
+			return err
+		}
+		out.WriteString(n)
+	case bool:
+		out.WriteString(strconv.FormatBool(t))
+	case nil:
+		out.WriteString("null")
+	}
+	return nil
+}
+
+func canonicalObject(dec *json.Decoder, out *bytes.Buffer) error {
+	members := map[string][]byte{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return fmt.Errorf("invalid JSON: %w", err)
+		}
+		name := tok.(string) // the decoder only yields strings in member-name position
+		if _, dup := members[name]; dup {
+			return fmt.Errorf("duplicate member %q", name)
+		}
+		var value bytes.Buffer
+		if err := canonicalValue(dec, &value); err != nil {
+			return err
+		}
+		members[name] = value.Bytes()
+	}
+	if _, err := dec.Token(); err != nil { // the closing '}'
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	names := make([]string, 0, len(members))
+	for name := range members {
+		names = append(names, name)
+	}
+	slices.Sort(names) // byte order, so the result does not depend on a locale
+	out.WriteByte('{')
+	for i, name := range names {
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		writeString(out, name)
+		out.WriteByte(':')
+		out.Write(members[name])
+	}
+	out.WriteByte('}')
+	return nil
+}
+
+func canonicalArray(dec *json.Decoder, out *bytes.Buffer) error {
+	out.WriteByte('[')
+	for i := 0; dec.More(); i++ {
+		if i > 0 {
+			out.WriteByte(',')
+		}
+		if err := canonicalValue(dec, out); err != nil {
+			return err
+		}
+	}
+	out.WriteByte(']')
+	if _, err := dec.Token(); err != nil { // the closing ']'
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	return nil
+}
+
+func writeString(out *bytes.Buffer, s string) {
+	enc := json.NewEncoder(out)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s)           // encoding a string cannot fail
+	out.Truncate(out.Len() - 1) // Encode appends a newline
+}
+
+// canonicalNumber writes a JSON number as <digits>e<exponent> with no leading or trailing
+// zeros in the digits: 5000, 5000.0, 5e3 and 50e2 all become "5e3"; 0 and -0 become "0".
+func canonicalNumber(n string) (string, error) {
+	neg := strings.HasPrefix(n, "-")
+	n = strings.TrimPrefix(n, "-")
+	mantissa, expPart, _ := strings.Cut(strings.ToLower(n), "e")
+	intPart, fracPart, _ := strings.Cut(mantissa, ".")
+	exp := int64(0)
+	if expPart != "" {
+		var err error
+		if exp, err = strconv.ParseInt(expPart, 10, 64); err != nil || exp > 1e9 || exp < -1e9 {
+			return "", fmt.Errorf("number %s is out of range", n)
+		}
+	}
+	digits := strings.TrimLeft(intPart+fracPart, "0")
+	exp -= int64(len(fracPart))
+	trimmed := strings.TrimRight(digits, "0")
+	exp += int64(len(digits) - len(trimmed))
+	if trimmed == "" {
+		return "0", nil
+	}
+	sign := ""
+	if neg {
+		sign = "-"
+	}
+	return sign + trimmed + "e" + strconv.FormatInt(exp, 10), nil
+}

@@ -1,0 +1,134 @@
+package idempotency
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/domain"
+)
+
+// DefaultTTL is how long a key is remembered, as Stripe does.
+const DefaultTTL = 24 * time.Hour
+
+// Request is one use of a key: who, which operation, which key, and the request's fingerprint.
+type Request struct {
+	AccountID   string
+	Operation   string // "payments.create": the same key on two operations is two keys
+	Key         string
+	Fingerprint []byte
+}
+
+// NewRequest parses the Idempotency-Key header and fingerprints the raw body.
+func NewRequest(accountID, operation, keyHeader string, body []byte) (Request, error) {
+	key, err := ParseKey(keyHeader)
+	if err != nil {
+		return Request{}, err
+	}
+	fp, err := Fingerprint(operation, body)
+	if err != nil {
+		return Request{}, &domain.ValidationError{Field: "/", Message: err.Error()}
+	}
+	return Request{AccountID: accountID, Operation: operation, Key: key, Fingerprint: fp}, nil
+}
+
+// Response is a complete HTTP response, kept as bytes so a replay is identical to the original.
+type Response struct {
+	Status   int
+	Header   map[string]string // Content-Type and resource headers (Location, ETag)
+	Body     []byte
+	Replayed bool // true when this is the stored response, not a new one
+}
+
+// Store runs operations under idempotency keys.
+type Store struct {
+	pool *pgxpool.Pool
+	ttl  time.Duration
+}
+
+// NewStore remembers keys for ttl.
+func NewStore(pool *pgxpool.Pool, ttl time.Duration) *Store {
+	return &Store{pool: pool, ttl: ttl}
+}
+
+// Do runs op at most once per key, inside one transaction that begins by claiming the key:
+//
+//   - key in flight (another transaction holds it): domain.ErrIdempotencyKeyInUse, at once;
+//   - key done, same fingerprint: the stored response, Replayed set;
+//   - key done, other fingerprint: domain.ErrIdempotencyKeyReused;
+//   - key new (or expired): op runs with the transaction's queries. If it returns a Response,
+//     the response is stored beside the effect and both commit. If it returns an error,
+//     everything rolls back (the claim too), so nothing is stored and a retry runs op again.
+//
+// This is right because op only changes this database. An operation that called a foreign
+// system (a real card network) between local transactions would need recovery points and a
+// lease instead (Brandur Leach, "Implementing Stripe-like Idempotency Keys in Postgres").
+func (s *Store) Do(ctx context.Context, req Request, op func(q *db.Queries) (Response, error)) (Response, error) {
+	var res Response
+	err := db.InTx(ctx, s.pool, func(q *db.Queries) error {
+		claim, err := q.IdempotencyKeyClaim(ctx, db.IdempotencyKeyClaimParams{
+			LockKey:     req.AccountID + "|" + req.Operation + "|" + req.Key, // ids and operations contain no "|"
+			AccountID:   req.AccountID,
+			Operation:   req.Operation,
+			Key:         req.Key,
+			Fingerprint: req.Fingerprint,
+			TtlSeconds:  s.ttl.Seconds(),
+		})
+		switch {
+		case err != nil:
+			return fmt.Errorf("claim idempotency key: %w", err)
+		case !claim.Acquired:
+			return domain.ErrIdempotencyKeyInUse
+		case !claim.Claimed:
+			res, err = s.stored(ctx, q, req)
+			return err
+		}
+		if res, err = op(q); err != nil {
+			return err
+		}
+		return s.save(ctx, q, req, res)
+	})
+	return res, err
+}
+
+// stored loads the committed response for a key that is already used.
+func (s *Store) stored(ctx context.Context, q *db.Queries, req Request) (Response, error) {
+	row, err := q.IdempotencyKeyGet(ctx, db.IdempotencyKeyGetParams{
+		AccountID: req.AccountID, Operation: req.Operation, Key: req.Key,
+	})
+	if err != nil {
+		return Response{}, fmt.Errorf("load idempotency key: %w", err)
+	}
+	if !bytes.Equal(row.Fingerprint, req.Fingerprint) {
+		return Response{}, domain.ErrIdempotencyKeyReused
+	}
+	res := Response{Status: int(*row.ResponseStatus), Body: row.ResponseBody, Replayed: true}
+	if err := json.Unmarshal(row.ResponseHeaders, &res.Header); err != nil {
+		return Response{}, fmt.Errorf("decode stored headers: %w", err)
+	}
+	return res, nil
+}
+
+func (s *Store) save(ctx context.Context, q *db.Queries, req Request, res Response) error {
+	headers, err := json.Marshal(res.Header)
+	if err != nil {
+		return err
+	}
+	status := int32(res.Status)
+	err = q.IdempotencyKeySaveResponse(ctx, db.IdempotencyKeySaveResponseParams{
+		ResponseStatus:  &status,
+		ResponseHeaders: headers,
+		ResponseBody:    res.Body,
+		AccountID:       req.AccountID,
+		Operation:       req.Operation,
+		Key:             req.Key,
+	})
+	if err != nil {
+		return fmt.Errorf("save idempotent response: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,150 @@
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/domain"
+	"github.com/payments-api/payments-api/internal/events"
+	"github.com/payments-api/payments-api/internal/processor"
+)
+
+// Payment statuses.
+const (
+	StatusSucceeded         = "succeeded"
+	StatusFailed            = "failed"
+	StatusRefunded          = "refunded"
+	StatusPartiallyRefunded = "partially_refunded"
+)
+
+// MaxMetadataKeys bounds metadata after a merge patch too (the schema bounds each request).
+const MaxMetadataKeys = 50
+
+// Service owns payments.
+type Service struct {
+	pool      *pgxpool.Pool
+	processor processor.Processor
+}
+
+// NewService charges cards through proc.
+func NewService(pool *pgxpool.Pool, proc processor.Processor) *Service {
+	return &Service{pool: pool, processor: proc}
+}
+
+// CreateParams is a validated POST /payments body.
+type CreateParams struct {
+	Amount        int64
+	Currency      string
+	PaymentMethod string
+	Description   *string
+	Metadata      map[string]string
+}
+
+// Create charges the card, then records the payment and its event, all in q: the caller's
+// transaction, which has already claimed the idempotency key. A declined card is not an
+// error: the payment is recorded as failed. A processor outage is an error, so the caller's
+// transaction rolls back and leaves no trace.
+//
+// Charging inside the transaction is right only because this processor is simulated: local,
+// instantaneous to undo (it has nothing to undo) and unable to half-succeed. A real card
+// network is a foreign system: its charge cannot be rolled back with ours, and a crash
+// between its answer and our commit would lose a real charge. That needs Brandur Leach's
+// atomic phases: commit the key with a recovery point ("started"), call the network with the
+// key as its idempotency key, commit the result ("charge_created"), and let a completer
+// resume keys left mid-way.
+func (s *Service) Create(ctx context.Context, q *db.Queries, accountID string, p CreateParams) (db.Payment, error) {
+	result, err := s.processor.Charge(ctx, processor.Charge{
+		Amount: p.Amount, Currency: p.Currency, PaymentMethod: p.PaymentMethod,
+	})
+	if err != nil {
+		return db.Payment{}, fmt.Errorf("charge %s: %w", p.PaymentMethod, err)
+	}
+	status, eventType := StatusSucceeded, events.PaymentSucceeded
+	var failureCode *string
+	if !result.Approved {
+		status, eventType, failureCode = StatusFailed, events.PaymentFailed, &result.FailureCode
+	}
+	if p.Metadata == nil {
+		p.Metadata = map[string]string{}
+	}
+	metadata, err := json.Marshal(p.Metadata)
+	if err != nil {
+		return db.Payment{}, err
+	}
+	pay, err := q.PaymentInsert(ctx, db.PaymentInsertParams{
+		ID:            domain.NewID("pay"),
+		AccountID:     accountID,
+		Amount:        p.Amount,
+		Currency:      p.Currency,
+		Status:        status,
+		PaymentMethod: p.PaymentMethod,
+		FailureCode:   failureCode,
+		Description:   p.Description,
+		Metadata:      metadata,
+	})
+	if err != nil {
+		return db.Payment{}, fmt.Errorf("insert payment: %w", err)
+	}
+	return pay, recordEvent(ctx, q, eventType, pay)
+}
+
+// Get returns one payment of the account.
+func (s *Service) Get(ctx context.Context, accountID, id string) (db.Payment, error) {
+	p, err := db.New(s.pool).PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: id})
+	if err != nil {
+		return db.Payment{}, fmt.Errorf("get payment %s: %w", id, db.Translate(err))
+	}
+	return p, nil
+}
+
+// ListParams filters and pages a list. StartingAfter is the last id of the previous page.
+type ListParams struct {
+	Limit         int
+	StartingAfter *string
+	Status        *string
+	CreatedGte    *time.Time
+	CreatedLt     *time.Time
+}
+
+// List returns one page, newest first, and whether another page follows.
+func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]db.Payment, bool, error) {
+	q := db.New(s.pool)
+	args := db.PaymentListParams{
+		AccountID:  accountID,
+		Status:     p.Status,
+		CreatedGte: p.CreatedGte,
+		CreatedLt:  p.CreatedLt,
+		RowLimit:   int32(p.Limit) + 1, // one more than asked tells whether there is a next page
+	}
+	if p.StartingAfter != nil {
+		cursor, err := q.PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
+		if errors.Is(db.Translate(err), domain.ErrNotFound) {
+			return nil, false, &domain.ValidationError{Field: "starting_after", Message: "no such payment"}
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("load cursor: %w", err)
+		}
+		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
+	}
+	rows, err := q.PaymentList(ctx, args)
+	if err != nil {
+		return nil, false, fmt.Errorf("list payments: %w", err)
+	}
+	if len(rows) > p.Limit {
+		return rows[:p.Limit], true, nil
+	}
+	return rows, false, nil
+}
+
+func recordEvent(ctx context.Context, q *db.Queries, eventType string, p db.Payment) error {
+	res, err := Resource(p)
+	if err != nil {
+		return err
+	}
+	return events.Record(ctx, q, p.AccountID, eventType, res)
+}

@@ -1,0 +1,3 @@
+DROP TABLE events;
+DROP TABLE idempotency_keys;
+DROP TABLE payments;

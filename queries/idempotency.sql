@@ -1,0 +1,51 @@
+-- name: IdempotencyKeyClaim :one
+-- Claims a key as the first statement of the operation's transaction, without ever waiting:
+--   * pg_try_advisory_xact_lock answers at once. If another transaction holds the lock for
+--     this key, that request is in flight: acquired = false, and the caller answers 409.
+--   * With the lock held, INSERT ... ON CONFLICT cannot meet an uncommitted row for this
+--     key (its writer would hold the lock), so it never blocks either. claimed = false
+--     means a committed row exists: the caller replays it or answers 422.
+--   * An expired row is taken over as if it were new.
+-- The lock is a hash: a collision can only cause a false 409, never a double effect,
+-- because the primary key still guards the row. Both end with the transaction.
+WITH lock AS (
+    SELECT pg_try_advisory_xact_lock(hashtextextended(@lock_key::text, 0)) AS acquired
+), claimed AS (
+    INSERT INTO idempotency_keys (account_id, operation, key, fingerprint, expires_at)
+    SELECT @account_id, @operation, @key, @fingerprint, now() + make_interval(secs => @ttl_seconds::float8)
+    FROM lock
+    WHERE lock.acquired
+    ON CONFLICT (account_id, operation, key) DO UPDATE
+        SET fingerprint = excluded.fingerprint,
+            response_status = NULL,
+            response_headers = NULL,
+            response_body = NULL,
+            created_at = now(),
+            expires_at = excluded.expires_at
+        WHERE idempotency_keys.expires_at <= now()
+    RETURNING 1
+)
+SELECT lock.acquired, EXISTS (SELECT 1 FROM claimed) AS claimed
+FROM lock;
+
+-- name: IdempotencyKeyGet :one
+SELECT * FROM idempotency_keys
+WHERE account_id = @account_id AND operation = @operation AND key = @key;
+
+-- name: IdempotencyKeySaveResponse :exec
+UPDATE idempotency_keys
+SET response_status = @response_status,
+    response_headers = @response_headers,
+    response_body = @response_body
+WHERE account_id = @account_id AND operation = @operation AND key = @key;
+
+-- name: IdempotencyKeyDeleteExpired :execrows
+-- Deletes one small batch of expired keys; SKIP LOCKED leaves rows a claim is taking over.
+DELETE FROM idempotency_keys
+WHERE (account_id, operation, key) IN (
+    SELECT account_id, operation, key
+    FROM idempotency_keys
+    WHERE expires_at <= now()
+    LIMIT @batch_size
+    FOR UPDATE SKIP LOCKED
+);

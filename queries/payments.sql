@@ -1,0 +1,36 @@
+-- name: PaymentInsert :one
+INSERT INTO payments (id, account_id, amount, currency, status, payment_method, failure_code, description, metadata)
+VALUES (@id, @account_id, @amount, @currency, @status, @payment_method, @failure_code, @description, @metadata)
+RETURNING *;
+
+-- name: PaymentGetByID :one
+SELECT * FROM payments
+WHERE account_id = @account_id AND id = @id;
+
+-- name: PaymentList :many
+-- Keyset pagination: rows strictly after the cursor (created_at, id) in newest-first order,
+-- so concurrent inserts never shift a page the way OFFSET would.
+SELECT * FROM payments
+WHERE account_id = @account_id
+  AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
+  AND (sqlc.narg(created_gte)::timestamptz IS NULL OR created_at >= sqlc.narg(created_gte))
+  AND (sqlc.narg(created_lt)::timestamptz IS NULL OR created_at < sqlc.narg(created_lt))
+  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
+       OR (created_at, id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+ORDER BY created_at DESC, id DESC
+LIMIT @row_limit;
+
+-- name: PaymentUpdate :one
+-- The If-Match check and the write are this one statement: WHERE version matches, or no row
+-- is updated. There is no window between reading the version and writing.
+-- Metadata is a JSON merge patch: merged key by key, null values remove keys.
+UPDATE payments
+SET description = CASE WHEN @set_description::boolean THEN sqlc.narg(description) ELSE description END,
+    metadata = CASE WHEN @clear_metadata::boolean THEN '{}'::jsonb
+                    ELSE jsonb_strip_nulls(metadata || @metadata_patch::jsonb) END,
+    version = version + 1,
+    updated_at = clock_timestamp()
+WHERE account_id = @account_id
+  AND id = @id
+  AND (@any_version::boolean OR version = ANY (@versions::integer[]))
+RETURNING *;
