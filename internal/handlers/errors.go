@@ -1,9 +1,11 @@
 package handlers
 
 import (
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/domain"
@@ -59,6 +61,7 @@ func (s *Server) problemFor(c echo.Context, err error) *problem {
 		requestErrs *requestErrors
 		httpErr     *echo.HTTPError
 		ready       *problem
+		typeErr     *json.UnmarshalTypeError
 	)
 	switch {
 	case errors.As(err, &ready):
@@ -77,6 +80,8 @@ func (s *Server) problemFor(c echo.Context, err error) *problem {
 		p := newProblem(probPreconditionFailed, "The payment changed since you read it.")
 		p.CurrentETag = etag(stale.CurrentVersion)
 		return p
+	case errors.As(err, &typeErr):
+		return bindingProblem(typeErr)
 	case errors.As(err, &httpErr):
 		if t, ok := echoProblems[httpErr.Code]; ok {
 			return s.echoProblem(t, httpErr)
@@ -94,6 +99,19 @@ func (s *Server) problemFor(c echo.Context, err error) *problem {
 	s.logger.ErrorContext(c.Request().Context(), "internal error",
 		"error", err, "request_id", requestIDFrom(c.Request().Context()))
 	return newProblem(probInternal, "")
+}
+
+// bindingProblem is a body the schema accepts but Go cannot bind: in practice an integer
+// written as 25e2 or 2500.0, which JSON Schema counts as an integer but the spec asks to
+// send as a plain literal.
+func bindingProblem(e *json.UnmarshalTypeError) *problem {
+	p := newProblem(probInvalidRequest, "The request does not match the API contract.")
+	msg := "got " + e.Value
+	if strings.HasPrefix(e.Type.Kind().String(), "int") {
+		msg = "write integers as plain literals (2500, not 2500.0 or 25e2); got " + e.Value
+	}
+	p.Errors = []fieldError{{Field: "/" + strings.ReplaceAll(e.Field, ".", "/"), Message: msg}}
+	return p
 }
 
 // echoProblem renders one of echo's own errors. Its message is safe to show (echo writes it

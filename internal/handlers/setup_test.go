@@ -30,17 +30,48 @@ type testBundle struct {
 	client *apitest.Client // authenticates with testKey
 	other  *apitest.Client // authenticates with otherKey: another account
 	pool   *pgxpool.Pool
+	dbURL  string
+	proc   processor.Processor
 	echo   *echo.Echo
 	logs   *syncBuffer
 }
 
 func setup(t *testing.T) *testBundle {
 	t.Helper()
-	pool, _ := dbtest.NewPool(t)
+	return setupWithProcessor(t, processor.Simulated{})
+}
+
+func setupWithProcessor(t *testing.T, proc processor.Processor) *testBundle {
+	t.Helper()
+	pool, url := dbtest.NewPool(t)
 	if err := accounts.SeedDemoKeys(context.Background(), db.New(pool), []string{testKey, otherKey}); err != nil {
 		t.Fatal(err)
 	}
-	return serve(t, pool, processor.Simulated{})
+	b := serve(t, pool, proc)
+	b.dbURL = url
+	return b
+}
+
+// secondInstance starts another server on the same database with a pool of its own: what
+// a second process behind the load balancer would be.
+func (b *testBundle) secondInstance(t *testing.T) *testBundle {
+	t.Helper()
+	pool, err := pgxpool.New(context.Background(), b.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return serve(t, pool, b.proc)
+}
+
+// count runs a SELECT count(*) ... and returns the number.
+func (b *testBundle) count(t *testing.T, query string, args ...any) int {
+	t.Helper()
+	var n int
+	if err := b.pool.QueryRow(context.Background(), query, args...).Scan(&n); err != nil {
+		t.Fatalf("%s: %v", query, err)
+	}
+	return n
 }
 
 // serve starts the real echo stack on pool behind an httptest server.
@@ -59,7 +90,7 @@ func serve(t *testing.T, pool *pgxpool.Pool, proc processor.Processor) *testBund
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	client := apitest.NewClient(t, srv.URL, testKey)
-	return &testBundle{client: client, other: client.WithKey(otherKey), pool: pool, echo: e, logs: logs}
+	return &testBundle{client: client, other: client.WithKey(otherKey), pool: pool, proc: proc, echo: e, logs: logs}
 }
 
 // syncBuffer collects log output written by the server's goroutines.

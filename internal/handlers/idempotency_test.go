@@ -1,0 +1,274 @@
+package handlers_test
+
+import (
+	"bytes"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/processor"
+)
+
+// TestParallelRetriesChargeOnce fires 64 identical POSTs at two server instances sharing one
+// database while each charge takes 200 ms: exactly one payment is created, and every other
+// answer is a 409 with Retry-After or a byte-identical replay of the winner.
+func TestParallelRetriesChargeOnce(t *testing.T) {
+	t.Parallel()
+	b := setupWithProcessor(t, processor.Simulated{Latency: 200 * time.Millisecond})
+	clients := []*apitest.Client{b.client, b.secondInstance(t).client}
+	key := newKey()
+	const n = 64
+
+	responses := make([]*apitest.Response, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			responses[i] = clients[i%2].Post("/payments", visa(5000), apitest.Header("Idempotency-Key", key))
+		}()
+	}
+	close(start)
+	wg.Wait()
+
+	var winner []byte
+	var created, inUse, replayed int
+	for _, res := range responses {
+		switch {
+		case res.Status == http.StatusCreated && res.Header.Get("Idempotent-Replayed") == "":
+			created++
+			winner = res.Body
+		case res.Status == http.StatusCreated:
+			replayed++
+		case res.Status == http.StatusConflict:
+			inUse++
+			if p := res.Problem(t); p.Type != "/problems/idempotency-key-in-use" || res.Header.Get("Retry-After") == "" {
+				t.Errorf("409 %s without Retry-After %q", p.Type, res.Header.Get("Retry-After"))
+			}
+		default:
+			t.Errorf("unexpected %d %s", res.Status, res.Body)
+		}
+	}
+	t.Logf("%d created, %d in use (409), %d replayed", created, inUse, replayed)
+	if created != 1 || created+inUse+replayed != n {
+		t.Fatalf("%d created, want exactly 1", created)
+	}
+	for _, res := range responses {
+		if res.Header.Get("Idempotent-Replayed") == "true" && !bytes.Equal(res.Body, winner) {
+			t.Errorf("replay differs from the original:\n%s\n%s", res.Body, winner)
+		}
+	}
+	if got := b.count(t, `SELECT count(*) FROM payments`); got != 1 {
+		t.Errorf("%d payment rows, want 1", got)
+	}
+	if got := b.count(t, `SELECT count(*) FROM events WHERE type = 'payment.succeeded'`); got != 1 {
+		t.Errorf("%d payment.succeeded events, want 1", got)
+	}
+	// Once the winner has committed, every retry is a replay of it.
+	res := clients[1].Post("/payments", visa(5000), apitest.Header("Idempotency-Key", key))
+	if res.Status != http.StatusCreated || res.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(res.Body, winner) {
+		t.Errorf("retry after completion: %d %q %s", res.Status, res.Header.Get("Idempotent-Replayed"), res.Body)
+	}
+}
+
+// TestInFlightRetriesAnswerBeforeTheWinnerCommits holds the first request inside its
+// transaction (its charge blocks) and shows that retries on both instances are answered 409
+// meanwhile, with nothing committed yet: they do not wait for the winner.
+func TestInFlightRetriesAnswerBeforeTheWinnerCommits(t *testing.T) {
+	t.Parallel()
+	gate := newGatedProcessor()
+	b := setupWithProcessor(t, gate)
+	clients := []*apitest.Client{b.client, b.secondInstance(t).client}
+	key := newKey()
+
+	first := make(chan *apitest.Response)
+	go func() { first <- b.client.Post("/payments", visa(700), apitest.Header("Idempotency-Key", key)) }()
+	<-gate.started // the first request has claimed the key and is charging
+
+	const n = 16
+	retries := make(chan *apitest.Response, n)
+	for i := range n {
+		go func() {
+			retries <- clients[i%2].Post("/payments", visa(700), apitest.Header("Idempotency-Key", key))
+		}()
+	}
+	for range n {
+		select {
+		case res := <-retries:
+			if res.Status != http.StatusConflict || res.Header.Get("Retry-After") == "" {
+				t.Errorf("retry while in flight: %d %s", res.Status, res.Body)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("retries are waiting for the first request instead of answering 409")
+		}
+	}
+	if got := b.count(t, `SELECT count(*) FROM payments`); got != 0 {
+		t.Errorf("%d payments committed while the first request was in flight", got)
+	}
+
+	close(gate.release)
+	if res := <-first; res.Status != http.StatusCreated {
+		t.Fatalf("first request: %d %s", res.Status, res.Body)
+	}
+	if calls := gate.calls.Load(); calls != 1 {
+		t.Errorf("processor charged %d times, want 1", calls)
+	}
+}
+
+// TestFailedAttemptLeavesNothingClaimed: when the transaction that claimed the key fails,
+// the claim rolls back with everything else, and the retry runs the charge again.
+func TestFailedAttemptLeavesNothingClaimed(t *testing.T) {
+	t.Parallel()
+	flaky := &flakyProcessor{}
+	flaky.failures.Store(1)
+	b := setupWithProcessor(t, flaky)
+	key := newKey()
+
+	res := b.client.Post("/payments", visa(1200), apitest.Header("Idempotency-Key", key))
+	if res.Status != http.StatusServiceUnavailable || res.Problem(t).Type != "/problems/processor-unavailable" {
+		t.Fatalf("first attempt: %d %s", res.Status, res.Body)
+	}
+	if res.Header.Get("Retry-After") == "" {
+		t.Error("503 without Retry-After")
+	}
+	for _, table := range []string{"payments", "idempotency_keys", "events"} {
+		if got := b.count(t, `SELECT count(*) FROM `+table); got != 0 {
+			t.Errorf("%d rows left in %s after the failed attempt", got, table)
+		}
+	}
+
+	res = b.client.Post("/payments", visa(1200), apitest.Header("Idempotency-Key", key))
+	if res.Status != http.StatusCreated || res.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("retry: %d replayed=%q %s", res.Status, res.Header.Get("Idempotent-Replayed"), res.Body)
+	}
+	if calls := flaky.calls.Load(); calls != 2 {
+		t.Errorf("processor called %d times, want 2 (the retry ran again)", calls)
+	}
+}
+
+// TestProcessingErrorCardIsNeverStored: the outage test card answers 503 on every attempt,
+// and no attempt leaves a payment or uses up the key.
+func TestProcessingErrorCardIsNeverStored(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := newKey()
+	body := map[string]any{"amount": 100, "currency": "usd", "payment_method": processor.CardProcessingError}
+	for attempt := range 2 {
+		res := b.client.Post("/payments", body, apitest.Header("Idempotency-Key", key))
+		if res.Status != http.StatusServiceUnavailable || res.Header.Get("Idempotent-Replayed") != "" {
+			t.Errorf("attempt %d: %d %s", attempt, res.Status, res.Body)
+		}
+	}
+	if got := b.count(t, `SELECT count(*) FROM idempotency_keys`) + b.count(t, `SELECT count(*) FROM payments`); got != 0 {
+		t.Errorf("%d rows stored for a failed charge", got)
+	}
+}
+
+func TestIdempotentReplays(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+
+	t.Run("a completed request replays byte for byte, whatever the body's spacing and order", func(t *testing.T) {
+		key := newKey()
+		original := b.client.Post("/payments", `{"amount":2500,"currency":"usd","payment_method":"pm_card_visa","metadata":{"a":"1","b":"2"}}`,
+			apitest.Header("Idempotency-Key", key))
+		if original.Status != http.StatusCreated {
+			t.Fatalf("%d %s", original.Status, original.Body)
+		}
+		reordered := "{\n  \"metadata\": {\"b\": \"2\", \"a\": \"1\"},\n  \"payment_method\": \"pm_card_visa\",\n  \"currency\": \"usd\",\n  \"amount\": 2500\n}"
+		for _, k := range []string{key, `"` + key + `"`} { // bare, and as a structured-field string
+			replay := b.client.Post("/payments", reordered, apitest.Header("Idempotency-Key", k))
+			if replay.Status != http.StatusCreated || !bytes.Equal(replay.Body, original.Body) {
+				t.Errorf("key %s: %d %s", k, replay.Status, replay.Body)
+			}
+			if replay.Header.Get("Idempotent-Replayed") != "true" {
+				t.Error("replay without Idempotent-Replayed: true")
+			}
+			for _, h := range []string{"Location", "ETag", "Content-Type"} {
+				if replay.Header.Get(h) != original.Header.Get(h) {
+					t.Errorf("%s %q, original %q", h, replay.Header.Get(h), original.Header.Get(h))
+				}
+			}
+			if replay.Header.Get("Request-Id") == original.Header.Get("Request-Id") {
+				t.Error("a replay is a new request and needs its own Request-Id")
+			}
+		}
+		if got := b.count(t, `SELECT count(*) FROM payments WHERE amount = 2500`); got != 1 {
+			t.Errorf("%d payments, want 1", got)
+		}
+	})
+
+	t.Run("same key, different body is 422 and creates nothing", func(t *testing.T) {
+		key := newKey()
+		b.client.Post("/payments", visa(3000), apitest.Header("Idempotency-Key", key))
+		res := b.client.Post("/payments", visa(3001), apitest.Header("Idempotency-Key", key))
+		if res.Status != http.StatusUnprocessableEntity || res.Problem(t).Type != "/problems/idempotency-key-reused" {
+			t.Errorf("%d %s", res.Status, res.Body)
+		}
+		if got := b.count(t, `SELECT count(*) FROM payments WHERE amount IN (3000, 3001)`); got != 1 {
+			t.Errorf("%d payments, want 1", got)
+		}
+	})
+
+	t.Run("a declined payment's 402 is stored and replayed", func(t *testing.T) {
+		key := newKey()
+		body := map[string]any{"amount": 4000, "currency": "usd", "payment_method": processor.CardInsufficientFunds}
+		first := b.client.Post("/payments", body, apitest.Header("Idempotency-Key", key))
+		p := first.Problem(t)
+		if first.Status != http.StatusPaymentRequired || p.Type != "/problems/payment-declined" || p.Raw["failure_code"] != "insufficient_funds" {
+			t.Fatalf("%d %s", first.Status, first.Body)
+		}
+		var stored payment
+		b.client.Get("/payments/"+p.Raw["payment_id"].(string)).Decode(t, &stored)
+		if stored.Status != "failed" || stored.FailureCode == nil || *stored.FailureCode != "insufficient_funds" {
+			t.Errorf("stored payment %+v", stored)
+		}
+		again := b.client.Post("/payments", body, apitest.Header("Idempotency-Key", key))
+		if again.Status != http.StatusPaymentRequired || !bytes.Equal(again.Body, first.Body) || again.Header.Get("Idempotent-Replayed") != "true" {
+			t.Errorf("replay of the decline: %d %s", again.Status, again.Body)
+		}
+		if got := b.count(t, `SELECT count(*) FROM events WHERE type = 'payment.failed'`); got != 1 {
+			t.Errorf("%d payment.failed events, want 1", got)
+		}
+	})
+
+	t.Run("a rejected request does not use up its key", func(t *testing.T) {
+		key := newKey()
+		bad := b.client.Post("/payments", map[string]any{"amount": -1, "currency": "usd", "payment_method": "pm_card_visa"},
+			apitest.Header("Idempotency-Key", key))
+		if bad.Status != http.StatusBadRequest {
+			t.Fatalf("%d %s", bad.Status, bad.Body)
+		}
+		if res := b.client.Post("/payments", visa(100), apitest.Header("Idempotency-Key", key)); res.Status != http.StatusCreated {
+			t.Errorf("the key was used up by a 400: %d %s", res.Status, res.Body)
+		}
+	})
+
+	t.Run("keys belong to an account and an operation", func(t *testing.T) {
+		key := newKey()
+		mine := b.client.Post("/payments", visa(100), apitest.Header("Idempotency-Key", key))
+		theirs := b.other.Post("/payments", visa(100), apitest.Header("Idempotency-Key", key))
+		if theirs.Status != http.StatusCreated || theirs.Header.Get("Idempotent-Replayed") != "" || bytes.Equal(mine.Body, theirs.Body) {
+			t.Errorf("another account's key collided: %d %s", theirs.Status, theirs.Body)
+		}
+	})
+
+	t.Run("bad keys are 400", func(t *testing.T) {
+		for name, opt := range map[string]apitest.Option{
+			"missing":       func(*http.Request) {},
+			"too long":      apitest.Header("Idempotency-Key", strings.Repeat("k", 256)),
+			"not printable": apitest.Header("Idempotency-Key", "caf\u00e9"),
+			"bad sf-string": apitest.Header("Idempotency-Key", `"open`),
+		} {
+			res := b.client.Post("/payments", visa(100), opt)
+			if res.Status != http.StatusBadRequest || res.Problem(t).Type != "/problems/invalid-idempotency-key" {
+				t.Errorf("%s key: %d %s", name, res.Status, res.Body)
+			}
+		}
+	})
+}

@@ -1,0 +1,166 @@
+package idempotency
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/big"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+func TestCanonicalizeEqualDocuments(t *testing.T) {
+	tests := []struct{ a, b string }{
+		{`{"amount":5000,"currency":"usd"}`, `{ "currency" : "usd",  "amount" : 5000 }`},
+		{`{"a":{"y":1,"x":2}}`, "{\n\t\"a\": {\"x\": 2, \"y\": 1}\n}"},
+		{`{"amount":5000}`, `{"amount":5e3}`},
+		{`{"amount":5000}`, `{"amount":5000.000}`},
+		{`{"amount":5000}`, `{"amount":50E2}`},
+		{`{"n":0}`, `{"n":-0.0}`},
+		{`{"n":0.5}`, `{"n":5e-1}`},
+		{`{"s":"A\u00e9/"}`, `{"s":"\u0041é\/"}`},
+		{`[1,"x",null,true]`, ` [ 1 , "x" , null , true ] `},
+	}
+	for _, tt := range tests {
+		ca, errA := Canonicalize([]byte(tt.a))
+		cb, errB := Canonicalize([]byte(tt.b))
+		if errA != nil || errB != nil || !bytes.Equal(ca, cb) {
+			t.Errorf("%s and %s: canonical %s (%v) vs %s (%v)", tt.a, tt.b, ca, errA, cb, errB)
+		}
+	}
+}
+
+func TestCanonicalizeDifferentDocuments(t *testing.T) {
+	tests := []struct{ a, b string }{
+		{`{"amount":5000}`, `{"amount":5001}`},
+		{`{"amount":9007199254740993}`, `{"amount":9007199254740992}`}, // equal as float64
+		{`{"amount":1}`, `{"amount":"1"}`},
+		{`[1,2]`, `[2,1]`},
+		{`{"a":null}`, `{}`},
+		{`{"a":{"b":1}}`, `{"a.b":1}`},
+		{`{"n":0.1}`, `{"n":0.10000000000000001}`}, // equal as float64
+	}
+	for _, tt := range tests {
+		ca, _ := Canonicalize([]byte(tt.a))
+		cb, _ := Canonicalize([]byte(tt.b))
+		if bytes.Equal(ca, cb) {
+			t.Errorf("%s and %s both canonicalize to %s", tt.a, tt.b, ca)
+		}
+	}
+}
+
+func TestCanonicalizeRejects(t *testing.T) {
+	for _, doc := range []string{
+		`{"amount":1,"amount":2}`, // duplicate member: parsers disagree on which wins
+		`{"a":{"b":1,"b":1}}`,
+		`{"a":1} {"b":2}`,
+		`{"a":`,
+		"{\"a\":\"\xff\"}", // not UTF-8
+		`{"n":1e99999999999}`,
+		``,
+	} {
+		if c, err := Canonicalize([]byte(doc)); err == nil {
+			t.Errorf("Canonicalize(%q) = %s, want an error", doc, c)
+		}
+	}
+}
+
+func TestFingerprintSeparatesOperations(t *testing.T) {
+	body := []byte(`{"amount":100}`)
+	a, _ := Fingerprint("payments.create", body)
+	b, _ := Fingerprint("refunds.create", body)
+	if bytes.Equal(a, b) {
+		t.Error("the same body under two operations must not share a fingerprint")
+	}
+}
+
+// FuzzCanonicalize checks the fingerprint's two promises on arbitrary input: equal
+// documents canonicalize equally (however they are spaced), and documents that differ in
+// any value (compared exactly, numbers as rationals) canonicalize differently.
+func FuzzCanonicalize(f *testing.F) {
+	for _, seed := range []string{
+		`{"amount":5000,"currency":"usd"}`, `{"amount":5e3,"currency":"usd"}`,
+		`{"a":[1,2,{"b":null}],"c":"\u00e9"}`, `[0.1,-0,1E-7]`, `"x"`, `{"a":{"a":{}}}`,
+	} {
+		f.Add(seed, `{"amount":5000}`)
+	}
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ca, errA := Canonicalize([]byte(a))
+		if errA != nil {
+			return
+		}
+		// Canonical form is a fixed point, and whitespace does not matter.
+		if again, err := Canonicalize(ca); err != nil || !bytes.Equal(again, ca) {
+			t.Fatalf("not a fixed point: %s -> %s (%v)", ca, again, err)
+		}
+		var indented bytes.Buffer
+		if err := json.Indent(&indented, []byte(a), "", "  "); err == nil {
+			if ci, err := Canonicalize(indented.Bytes()); err != nil || !bytes.Equal(ci, ca) {
+				t.Fatalf("re-spacing changed the canonical form: %s vs %s", ci, ca)
+			}
+		}
+		cb, errB := Canonicalize([]byte(b))
+		if errB != nil {
+			return
+		}
+		va, okA := decodeExact(a)
+		vb, okB := decodeExact(b)
+		if !okA || !okB {
+			return
+		}
+		if same := bytes.Equal(ca, cb); same != equalExact(va, vb) {
+			t.Fatalf("%q and %q: canonical equal = %v, exactly equal = %v", a, b, same, !same)
+		}
+	})
+}
+
+var hugeExponent = regexp.MustCompile(`[eE][+-]?0*[0-9]{4,}`)
+
+// decodeExact is an independent reference: encoding/json with numbers kept as text.
+func decodeExact(doc string) (any, bool) {
+	if hugeExponent.MatchString(doc) {
+		return nil, false // big.Rat would expand 1e99999 digit by digit
+	}
+	dec := json.NewDecoder(strings.NewReader(doc))
+	dec.UseNumber()
+	var v any
+	return v, dec.Decode(&v) == nil
+}
+
+func equalExact(a, b any) bool {
+	switch a := a.(type) {
+	case map[string]any:
+		b, ok := b.(map[string]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for k, va := range a {
+			vb, ok := b[k]
+			if !ok || !equalExact(va, vb) {
+				return false
+			}
+		}
+		return true
+	case []any:
+		b, ok := b.([]any)
+		if !ok || len(a) != len(b) {
+			return false
+		}
+		for i := range a {
+			if !equalExact(a[i], b[i]) {
+				return false
+			}
+		}
+		return true
+	case json.Number:
+		b, ok := b.(json.Number)
+		if !ok {
+			return false
+		}
+		ra, okA := new(big.Rat).SetString(string(a))
+		rb, okB := new(big.Rat).SetString(string(b))
+		return okA && okB && ra.Cmp(rb) == 0
+	default:
+		return a == b
+	}
+}
