@@ -34,3 +34,19 @@ WHERE account_id = @account_id
   AND id = @id
   AND (@any_version::boolean OR version = ANY (@versions::integer[]))
 RETURNING *;
+
+-- name: PaymentGetForUpdate :one
+-- Locks the payment until the transaction ends: concurrent refunds of one payment queue here
+-- and each sees the amount_refunded its predecessor committed.
+SELECT * FROM payments
+WHERE account_id = @account_id AND id = @id
+FOR UPDATE;
+
+-- name: PaymentAddRefund :one
+UPDATE payments
+SET amount_refunded = amount_refunded + @amount,
+    status = CASE WHEN amount_refunded + @amount = amount THEN 'refunded' ELSE 'partially_refunded' END,
+    version = version + 1,
+    updated_at = clock_timestamp()
+WHERE account_id = @account_id AND id = @id
+RETURNING *;

@@ -47,6 +47,27 @@ func (e CreatePaymentRequestPaymentMethod) Valid() bool {
 	}
 }
 
+// Defines values for CreateRefundRequestReason.
+const (
+	CreateRefundRequestReasonDuplicate           CreateRefundRequestReason = "duplicate"
+	CreateRefundRequestReasonFraudulent          CreateRefundRequestReason = "fraudulent"
+	CreateRefundRequestReasonRequestedByCustomer CreateRefundRequestReason = "requested_by_customer"
+)
+
+// Valid indicates whether the value is a known member of the CreateRefundRequestReason enum.
+func (e CreateRefundRequestReason) Valid() bool {
+	switch e {
+	case CreateRefundRequestReasonDuplicate:
+		return true
+	case CreateRefundRequestReasonFraudulent:
+		return true
+	case CreateRefundRequestReasonRequestedByCustomer:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for HealthStatus.
 const (
 	Ok HealthStatus = "ok"
@@ -64,19 +85,19 @@ func (e HealthStatus) Valid() bool {
 
 // Defines values for PaymentFailureCode.
 const (
-	CardDeclined      PaymentFailureCode = "card_declined"
-	InsufficientFunds PaymentFailureCode = "insufficient_funds"
-	LessThannil       PaymentFailureCode = "<nil>"
+	PaymentFailureCodeCardDeclined      PaymentFailureCode = "card_declined"
+	PaymentFailureCodeInsufficientFunds PaymentFailureCode = "insufficient_funds"
+	PaymentFailureCodeLessThannil       PaymentFailureCode = "<nil>"
 )
 
 // Valid indicates whether the value is a known member of the PaymentFailureCode enum.
 func (e PaymentFailureCode) Valid() bool {
 	switch e {
-	case CardDeclined:
+	case PaymentFailureCodeCardDeclined:
 		return true
-	case InsufficientFunds:
+	case PaymentFailureCodeInsufficientFunds:
 		return true
-	case LessThannil:
+	case PaymentFailureCodeLessThannil:
 		return true
 	default:
 		return false
@@ -85,22 +106,61 @@ func (e PaymentFailureCode) Valid() bool {
 
 // Defines values for PaymentStatus.
 const (
-	Failed            PaymentStatus = "failed"
-	PartiallyRefunded PaymentStatus = "partially_refunded"
-	Refunded          PaymentStatus = "refunded"
-	Succeeded         PaymentStatus = "succeeded"
+	PaymentStatusFailed            PaymentStatus = "failed"
+	PaymentStatusPartiallyRefunded PaymentStatus = "partially_refunded"
+	PaymentStatusRefunded          PaymentStatus = "refunded"
+	PaymentStatusSucceeded         PaymentStatus = "succeeded"
 )
 
 // Valid indicates whether the value is a known member of the PaymentStatus enum.
 func (e PaymentStatus) Valid() bool {
 	switch e {
-	case Failed:
+	case PaymentStatusFailed:
 		return true
-	case PartiallyRefunded:
+	case PaymentStatusPartiallyRefunded:
 		return true
-	case Refunded:
+	case PaymentStatusRefunded:
 		return true
-	case Succeeded:
+	case PaymentStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RefundReason.
+const (
+	RefundReasonDuplicate           RefundReason = "duplicate"
+	RefundReasonFraudulent          RefundReason = "fraudulent"
+	RefundReasonLessThannil         RefundReason = "<nil>"
+	RefundReasonRequestedByCustomer RefundReason = "requested_by_customer"
+)
+
+// Valid indicates whether the value is a known member of the RefundReason enum.
+func (e RefundReason) Valid() bool {
+	switch e {
+	case RefundReasonDuplicate:
+		return true
+	case RefundReasonFraudulent:
+		return true
+	case RefundReasonLessThannil:
+		return true
+	case RefundReasonRequestedByCustomer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RefundStatus.
+const (
+	RefundStatusSucceeded RefundStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the RefundStatus enum.
+func (e RefundStatus) Valid() bool {
+	switch e {
+	case RefundStatusSucceeded:
 		return true
 	default:
 		return false
@@ -135,6 +195,20 @@ type CreatePaymentRequest struct {
 
 // CreatePaymentRequestPaymentMethod A test card token; see "Test cards".
 type CreatePaymentRequestPaymentMethod string
+
+// CreateRefundRequest defines model for CreateRefundRequest.
+type CreateRefundRequest struct {
+	// Amount In minor units. Defaults to everything not yet refunded.
+	Amount *int64 `json:"amount,omitempty"`
+
+	// Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
+	Metadata  *Metadata                  `json:"metadata,omitempty"`
+	PaymentId string                     `json:"payment_id"`
+	Reason    *CreateRefundRequestReason `json:"reason,omitempty"`
+}
+
+// CreateRefundRequestReason defines model for CreateRefundRequest.Reason.
+type CreateRefundRequestReason string
 
 // Currency Lowercase ISO 4217 currency code.
 //
@@ -199,6 +273,9 @@ type PaymentStatus string
 
 // Problem An RFC 9457 problem details object.
 type Problem struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -214,7 +291,7 @@ type Problem struct {
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
 
-	// PaymentId For `payment-declined`, the failed payment that was stored.
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
@@ -230,6 +307,36 @@ type Problem struct {
 	//
 	// Examples: /problems/not-found
 	Type string `json:"type"`
+}
+
+// Refund defines model for Refund.
+type Refund struct {
+	Amount    int64     `json:"amount"`
+	CreatedAt time.Time `json:"created_at"`
+
+	// Currency Lowercase ISO 4217 currency code.
+	//
+	// Examples: usd
+	Currency Currency `json:"currency"`
+	Id       string   `json:"id"`
+
+	// Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
+	Metadata  Metadata                        `json:"metadata"`
+	PaymentId string                          `json:"payment_id"`
+	Reason    nullable.Nullable[RefundReason] `json:"reason"`
+	Status    RefundStatus                    `json:"status"`
+}
+
+// RefundReason defines model for Refund.Reason.
+type RefundReason string
+
+// RefundStatus defines model for Refund.Status.
+type RefundStatus string
+
+// RefundList defines model for RefundList.
+type RefundList struct {
+	Data    []Refund `json:"data"`
+	HasMore bool     `json:"has_more"`
 }
 
 // UpdatePaymentRequest defines model for UpdatePaymentRequest.
@@ -255,6 +362,9 @@ type PaymentID = string
 
 // BadRequest defines model for BadRequest.
 type BadRequest struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -270,7 +380,7 @@ type BadRequest struct {
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
 
-	// PaymentId For `payment-declined`, the failed payment that was stored.
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
@@ -287,6 +397,9 @@ type HealthOK = Health
 
 // IdempotencyKeyInUse defines model for IdempotencyKeyInUse.
 type IdempotencyKeyInUse struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -302,7 +415,7 @@ type IdempotencyKeyInUse struct {
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
 
-	// PaymentId For `payment-declined`, the failed payment that was stored.
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
@@ -316,6 +429,9 @@ type IdempotencyKeyInUse struct {
 
 // IdempotencyKeyReused defines model for IdempotencyKeyReused.
 type IdempotencyKeyReused struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -331,7 +447,7 @@ type IdempotencyKeyReused struct {
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
 
-	// PaymentId For `payment-declined`, the failed payment that was stored.
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
@@ -345,6 +461,9 @@ type IdempotencyKeyReused struct {
 
 // InternalError defines model for InternalError.
 type InternalError struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -360,7 +479,7 @@ type InternalError struct {
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
 
-	// PaymentId For `payment-declined`, the failed payment that was stored.
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
@@ -374,6 +493,9 @@ type InternalError struct {
 
 // MethodNotAllowed defines model for MethodNotAllowed.
 type MethodNotAllowed struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -389,7 +511,7 @@ type MethodNotAllowed struct {
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
 
-	// PaymentId For `payment-declined`, the failed payment that was stored.
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
@@ -403,6 +525,9 @@ type MethodNotAllowed struct {
 
 // NotFound defines model for NotFound.
 type NotFound struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -418,7 +543,7 @@ type NotFound struct {
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
 
-	// PaymentId For `payment-declined`, the failed payment that was stored.
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
@@ -432,6 +557,9 @@ type NotFound struct {
 
 // PayloadTooLarge defines model for PayloadTooLarge.
 type PayloadTooLarge struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -447,7 +575,7 @@ type PayloadTooLarge struct {
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
 
-	// PaymentId For `payment-declined`, the failed payment that was stored.
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
@@ -461,6 +589,9 @@ type PayloadTooLarge struct {
 
 // PaymentDeclined defines model for PaymentDeclined.
 type PaymentDeclined struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -476,7 +607,7 @@ type PaymentDeclined struct {
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
 
-	// PaymentId For `payment-declined`, the failed payment that was stored.
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId string `json:"payment_id"`
 
 	// RequestId The `Request-Id` of the request, for support.
@@ -490,6 +621,9 @@ type PaymentDeclined struct {
 
 // PreconditionFailed defines model for PreconditionFailed.
 type PreconditionFailed struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 	CurrentEtag string `json:"current_etag"`
 
@@ -505,7 +639,7 @@ type PreconditionFailed struct {
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
 
-	// PaymentId For `payment-declined`, the failed payment that was stored.
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
@@ -519,6 +653,9 @@ type PreconditionFailed struct {
 
 // PreconditionRequired defines model for PreconditionRequired.
 type PreconditionRequired struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -534,7 +671,7 @@ type PreconditionRequired struct {
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
 
-	// PaymentId For `payment-declined`, the failed payment that was stored.
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
@@ -548,6 +685,9 @@ type PreconditionRequired struct {
 
 // ProcessorUnavailable defines model for ProcessorUnavailable.
 type ProcessorUnavailable struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -563,7 +703,7 @@ type ProcessorUnavailable struct {
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
 
-	// PaymentId For `payment-declined`, the failed payment that was stored.
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
@@ -577,6 +717,9 @@ type ProcessorUnavailable struct {
 
 // ServiceUnavailable defines model for ServiceUnavailable.
 type ServiceUnavailable struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -592,7 +735,7 @@ type ServiceUnavailable struct {
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
 
-	// PaymentId For `payment-declined`, the failed payment that was stored.
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
@@ -606,6 +749,9 @@ type ServiceUnavailable struct {
 
 // Unauthorized defines model for Unauthorized.
 type Unauthorized struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -621,7 +767,7 @@ type Unauthorized struct {
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
 
-	// PaymentId For `payment-declined`, the failed payment that was stored.
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
@@ -635,6 +781,9 @@ type Unauthorized struct {
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
 type UnsupportedMediaType struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -650,7 +799,7 @@ type UnsupportedMediaType struct {
 	// Instance The request path this problem occurred on.
 	Instance *string `json:"instance,omitempty"`
 
-	// PaymentId For `payment-declined`, the failed payment that was stored.
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
@@ -702,6 +851,33 @@ type UpdatePaymentParams struct {
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
+// ListRefundsParams defines parameters for ListRefunds.
+type ListRefundsParams struct {
+	// Limit How many items to return (1-100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// StartingAfter The id of the last refund of the previous page.
+	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+
+	// PaymentId Only the refunds of this payment.
+	PaymentId *string `form:"payment_id,omitempty" json:"payment_id,omitempty"`
+}
+
+// CreateRefundParams defines parameters for CreateRefund.
+type CreateRefundParams struct {
+	// IdempotencyKey A unique key for this operation, chosen by the client (a UUID is a good choice).
+	// 1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
+	// (`"abc"`). Retrying with the same key and the same body returns the stored response
+	// with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
+	// key while the first request is still in flight is 409. Keys expire 24 hours after first
+	// use (configurable by the operator), after which the key may be used again.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// IfMatch Optional: the payment's `ETag`. When given, the refund happens only if the payment
+	// is still at that version (412 otherwise).
+	IfMatch *string `json:"If-Match,omitempty"`
+}
+
 // CreatePaymentJSONRequestBody defines body for CreatePayment for application/json ContentType.
 type CreatePaymentJSONRequestBody = CreatePaymentRequest
 
@@ -710,6 +886,9 @@ type UpdatePaymentJSONRequestBody = UpdatePaymentRequest
 
 // UpdatePaymentApplicationMergePatchPlusJSONRequestBody defines body for UpdatePayment for application/merge-patch+json ContentType.
 type UpdatePaymentApplicationMergePatchPlusJSONRequestBody = UpdatePaymentRequest
+
+// CreateRefundJSONRequestBody defines body for CreateRefund for application/json ContentType.
+type CreateRefundJSONRequestBody = CreateRefundRequest
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
@@ -743,6 +922,15 @@ type ServerInterface interface {
 	// GetReadiness Readiness
 	// (GET /readyz)
 	GetReadiness(ctx echo.Context) error
+	// ListRefunds List refunds
+	// (GET /refunds)
+	ListRefunds(ctx echo.Context, params ListRefundsParams) error
+	// CreateRefund Refund a payment
+	// (POST /refunds)
+	CreateRefund(ctx echo.Context, params CreateRefundParams) error
+	// GetRefund Get a refund
+	// (GET /refunds/{id})
+	GetRefund(ctx echo.Context, id string) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -960,6 +1148,100 @@ func (w *ServerInterfaceWrapper) GetReadiness(ctx echo.Context) error {
 	return err
 }
 
+// ListRefunds converts echo context to params.
+func (w *ServerInterfaceWrapper) ListRefunds(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListRefundsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "starting_after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "starting_after", ctx.QueryParams(), &params.StartingAfter, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter starting_after: %s", err))
+	}
+
+	// ------------- Optional query parameter "payment_id" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "payment_id", ctx.QueryParams(), &params.PaymentId, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter payment_id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListRefunds(ctx, params)
+	return err
+}
+
+// CreateRefund converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateRefund(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateRefundParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateRefund(ctx, params)
+	return err
+}
+
+// GetRefund converts echo context to params.
+func (w *ServerInterfaceWrapper) GetRefund(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id string
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetRefund(ctx, id)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -1011,6 +1293,9 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/payments", wrapper.CreatePayment, options.OperationMiddlewares["createPayment"]...)
 	router.GET(options.BaseURL+"/payments/:id", wrapper.GetPayment, options.OperationMiddlewares["getPayment"]...)
 	router.PATCH(options.BaseURL+"/payments/:id", wrapper.UpdatePayment, options.OperationMiddlewares["updatePayment"]...)
+	router.GET(options.BaseURL+"/refunds", wrapper.ListRefunds, options.OperationMiddlewares["listRefunds"]...)
+	router.POST(options.BaseURL+"/refunds", wrapper.CreateRefund, options.OperationMiddlewares["createRefund"]...)
+	router.GET(options.BaseURL+"/refunds/:id", wrapper.GetRefund, options.OperationMiddlewares["getRefund"]...)
 	router.GET(options.BaseURL+"/account", wrapper.GetAccount, options.OperationMiddlewares["getAccount"]...)
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
@@ -1025,6 +1310,9 @@ type BadRequestResponseHeaders struct {
 }
 type BadRequestApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -1040,7 +1328,7 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
 
-		// PaymentId For `payment-declined`, the failed payment that was stored.
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
@@ -1070,6 +1358,9 @@ type IdempotencyKeyInUseResponseHeaders struct {
 }
 type IdempotencyKeyInUseApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -1085,7 +1376,7 @@ type IdempotencyKeyInUseApplicationProblemPlusJSONResponse struct {
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
 
-		// PaymentId For `payment-declined`, the failed payment that was stored.
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
@@ -1105,6 +1396,9 @@ type IdempotencyKeyReusedResponseHeaders struct {
 }
 type IdempotencyKeyReusedApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -1120,7 +1414,7 @@ type IdempotencyKeyReusedApplicationProblemPlusJSONResponse struct {
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
 
-		// PaymentId For `payment-declined`, the failed payment that was stored.
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
@@ -1140,6 +1434,9 @@ type InternalErrorResponseHeaders struct {
 }
 type InternalErrorApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -1155,7 +1452,7 @@ type InternalErrorApplicationProblemPlusJSONResponse struct {
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
 
-		// PaymentId For `payment-declined`, the failed payment that was stored.
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
@@ -1176,6 +1473,9 @@ type MethodNotAllowedResponseHeaders struct {
 }
 type MethodNotAllowedApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -1191,7 +1491,7 @@ type MethodNotAllowedApplicationProblemPlusJSONResponse struct {
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
 
-		// PaymentId For `payment-declined`, the failed payment that was stored.
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
@@ -1211,6 +1511,9 @@ type NotFoundResponseHeaders struct {
 }
 type NotFoundApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -1226,7 +1529,7 @@ type NotFoundApplicationProblemPlusJSONResponse struct {
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
 
-		// PaymentId For `payment-declined`, the failed payment that was stored.
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
@@ -1246,6 +1549,9 @@ type PayloadTooLargeResponseHeaders struct {
 }
 type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -1261,7 +1567,7 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
 
-		// PaymentId For `payment-declined`, the failed payment that was stored.
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
@@ -1283,6 +1589,9 @@ type PaymentDeclinedResponseHeaders struct {
 }
 type PaymentDeclinedApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -1298,7 +1607,7 @@ type PaymentDeclinedApplicationProblemPlusJSONResponse struct {
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
 
-		// PaymentId For `payment-declined`, the failed payment that was stored.
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId string `json:"payment_id"`
 
 		// RequestId The `Request-Id` of the request, for support.
@@ -1318,6 +1627,9 @@ type PreconditionFailedResponseHeaders struct {
 }
 type PreconditionFailedApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 		CurrentEtag string `json:"current_etag"`
 
@@ -1333,7 +1645,7 @@ type PreconditionFailedApplicationProblemPlusJSONResponse struct {
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
 
-		// PaymentId For `payment-declined`, the failed payment that was stored.
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
@@ -1353,6 +1665,9 @@ type PreconditionRequiredResponseHeaders struct {
 }
 type PreconditionRequiredApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -1368,7 +1683,7 @@ type PreconditionRequiredApplicationProblemPlusJSONResponse struct {
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
 
-		// PaymentId For `payment-declined`, the failed payment that was stored.
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
@@ -1389,6 +1704,9 @@ type ProcessorUnavailableResponseHeaders struct {
 }
 type ProcessorUnavailableApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -1404,7 +1722,7 @@ type ProcessorUnavailableApplicationProblemPlusJSONResponse struct {
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
 
-		// PaymentId For `payment-declined`, the failed payment that was stored.
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
@@ -1425,6 +1743,9 @@ type ServiceUnavailableResponseHeaders struct {
 }
 type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -1440,7 +1761,7 @@ type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
 
-		// PaymentId For `payment-declined`, the failed payment that was stored.
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
@@ -1461,6 +1782,9 @@ type UnauthorizedResponseHeaders struct {
 }
 type UnauthorizedApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -1476,7 +1800,7 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
 
-		// PaymentId For `payment-declined`, the failed payment that was stored.
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
@@ -1496,6 +1820,9 @@ type UnsupportedMediaTypeResponseHeaders struct {
 }
 type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
 		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
@@ -1511,7 +1838,7 @@ type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 		// Instance The request path this problem occurred on.
 		Instance *string `json:"instance,omitempty"`
 
-		// PaymentId For `payment-declined`, the failed payment that was stored.
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
@@ -2438,6 +2765,450 @@ func (response GetReadiness503ApplicationProblemPlusJSONResponse) VisitGetReadin
 	return err
 }
 
+type ListRefundsRequestObject struct {
+	Params ListRefundsParams
+}
+
+type ListRefundsResponseObject interface {
+	VisitListRefundsResponse(w http.ResponseWriter) error
+}
+
+type ListRefunds200ResponseHeaders struct {
+	RequestId string
+}
+
+type ListRefunds200JSONResponse struct {
+	Body    RefundList
+	Headers ListRefunds200ResponseHeaders
+}
+
+func (response ListRefunds200JSONResponse) VisitListRefundsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRefunds400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListRefunds400ApplicationProblemPlusJSONResponse) VisitListRefundsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRefunds401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListRefunds401ApplicationProblemPlusJSONResponse) VisitListRefundsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRefunds500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListRefunds500ApplicationProblemPlusJSONResponse) VisitListRefundsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRefundRequestObject struct {
+	Params CreateRefundParams
+	Body   *CreateRefundJSONRequestBody
+}
+
+type CreateRefundResponseObject interface {
+	VisitCreateRefundResponse(w http.ResponseWriter) error
+}
+
+type CreateRefund201ResponseHeaders struct {
+	IdempotentReplayed *string
+	Location           string
+	RequestId          string
+}
+
+type CreateRefund201JSONResponse struct {
+	Body    Refund
+	Headers CreateRefund201ResponseHeaders
+}
+
+func (response CreateRefund201JSONResponse) VisitCreateRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRefund400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRefund400ApplicationProblemPlusJSONResponse) VisitCreateRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRefund401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRefund401ApplicationProblemPlusJSONResponse) VisitCreateRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRefund404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRefund404ApplicationProblemPlusJSONResponse) VisitCreateRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRefund409ResponseHeaders struct {
+	RequestId  string
+	RetryAfter *int
+}
+
+type CreateRefund409ApplicationProblemPlusJSONResponse struct {
+	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
+		// Detail An explanation specific to this occurrence.
+		Detail *string `json:"detail,omitempty"`
+
+		// Errors For `invalid-request`, one entry per invalid field.
+		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
+		// Instance The request path this problem occurred on.
+		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
+		PaymentId *string `json:"payment_id,omitempty"`
+
+		// RequestId The `Request-Id` of the request, for support.
+		RequestId *string     `json:"request_id,omitempty"`
+		Status    interface{} `json:"status"`
+
+		// Title A short summary of the problem type; the same for every occurrence.
+		Title string      `json:"title"`
+		Type  interface{} `json:"type"`
+	}
+	Headers CreateRefund409ResponseHeaders
+}
+
+func (response CreateRefund409ApplicationProblemPlusJSONResponse) VisitCreateRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRefund412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRefund412ApplicationProblemPlusJSONResponse) VisitCreateRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRefund413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRefund413ApplicationProblemPlusJSONResponse) VisitCreateRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRefund415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRefund415ApplicationProblemPlusJSONResponse) VisitCreateRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRefund422ResponseHeaders struct {
+	RequestId string
+}
+
+type CreateRefund422ApplicationProblemPlusJSONResponse struct {
+	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
+		// Detail An explanation specific to this occurrence.
+		Detail *string `json:"detail,omitempty"`
+
+		// Errors For `invalid-request`, one entry per invalid field.
+		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
+		// Instance The request path this problem occurred on.
+		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
+		PaymentId *string `json:"payment_id,omitempty"`
+
+		// RequestId The `Request-Id` of the request, for support.
+		RequestId *string     `json:"request_id,omitempty"`
+		Status    interface{} `json:"status"`
+
+		// Title A short summary of the problem type; the same for every occurrence.
+		Title string      `json:"title"`
+		Type  interface{} `json:"type"`
+	}
+	Headers CreateRefund422ResponseHeaders
+}
+
+func (response CreateRefund422ApplicationProblemPlusJSONResponse) VisitCreateRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRefund500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRefund500ApplicationProblemPlusJSONResponse) VisitCreateRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRefundRequestObject struct {
+	Id string `json:"id"`
+}
+
+type GetRefundResponseObject interface {
+	VisitGetRefundResponse(w http.ResponseWriter) error
+}
+
+type GetRefund200ResponseHeaders struct {
+	RequestId string
+}
+
+type GetRefund200JSONResponse struct {
+	Body    Refund
+	Headers GetRefund200ResponseHeaders
+}
+
+func (response GetRefund200JSONResponse) VisitGetRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRefund400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetRefund400ApplicationProblemPlusJSONResponse) VisitGetRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRefund401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetRefund401ApplicationProblemPlusJSONResponse) VisitGetRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRefund404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetRefund404ApplicationProblemPlusJSONResponse) VisitGetRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRefund500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetRefund500ApplicationProblemPlusJSONResponse) VisitGetRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetAccount The account the API key belongs to
@@ -2470,6 +3241,15 @@ type StrictServerInterface interface {
 	// GetReadiness Readiness
 	// (GET /readyz)
 	GetReadiness(ctx context.Context, request GetReadinessRequestObject) (GetReadinessResponseObject, error)
+	// ListRefunds List refunds
+	// (GET /refunds)
+	ListRefunds(ctx context.Context, request ListRefundsRequestObject) (ListRefundsResponseObject, error)
+	// CreateRefund Refund a payment
+	// (POST /refunds)
+	CreateRefund(ctx context.Context, request CreateRefundRequestObject) (CreateRefundResponseObject, error)
+	// GetRefund Get a refund
+	// (GET /refunds/{id})
+	GetRefund(ctx context.Context, request GetRefundRequestObject) (GetRefundResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -2799,116 +3579,228 @@ func (sh *strictHandler) GetReadiness(ctx echo.Context) error {
 	return nil
 }
 
+// ListRefunds operation middleware
+func (sh *strictHandler) ListRefunds(ctx echo.Context, params ListRefundsParams) error {
+	var request ListRefundsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListRefunds(ctx.Request().Context(), request.(ListRefundsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListRefunds")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListRefundsResponseObject); ok {
+		return validResponse.VisitListRefundsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateRefund operation middleware
+func (sh *strictHandler) CreateRefund(ctx echo.Context, params CreateRefundParams) error {
+	var request CreateRefundRequestObject
+
+	request.Params = params
+
+	var body CreateRefundJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateRefund(ctx.Request().Context(), request.(CreateRefundRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateRefund")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateRefundResponseObject); ok {
+		return validResponse.VisitCreateRefundResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetRefund operation middleware
+func (sh *strictHandler) GetRefund(ctx echo.Context, id string) error {
+	var request GetRefundRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRefund(ctx.Request().Context(), request.(GetRefundRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRefund")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetRefundResponseObject); ok {
+		return validResponse.VisitGetRefundResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7F3rchs3sn6VrtmtipQdUkNaSmy68kOxnUQbX3QsuVx7TK0GnGmSiIYAA2AkM7be/RQamAtJkKJtncRb",
-	"tfmRUOQM0OhuNPryNfIhyuRsLgUKo6PBh2iKLEdFH4+LQt7YDznqTPG54VJEg+h8ijBDM5W5BjNFULI0",
-	"CLqcz6UyuhvFkcLfS64wjwZGlRhHOpvijNmRzGKO0SDSRnExiW5v4+jZOZusz3EM2igpJoDCcLMAwyYw",
-	"lsrNh3OFGoVh9uGYvk9Pxp0XzGTTFJjI6c+XUmD13d7rn57Ao14v2d9O3pwZg8oS8O9h9O7fw+ji22H0",
-	"9ygO0H2S42wuDQrzGucFW9jhVldx6uiM4YabKdF+zYoSIbXzpjHcTFH4Jem5FBqBa2B2gQVbgBzTb1Ig",
-	"aCMV5nalQ2GmXENaT58tOr/iIu0ORdReCYpyFg3eRXam6CK0gOcyY47OkIDfvH5eEZApZAZzS6QsVYYx",
-	"SFX99pscgZkyY2m20gfpFnQj1dWnasJrZvA5n3ETpkjhjHHBxQR+L6VhlgJk2RTmsuDZAvZOnp3/BLli",
-	"Y9PhaMadqTFzNucdxQwWdtiOV+39eCiwO+lCOoxyHLOyMMPosfrhsP/Y/NB7uMbKLZSe0txheh2VRB1H",
-	"7bjE5vNiAUYSj45PT+AKv5zy33/oJcnjmx++S3YhHX8vUZuTgLae5HazjR2xXINyjwJ3ItWorlF9o6GQ",
-	"E92FY8gKjsLAjC1Ao8iBW/HfiKHY63V6/YeQTZlimUGlrazS487/ss4fSedR93LQSfcfgzRTVDdcY2t4",
-	"mLErtFqEbik7bdV3S0NffOjFvf7D2/C2fY1GLY7HBtU6A84wk8IaNQk3jBsY4VgqBKMWVuvYhHGxsyWZ",
-	"ccFndgsmNRVcGJygIjLevn17XJqpZXjGDIY1iDVPcCmABkdLXamxRUgMrLhhCw3pj8gUqnRnG+eeD/Dp",
-	"No7mTLEZGn8UtMzNr7gI2etS8N9LJIV2hpprkHNU3khnU6lRwGjhTIpTnT0Gb96cPHVWbyJlbh/jGe53",
-	"h6LX6R8dwVxxYdioQDg+e3Jy0tKp2CqdgRFTCHspG2XpvrVLzA6ljSozUyrMO2OORQ5uYUOxlw4jNsqG",
-	"UbrfBVIFK9naOms2cyuwZ0j9xUjmC1BoSiXcgeetcWW0h4IGaEyy6VRHwgDI0j9eHp0eZ5Dz8RgVLcLO",
-	"wDUc9vvNo0NBz0554TbImCttmk2pQRteFHZ3jgs+mdJXh8mjLvyKCw34fs4VQv8QprJUGphVeTfGUJD+",
-	"ZFKM+aRUxF0vFycwqaxO0Qs3U5453lhi7FYfoVW/3G0Ht0m51QBnoqI4EmyGzpq0D6jtm4W9f45iYqbR",
-	"oH/0fWw3T/V3L3j2julcD++a1HoUKSxkCQUjjrEc9qxqQCZnM9bRaHXbnmgF14ZOs/TblLSWiQUphiN0",
-	"QJKSpRkKbogJ5Txnhk5phWNiA8nysP+wC2+RXVk/RcNe+vZgGHW7XatnINDZNZNN29ZjC+e8K3OHJT8Z",
-	"Ww9nAyOORcUHu/L2Ove78Na6Hdw4mtDpdFYqUkXrbdi/mdA3qOxKHySH3S2kNm7WHfRuONp/kTcwY2IB",
-	"3OCMbK/bamBPkcSZWZr79xLVopmaDsalKf2JGA16SWxVytnfXpLEjTXuBa3xKVvMUJiTp3YYmmzOzLSZ",
-	"i+e7WtQ5W1w2x9HFP/4eNq6V6SDb+iPL/als/8qksCbEfrTegjf+B3MlRwXO/vGbdh5bMzsrilfjaPDu",
-	"Q/R3heNoEP3toPHoD9xz+uDUvR/dxh+iubL73HA3vTbMlNpPbWk4TJLbiurGkawo0AdcXLOC5x1viqI4",
-	"8Btv7f4rXEQXt7e3F7T0kGNXm7QZK8ZSzTC3yurHsgrQCko8qzrOgwkt2T980Lg6NPEvyAozffXrFiav",
-	"M3cbS92AUWBV7pfFfVG+fPieiDcavxZNedTSFP9lWxuWtaDDRafUGG3QheNaE/yBHIpzAgffY2sx1AIK",
-	"ZlDdB8+9l9ip3cTt79UOZUBYr9GeEl+JtPr9T5KWcrRv2bnr0rlh2jsqzenY9nS8hO9tZwhreFnxTCmp",
-	"vg4uHy1ZzwCXPckdJJo37QUBpcD3c8ysn0KPduEpGsYLDdblLeRkgjmUIkeXFUkbJqaxdzqsh3xfrH5B",
-	"GZ+X0lBW6KvR6eRoK7ddnqojpOkwT/e2k4gyWfiea6NhVBrIJWoQ0lTZLeK0G7ML503U6rwlHzdLYf3I",
-	"ochlVlq3AnOw7kQMWlqvi2vyx+wZJzKEKSoExWwsDGbKhBcppTbq+Ml5i6HU3DYJuoeaoP/Thf5Smp9k",
-	"Kb4aYR9uFbaV8pjI3SDjlxJ0mU3rTJZLbdjoM8tkeX975ZQtCsnycymfMzX5Wg7r3oOt3Js7ojtGyk5B",
-	"ZO/gs1WRK73gFbiVzWFZhnOjYa8HL/iP+/fIX7uxnmJWcPH1mKL+Xfy1RHfyimoXCFRBxbvIP3BJ0caY",
-	"8aJUeJnJHKOLjXLImMrp0K1GdWbJD0W/+GzFniMYUjsy5um+T3JQLFtnn4eiSTVXeejWGRPOOrdEGsiB",
-	"3CXbQCJ9JTu97e36uS8xc6eKMn/cDvQTsedr2bJ3qFSL7o6T65pW+cD+Eg2bbFCkVvGkPvBcvqKdGXD5",
-	"BOtsdyilYtWHHO9729Wt1byuV/B1eM4Pd5dDzfwt5tPnkfyjulW+uj9mygy1luqNYNeMF2xU4NfiIN9x",
-	"DlWUd8oW6VuYSTawfgvcPoCCXyEwAbI0bIJdeCnNlJK9jUn0Wd6hCEaZY4U48KElxTHc+KRo2goPU9Cu",
-	"arBmCv/80PMM1TXP8D9O4trRvYu8jyHHOYrcSsoKqfXKY7CSclWaryMV8Eaw0kyl4n98PT5Kb6skyjbF",
-	"G0TwgmvNxSSGUlwJeSOAPIVreYV5VdK8H86/ffu2s1ok2/byak3Ny8CHbpi/wJyz82btf/nhfnSHLGrK",
-	"OzNLeoee3dEp/0ZD+sStsWPXTCbNHuxVgr+OLSsn/X5OntsqMe7CVBdXUZJ8iRseU3DJ6LexVDP7KbKn",
-	"YsfwGa6nzeOIEyX4ns3mhR3lXcSyzFw+GD9ivSzJ+6Pv8ZAdZY+wN05YfxRdxO3MPD17V2p+2XUiR7xF",
-	"aQOjkKPfMDOWqCf0sw9IWml8ljt3gBWnrYWPWaExXuEFm1U8WqnHi5b/lVmJzriQCkrBDewdJUkCP8BR",
-	"0k0SeHP2lIKrmpFcmO8Oo1YZ5JH/Z3stJI6q2e5Kfj+pnlvVxKVqXi9JkoAkZ2hYzsydGfYX1XNUj3bR",
-	"kcu+hCrQxuo+OQNGXqF4DBoRhtF59bUeRpZHVUFjPru0315ec82iuP6zDs+ar7jQ5XjMM27nH5ci160f",
-	"vePBxeTSZfQu7lIrL+8Wr9dWF9S0lmSWl/5c3qDKmEY4OXsFh/3e97XSgI0fadWtbVPqfGVzvGOdPy4+",
-	"PAhhJuLoJ45FXmdYl3WXyuvrFL2lrJbVXuIJcD0ABv88e/US5pIyoMCFh8FQCmEvPXBsSfepUGl/EGyG",
-	"IMfAhoJqf1BDEuwTzvrAXkqFwDReD059jTWgfVozl5XZLii3uOaFkFR8EWiw2dxX+iav7lYN/1Zoohet",
-	"PRM2Lks77yi48Zal9GYORsJR4uERDpxGYJ2FLBXIGxHb01xDSQ8eJkvwC/906QdJus7ctCk6Smpbt3jJ",
-	"ZmtEHibLtf7bwLq9aV3ncGM216zeullzD18qtNvXeWM7vPU5p9Q9GFA35rtq0DgSZVFEF7crWaHArlsA",
-	"q+KfdgqoTg61zN+qsQsZOTtvrYshetyR/Gn17/sy/2vDNltuq4fmBjpzD9/GkYvFP0XIITchZNQ9Qeva",
-	"t7acFckua0SLYUsquUT6xeat85zrwPapBECwix2ZFjUblCnFSHenTF/OpAqqI1JVgwlC+sGcTRDGsijk",
-	"jX4MYzQZxdQOPKUNU8YeoqyKqk2FkyQUj8MB+MlHUhbIxJokPI9qkrYw5WzNPusyyxCdeHwuzY7eEpky",
-	"nBXFopHjRUC5qwggBMkh9M/h0ffgnXzIfUXPkWdXuOImt5N3ayP+JBWkgRxgGlegYqpyfKNXcnjdKHg0",
-	"WFKCZOP7ecGEByHOMeNjnjnhcA0y8xqPwWHp/NcbaF9BkqQxRScobCA/xxoBAnQQExBoF2Vt+SsBfd1u",
-	"Qh1LVzL1hNT2wMW1fHswUhHaMJHhJiCzC9PmrEI5VOrgeZmDFMFxWxWCnSkn6ODykUBQ5CYPFpzKExmc",
-	"6nyl3FyBwf07DpHvg9fg4I2lXh/4l/PzU/C1isp5raOYo6UA5jBJQqe24abAYEvBVCoDupzNmKrh9RXv",
-	"7TgtnKZdAl5br/MOBa8C+HUsS8EMv0Z48/rEcZy38dWrE6c/PztPrTkkGCK0Rlv13kP1zjsdS/q1Yk28",
-	"zc98Q2fKFwW0u8WDIX9i9tlObnC0e/JG31Xsqcded1StVmNWKm4WZ4TTptFHBLA+Lk0YounTZR7KzDSk",
-	"xz79RsZ2AA6gDcMySR5kV7igD5h6jC9TNRZZimJhBzj75bjTP/puKKZMT1G7amAhM1ZUJVmNmBPAvip6",
-	"k6W9wgVwAenTZy9eXR6fnlz++uxfZ+lQ7HlQJaT66tIG2Jc5zmQVWjlEuj2QV4DkU2PmLv/GxVhW+TaW",
-	"kSZ5UKW3RrrD5hxmjAvDuEClo0DS1546HYcrsvPDiGVXKFyV8uzpr+CyljqGApmyg1Bu385pwxXKDKDS",
-	"3aEYir/9DZ5IcW23ohR6KDrQThp6b2SbGCy5bVE8IythGTjCQooJYVilwKGAmsWWGmdNGuiBBp3JOeb2",
-	"cW4GtZvk3/lGA89rYMlhcti1tFIIzQUNKEvThRdSIGXCmQBvA+3vTaZIVyCsYnOWoGtpfau4wWoMbZVp",
-	"XlAunRtUrNCwl/aPkiSNKY1In7tJSqji/hH2SSc6nht1RTljSlmD1z4uuvA/pbRTGdcA5VqHqMWiMopu",
-	"KHIdSMs3Ok576absbbrfhWcsm0JqqvQns8tcssseiGMFd/MYmLfCktDRFeKf+XNjWs6YoNInIeatN1sp",
-	"1GnLlOuh+Egf4GN1jH2EGTLqXPpof+x0OrD0b/tluhFfm8JHOEwS+AjbwLJjYge9SLx4DKlzvVLKo2gH",
-	"KHKO1MYZVxCAzczBAtnMFQKsEFVdy8xjwNncLGKwe6GChPSPjpbagRTp0Epzxzpda+4MEdT3rLgD+8Dr",
-	"Ol8dYZhSD7wzlD6uvaVLnvuuwbZvmIJmC9//YH+8mS66UCEUquriYrUXZH0N7ZKKo78HH+GlbIy/VD4p",
-	"z4wraa2WVdYHrU9+N+KhG3Ertil2XPcPydIEaF1Hy7nxjyrlW8XHWSk2YF33usu7pgQ+SwO6FsQEu3ke",
-	"wUf4XBSw7+fZWqJdV7BA8GQp6fVJ6T8FFpG2Y7UUpkzX3ZvO35ZlaOutoa7c/A9WtvtuOKuQ9oWKSG6O",
-	"ow1z2HXaIwboBWfLwhWjO4XrIMQ0Xd9t26A0d0QN+1Sx3S8VKft3yLSySo6Eh37FHn4hyBVioi1pn1au",
-	"W8JC3UQhA9oG9drJjshunkm7J6yR9CGYFCBLBZrnLUgCG8nSeGgovp9LjfnjNUwvjLnINT3lxnBtmKuU",
-	"BGrpjpwHtLda1fM9O4N1tkdM4/5KMT3E1gAsoxn6S4AYcd1gZr+z6kdqUM6X4Bd1aLaOQrPE0kHc+mUo",
-	"0tNXZ+dQHSI6beA2JPK1Qc49EYSIy6TKMa97X+28Fa+G1qsUmmVuL/hozs1CIF/k5MiNpJk6Y0mm139r",
-	"TYm1Vb4ByBmHTM5m3BjMh4IJwPEYMwN7/aQX09nD6iOumucb6xL299shgMNj+fNptDAuhqUPln9tlEug",
-	"QbHxHFzJxnnQR+/f0xQEgfay0pJa1K1cVGn9I98I2G47/PbbqvHw22/brYeuc7XdaQgZE9Y1EBN0tr6i",
-	"9emzF6evzp+9fPIvG4tcnp8/T/cf+7GIZxubEn0ILfCmbjdoHP9WYUwYJYuh8KGuJl914bpHpZhUuTLv",
-	"E/oWz+VrBSrv/EFy6FzZUril5F2rfsfnT35JQyAv2LO2yDcXAjcxnTg0gjaswH3isrmRvlFWOzz/UMhr",
-	"VDfkpzt8uNWob7TnXx3ftCqedg8v55rtlpWlyeQM19xR93irLmof9nlRvfJz2yerPg+sUsa1B7bkfrV9",
-	"qwGsDrE09Hop4vMmCY6zNNNq8dbO0xgwZ7EG1sJR0ENmy89HFoc6APisLKibtHnxhtm4Kz19/erJs7Oz",
-	"V68vnx+TJqdQx9PJvj0LXExoPeMJWpkPBRcd385rt5gNnewGGSHIEZ31uYu8C56hcG1gdVpJRYPoxcl5",
-	"07Zo/7iNI5/w8lkpOlKz2mBp8kNpQ9nIWmijmEEbe9bmMQY5N3zGteGZ3TbVFoqB6YXI4Dc5ctZC84k1",
-	"UTc4mkp5RYASn4tbCvajOLpGpV1sn3R73cRSaWM2ypywp5wVmBmfRtCDA+rL67j0bleqyQHdlXDQT/pJ",
-	"p9f3ed8ojuQchR1/ED2gUanEPaVEzAFrkCgTDLWhMpG7zvVsitmVi0avcFHF9y42D0fvqy0EtXdykkeD",
-	"6Gc0FQxmpfGznyT31oxYTbEBGnTPDQ6HSW/TG/UKD5bgb7dxdOSWu/2l5Y6u2yX1bS1k6QKNJu9iNY5N",
-	"KE1aMYSSdXYdhZn+sVH8x96S95Ok1XLvdzRJ2/pVYtKFk1ZXkJGljwYq3yAofo8RCEt/OzvqptUv4J9P",
-	"S0aDdxdtbj7n1yhQ6xbPXlWUa882v6O6lS4GeXdeOUiv5iisTKrGJ8po/vzsHOpxFmxWpLE1ItdoYxK7",
-	"e/559uplkG1+OPv7l+6ctcxrReqDbq8mt5Xer7O6wc20ts5WJGY92FHJCwNjJWf3td/uWfQUhlXZUWvG",
-	"wTP5TkWwAtyqCLvzJl52UrepwL+OXzz/NBWo6PyvCuysAp7JG1WgOsI3iv8l3ljHkxz9LpyyCVYlCsrx",
-	"uTai2n+wcaxGZTTsXeFCo4E5m3BfZZZiDRGwv64gz7k2lfceLd9YswGm2zxy4K6juI1DSszzqjpIMX/l",
-	"atYVQ7zmstQuBbzheopl6qMvuC4i/rBpAgcu2c0/WIG9rK/7lSgWjVNY3fnFKHatoi6uwfDZxjVX2JSJ",
-	"wSW6dsPU7EZQdSfTrrQU5tNJufh/9NPamJxgfwOhZOS4Xvn9uWw72I/WVSR/mZdnWVOvvmWQ6p1+cRtH",
-	"c6kDFugJBVIaWIMF7sIZG6O/VubuVNLAavxMauMqeK1aAjXUV1roS6Zdyqj5zAxlv1xS2j1m6agG8N2X",
-	"Q7HcftmU9/ourls2cEvg8k+2cCt3djm1JuH+KPPFvWl0EAF/uwxAMKrE27Vd1bvvXbXptK5zBRXEa2VT",
-	"VXdQbttO9MzSvY//SR2uf9buP0z6d7+02r5N7z3awWoE7sGx7/Ye7DTnUks+vXe0ywID/UP25X7/Uwn2",
-	"d8F8po20b+2yzlDf57KBdRu2MU5hG9t2+Q4+8Px2o9/3unU1Xo06dg2TejWZeobUc8mquhkhOQh5spxa",
-	"HQojYYLGpVZ9opS5AlArPm/MczvzGookPtuItm5Z+zMcgztM2BcYrs+2HQ+Sw4CzL+05mfMxr4tVTqDa",
-	"ufZruXJeo1D/ijX8efbv8O6X6ltV7sNd+hnNXVv5U3W+uQ7v1rUJBW8YdFikGaqJ1c76dsPvHzz6bn8A",
-	"bESKMMPZCD2Ip8CxAVZIgTGkoiyKFBTO5DUVLtIK+uegJXbU3CX3HLZqL/0wrOGBw2gAH4bRlf2vHej2",
-	"th4K0qv08VCsPk1PNQ+xomjueVyqzNT+4QpkOmBVlpCSn2FY2kbl/t2yII7Tqk57SOJzh6T3j3sZfgev",
-	"708zmb47oinN1oeSwJsWFP6/tsjbosPeLs7b+l0pf50P9vDT6K1vFbkPw+t2QGN7v9Ft1DZIBa22nU0O",
-	"VoWu+OA/bfayXBmqwj96UGMr66hR5HSVjyyshXMNmHIrejHoJ7kJzh1efMWkre8xyo9pnFT5MbZCYQzu",
-	"vvIGsFYnbJavWPWv7XzlN+v8QTd9f3cYvOj7bk/N4HtzMDWraeLAZa3hNgLK07ifRlxM1iD9f2ne5k9y",
-	"Qjbklp86rmBLG6r+g03JZauYi13Lc/5/mlDV3OosCoN5dZ03FwSf8MC/mEBK9X3zQcV/jSznvh7259fp",
-	"dozuAje8bBNEe01h1i+/vNyw8O7CbiNnXkL7/3m7rWAvnUhQpYDuQTbLD9r1/nQ/iqNSFb6gPzg4oIaE",
-	"qdRm8DB5mJAL5MnblNEj09Ik9Rq7URvUcCa/AeAHqsWtYery+dooTrIxAf+Il/Xl8HV7ATcai3EXXsqV",
-	"K/tbE7TYfntx+38BAAD//w==",
+	"7H1rcxs30u5fQc1uVaTskCJpKbGpyget7SR649ux5HLtMfVqwJkmiWgGYACMZMbRfz+FBjAXErzYZhyn",
+	"zu6HjUzOAA30Bd1Pd4MfolQUc8GBaxUNP0QzoBlI/PMsz8Wd+SMDlUo210zwaBhdzoAUoGciU0TPgEhR",
+	"aiCqnM+F1KobxZGE30omIYuGWpYQRyqdQUHNSHoxh2gYKS0Zn0b393H09JJOV+c4I0pLwacEuGZ6QTSd",
+	"komQdj6YS1DANTUPx/h5cj7pPKc6nSWE8gz/+UJw8J8dvP7xMXnU7/cON5M3p1qDNAT87yh697+j6Orb",
+	"UfTPKA7QfZ5BMRcauH4N85wuzHDLq3hl6YzJHdMzpP2W5iWQxMybxORuBtwtSc0FV0CYItQsMKcLIib4",
+	"neBAlBYSMrPSEdczpkhSTZ8uOr/AIumOeNRcCfCyiIbvIjNTdBVawDORUktniMFvXj/zBKQSqIbMEClK",
+	"mUJMhPTf/SrGRM+oNjQb7hNhF3Qn5M3HSsJrquEZK5gOUyShoIwzPiW/lUJTQwHQdEbmImfpghycP738",
+	"kWSSTnSHgZ50ZlrP6Zx1JNWQm2E7TrQP4xGH7rRLklGUwYSWuR5Fp/KH48Gp/qH/cGUrN1D6CucO02up",
+	"ROoYKLtLdD7PF0QL3KOzV+fkBj6f8t9+6Pd6p3c/fNfbhXT4rQSlzwPSep4ZZZtYYpki0j5KmGWpAnkL",
+	"8htFcjFVXXJG0pwB16SgC6KAZ4QZ9t/xET/od/qDhySdUUlTDVIZXiVnnf9LO7/3Oo+618NOcnhKhJ6B",
+	"vGMKGsOTgt6AkSKwS9lJVd+1hr760I/7g4f3YbV9DVouziYa5OoGXEAquDFqgtxRpskYJkIC0XJhpI5O",
+	"KeM7W5KCcVYYFexVVDCuYQoSyXj79u1ZqWdmw1OqISxBtH6CCU5wcDDUlQoahMSE5nd0oUjyb6ASZLKz",
+	"jbPPB/bpPo7mVNICtDsKGubmF1iE7HXJ2W8loEBbQ80UEXOQzkinM6GAk/HCmhQrOgeUvHlz/sRavakQ",
+	"mXmMpXDYHfF+Z3ByQuaScU3HOZCzi8fn5w2Zio3QaTKmEshBQsdpcmjsEjVDKS3LVJcSss6EQZ4Ru7AR",
+	"P0hGER2noyg57BIUBcPZyjorWtgVmDOk+mAssgWRoEvJ7YHnrLE32iOOA9QmWXf8kTAkaOlP26Pj45Rk",
+	"bDIBiYswMzBFjgeD+tERx2dnLLcKMmFS6VopFVGa5bnRzknOpjP86Lj3qEt+gYUi8H7OJJDBMZmJUipC",
+	"jcjbMUYc5ScVfMKmpcTddXyxDBPSyBS+cDdjqd0bQ4xR9TEY8cusOlglZUYCrImK4ojTAqw1aR5Qm5WF",
+	"vn8GfKpn0XBw8n1slMf/ux88eyd4roe1JjEeRUIWoiQ5xR2jGTkwokFSURS0o8DItjnRcqY0nmbJtwlK",
+	"LeULFAxL6BA5JUo94kzjJpTzjGo8pSVMcBuQl8eDh13yFuiN8VMUOUjeHo2ibrdr5IxwsHZNp7Om9diw",
+	"c86V2WLJzyfGw1mzEWfc74NZeXOdh13y1rgdTFuawMp0WkoUReNtmH9Tru5AmpU+6B13N5Bau1lb6F1z",
+	"tP8s7khB+YIwDQXaXqtqxJwiPWtmce7fSpCLemo8GFtTuhMxGvZ7sREpa3/7vV5cW+N+0Bq/oosCuD5/",
+	"YobByeZUz+q5WLarRZ3TxXV9HF39659h4+pNB9rWf9PMncrmX6ngxoSYP4234Iz/0VyKcQ7Fv35V1mOr",
+	"Z6d5/nISDd99iP4pYRINo38c1R79kX1OHb2y70f38YdoLo2ea2anV5rqUrmpDQ3Hvd69p7p2JD0F6ojx",
+	"W5qzrONMURQHvmMN7b+BRXR1f39/hUsPOXaVSStoPhGygMwIqxvLCEAjKHFb1bEeTGjJ7uGj2tXBiX8G",
+	"muvZy182bPLq5m7aUjtgFFiV/WaxL8rbh+85f6Pga5GURw1JcR82paEtBR3GO6WCaI0snFWS4A7kUJwT",
+	"OPhOjcWQC5JTDXIfe+68xE7lJm5+r3IoA8x6DeaU+Eq4NRh8FLekpX2D5q5y544q56jUp2PT03Ec3ptm",
+	"cGN4af5USiG/jl0+aVnPwC47kjuANK/TBU5KDu/nkBo/BR/tkiegKcsVMS5vLqZTyEjJM7CoSFJvYhI7",
+	"p8N4yPva6ueI+LwQGlGhr0ameycbd9viVB0udIc6ujedRIhkwXumtCLjUpNMgCJcaI9u4U7bMbvkso5a",
+	"rbfk4mbBjR854plIS+NWQEaMOxETJYzXxRT6Y+aM4ymQGUggkppYmOgZ5Y6lCG1U8ZP1FkPQ3CYO2ofq",
+	"oP/jmf5C6B9Fyb8aZh9vZLbh8gTJXcPjF4KoMp1VSJaFNkz0maai3J+uvKKLXNDsUohnVE6/lsO6/2Dj",
+	"7s0t0R0tRCdHsnfw2Xzkii84AW6gOTRNYa4VOeiT5+zfh3vcX6NYTyDNGf96TNFg2/4aojuZp9oGAj6o",
+	"eBe5B64x2phQlpcSrlORQXS1lg8plRkeun5Ua5bcUPiNQysOLMEkMSNDlhw6kANj2Qp9HvEaavY4dOOM",
+	"CaPODZYGMJBtvA0A6Uvo9Ka3q+c+x8y9koj8MTPQj7g9X4vKbhGpBt0dy9cVqXKB/TVoOl0jSI3kSXXg",
+	"WbyiiQxYPME42x2EVIz4oOO9N61urOZ1tYKvw3N+uDsfqs3fYD4djuQeVY301f42U6SglJBvOL2lLKfj",
+	"HL4WB3nLOeQp75QN0jdsJtrA6i1i9YDk7AYI5USUmk6hS14IPUOwtzaJDuUd8WCUOZEAQxdaYhzDtANF",
+	"k0Z4mBBlswYrpvDLh54XIG9ZCn87jitL9y78PiMZzIFnhlOGSY1XTonhlM3SfB1QwBtOSz0Tkv3+9fgo",
+	"/Y2cKJsUr2HBc6YU49OYlPyGiztO0FO4FTeQ+ZTmfnb+7du3neUk2aaXl3NqjgcudIPsOWSMXtZr/8sP",
+	"95MtvKgo7xSG9A4+u6NT/o0iyWO7xo5ZM5o0c7B7gL+KLb2Tvp+T594D4zZMtXEVguSt3XA1BdcUv5sI",
+	"WZi/InMqdjQrYBU2jyOGlMB7WsxzM8q7iKapvn4weUT7aS8bjL+HY3qSPoL+pEcH4+gqbiLz+Ow2aL7t",
+	"OqEj3qC0LqMQ418h1Yaox/i1C0gaMD7NrDtA81eNhU9oriBe2gta+D1aysfzhv+VGo4WjAtJSs40OTjp",
+	"9XrkB3LS6/Z65M3FEwyuqo1kXH93HDXSII/c/zbnQuLIz7YN/H7sn1uWxFY2r9/r9QKcLEDTjOqtCPtz",
+	"/xzmo210ZNGXUAZaG9lHZ0CLG+CnRAGQUXTpP1ajyOyRT2jMi2vz6fUtUzSKq39W4Vn9EeOqnExYysz8",
+	"k5JnqvGlczwYn15bRO9qm1g5fjf2emV16yXtNRgC9i5otWSpLnliE2mYjINbkAvrORnrsQCNqU+eQbYf",
+	"gfscWbAW4ePSb4YX1Fl3LwpZaU8AY3YmkpZZmQNyyFlUyK7Hi+u0VFoUsAOHG/QFOdnQsTYnnok7kClV",
+	"QM4vXpLjQf/7Sv1JKjJA+W0YwFJlS2buHe38fvXhwX1w5T8yyLMKK28LBxZKrFL0FvFJY4dQuglTQ0LJ",
+	"/1y8fEHmArFswrgraEIw6CA5snKWHGLK2XzBaQFETAgdcczikqq4xDxhzxFykGBKN4lXYQaXLQ/YEaWo",
+	"xdc2M8Qurn4hxBWXzhuuP7i9uIib7SLg3gpN9Lwh8WHtbdnQk6AJbXPpzdzo6knPFbrYMkMsu1qIUhJx",
+	"x2PjlylS4oPHvVYhjXu6dIP0ulaPmxSd9CpjsnhBixUij3vtqo37wLrdIbm6w7VdWjEnq/bCPnztjdCO",
+	"b32Kv7GHo9CO+c4PGke8zPPo6n4J3wto3YJQH8k2wbwK5mscZMvHVui4MvNWshii59NM6X4O8pVha5Xb",
+	"6GvbgS7sw/dxZFGVj2FyyOELHc+OoFXpW1nOEmfbEtHYsJZItki/Wq86z5gKqI9nABbQ7LhpUa2gVEqK",
+	"sjuj6roQMiiOgPkpyrFmk8zpFMhE5Lm4U6dkAjpFdMSWwSlNpTbuEPX4iPYVr1iPZSs63ORjIXKgfIUT",
+	"bo8qkjZsysWKfVZlmgJY9jhU1IzeYJnUjOb5oubjVUC4fSwXKq7COq7jk++JC9dI5nKzljyzwpCNcxN6",
+	"aKY97I9CksQ+0IH3ZgWq46QriclM3JGiTGe+8tpbhZRyVxAxhs2u2Tpn32HDYXoCEHMS+5p1TKJ9o5Yg",
+	"4m4UPK/M/gT3Et7Pc8pdjescUjZhqZUYpohInRpCcFh0StQa2pcKlZIYg1/g2nggUBUYEfQOsM5sFw1q",
+	"OFEBJdps1+2WLiWCsBHA1cWupHOCgTBXmvIU1tXJWxRgTn0RjZdRt5cZETw4btut3oVy22zhP+ZCd2oB",
+	"d2JSyangKch1S3JEB6e+XKpu8Brg3rENIA4rCQ5eHyerA/98efmKuNSY97CrGOakFb4c93ohJdJMh7T5",
+	"jKiZkJqosiiorLo5PC/MOI2yYLMEDLW2CbzHi1ZLp3Kq2S2QN6/Pba8Ba5bzL0+c/PT0MjE2G6teSWO0",
+	"5RAjlF7f6v3it35r4k3OsI1nP9Mn/FLe3YqTJOHP9ZH+ogB3u7uoNhy6Vzu5Wa1s90afyy1nnfO0Xqr2",
+	"4C458dziLe3BmXmDDuBn4Yi7wXAhbhafHJEGR9tT6PjOb0819mpUaUQR0lIyvbjA9hgcfYx9LWelDlfG",
+	"uyyF6yChiiRnLuuBTsiQ2L4YMip7vQfpDSzwD0hcawWVVQuI4PnCDHDx81lncPLdiM+omoGyRRi5SGnu",
+	"K2GUcefQ/3C1RuiB3MCCME6SJ0+fv7w+e3V+/cvT/1wkI37gatlJom6utTkYMyiEx0FsI5ARuKX+nZnW",
+	"c5v2YHwifJqDpihJrpbd6Z3q0DkjBWVcU8ZBqiiQazPeWMeWc5r5yZimN8BtccjFk1+ITRapmORApRkE",
+	"/QEzp6SpRkAWpOqO+Ij/4x/kseC35kgSXI14hzRzNS502MQGQ26TFU/xtDQbOIZc8CmilYLDiJNqiw01",
+	"9lStK74UUamYQ2YeZ3pYxTTunW8UYVlVz3fcO+4aWhHvYhwHFKXukueCAyYgKSfuIDLfN2BUX/uar4f0",
+	"uobWt5Jp8GMoI0zzHFOYTIOkuSIHyeCk10tixF/x724vwWaOwQkMUCY6bjeqQp6USmkO/qbb1CX/pxRm",
+	"Km37Tm3HJna2eefADoUuNUr52ijnIFmXNEsOu+QpTWck0T7rRM0yW/6Jq380jLs7JdR5IwKbUnyjFXX+",
+	"06wsKMeKE2xUMqGnF6hXDZdGjfgf+Af5w7tzf5ACKDaM/mG+7HQ6pPX/5sNkbVtDQv4gx70e+YNs6lGY",
+	"4Hbgi7gXpySxIUmCoKeydZw2wFg741LhdT1zsC6hsPlXw0RZlZBkMYFirhcxMbrgK/EGJyetLkyJMrTU",
+	"U7dK16qbbwgauK3YUnLGqvKKCg7QpRo6MCs5rcKFa+bjh2bMlBBFF67tzHx5N1t0iS8M80Udi+UWvNU1",
+	"NDPZlv4++YO8ELXxF9LlQqm2lQTL2ezVQSsP2I54bEfcWFIa2113D4lSB2hdLVK245944VsuSzZcrHsk",
+	"7Os23ZVgzW+ynqdLMRrO88jN41loWYX1yhqFzKaOMQmE/Vnm9SVGWmlnOiDlwSaQeuZPbftwDZwba3JW",
+	"tyEAZxhK+gNUt4+pg0ua6ElCZlRV7fooU3eiDCn9Spmtnf/BkqHZrbA2JPehqgE7x8maOcw6zeFG8AVr",
+	"RcMlAluZa3tGcLqBNRhBbu7YJuIySkZTPSmHqzSsgcwaNHhgbHlD75zu5zDRS7jaKUlWIDu0TapG4tg2",
+	"AfPG2dLy0NHiiv84eoSUN8XOpcKqhuRQL2voHGm2lJjJTvD4uBDGNBitdZkEwYkoJVEsaxTE0bEotWtM",
+	"gPdzoSA7XekoIRPGM4VP2THsJQDLlAQquSw5D1DRG7VbB2YGE3OMqYLDpVKu0LYGigLroT+nDDCu2pvN",
+	"Z0YXUCbLeav4r0JqVmugDbHojzS+GfHk1cuLS+LtrnJHnf3QipRK/OltpWBl3EtHF5Zop0JmkBHGR7yi",
+	"xe8f0ZJyRVOrq6qFu+F5ZqZDew4Mnd2x0DN7oODxZD8dcWP1mkFO5ShjR3DDqW5Zh2G7u11ww7jmskc8",
+	"qZdsDwp9J1bVXRmT7hpjrQ1NRVEwrSEbccoJTCaQanIw6PVjJINWPohf7jfGZx8cNmM0W6fsHIjxQluw",
+	"Df8wnG1WfwYa92vXzibAbYhz8v49ToGtQU6KlMCrW4zEyNI4sK5BvtmO/+23viH/22+bLfn2RodmBz7i",
+	"+umM8inYI9HT+uTp81cvL5++ePwfEyxeX14+Sw5P3Vi4Z2ub9R3Wx+GuasOrI7NGmQHXUuQj7rAIhcHE",
+	"wt6qIPjUg/zOaXdXH7Sv2/Hh04PesY01Sm6XknWNYpxdPv45CRU/kwNjJV3TPWE6xoMZR1Ca5nBofZI7",
+	"4S6QULbPbcTFLcg7DKRs35QR52+U2z+8rMQdAO4TvKvEa8hBspTVS+IRd36ra5PAzi1VH/1Laqzx0hJj",
+	"ZeYWOmmuyZuPEa9l1A4U196URRLwhiCQirlbdNw1GbnA4kpa8atR0mTMZDsFaayiKHUqClgJfOzjjcIn",
+	"87BD7tTS103v3/89NNoVVzvXcvSbXvyQLA/RGno1Q/1pkwTHac20XJ1l5qnPCHsoDM0hElcerpsPjTq2",
+	"+LGizPG6iPrFO4ri8Or1y8dPLy5evr5+doYqmZAKuekdGkto0QcTg03BCO+IM95x93UYW2GCdKPpYyBi",
+	"jL5dZjGenKXAbZ93BeTLaBg9P7+s7yUw/7iPI5dicHkAtKlpdQAojHjQMmRQCK60pNpoQH3cxCi3BVOa",
+	"pZincbYgJlQteEp+FWNr9hSbGlt7B+OZEDdYMeqyHy1YKYojJ8XRMOp1+92eofJXJThidPQJozmk2gFW",
+	"aniEjfcdi7l2hZwe4WVIR4PeoNfpDxwYG8WRmAM34w+jBzgqVj7NEPI7onWp6RRC90xQntmradIZpDcW",
+	"97iBhUeSLAoUxomWewSro+88i4bRT6B9nevSzQ6DXm9vtw34KdbU/u65g/G411/3RrXCo1Z9+30cndjl",
+	"bn6p3bJ93xLfxkJaN2TVCJ+RODrFxJTfEISFzTpyPft9LfvP3JE06PUad+o4jUZuG9eVT7vkvNH2q0Xp",
+	"oj/vagXZ70rHwtzfvB3VrRSfsX8OAI+G766au/mM3QIHpRp79tJTrty2OY3qelkM7t2ld+9ezoEbnvjO",
+	"ZsTOf3p6SapxFrTIk9gYkVswMajRnv+5ePkiuG1uOPP952rOCsbvSX3Q7VfkNhKqVf4gqEwr62xE3iZI",
+	"GJcs12QiRbEvfdsz6zHs9ji8MePEbfJWQTAM3CgIu+9N3Pa2N4nAf86eP/s4EfB0/lcEdhYBt8lrRcAf",
+	"4WvZ/wLujOOJEUuXvKLGkbaBFqLJtk+48h+0cc9AakUObmChQJM5nTJX52OCxKVCscNVAXnGlPZhSNS+",
+	"km5NH079yJG9b+o+Dgkxyzzcg7BKFSv7Gg24ZaJUNtmw5v6pNvXRZ9wHFX9YN4HNf+/mHyxVQ66u+6WJ",
+	"MCqn0F/qSREB8OEjU0SzYu2afdZ9ioUENV27lVruRpC/dHFXWnL98aRc/Yl+WrNUM9jAiMWTYlKtfH8u",
+	"2w72o3HX2F/m5ZmtqVbfMEiVpl/dx9FcqIAFeoyBlCK0bvbpkgs6AXdv3Ha0bmgkvhBK21xxI2uFN+Z4",
+	"KXTJ+S6Clg5iQoDRJiHsY4aOCkSw6jri7fsV6kTywMZ1bQPX6h77aAu3dCmnFWtk7r9FttibRAdb3O7b",
+	"RS5alnC/olX9fWvVutO6wgp8EdKSUvlLpjepEz7Tutj573SFxZfS/uPeYPtLy/ez4HuPdrAagYvuzLv9",
+	"BzvN2bpzB9872WWBgQZh8/Jg8LEEu8vePtFGmrd2WWfoYoe2gbUKWxunsI1tunxHH1h2v9bve924+7Zq",
+	"RrE3IqhlVPgCMD1AfZ4Ua4awxqmNEY+4FmQK2mLEDvGlNuHXiM9r89yEkEORxCcb0cY1ql/CMdhiwj7D",
+	"cH2y7XjQOw44+8KckxmbsCofaBmqrGu/Avqzqg/gr1jDl7N/x9tfqq5N24e79BPobar8sTJf33d7b7tH",
+	"g1cI26q3AuTUSGd1ffH3Dx59dzgkdIyCUEAxBlcuhml0mgsOMUl4mecJkVCIW1DdEU98kaktYjKjZhbc",
+	"s1V8B8mHUVWIOoqG5MMoujH/NQPd31dDkeQmOR3x5afxqfohmuf1Rc4qlI5ZbloJWJVWTe4nGJamUdm/",
+	"WxasGDai0xwS97mD3PvXXobfwev7YibTNc153YjrQ4nDXaMZ6b+2yNmi4/4uztvqZWh/nQ/28OPora4N",
+	"24fhtRpQ295vVLNPhghJGg0J6xwsX8Dywf213suyaShfaevKZxuoowKe4V19IjcWzvbli411skE/yU5w",
+	"aTt0lkzaqo4hPqZg6vExukRhTOwPktSlkRVg075D3b2282960M7v+FMe3x0Hf8lju6em4b0+mullmDhw",
+	"G3u4cQtxGvvVGCsfl5qo/lLc5gs5IWuw5Sd2V6AhDb7jax24bARzsWt6zv0qUlXe5FEUSub+9zoYxzoQ",
+	"V+gZYx1Y9YMyQcF/DTRjLh/25fN0O0Z3gSvcNjGiuaYNW28vAdgF1rfXRIDuOKzeV9DZOoacKR1G6V9D",
+	"dS/OnwXS+0KZvWP025v41mDXuiosVZYsppphXIiiVtfbJ2cM/swwtdE6txG+dgv//xO9lpW4e63zCrAe",
+	"u3ZPmNDE+A5zKv2B6kRmuY0iF+kNZA00pC5ixhIWWxWZVbWhWBzXSL950Uwpd/fB0yxzt7wUNsfiiso9",
+	"BSP+UVj6ekTbtU1+LqC9qnauvm7YJLuqp3O/bDNlt8Dj5o7N6HwOXNkiO9aq8x7xqrMAayeprirwDo77",
+	"g/pM+exf7PlT0fn2tWBfGJz3TbLrbiVEHqyD5v8Lt+83xLM4+9f22zCrvyIUbkhq/5hQ+OdjNv2WUONW",
+	"FC5080oUcrC9G8reWEZ9ebT7YbedO5JaU6xpe4r9r8U1+5UO/6TLg4O/RuoqabdS2o12/j3D+78ltjD4",
+	"Gn+WZ1VRwu1NGxXF/XLP5h/dQqvsRt3UCdWS6nXXE3mpXu2Zqm8B/Og2sBH3fWAH21vO9qRD9/vwEe2B",
+	"GETtaz+xEZrtln4THJaCoE0lyetcsM/6ebsdQqU/PzbZ7Gj83QKSvyqhJL18BCSzjTi079N4d2VYbDHJ",
+	"EGj4rHnrxUEyFUSWnHSP0iI7ajYJJIdRHJUyd10Aw6MjvC9jJpQePuw97GHexNG2rgwIw6e6EqiW6AqF",
+	"XQ0h7M0N9pYByLCCs1ZU/8NZdXjEzNhz/C3Zxvh+r8LARd0pF6hgb4xSlfSvjGLRphj7PRHfqbruqss1",
+	"mFaQT7rkhVj6neDGBA0o6P7q/v8FAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

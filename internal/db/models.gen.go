@@ -57,3 +57,15 @@ type Payment struct {
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
 }
+
+type Refund struct {
+	ID        string
+	AccountID string
+	PaymentID string
+	Amount    int64
+	Currency  string
+	Status    string
+	Reason    *string
+	Metadata  []byte
+	CreatedAt time.Time
+}

@@ -10,6 +10,43 @@ import (
 	"time"
 )
 
+const paymentAddRefund = `-- name: PaymentAddRefund :one
+UPDATE payments
+SET amount_refunded = amount_refunded + $1,
+    status = CASE WHEN amount_refunded + $1 = amount THEN 'refunded' ELSE 'partially_refunded' END,
+    version = version + 1,
+    updated_at = clock_timestamp()
+WHERE account_id = $2 AND id = $3
+RETURNING id, account_id, amount, currency, status, amount_refunded, payment_method, failure_code, description, metadata, version, created_at, updated_at
+`
+
+type PaymentAddRefundParams struct {
+	Amount    int64
+	AccountID string
+	ID        string
+}
+
+func (q *Queries) PaymentAddRefund(ctx context.Context, arg PaymentAddRefundParams) (Payment, error) {
+	row := q.db.QueryRow(ctx, paymentAddRefund, arg.Amount, arg.AccountID, arg.ID)
+	var i Payment
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.Amount,
+		&i.Currency,
+		&i.Status,
+		&i.AmountRefunded,
+		&i.PaymentMethod,
+		&i.FailureCode,
+		&i.Description,
+		&i.Metadata,
+		&i.Version,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const paymentGetByID = `-- name: PaymentGetByID :one
 SELECT id, account_id, amount, currency, status, amount_refunded, payment_method, failure_code, description, metadata, version, created_at, updated_at FROM payments
 WHERE account_id = $1 AND id = $2
@@ -22,6 +59,40 @@ type PaymentGetByIDParams struct {
 
 func (q *Queries) PaymentGetByID(ctx context.Context, arg PaymentGetByIDParams) (Payment, error) {
 	row := q.db.QueryRow(ctx, paymentGetByID, arg.AccountID, arg.ID)
+	var i Payment
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.Amount,
+		&i.Currency,
+		&i.Status,
+		&i.AmountRefunded,
+		&i.PaymentMethod,
+		&i.FailureCode,
+		&i.Description,
+		&i.Metadata,
+		&i.Version,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const paymentGetForUpdate = `-- name: PaymentGetForUpdate :one
+SELECT id, account_id, amount, currency, status, amount_refunded, payment_method, failure_code, description, metadata, version, created_at, updated_at FROM payments
+WHERE account_id = $1 AND id = $2
+FOR UPDATE
+`
+
+type PaymentGetForUpdateParams struct {
+	AccountID string
+	ID        string
+}
+
+// Locks the payment until the transaction ends: concurrent refunds of one payment queue here
+// and each sees the amount_refunded its predecessor committed.
+func (q *Queries) PaymentGetForUpdate(ctx context.Context, arg PaymentGetForUpdateParams) (Payment, error) {
+	row := q.db.QueryRow(ctx, paymentGetForUpdate, arg.AccountID, arg.ID)
 	var i Payment
 	err := row.Scan(
 		&i.ID,

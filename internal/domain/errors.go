@@ -21,8 +21,6 @@ var (
 	ErrIdempotencyKeyReused = errors.New("idempotency key reused with a different request")
 	// ErrProcessorUnavailable: the card processor failed like an outage; nothing was stored.
 	ErrProcessorUnavailable = errors.New("payment processor unavailable")
-	// ErrPaymentNotRefundable: the payment failed, so there is nothing to refund.
-	ErrPaymentNotRefundable = errors.New("payment not refundable")
 )
 
 // ValidationError is a request that is well-formed but invalid. Field is a JSON pointer into
@@ -52,4 +50,11 @@ type RefundExceedsPaymentError struct{ AmountRefundable int64 }
 
 func (e *RefundExceedsPaymentError) Error() string {
 	return fmt.Sprintf("refund exceeds payment: %d left to refund", e.AmountRefundable)
+}
+
+// PaymentNotRefundableError is a refund of a payment that captured nothing (it failed).
+type PaymentNotRefundableError struct{ PaymentID string }
+
+func (e *PaymentNotRefundableError) Error() string {
+	return "payment " + e.PaymentID + " failed and cannot be refunded"
 }

@@ -55,13 +55,15 @@ func (s *Server) handleError(err error, c echo.Context) {
 
 func (s *Server) problemFor(c echo.Context, err error) *problem {
 	var (
-		validation  *domain.ValidationError
-		invalidKey  *domain.InvalidIdempotencyKeyError
-		stale       *domain.PreconditionFailedError
-		requestErrs *requestErrors
-		httpErr     *echo.HTTPError
-		ready       *problem
-		typeErr     *json.UnmarshalTypeError
+		validation    *domain.ValidationError
+		invalidKey    *domain.InvalidIdempotencyKeyError
+		stale         *domain.PreconditionFailedError
+		exceeds       *domain.RefundExceedsPaymentError
+		notRefundable *domain.PaymentNotRefundableError
+		requestErrs   *requestErrors
+		httpErr       *echo.HTTPError
+		ready         *problem
+		typeErr       *json.UnmarshalTypeError
 	)
 	switch {
 	case errors.As(err, &ready):
@@ -79,6 +81,14 @@ func (s *Server) problemFor(c echo.Context, err error) *problem {
 	case errors.As(err, &stale):
 		p := newProblem(probPreconditionFailed, "The payment changed since you read it.")
 		p.CurrentETag = etag(stale.CurrentVersion)
+		return p
+	case errors.As(err, &exceeds):
+		p := newProblem(probRefundExceedsPayment, exceeds.Error()+".")
+		p.AmountRefundable = &exceeds.AmountRefundable
+		return p
+	case errors.As(err, &notRefundable):
+		p := newProblem(probPaymentNotRefundable, notRefundable.Error()+".")
+		p.PaymentID = notRefundable.PaymentID
 		return p
 	case errors.As(err, &typeErr):
 		return bindingProblem(typeErr)

@@ -24,3 +24,6 @@ func (r storedResponse) write(w http.ResponseWriter) error {
 
 // VisitCreatePaymentResponse lets the generated strict handler write it.
 func (r storedResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error { return r.write(w) }
+
+// VisitCreateRefundResponse lets the generated strict handler write it.
+func (r storedResponse) VisitCreateRefundResponse(w http.ResponseWriter) error { return r.write(w) }

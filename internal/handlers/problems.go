@@ -45,6 +45,10 @@ var (
 		"This update requires an If-Match header with the ETag you last read, so that it cannot overwrite a change you have not seen."}
 	probProcessorUnavailable = problemType{"processor-unavailable", http.StatusServiceUnavailable, "Processor unavailable",
 		"The card processor failed like an outage. Nothing was stored and the Idempotency-Key was not used up: retry with the same key after Retry-After seconds."}
+	probRefundExceedsPayment = problemType{"refund-exceeds-payment", http.StatusUnprocessableEntity, "Refund exceeds payment",
+		"The refund is larger than what is left of the payment. amount_refundable says how much can still be refunded."}
+	probPaymentNotRefundable = problemType{"payment-not-refundable", http.StatusConflict, "Payment not refundable",
+		"The payment failed, so it captured nothing that could be refunded. payment_id names it."}
 	probInternal = problemType{"internal-error", http.StatusInternalServerError, "Internal error",
 		"Something failed on our side. Nothing about it is exposed here; the Request-Id finds it in the server's logs."}
 	probServiceUnavailable = problemType{"service-unavailable", http.StatusServiceUnavailable, "Service unavailable",
@@ -56,6 +60,7 @@ var problemTypes = indexProblemTypes(
 	probMethodNotAllowed, probPayloadTooLarge, probUnsupportedMediaType, probInternal,
 	probServiceUnavailable, probPaymentDeclined, probIdempotencyKeyInUse, probIdempotencyKeyReused,
 	probPreconditionFailed, probPreconditionRequired, probProcessorUnavailable,
+	probRefundExceedsPayment, probPaymentNotRefundable,
 )
 
 func indexProblemTypes(types ...problemType) map[string]problemType {
@@ -86,6 +91,8 @@ type problem struct {
 	PaymentID   string `json:"payment_id,omitempty"`
 	FailureCode string `json:"failure_code,omitempty"`
 	CurrentETag string `json:"current_etag,omitempty"`
+	// AmountRefundable is a pointer so that 0 ("nothing left") is sent, not omitted.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
 
 	Headers http.Header `json:"-"`
 }

@@ -3,7 +3,6 @@ package payments
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"time"
 
@@ -123,11 +122,8 @@ func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]d
 	}
 	if p.StartingAfter != nil {
 		cursor, err := q.PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
-		if errors.Is(db.Translate(err), domain.ErrNotFound) {
-			return nil, false, &domain.ValidationError{Field: "starting_after", Message: "no such payment"}
-		}
-		if err != nil {
-			return nil, false, fmt.Errorf("load cursor: %w", err)
+		if err := notFoundAsInvalid(err, "starting_after", "no such payment"); err != nil {
+			return nil, false, err
 		}
 		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
 	}

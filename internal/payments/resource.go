@@ -41,3 +41,25 @@ func nullableOf(v *string) nullable.Nullable[string] {
 	}
 	return nullable.NewNullableWithValue(*v)
 }
+
+// RefundResource is the refund as the API shows it: in responses and in event payloads.
+func RefundResource(r db.Refund) (api.Refund, error) {
+	var metadata api.Metadata
+	if err := json.Unmarshal(r.Metadata, &metadata); err != nil {
+		return api.Refund{}, fmt.Errorf("decode metadata of %s: %w", r.ID, err)
+	}
+	res := api.Refund{
+		Id:        r.ID,
+		PaymentId: r.PaymentID,
+		Amount:    r.Amount,
+		Currency:  r.Currency,
+		Status:    api.RefundStatus(r.Status),
+		Metadata:  metadata,
+		CreatedAt: r.CreatedAt.UTC(),
+	}
+	res.Reason = nullable.NewNullNullable[api.RefundReason]()
+	if r.Reason != nil {
+		res.Reason.Set(api.RefundReason(*r.Reason))
+	}
+	return res, nil
+}

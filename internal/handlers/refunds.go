@@ -1,0 +1,94 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+
+	"github.com/payments-api/payments-api/internal/api"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/payments"
+)
+
+// CreateRefund refunds a payment at most once per Idempotency-Key. Claim, lock, check,
+// refund, payment update and events are one transaction; any refusal (404, 409, 412, 422)
+// rolls it back, so nothing is stored and the key stays free.
+func (s *Server) CreateRefund(ctx context.Context, req api.CreateRefundRequestObject) (api.CreateRefundResponseObject, error) {
+	acct := accountFrom(ctx)
+	idem, err := idempotency.NewRequest(acct.ID, "refunds.create", req.Params.IdempotencyKey, rawBodyFrom(ctx))
+	if err != nil {
+		return nil, err
+	}
+	params := payments.RefundParams{
+		PaymentID: req.Body.PaymentId,
+		Amount:    req.Body.Amount,
+		Reason:    (*string)(req.Body.Reason),
+		Metadata:  derefMap(req.Body.Metadata),
+	}
+	if req.Params.IfMatch != nil {
+		pre := ifMatch(*req.Params.IfMatch)
+		params.IfMatch = &pre
+	}
+	res, err := s.idempotency.Do(ctx, idem, func(q *db.Queries) (idempotency.Response, error) {
+		refund, err := s.payments.Refund(ctx, q, acct.ID, params)
+		if err != nil {
+			return idempotency.Response{}, err
+		}
+		return refundResponse(refund)
+	})
+	if err != nil {
+		return nil, err
+	}
+	return storedResponse(res), nil
+}
+
+func refundResponse(r db.Refund) (idempotency.Response, error) {
+	res, err := payments.RefundResource(r)
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	body, err := json.Marshal(res)
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	return idempotency.Response{
+		Status: http.StatusCreated,
+		Header: map[string]string{"Content-Type": "application/json", "Location": "/refunds/" + r.ID},
+		Body:   body,
+	}, nil
+}
+
+// GetRefund returns one refund of the account.
+func (s *Server) GetRefund(ctx context.Context, req api.GetRefundRequestObject) (api.GetRefundResponseObject, error) {
+	r, err := s.payments.GetRefund(ctx, accountFrom(ctx).ID, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	res, err := payments.RefundResource(r)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetRefund200JSONResponse{Body: res}, nil
+}
+
+// ListRefunds pages through the account's refunds, newest first.
+func (s *Server) ListRefunds(ctx context.Context, req api.ListRefundsRequestObject) (api.ListRefundsResponseObject, error) {
+	params := payments.RefundListParams{Limit: 10, StartingAfter: req.Params.StartingAfter, PaymentID: req.Params.PaymentId}
+	if req.Params.Limit != nil {
+		params.Limit = *req.Params.Limit
+	}
+	rows, hasMore, err := s.payments.ListRefunds(ctx, accountFrom(ctx).ID, params)
+	if err != nil {
+		return nil, err
+	}
+	list := api.RefundList{Data: make([]api.Refund, 0, len(rows)), HasMore: hasMore}
+	for _, r := range rows {
+		res, err := payments.RefundResource(r)
+		if err != nil {
+			return nil, err
+		}
+		list.Data = append(list.Data, res)
+	}
+	return api.ListRefunds200JSONResponse{Body: list}, nil
+}

@@ -1,0 +1,143 @@
+package payments
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/domain"
+	"github.com/payments-api/payments-api/internal/events"
+)
+
+// RefundParams is a validated POST /refunds body, plus the optional If-Match.
+type RefundParams struct {
+	PaymentID string
+	Amount    *int64 // nil: everything not yet refunded
+	Reason    *string
+	Metadata  map[string]string
+	IfMatch   *Precondition // nil: refund whatever the payment's current version
+}
+
+// Refund returns money from a payment, in q: the caller's transaction, which has already
+// claimed the idempotency key. The payment row is locked first (SELECT ... FOR UPDATE), so
+// concurrent refunds of one payment run one after another and each checks the amount its
+// predecessors left: together they can never exceed the payment. (The CHECK on
+// amount_refunded in the schema would refuse it anyway.)
+func (s *Service) Refund(ctx context.Context, q *db.Queries, accountID string, p RefundParams) (db.Refund, error) {
+	pay, err := q.PaymentGetForUpdate(ctx, db.PaymentGetForUpdateParams{AccountID: accountID, ID: p.PaymentID})
+	if err != nil {
+		return db.Refund{}, fmt.Errorf("lock payment %s: %w", p.PaymentID, db.Translate(err))
+	}
+	amount, err := refundAmount(pay, p)
+	if err != nil {
+		return db.Refund{}, err
+	}
+	if p.Metadata == nil {
+		p.Metadata = map[string]string{}
+	}
+	metadata, err := json.Marshal(p.Metadata)
+	if err != nil {
+		return db.Refund{}, err
+	}
+	refund, err := q.RefundInsert(ctx, db.RefundInsertParams{
+		ID:        domain.NewID("re"),
+		AccountID: accountID,
+		PaymentID: pay.ID,
+		Amount:    amount,
+		Currency:  pay.Currency,
+		Reason:    p.Reason,
+		Metadata:  metadata,
+	})
+	if err != nil {
+		return db.Refund{}, fmt.Errorf("insert refund: %w", err)
+	}
+	pay, err = q.PaymentAddRefund(ctx, db.PaymentAddRefundParams{Amount: amount, AccountID: accountID, ID: pay.ID})
+	if err != nil {
+		return db.Refund{}, fmt.Errorf("add refund to payment %s: %w", pay.ID, err)
+	}
+	res, err := RefundResource(refund)
+	if err != nil {
+		return db.Refund{}, err
+	}
+	if err := events.Record(ctx, q, accountID, events.RefundSucceeded, res); err != nil {
+		return db.Refund{}, err
+	}
+	return refund, recordEvent(ctx, q, events.PaymentUpdated, pay)
+}
+
+// refundAmount checks a refund against the locked payment and returns its amount.
+func refundAmount(pay db.Payment, p RefundParams) (int64, error) {
+	if pay.Status == StatusFailed {
+		return 0, &domain.PaymentNotRefundableError{PaymentID: pay.ID}
+	}
+	if p.IfMatch != nil && !p.IfMatch.Any && !slices.Contains(p.IfMatch.Versions, pay.Version) {
+		return 0, &domain.PreconditionFailedError{CurrentVersion: pay.Version}
+	}
+	left := pay.Amount - pay.AmountRefunded
+	amount := left
+	if p.Amount != nil {
+		amount = *p.Amount
+	}
+	if left == 0 || amount > left {
+		return 0, &domain.RefundExceedsPaymentError{AmountRefundable: left}
+	}
+	return amount, nil
+}
+
+// GetRefund returns one refund of the account.
+func (s *Service) GetRefund(ctx context.Context, accountID, id string) (db.Refund, error) {
+	r, err := db.New(s.pool).RefundGetByID(ctx, db.RefundGetByIDParams{AccountID: accountID, ID: id})
+	if err != nil {
+		return db.Refund{}, fmt.Errorf("get refund %s: %w", id, db.Translate(err))
+	}
+	return r, nil
+}
+
+// RefundListParams pages the account's refunds, optionally of one payment.
+type RefundListParams struct {
+	Limit         int
+	StartingAfter *string
+	PaymentID     *string
+}
+
+// ListRefunds returns one page, newest first, and whether another page follows.
+func (s *Service) ListRefunds(ctx context.Context, accountID string, p RefundListParams) ([]db.Refund, bool, error) {
+	q := db.New(s.pool)
+	args := db.RefundListParams{AccountID: accountID, PaymentID: p.PaymentID, RowLimit: int32(p.Limit) + 1}
+	if p.PaymentID != nil {
+		_, err := q.PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: *p.PaymentID})
+		if err := notFoundAsInvalid(err, "payment_id", "no such payment"); err != nil {
+			return nil, false, err
+		}
+	}
+	if p.StartingAfter != nil {
+		cursor, err := q.RefundGetByID(ctx, db.RefundGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
+		if err := notFoundAsInvalid(err, "starting_after", "no such refund"); err != nil {
+			return nil, false, err
+		}
+		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
+	}
+	rows, err := q.RefundList(ctx, args)
+	if err != nil {
+		return nil, false, fmt.Errorf("list refunds: %w", err)
+	}
+	if len(rows) > p.Limit {
+		return rows[:p.Limit], true, nil
+	}
+	return rows, false, nil
+}
+
+// notFoundAsInvalid turns a missing row named by a query parameter into a 400 for that
+// parameter: the request, not the resource, is what is wrong.
+func notFoundAsInvalid(err error, field, message string) error {
+	switch {
+	case errors.Is(db.Translate(err), domain.ErrNotFound):
+		return &domain.ValidationError{Field: field, Message: message}
+	case err != nil:
+		return fmt.Errorf("look up %s: %w", field, err)
+	}
+	return nil
+}

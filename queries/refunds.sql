@@ -1,0 +1,18 @@
+-- name: RefundInsert :one
+INSERT INTO refunds (id, account_id, payment_id, amount, currency, status, reason, metadata)
+VALUES (@id, @account_id, @payment_id, @amount, @currency, 'succeeded', @reason, @metadata)
+RETURNING *;
+
+-- name: RefundGetByID :one
+SELECT * FROM refunds
+WHERE account_id = @account_id AND id = @id;
+
+-- name: RefundList :many
+-- Keyset pagination, as PaymentList.
+SELECT * FROM refunds
+WHERE account_id = @account_id
+  AND (sqlc.narg(payment_id)::text IS NULL OR payment_id = sqlc.narg(payment_id))
+  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
+       OR (created_at, id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+ORDER BY created_at DESC, id DESC
+LIMIT @row_limit;
