@@ -12,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -45,7 +46,11 @@ func run(args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("unknown command %q (want no command, or migrate up|down N|version)", args[0])
 	}
-	return serve(ctx, cfg, logger)
+	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	if err != nil {
+		return fmt.Errorf("listen on LISTEN_ADDR %s: %w", cfg.ListenAddr, err)
+	}
+	return serve(ctx, cfg, logger, ln)
 }
 
 func environ() map[string]string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net"
 	"net/http"
 	"time"
 
@@ -16,10 +17,13 @@ import (
 	"github.com/payments-api/payments-api/internal/processor"
 )
 
-// serve migrates, seeds the demo keys and serves until ctx is canceled (SIGINT/SIGTERM), then
-// drains: the listener closes, in-flight requests finish (up to SHUTDOWN_TIMEOUT), and only
-// then is the pool closed.
-func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
+// sweepInterval is how often expired idempotency keys are deleted.
+const sweepInterval = time.Minute
+
+// serve migrates, seeds the demo keys and serves on ln until ctx is canceled
+// (SIGINT/SIGTERM). Then it drains: the listener closes, in-flight requests finish (up to
+// SHUTDOWN_TIMEOUT), background work stops, and only then is the pool closed.
+func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener) error {
 	pool, err := db.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
@@ -30,8 +34,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	err = errors.Join(m.Up(), m.Close())
-	if err != nil {
+	if err := errors.Join(m.Up(), m.Close()); err != nil {
 		return err
 	}
 	if err := accounts.SeedDemoKeys(ctx, db.New(pool), cfg.DemoAPIKeys); err != nil {
@@ -48,24 +51,33 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	go keys.RunSweeper(ctx, time.Minute, logger)
-	srv := &http.Server{Addr: cfg.ListenAddr, Handler: e,
-		// A slow client cannot hold a connection open for free.
-		ReadHeaderTimeout: 10 * time.Second}
+	// A slow client cannot hold a connection open for free.
+	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
 
+	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
+	sweeperDone := make(chan struct{})
+	go func() {
+		defer close(sweeperDone)
+		keys.RunSweeper(background, sweepInterval, logger)
+	}()
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.ListenAndServe() }()
-	logger.Info("serving", "addr", cfg.ListenAddr, "demo_keys", len(cfg.DemoAPIKeys))
+	go func() { serveErr <- srv.Serve(ln) }()
+	logger.Info("serving", "addr", ln.Addr().String(), "demo_keys", len(cfg.DemoAPIKeys))
 
 	select {
 	case err := <-serveErr:
-		return fmt.Errorf("listen on %s: %w", cfg.ListenAddr, err)
+		stopBackground()
+		<-sweeperDone
+		return fmt.Errorf("serve on %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
 	}
 	logger.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout)
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
-	if err := srv.Shutdown(shutdownCtx); err != nil {
+	err = srv.Shutdown(shutdownCtx)
+	stopBackground()
+	<-sweeperDone
+	if err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	logger.Info("stopped")

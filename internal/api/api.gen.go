@@ -747,6 +747,38 @@ type ServiceUnavailable struct {
 	Type  interface{} `json:"type"`
 }
 
+// TooManyRequests defines model for TooManyRequests.
+type TooManyRequests struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
+	// Detail An explanation specific to this occurrence.
+	Detail *string `json:"detail,omitempty"`
+
+	// Errors For `invalid-request`, one entry per invalid field.
+	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
+	// Instance The request path this problem occurred on.
+	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
+	PaymentId *string `json:"payment_id,omitempty"`
+
+	// RequestId The `Request-Id` of the request, for support.
+	RequestId *string     `json:"request_id,omitempty"`
+	Status    interface{} `json:"status"`
+
+	// Title A short summary of the problem type; the same for every occurrence.
+	Title string      `json:"title"`
+	Type  interface{} `json:"type"`
+}
+
 // Unauthorized defines model for Unauthorized.
 type Unauthorized struct {
 	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
@@ -1774,6 +1806,47 @@ type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 	}
 
 	Headers ServiceUnavailableResponseHeaders
+}
+
+type TooManyRequestsResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+type TooManyRequestsApplicationProblemPlusJSONResponse struct {
+	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
+		// Detail An explanation specific to this occurrence.
+		Detail *string `json:"detail,omitempty"`
+
+		// Errors For `invalid-request`, one entry per invalid field.
+		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
+		// Instance The request path this problem occurred on.
+		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
+		PaymentId *string `json:"payment_id,omitempty"`
+
+		// RequestId The `Request-Id` of the request, for support.
+		RequestId *string     `json:"request_id,omitempty"`
+		Status    interface{} `json:"status"`
+
+		// Title A short summary of the problem type; the same for every occurrence.
+		Title string      `json:"title"`
+		Type  interface{} `json:"type"`
+	}
+
+	Headers TooManyRequestsResponseHeaders
 }
 
 type UnauthorizedResponseHeaders struct {
@@ -3682,125 +3755,127 @@ func (sh *strictHandler) GetRefund(ctx echo.Context, id string) error {
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1rcxs30u5fQc1uVaTskCJpKbGpyget7SR649ux5HLtMfVqwJkmiWgGYACMZMbRfz+FBjAXErzYZhyn",
-	"zu6HjUzOAA30Bd1Pd4MfolQUc8GBaxUNP0QzoBlI/PMsz8Wd+SMDlUo210zwaBhdzoAUoGciU0TPgEhR",
-	"aiCqnM+F1KobxZGE30omIYuGWpYQRyqdQUHNSHoxh2gYKS0Zn0b393H09JJOV+c4I0pLwacEuGZ6QTSd",
-	"komQdj6YS1DANTUPx/h5cj7pPKc6nSWE8gz/+UJw8J8dvP7xMXnU7/cON5M3p1qDNAT87yh697+j6Orb",
-	"UfTPKA7QfZ5BMRcauH4N85wuzHDLq3hl6YzJHdMzpP2W5iWQxMybxORuBtwtSc0FV0CYItQsMKcLIib4",
-	"neBAlBYSMrPSEdczpkhSTZ8uOr/AIumOeNRcCfCyiIbvIjNTdBVawDORUktniMFvXj/zBKQSqIbMEClK",
-	"mUJMhPTf/SrGRM+oNjQb7hNhF3Qn5M3HSsJrquEZK5gOUyShoIwzPiW/lUJTQwHQdEbmImfpghycP738",
-	"kWSSTnSHgZ50ZlrP6Zx1JNWQm2E7TrQP4xGH7rRLklGUwYSWuR5Fp/KH48Gp/qH/cGUrN1D6CucO02up",
-	"ROoYKLtLdD7PF0QL3KOzV+fkBj6f8t9+6Pd6p3c/fNfbhXT4rQSlzwPSep4ZZZtYYpki0j5KmGWpAnkL",
-	"8htFcjFVXXJG0pwB16SgC6KAZ4QZ9t/xET/od/qDhySdUUlTDVIZXiVnnf9LO7/3Oo+618NOcnhKhJ6B",
-	"vGMKGsOTgt6AkSKwS9lJVd+1hr760I/7g4f3YbV9DVouziYa5OoGXEAquDFqgtxRpskYJkIC0XJhpI5O",
-	"KeM7W5KCcVYYFexVVDCuYQoSyXj79u1ZqWdmw1OqISxBtH6CCU5wcDDUlQoahMSE5nd0oUjyb6ASZLKz",
-	"jbPPB/bpPo7mVNICtDsKGubmF1iE7HXJ2W8loEBbQ80UEXOQzkinM6GAk/HCmhQrOgeUvHlz/sRavakQ",
-	"mXmMpXDYHfF+Z3ByQuaScU3HOZCzi8fn5w2Zio3QaTKmEshBQsdpcmjsEjVDKS3LVJcSss6EQZ4Ru7AR",
-	"P0hGER2noyg57BIUBcPZyjorWtgVmDOk+mAssgWRoEvJ7YHnrLE32iOOA9QmWXf8kTAkaOlP26Pj45Rk",
-	"bDIBiYswMzBFjgeD+tERx2dnLLcKMmFS6VopFVGa5bnRzknOpjP86Lj3qEt+gYUi8H7OJJDBMZmJUipC",
-	"jcjbMUYc5ScVfMKmpcTddXyxDBPSyBS+cDdjqd0bQ4xR9TEY8cusOlglZUYCrImK4ojTAqw1aR5Qm5WF",
-	"vn8GfKpn0XBw8n1slMf/ux88eyd4roe1JjEeRUIWoiQ5xR2jGTkwokFSURS0o8DItjnRcqY0nmbJtwlK",
-	"LeULFAxL6BA5JUo94kzjJpTzjGo8pSVMcBuQl8eDh13yFuiN8VMUOUjeHo2ibrdr5IxwsHZNp7Om9diw",
-	"c86V2WLJzyfGw1mzEWfc74NZeXOdh13y1rgdTFuawMp0WkoUReNtmH9Tru5AmpU+6B13N5Bau1lb6F1z",
-	"tP8s7khB+YIwDQXaXqtqxJwiPWtmce7fSpCLemo8GFtTuhMxGvZ7sREpa3/7vV5cW+N+0Bq/oosCuD5/",
-	"YobByeZUz+q5WLarRZ3TxXV9HF39659h4+pNB9rWf9PMncrmX6ngxoSYP4234Iz/0VyKcQ7Fv35V1mOr",
-	"Z6d5/nISDd99iP4pYRINo38c1R79kX1OHb2y70f38YdoLo2ea2anV5rqUrmpDQ3Hvd69p7p2JD0F6ojx",
-	"W5qzrONMURQHvmMN7b+BRXR1f39/hUsPOXaVSStoPhGygMwIqxvLCEAjKHFb1bEeTGjJ7uGj2tXBiX8G",
-	"muvZy182bPLq5m7aUjtgFFiV/WaxL8rbh+85f6Pga5GURw1JcR82paEtBR3GO6WCaI0snFWS4A7kUJwT",
-	"OPhOjcWQC5JTDXIfe+68xE7lJm5+r3IoA8x6DeaU+Eq4NRh8FLekpX2D5q5y544q56jUp2PT03Ec3ptm",
-	"cGN4af5USiG/jl0+aVnPwC47kjuANK/TBU5KDu/nkBo/BR/tkiegKcsVMS5vLqZTyEjJM7CoSFJvYhI7",
-	"p8N4yPva6ueI+LwQGlGhr0ameycbd9viVB0udIc6ujedRIhkwXumtCLjUpNMgCJcaI9u4U7bMbvkso5a",
-	"rbfk4mbBjR854plIS+NWQEaMOxETJYzXxRT6Y+aM4ymQGUggkppYmOgZ5Y6lCG1U8ZP1FkPQ3CYO2ofq",
-	"oP/jmf5C6B9Fyb8aZh9vZLbh8gTJXcPjF4KoMp1VSJaFNkz0maai3J+uvKKLXNDsUohnVE6/lsO6/2Dj",
-	"7s0t0R0tRCdHsnfw2Xzkii84AW6gOTRNYa4VOeiT5+zfh3vcX6NYTyDNGf96TNFg2/4aojuZp9oGAj6o",
-	"eBe5B64x2phQlpcSrlORQXS1lg8plRkeun5Ua5bcUPiNQysOLMEkMSNDlhw6kANj2Qp9HvEaavY4dOOM",
-	"CaPODZYGMJBtvA0A6Uvo9Ka3q+c+x8y9koj8MTPQj7g9X4vKbhGpBt0dy9cVqXKB/TVoOl0jSI3kSXXg",
-	"WbyiiQxYPME42x2EVIz4oOO9N61urOZ1tYKvw3N+uDsfqs3fYD4djuQeVY301f42U6SglJBvOL2lLKfj",
-	"HL4WB3nLOeQp75QN0jdsJtrA6i1i9YDk7AYI5USUmk6hS14IPUOwtzaJDuUd8WCUOZEAQxdaYhzDtANF",
-	"k0Z4mBBlswYrpvDLh54XIG9ZCn87jitL9y78PiMZzIFnhlOGSY1XTonhlM3SfB1QwBtOSz0Tkv3+9fgo",
-	"/Y2cKJsUr2HBc6YU49OYlPyGiztO0FO4FTeQ+ZTmfnb+7du3neUk2aaXl3NqjgcudIPsOWSMXtZr/8sP",
-	"95MtvKgo7xSG9A4+u6NT/o0iyWO7xo5ZM5o0c7B7gL+KLb2Tvp+T594D4zZMtXEVguSt3XA1BdcUv5sI",
-	"WZi/InMqdjQrYBU2jyOGlMB7WsxzM8q7iKapvn4weUT7aS8bjL+HY3qSPoL+pEcH4+gqbiLz+Ow2aL7t",
-	"OqEj3qC0LqMQ418h1Yaox/i1C0gaMD7NrDtA81eNhU9oriBe2gta+D1aysfzhv+VGo4WjAtJSs40OTjp",
-	"9XrkB3LS6/Z65M3FEwyuqo1kXH93HDXSII/c/zbnQuLIz7YN/H7sn1uWxFY2r9/r9QKcLEDTjOqtCPtz",
-	"/xzmo210ZNGXUAZaG9lHZ0CLG+CnRAGQUXTpP1ajyOyRT2jMi2vz6fUtUzSKq39W4Vn9EeOqnExYysz8",
-	"k5JnqvGlczwYn15bRO9qm1g5fjf2emV16yXtNRgC9i5otWSpLnliE2mYjINbkAvrORnrsQCNqU+eQbYf",
-	"gfscWbAW4ePSb4YX1Fl3LwpZaU8AY3YmkpZZmQNyyFlUyK7Hi+u0VFoUsAOHG/QFOdnQsTYnnok7kClV",
-	"QM4vXpLjQf/7Sv1JKjJA+W0YwFJlS2buHe38fvXhwX1w5T8yyLMKK28LBxZKrFL0FvFJY4dQuglTQ0LJ",
-	"/1y8fEHmArFswrgraEIw6CA5snKWHGLK2XzBaQFETAgdcczikqq4xDxhzxFykGBKN4lXYQaXLQ/YEaWo",
-	"xdc2M8Qurn4hxBWXzhuuP7i9uIib7SLg3gpN9Lwh8WHtbdnQk6AJbXPpzdzo6knPFbrYMkMsu1qIUhJx",
-	"x2PjlylS4oPHvVYhjXu6dIP0ulaPmxSd9CpjsnhBixUij3vtqo37wLrdIbm6w7VdWjEnq/bCPnztjdCO",
-	"b32Kv7GHo9CO+c4PGke8zPPo6n4J3wto3YJQH8k2wbwK5mscZMvHVui4MvNWshii59NM6X4O8pVha5Xb",
-	"6GvbgS7sw/dxZFGVj2FyyOELHc+OoFXpW1nOEmfbEtHYsJZItki/Wq86z5gKqI9nABbQ7LhpUa2gVEqK",
-	"sjuj6roQMiiOgPkpyrFmk8zpFMhE5Lm4U6dkAjpFdMSWwSlNpTbuEPX4iPYVr1iPZSs63ORjIXKgfIUT",
-	"bo8qkjZsysWKfVZlmgJY9jhU1IzeYJnUjOb5oubjVUC4fSwXKq7COq7jk++JC9dI5nKzljyzwpCNcxN6",
-	"aKY97I9CksQ+0IH3ZgWq46QriclM3JGiTGe+8tpbhZRyVxAxhs2u2Tpn32HDYXoCEHMS+5p1TKJ9o5Yg",
-	"4m4UPK/M/gT3Et7Pc8pdjescUjZhqZUYpohInRpCcFh0StQa2pcKlZIYg1/g2nggUBUYEfQOsM5sFw1q",
-	"OFEBJdps1+2WLiWCsBHA1cWupHOCgTBXmvIU1tXJWxRgTn0RjZdRt5cZETw4btut3oVy22zhP+ZCd2oB",
-	"d2JSyangKch1S3JEB6e+XKpu8Brg3rENIA4rCQ5eHyerA/98efmKuNSY97CrGOakFb4c93ohJdJMh7T5",
-	"jKiZkJqosiiorLo5PC/MOI2yYLMEDLW2CbzHi1ZLp3Kq2S2QN6/Pba8Ba5bzL0+c/PT0MjE2G6teSWO0",
-	"5RAjlF7f6v3it35r4k3OsI1nP9Mn/FLe3YqTJOHP9ZH+ogB3u7uoNhy6Vzu5Wa1s90afyy1nnfO0Xqr2",
-	"4C458dziLe3BmXmDDuBn4Yi7wXAhbhafHJEGR9tT6PjOb0819mpUaUQR0lIyvbjA9hgcfYx9LWelDlfG",
-	"uyyF6yChiiRnLuuBTsiQ2L4YMip7vQfpDSzwD0hcawWVVQuI4PnCDHDx81lncPLdiM+omoGyRRi5SGnu",
-	"K2GUcefQ/3C1RuiB3MCCME6SJ0+fv7w+e3V+/cvT/1wkI37gatlJom6utTkYMyiEx0FsI5ARuKX+nZnW",
-	"c5v2YHwifJqDpihJrpbd6Z3q0DkjBWVcU8ZBqiiQazPeWMeWc5r5yZimN8BtccjFk1+ITRapmORApRkE",
-	"/QEzp6SpRkAWpOqO+Ij/4x/kseC35kgSXI14hzRzNS502MQGQ26TFU/xtDQbOIZc8CmilYLDiJNqiw01",
-	"9lStK74UUamYQ2YeZ3pYxTTunW8UYVlVz3fcO+4aWhHvYhwHFKXukueCAyYgKSfuIDLfN2BUX/uar4f0",
-	"uobWt5Jp8GMoI0zzHFOYTIOkuSIHyeCk10tixF/x724vwWaOwQkMUCY6bjeqQp6USmkO/qbb1CX/pxRm",
-	"Km37Tm3HJna2eefADoUuNUr52ijnIFmXNEsOu+QpTWck0T7rRM0yW/6Jq380jLs7JdR5IwKbUnyjFXX+",
-	"06wsKMeKE2xUMqGnF6hXDZdGjfgf+Af5w7tzf5ACKDaM/mG+7HQ6pPX/5sNkbVtDQv4gx70e+YNs6lGY",
-	"4Hbgi7gXpySxIUmCoKeydZw2wFg741LhdT1zsC6hsPlXw0RZlZBkMYFirhcxMbrgK/EGJyetLkyJMrTU",
-	"U7dK16qbbwgauK3YUnLGqvKKCg7QpRo6MCs5rcKFa+bjh2bMlBBFF67tzHx5N1t0iS8M80Udi+UWvNU1",
-	"NDPZlv4++YO8ELXxF9LlQqm2lQTL2ezVQSsP2I54bEfcWFIa2113D4lSB2hdLVK245944VsuSzZcrHsk",
-	"7Os23ZVgzW+ynqdLMRrO88jN41loWYX1yhqFzKaOMQmE/Vnm9SVGWmlnOiDlwSaQeuZPbftwDZwba3JW",
-	"tyEAZxhK+gNUt4+pg0ua6ElCZlRV7fooU3eiDCn9Spmtnf/BkqHZrbA2JPehqgE7x8maOcw6zeFG8AVr",
-	"RcMlAluZa3tGcLqBNRhBbu7YJuIySkZTPSmHqzSsgcwaNHhgbHlD75zu5zDRS7jaKUlWIDu0TapG4tg2",
-	"AfPG2dLy0NHiiv84eoSUN8XOpcKqhuRQL2voHGm2lJjJTvD4uBDGNBitdZkEwYkoJVEsaxTE0bEotWtM",
-	"gPdzoSA7XekoIRPGM4VP2THsJQDLlAQquSw5D1DRG7VbB2YGE3OMqYLDpVKu0LYGigLroT+nDDCu2pvN",
-	"Z0YXUCbLeav4r0JqVmugDbHojzS+GfHk1cuLS+LtrnJHnf3QipRK/OltpWBl3EtHF5Zop0JmkBHGR7yi",
-	"xe8f0ZJyRVOrq6qFu+F5ZqZDew4Mnd2x0DN7oODxZD8dcWP1mkFO5ShjR3DDqW5Zh2G7u11ww7jmskc8",
-	"qZdsDwp9J1bVXRmT7hpjrQ1NRVEwrSEbccoJTCaQanIw6PVjJINWPohf7jfGZx8cNmM0W6fsHIjxQluw",
-	"Df8wnG1WfwYa92vXzibAbYhz8v49ToGtQU6KlMCrW4zEyNI4sK5BvtmO/+23viH/22+bLfn2RodmBz7i",
-	"+umM8inYI9HT+uTp81cvL5++ePwfEyxeX14+Sw5P3Vi4Z2ub9R3Wx+GuasOrI7NGmQHXUuQj7rAIhcHE",
-	"wt6qIPjUg/zOaXdXH7Sv2/Hh04PesY01Sm6XknWNYpxdPv45CRU/kwNjJV3TPWE6xoMZR1Ca5nBofZI7",
-	"4S6QULbPbcTFLcg7DKRs35QR52+U2z+8rMQdAO4TvKvEa8hBspTVS+IRd36ra5PAzi1VH/1Laqzx0hJj",
-	"ZeYWOmmuyZuPEa9l1A4U196URRLwhiCQirlbdNw1GbnA4kpa8atR0mTMZDsFaayiKHUqClgJfOzjjcIn",
-	"87BD7tTS103v3/89NNoVVzvXcvSbXvyQLA/RGno1Q/1pkwTHac20XJ1l5qnPCHsoDM0hElcerpsPjTq2",
-	"+LGizPG6iPrFO4ri8Or1y8dPLy5evr5+doYqmZAKuekdGkto0QcTg03BCO+IM95x93UYW2GCdKPpYyBi",
-	"jL5dZjGenKXAbZ93BeTLaBg9P7+s7yUw/7iPI5dicHkAtKlpdQAojHjQMmRQCK60pNpoQH3cxCi3BVOa",
-	"pZincbYgJlQteEp+FWNr9hSbGlt7B+OZEDdYMeqyHy1YKYojJ8XRMOp1+92eofJXJThidPQJozmk2gFW",
-	"aniEjfcdi7l2hZwe4WVIR4PeoNfpDxwYG8WRmAM34w+jBzgqVj7NEPI7onWp6RRC90xQntmradIZpDcW",
-	"97iBhUeSLAoUxomWewSro+88i4bRT6B9nevSzQ6DXm9vtw34KdbU/u65g/G411/3RrXCo1Z9+30cndjl",
-	"bn6p3bJ93xLfxkJaN2TVCJ+RODrFxJTfEISFzTpyPft9LfvP3JE06PUad+o4jUZuG9eVT7vkvNH2q0Xp",
-	"oj/vagXZ70rHwtzfvB3VrRSfsX8OAI+G766au/mM3QIHpRp79tJTrty2OY3qelkM7t2ld+9ezoEbnvjO",
-	"ZsTOf3p6SapxFrTIk9gYkVswMajRnv+5ePkiuG1uOPP952rOCsbvSX3Q7VfkNhKqVf4gqEwr62xE3iZI",
-	"GJcs12QiRbEvfdsz6zHs9ji8MePEbfJWQTAM3CgIu+9N3Pa2N4nAf86eP/s4EfB0/lcEdhYBt8lrRcAf",
-	"4WvZ/wLujOOJEUuXvKLGkbaBFqLJtk+48h+0cc9AakUObmChQJM5nTJX52OCxKVCscNVAXnGlPZhSNS+",
-	"km5NH079yJG9b+o+Dgkxyzzcg7BKFSv7Gg24ZaJUNtmw5v6pNvXRZ9wHFX9YN4HNf+/mHyxVQ66u+6WJ",
-	"MCqn0F/qSREB8OEjU0SzYu2afdZ9ioUENV27lVruRpC/dHFXWnL98aRc/Yl+WrNUM9jAiMWTYlKtfH8u",
-	"2w72o3HX2F/m5ZmtqVbfMEiVpl/dx9FcqIAFeoyBlCK0bvbpkgs6AXdv3Ha0bmgkvhBK21xxI2uFN+Z4",
-	"KXTJ+S6Clg5iQoDRJiHsY4aOCkSw6jri7fsV6kTywMZ1bQPX6h77aAu3dCmnFWtk7r9FttibRAdb3O7b",
-	"RS5alnC/olX9fWvVutO6wgp8EdKSUvlLpjepEz7Tutj573SFxZfS/uPeYPtLy/ez4HuPdrAagYvuzLv9",
-	"BzvN2bpzB9872WWBgQZh8/Jg8LEEu8vePtFGmrd2WWfoYoe2gbUKWxunsI1tunxHH1h2v9bve924+7Zq",
-	"RrE3IqhlVPgCMD1AfZ4Ua4awxqmNEY+4FmQK2mLEDvGlNuHXiM9r89yEkEORxCcb0cY1ql/CMdhiwj7D",
-	"cH2y7XjQOw44+8KckxmbsCofaBmqrGu/Avqzqg/gr1jDl7N/x9tfqq5N24e79BPobar8sTJf33d7b7tH",
-	"g1cI26q3AuTUSGd1ffH3Dx59dzgkdIyCUEAxBlcuhml0mgsOMUl4mecJkVCIW1DdEU98kaktYjKjZhbc",
-	"s1V8B8mHUVWIOoqG5MMoujH/NQPd31dDkeQmOR3x5afxqfohmuf1Rc4qlI5ZbloJWJVWTe4nGJamUdm/",
-	"WxasGDai0xwS97mD3PvXXobfwev7YibTNc153YjrQ4nDXaMZ6b+2yNmi4/4uztvqZWh/nQ/28OPora4N",
-	"24fhtRpQ295vVLNPhghJGg0J6xwsX8Dywf213suyaShfaevKZxuoowKe4V19IjcWzvbli411skE/yU5w",
-	"aTt0lkzaqo4hPqZg6vExukRhTOwPktSlkRVg075D3b2282960M7v+FMe3x0Hf8lju6em4b0+mullmDhw",
-	"G3u4cQtxGvvVGCsfl5qo/lLc5gs5IWuw5Sd2V6AhDb7jax24bARzsWt6zv0qUlXe5FEUSub+9zoYxzoQ",
-	"V+gZYx1Y9YMyQcF/DTRjLh/25fN0O0Z3gSvcNjGiuaYNW28vAdgF1rfXRIDuOKzeV9DZOoacKR1G6V9D",
-	"dS/OnwXS+0KZvWP025v41mDXuiosVZYsppphXIiiVtfbJ2cM/swwtdE6txG+dgv//xO9lpW4e63zCrAe",
-	"u3ZPmNDE+A5zKv2B6kRmuY0iF+kNZA00pC5ixhIWWxWZVbWhWBzXSL950Uwpd/fB0yxzt7wUNsfiiso9",
-	"BSP+UVj6ekTbtU1+LqC9qnauvm7YJLuqp3O/bDNlt8Dj5o7N6HwOXNkiO9aq8x7xqrMAayeprirwDo77",
-	"g/pM+exf7PlT0fn2tWBfGJz3TbLrbiVEHqyD5v8Lt+83xLM4+9f22zCrvyIUbkhq/5hQ+OdjNv2WUONW",
-	"FC5080oUcrC9G8reWEZ9ebT7YbedO5JaU6xpe4r9r8U1+5UO/6TLg4O/RuoqabdS2o12/j3D+78ltjD4",
-	"Gn+WZ1VRwu1NGxXF/XLP5h/dQqvsRt3UCdWS6nXXE3mpXu2Zqm8B/Og2sBH3fWAH21vO9qRD9/vwEe2B",
-	"GETtaz+xEZrtln4THJaCoE0lyetcsM/6ebsdQqU/PzbZ7Gj83QKSvyqhJL18BCSzjTi079N4d2VYbDHJ",
-	"EGj4rHnrxUEyFUSWnHSP0iI7ajYJJIdRHJUyd10Aw6MjvC9jJpQePuw97GHexNG2rgwIw6e6EqiW6AqF",
-	"XQ0h7M0N9pYByLCCs1ZU/8NZdXjEzNhz/C3Zxvh+r8LARd0pF6hgb4xSlfSvjGLRphj7PRHfqbruqss1",
-	"mFaQT7rkhVj6neDGBA0o6P7q/v8FAAD//w==",
+	"7H1rc9s2FuhfwXB3JnaXkiXFbhN5+sFN0tbbvG7sTGZv5DUh8khCTQEqAFpRU//3OzgA+JCgRxI1dedu",
+	"PzSyBAIHOA+cNz9GqZjOBAeuVdT/GE2AZiDx41mei7n5kIFKJZtpJnjUjy4nQKagJyJTRE+ASFFoIKqY",
+	"zYTUqh3FkYTfCiYhi/paFhBHKp3AlJqZ9GIGUT9SWjI+ju7u4ujZJR2vrnFGlJaCjwlwzfSCaDomIyHt",
+	"ejCToIBragbH+H1yPmq9oDqdJITyDP98KTj47w7e/PiEPO52O4ebwZtRrUEaAP47iN7/dxBdfTOI/hnF",
+	"AbjPM5jOhAau38Aspwsz3fIuXls4YzJneoKw39K8AJKYdZOYzCfA3ZbUTHAFhClCzQZzuiBihL8JDkRp",
+	"ISEzOx1wPWGKJOXy6aL1CyyS9oBH9Z0AL6ZR/31kVoquQht4LlJq4Qwh+O2b5x6AVALVkBkgRSFTiImQ",
+	"/rdfxZDoCdUGZoN9IuyG5kLefColvKEanrMp02GIJEwp44yPyW+F0NRAADSdkJnIWbogB+fPLn8kmaQj",
+	"3WKgR62J1jM6Yy1JNeRm2pYj7cN4wKE9bpNkEGUwokWuB9Gp/P64d6q/7z5aOcoNkL7GtcPwWigROgbK",
+	"nhKdzfIF0QLP6Oz1ObmBL4f8t++7nc7p/PtvO7uADr8VoPR5gFrPM8NsIwssU0TaoYRZlCqQtyAfKJKL",
+	"sWqTM5LmDLgmU7ogCnhGmEH/nA/4QbfV7T0i6YRKmmqQyuAqOWv9X9r6vdN63L7ut5LDUyL0BOScKahN",
+	"T6b0BgwVgd3KTqz6vjH11cdu3O09uguz7RvQcnE20iBXD+ACUsGNUBNkTpkmQxgJCUTLhaE6OqaM7yxJ",
+	"poyzqWHBTgkF4xrGIBGMd+/enRV6Yg48pRrCFESrEUxwgpODga5QUAMkJjSf04UiyQ9AJchkZxlnxwfO",
+	"6S6OZlTSKWh3FdTEzS+wCMnrgrPfCkCCtoKaKSJmIJ2QTidCASfDhRUplnQOKHn79vyplXpjITIzjKVw",
+	"2B7wbqt3ckJmknFNhzmQs4sn5+c1mooN0WkypBLIQUKHaXJo5BI1Uykti1QXErLWiEGeEbuxAT9IBhEd",
+	"poMoOWwTJAWD2VI6Kzq1OzB3SPnFUGQLIkEXktsLz0ljL7QHHCeoRLJu+SuhT1DSnzZnx+GUZGw0Aomb",
+	"MCswRY57vWrogOPYCcstg4yYVLpiSkWUZnluuHOUs/EEvzruPG6TX2ChCHyYMQmkd0wmopCKUEPydo4B",
+	"R/pJBR+xcSHxdB1eLMKENDSFD8wnLLVnY4AxrD4EQ36ZZQfLpMxQgBVRURxxOgUrTeoX1GZmoR+eAx/r",
+	"SdTvnXwXG+bxf3eDd+8I7/Uw1yRGo0jIQhQkp3hiNCMHhjRIKqZT2lJgaNvcaDlTGm+z5JsEqZbyBRKG",
+	"BbSPmBKFHnCm8RCKWUY13tISRngMiMvj3qM2eQf0xugpihwk744GUbvdNnRGOFi5ptNJXXpsODmnymyR",
+	"5Ocjo+GsOYgz7s/B7Ly+z8M2eWfUDqYtTGBpOi0kkqLRNszflKs5SLPTh53j9gZQKzVrC7xrrvafxZxM",
+	"KV8QpmGKsteyGjG3SMeKWVz7twLkoloaL8bGku5GjPrdTmxIysrfbqcTV9K4G5TGr+liClyfPzXT4GIz",
+	"qifVWizbVaLO6OK6uo6u/vXPsHD1ogNl6w80c7ey+SsV3IgQ89FoC074H82kGOYw/devymps1eo0z1+N",
+	"ov77j9E/JYyifvSPo0qjP7Lj1NFr+3x0F3+MZtLwuWZ2eaWpLpRb2sBw3OnceagrRdJDoI4Yv6U5y1pO",
+	"FEVx4DdW4/4bWERXd3d3V7j1kGJXirQpzUdCTiEzxOrmMgRQM0rcUbWsBhPasht8VKk6uPDPQHM9efXL",
+	"hkNePdxNR2onjAK7sr8s9gV58/I9528V3BdKeVyjFPdlnRqaVNBivFUoiNbQwllJCe5CDtk5gYvv1EgM",
+	"uSA51SD3ceZOS2yVauLm50qFMoCsN2BuiXuCrV7vk7AlLewbOHcVO3OqnKJS3Y51TcdheG+cwY3gpfkz",
+	"KYW8H6d80pCegVN2ILcAYV7HC5wUHD7MIDV6Cg5tk6egKcsVMSpvLsZjyEjBM7BekaQ6xCR2SofRkPd1",
+	"1C/Q4/NSaPQK3Rua7pxsPG3rp2pxoVvUwb3pJkJPFnxgSisyLDTJBCjChfbeLTxpO2ebXFZWq9WWnN0s",
+	"uNEjBzwTaWHUCsiIUSdiooTRuphCfczccTwFMgEJRFJjCxM9odyhFF0bpf1ktcWQa24TBu2gyuj/dKS/",
+	"FPpHUfB7g+zjjcg2WB4huGtw/FIQVaST0pNlXRvG+kxTUeyPV17TRS5odinEcyrH9+Wy7j7ceHozC3RL",
+	"C9HKEewddDZvueIDjoBr3hyapjDTihx0yQv2w+Eez9cw1lNIc8bvjyjqbTtfA3Qr81BbQ8AbFe8jN+Aa",
+	"rY0RZXkh4ToVGURXa/GQUpnhpetntWLJTYW/OG/FgQWYJGZmyJJD5+RAW7b0Pg945Wr2fujaHRP2OtdQ",
+	"GvCBbMNtwJG+5J3e9HQ57kvE3GuJnj9mJvoRj+e+sOwWkqrB3bJ4XaEqZ9hfg6bjNYRUC56UF571V9Q9",
+	"A9afYJTtFrpUDPmg4r03rq7t5k25g/uhOT/aHQ/l4W8Qn86P5IaqWvhqf4cpUlBKyLec3lKW02EO90VB",
+	"3nIPechbRQ30DYeJMrB8ilg+IDm7AUI5EYWmY2iTl0JP0NlbiUTn5R3woJU5kgB9Z1qiHcO0c4omNfMw",
+	"IcpGDVZE4dc3PS9A3rIU/nYYVxbuXfB9RjKYAc8MpgySao+cEoMpG6W5H66ASyFeUL5w06n7Iss2+2wk",
+	"1dBC5+pmEeailw+UC3QaZBiTv5h5f8wmZiFJGUPFiP2AJ0tB1YQounDxBxfiNfw6d75rCQq0Qra2gaAF",
+	"6L5VZ25BKiY43mUDbi4z4CNh1H2zN4J7C7BrPfq8EcvlwHokuFWFgnd62A3/XK3li+jyLaeFngjJfr8/",
+	"unN3I1EWdYjXEOULphTj45gU/IaLOSeowd6KG8g8se5HIrx79661HLzd9PByrNfhwLkUIHsBGaOX1d7/",
+	"cqXzZAsuSshbUwN6C8fuaCw+UCR5YvfYMnvGq9bwqA88lT4PbzzuRyO68wEb6z6x9j4Gbxqn4XJdrin+",
+	"NhJyaj5FRltraTaF1XBOHDGEBD7Q6Sw3s7yPaJrq64ejx7SbdrLe8Ds4pifpY+iOOrQ3jK7iesQIx24L",
+	"GTVVejQQa5BW6T1i+CukKJie4M/OUK6Fl2hm1VSav65tfERzBfHSWdCpP6OlPBFeswtSg9Ep40KSgjNN",
+	"Dk46nQ75npx02p0OeXvxFI3+8iAZ198eR7Xw3GP33+YYXRz51bYFZZ74ccuU2IgydzudTgCTU9A0o3pr",
+	"5OeFH4d5EtZqt17BUGaENrSPSqoWN8BPiQIgg+jSf60GkTkjH2ibTa/Nt9e3TNEoLv8s3QbVV4yrYjRi",
+	"KTPrjwqeqdqPTiFmfHxtPc1X28jK4bt21iu7W09pb8AAsHdCqyhLtclTG+DFIDHcglxYjd5IjwVoDMnz",
+	"DLL9ENyX0IKVCJ8WFja4oE66e1LICnsDGLEzkrTIihwQQ06iQnY9XFynhdJiCjtguAZfEJM1Hmti4rmY",
+	"g0ypAnJ+8Yoc97rflexPUpEB0m9NABYqWxJz72nr96uPD++CO/+RQZ6VMZwmcWACzypE79BvbuQQUjdh",
+	"qk8o+ffFq5dkJjDGQhh3iXbopDxIjiydJYeYCmF+4HQKRIwIHXDMLiBl0pMZYe8RcpCgxpjEq+4vl8UR",
+	"kCNKUev33YwQu7nqgRBWXJi5v/7i9uQibraTgHsqtNCLGsWHubchQ0+CIrSJpbczw6snHZeAZdNfMR1w",
+	"IQpJxJzHRi9TpMCBx51GgpcbXbhJOm3Lx3WITjqlMFm8pNMVII87zWyiu8C+3SW5esKVXFoRJ6vywg6+",
+	"9kJox6c+R9/Yw1Vo53zvJ40jXuR5dHW35HcOcN2CUO9hqTuZS/dz7SJbvrZC15VZt6TFEDyfJ0r3c5Gv",
+	"TFux3EZd2050YQffxZH19n0KkkMKX+h6dgCtUt/KdpYw26SI2oE1SLIB+tV61nnOVIB9PAIwsWvHQ4sq",
+	"BqVSUqTdCVXXUyGD5AgYN6Ucc4nJjI6BjESei7k6JSPQKXrtbHqm0lRqow5R74rQPhMb8wRtppFbfChE",
+	"DpSvYMKdUQnShkO5WJHPqkhTAIse5603s9dQJjWjeb6o8HgVIG5vy4WS/jC/8PjkO+LMNZK5nAELntlh",
+	"SMa5Bb3LsDntj0KSxA5owQezA9Vy1JXEZCLmZFqkE18R4KVCSrlL1BnCZtVsnbLvYhZheAKhjyT2tRQY",
+	"3H2glkIX7Sh4X5nzCZ4lfJjllLvc6xmkbMRSSzFMEZE6NoTgtKiUqDWwLyXQJTEav8C10UCgTHwjqB1g",
+	"/uMuHFRTogJMtFmu2yNdClBigYrL114JMwYNYa405Smsq9+wXoAZ9cldnkbdWWZE8OC8TbV6F8htEZD/",
+	"mgvdqgjckUlJp4KnINdtyQEdXPpyKevGc4B7xhYmOV9JcPLqOlmd+OfLy9fEhWy9hl3aMCcN8+W40wkx",
+	"kWY6xM1nRE2E1EQV0ymVZZWRx4WZp5aubraAptY2gvf+otWUvpxqdgvk7ZtzWwPD6mUmywsnPz27TIzM",
+	"xmxsUptt2cQIpX1s1X7xV3808SZl2NqzX6gTfi3tbkVJkvDn6kh/kYG7XV1UGy7dq53UrEYWxkady21n",
+	"nfK0nqr2oC458tyiLe1BmXmLCuAX+RF3c8OFsDn9bIs0ONueTMf3/njKuVetSkOKkBaS6cUFlm3h7EOs",
+	"tzordLhiw0UpXGUTVSQ5c1EPVEL6xNZrkUHR6TxMb2CBHyBxJT9UlqVJgucLM8HFz2et3sm3Az6hagLK",
+	"JgflIqW5z9BSRp1D/cPlwKEGcgMLwjhJnj578er67PX59S/P/nORDPiBq7Egibq51uZizGAqvB/EFqgZ",
+	"gluqK5toPbNhD8ZHwoc5aIqU5GosHN+pFp0xMqWMa8o4SBUFYsBGG2vZNGOzPhnS9Aa4TVq6ePoLscEi",
+	"FZMcqDSToD5g1pQ01eiQBanaAz7g//gHeSL4rbmSBFcD3iL1WI0zHTahwYBbR8UzvC3NAQ4hF3yM3krB",
+	"YcBJecQGGnurVpmIiqhUzCAzw5nulzaNe+aBIiwr80yPO8dtAyv6uxjHCUWh2+SF4ICBccqJu4jM7zU3",
+	"qs/Jzte79NoG1neSafBzKENMsxxD60yDpLkiB0nvpNNJYvS/4ud2J8Eio94J9JAmWu40ygSzlEppLv66",
+	"2tQm/6cQZiltg7u2khgrLr1yYKdClRqpfK2Vc5CsC5olh23yjKYTkmgfdaJmmw39xOXlGsTNTwl12ohw",
+	"AWdbAEid/jQpppRjJhQW0BnT0xPU65pKowb8D/xA/vDq3B9kChQLmf8wP7ZaLdL4v/kyWVtuk5A/yHGn",
+	"Q/4gm2pnRngc+CCexSlJrEmSoNNT2fxia2CsXXGpIKBaOZgvM7XxV4NEWaY2ZTGB6UwvYmJ4wWeI9k5O",
+	"GtXBEmloqdZzFa5VNd8A1HNHsSUVkpVpP6U7QBeq75xZyWlpLlwzbz/UbaZ6OoLNQ1i0iU9Y9MlGi+XS",
+	"0NU91CPZFv4u+YO8FJXwF9LFQqm2GS7L0ezVSUsN2M54bGfcmOoc21N3g0ShA7CuJs/b+U888S2nyxss",
+	"VrU79nEb7kowFz1Zj9MlGw3XeezW8Si0qMI8eo1EZkPHGATCukHz+BIiLbUzHaDyYHFStfLnliO5wuLN",
+	"6S8rxxBwZxhIuj1kt0/Jz0zq3pOETKgq20ggTc1FEWL6lfRvu/7DJUGzW8J3iO5DWQN2jZM1a5h9msuN",
+	"4ANWioZTBLYi19Yy4XI9KzCC2NyxfMlFlAynelAOV2FY4zKrweAdY8sHOne8n8NIL/nVTkmy4rJD2aQq",
+	"TxzbRmBeOFtYHjlYXFIqR42Q8jrZuVBYWSgfqrEOHEAtlcwuhRwthC34dYepqn4BTgbulEC2JfGLrMv7",
+	"Ctx29YIsA+cJXnIXwggwI1tcvENwIgpJFMtq6aR0KArtynrgw0woyE5X6rHIiPFM4Sg7h22hsQxJIA/S",
+	"gvMQxVEt8/HArGAsoyFVcLiUCBlCfiCltpr6S5Jo47I5gPnOHLrLAmykzpb+pNUKAgMsak21XwY8ef3q",
+	"4pL420G5C9l+aQlfJV7HsLS6Mu+lgwsLHFIhM8gI4wNewuLPj2hJuaKplSiq4R3EW9csh7cOMFTJh0JP",
+	"7LWHl6j9dsAN2dVNsVKdx3r6murfkGH9Zm8IwQ3i6tse8KTasr3O9FysCiVlLh5XVm4lfSqmU6Y1ZANO",
+	"OYHRCFJNDnqdboxg0FJT8tt9YCyL3mHdkrRZ/k7NGS60dQniB4PZeu50oO1FpYDaML01xE4+fMAlsLDO",
+	"UZES2PjIUIwsjJrt2kvUm1l8841vZ/HNN/WGFrYfSr1/BUYf0gnlY7CiwcP69NmL168un7188h9j0l5f",
+	"Xj5PDk/dXHhma1tdOI8kh3lZxFrZj7VkCK6lyAfceUwUmjwL25NE8LEPRTjTwjUOaTar8kbew86xtYgK",
+	"breStQ1jnF0++TkJlQ6QAyPLXcsKwnSM6gPOoDTN4dBqTnPh2q8oWyU64OIW5BzNPVt1aMj5gXLnh61+",
+	"3DXlvsFOP55DDpKl2GMSD7jTrl2REdY9qkpBWWJjjS1/jJSZWQdPfU9efAx4RaN2orjS+ay/A/truSug",
+	"1mQmF5gCSkt81RKvjJhsBkqNVBSFTsUUVswzO7yWnmUGO/+iWvq5bqP4z33DXXF5cg1zpG5r9MnyFI2p",
+	"V+Pon7dIcJ7GSss5ZGad6o6wl0LfXCJxqYe79VCoY4EsmxY5NlupHpxTJIfXb149eXZx8erN9fMzZMmE",
+	"lP6lzqGRhNZHYizFMRjiHXDGW67bjZEVDBRy+hCIGKIGmllPVM5S4LZLQhlukFE/enF+WXX1MH/cxZEL",
+	"hLhoBcrUtLwArE6CkiGDqeBKG11CkZp+GSPdTpnSLMVokpMFMaFqwVPyqxhasafY2MjaOQwnQtxgXquL",
+	"0TScX1EcOSqO+lGn3W13DJS/KsHRk0ifMppDqp1bTfWPsG1Fy3qG20KOj7CV2FGv0+u0uj3nMo7iSMyA",
+	"m/n70UOcFfOzJuiYPKJVQuwYQl1aKM9sY6d0AumN9c7cwML7u6yvKuzNWq6wLa++8yzqRz+B9tm4S31R",
+	"ep3O3np1+CXWZCjvuf73uNNd90S5w6NGFv5dHJ3Y7W5+qNnw4K5BvrWNNPrLVX5IQ3F0jOEzfyDovDb7",
+	"yPXk97XoP3NXUq/TqXWkchyN2DaqKx+3yXmtaF6LwtmoXtUKot8luIWxv/k4yp4uX3B+zk0f9d9f1U/z",
+	"ObsFDkrVzuyVh1y5Y3Mc1fa0GDy7S6/evZoBNzjxfQHQw//Ts0tSzrOg0zyJjRC5BWMpG+7598Wrl8Fj",
+	"c9OZ37+Uc1YiER7Uh+1uCW4t7FtGOYLMtLLPmn/AGAnDguWajKSY7ovf9ox6dA74aIER48Qd8lZCMAjc",
+	"SAi7n03c1LY3kcB/zl48/zQS8HD+jwR2JgF3yGtJwF/ha9H/EuZG8USLpU1eU6NIW0MLfd62yr7UH7RR",
+	"z0BqRQ5uYKFAkxkdM5eNZIzEpXS2w1UCec6U9mZI1GzouKZaqBpy5CvcQkTMMu+UQudPaSv7TBK4ZaJQ",
+	"NiSypntbE/roC7qpxR/XLWCj9LvpB0s5m6v7fmUsjFIp9C1xKXoAvPnIFNFsunbPPjdgjOkOFVy7JYTu",
+	"BpBvWborLLn+dFCu/kQ9rZ5QGiz/xRRPMSp3vj+VbQf5UevU95dpeeZoyt3XBFLJ6Vd3cTQTKiCBnqAh",
+	"pQitSpLa5IKOwHVd3O6t6xuKnwqlbUS7FlvDflOeCl0KQRudls7FhA5GGyqxwwwcpRPBsuuAN7uTVOHu",
+	"nrXrmgKuUeP2yRJuqaWtJWtE7g8iW+yNooOFeHfNVBwtC7hb4aruvrlq3W1d+gp8qtQSU/kW7ZvYCcc0",
+	"2qL/nRrAfC3uP+70tj+03N0In3u8g9QItIk0z3Yf7rRmo2MVPneyywYDZczm4V7vUwF2rRI/U0aap3bZ",
+	"Z6gtSlPAWoathFNYxtZVvqOPLLtbq/e9qXWOLktmbD8RtewVvgAMD1AfzcXMJszEavqIB1wLMgZtfcTO",
+	"40ttWLJmn1fiue5CDlkSny1Ea02Iv4ZisEWEfYHg+mzZ8bBzHFD2hbknMzZiZTzQIlRZ1X7F6c/KaoW/",
+	"Yg9fT/4db3+obDq4D3XpJ9DbWPlTab7qFn1na1yDDbhtbt4U5NhQZ9n8+7uHj7897BM6REKYwnQILqkN",
+	"g/00FxxikvAizxMiYSpuQbUHPPGpsDbVysyaWeeezTU8SD4OynTZQdQnHwfRjfnXTHR3V05FkpvkdMCX",
+	"R+OoahDN86oNugqFY5ZLawJSpZE5/BmCpS5U9q+WBfOaDenUp8RzbiH2/rWX6XfQ+r6ayHSlfZ434upS",
+	"4jCvlUz9TxY5WXTc3UV5W20l+NfpYI8+Dd6y6d4+BK/lgEr2PlD1ah4iJKmVTaxTsHwCy0f3ab2WZcNQ",
+	"Ph/YJfnWvI4KeIadLkVuJJztHiA2ZvMG9SS7wKWtI1oSaas8hv4xBWPvH6NLEMbEvs6nSuAsHTbNNxC4",
+	"x3Z+Iw5t/Y4vwvn2OPgenO2amoYP+miil93EgXcZhMvL0E9jfxpifuZSqddf6rf5SkrIGt/yU3sqUKMG",
+	"X5e2zrlsCHOxa3jOvVOsTG/yXhRKZv5tN4xjHohLposxD6x8HVOQ8N8AzZiLh339ON2O1l2gAeImRNT3",
+	"tOHobauCXdz6tpkF6Jbz1fsMOpvHkDOlw176N1B27/mznPQ+UWbvPvrtpYZrfNe6TH9VFiym6mZcCKJG",
+	"bd5nRwz+TDO1VuC30X3tNv7/p/daluTuuc4zwHrftRthTBOjO8yo9BeqI5nlYo9cpDeQ1bwhVao1prDY",
+	"rMiszA3F5Lha+M2TZkq5e5sCzTLXi2ZqYywu9d1DMOCf5Etf79F2xZ1f6tBeZTuXX9evg13m07n3Qo3Z",
+	"LfC4fmITOpsBVzbJjjWy0Qe8rH/A3Emqywy8g+Nur7pTvvh9V3+qd77ZvOwrO+d9Ke+63omIg3Wu+f+5",
+	"2/dr4lk/+317s9LqO7jCZVPNV3GFX7606U1ctd4tXOh64xZysL1my/ZVoz492r0Wcee6qcYSa4qzYv+u",
+	"xXpNyOGf1Ho7+C5fl0m7FdJ2tPPbQO/+lr6F3n18qdUqo4SLsDYyinvv1eZX1qFUdrNuqtdqUPW6Jkqe",
+	"qlcru6pehZ9crDbgvlrtYHth3J546G4fOqK9EINe+0pPrJlmu4XfBIclI2hTSvI6FeyLXg65g6n059sm",
+	"mxWNv5tB8lcFlKSnjwBlNj0Oza4f768Miq1PMuQ0fF7vzXGQjAWRBSfto3SaHdWLBJLDKI4KmbsqgP7R",
+	"EXb1mAil+486jzoYN3GwrUsDQvOpygSqKLr0wq6aELa/hO2FABlmcFaM6l87V5lHzMw9wzcx1+b3ZxV2",
+	"XFSVcoEM9tosZUr/yizW2xRjVSr6d8qqu7IFCNMK8lGbvBRLb9muLVBzBd1d3f2/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -49,6 +49,8 @@ var (
 		"The refund is larger than what is left of the payment. amount_refundable says how much can still be refunded."}
 	probPaymentNotRefundable = problemType{"payment-not-refundable", http.StatusConflict, "Payment not refundable",
 		"The payment failed, so it captured nothing that could be refunded. payment_id names it."}
+	probRateLimited = problemType{"rate-limited", http.StatusTooManyRequests, "Too many requests",
+		"The API key's quota is used up. Retry after the number of seconds in Retry-After; RateLimit and RateLimit-Policy say which policy and when it resets. (This version does not enforce rate limits yet.)"}
 	probInternal = problemType{"internal-error", http.StatusInternalServerError, "Internal error",
 		"Something failed on our side. Nothing about it is exposed here; the Request-Id finds it in the server's logs."}
 	probServiceUnavailable = problemType{"service-unavailable", http.StatusServiceUnavailable, "Service unavailable",
@@ -60,7 +62,7 @@ var problemTypes = indexProblemTypes(
 	probMethodNotAllowed, probPayloadTooLarge, probUnsupportedMediaType, probInternal,
 	probServiceUnavailable, probPaymentDeclined, probIdempotencyKeyInUse, probIdempotencyKeyReused,
 	probPreconditionFailed, probPreconditionRequired, probProcessorUnavailable,
-	probRefundExceedsPayment, probPaymentNotRefundable,
+	probRefundExceedsPayment, probPaymentNotRefundable, probRateLimited,
 )
 
 func indexProblemTypes(types ...problemType) map[string]problemType {

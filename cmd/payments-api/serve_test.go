@@ -1,0 +1,87 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/dbtest"
+)
+
+// TestShutdownDrainsInFlightRequests runs the real serve loop, starts a payment whose charge
+// takes 500 ms, and cancels the context (what SIGTERM does) while it is in flight: the
+// payment still completes and commits, serve returns cleanly, and new connections are refused.
+func TestShutdownDrainsInFlightRequests(t *testing.T) {
+	url := dbtest.NewURL(t)
+	cfg, err := loadConfig(map[string]string{
+		"DATABASE_URL": url, "PROCESSOR_LATENCY": "500ms", "DEMO_API_KEYS": "sk_test_shutdown",
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), ln) }()
+
+	base := "http://" + ln.Addr().String()
+	waitFor(t, func() bool {
+		res, err := http.Get(base + "/readyz")
+		if err == nil {
+			res.Body.Close()
+		}
+		return err == nil && res.StatusCode == http.StatusOK
+	})
+	client := apitest.NewClient(t, base, "sk_test_shutdown")
+	inFlight := make(chan *apitest.Response, 1)
+	go func() {
+		inFlight <- client.Post("/payments", map[string]any{"amount": 100, "currency": "usd", "payment_method": "pm_card_visa"},
+			apitest.Header("Idempotency-Key", "shutdown-1"))
+	}()
+	// The payment's transaction holds the key's advisory lock while it charges.
+	conn, err := pgx.Connect(context.Background(), url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.Background())
+	waitFor(t, func() bool {
+		var n int
+		_ = conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'`).Scan(&n)
+		return n > 0
+	})
+
+	stop() // SIGTERM
+	if res := <-inFlight; res.Status != http.StatusCreated {
+		t.Errorf("in-flight request during shutdown: %d %s", res.Status, res.Body)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	var n int
+	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM payments`).Scan(&n); err != nil || n != 1 {
+		t.Errorf("%d payments committed (%v), want 1", n, err)
+	}
+	if _, err := http.Get(base + "/healthz"); err == nil {
+		t.Error("the server still accepts connections after shutdown")
+	}
+}
+
+func waitFor(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("condition not met within 10s")
+}
