@@ -112,15 +112,11 @@ func (s *Server) ListPayments(ctx context.Context, req api.ListPaymentsRequestOb
 	if err != nil {
 		return nil, err
 	}
-	list := api.PaymentList{Data: make([]api.Payment, 0, len(rows)), HasMore: hasMore}
-	for _, p := range rows {
-		res, err := payments.Resource(p)
-		if err != nil {
-			return nil, err
-		}
-		list.Data = append(list.Data, res)
+	data, err := resources(rows, payments.Resource)
+	if err != nil {
+		return nil, err
 	}
-	return api.ListPayments200JSONResponse{Body: list}, nil
+	return api.ListPayments200JSONResponse{Body: api.PaymentList{Data: data, HasMore: hasMore}}, nil
 }
 
 // UpdatePayment applies a merge patch under If-Match: 428 without it, 412 when stale.
@@ -164,6 +160,19 @@ func mergePatch(body *api.UpdatePaymentApplicationMergePatchPlusJSONRequestBody)
 		}
 	}
 	return patch
+}
+
+// resources converts database rows to their API representation, for list pages.
+func resources[Row, Res any](rows []Row, convert func(Row) (Res, error)) ([]Res, error) {
+	out := make([]Res, 0, len(rows))
+	for _, r := range rows {
+		res, err := convert(r)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, res)
+	}
+	return out, nil
 }
 
 func derefMap(m *api.Metadata) map[string]string {

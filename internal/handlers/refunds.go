@@ -82,13 +82,9 @@ func (s *Server) ListRefunds(ctx context.Context, req api.ListRefundsRequestObje
 	if err != nil {
 		return nil, err
 	}
-	list := api.RefundList{Data: make([]api.Refund, 0, len(rows)), HasMore: hasMore}
-	for _, r := range rows {
-		res, err := payments.RefundResource(r)
-		if err != nil {
-			return nil, err
-		}
-		list.Data = append(list.Data, res)
+	data, err := resources(rows, payments.RefundResource)
+	if err != nil {
+		return nil, err
 	}
-	return api.ListRefunds200JSONResponse{Body: list}, nil
+	return api.ListRefunds200JSONResponse{Body: api.RefundList{Data: data, HasMore: hasMore}}, nil
 }

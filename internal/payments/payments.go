@@ -131,10 +131,17 @@ func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]d
 	if err != nil {
 		return nil, false, fmt.Errorf("list payments: %w", err)
 	}
-	if len(rows) > p.Limit {
-		return rows[:p.Limit], true, nil
+	rows, hasMore := page(rows, p.Limit)
+	return rows, hasMore, nil
+}
+
+// page cuts a list query's result, fetched with limit+1 rows, to limit rows and tells
+// whether the extra row, and so another page, was there.
+func page[T any](rows []T, limit int) ([]T, bool) {
+	if len(rows) > limit {
+		return rows[:limit], true
 	}
-	return rows, false, nil
+	return rows, false
 }
 
 func recordEvent(ctx context.Context, q *db.Queries, eventType string, p db.Payment) error {

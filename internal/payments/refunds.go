@@ -124,10 +124,8 @@ func (s *Service) ListRefunds(ctx context.Context, accountID string, p RefundLis
 	if err != nil {
 		return nil, false, fmt.Errorf("list refunds: %w", err)
 	}
-	if len(rows) > p.Limit {
-		return rows[:p.Limit], true, nil
-	}
-	return rows, false, nil
+	rows, hasMore := page(rows, p.Limit)
+	return rows, hasMore, nil
 }
 
 // notFoundAsInvalid turns a missing row named by a query parameter into a 400 for that
