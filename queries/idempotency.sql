@@ -28,9 +28,12 @@ WITH lock AS (
 SELECT lock.acquired, EXISTS (SELECT 1 FROM claimed) AS claimed
 FROM lock;
 
--- name: IdempotencyKeyGet :one
+-- name: IdempotencyKeyGetCompleted :one
+-- A committed, unexpired key and its response. Rows are only ever visible committed (with
+-- their response), so no row here means the key is free or its first use is still running.
 SELECT * FROM idempotency_keys
-WHERE account_id = @account_id AND operation = @operation AND key = @key;
+WHERE account_id = @account_id AND operation = @operation AND key = @key
+  AND expires_at > now();
 
 -- name: IdempotencyKeySaveResponse :exec
 UPDATE idempotency_keys

@@ -89,19 +89,22 @@ func (q *Queries) IdempotencyKeyDeleteExpired(ctx context.Context, batchSize int
 	return result.RowsAffected(), nil
 }
 
-const idempotencyKeyGet = `-- name: IdempotencyKeyGet :one
+const idempotencyKeyGetCompleted = `-- name: IdempotencyKeyGetCompleted :one
 SELECT account_id, operation, key, fingerprint, response_status, response_headers, response_body, created_at, expires_at FROM idempotency_keys
 WHERE account_id = $1 AND operation = $2 AND key = $3
+  AND expires_at > now()
 `
 
-type IdempotencyKeyGetParams struct {
+type IdempotencyKeyGetCompletedParams struct {
 	AccountID string
 	Operation string
 	Key       string
 }
 
-func (q *Queries) IdempotencyKeyGet(ctx context.Context, arg IdempotencyKeyGetParams) (IdempotencyKey, error) {
-	row := q.db.QueryRow(ctx, idempotencyKeyGet, arg.AccountID, arg.Operation, arg.Key)
+// A committed, unexpired key and its response. Rows are only ever visible committed (with
+// their response), so no row here means the key is free or its first use is still running.
+func (q *Queries) IdempotencyKeyGetCompleted(ctx context.Context, arg IdempotencyKeyGetCompletedParams) (IdempotencyKey, error) {
+	row := q.db.QueryRow(ctx, idempotencyKeyGetCompleted, arg.AccountID, arg.Operation, arg.Key)
 	var i IdempotencyKey
 	err := row.Scan(
 		&i.AccountID,

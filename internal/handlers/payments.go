@@ -128,6 +128,9 @@ func (s *Server) UpdatePayment(ctx context.Context, req api.UpdatePaymentRequest
 	if body == nil {
 		body = (*api.UpdatePaymentApplicationMergePatchPlusJSONRequestBody)(req.JSONBody)
 	}
+	if body == nil { // the validator requires a body, so this is a binding gap: refuse, never no-op
+		return nil, &domain.ValidationError{Field: "/", Message: "the body could not be read as a merge patch"}
+	}
 	p, err := s.payments.Update(ctx, accountFrom(ctx).ID, req.Id, ifMatch(*req.Params.IfMatch), mergePatch(body))
 	if err != nil {
 		return nil, err
@@ -142,9 +145,6 @@ func (s *Server) UpdatePayment(ctx context.Context, req api.UpdatePaymentRequest
 // mergePatch reads which members the patch carries: absent, null or a value (RFC 7396).
 func mergePatch(body *api.UpdatePaymentApplicationMergePatchPlusJSONRequestBody) payments.Patch {
 	var patch payments.Patch
-	if body == nil {
-		return patch
-	}
 	if body.Description.IsSpecified() {
 		patch.SetDescription = true
 		if !body.Description.IsNull() {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"time"
 
@@ -57,7 +58,7 @@ func NewStore(pool *pgxpool.Pool, ttl time.Duration) *Store {
 
 // Do runs op at most once per key, inside one transaction that begins by claiming the key:
 //
-//   - key in flight (another transaction holds it): domain.ErrIdempotencyKeyInUse, at once;
+//   - key in flight (its first use has not committed): domain.ErrIdempotencyKeyInUse, at once;
 //   - key done, same fingerprint: the stored response, Replayed set;
 //   - key done, other fingerprint: domain.ErrIdempotencyKeyReused;
 //   - key new (or expired): op runs with the transaction's queries. If it returns a Response,
@@ -82,7 +83,14 @@ func (s *Store) Do(ctx context.Context, req Request, op func(q *db.Queries) (Res
 		case err != nil:
 			return fmt.Errorf("claim idempotency key: %w", err)
 		case !claim.Acquired:
-			return domain.ErrIdempotencyKeyInUse
+			// Another transaction holds the key's lock: its first use is still running, or
+			// another retry of a finished request is reading it. Only in the second case is
+			// there a committed row to answer from.
+			res, err = s.stored(ctx, q, req)
+			if errors.Is(err, domain.ErrNotFound) {
+				return domain.ErrIdempotencyKeyInUse
+			}
+			return err
 		case !claim.Claimed:
 			res, err = s.stored(ctx, q, req)
 			return err
@@ -95,13 +103,13 @@ func (s *Store) Do(ctx context.Context, req Request, op func(q *db.Queries) (Res
 	return res, err
 }
 
-// stored loads the committed response for a key that is already used.
+// stored loads the committed response of a used key (domain.ErrNotFound when there is none).
 func (s *Store) stored(ctx context.Context, q *db.Queries, req Request) (Response, error) {
-	row, err := q.IdempotencyKeyGet(ctx, db.IdempotencyKeyGetParams{
+	row, err := q.IdempotencyKeyGetCompleted(ctx, db.IdempotencyKeyGetCompletedParams{
 		AccountID: req.AccountID, Operation: req.Operation, Key: req.Key,
 	})
 	if err != nil {
-		return Response{}, fmt.Errorf("load idempotency key: %w", err)
+		return Response{}, fmt.Errorf("load idempotency key: %w", db.Translate(err))
 	}
 	if !bytes.Equal(row.Fingerprint, req.Fingerprint) {
 		return Response{}, domain.ErrIdempotencyKeyReused

@@ -1,0 +1,181 @@
+package idempotency_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/accounts"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/domain"
+	"github.com/payments-api/payments-api/internal/idempotency"
+)
+
+// setupStore is a store with a TTL of one hour on a fresh database with one account, whose
+// id it returns.
+func setupStore(t *testing.T) (*idempotency.Store, *pgxpool.Pool, string) {
+	t.Helper()
+	ctx := context.Background()
+	pool, _ := dbtest.NewPool(t)
+	const key = "sk_test_idempotency_store"
+	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{key}); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := accounts.Authenticate(ctx, db.New(pool), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return idempotency.NewStore(pool, time.Hour), pool, acct.ID
+}
+
+func TestSweepDeletesExpiredKeysInBatches(t *testing.T) {
+	t.Parallel()
+	store, pool, accountID := setupStore(t)
+	ctx := context.Background()
+	const expired, fresh = 1200, 5 // more expired keys than one sweep batch deletes
+
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO idempotency_keys (account_id, operation, key, fingerprint, response_status, expires_at)
+		SELECT $1, 'payments.create', 'expired-' || g, '\x00', 201, now() - interval '1 minute'
+		FROM generate_series(1, $2::int) g`, accountID, expired); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO idempotency_keys (account_id, operation, key, fingerprint, response_status, expires_at)
+		SELECT $1, 'payments.create', 'fresh-' || g, '\x00', 201, now() + interval '1 hour'
+		FROM generate_series(1, $2::int) g`, accountID, fresh); err != nil {
+		t.Fatal(err)
+	}
+
+	n, err := store.Sweep(ctx)
+	if err != nil || n != expired {
+		t.Fatalf("Sweep = %d, %v; want %d", n, err, expired)
+	}
+	var left, leftFresh int
+	if err := pool.QueryRow(ctx, `SELECT count(*), count(*) FILTER (WHERE key LIKE 'fresh-%') FROM idempotency_keys`).Scan(&left, &leftFresh); err != nil {
+		t.Fatal(err)
+	}
+	if left != fresh || leftFresh != fresh {
+		t.Errorf("%d keys left (%d fresh), want only the %d fresh ones", left, leftFresh, fresh)
+	}
+	if n, err := store.Sweep(ctx); err != nil || n != 0 {
+		t.Errorf("second Sweep = %d, %v; want 0", n, err)
+	}
+}
+
+// TestExpiredKeyCanBeReused: within its TTL a key replays or refuses another body; once
+// expired it is claimed afresh, so the operation runs again with the new request.
+func TestExpiredKeyCanBeReused(t *testing.T) {
+	t.Parallel()
+	store, pool, accountID := setupStore(t)
+	ctx := context.Background()
+
+	request := func(body string) idempotency.Request {
+		t.Helper()
+		req, err := idempotency.NewRequest(accountID, "payments.create", "key-K", []byte(body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return req
+	}
+	first, second := request(`{"amount":100}`), request(`{"amount":200}`)
+	var calls int
+	op := func(body string) func(*db.Queries) (idempotency.Response, error) {
+		return func(*db.Queries) (idempotency.Response, error) {
+			calls++
+			return idempotency.Response{Status: 201, Header: map[string]string{"Content-Type": "application/json"}, Body: []byte(body)}, nil
+		}
+	}
+
+	res, err := store.Do(ctx, first, op(`{"run":1}`))
+	if err != nil || res.Replayed || calls != 1 {
+		t.Fatalf("first use: %+v, %v, %d calls", res, err, calls)
+	}
+	res, err = store.Do(ctx, first, op(`{"run":"never"}`))
+	if err != nil || !res.Replayed || string(res.Body) != `{"run":1}` || calls != 1 {
+		t.Fatalf("replay within the TTL: %+v, %v, %d calls", res, err, calls)
+	}
+	if _, err := store.Do(ctx, second, op(`{"run":"never"}`)); !errors.Is(err, domain.ErrIdempotencyKeyReused) || calls != 1 {
+		t.Fatalf("another body within the TTL: %v, %d calls; want ErrIdempotencyKeyReused", err, calls)
+	}
+
+	if _, err := pool.Exec(ctx, `UPDATE idempotency_keys SET expires_at = now() - interval '1 second' WHERE key = 'key-K'`); err != nil {
+		t.Fatal(err)
+	}
+	res, err = store.Do(ctx, second, op(`{"run":2}`))
+	if err != nil || res.Replayed || string(res.Body) != `{"run":2}` || calls != 2 {
+		t.Fatalf("after expiry: %+v, %v, %d calls; want the operation to run again", res, err, calls)
+	}
+
+	row, err := db.New(pool).IdempotencyKeyGetCompleted(ctx, db.IdempotencyKeyGetCompletedParams{AccountID: accountID, Operation: "payments.create", Key: "key-K"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(row.Fingerprint, second.Fingerprint) || string(row.ResponseBody) != `{"run":2}` {
+		t.Errorf("the row keeps the old request: body %s", row.ResponseBody)
+	}
+	if ttl := time.Until(row.ExpiresAt); ttl < 59*time.Minute || ttl > time.Hour {
+		t.Errorf("the reused key expires in %v, want a fresh TTL of 1h", ttl)
+	}
+	res, err = store.Do(ctx, second, op(`{"run":"never"}`))
+	if err != nil || !res.Replayed || string(res.Body) != `{"run":2}` || calls != 2 {
+		t.Errorf("replay of the new use: %+v, %v, %d calls", res, err, calls)
+	}
+}
+
+// TestConcurrentReplaysOfACompletedKey retries one completed key from many goroutines at
+// once: the operation never runs again, and every retry is a replay of the stored response,
+// even when it meets another retry holding the key's lock (never "in flight" for a request
+// that finished).
+func TestConcurrentReplaysOfACompletedKey(t *testing.T) {
+	t.Parallel()
+	store, _, accountID := setupStore(t)
+	ctx := context.Background()
+	req, err := idempotency.NewRequest(accountID, "payments.create", "key-replayed", []byte(`{"amount":100}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls atomic.Int32
+	op := func(*db.Queries) (idempotency.Response, error) {
+		calls.Add(1)
+		return idempotency.Response{Status: 201, Header: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"id":"once"}`)}, nil
+	}
+	if _, err := store.Do(ctx, req, op); err != nil {
+		t.Fatal(err)
+	}
+
+	const clients, retries = 8, 25
+	var replays, inUse atomic.Int32
+	var wg sync.WaitGroup
+	for range clients {
+		wg.Go(func() {
+			for range retries {
+				res, err := store.Do(ctx, req, op)
+				switch {
+				case errors.Is(err, domain.ErrIdempotencyKeyInUse):
+					inUse.Add(1)
+				case err != nil:
+					t.Errorf("retry: %v", err)
+				case !res.Replayed || string(res.Body) != `{"id":"once"}`:
+					t.Errorf("retry answered %+v, want the stored response", res)
+				default:
+					replays.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("the operation ran %d times, want once", n)
+	}
+	if n := inUse.Load(); n > 0 {
+		t.Errorf("%d of %d retries of a completed key were refused as in flight (%d replayed)",
+			n, clients*retries, replays.Load())
+	}
+}
