@@ -43,13 +43,20 @@ func setup(t *testing.T) *testBundle {
 
 func setupWithProcessor(t *testing.T, proc processor.Processor) *testBundle {
 	t.Helper()
-	pool, url := dbtest.NewPool(t)
-	if err := accounts.SeedDemoKeys(context.Background(), db.New(pool), []string{testKey, otherKey}); err != nil {
-		t.Fatal(err)
-	}
+	pool, url := seededDB(t)
 	b := serve(t, pool, proc)
 	b.dbURL = url
 	return b
+}
+
+// seededDB is a fresh database with the accounts of testKey and otherKey.
+func seededDB(tb testing.TB) (*pgxpool.Pool, string) {
+	tb.Helper()
+	pool, url := dbtest.NewPool(tb)
+	if err := accounts.SeedDemoKeys(context.Background(), db.New(pool), []string{testKey, otherKey}); err != nil {
+		tb.Fatal(err)
+	}
+	return pool, url
 }
 
 // secondInstance starts another server on the same database with a pool of its own: what
@@ -78,19 +85,27 @@ func (b *testBundle) count(t *testing.T, query string, args ...any) int {
 func serve(t *testing.T, pool *pgxpool.Pool, proc processor.Processor) *testBundle {
 	t.Helper()
 	logs := &syncBuffer{}
+	e, srv := startServer(t, pool, proc, slog.New(slog.NewJSONHandler(logs, nil)))
+	client := apitest.NewClient(t, srv.URL, testKey)
+	return &testBundle{client: client, other: client.WithKey(otherKey), pool: pool, proc: proc, echo: e, logs: logs}
+}
+
+// startServer wires the server as main does, on pool and proc, behind an httptest server
+// closed when tb ends.
+func startServer(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, logger *slog.Logger) (*echo.Echo, *httptest.Server) {
+	tb.Helper()
 	e, err := handlers.New(handlers.Options{
 		Pool:        pool,
-		Logger:      slog.New(slog.NewJSONHandler(logs, nil)),
+		Logger:      logger,
 		Payments:    payments.NewService(pool, proc),
 		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL),
 	})
 	if err != nil {
-		t.Fatal(err)
+		tb.Fatal(err)
 	}
 	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	client := apitest.NewClient(t, srv.URL, testKey)
-	return &testBundle{client: client, other: client.WithKey(otherKey), pool: pool, proc: proc, echo: e, logs: logs}
+	tb.Cleanup(srv.Close)
+	return e, srv
 }
 
 // syncBuffer collects log output written by the server's goroutines.

@@ -1,0 +1,75 @@
+package handlers_test
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/handlers"
+)
+
+// TestCreatePaymentBodyProblems sends POST /payments bodies that must be refused before any
+// work is done: each answers its problem, and none leaves a payment or claims its key.
+func TestCreatePaymentBodyProblems(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const valid = `{"amount":2500,"currency":"usd","payment_method":"pm_card_visa"}`
+	oversized := `{"amount":2500,"currency":"usd","payment_method":"pm_card_visa","description":"` +
+		strings.Repeat("x", handlers.MaxBodyBytes) + `"}`
+
+	tests := []struct {
+		name        string
+		body        string
+		contentType string
+		status      int
+		typ         string
+		field       string // a field errors[] must name, when set
+		detail      string // text the problem's detail must hold, when set
+	}{
+		{"a body over 1 MiB", oversized, "application/json", http.StatusRequestEntityTooLarge, "/problems/payload-too-large", "", "1 MiB"},
+		{"text/plain", valid, "text/plain", http.StatusUnsupportedMediaType, "/problems/unsupported-media-type", "", "application/json"},
+		{"malformed JSON", `{"amount":2500,"currency":`, "application/json", http.StatusBadRequest, "/problems/invalid-request", "/", ""},
+		{"an unknown field", `{"amount":2500,"currency":"usd","payment_method":"pm_card_visa","extra":1}`, "application/json",
+			http.StatusBadRequest, "/problems/invalid-request", "/extra", ""},
+		// Parsers disagree on which duplicate wins, so the fingerprint has no single body to hash.
+		{"a duplicate member", `{"amount":1,"amount":2,"currency":"usd","payment_method":"pm_card_visa"}`, "application/json",
+			http.StatusBadRequest, "/problems/invalid-request", "/", "duplicate member"},
+		{"an integer written as 25e2", `{"amount":25e2,"currency":"usd","payment_method":"pm_card_visa"}`, "application/json",
+			http.StatusBadRequest, "/problems/invalid-request", "/amount", ""},
+		{"an integer written as 2500.0", `{"amount":2500.0,"currency":"usd","payment_method":"pm_card_visa"}`, "application/json",
+			http.StatusBadRequest, "/problems/invalid-request", "/amount", ""},
+	}
+	keys := make([]string, len(tests))
+	for i, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			keys[i] = newKey()
+			res := b.client.Post("/payments", tt.body,
+				apitest.Header("Content-Type", tt.contentType), apitest.Header("Idempotency-Key", keys[i]))
+			prob := res.Problem(t)
+			if res.Status != tt.status || prob.Type != tt.typ {
+				t.Fatalf("%d %s, want %d %s", res.Status, res.Body, tt.status, tt.typ)
+			}
+			if tt.field != "" && !slices.Contains(fieldsOf(prob), tt.field) {
+				t.Errorf("errors name %v, want %s", fieldsOf(prob), tt.field)
+			}
+			if !strings.Contains(prob.Detail, tt.detail) {
+				t.Errorf("detail %q, want it to mention %q", prob.Detail, tt.detail)
+			}
+		})
+	}
+
+	for _, table := range []string{"payments", "idempotency_keys", "events"} {
+		if got := b.count(t, `SELECT count(*) FROM `+table); got != 0 {
+			t.Errorf("%d rows in %s after refused requests", got, table)
+		}
+	}
+	// No refused request used up its key: each key still works for a valid body.
+	for i, key := range keys {
+		res := b.client.Post("/payments", valid, apitest.Header("Idempotency-Key", key))
+		if res.Status != http.StatusCreated || res.Header.Get("Idempotent-Replayed") != "" {
+			t.Errorf("key of %q: %d replayed=%q", tests[i].name, res.Status, res.Header.Get("Idempotent-Replayed"))
+		}
+	}
+}
