@@ -3,6 +3,7 @@ package handlers
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -12,8 +13,8 @@ import (
 )
 
 // sentinelProblems maps each domain sentinel error to its problem type: the one table that
-// decides what a failure looks like on the wire.
-// retryAfter is set (in seconds) where the client should come back later.
+// decides what a failure looks like on the wire. retryAfter (seconds) is set where the client
+// should come back later.
 var sentinelProblems = []struct {
 	err        error
 	typ        problemType
@@ -83,7 +84,7 @@ func (s *Server) problemFor(c echo.Context, err error) *problem {
 		p.CurrentETag = etag(stale.CurrentVersion)
 		return p
 	case errors.As(err, &exceeds):
-		p := newProblem(probRefundExceedsPayment, exceeds.Error()+".")
+		p := newProblem(probRefundExceedsPayment, fmt.Sprintf("Only %d of the payment can still be refunded.", exceeds.AmountRefundable))
 		p.AmountRefundable = &exceeds.AmountRefundable
 		return p
 	case errors.As(err, &notRefundable):
