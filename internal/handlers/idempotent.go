@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"encoding/json"
 	"net/http"
 
 	"github.com/payments-api/payments-api/internal/idempotency"
@@ -20,6 +21,16 @@ func (r storedResponse) write(w http.ResponseWriter) error {
 	w.WriteHeader(r.Status)
 	_, err := w.Write(r.Body)
 	return err
+}
+
+// jsonResponse serialises v once, for storing and sending, with its resource headers.
+func jsonResponse(status int, v any, headers map[string]string) (idempotency.Response, error) {
+	body, err := json.Marshal(v)
+	if err != nil {
+		return idempotency.Response{}, err
+	}
+	headers["Content-Type"] = "application/json"
+	return idempotency.Response{Status: status, Header: headers, Body: body}, nil
 }
 
 // VisitCreatePaymentResponse lets the generated strict handler write it.

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/payments-api/payments-api/internal/api"
@@ -34,7 +33,7 @@ func (s *Server) CreatePayment(ctx context.Context, req api.CreatePaymentRequest
 		if p.Status == payments.StatusFailed {
 			return declinedResponse(ctx, p)
 		}
-		return paymentResponse(http.StatusCreated, p)
+		return paymentResponse(p)
 	})
 	if err != nil {
 		return nil, err
@@ -42,25 +41,13 @@ func (s *Server) CreatePayment(ctx context.Context, req api.CreatePaymentRequest
 	return storedResponse(res), nil
 }
 
-// paymentResponse serialises a payment with its Location and ETag, for storing and sending.
-func paymentResponse(status int, p db.Payment) (idempotency.Response, error) {
+// paymentResponse is the 201 for a new payment, with its Location and ETag.
+func paymentResponse(p db.Payment) (idempotency.Response, error) {
 	res, err := payments.Resource(p)
 	if err != nil {
 		return idempotency.Response{}, err
 	}
-	body, err := json.Marshal(res)
-	if err != nil {
-		return idempotency.Response{}, err
-	}
-	return idempotency.Response{
-		Status: status,
-		Header: map[string]string{
-			"Content-Type": "application/json",
-			"Location":     "/payments/" + p.ID,
-			"ETag":         etag(p.Version),
-		},
-		Body: body,
-	}, nil
+	return jsonResponse(http.StatusCreated, res, map[string]string{"Location": "/payments/" + p.ID, "ETag": etag(p.Version)})
 }
 
 // declinedResponse is the 402 for a declined card. The payment exists, so this answer is

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 
 	"github.com/payments-api/payments-api/internal/api"
@@ -43,20 +42,13 @@ func (s *Server) CreateRefund(ctx context.Context, req api.CreateRefundRequestOb
 	return storedResponse(res), nil
 }
 
+// refundResponse is the 201 for a new refund, with its Location.
 func refundResponse(r db.Refund) (idempotency.Response, error) {
 	res, err := payments.RefundResource(r)
 	if err != nil {
 		return idempotency.Response{}, err
 	}
-	body, err := json.Marshal(res)
-	if err != nil {
-		return idempotency.Response{}, err
-	}
-	return idempotency.Response{
-		Status: http.StatusCreated,
-		Header: map[string]string{"Content-Type": "application/json", "Location": "/refunds/" + r.ID},
-		Body:   body,
-	}, nil
+	return jsonResponse(http.StatusCreated, res, map[string]string{"Location": "/refunds/" + r.ID})
 }
 
 // GetRefund returns one refund of the account.
