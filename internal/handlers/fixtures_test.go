@@ -42,6 +42,23 @@ func createPayment(t *testing.T, c *apitest.Client, amount int) (payment, string
 	return p, res.Header.Get("ETag")
 }
 
+// fireTogether starts n requests at the same instant, each in its own goroutine, and
+// returns their responses in order: how every concurrency claim is put to the test.
+func fireTogether(n int, send func(i int) *apitest.Response) []*apitest.Response {
+	responses := make([]*apitest.Response, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			responses[i] = send(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return responses
+}
+
 // gatedProcessor holds its first charge until release is closed, so a test can act while
 // the first request is provably still inside its transaction.
 type gatedProcessor struct {

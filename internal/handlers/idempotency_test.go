@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -22,19 +21,9 @@ func TestParallelRetriesChargeOnce(t *testing.T) {
 	key := newKey()
 	const n = 64
 
-	responses := make([]*apitest.Response, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			responses[i] = clients[i%2].Post("/payments", visa(5000), apitest.Header("Idempotency-Key", key))
-		}()
-	}
-	close(start)
-	wg.Wait()
+	responses := fireTogether(n, func(i int) *apitest.Response {
+		return clients[i%2].Post("/payments", visa(5000), apitest.Header("Idempotency-Key", key))
+	})
 
 	var winner []byte
 	var created, inUse, replayed int

@@ -7,7 +7,6 @@ import (
 	"net/url"
 	"slices"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -252,17 +251,9 @@ func TestConcurrentUpdatesWithOneETag(t *testing.T) {
 	p, v1 := createPayment(t, b.client, 3000)
 	const n = 10
 
-	responses := make([]*apitest.Response, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			responses[i] = patchPayment(b.client, p.ID, v1, map[string]any{"description": fmt.Sprintf("writer %d", i)})
-		})
-	}
-	close(start)
-	wg.Wait()
+	responses := fireTogether(n, func(i int) *apitest.Response {
+		return patchPayment(b.client, p.ID, v1, map[string]any{"description": fmt.Sprintf("writer %d", i)})
+	})
 
 	var winner string
 	var ok, stale int

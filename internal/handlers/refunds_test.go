@@ -3,7 +3,6 @@ package handlers_test
 import (
 	"bytes"
 	"net/http"
-	"sync"
 	"testing"
 
 	"github.com/payments-api/payments-api/internal/apitest"
@@ -43,19 +42,9 @@ func TestConcurrentRefundsNeverExceedThePayment(t *testing.T) {
 	pay, _ := createPayment(t, b.client, 100)
 
 	const n = 20
-	responses := make([]*apitest.Response, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			<-start
-			responses[i] = clients[i%2].Post("/refunds", refundOf(pay.ID, 10), apitest.Header("Idempotency-Key", newKey()))
-		}()
-	}
-	close(start)
-	wg.Wait()
+	responses := fireTogether(n, func(i int) *apitest.Response {
+		return clients[i%2].Post("/refunds", refundOf(pay.ID, 10), apitest.Header("Idempotency-Key", newKey()))
+	})
 
 	var succeeded, exceeded int
 	for _, res := range responses {

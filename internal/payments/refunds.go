@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
@@ -73,7 +72,7 @@ func refundAmount(pay db.Payment, p RefundParams) (int64, error) {
 	if pay.Status == StatusFailed {
 		return 0, &domain.PaymentNotRefundableError{PaymentID: pay.ID}
 	}
-	if p.IfMatch != nil && !p.IfMatch.Any && !slices.Contains(p.IfMatch.Versions, pay.Version) {
+	if p.IfMatch != nil && !p.IfMatch.Matches(pay.Version) {
 		return 0, &domain.PreconditionFailedError{CurrentVersion: pay.Version}
 	}
 	left := pay.Amount - pay.AmountRefunded

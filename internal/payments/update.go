@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
@@ -15,6 +16,12 @@ import (
 type Precondition struct {
 	Any      bool
 	Versions []int32
+}
+
+// Matches reports whether version satisfies the precondition (for checks made in Go; Update
+// makes the same check in its UPDATE statement).
+func (p Precondition) Matches(version int32) bool {
+	return p.Any || slices.Contains(p.Versions, version)
 }
 
 // Patch is a JSON merge patch of a payment (RFC 7396).
@@ -28,12 +35,12 @@ type Patch struct {
 // Update applies patch if the payment's version still satisfies pre. The check and the write
 // are one conditional UPDATE, so two clients holding the same ETag cannot both succeed.
 func (s *Service) Update(ctx context.Context, accountID, id string, pre Precondition, patch Patch) (db.Payment, error) {
+	if patch.Metadata == nil {
+		patch.Metadata = map[string]*string{} // merging {} changes nothing
+	}
 	mergePatch, err := json.Marshal(patch.Metadata)
 	if err != nil {
 		return db.Payment{}, err
-	}
-	if patch.Metadata == nil {
-		mergePatch = []byte("{}")
 	}
 	var updated db.Payment
 	err = db.InTx(ctx, s.pool, func(q *db.Queries) error {
