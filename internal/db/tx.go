@@ -7,29 +7,44 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
+// rollbackTimeout bounds a rollback that runs after the caller's context is gone.
+const rollbackTimeout = 5 * time.Second
+
+// Tx is one open transaction. Its embedded Queries run the sqlc queries inside it; PgxTx is
+// the transaction itself, for code that joins it directly: River's InsertTx enqueues a job in
+// the transaction that causes it, so the job exists if and only if the change commits.
+type Tx struct {
+	*Queries
+	PgxTx pgx.Tx
+}
+
 // InTx runs fn in one READ COMMITTED transaction and commits if fn returns nil.
 //
-// The rollback sits in a defer with a context that is never canceled: when the request's
-// context is canceled mid-transaction the rollback must still reach the server, or the
-// connection would go back to the pool with an open transaction. (READ COMMITTED, not
-// REPEATABLE READ: INSERT ... ON CONFLICT under REPEATABLE READ fails with 40001 when it
-// meets a row committed after the snapshot, which the idempotency claim does by design.)
-func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(q *Queries) error) (err error) {
+// The rollback sits in a defer with a context detached from the caller's (with a short
+// timeout of its own, as River's RollbackWithoutCancel): when the request's context is
+// canceled mid-transaction the rollback must still reach the server, or the connection would
+// go back to the pool with an open transaction. (READ COMMITTED, not REPEATABLE READ:
+// INSERT ... ON CONFLICT under REPEATABLE READ fails with 40001 when it meets a row committed
+// after the snapshot, which the idempotency claim does by design.)
+func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx Tx) error) (err error) {
 	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
 	defer func() {
-		if rbErr := tx.Rollback(context.WithoutCancel(ctx)); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) {
+		rbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
+		defer cancel()
+		if rbErr := tx.Rollback(rbCtx); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) {
 			err = errors.Join(err, fmt.Errorf("rollback: %w", rbErr))
 		}
 	}()
-	if err := fn(New(tx)); err != nil {
+	if err := fn(Tx{Queries: New(tx), PgxTx: tx}); err != nil {
 		return err
 	}
 	if err := tx.Commit(ctx); err != nil {

@@ -20,14 +20,14 @@ const (
 	RefundSucceeded  = "refund.succeeded"
 )
 
-// Record writes an event whose data is the resource as the API shows it. q must be the
+// Record writes an event whose data is the resource as the API shows it. tx must be the
 // transaction that makes the change.
-func Record(ctx context.Context, q *db.Queries, accountID, eventType string, data any) error {
+func Record(ctx context.Context, tx db.Tx, accountID, eventType string, data any) error {
 	payload, err := json.Marshal(data)
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", eventType, err)
 	}
-	err = q.EventInsert(ctx, db.EventInsertParams{
+	err = tx.EventInsert(ctx, db.EventInsertParams{
 		ID:        domain.NewID("evt"),
 		AccountID: accountID,
 		Type:      eventType,

@@ -19,8 +19,8 @@ func (s *Server) CreatePayment(ctx context.Context, req api.CreatePaymentRequest
 	if err != nil {
 		return nil, err
 	}
-	res, err := s.idempotency.Do(ctx, idem, func(q *db.Queries) (idempotency.Response, error) {
-		p, err := s.payments.Create(ctx, q, acct.ID, payments.CreateParams{
+	res, err := s.idempotency.Do(ctx, idem, func(tx db.Tx) (idempotency.Response, error) {
+		p, err := s.payments.Create(ctx, tx, acct.ID, payments.CreateParams{
 			Amount:        req.Body.Amount,
 			Currency:      req.Body.Currency,
 			PaymentMethod: string(req.Body.PaymentMethod),

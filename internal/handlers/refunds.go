@@ -29,8 +29,8 @@ func (s *Server) CreateRefund(ctx context.Context, req api.CreateRefundRequestOb
 		pre := ifMatch(*req.Params.IfMatch)
 		params.IfMatch = &pre
 	}
-	res, err := s.idempotency.Do(ctx, idem, func(q *db.Queries) (idempotency.Response, error) {
-		refund, err := s.payments.Refund(ctx, q, acct.ID, params)
+	res, err := s.idempotency.Do(ctx, idem, func(tx db.Tx) (idempotency.Response, error) {
+		refund, err := s.payments.Refund(ctx, tx, acct.ID, params)
 		if err != nil {
 			return idempotency.Response{}, err
 		}

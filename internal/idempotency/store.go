@@ -61,17 +61,17 @@ func NewStore(pool *pgxpool.Pool, ttl time.Duration) *Store {
 //   - key in flight (its first use has not committed): domain.ErrIdempotencyKeyInUse, at once;
 //   - key done, same fingerprint: the stored response, Replayed set;
 //   - key done, other fingerprint: domain.ErrIdempotencyKeyReused;
-//   - key new (or expired): op runs with the transaction's queries. If it returns a Response,
+//   - key new (or expired): op runs inside the transaction. If it returns a Response,
 //     the response is stored beside the effect and both commit. If it returns an error,
 //     everything rolls back (the claim too), so nothing is stored and a retry runs op again.
 //
 // This is right because op only changes this database. An operation that called a foreign
 // system (a real card network) between local transactions would need recovery points and a
 // lease instead (Brandur Leach, "Implementing Stripe-like Idempotency Keys in Postgres").
-func (s *Store) Do(ctx context.Context, req Request, op func(q *db.Queries) (Response, error)) (Response, error) {
+func (s *Store) Do(ctx context.Context, req Request, op func(tx db.Tx) (Response, error)) (Response, error) {
 	var res Response
-	err := db.InTx(ctx, s.pool, func(q *db.Queries) error {
-		claim, err := q.IdempotencyKeyClaim(ctx, db.IdempotencyKeyClaimParams{
+	err := db.InTx(ctx, s.pool, func(tx db.Tx) error {
+		claim, err := tx.IdempotencyKeyClaim(ctx, db.IdempotencyKeyClaimParams{
 			LockKey:     req.AccountID + "|" + req.Operation + "|" + req.Key, // ids and operations contain no "|"
 			AccountID:   req.AccountID,
 			Operation:   req.Operation,
@@ -86,19 +86,19 @@ func (s *Store) Do(ctx context.Context, req Request, op func(q *db.Queries) (Res
 			// Another transaction holds the key's lock: its first use is still running, or
 			// another retry of a finished request is reading it. Only in the second case is
 			// there a committed row to answer from.
-			res, err = s.stored(ctx, q, req)
+			res, err = s.stored(ctx, tx.Queries, req)
 			if errors.Is(err, domain.ErrNotFound) {
 				return domain.ErrIdempotencyKeyInUse
 			}
 			return err
 		case !claim.Claimed:
-			res, err = s.stored(ctx, q, req)
+			res, err = s.stored(ctx, tx.Queries, req)
 			return err
 		}
-		if res, err = op(q); err != nil {
+		if res, err = op(tx); err != nil {
 			return err
 		}
-		return s.save(ctx, q, req, res)
+		return s.save(ctx, tx.Queries, req, res)
 	})
 	return res, err
 }

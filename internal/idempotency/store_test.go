@@ -86,8 +86,8 @@ func TestExpiredKeyCanBeReused(t *testing.T) {
 	}
 	first, second := request(`{"amount":100}`), request(`{"amount":200}`)
 	var calls int
-	op := func(body string) func(*db.Queries) (idempotency.Response, error) {
-		return func(*db.Queries) (idempotency.Response, error) {
+	op := func(body string) func(db.Tx) (idempotency.Response, error) {
+		return func(db.Tx) (idempotency.Response, error) {
 			calls++
 			return idempotency.Response{Status: 201, Header: map[string]string{"Content-Type": "application/json"}, Body: []byte(body)}, nil
 		}
@@ -142,7 +142,7 @@ func TestConcurrentReplaysOfACompletedKey(t *testing.T) {
 		t.Fatal(err)
 	}
 	var calls atomic.Int32
-	op := func(*db.Queries) (idempotency.Response, error) {
+	op := func(db.Tx) (idempotency.Response, error) {
 		calls.Add(1)
 		return idempotency.Response{Status: 201, Header: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"id":"once"}`)}, nil
 	}

@@ -44,7 +44,7 @@ type CreateParams struct {
 	Metadata      map[string]string
 }
 
-// Create charges the card, then records the payment and its event, all in q: the caller's
+// Create charges the card, then records the payment and its event, all in tx: the caller's
 // transaction, which has already claimed the idempotency key. A declined card is not an
 // error: the payment is recorded as failed. A processor outage is an error, so the caller's
 // transaction rolls back and leaves no trace.
@@ -56,7 +56,7 @@ type CreateParams struct {
 // atomic phases: commit the key with a recovery point ("started"), call the network with the
 // key as its idempotency key, commit the result ("charge_created"), and let a completer
 // resume keys left mid-way.
-func (s *Service) Create(ctx context.Context, q *db.Queries, accountID string, p CreateParams) (db.Payment, error) {
+func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p CreateParams) (db.Payment, error) {
 	result, err := s.processor.Charge(ctx, processor.Charge{
 		Amount: p.Amount, Currency: p.Currency, PaymentMethod: p.PaymentMethod,
 	})
@@ -75,7 +75,7 @@ func (s *Service) Create(ctx context.Context, q *db.Queries, accountID string, p
 	if err != nil {
 		return db.Payment{}, err
 	}
-	pay, err := q.PaymentInsert(ctx, db.PaymentInsertParams{
+	pay, err := tx.PaymentInsert(ctx, db.PaymentInsertParams{
 		ID:            domain.NewID("pay"),
 		AccountID:     accountID,
 		Amount:        p.Amount,
@@ -89,7 +89,7 @@ func (s *Service) Create(ctx context.Context, q *db.Queries, accountID string, p
 	if err != nil {
 		return db.Payment{}, fmt.Errorf("insert payment: %w", err)
 	}
-	return pay, recordEvent(ctx, q, eventType, pay)
+	return pay, recordEvent(ctx, tx, eventType, pay)
 }
 
 // Get returns one payment of the account.
@@ -144,10 +144,10 @@ func page[T any](rows []T, limit int) ([]T, bool) {
 	return rows, false
 }
 
-func recordEvent(ctx context.Context, q *db.Queries, eventType string, p db.Payment) error {
+func recordEvent(ctx context.Context, tx db.Tx, eventType string, p db.Payment) error {
 	res, err := Resource(p)
 	if err != nil {
 		return err
 	}
-	return events.Record(ctx, q, p.AccountID, eventType, res)
+	return events.Record(ctx, tx, p.AccountID, eventType, res)
 }

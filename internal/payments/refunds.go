@@ -20,13 +20,13 @@ type RefundParams struct {
 	IfMatch   *Precondition // nil: refund whatever the payment's current version
 }
 
-// Refund returns money from a payment, in q: the caller's transaction, which has already
+// Refund returns money from a payment, in tx: the caller's transaction, which has already
 // claimed the idempotency key. The payment row is locked first (SELECT ... FOR UPDATE), so
 // concurrent refunds of one payment run one after another and each checks the amount its
 // predecessors left: together they can never exceed the payment. (The CHECK on
 // amount_refunded in the schema would refuse it anyway.)
-func (s *Service) Refund(ctx context.Context, q *db.Queries, accountID string, p RefundParams) (db.Refund, error) {
-	pay, err := q.PaymentGetForUpdate(ctx, db.PaymentGetForUpdateParams{AccountID: accountID, ID: p.PaymentID})
+func (s *Service) Refund(ctx context.Context, tx db.Tx, accountID string, p RefundParams) (db.Refund, error) {
+	pay, err := tx.PaymentGetForUpdate(ctx, db.PaymentGetForUpdateParams{AccountID: accountID, ID: p.PaymentID})
 	if err != nil {
 		return db.Refund{}, fmt.Errorf("lock payment %s: %w", p.PaymentID, db.Translate(err))
 	}
@@ -41,7 +41,7 @@ func (s *Service) Refund(ctx context.Context, q *db.Queries, accountID string, p
 	if err != nil {
 		return db.Refund{}, err
 	}
-	refund, err := q.RefundInsert(ctx, db.RefundInsertParams{
+	refund, err := tx.RefundInsert(ctx, db.RefundInsertParams{
 		ID:        domain.NewID("re"),
 		AccountID: accountID,
 		PaymentID: pay.ID,
@@ -53,7 +53,7 @@ func (s *Service) Refund(ctx context.Context, q *db.Queries, accountID string, p
 	if err != nil {
 		return db.Refund{}, fmt.Errorf("insert refund: %w", err)
 	}
-	pay, err = q.PaymentAddRefund(ctx, db.PaymentAddRefundParams{Amount: amount, AccountID: accountID, ID: pay.ID})
+	pay, err = tx.PaymentAddRefund(ctx, db.PaymentAddRefundParams{Amount: amount, AccountID: accountID, ID: pay.ID})
 	if err != nil {
 		return db.Refund{}, fmt.Errorf("add refund to payment %s: %w", pay.ID, err)
 	}
@@ -61,10 +61,10 @@ func (s *Service) Refund(ctx context.Context, q *db.Queries, accountID string, p
 	if err != nil {
 		return db.Refund{}, err
 	}
-	if err := events.Record(ctx, q, accountID, events.RefundSucceeded, res); err != nil {
+	if err := events.Record(ctx, tx, accountID, events.RefundSucceeded, res); err != nil {
 		return db.Refund{}, err
 	}
-	return refund, recordEvent(ctx, q, events.PaymentUpdated, pay)
+	return refund, recordEvent(ctx, tx, events.PaymentUpdated, pay)
 }
 
 // refundAmount checks a refund against the locked payment and returns its amount.

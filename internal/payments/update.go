@@ -43,8 +43,8 @@ func (s *Service) Update(ctx context.Context, accountID, id string, pre Precondi
 		return db.Payment{}, err
 	}
 	var updated db.Payment
-	err = db.InTx(ctx, s.pool, func(q *db.Queries) error {
-		updated, err = q.PaymentUpdate(ctx, db.PaymentUpdateParams{
+	err = db.InTx(ctx, s.pool, func(tx db.Tx) error {
+		updated, err = tx.PaymentUpdate(ctx, db.PaymentUpdateParams{
 			SetDescription: patch.SetDescription,
 			Description:    patch.Description,
 			ClearMetadata:  patch.ClearMetadata,
@@ -55,7 +55,7 @@ func (s *Service) Update(ctx context.Context, accountID, id string, pre Precondi
 			Versions:       pre.Versions,
 		})
 		if errors.Is(db.Translate(err), domain.ErrNotFound) {
-			return s.whyNotUpdated(ctx, q, accountID, id)
+			return s.whyNotUpdated(ctx, tx.Queries, accountID, id)
 		}
 		if err != nil {
 			return fmt.Errorf("update payment %s: %w", id, err)
@@ -63,7 +63,7 @@ func (s *Service) Update(ctx context.Context, accountID, id string, pre Precondi
 		if err := checkMetadataSize(updated.Metadata); err != nil {
 			return err // rolls the update back
 		}
-		return recordEvent(ctx, q, events.PaymentUpdated, updated)
+		return recordEvent(ctx, tx, events.PaymentUpdated, updated)
 	})
 	return updated, err
 }
