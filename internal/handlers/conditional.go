@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/payments-api/payments-api/internal/payments"
+	"github.com/payments-api/payments-api/internal/domain"
 )
 
 // etag is the strong entity tag of a versioned resource. The version changes with every
@@ -28,9 +28,9 @@ func entityTags(header string) (tags []string, any bool) {
 
 // ifMatch turns If-Match into a precondition with RFC 9110's strong comparison: a weak tag
 // (W/"v3") never matches, and neither does a tag this server did not issue.
-func ifMatch(header string) payments.Precondition {
+func ifMatch(header string) domain.Precondition {
 	tags, any := entityTags(header)
-	pre := payments.Precondition{Any: any, Versions: []int32{}}
+	pre := domain.Precondition{Any: any, Versions: []int32{}}
 	for _, t := range tags {
 		if v, ok := versionOf(t); ok {
 			pre.Versions = append(pre.Versions, v)

@@ -12,19 +12,77 @@ import (
 	"github.com/payments-api/payments-api/internal/domain"
 )
 
-// sentinelProblems maps each domain sentinel error to its problem type: the one table that
-// decides what a failure looks like on the wire. retryAfter (seconds) is set where the client
+// errorProblems is the one table that decides what a failure looks like on the wire: each
+// row recognises one kind of error (a domain sentinel, a typed domain error, or an error from
+// echo or the validator) and builds its problem. The first row that matches wins; an error no
+// row matches is a 500. New kinds of failure join as rows.
+var errorProblems = []errorRule{
+	typed(func(p *problem) *problem { return p }), // already a problem (a handler built it)
+	typed(func(e *requestErrors) *problem {
+		p := newProblem(probInvalidRequest, "The request does not match the API contract.")
+		p.Errors = e.fields
+		return p
+	}),
+	typed(func(e *domain.ValidationError) *problem {
+		p := newProblem(probInvalidRequest, e.Error())
+		p.Errors = []fieldError{{Field: e.Field, Message: e.Message}}
+		return p
+	}),
+	typed(func(e *domain.InvalidIdempotencyKeyError) *problem {
+		return newProblem(probInvalidIdempotencyKey, e.Error())
+	}),
+	typed(func(e *domain.PreconditionFailedError) *problem {
+		p := newProblem(probPreconditionFailed, "The resource changed since you read it.")
+		p.CurrentETag = etag(e.CurrentVersion)
+		return p
+	}),
+	typed(func(e *domain.RefundExceedsPaymentError) *problem {
+		p := newProblem(probRefundExceedsPayment, fmt.Sprintf("Only %d of the payment can still be refunded.", e.AmountRefundable))
+		p.AmountRefundable = &e.AmountRefundable
+		return p
+	}),
+	typed(func(e *domain.PaymentNotRefundableError) *problem {
+		p := newProblem(probPaymentNotRefundable, e.Error()+".")
+		p.PaymentID = e.PaymentID
+		return p
+	}),
+	typed(bindingProblem),
+	sentinel(domain.ErrNotFound, probNotFound, ""),
+	sentinel(domain.ErrIdempotencyKeyInUse, probIdempotencyKeyInUse, "1"),
+	sentinel(domain.ErrIdempotencyKeyReused, probIdempotencyKeyReused, ""),
+	sentinel(domain.ErrPreconditionRequired, probPreconditionRequired, ""),
+	sentinel(domain.ErrProcessorUnavailable, probProcessorUnavailable, "1"),
+	typed(echoProblem), // echo's own errors: no route, wrong method, body too large, ...
+}
+
+// errorRule is one row of errorProblems: it returns nil when err is not its kind.
+type errorRule func(err error) *problem
+
+// typed is a row for errors of type E, found anywhere in err's chain with errors.As. build
+// may return nil to pass the error on to later rows.
+func typed[E error](build func(E) *problem) errorRule {
+	return func(err error) *problem {
+		var e E
+		if !errors.As(err, &e) {
+			return nil
+		}
+		return build(e)
+	}
+}
+
+// sentinel is a row for a domain sentinel error. retryAfter (seconds) is set where the client
 // should come back later.
-var sentinelProblems = []struct {
-	err        error
-	typ        problemType
-	retryAfter string
-}{
-	{domain.ErrNotFound, probNotFound, ""},
-	{domain.ErrIdempotencyKeyInUse, probIdempotencyKeyInUse, "1"},
-	{domain.ErrIdempotencyKeyReused, probIdempotencyKeyReused, ""},
-	{domain.ErrPreconditionRequired, probPreconditionRequired, ""},
-	{domain.ErrProcessorUnavailable, probProcessorUnavailable, "1"},
+func sentinel(target error, t problemType, retryAfter string) errorRule {
+	return func(err error) *problem {
+		if !errors.Is(err, target) {
+			return nil
+		}
+		p := newProblem(t, t.Description)
+		if retryAfter != "" {
+			p.Headers.Set("Retry-After", retryAfter)
+		}
+		return p
+	}
 }
 
 // echoProblems maps the statuses echo and the validator produce for requests that never
@@ -55,55 +113,8 @@ func (s *Server) handleError(err error, c echo.Context) {
 }
 
 func (s *Server) problemFor(c echo.Context, err error) *problem {
-	var (
-		validation    *domain.ValidationError
-		invalidKey    *domain.InvalidIdempotencyKeyError
-		stale         *domain.PreconditionFailedError
-		exceeds       *domain.RefundExceedsPaymentError
-		notRefundable *domain.PaymentNotRefundableError
-		requestErrs   *requestErrors
-		httpErr       *echo.HTTPError
-		ready         *problem
-		typeErr       *json.UnmarshalTypeError
-	)
-	switch {
-	case errors.As(err, &ready):
-		return ready
-	case errors.As(err, &requestErrs):
-		p := newProblem(probInvalidRequest, "The request does not match the API contract.")
-		p.Errors = requestErrs.fields
-		return p
-	case errors.As(err, &validation):
-		p := newProblem(probInvalidRequest, validation.Error())
-		p.Errors = []fieldError{{Field: validation.Field, Message: validation.Message}}
-		return p
-	case errors.As(err, &invalidKey):
-		return newProblem(probInvalidIdempotencyKey, invalidKey.Error())
-	case errors.As(err, &stale):
-		p := newProblem(probPreconditionFailed, "The payment changed since you read it.")
-		p.CurrentETag = etag(stale.CurrentVersion)
-		return p
-	case errors.As(err, &exceeds):
-		p := newProblem(probRefundExceedsPayment, fmt.Sprintf("Only %d of the payment can still be refunded.", exceeds.AmountRefundable))
-		p.AmountRefundable = &exceeds.AmountRefundable
-		return p
-	case errors.As(err, &notRefundable):
-		p := newProblem(probPaymentNotRefundable, notRefundable.Error()+".")
-		p.PaymentID = notRefundable.PaymentID
-		return p
-	case errors.As(err, &typeErr):
-		return bindingProblem(typeErr)
-	case errors.As(err, &httpErr):
-		if t, ok := echoProblems[httpErr.Code]; ok {
-			return s.echoProblem(t, httpErr)
-		}
-	}
-	for _, sp := range sentinelProblems {
-		if errors.Is(err, sp.err) {
-			p := newProblem(sp.typ, sp.typ.Description)
-			if sp.retryAfter != "" {
-				p.Headers.Set("Retry-After", sp.retryAfter)
-			}
+	for _, rule := range errorProblems {
+		if p := rule(err); p != nil {
 			return p
 		}
 	}
@@ -125,9 +136,14 @@ func bindingProblem(e *json.UnmarshalTypeError) *problem {
 	return p
 }
 
-// echoProblem renders one of echo's own errors. Its message is safe to show (echo writes it
-// for clients), but its Internal error is not.
-func (s *Server) echoProblem(t problemType, httpErr *echo.HTTPError) *problem {
+// echoProblem renders one of echo's own errors, or nil for a status with no problem type
+// (a 500). Its message is safe to show (echo writes it for clients), but its Internal error
+// is not.
+func echoProblem(httpErr *echo.HTTPError) *problem {
+	t, ok := echoProblems[httpErr.Code]
+	if !ok {
+		return nil
+	}
 	detail := t.Description
 	if msg, ok := httpErr.Message.(string); ok && msg != http.StatusText(httpErr.Code) {
 		detail = msg

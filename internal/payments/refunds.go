@@ -17,7 +17,7 @@ type RefundParams struct {
 	Amount    *int64 // nil: everything not yet refunded
 	Reason    *string
 	Metadata  map[string]string
-	IfMatch   *Precondition // nil: refund whatever the payment's current version
+	IfMatch   *domain.Precondition // nil: refund whatever the payment's current version
 }
 
 // Refund returns money from a payment, in tx: the caller's transaction, which has already

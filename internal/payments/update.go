@@ -5,24 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"slices"
 
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
 	"github.com/payments-api/payments-api/internal/events"
 )
-
-// Precondition is a parsed If-Match: any current version (If-Match: *), or one of Versions.
-type Precondition struct {
-	Any      bool
-	Versions []int32
-}
-
-// Matches reports whether version satisfies the precondition (for checks made in Go; Update
-// makes the same check in its UPDATE statement).
-func (p Precondition) Matches(version int32) bool {
-	return p.Any || slices.Contains(p.Versions, version)
-}
 
 // Patch is a JSON merge patch of a payment (RFC 7396).
 type Patch struct {
@@ -34,7 +21,7 @@ type Patch struct {
 
 // Update applies patch if the payment's version still satisfies pre. The check and the write
 // are one conditional UPDATE, so two clients holding the same ETag cannot both succeed.
-func (s *Service) Update(ctx context.Context, accountID, id string, pre Precondition, patch Patch) (db.Payment, error) {
+func (s *Service) Update(ctx context.Context, accountID, id string, pre domain.Precondition, patch Patch) (db.Payment, error) {
 	if patch.Metadata == nil {
 		patch.Metadata = map[string]*string{} // merging {} changes nothing
 	}
