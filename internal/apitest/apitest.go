@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/getkin/kin-openapi/openapi3filter"
@@ -25,6 +26,13 @@ func init() {
 	// kin-openapi decodes JSON, YAML and forms itself; the problem pages are HTML text.
 	openapi3filter.RegisterBodyDecoder("text/html", openapi3filter.PlainBodyDecoder)
 }
+
+// RequestTimeout bounds every request a Client sends, far above any answer a test awaits, so
+// a request that waits on a lock forever fails its test instead of hanging the package.
+const RequestTimeout = 10 * time.Second
+
+// httpClient is shared by every Client, so they share one pool of connections.
+var httpClient = &http.Client{Timeout: RequestTimeout}
 
 // Client sends requests to BaseURL with APIKey as the bearer token.
 type Client struct {
@@ -111,7 +119,7 @@ func (c *Client) Do(method, path string, body any, opts ...Option) *Response {
 		c.t.Errorf("build request: %v", err)
 		return &Response{}
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := httpClient.Do(req)
 	if err != nil {
 		c.t.Errorf("%s %s: %v", method, path, err)
 		return &Response{}
@@ -156,7 +164,8 @@ func (c *Client) newRequest(method, path string, body any, opts []Option) (*http
 		}
 		reader = bytes.NewReader(data)
 	}
-	req, err := http.NewRequest(method, c.BaseURL+path, reader)
+	// The test's context: a request still running when its test ends is canceled.
+	req, err := http.NewRequestWithContext(c.t.Context(), method, c.BaseURL+path, reader)
 	if err != nil {
 		return nil, err
 	}
