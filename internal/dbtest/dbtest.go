@@ -34,11 +34,13 @@ func NewEmptyURL(t testing.TB) string {
 	return pgtestdb.Custom(t, serverConfig(t), pgtestdb.NoopMigrator{}).URL()
 }
 
-// NewPool creates a fresh migrated database for t and a pool connected to it, closed when t ends.
+// NewPool creates a fresh migrated database for t and a pool connected to it, closed when t
+// ends. The pool is the server's (db.Open): as many connections, so a test can have as many
+// requests inside their transactions at once as the server would.
 func NewPool(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
 	u := NewURL(t)
-	pool, err := pgxpool.New(context.Background(), u)
+	pool, err := db.Open(context.Background(), u)
 	if err != nil {
 		t.Fatalf("connect to test database: %v", err)
 	}

@@ -243,15 +243,17 @@ func TestUpdatePaymentMediaTypeCase(t *testing.T) {
 	}
 }
 
-// TestConcurrentUpdatesWithOneETag: ten writers who all read v1 race; the conditional UPDATE
-// lets exactly one win and tells the others which version beat them.
+// TestConcurrentUpdatesWithOneETag: ten writers who all read v1 are inside their
+// transactions at once, queued behind the test's lock on the payment's row; the conditional
+// UPDATE lets exactly one win and tells the others which version beat them. (Checking the
+// version in Go before an unconditional write would let all ten win.)
 func TestConcurrentUpdatesWithOneETag(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	p, v1 := createPayment(t, b.client, 3000)
 	const n = 10
 
-	responses := fireTogether(n, func(i int) *apitest.Response {
+	responses := b.fireBehindPaymentLock(t, p.ID, n, func(i int) *apitest.Response {
 		return patchPayment(b.client, p.ID, v1, map[string]any{"description": fmt.Sprintf("writer %d", i)})
 	})
 

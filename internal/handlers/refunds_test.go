@@ -34,7 +34,9 @@ func getPayment(t *testing.T, c *apitest.Client, id string) (payment, string) {
 }
 
 // TestConcurrentRefundsNeverExceedThePayment fires 20 refunds of 10 at a payment of 100,
-// each with its own key, split across two server instances: exactly 10 succeed.
+// each with its own key, split across two server instances, and holds them all inside their
+// transactions behind the test's lock on the payment's row: exactly 10 succeed, because each
+// refund locks the payment before it reads what is left.
 func TestConcurrentRefundsNeverExceedThePayment(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -42,7 +44,7 @@ func TestConcurrentRefundsNeverExceedThePayment(t *testing.T) {
 	pay, _ := createPayment(t, b.client, 100)
 
 	const n = 20
-	responses := fireTogether(n, func(i int) *apitest.Response {
+	responses := b.fireBehindPaymentLock(t, pay.ID, n, func(i int) *apitest.Response {
 		return clients[i%2].Post("/refunds", refundOf(pay.ID, 10), apitest.Header("Idempotency-Key", newKey()))
 	})
 
