@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"runtime"
 	"slices"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -172,8 +171,7 @@ func benchReplays(b *testing.B, s *benchServer, clientKey func() string) {
 func BenchmarkInFlight409(b *testing.B) {
 	gate := newGatedProcessor()
 	s := setupBench(b, gate)
-	release := sync.OnceFunc(func() { close(gate.release) })
-	b.Cleanup(release) // runs before the server's Close, which waits for the held request
+	b.Cleanup(gate.open) // runs before the server's Close, which waits for the held request
 
 	key := newKey()
 	first := make(chan int, 1)
@@ -181,11 +179,7 @@ func BenchmarkInFlight409(b *testing.B) {
 		status, _, _ := s.post(context.Background(), key)
 		first <- status
 	}()
-	select {
-	case <-gate.started: // the first request holds the key's claim and is charging
-	case <-time.After(10 * time.Second):
-		b.Fatal("the first request never reached the processor")
-	}
+	gate.waitCharging(b)
 	if res := s.client.Post("/payments", benchBody, apitest.Header("Idempotency-Key", key)); res.Status != http.StatusConflict {
 		b.Fatalf("retry while in flight: %d %s, want 409", res.Status, res.Body)
 	}
@@ -203,7 +197,7 @@ func BenchmarkInFlight409(b *testing.B) {
 	}
 	b.StopTimer()
 
-	release()
+	gate.open()
 	if status := <-first; status != http.StatusCreated {
 		b.Errorf("first request: %d, want 201", status)
 	}

@@ -6,6 +6,7 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/domain"
@@ -42,33 +43,20 @@ func createPayment(t *testing.T, c *apitest.Client, amount int) (payment, string
 	return p, res.Header.Get("ETag")
 }
 
-// fireTogether starts n requests at the same instant, each in its own goroutine, and
-// returns their responses in order: how every concurrency claim is put to the test.
-func fireTogether(n int, send func(i int) *apitest.Response) []*apitest.Response {
-	responses := make([]*apitest.Response, n)
-	var wg sync.WaitGroup
-	start := make(chan struct{})
-	for i := range n {
-		wg.Go(func() {
-			<-start
-			responses[i] = send(i)
-		})
-	}
-	close(start)
-	wg.Wait()
-	return responses
-}
-
-// gatedProcessor holds its first charge until release is closed, so a test can act while
-// the first request is provably still inside its transaction.
+// gatedProcessor holds every charge until open is called, so a test can act while the
+// first request is provably still inside its transaction.
 type gatedProcessor struct {
-	started, release chan struct{}
-	once             sync.Once
-	calls            atomic.Int32
+	started chan struct{} // closed when the first charge arrives
+	release chan struct{}
+	open    func() // lets every charge through; safe to call more than once
+	once    sync.Once
+	calls   atomic.Int32
 }
 
 func newGatedProcessor() *gatedProcessor {
-	return &gatedProcessor{started: make(chan struct{}), release: make(chan struct{})}
+	g := &gatedProcessor{started: make(chan struct{}), release: make(chan struct{})}
+	g.open = sync.OnceFunc(func() { close(g.release) })
+	return g
 }
 
 func (g *gatedProcessor) Charge(ctx context.Context, c processor.Charge) (processor.Result, error) {
@@ -76,6 +64,17 @@ func (g *gatedProcessor) Charge(ctx context.Context, c processor.Charge) (proces
 	g.once.Do(func() { close(g.started) })
 	<-g.release
 	return processor.Simulated{}.Charge(ctx, c)
+}
+
+// waitCharging waits until the first charge has arrived: its request has claimed its key
+// and sits inside its transaction until g opens.
+func (g *gatedProcessor) waitCharging(t testing.TB) {
+	t.Helper()
+	select {
+	case <-g.started:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no request reached the processor within 10s")
+	}
 }
 
 // flakyProcessor fails its first `failures` charges like an outage, then behaves.

@@ -5,52 +5,51 @@ import (
 	"net/http"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/processor"
 )
 
-// TestParallelRetriesChargeOnce fires 64 identical POSTs at two server instances sharing one
-// database while each charge takes 200 ms: exactly one payment is created, and every other
-// answer is a 409 with Retry-After or a byte-identical replay of the winner.
+// TestParallelRetriesChargeOnce fires 64 identical POSTs at once at two server instances
+// sharing one database. Whichever claims the key first is held inside its transaction (its
+// charge waits on a gate) until all 63 others have answered: each must be a 409 with
+// Retry-After, not a wait for the winner. Then exactly one payment commits, and 64 more
+// retries in parallel are byte-identical replays of it.
 func TestParallelRetriesChargeOnce(t *testing.T) {
 	t.Parallel()
-	b := setupWithProcessor(t, processor.Simulated{Latency: 200 * time.Millisecond})
+	gate := newGatedProcessor()
+	b := setupWithProcessor(t, gate)
 	clients := []*apitest.Client{b.client, b.secondInstance(t).client}
+	t.Cleanup(gate.open) // before the servers close: Close waits for the held request
 	key := newKey()
 	const n = 64
 
-	responses := fireTogether(n, func(i int) *apitest.Response {
-		return clients[i%2].Post("/payments", visa(5000), apitest.Header("Idempotency-Key", key))
-	})
-
-	var winner []byte
-	var created, inUse, replayed int
-	for _, res := range responses {
-		switch {
-		case res.Status == http.StatusCreated && res.Header.Get("Idempotent-Replayed") == "":
-			created++
-			winner = res.Body
-		case res.Status == http.StatusCreated:
-			replayed++
-		case res.Status == http.StatusConflict:
-			inUse++
-			if p := res.Problem(t); p.Type != "/problems/idempotency-key-in-use" || res.Header.Get("Retry-After") == "" {
-				t.Errorf("409 %s without Retry-After %q", p.Type, res.Header.Get("Retry-After"))
-			}
-		default:
-			t.Errorf("unexpected %d %s", res.Status, res.Body)
+	answers := make(chan *apitest.Response, n)
+	for i := range n {
+		go func() { answers <- clients[i%2].Post("/payments", visa(5000), apitest.Header("Idempotency-Key", key)) }()
+	}
+	// With the winner held, nothing commits: n-1 answers arrive only if they do not wait for
+	// it (each is bounded by the client's timeout when they do).
+	inUse := 0
+	for range n - 1 {
+		res := <-answers
+		if res.Status != http.StatusConflict {
+			t.Errorf("retry while the first is in flight: %d %s, want 409", res.Status, res.Body)
+			continue
+		}
+		inUse++
+		if p := res.Problem(t); p.Type != "/problems/idempotency-key-in-use" || res.Header.Get("Retry-After") == "" {
+			t.Errorf("409 %s without Retry-After %q", p.Type, res.Header.Get("Retry-After"))
 		}
 	}
-	t.Logf("%d created, %d in use (409), %d replayed", created, inUse, replayed)
-	if created != 1 || created+inUse+replayed != n {
-		t.Fatalf("%d created, want exactly 1", created)
+	gate.open()
+	winner := <-answers
+	if winner.Status != http.StatusCreated || winner.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("the request that claimed the key: %d replayed=%q %s (and %d of %d others got 409)",
+			winner.Status, winner.Header.Get("Idempotent-Replayed"), winner.Body, inUse, n-1)
 	}
-	for _, res := range responses {
-		if res.Header.Get("Idempotent-Replayed") == "true" && !bytes.Equal(res.Body, winner) {
-			t.Errorf("replay differs from the original:\n%s\n%s", res.Body, winner)
-		}
+	if calls := gate.calls.Load(); calls != 1 {
+		t.Errorf("processor charged %d times, want 1", calls)
 	}
 	if got := b.count(t, `SELECT count(*) FROM payments`); got != 1 {
 		t.Errorf("%d payment rows, want 1", got)
@@ -58,26 +57,36 @@ func TestParallelRetriesChargeOnce(t *testing.T) {
 	if got := b.count(t, `SELECT count(*) FROM events WHERE type = 'payment.succeeded'`); got != 1 {
 		t.Errorf("%d payment.succeeded events, want 1", got)
 	}
-	// Once the winner has committed, every retry is a replay of it.
-	res := clients[1].Post("/payments", visa(5000), apitest.Header("Idempotency-Key", key))
-	if res.Status != http.StatusCreated || res.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(res.Body, winner) {
-		t.Errorf("retry after completion: %d %q %s", res.Status, res.Header.Get("Idempotent-Replayed"), res.Body)
+
+	// Once the winner has committed, every retry is a replay of it, even when replays meet
+	// each other on the key's lock.
+	for i := range n {
+		go func() { answers <- clients[i%2].Post("/payments", visa(5000), apitest.Header("Idempotency-Key", key)) }()
+	}
+	for range n {
+		res := <-answers
+		if res.Status != http.StatusCreated || res.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(res.Body, winner.Body) {
+			t.Errorf("retry after completion: %d replayed=%q %s, want a replay of\n%s",
+				res.Status, res.Header.Get("Idempotent-Replayed"), res.Body, winner.Body)
+		}
 	}
 }
 
 // TestInFlightRetriesAnswerBeforeTheWinnerCommits holds the first request inside its
 // transaction (its charge blocks) and shows that retries on both instances are answered 409
-// meanwhile, with nothing committed yet: they do not wait for the winner.
+// meanwhile, with nothing committed yet: they do not wait for the winner. Were they to wait,
+// the client's timeout turns the deadlock into failed requests.
 func TestInFlightRetriesAnswerBeforeTheWinnerCommits(t *testing.T) {
 	t.Parallel()
 	gate := newGatedProcessor()
 	b := setupWithProcessor(t, gate)
 	clients := []*apitest.Client{b.client, b.secondInstance(t).client}
+	t.Cleanup(gate.open) // before the servers close: Close waits for the held request
 	key := newKey()
 
-	first := make(chan *apitest.Response)
+	first := make(chan *apitest.Response, 1)
 	go func() { first <- b.client.Post("/payments", visa(700), apitest.Header("Idempotency-Key", key)) }()
-	<-gate.started // the first request has claimed the key and is charging
+	gate.waitCharging(t) // the first request has claimed the key and is charging
 
 	const n = 16
 	retries := make(chan *apitest.Response, n)
@@ -87,20 +96,15 @@ func TestInFlightRetriesAnswerBeforeTheWinnerCommits(t *testing.T) {
 		}()
 	}
 	for range n {
-		select {
-		case res := <-retries:
-			if res.Status != http.StatusConflict || res.Header.Get("Retry-After") == "" {
-				t.Errorf("retry while in flight: %d %s", res.Status, res.Body)
-			}
-		case <-time.After(10 * time.Second):
-			t.Fatal("retries are waiting for the first request instead of answering 409")
+		if res := <-retries; res.Status != http.StatusConflict || res.Header.Get("Retry-After") == "" {
+			t.Errorf("retry while in flight: %d %s, want 409 with Retry-After", res.Status, res.Body)
 		}
 	}
 	if got := b.count(t, `SELECT count(*) FROM payments`); got != 0 {
 		t.Errorf("%d payments committed while the first request was in flight", got)
 	}
 
-	close(gate.release)
+	gate.open()
 	if res := <-first; res.Status != http.StatusCreated {
 		t.Fatalf("first request: %d %s", res.Status, res.Body)
 	}
