@@ -46,7 +46,8 @@ func run(args []string) error {
 	if len(args) > 0 {
 		return fmt.Errorf("unknown command %q (want no command, or migrate up|down N|version)", args[0])
 	}
-	ln, err := net.Listen("tcp", cfg.ListenAddr)
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", cfg.ListenAddr)
 	if err != nil {
 		return fmt.Errorf("listen on LISTEN_ADDR %s: %w", cfg.ListenAddr, err)
 	}

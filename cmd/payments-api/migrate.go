@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"strconv"
@@ -11,7 +12,7 @@ import (
 
 // migrateCommand runs `migrate up|down N|version`. The database is created first if missing,
 // like the server does, so `migrate up` also works on a fresh machine.
-func migrateCommand(ctx context.Context, cfg config, args []string, out io.Writer) error {
+func migrateCommand(ctx context.Context, cfg config, args []string, out io.Writer) (err error) {
 	pool, err := db.Open(ctx, cfg.DatabaseURL)
 	if err != nil {
 		return err
@@ -21,7 +22,7 @@ func migrateCommand(ctx context.Context, cfg config, args []string, out io.Write
 	if err != nil {
 		return err
 	}
-	defer m.Close()
+	defer func() { err = errors.Join(err, m.Close()) }()
 
 	switch {
 	case len(args) == 1 && args[0] == "up":
@@ -43,10 +44,10 @@ func migrateCommand(ctx context.Context, cfg config, args []string, out io.Write
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(out, "version %d", version)
+	report := fmt.Sprintf("version %d", version)
 	if dirty {
-		fmt.Fprint(out, " (dirty: a migration failed half-way; fix it by hand, then force the version)")
+		report += " (dirty: a migration failed half-way; fix it by hand, then force the version)"
 	}
-	fmt.Fprintln(out)
-	return nil
+	_, err = fmt.Fprintln(out, report)
+	return err
 }

@@ -46,7 +46,7 @@ type Client struct {
 // NewClient loads the embedded spec (a generated copy of api/openapi.yaml that CI keeps fresh).
 func NewClient(t testing.TB, baseURL, apiKey string) *Client {
 	t.Helper()
-	spec, err := api.GetSwagger()
+	spec, err := api.GetSpec()
 	if err != nil {
 		t.Fatalf("load spec: %v", err)
 	}
@@ -124,8 +124,10 @@ func (c *Client) Do(method, path string, body any, opts ...Option) *Response {
 		c.t.Errorf("%s %s: %v", method, path, err)
 		return &Response{}
 	}
-	defer res.Body.Close()
 	resBody, err := io.ReadAll(res.Body)
+	if closeErr := res.Body.Close(); err == nil {
+		err = closeErr
+	}
 	if err != nil {
 		c.t.Errorf("%s %s: read body: %v", method, path, err)
 	}
@@ -204,7 +206,7 @@ func (c *Client) validateUnrouted(routeErr error, r *Response) error {
 		name, status = "MethodNotAllowed", http.StatusMethodNotAllowed
 	}
 	if r.Status != status {
-		return fmt.Errorf("no operation matches (%v), so the status must be %d", routeErr, status)
+		return fmt.Errorf("no operation matches (%w), so the status must be %d", routeErr, status)
 	}
 	ref := c.spec.Components.Responses[name]
 	for h, hdr := range ref.Value.Headers {

@@ -58,7 +58,8 @@ func createDatabase(ctx context.Context, target *pgx.ConnConfig) error {
 	if err != nil {
 		return fmt.Errorf("connect to create database %q: %w", target.Database, err)
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	// Whether the database now exists does not depend on how the goodbye goes.
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
 	// CREATE DATABASE takes no parameters; the name is quoted as an identifier.
 	_, err = conn.Exec(ctx, "CREATE DATABASE "+pgx.Identifier{target.Database}.Sanitize())
 	var pgErr *pgconn.PgError

@@ -10,6 +10,7 @@ import (
 	"crypto/sha256"
 	"database/sql"
 	"encoding/hex"
+	"errors"
 	"io/fs"
 	"net/url"
 	"os"
@@ -94,6 +95,5 @@ func (migrator) Migrate(_ context.Context, _ *sql.DB, conf pgtestdb.Config) erro
 	if err != nil {
 		return err
 	}
-	defer m.Close()
-	return m.Up()
+	return errors.Join(m.Up(), m.Close())
 }

@@ -45,7 +45,7 @@ var _ api.StrictServerInterface = (*Server)(nil)
 
 // New builds the echo instance with every route from the spec and the middleware in order.
 func New(opts Options) (*echo.Echo, error) {
-	spec, err := api.GetSwagger()
+	spec, err := api.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded spec: %w", err)
 	}

@@ -96,7 +96,9 @@ func schemaFieldErrors(err error, body requestBody) []fieldError {
 		multi openapi3.MultiError
 		leaf  *jsonschema.ValidationError
 	)
-	node, isNode := err.(*openapi3.SchemaError)
+	// Only this node: errors.As would also match inside a MultiError (it implements As) and
+	// so drop its other members.
+	node, isNode := err.(*openapi3.SchemaError) //nolint:errorlint // see above
 	switch {
 	case isNode && node.SchemaField == "propertyNames":
 		return badMemberNames(body)

@@ -44,15 +44,14 @@ func unquoteSFString(s string) (string, bool) {
 	var b strings.Builder
 	inner := s[1 : len(s)-1]
 	for i := 0; i < len(inner); i++ {
-		c := inner[i]
-		switch {
-		case c == '\\':
+		switch c := inner[i]; c {
+		case '\\':
 			i++
 			if i == len(inner) || (inner[i] != '"' && inner[i] != '\\') {
 				return "", false
 			}
 			b.WriteByte(inner[i])
-		case c == '"':
+		case '"':
 			return "", false
 		default:
 			b.WriteByte(c)
