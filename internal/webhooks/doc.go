@@ -1,0 +1,10 @@
+// Package webhooks calls customers back: it signs payloads exactly as Standard Webhooks
+// specifies (and ships a verifier a Go receiver can copy), refuses to dial private, loopback,
+// link-local and metadata addresses (checked on the address actually dialled), sends one
+// attempt with a timeout and no redirects, classifies its outcome, and spaces retries on the
+// Standard Webhooks schedule. It also owns webhook endpoints and delivery records.
+//
+// It imports the domain and database layers and the standard library; domain packages
+// (payments, events) never import it, so no outgoing HTTP call can happen inside their
+// transactions. cmd wires it to the job runner.
+package webhooks

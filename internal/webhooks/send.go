@@ -1,0 +1,167 @@
+package webhooks
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// DefaultTimeout bounds one attempt, from dialling to the response headers (WEBHOOK_TIMEOUT).
+const DefaultTimeout = 10 * time.Second
+
+// maxDrainBytes is how much of a response body is read, so the connection can be reused; the
+// body itself is never stored.
+const maxDrainBytes = 64 << 10
+
+// userAgent names the sender to receivers.
+const userAgent = "payments-api-webhooks/1"
+
+// Outcome is what an attempt means for its delivery.
+type Outcome int
+
+const (
+	// Delivered: the receiver answered 2xx.
+	Delivered Outcome = iota
+	// Retry: anything else that may work later (5xx, 429, 3xx, 4xx, timeouts, refused
+	// connections); RetryAfter is set when the receiver asked for a delay.
+	Retry
+	// Gone: 410, the receiver asks never to be called again; the endpoint is disabled.
+	Gone
+	// Refused: the destination is an address the SSRF guard refuses; retrying cannot help.
+	Refused
+)
+
+// Message is one signed POST: the same ID on every attempt, so receivers can dedupe.
+type Message struct {
+	URL     string
+	ID      string   // webhook-id
+	Body    []byte   // sent and signed byte for byte
+	Secrets []string // one, or two during a rotation
+}
+
+// Result is one attempt's record.
+type Result struct {
+	Outcome    Outcome
+	Status     int // 0 when no response arrived
+	Duration   time.Duration
+	Error      string        // why it failed, for the customer to read; "" when delivered
+	RetryAfter time.Duration // from Retry-After on 429 and 503
+}
+
+// SenderOptions configure a Sender.
+type SenderOptions struct {
+	Timeout              time.Duration // DefaultTimeout when zero
+	AllowPrivateNetworks bool          // dial any address: local development and tests only
+}
+
+// Sender posts webhooks. Safe for concurrent use.
+type Sender struct {
+	client  *http.Client
+	timeout time.Duration
+}
+
+// NewSender builds the HTTP client every attempt goes through. It has no proxy (a proxy
+// would dial on our behalf, past the address check) and follows no redirect (a redirect
+// would send a signed payload somewhere the customer did not register).
+func NewSender(opts SenderOptions) *Sender {
+	if opts.Timeout <= 0 {
+		opts.Timeout = DefaultTimeout
+	}
+	dialer := &net.Dialer{Timeout: opts.Timeout, Control: dialControl}
+	if opts.AllowPrivateNetworks {
+		dialer.Control = nil
+	}
+	transport := &http.Transport{
+		Proxy:                 nil,
+		DialContext:           dialer.DialContext,
+		ForceAttemptHTTP2:     true,
+		TLSHandshakeTimeout:   opts.Timeout,
+		ResponseHeaderTimeout: opts.Timeout,
+		MaxIdleConnsPerHost:   2,
+		IdleConnTimeout:       90 * time.Second,
+	}
+	client := &http.Client{
+		Transport:     transport,
+		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
+	}
+	return &Sender{client: client, timeout: opts.Timeout}
+}
+
+// Send makes one attempt at now (the webhook-timestamp), bounded by the sender's timeout.
+func (s *Sender) Send(ctx context.Context, m Message, now time.Time) Result {
+	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	defer cancel()
+	start := time.Now()
+	res, err := s.post(ctx, m, now)
+	if err != nil {
+		r := Result{Outcome: Retry, Duration: time.Since(start), Error: err.Error()}
+		if errors.Is(err, ErrAddressRefused) {
+			r.Outcome = Refused
+		}
+		return r
+	}
+	defer res.Body.Close()
+	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxDrainBytes))
+	r := classify(res.StatusCode, res.Header.Get("Retry-After"), now)
+	r.Duration = time.Since(start)
+	return r
+}
+
+func (s *Sender) post(ctx context.Context, m Message, now time.Time) (*http.Response, error) {
+	sig, err := Sign(m.ID, now, m.Body, m.Secrets...)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, m.URL, bytes.NewReader(m.Body))
+	if err != nil {
+		return nil, fmt.Errorf("build request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", userAgent)
+	req.Header.Set(HeaderID, m.ID)
+	req.Header.Set(HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(HeaderSignature, sig)
+	return s.client.Do(req)
+}
+
+// classify maps a response status to its outcome.
+func classify(status int, retryAfter string, now time.Time) Result {
+	r := Result{Status: status}
+	switch {
+	case status >= 200 && status < 300:
+		r.Outcome = Delivered
+		return r
+	case status == http.StatusGone:
+		r.Outcome = Gone
+	default:
+		r.Outcome = Retry
+	}
+	r.Error = fmt.Sprintf("receiver answered %d %s", status, http.StatusText(status))
+	if status == http.StatusTooManyRequests || status == http.StatusServiceUnavailable {
+		r.RetryAfter = parseRetryAfter(retryAfter, now)
+	}
+	return r
+}
+
+// maxRetryAfter caps a receiver's Retry-After at the longest step of the default schedule.
+const maxRetryAfter = 24 * time.Hour
+
+// parseRetryAfter reads delay-seconds or an HTTP-date (RFC 9110); 0 when absent or invalid.
+func parseRetryAfter(v string, now time.Time) time.Duration {
+	if v == "" {
+		return 0
+	}
+	var d time.Duration
+	if secs, err := strconv.ParseInt(v, 10, 64); err == nil {
+		d = time.Duration(min(max(secs, 0), int64(maxRetryAfter/time.Second))) * time.Second
+	} else if t, err := http.ParseTime(v); err == nil {
+		d = t.Sub(now)
+	}
+	return min(max(d, 0), maxRetryAfter)
+}

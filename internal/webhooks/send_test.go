@@ -1,0 +1,150 @@
+package webhooks_test
+
+import (
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/payments-api/payments-api/internal/webhooks"
+)
+
+// received is what a test receiver saw of one request.
+type received struct {
+	header http.Header
+	body   []byte
+}
+
+// receiver answers with reply and hands each request it read to the returned channel.
+func receiver(t *testing.T, reply http.HandlerFunc) (*httptest.Server, <-chan received) {
+	t.Helper()
+	got := make(chan received, 10)
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		got <- received{r.Header.Clone(), b}
+		reply(w, r)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, got
+}
+
+func status(code int, header ...string) http.HandlerFunc {
+	return func(w http.ResponseWriter, _ *http.Request) {
+		for i := 0; i+1 < len(header); i += 2 {
+			w.Header().Set(header[i], header[i+1])
+		}
+		w.WriteHeader(code)
+	}
+}
+
+func localSender(timeout time.Duration) *webhooks.Sender {
+	return webhooks.NewSender(webhooks.SenderOptions{Timeout: timeout, AllowPrivateNetworks: true})
+}
+
+func TestSendSignsTheBytesItSends(t *testing.T) {
+	srv, got := receiver(t, status(http.StatusNoContent))
+	secret := webhooks.NewSecret()
+	msg := webhooks.Message{URL: srv.URL, ID: "msg_send", Body: body, Secrets: []string{secret}}
+	sender := localSender(time.Second)
+
+	first := time.Now().Add(-time.Minute)
+	for _, at := range []time.Time{first, time.Now()} {
+		res := sender.Send(context.Background(), msg, at)
+		if res.Outcome != webhooks.Delivered || res.Status != http.StatusNoContent || res.Error != "" {
+			t.Fatalf("result %+v, want delivered 204", res)
+		}
+		r := <-got
+		if string(r.body) != string(body) || r.header.Get("Content-Type") != "application/json" {
+			t.Fatalf("received %q as %q", r.body, r.header.Get("Content-Type"))
+		}
+		if r.header.Get(webhooks.HeaderID) != "msg_send" || r.header.Get(webhooks.HeaderTimestamp) != strconv.FormatInt(at.Unix(), 10) {
+			t.Fatalf("id %q timestamp %q, want msg_send and %d", r.header.Get(webhooks.HeaderID), r.header.Get(webhooks.HeaderTimestamp), at.Unix())
+		}
+		if err := verifier(t, secret).VerifyAt(r.header, r.body, at); err != nil {
+			t.Fatalf("our verifier: %v", err)
+		}
+		if err := official(t, secret).VerifyIgnoringTimestamp(r.body, r.header); err != nil {
+			t.Fatalf("official library: %v", err)
+		}
+	}
+}
+
+func TestSendClassifiesResponses(t *testing.T) {
+	date := time.Now().Add(90 * time.Second).UTC().Format(http.TimeFormat)
+	cases := []struct {
+		name       string
+		reply      http.HandlerFunc
+		outcome    webhooks.Outcome
+		retryAfter time.Duration // at least
+	}{
+		{"200", status(http.StatusOK), webhooks.Delivered, 0},
+		{"299", status(299), webhooks.Delivered, 0},
+		{"500", status(http.StatusInternalServerError), webhooks.Retry, 0},
+		{"400", status(http.StatusBadRequest), webhooks.Retry, 0},
+		{"410 disables", status(http.StatusGone), webhooks.Gone, 0},
+		{"429 seconds", status(http.StatusTooManyRequests, "Retry-After", "7"), webhooks.Retry, 7 * time.Second},
+		{"503 date", status(http.StatusServiceUnavailable, "Retry-After", date), webhooks.Retry, 80 * time.Second},
+		{"500 ignores Retry-After", status(http.StatusInternalServerError, "Retry-After", "7"), webhooks.Retry, 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, _ := receiver(t, tc.reply)
+			res := localSender(time.Second).Send(context.Background(), webhooks.Message{
+				URL: srv.URL, ID: "msg_c", Body: body, Secrets: []string{webhooks.NewSecret()},
+			}, time.Now())
+			if res.Outcome != tc.outcome || res.RetryAfter < tc.retryAfter || (tc.retryAfter == 0 && res.RetryAfter != 0) {
+				t.Fatalf("result %+v, want outcome %v, Retry-After %s", res, tc.outcome, tc.retryAfter)
+			}
+			if (tc.outcome == webhooks.Delivered) != (res.Error == "") {
+				t.Fatalf("error %q for outcome %v", res.Error, res.Outcome)
+			}
+		})
+	}
+}
+
+func TestSendNeverFollowsRedirects(t *testing.T) {
+	var reached atomic.Bool
+	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached.Store(true) }))
+	defer target.Close()
+	srv, _ := receiver(t, status(http.StatusTemporaryRedirect, "Location", target.URL))
+
+	res := localSender(time.Second).Send(context.Background(), webhooks.Message{
+		URL: srv.URL, ID: "msg_r", Body: body, Secrets: []string{webhooks.NewSecret()},
+	}, time.Now())
+	if res.Outcome != webhooks.Retry || res.Status != http.StatusTemporaryRedirect || reached.Load() {
+		t.Fatalf("result %+v, redirect target reached: %v", res, reached.Load())
+	}
+}
+
+func TestSendTimesOutOnAHungReceiver(t *testing.T) {
+	release := make(chan struct{})
+	srv, _ := receiver(t, func(http.ResponseWriter, *http.Request) { <-release })
+	defer close(release) // before srv.Close, which waits for the handler
+
+	res := localSender(200*time.Millisecond).Send(context.Background(), webhooks.Message{
+		URL: srv.URL, ID: "msg_h", Body: body, Secrets: []string{webhooks.NewSecret()},
+	}, time.Now())
+	if res.Outcome != webhooks.Retry || res.Status != 0 || res.Error == "" {
+		t.Fatalf("result %+v, want a retry without a status", res)
+	}
+	if res.Duration > 2*time.Second {
+		t.Fatalf("the attempt took %s despite a 200ms timeout", res.Duration)
+	}
+}
+
+func TestSendRefusesPrivateAddressesUnlessAllowed(t *testing.T) {
+	srv, got := receiver(t, status(http.StatusOK))
+	msg := webhooks.Message{URL: srv.URL, ID: "msg_p", Body: body, Secrets: []string{webhooks.NewSecret()}}
+
+	res := webhooks.NewSender(webhooks.SenderOptions{Timeout: time.Second}).Send(context.Background(), msg, time.Now())
+	if res.Outcome != webhooks.Refused || len(got) != 0 {
+		t.Fatalf("result %+v with %d requests received, want Refused and none", res, len(got))
+	}
+	if res := localSender(time.Second).Send(context.Background(), msg, time.Now()); res.Outcome != webhooks.Delivered {
+		t.Fatalf("with private networks allowed: %+v", res)
+	}
+}
