@@ -21,6 +21,10 @@ type config struct {
 	ProcessorLatency time.Duration `env:"PROCESSOR_LATENCY" envDefault:"0s"`
 	IdempotencyTTL   time.Duration `env:"IDEMPOTENCY_KEY_TTL" envDefault:"24h"`
 	LogLevel         string        `env:"LOG_LEVEL" envDefault:"info"`
+
+	WebhookAllowPrivateNetworks bool            `env:"WEBHOOK_ALLOW_PRIVATE_NETWORKS" envDefault:"false"`
+	WebhookRetrySchedule        []time.Duration `env:"WEBHOOK_RETRY_SCHEDULE" envDefault:"5s,5m,30m,2h,5h,10h,14h,20h,24h"`
+	WebhookTimeout              time.Duration   `env:"WEBHOOK_TIMEOUT" envDefault:"10s"`
 }
 
 // loadConfig parses and validates environ (os.Environ's map). A bad value is an error that
@@ -75,6 +79,7 @@ func (c config) validate() error {
 	if c.IdempotencyTTL < time.Minute {
 		errs = append(errs, fmt.Errorf("IDEMPOTENCY_KEY_TTL: must be at least 1m, got %s", c.IdempotencyTTL))
 	}
+	errs = append(errs, c.validateWebhooks()...)
 	if _, ok := logLevels[c.LogLevel]; !ok {
 		errs = append(errs, fmt.Errorf("LOG_LEVEL: %q is not one of debug, info, warn, error", c.LogLevel))
 	}
@@ -88,4 +93,23 @@ func printableASCII(s string) bool {
 		}
 	}
 	return true
+}
+
+// maxRetries bounds WEBHOOK_RETRY_SCHEDULE: the default has 9 retries over about three days.
+const maxRetries = 20
+
+func (c config) validateWebhooks() []error {
+	var errs []error
+	if c.WebhookTimeout < 100*time.Millisecond || c.WebhookTimeout > time.Minute {
+		errs = append(errs, fmt.Errorf("WEBHOOK_TIMEOUT: must be between 100ms and 1m, got %s", c.WebhookTimeout))
+	}
+	if len(c.WebhookRetrySchedule) > maxRetries {
+		errs = append(errs, fmt.Errorf("WEBHOOK_RETRY_SCHEDULE: at most %d retries, got %d", maxRetries, len(c.WebhookRetrySchedule)))
+	}
+	for _, d := range c.WebhookRetrySchedule {
+		if d <= 0 || d > 7*24*time.Hour {
+			errs = append(errs, fmt.Errorf("WEBHOOK_RETRY_SCHEDULE: each delay must be between 0 and 168h, got %s", d))
+		}
+	}
+	return errs
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -33,6 +34,10 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 		{map[string]string{"PROCESSOR_LATENCY": "-5ms"}, "PROCESSOR_LATENCY"},
 		{map[string]string{"IDEMPOTENCY_KEY_TTL": "1s"}, "IDEMPOTENCY_KEY_TTL"},
+		{map[string]string{"WEBHOOK_TIMEOUT": "0s"}, "WEBHOOK_TIMEOUT"},
+		{map[string]string{"WEBHOOK_RETRY_SCHEDULE": "1s,soon"}, "WEBHOOK_RETRY_SCHEDULE"},
+		{map[string]string{"WEBHOOK_RETRY_SCHEDULE": "1s,-1s"}, "WEBHOOK_RETRY_SCHEDULE"},
+		{map[string]string{"WEBHOOK_ALLOW_PRIVATE_NETWORKS": "maybe"}, "WEBHOOK_ALLOW_PRIVATE_NETWORKS"},
 	}
 	for _, tt := range tests {
 		_, err := loadConfig(tt.env)
@@ -49,5 +54,21 @@ func TestConfigParsesLists(t *testing.T) {
 	}
 	if len(cfg.DemoAPIKeys) != 2 || cfg.DemoAPIKeys[1] != "sk_test_bbbbbbbb" {
 		t.Errorf("DEMO_API_KEYS parsed as %q", cfg.DemoAPIKeys)
+	}
+}
+
+func TestConfigWebhookDefaultsAreStandardWebhooks(t *testing.T) {
+	cfg, err := loadConfig(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []time.Duration{5 * time.Second, 5 * time.Minute, 30 * time.Minute, 2 * time.Hour,
+		5 * time.Hour, 10 * time.Hour, 14 * time.Hour, 20 * time.Hour, 24 * time.Hour}
+	if !slices.Equal(cfg.WebhookRetrySchedule, want) || cfg.WebhookTimeout != 10*time.Second || cfg.WebhookAllowPrivateNetworks {
+		t.Errorf("webhook defaults: schedule %v, timeout %s, private %v", cfg.WebhookRetrySchedule, cfg.WebhookTimeout, cfg.WebhookAllowPrivateNetworks)
+	}
+	cfg, err = loadConfig(map[string]string{"WEBHOOK_RETRY_SCHEDULE": "1s,1s,1s"})
+	if err != nil || !slices.Equal(cfg.WebhookRetrySchedule, []time.Duration{time.Second, time.Second, time.Second}) {
+		t.Errorf("WEBHOOK_RETRY_SCHEDULE=1s,1s,1s: %v, %v", cfg.WebhookRetrySchedule, err)
 	}
 }

@@ -11,10 +11,12 @@ import (
 
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
 // sweepInterval is how often expired idempotency keys are deleted.
@@ -47,6 +49,8 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		Logger:      logger,
 		Payments:    payments.NewService(pool, processor.Simulated{Latency: cfg.ProcessorLatency}),
 		Idempotency: keys,
+		Events:      events.NewService(pool),
+		Webhooks:    webhooks.NewService(pool, webhooks.URLPolicy{AllowPrivateNetworks: cfg.WebhookAllowPrivateNetworks}),
 	})
 	if err != nil {
 		return err

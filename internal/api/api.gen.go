@@ -9,6 +9,7 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -62,6 +63,69 @@ func (e CreateRefundRequestReason) Valid() bool {
 	case CreateRefundRequestReasonFraudulent:
 		return true
 	case CreateRefundRequestReasonRequestedByCustomer:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateWebhookEndpointRequestEnabledEvents.
+const (
+	CreateWebhookEndpointRequestEnabledEventsAsterisk         CreateWebhookEndpointRequestEnabledEvents = "*"
+	CreateWebhookEndpointRequestEnabledEventsPaymentFailed    CreateWebhookEndpointRequestEnabledEvents = "payment.failed"
+	CreateWebhookEndpointRequestEnabledEventsPaymentSucceeded CreateWebhookEndpointRequestEnabledEvents = "payment.succeeded"
+	CreateWebhookEndpointRequestEnabledEventsPaymentUpdated   CreateWebhookEndpointRequestEnabledEvents = "payment.updated"
+	CreateWebhookEndpointRequestEnabledEventsRefundSucceeded  CreateWebhookEndpointRequestEnabledEvents = "refund.succeeded"
+	CreateWebhookEndpointRequestEnabledEventsReportFailed     CreateWebhookEndpointRequestEnabledEvents = "report.failed"
+	CreateWebhookEndpointRequestEnabledEventsReportSucceeded  CreateWebhookEndpointRequestEnabledEvents = "report.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the CreateWebhookEndpointRequestEnabledEvents enum.
+func (e CreateWebhookEndpointRequestEnabledEvents) Valid() bool {
+	switch e {
+	case CreateWebhookEndpointRequestEnabledEventsAsterisk:
+		return true
+	case CreateWebhookEndpointRequestEnabledEventsPaymentFailed:
+		return true
+	case CreateWebhookEndpointRequestEnabledEventsPaymentSucceeded:
+		return true
+	case CreateWebhookEndpointRequestEnabledEventsPaymentUpdated:
+		return true
+	case CreateWebhookEndpointRequestEnabledEventsRefundSucceeded:
+		return true
+	case CreateWebhookEndpointRequestEnabledEventsReportFailed:
+		return true
+	case CreateWebhookEndpointRequestEnabledEventsReportSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for EventType.
+const (
+	EventTypePaymentFailed    EventType = "payment.failed"
+	EventTypePaymentSucceeded EventType = "payment.succeeded"
+	EventTypePaymentUpdated   EventType = "payment.updated"
+	EventTypeRefundSucceeded  EventType = "refund.succeeded"
+	EventTypeReportFailed     EventType = "report.failed"
+	EventTypeReportSucceeded  EventType = "report.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the EventType enum.
+func (e EventType) Valid() bool {
+	switch e {
+	case EventTypePaymentFailed:
+		return true
+	case EventTypePaymentSucceeded:
+		return true
+	case EventTypePaymentUpdated:
+		return true
+	case EventTypeRefundSucceeded:
+		return true
+	case EventTypeReportFailed:
+		return true
+	case EventTypeReportSucceeded:
 		return true
 	default:
 		return false
@@ -167,6 +231,75 @@ func (e RefundStatus) Valid() bool {
 	}
 }
 
+// Defines values for WebhookDeliveryStatus.
+const (
+	WebhookDeliveryStatusFailed    WebhookDeliveryStatus = "failed"
+	WebhookDeliveryStatusPending   WebhookDeliveryStatus = "pending"
+	WebhookDeliveryStatusSucceeded WebhookDeliveryStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the WebhookDeliveryStatus enum.
+func (e WebhookDeliveryStatus) Valid() bool {
+	switch e {
+	case WebhookDeliveryStatusFailed:
+		return true
+	case WebhookDeliveryStatusPending:
+		return true
+	case WebhookDeliveryStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookEndpointDisabledReason.
+const (
+	WebhookEndpointDisabledReasonFailing     WebhookEndpointDisabledReason = "failing"
+	WebhookEndpointDisabledReasonGone        WebhookEndpointDisabledReason = "gone"
+	WebhookEndpointDisabledReasonLessThannil WebhookEndpointDisabledReason = "<nil>"
+	WebhookEndpointDisabledReasonRequested   WebhookEndpointDisabledReason = "requested"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEndpointDisabledReason enum.
+func (e WebhookEndpointDisabledReason) Valid() bool {
+	switch e {
+	case WebhookEndpointDisabledReasonFailing:
+		return true
+	case WebhookEndpointDisabledReasonGone:
+		return true
+	case WebhookEndpointDisabledReasonLessThannil:
+		return true
+	case WebhookEndpointDisabledReasonRequested:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for WebhookEndpointWithSecretDisabledReason.
+const (
+	WebhookEndpointWithSecretDisabledReasonFailing     WebhookEndpointWithSecretDisabledReason = "failing"
+	WebhookEndpointWithSecretDisabledReasonGone        WebhookEndpointWithSecretDisabledReason = "gone"
+	WebhookEndpointWithSecretDisabledReasonLessThannil WebhookEndpointWithSecretDisabledReason = "<nil>"
+	WebhookEndpointWithSecretDisabledReasonRequested   WebhookEndpointWithSecretDisabledReason = "requested"
+)
+
+// Valid indicates whether the value is a known member of the WebhookEndpointWithSecretDisabledReason enum.
+func (e WebhookEndpointWithSecretDisabledReason) Valid() bool {
+	switch e {
+	case WebhookEndpointWithSecretDisabledReasonFailing:
+		return true
+	case WebhookEndpointWithSecretDisabledReasonGone:
+		return true
+	case WebhookEndpointWithSecretDisabledReasonLessThannil:
+		return true
+	case WebhookEndpointWithSecretDisabledReasonRequested:
+		return true
+	default:
+		return false
+	}
+}
+
 // Account defines model for Account.
 type Account struct {
 	CreatedAt time.Time `json:"created_at"`
@@ -210,10 +343,51 @@ type CreateRefundRequest struct {
 // CreateRefundRequestReason defines model for CreateRefundRequest.Reason.
 type CreateRefundRequestReason string
 
+// CreateWebhookEndpointRequest defines model for CreateWebhookEndpointRequest.
+type CreateWebhookEndpointRequest struct {
+	Description *string `json:"description,omitempty"`
+
+	// EnabledEvents Event types, or `["*"]` for every type, including types added later.
+	EnabledEvents []CreateWebhookEndpointRequestEnabledEvents `json:"enabled_events"`
+
+	// Url Where to POST events; see `WebhookURL`.
+	Url string `json:"url"`
+}
+
+// CreateWebhookEndpointRequestEnabledEvents defines model for CreateWebhookEndpointRequest.EnabledEvents.
+type CreateWebhookEndpointRequestEnabledEvents string
+
 // Currency Lowercase ISO 4217 currency code.
 //
 // Examples: usd
 type Currency = string
+
+// EnabledEvents Event types, or `["*"]` for every type, including types added later.
+type EnabledEvents = []string
+
+// Event defines model for Event.
+type Event struct {
+	// CreatedAt When the change was committed; the webhook payload's `timestamp`.
+	CreatedAt time.Time `json:"created_at"`
+
+	// Data The resource as the API showed it right after the change: a `Payment` for
+	// `payment.*`, a `Refund` for `refund.*`, the report's job for `report.*`. The
+	// `webhooks` section gives each type's exact schema.
+	Data map[string]interface{} `json:"data"`
+	Id   string                 `json:"id"`
+
+	// Type What happened; each type is described in the `webhooks` section.
+	Type EventType `json:"type"`
+}
+
+// EventList defines model for EventList.
+type EventList struct {
+	Data    []Event `json:"data"`
+	HasMore bool    `json:"has_more"`
+}
+
+// EventType What happened; each type is described in the `webhooks` section.
+type EventType string
 
 // FieldError defines model for FieldError.
 type FieldError struct {
@@ -260,6 +434,13 @@ type Payment struct {
 // PaymentFailureCode Why a failed payment was declined.
 type PaymentFailureCode string
 
+// PaymentFailedWebhook defines model for PaymentFailedWebhook.
+type PaymentFailedWebhook struct {
+	Data      Payment     `json:"data"`
+	Timestamp time.Time   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
 // PaymentList defines model for PaymentList.
 type PaymentList struct {
 	Data []Payment `json:"data"`
@@ -271,6 +452,20 @@ type PaymentList struct {
 // PaymentStatus defines model for PaymentStatus.
 type PaymentStatus string
 
+// PaymentSucceededWebhook defines model for PaymentSucceededWebhook.
+type PaymentSucceededWebhook struct {
+	Data      Payment     `json:"data"`
+	Timestamp time.Time   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// PaymentUpdatedWebhook defines model for PaymentUpdatedWebhook.
+type PaymentUpdatedWebhook struct {
+	Data      Payment     `json:"data"`
+	Timestamp time.Time   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
 // Problem An RFC 9457 problem details object.
 type Problem struct {
 	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
@@ -281,6 +476,9 @@ type Problem struct {
 
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
+
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
@@ -307,6 +505,12 @@ type Problem struct {
 	//
 	// Examples: /problems/not-found
 	Type string `json:"type"`
+}
+
+// RedeliverEventRequest defines model for RedeliverEventRequest.
+type RedeliverEventRequest struct {
+	// EndpointId Send only to this endpoint. Omit to send to every subscribed enabled endpoint.
+	EndpointId *string `json:"endpoint_id,omitempty"`
 }
 
 // Refund defines model for Refund.
@@ -339,11 +543,171 @@ type RefundList struct {
 	HasMore bool     `json:"has_more"`
 }
 
+// RefundSucceededWebhook defines model for RefundSucceededWebhook.
+type RefundSucceededWebhook struct {
+	Data      Refund      `json:"data"`
+	Timestamp time.Time   `json:"timestamp"`
+	Type      interface{} `json:"type"`
+}
+
+// ReportFailedWebhook defines model for ReportFailedWebhook.
+type ReportFailedWebhook struct {
+	// Data The report's job as `GET /jobs/{id}` shows it, with `error`.
+	Data      map[string]interface{} `json:"data"`
+	Timestamp time.Time              `json:"timestamp"`
+	Type      interface{}            `json:"type"`
+}
+
+// ReportSucceededWebhook defines model for ReportSucceededWebhook.
+type ReportSucceededWebhook struct {
+	// Data The report's job as `GET /jobs/{id}` shows it, with `result`.
+	Data      map[string]interface{} `json:"data"`
+	Timestamp time.Time              `json:"timestamp"`
+	Type      interface{}            `json:"type"`
+}
+
 // UpdatePaymentRequest defines model for UpdatePaymentRequest.
 type UpdatePaymentRequest struct {
 	Description nullable.Nullable[string]             `json:"description,omitempty"`
 	Metadata    nullable.Nullable[map[string]*string] `json:"metadata,omitempty"`
 }
+
+// UpdateWebhookEndpointRequest defines model for UpdateWebhookEndpointRequest.
+type UpdateWebhookEndpointRequest struct {
+	Description nullable.Nullable[string] `json:"description,omitempty"`
+	Disabled    *bool                     `json:"disabled,omitempty"`
+
+	// EnabledEvents Event types, or `["*"]` for every type, including types added later.
+	EnabledEvents *EnabledEvents `json:"enabled_events,omitempty"`
+
+	// Url Where to POST events: `https`, or `http` only where the operator allows private
+	// networks (local development). Never a private, loopback, link-local or metadata
+	// address: that is checked on registration and again on every address dialled.
+	//
+	//
+	// Examples: https://example.com/webhooks/payments
+	Url *WebhookURL `json:"url,omitempty"`
+}
+
+// WebhookAttempt defines model for WebhookAttempt.
+type WebhookAttempt struct {
+	// Attempt 1 for the first attempt of the delivery, counting on across redeliveries.
+	Attempt     int       `json:"attempt"`
+	AttemptedAt time.Time `json:"attempted_at"`
+	DurationMs  int       `json:"duration_ms"`
+
+	// Error What went wrong; `null` when the receiver answered 2xx.
+	Error nullable.Nullable[string] `json:"error"`
+
+	// ResponseStatus The receiver's HTTP status; `null` when no response came (timeout, refused address, connection error).
+	ResponseStatus nullable.Nullable[int] `json:"response_status"`
+}
+
+// WebhookDelivery One event sent to one endpoint: its `id` is the `webhook-id` header, the same on every
+// attempt. `pending` until an attempt gets a 2xx (`succeeded`) or the retry schedule is
+// used up, the address is refused or the endpoint is disabled (`failed`).
+type WebhookDelivery struct {
+	// Attempts Every attempt so far, oldest first.
+	Attempts   []WebhookAttempt `json:"attempts"`
+	CreatedAt  time.Time        `json:"created_at"`
+	EndpointId string           `json:"endpoint_id"`
+	EventId    string           `json:"event_id"`
+
+	// EventType What happened; each type is described in the `webhooks` section.
+	EventType EventType `json:"event_type"`
+	Id        string    `json:"id"`
+
+	// NextAttemptAt When the next attempt is due; `null` once the delivery succeeded or failed.
+	NextAttemptAt nullable.Nullable[time.Time] `json:"next_attempt_at"`
+	Status        WebhookDeliveryStatus        `json:"status"`
+	UpdatedAt     time.Time                    `json:"updated_at"`
+}
+
+// WebhookDeliveryStatus defines model for WebhookDelivery.Status.
+type WebhookDeliveryStatus string
+
+// WebhookDeliveryBatch defines model for WebhookDeliveryBatch.
+type WebhookDeliveryBatch struct {
+	Data []WebhookDelivery `json:"data"`
+}
+
+// WebhookDeliveryList defines model for WebhookDeliveryList.
+type WebhookDeliveryList struct {
+	Data    []WebhookDelivery `json:"data"`
+	HasMore bool              `json:"has_more"`
+}
+
+// WebhookEndpoint defines model for WebhookEndpoint.
+type WebhookEndpoint struct {
+	CreatedAt   time.Time                 `json:"created_at"`
+	Description nullable.Nullable[string] `json:"description"`
+
+	// Disabled A disabled endpoint is sent nothing, not even later, for events created meanwhile.
+	Disabled bool `json:"disabled"`
+
+	// DisabledReason Why the endpoint is disabled: `requested` (by you), `gone` (it answered 410 Gone),
+	// `failing` (every delivery failed for 5 days). `null` while enabled.
+	DisabledReason nullable.Nullable[WebhookEndpointDisabledReason] `json:"disabled_reason"`
+
+	// EnabledEvents Event types, or `["*"]` for every type, including types added later.
+	EnabledEvents EnabledEvents `json:"enabled_events"`
+	Id            string        `json:"id"`
+
+	// PreviousSecretExpiresAt After a rotation, until when the previous secret still signs beside the new one.
+	PreviousSecretExpiresAt nullable.Nullable[time.Time] `json:"previous_secret_expires_at"`
+	UpdatedAt               time.Time                    `json:"updated_at"`
+	Url                     string                       `json:"url"`
+}
+
+// WebhookEndpointDisabledReason Why the endpoint is disabled: `requested` (by you), `gone` (it answered 410 Gone),
+// `failing` (every delivery failed for 5 days). `null` while enabled.
+type WebhookEndpointDisabledReason string
+
+// WebhookEndpointList defines model for WebhookEndpointList.
+type WebhookEndpointList struct {
+	Data    []WebhookEndpoint `json:"data"`
+	HasMore bool              `json:"has_more"`
+}
+
+// WebhookEndpointWithSecret defines model for WebhookEndpointWithSecret.
+type WebhookEndpointWithSecret struct {
+	CreatedAt   time.Time                 `json:"created_at"`
+	Description nullable.Nullable[string] `json:"description"`
+
+	// Disabled A disabled endpoint is sent nothing, not even later, for events created meanwhile.
+	Disabled bool `json:"disabled"`
+
+	// DisabledReason Why the endpoint is disabled: `requested` (by you), `gone` (it answered 410 Gone),
+	// `failing` (every delivery failed for 5 days). `null` while enabled.
+	DisabledReason nullable.Nullable[WebhookEndpointWithSecretDisabledReason] `json:"disabled_reason"`
+
+	// EnabledEvents Event types, or `["*"]` for every type, including types added later.
+	EnabledEvents EnabledEvents `json:"enabled_events"`
+	Id            string        `json:"id"`
+
+	// PreviousSecretExpiresAt After a rotation, until when the previous secret still signs beside the new one.
+	PreviousSecretExpiresAt nullable.Nullable[time.Time] `json:"previous_secret_expires_at"`
+
+	// Secret The signing secret, `whsec_` + base64 of 32 random bytes. Shown only when the
+	// endpoint is created and when the secret is rotated.
+	Secret    string    `json:"secret"`
+	UpdatedAt time.Time `json:"updated_at"`
+	Url       string    `json:"url"`
+}
+
+// WebhookEndpointWithSecretDisabledReason Why the endpoint is disabled: `requested` (by you), `gone` (it answered 410 Gone),
+// `failing` (every delivery failed for 5 days). `null` while enabled.
+type WebhookEndpointWithSecretDisabledReason string
+
+// WebhookURL Where to POST events: `https`, or `http` only where the operator allows private
+// networks (local development). Never a private, loopback, link-local or metadata
+// address: that is checked on registration and again on every address dialled.
+//
+// Examples: https://example.com/webhooks/payments
+type WebhookURL = string
+
+// EventID defines model for EventID.
+type EventID = string
 
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
@@ -360,6 +724,18 @@ type Limit = int
 // PaymentID defines model for PaymentID.
 type PaymentID = string
 
+// WebhookEndpointID defines model for WebhookEndpointID.
+type WebhookEndpointID = string
+
+// WebhookIDHeader defines model for WebhookIDHeader.
+type WebhookIDHeader = string
+
+// WebhookSignatureHeader defines model for WebhookSignatureHeader.
+type WebhookSignatureHeader = string
+
+// WebhookTimestampHeader defines model for WebhookTimestampHeader.
+type WebhookTimestampHeader = string
+
 // BadRequest defines model for BadRequest.
 type BadRequest struct {
 	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
@@ -370,6 +746,9 @@ type BadRequest struct {
 
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
+
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
@@ -406,6 +785,9 @@ type IdempotencyKeyInUse struct {
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
+
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -437,6 +819,9 @@ type IdempotencyKeyReused struct {
 
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
+
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
@@ -470,6 +855,9 @@ type InternalError struct {
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
+
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -501,6 +889,9 @@ type MethodNotAllowed struct {
 
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
+
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
@@ -534,6 +925,9 @@ type NotFound struct {
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
+
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -565,6 +959,9 @@ type PayloadTooLarge struct {
 
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
+
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
@@ -598,6 +995,9 @@ type PaymentDeclined struct {
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
+
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -629,6 +1029,9 @@ type PreconditionFailed struct {
 
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
+
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
@@ -662,6 +1065,9 @@ type PreconditionRequired struct {
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
+
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -693,6 +1099,9 @@ type ProcessorUnavailable struct {
 
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
+
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
@@ -726,6 +1135,9 @@ type ServiceUnavailable struct {
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
+
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -757,6 +1169,9 @@ type TooManyRequests struct {
 
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
+
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
 
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
@@ -790,6 +1205,9 @@ type Unauthorized struct {
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
+
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -822,6 +1240,9 @@ type UnsupportedMediaType struct {
 	// Detail An explanation specific to this occurrence.
 	Detail *string `json:"detail,omitempty"`
 
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
+
 	// Errors For `invalid-request`, one entry per invalid field.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -841,6 +1262,53 @@ type UnsupportedMediaType struct {
 	// Title A short summary of the problem type; the same for every occurrence.
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
+}
+
+// WebhookEndpointDisabled defines model for WebhookEndpointDisabled.
+type WebhookEndpointDisabled struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
+	// Detail An explanation specific to this occurrence.
+	Detail *string `json:"detail,omitempty"`
+
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId string `json:"endpoint_id"`
+
+	// Errors For `invalid-request`, one entry per invalid field.
+	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
+	// Instance The request path this problem occurred on.
+	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
+	PaymentId *string `json:"payment_id,omitempty"`
+
+	// RequestId The `Request-Id` of the request, for support.
+	RequestId *string     `json:"request_id,omitempty"`
+	Status    interface{} `json:"status"`
+
+	// Title A short summary of the problem type; the same for every occurrence.
+	Title string      `json:"title"`
+	Type  interface{} `json:"type"`
+}
+
+// ListEventsParams defines parameters for ListEvents.
+type ListEventsParams struct {
+	// Limit How many items to return (1-100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// StartingAfter The id of the last event of the previous page.
+	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+
+	// Type Only events of this type.
+	Type *EventType `form:"type,omitempty" json:"type,omitempty"`
 }
 
 // ListPaymentsParams defines parameters for ListPayments.
@@ -910,6 +1378,136 @@ type CreateRefundParams struct {
 	IfMatch *string `json:"If-Match,omitempty"`
 }
 
+// ListWebhookEndpointsParams defines parameters for ListWebhookEndpoints.
+type ListWebhookEndpointsParams struct {
+	// Limit How many items to return (1-100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// StartingAfter The id of the last endpoint of the previous page.
+	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+}
+
+// UpdateWebhookEndpointParams defines parameters for UpdateWebhookEndpoint.
+type UpdateWebhookEndpointParams struct {
+	// IfMatch The `ETag` you last read (or a comma-separated list, or `*` for any). Required: without
+	// it the update is refused with 428. Weak tags (`W/"..."`) never match (RFC 9110).
+	IfMatch *IfMatch `json:"If-Match,omitempty"`
+}
+
+// ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
+type ListWebhookDeliveriesParams struct {
+	// Limit How many items to return (1-100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// StartingAfter The id of the last delivery of the previous page.
+	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+}
+
+// PaymentFailedWebhookParams defines parameters for PaymentFailedWebhook.
+type PaymentFailedWebhookParams struct {
+	// WebhookId The message id: the same on every retry of this delivery (and on a redelivery to this
+	// endpoint), different for every other. Process each id once: delivery is at least once.
+	WebhookId WebhookIDHeader `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was signed, in integer seconds since the Unix epoch; fresh on every
+	// attempt. Refuse a timestamp more than 5 minutes from your clock: that bounds replays.
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` followed by the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`
+	// (the raw body bytes as received), keyed with the base64-decoded part of the endpoint's
+	// secret after `whsec_`. During a secret rotation two signatures are sent, space
+	// separated; accept the request if any matches, and compare in constant time.
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+}
+
+// PaymentSucceededWebhookParams defines parameters for PaymentSucceededWebhook.
+type PaymentSucceededWebhookParams struct {
+	// WebhookId The message id: the same on every retry of this delivery (and on a redelivery to this
+	// endpoint), different for every other. Process each id once: delivery is at least once.
+	WebhookId WebhookIDHeader `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was signed, in integer seconds since the Unix epoch; fresh on every
+	// attempt. Refuse a timestamp more than 5 minutes from your clock: that bounds replays.
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` followed by the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`
+	// (the raw body bytes as received), keyed with the base64-decoded part of the endpoint's
+	// secret after `whsec_`. During a secret rotation two signatures are sent, space
+	// separated; accept the request if any matches, and compare in constant time.
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+}
+
+// PaymentUpdatedWebhookParams defines parameters for PaymentUpdatedWebhook.
+type PaymentUpdatedWebhookParams struct {
+	// WebhookId The message id: the same on every retry of this delivery (and on a redelivery to this
+	// endpoint), different for every other. Process each id once: delivery is at least once.
+	WebhookId WebhookIDHeader `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was signed, in integer seconds since the Unix epoch; fresh on every
+	// attempt. Refuse a timestamp more than 5 minutes from your clock: that bounds replays.
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` followed by the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`
+	// (the raw body bytes as received), keyed with the base64-decoded part of the endpoint's
+	// secret after `whsec_`. During a secret rotation two signatures are sent, space
+	// separated; accept the request if any matches, and compare in constant time.
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+}
+
+// RefundSucceededWebhookParams defines parameters for RefundSucceededWebhook.
+type RefundSucceededWebhookParams struct {
+	// WebhookId The message id: the same on every retry of this delivery (and on a redelivery to this
+	// endpoint), different for every other. Process each id once: delivery is at least once.
+	WebhookId WebhookIDHeader `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was signed, in integer seconds since the Unix epoch; fresh on every
+	// attempt. Refuse a timestamp more than 5 minutes from your clock: that bounds replays.
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` followed by the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`
+	// (the raw body bytes as received), keyed with the base64-decoded part of the endpoint's
+	// secret after `whsec_`. During a secret rotation two signatures are sent, space
+	// separated; accept the request if any matches, and compare in constant time.
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+}
+
+// ReportFailedWebhookParams defines parameters for ReportFailedWebhook.
+type ReportFailedWebhookParams struct {
+	// WebhookId The message id: the same on every retry of this delivery (and on a redelivery to this
+	// endpoint), different for every other. Process each id once: delivery is at least once.
+	WebhookId WebhookIDHeader `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was signed, in integer seconds since the Unix epoch; fresh on every
+	// attempt. Refuse a timestamp more than 5 minutes from your clock: that bounds replays.
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` followed by the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`
+	// (the raw body bytes as received), keyed with the base64-decoded part of the endpoint's
+	// secret after `whsec_`. During a secret rotation two signatures are sent, space
+	// separated; accept the request if any matches, and compare in constant time.
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+}
+
+// ReportSucceededWebhookParams defines parameters for ReportSucceededWebhook.
+type ReportSucceededWebhookParams struct {
+	// WebhookId The message id: the same on every retry of this delivery (and on a redelivery to this
+	// endpoint), different for every other. Process each id once: delivery is at least once.
+	WebhookId WebhookIDHeader `json:"webhook-id"`
+
+	// WebhookTimestamp When this attempt was signed, in integer seconds since the Unix epoch; fresh on every
+	// attempt. Refuse a timestamp more than 5 minutes from your clock: that bounds replays.
+	WebhookTimestamp WebhookTimestampHeader `json:"webhook-timestamp"`
+
+	// WebhookSignature `v1,` followed by the base64 HMAC-SHA256 of `{webhook-id}.{webhook-timestamp}.{body}`
+	// (the raw body bytes as received), keyed with the base64-decoded part of the endpoint's
+	// secret after `whsec_`. During a secret rotation two signatures are sent, space
+	// separated; accept the request if any matches, and compare in constant time.
+	WebhookSignature WebhookSignatureHeader `json:"webhook-signature"`
+}
+
+// RedeliverEventJSONRequestBody defines body for RedeliverEvent for application/json ContentType.
+type RedeliverEventJSONRequestBody = RedeliverEventRequest
+
 // CreatePaymentJSONRequestBody defines body for CreatePayment for application/json ContentType.
 type CreatePaymentJSONRequestBody = CreatePaymentRequest
 
@@ -922,11 +1520,47 @@ type UpdatePaymentApplicationMergePatchPlusJSONRequestBody = UpdatePaymentReques
 // CreateRefundJSONRequestBody defines body for CreateRefund for application/json ContentType.
 type CreateRefundJSONRequestBody = CreateRefundRequest
 
+// CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
+type CreateWebhookEndpointJSONRequestBody = CreateWebhookEndpointRequest
+
+// UpdateWebhookEndpointJSONRequestBody defines body for UpdateWebhookEndpoint for application/json ContentType.
+type UpdateWebhookEndpointJSONRequestBody = UpdateWebhookEndpointRequest
+
+// UpdateWebhookEndpointApplicationMergePatchPlusJSONRequestBody defines body for UpdateWebhookEndpoint for application/merge-patch+json ContentType.
+type UpdateWebhookEndpointApplicationMergePatchPlusJSONRequestBody = UpdateWebhookEndpointRequest
+
+// PaymentFailedWebhookJSONRequestBody defines body for PaymentFailedWebhook for application/json ContentType.
+type PaymentFailedWebhookJSONRequestBody = PaymentFailedWebhook
+
+// PaymentSucceededWebhookJSONRequestBody defines body for PaymentSucceededWebhook for application/json ContentType.
+type PaymentSucceededWebhookJSONRequestBody = PaymentSucceededWebhook
+
+// PaymentUpdatedWebhookJSONRequestBody defines body for PaymentUpdatedWebhook for application/json ContentType.
+type PaymentUpdatedWebhookJSONRequestBody = PaymentUpdatedWebhook
+
+// RefundSucceededWebhookJSONRequestBody defines body for RefundSucceededWebhook for application/json ContentType.
+type RefundSucceededWebhookJSONRequestBody = RefundSucceededWebhook
+
+// ReportFailedWebhookJSONRequestBody defines body for ReportFailedWebhook for application/json ContentType.
+type ReportFailedWebhookJSONRequestBody = ReportFailedWebhook
+
+// ReportSucceededWebhookJSONRequestBody defines body for ReportSucceededWebhook for application/json ContentType.
+type ReportSucceededWebhookJSONRequestBody = ReportSucceededWebhook
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetAccount The account the API key belongs to
 	// (GET /account)
 	GetAccount(ctx echo.Context) error
+	// ListEvents List events
+	// (GET /events)
+	ListEvents(ctx echo.Context, params ListEventsParams) error
+	// GetEvent Get an event
+	// (GET /events/{id})
+	GetEvent(ctx echo.Context, id EventID) error
+	// RedeliverEvent Send an event again
+	// (POST /events/{id}/redeliver)
+	RedeliverEvent(ctx echo.Context, id EventID) error
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx echo.Context) error
@@ -963,6 +1597,27 @@ type ServerInterface interface {
 	// GetRefund Get a refund
 	// (GET /refunds/{id})
 	GetRefund(ctx echo.Context, id string) error
+	// ListWebhookEndpoints List webhook endpoints
+	// (GET /webhook-endpoints)
+	ListWebhookEndpoints(ctx echo.Context, params ListWebhookEndpointsParams) error
+	// CreateWebhookEndpoint Register a webhook endpoint
+	// (POST /webhook-endpoints)
+	CreateWebhookEndpoint(ctx echo.Context) error
+	// DeleteWebhookEndpoint Delete a webhook endpoint
+	// (DELETE /webhook-endpoints/{id})
+	DeleteWebhookEndpoint(ctx echo.Context, id WebhookEndpointID) error
+	// GetWebhookEndpoint Get a webhook endpoint
+	// (GET /webhook-endpoints/{id})
+	GetWebhookEndpoint(ctx echo.Context, id WebhookEndpointID) error
+	// UpdateWebhookEndpoint Update a webhook endpoint
+	// (PATCH /webhook-endpoints/{id})
+	UpdateWebhookEndpoint(ctx echo.Context, id WebhookEndpointID, params UpdateWebhookEndpointParams) error
+	// ListWebhookDeliveries List an endpoint's deliveries and their attempts
+	// (GET /webhook-endpoints/{id}/deliveries)
+	ListWebhookDeliveries(ctx echo.Context, id WebhookEndpointID, params ListWebhookDeliveriesParams) error
+	// RotateWebhookEndpointSecret Rotate the signing secret
+	// (POST /webhook-endpoints/{id}/rotate-secret)
+	RotateWebhookEndpointSecret(ctx echo.Context, id WebhookEndpointID) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -976,6 +1631,70 @@ func (w *ServerInterfaceWrapper) GetAccount(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetAccount(ctx)
+	return err
+}
+
+// ListEvents converts echo context to params.
+func (w *ServerInterfaceWrapper) ListEvents(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListEventsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "starting_after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "starting_after", ctx.QueryParams(), &params.StartingAfter, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter starting_after: %s", err))
+	}
+
+	// ------------- Optional query parameter "type" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "type", ctx.QueryParams(), &params.Type, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter type: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListEvents(ctx, params)
+	return err
+}
+
+// GetEvent converts echo context to params.
+func (w *ServerInterfaceWrapper) GetEvent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id EventID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetEvent(ctx, id)
+	return err
+}
+
+// RedeliverEvent converts echo context to params.
+func (w *ServerInterfaceWrapper) RedeliverEvent(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id EventID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RedeliverEvent(ctx, id)
 	return err
 }
 
@@ -1274,6 +1993,156 @@ func (w *ServerInterfaceWrapper) GetRefund(ctx echo.Context) error {
 	return err
 }
 
+// ListWebhookEndpoints converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookEndpoints(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookEndpointsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "starting_after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "starting_after", ctx.QueryParams(), &params.StartingAfter, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter starting_after: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookEndpoints(ctx, params)
+	return err
+}
+
+// CreateWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateWebhookEndpoint(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateWebhookEndpoint(ctx)
+	return err
+}
+
+// DeleteWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteWebhookEndpoint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id WebhookEndpointID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteWebhookEndpoint(ctx, id)
+	return err
+}
+
+// GetWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) GetWebhookEndpoint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id WebhookEndpointID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetWebhookEndpoint(ctx, id)
+	return err
+}
+
+// UpdateWebhookEndpoint converts echo context to params.
+func (w *ServerInterfaceWrapper) UpdateWebhookEndpoint(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id WebhookEndpointID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params UpdateWebhookEndpointParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.UpdateWebhookEndpoint(ctx, id, params)
+	return err
+}
+
+// ListWebhookDeliveries converts echo context to params.
+func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id WebhookEndpointID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListWebhookDeliveriesParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "starting_after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "starting_after", ctx.QueryParams(), &params.StartingAfter, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter starting_after: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListWebhookDeliveries(ctx, id, params)
+	return err
+}
+
+// RotateWebhookEndpointSecret converts echo context to params.
+func (w *ServerInterfaceWrapper) RotateWebhookEndpointSecret(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id WebhookEndpointID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RotateWebhookEndpointSecret(ctx, id)
+	return err
+}
+
 // This is a simple interface which specifies echo.Route addition functions which
 // are present on both echo.Echo and echo.Group, since we want to allow using
 // either of them for path registration
@@ -1328,6 +2197,16 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/refunds", wrapper.ListRefunds, options.OperationMiddlewares["listRefunds"]...)
 	router.POST(options.BaseURL+"/refunds", wrapper.CreateRefund, options.OperationMiddlewares["createRefund"]...)
 	router.GET(options.BaseURL+"/refunds/:id", wrapper.GetRefund, options.OperationMiddlewares["getRefund"]...)
+	router.GET(options.BaseURL+"/webhook-endpoints", wrapper.ListWebhookEndpoints, options.OperationMiddlewares["listWebhookEndpoints"]...)
+	router.POST(options.BaseURL+"/webhook-endpoints", wrapper.CreateWebhookEndpoint, options.OperationMiddlewares["createWebhookEndpoint"]...)
+	router.DELETE(options.BaseURL+"/webhook-endpoints/:id", wrapper.DeleteWebhookEndpoint, options.OperationMiddlewares["deleteWebhookEndpoint"]...)
+	router.GET(options.BaseURL+"/webhook-endpoints/:id", wrapper.GetWebhookEndpoint, options.OperationMiddlewares["getWebhookEndpoint"]...)
+	router.PATCH(options.BaseURL+"/webhook-endpoints/:id", wrapper.UpdateWebhookEndpoint, options.OperationMiddlewares["updateWebhookEndpoint"]...)
+	router.POST(options.BaseURL+"/webhook-endpoints/:id/rotate-secret", wrapper.RotateWebhookEndpointSecret, options.OperationMiddlewares["rotateWebhookEndpointSecret"]...)
+	router.GET(options.BaseURL+"/webhook-endpoints/:id/deliveries", wrapper.ListWebhookDeliveries, options.OperationMiddlewares["listWebhookDeliveries"]...)
+	router.GET(options.BaseURL+"/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
+	router.GET(options.BaseURL+"/events/:id", wrapper.GetEvent, options.OperationMiddlewares["getEvent"]...)
+	router.POST(options.BaseURL+"/events/:id/redeliver", wrapper.RedeliverEvent, options.OperationMiddlewares["redeliverEvent"]...)
 	router.GET(options.BaseURL+"/account", wrapper.GetAccount, options.OperationMiddlewares["getAccount"]...)
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
@@ -1335,6 +2214,482 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 	router.GET(options.BaseURL+"/problems/:problem", wrapper.GetProblemType, options.OperationMiddlewares["getProblemType"]...)
 
+}
+
+// WebhookReceiverInterface represents handlers for receiving inbound
+// webhook requests. Each webhook becomes a Handle*Webhook
+// method that the implementation fills in. The caller mounts the per-
+// webhook echo.HandlerFunc returned by {Op}WebhookHandler at
+// whatever URL path they advertise to senders.
+type WebhookReceiverInterface interface {
+	// payment.failed
+	// HandlePaymentFailedWebhookWebhook handles the POST webhook for payment.failed.
+	HandlePaymentFailedWebhookWebhook(ctx echo.Context, params PaymentFailedWebhookParams) error
+	// payment.succeeded
+	// HandlePaymentSucceededWebhookWebhook handles the POST webhook for payment.succeeded.
+	HandlePaymentSucceededWebhookWebhook(ctx echo.Context, params PaymentSucceededWebhookParams) error
+	// payment.updated
+	// HandlePaymentUpdatedWebhookWebhook handles the POST webhook for payment.updated.
+	HandlePaymentUpdatedWebhookWebhook(ctx echo.Context, params PaymentUpdatedWebhookParams) error
+	// refund.succeeded
+	// HandleRefundSucceededWebhookWebhook handles the POST webhook for refund.succeeded.
+	HandleRefundSucceededWebhookWebhook(ctx echo.Context, params RefundSucceededWebhookParams) error
+	// report.failed
+	// HandleReportFailedWebhookWebhook handles the POST webhook for report.failed.
+	HandleReportFailedWebhookWebhook(ctx echo.Context, params ReportFailedWebhookParams) error
+	// report.succeeded
+	// HandleReportSucceededWebhookWebhook handles the POST webhook for report.succeeded.
+	HandleReportSucceededWebhookWebhook(ctx echo.Context, params ReportSucceededWebhookParams) error
+}
+
+// PaymentFailedWebhookWebhookHandler returns the echo.HandlerFunc for the payment.failed webhook.
+// Mount this at the URL path advertised to webhook senders. Errors
+// during parameter binding are returned via echo.NewHTTPError so echo's
+// error-handling chain reports them as 400. Middlewares are applied in
+// the order provided -- the last argument becomes the outermost wrapper.
+func PaymentFailedWebhookWebhookHandler(si WebhookReceiverInterface, middlewares ...echo.MiddlewareFunc) echo.HandlerFunc {
+	h := echo.HandlerFunc(func(ctx echo.Context) error {
+		var err error
+		_ = err
+
+		// Parameter object where we will unmarshal all parameters from the context.
+		var params PaymentFailedWebhookParams
+
+		// ------------- Required header parameter "webhook-id" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-id")]; found {
+			var WebhookId WebhookIDHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-id, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-id", valueList[0], &WebhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-id: %s", err))
+			}
+			params.WebhookId = WebhookId
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-id is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-timestamp" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-timestamp")]; found {
+			var WebhookTimestamp WebhookTimestampHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-timestamp, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-timestamp", valueList[0], &WebhookTimestamp, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-timestamp: %s", err))
+			}
+			params.WebhookTimestamp = WebhookTimestamp
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-timestamp is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-signature" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-signature")]; found {
+			var WebhookSignature WebhookSignatureHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-signature, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-signature", valueList[0], &WebhookSignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-signature: %s", err))
+			}
+			params.WebhookSignature = WebhookSignature
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-signature is required, but not found"))
+		}
+
+		return si.HandlePaymentFailedWebhookWebhook(ctx, params)
+	})
+	for _, mw := range middlewares {
+		h = mw(h)
+	}
+	return h
+}
+
+// PaymentSucceededWebhookWebhookHandler returns the echo.HandlerFunc for the payment.succeeded webhook.
+// Mount this at the URL path advertised to webhook senders. Errors
+// during parameter binding are returned via echo.NewHTTPError so echo's
+// error-handling chain reports them as 400. Middlewares are applied in
+// the order provided -- the last argument becomes the outermost wrapper.
+func PaymentSucceededWebhookWebhookHandler(si WebhookReceiverInterface, middlewares ...echo.MiddlewareFunc) echo.HandlerFunc {
+	h := echo.HandlerFunc(func(ctx echo.Context) error {
+		var err error
+		_ = err
+
+		// Parameter object where we will unmarshal all parameters from the context.
+		var params PaymentSucceededWebhookParams
+
+		// ------------- Required header parameter "webhook-id" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-id")]; found {
+			var WebhookId WebhookIDHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-id, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-id", valueList[0], &WebhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-id: %s", err))
+			}
+			params.WebhookId = WebhookId
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-id is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-timestamp" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-timestamp")]; found {
+			var WebhookTimestamp WebhookTimestampHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-timestamp, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-timestamp", valueList[0], &WebhookTimestamp, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-timestamp: %s", err))
+			}
+			params.WebhookTimestamp = WebhookTimestamp
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-timestamp is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-signature" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-signature")]; found {
+			var WebhookSignature WebhookSignatureHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-signature, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-signature", valueList[0], &WebhookSignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-signature: %s", err))
+			}
+			params.WebhookSignature = WebhookSignature
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-signature is required, but not found"))
+		}
+
+		return si.HandlePaymentSucceededWebhookWebhook(ctx, params)
+	})
+	for _, mw := range middlewares {
+		h = mw(h)
+	}
+	return h
+}
+
+// PaymentUpdatedWebhookWebhookHandler returns the echo.HandlerFunc for the payment.updated webhook.
+// Mount this at the URL path advertised to webhook senders. Errors
+// during parameter binding are returned via echo.NewHTTPError so echo's
+// error-handling chain reports them as 400. Middlewares are applied in
+// the order provided -- the last argument becomes the outermost wrapper.
+func PaymentUpdatedWebhookWebhookHandler(si WebhookReceiverInterface, middlewares ...echo.MiddlewareFunc) echo.HandlerFunc {
+	h := echo.HandlerFunc(func(ctx echo.Context) error {
+		var err error
+		_ = err
+
+		// Parameter object where we will unmarshal all parameters from the context.
+		var params PaymentUpdatedWebhookParams
+
+		// ------------- Required header parameter "webhook-id" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-id")]; found {
+			var WebhookId WebhookIDHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-id, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-id", valueList[0], &WebhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-id: %s", err))
+			}
+			params.WebhookId = WebhookId
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-id is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-timestamp" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-timestamp")]; found {
+			var WebhookTimestamp WebhookTimestampHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-timestamp, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-timestamp", valueList[0], &WebhookTimestamp, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-timestamp: %s", err))
+			}
+			params.WebhookTimestamp = WebhookTimestamp
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-timestamp is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-signature" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-signature")]; found {
+			var WebhookSignature WebhookSignatureHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-signature, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-signature", valueList[0], &WebhookSignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-signature: %s", err))
+			}
+			params.WebhookSignature = WebhookSignature
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-signature is required, but not found"))
+		}
+
+		return si.HandlePaymentUpdatedWebhookWebhook(ctx, params)
+	})
+	for _, mw := range middlewares {
+		h = mw(h)
+	}
+	return h
+}
+
+// RefundSucceededWebhookWebhookHandler returns the echo.HandlerFunc for the refund.succeeded webhook.
+// Mount this at the URL path advertised to webhook senders. Errors
+// during parameter binding are returned via echo.NewHTTPError so echo's
+// error-handling chain reports them as 400. Middlewares are applied in
+// the order provided -- the last argument becomes the outermost wrapper.
+func RefundSucceededWebhookWebhookHandler(si WebhookReceiverInterface, middlewares ...echo.MiddlewareFunc) echo.HandlerFunc {
+	h := echo.HandlerFunc(func(ctx echo.Context) error {
+		var err error
+		_ = err
+
+		// Parameter object where we will unmarshal all parameters from the context.
+		var params RefundSucceededWebhookParams
+
+		// ------------- Required header parameter "webhook-id" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-id")]; found {
+			var WebhookId WebhookIDHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-id, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-id", valueList[0], &WebhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-id: %s", err))
+			}
+			params.WebhookId = WebhookId
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-id is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-timestamp" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-timestamp")]; found {
+			var WebhookTimestamp WebhookTimestampHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-timestamp, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-timestamp", valueList[0], &WebhookTimestamp, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-timestamp: %s", err))
+			}
+			params.WebhookTimestamp = WebhookTimestamp
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-timestamp is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-signature" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-signature")]; found {
+			var WebhookSignature WebhookSignatureHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-signature, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-signature", valueList[0], &WebhookSignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-signature: %s", err))
+			}
+			params.WebhookSignature = WebhookSignature
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-signature is required, but not found"))
+		}
+
+		return si.HandleRefundSucceededWebhookWebhook(ctx, params)
+	})
+	for _, mw := range middlewares {
+		h = mw(h)
+	}
+	return h
+}
+
+// ReportFailedWebhookWebhookHandler returns the echo.HandlerFunc for the report.failed webhook.
+// Mount this at the URL path advertised to webhook senders. Errors
+// during parameter binding are returned via echo.NewHTTPError so echo's
+// error-handling chain reports them as 400. Middlewares are applied in
+// the order provided -- the last argument becomes the outermost wrapper.
+func ReportFailedWebhookWebhookHandler(si WebhookReceiverInterface, middlewares ...echo.MiddlewareFunc) echo.HandlerFunc {
+	h := echo.HandlerFunc(func(ctx echo.Context) error {
+		var err error
+		_ = err
+
+		// Parameter object where we will unmarshal all parameters from the context.
+		var params ReportFailedWebhookParams
+
+		// ------------- Required header parameter "webhook-id" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-id")]; found {
+			var WebhookId WebhookIDHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-id, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-id", valueList[0], &WebhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-id: %s", err))
+			}
+			params.WebhookId = WebhookId
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-id is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-timestamp" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-timestamp")]; found {
+			var WebhookTimestamp WebhookTimestampHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-timestamp, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-timestamp", valueList[0], &WebhookTimestamp, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-timestamp: %s", err))
+			}
+			params.WebhookTimestamp = WebhookTimestamp
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-timestamp is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-signature" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-signature")]; found {
+			var WebhookSignature WebhookSignatureHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-signature, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-signature", valueList[0], &WebhookSignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-signature: %s", err))
+			}
+			params.WebhookSignature = WebhookSignature
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-signature is required, but not found"))
+		}
+
+		return si.HandleReportFailedWebhookWebhook(ctx, params)
+	})
+	for _, mw := range middlewares {
+		h = mw(h)
+	}
+	return h
+}
+
+// ReportSucceededWebhookWebhookHandler returns the echo.HandlerFunc for the report.succeeded webhook.
+// Mount this at the URL path advertised to webhook senders. Errors
+// during parameter binding are returned via echo.NewHTTPError so echo's
+// error-handling chain reports them as 400. Middlewares are applied in
+// the order provided -- the last argument becomes the outermost wrapper.
+func ReportSucceededWebhookWebhookHandler(si WebhookReceiverInterface, middlewares ...echo.MiddlewareFunc) echo.HandlerFunc {
+	h := echo.HandlerFunc(func(ctx echo.Context) error {
+		var err error
+		_ = err
+
+		// Parameter object where we will unmarshal all parameters from the context.
+		var params ReportSucceededWebhookParams
+
+		// ------------- Required header parameter "webhook-id" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-id")]; found {
+			var WebhookId WebhookIDHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-id, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-id", valueList[0], &WebhookId, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-id: %s", err))
+			}
+			params.WebhookId = WebhookId
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-id is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-timestamp" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-timestamp")]; found {
+			var WebhookTimestamp WebhookTimestampHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-timestamp, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-timestamp", valueList[0], &WebhookTimestamp, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-timestamp: %s", err))
+			}
+			params.WebhookTimestamp = WebhookTimestamp
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-timestamp is required, but not found"))
+		}
+
+		// ------------- Required header parameter "webhook-signature" -------------
+		if valueList, found := ctx.Request().Header[http.CanonicalHeaderKey("webhook-signature")]; found {
+			var WebhookSignature WebhookSignatureHeader
+			n := len(valueList)
+			if n != 1 {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for webhook-signature, got %d", n))
+			}
+
+			err = runtime.BindStyledParameterWithOptions("simple", "webhook-signature", valueList[0], &WebhookSignature, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+			if err != nil {
+				return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter webhook-signature: %s", err))
+			}
+			params.WebhookSignature = WebhookSignature
+
+		} else {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter webhook-signature is required, but not found"))
+		}
+
+		return si.HandleReportSucceededWebhookWebhook(ctx, params)
+	})
+	for _, mw := range middlewares {
+		h = mw(h)
+	}
+	return h
 }
 
 type BadRequestResponseHeaders struct {
@@ -1350,6 +2705,9 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
+
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
 
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
@@ -1399,6 +2757,9 @@ type IdempotencyKeyInUseApplicationProblemPlusJSONResponse struct {
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
+
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -1437,6 +2798,9 @@ type IdempotencyKeyReusedApplicationProblemPlusJSONResponse struct {
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
+
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -1474,6 +2838,9 @@ type InternalErrorApplicationProblemPlusJSONResponse struct {
 
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
+
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
 
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
@@ -1514,6 +2881,9 @@ type MethodNotAllowedApplicationProblemPlusJSONResponse struct {
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
+
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -1552,6 +2922,9 @@ type NotFoundApplicationProblemPlusJSONResponse struct {
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
+
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -1589,6 +2962,9 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
+
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
 
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
@@ -1630,6 +3006,9 @@ type PaymentDeclinedApplicationProblemPlusJSONResponse struct {
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
+
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -1668,6 +3047,9 @@ type PreconditionFailedApplicationProblemPlusJSONResponse struct {
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
+
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -1705,6 +3087,9 @@ type PreconditionRequiredApplicationProblemPlusJSONResponse struct {
 
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
+
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
 
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
@@ -1745,6 +3130,9 @@ type ProcessorUnavailableApplicationProblemPlusJSONResponse struct {
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
+
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -1783,6 +3171,9 @@ type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
+
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
 
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
@@ -1825,6 +3216,9 @@ type TooManyRequestsApplicationProblemPlusJSONResponse struct {
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
+
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -1864,6 +3258,9 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
+
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -1902,6 +3299,9 @@ type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
+
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -1924,6 +3324,47 @@ type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 	}
 
 	Headers UnsupportedMediaTypeResponseHeaders
+}
+
+type WebhookEndpointDisabledResponseHeaders struct {
+	RequestId string
+}
+type WebhookEndpointDisabledApplicationProblemPlusJSONResponse struct {
+	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
+		// Detail An explanation specific to this occurrence.
+		Detail *string `json:"detail,omitempty"`
+
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId string `json:"endpoint_id"`
+
+		// Errors For `invalid-request`, one entry per invalid field.
+		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
+		// Instance The request path this problem occurred on.
+		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
+		PaymentId *string `json:"payment_id,omitempty"`
+
+		// RequestId The `Request-Id` of the request, for support.
+		RequestId *string     `json:"request_id,omitempty"`
+		Status    interface{} `json:"status"`
+
+		// Title A short summary of the problem type; the same for every occurrence.
+		Title string      `json:"title"`
+		Type  interface{} `json:"type"`
+	}
+
+	Headers WebhookEndpointDisabledResponseHeaders
 }
 
 type GetAccountRequestObject struct {
@@ -1978,6 +3419,338 @@ type GetAccount500ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetAccount500ApplicationProblemPlusJSONResponse) VisitGetAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEventsRequestObject struct {
+	Params ListEventsParams
+}
+
+type ListEventsResponseObject interface {
+	VisitListEventsResponse(w http.ResponseWriter) error
+}
+
+type ListEvents200ResponseHeaders struct {
+	RequestId string
+}
+
+type ListEvents200JSONResponse struct {
+	Body    EventList
+	Headers ListEvents200ResponseHeaders
+}
+
+func (response ListEvents200JSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents400ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents401ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents500ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEventRequestObject struct {
+	Id EventID `json:"id"`
+}
+
+type GetEventResponseObject interface {
+	VisitGetEventResponse(w http.ResponseWriter) error
+}
+
+type GetEvent200ResponseHeaders struct {
+	RequestId string
+}
+
+type GetEvent200JSONResponse struct {
+	Body    Event
+	Headers GetEvent200ResponseHeaders
+}
+
+func (response GetEvent200JSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent400ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent401ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent404ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent500ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEventRequestObject struct {
+	Id   EventID `json:"id"`
+	Body *RedeliverEventJSONRequestBody
+}
+
+type RedeliverEventResponseObject interface {
+	VisitRedeliverEventResponse(w http.ResponseWriter) error
+}
+
+type RedeliverEvent202ResponseHeaders struct {
+	RequestId string
+}
+
+type RedeliverEvent202JSONResponse struct {
+	Body    WebhookDeliveryBatch
+	Headers RedeliverEvent202ResponseHeaders
+}
+
+func (response RedeliverEvent202JSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEvent400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverEvent400ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEvent401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverEvent401ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEvent404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverEvent404ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEvent409ApplicationProblemPlusJSONResponse struct {
+	WebhookEndpointDisabledApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverEvent409ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEvent413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverEvent413ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEvent415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverEvent415ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEvent500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverEvent500ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -3025,6 +4798,9 @@ type CreateRefund409ApplicationProblemPlusJSONResponse struct {
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
 
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
+
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
@@ -3129,6 +4905,9 @@ type CreateRefund422ApplicationProblemPlusJSONResponse struct {
 
 		// Detail An explanation specific to this occurrence.
 		Detail *string `json:"detail,omitempty"`
+
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
 
 		// Errors For `invalid-request`, one entry per invalid field.
 		Errors *[]FieldError `json:"errors,omitempty"`
@@ -3282,11 +5061,787 @@ func (response GetRefund500ApplicationProblemPlusJSONResponse) VisitGetRefundRes
 	return err
 }
 
+type ListWebhookEndpointsRequestObject struct {
+	Params ListWebhookEndpointsParams
+}
+
+type ListWebhookEndpointsResponseObject interface {
+	VisitListWebhookEndpointsResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookEndpoints200ResponseHeaders struct {
+	RequestId string
+}
+
+type ListWebhookEndpoints200JSONResponse struct {
+	Body    WebhookEndpointList
+	Headers ListWebhookEndpoints200ResponseHeaders
+}
+
+func (response ListWebhookEndpoints200JSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints400ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints401ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints500ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpointRequestObject struct {
+	Body *CreateWebhookEndpointJSONRequestBody
+}
+
+type CreateWebhookEndpointResponseObject interface {
+	VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type CreateWebhookEndpoint201ResponseHeaders struct {
+	ETag      string
+	Location  string
+	RequestId string
+}
+
+type CreateWebhookEndpoint201JSONResponse struct {
+	Body    WebhookEndpointWithSecret
+	Headers CreateWebhookEndpoint201ResponseHeaders
+}
+
+func (response CreateWebhookEndpoint201JSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint413ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint415ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint500ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpointRequestObject struct {
+	Id WebhookEndpointID `json:"id"`
+}
+
+type DeleteWebhookEndpointResponseObject interface {
+	VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type DeleteWebhookEndpoint204ResponseHeaders struct {
+	RequestId string
+}
+
+type DeleteWebhookEndpoint204Response struct {
+	Headers DeleteWebhookEndpoint204ResponseHeaders
+}
+
+func (response DeleteWebhookEndpoint204Response) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint404ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint500ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpointRequestObject struct {
+	Id WebhookEndpointID `json:"id"`
+}
+
+type GetWebhookEndpointResponseObject interface {
+	VisitGetWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type GetWebhookEndpoint200ResponseHeaders struct {
+	ETag      string
+	RequestId string
+}
+
+type GetWebhookEndpoint200JSONResponse struct {
+	Body    WebhookEndpoint
+	Headers GetWebhookEndpoint200ResponseHeaders
+}
+
+func (response GetWebhookEndpoint200JSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint404ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint500ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpointRequestObject struct {
+	Id                                WebhookEndpointID `json:"id"`
+	Params                            UpdateWebhookEndpointParams
+	JSONBody                          *UpdateWebhookEndpointJSONRequestBody
+	ApplicationMergePatchPlusJSONBody *UpdateWebhookEndpointApplicationMergePatchPlusJSONRequestBody
+}
+
+type UpdateWebhookEndpointResponseObject interface {
+	VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error
+}
+
+type UpdateWebhookEndpoint200ResponseHeaders struct {
+	ETag      string
+	RequestId string
+}
+
+type UpdateWebhookEndpoint200JSONResponse struct {
+	Body    WebhookEndpoint
+	Headers UpdateWebhookEndpoint200ResponseHeaders
+}
+
+func (response UpdateWebhookEndpoint200JSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint404ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint412ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint413ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint415ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint428ApplicationProblemPlusJSONResponse struct {
+	PreconditionRequiredApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint428ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint500ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveriesRequestObject struct {
+	Id     WebhookEndpointID `json:"id"`
+	Params ListWebhookDeliveriesParams
+}
+
+type ListWebhookDeliveriesResponseObject interface {
+	VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error
+}
+
+type ListWebhookDeliveries200ResponseHeaders struct {
+	RequestId string
+}
+
+type ListWebhookDeliveries200JSONResponse struct {
+	Body    WebhookDeliveryList
+	Headers ListWebhookDeliveries200ResponseHeaders
+}
+
+func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries400ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries401ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries404ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries500ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecretRequestObject struct {
+	Id WebhookEndpointID `json:"id"`
+}
+
+type RotateWebhookEndpointSecretResponseObject interface {
+	VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error
+}
+
+type RotateWebhookEndpointSecret200ResponseHeaders struct {
+	ETag      string
+	RequestId string
+}
+
+type RotateWebhookEndpointSecret200JSONResponse struct {
+	Body    WebhookEndpointWithSecret
+	Headers RotateWebhookEndpointSecret200ResponseHeaders
+}
+
+func (response RotateWebhookEndpointSecret200JSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret400ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret401ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret404ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret500ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
 	// GetAccount The account the API key belongs to
 	// (GET /account)
 	GetAccount(ctx context.Context, request GetAccountRequestObject) (GetAccountResponseObject, error)
+	// ListEvents List events
+	// (GET /events)
+	ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error)
+	// GetEvent Get an event
+	// (GET /events/{id})
+	GetEvent(ctx context.Context, request GetEventRequestObject) (GetEventResponseObject, error)
+	// RedeliverEvent Send an event again
+	// (POST /events/{id}/redeliver)
+	RedeliverEvent(ctx context.Context, request RedeliverEventRequestObject) (RedeliverEventResponseObject, error)
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
@@ -3323,6 +5878,27 @@ type StrictServerInterface interface {
 	// GetRefund Get a refund
 	// (GET /refunds/{id})
 	GetRefund(ctx context.Context, request GetRefundRequestObject) (GetRefundResponseObject, error)
+	// ListWebhookEndpoints List webhook endpoints
+	// (GET /webhook-endpoints)
+	ListWebhookEndpoints(ctx context.Context, request ListWebhookEndpointsRequestObject) (ListWebhookEndpointsResponseObject, error)
+	// CreateWebhookEndpoint Register a webhook endpoint
+	// (POST /webhook-endpoints)
+	CreateWebhookEndpoint(ctx context.Context, request CreateWebhookEndpointRequestObject) (CreateWebhookEndpointResponseObject, error)
+	// DeleteWebhookEndpoint Delete a webhook endpoint
+	// (DELETE /webhook-endpoints/{id})
+	DeleteWebhookEndpoint(ctx context.Context, request DeleteWebhookEndpointRequestObject) (DeleteWebhookEndpointResponseObject, error)
+	// GetWebhookEndpoint Get a webhook endpoint
+	// (GET /webhook-endpoints/{id})
+	GetWebhookEndpoint(ctx context.Context, request GetWebhookEndpointRequestObject) (GetWebhookEndpointResponseObject, error)
+	// UpdateWebhookEndpoint Update a webhook endpoint
+	// (PATCH /webhook-endpoints/{id})
+	UpdateWebhookEndpoint(ctx context.Context, request UpdateWebhookEndpointRequestObject) (UpdateWebhookEndpointResponseObject, error)
+	// ListWebhookDeliveries List an endpoint's deliveries and their attempts
+	// (GET /webhook-endpoints/{id}/deliveries)
+	ListWebhookDeliveries(ctx context.Context, request ListWebhookDeliveriesRequestObject) (ListWebhookDeliveriesResponseObject, error)
+	// RotateWebhookEndpointSecret Rotate the signing secret
+	// (POST /webhook-endpoints/{id}/rotate-secret)
+	RotateWebhookEndpointSecret(ctx context.Context, request RotateWebhookEndpointSecretRequestObject) (RotateWebhookEndpointSecretResponseObject, error)
 }
 
 type StrictHandlerFunc func(ctx echo.Context, request any) (any, error)
@@ -3354,6 +5930,107 @@ func (sh *strictHandler) GetAccount(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetAccountResponseObject); ok {
 		return validResponse.VisitGetAccountResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListEvents operation middleware
+func (sh *strictHandler) ListEvents(ctx echo.Context, params ListEventsParams) error {
+	var request ListEventsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListEvents(ctx.Request().Context(), request.(ListEventsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListEvents")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListEventsResponseObject); ok {
+		return validResponse.VisitListEventsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetEvent operation middleware
+func (sh *strictHandler) GetEvent(ctx echo.Context, id EventID) error {
+	var request GetEventRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetEvent(ctx.Request().Context(), request.(GetEventRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetEvent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetEventResponseObject); ok {
+		return validResponse.VisitGetEventResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RedeliverEvent operation middleware
+func (sh *strictHandler) RedeliverEvent(ctx echo.Context, id EventID) error {
+	var request RedeliverEventRequestObject
+
+	request.Id = id
+
+	var body RedeliverEventJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RedeliverEvent(ctx.Request().Context(), request.(RedeliverEventRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RedeliverEvent")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RedeliverEventResponseObject); ok {
+		return validResponse.VisitRedeliverEventResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -3750,132 +6427,454 @@ func (sh *strictHandler) GetRefund(ctx echo.Context, id string) error {
 	return nil
 }
 
+// ListWebhookEndpoints operation middleware
+func (sh *strictHandler) ListWebhookEndpoints(ctx echo.Context, params ListWebhookEndpointsParams) error {
+	var request ListWebhookEndpointsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookEndpoints(ctx.Request().Context(), request.(ListWebhookEndpointsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookEndpoints")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookEndpointsResponseObject); ok {
+		return validResponse.VisitListWebhookEndpointsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CreateWebhookEndpoint operation middleware
+func (sh *strictHandler) CreateWebhookEndpoint(ctx echo.Context) error {
+	var request CreateWebhookEndpointRequestObject
+
+	var body CreateWebhookEndpointJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateWebhookEndpoint(ctx.Request().Context(), request.(CreateWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateWebhookEndpointResponseObject); ok {
+		return validResponse.VisitCreateWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteWebhookEndpoint operation middleware
+func (sh *strictHandler) DeleteWebhookEndpoint(ctx echo.Context, id WebhookEndpointID) error {
+	var request DeleteWebhookEndpointRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteWebhookEndpoint(ctx.Request().Context(), request.(DeleteWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteWebhookEndpointResponseObject); ok {
+		return validResponse.VisitDeleteWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetWebhookEndpoint operation middleware
+func (sh *strictHandler) GetWebhookEndpoint(ctx echo.Context, id WebhookEndpointID) error {
+	var request GetWebhookEndpointRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetWebhookEndpoint(ctx.Request().Context(), request.(GetWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetWebhookEndpointResponseObject); ok {
+		return validResponse.VisitGetWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// UpdateWebhookEndpoint operation middleware
+func (sh *strictHandler) UpdateWebhookEndpoint(ctx echo.Context, id WebhookEndpointID, params UpdateWebhookEndpointParams) error {
+	var request UpdateWebhookEndpointRequestObject
+
+	request.Id = id
+	request.Params = params
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "application/json") {
+		var body UpdateWebhookEndpointJSONRequestBody
+		var err error
+		if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+			// A request validator built on kin-openapi's openapi3filter with
+			// KeepValidatedValue leaves the value it validated on the body. Bind
+			// that value, matching member names exactly, so the handler receives
+			// what was validated instead of a second, case-insensitive decode.
+			// Otherwise bind only the request body, so that path and query
+			// parameters are not also bound into the body struct.
+			if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+				err = binder.BindBody(ctx, &body)
+			}
+		} else {
+			// A custom binder is installed on the Echo instance; defer to it
+			// entirely, since echo.Binder does not expose body-only binding and
+			// the binder may do more than decode (for example call ctx.Validate).
+			err = ctx.Bind(&body)
+		}
+		if err != nil {
+			return err
+		}
+		request.JSONBody = &body
+
+	}
+	if strings.HasPrefix(ctx.Request().Header.Get("Content-Type"), "application/merge-patch+json") {
+		var body UpdateWebhookEndpointApplicationMergePatchPlusJSONRequestBody
+		var err error
+		if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+			// A request validator built on kin-openapi's openapi3filter with
+			// KeepValidatedValue leaves the value it validated on the body. Bind
+			// that value, matching member names exactly, so the handler receives
+			// what was validated instead of a second, case-insensitive decode.
+			// Otherwise bind only the request body, so that path and query
+			// parameters are not also bound into the body struct.
+			if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+				err = binder.BindBody(ctx, &body)
+			}
+		} else {
+			// A custom binder is installed on the Echo instance; defer to it
+			// entirely, since echo.Binder does not expose body-only binding and
+			// the binder may do more than decode (for example call ctx.Validate).
+			err = ctx.Bind(&body)
+		}
+		if err != nil {
+			return err
+		}
+		request.ApplicationMergePatchPlusJSONBody = &body
+
+	}
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.UpdateWebhookEndpoint(ctx.Request().Context(), request.(UpdateWebhookEndpointRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "UpdateWebhookEndpoint")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(UpdateWebhookEndpointResponseObject); ok {
+		return validResponse.VisitUpdateWebhookEndpointResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListWebhookDeliveries operation middleware
+func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, id WebhookEndpointID, params ListWebhookDeliveriesParams) error {
+	var request ListWebhookDeliveriesRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListWebhookDeliveries(ctx.Request().Context(), request.(ListWebhookDeliveriesRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListWebhookDeliveries")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListWebhookDeliveriesResponseObject); ok {
+		return validResponse.VisitListWebhookDeliveriesResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RotateWebhookEndpointSecret operation middleware
+func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id WebhookEndpointID) error {
+	var request RotateWebhookEndpointSecretRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RotateWebhookEndpointSecret(ctx.Request().Context(), request.(RotateWebhookEndpointSecretRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RotateWebhookEndpointSecret")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RotateWebhookEndpointSecretResponseObject); ok {
+		return validResponse.VisitRotateWebhookEndpointSecretResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
 // Stored as a slice of fixed-width chunks rather than one concatenated
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1rc9s2FuhfwXB3JnaXkiXFbhN5+sFN0tbbvG7sTGZv5DUh8khCTQEqAFpRU//3OzgA+JCgRxI1dedu",
-	"PzSyBAIHOA+cNz9GqZjOBAeuVdT/GE2AZiDx41mei7n5kIFKJZtpJnjUjy4nQKagJyJTRE+ASFFoIKqY",
-	"zYTUqh3FkYTfCiYhi/paFhBHKp3AlJqZ9GIGUT9SWjI+ju7u4ujZJR2vrnFGlJaCjwlwzfSCaDomIyHt",
-	"ejCToIBragbH+H1yPmq9oDqdJITyDP98KTj47w7e/PiEPO52O4ebwZtRrUEaAP47iN7/dxBdfTOI/hnF",
-	"AbjPM5jOhAau38Aspwsz3fIuXls4YzJneoKw39K8AJKYdZOYzCfA3ZbUTHAFhClCzQZzuiBihL8JDkRp",
-	"ISEzOx1wPWGKJOXy6aL1CyyS9oBH9Z0AL6ZR/31kVoquQht4LlJq4Qwh+O2b5x6AVALVkBkgRSFTiImQ",
-	"/rdfxZDoCdUGZoN9IuyG5kLefColvKEanrMp02GIJEwp44yPyW+F0NRAADSdkJnIWbogB+fPLn8kmaQj",
-	"3WKgR62J1jM6Yy1JNeRm2pYj7cN4wKE9bpNkEGUwokWuB9Gp/P64d6q/7z5aOcoNkL7GtcPwWigROgbK",
-	"nhKdzfIF0QLP6Oz1ObmBL4f8t++7nc7p/PtvO7uADr8VoPR5gFrPM8NsIwssU0TaoYRZlCqQtyAfKJKL",
-	"sWqTM5LmDLgmU7ogCnhGmEH/nA/4QbfV7T0i6YRKmmqQyuAqOWv9X9r6vdN63L7ut5LDUyL0BOScKahN",
-	"T6b0BgwVgd3KTqz6vjH11cdu3O09uguz7RvQcnE20iBXD+ACUsGNUBNkTpkmQxgJCUTLhaE6OqaM7yxJ",
-	"poyzqWHBTgkF4xrGIBGMd+/enRV6Yg48pRrCFESrEUxwgpODga5QUAMkJjSf04UiyQ9AJchkZxlnxwfO",
-	"6S6OZlTSKWh3FdTEzS+wCMnrgrPfCkCCtoKaKSJmIJ2QTidCASfDhRUplnQOKHn79vyplXpjITIzjKVw",
-	"2B7wbqt3ckJmknFNhzmQs4sn5+c1mooN0WkypBLIQUKHaXJo5BI1Uykti1QXErLWiEGeEbuxAT9IBhEd",
-	"poMoOWwTJAWD2VI6Kzq1OzB3SPnFUGQLIkEXktsLz0ljL7QHHCeoRLJu+SuhT1DSnzZnx+GUZGw0Aomb",
-	"MCswRY57vWrogOPYCcstg4yYVLpiSkWUZnluuHOUs/EEvzruPG6TX2ChCHyYMQmkd0wmopCKUEPydo4B",
-	"R/pJBR+xcSHxdB1eLMKENDSFD8wnLLVnY4AxrD4EQ36ZZQfLpMxQgBVRURxxOgUrTeoX1GZmoR+eAx/r",
-	"SdTvnXwXG+bxf3eDd+8I7/Uw1yRGo0jIQhQkp3hiNCMHhjRIKqZT2lJgaNvcaDlTGm+z5JsEqZbyBRKG",
-	"BbSPmBKFHnCm8RCKWUY13tISRngMiMvj3qM2eQf0xugpihwk744GUbvdNnRGOFi5ptNJXXpsODmnymyR",
-	"5Ocjo+GsOYgz7s/B7Ly+z8M2eWfUDqYtTGBpOi0kkqLRNszflKs5SLPTh53j9gZQKzVrC7xrrvafxZxM",
-	"KV8QpmGKsteyGjG3SMeKWVz7twLkoloaL8bGku5GjPrdTmxIysrfbqcTV9K4G5TGr+liClyfPzXT4GIz",
-	"qifVWizbVaLO6OK6uo6u/vXPsHD1ogNl6w80c7ey+SsV3IgQ89FoC074H82kGOYw/devymps1eo0z1+N",
-	"ov77j9E/JYyifvSPo0qjP7Lj1NFr+3x0F3+MZtLwuWZ2eaWpLpRb2sBw3OnceagrRdJDoI4Yv6U5y1pO",
-	"FEVx4DdW4/4bWERXd3d3V7j1kGJXirQpzUdCTiEzxOrmMgRQM0rcUbWsBhPasht8VKk6uPDPQHM9efXL",
-	"hkNePdxNR2onjAK7sr8s9gV58/I9528V3BdKeVyjFPdlnRqaVNBivFUoiNbQwllJCe5CDtk5gYvv1EgM",
-	"uSA51SD3ceZOS2yVauLm50qFMoCsN2BuiXuCrV7vk7AlLewbOHcVO3OqnKJS3Y51TcdheG+cwY3gpfkz",
-	"KYW8H6d80pCegVN2ILcAYV7HC5wUHD7MIDV6Cg5tk6egKcsVMSpvLsZjyEjBM7BekaQ6xCR2SofRkPd1",
-	"1C/Q4/NSaPQK3Rua7pxsPG3rp2pxoVvUwb3pJkJPFnxgSisyLDTJBCjChfbeLTxpO2ebXFZWq9WWnN0s",
-	"uNEjBzwTaWHUCsiIUSdiooTRuphCfczccTwFMgEJRFJjCxM9odyhFF0bpf1ktcWQa24TBu2gyuj/dKS/",
-	"FPpHUfB7g+zjjcg2WB4huGtw/FIQVaST0pNlXRvG+kxTUeyPV17TRS5odinEcyrH9+Wy7j7ceHozC3RL",
-	"C9HKEewddDZvueIDjoBr3hyapjDTihx0yQv2w+Eez9cw1lNIc8bvjyjqbTtfA3Qr81BbQ8AbFe8jN+Aa",
-	"rY0RZXkh4ToVGURXa/GQUpnhpetntWLJTYW/OG/FgQWYJGZmyJJD5+RAW7b0Pg945Wr2fujaHRP2OtdQ",
-	"GvCBbMNtwJG+5J3e9HQ57kvE3GuJnj9mJvoRj+e+sOwWkqrB3bJ4XaEqZ9hfg6bjNYRUC56UF571V9Q9",
-	"A9afYJTtFrpUDPmg4r03rq7t5k25g/uhOT/aHQ/l4W8Qn86P5IaqWvhqf4cpUlBKyLec3lKW02EO90VB",
-	"3nIPechbRQ30DYeJMrB8ilg+IDm7AUI5EYWmY2iTl0JP0NlbiUTn5R3woJU5kgB9Z1qiHcO0c4omNfMw",
-	"IcpGDVZE4dc3PS9A3rIU/nYYVxbuXfB9RjKYAc8MpgySao+cEoMpG6W5H66ASyFeUL5w06n7Iss2+2wk",
-	"1dBC5+pmEeailw+UC3QaZBiTv5h5f8wmZiFJGUPFiP2AJ0tB1YQounDxBxfiNfw6d75rCQq0Qra2gaAF",
-	"6L5VZ25BKiY43mUDbi4z4CNh1H2zN4J7C7BrPfq8EcvlwHokuFWFgnd62A3/XK3li+jyLaeFngjJfr8/",
-	"unN3I1EWdYjXEOULphTj45gU/IaLOSeowd6KG8g8se5HIrx79661HLzd9PByrNfhwLkUIHsBGaOX1d7/",
-	"cqXzZAsuSshbUwN6C8fuaCw+UCR5YvfYMnvGq9bwqA88lT4PbzzuRyO68wEb6z6x9j4Gbxqn4XJdrin+",
-	"NhJyaj5FRltraTaF1XBOHDGEBD7Q6Sw3s7yPaJrq64ejx7SbdrLe8Ds4pifpY+iOOrQ3jK7iesQIx24L",
-	"GTVVejQQa5BW6T1i+CukKJie4M/OUK6Fl2hm1VSav65tfERzBfHSWdCpP6OlPBFeswtSg9Ep40KSgjNN",
-	"Dk46nQ75npx02p0OeXvxFI3+8iAZ198eR7Xw3GP33+YYXRz51bYFZZ74ccuU2IgydzudTgCTU9A0o3pr",
-	"5OeFH4d5EtZqt17BUGaENrSPSqoWN8BPiQIgg+jSf60GkTkjH2ibTa/Nt9e3TNEoLv8s3QbVV4yrYjRi",
-	"KTPrjwqeqdqPTiFmfHxtPc1X28jK4bt21iu7W09pb8AAsHdCqyhLtclTG+DFIDHcglxYjd5IjwVoDMnz",
-	"DLL9ENyX0IKVCJ8WFja4oE66e1LICnsDGLEzkrTIihwQQ06iQnY9XFynhdJiCjtguAZfEJM1Hmti4rmY",
-	"g0ypAnJ+8Yoc97rflexPUpEB0m9NABYqWxJz72nr96uPD++CO/+RQZ6VMZwmcWACzypE79BvbuQQUjdh",
-	"qk8o+ffFq5dkJjDGQhh3iXbopDxIjiydJYeYCmF+4HQKRIwIHXDMLiBl0pMZYe8RcpCgxpjEq+4vl8UR",
-	"kCNKUev33YwQu7nqgRBWXJi5v/7i9uQibraTgHsqtNCLGsWHubchQ0+CIrSJpbczw6snHZeAZdNfMR1w",
-	"IQpJxJzHRi9TpMCBx51GgpcbXbhJOm3Lx3WITjqlMFm8pNMVII87zWyiu8C+3SW5esKVXFoRJ6vywg6+",
-	"9kJox6c+R9/Yw1Vo53zvJ40jXuR5dHW35HcOcN2CUO9hqTuZS/dz7SJbvrZC15VZt6TFEDyfJ0r3c5Gv",
-	"TFux3EZd2050YQffxZH19n0KkkMKX+h6dgCtUt/KdpYw26SI2oE1SLIB+tV61nnOVIB9PAIwsWvHQ4sq",
-	"BqVSUqTdCVXXUyGD5AgYN6Ucc4nJjI6BjESei7k6JSPQKXrtbHqm0lRqow5R74rQPhMb8wRtppFbfChE",
-	"DpSvYMKdUQnShkO5WJHPqkhTAIse5603s9dQJjWjeb6o8HgVIG5vy4WS/jC/8PjkO+LMNZK5nAELntlh",
-	"SMa5Bb3LsDntj0KSxA5owQezA9Vy1JXEZCLmZFqkE18R4KVCSrlL1BnCZtVsnbLvYhZheAKhjyT2tRQY",
-	"3H2glkIX7Sh4X5nzCZ4lfJjllLvc6xmkbMRSSzFMEZE6NoTgtKiUqDWwLyXQJTEav8C10UCgTHwjqB1g",
-	"/uMuHFRTogJMtFmu2yNdClBigYrL114JMwYNYa405Smsq9+wXoAZ9cldnkbdWWZE8OC8TbV6F8htEZD/",
-	"mgvdqgjckUlJp4KnINdtyQEdXPpyKevGc4B7xhYmOV9JcPLqOlmd+OfLy9fEhWy9hl3aMCcN8+W40wkx",
-	"kWY6xM1nRE2E1EQV0ymVZZWRx4WZp5aubraAptY2gvf+otWUvpxqdgvk7ZtzWwPD6mUmywsnPz27TIzM",
-	"xmxsUptt2cQIpX1s1X7xV3808SZl2NqzX6gTfi3tbkVJkvDn6kh/kYG7XV1UGy7dq53UrEYWxkady21n",
-	"nfK0nqr2oC458tyiLe1BmXmLCuAX+RF3c8OFsDn9bIs0ONueTMf3/njKuVetSkOKkBaS6cUFlm3h7EOs",
-	"tzordLhiw0UpXGUTVSQ5c1EPVEL6xNZrkUHR6TxMb2CBHyBxJT9UlqVJgucLM8HFz2et3sm3Az6hagLK",
-	"JgflIqW5z9BSRp1D/cPlwKEGcgMLwjhJnj578er67PX59S/P/nORDPiBq7Egibq51uZizGAqvB/EFqgZ",
-	"gluqK5toPbNhD8ZHwoc5aIqU5GosHN+pFp0xMqWMa8o4SBUFYsBGG2vZNGOzPhnS9Aa4TVq6ePoLscEi",
-	"FZMcqDSToD5g1pQ01eiQBanaAz7g//gHeSL4rbmSBFcD3iL1WI0zHTahwYBbR8UzvC3NAQ4hF3yM3krB",
-	"YcBJecQGGnurVpmIiqhUzCAzw5nulzaNe+aBIiwr80yPO8dtAyv6uxjHCUWh2+SF4ICBccqJu4jM7zU3",
-	"qs/Jzte79NoG1neSafBzKENMsxxD60yDpLkiB0nvpNNJYvS/4ud2J8Eio94J9JAmWu40ygSzlEppLv66",
-	"2tQm/6cQZiltg7u2khgrLr1yYKdClRqpfK2Vc5CsC5olh23yjKYTkmgfdaJmmw39xOXlGsTNTwl12ohw",
-	"AWdbAEid/jQpppRjJhQW0BnT0xPU65pKowb8D/xA/vDq3B9kChQLmf8wP7ZaLdL4v/kyWVtuk5A/yHGn",
-	"Q/4gm2pnRngc+CCexSlJrEmSoNNT2fxia2CsXXGpIKBaOZgvM7XxV4NEWaY2ZTGB6UwvYmJ4wWeI9k5O",
-	"GtXBEmloqdZzFa5VNd8A1HNHsSUVkpVpP6U7QBeq75xZyWlpLlwzbz/UbaZ6OoLNQ1i0iU9Y9MlGi+XS",
-	"0NU91CPZFv4u+YO8FJXwF9LFQqm2GS7L0ezVSUsN2M54bGfcmOoc21N3g0ShA7CuJs/b+U888S2nyxss",
-	"VrU79nEb7kowFz1Zj9MlGw3XeezW8Si0qMI8eo1EZkPHGATCukHz+BIiLbUzHaDyYHFStfLnliO5wuLN",
-	"6S8rxxBwZxhIuj1kt0/Jz0zq3pOETKgq20ggTc1FEWL6lfRvu/7DJUGzW8J3iO5DWQN2jZM1a5h9msuN",
-	"4ANWioZTBLYi19Yy4XI9KzCC2NyxfMlFlAynelAOV2FY4zKrweAdY8sHOne8n8NIL/nVTkmy4rJD2aQq",
-	"TxzbRmBeOFtYHjlYXFIqR42Q8jrZuVBYWSgfqrEOHEAtlcwuhRwthC34dYepqn4BTgbulEC2JfGLrMv7",
-	"Ctx29YIsA+cJXnIXwggwI1tcvENwIgpJFMtq6aR0KArtynrgw0woyE5X6rHIiPFM4Sg7h22hsQxJIA/S",
-	"gvMQxVEt8/HArGAsoyFVcLiUCBlCfiCltpr6S5Jo47I5gPnOHLrLAmykzpb+pNUKAgMsak21XwY8ef3q",
-	"4pL420G5C9l+aQlfJV7HsLS6Mu+lgwsLHFIhM8gI4wNewuLPj2hJuaKplSiq4R3EW9csh7cOMFTJh0JP",
-	"7LWHl6j9dsAN2dVNsVKdx3r6murfkGH9Zm8IwQ3i6tse8KTasr3O9FysCiVlLh5XVm4lfSqmU6Y1ZANO",
-	"OYHRCFJNDnqdboxg0FJT8tt9YCyL3mHdkrRZ/k7NGS60dQniB4PZeu50oO1FpYDaML01xE4+fMAlsLDO",
-	"UZES2PjIUIwsjJrt2kvUm1l8841vZ/HNN/WGFrYfSr1/BUYf0gnlY7CiwcP69NmL168un7188h9j0l5f",
-	"Xj5PDk/dXHhma1tdOI8kh3lZxFrZj7VkCK6lyAfceUwUmjwL25NE8LEPRTjTwjUOaTar8kbew86xtYgK",
-	"breStQ1jnF0++TkJlQ6QAyPLXcsKwnSM6gPOoDTN4dBqTnPh2q8oWyU64OIW5BzNPVt1aMj5gXLnh61+",
-	"3DXlvsFOP55DDpKl2GMSD7jTrl2REdY9qkpBWWJjjS1/jJSZWQdPfU9efAx4RaN2orjS+ay/A/truSug",
-	"1mQmF5gCSkt81RKvjJhsBkqNVBSFTsUUVswzO7yWnmUGO/+iWvq5bqP4z33DXXF5cg1zpG5r9MnyFI2p",
-	"V+Pon7dIcJ7GSss5ZGad6o6wl0LfXCJxqYe79VCoY4EsmxY5NlupHpxTJIfXb149eXZx8erN9fMzZMmE",
-	"lP6lzqGRhNZHYizFMRjiHXDGW67bjZEVDBRy+hCIGKIGmllPVM5S4LZLQhlukFE/enF+WXX1MH/cxZEL",
-	"hLhoBcrUtLwArE6CkiGDqeBKG11CkZp+GSPdTpnSLMVokpMFMaFqwVPyqxhasafY2MjaOQwnQtxgXquL",
-	"0TScX1EcOSqO+lGn3W13DJS/KsHRk0ifMppDqp1bTfWPsG1Fy3qG20KOj7CV2FGv0+u0uj3nMo7iSMyA",
-	"m/n70UOcFfOzJuiYPKJVQuwYQl1aKM9sY6d0AumN9c7cwML7u6yvKuzNWq6wLa++8yzqRz+B9tm4S31R",
-	"ep3O3np1+CXWZCjvuf73uNNd90S5w6NGFv5dHJ3Y7W5+qNnw4K5BvrWNNPrLVX5IQ3F0jOEzfyDovDb7",
-	"yPXk97XoP3NXUq/TqXWkchyN2DaqKx+3yXmtaF6LwtmoXtUKot8luIWxv/k4yp4uX3B+zk0f9d9f1U/z",
-	"ObsFDkrVzuyVh1y5Y3Mc1fa0GDy7S6/evZoBNzjxfQHQw//Ts0tSzrOg0zyJjRC5BWMpG+7598Wrl8Fj",
-	"c9OZ37+Uc1YiER7Uh+1uCW4t7FtGOYLMtLLPmn/AGAnDguWajKSY7ovf9ox6dA74aIER48Qd8lZCMAjc",
-	"SAi7n03c1LY3kcB/zl48/zQS8HD+jwR2JgF3yGtJwF/ha9H/EuZG8USLpU1eU6NIW0MLfd62yr7UH7RR",
-	"z0BqRQ5uYKFAkxkdM5eNZIzEpXS2w1UCec6U9mZI1GzouKZaqBpy5CvcQkTMMu+UQudPaSv7TBK4ZaJQ",
-	"NiSypntbE/roC7qpxR/XLWCj9LvpB0s5m6v7fmUsjFIp9C1xKXoAvPnIFNFsunbPPjdgjOkOFVy7JYTu",
-	"BpBvWborLLn+dFCu/kQ9rZ5QGiz/xRRPMSp3vj+VbQf5UevU95dpeeZoyt3XBFLJ6Vd3cTQTKiCBnqAh",
-	"pQitSpLa5IKOwHVd3O6t6xuKnwqlbUS7FlvDflOeCl0KQRudls7FhA5GGyqxwwwcpRPBsuuAN7uTVOHu",
-	"nrXrmgKuUeP2yRJuqaWtJWtE7g8iW+yNooOFeHfNVBwtC7hb4aruvrlq3W1d+gp8qtQSU/kW7ZvYCcc0",
-	"2qL/nRrAfC3uP+70tj+03N0In3u8g9QItIk0z3Yf7rRmo2MVPneyywYDZczm4V7vUwF2rRI/U0aap3bZ",
-	"Z6gtSlPAWoathFNYxtZVvqOPLLtbq/e9qXWOLktmbD8RtewVvgAMD1AfzcXMJszEavqIB1wLMgZtfcTO",
-	"40ttWLJmn1fiue5CDlkSny1Ea02Iv4ZisEWEfYHg+mzZ8bBzHFD2hbknMzZiZTzQIlRZ1X7F6c/KaoW/",
-	"Yg9fT/4db3+obDq4D3XpJ9DbWPlTab7qFn1na1yDDbhtbt4U5NhQZ9n8+7uHj7897BM6REKYwnQILqkN",
-	"g/00FxxikvAizxMiYSpuQbUHPPGpsDbVysyaWeeezTU8SD4OynTZQdQnHwfRjfnXTHR3V05FkpvkdMCX",
-	"R+OoahDN86oNugqFY5ZLawJSpZE5/BmCpS5U9q+WBfOaDenUp8RzbiH2/rWX6XfQ+r6ayHSlfZ434upS",
-	"4jCvlUz9TxY5WXTc3UV5W20l+NfpYI8+Dd6y6d4+BK/lgEr2PlD1ah4iJKmVTaxTsHwCy0f3ab2WZcNQ",
-	"Ph/YJfnWvI4KeIadLkVuJJztHiA2ZvMG9SS7wKWtI1oSaas8hv4xBWPvH6NLEMbEvs6nSuAsHTbNNxC4",
-	"x3Z+Iw5t/Y4vwvn2OPgenO2amoYP+miil93EgXcZhMvL0E9jfxpifuZSqddf6rf5SkrIGt/yU3sqUKMG",
-	"X5e2zrlsCHOxa3jOvVOsTG/yXhRKZv5tN4xjHohLposxD6x8HVOQ8N8AzZiLh339ON2O1l2gAeImRNT3",
-	"tOHobauCXdz6tpkF6Jbz1fsMOpvHkDOlw176N1B27/mznPQ+UWbvPvrtpYZrfNe6TH9VFiym6mZcCKJG",
-	"bd5nRwz+TDO1VuC30X3tNv7/p/daluTuuc4zwHrftRthTBOjO8yo9BeqI5nlYo9cpDeQ1bwhVao1prDY",
-	"rMiszA3F5Lha+M2TZkq5e5sCzTLXi2ZqYywu9d1DMOCf5Etf79F2xZ1f6tBeZTuXX9evg13m07n3Qo3Z",
-	"LfC4fmITOpsBVzbJjjWy0Qe8rH/A3Emqywy8g+Nur7pTvvh9V3+qd77ZvOwrO+d9Ke+63omIg3Wu+f+5",
-	"2/dr4lk/+317s9LqO7jCZVPNV3GFX7606U1ctd4tXOh64xZysL1my/ZVoz492r0Wcee6qcYSa4qzYv+u",
-	"xXpNyOGf1Ho7+C5fl0m7FdJ2tPPbQO/+lr6F3n18qdUqo4SLsDYyinvv1eZX1qFUdrNuqtdqUPW6Jkqe",
-	"qlcru6pehZ9crDbgvlrtYHth3J546G4fOqK9EINe+0pPrJlmu4XfBIclI2hTSvI6FeyLXg65g6n059sm",
-	"mxWNv5tB8lcFlKSnjwBlNj0Oza4f768Miq1PMuQ0fF7vzXGQjAWRBSfto3SaHdWLBJLDKI4KmbsqgP7R",
-	"EXb1mAil+486jzoYN3GwrUsDQvOpygSqKLr0wq6aELa/hO2FABlmcFaM6l87V5lHzMw9wzcx1+b3ZxV2",
-	"XFSVcoEM9tosZUr/yizW2xRjVSr6d8qqu7IFCNMK8lGbvBRLb9muLVBzBd1d3f2/AAAA//8=",
+	"7H1td9s2lv9XwdHuOZFTSpYVu9PKpy88STrNNk9rO5vdf+Q1YRKSUFOASoBWNKm/+//gXgAEJVKSbSVN",
+	"dzIvprFEgXi49+I+/u6nViKnMymY0Ko1+NSaMJqyHP55kmVybv6RMpXkfKa5FK1B63zCyJTpiUwV0RNG",
+	"clloRlQxm8lcq24rauXs94LnLG0NdF6wqKWSCZtSM5JezFhr0FI652Lcur2NWs/P6Xj1HSdE6VyKMWFC",
+	"c70gmo7JSOb4PjbLmWJCU/NwBJ/HL0adV1Qnk5hQkcKfr6Vg7rP26c9PyY8HB7299dObUa1Zbibwv8PW",
+	"h/8dti4eD1v/3opq5v0iZdOZ1EzoUzbL6MIMt7yKtzjPiMy5nsDcb2hWMBKb98YRmU+YsEtSMykUI1wR",
+	"ahaY0QWRI/hOCkaUljlLzUqHQk+4IrF/fbLo/MoWcXcoWuFKmCimrcGHlnlT66JuAS9lQnGedQf87vSl",
+	"m0CSM6pZaiYpizxhEZG5++43eUX0hGozZ3P6ROKC5jK/vislnFLNXvIp1/UzytmUcsHFmPxeSE3NDBhN",
+	"JmQmM54sSPvF8/OfSZrTke5wpkedidYzOuOdnGqWmWE7lrT3oqFg3XGXxMNWyka0yPSwdZz/dNg/1j8d",
+	"/LCylWtm+hbeXT9fnCXMjjOFu0Rns2xBtIQ9Onn7glyzh8/8958Oer3j+U/f97aZOvu9YEq/qKHWF6lh",
+	"thFOliuS46OE45Eqlt+w/JEimRyrLjkhScaZ0GRKF0QxkRJujn8uhqJ90Dno/0CSCc1polmuzFnFJ53/",
+	"Rzv/7HV+7F4OOvHeMZF6wvI5VywYnkzpNTNUxHApW7Hqh8rQF58OooP+D7f1bHvKdL44GWmWr27AGUuk",
+	"MEJNkjnlmlyxkcwZ0fnCUB0dUy62liRTLvjUsGDPz4ILzcYsh2m8f//+pNATs+EJ1ayegmj5BJeCwODM",
+	"zK5QLJhIRGg2pwtF4r8zmrM83lrG4fM1+3QbtWY0p1Om7VXw/IYJ/eKZ+Sc3P51RPWlFLUGnsLJ02zey",
+	"G31ZHtfFdxtka7L4lS3qbodC8N8LBuyD1wJXRM5Ybq+EZCIVE+RqgQIMCbVNybt3L56hjB1LmZrHeML2",
+	"ukNx0OkfHZFZzoWmVxkjJ2dPX7wIKDgyJK7JFc0Zacf0Kon3jBSkZiil8yLRRc7SzoizLCW4kqFox8MW",
+	"vUqGrXivS4DwDB35u0DRKa7A3Fj+gyuZLkjOdJELvF6t7HdXxFDAAOUFoDvuAhoQuFeOq6PD45SkfDRi",
+	"OSzCvIErctjvl48OBTw74Rmy44jnSpciQBGleZYZWTDK+HgCHx32fuySX9lCEfZxxnNG+odkIotcEWoY",
+	"DMcYCqDWRIoRHxc57K49FzwwmRsKhh/MJzzBvTGTMYLlihliT5H5UCQA/aFALClw6Tpcz5r040smxnrS",
+	"GvSP/hYZVnV/H9RS4wi0iHoejY3+EpOFLEhGYcdoStqGNEgip1PaUcxwkrk/M6403J3x4xiolooFEAZO",
+	"dAAnJQs9FFzDJhSzlGrQCXI2gm2Aszzs/9Al7xm9NlqRIu34/f6w1e12DZ0RwVCK6mQSyqo1O2cVpw33",
+	"xouR0acaNuJEuH0wKw/Xudcl742SwzXOiSFNJ0UOpGh0G/M3FWrOcrPSJ73D7pqplkrdhvk2KBK/yDmZ",
+	"UrEgXLMpSHpkNWLurB4KdXj37wXLF+Wr4RquvNLev63BQS8yJIXS/qDXi0rZf1Ar+9/SxXQ30nRGF1tI",
+	"0/fsaiLl9XORziTfyXvnbPvXvnj2Cx5jgx2hFB0zwo3wclJLCmKoGMRgbvVgrkjKMg4ft43AlAI0Zf8h",
+	"KFVcDQWz69yLApln2A3HBK2jS97mMmFKoQrJzXAJG5SvMHeEJhkzLG2+WsNAc1xnZ/vtm6rx9vt3xseC",
+	"mtulaRvjm4PIyBNjrLHUydYrqtj3h+SXVydPO2e/nPSPvgcl7FM529uu/0PzKVOaTme33U/mdriNh6IN",
+	"dgmd43VxtdBMmesuZwnjNyzdi4yMdiKpfGMnZYlMWUpmNNfOSnBH8kgNhWJJzrQV+PF8olhyGXfJsyIH",
+	"JYvY73OJ5h3Rc0mU2wNFzAWMNpWa0YSZ8ax8PSY0SdhMW4PKXlwjI2Wd7IngqjX2rhmGC5JIoTQVmpgd",
+	"2OKM/US2Peqbg6g86e/2f7r4rk1WP9t7vJYEzt3xNJHAe7QjgWg1m840mVMFu8bSyKzTih+zuaDhKi4S",
+	"lLzvBP9I2Ewmk2MyypmaeO4bCjuYuaLM9UMo8YRCpqAZT6ggR2TKRWHIY5TLqbkJc5JkMrkeoM1zJQvz",
+	"SjRq1Rab7F+ytf7fyEW3ZgTUm0CN/TtNrQFk/kqkMPqT+acxzKyevT/L5VXGpt/9ptA4Lt9Js+zNqDX4",
+	"8Kn17zkbtQatf9svnSf7+Jzaf4u/b91Gn1qz3Cg5muPrlaa6UPbVZg6Hvd6tm3Vps7sZqH0ubmjG044l",
+	"51ZU8x0PVJ9rtmhd3N7eXsDS62xor89NaTaS+ZSl5qa2Y5nbL/D/2K3qoLFYt2T78H5pVcKLf2E005M3",
+	"v67Z5NXNXbelOGCrZlX4zWJXM69aHi/EO8W+Fkr5MaAU+2FIDVUq6HDRKRRrNdDCiacEK77rXEo1Wv+x",
+	"vZIzqlm+iz23BnnHW+Trf+dt95rDOmVGRf5KTqvfv9Np5Tj3NZy7ejpGxKOVVpoGoZlnT3hnnCGMuKXZ",
+	"8zyX+dexy0cV6Vmzy3bKHQZzbuIFQQrBPs5YYow0eLRLnjFNeYbqRibHY5aSQqQMHdBxuYlxZC0uo5Ps",
+	"aqtfgXP9tdQnqNN9LRLoaO1uY0igI6TuUDvvdTcRBA3YR660IleFJqlkigipXSABdhrH7JLz0kGIpqJ1",
+	"URojQCyGIpVJYWwq0Dv1JCJKGpOTKzBGGar3ZMJyo9IaAwBVFzxSMAG88wgVlLooyLoTxIdK/+rdD/21",
+	"1D8bTelrOezDtYdtTnkE020449eSqCKZ+KABepGNhpokstgdr7yli0zS9FzKlzQffy2X9cGTtbs3w0l3",
+	"tJSdDKa9hc7m3HbwA0vAgeMcjR9F2gfkFf/73g731zDWM5ZkXHw9oqi/aX/NpI0tirNGQ8CZEh9a9oFL",
+	"sNlHlGdFzi6N3dq6aDyHhOYpXLpuVBRLdii0uNBV28YJk9iMzNJ4z3p4wZHnA31DUUb1XMgvuGPqA3zB",
+	"kdY4gDedbU3McikQuO7X/rmHiLm3OZig3Az0M2zP18KyG0gqmHcHz3WFqqxX85JpOm4gpCBO7S88dNaG",
+	"blF0phpluwP+ZEM+oHjvjKuD1Zz6FXwdmvMP25+D3/w14tM60e2jKsgU2N1mgitR5u8EvaE8o1cZ+1oU",
+	"5A33kJt5pwimvmYzQQb6XxHkA5Lxa0aoILLQdMy65LXUE4h0lSLRhriGotbKHOWMDaxpCXYM9w7CwDyM",
+	"nftqRRR+edPzjOU3PGF/uRNXOO9tzvuEpGzGRGpOyhxS8JNjYk4KA+JfhyvgXMpXVCzscOprkWXrfTY5",
+	"1awDkaX1IswmijxSNqfEHIYx+YuZ88esYxYS+3QVSI4aingpfyUmii5s8NVm0xh+ndvAXc4U0wrYGqPg",
+	"C6YHqM7csFxxKeAuGwpzmTExkkbdN2sjsLYadg0Tfdaesn8wTLrplFk3W/3YPn5freVBdPlO0EJPZM7/",
+	"+fXozgdribIIZ9xAlK+4UlyMI1KIayHngoAGeyOvWeqIdTcS4f37953lPJl1P15Oq7FnYF0KLH3FUk7P",
+	"y7X/6Urn0Yaz8DPvTM3UO/DslsbiI0Xip7jGjlkzXLWGR13U3fs8nPG4K41oKeL8jCtza6R/DU+6C0O5",
+	"oGUnddNf1vfdE8aMbLYb7Xg+CGpOwQ15TJiAjBiuSTt+e3L+9JcYNaDYPUJGNFMs3kNf725O6NYF0tDB",
+	"hR4ZCKpVts4mfl5S+G4k86n5V8vo0xCkWw24RS0OM2Ef6XSWmVE+tGiS6Msnox/pQdJL+1d/Y4f0KPmR",
+	"HYx6tH/VuojCSB48uzk0Hh4CmPDBTMtcV3n1G0vg6ngKX1tXRhAApCkaEjR7GywcNjxa2gs6dXu0lDQp",
+	"AsstMTw35ULmpBDmSI96vR75iRz1ur0eeXf2DNwyfiO50N8ftoLskR/t/9ankEQt97ZNYbOn7rllwqwk",
+	"QR30er2ak5wyTVOqN8bmXrnnIGkQ/Srot61L3NNGOoEZoeU1E8dEMUaGrXP3sRq2zB65UOhsemk+vbzh",
+	"irYi/6d37JQfcaGK0Ygn3Lx/VIhUBV9ak4WL8SXGAi42kZU972CvV1bXTGmnzExg54RWUpbqkmeYfwQ5",
+	"TBCvR5vLyPcF05AxJlKW7obgHkILKBHulrVkzoLaq8CRQlrgdWHEziinRVpkDE7I3nksvbxaXCaF0nLK",
+	"tjjhYH7NJ7l0k93vSO/MengppJfsxlVlVGkBsnGJ+ZnCRLsPw9bjYesiDvKczLcR4SLJitQQBjxNaJoa",
+	"g93ZbJAFF27y45LMu6pIEsZS5DL7mfV8lR+gewVTnwzFVX6FRQF1H9lxLurkDv34AqfVx1w6+1dJmDTP",
+	"qeFHTAK2X+u8YLdRq8iz2vyYHBKn3745Oye4qyh5YnvA705fxhVWKXKOjOJTRXuHP2zOFQ0JzExl5Sxr",
+	"SS0Q59WJv5RzlidUMfLi7A057B/8zd80JJEpA1EZ3LWFSpdu1A+088+LT09ua5nsOc7t+TcyuyuZwdZs",
+	"0phqk7QYSSZUjBl4xxI5nXINyWs6UBVtfMgo8D4Zqkqea3UwJ6nrzAMbjaPKl6CoCeQNGkMfErvRl1BO",
+	"dEAoia3uFGMJUuyO5XEcmW/xvkOyiO0Bma9stZbM9SMFpUL2ATibxzEEUIYitstW4LMAe2TMb5jNzTSr",
+	"e6QI+0gTjSUQFB0KK2y0ctFsUWxQGgLrrjU47XM0vWq0TxiiooTaM6hjdhjrJVc11OPOzbPLxjmVC7DU",
+	"ehu1JlRdTmXOgrzoKykzRsXK7OGFwS8a5+tM5mWKpppM6GzGBJgy7rjAwoEnrwxhIdWvnnJFz/tzhcHP",
+	"nGWpz2ypngrUdDTeKROGKSOEK8Mo/3H25jUBVYHlhAtb6QWh23a8j7pdvAfS1HwhIN15ROhQQMI58VU3",
+	"5gm03Ug7Bj9aHK0GBfcqrBDq7pBWXZ8aH1IALq78QR0F2OS7QbNl7U5RXm9Wu+yv6l70KtAy69WrivJ0",
+	"VKs7VU/p3cxc+0c9W5OD9ZdQjwZ5qnIuII9ZkQIePOxVan7s04UdpNdFlSCc0VHPa3uL13S6MsnDXlVp",
+	"uK1ZtxWuqztc2gIrKvyqjo4PXzrFf8tf3cfG34H5iWN+cINGLVFkWevidikaX8N1C0Jd3CkMvfugfCBU",
+	"lk3FOhPRvNfTYt187me+7MZ4Xhm2ZLm1zjAc6AwfNkoxCsw7HHLdNVdnEtsJrVLfynKWTrZKEcGGLd2j",
+	"wdQvmlkHMwmsLt98sW6xaXCj+gT0rVli2Z24dHct76fVGMJM90aFwU5sBypDuMQ1SsPKPQcJc1RA5QyZ",
+	"0TGz1SbqmIyYTiBci05LpWmuuRhfUheD0q7aGarjMMV8B1pJlcSDKyi8973iUKHKXHOaZYuSVOsUAje+",
+	"G+0rJK1ypTugrnfIZl/hMp2y96BF2uhAXeEi1EgeHv2N2AAASW3qL/7c0GvdpWzJx0X+q8P+XNpBHfbR",
+	"nJLq2PXEEZnIOZkWycRVR7lrLKHC5ttfsfX+uyaPsE09qp9PTQaTN9HQKnykljKQurXWJexP7V6yj7OM",
+	"ClutPmMJH/HEFeYRmdh7g9UOGwZT6hfQGJixy/ABlkSKhOVWGVh9kVHXVcM7lgpu4giCZUxoo5szXyhD",
+	"QG+uuDbWcUZgXtTI3vUaD57dUkIjYIfY4vaVtMTasAzUuSWsyS2AUcMZdcUgjhnsoaUEzbWVcatO3m1m",
+	"jvgs7mMhdafkJHuQniHWnqOddO2rz5ey9B2r2d8gZoyNrdYOXipaqwP/cn7+ltgUT+eE8x71o4oz/bDX",
+	"q+NWzXWd2DghaiJzTVQxndLcA8C4szDjBLX9QUnres7Stcb7CclZRjW/YeTd6Qss1eMhAsjyi+N/PD+P",
+	"zVUPpeskGG3ZC1mXJr7RLvTy3GxNtM5MPHVFv+CauJ9Lfq20OWNQX5z5omIvWrrkzZSDSgOIJy70QlRx",
+	"5dwd1t9b/qQV3bl0umbJI1sa8AAD8UuZeisWU84+r8H0J0WYNtuOao16erGVzVVJVF9rgNnlNFlSF41U",
+	"tQPDwpLn53dG4ot2o5UHk364trriiHyIunoK/sotbdq62zzwuFMFgpvs/yav1P4nnt7G4PFXhDtcshg0",
+	"olDZK6eyk60Jva8P35ftT38HW5MzVWT6c+/NbsgGbbgHZblsF6muE3XTe/tua0fbkZP1g9seP/Zt48Z9",
+	"wVB/3ZLTIEluWVLWZQSsjQ1V4rplVHzdb8pAeL0KYr8/QUyIGlWk/KLKdwceuBGrlR1EhdVuHeRKRCAL",
+	"jYsxVHUmuVSqxHfhDJIT12ep2JHvqOKkBSZBXuI9tw64zRqPDZGwOfiicynGxyQ25xqHAI8Am+LKV1lK",
+	"+h8/llKljiBcqdjlOlvEjftIhWZJ9f1ClmVnibEc2mYrZKEjjytF0zRnSpkzEMLGYGGpe+Ec3T6EzFTJ",
+	"mbIksHQSq0upbrrb1YtmqntmiWR1E94Y8xzyFCA1XUtrsCMTDwCUMOYp5L6GYciO+QwDbNEq8lCAfRLP",
+	"mEi5GMfEUGdGqPAUPGZaEWpOkrRjL8MRGQ4PXRvbIJkwo0lCyZ/N28dX2l0PAb7sL+tyRUnb1xNi1K+W",
+	"/+rTOPKFn7SSZETziMgsNSa/zyrdStFbEgI1Ct99jIwlY+xO1lLUgtO/vF/wH397xxSAGgtnC0SnqCXY",
+	"R31pj2F9hoh50h+YIYGCeZaWDrnHY1V5yiO+JGtDrsh2toolfGNkrDrV65zmuwkzhdQQnG7lsAK7Z3lX",
+	"o5IT7hZKWhI1f3dQdw+wi5al1wq/1JlAW8xtBybbxqnt3HZb0q92k26+dVg5VK9W6tychA3FLlwnAisZ",
+	"I0irNfSHOW2Rc74JrTw88pRRAfiZdSGucgKXpd9hNbTdJPsHxhKxPoiYtK8WZCGLvYjEYylYTNpcl4rF",
+	"4UGP/EMKthcNBdwYcHm10VHlhYYNoZt1HJGULtRet1QaeMacHwuvGicS/CRaUcu82soD2OuN3pAH6rD3",
+	"uhxmObvhslCXCCt3iUClqlb8QtkWoR56LrI3vlfi3GAOow6DNYqPhSJXTPGUWek9BwDju8vguwtQr9pv",
+	"IVgxH7Uadl86k4BPVil27W7eS9Y6WbA7eealyxeXZ++5npzBtmxftbQ66ZUcKz/iqu5vCM+YS/hM5MEU",
+	"yXcO/VGOyJM+yalI5RQhHLvkbAIFeyJbeMIuMTONzHHyzJeAIsgIULzRVA13OLkQciO8PAQ2vPjup0+9",
+	"qH+7uYbHrnJ1ly/KfTaG6VaJ3QMST7SeqRhzls2/Y7/enFWQhwkgFSkyy/kN1WwoBNNzmV8r0s5kQjOS",
+	"shuWydmUCb3XJa8B6om6xyOSSTm7osl1RDIurjv4G5kT5w0ZCqvjWyxEs70TllxDQI3kbMyVdiV4wqIc",
+	"l/Cnzj5IOc1KURwEWmCdg/19+1k3kVNXvuZBUCCG8tC0dsWSIud6cQYQ5ECZV4AdflLoejxgWwZqcbOp",
+	"IvGJLSuF5Q4IYo+TYdHrPUmu2QL+wWILKA0wnwgdAEdHFTn75aTTP/p+KCZUTQwlGx7AHbcQOIqxFLDj",
+	"HcgQhGyv2YJwQeJnz1+9uTx5++Ly1+f/cxYPRdsi+JJYXV9qpvRlyqbSGVcItm5ExBJGutlzrHLkYiRd",
+	"SSNNgEktkqXb+g6dcTKlXGjKBctVq6bIXs1Y0kHPiHk/MeTEBN7MZ89+JViNqyKSMZqbQSyGqdA5TTTU",
+	"U7FcdYdiKP7t38hTKQwTcCnUUHRIWAxrPZrrjsFMNzwKtBzNBl6xTIqxsvb1UBC/xWY2Dq3XQT0pohI5",
+	"YxAg43rgc4fsbx4pwlMP5HXYO+yauULqLEdGkIXukldSMETiLQFMeaUKyoHeZc1lEl0z1/c518yNATC2",
+	"swywC7hmOc0Uacf9o14vRj0P/t3txSA++kesDzTRsbsRuFLynDNViTN3yX8WUkM5J4hO9O8isK0NiuJQ",
+	"kIMAVN6Yf9KOmwpk470ueU6TCYm1K+ulZpmVgK4FPjMHNz8m1IZvpa3oR3h5agPOk2JKBUDNQDHqjI6Z",
+	"I6i3QQxYDcUfmOD9h4t//wFqr1ngH+bLTqdDKv9vPowb8Uxj8gc57PXIH2QdOOkItgN+CHtxbCMWKob8",
+	"aVsngBkZjW9cQlws31wLSDLFAnd7Y7irKiLGrlwYsS88BFf/6KjS6SIHGlrqJLA6r9W8CDOhvt2KDVhT",
+	"3OOq+LQ7XaiBVerjY59fccldwkWYZBLiPeAtv+gShwjl0FwWy40HVtcQQgXg/A/IH+S1LIW/zG2xOd59",
+	"q3ABq4P6lAEc8RBHXIslF+Gu24dkoWvmuopOiOMfOeJbxiM0p1iCo+LPbc0YgP3FzWe6lNQC7/nRvscd",
+	"IR4VABVqIDKszYcaTkClNz9fOkikdq5rqLwW/bV8833xXm3bivX4IsuTac7TquzE+rr4OHADhSt/7uvl",
+	"0XO5egg1aW7mvQd9YPa7wG/FYVZdTCa2aMpT9FwWdSJnBd0P3/9kScxth+dXx3V1oBD4jqOGd5h1mquV",
+	"wA9QhtcjQGwkLYSqhdf1UVzV0tKW6LS2NMbICTeVvdU5NKRSBnNwCZPLGzq3kidjI72Ub3lM4pVUTpCM",
+	"qszQ5GoDgbmrAefyg52LxRwToI9SEZKdrenxqPl1/UNqNiBACsJXARdJic0s7GaqsheOlcBb4QNtwPUh",
+	"TbA+NXdtiLdr5nkEV+yZNOLTSDbrdZKCyCIniqcBWhi9koW2qK3s40wqVxVZSeQbcZEqeArHwGZUyzOp",
+	"gbnC6TwBYRgAW0GbA2OqGZN5bwnnqu7waxDTyqEfgpEW+cY35jOz6TZYVEFG86GqVYBIM1nQ2YJvhiIG",
+	"09hbg1YdwA+R8FXsNByk1ZVxz+28IE6VyDyFqr6h8HNx+0d0ToWiGD+00tJdeHDnm9fBncc4GARXUk/w",
+	"0oUrHD8dCkN2oSHojQmImgWGR0WGDap9j6QwBxcueyjicsl4pei5XBVKylx7tmsASnpfpzsUVBA2GrFE",
+	"k3a/d4AdJajX09xyHxm7pr8X2rEI4miVrKuFxgxO+Ic52RAar6alU6n+YmAWzcCjjx/hFYCbbKlISWiM",
+	"YigmL4ySb1snhY2aHj92rZoePw6bNWFnsYqHJKHCVSyDaHBzffb81ds3589fP/0fY1Bfnp+/jPeOffEw",
+	"1c1tnGwCqWBzj1FeWq9BebvQucyGwia0KDC4FthvS4qxS1G3ho1tilVt++hMzCe9Q7THCoFLSbuGMRBu",
+	"pwYZkrSNLLftmCAbyKgPMILSNGN7qLfNpW0tphAEfCjkDcvnYGwiqLQh50fK7h80zbPXlP0EwtOOQ9rx",
+	"UhFVHA2F1e0thizAWqtSQVliYw3N84yUmWG+SrgmJz6GoqRRHCgqNU6b9jph/goIGqhlEhC+qD8v65pT",
+	"Q3EKrizIbygVurad37JCqDwirtd2zIPWkMNoPtdD4bNqFdEyAifSpyH4YYatiAzLrCj8ExxurdvYWm2x",
+	"+dvH/Zcq34fClb6jWulWYiubyIczTUVqJLn75qLtvG3z+byr7NfO2waut72Bse0fPz6DxiuPHw8q2QZR",
+	"+VdZ1I/SeKW9jNMTVFQWUhsLv7GWGu38LvkvlvMRHqAfjBiqJNV2PtjZcEZzBZ3qCBA5Siho9eJnqGo7",
+	"vcgs7eJaT8IuSWbJVLgTVMSwgmbCd5A0ornmirDipc21NcBgQiP0BBl65KPwOS+M93DK2MLJ94fCmwI+",
+	"XE3LNiN7+oRQup2bkPmUZiShikVg/1GS5FRNoMsfySSoZt7zI1zHSy9dSTWzRGmjRzZ0tBo49aDSfcpu",
+	"qNHROFKPUe36Hz+CXVYk5gdGn0t5zhKtvNx3nZ+OzfOoVLBMMWcUoww0EzQCwK7WJgCR9kGPKHK1INYX",
+	"uhfhJQ9TsML8iKgIjz4iT3r43z6ZmM8mkRn3oGf+Ojg0/9/vEfQpmPuFtEHm/GYOKz+uOt7NreCvFeaT",
+	"ZPZAC7JRCVINVwKUZajBQgswowrLHPQvbjR3IYucpV0Suzho7KxK5Ub1BECRBo4rUms+kcpnV3CmyITe",
+	"MEKzbDVmGpqs9vj+iyt+lQEnYHLpivCDTNP9cvwYXHWKLAVoQa/ATIZjIC+UpRjjwDF8dlwM5KhK3nNU",
+	"CdKIjmA6gbTFlhUJzTK1OZaRZLJIg4gGcXEJpqIwmhFmNNFEFzTLFi50cYy+Gbp0oO4A3H0SoIAZtbta",
+	"QWy0bFnoRE7ZirMRHw+wwszDNmtFLX0detzcvwdGW4v8TVxxroWeswFZHqIy9GqB+f1eUjtO5U3LgGbm",
+	"PaXNgUbGwDBF5L1K9n1gJGD4cFpkEOkrfzinoF68PX3z9PnZ2ZvTy5cnoOLFxEdLenulNEsmxtQ2ytBQ",
+	"cNGxnUFRfCgQk1eMyCugOhu+ynjCBDZV8tVGeWvQevXivOwEZv64jVq2DsoWK4GOnniDAm1c0DRTNpUC",
+	"AmlGoyrNlwj0oClXmidQTGZ1S6NKLERCfpNXqEZjpzTiL3Nfh1QN5bSiltWKWoNWr3vQ7ZlZ/qakgLgY",
+	"fcZpxhJtg0RGVTDfdSxojczH+9Dkeb/f6/c6B30bBm5FLTljwow/aD2BUSGwOoEw2z4t0RnHdZHgX6hI",
+	"sQku8CLGGq7ZwkVvMPJSH5tZbsjhTakXaWvQ+gfTDhpyqY1av9fbWWsv94oG9Mwdtws57B00/cKvcL8C",
+	"2nsbtY5wuet/VO2PdFsh32Ahlc7fZVTNUBwdQ1DXbQik1+6XyTK1p/+8RP7TIRqPU2u8h1yweZnuSU4a",
+	"lbSh2KClce1VUjUgXmVr1teGooJ0hWKgSmkvudLPXQZK2Hi6IX+ifGTfwUPXJUgYxWpUgg/gin1Rpc3l",
+	"gWBXQ9fXKpxB6yE9rVfzlrOFyyBzDU7Nj5qm4tIet+KpEK/q4jPybollVYsfD1ARcmSXuTsW3oIbg0aP",
+	"fxrXm40hPrHKsbel85C7QZtrZPFTG6yVPtPdkvA6wY3oYJ/76JuENkzzr3beh73DzT/yXbp2QSD/YNqr",
+	"7HUUcldZ6Jr0Q9pUvaWAout+g0atmVQ1BPqfBStsxXhgfRjFcx65wA+2lq0WRAyMClKN84GLbcxvmBiK",
+	"9nxCNRgqoJNWMxUBQ81oNnOuWFmHvVx8HXoAtESPNQzwyEpb8G1XLHc5Cq3BR8ZGzzPO8tJ0cU2N7QU6",
+	"FNdspr3f1db5wG1Ms5zRdOEUbERZNGqxZllWdxFWS9vLyuO/y3SxM9atr5+/Xe2W2+/1d/bS2uz6BvER",
+	"2N6/G9pKSVsY6eeqmVZOGRwk7qD3/s8LnsPej5t/0ITBb35/8GTz75cb68HvjrZZXU23hV1IS0BlqHo4",
+	"mq7VCSAW/rPxSj2xcYF+r2ez3S3cRWLLsSB+KMZd8iJoTKllYRMFXLyr9uq1cIn1d+/65fu+yQ/YL5up",
+	"2Rp8uKgqIzdMMBVqIm/czN22WTO06zh73Jh5bEyENzMGTnTXe7Osp3bjLOg0i6Gm8IYZejBy+j/O3ryu",
+	"3TY7nPn+oXrLSjKqm+qT7oGfbk1Jd700Wlln4Egzls1VwTMNvc93JXh2fPSQoeESRiGMYjd5IyGYA1xL",
+	"CNvvTVQNea4jgf85efXybiTg5vmNBLYmAbvJjSTgs8ebjv91xaHwlo6Zy9qGBC3sZOmdbppwoViuFWlf",
+	"s4Vi2hiH3EKFSbGCHLjXrXUSuFjw53QT+ISFnTsKtoClMTNseAGWO26nbS0hgDa4H7wn1Zd8QBqGi+Fz",
+	"BXGipjW7ep+xrjomtqv73G5CNk659VwyffepfE4HSYjdudZF4lb+r+kkmZVs7QSS53Qwg2vtzqcQfVCE",
+	"lk1luuSMjhimM2yRMjUwFD+VEL0u8yIgAQ0CZJYKbRVJFzLHbJ4PZHlhtiw+ZubhMzmQXW39pe8AXFY8",
+	"9OuMv0qXojtLuGBtv7JFC8l698ZjbSul22pBl+2RsMRVB7vmqqbb2gfYXNX6ElM9P0eMzHXsBM/cRn/R",
+	"JstfznLtb2VIVjqIb2vAVgn6hXin2J9mvB72+3ed8CnkSd9XRppfbbPOutbDVQGLDFsKp3oZG6p827mj",
+	"w9xO27NXLafmgckOnjCb5nxFk2soxqsm6g2FlmTMNCbq2bQ7iqlKgX1eiucwj6/Okri3EB2ZWb1C59QX",
+	"UAw2iLAHCK57y44n6I1aUvaluSdTPuI+KRsPVKFqv5J5yT2U8J+xhv/jIYP1rHxXmrc/dS5+B3uyrKlC",
+	"eeaU5WNDnTqZkPbpz0/J3578+P3egNArIIQpm14xW9cIFRc0k4JFDlgiZ1N5w1R3KGKXToTVdmbUFCPi",
+	"WG7ajj8NPaTcsDUgn4ata/NfM9DtrR+KxNfx8VAsPw1PlQ/RLNvrktOaPF+vHy7hXtdIlQq63j0ESyhU",
+	"dq+W1WL/GdIJh4R97sDpfbeT4bfQ+r6YyLSIE443ovJSEmwe4Jl/k0UuinCwjfIWFDv9bBE8/zQd7Ie7",
+	"zffUkeYuBC9yQCl7H6kQATvEfFijYLkqok/2X7fr83p8Sbit8w68jpjvmTMlMyPhHAzGuoLuWj0JX3CO",
+	"ySVLIm2Vx8A/ptjY+cfo0gwjwrrjLonLGl7vsJlRiIk4gATbkGFZfjQ4zj7Qzj87F58Oou8Pa9FENmtq",
+	"mn3U+xO97CZeHqgOnwE2FPw0Nu8Jk62q8Oh/qt/mCykhDb7lZzYbLKAGh1rb5FyGqPi24TmLQONrzJwX",
+	"hZIZFNDZrPa5dBWNESSD++yAWsI/ZTTlNh725eN0W1p3Z1jFuGLbNRxEuKY1W4+Nr7Zx62NrNKY71lfv",
+	"yhgx1yLjStd76U+Z77/8uZz0rlpp5z76nN0zl0/7GuQyoS8w4+pmVAF3v3fE4HOaqQFC/Fr3tV34v6b3",
+	"Ovfk7rjOMUCz79o+AWUlMiczmrsL1ZLMMt5HJqHOovSGlPXutgZjKLB+Cwt0IR8pCL850kyosOUfNE1t",
+	"Z8Oywitws3SH4k6+9GaPtgXaf6hDe5XtbJHjIJy2L2rskvc+mSwKdwxTpFUlU9n+eCg8BAYUsFLtyyDb",
+	"hwf98k6xIFHA1EjDJVc767LC07VM+7m889X281/YOe/aKtRbafYMmlzz39ztnyNRrOFcQ0ip6vluh17o",
+	"uqrVoBZ6LGHb6OCw92PQ/cChiW5CzmmFNlM9xI3Ram4vNgSCEiqE1GFXNdLeDNuDXXqpq1EfirtB51Re",
+	"0YDPE9lBK2WNVrY89B419OwHXb2A3uZMedf95pl2K9JsHUY+csRfzrfQ/0oYpd9fyyj1SDhrGQUBe9Yy",
+	"ipXKdtR1oDkVqm7qcOioehVep+x8fWfEoKFwkEHtzehEO+Kh213oiHgh1nrtSz0xMM22rwapGkHrykGa",
+	"VLAa1wxPt/XKbGEqfX7bZL2i8a0GZbuAUu7oo54yV2rYd+U+IIiYbMEMwCxB3Mp6x8JSTvvnrRb0KBE7",
+	"9zHM/1zGqQPfXl+/5/b7X9O+XwYqDC19hw6z1tRHaBxFKHl3+hINaqgSKsuIFMBRQdXucqETaccfhq3H",
+	"w9ZFjMBJWWZuNygpBk+oB6INmwc8Uh4ePEZ07fjYYqupEgAcwgZYtTsUJey9kggWAMg45kVm2tNCgQpt",
+	"wbVJGyF01+NrD0UVYJs4fG3soLCKse3wtMwbEYhjYqFXMNBh3gPZIltDcJdoFUGfnWZnxTIk++e00xs6",
+	"jn1hg70Zx76putM+GYRYkcQeEF79v2mv/yXrrEoorxXJVy/4ajUEr8WmLGO6pv/wM/i8KrWA+Q09+VrL",
+	"CTeSaHFMbDOisDbQ6AxpLmezOnUBh6/j5gobHTZN7JvquJFQcKO2JpNocz5hiRxXYu854bLniaOaZFhn",
+	"7mw89s+mTG2Smd8yUHZvvGxLfnczFZYO9gHpcUaFjos8i6MV5S4icTCQ0fUgU24oXOoat3Qfewztbvlv",
+	"Cw5qlLWZCiVju9qaaih8b6oSLRQAHalm+d5xOCJ0NY1tibWqAKPZsn6aKdsEIshH8Shou0mzW2XgrzHd",
+	"rlF/223a3UPUxC8u6FwaXo2S+C0P71se3u7y8B6qmwYIjI3erDciaLM5Y/lSp1ldMYZExfUFyJ5A+ixs",
+	"vzoUU5qyAaQ1uai0RRXFWEAE4POZUXC4eYm8ti06Kg2Gm0C0qigbZmmf0UO2DIiyQw/ZFv1Uv4SLrNJv",
+	"c62LrNqm+pvdsNGpVsXYCa06BIbmOQn6uH4mfW6NdMA2d52y/95OtMdaB+ELpQooHzUXpG20h6k8aBlx",
+	"bSHZIc2MT1noyNvrkp9tSA26Bjtc96FAuePEpHcSzmWJDK3A4biKPh0RNaOJUe7MkrTRC0Hh83rc0kwB",
+	"nMd958QA+BEdHhImHqk511YsykIPRSYV4lXaKXRJ3Nxi0vbm8AmhMsMXo/ZrvZ3doTgFP6YZFsDmPeqx",
+	"VMzvjtlbUFLtQAzymnE9HpJ2FZ0JaGLpaK2v7MtpXvdy0JUH9k332qUsQ5LweOtlO84GdaSavlvtovjh",
+	"wsgINKjqMvBfhr0O2/FYkrwQpLufTNP9EKY23rPNXhGHdrC/D07xiVR68EPvhx6IIju5ppp6yEUsy+rL",
+	"+9uXNKyqCNivD6UWSwEOpYx6Rza8V+YaAhTaTANadzm+CzzWayBl748aDNVgFA8quzKKjx1iep+LxFgE",
+	"YLSbI9+dALMpLYZlgM4dvMqf7uq73q9FZAWaQVBeP76Tg+Xwvv/xCu4v5KBH0DAIsr79pH1vSK4Vy0Zd",
+	"8lpCF0nbCJJLEYwfJIgbsnAQyHjjYSKo7fhuPqm9v06WmpphPmZNCzvoyNBd6USnsAHdmdWqt0Hy89jg",
+	"Xdfhqy1zEj92iR9VuW2fRbvJnlfrnvrDi2e/YL6nOZHtfnLueinc+Zdn7kZ2v/xM7oy3dRu0jX/hv/+7",
+	"zqELLJV2yYntXwAEr7Bu2HUk42MhgfPBHO2tDvMPKSw8Y12DOHdNI3x30KodBEwXG60CYHldeUljm4Sa",
+	"HgmVjggW5t4hWHaXboMljmmySN1jPgt2G97yD/u2KmVvI5srBSyHnemoInQ2y+UNS/fuy1r+jVtx15l7",
+	"+huDNeMxLe/RNx67N4+VzLOJzaxLchsms6gSAxuErK3vNPwHnaPKBOGgpVNKVro4oQPf9nG6LzPaRWzF",
+	"iugj+8aIzYy4tEPf2PDebOiYq4kJbR7mVlfdSnEIOalhgJHMK23TsP+RuitjLU9sPWfh09/uuI35uN+u",
+	"uIfz1grPNDPXTObbGGj4oNnBLCW2FgZAS4+tUWabCHEVVHErusAe6Iu781Ywr02MZR79Zpo1c9Xq/nxj",
+	"qXuwVMgpG/hpy8sKWGrEBVcT6FgOjJQzVWS6m8q5yCRNL4s8i8mI6WRiG5jfi5O2vqXM099uqY389O2W",
+	"2hlLbbqlbm//fwAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

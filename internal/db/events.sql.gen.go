@@ -7,7 +7,31 @@ package db
 
 import (
 	"context"
+	"time"
 )
+
+const eventGetByID = `-- name: EventGetByID :one
+SELECT id, account_id, type, data, created_at FROM events
+WHERE account_id = $1 AND id = $2
+`
+
+type EventGetByIDParams struct {
+	AccountID string
+	ID        string
+}
+
+func (q *Queries) EventGetByID(ctx context.Context, arg EventGetByIDParams) (Event, error) {
+	row := q.db.QueryRow(ctx, eventGetByID, arg.AccountID, arg.ID)
+	var i Event
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.Type,
+		&i.Data,
+		&i.CreatedAt,
+	)
+	return i, err
+}
 
 const eventInsert = `-- name: EventInsert :exec
 INSERT INTO events (id, account_id, type, data)
@@ -29,4 +53,55 @@ func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) error 
 		arg.Data,
 	)
 	return err
+}
+
+const eventList = `-- name: EventList :many
+SELECT id, account_id, type, data, created_at FROM events
+WHERE account_id = $1
+  AND ($2::text IS NULL OR type = $2)
+  AND ($3::timestamptz IS NULL
+       OR (created_at, id) < ($3, $4::text))
+ORDER BY created_at DESC, id DESC
+LIMIT $5
+`
+
+type EventListParams struct {
+	AccountID      string
+	Type           *string
+	AfterCreatedAt *time.Time
+	AfterID        *string
+	RowLimit       int32
+}
+
+// Keyset pagination, as PaymentList.
+func (q *Queries) EventList(ctx context.Context, arg EventListParams) ([]Event, error) {
+	rows, err := q.db.Query(ctx, eventList,
+		arg.AccountID,
+		arg.Type,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Event
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.Type,
+			&i.Data,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }

@@ -69,3 +69,41 @@ type Refund struct {
 	Metadata  []byte
 	CreatedAt time.Time
 }
+
+type WebhookAttempt struct {
+	DeliveryID     string
+	Attempt        int32
+	AttemptedAt    time.Time
+	DurationMs     int32
+	ResponseStatus *int32
+	Error          *string
+}
+
+type WebhookDelivery struct {
+	ID            string
+	AccountID     string
+	EndpointID    string
+	EventID       string
+	Status        string
+	AttemptCount  int32
+	RoundAttempts int32
+	NextAttemptAt *time.Time
+	CreatedAt     time.Time
+	UpdatedAt     time.Time
+}
+
+type WebhookEndpoint struct {
+	ID                      string
+	AccountID               string
+	Url                     string
+	Description             *string
+	EnabledEvents           []string
+	DisabledReason          *string
+	Secret                  string
+	PreviousSecret          *string
+	PreviousSecretExpiresAt *time.Time
+	FailingSince            *time.Time
+	Version                 int32
+	CreatedAt               time.Time
+	UpdatedAt               time.Time
+}

@@ -58,3 +58,10 @@ type PaymentNotRefundableError struct{ PaymentID string }
 func (e *PaymentNotRefundableError) Error() string {
 	return "payment " + e.PaymentID + " failed and cannot be refunded"
 }
+
+// WebhookEndpointDisabledError is a request to send to an endpoint that is disabled.
+type WebhookEndpointDisabledError struct{ EndpointID string }
+
+func (e *WebhookEndpointDisabledError) Error() string {
+	return "webhook endpoint " + e.EndpointID + " is disabled"
+}

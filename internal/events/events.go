@@ -1,6 +1,7 @@
 // Package events writes the transactional outbox: an event row committed in the same
-// transaction as the change it describes, so an event exists if and only if the change does.
-// Webhook delivery reads these rows later; nothing is sent from a request.
+// transaction as the change it describes, so an event exists if and only if the change does,
+// with a delivery row for each webhook endpoint subscribed to it. Webhook workers send those
+// later; nothing is sent from a request. It imports the database layer and the domain only.
 package events
 
 import (
@@ -27,8 +28,9 @@ func Record(ctx context.Context, tx db.Tx, accountID, eventType string, data any
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", eventType, err)
 	}
+	id := domain.NewID("evt")
 	err = tx.EventInsert(ctx, db.EventInsertParams{
-		ID:        domain.NewID("evt"),
+		ID:        id,
 		AccountID: accountID,
 		Type:      eventType,
 		Data:      payload,
@@ -36,5 +38,5 @@ func Record(ctx context.Context, tx db.Tx, accountID, eventType string, data any
 	if err != nil {
 		return fmt.Errorf("record %s event: %w", eventType, err)
 	}
-	return nil
+	return fanOut(ctx, tx, accountID, id, eventType)
 }

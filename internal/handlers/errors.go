@@ -46,6 +46,11 @@ var errorProblems = []errorRule{
 		p.PaymentID = e.PaymentID
 		return p
 	}),
+	typed(func(e *domain.WebhookEndpointDisabledError) *problem {
+		p := newProblem(probWebhookEndpointDisabled, e.Error()+".")
+		p.EndpointID = e.EndpointID
+		return p
+	}),
 	typed(bindingProblem),
 	sentinel(domain.ErrNotFound, probNotFound, ""),
 	sentinel(domain.ErrIdempotencyKeyInUse, probIdempotencyKeyInUse, "1"),

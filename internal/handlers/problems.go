@@ -51,6 +51,8 @@ var (
 		"The payment failed, so it captured nothing that could be refunded. payment_id names it."}
 	probRateLimited = problemType{"rate-limited", http.StatusTooManyRequests, "Too many requests",
 		"The API key's quota is used up. Retry after the number of seconds in Retry-After; RateLimit and RateLimit-Policy say which policy and when it resets. (This version does not enforce rate limits yet.)"}
+	probWebhookEndpointDisabled = problemType{"webhook-endpoint-disabled", http.StatusConflict, "Webhook endpoint disabled",
+		"The webhook endpoint is disabled, so nothing is sent to it. endpoint_id names it; enable it with PATCH (disabled: false) first."}
 	probInternal = problemType{"internal-error", http.StatusInternalServerError, "Internal error",
 		"Something failed on our side. Nothing about it is exposed here; the Request-Id finds it in the server's logs."}
 	probServiceUnavailable = problemType{"service-unavailable", http.StatusServiceUnavailable, "Service unavailable",
@@ -63,6 +65,7 @@ var problemTypes = indexProblemTypes(
 	probServiceUnavailable, probPaymentDeclined, probIdempotencyKeyInUse, probIdempotencyKeyReused,
 	probPreconditionFailed, probPreconditionRequired, probProcessorUnavailable,
 	probRefundExceedsPayment, probPaymentNotRefundable, probRateLimited,
+	probWebhookEndpointDisabled,
 )
 
 func indexProblemTypes(types ...problemType) map[string]problemType {
@@ -95,6 +98,7 @@ type problem struct {
 	CurrentETag string `json:"current_etag,omitempty"`
 	// AmountRefundable is a pointer so that 0 ("nothing left") is sent, not omitted.
 	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+	EndpointID       string `json:"endpoint_id,omitempty"`
 
 	Headers http.Header `json:"-"`
 }

@@ -16,8 +16,10 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/payments-api/payments-api/internal/api"
+	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/payments"
+	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
 // MaxBodyBytes is the largest request body accepted (413 beyond).
@@ -29,6 +31,8 @@ type Options struct {
 	Logger      *slog.Logger
 	Payments    *payments.Service
 	Idempotency *idempotency.Store
+	Events      *events.Service
+	Webhooks    *webhooks.Service
 }
 
 // Server implements api.StrictServerInterface.
@@ -37,6 +41,8 @@ type Server struct {
 	logger      *slog.Logger
 	payments    *payments.Service
 	idempotency *idempotency.Store
+	events      *events.Service
+	webhooks    *webhooks.Service
 	specJSON    map[string]any
 	publicPaths map[string]bool // "/problems/:problem": paths whose operations all have `security: []`
 }
@@ -58,6 +64,8 @@ func New(opts Options) (*echo.Echo, error) {
 		logger:      opts.Logger,
 		payments:    opts.Payments,
 		idempotency: opts.Idempotency,
+		events:      opts.Events,
+		webhooks:    opts.Webhooks,
 		specJSON:    specJSON,
 		publicPaths: publicPaths(spec),
 	}

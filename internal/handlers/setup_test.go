@@ -14,10 +14,12 @@ import (
 	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
 const (
@@ -99,6 +101,8 @@ func startServer(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, lo
 		Logger:      logger,
 		Payments:    payments.NewService(pool, proc),
 		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL),
+		Events:      events.NewService(pool),
+		Webhooks:    webhooks.NewService(pool, webhooks.URLPolicy{}),
 	})
 	if err != nil {
 		tb.Fatal(err)

@@ -1,0 +1,57 @@
+package events
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/domain"
+)
+
+// Service reads the account's events.
+type Service struct{ pool *pgxpool.Pool }
+
+// NewService reads events from pool.
+func NewService(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
+
+// Get returns one event of the account.
+func (s *Service) Get(ctx context.Context, accountID, id string) (db.Event, error) {
+	e, err := db.New(s.pool).EventGetByID(ctx, db.EventGetByIDParams{AccountID: accountID, ID: id})
+	if err != nil {
+		return db.Event{}, fmt.Errorf("get event %s: %w", id, db.Translate(err))
+	}
+	return e, nil
+}
+
+// ListParams pages the account's events, optionally of one type.
+type ListParams struct {
+	Limit         int
+	StartingAfter *string
+	Type          *string
+}
+
+// List returns one page, newest first, and whether another page follows.
+func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]db.Event, bool, error) {
+	q := db.New(s.pool)
+	args := db.EventListParams{AccountID: accountID, Type: p.Type, RowLimit: int32(p.Limit) + 1}
+	if p.StartingAfter != nil {
+		cursor, err := q.EventGetByID(ctx, db.EventGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
+		if errors.Is(db.Translate(err), domain.ErrNotFound) {
+			return nil, false, &domain.ValidationError{Field: "starting_after", Message: "no such event"}
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("look up starting_after: %w", err)
+		}
+		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
+	}
+	rows, err := q.EventList(ctx, args)
+	if err != nil {
+		return nil, false, fmt.Errorf("list events: %w", err)
+	}
+	if len(rows) > p.Limit {
+		return rows[:p.Limit], true, nil
+	}
+	return rows, false, nil
+}

@@ -1,0 +1,62 @@
+package handlers
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/payments-api/payments-api/internal/api"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/events"
+)
+
+// GetEvent returns one event of the account.
+func (s *Server) GetEvent(ctx context.Context, req api.GetEventRequestObject) (api.GetEventResponseObject, error) {
+	e, err := s.events.Get(ctx, accountFrom(ctx).ID, req.Id)
+	if err != nil {
+		return nil, err
+	}
+	res, err := eventResource(e)
+	if err != nil {
+		return nil, err
+	}
+	return api.GetEvent200JSONResponse{Body: res}, nil
+}
+
+// ListEvents pages through the account's events, newest first, optionally of one type.
+func (s *Server) ListEvents(ctx context.Context, req api.ListEventsRequestObject) (api.ListEventsResponseObject, error) {
+	params := events.ListParams{Limit: 10, StartingAfter: req.Params.StartingAfter, Type: (*string)(req.Params.Type)}
+	if req.Params.Limit != nil {
+		params.Limit = *req.Params.Limit
+	}
+	rows, hasMore, err := s.events.List(ctx, accountFrom(ctx).ID, params)
+	if err != nil {
+		return nil, err
+	}
+	data, err := resources(rows, eventResource)
+	if err != nil {
+		return nil, err
+	}
+	return api.ListEvents200JSONResponse{Body: api.EventList{Data: data, HasMore: hasMore}}, nil
+}
+
+// RedeliverEvent queues the event again for one endpoint or for every subscribed one.
+func (s *Server) RedeliverEvent(ctx context.Context, req api.RedeliverEventRequestObject) (api.RedeliverEventResponseObject, error) {
+	var endpointID *string
+	if req.Body != nil {
+		endpointID = req.Body.EndpointId
+	}
+	queued, err := s.webhooks.Redeliver(ctx, accountFrom(ctx).ID, req.Id, endpointID)
+	if err != nil {
+		return nil, err
+	}
+	return api.RedeliverEvent202JSONResponse{Body: api.WebhookDeliveryBatch{Data: deliveryResources(queued)}}, nil
+}
+
+func eventResource(e db.Event) (api.Event, error) {
+	res := api.Event{Id: e.ID, Type: api.EventType(e.Type), CreatedAt: e.CreatedAt.UTC()}
+	if err := json.Unmarshal(e.Data, &res.Data); err != nil {
+		return api.Event{}, fmt.Errorf("decode data of event %s: %w", e.ID, err)
+	}
+	return res, nil
+}

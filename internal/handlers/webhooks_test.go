@@ -1,0 +1,284 @@
+package handlers_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/payments-api/payments-api/internal/apitest"
+)
+
+// endpoint is the part of a webhook endpoint body the tests read.
+type endpoint struct {
+	ID                      string   `json:"id"`
+	URL                     string   `json:"url"`
+	Description             *string  `json:"description"`
+	EnabledEvents           []string `json:"enabled_events"`
+	Disabled                bool     `json:"disabled"`
+	DisabledReason          *string  `json:"disabled_reason"`
+	PreviousSecretExpiresAt *string  `json:"previous_secret_expires_at"`
+	Secret                  *string  `json:"secret"`
+}
+
+// delivery is the part of a webhook delivery body the tests read.
+type delivery struct {
+	ID         string `json:"id"`
+	EndpointID string `json:"endpoint_id"`
+	EventID    string `json:"event_id"`
+	EventType  string `json:"event_type"`
+	Status     string `json:"status"`
+	Attempts   []struct {
+		Attempt        int     `json:"attempt"`
+		ResponseStatus *int    `json:"response_status"`
+		Error          *string `json:"error"`
+	} `json:"attempts"`
+}
+
+// publicURL is an https URL on a public address: accepted at registration without DNS.
+const publicURL = "https://93.184.215.14/hooks"
+
+// createEndpoint registers an endpoint and returns it (with its secret) and its ETag.
+func createEndpoint(t *testing.T, c *apitest.Client, url string, events ...string) (endpoint, string) {
+	t.Helper()
+	res := c.Post("/webhook-endpoints", map[string]any{"url": url, "enabled_events": events})
+	if res.Status != http.StatusCreated {
+		t.Fatalf("create endpoint: %d %s", res.Status, res.Body)
+	}
+	var e endpoint
+	res.Decode(t, &e)
+	return e, res.Header.Get("ETag")
+}
+
+func deliveries(t *testing.T, c *apitest.Client, endpointID string) []delivery {
+	t.Helper()
+	res := c.Get("/webhook-endpoints/" + endpointID + "/deliveries?limit=100")
+	if res.Status != http.StatusOK {
+		t.Fatalf("list deliveries: %d %s", res.Status, res.Body)
+	}
+	var page struct{ Data []delivery }
+	res.Decode(t, &page)
+	return page.Data
+}
+
+func TestWebhookEndpointLifecycle(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e, v1 := createEndpoint(t, b.client, publicURL, "payment.succeeded", "refund.succeeded")
+	if e.Secret == nil || !strings.HasPrefix(*e.Secret, "whsec_") || v1 != `"v1"` || e.Disabled {
+		t.Fatalf("created %+v with ETag %q", e, v1)
+	}
+
+	res := b.client.Get("/webhook-endpoints/" + e.ID)
+	var got endpoint
+	res.Decode(t, &got)
+	if res.Status != http.StatusOK || got.Secret != nil || strings.Contains(string(res.Body), "whsec_") {
+		t.Fatalf("GET shows the secret or failed: %d %s", res.Status, res.Body)
+	}
+	if res := b.other.Get("/webhook-endpoints/" + e.ID); res.Status != http.StatusNotFound {
+		t.Fatalf("another account's GET: %d", res.Status)
+	}
+
+	patch := func(ifMatch, body string) *apitest.Response {
+		opts := []apitest.Option{apitest.Header("Content-Type", "application/merge-patch+json")}
+		if ifMatch != "" {
+			opts = append(opts, apitest.Header("If-Match", ifMatch))
+		}
+		return b.client.Patch("/webhook-endpoints/"+e.ID, body, opts...)
+	}
+	if res := patch("", `{"disabled":true}`); res.Status != http.StatusPreconditionRequired {
+		t.Fatalf("PATCH without If-Match: %d %s", res.Status, res.Body)
+	}
+	res = patch(v1, `{"disabled":true,"description":"paused","enabled_events":["*"]}`)
+	res.Decode(t, &got)
+	v2 := res.Header.Get("ETag")
+	if res.Status != http.StatusOK || v2 != `"v2"` || !got.Disabled || *got.DisabledReason != "requested" ||
+		*got.Description != "paused" || len(got.EnabledEvents) != 1 || got.EnabledEvents[0] != "*" {
+		t.Fatalf("PATCH: %d %s", res.Status, res.Body)
+	}
+	if res := patch(v1, `{"disabled":false}`); res.Status != http.StatusPreconditionFailed || res.Problem(t).Raw["current_etag"] != v2 {
+		t.Fatalf("stale PATCH: %d %s", res.Status, res.Body)
+	}
+	res = patch(v2, `{"disabled":false,"description":null}`)
+	res.Decode(t, &got)
+	if res.Status != http.StatusOK || got.Disabled || got.DisabledReason != nil || got.Description != nil {
+		t.Fatalf("re-enable: %d %s", res.Status, res.Body)
+	}
+
+	res = b.client.Post("/webhook-endpoints/"+e.ID+"/rotate-secret", nil)
+	var rotated endpoint
+	res.Decode(t, &rotated)
+	if res.Status != http.StatusOK || rotated.Secret == nil || *rotated.Secret == *e.Secret || rotated.PreviousSecretExpiresAt == nil {
+		t.Fatalf("rotate: %d %s", res.Status, res.Body)
+	}
+
+	if res := b.other.Do(http.MethodDelete, "/webhook-endpoints/"+e.ID, nil); res.Status != http.StatusNotFound {
+		t.Fatalf("another account's DELETE: %d", res.Status)
+	}
+	if res := b.client.Do(http.MethodDelete, "/webhook-endpoints/"+e.ID, nil); res.Status != http.StatusNoContent {
+		t.Fatalf("DELETE: %d %s", res.Status, res.Body)
+	}
+	if res := b.client.Get("/webhook-endpoints/" + e.ID); res.Status != http.StatusNotFound {
+		t.Fatalf("GET after DELETE: %d", res.Status)
+	}
+}
+
+func TestListWebhookEndpointsPages(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var ids []string
+	for range 3 {
+		e, _ := createEndpoint(t, b.client, publicURL, "*")
+		ids = append(ids, e.ID)
+	}
+	var page struct {
+		Data    []endpoint
+		HasMore bool `json:"has_more"`
+	}
+	b.client.Get("/webhook-endpoints?limit=2").Decode(t, &page)
+	if len(page.Data) != 2 || !page.HasMore || page.Data[0].ID != ids[2] || page.Data[0].Secret != nil {
+		t.Fatalf("first page %+v", page)
+	}
+	b.client.Get("/webhook-endpoints?limit=2&starting_after="+page.Data[1].ID).Decode(t, &page)
+	if len(page.Data) != 1 || page.HasMore || page.Data[0].ID != ids[0] {
+		t.Fatalf("second page %+v", page)
+	}
+}
+
+func TestWebhookEndpointBadInput(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	tests := []struct {
+		name  string
+		body  any
+		field string
+	}{
+		{"not a URL", map[string]any{"url": "not a url", "enabled_events": []string{"*"}}, "/url"},
+		{"ftp", map[string]any{"url": "ftp://93.184.215.14/x", "enabled_events": []string{"*"}}, "/url"},
+		{"plain http", map[string]any{"url": "http://93.184.215.14/x", "enabled_events": []string{"*"}}, "/url"},
+		{"loopback", map[string]any{"url": "https://127.0.0.1/x", "enabled_events": []string{"*"}}, "/url"},
+		{"metadata", map[string]any{"url": "https://169.254.169.254/latest", "enabled_events": []string{"*"}}, "/url"},
+		{"a name resolving to loopback", map[string]any{"url": "https://localhost/x", "enabled_events": []string{"*"}}, "/url"},
+		{"unknown event", map[string]any{"url": publicURL, "enabled_events": []string{"payment.exploded"}}, "/enabled_events/0"},
+		{"no events", map[string]any{"url": publicURL, "enabled_events": []string{}}, "/enabled_events"},
+		{"missing events", map[string]any{"url": publicURL}, "/"}, // a missing member is reported on its object
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := b.client.Post("/webhook-endpoints", tt.body)
+			p := res.Problem(t)
+			if res.Status != http.StatusBadRequest || p.Type != "/problems/invalid-request" || !hasFieldError(p, tt.field) {
+				t.Fatalf("%d %s, want 400 naming %s", res.Status, res.Body, tt.field)
+			}
+		})
+	}
+	if n := b.count(t, `SELECT count(*) FROM webhook_endpoints`); n != 0 {
+		t.Fatalf("%d endpoints stored from bad input", n)
+	}
+
+	e, v1 := createEndpoint(t, b.client, publicURL, "*")
+	res := b.client.Patch("/webhook-endpoints/"+e.ID, map[string]any{"url": "https://10.0.0.1/x"}, apitest.Header("If-Match", v1))
+	if res.Status != http.StatusBadRequest || !hasFieldError(res.Problem(t), "/url") {
+		t.Fatalf("PATCH to a private URL: %d %s", res.Status, res.Body)
+	}
+}
+
+// hasFieldError reports whether the problem's errors member names field.
+func hasFieldError(p apitest.Problem, field string) bool {
+	for _, e := range p.Errors {
+		if e["field"] == field {
+			return true
+		}
+	}
+	return false
+}
+
+// TestEventsFanOutToSubscribedEnabledEndpoints: a payment's event gets one pending delivery
+// per enabled endpoint of the account subscribed to its type, and no other.
+func TestEventsFanOutToSubscribedEnabledEndpoints(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	all, _ := createEndpoint(t, b.client, publicURL, "*")
+	named, _ := createEndpoint(t, b.client, publicURL, "payment.succeeded")
+	refunds, _ := createEndpoint(t, b.client, publicURL, "refund.succeeded")
+	off, offTag := createEndpoint(t, b.client, publicURL, "*")
+	b.client.Patch("/webhook-endpoints/"+off.ID, map[string]any{"disabled": true}, apitest.Header("If-Match", offTag))
+	foreign, _ := createEndpoint(t, b.other, publicURL, "*")
+
+	p, _ := createPayment(t, b.client, 1200)
+
+	var events struct {
+		Data []struct {
+			ID   string         `json:"id"`
+			Type string         `json:"type"`
+			Data map[string]any `json:"data"`
+		}
+	}
+	b.client.Get("/events?type=payment.succeeded").Decode(t, &events)
+	if len(events.Data) != 1 || events.Data[0].Data["id"] != p.ID {
+		t.Fatalf("events %+v, want one payment.succeeded for %s", events, p.ID)
+	}
+	evt := events.Data[0].ID
+	if res := b.client.Get("/events/" + evt); res.Status != http.StatusOK {
+		t.Fatalf("GET event: %d", res.Status)
+	}
+	if res := b.other.Get("/events/" + evt); res.Status != http.StatusNotFound {
+		t.Fatalf("another account's event: %d", res.Status)
+	}
+
+	for _, e := range []endpoint{all, named} {
+		ds := deliveries(t, b.client, e.ID)
+		if len(ds) != 1 || ds[0].EventID != evt || ds[0].Status != "pending" || ds[0].EventType != "payment.succeeded" || !strings.HasPrefix(ds[0].ID, "msg_") {
+			t.Errorf("endpoint %s: deliveries %+v, want one pending for %s", e.ID, ds, evt)
+		}
+	}
+	for _, e := range []endpoint{refunds, off} {
+		if ds := deliveries(t, b.client, e.ID); len(ds) != 0 {
+			t.Errorf("endpoint %s (unsubscribed or disabled) got %+v", e.ID, ds)
+		}
+	}
+	if ds := deliveries(t, b.other, foreign.ID); len(ds) != 0 {
+		t.Errorf("another account's endpoint got %+v", ds)
+	}
+}
+
+func TestRedeliverEvent(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	sub, _ := createEndpoint(t, b.client, publicURL, "payment.succeeded")
+	unsub, unsubTag := createEndpoint(t, b.client, publicURL, "refund.succeeded")
+	createPayment(t, b.client, 700)
+	first := deliveries(t, b.client, sub.ID)
+	if len(first) != 1 {
+		t.Fatalf("deliveries %+v", first)
+	}
+	evt := first[0].EventID
+
+	var batch struct{ Data []delivery }
+	res := b.client.Post("/events/"+evt+"/redeliver", nil)
+	res.Decode(t, &batch)
+	if res.Status != http.StatusAccepted || len(batch.Data) != 1 || batch.Data[0].ID != first[0].ID || batch.Data[0].Status != "pending" {
+		t.Fatalf("redeliver to subscribers: %d %s, want the same delivery %s again", res.Status, res.Body, first[0].ID)
+	}
+
+	res = b.client.Post("/events/"+evt+"/redeliver", map[string]any{"endpoint_id": unsub.ID})
+	res.Decode(t, &batch)
+	if res.Status != http.StatusAccepted || len(batch.Data) != 1 || batch.Data[0].EndpointID != unsub.ID {
+		t.Fatalf("redeliver to one endpoint: %d %s", res.Status, res.Body)
+	}
+
+	b.client.Patch("/webhook-endpoints/"+unsub.ID, map[string]any{"disabled": true}, apitest.Header("If-Match", unsubTag))
+	res = b.client.Post("/events/"+evt+"/redeliver", map[string]any{"endpoint_id": unsub.ID})
+	if p := res.Problem(t); res.Status != http.StatusConflict || p.Type != "/problems/webhook-endpoint-disabled" || p.Raw["endpoint_id"] != unsub.ID {
+		t.Fatalf("redeliver to a disabled endpoint: %d %s", res.Status, res.Body)
+	}
+	res = b.client.Post("/events/"+evt+"/redeliver", map[string]any{"endpoint_id": "we_missing"})
+	if res.Status != http.StatusBadRequest || !hasFieldError(res.Problem(t), "/endpoint_id") {
+		t.Fatalf("redeliver to an unknown endpoint: %d %s", res.Status, res.Body)
+	}
+	if res := b.client.Post("/events/evt_missing/redeliver", nil); res.Status != http.StatusNotFound {
+		t.Fatalf("redeliver an unknown event: %d %s", res.Status, res.Body)
+	}
+	if res := b.other.Post("/events/"+evt+"/redeliver", nil); res.Status != http.StatusNotFound {
+		t.Fatalf("redeliver another account's event: %d %s", res.Status, res.Body)
+	}
+}

@@ -1,0 +1,117 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/domain"
+)
+
+// Delivery is one event sent to one endpoint, with its attempts, oldest first.
+type Delivery struct {
+	db.WebhookDelivery
+	EventType string
+	Attempts  []db.WebhookAttempt
+}
+
+// ListDeliveries returns one page of an endpoint's deliveries, newest first, each with its
+// attempts, and whether another page follows.
+func (s *Service) ListDeliveries(ctx context.Context, accountID, endpointID string, p ListParams) ([]Delivery, bool, error) {
+	if _, err := s.GetEndpoint(ctx, accountID, endpointID); err != nil {
+		return nil, false, err
+	}
+	q := db.New(s.pool)
+	args := db.WebhookDeliveryListByEndpointParams{EndpointID: endpointID, RowLimit: int32(p.Limit) + 1}
+	if p.StartingAfter != nil {
+		cursor, err := q.WebhookDeliveryGetByID(ctx, db.WebhookDeliveryGetByIDParams{EndpointID: endpointID, ID: *p.StartingAfter})
+		if err := cursorError(err, "no such delivery of this endpoint"); err != nil {
+			return nil, false, err
+		}
+		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
+	}
+	rows, err := q.WebhookDeliveryListByEndpoint(ctx, args)
+	if err != nil {
+		return nil, false, fmt.Errorf("list deliveries of %s: %w", endpointID, err)
+	}
+	rows, hasMore := page(rows, p.Limit)
+	deliveries := make([]Delivery, len(rows))
+	for i, r := range rows {
+		deliveries[i] = Delivery{WebhookDelivery: r.WebhookDelivery, EventType: r.EventType}
+	}
+	return deliveries, hasMore, withAttempts(ctx, q, deliveries)
+}
+
+// withAttempts fills in the attempts of deliveries with one query.
+func withAttempts(ctx context.Context, q *db.Queries, deliveries []Delivery) error {
+	ids := make([]string, len(deliveries))
+	byID := make(map[string]*Delivery, len(deliveries))
+	for i := range deliveries {
+		ids[i] = deliveries[i].ID
+		deliveries[i].Attempts = []db.WebhookAttempt{}
+		byID[deliveries[i].ID] = &deliveries[i]
+	}
+	attempts, err := q.WebhookAttemptListByDeliveries(ctx, ids)
+	if err != nil {
+		return fmt.Errorf("list attempts: %w", err)
+	}
+	for _, a := range attempts {
+		d := byID[a.DeliveryID]
+		d.Attempts = append(d.Attempts, a)
+	}
+	return nil
+}
+
+// Redeliver queues an event again, now, with a fresh retry schedule: to endpointID when
+// given, whatever its enabled events, otherwise to every enabled endpoint subscribed to the
+// event's type. An endpoint's earlier delivery of the event keeps its webhook-id.
+func (s *Service) Redeliver(ctx context.Context, accountID, eventID string, endpointID *string) ([]Delivery, error) {
+	var queued []Delivery
+	err := db.InTx(ctx, s.pool, func(tx db.Tx) error {
+		event, err := tx.EventGetByID(ctx, db.EventGetByIDParams{AccountID: accountID, ID: eventID})
+		if err != nil {
+			return fmt.Errorf("get event %s: %w", eventID, db.Translate(err))
+		}
+		endpoints, err := redeliveryTargets(ctx, tx, event, endpointID)
+		if err != nil {
+			return err
+		}
+		queued = make([]Delivery, 0, len(endpoints))
+		for _, id := range endpoints {
+			d, err := tx.WebhookDeliveryRequeue(ctx, db.WebhookDeliveryRequeueParams{
+				ID: domain.NewID("msg"), AccountID: accountID, EndpointID: id, EventID: eventID,
+			})
+			if err != nil {
+				return fmt.Errorf("requeue %s for %s: %w", eventID, id, err)
+			}
+			queued = append(queued, Delivery{WebhookDelivery: d, EventType: event.Type})
+		}
+		return withAttempts(ctx, tx.Queries, queued)
+	})
+	return queued, err
+}
+
+// redeliveryTargets are the endpoints a redelivery goes to.
+func redeliveryTargets(ctx context.Context, tx db.Tx, event db.Event, endpointID *string) ([]string, error) {
+	if endpointID == nil {
+		ids, err := tx.WebhookEndpointListSubscribed(ctx, db.WebhookEndpointListSubscribedParams{
+			AccountID: event.AccountID, Type: event.Type,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("find endpoints for %s: %w", event.ID, err)
+		}
+		return ids, nil
+	}
+	e, err := tx.WebhookEndpointGetByID(ctx, db.WebhookEndpointGetByIDParams{AccountID: event.AccountID, ID: *endpointID})
+	if errors.Is(db.Translate(err), domain.ErrNotFound) {
+		return nil, &domain.ValidationError{Field: "/endpoint_id", Message: "no such webhook endpoint"}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("get webhook endpoint %s: %w", *endpointID, err)
+	}
+	if e.DisabledReason != nil {
+		return nil, &domain.WebhookEndpointDisabledError{EndpointID: e.ID}
+	}
+	return []string{e.ID}, nil
+}

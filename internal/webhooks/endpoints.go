@@ -1,0 +1,186 @@
+package webhooks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/domain"
+)
+
+// RotationOverlap is how long the previous secret keeps signing beside a new one, so a
+// receiver can deploy the new secret without losing a webhook.
+const RotationOverlap = 24 * time.Hour
+
+// Service owns webhook endpoints and their deliveries.
+type Service struct {
+	pool *pgxpool.Pool
+	urls URLPolicy
+}
+
+// NewService checks endpoint URLs with urls.
+func NewService(pool *pgxpool.Pool, urls URLPolicy) *Service {
+	return &Service{pool: pool, urls: urls}
+}
+
+// EndpointParams is a validated POST /webhook-endpoints body.
+type EndpointParams struct {
+	URL           string
+	EnabledEvents []string
+	Description   *string
+}
+
+// CreateEndpoint registers an endpoint with a fresh secret.
+func (s *Service) CreateEndpoint(ctx context.Context, accountID string, p EndpointParams) (db.WebhookEndpoint, error) {
+	if err := s.urls.Check(ctx, p.URL); err != nil {
+		return db.WebhookEndpoint{}, err
+	}
+	e, err := db.New(s.pool).WebhookEndpointInsert(ctx, db.WebhookEndpointInsertParams{
+		ID:            domain.NewID("we"),
+		AccountID:     accountID,
+		Url:           p.URL,
+		Description:   p.Description,
+		EnabledEvents: p.EnabledEvents,
+		Secret:        NewSecret(),
+	})
+	if err != nil {
+		return db.WebhookEndpoint{}, fmt.Errorf("insert webhook endpoint: %w", err)
+	}
+	return e, nil
+}
+
+// GetEndpoint returns one endpoint of the account.
+func (s *Service) GetEndpoint(ctx context.Context, accountID, id string) (db.WebhookEndpoint, error) {
+	e, err := db.New(s.pool).WebhookEndpointGetByID(ctx, db.WebhookEndpointGetByIDParams{AccountID: accountID, ID: id})
+	if err != nil {
+		return db.WebhookEndpoint{}, fmt.Errorf("get webhook endpoint %s: %w", id, db.Translate(err))
+	}
+	return e, nil
+}
+
+// ListParams pages a list. StartingAfter is the last id of the previous page.
+type ListParams struct {
+	Limit         int
+	StartingAfter *string
+}
+
+// ListEndpoints returns one page, newest first, and whether another page follows.
+func (s *Service) ListEndpoints(ctx context.Context, accountID string, p ListParams) ([]db.WebhookEndpoint, bool, error) {
+	q := db.New(s.pool)
+	args := db.WebhookEndpointListParams{AccountID: accountID, RowLimit: int32(p.Limit) + 1}
+	if p.StartingAfter != nil {
+		cursor, err := q.WebhookEndpointGetByID(ctx, db.WebhookEndpointGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
+		if err := cursorError(err, "no such webhook endpoint"); err != nil {
+			return nil, false, err
+		}
+		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
+	}
+	rows, err := q.WebhookEndpointList(ctx, args)
+	if err != nil {
+		return nil, false, fmt.Errorf("list webhook endpoints: %w", err)
+	}
+	rows, hasMore := page(rows, p.Limit)
+	return rows, hasMore, nil
+}
+
+// EndpointPatch is a JSON merge patch of an endpoint: nil members are left alone.
+type EndpointPatch struct {
+	URL            *string
+	EnabledEvents  []string
+	SetDescription bool    // description was present in the patch
+	Description    *string // its value; nil clears it
+	Disabled       *bool
+}
+
+// UpdateEndpoint applies patch if the endpoint's version still satisfies pre, in one
+// conditional UPDATE as payments do.
+func (s *Service) UpdateEndpoint(ctx context.Context, accountID, id string, pre domain.Precondition, patch EndpointPatch) (db.WebhookEndpoint, error) {
+	if patch.URL != nil {
+		if err := s.urls.Check(ctx, *patch.URL); err != nil {
+			return db.WebhookEndpoint{}, err
+		}
+	}
+	q := db.New(s.pool)
+	e, err := q.WebhookEndpointUpdate(ctx, db.WebhookEndpointUpdateParams{
+		Url:            patch.URL,
+		EnabledEvents:  patch.EnabledEvents,
+		SetDescription: patch.SetDescription,
+		Description:    patch.Description,
+		Disabled:       patch.Disabled,
+		AccountID:      accountID,
+		ID:             id,
+		AnyVersion:     pre.Any,
+		Versions:       pre.Versions,
+	})
+	if errors.Is(db.Translate(err), domain.ErrNotFound) {
+		current, err := q.WebhookEndpointGetByID(ctx, db.WebhookEndpointGetByIDParams{AccountID: accountID, ID: id})
+		if err != nil {
+			return db.WebhookEndpoint{}, fmt.Errorf("update webhook endpoint %s: %w", id, db.Translate(err))
+		}
+		return db.WebhookEndpoint{}, &domain.PreconditionFailedError{CurrentVersion: current.Version}
+	}
+	if err != nil {
+		return db.WebhookEndpoint{}, fmt.Errorf("update webhook endpoint %s: %w", id, err)
+	}
+	return e, nil
+}
+
+// DeleteEndpoint deletes an endpoint with its deliveries.
+func (s *Service) DeleteEndpoint(ctx context.Context, accountID, id string) error {
+	n, err := db.New(s.pool).WebhookEndpointDelete(ctx, db.WebhookEndpointDeleteParams{AccountID: accountID, ID: id})
+	if err != nil {
+		return fmt.Errorf("delete webhook endpoint %s: %w", id, err)
+	}
+	if n == 0 {
+		return fmt.Errorf("delete webhook endpoint %s: %w", id, domain.ErrNotFound)
+	}
+	return nil
+}
+
+// RotateSecret gives the endpoint a new secret; the current one keeps signing beside it for
+// RotationOverlap.
+func (s *Service) RotateSecret(ctx context.Context, accountID, id string) (db.WebhookEndpoint, error) {
+	e, err := db.New(s.pool).WebhookEndpointRotateSecret(ctx, db.WebhookEndpointRotateSecretParams{
+		Secret:            NewSecret(),
+		PreviousExpiresAt: new(time.Now().Add(RotationOverlap)),
+		AccountID:         accountID,
+		ID:                id,
+	})
+	if err != nil {
+		return db.WebhookEndpoint{}, fmt.Errorf("rotate secret of webhook endpoint %s: %w", id, db.Translate(err))
+	}
+	return e, nil
+}
+
+// SigningSecrets are the secrets an attempt at now is signed with: the current one, and the
+// previous one while its rotation overlap lasts.
+func SigningSecrets(e db.WebhookEndpoint, now time.Time) []string {
+	secrets := []string{e.Secret}
+	if e.PreviousSecret != nil && e.PreviousSecretExpiresAt != nil && now.Before(*e.PreviousSecretExpiresAt) {
+		secrets = append(secrets, *e.PreviousSecret)
+	}
+	return secrets
+}
+
+// page cuts a list query's result, fetched with limit+1 rows, to limit rows and tells
+// whether the extra row, and so another page, was there.
+func page[T any](rows []T, limit int) ([]T, bool) {
+	if len(rows) > limit {
+		return rows[:limit], true
+	}
+	return rows, false
+}
+
+// cursorError turns a missing starting_after row into a 400 on that parameter.
+func cursorError(err error, message string) error {
+	switch {
+	case errors.Is(db.Translate(err), domain.ErrNotFound):
+		return &domain.ValidationError{Field: "starting_after", Message: message}
+	case err != nil:
+		return fmt.Errorf("look up starting_after: %w", err)
+	}
+	return nil
+}

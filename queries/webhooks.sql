@@ -1,0 +1,95 @@
+-- name: WebhookEndpointInsert :one
+INSERT INTO webhook_endpoints (id, account_id, url, description, enabled_events, secret)
+VALUES (@id, @account_id, @url, @description, @enabled_events, @secret)
+RETURNING *;
+
+-- name: WebhookEndpointGetByID :one
+SELECT * FROM webhook_endpoints
+WHERE account_id = @account_id AND id = @id;
+
+-- name: WebhookEndpointList :many
+-- Keyset pagination, as PaymentList.
+SELECT * FROM webhook_endpoints
+WHERE account_id = @account_id
+  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
+       OR (created_at, id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+ORDER BY created_at DESC, id DESC
+LIMIT @row_limit;
+
+-- name: WebhookEndpointUpdate :one
+-- The If-Match check and the write are one statement, as PaymentUpdate. Enabling an endpoint
+-- forgets its failures, so it is not disabled again at once for failing since long ago.
+UPDATE webhook_endpoints
+SET url = coalesce(sqlc.narg(url), url),
+    enabled_events = coalesce(sqlc.narg(enabled_events)::text[], enabled_events),
+    description = CASE WHEN @set_description::boolean THEN sqlc.narg(description) ELSE description END,
+    disabled_reason = CASE WHEN sqlc.narg(disabled)::boolean IS NULL THEN disabled_reason
+                           WHEN sqlc.narg(disabled)::boolean THEN coalesce(disabled_reason, 'requested')
+                           ELSE NULL END,
+    failing_since = CASE WHEN sqlc.narg(disabled)::boolean = false THEN NULL ELSE failing_since END,
+    version = version + 1,
+    updated_at = clock_timestamp()
+WHERE account_id = @account_id
+  AND id = @id
+  AND (@any_version::boolean OR version = ANY (@versions::integer[]))
+RETURNING *;
+
+-- name: WebhookEndpointDelete :execrows
+DELETE FROM webhook_endpoints
+WHERE account_id = @account_id AND id = @id;
+
+-- name: WebhookEndpointRotateSecret :one
+-- The current secret becomes the previous one and keeps signing until @previous_expires_at.
+UPDATE webhook_endpoints
+SET previous_secret = secret,
+    previous_secret_expires_at = @previous_expires_at,
+    secret = @secret,
+    version = version + 1,
+    updated_at = clock_timestamp()
+WHERE account_id = @account_id AND id = @id
+RETURNING *;
+
+-- name: WebhookEndpointListSubscribed :many
+-- The enabled endpoints an event of @type goes to: the fan-out, inside the event's transaction.
+SELECT id FROM webhook_endpoints
+WHERE account_id = @account_id
+  AND disabled_reason IS NULL
+  AND (@type::text = ANY (enabled_events) OR '*' = ANY (enabled_events))
+ORDER BY id;
+
+-- name: WebhookDeliveryInsertMany :many
+INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id)
+SELECT unnest(@ids::text[]), @account_id, unnest(@endpoint_ids::text[]), @event_id
+RETURNING id;
+
+-- name: WebhookDeliveryRequeue :one
+-- Queues an event for an endpoint again, now, with a fresh retry schedule. An earlier
+-- delivery keeps its id (the webhook-id receivers dedupe on) and its attempts.
+INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id)
+VALUES (@id, @account_id, @endpoint_id, @event_id)
+ON CONFLICT (endpoint_id, event_id) DO UPDATE
+SET status = 'pending',
+    round_attempts = 0,
+    next_attempt_at = clock_timestamp(),
+    updated_at = clock_timestamp()
+RETURNING *;
+
+-- name: WebhookDeliveryListByEndpoint :many
+-- Keyset pagination, as PaymentList, with the event's type for display.
+SELECT sqlc.embed(webhook_deliveries), events.type AS event_type
+FROM webhook_deliveries
+JOIN events ON events.id = webhook_deliveries.event_id
+WHERE webhook_deliveries.endpoint_id = @endpoint_id
+  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
+       OR (webhook_deliveries.created_at, webhook_deliveries.id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+ORDER BY webhook_deliveries.created_at DESC, webhook_deliveries.id DESC
+LIMIT @row_limit;
+
+-- name: WebhookDeliveryGetByID :one
+SELECT * FROM webhook_deliveries
+WHERE endpoint_id = @endpoint_id AND id = @id;
+
+-- name: WebhookAttemptListByDeliveries :many
+SELECT * FROM webhook_attempts
+WHERE delivery_id = ANY (@delivery_ids::text[])
+ORDER BY delivery_id, attempt;
