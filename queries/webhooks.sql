@@ -93,3 +93,62 @@ WHERE endpoint_id = @endpoint_id AND id = @id;
 SELECT * FROM webhook_attempts
 WHERE delivery_id = ANY (@delivery_ids::text[])
 ORDER BY delivery_id, attempt;
+
+-- name: WebhookDeliveryGetForAttempt :one
+-- Everything one attempt needs, read without a lock: no transaction is open while the
+-- receiver is called. WebhookDeliveryRecordAttempt checks nothing moved meanwhile.
+SELECT sqlc.embed(webhook_deliveries), sqlc.embed(webhook_endpoints), sqlc.embed(events)
+FROM webhook_deliveries
+JOIN webhook_endpoints ON webhook_endpoints.id = webhook_deliveries.endpoint_id
+JOIN events ON events.id = webhook_deliveries.event_id
+WHERE webhook_deliveries.id = @id;
+
+-- name: WebhookAttemptInsert :exec
+INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, duration_ms, response_status, error)
+VALUES (@delivery_id, @attempt, @attempted_at, @duration_ms, @response_status, @error);
+
+-- name: WebhookDeliveryRecordAttempt :execrows
+-- Counts an attempt and sets what follows: pending with the next attempt's time, or
+-- succeeded / failed with none. Only if no other attempt was recorded since it was read.
+UPDATE webhook_deliveries
+SET attempt_count = attempt_count + 1,
+    round_attempts = round_attempts + 1,
+    status = @status,
+    next_attempt_at = sqlc.narg(next_attempt_at),
+    updated_at = clock_timestamp()
+WHERE id = @id AND status = 'pending' AND attempt_count = @seen_attempts;
+
+-- name: WebhookDeliveryFail :exec
+-- Ends a pending delivery without an attempt: its endpoint is disabled.
+UPDATE webhook_deliveries
+SET status = 'failed', next_attempt_at = NULL, updated_at = clock_timestamp()
+WHERE id = @id AND status = 'pending';
+
+-- name: WebhookDeliveryFailPendingByEndpoint :exec
+-- A disabled endpoint is sent nothing more: its pending deliveries end.
+UPDATE webhook_deliveries
+SET status = 'failed', next_attempt_at = NULL, updated_at = clock_timestamp()
+WHERE endpoint_id = @endpoint_id AND status = 'pending';
+
+-- name: WebhookEndpointRecordSuccess :exec
+UPDATE webhook_endpoints SET failing_since = NULL
+WHERE id = @id AND failing_since IS NOT NULL;
+
+-- name: WebhookEndpointRecordFailure :one
+-- Remembers since when every attempt has failed, and disables the endpoint when that was at
+-- or before @disable_if_failing_since.
+UPDATE webhook_endpoints
+SET failing_since = coalesce(failing_since, @now),
+    disabled_reason = CASE WHEN disabled_reason IS NULL AND failing_since <= @disable_if_failing_since
+                           THEN 'failing' ELSE disabled_reason END,
+    version = CASE WHEN disabled_reason IS NULL AND failing_since <= @disable_if_failing_since
+                   THEN version + 1 ELSE version END,
+    updated_at = clock_timestamp()
+WHERE id = @id
+RETURNING disabled_reason;
+
+-- name: WebhookEndpointDisableGone :exec
+-- The receiver answered 410 Gone: it asks never to be called again.
+UPDATE webhook_endpoints
+SET disabled_reason = 'gone', version = version + 1, updated_at = clock_timestamp()
+WHERE id = @id AND disabled_reason IS NULL;

@@ -10,6 +10,32 @@ import (
 	"time"
 )
 
+const webhookAttemptInsert = `-- name: WebhookAttemptInsert :exec
+INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, duration_ms, response_status, error)
+VALUES ($1, $2, $3, $4, $5, $6)
+`
+
+type WebhookAttemptInsertParams struct {
+	DeliveryID     string
+	Attempt        int32
+	AttemptedAt    time.Time
+	DurationMs     int32
+	ResponseStatus *int32
+	Error          *string
+}
+
+func (q *Queries) WebhookAttemptInsert(ctx context.Context, arg WebhookAttemptInsertParams) error {
+	_, err := q.db.Exec(ctx, webhookAttemptInsert,
+		arg.DeliveryID,
+		arg.Attempt,
+		arg.AttemptedAt,
+		arg.DurationMs,
+		arg.ResponseStatus,
+		arg.Error,
+	)
+	return err
+}
+
 const webhookAttemptListByDeliveries = `-- name: WebhookAttemptListByDeliveries :many
 SELECT delivery_id, attempt, attempted_at, duration_ms, response_status, error FROM webhook_attempts
 WHERE delivery_id = ANY ($1::text[])
@@ -43,6 +69,30 @@ func (q *Queries) WebhookAttemptListByDeliveries(ctx context.Context, deliveryId
 	return items, nil
 }
 
+const webhookDeliveryFail = `-- name: WebhookDeliveryFail :exec
+UPDATE webhook_deliveries
+SET status = 'failed', next_attempt_at = NULL, updated_at = clock_timestamp()
+WHERE id = $1 AND status = 'pending'
+`
+
+// Ends a pending delivery without an attempt: its endpoint is disabled.
+func (q *Queries) WebhookDeliveryFail(ctx context.Context, id string) error {
+	_, err := q.db.Exec(ctx, webhookDeliveryFail, id)
+	return err
+}
+
+const webhookDeliveryFailPendingByEndpoint = `-- name: WebhookDeliveryFailPendingByEndpoint :exec
+UPDATE webhook_deliveries
+SET status = 'failed', next_attempt_at = NULL, updated_at = clock_timestamp()
+WHERE endpoint_id = $1 AND status = 'pending'
+`
+
+// A disabled endpoint is sent nothing more: its pending deliveries end.
+func (q *Queries) WebhookDeliveryFailPendingByEndpoint(ctx context.Context, endpointID string) error {
+	_, err := q.db.Exec(ctx, webhookDeliveryFailPendingByEndpoint, endpointID)
+	return err
+}
+
 const webhookDeliveryGetByID = `-- name: WebhookDeliveryGetByID :one
 SELECT id, account_id, endpoint_id, event_id, status, attempt_count, round_attempts, next_attempt_at, created_at, updated_at FROM webhook_deliveries
 WHERE endpoint_id = $1 AND id = $2
@@ -67,6 +117,58 @@ func (q *Queries) WebhookDeliveryGetByID(ctx context.Context, arg WebhookDeliver
 		&i.NextAttemptAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const webhookDeliveryGetForAttempt = `-- name: WebhookDeliveryGetForAttempt :one
+SELECT webhook_deliveries.id, webhook_deliveries.account_id, webhook_deliveries.endpoint_id, webhook_deliveries.event_id, webhook_deliveries.status, webhook_deliveries.attempt_count, webhook_deliveries.round_attempts, webhook_deliveries.next_attempt_at, webhook_deliveries.created_at, webhook_deliveries.updated_at, webhook_endpoints.id, webhook_endpoints.account_id, webhook_endpoints.url, webhook_endpoints.description, webhook_endpoints.enabled_events, webhook_endpoints.disabled_reason, webhook_endpoints.secret, webhook_endpoints.previous_secret, webhook_endpoints.previous_secret_expires_at, webhook_endpoints.failing_since, webhook_endpoints.version, webhook_endpoints.created_at, webhook_endpoints.updated_at, events.id, events.account_id, events.type, events.data, events.created_at
+FROM webhook_deliveries
+JOIN webhook_endpoints ON webhook_endpoints.id = webhook_deliveries.endpoint_id
+JOIN events ON events.id = webhook_deliveries.event_id
+WHERE webhook_deliveries.id = $1
+`
+
+type WebhookDeliveryGetForAttemptRow struct {
+	WebhookDelivery WebhookDelivery
+	WebhookEndpoint WebhookEndpoint
+	Event           Event
+}
+
+// Everything one attempt needs, read without a lock: no transaction is open while the
+// receiver is called. WebhookDeliveryRecordAttempt checks nothing moved meanwhile.
+func (q *Queries) WebhookDeliveryGetForAttempt(ctx context.Context, id string) (WebhookDeliveryGetForAttemptRow, error) {
+	row := q.db.QueryRow(ctx, webhookDeliveryGetForAttempt, id)
+	var i WebhookDeliveryGetForAttemptRow
+	err := row.Scan(
+		&i.WebhookDelivery.ID,
+		&i.WebhookDelivery.AccountID,
+		&i.WebhookDelivery.EndpointID,
+		&i.WebhookDelivery.EventID,
+		&i.WebhookDelivery.Status,
+		&i.WebhookDelivery.AttemptCount,
+		&i.WebhookDelivery.RoundAttempts,
+		&i.WebhookDelivery.NextAttemptAt,
+		&i.WebhookDelivery.CreatedAt,
+		&i.WebhookDelivery.UpdatedAt,
+		&i.WebhookEndpoint.ID,
+		&i.WebhookEndpoint.AccountID,
+		&i.WebhookEndpoint.Url,
+		&i.WebhookEndpoint.Description,
+		&i.WebhookEndpoint.EnabledEvents,
+		&i.WebhookEndpoint.DisabledReason,
+		&i.WebhookEndpoint.Secret,
+		&i.WebhookEndpoint.PreviousSecret,
+		&i.WebhookEndpoint.PreviousSecretExpiresAt,
+		&i.WebhookEndpoint.FailingSince,
+		&i.WebhookEndpoint.Version,
+		&i.WebhookEndpoint.CreatedAt,
+		&i.WebhookEndpoint.UpdatedAt,
+		&i.Event.ID,
+		&i.Event.AccountID,
+		&i.Event.Type,
+		&i.Event.Data,
+		&i.Event.CreatedAt,
 	)
 	return i, err
 }
@@ -170,6 +272,38 @@ func (q *Queries) WebhookDeliveryListByEndpoint(ctx context.Context, arg Webhook
 	return items, nil
 }
 
+const webhookDeliveryRecordAttempt = `-- name: WebhookDeliveryRecordAttempt :execrows
+UPDATE webhook_deliveries
+SET attempt_count = attempt_count + 1,
+    round_attempts = round_attempts + 1,
+    status = $1,
+    next_attempt_at = $2,
+    updated_at = clock_timestamp()
+WHERE id = $3 AND status = 'pending' AND attempt_count = $4
+`
+
+type WebhookDeliveryRecordAttemptParams struct {
+	Status        string
+	NextAttemptAt *time.Time
+	ID            string
+	SeenAttempts  int32
+}
+
+// Counts an attempt and sets what follows: pending with the next attempt's time, or
+// succeeded / failed with none. Only if no other attempt was recorded since it was read.
+func (q *Queries) WebhookDeliveryRecordAttempt(ctx context.Context, arg WebhookDeliveryRecordAttemptParams) (int64, error) {
+	result, err := q.db.Exec(ctx, webhookDeliveryRecordAttempt,
+		arg.Status,
+		arg.NextAttemptAt,
+		arg.ID,
+		arg.SeenAttempts,
+	)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const webhookDeliveryRequeue = `-- name: WebhookDeliveryRequeue :one
 INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id)
 VALUES ($1, $2, $3, $4)
@@ -229,6 +363,18 @@ func (q *Queries) WebhookEndpointDelete(ctx context.Context, arg WebhookEndpoint
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const webhookEndpointDisableGone = `-- name: WebhookEndpointDisableGone :exec
+UPDATE webhook_endpoints
+SET disabled_reason = 'gone', version = version + 1, updated_at = clock_timestamp()
+WHERE id = $1 AND disabled_reason IS NULL
+`
+
+// The receiver answered 410 Gone: it asks never to be called again.
+func (q *Queries) WebhookEndpointDisableGone(ctx context.Context, id string) error {
+	_, err := q.db.Exec(ctx, webhookEndpointDisableGone, id)
+	return err
 }
 
 const webhookEndpointGetByID = `-- name: WebhookEndpointGetByID :one
@@ -393,6 +539,43 @@ func (q *Queries) WebhookEndpointListSubscribed(ctx context.Context, arg Webhook
 		return nil, err
 	}
 	return items, nil
+}
+
+const webhookEndpointRecordFailure = `-- name: WebhookEndpointRecordFailure :one
+UPDATE webhook_endpoints
+SET failing_since = coalesce(failing_since, $1),
+    disabled_reason = CASE WHEN disabled_reason IS NULL AND failing_since <= $2
+                           THEN 'failing' ELSE disabled_reason END,
+    version = CASE WHEN disabled_reason IS NULL AND failing_since <= $2
+                   THEN version + 1 ELSE version END,
+    updated_at = clock_timestamp()
+WHERE id = $3
+RETURNING disabled_reason
+`
+
+type WebhookEndpointRecordFailureParams struct {
+	Now                   *time.Time
+	DisableIfFailingSince *time.Time
+	ID                    string
+}
+
+// Remembers since when every attempt has failed, and disables the endpoint when that was at
+// or before @disable_if_failing_since.
+func (q *Queries) WebhookEndpointRecordFailure(ctx context.Context, arg WebhookEndpointRecordFailureParams) (*string, error) {
+	row := q.db.QueryRow(ctx, webhookEndpointRecordFailure, arg.Now, arg.DisableIfFailingSince, arg.ID)
+	var disabled_reason *string
+	err := row.Scan(&disabled_reason)
+	return disabled_reason, err
+}
+
+const webhookEndpointRecordSuccess = `-- name: WebhookEndpointRecordSuccess :exec
+UPDATE webhook_endpoints SET failing_since = NULL
+WHERE id = $1 AND failing_since IS NOT NULL
+`
+
+func (q *Queries) WebhookEndpointRecordSuccess(ctx context.Context, id string) error {
+	_, err := q.db.Exec(ctx, webhookEndpointRecordSuccess, id)
+	return err
 }
 
 const webhookEndpointRotateSecret = `-- name: WebhookEndpointRotateSecret :one

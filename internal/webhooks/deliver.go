@@ -1,0 +1,152 @@
+package webhooks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/domain"
+)
+
+// DisableAfter is how long an endpoint may fail every attempt before it is disabled.
+const DisableAfter = 5 * 24 * time.Hour
+
+// Delivery statuses.
+const (
+	StatusPending   = "pending"
+	StatusSucceeded = "succeeded"
+	StatusFailed    = "failed"
+)
+
+// Deliverer makes delivery attempts: the body of the delivery job. Scheduling the next
+// attempt at the time it returns is the job runner's part.
+type Deliverer struct {
+	pool     *pgxpool.Pool
+	sender   *Sender
+	schedule Schedule
+}
+
+// NewDeliverer sends with sender and spaces retries by schedule.
+func NewDeliverer(pool *pgxpool.Pool, sender *Sender, schedule Schedule) *Deliverer {
+	return &Deliverer{pool: pool, sender: sender, schedule: schedule}
+}
+
+// Attempt makes the next attempt of a delivery and records it. It returns when the attempt
+// after it is due, or nil when the delivery is over (succeeded, failed, gone or deleted).
+// No transaction is open while the receiver is called.
+func (d *Deliverer) Attempt(ctx context.Context, deliveryID string) (*time.Time, error) {
+	row, err := db.New(d.pool).WebhookDeliveryGetForAttempt(ctx, deliveryID)
+	if errors.Is(db.Translate(err), domain.ErrNotFound) {
+		return nil, nil // its endpoint was deleted
+	}
+	if err != nil {
+		return nil, fmt.Errorf("load delivery %s: %w", deliveryID, err)
+	}
+	delivery, endpoint := row.WebhookDelivery, row.WebhookEndpoint
+	if delivery.Status != StatusPending {
+		return nil, nil
+	}
+	if endpoint.DisabledReason != nil {
+		return nil, db.New(d.pool).WebhookDeliveryFail(ctx, delivery.ID)
+	}
+	body, err := Payload(row.Event)
+	if err != nil {
+		return nil, err
+	}
+	now := time.Now()
+	res := d.sender.Send(ctx, Message{URL: endpoint.Url, ID: delivery.ID, Body: body, Secrets: SigningSecrets(endpoint, now)}, now)
+	var next *time.Time
+	err = db.InTx(ctx, d.pool, func(tx db.Tx) error {
+		next, err = d.record(ctx, tx, delivery, now, res)
+		return err
+	})
+	return next, err
+}
+
+// record writes the attempt and what follows from it, in one transaction.
+func (d *Deliverer) record(ctx context.Context, tx db.Tx, delivery db.WebhookDelivery, now time.Time, res Result) (*time.Time, error) {
+	attempt := db.WebhookAttemptInsertParams{
+		DeliveryID:  delivery.ID,
+		Attempt:     delivery.AttemptCount + 1,
+		AttemptedAt: now,
+		DurationMs:  int32(res.Duration.Milliseconds()),
+	}
+	if res.Status != 0 {
+		attempt.ResponseStatus = new(int32(res.Status))
+	}
+	if res.Error != "" {
+		attempt.Error = &res.Error
+	}
+	if err := tx.WebhookAttemptInsert(ctx, attempt); err != nil {
+		return nil, fmt.Errorf("record attempt %d of %s: %w", attempt.Attempt, delivery.ID, err)
+	}
+	status, next, disabled, err := d.outcome(ctx, tx, delivery, now, res)
+	if err != nil {
+		return nil, err
+	}
+	n, err := tx.WebhookDeliveryRecordAttempt(ctx, db.WebhookDeliveryRecordAttemptParams{
+		Status: status, NextAttemptAt: next, ID: delivery.ID, SeenAttempts: delivery.AttemptCount,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("update delivery %s: %w", delivery.ID, err)
+	}
+	if n == 0 { // another attempt was recorded meanwhile: it, not this one, decides what follows
+		return nil, errAttemptRaced
+	}
+	if disabled { // a disabled endpoint is sent nothing more
+		if err := tx.WebhookDeliveryFailPendingByEndpoint(ctx, delivery.EndpointID); err != nil {
+			return nil, fmt.Errorf("end pending deliveries of %s: %w", delivery.EndpointID, err)
+		}
+	}
+	return next, nil
+}
+
+// errAttemptRaced rolls back an attempt recorded after another one of the same delivery.
+var errAttemptRaced = errors.New("another attempt of the delivery was recorded first")
+
+// outcome decides the delivery's status after an attempt, and updates its endpoint: a
+// success clears its failure streak, 410 disables it, a failure extends the streak and
+// disables it after DisableAfter. disabled reports that the endpoint was just disabled.
+func (d *Deliverer) outcome(ctx context.Context, tx db.Tx, delivery db.WebhookDelivery, now time.Time, res Result) (status string, next *time.Time, disabled bool, err error) {
+	switch res.Outcome {
+	case Delivered:
+		return StatusSucceeded, nil, false, tx.WebhookEndpointRecordSuccess(ctx, delivery.EndpointID)
+	case Gone:
+		return StatusFailed, nil, true, tx.WebhookEndpointDisableGone(ctx, delivery.EndpointID)
+	}
+	reason, err := tx.WebhookEndpointRecordFailure(ctx, db.WebhookEndpointRecordFailureParams{
+		Now: &now, DisableIfFailingSince: new(now.Add(-DisableAfter)), ID: delivery.EndpointID,
+	})
+	if err != nil {
+		return "", nil, false, fmt.Errorf("record failure of %s: %w", delivery.EndpointID, err)
+	}
+	if reason != nil {
+		return StatusFailed, nil, true, nil
+	}
+	if res.Outcome == Refused {
+		return StatusFailed, nil, false, nil
+	}
+	at, ok := d.schedule.Next(now, int(delivery.RoundAttempts)+1, res.RetryAfter)
+	if !ok {
+		return StatusFailed, nil, false, nil
+	}
+	return StatusPending, &at, false, nil
+}
+
+// Payload is the body sent for an event, {"type", "timestamp", "data"}, the same bytes on
+// every attempt: built from the stored event alone.
+func Payload(e db.Event) ([]byte, error) {
+	body, err := json.Marshal(struct {
+		Type      string          `json:"type"`
+		Timestamp time.Time       `json:"timestamp"`
+		Data      json.RawMessage `json:"data"`
+	}{e.Type, e.CreatedAt.UTC(), e.Data})
+	if err != nil {
+		return nil, fmt.Errorf("encode event %s: %w", e.ID, err)
+	}
+	return body, nil
+}

@@ -1,0 +1,249 @@
+package webhooks_test
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/accounts"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/events"
+	"github.com/payments-api/payments-api/internal/webhooks"
+)
+
+// deliverBundle is a database with one account, one endpoint at a test receiver and one
+// event queued for it.
+type deliverBundle struct {
+	pool       *pgxpool.Pool
+	service    *webhooks.Service
+	deliverer  *webhooks.Deliverer
+	accountID  string
+	endpoint   db.WebhookEndpoint
+	deliveryID string
+	received   <-chan received
+}
+
+func setupDelivery(t *testing.T, reply http.HandlerFunc, schedule webhooks.Schedule) *deliverBundle {
+	t.Helper()
+	ctx := context.Background()
+	pool, _ := dbtest.NewPool(t)
+	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{"sk_test_deliver"}); err != nil {
+		t.Fatal(err)
+	}
+	b := &deliverBundle{pool: pool, service: webhooks.NewService(pool, webhooks.URLPolicy{AllowPrivateNetworks: true})}
+	if err := pool.QueryRow(ctx, `SELECT id FROM accounts`).Scan(&b.accountID); err != nil {
+		t.Fatal(err)
+	}
+	srv, got := receiver(t, reply)
+	b.received = got
+	var err error
+	b.endpoint, err = b.service.CreateEndpoint(ctx, b.accountID, webhooks.EndpointParams{URL: srv.URL + "/hook", EnabledEvents: []string{"*"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.deliverer = webhooks.NewDeliverer(pool, localSender(2*time.Second), schedule)
+	b.deliveryID = b.recordEvent(t)
+	return b
+}
+
+// recordEvent commits a payment.succeeded event and returns the delivery queued for it.
+func (b *deliverBundle) recordEvent(t *testing.T) string {
+	t.Helper()
+	ctx := context.Background()
+	err := db.InTx(ctx, b.pool, func(tx db.Tx) error {
+		return events.Record(ctx, tx, b.accountID, events.PaymentSucceeded, map[string]any{"id": "pay_1", "amount": 100})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ds, _, err := b.service.ListDeliveries(ctx, b.accountID, b.endpoint.ID, webhooks.ListParams{Limit: 1})
+	if err != nil || len(ds) != 1 {
+		t.Fatalf("deliveries %v, %v", ds, err)
+	}
+	return ds[0].ID
+}
+
+func (b *deliverBundle) delivery(t *testing.T) webhooks.Delivery {
+	t.Helper()
+	ds, _, err := b.service.ListDeliveries(context.Background(), b.accountID, b.endpoint.ID, webhooks.ListParams{Limit: 100})
+	for _, d := range ds {
+		if d.ID == b.deliveryID {
+			return d
+		}
+	}
+	t.Fatalf("delivery %s not listed (%v)", b.deliveryID, err)
+	return webhooks.Delivery{}
+}
+
+// replies answers with each status in turn, then with the last one.
+func replies(codes ...int) http.HandlerFunc {
+	var n atomic.Int32
+	return func(w http.ResponseWriter, _ *http.Request) {
+		i := min(int(n.Add(1))-1, len(codes)-1)
+		w.WriteHeader(codes[i])
+	}
+}
+
+// TestDeliveredOnTheThirdAttemptWithOneWebhookID: 500, 500, 200 gives three recorded
+// attempts, one webhook-id, a fresh timestamp each time and a verifying signature.
+func TestDeliveredOnTheThirdAttemptWithOneWebhookID(t *testing.T) {
+	b := setupDelivery(t, replies(500, 500, 200), webhooks.Schedule{time.Second, time.Second, time.Second})
+	for i := range 3 {
+		before := time.Now()
+		next, err := b.deliverer.Attempt(context.Background(), b.deliveryID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if i < 2 && (next == nil || next.Before(before.Add(900*time.Millisecond)) || next.After(time.Now().Add(1100*time.Millisecond))) {
+			t.Fatalf("attempt %d: next at %v, want about 1s later", i+1, next)
+		}
+		if i == 2 && next != nil {
+			t.Fatalf("a next attempt after a success: %v", next)
+		}
+	}
+	ids := map[string]bool{}
+	for range 3 {
+		r := <-b.received
+		ids[r.header.Get(webhooks.HeaderID)] = true
+		if err := verifier(t, b.endpoint.Secret).Verify(r.header, r.body); err != nil {
+			t.Fatalf("signature: %v", err)
+		}
+		if err := official(t, b.endpoint.Secret).Verify(r.body, r.header); err != nil {
+			t.Fatalf("official library: %v", err)
+		}
+	}
+	if len(ids) != 1 || !ids[b.deliveryID] {
+		t.Fatalf("webhook-ids %v, want only %s", ids, b.deliveryID)
+	}
+	d := b.delivery(t)
+	if d.Status != webhooks.StatusSucceeded || d.NextAttemptAt != nil || len(d.Attempts) != 3 {
+		t.Fatalf("delivery %s with %d attempts, next %v", d.Status, len(d.Attempts), d.NextAttemptAt)
+	}
+	for i, a := range d.Attempts {
+		wantStatus := []int32{500, 500, 200}[i]
+		if a.Attempt != int32(i+1) || a.ResponseStatus == nil || *a.ResponseStatus != wantStatus || (wantStatus == 200) != (a.Error == nil) {
+			t.Errorf("attempt %d: %+v", i+1, a)
+		}
+	}
+}
+
+func TestGoneDisablesTheEndpointAtOnce(t *testing.T) {
+	b := setupDelivery(t, replies(http.StatusGone), webhooks.DefaultSchedule)
+	other := b.recordEvent(t) // a second pending delivery to the same endpoint
+	next, err := b.deliverer.Attempt(context.Background(), b.deliveryID)
+	if err != nil || next != nil {
+		t.Fatalf("next %v, err %v; want the delivery over", next, err)
+	}
+	e, _ := b.service.GetEndpoint(context.Background(), b.accountID, b.endpoint.ID)
+	if e.DisabledReason == nil || *e.DisabledReason != "gone" || e.Version == b.endpoint.Version {
+		t.Fatalf("endpoint disabled_reason %v version %d after 410", e.DisabledReason, e.Version)
+	}
+	if d := b.delivery(t); d.Status != webhooks.StatusFailed {
+		t.Fatalf("delivery %s after 410", d.Status)
+	}
+	b.deliveryID = other
+	if d := b.delivery(t); d.Status != webhooks.StatusFailed {
+		t.Fatalf("the endpoint's other delivery is %s, want failed", d.Status)
+	}
+	if _, err := b.deliverer.Attempt(context.Background(), other); err != nil || len(b.received) != 1 {
+		t.Fatalf("the disabled endpoint was called again (%d requests, %v)", len(b.received), err)
+	}
+}
+
+func TestFailingForFiveDaysDisablesTheEndpoint(t *testing.T) {
+	b := setupDelivery(t, replies(500), webhooks.DefaultSchedule)
+	if _, err := b.deliverer.Attempt(context.Background(), b.deliveryID); err != nil {
+		t.Fatal(err)
+	}
+	if e, _ := b.service.GetEndpoint(context.Background(), b.accountID, b.endpoint.ID); e.DisabledReason != nil || e.FailingSince == nil {
+		t.Fatalf("after one failure: disabled %v, failing since %v", e.DisabledReason, e.FailingSince)
+	}
+	_, err := b.pool.Exec(context.Background(), `UPDATE webhook_endpoints SET failing_since = now() - interval '5 days 1 minute'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next, err := b.deliverer.Attempt(context.Background(), b.deliveryID); err != nil || next != nil {
+		t.Fatalf("next %v, err %v", next, err)
+	}
+	if e, _ := b.service.GetEndpoint(context.Background(), b.accountID, b.endpoint.ID); e.DisabledReason == nil || *e.DisabledReason != "failing" {
+		t.Fatalf("after five days of failures: disabled %v", e.DisabledReason)
+	}
+}
+
+func TestASuccessEndsTheFailureStreak(t *testing.T) {
+	b := setupDelivery(t, replies(500, 200), webhooks.DefaultSchedule)
+	for range 2 {
+		if _, err := b.deliverer.Attempt(context.Background(), b.deliveryID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if e, _ := b.service.GetEndpoint(context.Background(), b.accountID, b.endpoint.ID); e.FailingSince != nil {
+		t.Fatalf("failing since %v after a success", e.FailingSince)
+	}
+}
+
+func TestUsedUpScheduleFailsTheDelivery(t *testing.T) {
+	b := setupDelivery(t, replies(500), webhooks.Schedule{time.Second})
+	for i, wantNext := range []bool{true, false} {
+		next, err := b.deliverer.Attempt(context.Background(), b.deliveryID)
+		if err != nil || (next != nil) != wantNext {
+			t.Fatalf("attempt %d: next %v, err %v", i+1, next, err)
+		}
+	}
+	if d := b.delivery(t); d.Status != webhooks.StatusFailed || len(d.Attempts) != 2 {
+		t.Fatalf("delivery %s with %d attempts", d.Status, len(d.Attempts))
+	}
+	if _, err := b.service.Redeliver(context.Background(), b.accountID, b.delivery(t).EventID, nil); err != nil {
+		t.Fatal(err)
+	}
+	next, err := b.deliverer.Attempt(context.Background(), b.deliveryID)
+	if d := b.delivery(t); err != nil || next == nil || d.Status != webhooks.StatusPending || len(d.Attempts) != 3 {
+		t.Fatalf("after a redelivery: %s with %d attempts, next %v, err %v; want a fresh schedule", d.Status, len(d.Attempts), next, err)
+	}
+}
+
+func TestRefusedAddressFailsWithoutRetries(t *testing.T) {
+	b := setupDelivery(t, replies(200), webhooks.DefaultSchedule)
+	strict := webhooks.NewDeliverer(b.pool, webhooks.NewSender(webhooks.SenderOptions{Timeout: time.Second}), webhooks.DefaultSchedule)
+	if next, err := strict.Attempt(context.Background(), b.deliveryID); err != nil || next != nil {
+		t.Fatalf("next %v, err %v; want no retry", next, err)
+	}
+	d := b.delivery(t)
+	if d.Status != webhooks.StatusFailed || len(d.Attempts) != 1 || d.Attempts[0].Error == nil || !strings.Contains(*d.Attempts[0].Error, "refused") {
+		t.Fatalf("delivery %s, attempts %+v", d.Status, d.Attempts)
+	}
+	if len(b.received) != 0 {
+		t.Fatal("the receiver on a loopback address was called")
+	}
+}
+
+func TestDuringRotationAttemptsCarryBothSignatures(t *testing.T) {
+	b := setupDelivery(t, replies(200), webhooks.DefaultSchedule)
+	rotated, err := b.service.RotateSecret(context.Background(), b.accountID, b.endpoint.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := b.deliverer.Attempt(context.Background(), b.deliveryID); err != nil {
+		t.Fatal(err)
+	}
+	r := <-b.received
+	if n := len(strings.Fields(r.header.Get(webhooks.HeaderSignature))); n != 2 {
+		t.Fatalf("%d signatures during a rotation, want 2", n)
+	}
+	for _, secret := range []string{b.endpoint.Secret, rotated.Secret} {
+		if err := official(t, secret).Verify(r.body, r.header); err != nil {
+			t.Errorf("official library with one of the secrets: %v", err)
+		}
+		if err := verifier(t, secret).Verify(r.header, r.body); err != nil {
+			t.Errorf("our verifier with one of the secrets: %v", err)
+		}
+	}
+	if got := webhooks.SigningSecrets(rotated, time.Now().Add(webhooks.RotationOverlap+time.Minute)); len(got) != 1 || got[0] != rotated.Secret {
+		t.Errorf("after the overlap the attempt is signed with %d secrets, want only the new one", len(got))
+	}
+}
