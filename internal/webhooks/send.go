@@ -106,8 +106,10 @@ func (s *Sender) Send(ctx context.Context, m Message, now time.Time) Result {
 		}
 		return r
 	}
-	defer res.Body.Close()
+	// The receiver's answer is read only far enough to reuse the connection; what it says
+	// beyond the status does not change the outcome, and neither does a failed close.
 	_, _ = io.Copy(io.Discard, io.LimitReader(res.Body, maxDrainBytes))
+	_ = res.Body.Close()
 	r := classify(res.StatusCode, res.Header.Get("Retry-After"), now)
 	r.Duration = time.Since(start)
 	return r
