@@ -24,6 +24,8 @@ LIMIT @row_limit;
 -- The If-Match check and the write are this one statement: WHERE version matches, or no row
 -- is updated. There is no window between reading the version and writing.
 -- Metadata is a JSON merge patch: merged key by key, null values remove keys.
+-- A patch that would leave description and metadata as they are updates nothing either, so
+-- the version, updated_at and the ETag stay: a no-op must not make other clients' tags stale.
 UPDATE payments
 SET description = CASE WHEN @set_description::boolean THEN sqlc.narg(description) ELSE description END,
     metadata = CASE WHEN @clear_metadata::boolean THEN '{}'::jsonb
@@ -33,6 +35,10 @@ SET description = CASE WHEN @set_description::boolean THEN sqlc.narg(description
 WHERE account_id = @account_id
   AND id = @id
   AND (@any_version::boolean OR version = ANY (@versions::integer[]))
+  AND (description, metadata) IS DISTINCT FROM (
+        CASE WHEN @set_description::boolean THEN sqlc.narg(description) ELSE description END,
+        CASE WHEN @clear_metadata::boolean THEN '{}'::jsonb
+             ELSE jsonb_strip_nulls(metadata || @metadata_patch::jsonb) END)
 RETURNING *;
 
 -- name: PaymentGetForUpdate :one

@@ -237,6 +237,10 @@ SET description = CASE WHEN $1::boolean THEN $2 ELSE description END,
 WHERE account_id = $5
   AND id = $6
   AND ($7::boolean OR version = ANY ($8::integer[]))
+  AND (description, metadata) IS DISTINCT FROM (
+        CASE WHEN $1::boolean THEN $2 ELSE description END,
+        CASE WHEN $3::boolean THEN '{}'::jsonb
+             ELSE jsonb_strip_nulls(metadata || $4::jsonb) END)
 RETURNING id, account_id, amount, currency, status, amount_refunded, payment_method, failure_code, description, metadata, version, created_at, updated_at
 `
 
@@ -254,6 +258,8 @@ type PaymentUpdateParams struct {
 // The If-Match check and the write are this one statement: WHERE version matches, or no row
 // is updated. There is no window between reading the version and writing.
 // Metadata is a JSON merge patch: merged key by key, null values remove keys.
+// A patch that would leave description and metadata as they are updates nothing either, so
+// the version, updated_at and the ETag stay: a no-op must not make other clients' tags stale.
 func (q *Queries) PaymentUpdate(ctx context.Context, arg PaymentUpdateParams) (Payment, error) {
 	row := q.db.QueryRow(ctx, paymentUpdate,
 		arg.SetDescription,

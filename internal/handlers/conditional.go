@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 
@@ -10,59 +9,123 @@ import (
 
 // etag is the strong entity tag of a versioned resource. The version changes with every
 // write, so the tag changes exactly when the representation does.
-func etag(version int32) string { return fmt.Sprintf(`"v%d"`, version) }
+func etag(version int32) string { return `"` + opaqueTag(version) + `"` }
 
-// entityTags splits an If-Match / If-None-Match value ("*", or a list of tags) into tags.
-func entityTags(header string) (tags []string, any bool) {
-	for _, t := range strings.Split(header, ",") {
-		t = strings.TrimSpace(t)
-		if t == "*" {
-			return nil, true
-		}
-		if t != "" {
-			tags = append(tags, t)
-		}
-	}
-	return tags, false
+func opaqueTag(version int32) string { return "v" + strconv.FormatInt(int64(version), 10) }
+
+// entityTag is one element of an If-Match / If-None-Match list.
+type entityTag struct {
+	weak   bool
+	opaque string // between the quotes
 }
 
-// ifMatch turns If-Match into a precondition with RFC 9110's strong comparison: a weak tag
-// (W/"v3") never matches, and neither does a tag this server did not issue.
-func ifMatch(header string) domain.Precondition {
-	tags, any := entityTags(header)
+// entityTagMessage is the one explanation of the syntax a malformed header gets.
+const entityTagMessage = `must be * or a comma-separated list of entity tags, each in double quotes: "v3" or W/"v3"`
+
+// parseEntityTags parses an If-Match or If-None-Match value (RFC 9110 §13.1.1, §8.8.3):
+// "*", or a list of entity tags `"opaque"` / `W/"opaque"`. A value that is neither (a bare
+// v3, ""v3"", garbage, or nothing at all) is a client error naming the header: guessing what
+// it meant would turn a typo into a 412 that blames a concurrent writer.
+func parseEntityTags(header, value string) (tags []entityTag, any bool, err error) {
+	if strings.TrimSpace(value) == "*" {
+		return nil, true, nil
+	}
+	// Scanned, not split on commas: an opaque tag may hold a comma ("a,b"). Empty list
+	// elements (", ,") are allowed by RFC 9110's list syntax and skipped.
+	rest := value
+	for {
+		rest = strings.TrimLeft(rest, " \t")
+		if rest == "" {
+			break
+		}
+		if rest[0] == ',' {
+			rest = rest[1:]
+			continue
+		}
+		tag, n := scanEntityTag(rest)
+		if n == 0 {
+			return nil, false, &domain.ValidationError{Field: header, Message: entityTagMessage}
+		}
+		tags = append(tags, tag)
+		rest = strings.TrimLeft(rest[n:], " \t")
+		if rest != "" && rest[0] != ',' {
+			return nil, false, &domain.ValidationError{Field: header, Message: entityTagMessage}
+		}
+	}
+	if len(tags) == 0 {
+		return nil, false, &domain.ValidationError{Field: header, Message: entityTagMessage}
+	}
+	return tags, false, nil
+}
+
+// scanEntityTag reads one entity-tag at the start of s and returns it and its length, or a
+// length of 0 when s does not start with one. etagc is %x21 / %x23-7E / obs-text: any byte
+// but controls, space, DEL and the double quote.
+func scanEntityTag(s string) (entityTag, int) {
+	var tag entityTag
+	start := 0
+	if strings.HasPrefix(s, "W/") {
+		tag.weak, start = true, 2
+	}
+	if len(s) <= start || s[start] != '"' {
+		return entityTag{}, 0
+	}
+	for i := start + 1; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			tag.opaque = s[start+1 : i]
+			return tag, i + 1
+		case c == 0x21 || (c >= 0x23 && c <= 0x7E) || c >= 0x80:
+		default:
+			return entityTag{}, 0
+		}
+	}
+	return entityTag{}, 0 // no closing quote
+}
+
+// ifMatch turns If-Match into a precondition with RFC 9110's strong comparison: the opaque
+// tags must be equal byte for byte and neither may be weak. A tag is kept as the version it
+// names only when it is exactly the tag this server issues for that version, so "v01" or
+// "v+1" never match "v1", and a weak W/"v3" never matches anything.
+func ifMatch(value string) (domain.Precondition, error) {
+	tags, any, err := parseEntityTags("If-Match", value)
+	if err != nil {
+		return domain.Precondition{}, err
+	}
 	pre := domain.Precondition{Any: any, Versions: []int32{}}
 	for _, t := range tags {
-		if v, ok := versionOf(t); ok {
+		if v, ok := versionOf(t.opaque); ok && !t.weak {
 			pre.Versions = append(pre.Versions, v)
 		}
 	}
-	return pre
+	return pre, nil
 }
 
 // ifNoneMatch reports whether If-None-Match matches the current version, with RFC 9110's
-// weak comparison (W/"v3" matches "v3").
-func ifNoneMatch(header string, version int32) bool {
-	tags, any := entityTags(header)
-	if any {
-		return true
+// weak comparison: W/"v3" matches "v3", the opaque tags still compared byte for byte.
+func ifNoneMatch(value string, version int32) (bool, error) {
+	tags, any, err := parseEntityTags("If-None-Match", value)
+	if err != nil || any {
+		return any, err
 	}
+	current := opaqueTag(version)
 	for _, t := range tags {
-		if v, ok := versionOf(strings.TrimPrefix(t, "W/")); ok && v == version {
-			return true
+		if t.opaque == current {
+			return true, nil
 		}
 	}
-	return false
+	return false, nil
 }
 
-func versionOf(tag string) (int32, bool) {
-	digits, ok := strings.CutPrefix(tag, `"v`)
-	if !ok {
-		return 0, false
-	}
-	digits, ok = strings.CutSuffix(digits, `"`)
+// versionOf reads the version an opaque tag names, if it is one this server would issue.
+func versionOf(opaque string) (int32, bool) {
+	digits, ok := strings.CutPrefix(opaque, "v")
 	if !ok {
 		return 0, false
 	}
 	v, err := strconv.ParseInt(digits, 10, 32)
-	return int32(v), err == nil
+	if err != nil || opaqueTag(int32(v)) != opaque {
+		return 0, false // "v01", "v+1": not byte for byte the tag of any version
+	}
+	return int32(v), true
 }

@@ -73,8 +73,14 @@ func (s *Server) GetPayment(ctx context.Context, req api.GetPaymentRequestObject
 	if err != nil {
 		return nil, err
 	}
-	if req.Params.IfNoneMatch != nil && ifNoneMatch(*req.Params.IfNoneMatch, p.Version) {
-		return api.GetPayment304Response{Headers: api.GetPayment304ResponseHeaders{ETag: etag(p.Version)}}, nil
+	if req.Params.IfNoneMatch != nil {
+		notModified, err := ifNoneMatch(*req.Params.IfNoneMatch, p.Version)
+		if err != nil {
+			return nil, err
+		}
+		if notModified {
+			return api.GetPayment304Response{Headers: api.GetPayment304ResponseHeaders{ETag: etag(p.Version)}}, nil
+		}
 	}
 	res, err := payments.Resource(p)
 	if err != nil {
@@ -111,6 +117,10 @@ func (s *Server) UpdatePayment(ctx context.Context, req api.UpdatePaymentRequest
 	if req.Params.IfMatch == nil {
 		return nil, domain.ErrPreconditionRequired
 	}
+	pre, err := ifMatch(*req.Params.IfMatch)
+	if err != nil {
+		return nil, err
+	}
 	body := req.ApplicationMergePatchPlusJSONBody
 	if body == nil {
 		body = (*api.UpdatePaymentApplicationMergePatchPlusJSONRequestBody)(req.JSONBody)
@@ -118,7 +128,7 @@ func (s *Server) UpdatePayment(ctx context.Context, req api.UpdatePaymentRequest
 	if body == nil { // the validator requires a body, so this is a binding gap: refuse, never no-op
 		return nil, &domain.ValidationError{Field: "/", Message: "the body could not be read as a merge patch"}
 	}
-	p, err := s.payments.Update(ctx, accountFrom(ctx).ID, req.Id, ifMatch(*req.Params.IfMatch), mergePatch(body))
+	p, err := s.payments.Update(ctx, accountFrom(ctx).ID, req.Id, pre, mergePatch(body))
 	if err != nil {
 		return nil, err
 	}

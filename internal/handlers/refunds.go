@@ -26,7 +26,10 @@ func (s *Server) CreateRefund(ctx context.Context, req api.CreateRefundRequestOb
 		Metadata:  derefMap(req.Body.Metadata),
 	}
 	if req.Params.IfMatch != nil {
-		pre := ifMatch(*req.Params.IfMatch)
+		pre, err := ifMatch(*req.Params.IfMatch)
+		if err != nil {
+			return nil, err
+		}
 		params.IfMatch = &pre
 	}
 	res, err := s.idempotency.Do(ctx, idem, func(tx db.Tx) (idempotency.Response, error) {

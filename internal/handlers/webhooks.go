@@ -54,6 +54,10 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req api.UpdateWebhoo
 	if req.Params.IfMatch == nil {
 		return nil, domain.ErrPreconditionRequired
 	}
+	pre, err := ifMatch(*req.Params.IfMatch)
+	if err != nil {
+		return nil, err
+	}
 	body := req.ApplicationMergePatchPlusJSONBody
 	if body == nil {
 		body = (*api.UpdateWebhookEndpointApplicationMergePatchPlusJSONRequestBody)(req.JSONBody)
@@ -71,7 +75,7 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req api.UpdateWebhoo
 			patch.Description = new(body.Description.MustGet())
 		}
 	}
-	e, err := s.webhooks.UpdateEndpoint(ctx, accountFrom(ctx).ID, req.Id, ifMatch(*req.Params.IfMatch), patch)
+	e, err := s.webhooks.UpdateEndpoint(ctx, accountFrom(ctx).ID, req.Id, pre, patch)
 	if err != nil {
 		return nil, err
 	}

@@ -20,7 +20,9 @@ type Patch struct {
 }
 
 // Update applies patch if the payment's version still satisfies pre. The check and the write
-// are one conditional UPDATE, so two clients holding the same ETag cannot both succeed.
+// are one conditional UPDATE, so two clients holding the same ETag cannot both succeed. A
+// patch that changes nothing leaves the payment, its version and its events as they were and
+// returns it as it is.
 func (s *Service) Update(ctx context.Context, accountID, id string, pre domain.Precondition, patch Patch) (db.Payment, error) {
 	if patch.Metadata == nil {
 		patch.Metadata = map[string]*string{} // merging {} changes nothing
@@ -29,40 +31,61 @@ func (s *Service) Update(ctx context.Context, accountID, id string, pre domain.P
 	if err != nil {
 		return db.Payment{}, err
 	}
-	var updated db.Payment
+	args := db.PaymentUpdateParams{
+		SetDescription: patch.SetDescription,
+		Description:    patch.Description,
+		ClearMetadata:  patch.ClearMetadata,
+		MetadataPatch:  mergePatch,
+		AccountID:      accountID,
+		ID:             id,
+		AnyVersion:     pre.Any,
+		Versions:       pre.Versions,
+	}
+	var result db.Payment
 	err = db.InTx(ctx, s.pool, func(tx db.Tx) error {
-		updated, err = tx.PaymentUpdate(ctx, db.PaymentUpdateParams{
-			SetDescription: patch.SetDescription,
-			Description:    patch.Description,
-			ClearMetadata:  patch.ClearMetadata,
-			MetadataPatch:  mergePatch,
-			AccountID:      accountID,
-			ID:             id,
-			AnyVersion:     pre.Any,
-			Versions:       pre.Versions,
-		})
-		if errors.Is(db.Translate(err), domain.ErrNotFound) {
-			return s.whyNotUpdated(ctx, tx.Queries, accountID, id)
-		}
-		if err != nil {
-			return fmt.Errorf("update payment %s: %w", id, err)
+		updated, changed, err := s.updateOrExplain(ctx, tx, args, pre)
+		if err != nil || !changed {
+			result = updated
+			return err
 		}
 		if err := checkMetadataSize(updated.Metadata); err != nil {
 			return err // rolls the update back
 		}
+		result = updated
 		return recordEvent(ctx, tx, events.PaymentUpdated, updated)
 	})
-	return updated, err
+	return result, err
 }
 
-// whyNotUpdated tells a missing payment (404) from a stale precondition (412) after the
-// conditional UPDATE matched no row. Reading afterwards is safe: the write already failed.
-func (s *Service) whyNotUpdated(ctx context.Context, q *db.Queries, accountID, id string) error {
-	current, err := q.PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: id})
-	if err != nil {
-		return fmt.Errorf("update payment %s: %w", id, db.Translate(err))
+// updateOrExplain runs the conditional UPDATE. When it matches no row, the payment is
+// missing (404), the precondition is stale (412) or the patch changes nothing (the payment is
+// returned unchanged): the row is locked and read to tell which, so the answer holds. If the
+// payment changed between the UPDATE and the lock so that the patch now applies, the UPDATE
+// runs again under the lock, where nothing can change it.
+func (s *Service) updateOrExplain(ctx context.Context, tx db.Tx, args db.PaymentUpdateParams, pre domain.Precondition) (db.Payment, bool, error) {
+	updated, err := tx.PaymentUpdate(ctx, args)
+	if !errors.Is(db.Translate(err), domain.ErrNotFound) {
+		return updated, err == nil, wrapUpdate(args.ID, err)
 	}
-	return &domain.PreconditionFailedError{CurrentVersion: current.Version}
+	current, err := tx.PaymentGetForUpdate(ctx, db.PaymentGetForUpdateParams{AccountID: args.AccountID, ID: args.ID})
+	if err != nil {
+		return db.Payment{}, false, wrapUpdate(args.ID, db.Translate(err))
+	}
+	if !pre.Matches(current.Version) {
+		return db.Payment{}, false, &domain.PreconditionFailedError{CurrentVersion: current.Version}
+	}
+	updated, err = tx.PaymentUpdate(ctx, args)
+	if errors.Is(db.Translate(err), domain.ErrNotFound) {
+		return current, false, nil // a no-op
+	}
+	return updated, err == nil, wrapUpdate(args.ID, err)
+}
+
+func wrapUpdate(id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("update payment %s: %w", id, err)
 }
 
 func checkMetadataSize(raw []byte) error {
