@@ -4,7 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"reflect"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/caarlos0/env/v11"
@@ -25,6 +28,7 @@ type config struct {
 	WebhookAllowPrivateNetworks bool            `env:"WEBHOOK_ALLOW_PRIVATE_NETWORKS" envDefault:"false"`
 	WebhookRetrySchedule        []time.Duration `env:"WEBHOOK_RETRY_SCHEDULE" envDefault:"5s,5m,30m,2h,5h,10h,14h,20h,24h"`
 	WebhookTimeout              time.Duration   `env:"WEBHOOK_TIMEOUT" envDefault:"10s"`
+	CORSOrigins                 []string        `env:"CORS_ALLOWED_ORIGINS" envDefault:"*"`
 }
 
 // loadConfig parses and validates environ (os.Environ's map). A bad value is an error that
@@ -83,7 +87,31 @@ func (c config) validate() error {
 	if _, ok := logLevels[c.LogLevel]; !ok {
 		errs = append(errs, fmt.Errorf("LOG_LEVEL: %q is not one of debug, info, warn, error", c.LogLevel))
 	}
+	if err := validateOrigins(c.CORSOrigins); err != nil {
+		errs = append(errs, fmt.Errorf("CORS_ALLOWED_ORIGINS: %w", err))
+	}
 	return errors.Join(errs...)
+}
+
+// validateOrigins accepts "*" alone, or origins as a browser sends them in Origin
+// (https://app.example.com, http://localhost:3000), where the host may start with "*." for
+// any subdomain. A path, even a trailing slash, would never match an Origin header.
+func validateOrigins(origins []string) error {
+	if slices.Contains(origins, "*") {
+		if len(origins) > 1 {
+			return errors.New(`"*" allows every origin and cannot be combined with others`)
+		}
+		return nil
+	}
+	for _, o := range origins {
+		u, err := url.Parse(o)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
+			u.User != nil || u.RawPath != "" || u.Path != "" || u.RawQuery != "" || u.Fragment != "" ||
+			strings.Contains(strings.TrimPrefix(u.Host, "*."), "*") {
+			return fmt.Errorf("%q is not an origin like https://app.example.com (scheme and host, optional port, no path)", o)
+		}
+	}
+	return nil
 }
 
 func printableASCII(s string) bool {

@@ -38,12 +38,32 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"WEBHOOK_RETRY_SCHEDULE": "1s,soon"}, "WEBHOOK_RETRY_SCHEDULE"},
 		{map[string]string{"WEBHOOK_RETRY_SCHEDULE": "1s,-1s"}, "WEBHOOK_RETRY_SCHEDULE"},
 		{map[string]string{"WEBHOOK_ALLOW_PRIVATE_NETWORKS": "maybe"}, "WEBHOOK_ALLOW_PRIVATE_NETWORKS"},
+		{map[string]string{"CORS_ALLOWED_ORIGINS": "*,https://app.example.com"}, "CORS_ALLOWED_ORIGINS"},
+		{map[string]string{"CORS_ALLOWED_ORIGINS": "https://app.example.com/"}, "CORS_ALLOWED_ORIGINS"},
+		{map[string]string{"CORS_ALLOWED_ORIGINS": "app.example.com"}, "CORS_ALLOWED_ORIGINS"},
+		{map[string]string{"CORS_ALLOWED_ORIGINS": "ftp://files.example.com"}, "CORS_ALLOWED_ORIGINS"},
+		{map[string]string{"CORS_ALLOWED_ORIGINS": "https://app.*.example.com"}, "CORS_ALLOWED_ORIGINS"},
 	}
 	for _, tt := range tests {
 		_, err := loadConfig(tt.env)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%v: error %v, want one naming %s", tt.env, err, tt.want)
 		}
+	}
+}
+
+func TestConfigAcceptsOrigins(t *testing.T) {
+	for _, origins := range []string{"*", "https://app.example.com", "http://localhost:3000,https://*.example.com"} {
+		cfg, err := loadConfig(map[string]string{"CORS_ALLOWED_ORIGINS": origins})
+		if err != nil {
+			t.Errorf("CORS_ALLOWED_ORIGINS=%s: %v", origins, err)
+		}
+		if got := strings.Join(cfg.CORSOrigins, ","); got != origins {
+			t.Errorf("CORS_ALLOWED_ORIGINS=%s parsed as %q", origins, got)
+		}
+	}
+	if cfg, _ := loadConfig(map[string]string{}); len(cfg.CORSOrigins) != 1 || cfg.CORSOrigins[0] != "*" {
+		t.Errorf("default CORS_ALLOWED_ORIGINS %q, want [*]", cfg.CORSOrigins)
 	}
 }
 

@@ -45,12 +45,13 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 
 	keys := idempotency.NewStore(pool, cfg.IdempotencyTTL)
 	e, err := handlers.New(handlers.Options{
-		Pool:        pool,
-		Logger:      logger,
-		Payments:    payments.NewService(pool, processor.Simulated{Latency: cfg.ProcessorLatency}),
-		Idempotency: keys,
-		Events:      events.NewService(pool),
-		Webhooks:    webhooks.NewService(pool, webhooks.URLPolicy{AllowPrivateNetworks: cfg.WebhookAllowPrivateNetworks}),
+		Pool:               pool,
+		Logger:             logger,
+		Payments:           payments.NewService(pool, processor.Simulated{Latency: cfg.ProcessorLatency}),
+		Idempotency:        keys,
+		Events:             events.NewService(pool),
+		Webhooks:           webhooks.NewService(pool, webhooks.URLPolicy{AllowPrivateNetworks: cfg.WebhookAllowPrivateNetworks}),
+		CORSAllowedOrigins: cfg.CORSOrigins,
 	})
 	if err != nil {
 		return err

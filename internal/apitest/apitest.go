@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -185,11 +186,18 @@ func (c *Client) newRequest(method, path string, body any, opts []Option) (*http
 
 // validate checks a response against the operation it answers. A request that matches no
 // operation (404 for an unknown path, 405 for a wrong method) is checked against the shared
-// NotFound / MethodNotAllowed responses instead.
+// NotFound / MethodNotAllowed responses instead. HEAD and OPTIONS follow the convention the
+// spec states instead of listing them as operations (see internal/handlers/methods.go).
 func (c *Client) validate(req *http.Request, r *Response) error {
+	switch req.Method {
+	case http.MethodHead:
+		return c.validateHead(req, r)
+	case http.MethodOptions:
+		return c.validateOptions(req, r)
+	}
 	route, pathParams, err := c.router.FindRoute(req)
 	if err != nil {
-		return c.validateUnrouted(err, r)
+		return c.validateUnrouted(err, r, true)
 	}
 	return openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
 		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: req, PathParams: pathParams, Route: route},
@@ -200,7 +208,82 @@ func (c *Client) validate(req *http.Request, r *Response) error {
 	})
 }
 
-func (c *Client) validateUnrouted(routeErr error, r *Response) error {
+// validateHead checks a HEAD response as the GET's: a status and headers (Content-Type
+// included) that the GET operation documents, and no body.
+func (c *Client) validateHead(req *http.Request, r *Response) error {
+	if len(r.Body) != 0 {
+		return fmt.Errorf("a response to HEAD has a %d-byte body", len(r.Body))
+	}
+	get := req.Clone(context.Background())
+	get.Method = http.MethodGet
+	route, pathParams, err := c.router.FindRoute(get)
+	if err != nil {
+		return c.validateUnrouted(err, r, false)
+	}
+	err = openapi3filter.ValidateResponse(context.Background(), &openapi3filter.ResponseValidationInput{
+		RequestValidationInput: &openapi3filter.RequestValidationInput{Request: get, PathParams: pathParams, Route: route},
+		Status:                 r.Status,
+		Header:                 r.Header,
+		Options:                &openapi3filter.Options{IncludeResponseStatus: true, MultiError: true, ExcludeResponseBody: true},
+	})
+	if err != nil {
+		return err
+	}
+	if res := route.Operation.Responses.Status(r.Status); res != nil && len(res.Value.Content) > 0 &&
+		res.Value.Content.Get(r.Header.Get("Content-Type")) == nil {
+		return fmt.Errorf("Content-Type %q is not documented for GET's %d", r.Header.Get("Content-Type"), r.Status)
+	}
+	return nil
+}
+
+// validateOptions checks an OPTIONS response: 204 with Allow listing exactly the spec's
+// methods on the path, plus HEAD where there is a GET, plus OPTIONS; or 404 for no such path.
+func (c *Client) validateOptions(req *http.Request, r *Response) error {
+	methods, ok := c.pathMethods(req)
+	if !ok {
+		return c.validateUnrouted(routers.ErrPathNotFound, r, true)
+	}
+	if r.Status != http.StatusNoContent || len(r.Body) != 0 {
+		return fmt.Errorf("OPTIONS answered %d with %d bytes, want 204 without a body", r.Status, len(r.Body))
+	}
+	if r.Header.Get("Request-Id") == "" {
+		return errors.New("required header Request-Id is missing")
+	}
+	allow := strings.Split(r.Header.Get("Allow"), ",")
+	for i := range allow {
+		allow[i] = strings.TrimSpace(allow[i])
+	}
+	slices.Sort(allow)
+	if !slices.Equal(allow, methods) {
+		return fmt.Errorf("header Allow is %q, want the methods %v", r.Header.Get("Allow"), methods)
+	}
+	return nil
+}
+
+// pathMethods is what Allow must list for the request's path, sorted, and whether the spec
+// has the path at all.
+func (c *Client) pathMethods(req *http.Request) ([]string, bool) {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete} {
+		probe := req.Clone(context.Background())
+		probe.Method = m
+		route, _, err := c.router.FindRoute(probe)
+		if err != nil {
+			continue
+		}
+		methods := []string{http.MethodOptions}
+		for method := range route.PathItem.Operations() {
+			methods = append(methods, method)
+			if method == http.MethodGet {
+				methods = append(methods, http.MethodHead)
+			}
+		}
+		slices.Sort(methods)
+		return methods, true
+	}
+	return nil, false
+}
+
+func (c *Client) validateUnrouted(routeErr error, r *Response, withBody bool) error {
 	name, status := "NotFound", http.StatusNotFound
 	if errors.Is(routeErr, routers.ErrMethodNotAllowed) {
 		name, status = "MethodNotAllowed", http.StatusMethodNotAllowed
@@ -217,6 +300,9 @@ func (c *Client) validateUnrouted(routeErr error, r *Response) error {
 	mt := ref.Value.Content.Get(r.Header.Get("Content-Type"))
 	if mt == nil {
 		return fmt.Errorf("Content-Type %q is not documented", r.Header.Get("Content-Type"))
+	}
+	if !withBody {
+		return nil // an answer to HEAD: status and headers are all there is to check
 	}
 	var body any
 	if err := json.Unmarshal(r.Body, &body); err != nil {

@@ -33,6 +33,8 @@ type Options struct {
 	Idempotency *idempotency.Store
 	Events      *events.Service
 	Webhooks    *webhooks.Service
+	// CORSAllowedOrigins are the browser origins allowed to call the API; "*" allows any.
+	CORSAllowedOrigins []string
 }
 
 // Server implements api.StrictServerInterface.
@@ -81,11 +83,13 @@ func New(opts Options) (*echo.Echo, error) {
 		requestID,
 		s.logRequests(),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: s.logPanic, DisableErrorHandler: true}),
+		cors(opts.CORSAllowedOrigins),
+		answerMethods,
 		s.authenticate,
 		readBody(MaxBodyBytes),
 		validate,
 	)
-	api.RegisterHandlers(e, api.NewStrictHandler(s, nil))
+	api.RegisterHandlers(withHead{e}, api.NewStrictHandler(s, nil))
 	return e, nil
 }
 

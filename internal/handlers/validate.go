@@ -1,7 +1,6 @@
 package handlers
 
 import (
-	"errors"
 	"fmt"
 	"maps"
 	"mime"
@@ -42,12 +41,6 @@ func validateRequests(spec *openapi3.T) (echo.MiddlewareFunc, error) {
 		return func(c echo.Context) error {
 			req := c.Request()
 			route, pathParams, err := router.FindRoute(req)
-			if errors.Is(err, routers.ErrMethodNotAllowed) && req.Method == http.MethodOptions {
-				// echo would answer OPTIONS with 204; the contract has no OPTIONS operations,
-				// so it is a wrong method like any other.
-				c.Response().Header().Set("Allow", allowedMethods(router, req))
-				return echo.ErrMethodNotAllowed
-			}
 			if err != nil {
 				return next(c) // no such operation: echo answers 404 or 405 itself
 			}
@@ -80,21 +73,4 @@ func checkMediaType(route *routers.Route, c echo.Context) error {
 	}
 	accepted := slices.Sorted(maps.Keys(rb.Value.Content))
 	return echo.NewHTTPError(http.StatusUnsupportedMediaType, "Send the body as "+strings.Join(accepted, " or ")+".")
-}
-
-// allowedMethods lists the methods the spec defines on the request's path.
-func allowedMethods(router routers.Router, req *http.Request) string {
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPatch, http.MethodPut, http.MethodDelete} {
-		probe := req.Clone(req.Context())
-		probe.Method = m
-		if route, _, err := router.FindRoute(probe); err == nil {
-			methods := make([]string, 0, len(route.PathItem.Operations()))
-			for method := range route.PathItem.Operations() {
-				methods = append(methods, method)
-			}
-			slices.Sort(methods)
-			return strings.Join(methods, ", ")
-		}
-	}
-	return ""
 }
