@@ -313,7 +313,10 @@ type CreatePaymentRequest struct {
 	// Amount In the currency's minor unit (5000 = 50.00 USD).
 	Amount int64 `json:"amount"`
 
-	// Currency Lowercase ISO 4217 currency code.
+	// Currency An ISO 4217 currency code in lowercase: one of the codes in ISO's current list (the
+	// enum below, kept equal to it by a test). Withdrawn codes (`hrk`, `vef`) and codes that
+	// are not currencies (`xau`, `xxx`) are refused.
+	//
 	//
 	// Examples: usd
 	Currency    Currency `json:"currency"`
@@ -357,7 +360,9 @@ type CreateWebhookEndpointRequest struct {
 // CreateWebhookEndpointRequestEnabledEvents defines model for CreateWebhookEndpointRequest.EnabledEvents.
 type CreateWebhookEndpointRequestEnabledEvents string
 
-// Currency Lowercase ISO 4217 currency code.
+// Currency An ISO 4217 currency code in lowercase: one of the codes in ISO's current list (the
+// enum below, kept equal to it by a test). Withdrawn codes (`hrk`, `vef`) and codes that
+// are not currencies (`xau`, `xxx`) are refused.
 //
 // Examples: usd
 type Currency = string
@@ -414,7 +419,10 @@ type Payment struct {
 	AmountRefunded int64     `json:"amount_refunded"`
 	CreatedAt      time.Time `json:"created_at"`
 
-	// Currency Lowercase ISO 4217 currency code.
+	// Currency An ISO 4217 currency code in lowercase: one of the codes in ISO's current list (the
+	// enum below, kept equal to it by a test). Withdrawn codes (`hrk`, `vef`) and codes that
+	// are not currencies (`xau`, `xxx`) are refused.
+	//
 	//
 	// Examples: usd
 	Currency    Currency                  `json:"currency"`
@@ -518,7 +526,10 @@ type Refund struct {
 	Amount    int64     `json:"amount"`
 	CreatedAt time.Time `json:"created_at"`
 
-	// Currency Lowercase ISO 4217 currency code.
+	// Currency An ISO 4217 currency code in lowercase: one of the codes in ISO's current list (the
+	// enum below, kept equal to it by a test). Withdrawn codes (`hrk`, `vef`) and codes that
+	// are not currencies (`xau`, `xxx`) are refused.
+	//
 	//
 	// Examples: usd
 	Currency Currency `json:"currency"`
@@ -1340,14 +1351,18 @@ type CreatePaymentParams struct {
 
 // GetPaymentParams defines parameters for GetPayment.
 type GetPaymentParams struct {
-	// IfNoneMatch An `ETag` (or list, or `*`). When it matches the current one the answer is 304.
+	// IfNoneMatch An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
+	// current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
+	// A value that is not `*` or a list of quoted tags is a 400.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 }
 
 // UpdatePaymentParams defines parameters for UpdatePayment.
 type UpdatePaymentParams struct {
-	// IfMatch The `ETag` you last read (or a comma-separated list, or `*` for any). Required: without
-	// it the update is refused with 428. Weak tags (`W/"..."`) never match (RFC 9110).
+	// IfMatch The `ETag` you last read, with its quotes: `"v3"` (or a comma-separated list of tags,
+	// or `*` for any). Required: without it the update is refused with 428; a value that is
+	// not `*` or a list of quoted tags is a 400. Tags are compared byte for byte, and weak
+	// tags (`W/"..."`) never match (RFC 9110 strong comparison).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -1373,8 +1388,9 @@ type CreateRefundParams struct {
 	// use (configurable by the operator), after which the key may be used again.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 
-	// IfMatch Optional: the payment's `ETag`. When given, the refund happens only if the payment
-	// is still at that version (412 otherwise).
+	// IfMatch Optional: the payment's `ETag`, e.g. `"v3"` with its quotes. When given, the
+	// refund happens only if the payment is still at that version (412 otherwise).
+	// Syntax and comparison as for `PATCH /payments/{id}`.
 	IfMatch *string `json:"If-Match,omitempty"`
 }
 
@@ -1389,8 +1405,10 @@ type ListWebhookEndpointsParams struct {
 
 // UpdateWebhookEndpointParams defines parameters for UpdateWebhookEndpoint.
 type UpdateWebhookEndpointParams struct {
-	// IfMatch The `ETag` you last read (or a comma-separated list, or `*` for any). Required: without
-	// it the update is refused with 428. Weak tags (`W/"..."`) never match (RFC 9110).
+	// IfMatch The `ETag` you last read, with its quotes: `"v3"` (or a comma-separated list of tags,
+	// or `*` for any). Required: without it the update is refused with 428; a value that is
+	// not `*` or a list of quoted tags is a 400. Tags are compared byte for byte, and weak
+	// tags (`W/"..."`) never match (RFC 9110 strong comparison).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 }
 
@@ -4765,23 +4783,6 @@ func (response CreateRefund401ApplicationProblemPlusJSONResponse) VisitCreateRef
 	return err
 }
 
-type CreateRefund404ApplicationProblemPlusJSONResponse struct {
-	NotFoundApplicationProblemPlusJSONResponse
-}
-
-func (response CreateRefund404ApplicationProblemPlusJSONResponse) VisitCreateRefundResponse(w http.ResponseWriter) error {
-
-	var buf bytes.Buffer
-	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
-		return err
-	}
-	w.Header().Set("Content-Type", "application/problem+json")
-	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
-	w.WriteHeader(404)
-	_, err := buf.WriteTo(w)
-	return err
-}
-
 type CreateRefund409ResponseHeaders struct {
 	RequestId  string
 	RetryAfter *int
@@ -6680,201 +6681,224 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1td9s2lv9XwdHuOZFTSpYVu9PKpy88STrNNk9rO5vdf+Q1YRKSUFOASoBWNKm/+//gXgAEJVKSbSVN",
-	"dzIvprFEgXi49+I+/u6nViKnMymY0Ko1+NSaMJqyHP55kmVybv6RMpXkfKa5FK1B63zCyJTpiUwV0RNG",
-	"clloRlQxm8lcq24rauXs94LnLG0NdF6wqKWSCZtSM5JezFhr0FI652Lcur2NWs/P6Xj1HSdE6VyKMWFC",
-	"c70gmo7JSOb4PjbLmWJCU/NwBJ/HL0adV1Qnk5hQkcKfr6Vg7rP26c9PyY8HB7299dObUa1Zbibwv8PW",
-	"h/8dti4eD1v/3opq5v0iZdOZ1EzoUzbL6MIMt7yKtzjPiMy5nsDcb2hWMBKb98YRmU+YsEtSMykUI1wR",
-	"ahaY0QWRI/hOCkaUljlLzUqHQk+4IrF/fbLo/MoWcXcoWuFKmCimrcGHlnlT66JuAS9lQnGedQf87vSl",
-	"m0CSM6pZaiYpizxhEZG5++43eUX0hGozZ3P6ROKC5jK/vislnFLNXvIp1/UzytmUcsHFmPxeSE3NDBhN",
-	"JmQmM54sSPvF8/OfSZrTke5wpkedidYzOuOdnGqWmWE7lrT3oqFg3XGXxMNWyka0yPSwdZz/dNg/1j8d",
-	"/LCylWtm+hbeXT9fnCXMjjOFu0Rns2xBtIQ9Onn7glyzh8/8958Oer3j+U/f97aZOvu9YEq/qKHWF6lh",
-	"thFOliuS46OE45Eqlt+w/JEimRyrLjkhScaZ0GRKF0QxkRJujn8uhqJ90Dno/0CSCc1polmuzFnFJ53/",
-	"Rzv/7HV+7F4OOvHeMZF6wvI5VywYnkzpNTNUxHApW7Hqh8rQF58OooP+D7f1bHvKdL44GWmWr27AGUuk",
-	"MEJNkjnlmlyxkcwZ0fnCUB0dUy62liRTLvjUsGDPz4ILzcYsh2m8f//+pNATs+EJ1ayegmj5BJeCwODM",
-	"zK5QLJhIRGg2pwtF4r8zmrM83lrG4fM1+3QbtWY0p1Om7VXw/IYJ/eKZ+Sc3P51RPWlFLUGnsLJ02zey",
-	"G31ZHtfFdxtka7L4lS3qbodC8N8LBuyD1wJXRM5Ybq+EZCIVE+RqgQIMCbVNybt3L56hjB1LmZrHeML2",
-	"ukNx0OkfHZFZzoWmVxkjJ2dPX7wIKDgyJK7JFc0Zacf0Kon3jBSkZiil8yLRRc7SzoizLCW4kqFox8MW",
-	"vUqGrXivS4DwDB35u0DRKa7A3Fj+gyuZLkjOdJELvF6t7HdXxFDAAOUFoDvuAhoQuFeOq6PD45SkfDRi",
-	"OSzCvIErctjvl48OBTw74Rmy44jnSpciQBGleZYZWTDK+HgCHx32fuySX9lCEfZxxnNG+odkIotcEWoY",
-	"DMcYCqDWRIoRHxc57K49FzwwmRsKhh/MJzzBvTGTMYLlihliT5H5UCQA/aFALClw6Tpcz5r040smxnrS",
-	"GvSP/hYZVnV/H9RS4wi0iHoejY3+EpOFLEhGYcdoStqGNEgip1PaUcxwkrk/M6403J3x4xiolooFEAZO",
-	"dAAnJQs9FFzDJhSzlGrQCXI2gm2Aszzs/9Al7xm9NlqRIu34/f6w1e12DZ0RwVCK6mQSyqo1O2cVpw33",
-	"xouR0acaNuJEuH0wKw/Xudcl742SwzXOiSFNJ0UOpGh0G/M3FWrOcrPSJ73D7pqplkrdhvk2KBK/yDmZ",
-	"UrEgXLMpSHpkNWLurB4KdXj37wXLF+Wr4RquvNLev63BQS8yJIXS/qDXi0rZf1Ar+9/SxXQ30nRGF1tI",
-	"0/fsaiLl9XORziTfyXvnbPvXvnj2Cx5jgx2hFB0zwo3wclJLCmKoGMRgbvVgrkjKMg4ft43AlAI0Zf8h",
-	"KFVcDQWz69yLApln2A3HBK2jS97mMmFKoQrJzXAJG5SvMHeEJhkzLG2+WsNAc1xnZ/vtm6rx9vt3xseC",
-	"mtulaRvjm4PIyBNjrLHUydYrqtj3h+SXVydPO2e/nPSPvgcl7FM529uu/0PzKVOaTme33U/mdriNh6IN",
-	"dgmd43VxtdBMmesuZwnjNyzdi4yMdiKpfGMnZYlMWUpmNNfOSnBH8kgNhWJJzrQV+PF8olhyGXfJsyIH",
-	"JYvY73OJ5h3Rc0mU2wNFzAWMNpWa0YSZ8ax8PSY0SdhMW4PKXlwjI2Wd7IngqjX2rhmGC5JIoTQVmpgd",
-	"2OKM/US2Peqbg6g86e/2f7r4rk1WP9t7vJYEzt3xNJHAe7QjgWg1m840mVMFu8bSyKzTih+zuaDhKi4S",
-	"lLzvBP9I2Ewmk2MyypmaeO4bCjuYuaLM9UMo8YRCpqAZT6ggR2TKRWHIY5TLqbkJc5JkMrkeoM1zJQvz",
-	"SjRq1Rab7F+ytf7fyEW3ZgTUm0CN/TtNrQFk/kqkMPqT+acxzKyevT/L5VXGpt/9ptA4Lt9Js+zNqDX4",
-	"8Kn17zkbtQatf9svnSf7+Jzaf4u/b91Gn1qz3Cg5muPrlaa6UPbVZg6Hvd6tm3Vps7sZqH0ubmjG044l",
-	"51ZU8x0PVJ9rtmhd3N7eXsDS62xor89NaTaS+ZSl5qa2Y5nbL/D/2K3qoLFYt2T78H5pVcKLf2E005M3",
-	"v67Z5NXNXbelOGCrZlX4zWJXM69aHi/EO8W+Fkr5MaAU+2FIDVUq6HDRKRRrNdDCiacEK77rXEo1Wv+x",
-	"vZIzqlm+iz23BnnHW+Trf+dt95rDOmVGRf5KTqvfv9Np5Tj3NZy7ejpGxKOVVpoGoZlnT3hnnCGMuKXZ",
-	"8zyX+dexy0cV6Vmzy3bKHQZzbuIFQQrBPs5YYow0eLRLnjFNeYbqRibHY5aSQqQMHdBxuYlxZC0uo5Ps",
-	"aqtfgXP9tdQnqNN9LRLoaO1uY0igI6TuUDvvdTcRBA3YR660IleFJqlkigipXSABdhrH7JLz0kGIpqJ1",
-	"URojQCyGIpVJYWwq0Dv1JCJKGpOTKzBGGar3ZMJyo9IaAwBVFzxSMAG88wgVlLooyLoTxIdK/+rdD/21",
-	"1D8bTelrOezDtYdtTnkE020449eSqCKZ+KABepGNhpokstgdr7yli0zS9FzKlzQffy2X9cGTtbs3w0l3",
-	"tJSdDKa9hc7m3HbwA0vAgeMcjR9F2gfkFf/73g731zDWM5ZkXHw9oqi/aX/NpI0tirNGQ8CZEh9a9oFL",
-	"sNlHlGdFzi6N3dq6aDyHhOYpXLpuVBRLdii0uNBV28YJk9iMzNJ4z3p4wZHnA31DUUb1XMgvuGPqA3zB",
-	"kdY4gDedbU3McikQuO7X/rmHiLm3OZig3Az0M2zP18KyG0gqmHcHz3WFqqxX85JpOm4gpCBO7S88dNaG",
-	"blF0phpluwP+ZEM+oHjvjKuD1Zz6FXwdmvMP25+D3/w14tM60e2jKsgU2N1mgitR5u8EvaE8o1cZ+1oU",
-	"5A33kJt5pwimvmYzQQb6XxHkA5Lxa0aoILLQdMy65LXUE4h0lSLRhriGotbKHOWMDaxpCXYM9w7CwDyM",
-	"nftqRRR+edPzjOU3PGF/uRNXOO9tzvuEpGzGRGpOyhxS8JNjYk4KA+JfhyvgXMpXVCzscOprkWXrfTY5",
-	"1awDkaX1IswmijxSNqfEHIYx+YuZ88esYxYS+3QVSI4aingpfyUmii5s8NVm0xh+ndvAXc4U0wrYGqPg",
-	"C6YHqM7csFxxKeAuGwpzmTExkkbdN2sjsLYadg0Tfdaesn8wTLrplFk3W/3YPn5freVBdPlO0EJPZM7/",
-	"+fXozgdribIIZ9xAlK+4UlyMI1KIayHngoAGeyOvWeqIdTcS4f37953lPJl1P15Oq7FnYF0KLH3FUk7P",
-	"y7X/6Urn0Yaz8DPvTM3UO/DslsbiI0Xip7jGjlkzXLWGR13U3fs8nPG4K41oKeL8jCtza6R/DU+6C0O5",
-	"oGUnddNf1vfdE8aMbLYb7Xg+CGpOwQ15TJiAjBiuSTt+e3L+9JcYNaDYPUJGNFMs3kNf725O6NYF0tDB",
-	"hR4ZCKpVts4mfl5S+G4k86n5V8vo0xCkWw24RS0OM2Ef6XSWmVE+tGiS6Msnox/pQdJL+1d/Y4f0KPmR",
-	"HYx6tH/VuojCSB48uzk0Hh4CmPDBTMtcV3n1G0vg6ngKX1tXRhAApCkaEjR7GywcNjxa2gs6dXu0lDQp",
-	"AsstMTw35ULmpBDmSI96vR75iRz1ur0eeXf2DNwyfiO50N8ftoLskR/t/9ankEQt97ZNYbOn7rllwqwk",
-	"QR30er2ak5wyTVOqN8bmXrnnIGkQ/Srot61L3NNGOoEZoeU1E8dEMUaGrXP3sRq2zB65UOhsemk+vbzh",
-	"irYi/6d37JQfcaGK0Ygn3Lx/VIhUBV9ak4WL8SXGAi42kZU972CvV1bXTGmnzExg54RWUpbqkmeYfwQ5",
-	"TBCvR5vLyPcF05AxJlKW7obgHkILKBHulrVkzoLaq8CRQlrgdWHEziinRVpkDE7I3nksvbxaXCaF0nLK",
-	"tjjhYH7NJ7l0k93vSO/MengppJfsxlVlVGkBsnGJ+ZnCRLsPw9bjYesiDvKczLcR4SLJitQQBjxNaJoa",
-	"g93ZbJAFF27y45LMu6pIEsZS5DL7mfV8lR+gewVTnwzFVX6FRQF1H9lxLurkDv34AqfVx1w6+1dJmDTP",
-	"qeFHTAK2X+u8YLdRq8iz2vyYHBKn3745Oye4qyh5YnvA705fxhVWKXKOjOJTRXuHP2zOFQ0JzExl5Sxr",
-	"SS0Q59WJv5RzlidUMfLi7A057B/8zd80JJEpA1EZ3LWFSpdu1A+088+LT09ua5nsOc7t+TcyuyuZwdZs",
-	"0phqk7QYSSZUjBl4xxI5nXINyWs6UBVtfMgo8D4Zqkqea3UwJ6nrzAMbjaPKl6CoCeQNGkMfErvRl1BO",
-	"dEAoia3uFGMJUuyO5XEcmW/xvkOyiO0Bma9stZbM9SMFpUL2ATibxzEEUIYitstW4LMAe2TMb5jNzTSr",
-	"e6QI+0gTjSUQFB0KK2y0ctFsUWxQGgLrrjU47XM0vWq0TxiiooTaM6hjdhjrJVc11OPOzbPLxjmVC7DU",
-	"ehu1JlRdTmXOgrzoKykzRsXK7OGFwS8a5+tM5mWKpppM6GzGBJgy7rjAwoEnrwxhIdWvnnJFz/tzhcHP",
-	"nGWpz2ypngrUdDTeKROGKSOEK8Mo/3H25jUBVYHlhAtb6QWh23a8j7pdvAfS1HwhIN15ROhQQMI58VU3",
-	"5gm03Ug7Bj9aHK0GBfcqrBDq7pBWXZ8aH1IALq78QR0F2OS7QbNl7U5RXm9Wu+yv6l70KtAy69WrivJ0",
-	"VKs7VU/p3cxc+0c9W5OD9ZdQjwZ5qnIuII9ZkQIePOxVan7s04UdpNdFlSCc0VHPa3uL13S6MsnDXlVp",
-	"uK1ZtxWuqztc2gIrKvyqjo4PXzrFf8tf3cfG34H5iWN+cINGLVFkWevidikaX8N1C0Jd3CkMvfugfCBU",
-	"lk3FOhPRvNfTYt187me+7MZ4Xhm2ZLm1zjAc6AwfNkoxCsw7HHLdNVdnEtsJrVLfynKWTrZKEcGGLd2j",
-	"wdQvmlkHMwmsLt98sW6xaXCj+gT0rVli2Z24dHct76fVGMJM90aFwU5sBypDuMQ1SsPKPQcJc1RA5QyZ",
-	"0TGz1SbqmIyYTiBci05LpWmuuRhfUheD0q7aGarjMMV8B1pJlcSDKyi8973iUKHKXHOaZYuSVOsUAje+",
-	"G+0rJK1ypTugrnfIZl/hMp2y96BF2uhAXeEi1EgeHv2N2AAASW3qL/7c0GvdpWzJx0X+q8P+XNpBHfbR",
-	"nJLq2PXEEZnIOZkWycRVR7lrLKHC5ttfsfX+uyaPsE09qp9PTQaTN9HQKnykljKQurXWJexP7V6yj7OM",
-	"ClutPmMJH/HEFeYRmdh7g9UOGwZT6hfQGJixy/ABlkSKhOVWGVh9kVHXVcM7lgpu4giCZUxoo5szXyhD",
-	"QG+uuDbWcUZgXtTI3vUaD57dUkIjYIfY4vaVtMTasAzUuSWsyS2AUcMZdcUgjhnsoaUEzbWVcatO3m1m",
-	"jvgs7mMhdafkJHuQniHWnqOddO2rz5ey9B2r2d8gZoyNrdYOXipaqwP/cn7+ltgUT+eE8x71o4oz/bDX",
-	"q+NWzXWd2DghaiJzTVQxndLcA8C4szDjBLX9QUnres7Stcb7CclZRjW/YeTd6Qss1eMhAsjyi+N/PD+P",
-	"zVUPpeskGG3ZC1mXJr7RLvTy3GxNtM5MPHVFv+CauJ9Lfq20OWNQX5z5omIvWrrkzZSDSgOIJy70QlRx",
-	"5dwd1t9b/qQV3bl0umbJI1sa8AAD8UuZeisWU84+r8H0J0WYNtuOao16erGVzVVJVF9rgNnlNFlSF41U",
-	"tQPDwpLn53dG4ot2o5UHk364trriiHyIunoK/sotbdq62zzwuFMFgpvs/yav1P4nnt7G4PFXhDtcshg0",
-	"olDZK6eyk60Jva8P35ftT38HW5MzVWT6c+/NbsgGbbgHZblsF6muE3XTe/tua0fbkZP1g9seP/Zt48Z9",
-	"wVB/3ZLTIEluWVLWZQSsjQ1V4rplVHzdb8pAeL0KYr8/QUyIGlWk/KLKdwceuBGrlR1EhdVuHeRKRCAL",
-	"jYsxVHUmuVSqxHfhDJIT12ep2JHvqOKkBSZBXuI9tw64zRqPDZGwOfiicynGxyQ25xqHAI8Am+LKV1lK",
-	"+h8/llKljiBcqdjlOlvEjftIhWZJ9f1ClmVnibEc2mYrZKEjjytF0zRnSpkzEMLGYGGpe+Ec3T6EzFTJ",
-	"mbIksHQSq0upbrrb1YtmqntmiWR1E94Y8xzyFCA1XUtrsCMTDwCUMOYp5L6GYciO+QwDbNEq8lCAfRLP",
-	"mEi5GMfEUGdGqPAUPGZaEWpOkrRjL8MRGQ4PXRvbIJkwo0lCyZ/N28dX2l0PAb7sL+tyRUnb1xNi1K+W",
-	"/+rTOPKFn7SSZETziMgsNSa/zyrdStFbEgI1Ct99jIwlY+xO1lLUgtO/vF/wH397xxSAGgtnC0SnqCXY",
-	"R31pj2F9hoh50h+YIYGCeZaWDrnHY1V5yiO+JGtDrsh2toolfGNkrDrV65zmuwkzhdQQnG7lsAK7Z3lX",
-	"o5IT7hZKWhI1f3dQdw+wi5al1wq/1JlAW8xtBybbxqnt3HZb0q92k26+dVg5VK9W6tychA3FLlwnAisZ",
-	"I0irNfSHOW2Rc74JrTw88pRRAfiZdSGucgKXpd9hNbTdJPsHxhKxPoiYtK8WZCGLvYjEYylYTNpcl4rF",
-	"4UGP/EMKthcNBdwYcHm10VHlhYYNoZt1HJGULtRet1QaeMacHwuvGicS/CRaUcu82soD2OuN3pAH6rD3",
-	"uhxmObvhslCXCCt3iUClqlb8QtkWoR56LrI3vlfi3GAOow6DNYqPhSJXTPGUWek9BwDju8vguwtQr9pv",
-	"IVgxH7Uadl86k4BPVil27W7eS9Y6WbA7eealyxeXZ++5npzBtmxftbQ66ZUcKz/iqu5vCM+YS/hM5MEU",
-	"yXcO/VGOyJM+yalI5RQhHLvkbAIFeyJbeMIuMTONzHHyzJeAIsgIULzRVA13OLkQciO8PAQ2vPjup0+9",
-	"qH+7uYbHrnJ1ly/KfTaG6VaJ3QMST7SeqRhzls2/Y7/enFWQhwkgFSkyy/kN1WwoBNNzmV8r0s5kQjOS",
-	"shuWydmUCb3XJa8B6om6xyOSSTm7osl1RDIurjv4G5kT5w0ZCqvjWyxEs70TllxDQI3kbMyVdiV4wqIc",
-	"l/Cnzj5IOc1KURwEWmCdg/19+1k3kVNXvuZBUCCG8tC0dsWSIud6cQYQ5ECZV4AdflLoejxgWwZqcbOp",
-	"IvGJLSuF5Q4IYo+TYdHrPUmu2QL+wWILKA0wnwgdAEdHFTn75aTTP/p+KCZUTQwlGx7AHbcQOIqxFLDj",
-	"HcgQhGyv2YJwQeJnz1+9uTx5++Ly1+f/cxYPRdsi+JJYXV9qpvRlyqbSGVcItm5ExBJGutlzrHLkYiRd",
-	"SSNNgEktkqXb+g6dcTKlXGjKBctVq6bIXs1Y0kHPiHk/MeTEBN7MZ89+JViNqyKSMZqbQSyGqdA5TTTU",
-	"U7FcdYdiKP7t38hTKQwTcCnUUHRIWAxrPZrrjsFMNzwKtBzNBl6xTIqxsvb1UBC/xWY2Dq3XQT0pohI5",
-	"YxAg43rgc4fsbx4pwlMP5HXYO+yauULqLEdGkIXukldSMETiLQFMeaUKyoHeZc1lEl0z1/c518yNATC2",
-	"swywC7hmOc0Uacf9o14vRj0P/t3txSA++kesDzTRsbsRuFLynDNViTN3yX8WUkM5J4hO9O8isK0NiuJQ",
-	"kIMAVN6Yf9KOmwpk470ueU6TCYm1K+ulZpmVgK4FPjMHNz8m1IZvpa3oR3h5agPOk2JKBUDNQDHqjI6Z",
-	"I6i3QQxYDcUfmOD9h4t//wFqr1ngH+bLTqdDKv9vPowb8Uxj8gc57PXIH2QdOOkItgN+CHtxbCMWKob8",
-	"aVsngBkZjW9cQlws31wLSDLFAnd7Y7irKiLGrlwYsS88BFf/6KjS6SIHGlrqJLA6r9W8CDOhvt2KDVhT",
-	"3OOq+LQ7XaiBVerjY59fccldwkWYZBLiPeAtv+gShwjl0FwWy40HVtcQQgXg/A/IH+S1LIW/zG2xOd59",
-	"q3ABq4P6lAEc8RBHXIslF+Gu24dkoWvmuopOiOMfOeJbxiM0p1iCo+LPbc0YgP3FzWe6lNQC7/nRvscd",
-	"IR4VABVqIDKszYcaTkClNz9fOkikdq5rqLwW/bV8833xXm3bivX4IsuTac7TquzE+rr4OHADhSt/7uvl",
-	"0XO5egg1aW7mvQd9YPa7wG/FYVZdTCa2aMpT9FwWdSJnBd0P3/9kScxth+dXx3V1oBD4jqOGd5h1mquV",
-	"wA9QhtcjQGwkLYSqhdf1UVzV0tKW6LS2NMbICTeVvdU5NKRSBnNwCZPLGzq3kidjI72Ub3lM4pVUTpCM",
-	"qszQ5GoDgbmrAefyg52LxRwToI9SEZKdrenxqPl1/UNqNiBACsJXARdJic0s7GaqsheOlcBb4QNtwPUh",
-	"TbA+NXdtiLdr5nkEV+yZNOLTSDbrdZKCyCIniqcBWhi9koW2qK3s40wqVxVZSeQbcZEqeArHwGZUyzOp",
-	"gbnC6TwBYRgAW0GbA2OqGZN5bwnnqu7waxDTyqEfgpEW+cY35jOz6TZYVEFG86GqVYBIM1nQ2YJvhiIG",
-	"09hbg1YdwA+R8FXsNByk1ZVxz+28IE6VyDyFqr6h8HNx+0d0ToWiGD+00tJdeHDnm9fBncc4GARXUk/w",
-	"0oUrHD8dCkN2oSHojQmImgWGR0WGDap9j6QwBxcueyjicsl4pei5XBVKylx7tmsASnpfpzsUVBA2GrFE",
-	"k3a/d4AdJajX09xyHxm7pr8X2rEI4miVrKuFxgxO+Ic52RAar6alU6n+YmAWzcCjjx/hFYCbbKlISWiM",
-	"YigmL4ySb1snhY2aHj92rZoePw6bNWFnsYqHJKHCVSyDaHBzffb81ds3589fP/0fY1Bfnp+/jPeOffEw",
-	"1c1tnGwCqWBzj1FeWq9BebvQucyGwia0KDC4FthvS4qxS1G3ho1tilVt++hMzCe9Q7THCoFLSbuGMRBu",
-	"pwYZkrSNLLftmCAbyKgPMILSNGN7qLfNpW0tphAEfCjkDcvnYGwiqLQh50fK7h80zbPXlP0EwtOOQ9rx",
-	"UhFVHA2F1e0thizAWqtSQVliYw3N84yUmWG+SrgmJz6GoqRRHCgqNU6b9jph/goIGqhlEhC+qD8v65pT",
-	"Q3EKrizIbygVurad37JCqDwirtd2zIPWkMNoPtdD4bNqFdEyAifSpyH4YYatiAzLrCj8ExxurdvYWm2x",
-	"+dvH/Zcq34fClb6jWulWYiubyIczTUVqJLn75qLtvG3z+byr7NfO2waut72Bse0fPz6DxiuPHw8q2QZR",
-	"+VdZ1I/SeKW9jNMTVFQWUhsLv7GWGu38LvkvlvMRHqAfjBiqJNV2PtjZcEZzBZ3qCBA5Siho9eJnqGo7",
-	"vcgs7eJaT8IuSWbJVLgTVMSwgmbCd5A0ornmirDipc21NcBgQiP0BBl65KPwOS+M93DK2MLJ94fCmwI+",
-	"XE3LNiN7+oRQup2bkPmUZiShikVg/1GS5FRNoMsfySSoZt7zI1zHSy9dSTWzRGmjRzZ0tBo49aDSfcpu",
-	"qNHROFKPUe36Hz+CXVYk5gdGn0t5zhKtvNx3nZ+OzfOoVLBMMWcUoww0EzQCwK7WJgCR9kGPKHK1INYX",
-	"uhfhJQ9TsML8iKgIjz4iT3r43z6ZmM8mkRn3oGf+Ojg0/9/vEfQpmPuFtEHm/GYOKz+uOt7NreCvFeaT",
-	"ZPZAC7JRCVINVwKUZajBQgswowrLHPQvbjR3IYucpV0Suzho7KxK5Ub1BECRBo4rUms+kcpnV3CmyITe",
-	"MEKzbDVmGpqs9vj+iyt+lQEnYHLpivCDTNP9cvwYXHWKLAVoQa/ATIZjIC+UpRjjwDF8dlwM5KhK3nNU",
-	"CdKIjmA6gbTFlhUJzTK1OZaRZLJIg4gGcXEJpqIwmhFmNNFEFzTLFi50cYy+Gbp0oO4A4D5ZY4ag1qnC",
-	"Q2l7p5fLz9qrtpHIC0tF/pVzmV+z3N1dAeKYUfGr1cpGo5eFTuSUrTg28fEAl8w8bDNk1NLXoXfP/Xtg",
-	"NMPI3/oVR17opRuQ5SEqQ68Ws9/vJbXjVN60DJ5m3lPaN2jQDAwDRt6DZd8HBgmGKqdFBlHF8odzCqrM",
-	"29M3T5+fnb05vXx5AupkTHxkprdXSs5kYsx6o3gNBRcd24UURZUCkXzFiLwCCrehsownTGADJ1/ZlLcG",
-	"rVcvzsuuY+aP26hla65sYRTYA4k3XtCeBq02ZVMpIGhntLfSVIpA55pypXkChWtWjzVqy0Ik5Dd5hSo7",
-	"dmUjXnHwNU/VsFEralnqbw1ave5Bt2dm+ZuSAmJw9BmnGUu0DUgZtcR817EAOTIf70ND6f1+r9/rHPRt",
-	"yLkVteSMCTP+oPUERoUg7gRCevu0RIIc10Wdf6EixYa7wPcY17hmCxcpwihPfRxoufmHN9tepK1B6x9M",
-	"OxjKpZZt/V5vZ23E3CsakDp33JrksHfQ9Au/wv0KQPBt1DrC5a7/UbUX022FfIOFVLqMlxE8Q3F0DAFk",
-	"tyGQyrtfJubUnv7zEmVQh8g/ToXy3njB5mVqKTlpVAiHYoNGyLVXf9WAePWwWTccigqqFoqBKqW95Eo/",
-	"d9kuYZPrhlyN8pF9B0Vdl4xhlLhRCXSAK/YFnDZvCAJrDR1mq9AJrYf0z17Nkc4WLlvNNVM1P2qaikux",
-	"3IqnQmysi8/IuyVuVi1WPcBSyJFd5u5YeAtuDJpK/mlcbzaG+CQux96WzkPuBs2xkcVPbWBY+qx6S8Lr",
-	"BDcikX3uo28S2jDNv9p5H/YON//IdwTbBYH8g2lvHtRRyF1lIfzwxTNM0aq3SlB03W/QqDWTqoZA/7Ng",
-	"ha1ODywdo3jOIxdkwja21eKLgVFBqjFFcOeN+Q0TQ9GeT6gGowh00mpWJOC1Gc1mzhUra76XC71Db4OW",
-	"6B2HAR5ZaQt+9IqXQI5Cy/ORIozmGWd5aSa5Bsr2Ah2KazbT3sdra4rgNqZZzmi6cAo2IjoatVizLKu7",
-	"CKtl9GWV899lutgZ69bX6t+udubt9/o7e2ltJn+D+AhMyt8NbaWkLYz0c5VTK6cMzhh30Hv/5wXPYe/H",
-	"zT9owvs3vz94svn3y0384HdH26yuprPDLqQlIEBUvSlN1+oE0BH/2XilntgYRL/Xs5n1FlojsaVfEKsU",
-	"4y55EXgvtCxsUoKLrdVevRaasf7uXb9836P5Aftls0Jbgw8XVWXkhgmmQk3kjZu52zZrhnYdZ48bs5yN",
-	"ifBmxsBh7/p8lrXbbpwFnWYx1C/eMEMPRk7/x9mb17XbZocz3z9Ub1lJfHVTfdI98NOtKR+vl0Yr6wyc",
-	"dsayuSp4pqHP+q4Ez46PHrJBXHIqhGzsJm8kBHOAawlh+72JquHVdSTwPyevXt6NBNw8v5HA1iRgN7mR",
-	"BHymetPxv644FN7SMXMZ4pAMhl0zvdNNEy4Uy7Ui7Wu2UEwb45BbWDIpVlAK97q1TgIXd/6cbgKfHLFz",
-	"R8EWEDhmhg0vwNLK7bStJbTRBveD96T68hJI+XD5AlxBTKppza62aKyrjontaky3m5CNiW49l0zffSqf",
-	"00ES4oSudZG4lf9rOklmJVs7geQ5HczgWrvzKUQfFKFlA5suOaMjhqkTW6RnDQzFTyVEysscDEh2g2Cc",
-	"pUJbsdKFLDWbUwQZZZiZi4+ZefisEWRXW+vpuw2X1RX9OuOv0hHpzhIuWNuvbNFCst698Vjbtum2Wjxm",
-	"+zEscdXBrrmq6bb2ATZXIb/EVM/PEY9zHTvBM7fRX7Sh85ezXPtbGZKVbuXbGrBVgn4h3in2pxmvh/3+",
-	"XSd8CjnZ95WR5lfbrLOuzXFVwCLDlsKpXsaGKt927ugwj9T2B1bLaYBgsoMnzKZUX9HkGgr/qkmBQ6El",
-	"GTONSYE2xY9iWlRgn5fiOcwZrLMk7i1ER2ZWr9A59QUUgw0i7AGC696y4wl6o5aUfWnuyZSPuE8AxwNV",
-	"qNqvZHlyD1v8Z6zh/3jIYD0r35Xm7U+di99BrCxrqlAKOmX52FCnTiakffrzU/K3Jz9+vzcg9AoIYcqm",
-	"V8zWUEJ1B82kYJEDscjZVN4w1R2K2KUuYWWfGTXFiDiWtrbjT0MPXzdsDcinYeva/NcMdHvrhyLxdXw8",
-	"FMtPw1PlQzTL9rrktCan2OuHSxjbNVKlguR3D8ESCpXdq2W1OIOGdMIhYZ87cHrf7WT4LbS+LyYyLbqF",
-	"442ovJQEmwfY6d9kkYsiHGyjvAWFVT9btNA/TQf74W7zPXWkuQvBixxQyt5HKkTbDvEl1ihYrmLpk/3X",
-	"7fq8Hl9+bmvKA68j5pbmTMnMSDgHubGueLxWT8IXnGNyyZJIW+Ux8I8pNnb+Mbo0w4iw7rhL4rJe2Dts",
-	"ZhRiIg6MwTZ/WJYfDY6zD7Tzz87Fp4Po+8Na5JLNmppmH/X+RC+7iZcHqsOCgA0FP43Ne8JkqyoU+5/q",
-	"t/lCSkiDb/mZzQYLqMEh5DY5lyEqvm14zqLd+Ho250WhZAbFejaDfi5d9WQEiec+O6CW8E8ZTbmNh335",
-	"ON2W1t0ZVkyu2HYNBxGuac3WY5Otbdz62IaN6Y711buSScy1yLjS9V76U+Z7PX8uJ72rjNq5jz5n98zl",
-	"077euUzoC8y4uhlVgOTvHTH4nGZqgEa/1n1tF/6v6b3OPbk7rnMM0Oy7tk9ACYvMyYzm7kK1JLOMLZJJ",
-	"qOkovSFlbb2t9xgKrBXDYmDIRwrCb440EypsqQlNU9tFsawmC9ws3aG4ky+92aNtQf0f6tBeZTtbUDkI",
-	"p+0LKLvkvU8mi8IdwxRpVclUtj8eCg+3AcWyVPtyl/bhQb+8UywgFTA10nDJ1c66rPB0LdN+Lu98tdX9",
-	"F3bOuxYO9VaaPYMm1/w3d/vnSBRrONcQvqp6vtshJboObjUIiR632DZVOOz9GHRacMilm1B6WqHNVA+n",
-	"Y7Sa24sNgaCECiF12MGNtDdDBGFHYOrq4YfibjA9lVc0YAFFdtBKCaWVLQ+9Rw09+0FXL6C3OVPedb95",
-	"pt2KNFuHx48c8ZfzLfS/Ekbp99cySj3qzlpGQXCgtYxipbIddR1AT4Wqm7opOqpehfIpu2zfGZ1oKBw8",
-	"UXszEtKOeOh2FzoiXoi1XvtSTwxMs+2rQapG0LpykCYVrMY1w9NtvTJbmEqf3zZZr2h8q0HZLqCUO/qo",
-	"p8yVevlduQ8IojNb4AQwSxAjs96xsJTT/nmrBT0ixc59DPM/l3HqgL7X1++5/f7XtO+XQRFDS98h0aw1",
-	"9RGGRxFK3p2+RIMaqoTKMiIF0FdQtbtc6ETa8Ydh6/GwdREjSFOWmdsNSorBE+pBb8NGBY+UhyKPEck7",
-	"PrY4bqoEG4ewAVbtDkUJsa8kggUACo95kZn2tFCgQlsgb9JGuN71WN5DUQXzJg7LG7s1rOJ5O+wu80YE",
-	"/ZhYmBcMdJj3QLbI1nDfJTJG0NOn2VmxDP/+Oe30hu5mX9hgb8bMb6rutE8GIVYksQeEV/9v2ut/yTqr",
-	"EjZsRfLVC75aDcFrsSnLmK7pdfwMPq9KLWB+Q0++1nLCjSRaHDtEmbA20OgMaS5nszp1AYev4+YKGx02",
-	"Teyb6riRUHCjtiaTaHM+YYlSV+L8OeGy54mjmmRYZ+5sPPbPpkxtkpnfMlB2b7xsS353MxWWDvYB6XFG",
-	"hY6LPIujFeUuInEwkNH1IFNuKFzqGrd0H3u87m75bwtEapS1WRWIq9oGayh8H6wSmRTAI6lm+d5xOCJ0",
-	"UI1tibWqgLDZsn6aKdtwIshH8Yhru0mzW2XgrzHdrlF/223a3UPUxC8u6FwaXo2S+C0P71se3u7y8B6q",
-	"mwZoj43erDciaOk5Y/lSV1tdMYZExfUFKKJA+ixs9ToUU5qyAaQ1uai0RTDFWEAEQPeZUXC4eYm8tu1A",
-	"Ks2Mm0C0qigbZmmf0UO2DIiyQw/ZFr1bv4SLrNLbc62LrNoS+5vdsNGpVsXYCa06BKHmOQl6xn4mfW6N",
-	"dMCWep2y199OtMdaB+ELpQooHzUXpG3qh6k8aBlxbeHfIc2MT1noyNvrkp9tSA06FDsM+aFAuePEpHcS",
-	"zmWJQq3A4biKdB0RNaOJUe7MkrTRC0Hh83rc0kwBnMd958QA+BEdHhImHqk511YsykIPRSYV4lXaKXRJ",
-	"3NzO0vYB8QmhMsMXo/ZrvZ3doTgFP6YZFoDtPcKyVMzvjtlbUFLtQAzymnE9Hv52FZ0JaGLpaK2v7Mtp",
-	"Xvdy0JUH9k332qUsQ5Lw2O5l688GdaSavlvt2PjhwsgINKjqMvBfhn0V2/FYAp5ydz+ZpvshTG28ZxvL",
-	"Ig7tYH8fnOITqfTgh94PPRBFdnJNNfWQi1iW1Zf3ty9pWFURsDcgSi2WAhxKGfWObHivzDUEKLSZBmTw",
-	"cnwXeKzXQMo+IzUYqsEoHlR2ZRQfO8T0PheJsQjAaDdHvhMCZlNaDMsACTx4lT/d1Xe9X4vICjSDoLx+",
-	"fCcHy+F9r+UV3F/IQY+gORFkfftJ+z6UXCuWjbrktYSOlbbpJJciGD9IEDdk4SCQ8cbDRFDbXd58Unt/",
-	"nSw1UMN8zJp2edD9obvS9U5hs7szq1Vvg+TnscG7rptYW+YkfuwSP6py2z6LdpM9r9Y99YcXz37BfE9z",
-	"Itv95Nz1bbjzL8/cjex++ZncGW/rNmgb/8J//3edQxdYKu2SE9srAQheYd2w637Gx0IC54M52lsd5h9S",
-	"WHjGumZ07ppG+O6gLTwImC42dQXA8rryksaWDDX9GCrdFyykvkOw7C7dBksc02SRusd8Fuw2vOUf9i1c",
-	"yj5KNlcKWA674FFF6GyWyxuW7t2Xtfwbt+KuM/f0NwZrxmNa3qNvPHZvHiuZZxObWZfkNkxmUSUGNghZ",
-	"W99p+A+6VJUJwkH7qJSsdIxCB77tGXVfZrSL2IoV0Uf2jRGbGXFph76x4b3Z0DFXExPaPMytrrqV4hBy",
-	"UsMAI5lXWrRhryV1V8Zanth6zsKnv91xG/Nxv11xD+etFZ5pZq6ZzLcx0PBBs4NZSmwtDICWHlujzDYR",
-	"4iqo4lZ0gf3WF3fnrWBemxjLPPrNNGvmqtX9+cZS92CpkFM28NOWlxWw1IgLribQHR0YKWeqyHQ3lXOR",
-	"SZpeFnkWkxHTycQ2S78XJ219S5mnv91SG/np2y21M5badEvd3v7/AAAA//8=",
+	"7H17d9u2kvhXwdHuOZFTSpYVu7eVT//wbdJbb/Na29ns/iKvCZGQxJoCVAK0rKT+7r8zMwBIStTDtpLm",
+	"7k3+UGQKxHNmMO/51IjUZKqkkEY3ep8aY8FjkeHXkzRVM/gSCx1lydQkSjZ6jYuxYBNhxirWzIwFy1Ru",
+	"BNP5dKoyowMW/vri5HnIuIxZ+Obtxemb1+chS2SU5rGI242gkYk/8iQTcaNnslwEDR2NxYTDQGY+FY1e",
+	"Q5sskaPG3V3QeHHBR8tTOGHaZEqOmJAmMXNm+IgNVUbTEdNMaCENh8YBPg9Ph61X3ERjO63TYeu1ksI9",
+	"a5798jP78eCgs7d+elNujMhgAv/bb3z4337j8mm/8e+NoGbep7GYTJUR0pyJacrn0N3iKt7SPAM2S8wY",
+	"537D01ywEMYNAzYbC2mXpKdKasESzTgsMOVzpob4m5KCaaMyEcNK+9KME81CP3w0b/0m5mG7LxvllQiZ",
+	"Txq9Dw0YqXFZt4CXKuI0z7rzf3f20k0gygQ3IoZJqjyLRMBU5n77XQ2YGXMDcwbgYIoWNFPZ9X0h4Ywb",
+	"8TKZJKZ+RpmY8EQmcsT+yJXhMAPBozGbqjSJ5qx5+uLiFxZnfGhaiTDD1tiYKZ8mrYwbkUK3LQv5e0Ff",
+	"ivaozcJ+IxZDnqem3zjOfjrsHpufDn5Y2so1M32LY9fPl2aJs0uEpl3i02k6Z0bhHp28PWXX4vEz/+On",
+	"g07nePbT951tpi7+yIU2pzXQehoDsg1psolmGTVlCR2pFtmNyJ5olqqRbrMTFqWJkIZN+JxpIWOWwPHP",
+	"ZF82D1oH3R9YNOYZj4zINJxVeNL6f7z1sdP6sX3Va4V7x0yZschmiRal7tmEXwuAIkFL2QpVP1S6vvx0",
+	"EBx0f7irR9szYbL5ydCIbHkDzkWkJNA8xWY8MWwghioTzGRzgDo+4oncmpJMEplMAAU7fhaJNGIkMpzG",
+	"+/fvT3Izhg2PuBH1EMSLFomSDDsXMLtci9JEAsbTGZ9rFv5d8Exk4dY0jtrX7NNd0JjyjE+EsTfFixsh",
+	"zelz+JrAq1Nuxo2gIfkEVxZvO6K4MVfFcV1+t4G2RvPfxLzudshl8kcuEH3oWkg0U1OR2SshGistJBvM",
+	"iYARoDY5e/fu9DnR2JFSMTRLIrHX7suDVvfoiE2zRBo+SAU7Of/59LQEwQGAuGEDngnWDPkgCveACnLo",
+	"Spssj0yeibg1TEQaM1pJXzbDfoMPon4j3GszBDyAI38XaD6hFcCN5R8MVDxnmTB5Jun2tbTfXRF9iR0U",
+	"F4BpuQuox/BeOa72js05i5PhUGS4CBgh0eyw2y2a9iW2HScpoeMwybQpSIBm2iRpCrRgmCajMT467PzY",
+	"Zr+JuWbidppkgnUP2VjlmWYcEIz66EuE1kjJYTLKM9xdey50YCoDCMYXZuMkor2ByQBhGQgA9piQj0gC",
+	"wh8RxAICF67D9ajJb18KOTLjRq979LcAUNX9fVALjUPkIupxNAT+JWRzlbOU447x2N73QA/hEhC6BwT7",
+	"5lm/EbImQA2L1GTCW1oAksHVmiba4JXKRzroS2BonoYI2VzOEXhoMT3sWeWGJQb3KZ/G3CDbkIkh7hQO",
+	"fdj94Zhxy23gzZPovpTKYL84BTckzjDGkQkzDjudNruAPwHYgXfkAH+DuRE4I/gSIMzOBL/uS3yzGb7f",
+	"7zfa7TYAO5OCSLmJxgWdchwd9ZhoJffWHajl5zZcZ6dDYPNWnM+JdMezcB5rTgGZm/ApYOx74M4SQ+vA",
+	"S1H0ZZRniETAlcEBcKlnIoOde9Y5LC0W9qa01B7DDSIYcB06oIB9OKkeFtv+rNbuYcEEb9jIFYzXr2rG",
+	"JlzOWWLEBG9GIk0M7vgOXYI49h+5yObF0Mi2VIa0/Eqjd9AJAAXpdjzodILirjyovSvf8vlkN7fPlM+3",
+	"uH3ei8FYqesXMp6qZCfjzsT2w54+/5WOcYVYpjUfCZYAsXdUXkkGCIfXRmblhkSzWKQJPm4CsiqJkoV/",
+	"iEwoUAVh17kXlO4IQHTqE7m0NnubqUhoTSx3At1FolcMAdBoWCqABMJPa6ByRutsbb99Ez3afv/Ok5Hk",
+	"cBuv2sbw5iAA2gqyL9I13MgB1+L7Q/brq5OfW+e/nnSPvkem9VMx27u2/8MkE6ENn0zv2p/gNr0L+7KJ",
+	"chyf0fUKRFIDe5CJSCQ3It4L4E5z9LkYsRWLSMUiZlOeGSdVuSN5ovtSiygTxl6Q4WysRXQVttnzPEOm",
+	"lNnfM0XiMDMzxbTbA6LhJIPqKY8E9GfJ3THjUSSmxgqg9qIfwo3jKBSReXsFwN0fKakNl4bBDmxxxn4i",
+	"2x71zUFQnPR3+z9dftdky8/2nq4FgQt3PKtA4D3J3Qi0Rkymhs24xl0TcQDrtOQHNhclAp3IiOj9O5nc",
+	"MjFV0fiYDTOhxx77+tJ2Btc13MWMMw8obIKSxJhLdsQmicwBPIaZmgDnkLEoVdF1j4j/QOUwJCkB9Bab",
+	"7AfZWl5aiUV30APxmcj2/53HVmCEvyIlgd+EryDIWrlkf5qpQSom3/2uSZlQjMnT9M2w0fvwqfHvmRg2",
+	"eo1/2y90UfvUTu+/pfcbd8GnxjQDptAkNLw23OTaDg1zOOx07tysCx2Hm4HeT+QNT5O4ZcG5EdT8lpRY",
+	"xWsxb1ze3d1d4tLrdA6e/53wdKiyiYjhSrZ9we1XUqfZrWqRcF23ZNt4v5DCceBfBU/N+M1vazZ5eXPX",
+	"bSl12KhZFf0y39XMq5LaqXynxdcCKT+WIMU+LENDFQpaiWzlWjRWwMKJhwRLvutUcDVS0rG9klNuRLaL",
+	"PbcKjJbXYKx/z+s6ag7rTIC88JWcVrd7r9PKaO5rMHf5dIDEk1RbyEllsdie8M4wQwK55emLLFPZ17HL",
+	"RxXqWbPLdsotgXNehQuS5VLcTkUEsgg2bbPnwvAkJXYjVaORiFkuY0EK+7DYxDCwwiHwJLva6ldoq3it",
+	"zAnxdF8LBTpau9tkYWlJZVrcznvdTYQ2GHGbaKPZIDcsVoKkRGuXwZ2mPtvsolCokoBqVbogBMh5X8Yq",
+	"ykGmQr7TjAOmFUi6iUZRUxB7z8YiA5YWBABiXehIUQTwyjZiUOqMSutOkBoV+uj7H/prZX4BTulrOezD",
+	"tYcNpzzE6a4449eK6TwaeyMLad2BQ40ile8OV97yeap4fKHUS56NvpbL+uDZ2t2b0qRbRqlWitPegmdz",
+	"ak58wQJwydBAwo9mzQP2Kvn73g73FxDruYjSRH49pKi7aX9h0iCL0qxJEHCixIeGbXCFMvuQJ2meiSuQ",
+	"WxuXK88h4lmMl67rlciS7YokLlJtN2nCLISeRRzuWY04ajW9YbQvCyuoM5GW7ph6g2jpSGsU5pvOtsbG",
+	"u2A4Xfe2b/cYMvc2QxE0gY5+we35WlB2A0iV5t2ic12CKqtLvRKGj1YAUsmu7y880iujYccqY0nLC8x2",
+	"KxM8RvBBxntnWF1azZlfwdfBOf+w/Tn4zV9DPq1FwTbVJc+K3W0mqhJV9k7yG56kfJCKr4VB3nAPuZm3",
+	"8tLU12wm0kD/FiM8YGlyLRiXTOWGj0SbvVZmjJbBgiRak2Bf1kqZw0yInhUtrWnDKQhL4mHo1FdLpPDL",
+	"i57nIrtJIvFPd+Ka5r3NeZ+wWEyFjOGk4JBKrxwzOClyIPg6VAEXSr3icm67018LLVuvs8m4ES20LK0n",
+	"Ydax5om2PjhwGCDy51Onj1mHLCz07j3oTNaX4YK/T8g0n1tjtfU+QnOotRdmQgujEa3Ja2AuTI/YmRuR",
+	"6URJvMvIHivkUAG7D2tjuLYadC07Rq09Zd+w7KTUKryUtnrZNn8o1/IouHwneW7GKks+fj2888FaoMzL",
+	"M14BlK8SrRM5Clgur6WaSYYc7I26FrED1t1QhPfv37cW/YrWvbzohmTPwKoURPxKxAm/KNb+lzOdRxvO",
+	"ws+8NYGpt7DtlsLiE83Cn2mNLVhz6OzwztbvdR5OeNwVR7RgcX6eaLg14n8OTbozQzmjZSt201/k910L",
+	"ECNXy422P28EhVNwXR4zIdGDKDGsGb49ufj5V+vcEbombMhTLcI90vXu5oTunCGNFFykkUGjWmXrrKPs",
+	"FcffhiqbwLcG8NNopFs2uAWNBGcibvlkmkIvHxo8iszVs+GP/CDqxN3B38QhP4p+FAfDDu8OGpdB2ZKH",
+	"bTebxsuHgCJ8aaaFb7Aa/C4ivDp+xp+tKqNkAOQxCRI8fVtaOG54sLAXfOL2aMHJVJYktwhwbpJIlbFc",
+	"wpEedTod9hM76rQ7Hfbu/DmqZfxGJtJ8f9goeY/8aP+tdyEJGm60TWazn127RcCsOI0ddDqdmpOcCMNj",
+	"bjba5l65duhkSXoV0tvWOToaoE4oRhh1LeQx00KwfuPCPdb9BuyRM4VOJ1fw9Oom0bwR+D+9Yqd4lEid",
+	"D4dJlMD4w1zGuvSjFVkSOboiW8DlJrCy513a66XVrYa0MwET2DmgFZCl2+w5+R+hDxPa60nmAvo+Fwbd",
+	"56QNX3g8wD0GFogi3M9rCc6C26vAgUKc03UBZGeY8TzOU4EnZO88EV8N5ldRro2aiC1OuDS/1Se5cJM9",
+	"7EjvjXp0KcRX4sYFuVRhAb2XGbymyb/vQ7/xtN+4DEt+TvBrYKNYADCwNeNxDAK7k9nQC668yU8LMG/r",
+	"PIqEiAnL7DOr+SoekHqFXJ8A4ipvURBF3SPbz2Ud3eG3pzStLvnS2b8KwORZxgEfyWna/myyXNwFjTxL",
+	"a/1jMnQ0f/vm/ILRrhLlCe0Bvzt7GVZQJc8SQhTvWts5/GGzb20ZwGAqS2dZC2olcr5kmzw9f8MOuwd/",
+	"81cMi1SM5pRUzUQWcS16yNG56BYVCw0/n56/eaK9ShFdLpuogoGzZgORqlnArsXUMPFHzlPYnsSwwZxx",
+	"JNJ7bfY+MeM44zNpO22G4+w6DFh4I4ZWqU0/mDE3fckzgeTHTjTBN255Dm/c3t7CG5lwfr0kFDqw4wgb",
+	"fAjPeArbxif4RAHV5xnQcp7jk9kIPj9CywGfwOcAng9iIAWDMX5PhvCJPQwkfqoBft7AJx7LQONzg/3M",
+	"pvA5x+8fkZ/g+BlDP9FY4Cd9n8Fnit9TeCuSAImRwu8qR14kwmsDn9zgux+vG0Ej/h3eiq/xO7aPcSwx",
+	"gu9AG4OGMDBPkWcAir+jceIafh0N8FPAzEdj2I1Rgk9wjSMJPY/MH/A5hyfja/yU0H5sYMfGObRJYug5",
+	"STX6YOH3P6BlkuF3DXP7Hfv8XeHnFFZ3LaD99Qg/x9DyegK9XU9hN64z/JxB+2sc/fojnEXKobcUZ55e",
+	"w1tpBr+mGmaVYssJ7vMkhieTEZz1BGc+mcC7EyTvE9yrSQZ7O8Gdmdzg5wzb3Er8hJOdzPE5wobEnuUI",
+	"vycKPhW0l1P0OMOdV5MMKRns+VRAy+kI2kzHMOIU5zxN8fkc9vAPDk8yhYE8CD9ZDu9mM9gNjb9qhEYd",
+	"4fcY3tIC+tQjfI496xSgQivYT417ojU+R2jUNwA/eo5PPsLOmDGMYn6H9mYCe2IQqg3ujEE/ZWPwCZ6C",
+	"+Qgtcz6Gz9EtfOJscw395/MEP3P8hLPLsf0N4uANnvUN9n+Tw67O0O/sFvfzlsNKbyP8HsHqbhU+mcLn",
+	"HL35PuI+fJxAzx9nI6B4ZXEAprJE9oPGbWukWkt3wQsini++3YP3vQdxazaJdLVepIJFYy5HAtX3kZpM",
+	"EoPetaYky1oD9hPNQu+tWb0/1wqJjpWs019YdwGufUyhHqNjc2JYhpE6pOwsJtpjnIVWuAsppjR0x/I0",
+	"DOBXYsgJLEJ7QPCTDb9VmXmiMfbTNsCzeRqihbcvQ7tsjUpVVJiMkhthncdhdU80E7c8MhTTxulyW7rn",
+	"lzjhLaLHCk3FOr4bT/uCdEM14jF2UZGS7RnUcSPY18tE10CPOzePLhvnVCzAQutd0BhzfTVRmSgFbgyU",
+	"SgWXS7PHAUtvrJyv0+ktQjQ3bMynUyFR1+KOC1Uw2HIAgEVQv3zKFUH0ryUGvyQijb3rXfVUMEhvJdM7",
+	"FuTTxhINiPIf529eM5RlRMYSaUN30bekGe6T8BnuITWFHyTGYwwZ70uMiGE+jBJakHKJNUNU9AOft2jd",
+	"26ugQlm5gHEf9bE7ZQigxRUv1EGA9Q7urVb9uVNU15vlQvtW3UCvSmJwvfxXke6OaoW76im9mwLjfdSx",
+	"QZYUNYUBxuhIr2YSAy00y7HhYacSxGlb57aTTptklvKMjjpeHJ2/5pOlSR52qlLNXc26LXFd3uFCWbGk",
+	"Y1hWIlDjK6eZ2PKthyghd6Afoz4/FAyKzNO0cXm34C5Ug3UgQFnDeNk3yHsNlYjKoi6rTocF43pYrJvP",
+	"w/Qru9HuLXVboNxabT11dE6NQWongnmPQ6675up0dnZCy9C3tJyFk61CRGnDFu7R0tQvV6MOuTpZZcPq",
+	"i3WLTcMb1UfIbI0Si/aOhbtrcT8tx1AOxVnJMNiJ7YBlKC9xDdOwdM+hRy+XGNrHpnwkbDicPmZDYSL0",
+	"JyGrijY8M4kcXXFnJDcufQWGO1MMzA64kiqIl66g8r3vGYcKVGYm4Wk6L0C1jiFw/bvevkLQKla6A+h6",
+	"R2j2FS7TMXuPWqQ1X9YpADEE+/Dob8xaKFlsYxPodYDXukvZgo9zTap2+0shB7XELZySbtn1hAEbqxmb",
+	"5NHYqRTdNRZxaQOCBmK9gWGVycr6RtbPp8bF0otoJBWW9JnkItmulS5xf2r3UtxOUy5t+pGpiJJhErnI",
+	"YaYie2+I2m7L1t76Bay0HNtleAtwpGQkMssMLA8E7LpeMcZCRGAYoO5XSAO8ufCRfAz55opqYx1mlMSL",
+	"Gtq7nuOhs1vwuMZkUDZbyZLfdK3dGANxI7FKLUBuDVPuotUcMthDixmJa0v9Vq1Q28ycEm65x1KZVoFJ",
+	"9iA9Qqw9Rzvp2qEvFsKIHKrZdygJmHX+qO28YLSWO/714uItsz7ocGbtssnvqGLtO+x06rDVJKaObJww",
+	"PVaZYTqfTHjmM3q5s4B+SslaSjH36zHL1ArvJywTKTfJjWDvzk5tIolySqfFgcN/vLgI4arHPCOs1Bvy",
+	"3CUdZF0cy0a50NNzQ+rb1WLimctKgKqJh9kM11Kbc4EJEFKf9cCTljZ7M0mQpcEUVs42zHQ+cOoOa5Aq",
+	"XmkE987tULPkoY1deoSA+KVEvSWJKROfV2D6i0zgm2VHvYY9vdxK5qpE0qwVwOxyVklSlyuhageChQXP",
+	"z6+MpIF2w5WXJv14bnVJEfkYdvUM9ZVbyrR1t3lJ4841Em62/7sa6P1PSXwXosZfs8QlmgyRIyoze8VU",
+	"drI1Ze3r4/dl+9PfwdZkQuep+dx7sxuwIRnuUW5427nS1JG6yYN1t7W97UjJ+sFtj+/7buXGfUFfpLol",
+	"xyUv3kVKWeeytNY2VLHrFm47694pPHXqWRD7+wklralhRYofqnh34DPxUjoFl0PHcrcuJ1TA0E02kSMM",
+	"O48ypXWRgCoR6D293o3O9nxPFifOyUv7iu65dZk4rfC4whI2Q110puTomIVwrmE5Yy/mdXLx9SJm3dvb",
+	"gqrUAYSLZb1aJ4u4fp/oslhSHV+qIi42AsmhCVuhchP4LIA8jjOhNZyBlNYGi0vdK8/R7UMZmSpOnRYE",
+	"Fk5ieSnVTXe7erka6p5bIFnehDcgnqOfAsbOGGUFdkLiHmbxC5MYnfPLZsgWPCMDW7CcGq2UnCmcChkn",
+	"chQygM6UcekheCSMZhxOkjVDT8Mp1ScdugHZIBoL4CQxJtkGFtGQdtfL6Rjtm3XO7KzpA57J6leLf/Vu",
+	"HNncT1orNuRZwFQag8jv3d63YvQWiEANw/cQIWNBGLuXtBQ08PSvHmb8p3fv6QJQI+FskXIuaEhxa67s",
+	"Maz3EIGW/sAABHLhUVq51GI+mZ6HPOZjRjf4imwnq1jAByFjWalepzTfjZmpDA2l060cVknuWdzVoMCE",
+	"+5mSFkjN312S0EfIRYvUawlf6kSgLea2A5Ft49R2Lrst8Fe7iYfZ2qxcZq+WAnEdhS2TXbxOJIVaB+h4",
+	"C/BHPm2BU75Jo32++4ngEhMi15m4iglcFXqHZdP2KtrfA0nE6iBC1hzM2VzlewELR0qKkDUTUzAWhwcd",
+	"9g8lxV7Ql3hj4OXVJEWVJxrWhA7rOGIxn+u9dsE0JKlweqyqI7GfRCNowNCWHuBeb9SGPJKHfdDlMM3E",
+	"TaJyfUV5L68o87SuJb8YV8q4z40Z2BvfM3GuM5dEk4w1OhlJzQZCJ7Gw1HuGGenvT4PvT0A9a78FYSWH",
+	"+arZfeFMSniyDLFrd/NBtNbRgt3RM09dvjg9e5+Y8Tluy/ZhlcuTXvKx8j0u8/4AeCAuUZvAZ3tl37n0",
+	"tGrInnVZxmWsJpRjts3OxxhRLNO5B+wiqS/QHEfPfIw6ZUFCiAdOFbDD0YUyNuLg5cyrl9/99KkTdO82",
+	"BxnaVS7v8mWxzyCYbhV50mPh2JipDslnGb6Hfr2ZqKSSZ5hKTbNpltxwI/pSCjNT2bVmzVRFPGWxuBGp",
+	"mk6ENHtt9hpz0XHXPGCpUtMBj64DlibyukXvqIw5bUhfWh6/5zN1R2MRXaNBjWVilGjjYoSlTVtf5Gd2",
+	"8kGc8LQgxSVDC66zt79vn7UjNXHxtT5LE9pQHht3o0WUZ4mZn2NNCYTMARaDOMlNfSZ1G6duCyFwzcIT",
+	"G/eOy+0xKibB+nmn8yy6FnP8IkJbIQDzEFNuEzw6rtn5ryet7tH3fTnmegyQDDhAO25zdGkhYiwG4rKg",
+	"ocn2WsxZIln4/MWrN1cnb0+vfnvxP+dhXzZtinEW6usrI7S5isVEOeGKqmcAiVgoegF7TmHYiRwqF3PN",
+	"I0RSm2rXbX2LTxM24Yk0PJEi042aLCB6KqIWaUZgfAbgJCTdzOfPf2OULkAHLBU8g05sYJA0GY8MxhKJ",
+	"TLf7si//7d/Yz0oCEiRK6r5ssXK0vtVorjsGmG75KEhyhA0ciFTJkbbydV8yv8UwG5dO3OWi00xHaipi",
+	"Cnrqed8h+84TzZLYZxo87By2Ya7oOpsQIqjctNkrJQWlCi8yLCeVME2XldOHai2Hc7Vhru+zxAjXB+bZ",
+	"nqaYXCUxIuOpZs2we9TphMTn4fd2B5Pph90j0UWYaNndKKlSsiwRumJnbrP/zJXBeHMknaTfpczb1ihK",
+	"XaEPAkL5Sv+TZrgqgj/ca7MXPBqz0Li8AxyWWTHo2syMGIh2zLg13yqbcoTqhXBrcB7nEy4xFxZGy0/5",
+	"SDiAeluyAeu+/JMcvP909u8/ke2FBf4JP7ZaLVb5hIfhyoTLIfuTHXY67E+2LnvyELcDX8S9OLYWCx2i",
+	"/7SNEyCPjJUjLqSELUauzZg0oQwc9sZwV1XAQK6cA9mXPkdg9+ioUrooQxhaKA2zPK9lvwiYUNduxYZk",
+	"eIlP/OTd7kyue5apD4+9f8VV4hwuyk4m5YQ0dMvP28ylrHPppuaLlWSW11DOZULzP2B/steqIP4qs9kw",
+	"6O5bzmey3Kl3GaAeD6nHtckuA9p120jlpmauy+lTqf8jB3yLCVPhFIvszfS6DWrFbKTh6jNdcGrBcX60",
+	"47gjpKPCTKoGgYySh2CQOZbNgNcXDpKgPTE1UF6bnroY+aEJqW0dovUJkBYns9pPq7IT6xN3hCU1UHnl",
+	"L3xCD9JcLh9CjZsbjHvQRWS/T37AsOxVF7KxDZryED1TeR3JWUo/SuM/WyBz2yUcrcO6uqw1NMbRijFg",
+	"nXC1MnyBaHh9ipqNoEW5tHG4LpGrWljaMn22DY0BOuGmsrc8hxWulKU5OIfJxQ2dWcqTiqFZ8Lc8ZuGS",
+	"KydSRl14aCZ6A4C5q4Hm8oOdi02KKJEf5bIMdjamx5f1qCsIVbMBpVRmNBRikVJUbcdupi6Km1kKvFUC",
+	"sw2Jx9iqvGM1d205ITjM8wiv2HMF5BMom9U6KclUnjGdxKV0hnxgC1UlWCBMaRcVWXHkGyYy1tiK+qDq",
+	"goszqcnDR9N5hsSwlHkP67CAqAYi895CIr66w69J6Vh0/ZgkjoGvZAbPYNOtsaiSutGbqpYz2MJkkWcr",
+	"/dKXIYrGXhq07AA9JMDXoeNwCFaX+r2w80I7VaSyGKP6+tLPxe0fMxmXmpP90FJLd+HhnQ/D4Z0nEhQI",
+	"BsqM6dLFK5ye9iWAXVkQ9MIEWs1KgkeFhvWqheyUhIMrL7svw2LJdKWYmVomShquPVvWhCi9j9PtSy6Z",
+	"GA5FZFiz2zmgkjfc82luuU9ArunuleVYyjJrmaxKeTQ82XLuzpoafQX7S4ZZEgOPbm+ZywvhoEgrrNwE",
+	"EJPlwOTbWnjlyntPn7rae0+flqvvUanIioYk4tJFLCNpcHN9/uLV2zcXL17//D8gUF9dXLwM94598DA3",
+	"q+vyWQdSKWa+iEIhvZbScEiTqbQvrUOLRoFrTgUUlRw5F3Ur2Ngqh9U6vk7EfNY5JHksl7SUuA2IQfnA",
+	"alLXsibQ8qJ2XoDsA/agDU/FHvFtM2VrRWqqUtCX6kZkMxQ2Kes9gPMTbfcPq6C6UQms6Lln/Jrhp7vQ",
+	"B4fa6ENU0Dks4ilcEHPgRfbYtRBTQjJLrwMWForX0GMI7VRgIRAQGIYkdRnWkrN3p5sOSNZuwGa4ENkV",
+	"Bk7esDlKsBaAdkyTJzge0QyWaAXSNyUnmvJGe5pW4I2breeCrSsubIO7l0plOlOFeRE5AdGGws4wl6JO",
+	"3qqyikURaR3YCmYSiFIOnKctCWipm72+7a3uvMd6xRJ7zJdyLErBshNp80mJVIu+bIY3z0IPbzRCwMJ+",
+	"g97FIomugB8QLhQSxsIOu678Yl/CNyoo2cFpuGKBdlrt8mnkWrgiogu1F1mTU43CUl1CC/O2+Nfe8fJu",
+	"I5fPr219XkRx9FJx1cLhiH5+c3belxdjoYVdgtdg4VncUFi0GVdKS3ii70tQFMUmeoWyhmgDT4EmWlpA",
+	"1cjtXUFKDJiGTeRHh0oUBbh78vNuJkaTgsXdCqhW2Qv8mXFkZEtqIpyxH9OXPScy1e0cglBrs0daUCWp",
+	"EpcD5ws4ZfcJhm7aKuqokbihBA2ZLQCO8w2qBdbLc6vUBQYiZOM8uIGeCx4P7+Gk0Mj9PVMzDfMHEh7x",
+	"NPU5I7AUGV4TWTJKbOXZRaV6M4SzvTp5+fLN+xfPr96cnf7j9PV5GMCggzlz6lcqWfo2EyRyamSbgT65",
+	"VKely5j4Qha6XPlAjIhcQKd1Fyi0qNSTqTDBQTl7b/kPmwTX9nuOIlnrIpmgLZU4qEwg1xCJ1sl0mibA",
+	"mBvFSLnr9bHWeKH78gyV/egBVoi8TUssF0Vm7YsaeHkQGlpVF/k7JaYvfdyBZkYFqGb/1EdNdb8RsH7h",
+	"N0p/okmicWehiIXwt/eMWsgN0pcuOQgJ3m4lNvaTfTg3XMbA67pfLpvOHjGbzdra/uzsEWic2EPcfPr0",
+	"HGvnPX3aq/hjBcVfRdoT2u2lCoGO5uqgSDUBZ7Uy2wShbJv9l8iSIVnafWdMWYwqVWSkYt5TnmkszsyQ",
+	"DaAbFKv1+Rnq2mJ9Ko3btNaTcqFLWDKX7gQ1A2bBCOmLpgPzWsNEWwasmVgsRZKAxRft7ZgMy+08u7pH",
+	"U6Y7zJf4JF4aHy4HrkDPHj7R2cjOTapswlMWcS0C1JBxFmVcj23NWYXCq9eNS1fk3fOfrOp7pw1I2iuK",
+	"kvacAFUpIGo3FBA4IegB4bd7e4uaqzyCF0DijZNMREZ7ztgV7zyG9sW969SGRKVhgkAx7WqtiyRrHnSY",
+	"LpGrvYDEIJyCZXePmA7o6AP2rEP/d9kYno2RgBx04K+DQ/jsdhhpXYEDZ028EH6Hw8qOq1QUia5jvIV3",
+	"I9xDOdHabVnVoQOzkZdlfKzietj9EVYKEmqi2VhJlWcibrPQeYqETu+mXa8eADjBwHGFas3GQIQLz1w2",
+	"5jcCqP6yV0lZqWeP778SnQxSxARyv18ifuiLv1/0T5eiZgsuLCh5ka/XMYIX0VKyAlMf3n84RHDUBe45",
+	"qERqxIc4nRK1papjcOfpzdbeKFV5XLL5Mme5BS6uZO8t+3zyyOQ8TefOuHtM2mu+cKDuAPA+WaOocWx9",
+	"6VCa3izgPFj3qpXAstxCkR9yprJrkbm7q5Q0Vv5ZaKKJKQnZn0zlJlITsWT6oeal1LLQ2PoQ6oWfy/YP",
+	"970HsnPgRZCKqaNsx+ixxS4qXS+n+3jYILX9VEZazH8L4xQaIFL59AABAy/q2fFQZUPOHJM8RSmkeHHG",
+	"UbB6e/bm5xfn52/Orl6eoMAdMm+77uwVlDMa82wkQDTty0S2bOF9IlUaSfJAMDVACLfOBGkSCUk1OH3s",
+	"Z9boNV6dXhSFY+GPu6Bho1Jt6Kjlfdz+kcYRhdpYTJREtwYQJQtlUoAC4ATY2whDe62kD2zLXEbsdzUg",
+	"VpwK6zLPOPio0KphHbPpIfQ3eo1O+6DdgVn+rpVELwX+POGpiIw12QNbAr+1bAoxlY3244wPzX630+20",
+	"DrrWKacRNNRUSOi/13iGvaKbyxidHvZ5kcx7VOeX8yuX8RzpH+I9WX6RiX1RlMdeYSlfrN/mZZzTuNFr",
+	"/EMYl0l8oeput9PZWSVYN8SKZOs7ri532DlY9YZf4X6lxsNd0Dii5a5/qVpO864CvqWFeIGm6uMAEMdH",
+	"6GLjNgSDHfYL18Xa039RJIo25dxojoXy9kopZoXzPTtZyRD25QaOMDGe/dU95tnD1bxhX1byDhIZqELa",
+	"y0SbF84f0Cck0yu92Yom+66aSJ27GjBxwyIVDK3Yh7hbz0p0PXAVrDElWkGHqsllGiuqVW/h9788vzew",
+	"T9af19XDh5dWTcU5oW+FU+XsgZefEXeLzIK15YYwcQ9pVOTualEcboONpbrgfxnWw8Yw7+bq0NvCeRm7",
+	"kXNcieJn1nVG+bgjC8LrCDflavzcR7+KaJOe95/svA87h5tf8kVddwEg/xDGiwd1EHJfWogvnj4nJ9Z6",
+	"qYRI18M6DRpTpWsA9D9zYa0GZUkHGM9Z4Mzww0zo8UJ4Wg9YkKrXBRo8RsmNkH3ZnI25QaEIedKq3zhm",
+	"tATOZpZoUWTFWEyFUdY2GEX2Q+zgiaW2aGmsaAnUsCx5PtFM8CxNRFaISRb93AXal9diarwVzEZd4m3s",
+	"bCeWwaact8AWG5GmdRdhNdFIkQfi7yqe7wx167OZUBWZBXrR3dmgtbFOK8hHSaT8A2ArZk0J1M/Fli6d",
+	"Mipj3EHv/Z8nPIedHze/sKpkE7x/8Gzz+4t1mPG9o21WV1OcaxfUEnPkVLUpq67VMeaP/bjySj2xVpJu",
+	"p2Njj2zyocgGx6I3hxy12WlJe2FUbt22nPdB7dVrk9fW373rl0+vvvntMftl/eYbvQ+XVWbkRkihy5zI",
+	"G2/RsttmxdC2w+zRyjgQEBHeTAUq7F2p9iK7hetnzidpGJB9DeAB6PR/nL95Xbtttjv4/bF8y1JogJvq",
+	"s/aBn25Ngo16arS0zpLSDiSbQZ6kBu1TuyI8Oz569Jdz7vtosrGbvBEQ4ADXAsL2exNUHVDWgcD/nLx6",
+	"eT8QcPO8JwjgXsBozIhb0/4XAgC7xSsBwEfyrDr81xV1wls+Ei6CBp1lyTTuVW6GJVKLzGjWvBZzLQyI",
+	"holN26jkUhbXvXatisD55XxOJYF3Htu5mmCLFGEwwxUDUOj5drzWQjbmFcoHr0f14XfoEuf8qRKNFqlV",
+	"a3axlyNTVUtsF4O/3YSsRXTruaTm/lP5nOqRch7ltQoSt/J/TRXJtEBrR5A8pqMQXCt1/oy2B22LW6Fd",
+	"ps3O+VCQG9cW7qs9gPiJQjt5yeEtIbOfh0Ib0ddGL17rc4ketxS5QM1gHt6BjdDVxsJjehY0HPros26d",
+	"6FcpaXlvClda229i3iCw3r3oWFt3864aXGvr1Sxg1cGusWrVbe3Nay6DyAJSvbigfMXr0Anb3AWNGu+e",
+	"Ta8Wr/g37oKG8x7a9LZv99Da1l9Wbu1uJUbCcTx3NRG2FV+rAH0q32nxl4muh93ufSd8hjErD6WR8NY2",
+	"63R223eV4v9lAksIWxCnehpbZvm2U0aX/eyRzCZGL7pJo8COejDrszrg0TUGRle9NvvSKDYShpymK+6N",
+	"Zem8IM9ln+o6OeLBRHQIs3pFqqkvwBhsIGGPIFwPph3PSBe1wOwruCfjZJj4ABk6UE2s/ZIbbuLTuv8V",
+	"a/g/bjBYj8r3hXn7qlPwuxRUi5wqhspPRDYC6DTRmHzL//bsx+/3eowPEBAmYjIQNsYco994qqQIXJKf",
+	"TEzUjdDtvgyd4xJFPkOvMdnDKfS/GX7q+/Se/UaPfeo3ruF/6OjuznfFwmt0/19oja2KRjxN99rsrCbm",
+	"wvOHCzUI+vLErrI2ZoKXtYcL0QTI6RXBCetJVSV96gOoVZlS7Z7Xq03uCvBY7hIPr4Wb9d1Out+Clfxi",
+	"dNhGtrizDYqbTopZqWDFNwLnDBMH23CEpWjWX2yK5r+MsfvhfvM9c6C5C2pOGFAQ9Ce6XOKgnNRnDdfm",
+	"wkQ/2W93612FfM4Pm8ijpMokd9VMaJUC2XR5jtZl7KhlvmiAC/JXWSBpyziGSjctRk7pxhdmGDDRHrVZ",
+	"WCRp8FqgKUczi8uAYyvuLNKPFdq4D7z1sXX56SD4/rA2XdRm9s+IW7M/Noua58WO6hLw4Iai8se6Urnw",
+	"qnL9i79UGfSFOJsVCuvn1sGsBA0uLfkqjTUa2re1+NkUYz6I2N3onE0xQto65c+UC1kP0JfdOxzUAv6Z",
+	"4HFiTWxf3vS3pch4TmHqSwLjioMor2nN1lNlw21sBVT7UpiWNQC4OHVy30gTbepV/2d2jM+o+XehnztX",
+	"/Gfige6BxieZKHwES7Jh3Ywq1TsebIb4nLJvqQTIWp24Xfi/pko88+DusM4hwGqFuG2BUTEqY1OeuQvV",
+	"gsxiQqdUYZhIoWIpEprYEJK+LAK4baB/yabnQDPi0kav8Di2pWuLALWScNTuy3sp6DF6vZyOCMUxSqMg",
+	"leu1L6v+kEXcMkUNVVJ3FQkaoMPVenhbquWxavhlvLYR6b0VIejE7Lh4Zy9vUIB2m733/nEBOWvbIyO3",
+	"b13xvq6k7krSlGGGBG58BE/z8KBb3Gl7cDpzafitTffnA7E5ZXmhPAKsqii0W4ikiDCvoEVO0K5QolpS",
+	"87kMFXSKf5GdwlX7qZct7cGtslJ8szysF0x/XHNM5cSF1ePaLkeuq91ZkxvXZ6y35XQOOz+Wauy4nNWb",
+	"8rM1yoJbfSI1YK3uLjeYuCIupTLl2p2suTk5HNWC5y4TSl/eL0FbZYgVWeAC22klNNSmOX3sZQ7g6Ttd",
+	"vgXfZkJ7o8TmmbYrxGldJRYC8H86BUf3K0GUbnctotTnW1uLKJQWbi2iWCJre12Xmq0C1avq6DqoXk7i",
+	"tudT6Nw7Lx3c4ZSYrrk5B96OcOhuF4wq3W+19oiCWS3Jh9tHuVQlsXVhLqvYtBr9UBJvqxraQl77/ALS",
+	"er7hW2zNdqayzMFHPWQu5QHYlQ6DUV5+mxACZSNKGlSv3Vjw1f+8UZA+08bOFR2zvxZx6ko8rI9LdPv9",
+	"r6lkWEyHW1Y3uAw7a/UNlF4IpO13Zy9JqsfopyI8SqPQjdHIiwFcrBl+6Dee9huXIaXnS1O43TBUGtWx",
+	"Pt15uUTNE+2LUIRUwyE8thk8dVFmAm0XFI3cl0VxFa0oCQJmF4KBYNqTXCMLbUs4sCYlal9fxaEvq2Uc",
+	"mKviQHV6lis5uKyNMCKpJcY2fQ1ZW2Ac9IPZutBDkfGjVM1ttUJjsfDH5xS7V9S1/MLy9+pqKauiVm3L",
+	"kp2XQOwRNt7/m+L3P2X8WJEObYny1RO+Wg7Bc7GxSIWpqXL/HJ9XqZb3CvExpOMEKNH82GXKKcc8As8Q",
+	"Z2o6rWMXqPs6bK6g0eGqiX1jHTcCCm3U1mASbPaULLLvFRleHXHZ88BRdZ+sE3c2HvtnY6Y20cxvbjC7",
+	"F162Bb/7iQoLB/sIxz9gocM8S8NgibkLWFjqCHg99AHsS+eUl1i4D32lhnbx3aagBmZtWk0wVi2A2Je+",
+	"AmKRkxoz9HIjsr3jco9YOzu0oeO6klzOpivAnK0YCVJyivGZ5O7pQLjC128Zgb9Gn7+V/Ntuff8ewyZ+",
+	"cULnfAFrmMRvzoDfnAF35wz4WN60lMVypTbrjSwVc56KbKGeuakIQ7Ki+sLsqAj6olzkuy8nPBY99K0K",
+	"XHJfysxKtoAAS5ykCvNMMwMrpEJQlTL2q5KDVbOHwNI+o4ZsMdHLDjVkW1Tt/hIqskpV57UqsgKYvskN",
+	"WynVqrmDylIdJddOMlaqFv6Z+Lk11IGKqbaKKq874R5rFYSnWucYGAsXpC3nSv5EJBklxhb+QF+3ZCLK",
+	"iry9NvvFmtSwNr2rHtKXRHccmfRKwpkqsmtrVDguZ/AOmJ7yCJg7W4ChRwyf5+MWZopJh3yEhyUDqEd0",
+	"eZ7I+0nPEmPJospNX6ZKUx5OO4U2C1cXMrYVoLxXqkppYOJ+rbaz3ZdnqMeEbrGkic8crbTwuwN7i0yq",
+	"7UigczWtx6f1Xc46hTCxcLRWV/blOK8HKeiKA/vGe+2SlhFI+Jz1RdHnFexI1Ye4Wqv3wyXQCBKo6sIA",
+	"XpYr6jbDkcI80e39aBLvl9Pvhnu2pDjl1+3t76NSfKy06f3Q+aGDpMhOblW2AHSILBIGFPe3j6tYZhGo",
+	"KixRLRFTJQpeBAWRea9weMQUb1ODGc+L/p3hsZ4DKSpM1eSGLfXik+Uu9eJth+Tj5ywxNrMxyc2Br/BA",
+	"Lp1FtRPH8pSG8qe7PNb7tZlmEWYo2bDv39HBontfZX8pnzE6wgdYlg5dz/2kfQXixGiRDtvstVqsNFL0",
+	"X/JSB7BwqZ3pxiNvVMrOgE9q76+ThdKZ5LNZUygVq1q0l+qdaipzem656m0yFHp317arI9lUGQufOseP",
+	"Kt22bUlusufVeCD/cPr8V3LfhBPZ7pULV4/i3m+euxvZvfmZ1Blv6zZoG/3Cf/93nUIXUSrGWkpYAwIB",
+	"XlNEtKt7mYykQsxHcbSz3M0/lLRpJ+vKkLprmtKSA+S4qFMgMG0q542J2OtiXFaWmqipM1GpKmFLBbjM",
+	"nO2F22ABY1ZJpK6Zd2rdBrd8Y1+apqigZ32lEOWo/inXjE+nmboR8d5DUcuPuBV2nbvW3xBsdaapxT36",
+	"hmMPxrECeTahmVVJboNkNgi9Z42QtUGmgH9YKbBwEC7V6IvZUlk+UuDbynwPRUa7iK1QkXRk3xBxNSIu",
+	"7NA3NHwwGjrkWoWE1g9zq6tuKdajFNdUIMBQZZU6mFRDSt8XsRYnth6zqPW3O26jP+63K+7xuLWEM6uR",
+	"a6qybQQ0agg7mMbMxsJgOtZjK5TZ4kgYEuhCyTWfY5T3/YWzyrw2IRY0/Saarcaq5f35hlIPQKkypmzA",
+	"py0vK0SpYSITPRaxQ6RM6Dw17VjNZKp4fJVnaciGAgvxoj/tgzBp61sKWn+7pTbi07dbamcotemWurv7",
+	"/wEAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -38,6 +38,12 @@ func TestCreatePaymentBodyProblems(t *testing.T) {
 			http.StatusBadRequest, "/problems/invalid-request", "/", "duplicate member"},
 		{"an integer written as 25e2", `{"amount":25e2,"currency":"usd","payment_method":"pm_card_visa"}`, "application/json",
 			http.StatusBadRequest, "/problems/invalid-request", "/amount", ""},
+		{"a currency that is not ISO 4217", `{"amount":2500,"currency":"xyz","payment_method":"pm_card_visa"}`, "application/json",
+			http.StatusBadRequest, "/problems/invalid-request", "/currency", ""},
+		{"a withdrawn currency", `{"amount":2500,"currency":"hrk","payment_method":"pm_card_visa"}`, "application/json",
+			http.StatusBadRequest, "/problems/invalid-request", "/currency", ""},
+		{"an uppercase currency", `{"amount":2500,"currency":"USD","payment_method":"pm_card_visa"}`, "application/json",
+			http.StatusBadRequest, "/problems/invalid-request", "/currency", ""},
 		{"an integer written as 2500.0", `{"amount":2500.0,"currency":"usd","payment_method":"pm_card_visa"}`, "application/json",
 			http.StatusBadRequest, "/problems/invalid-request", "/amount", ""},
 	}

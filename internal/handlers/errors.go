@@ -37,7 +37,11 @@ var errorProblems = []errorRule{
 		return p
 	}),
 	typed(func(e *domain.RefundExceedsPaymentError) *problem {
-		p := newProblem(probRefundExceedsPayment, fmt.Sprintf("Only %d of the payment can still be refunded.", e.AmountRefundable))
+		detail := fmt.Sprintf("The refund exceeds what is left of the payment: %d can still be refunded.", e.AmountRefundable)
+		if e.AmountRefundable == 0 {
+			detail = "The payment is already fully refunded."
+		}
+		p := newProblem(probRefundExceedsPayment, detail)
 		p.AmountRefundable = &e.AmountRefundable
 		return p
 	}),

@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"bytes"
 	"net/http"
+	"slices"
 	"testing"
 
 	"github.com/payments-api/payments-api/internal/apitest"
@@ -150,7 +151,8 @@ func TestRefundDefaultsToWhatIsLeft(t *testing.T) {
 		t.Errorf("payment %+v", p)
 	}
 	res = b.client.Post("/refunds", map[string]any{"payment_id": pay.ID}, apitest.Header("Idempotency-Key", newKey()))
-	if p := res.Problem(t); res.Status != http.StatusUnprocessableEntity || p.Raw["amount_refundable"] != float64(0) {
+	if p := res.Problem(t); res.Status != http.StatusUnprocessableEntity || p.Raw["amount_refundable"] != float64(0) ||
+		p.Detail != "The payment is already fully refunded." {
 		t.Errorf("refund of a fully refunded payment: %d %s", res.Status, res.Body)
 	}
 }
@@ -170,12 +172,13 @@ func TestRefundRefusals(t *testing.T) {
 		status   int
 		typ      string
 		extraKey string
+		field    string // a field errors[] must name, when set
 	}{
-		{"a failed payment", refundOf(failedID, 10), b.client, http.StatusConflict, "/problems/payment-not-refundable", "payment_id"},
-		{"an unknown payment", refundOf("pay_NOSUCHPAYMENT", 10), b.client, http.StatusNotFound, "/problems/not-found", ""},
-		{"another account's payment", refundOf(pay.ID, 10), b.other, http.StatusNotFound, "/problems/not-found", ""},
-		{"a zero amount", refundOf(pay.ID, 0), b.client, http.StatusBadRequest, "/problems/invalid-request", "errors"},
-		{"a negative amount", refundOf(pay.ID, -5), b.client, http.StatusBadRequest, "/problems/invalid-request", "errors"},
+		{"a failed payment", refundOf(failedID, 10), b.client, http.StatusConflict, "/problems/payment-not-refundable", "payment_id", ""},
+		{"an unknown payment", refundOf("pay_NOSUCHPAYMENT", 10), b.client, http.StatusBadRequest, "/problems/invalid-request", "errors", "/payment_id"},
+		{"another account's payment", refundOf(pay.ID, 10), b.other, http.StatusBadRequest, "/problems/invalid-request", "errors", "/payment_id"},
+		{"a zero amount", refundOf(pay.ID, 0), b.client, http.StatusBadRequest, "/problems/invalid-request", "errors", "/amount"},
+		{"a negative amount", refundOf(pay.ID, -5), b.client, http.StatusBadRequest, "/problems/invalid-request", "errors", "/amount"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -187,6 +190,9 @@ func TestRefundRefusals(t *testing.T) {
 			}
 			if _, ok := p.Raw[tt.extraKey]; tt.extraKey != "" && !ok {
 				t.Errorf("problem lacks %s: %s", tt.extraKey, res.Body)
+			}
+			if tt.field != "" && !slices.Contains(fieldsOf(p), tt.field) {
+				t.Errorf("errors name %v, want %s", fieldsOf(p), tt.field)
 			}
 			if got := b.count(t, `SELECT count(*) FROM idempotency_keys WHERE key = $1`, key); got != 0 {
 				t.Errorf("a refused refund stored its key")

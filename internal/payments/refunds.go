@@ -27,8 +27,8 @@ type RefundParams struct {
 // amount_refunded in the schema would refuse it anyway.)
 func (s *Service) Refund(ctx context.Context, tx db.Tx, accountID string, p RefundParams) (db.Refund, error) {
 	pay, err := tx.PaymentGetForUpdate(ctx, db.PaymentGetForUpdateParams{AccountID: accountID, ID: p.PaymentID})
-	if err != nil {
-		return db.Refund{}, fmt.Errorf("lock payment %s: %w", p.PaymentID, db.Translate(err))
+	if err := notFoundAsInvalid(err, "/payment_id", "no payment with this id in your account"); err != nil {
+		return db.Refund{}, err
 	}
 	amount, err := refundAmount(pay, p)
 	if err != nil {
@@ -127,8 +127,8 @@ func (s *Service) ListRefunds(ctx context.Context, accountID string, p RefundLis
 	return rows, hasMore, nil
 }
 
-// notFoundAsInvalid turns a missing row named by a query parameter into a 400 for that
-// parameter: the request, not the resource, is what is wrong.
+// notFoundAsInvalid turns a missing row named by a query parameter or a body member into a
+// 400 for that field: the request, not the resource it was sent to, is what is wrong.
 func notFoundAsInvalid(err error, field, message string) error {
 	switch {
 	case errors.Is(db.Translate(err), domain.ErrNotFound):
