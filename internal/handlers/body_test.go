@@ -79,3 +79,20 @@ func TestCreatePaymentBodyProblems(t *testing.T) {
 		}
 	}
 }
+
+// TestCurrencyErrorIsShort: the currency enum has over a hundred values; a field error must
+// say what is wrong without spelling out every one.
+func TestCurrencyErrorIsShort(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	res := b.client.Post("/payments", `{"amount":2500,"currency":"xyz","payment_method":"pm_card_visa"}`,
+		apitest.Header("Idempotency-Key", newKey()))
+	prob := res.Problem(t)
+	if res.Status != http.StatusBadRequest || len(prob.Errors) != 1 {
+		t.Fatalf("%d %s", res.Status, res.Body)
+	}
+	msg, _ := prob.Errors[0]["message"].(string)
+	if prob.Errors[0]["field"] != "/currency" || !strings.Contains(msg, "values the spec lists") || len(msg) > 100 {
+		t.Errorf("field error %v", prob.Errors[0])
+	}
+}

@@ -198,8 +198,15 @@ func schemaLeaves(v *jsonschema.ValidationError) []fieldError {
 		}
 		return fields
 	}
+	if enum, ok := v.ErrorKind.(*kind.Enum); ok && len(enum.Want) > maxListedValues {
+		// A long enum (the currencies) would bury the message under every value it allows.
+		return []fieldError{{Field: ptr, Message: fmt.Sprintf("must be one of the %d values the spec lists for this field", len(enum.Want))}}
+	}
 	return []fieldError{{Field: ptr, Message: v.ErrorKind.LocalizedString(english)}}
 }
+
+// maxListedValues is the most enum values a field error spells out.
+const maxListedValues = 10
 
 func jsonPointer(location []string) string {
 	escaped := make([]string, len(location))
