@@ -3,16 +3,22 @@ package db
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"net/url"
 
 	"github.com/golang-migrate/migrate/v4"
+	"github.com/golang-migrate/migrate/v4/database"
 	_ "github.com/golang-migrate/migrate/v4/database/pgx/v5" // registers the pgx5:// driver
+	"github.com/golang-migrate/migrate/v4/source"
 	"github.com/golang-migrate/migrate/v4/source/iofs"
 	"github.com/payments-api/payments-api/migrations"
 )
 
 // Migrator applies the embedded migrations in migrations/ to the database at databaseURL.
-type Migrator struct{ m *migrate.Migrate }
+type Migrator struct {
+	m   *migrate.Migrate
+	src source.Driver
+}
 
 // NewMigrator opens its own connection: golang-migrate takes a session-level advisory lock,
 // so two servers starting at once apply each migration exactly once.
@@ -30,7 +36,7 @@ func NewMigrator(databaseURL string) (*Migrator, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open migrations: %w", err)
 	}
-	return &Migrator{m: m}, nil
+	return &Migrator{m: m, src: src}, nil
 }
 
 // Up applies every pending migration; already up to date is not an error.
@@ -47,6 +53,36 @@ func (mg *Migrator) Down(n int) error {
 		return fmt.Errorf("migrate down %d: %w", n, err)
 	}
 	return nil
+}
+
+// Force records version as applied and clean without running anything: how an operator
+// marks a dirty database fixed after repairing a half-applied migration by hand. 0 means
+// nothing is applied. version must be 0 or one of the embedded migrations.
+func (mg *Migrator) Force(version uint) error {
+	target := int(version)
+	if version == 0 {
+		target = database.NilVersion
+	} else {
+		up, _, err := mg.src.ReadUp(version)
+		if err != nil {
+			return fmt.Errorf("migrate force %d: no such migration", version)
+		}
+		_ = up.Close() // an embedded file: nothing to release
+	}
+	if err := mg.m.Force(target); err != nil {
+		return fmt.Errorf("migrate force %d: %w", version, err)
+	}
+	return nil
+}
+
+// Previous is the version of the migration before version (0 when it is the first): what a
+// database is at once a failed migration is undone by hand.
+func (mg *Migrator) Previous(version uint) (uint, error) {
+	prev, err := mg.src.Prev(version)
+	if errors.Is(err, fs.ErrNotExist) {
+		return 0, nil
+	}
+	return prev, err
 }
 
 // Version reports the applied version and whether a failed migration left it dirty

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -12,21 +13,40 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
-const defaultMaxConns = 20
+const (
+	defaultMaxConns = 20
+	// defaultConnectTimeout bounds one attempt to open a connection (dial, TLS, startup): a
+	// frozen server accepts the TCP connection and then never answers.
+	defaultConnectTimeout = 5 * time.Second
+)
+
+// Options tunes the pool. The zero value keeps PostgreSQL's defaults.
+type Options struct {
+	// StatementTimeout is the pool's statement_timeout: the server itself stops a statement
+	// that runs longer, even after the client that wanted it has given up.
+	StatementTimeout time.Duration
+}
 
 // Open connects a pool to databaseURL and checks the connection. When the database does not
 // exist yet it is created (connecting to the server's "postgres" database to do so), so a
-// fresh machine needs no manual setup.
-func Open(ctx context.Context, databaseURL string) (*pgxpool.Pool, error) {
+// fresh machine needs no manual setup. Settings in the URL (pool_max_conns, connect_timeout,
+// statement_timeout) win over the defaults set here.
+func Open(ctx context.Context, databaseURL string, opts Options) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {
 		return nil, fmt.Errorf("parse DATABASE_URL: %w", err)
 	}
 	// A payment holds its connection for its whole transaction, simulated processor latency
 	// included, so pgxpool's default of max(4, CPUs) would cap a 200 ms processor at 20
-	// payments a second. pool_max_conns in the URL still wins.
+	// payments a second.
 	if !strings.Contains(databaseURL, "pool_max_conns") {
 		cfg.MaxConns = defaultMaxConns
+	}
+	if cfg.ConnConfig.ConnectTimeout == 0 {
+		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
+	}
+	if _, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !set && opts.StatementTimeout > 0 {
+		cfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(opts.StatementTimeout.Milliseconds())
 	}
 	pool, err := connect(ctx, cfg)
 	var pgErr *pgconn.PgError

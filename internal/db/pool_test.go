@@ -38,7 +38,7 @@ func TestOpenCreatesAMissingDatabase(t *testing.T) {
 		}
 	})
 
-	pool, err := db.Open(context.Background(), u.String())
+	pool, err := db.Open(context.Background(), u.String(), db.Options{})
 	if err != nil {
 		t.Fatalf("Open on a missing database: %v", err)
 	}

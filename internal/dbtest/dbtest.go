@@ -41,7 +41,7 @@ func NewEmptyURL(t testing.TB) string {
 func NewPool(t testing.TB) (*pgxpool.Pool, string) {
 	t.Helper()
 	u := NewURL(t)
-	pool, err := db.Open(context.Background(), u)
+	pool, err := db.Open(context.Background(), u, db.Options{})
 	if err != nil {
 		t.Fatalf("connect to test database: %v", err)
 	}

@@ -65,7 +65,7 @@ func seededDB(tb testing.TB) (*pgxpool.Pool, string) {
 // a second process behind the load balancer would be.
 func (b *testBundle) secondInstance(t *testing.T) *testBundle {
 	t.Helper()
-	pool, err := db.Open(context.Background(), b.dbURL)
+	pool, err := db.Open(context.Background(), b.dbURL, db.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

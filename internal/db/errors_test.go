@@ -1,0 +1,88 @@
+package db_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/dbtest"
+)
+
+func TestIsUnavailable(t *testing.T) {
+	t.Parallel()
+	pgErr := func(code string) error { return fmt.Errorf("query: %w", &pgconn.PgError{Code: code}) }
+	tests := []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"request deadline", fmt.Errorf("begin: %w", context.DeadlineExceeded), true},
+		{"connection refused", &net.OpError{Op: "dial", Err: syscall.ECONNREFUSED}, true},
+		{"server hung up", fmt.Errorf("receive: %w", io.ErrUnexpectedEOF), true},
+		{"conn closed", fmt.Errorf("commit: %w", pgconn.ErrConnClosed), true},
+		{"admin shutdown", pgErr("57P01"), true},
+		{"crash shutdown", pgErr("57P02"), true},
+		{"starting up", pgErr("57P03"), true},
+		{"too many connections", pgErr("53300"), true},
+		{"statement timeout", pgErr("57014"), true},
+		{"connection failure", pgErr("08006"), true},
+		{"nil", nil, false},
+		{"client gone", context.Canceled, false},
+		{"unique violation", pgErr("23505"), false},
+		{"bad credentials", pgErr("28P01"), false},
+		{"no such database", pgErr("3D000"), false},
+		{"a bug", errors.New("nil map"), false},
+	}
+	for _, tt := range tests {
+		if got := db.IsUnavailable(tt.err); got != tt.want {
+			t.Errorf("%s: IsUnavailable(%v) = %v, want %v", tt.name, tt.err, got, tt.want)
+		}
+	}
+}
+
+// TestUnavailableErrorsFromARealPool: the errors pgx really returns for a server that is not
+// there and for a statement cut off by statement_timeout are recognised.
+func TestUnavailableErrorsFromARealPool(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	_, err := db.Open(ctx, "postgres://postgres@127.0.0.1:1/postgres?sslmode=disable", db.Options{})
+	if !db.IsUnavailable(err) {
+		t.Errorf("nothing listening: %v is not recognised", err)
+	}
+
+	pool, err := db.Open(ctx, dbtest.NewURL(t), db.Options{StatementTimeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var setting string
+	if err := pool.QueryRow(ctx, "SHOW statement_timeout").Scan(&setting); err != nil || setting != "100ms" {
+		t.Errorf("statement_timeout %q (%v), want 100ms", setting, err)
+	}
+	start := time.Now()
+	_, err = pool.Exec(ctx, "SELECT pg_sleep(5)")
+	if !db.IsUnavailable(err) || time.Since(start) > 2*time.Second {
+		t.Errorf("a statement past statement_timeout: %v after %s", err, time.Since(start))
+	}
+}
+
+// TestURLSettingsWin: statement_timeout in DATABASE_URL overrides the pool's default.
+func TestURLSettingsWin(t *testing.T) {
+	t.Parallel()
+	pool, err := db.Open(context.Background(), dbtest.NewURL(t)+"&statement_timeout=7000", db.Options{StatementTimeout: time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	var setting string
+	if err := pool.QueryRow(context.Background(), "SHOW statement_timeout").Scan(&setting); err != nil || setting != "7s" {
+		t.Errorf("statement_timeout %q (%v), want the URL's 7s", setting, err)
+	}
+}
