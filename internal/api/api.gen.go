@@ -1100,41 +1100,6 @@ type PreconditionRequired struct {
 	Type  interface{} `json:"type"`
 }
 
-// ProcessorUnavailable defines model for ProcessorUnavailable.
-type ProcessorUnavailable struct {
-	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
-	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
-
-	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
-	CurrentEtag *string `json:"current_etag,omitempty"`
-
-	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
-
-	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
-	EndpointId *string `json:"endpoint_id,omitempty"`
-
-	// Errors For `invalid-request`, one entry per invalid field.
-	Errors *[]FieldError `json:"errors,omitempty"`
-
-	// FailureCode For `payment-declined`, why the card was declined.
-	FailureCode *string `json:"failure_code,omitempty"`
-
-	// Instance The request path this problem occurred on.
-	Instance *string `json:"instance,omitempty"`
-
-	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
-	PaymentId *string `json:"payment_id,omitempty"`
-
-	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
-
-	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
-}
-
 // ServiceUnavailable defines model for ServiceUnavailable.
 type ServiceUnavailable struct {
 	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
@@ -1344,7 +1309,8 @@ type CreatePaymentParams struct {
 	// 1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
 	// (`"abc"`). Retrying with the same key and the same body returns the stored response
 	// with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
-	// key while the first request is still in flight is 409. Keys expire 24 hours after first
+	// key while the first request is still in flight is 409. After a 5xx or no answer at all,
+	// retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
 	// use (configurable by the operator), after which the key may be used again.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 }
@@ -1384,7 +1350,8 @@ type CreateRefundParams struct {
 	// 1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
 	// (`"abc"`). Retrying with the same key and the same body returns the stored response
 	// with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
-	// key while the first request is still in flight is 409. Keys expire 24 hours after first
+	// key while the first request is still in flight is 409. After a 5xx or no answer at all,
+	// retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
 	// use (configurable by the operator), after which the key may be used again.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 
@@ -3133,48 +3100,6 @@ type PreconditionRequiredApplicationProblemPlusJSONResponse struct {
 	Headers PreconditionRequiredResponseHeaders
 }
 
-type ProcessorUnavailableResponseHeaders struct {
-	RequestId  string
-	RetryAfter int
-}
-type ProcessorUnavailableApplicationProblemPlusJSONResponse struct {
-	Body struct {
-		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
-		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
-
-		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
-		CurrentEtag *string `json:"current_etag,omitempty"`
-
-		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
-
-		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
-		EndpointId *string `json:"endpoint_id,omitempty"`
-
-		// Errors For `invalid-request`, one entry per invalid field.
-		Errors *[]FieldError `json:"errors,omitempty"`
-
-		// FailureCode For `payment-declined`, why the card was declined.
-		FailureCode *string `json:"failure_code,omitempty"`
-
-		// Instance The request path this problem occurred on.
-		Instance *string `json:"instance,omitempty"`
-
-		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
-		PaymentId *string `json:"payment_id,omitempty"`
-
-		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
-
-		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
-	}
-
-	Headers ProcessorUnavailableResponseHeaders
-}
-
 type ServiceUnavailableResponseHeaders struct {
 	RequestId  string
 	RetryAfter int
@@ -3449,6 +3374,24 @@ func (response GetAccount500ApplicationProblemPlusJSONResponse) VisitGetAccountR
 	return err
 }
 
+type GetAccount503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetAccount503ApplicationProblemPlusJSONResponse) VisitGetAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListEventsRequestObject struct {
 	Params ListEventsParams
 }
@@ -3527,6 +3470,24 @@ func (response ListEvents500ApplicationProblemPlusJSONResponse) VisitListEventsR
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents503ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3626,6 +3587,24 @@ func (response GetEvent500ApplicationProblemPlusJSONResponse) VisitGetEventRespo
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent503ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3777,6 +3756,24 @@ func (response RedeliverEvent500ApplicationProblemPlusJSONResponse) VisitRedeliv
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEvent503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverEvent503ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3998,6 +3995,24 @@ func (response ListPayments500ApplicationProblemPlusJSONResponse) VisitListPayme
 	return err
 }
 
+type ListPayments503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListPayments503ApplicationProblemPlusJSONResponse) VisitListPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreatePaymentRequestObject struct {
 	Params CreatePaymentParams
 	Body   *CreatePaymentJSONRequestBody
@@ -4179,8 +4194,46 @@ func (response CreatePayment500ApplicationProblemPlusJSONResponse) VisitCreatePa
 	return err
 }
 
+type CreatePayment503ResponseHeaders struct {
+	RequestId  string
+	RetryAfter int
+}
+
 type CreatePayment503ApplicationProblemPlusJSONResponse struct {
-	ProcessorUnavailableApplicationProblemPlusJSONResponse
+	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
+		// Detail An explanation specific to this occurrence.
+		Detail *string `json:"detail,omitempty"`
+
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
+
+		// Errors For `invalid-request`, one entry per invalid field.
+		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
+		// Instance The request path this problem occurred on.
+		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
+		PaymentId *string `json:"payment_id,omitempty"`
+
+		// RequestId The `Request-Id` of the request, for support.
+		RequestId *string     `json:"request_id,omitempty"`
+		Status    interface{} `json:"status"`
+
+		// Title A short summary of the problem type; the same for every occurrence.
+		Title string      `json:"title"`
+		Type  interface{} `json:"type"`
+	}
+	Headers CreatePayment503ResponseHeaders
 }
 
 func (response CreatePayment503ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
@@ -4311,6 +4364,24 @@ func (response GetPayment500ApplicationProblemPlusJSONResponse) VisitGetPaymentR
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetPayment503ApplicationProblemPlusJSONResponse) VisitGetPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4483,6 +4554,24 @@ func (response UpdatePayment500ApplicationProblemPlusJSONResponse) VisitUpdatePa
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePayment503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePayment503ApplicationProblemPlusJSONResponse) VisitUpdatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4707,6 +4796,24 @@ func (response ListRefunds500ApplicationProblemPlusJSONResponse) VisitListRefund
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRefunds503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListRefunds503ApplicationProblemPlusJSONResponse) VisitListRefundsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4963,6 +5070,24 @@ func (response CreateRefund500ApplicationProblemPlusJSONResponse) VisitCreateRef
 	return err
 }
 
+type CreateRefund503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRefund503ApplicationProblemPlusJSONResponse) VisitCreateRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetRefundRequestObject struct {
 	Id string `json:"id"`
 }
@@ -5062,6 +5187,24 @@ func (response GetRefund500ApplicationProblemPlusJSONResponse) VisitGetRefundRes
 	return err
 }
 
+type GetRefund503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetRefund503ApplicationProblemPlusJSONResponse) VisitGetRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookEndpointsRequestObject struct {
 	Params ListWebhookEndpointsParams
 }
@@ -5140,6 +5283,24 @@ func (response ListWebhookEndpoints500ApplicationProblemPlusJSONResponse) VisitL
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints503ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5264,6 +5425,24 @@ func (response CreateWebhookEndpoint500ApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type CreateWebhookEndpoint503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint503ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteWebhookEndpointRequestObject struct {
 	Id WebhookEndpointID `json:"id"`
 }
@@ -5351,6 +5530,24 @@ func (response DeleteWebhookEndpoint500ApplicationProblemPlusJSONResponse) Visit
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint503ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5452,6 +5649,24 @@ func (response GetWebhookEndpoint500ApplicationProblemPlusJSONResponse) VisitGet
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint503ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5628,6 +5843,24 @@ func (response UpdateWebhookEndpoint500ApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type UpdateWebhookEndpoint503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint503ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookDeliveriesRequestObject struct {
 	Id     WebhookEndpointID `json:"id"`
 	Params ListWebhookDeliveriesParams
@@ -5724,6 +5957,24 @@ func (response ListWebhookDeliveries500ApplicationProblemPlusJSONResponse) Visit
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries503ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5825,6 +6076,24 @@ func (response RotateWebhookEndpointSecret500ApplicationProblemPlusJSONResponse)
 	w.Header().Set("Content-Type", "application/problem+json")
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret503ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6681,224 +6950,237 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H17d9u2kvhXwdHuOZFTSpYVu7eVT//wbdJbb/Na29ns/iKvCZGQxJoCVAK0rKT+7r8zMwBIStTDtpLm",
-	"7k3+UGQKxHNmMO/51IjUZKqkkEY3ep8aY8FjkeHXkzRVM/gSCx1lydQkSjZ6jYuxYBNhxirWzIwFy1Ru",
-	"BNP5dKoyowMW/vri5HnIuIxZ+Obtxemb1+chS2SU5rGI242gkYk/8iQTcaNnslwEDR2NxYTDQGY+FY1e",
-	"Q5sskaPG3V3QeHHBR8tTOGHaZEqOmJAmMXNm+IgNVUbTEdNMaCENh8YBPg9Ph61X3ERjO63TYeu1ksI9",
-	"a5798jP78eCgs7d+elNujMhgAv/bb3z4337j8mm/8e+NoGbep7GYTJUR0pyJacrn0N3iKt7SPAM2S8wY",
-	"537D01ywEMYNAzYbC2mXpKdKasESzTgsMOVzpob4m5KCaaMyEcNK+9KME81CP3w0b/0m5mG7LxvllQiZ",
-	"Txq9Dw0YqXFZt4CXKuI0z7rzf3f20k0gygQ3IoZJqjyLRMBU5n77XQ2YGXMDcwbgYIoWNFPZ9X0h4Ywb",
-	"8TKZJKZ+RpmY8EQmcsT+yJXhMAPBozGbqjSJ5qx5+uLiFxZnfGhaiTDD1tiYKZ8mrYwbkUK3LQv5e0Ff",
-	"ivaozcJ+IxZDnqem3zjOfjrsHpufDn5Y2so1M32LY9fPl2aJs0uEpl3i02k6Z0bhHp28PWXX4vEz/+On",
-	"g07nePbT951tpi7+yIU2pzXQehoDsg1psolmGTVlCR2pFtmNyJ5olqqRbrMTFqWJkIZN+JxpIWOWwPHP",
-	"ZF82D1oH3R9YNOYZj4zINJxVeNL6f7z1sdP6sX3Va4V7x0yZschmiRal7tmEXwuAIkFL2QpVP1S6vvx0",
-	"EBx0f7irR9szYbL5ydCIbHkDzkWkJNA8xWY8MWwghioTzGRzgDo+4oncmpJMEplMAAU7fhaJNGIkMpzG",
-	"+/fvT3Izhg2PuBH1EMSLFomSDDsXMLtci9JEAsbTGZ9rFv5d8Exk4dY0jtrX7NNd0JjyjE+EsTfFixsh",
-	"zelz+JrAq1Nuxo2gIfkEVxZvO6K4MVfFcV1+t4G2RvPfxLzudshl8kcuEH3oWkg0U1OR2SshGistJBvM",
-	"iYARoDY5e/fu9DnR2JFSMTRLIrHX7suDVvfoiE2zRBo+SAU7Of/59LQEwQGAuGEDngnWDPkgCveACnLo",
-	"Spssj0yeibg1TEQaM1pJXzbDfoMPon4j3GszBDyAI38XaD6hFcCN5R8MVDxnmTB5Jun2tbTfXRF9iR0U",
-	"F4BpuQuox/BeOa72js05i5PhUGS4CBgh0eyw2y2a9iW2HScpoeMwybQpSIBm2iRpCrRgmCajMT467PzY",
-	"Zr+JuWbidppkgnUP2VjlmWYcEIz66EuE1kjJYTLKM9xdey50YCoDCMYXZuMkor2ByQBhGQgA9piQj0gC",
-	"wh8RxAICF67D9ajJb18KOTLjRq979LcAUNX9fVALjUPkIupxNAT+JWRzlbOU447x2N73QA/hEhC6BwT7",
-	"5lm/EbImQA2L1GTCW1oAksHVmiba4JXKRzroS2BonoYI2VzOEXhoMT3sWeWGJQb3KZ/G3CDbkIkh7hQO",
-	"fdj94Zhxy23gzZPovpTKYL84BTckzjDGkQkzDjudNruAPwHYgXfkAH+DuRE4I/gSIMzOBL/uS3yzGb7f",
-	"7zfa7TYAO5OCSLmJxgWdchwd9ZhoJffWHajl5zZcZ6dDYPNWnM+JdMezcB5rTgGZm/ApYOx74M4SQ+vA",
-	"S1H0ZZRniETAlcEBcKlnIoOde9Y5LC0W9qa01B7DDSIYcB06oIB9OKkeFtv+rNbuYcEEb9jIFYzXr2rG",
-	"JlzOWWLEBG9GIk0M7vgOXYI49h+5yObF0Mi2VIa0/Eqjd9AJAAXpdjzodILirjyovSvf8vlkN7fPlM+3",
-	"uH3ei8FYqesXMp6qZCfjzsT2w54+/5WOcYVYpjUfCZYAsXdUXkkGCIfXRmblhkSzWKQJPm4CsiqJkoV/",
-	"iEwoUAVh17kXlO4IQHTqE7m0NnubqUhoTSx3At1FolcMAdBoWCqABMJPa6ByRutsbb99Ez3afv/Ok5Hk",
-	"cBuv2sbw5iAA2gqyL9I13MgB1+L7Q/brq5OfW+e/nnSPvkem9VMx27u2/8MkE6ENn0zv2p/gNr0L+7KJ",
-	"chyf0fUKRFIDe5CJSCQ3It4L4E5z9LkYsRWLSMUiZlOeGSdVuSN5ovtSiygTxl6Q4WysRXQVttnzPEOm",
-	"lNnfM0XiMDMzxbTbA6LhJIPqKY8E9GfJ3THjUSSmxgqg9qIfwo3jKBSReXsFwN0fKakNl4bBDmxxxn4i",
-	"2x71zUFQnPR3+z9dftdky8/2nq4FgQt3PKtA4D3J3Qi0Rkymhs24xl0TcQDrtOQHNhclAp3IiOj9O5nc",
-	"MjFV0fiYDTOhxx77+tJ2Btc13MWMMw8obIKSxJhLdsQmicwBPIaZmgDnkLEoVdF1j4j/QOUwJCkB9Bab",
-	"7AfZWl5aiUV30APxmcj2/53HVmCEvyIlgd+EryDIWrlkf5qpQSom3/2uSZlQjMnT9M2w0fvwqfHvmRg2",
-	"eo1/2y90UfvUTu+/pfcbd8GnxjQDptAkNLw23OTaDg1zOOx07tysCx2Hm4HeT+QNT5O4ZcG5EdT8lpRY",
-	"xWsxb1ze3d1d4tLrdA6e/53wdKiyiYjhSrZ9we1XUqfZrWqRcF23ZNt4v5DCceBfBU/N+M1vazZ5eXPX",
-	"bSl12KhZFf0y39XMq5LaqXynxdcCKT+WIMU+LENDFQpaiWzlWjRWwMKJhwRLvutUcDVS0rG9klNuRLaL",
-	"PbcKjJbXYKx/z+s6ag7rTIC88JWcVrd7r9PKaO5rMHf5dIDEk1RbyEllsdie8M4wQwK55emLLFPZ17HL",
-	"RxXqWbPLdsotgXNehQuS5VLcTkUEsgg2bbPnwvAkJXYjVaORiFkuY0EK+7DYxDCwwiHwJLva6ldoq3it",
-	"zAnxdF8LBTpau9tkYWlJZVrcznvdTYQ2GHGbaKPZIDcsVoKkRGuXwZ2mPtvsolCokoBqVbogBMh5X8Yq",
-	"ykGmQr7TjAOmFUi6iUZRUxB7z8YiA5YWBABiXehIUQTwyjZiUOqMSutOkBoV+uj7H/prZX4BTulrOezD",
-	"tYcNpzzE6a4449eK6TwaeyMLad2BQ40ile8OV97yeap4fKHUS56NvpbL+uDZ2t2b0qRbRqlWitPegmdz",
-	"ak58wQJwydBAwo9mzQP2Kvn73g73FxDruYjSRH49pKi7aX9h0iCL0qxJEHCixIeGbXCFMvuQJ2meiSuQ",
-	"WxuXK88h4lmMl67rlciS7YokLlJtN2nCLISeRRzuWY04ajW9YbQvCyuoM5GW7ph6g2jpSGsU5pvOtsbG",
-	"u2A4Xfe2b/cYMvc2QxE0gY5+we35WlB2A0iV5t2ic12CKqtLvRKGj1YAUsmu7y880iujYccqY0nLC8x2",
-	"KxM8RvBBxntnWF1azZlfwdfBOf+w/Tn4zV9DPq1FwTbVJc+K3W0mqhJV9k7yG56kfJCKr4VB3nAPuZm3",
-	"8tLU12wm0kD/FiM8YGlyLRiXTOWGj0SbvVZmjJbBgiRak2Bf1kqZw0yInhUtrWnDKQhL4mHo1FdLpPDL",
-	"i57nIrtJIvFPd+Ka5r3NeZ+wWEyFjOGk4JBKrxwzOClyIPg6VAEXSr3icm67018LLVuvs8m4ES20LK0n",
-	"Ydax5om2PjhwGCDy51Onj1mHLCz07j3oTNaX4YK/T8g0n1tjtfU+QnOotRdmQgujEa3Ja2AuTI/YmRuR",
-	"6URJvMvIHivkUAG7D2tjuLYadC07Rq09Zd+w7KTUKryUtnrZNn8o1/IouHwneW7GKks+fj2888FaoMzL",
-	"M14BlK8SrRM5Clgur6WaSYYc7I26FrED1t1QhPfv37cW/YrWvbzohmTPwKoURPxKxAm/KNb+lzOdRxvO",
-	"ws+8NYGpt7DtlsLiE83Cn2mNLVhz6OzwztbvdR5OeNwVR7RgcX6eaLg14n8OTbozQzmjZSt201/k910L",
-	"ECNXy422P28EhVNwXR4zIdGDKDGsGb49ufj5V+vcEbombMhTLcI90vXu5oTunCGNFFykkUGjWmXrrKPs",
-	"FcffhiqbwLcG8NNopFs2uAWNBGcibvlkmkIvHxo8iszVs+GP/CDqxN3B38QhP4p+FAfDDu8OGpdB2ZKH",
-	"bTebxsuHgCJ8aaaFb7Aa/C4ivDp+xp+tKqNkAOQxCRI8fVtaOG54sLAXfOL2aMHJVJYktwhwbpJIlbFc",
-	"wpEedTod9hM76rQ7Hfbu/DmqZfxGJtJ8f9goeY/8aP+tdyEJGm60TWazn127RcCsOI0ddDqdmpOcCMNj",
-	"bjba5l65duhkSXoV0tvWOToaoE4oRhh1LeQx00KwfuPCPdb9BuyRM4VOJ1fw9Oom0bwR+D+9Yqd4lEid",
-	"D4dJlMD4w1zGuvSjFVkSOboiW8DlJrCy513a66XVrYa0MwET2DmgFZCl2+w5+R+hDxPa60nmAvo+Fwbd",
-	"56QNX3g8wD0GFogi3M9rCc6C26vAgUKc03UBZGeY8TzOU4EnZO88EV8N5ldRro2aiC1OuDS/1Se5cJM9",
-	"7EjvjXp0KcRX4sYFuVRhAb2XGbymyb/vQ7/xtN+4DEt+TvBrYKNYADCwNeNxDAK7k9nQC668yU8LMG/r",
-	"PIqEiAnL7DOr+SoekHqFXJ8A4ipvURBF3SPbz2Ud3eG3pzStLvnS2b8KwORZxgEfyWna/myyXNwFjTxL",
-	"a/1jMnQ0f/vm/ILRrhLlCe0Bvzt7GVZQJc8SQhTvWts5/GGzb20ZwGAqS2dZC2olcr5kmzw9f8MOuwd/",
-	"81cMi1SM5pRUzUQWcS16yNG56BYVCw0/n56/eaK9ShFdLpuogoGzZgORqlnArsXUMPFHzlPYnsSwwZxx",
-	"JNJ7bfY+MeM44zNpO22G4+w6DFh4I4ZWqU0/mDE3fckzgeTHTjTBN255Dm/c3t7CG5lwfr0kFDqw4wgb",
-	"fAjPeArbxif4RAHV5xnQcp7jk9kIPj9CywGfwOcAng9iIAWDMX5PhvCJPQwkfqoBft7AJx7LQONzg/3M",
-	"pvA5x+8fkZ/g+BlDP9FY4Cd9n8Fnit9TeCuSAImRwu8qR14kwmsDn9zgux+vG0Ej/h3eiq/xO7aPcSwx",
-	"gu9AG4OGMDBPkWcAir+jceIafh0N8FPAzEdj2I1Rgk9wjSMJPY/MH/A5hyfja/yU0H5sYMfGObRJYug5",
-	"STX6YOH3P6BlkuF3DXP7Hfv8XeHnFFZ3LaD99Qg/x9DyegK9XU9hN64z/JxB+2sc/fojnEXKobcUZ55e",
-	"w1tpBr+mGmaVYssJ7vMkhieTEZz1BGc+mcC7EyTvE9yrSQZ7O8Gdmdzg5wzb3Er8hJOdzPE5wobEnuUI",
-	"vycKPhW0l1P0OMOdV5MMKRns+VRAy+kI2kzHMOIU5zxN8fkc9vAPDk8yhYE8CD9ZDu9mM9gNjb9qhEYd",
-	"4fcY3tIC+tQjfI496xSgQivYT417ojU+R2jUNwA/eo5PPsLOmDGMYn6H9mYCe2IQqg3ujEE/ZWPwCZ6C",
-	"+Qgtcz6Gz9EtfOJscw395/MEP3P8hLPLsf0N4uANnvUN9n+Tw67O0O/sFvfzlsNKbyP8HsHqbhU+mcLn",
-	"HL35PuI+fJxAzx9nI6B4ZXEAprJE9oPGbWukWkt3wQsini++3YP3vQdxazaJdLVepIJFYy5HAtX3kZpM",
-	"EoPetaYky1oD9hPNQu+tWb0/1wqJjpWs019YdwGufUyhHqNjc2JYhpE6pOwsJtpjnIVWuAsppjR0x/I0",
-	"DOBXYsgJLEJ7QPCTDb9VmXmiMfbTNsCzeRqihbcvQ7tsjUpVVJiMkhthncdhdU80E7c8MhTTxulyW7rn",
-	"lzjhLaLHCk3FOr4bT/uCdEM14jF2UZGS7RnUcSPY18tE10CPOzePLhvnVCzAQutd0BhzfTVRmSgFbgyU",
-	"SgWXS7PHAUtvrJyv0+ktQjQ3bMynUyFR1+KOC1Uw2HIAgEVQv3zKFUH0ryUGvyQijb3rXfVUMEhvJdM7",
-	"FuTTxhINiPIf529eM5RlRMYSaUN30bekGe6T8BnuITWFHyTGYwwZ70uMiGE+jBJakHKJNUNU9AOft2jd",
-	"26ugQlm5gHEf9bE7ZQigxRUv1EGA9Q7urVb9uVNU15vlQvtW3UCvSmJwvfxXke6OaoW76im9mwLjfdSx",
-	"QZYUNYUBxuhIr2YSAy00y7HhYacSxGlb57aTTptklvKMjjpeHJ2/5pOlSR52qlLNXc26LXFd3uFCWbGk",
-	"Y1hWIlDjK6eZ2PKthyghd6Afoz4/FAyKzNO0cXm34C5Ug3UgQFnDeNk3yHsNlYjKoi6rTocF43pYrJvP",
-	"w/Qru9HuLXVboNxabT11dE6NQWongnmPQ6675up0dnZCy9C3tJyFk61CRGnDFu7R0tQvV6MOuTpZZcPq",
-	"i3WLTcMb1UfIbI0Si/aOhbtrcT8tx1AOxVnJMNiJ7YBlKC9xDdOwdM+hRy+XGNrHpnwkbDicPmZDYSL0",
-	"JyGrijY8M4kcXXFnJDcufQWGO1MMzA64kiqIl66g8r3vGYcKVGYm4Wk6L0C1jiFw/bvevkLQKla6A+h6",
-	"R2j2FS7TMXuPWqQ1X9YpADEE+/Dob8xaKFlsYxPodYDXukvZgo9zTap2+0shB7XELZySbtn1hAEbqxmb",
-	"5NHYqRTdNRZxaQOCBmK9gWGVycr6RtbPp8bF0otoJBWW9JnkItmulS5xf2r3UtxOUy5t+pGpiJJhErnI",
-	"YaYie2+I2m7L1t76Bay0HNtleAtwpGQkMssMLA8E7LpeMcZCRGAYoO5XSAO8ufCRfAz55opqYx1mlMSL",
-	"Gtq7nuOhs1vwuMZkUDZbyZLfdK3dGANxI7FKLUBuDVPuotUcMthDixmJa0v9Vq1Q28ycEm65x1KZVoFJ",
-	"9iA9Qqw9Rzvp2qEvFsKIHKrZdygJmHX+qO28YLSWO/714uItsz7ocGbtssnvqGLtO+x06rDVJKaObJww",
-	"PVaZYTqfTHjmM3q5s4B+SslaSjH36zHL1ArvJywTKTfJjWDvzk5tIolySqfFgcN/vLgI4arHPCOs1Bvy",
-	"3CUdZF0cy0a50NNzQ+rb1WLimctKgKqJh9kM11Kbc4EJEFKf9cCTljZ7M0mQpcEUVs42zHQ+cOoOa5Aq",
-	"XmkE987tULPkoY1deoSA+KVEvSWJKROfV2D6i0zgm2VHvYY9vdxK5qpE0qwVwOxyVklSlyuhageChQXP",
-	"z6+MpIF2w5WXJv14bnVJEfkYdvUM9ZVbyrR1t3lJ4841Em62/7sa6P1PSXwXosZfs8QlmgyRIyoze8VU",
-	"drI1Ze3r4/dl+9PfwdZkQuep+dx7sxuwIRnuUW5427nS1JG6yYN1t7W97UjJ+sFtj+/7buXGfUFfpLol",
-	"xyUv3kVKWeeytNY2VLHrFm47694pPHXqWRD7+wklralhRYofqnh34DPxUjoFl0PHcrcuJ1TA0E02kSMM",
-	"O48ypXWRgCoR6D293o3O9nxPFifOyUv7iu65dZk4rfC4whI2Q110puTomIVwrmE5Yy/mdXLx9SJm3dvb",
-	"gqrUAYSLZb1aJ4u4fp/oslhSHV+qIi42AsmhCVuhchP4LIA8jjOhNZyBlNYGi0vdK8/R7UMZmSpOnRYE",
-	"Fk5ieSnVTXe7erka6p5bIFnehDcgnqOfAsbOGGUFdkLiHmbxC5MYnfPLZsgWPCMDW7CcGq2UnCmcChkn",
-	"chQygM6UcekheCSMZhxOkjVDT8Mp1ScdugHZIBoL4CQxJtkGFtGQdtfL6Rjtm3XO7KzpA57J6leLf/Vu",
-	"HNncT1orNuRZwFQag8jv3d63YvQWiEANw/cQIWNBGLuXtBQ08PSvHmb8p3fv6QJQI+FskXIuaEhxa67s",
-	"Maz3EIGW/sAABHLhUVq51GI+mZ6HPOZjRjf4imwnq1jAByFjWalepzTfjZmpDA2l060cVknuWdzVoMCE",
-	"+5mSFkjN312S0EfIRYvUawlf6kSgLea2A5Ft49R2Lrst8Fe7iYfZ2qxcZq+WAnEdhS2TXbxOJIVaB+h4",
-	"C/BHPm2BU75Jo32++4ngEhMi15m4iglcFXqHZdP2KtrfA0nE6iBC1hzM2VzlewELR0qKkDUTUzAWhwcd",
-	"9g8lxV7Ql3hj4OXVJEWVJxrWhA7rOGIxn+u9dsE0JKlweqyqI7GfRCNowNCWHuBeb9SGPJKHfdDlMM3E",
-	"TaJyfUV5L68o87SuJb8YV8q4z40Z2BvfM3GuM5dEk4w1OhlJzQZCJ7Gw1HuGGenvT4PvT0A9a78FYSWH",
-	"+arZfeFMSniyDLFrd/NBtNbRgt3RM09dvjg9e5+Y8Tluy/ZhlcuTXvKx8j0u8/4AeCAuUZvAZ3tl37n0",
-	"tGrInnVZxmWsJpRjts3OxxhRLNO5B+wiqS/QHEfPfIw6ZUFCiAdOFbDD0YUyNuLg5cyrl9/99KkTdO82",
-	"BxnaVS7v8mWxzyCYbhV50mPh2JipDslnGb6Hfr2ZqKSSZ5hKTbNpltxwI/pSCjNT2bVmzVRFPGWxuBGp",
-	"mk6ENHtt9hpz0XHXPGCpUtMBj64DlibyukXvqIw5bUhfWh6/5zN1R2MRXaNBjWVilGjjYoSlTVtf5Gd2",
-	"8kGc8LQgxSVDC66zt79vn7UjNXHxtT5LE9pQHht3o0WUZ4mZn2NNCYTMARaDOMlNfSZ1G6duCyFwzcIT",
-	"G/eOy+0xKibB+nmn8yy6FnP8IkJbIQDzEFNuEzw6rtn5ryet7tH3fTnmegyQDDhAO25zdGkhYiwG4rKg",
-	"ocn2WsxZIln4/MWrN1cnb0+vfnvxP+dhXzZtinEW6usrI7S5isVEOeGKqmcAiVgoegF7TmHYiRwqF3PN",
-	"I0RSm2rXbX2LTxM24Yk0PJEi042aLCB6KqIWaUZgfAbgJCTdzOfPf2OULkAHLBU8g05sYJA0GY8MxhKJ",
-	"TLf7si//7d/Yz0oCEiRK6r5ssXK0vtVorjsGmG75KEhyhA0ciFTJkbbydV8yv8UwG5dO3OWi00xHaipi",
-	"Cnrqed8h+84TzZLYZxo87By2Ya7oOpsQIqjctNkrJQWlCi8yLCeVME2XldOHai2Hc7Vhru+zxAjXB+bZ",
-	"nqaYXCUxIuOpZs2we9TphMTn4fd2B5Pph90j0UWYaNndKKlSsiwRumJnbrP/zJXBeHMknaTfpczb1ihK",
-	"XaEPAkL5Sv+TZrgqgj/ca7MXPBqz0Li8AxyWWTHo2syMGIh2zLg13yqbcoTqhXBrcB7nEy4xFxZGy0/5",
-	"SDiAeluyAeu+/JMcvP909u8/ke2FBf4JP7ZaLVb5hIfhyoTLIfuTHXY67E+2LnvyELcDX8S9OLYWCx2i",
-	"/7SNEyCPjJUjLqSELUauzZg0oQwc9sZwV1XAQK6cA9mXPkdg9+ioUrooQxhaKA2zPK9lvwiYUNduxYZk",
-	"eIlP/OTd7kyue5apD4+9f8VV4hwuyk4m5YQ0dMvP28ylrHPppuaLlWSW11DOZULzP2B/steqIP4qs9kw",
-	"6O5bzmey3Kl3GaAeD6nHtckuA9p120jlpmauy+lTqf8jB3yLCVPhFIvszfS6DWrFbKTh6jNdcGrBcX60",
-	"47gjpKPCTKoGgYySh2CQOZbNgNcXDpKgPTE1UF6bnroY+aEJqW0dovUJkBYns9pPq7IT6xN3hCU1UHnl",
-	"L3xCD9JcLh9CjZsbjHvQRWS/T37AsOxVF7KxDZryED1TeR3JWUo/SuM/WyBz2yUcrcO6uqw1NMbRijFg",
-	"nXC1MnyBaHh9ipqNoEW5tHG4LpGrWljaMn22DY0BOuGmsrc8hxWulKU5OIfJxQ2dWcqTiqFZ8Lc8ZuGS",
-	"KydSRl14aCZ6A4C5q4Hm8oOdi02KKJEf5bIMdjamx5f1qCsIVbMBpVRmNBRikVJUbcdupi6Km1kKvFUC",
-	"sw2Jx9iqvGM1d205ITjM8wiv2HMF5BMom9U6KclUnjGdxKV0hnxgC1UlWCBMaRcVWXHkGyYy1tiK+qDq",
-	"goszqcnDR9N5hsSwlHkP67CAqAYi895CIr66w69J6Vh0/ZgkjoGvZAbPYNOtsaiSutGbqpYz2MJkkWcr",
-	"/dKXIYrGXhq07AA9JMDXoeNwCFaX+r2w80I7VaSyGKP6+tLPxe0fMxmXmpP90FJLd+HhnQ/D4Z0nEhQI",
-	"BsqM6dLFK5ye9iWAXVkQ9MIEWs1KgkeFhvWqheyUhIMrL7svw2LJdKWYmVomShquPVvWhCi9j9PtSy6Z",
-	"GA5FZFiz2zmgkjfc82luuU9ArunuleVYyjJrmaxKeTQ82XLuzpoafQX7S4ZZEgOPbm+ZywvhoEgrrNwE",
-	"EJPlwOTbWnjlyntPn7rae0+flqvvUanIioYk4tJFLCNpcHN9/uLV2zcXL17//D8gUF9dXLwM94598DA3",
-	"q+vyWQdSKWa+iEIhvZbScEiTqbQvrUOLRoFrTgUUlRw5F3Ur2Ngqh9U6vk7EfNY5JHksl7SUuA2IQfnA",
-	"alLXsibQ8qJ2XoDsA/agDU/FHvFtM2VrRWqqUtCX6kZkMxQ2Kes9gPMTbfcPq6C6UQms6Lln/Jrhp7vQ",
-	"B4fa6ENU0Dks4ilcEHPgRfbYtRBTQjJLrwMWForX0GMI7VRgIRAQGIYkdRnWkrN3p5sOSNZuwGa4ENkV",
-	"Bk7esDlKsBaAdkyTJzge0QyWaAXSNyUnmvJGe5pW4I2breeCrSsubIO7l0plOlOFeRE5AdGGws4wl6JO",
-	"3qqyikURaR3YCmYSiFIOnKctCWipm72+7a3uvMd6xRJ7zJdyLErBshNp80mJVIu+bIY3z0IPbzRCwMJ+",
-	"g97FIomugB8QLhQSxsIOu678Yl/CNyoo2cFpuGKBdlrt8mnkWrgiogu1F1mTU43CUl1CC/O2+Nfe8fJu",
-	"I5fPr219XkRx9FJx1cLhiH5+c3belxdjoYVdgtdg4VncUFi0GVdKS3ii70tQFMUmeoWyhmgDT4EmWlpA",
-	"1cjtXUFKDJiGTeRHh0oUBbh78vNuJkaTgsXdCqhW2Qv8mXFkZEtqIpyxH9OXPScy1e0cglBrs0daUCWp",
-	"EpcD5ws4ZfcJhm7aKuqokbihBA2ZLQCO8w2qBdbLc6vUBQYiZOM8uIGeCx4P7+Gk0Mj9PVMzDfMHEh7x",
-	"NPU5I7AUGV4TWTJKbOXZRaV6M4SzvTp5+fLN+xfPr96cnf7j9PV5GMCggzlz6lcqWfo2EyRyamSbgT65",
-	"VKely5j4Qha6XPlAjIhcQKd1Fyi0qNSTqTDBQTl7b/kPmwTX9nuOIlnrIpmgLZU4qEwg1xCJ1sl0mibA",
-	"mBvFSLnr9bHWeKH78gyV/egBVoi8TUssF0Vm7YsaeHkQGlpVF/k7JaYvfdyBZkYFqGb/1EdNdb8RsH7h",
-	"N0p/okmicWehiIXwt/eMWsgN0pcuOQgJ3m4lNvaTfTg3XMbA67pfLpvOHjGbzdra/uzsEWic2EPcfPr0",
-	"HGvnPX3aq/hjBcVfRdoT2u2lCoGO5uqgSDUBZ7Uy2wShbJv9l8iSIVnafWdMWYwqVWSkYt5TnmkszsyQ",
-	"DaAbFKv1+Rnq2mJ9Ko3btNaTcqFLWDKX7gQ1A2bBCOmLpgPzWsNEWwasmVgsRZKAxRft7ZgMy+08u7pH",
-	"U6Y7zJf4JF4aHy4HrkDPHj7R2cjOTapswlMWcS0C1JBxFmVcj23NWYXCq9eNS1fk3fOfrOp7pw1I2iuK",
-	"kvacAFUpIGo3FBA4IegB4bd7e4uaqzyCF0DijZNMREZ7ztgV7zyG9sW969SGRKVhgkAx7WqtiyRrHnSY",
-	"LpGrvYDEIJyCZXePmA7o6AP2rEP/d9kYno2RgBx04K+DQ/jsdhhpXYEDZ028EH6Hw8qOq1QUia5jvIV3",
-	"I9xDOdHabVnVoQOzkZdlfKzietj9EVYKEmqi2VhJlWcibrPQeYqETu+mXa8eADjBwHGFas3GQIQLz1w2",
-	"5jcCqP6yV0lZqWeP778SnQxSxARyv18ifuiLv1/0T5eiZgsuLCh5ka/XMYIX0VKyAlMf3n84RHDUBe45",
-	"qERqxIc4nRK1papjcOfpzdbeKFV5XLL5Mme5BS6uZO8t+3zyyOQ8TefOuHtM2mu+cKDuAPA+WaOocWx9",
-	"6VCa3izgPFj3qpXAstxCkR9yprJrkbm7q5Q0Vv5ZaKKJKQnZn0zlJlITsWT6oeal1LLQ2PoQ6oWfy/YP",
-	"970HsnPgRZCKqaNsx+ixxS4qXS+n+3jYILX9VEZazH8L4xQaIFL59AABAy/q2fFQZUPOHJM8RSmkeHHG",
-	"UbB6e/bm5xfn52/Orl6eoMAdMm+77uwVlDMa82wkQDTty0S2bOF9IlUaSfJAMDVACLfOBGkSCUk1OH3s",
-	"Z9boNV6dXhSFY+GPu6Bho1Jt6Kjlfdz+kcYRhdpYTJREtwYQJQtlUoAC4ATY2whDe62kD2zLXEbsdzUg",
-	"VpwK6zLPOPio0KphHbPpIfQ3eo1O+6DdgVn+rpVELwX+POGpiIw12QNbAr+1bAoxlY3244wPzX630+20",
-	"DrrWKacRNNRUSOi/13iGvaKbyxidHvZ5kcx7VOeX8yuX8RzpH+I9WX6RiX1RlMdeYSlfrN/mZZzTuNFr",
-	"/EMYl0l8oeput9PZWSVYN8SKZOs7ri532DlY9YZf4X6lxsNd0Dii5a5/qVpO864CvqWFeIGm6uMAEMdH",
-	"6GLjNgSDHfYL18Xa039RJIo25dxojoXy9kopZoXzPTtZyRD25QaOMDGe/dU95tnD1bxhX1byDhIZqELa",
-	"y0SbF84f0Cck0yu92Yom+66aSJ27GjBxwyIVDK3Yh7hbz0p0PXAVrDElWkGHqsllGiuqVW/h9788vzew",
-	"T9af19XDh5dWTcU5oW+FU+XsgZefEXeLzIK15YYwcQ9pVOTualEcboONpbrgfxnWw8Yw7+bq0NvCeRm7",
-	"kXNcieJn1nVG+bgjC8LrCDflavzcR7+KaJOe95/svA87h5tf8kVddwEg/xDGiwd1EHJfWogvnj4nJ9Z6",
-	"qYRI18M6DRpTpWsA9D9zYa0GZUkHGM9Z4Mzww0zo8UJ4Wg9YkKrXBRo8RsmNkH3ZnI25QaEIedKq3zhm",
-	"tATOZpZoUWTFWEyFUdY2GEX2Q+zgiaW2aGmsaAnUsCx5PtFM8CxNRFaISRb93AXal9diarwVzEZd4m3s",
-	"bCeWwaact8AWG5GmdRdhNdFIkQfi7yqe7wx167OZUBWZBXrR3dmgtbFOK8hHSaT8A2ArZk0J1M/Fli6d",
-	"Mipj3EHv/Z8nPIedHze/sKpkE7x/8Gzz+4t1mPG9o21WV1OcaxfUEnPkVLUpq67VMeaP/bjySj2xVpJu",
-	"p2Njj2zyocgGx6I3hxy12WlJe2FUbt22nPdB7dVrk9fW373rl0+vvvntMftl/eYbvQ+XVWbkRkihy5zI",
-	"G2/RsttmxdC2w+zRyjgQEBHeTAUq7F2p9iK7hetnzidpGJB9DeAB6PR/nL95Xbtttjv4/bF8y1JogJvq",
-	"s/aBn25Ngo16arS0zpLSDiSbQZ6kBu1TuyI8Oz569Jdz7vtosrGbvBEQ4ADXAsL2exNUHVDWgcD/nLx6",
-	"eT8QcPO8JwjgXsBozIhb0/4XAgC7xSsBwEfyrDr81xV1wls+Ei6CBp1lyTTuVW6GJVKLzGjWvBZzLQyI",
-	"holN26jkUhbXvXatisD55XxOJYF3Htu5mmCLFGEwwxUDUOj5drzWQjbmFcoHr0f14XfoEuf8qRKNFqlV",
-	"a3axlyNTVUtsF4O/3YSsRXTruaTm/lP5nOqRch7ltQoSt/J/TRXJtEBrR5A8pqMQXCt1/oy2B22LW6Fd",
-	"ps3O+VCQG9cW7qs9gPiJQjt5yeEtIbOfh0Ib0ddGL17rc4ketxS5QM1gHt6BjdDVxsJjehY0HPros26d",
-	"6FcpaXlvClda229i3iCw3r3oWFt3864aXGvr1Sxg1cGusWrVbe3Nay6DyAJSvbigfMXr0Anb3AWNGu+e",
-	"Ta8Wr/g37oKG8x7a9LZv99Da1l9Wbu1uJUbCcTx3NRG2FV+rAH0q32nxl4muh93ufSd8hjErD6WR8NY2",
-	"63R223eV4v9lAksIWxCnehpbZvm2U0aX/eyRzCZGL7pJo8COejDrszrg0TUGRle9NvvSKDYShpymK+6N",
-	"Zem8IM9ln+o6OeLBRHQIs3pFqqkvwBhsIGGPIFwPph3PSBe1wOwruCfjZJj4ABk6UE2s/ZIbbuLTuv8V",
-	"a/g/bjBYj8r3hXn7qlPwuxRUi5wqhspPRDYC6DTRmHzL//bsx+/3eowPEBAmYjIQNsYco994qqQIXJKf",
-	"TEzUjdDtvgyd4xJFPkOvMdnDKfS/GX7q+/Se/UaPfeo3ruF/6OjuznfFwmt0/19oja2KRjxN99rsrCbm",
-	"wvOHCzUI+vLErrI2ZoKXtYcL0QTI6RXBCetJVSV96gOoVZlS7Z7Xq03uCvBY7hIPr4Wb9d1Out+Clfxi",
-	"dNhGtrizDYqbTopZqWDFNwLnDBMH23CEpWjWX2yK5r+MsfvhfvM9c6C5C2pOGFAQ9Ce6XOKgnNRnDdfm",
-	"wkQ/2W93612FfM4Pm8ijpMokd9VMaJUC2XR5jtZl7KhlvmiAC/JXWSBpyziGSjctRk7pxhdmGDDRHrVZ",
-	"WCRp8FqgKUczi8uAYyvuLNKPFdq4D7z1sXX56SD4/rA2XdRm9s+IW7M/Noua58WO6hLw4Iai8se6Urnw",
-	"qnL9i79UGfSFOJsVCuvn1sGsBA0uLfkqjTUa2re1+NkUYz6I2N3onE0xQto65c+UC1kP0JfdOxzUAv6Z",
-	"4HFiTWxf3vS3pch4TmHqSwLjioMor2nN1lNlw21sBVT7UpiWNQC4OHVy30gTbepV/2d2jM+o+XehnztX",
-	"/Gfige6BxieZKHwES7Jh3Ywq1TsebIb4nLJvqQTIWp24Xfi/pko88+DusM4hwGqFuG2BUTEqY1OeuQvV",
-	"gsxiQqdUYZhIoWIpEprYEJK+LAK4baB/yabnQDPi0kav8Di2pWuLALWScNTuy3sp6DF6vZyOCMUxSqMg",
-	"leu1L6v+kEXcMkUNVVJ3FQkaoMPVenhbquWxavhlvLYR6b0VIejE7Lh4Zy9vUIB2m733/nEBOWvbIyO3",
-	"b13xvq6k7krSlGGGBG58BE/z8KBb3Gl7cDpzafitTffnA7E5ZXmhPAKsqii0W4ikiDCvoEVO0K5QolpS",
-	"87kMFXSKf5GdwlX7qZct7cGtslJ8szysF0x/XHNM5cSF1ePaLkeuq91ZkxvXZ6y35XQOOz+Wauy4nNWb",
-	"8rM1yoJbfSI1YK3uLjeYuCIupTLl2p2suTk5HNWC5y4TSl/eL0FbZYgVWeAC22klNNSmOX3sZQ7g6Ttd",
-	"vgXfZkJ7o8TmmbYrxGldJRYC8H86BUf3K0GUbnctotTnW1uLKJQWbi2iWCJre12Xmq0C1avq6DqoXk7i",
-	"tudT6Nw7Lx3c4ZSYrrk5B96OcOhuF4wq3W+19oiCWS3Jh9tHuVQlsXVhLqvYtBr9UBJvqxraQl77/ALS",
-	"er7hW2zNdqayzMFHPWQu5QHYlQ6DUV5+mxACZSNKGlSv3Vjw1f+8UZA+08bOFR2zvxZx6ko8rI9LdPv9",
-	"r6lkWEyHW1Y3uAw7a/UNlF4IpO13Zy9JqsfopyI8SqPQjdHIiwFcrBl+6Dee9huXIaXnS1O43TBUGtWx",
-	"Pt15uUTNE+2LUIRUwyE8thk8dVFmAm0XFI3cl0VxFa0oCQJmF4KBYNqTXCMLbUs4sCYlal9fxaEvq2Uc",
-	"mKviQHV6lis5uKyNMCKpJcY2fQ1ZW2Ac9IPZutBDkfGjVM1ttUJjsfDH5xS7V9S1/MLy9+pqKauiVm3L",
-	"kp2XQOwRNt7/m+L3P2X8WJEObYny1RO+Wg7Bc7GxSIWpqXL/HJ9XqZb3CvExpOMEKNH82GXKKcc8As8Q",
-	"Z2o6rWMXqPs6bK6g0eGqiX1jHTcCCm3U1mASbPaULLLvFRleHXHZ88BRdZ+sE3c2HvtnY6Y20cxvbjC7",
-	"F162Bb/7iQoLB/sIxz9gocM8S8NgibkLWFjqCHg99AHsS+eUl1i4D32lhnbx3aagBmZtWk0wVi2A2Je+",
-	"AmKRkxoz9HIjsr3jco9YOzu0oeO6klzOpivAnK0YCVJyivGZ5O7pQLjC128Zgb9Gn7+V/Ntuff8ewyZ+",
-	"cULnfAFrmMRvzoDfnAF35wz4WN60lMVypTbrjSwVc56KbKGeuakIQ7Ki+sLsqAj6olzkuy8nPBY99K0K",
-	"XHJfysxKtoAAS5ykCvNMMwMrpEJQlTL2q5KDVbOHwNI+o4ZsMdHLDjVkW1Tt/hIqskpV57UqsgKYvskN",
-	"WynVqrmDylIdJddOMlaqFv6Z+Lk11IGKqbaKKq874R5rFYSnWucYGAsXpC3nSv5EJBklxhb+QF+3ZCLK",
-	"iry9NvvFmtSwNr2rHtKXRHccmfRKwpkqsmtrVDguZ/AOmJ7yCJg7W4ChRwyf5+MWZopJh3yEhyUDqEd0",
-	"eZ7I+0nPEmPJospNX6ZKUx5OO4U2C1cXMrYVoLxXqkppYOJ+rbaz3ZdnqMeEbrGkic8crbTwuwN7i0yq",
-	"7UigczWtx6f1Xc46hTCxcLRWV/blOK8HKeiKA/vGe+2SlhFI+Jz1RdHnFexI1Ye4Wqv3wyXQCBKo6sIA",
-	"XpYr6jbDkcI80e39aBLvl9Pvhnu2pDjl1+3t76NSfKy06f3Q+aGDpMhOblW2AHSILBIGFPe3j6tYZhGo",
-	"KixRLRFTJQpeBAWRea9weMQUb1ODGc+L/p3hsZ4DKSpM1eSGLfXik+Uu9eJth+Tj5ywxNrMxyc2Br/BA",
-	"Lp1FtRPH8pSG8qe7PNb7tZlmEWYo2bDv39HBontfZX8pnzE6wgdYlg5dz/2kfQXixGiRDtvstVqsNFL0",
-	"X/JSB7BwqZ3pxiNvVMrOgE9q76+ThdKZ5LNZUygVq1q0l+qdaipzem656m0yFHp317arI9lUGQufOseP",
-	"Kt22bUlusufVeCD/cPr8V3LfhBPZ7pULV4/i3m+euxvZvfmZ1Blv6zZoG/3Cf/93nUIXUSrGWkpYAwIB",
-	"XlNEtKt7mYykQsxHcbSz3M0/lLRpJ+vKkLprmtKSA+S4qFMgMG0q542J2OtiXFaWmqipM1GpKmFLBbjM",
-	"nO2F22ABY1ZJpK6Zd2rdBrd8Y1+apqigZ32lEOWo/inXjE+nmboR8d5DUcuPuBV2nbvW3xBsdaapxT36",
-	"hmMPxrECeTahmVVJboNkNgi9Z42QtUGmgH9YKbBwEC7V6IvZUlk+UuDbynwPRUa7iK1QkXRk3xBxNSIu",
-	"7NA3NHwwGjrkWoWE1g9zq6tuKdajFNdUIMBQZZU6mFRDSt8XsRYnth6zqPW3O26jP+63K+7xuLWEM6uR",
-	"a6qybQQ0agg7mMbMxsJgOtZjK5TZ4kgYEuhCyTWfY5T3/YWzyrw2IRY0/Saarcaq5f35hlIPQKkypmzA",
-	"py0vK0SpYSITPRaxQ6RM6Dw17VjNZKp4fJVnaciGAgvxoj/tgzBp61sKWn+7pTbi07dbamcotemWurv7",
-	"/wEAAP//",
+	"7H1td9u2kv9XwdHuOZFyKUV27N5WPn3hxu6Nt0mctZ3N3n/kNSESklhTgEqAlpXU3/1/ZgYASYl6sOM0",
+	"ubvpC9WRSDwOBvP4m0+NSE2mSgppdKP3qTEWPBYZ/nmYpmoGf8RCR1kyNYmSjV7jYizYRJixijUzY8Ey",
+	"lRvBdD6dqszogIUvjw+PQsZlzMLTtxcnp2/OQ5bIKM1jEXcaQSMTf+RJJuJGz2S5CBo6GosJh47MfCoa",
+	"vYY2WSJHjbu7oHF8wUfLQzhk2mRKjpiQJjFzZviIDVVGwxHTTGghDYeHA/w+PBm2X3MTje2wTobtN0oK",
+	"913z7NcX7KednW5r/fCm3BiRwQD+p9/48D/9xuXTfuPfG0HNuE9iMZkqI6Q5E9OUz6G5xVm8pXEGbJaY",
+	"MY79hqe5YCH0GwZsNhbSTklPldSCJZpxmGDK50wN8TclBdNGZSKGmfalGSeahb77aN7+TczDTl82yjMR",
+	"Mp80eh8a0FPjsm4Cr1TEaZx1+//u7JUbQJQJbkQMg1R5FomAqcz99rsaMDPmBsYMxMEUTWimsuv7UsIZ",
+	"N+JVMklM/YgyMeGJTOSI/ZErw2EEgkdjNlVpEs1Z8+T44lcWZ3xo2okww/bYmCmfJu2MG5FCs21L+a2g",
+	"L0Vn1GFhvxGLIc9T028cZD/v7R6Yn3d+XFrKNSN9i33Xj5dGiaNLhKZV4tNpOmdG4Rodvj1h1+LzR/7H",
+	"zzvd7sHs5x+62wxd/JELbU5qqPUkhsM2pMEmmmX0KEtoS7XIbkT2RLNUjXSHHbIoTYQ0bMLnTAsZswS2",
+	"fyb7srnT3tn9kUVjnvHIiEzDXoWH7f/H2x+77Z86V7122DpgyoxFNku0KDXPJvxaABUJmspWR/VDpenL",
+	"TzvBzu6Pd/XH9kyYbH44NCJbXoBzESkJPE+xGU8MG4ihygQz2Ryojo94IrfmJJNEJhM4gl0/ikQaMRIZ",
+	"DuP9+/eHuRnDgkfciHoK4sUTiZIMGxcwulyL0kACxtMZn2sW/iJ4JrJwax5Hz9es013QmPKMT4SxN8Xx",
+	"jZDm5Aj+TODVKTfjRtCQfIIzi7ftUdyYq2K7Lv+2gbdG89/EvO52yGXyRy7w+NC1kGimpiKzV0I0VlpI",
+	"NpgTAyNCbXL27t3JEfHYkVIxPJZEotXpy5327v4+m2aJNHyQCnZ4/uLkpETBAZC4YQOeCdYM+SAKW8AF",
+	"OTSlTZZHJs9E3B4mIo0ZzaQvm2G/wQdRvxG2OgwJD+jI3wWaT2gGcGP5LwYqnrNMmDyTdPta3u+uiL7E",
+	"BooLwLTdBdRjeK8cVFvHxzmLk+FQZDgJ6CHRbG93t3i0L/HZcZLScRwmmTYFC9BMmyRNgRcM02Q0xq/2",
+	"uj91GJ4lxtn+7S2siFSMSz2DrwzjaRr0ZQYzX552jyXGXnXaXYJ5algyLA0AKGcyNSxSk0lijIg77Dcx",
+	"10zcTpNMsN09NlZ5phnHUeA7fYnHI1JymIzyDLfTEgJRiMrgyOALs3ES0ahg9sDJBgJOV0ynnXgQEjxx",
+	"4ILkF+7f9byA374ScmTGjd7u/t8D4A3u3zu15D9EsaWeKYQgMIVsrnKWctwiHlsBAxgw3DpC9+CGuHne",
+	"b4SsCWSK68fbWsCphrs8TbTBO5yPdNCXIEE9DfEocTlHaqXJ9LBllRvYLFinfBpzg3JKJoa4Utj13u6P",
+	"B4xb8QavukT3pVQG28UhuC5xhDH2TEdxr9vtsAv4J5wuEFY5EPxgbgSOCP4I8JDMBL/uS3yzGb5/1m90",
+	"Oh04XUwKujtMNC4YoxMhqcVEK9lat6FWgNxwf54MQa5csT+H0m3Pwn6s2QWUpsKnwCLegziYGJoH3sKi",
+	"L6M8w1MLYiBsgD1diWbPu3ulycLalKbaY7hARAOuQUcUsA6H1c1i2+/V2jUspO4NC7lC0nupZmzC5Zwl",
+	"RkzwKiZeyECo6NKti33/kYtsXnSNclKlSysgNXo73QCOIF3HO91uUFzOO7WX81s+nzzOdTfl8y2uu/di",
+	"MFbq+ljGU5U8Sr8zsX23J0cvaRtX6IFa85FgCdwujnsryeDA4T2VWUUl0SwWaYJfN+GwKomqjP8SpV7g",
+	"CsLOsxWULiU46NQmioUd9jZTkdCaZPwEmotEr+gCqNGwVAALhJ/WUOWM5tnefvkmerT9+p0nI8nh+l+1",
+	"jOHNTgC8FZRt5Gu4kAOuxQ977OXrwxft85eHu/s/oJT8qRjtXcf/wyQToQ2fTO86n+D6vgv7sol3Jp/R",
+	"fQ5MUoM8kolIJDcibgVwpzn+XPTYjkWkYhGzKc+MU+PcljzRfalFlAljL8hwNtYiugo77CjPUApm9vdM",
+	"kf7NzEwx7daAeDgpvXrKIwHtWXZ3wHgUiamxl72VLIZw4zgORWzeXgEgbERKasOlYbACW+yxH8i2W32z",
+	"ExQ7/bdnP1/+rcmWv2s9XUsCF257VpHAe1L0kWhJoJlxjasm4gDmadkPLC6qIDqREfH7dzK5ZWKqovEB",
+	"G2ZCj/3p60vbGFzXcBczzjyhsAmqLmMu2T6bJDIH8hhmagKSQ8aiVEXXPWL+A5VDl1YU22KRfSdbK2gr",
+	"T9EdtECCLeoZv/DYaqjwr0hJEHDhT9CcrSL0bJqpQSomf/tdk/Wi6JOn6emw0fvwqfHvmRg2eo1/e1YY",
+	"v57Rc/rZW3q/cRd8akwzEApNQt1rw02ubdcwhr1u986NujCquBHoZ4m84WkSty05N4Ka35KSqHgt5o3L",
+	"u7u7S5x6nZHDC9wTng5VNhExXMm2Lbj9SvY7u1Rt0ubrpmwfflao/djxS8FTMz79bc0iLy/uuiWlBhs1",
+	"s6Jf5o818qpqeCLfafGtUMpPJUqxX5apoUoF7US2cy0aK2jh0FOCZd91Nr8atezAXskpNyJ7jDW3FpO2",
+	"N5msf88bV2o260yAvvCN7Nbu7r12K6Oxrzm5y7sDLJ602EJPKuvhdocf7WRIYLc8Pc4ylX0bq7xf4Z41",
+	"q2yH3BY45lVnQbJcitupiEAXwUc77EgYnqQkbqRqNBIxy2UsyEMQFosYBlY5BJnksZb6NTpH3ihzSDLd",
+	"t8KB9teuNrl02lKZNrfjXncTodNH3CbaaDbIDYuVIC3ROoJwpanNDrsoLLikoFobMigBct6XsYpy0KlQ",
+	"7jTjgGkFmm6iUdUUJN6zschApAUFgEQX2lJUAbx1jwSUOi/Wuh2khwoD+P03/Y0yv4Kk9K1s9t7azYZd",
+	"HuJwV+zxG8V0Ho29V4fM/CChRpHKH++svOXzVPH4QqlXPBt9K5f1zvO1qzelQbeNUu0Uh72FzObsqviC",
+	"JeCSZ4OUH82aO+x18kvrEdcXDtaRiNJEfjusaHfT+sKgQRelUZMi4FSJDw37wBXq7EOepHkmrkBvbVyu",
+	"3IeIZzFeuq5VYku2KdK4yJbepAGzEFoWcdiyJni0anpPbF8Wblfnky3dMfUe2NKW1ljoN+1tjVN5wVO7",
+	"7m3/3OewubcZqqAJNPQrLs+3cmQ3kFRp3G3a1yWqsrbUK2H4aAUhlQIJ/IVHdmX0JFljLFl5QdhuZ4LH",
+	"SD4oeD/aqS7N5szP4NuQnH/cfh/84q9hn9ajYB/VpVCOx1rMc5HdJJF4J/kNT1I+SMW3Ih6vv4U0jbud",
+	"lwa+ZiFjbviAa8EilacxUu4A1pVHYzIixAl9a10IoJAksmyNewK8k8fAPANGsSb++gJdc5wbk8gRi9VM",
+	"Wo+msxOWtMTQWbGWOOJfr4FeKPWay7ltTn8rR2i9qSDjRrTRobH+5NgAkifaxpokmjTNfOrMAOs2h4U+",
+	"jAWDpvoyXIhrCZnmc+sjtVE26IWzbqpMaGF0h70BnQC44lyYHt2iNyLTiZLIQskNKORQgZQJc2M4txry",
+	"KAcArd1l/2A5GKddRONs9bJ9/KGX5WfR5TvJczNWWfLx2xHZdtYSZV4e8QqifJ1onchRwHJ5LdVMMhSc",
+	"btS1iB2xPo5N6v379+3F+Jl1Ly+G29g9sJqsiF+LOOEXxdy/uqyzv2Ev/MjbExh6G5/dUkd5oln4gubY",
+	"hjmHzv3rXMxe1XY6y2NdxAuOzqNEw50W/2sYcJ33w/nK2rEb/qKY6Z4A7WW1umLb87432AXX5AETEgNX",
+	"EsOa4dvDixcvbUxB6B5hQ55qEbbIxPg4O3Tn/DdkVyFDAPpyKktnA0KvOP42VNkE/mqAGIe+oWU/T9BI",
+	"cCTilk+mKbTyocGjyFw9H/7Ed6JuvDv4u9jj+9FPYmfY5buDxmVQdiDhs5s9suVNQM2xNNIiBlYNfhcR",
+	"Xh0v8GerQZf8Tjwm+ZWnb0sTxwUPFtaCT9waLQRTypLCEMGZmyRSZSyXsKX73W6X/cz2u51ul707P0Jr",
+	"gF/IRJof9hqloIWf7H/rIxeChuttk7fmhXtukTArsUo73W63ZicnwnAQNTd18to9h8GEpM6TubAuoM8A",
+	"d0IN3qhrIQ+YFoL1Gxfua91vwBo5D9x0cgXfXt0kmjcC/09vTyi+SqTOh8MkSqD/YS5jXfpxSkEGiRxd",
+	"kQn6chNZ2f0urfXS7FZT2pmAATw6oRWUpTvsiMJeMHQG3cQg5I+Qv8+FwagtacP0P5/gPocWiCPcL1gG",
+	"9oLbq8CRQpzTdQFsZ5jxPM5TgTtk7zwRXw3mV1GujZqILXa4NL7VO7lwkz1sS+999OhSiK/EjUvmqNIC",
+	"RukyeE1TWNmHfuNpv3EZlsJr4NfAZmsAYeDTjMexiAuvIQZflRf5aUHmHZ1HkRAxnTL7nTW4FF+QVk8R",
+	"N0BxlbcoWaDuK9vOZR3f4bcnNKxdCuGy/yoIk2cZh/NIwcH2Z5Pl4i5o5FlaG5aRYUD129PzC0arSpwn",
+	"tBv87uxVWDkqeZbQQfERnd29HzeHdJYJDIaytJe1pFZi50susZPzU7a3u/N3f8WwSMVoxU/VTGQR16KH",
+	"Ep3L4lCx0PDzyfnpE+0tWRjp18RIQ9hrNhCpmgXsWkwNE3/kPIXlSQwbzBlHJt3qsPeJGccZn0nbaDMc",
+	"Z9dhwMIbMbS2VPrBjLnpS54JZD92oAm+cctzeOP29hbeyIQLJyWl0JEdR9rgQ/iOp7BsfILfKOD6PANe",
+	"znP8ZjaCz4/w5IBP4HMA3w9iYAWDMf6dDOETWxhI/FQD/LyBT9yWgcbvDbYzm8LnHP/+iPIEx88Y2onG",
+	"Aj/p7xl8pvh3Cm9FEigxUvi3ylEWifDawG9u8N2P142gEf8Ob8XX+Dc+H2NfYgR/A28MGsLAOEWeASn+",
+	"jjbxa/h1NMBPASMfjWE1Rgl+g3McSWh5ZP6Azzl8M77GTwnPjw2s2DiHZ5IYWk5SjaE/+Pcf8GSS4d8a",
+	"xvY7tvm7ws8pzO5awPPXI/wcw5PXE2jtegqrcZ3h5wyev8berz/CXqQcWktx5Ok1vJVm8GuqYVQpPjnB",
+	"dZ7E8M1kBHs9wZFPJvDuBNn7BNdqksHaTnBlJjf4OcNnbiV+ws5O5vg90obEluUI/04UfCp4Xk4x0AlX",
+	"Xk0y5GSw5lMBT05H8Mx0DD1OcczTFL+fwxr+weGbTGHCCtJPlsO72QxWQ+OvGqlRR/h3DG9pAW3qEX6P",
+	"LesUqEIrWE+Na6I1fo/UqG+AfvQcv/kIK2PG0Iv5HZ43E1gTg1RtcGUMhscag9/gLpiP8GTOx/A5uoVP",
+	"HG2uof18nuBnjp+wdzk+f4Nn8Ab3+gbbv8lhVWcY7nSL63nLYaa3Ef4dwexuFX4zhc85BpF9xHX4OIGW",
+	"P85GwPHK6gAMZYntB43b9ki1l+6CY2Kex9/vwfveg7g0m1S62uBFwaIxlyOBjjSfj0EZJE6XtX7TJ5qF",
+	"Pkiwen+uVRKdKFlnv7Beaq597pweYzxtYliGGSlk7CwG2mOchVa5Cyl3MnTb8jQM4FcSyIksQrtB8JNN",
+	"M1WZeaIxx9E+gHvzNETHYl+GdtoajapoMBklN8LGLMPsnmgmbnlkKHeL0+W2dM8vScJbZEkVlop1cjfu",
+	"9gXZhmrUY2yioiXbPaiTRrCtV4muoR63b/64bBxTMQFLrXdBY8z11URlopQvMFAqFVwujR47LL2xcrzO",
+	"prdI0dywMZ9OhURbi9suNMHgkwMgLKL65V2uKKJflxn8mog09hFf1V3BZLSVQu9YUCgVSzQclP84P33D",
+	"UJcRGUukTVHFkIZm+IyUz7CF3BR+kJgGMGS8LzERg/l0QXiCjEusGaKhH+S8RWd5q3IUysYFTDeoTxkp",
+	"UwBNrnihjgJsUGpvtenP7aK63qwX2rfqOnpdUoPr9b+Kdrdfq9xVd+ndFATv/a5NJqRkHUykxfhtNZMY",
+	"369Zjg/udSvJivbp3DbS7ZDOUh7Rftero/M3fLI0yL1uVau5q5m3Za7LK1wYK5ZsDMtGBHr4ylkmtnzr",
+	"IUbIR7CPUZsfCgFF5mnauLxbiFKpOXWgQNFJroSk+GCVElNZtGXV2bCgX0+LdeN5mH3lcax7S80WR26t",
+	"tZ4aOqeHQWsnhnmPTa675upsdnZAy9S3NJ2Fna1SRGnBFu7R0tAvVx8dirCxxobVF+sWi4Y3qk/M2PpI",
+	"LPo7Fu6uxfW0EkM5A2SlwGAH9ggiQ3mKa4SGpXsOA0m5xIwyNuUjYbOw9AEbChONQXYkr4o2PDOJHF1x",
+	"5yQ3DqYBs2wp9eIRpJIqiZeuoPK97wWHClVmJuFpOi9ItU4gcO271r5B0ipm+gjU9Y6O2Tc4TSfsfdYk",
+	"rfuyzgCImb97+39n1kPJYhsST68DvdZdypZ8XBRUtdlfCz2oLW5hl3TbzicM2FjN2CSPxs6k6K6xiEub",
+	"hzIQ6x0Mq1xWNiSvfjw1kX1eRSOtsGTPpMi8Tq12ietTu5bidppyaWE2piJKhknkElaZiuy9IWqbLXt7",
+	"6yew0nNsp+E9wJGSkcisMLDcEYjrekUfC4loYYC2XyENyObCJ5AxlJsrpo11J6OkXtTw3vUSD+3dQqAv",
+	"gh5ZVI6lcN1avzHmf0ZilVmAwhqm3CVJucNgNy1mpK4ttVv1Qm0zcgKWcl9LZdrFSbIb6Q/E2n20g67t",
+	"+mIhe8UdNfsOgV3Z4I/axgtBa7nhlxcXb5kNfYY965RdfvsVb99et1t3Wk1i6tjGIdNjlRmm88mEZx65",
+	"yu0FtFMCJSmleq8/WaZWeT9kmUi5SW4Ee3d2YvELytBFix2H/zi+COGqR3gLVmoNZe6SDbIufWKjXuj5",
+	"uSHz7Wo18cwlw6Np4mE+w7Xc5lxg3n3qk+09a+mw00mCIg1CNTnfMNP5wJk7rEOqeKUR3BtSoGbKQ5sy",
+	"8xkK4l+l6i1pTJn4sgrTV3KBb9Yd9Rrx9HIrnauSwLFWAbPTWaVJXa6kqkdQLCx5fnljJHX0OFJ5adCf",
+	"L60uGSI/R1w9Q3vlljpt3W1esrhzjYybPftdDfSzT0l8F6LFX7PEASqGKBGVhb1iKI+yNGXr6+evy/a7",
+	"/whLQ2BaX3ptHodsSIf7rDC87UJp6ljd5MG229rWHsnI+sEtj2/7buXC/YWxSHVTjktRvIucsi5kaa1v",
+	"qOLXLcJ21r1TROrUiyD290PCSqkRRYofquduxyPOVrHorHTroIgChmGyiRxhtnOUKa0L3KNEYPT0+jA6",
+	"2/I9RZw4pyjtK7rn1iFOWuVxhSdshrboTMnRAQthX8MyMi3CCbm0bhGz3dvbgqvUEYRLobxap4u4dp/o",
+	"slpS7V+qIh0zAs2hCUuhchN48Dkex5nQGvZASuuDxam2ymN061A+TJWgTksCCzuxPJXqortVvVxNdUeW",
+	"SJYX4RTUc4xTwNwZo6zCToe4h+BxYRJjcH7ZDdmG78jBFiwjcpUwgcKpkHEiRyED6kwZl56CR8JoxmEn",
+	"WTP0PJwgLWnTDegG0ViAJImpsDaxiLq0q15GAbRv1gWzs6bPsyWvX+35qw/jyOZ+0FqxIc8CptIYVH4f",
+	"9r6VoLfABGoEvocoGQvK2L20paCBu3/1MOc/vXvPEIAaDWcLpLOgIcWtubLbsD5CBJ70GwYkkAt/pJVD",
+	"tPIYbp7ygHqIRDbEimynq1jCByVj2aheZzR/HDdTmRpKu1vZrJLes7iqQXES7udKWmA1vzhsys/Qixa5",
+	"19J5qVOBthjbI6hsG4f26Lrbgnz1OPkwW7uVy+LVoiHMc9gy28XrRCoM+w8w8Bboj2LaAmd8k0Z7XPeJ",
+	"4BKBf+tcXMUArgq7w7JrexXv74EmYm0QIWsO5myu8lbAwpGSImTNxBSCxd5Ol/1DSdEK+hJvDLy8mmSo",
+	"8kzDutBhHvss5nPd6hRCQ5IKZ8eqBhL7QTSCBnRt+QGu9UZryGfKsA+6HKaZuElUrq8IbvGKAI91Lft1",
+	"EMwOkjGwN74X4lxjDruRnDU6GUnNBkInsbDce4bI6/fnwfdnoF6034KxUsB81e2+sCelc7JMsWtX80G8",
+	"1vGCx+Nnnrv85fzsfWLG57gs26dVLg96KcbKt7gs+wPhgbpEzwQeZJT9zaGiqiF7vssyLmM1IWjTDjsf",
+	"Y0axTOeesAssWeA5jp/5HHVCL0CKB0kVTofjC+XTiJ2XAT8v//bzp26we7c5ydDOcnmVL4t1BsV0q8yT",
+	"HgvHxkx1SDHL8Hfo55uJCoI5QwQvzaZZcsON6EspzExl15o1UxXxlMXiRqRqOhHStDrsDUKgcfd4wFKl",
+	"pgMeXQcsTeR1m95RGXPWkL60Mn7PA0RHYxFdo0ONZWKUaONyhKVFSy9ggZ1+ECc8LVhxydGC8+w9e2a/",
+	"60Rq4vJrPTgQ+lA+N+9GiyjPEjM/x9oJSJkDLHpwmJt6AG+bp24B/7lm4aHNe8fp9hgVTWD9vNt9Hl2L",
+	"Of4hQgtMj/C3BBuEW8c1O3952N7d/6Evx1yPgZLhDNCKW2wNLUSMRS8c+Ba6bK/FnCWShUfHr0+vDt+e",
+	"XP12/M/zsC+bFtmahfr6yghtrmIxUU65oioRwCIWijvAmlMadiKHyuVc8wgPqUV4dUvf5tOETXgiDU+k",
+	"yHSjBqBST0XUJssI9M+AnISkm/n86DdGcAE6YKngGTRiE4OkyXhkMJdIZLrTl335b//GXigJhyBRUvdl",
+	"m5Wz9a1Fc902wHDLW0GaIyzgQKRKjrTVr/uS+SWG0TgUaweBppmO1FTElPTU87FD9p0nmiWxB7jb6+51",
+	"YKwYOpvQQVC56bDXSgpCqC6AfZNKmqYDg/SpWsvpXB0Y6/ssMcK1gfDO0xROWpoYkfFUs2a4u9/thiTn",
+	"4d+dLmK4h7v7Yhdpom1Xo2RKybJE6IqfucP+M1cG882RdZJ9lwCfrVOUmsIYBKTylfEnzXBVBn/Y6rBj",
+	"Ho1ZaBzuAIdpVhy6FhAQE9EOGLfuW2UhR6guBrcO53E+4RIhmDBbfspHojRj3JiBiueBG6P2ZaoCEFf9",
+	"PkgxSxOsOYPEiPAgui8vyhzXFZQgH7O2Hu3YpdviwYcrCgdQ4LeOuWbPux7YuRmeHf/nu+Pzi6uLk9fH",
+	"p+8uwhYQ2zCRiR532Km0iPxZLjVQE1aigX3A/AVGfTqgH0eJ+93nLFyLG+TQA8pIMNWBPtHWqqTZJNeG",
+	"AZHcCAcStF+ZwOHR1cvjw6Pjs2ISga9iMhurVNCu2pgFAsbzC2+b3Flq0zUGu47vRLlhajhkgznzioKG",
+	"pve63VaH/aLixCKOc8MmShuG2HqsubfzvNVhL+18yg8832W/wRPh68P/dpP45Z8Xx+dh6wBatuB9SrqG",
+	"nXZiYdvRWJnyORxpo0U6DFyZIC7nBJrZg3bCvec7zB4wOxCG0TSaXSjFEAsxdOSHh7ptxC0BdNiNuRZi",
+	"2uag9pStm0mcUgjFD2WiOjl6dVyiKLiuU6VF3GG/iLmSMdvpdrtAyxIGVzSn7Uq8OH3z5vgFlXJrOUXA",
+	"FuTAhoD3aAXXPZL/nBYH4UFEHECjrlAIl3bReqxU+QVuBzUcuhP2thShofvyT0q/+NNFp/yJSimQ/Z/w",
+	"Y7vdZpVP+DJcicIdsj+BQtifbB2k9hCZFb6InOrA+hN1iNkNNouH4qVW9riAE1z0XAvWPCF8HCvPOUEy",
+	"YGIyNXMQyqQHjtzd368U0MqQwy8UKFoe13LUEgxo1y7FBoTExAMk+qBYk+ueVbnDAx/9dJW4cKhyCFgZ",
+	"Lopk8HmHORxDlibXdEYW6hktz6GMNETj32F/sjeqEM1UZrFqSDJdRhtabtQH9FCLe9TiWgTUwNYzoofg",
+	"ZC83u4ypS+3vO+JbRNGFXSwgvel1m3KOELXh6j1dCDnDfn6y/bgtpK1CeF2DREbQPggBgbVU4PWFjSRq",
+	"T0wNlddilhc9PxSlfBvsuKXBrI6irKzEelidsGSkLc/82MPtkF9heRNqglCh351dPOz3AY0MyzGvIQoI",
+	"rs4jUvRM5XUsZwmTlvp/vsDmtkOhrTt1dZhS1Mf+ij5gniD4MnyBeHg9gNRG0iKAdexul9hVLS1tialu",
+	"E9eAT7ihtJbHsCLQuTQGF868uKAzy3lSMTQL0dAHLFwKtEbOqIv46URvIDB3NdBYfrRjsUiZErVFLstk",
+	"ZzPufK2XuiphNQtQAhqkrvAUKUUlmOxi6qLEnuXAW8ELboAFZKtQAWvu2jJKPIxzH6/YcwXsE2Vjsgkr",
+	"yVSeMZ3EArvH3/jAVi9LsGocyDIHSyDxIH/HGp+iNqjG5eJIagXrP1H8ph16dAhO9nkInKyJVZjenp5f",
+	"BAsV+GpSMmtoEuGRVLZ6xihS+OfcTtjLHhQYUMn8ZhQYzIGvugffwZJYD3NFalw9WhwsipKlX/oyRHua",
+	"NyFZKYW+pPOoQyd40RFaavfCjgud25HKYkwFtlioMBa/ySbjUnMSyy0Td/cwiiLQHV7FIkErwkCZMckC",
+	"KFnQt30Jp6FsPfIWCHS1l6wVFdbaq1Z5VBI2rjztvgyLKdNNZ2ZqmVdqoCNbgocuIJ/c35dcMjEcisiw",
+	"5m53h5Q87sVHN90nGoTMVtn4RYjIVvarlPLDne3LtQUsuWfkLr7AKlmJscn90IOFtmpytnd7S2IaR4tC",
+	"IdTbYBCWCn5jg8NhtXKMZ8C94ZbeUOF2VR/LNSafPnVVJp8+LdeZpCqsFaNsxKUDSUB+52Z6dPz67enF",
+	"8ZsX/7z67fifVxcXr8LWgccr4GZ1BUobsw4KmSsXAmR/yPZvbwNb7wn4G0W2Z2oKpFPSFj2nNSJN8TqY",
+	"2bS4chEuo9R1X9JGE12VSRsGNeaohVq6IMMWFeZyRXLHFS2VqLcv3VkhXqZgBAEbZOpadNiRwpGNcjQz",
+	"r6gSulwctcNOhnQaV5QIDUoxLK6+aGL0ouJxwJIhDCBAwxLsvlSzTl+i5AGbV96YBC/BkrGyhLokTabS",
+	"vrTxixrta3OqC6vkyGUkWTuWLd5aLU/u7DjPu3tkfsulpfIOsDSCf6wByGZNEA6KCp0ByqPYgjY8FS1S",
+	"BGbKlsDVVAulL9WNyGZoW6TaGkART7SlXSzu7HolhkDfe02iGX66C/31ZJPNcb8d/+MpSBxAN7qFhgw6",
+	"e1YACFhY+NlCv8W0UoHlHcB6oUvyjmDFSiuMueHAproOm+FCIm8YOAXWQlJhxRHtpHB/VXgWabDyNFxa",
+	"U4qZLC+0p8uC47nRerXKZl7AMjhBp1R9OFUIg8vpAG+oVw9jKapxrireWtTG14GtkyjhOslBlbGFR+29",
+	"ZOVBKya6YOFeMcUe8wVjiwrX7NDxWJFq0ZfN8OZ56OmNeghY2G/Qu1iK1ZUJhSsHtc6xsN2uK/Lal/AX",
+	"la3t4jBcSVI7rE55N3ItXG3khQqvcBlgJdRS9VNL87bEYOtgebVRbeTXtuw4HnG085F6To6LF6dn52gR",
+	"1sJOwTsscC9uCAXDjCsFbPx17QvdFCVteoWlmngDT7XyvCB8eXx4FNpbnqxiMAxno8VNJY6Coiam9TTR",
+	"as08i9NkRW8FhXGuMDAeFyP2fZ6+JROgZVO73T32RjELFmxJlcwUOB3YXzhTdp2g6yaNm0xcN3TPkBnC",
+	"WvLpePueymOrlDsHJmTT+riBlgulASWopHDA/JKpmUbDNZ+ziKephwjCgod4RWfJKLEFtRd9qM0Q9vbq",
+	"8NWr0/fHR1enZyf/OHlzHqJRczB3Fn5bGPltJsiGoVEPA/7kkK1LYhQpGix0FTmAGRG7QNtwjegDT1Sq",
+	"VlXk+aAM1l7+h8U8t+2eo6LQvkgmGDpDsm8mUN6LRPtwOk0T0PSMYuTL8+4366vWfXmGvl0M+C1sKE3L",
+	"LBdtMNqXTvFaCjxobacU3pqYvvRpZpoZFaBX9VMfHZP9RsD6RZoA/RM90I07S0UshH/7QNgFKKi+dFhQ",
+	"ZMlxM7Gp/uzDueEyBi3F/XLZdO7n2WzW0fZn535GX3QLz+bTp+dYofPp014l/DYo/lWgXNFqL9UhdTxX",
+	"BwWyEOzVSnAhOrId9l8iS4bkc/CNMXXjJDdf95XErynPNNacZygG0A2KNUH9CHVtSVCVxh2a62G5nC5M",
+	"mUu3g5qBsGCEdMNGYaxG/bHCbzOxpxRZApZ4tbejLe5un/Mim3Uf0R3mCwmTFoRfLucpQsuePjG21I5N",
+	"qmzCUxah1DlAnhdlXI9tZWuFSoV3hUrinInxsj+rhlpr4+rT15Q+7jnVt1Km2C4oHOCEqIfLOUZbgwqf",
+	"R/DCActEnGQisq5DYGyuRPBBodvAvRtU6uo7V4udrVMAmjtdpkvsqhWQAotDsKrGPtMBbX3Annfp/7ts",
+	"DN+NkYHsdOFfO3vwudtlZMYH7Yc18UL4HTYrO6hyUWS6TukRPmq8hWK4DdNh1fg9LD5RNleglWJv9yeY",
+	"6X73OQx9rKTKMxF3WOgCA0NnyNWuVU8AnGjgoMK1ZmNgwkUiBmkxcD8sBRGWrcR2+/4r0ckgxZNA2VZL",
+	"zA9Tr54V7dOlqNlCxCLqzKSkoIvR8lIK+qE2fLpIiOSoi7PnqBK5ER/icErclmobwp2nNwf3RKnK41KI",
+	"D3OBOiDFlcJ7yiH+PDI5T9O5i+U5sHr2woa6DcD7ZI3lz4n1pU1pej+TS1hoVesNZrmlIt/lTGXXwmtj",
+	"JYxw+Wfh2iChJGR/MpWbSE3Eki+RHi8hicPDNmRcL/xcdqi5v3tsr7sbeBWk4jsrO8Z6bLGJStPL6E4P",
+	"66S2nUpPi3Dn0E9huyNjXQ8OYOBVPdsfGtsodm+Sp6iFFC/OOCpWb89OXxyfn5+eXb06RGNHyHyoUrdV",
+	"cM5ozLORANW0LxPZJnHKsiqNLHkgmBoghdvYsTSJhKRKvz7VP2v0Gq9PLory1PCPu6BhQQgsUoCVfdz6",
+	"kQkbldpYTJTEKDZQJQszYIAK4ATE2wiRHKymD2LLXEbsdzUgUZzKdzMvOHgQgGocFYKnIvU3eo1uZ6fT",
+	"hVH+rpXEoDR+lPBURMZGaIFYAr+1LWKkykbP4owPzbPd7m63vbNrYzAbQUNNhYT2e43n2CpGNY4xxu0Z",
+	"L2o3jOrCMF9yGc+R/+G5p0AfFGKPiyL8KwKjFqtEeh3nJG70Gv8QxhWOWKjtvdvtPlq9adfFitoaj1zD",
+	"cq+7s+oNP8NnlZI+d0Fjn6a7/qVq0V586/nmt2oKmt1VKL+0Bl4XqkbDAbHyEQZjurXEtLhnRZB7LeEc",
+	"FyUFTBlF00lf3ncuxaxI02KHK2XJvtwgTCbGS866x7xkuVqs7MsKQi1xkCqRvkq0OXaR4x66Uq+Mey4e",
+	"eebqTtUFNoP8NyxAw2jGHgzFxuBjkJorsY/gmQULq8KQNVaU098iQ2x5fKewTjbzA4cE6tR8unIoLl1p",
+	"q+NYxpm9/ILHvsCgra2ZjhBvZIyRj1e1aG+bg/wL93U9/hUZBqwp87kUjjPYI1JmDCivruQOZzY+U/nk",
+	"Vkv9664LAgT+0lSz6qog6/K/GKnsdfc2v+QLVn9l2vqHMF6fqSOu+3JgfPHkiJIs6tUoYpgPazRoTJWu",
+	"oe3/zIV1c5RVM5CUZ4ELRBlmQo8X0qd7IDNV447QQzNKboTsy+ZszA1qcShEV/OaEHEZRLFZokWB2rQI",
+	"1VQ2jxhFzjFs4Inl8ejUrpg11LCsKj/RTPAsTURW6HX25Lpruy+vxdR4l6lFBUAZwDl7rEZAmOwgxxuR",
+	"pnXXbxUIq8Ap+kXF80c79fVoW1TlbIHV7D5ap7W5uKvqtRY68B9AWzFrSmCcDvtgaZfReuQ2uvW/nmft",
+	"dX/a/MKqkoLw/s4W3GuxPD2+t7/N7GqKR35lRovwb1XL0arLfIzQ6B9XXuSH1iO02+3atFqLqxdZ3AcM",
+	"hZKjDjspWWqMym3Mo/P71174Fpe9/sZfvwb06ulvD13qUkpYo/fhsioC3QgpdFn+OfXeO7tsVuXuOKYw",
+	"WpniCDrN6VSgcyJWUT5x2WRoSnTtzPkkDQPyJQIpAYv/j/PTN7XLZpuD3z9XWlrKenNDfd7Z8cOtwY6q",
+	"Z2RL8ywZKEEVG+RJatAX91g865G3HkM+XGYauqfsIm8kBNjAtYSw/doE1TCpdSTwz8PXr+5HAm6c9yQB",
+	"XAvojRlxazr/hwjALvFKAvBJqqs2/03F/vGWj4RLDsVIcwoD8OZFwxKpRWY0a16LuRYGdNnEIhIruQRQ",
+	"3urU2jRcDNKXtGr4EMdHt2tsgX4JI1zRAaGqbCemLRQaWGEt8TZjn1lOgXY2bi/R6H1bNWcHKzAyVTvK",
+	"dvAy2w3IB99tOZbU3H8oX9KeUy4RsNai42b+3aZzT5vOtOAIjpd5JoGqd62u+wJdNNqWfET3VYed86Gg",
+	"aLct4rN7PuMS065LKWbksbQEbPPcO+ywCCrGkHLKGKLHYBw+zo9OukWIQdAy9K/6nOzdOoWzUuj53syx",
+	"NLffxLxBJ+LxFdbaatR3VcgJW8Vt4UDuPPaBXHXRey+kw9VaOI/HF4Tiv+4k4jN3QaMmCGrTq8Ur/o27",
+	"oOGCrDa97Z9DRNZvXlve3Up5he04cpWCtlWaqwR9It9p8dUU5r3d3fsO+AxzxT6bva44MGXAgurB2Q4b",
+	"x9XsqMHE8Uh1FkZ3v/u8hK3rsKo25N80gsbajCQQUO8uVxzgbdJ1WHNjClCr5wIEyNlGUQIddppVAQq2",
+	"TINKJEovfdnckGzV6lWybGoyE0rpCDY6otOXx5R/M+PzYHPm2qab7YC8ltX8gvKoyBlJQa8UUfwIQguw",
+	"LD/Wze+ZbE5Pkr2zEArokiku1Hq5oKzhbOfxKS8ALiBlXFQyINA+hRZjG44+4NE1QtxUA7L70ig2Eoby",
+	"ISqRy2VjVCFSlNMl6tTmB1/8QxjVazLi/gVy8IZr9zMu2wffd8/Jarug2yqQ7eJkmPhkStpQTZrsUoR9",
+	"4gv0fI05fPfKrfLKrecC9z0u9lXnRXM4pIs6HcLyTEQ2AsI20ZgyTv7+/KcfWj3GB0hDEzEZOOgWTLLm",
+	"qZIicEiPmZioG6E7fRm6cEYC2IBWYwp1IfynZvip7zHe+40e+9RvXMP/oaG7O98UC68xKWjhaXyqeIin",
+	"aauDsC6LmVj+0lgoRNWXh3aWtZlUvGxnX8gxQsWmSFlaz+UqGPoPYHRlJvf4qk0twj/QY7lJ3Lw2Ltbf",
+	"HqX5LTSnv4yF23w3t7dBcUlKMStVLfvOG533b2cbBagEmvCrrdPx1fSYH+833jNHml/5IqDDU9wFT3S5",
+	"RFYZFHKNrOiE9k/2r7v1AYQeM84CwZX8BRT/ngmtUuC4DidzHeJbrchHHVxQFNsCN1w+nmjZ1mLkLNt8",
+	"YYQBE51Rh4UFjJA3tU45+jIdgqLV/hZZzwqT9wfe/ti+/LQT/LBXCze6Weg04tY8G5tF985iQ3UAjrig",
+	"aGG1AZYuX7NcP+2rWlz/AnlqjVfoyIadlqjBlbVZ5RbCQJht3eoWonYJzo+zKYJl2CyfmXKqaYDJMT4g",
+	"qJbwzwSPE+vH/uv965/JlFZsRHlOa5aeKmNv45Cj2unCtK2XzdlAKLwqTbSp96+d2T6+oHvN5ZI/unct",
+	"Ew8MGjYeBqmIHC5ppHUjqlR/e7Cv70tq3KUScmsdT3bi3/1O9/Q7Zf6kuAPrzs5qr5N9AjP0VMamPHN3",
+	"saW2RbTCVGHKWmETKtC6bDpbXxZgEhbwpeRzd1QdcWkz6Xgcs3wKAkeRLFtSyTp9eS8vGCJplLH2UAkk",
+	"MB6pXKt9WY2SLjAUKIOxgktZwPxAg6udXbZK4Of6upZZgkXH6K2AwyA5yWEveC2HwCI67L0PfQ2cHRW3",
+	"jPJIdCWdo4JLmaQpQ0AWbnw2YXNvZ7e4DluwO3Np+K1FmvagEJwgzAjThFUtm3YJkYvRoS3YmFPvK0ys",
+	"lkt9KW8g7eJXcga6QpP1Gq3duFWuwO/uvfXq8E/fhgtqr/vTehdULfhoxQdVjxK61g1VqhzvnUME21N1",
+	"PtUjn7YCyuW3x64v74c+WuliBcRpYButeIhaX8iVU12ft5nQ3ouyeaSdCnNaVwSQCPxfzqyy+40clN3d",
+	"tQelHkx07UEhzNO1B8UyWdvqOtzRClWvQDb1VL2MUNrycF73Bl2FO5xw5JqbAV4f6QzdfWUZl67GWgdK",
+	"IeeWtNLt0+aq+t+6vLlVEl6NVQr1sK0MUltoiV9eLVsvcnxP1vvibsHMkVY9US8hoTyW0YVRISoLiYMa",
+	"GcGm1ZtjFpJ/vmwyt8caenTLzOzrnrm6mmbr06vden+3itzTKrIITl+2jzh4srUGEsJm04yzd2evyAyB",
+	"mZhFqqZGKwHiMSwmk7Jm+KHfeNpvXIaEK5umrQ7ButhALFcaqFzO8Yn2BdtCqncWHlg8bV2UZEM/DeEx",
+	"9GVRiFArig1DaDboCIaN9WUGwpU7Y00qarS+4llfVkueMVfxjGpaLlc9c2DF0CPZUcYW+4s8S9APRhpt",
+	"XRStgEsqVT5ebYFZLJL3Je0EK2rA/8UGg9WVBVcl39snS+5wIrHPcIX/77QX/F/LZS1gKJeYZj3PrJVL",
+	"vNgdi1QYscxRj/D7KsPzcTc+FX6cABObHziEsnLqNkgqFnh7WUih5usYQeUE7q0a2HdZ90vSGK3x1hQW",
+	"bI6ALQBTC1Bux9Janq6qYbF1qt1Givli0t8mTv09RumbUtS2pdz7qUULNPEZAZ2gLoR5lobBkjQasLDU",
+	"EAinGNvZly7YMrFHJvSFnjrF37ZUBEiX0yqcZLW6eV/68uYeZxXNq1gPvXVQbnHIUy1Ci7uhK1CiFusF",
+	"Eboxoa0UseRxQ+8ZGLoihnP57H+LsZwrBc7Hjen8HLn2L+eRLsazRqr9HuT5Pcjzmwjy/FxhugR3vNLo",
+	"dypFITtPRWYBaZDt2rJGxRGRFQshwmjjqbGVxAk3uS8nPBY9jJlz5V0shDc5agIsrpYqLEiA9WxsCUpu",
+	"2Ay9aSByrYKCrKI2wdS+oCFxEWDrEQ2JEz36FiyJDv1qsyWxIKbvis6Xtj1W4d7KGiwVcEgyd9r0l5Mi",
+	"1zAWNBqKNilL9wfwWyGz1tpRT7TOEVUArmXq0JZMIFUuMbawF4Y/JhNRtne2OuxX6yqV4tYwVx2sL4ll",
+	"OQ7rbakzVVRw0GiXXa4SETA95RGIlLbIT4/ETC89LowUceJ8vpDlIGhuddB8FNWmZ4mxHFXlpi9TpQnr",
+	"2Q6hw0L39hU1f0VlzzRWZsKylT5QWaXUMcnc1ijc6cszNPdCs1iyzFcnUFr41YG1TWztdGhIYLw9zcdD",
+	"xy8DBSJNLGytNSn+dfLeg+yYxYZ9l/i+ETZI1ORLqiC8vaOlOiGoGpH+qTEQPBPZYW7Gjd6HS2AvpAHW",
+	"JZW8QueB1RCb4UhhGYPOs2gSPyujw4etRtDIs9TCv/eePUO3w1hp0/ux+2MXuZgd3CqUFoyRLYBaCqnB",
+	"Z+ksCyavlRRzy/BETIWSeJGdRr7XIgYWAT2nBgtyFO07r3C93FOUrqzBHy+14rHcl1rxjl0K+3S+Lgu8",
+	"T4p+4AsQUZRvUYzLCVqlrvzuLvf1fi2aOdIMYeH79h0LLZq3EIvLjVNaRYBleDGRwQ/agY4BzxDpsMPe",
+	"qMVCWEX7pZwHIAtXeYAuSwpQJkQH/Kb26jtcKBVOYbw1heGx6FJnqb67prLu51aW3waP1kdAd1zd7KbK",
+	"WPjUxQJVWb59lhQ9u1+NB4oeJ0cvKaIXdmS7Vy5cuaR7v3nuLnP35heyv7ytW6BtDCL//d91xms8UjGW",
+	"+sMSRUjwmrL6XZ3vZCQR34P05+5yM/9Q0oIM15Vddzc8Vc0AynHpz8BgsFVbJ6QuY2plJaSaMkiVoke2",
+	"ko3DYe4s3AYLJ2aVHuwe83HO25wt/7CvnFaU5rXhc3jkqN4714xPp5m6EXHroUfL97jV6Tp3T38/YKvB",
+	"ARfX6PsZe/AZKw7PpmNmbajbHDKLhtCzvtralGU4f1jItogZL5WQjdlS1VjyONjCsQ89jHYSWx1Fssx9",
+	"P4irD+LCCn0/hg8+hu5wrTqENr52q6tuKf2nlOpWHIChyiplmqnEob7vwVoc2PqTRU9/v+M2xll/v+I+",
+	"/2wtnZnVh2uqsm0UNHqwip2HCNoHVimztfswS9QBE2g+R8yA+ytnlXFtOljw6HfVbPWpWl6f70fqAUeq",
+	"fFI2nKctLys8UsNEJnosYneQMqHz1HRiNZOp4vFVnqUhGwqsE48Ryw86SVvfUvD091tq43n6fks92pHa",
+	"dEvd3f3/AAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
 )
 
@@ -61,7 +62,25 @@ var errorProblems = []errorRule{
 	sentinel(domain.ErrIdempotencyKeyReused, probIdempotencyKeyReused, ""),
 	sentinel(domain.ErrPreconditionRequired, probPreconditionRequired, ""),
 	sentinel(domain.ErrProcessorUnavailable, probProcessorUnavailable, "1"),
+	databaseUnavailable,
 	typed(echoProblem), // echo's own errors: no route, wrong method, body too large, ...
+}
+
+// retryAfterUnavailable is the Retry-After, in seconds, of a 503 service-unavailable: long
+// enough for a database restart or failover to be noticed, short enough not to lose clients.
+const retryAfterUnavailable = "5"
+
+// databaseUnavailable is the row for a database that could not be reached or did not answer
+// before the request's deadline (db.IsUnavailable): 503, not 500, because the request was
+// fine and a retry may succeed. On an idempotent POST the transaction may have committed
+// just before the connection broke; the retry with the same key finds out (it replays).
+func databaseUnavailable(err error) *problem {
+	if !db.IsUnavailable(err) {
+		return nil
+	}
+	p := newProblem(probServiceUnavailable, "The database could not be reached or did not answer in time. Retry after Retry-After seconds (a POST with the same Idempotency-Key).")
+	p.Headers.Set("Retry-After", retryAfterUnavailable)
+	return p
 }
 
 // errorRule is one row of errorProblems: it returns nil when err is not its kind.
@@ -122,13 +141,25 @@ func (s *Server) handleError(err error, c echo.Context) {
 }
 
 func (s *Server) problemFor(c echo.Context, err error) *problem {
+	ctx := c.Request().Context()
+	if clientGone(ctx, err) {
+		// The work stopped because the client left: not a failure of ours, and nobody is
+		// waiting for the answer (the logger records 499). Should a client still be reading
+		// after all, it is told to retry.
+		c.Set(clientGoneKey, true)
+		p := newProblem(probServiceUnavailable, "The request was canceled before it finished; send it again.")
+		p.Headers.Set("Retry-After", retryAfterUnavailable)
+		return p
+	}
 	for _, rule := range errorProblems {
 		if p := rule(err); p != nil {
+			if db.IsUnavailable(err) {
+				s.logger.WarnContext(ctx, "service unavailable", "error", err, "request_id", requestIDFrom(ctx))
+			}
 			return p
 		}
 	}
-	s.logger.ErrorContext(c.Request().Context(), "internal error",
-		"error", err, "request_id", requestIDFrom(c.Request().Context()))
+	s.logger.ErrorContext(ctx, "internal error", "error", err, "request_id", requestIDFrom(ctx))
 	return newProblem(probInternal, "")
 }
 
@@ -162,7 +193,7 @@ func echoProblem(httpErr *echo.HTTPError) *problem {
 	case probUnauthorized:
 		p.Headers.Set("WWW-Authenticate", `Bearer realm="payments-api"`)
 	case probServiceUnavailable:
-		p.Headers.Set("Retry-After", "1")
+		p.Headers.Set("Retry-After", retryAfterUnavailable)
 	}
 	return p
 }

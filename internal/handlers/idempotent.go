@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"bytes"
 	"encoding/json"
 	"net/http"
 
@@ -23,14 +24,16 @@ func (r storedResponse) write(w http.ResponseWriter) error {
 	return err
 }
 
-// jsonResponse serialises v once, for storing and sending, with its resource headers.
+// jsonResponse serialises v once, for storing and sending, with its resource headers. It
+// encodes as the generated handlers do (json.Encoder: a trailing newline), so a created
+// resource, its replay and a later GET of it are written alike.
 func jsonResponse(status int, v any, headers map[string]string) (idempotency.Response, error) {
-	body, err := json.Marshal(v)
-	if err != nil {
+	var body bytes.Buffer
+	if err := json.NewEncoder(&body).Encode(v); err != nil {
 		return idempotency.Response{}, err
 	}
 	headers["Content-Type"] = "application/json"
-	return idempotency.Response{Status: status, Header: headers, Body: body}, nil
+	return idempotency.Response{Status: status, Header: headers, Body: body.Bytes()}, nil
 }
 
 // VisitCreatePaymentResponse lets the generated strict handler write it.

@@ -2,14 +2,17 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"crypto/rand"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -39,8 +42,35 @@ func requestID(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// deadline gives every request REQUEST_TIMEOUT to finish. The deadline travels in the
+// context into every database call, so a frozen database costs a request its deadline, not
+// forever; the error it ends with answers 503.
+func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		ctx, cancel := context.WithTimeout(c.Request().Context(), s.requestTimeout)
+		defer cancel()
+		c.SetRequest(c.Request().WithContext(ctx))
+		return next(c)
+	}
+}
+
+// clientGone reports whether err is the cancellation of a request whose client went away:
+// net/http cancels a request's context when its connection closes. (A deadline that passes
+// is not this: its error is context.DeadlineExceeded.)
+func clientGone(ctx context.Context, err error) bool {
+	return errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
+}
+
+// statusClientGone is what the log records for a request whose client left before its
+// answer, after nginx's 499: no such status is ever sent. clientGoneKey marks such a request
+// in its echo.Context, for the logger.
+const (
+	statusClientGone = 499
+	clientGoneKey    = "client_gone"
+)
+
 // logRequests writes one structured line per request. HandleError makes the error handler
-// run first, so the logged status is the one the client got.
+// run first, so the logged status is the one the client got, or 499 when it left first.
 func (s *Server) logRequests() echo.MiddlewareFunc {
 	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
 		HandleError:  true,
@@ -49,17 +79,25 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 		LogStatus:    true,
 		LogLatency:   true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
+			ctx := c.Request().Context()
+			status, gone := v.Status, c.Get(clientGoneKey) == true
+			if gone {
+				status = statusClientGone
+			}
 			attrs := []slog.Attr{
 				slog.String("method", v.Method),
 				slog.String("route", v.RoutePath),
-				slog.Int("status", v.Status),
+				slog.Int("status", status),
 				slog.Duration("duration", v.Latency),
-				slog.String("request_id", requestIDFrom(c.Request().Context())),
+				slog.String("request_id", requestIDFrom(ctx)),
 			}
-			if acct, ok := c.Request().Context().Value(accountKey).(db.Account); ok {
+			if gone {
+				attrs = append(attrs, slog.Bool("client_gone", true))
+			}
+			if acct, ok := ctx.Value(accountKey).(db.Account); ok {
 				attrs = append(attrs, slog.String("account", acct.ID))
 			}
-			s.logger.LogAttrs(c.Request().Context(), slog.LevelInfo, "request", attrs...)
+			s.logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
 			return nil
 		},
 	})
@@ -90,27 +128,47 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 
 // readBody reads the whole body once, up to limit bytes (413 beyond), so that the validator,
 // the handler and the idempotency fingerprint all see the same bytes.
-func readBody(limit int64) echo.MiddlewareFunc {
+func (s *Server) readBody(limit int64) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
 			if req.Body == nil || req.Body == http.NoBody {
 				return next(c)
 			}
-			body, err := io.ReadAll(http.MaxBytesReader(c.Response(), req.Body, limit))
-			var tooLarge *http.MaxBytesError
-			if errors.As(err, &tooLarge) {
-				return echo.NewHTTPError(http.StatusRequestEntityTooLarge,
-					"The request body is larger than the limit of "+humanBytes(limit)+".")
-			}
+			body, err := s.receiveBody(c, limit)
 			if err != nil {
-				return echo.NewHTTPError(http.StatusBadRequest, "The request body could not be read.")
+				return err
 			}
 			req.Body = io.NopCloser(bytes.NewReader(body))
 			c.SetRequest(req.WithContext(withRawBody(req.Context(), body)))
 			return next(c)
 		}
 	}
+}
+
+// receiveBody reads the body within the server's READ_TIMEOUT, or until the server starts
+// draining: then the read is cut short, so a shutdown never waits on a body that trickles in.
+func (s *Server) receiveBody(c echo.Context, limit int64) ([]byte, error) {
+	rc := http.NewResponseController(c.Response())
+	stopWatching := context.AfterFunc(s.draining, func() { _ = rc.SetReadDeadline(time.Now()) })
+	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
+	if !stopWatching() { // the server began draining while the body arrived
+		p := newProblem(probServiceUnavailable, "The server is shutting down and stopped reading the request; send it again.")
+		p.Headers.Set("Retry-After", retryAfterUnavailable)
+		return nil, p
+	}
+	var tooLarge *http.MaxBytesError
+	var netErr net.Error
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, echo.NewHTTPError(http.StatusRequestEntityTooLarge,
+			"The request body is larger than the limit of "+humanBytes(limit)+".")
+	case errors.As(err, &netErr) && netErr.Timeout():
+		return nil, echo.NewHTTPError(http.StatusBadRequest, "The request body did not arrive within the read timeout.")
+	case err != nil:
+		return nil, echo.NewHTTPError(http.StatusBadRequest, "The request body could not be read.")
+	}
+	return body, nil
 }
 
 func humanBytes(n int64) string {

@@ -24,7 +24,7 @@ func (s *Server) GetReadiness(ctx context.Context, _ api.GetReadinessRequestObje
 	if err := s.pool.Ping(ctx); err != nil {
 		s.logger.WarnContext(ctx, "readiness: database ping failed", "error", err)
 		p := newProblem(probServiceUnavailable, "The database is not answering.")
-		p.Headers.Set("Retry-After", "5")
+		p.Headers.Set("Retry-After", retryAfterUnavailable)
 		return nil, p
 	}
 	return api.GetReadiness200JSONResponse{HealthOKJSONResponse: api.HealthOKJSONResponse{Body: api.Health{Status: api.Ok}}}, nil

@@ -56,7 +56,7 @@ var (
 	probInternal = problemType{"internal-error", http.StatusInternalServerError, "Internal error",
 		"Something failed on our side. Nothing about it is exposed here; the Request-Id finds it in the server's logs."}
 	probServiceUnavailable = problemType{"service-unavailable", http.StatusServiceUnavailable, "Service unavailable",
-		"A dependency of the server is unavailable. Retry after the number of seconds in Retry-After."}
+		"The database could not be reached or did not answer within the request's deadline, or the server is shutting down. Retry after the number of seconds in Retry-After. A POST may have taken effect before the failure: retry it with the same Idempotency-Key, which replays the result if it did."}
 )
 
 var problemTypes = indexProblemTypes(

@@ -6,10 +6,13 @@
 package handlers
 
 import (
+	"cmp"
+	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -25,6 +28,9 @@ import (
 // MaxBodyBytes is the largest request body accepted (413 beyond).
 const MaxBodyBytes = 1 << 20
 
+// DefaultRequestTimeout is Options.RequestTimeout when it is left zero.
+const DefaultRequestTimeout = 30 * time.Second
+
 // Options is what the server needs from main.
 type Options struct {
 	Pool        *pgxpool.Pool
@@ -35,18 +41,28 @@ type Options struct {
 	Webhooks    *webhooks.Service
 	// CORSAllowedOrigins are the browser origins allowed to call the API; "*" allows any.
 	CORSAllowedOrigins []string
+
+	// RequestTimeout is every request's deadline, carried by its context into every database
+	// call; a request that runs out of it waiting for the database answers 503.
+	RequestTimeout time.Duration
+	// Draining ends when the server starts shutting down: bodies still arriving are cut
+	// short (503), so a slow client cannot hold the shutdown for its whole timeout.
+	// Nil means never.
+	Draining context.Context
 }
 
 // Server implements api.StrictServerInterface.
 type Server struct {
-	pool        *pgxpool.Pool
-	logger      *slog.Logger
-	payments    *payments.Service
-	idempotency *idempotency.Store
-	events      *events.Service
-	webhooks    *webhooks.Service
-	specJSON    map[string]any
-	publicPaths map[string]bool // "/problems/:problem": paths whose operations all have `security: []`
+	pool           *pgxpool.Pool
+	logger         *slog.Logger
+	payments       *payments.Service
+	idempotency    *idempotency.Store
+	events         *events.Service
+	webhooks       *webhooks.Service
+	requestTimeout time.Duration
+	draining       context.Context
+	specJSON       map[string]any
+	publicPaths    map[string]bool // "/problems/:problem": paths whose operations all have `security: []`
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -62,14 +78,19 @@ func New(opts Options) (*echo.Echo, error) {
 		return nil, err
 	}
 	s := &Server{
-		pool:        opts.Pool,
-		logger:      opts.Logger,
-		payments:    opts.Payments,
-		idempotency: opts.Idempotency,
-		events:      opts.Events,
-		webhooks:    opts.Webhooks,
-		specJSON:    specJSON,
-		publicPaths: publicPaths(spec),
+		pool:           opts.Pool,
+		logger:         opts.Logger,
+		payments:       opts.Payments,
+		idempotency:    opts.Idempotency,
+		events:         opts.Events,
+		webhooks:       opts.Webhooks,
+		requestTimeout: cmp.Or(opts.RequestTimeout, DefaultRequestTimeout),
+		draining:       opts.Draining,
+		specJSON:       specJSON,
+		publicPaths:    publicPaths(spec),
+	}
+	if s.draining == nil {
+		s.draining = context.Background()
 	}
 	validate, err := validateRequests(spec)
 	if err != nil {
@@ -81,12 +102,13 @@ func New(opts Options) (*echo.Echo, error) {
 	e.HTTPErrorHandler = s.handleError
 	e.Use(
 		requestID,
+		s.deadline, // outside the logger, so the logger still sees the context the client left
 		s.logRequests(),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: s.logPanic, DisableErrorHandler: true}),
 		cors(opts.CORSAllowedOrigins),
 		answerMethods,
 		s.authenticate,
-		readBody(MaxBodyBytes),
+		s.readBody(MaxBodyBytes),
 		validate,
 	)
 	api.RegisterHandlers(withHead{e}, api.NewStrictHandler(s, nil))

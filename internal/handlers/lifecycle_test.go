@@ -1,0 +1,100 @@
+package handlers_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/processor"
+)
+
+// TestClientThatLeavesIsLoggedAsGone: a client that disconnects while its payment is being
+// charged is logged as what it is, status 499 with client_gone, and not as an internal error.
+func TestClientThatLeavesIsLoggedAsGone(t *testing.T) {
+	t.Parallel()
+	b := setupWithProcessor(t, processor.Simulated{Latency: time.Minute})
+	ctx, leave := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.client.BaseURL+"/payments",
+		strings.NewReader(`{"amount":100,"currency":"usd","payment_method":"pm_card_visa"}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", newKey())
+	req.Header.Set("Request-Id", "client-leaves-1")
+	sent := make(chan struct{})
+	go func() {
+		defer close(sent)
+		if res, err := (&http.Client{Timeout: 10 * time.Second}).Do(req); err == nil {
+			res.Body.Close()
+		}
+	}()
+	// The charge runs inside the transaction that holds the key's advisory lock.
+	waitUntil(t, func() bool {
+		return b.count(t, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory'
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) > 0
+	})
+	leave()
+	<-sent
+
+	var line map[string]any
+	waitUntil(t, func() bool {
+		for _, l := range strings.Split(b.logs.String(), "\n") {
+			if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, "client-leaves-1") {
+				return json.Unmarshal([]byte(l), &line) == nil
+			}
+		}
+		return false
+	})
+	if line["status"] != float64(499) || line["client_gone"] != true || line["level"] != "INFO" {
+		t.Errorf("request logged as %v, want status 499 with client_gone", line)
+	}
+	if strings.Contains(b.logs.String(), `"level":"ERROR"`) {
+		t.Errorf("a client leaving was logged as an error:\n%s", b.logs.String())
+	}
+}
+
+// TestJSONBodiesEndWithANewline: a created payment, its replay, a read of it and a problem
+// are all encoded alike, ending with one newline.
+func TestJSONBodiesEndWithANewline(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := apitest.Header("Idempotency-Key", newKey())
+	created := b.client.Post("/payments", visa(100), key)
+	var p payment
+	created.Decode(t, &p)
+	bodies := map[string]*apitest.Response{
+		"created":  created,
+		"replayed": b.client.Post("/payments", visa(100), key),
+		"read":     b.client.Get("/payments/" + p.ID),
+		"listed":   b.client.Get("/payments"),
+		"declined": b.client.Post("/payments", map[string]any{"amount": 100, "currency": "usd", "payment_method": processor.CardDeclined},
+			apitest.Header("Idempotency-Key", newKey())),
+		"problem": b.client.Get("/payments/pay_nosuchpayment"),
+	}
+	for name, res := range bodies {
+		if !bytes.HasSuffix(res.Body, []byte("}\n")) || bytes.HasSuffix(res.Body, []byte("\n\n")) {
+			t.Errorf("%s body does not end with exactly one newline: %q", name, res.Body)
+		}
+	}
+	if !bytes.Equal(created.Body, bodies["replayed"].Body) || !bytes.Equal(created.Body, bodies["read"].Body) {
+		t.Errorf("created, replayed and read bodies differ:\n%s%s%s", created.Body, bodies["replayed"].Body, bodies["read"].Body)
+	}
+}
+
+// waitUntil polls cond for up to 10 seconds.
+func waitUntil(t *testing.T, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if cond() {
+			return
+		}
+	}
+	t.Fatal("condition not met within 10s")
+}
