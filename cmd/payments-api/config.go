@@ -17,13 +17,23 @@ import (
 // config is the whole configuration, read from environment variables. Every variable has a
 // default that works on a developer machine; README.md lists them.
 type config struct {
-	DatabaseURL      string        `env:"DATABASE_URL" envDefault:"postgres://postgres@localhost:5432/payments?sslmode=disable"`
-	ListenAddr       string        `env:"LISTEN_ADDR" envDefault:":8080"`
-	DemoAPIKeys      []string      `env:"DEMO_API_KEYS" envDefault:"sk_test_demo"`
-	ShutdownTimeout  time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
-	ProcessorLatency time.Duration `env:"PROCESSOR_LATENCY" envDefault:"0s"`
-	IdempotencyTTL   time.Duration `env:"IDEMPOTENCY_KEY_TTL" envDefault:"24h"`
-	LogLevel         string        `env:"LOG_LEVEL" envDefault:"info"`
+	DatabaseURL            string        `env:"DATABASE_URL" envDefault:"postgres://postgres@localhost:5432/payments?sslmode=disable"`
+	DatabaseConnectTimeout time.Duration `env:"DATABASE_CONNECT_TIMEOUT" envDefault:"30s"`
+	ListenAddr             string        `env:"LISTEN_ADDR" envDefault:":8080"`
+	DemoAPIKeys            []string      `env:"DEMO_API_KEYS" envDefault:"sk_test_demo"`
+	ShutdownTimeout        time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
+	ProcessorLatency       time.Duration `env:"PROCESSOR_LATENCY" envDefault:"0s"`
+	IdempotencyTTL         time.Duration `env:"IDEMPOTENCY_KEY_TTL" envDefault:"24h"`
+	LogLevel               string        `env:"LOG_LEVEL" envDefault:"info"`
+
+	// What one request and one connection may cost (see newHTTPServer).
+	RequestTimeout    time.Duration `env:"REQUEST_TIMEOUT" envDefault:"30s"`
+	ReadHeaderTimeout time.Duration `env:"READ_HEADER_TIMEOUT" envDefault:"5s"`
+	ReadTimeout       time.Duration `env:"READ_TIMEOUT" envDefault:"15s"`
+	WriteTimeout      time.Duration `env:"WRITE_TIMEOUT" envDefault:"35s"`
+	IdleTimeout       time.Duration `env:"IDLE_TIMEOUT" envDefault:"60s"`
+	MaxHeaderBytes    int           `env:"MAX_HEADER_BYTES" envDefault:"32768"`
+	MaxConnections    int           `env:"MAX_CONNECTIONS" envDefault:"1000"`
 
 	WebhookAllowPrivateNetworks bool            `env:"WEBHOOK_ALLOW_PRIVATE_NETWORKS" envDefault:"false"`
 	WebhookRetrySchedule        []time.Duration `env:"WEBHOOK_RETRY_SCHEDULE" envDefault:"5s,5m,30m,2h,5h,10h,14h,20h,24h"`
@@ -66,6 +76,9 @@ func (c config) validate() error {
 	if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
 		errs = append(errs, fmt.Errorf("DATABASE_URL: %w", err))
 	}
+	if c.DatabaseConnectTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("DATABASE_CONNECT_TIMEOUT: must be positive, got %s", c.DatabaseConnectTimeout))
+	}
 	if _, _, err := net.SplitHostPort(c.ListenAddr); err != nil {
 		errs = append(errs, fmt.Errorf("LISTEN_ADDR: %w", err))
 	}
@@ -77,9 +90,6 @@ func (c config) validate() error {
 	if c.ShutdownTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("SHUTDOWN_TIMEOUT: must be positive, got %s", c.ShutdownTimeout))
 	}
-	if c.ProcessorLatency < 0 || c.ProcessorLatency > time.Minute {
-		errs = append(errs, fmt.Errorf("PROCESSOR_LATENCY: must be between 0 and 1m, got %s", c.ProcessorLatency))
-	}
 	if c.IdempotencyTTL < time.Minute {
 		errs = append(errs, fmt.Errorf("IDEMPOTENCY_KEY_TTL: must be at least 1m, got %s", c.IdempotencyTTL))
 	}
@@ -90,7 +100,38 @@ func (c config) validate() error {
 	if err := validateOrigins(c.CORSOrigins); err != nil {
 		errs = append(errs, fmt.Errorf("CORS_ALLOWED_ORIGINS: %w", err))
 	}
-	return errors.Join(errs...)
+	return errors.Join(append(errs, c.validateLimits()...)...)
+}
+
+// validateLimits checks the limits, and the timeouts against each other: a charge must fit
+// in a request, a request's answer in the write timeout, and its headers in its whole read.
+func (c config) validateLimits() []error {
+	var errs []error
+	if c.RequestTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("REQUEST_TIMEOUT: must be positive, got %s", c.RequestTimeout))
+	}
+	if c.ProcessorLatency < 0 || c.ProcessorLatency >= c.RequestTimeout {
+		errs = append(errs, fmt.Errorf("PROCESSOR_LATENCY: must be at least 0 and below REQUEST_TIMEOUT (%s), got %s", c.RequestTimeout, c.ProcessorLatency))
+	}
+	if c.ReadHeaderTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("READ_HEADER_TIMEOUT: must be positive, got %s", c.ReadHeaderTimeout))
+	}
+	if c.ReadTimeout < c.ReadHeaderTimeout {
+		errs = append(errs, fmt.Errorf("READ_TIMEOUT: must be at least READ_HEADER_TIMEOUT (%s), got %s", c.ReadHeaderTimeout, c.ReadTimeout))
+	}
+	if c.WriteTimeout <= c.RequestTimeout {
+		errs = append(errs, fmt.Errorf("WRITE_TIMEOUT: must be longer than REQUEST_TIMEOUT (%s), or answers at the deadline are cut off; got %s", c.RequestTimeout, c.WriteTimeout))
+	}
+	if c.IdleTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("IDLE_TIMEOUT: must be positive, got %s", c.IdleTimeout))
+	}
+	if c.MaxHeaderBytes < 4<<10 || c.MaxHeaderBytes > 1<<20 {
+		errs = append(errs, fmt.Errorf("MAX_HEADER_BYTES: must be between 4096 and 1048576, got %d", c.MaxHeaderBytes))
+	}
+	if c.MaxConnections < 1 {
+		errs = append(errs, fmt.Errorf("MAX_CONNECTIONS: must be at least 1, got %d", c.MaxConnections))
+	}
+	return errs
 }
 
 // validateOrigins accepts "*" alone, or origins as a browser sends them in Origin

@@ -43,6 +43,17 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"CORS_ALLOWED_ORIGINS": "app.example.com"}, "CORS_ALLOWED_ORIGINS"},
 		{map[string]string{"CORS_ALLOWED_ORIGINS": "ftp://files.example.com"}, "CORS_ALLOWED_ORIGINS"},
 		{map[string]string{"CORS_ALLOWED_ORIGINS": "https://app.*.example.com"}, "CORS_ALLOWED_ORIGINS"},
+		{map[string]string{"DATABASE_CONNECT_TIMEOUT": "0s"}, "DATABASE_CONNECT_TIMEOUT"},
+		{map[string]string{"REQUEST_TIMEOUT": "0s"}, "REQUEST_TIMEOUT"},
+		{map[string]string{"PROCESSOR_LATENCY": "30s"}, "PROCESSOR_LATENCY"}, // not below REQUEST_TIMEOUT
+		{map[string]string{"REQUEST_TIMEOUT": "40s"}, "WRITE_TIMEOUT"},       // the default 35s no longer covers it
+		{map[string]string{"WRITE_TIMEOUT": "30s"}, "WRITE_TIMEOUT"},
+		{map[string]string{"READ_HEADER_TIMEOUT": "0s"}, "READ_HEADER_TIMEOUT"},
+		{map[string]string{"READ_TIMEOUT": "1s"}, "READ_TIMEOUT"}, // below READ_HEADER_TIMEOUT
+		{map[string]string{"IDLE_TIMEOUT": "0s"}, "IDLE_TIMEOUT"},
+		{map[string]string{"MAX_HEADER_BYTES": "100"}, "MAX_HEADER_BYTES"},
+		{map[string]string{"MAX_HEADER_BYTES": "lots"}, "MAX_HEADER_BYTES"},
+		{map[string]string{"MAX_CONNECTIONS": "0"}, "MAX_CONNECTIONS"},
 	}
 	for _, tt := range tests {
 		_, err := loadConfig(tt.env)

@@ -1,16 +1,12 @@
-// Command payments-api serves the API (the default) or manages the schema:
-//
-//	payments-api                 migrate up, seed the demo keys, serve on LISTEN_ADDR
-//	payments-api migrate up      apply pending migrations
-//	payments-api migrate down N  revert the last N migrations
-//	payments-api migrate version print the applied version
-//
-// Configuration comes from environment variables (see config.go and README.md).
+// Command payments-api serves the API (the default) or manages the schema; `payments-api
+// --help` lists the commands. Configuration comes from environment variables (see config.go
+// and README.md).
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"os"
@@ -19,32 +15,46 @@ import (
 	"syscall"
 )
 
+const usage = `Usage: payments-api [COMMAND]
+
+  (no command)       create and migrate the database, seed DEMO_API_KEYS, serve on LISTEN_ADDR
+  migrate COMMAND    manage the schema: up | down N | version | force V (payments-api migrate --help)
+  help, --help, -h   print this text
+
+Configuration comes from environment variables; README.md lists them with their defaults.
+`
+
 var logLevels = map[string]slog.Level{
 	"debug": slog.LevelDebug, "info": slog.LevelInfo, "warn": slog.LevelWarn, "error": slog.LevelError,
 }
 
 func main() {
-	if err := run(os.Args[1:]); err != nil {
+	if err := run(os.Args[1:], os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "payments-api:", err)
 		os.Exit(1)
 	}
 }
 
-func run(args []string) error {
+func run(args []string, stdout io.Writer) error {
+	cmd, err := parseCommand(args)
+	if err != nil {
+		return err
+	}
+	if cmd.help != "" {
+		_, err := io.WriteString(stdout, cmd.help)
+		return err
+	}
 	cfg, err := loadConfig(environ())
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
-	logger := slog.New(slog.NewJSONHandler(os.Stdout, &slog.HandlerOptions{Level: logLevels[cfg.LogLevel]}))
+	logger := newLogger(stdout, logLevels[cfg.LogLevel])
 
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
 
-	if len(args) > 0 && args[0] == "migrate" {
-		return migrateCommand(ctx, cfg, args[1:], os.Stdout)
-	}
-	if len(args) > 0 {
-		return fmt.Errorf("unknown command %q (want no command, or migrate up|down N|version)", args[0])
+	if cmd.migrate != nil {
+		return migrateCommand(ctx, cfg, *cmd.migrate, stdout)
 	}
 	var lc net.ListenConfig
 	ln, err := lc.Listen(ctx, "tcp", cfg.ListenAddr)
@@ -52,6 +62,47 @@ func run(args []string) error {
 		return fmt.Errorf("listen on LISTEN_ADDR %s: %w", cfg.ListenAddr, err)
 	}
 	return serve(ctx, cfg, logger, ln)
+}
+
+// command is what the arguments ask for: to serve (the zero value), a migration, or help.
+type command struct {
+	help    string // text to print instead of doing anything
+	migrate *migration
+}
+
+// parseCommand reads the arguments before any configuration is loaded, so --help works
+// anywhere and a typo never reaches the database.
+func parseCommand(args []string) (command, error) {
+	isHelp := func(arg string) bool { return arg == "help" || arg == "--help" || arg == "-h" }
+	switch {
+	case len(args) == 0:
+		return command{}, nil
+	case isHelp(args[0]):
+		return command{help: usage}, nil
+	case args[0] != "migrate":
+		return command{}, fmt.Errorf("unknown command %q (see payments-api --help)", args[0])
+	case len(args) > 1 && isHelp(args[1]):
+		return command{help: migrateUsage}, nil
+	}
+	m, err := parseMigrate(args[1:])
+	if err != nil {
+		return command{}, err
+	}
+	return command{migrate: &m}, nil
+}
+
+// newLogger writes JSON lines to w. Durations are written as Go durations ("1.5s"), which a
+// person can read, rather than slog's default integer nanoseconds.
+func newLogger(w io.Writer, level slog.Level) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{
+		Level: level,
+		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
+			if a.Value.Kind() == slog.KindDuration {
+				a.Value = slog.StringValue(a.Value.Duration().String())
+			}
+			return a
+		},
+	}))
 }
 
 func environ() map[string]string {

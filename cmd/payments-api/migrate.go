@@ -10,32 +10,71 @@ import (
 	"github.com/payments-api/payments-api/internal/db"
 )
 
-// migrateCommand runs `migrate up|down N|version`. The database is created first if missing,
-// like the server does, so `migrate up` also works on a fresh machine.
-func migrateCommand(ctx context.Context, cfg config, args []string, out io.Writer) (err error) {
-	pool, err := db.Open(ctx, cfg.DatabaseURL)
-	if err != nil {
-		return err
+const migrateUsage = `Usage: payments-api migrate COMMAND
+
+  up          create the database if it is missing, then apply every pending migration
+  down N      revert the last N migrations
+  version     print the applied version
+  force V     record version V as applied and clean, without running anything: after a
+              migration failed half-way and you repaired the schema by hand (0: none applied)
+
+Only up creates the database; the others fail if it does not exist. DATABASE_URL names it.
+`
+
+// migration is one parsed migrate command: action is up, down, version or force; n is
+// down's count or force's version.
+type migration struct {
+	action string
+	n      uint
+}
+
+// parseMigrate reads the arguments after "migrate". It runs before anything connects, so a
+// typo never touches the database.
+func parseMigrate(args []string) (migration, error) {
+	usageErr := fmt.Errorf("usage: payments-api migrate up | down N | version | force V (see payments-api migrate --help)")
+	if len(args) == 0 {
+		return migration{}, usageErr
 	}
-	pool.Close()
+	m := migration{action: args[0]}
+	switch {
+	case len(args) == 1 && (m.action == "up" || m.action == "version"):
+		return m, nil
+	case len(args) == 2 && (m.action == "down" || m.action == "force"):
+		n, err := strconv.ParseUint(args[1], 10, 31)
+		if err != nil {
+			return migration{}, fmt.Errorf("migrate %s: want a whole number, got %q", m.action, args[1])
+		}
+		if m.action == "down" && n == 0 {
+			return migration{}, fmt.Errorf("migrate down: N must be at least 1")
+		}
+		m.n = uint(n)
+		return m, nil
+	}
+	return migration{}, usageErr
+}
+
+// migrateCommand runs a parsed migrate command and prints the resulting version.
+func migrateCommand(ctx context.Context, cfg config, mig migration, out io.Writer) (err error) {
+	if mig.action == "up" { // the only command that may create the database
+		pool, err := db.Open(ctx, cfg.DatabaseURL, db.Options{})
+		if err != nil {
+			return err
+		}
+		pool.Close()
+	}
 	m, err := db.NewMigrator(cfg.DatabaseURL)
 	if err != nil {
 		return err
 	}
 	defer func() { err = errors.Join(err, m.Close()) }()
 
-	switch {
-	case len(args) == 1 && args[0] == "up":
+	switch mig.action {
+	case "up":
 		err = m.Up()
-	case len(args) == 2 && args[0] == "down":
-		n, convErr := strconv.Atoi(args[1])
-		if convErr != nil || n < 1 {
-			return fmt.Errorf("migrate down: N must be a positive number, got %q", args[1])
-		}
-		err = m.Down(n)
-	case len(args) == 1 && args[0] == "version":
-	default:
-		return fmt.Errorf("usage: payments-api migrate up | down N | version")
+	case "down":
+		err = m.Down(int(mig.n))
+	case "force":
+		err = m.Force(mig.n)
 	}
 	if err != nil {
 		return err
@@ -46,7 +85,12 @@ func migrateCommand(ctx context.Context, cfg config, args []string, out io.Write
 	}
 	report := fmt.Sprintf("version %d", version)
 	if dirty {
-		report += " (dirty: a migration failed half-way; fix it by hand, then force the version)"
+		prev, err := m.Previous(version)
+		if err != nil {
+			return err
+		}
+		report += fmt.Sprintf(" (dirty: migration %d failed half-way; repair the schema by hand, then record the version it"+
+			" is at with payments-api migrate force: %d if you completed the migration, %d if you undid it)", version, version, prev)
 	}
 	_, err = fmt.Fprintln(out, report)
 	return err

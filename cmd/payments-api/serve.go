@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/events"
@@ -23,10 +24,11 @@ import (
 const sweepInterval = time.Minute
 
 // serve migrates, seeds the demo keys and serves on ln until ctx is canceled
-// (SIGINT/SIGTERM). Then it drains: the listener closes, in-flight requests finish (up to
-// SHUTDOWN_TIMEOUT), background work stops, and only then is the pool closed.
+// (SIGINT/SIGTERM). Then it drains: the listener closes, bodies still arriving are cut short,
+// in-flight requests finish (up to SHUTDOWN_TIMEOUT), background work stops, and only then
+// is the pool closed.
 func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener) error {
-	pool, err := db.Open(ctx, cfg.DatabaseURL)
+	pool, err := openDatabase(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
@@ -52,12 +54,13 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		Events:             events.NewService(pool),
 		Webhooks:           webhooks.NewService(pool, webhooks.URLPolicy{AllowPrivateNetworks: cfg.WebhookAllowPrivateNetworks}),
 		CORSAllowedOrigins: cfg.CORSOrigins,
+		RequestTimeout:     cfg.RequestTimeout,
+		Draining:           ctx,
 	})
 	if err != nil {
 		return err
 	}
-	// A slow client cannot hold a connection open for free.
-	srv := &http.Server{Handler: e, ReadHeaderTimeout: 10 * time.Second}
+	srv := newHTTPServer(cfg, e, logger)
 
 	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
 	sweeperDone := make(chan struct{})
@@ -66,7 +69,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		keys.RunSweeper(background, sweepInterval, logger)
 	}()
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(ln) }()
+	go func() { serveErr <- srv.Serve(limitConnections(ln, cfg.MaxConnections, logger)) }()
 	logger.Info("serving", "addr", ln.Addr().String(), "demo_keys", len(cfg.DemoAPIKeys))
 
 	select {
@@ -87,4 +90,44 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 	}
 	logger.Info("stopped")
 	return nil
+}
+
+// newHTTPServer bounds what a connection may cost. Only the timeouts set here exist: without
+// them a slow or idle client holds its connection, and a file descriptor, forever.
+func newHTTPServer(cfg config, handler http.Handler, logger *slog.Logger) *http.Server {
+	return &http.Server{
+		Handler:           handler,
+		ReadHeaderTimeout: cfg.ReadHeaderTimeout, // a client that trickles its headers
+		ReadTimeout:       cfg.ReadTimeout,       // ... or its body (the work after it has REQUEST_TIMEOUT)
+		WriteTimeout:      cfg.WriteTimeout,      // a client that reads its answer slowly; above REQUEST_TIMEOUT
+		IdleTimeout:       cfg.IdleTimeout,       // a keep-alive connection nobody uses
+		MaxHeaderBytes:    cfg.MaxHeaderBytes,    // 431 beyond
+		// net/http's own complaints (accept errors, panics it recovered) as JSON lines too.
+		ErrorLog: slog.NewLogLogger(logger.Handler(), slog.LevelError),
+	}
+}
+
+// openDatabase opens the pool, retrying for up to DATABASE_CONNECT_TIMEOUT while the
+// database cannot be reached: under docker compose or an orchestrator the server may start
+// before PostgreSQL accepts connections. An error waiting cannot fix (bad credentials, a bad
+// URL) ends it at once.
+func openDatabase(ctx context.Context, cfg config, logger *slog.Logger) (*pgxpool.Pool, error) {
+	attempts, cancel := context.WithTimeout(ctx, cfg.DatabaseConnectTimeout)
+	defer cancel()
+	opts := db.Options{StatementTimeout: cfg.RequestTimeout}
+	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
+		pool, err := db.Open(attempts, cfg.DatabaseURL, opts)
+		if err == nil || !db.IsUnavailable(err) {
+			return pool, err
+		}
+		logger.Warn("database unreachable, retrying", "error", err, "retry_in", wait)
+		select {
+		case <-attempts.Done():
+			if ctx.Err() != nil {
+				return nil, ctx.Err()
+			}
+			return nil, fmt.Errorf("database unreachable for DATABASE_CONNECT_TIMEOUT (%s): %w", cfg.DatabaseConnectTimeout, err)
+		case <-time.After(wait):
+		}
+	}
 }

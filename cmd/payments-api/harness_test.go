@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"log/slog"
+	"maps"
+	"net"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/payments-api/payments-api/internal/dbtest"
+)
+
+const testKey = "sk_test_serve_harness"
+
+// httpClient is what the tests here send requests with: none of them may hang the package.
+var httpClient = &http.Client{Timeout: 10 * time.Second}
+
+// running is the real serve loop, as main runs it, on a local port.
+type running struct {
+	base string // http://127.0.0.1:port
+	addr string
+	logs *syncBuffer
+	stop context.CancelFunc // what SIGTERM does
+	done chan error         // serve's result
+}
+
+// startServe runs serve with the configuration in env (on a fresh database unless env names
+// one) and, unless wait is false, waits until it is ready. It is stopped when t ends.
+func startServe(t *testing.T, env map[string]string, wait bool) *running {
+	t.Helper()
+	env = maps.Clone(env)
+	if env["DATABASE_URL"] == "" {
+		env["DATABASE_URL"] = dbtest.NewURL(t)
+	}
+	if env["DEMO_API_KEYS"] == "" {
+		env["DEMO_API_KEYS"] = testKey
+	}
+	cfg, err := loadConfig(env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := new(net.ListenConfig).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	r := &running{base: "http://" + ln.Addr().String(), addr: ln.Addr().String(), logs: &syncBuffer{}, stop: stop, done: make(chan error, 1)}
+	go func() { r.done <- serve(ctx, cfg, newLogger(r.logs, slog.LevelDebug), ln) }()
+	t.Cleanup(func() {
+		stop()
+		select {
+		case err := <-r.done:
+			if err != nil {
+				t.Logf("serve: %v", err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Error("serve did not return within 30s of being stopped")
+		}
+	})
+	if wait {
+		waitFor(t, func() bool { return r.status("/readyz") == http.StatusOK })
+	}
+	return r
+}
+
+// status is the status of a GET, or 0 when there is no answer.
+func (r *running) status(path string) int {
+	status, err := get(context.Background(), r.base+path)
+	if err != nil {
+		return 0
+	}
+	return status
+}
+
+// logged reports whether a log line contains every one of parts.
+func (r *running) logged(parts ...string) bool {
+	for _, line := range strings.Split(r.logs.String(), "\n") {
+		all := line != ""
+		for _, p := range parts {
+			all = all && strings.Contains(line, p)
+		}
+		if all {
+			return true
+		}
+	}
+	return false
+}
+
+// syncBuffer collects log output written by the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}

@@ -1,0 +1,58 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestLogDurationsAreReadable: durations are logged as "30s", not as integer nanoseconds.
+func TestLogDurationsAreReadable(t *testing.T) {
+	t.Parallel()
+	var out syncBuffer
+	newLogger(&out, slog.LevelInfo).Info("shutting down", "timeout", 30*time.Second, "took", 1500*time.Microsecond)
+	var line map[string]any
+	if err := json.Unmarshal([]byte(out.String()), &line); err != nil {
+		t.Fatal(err)
+	}
+	if line["timeout"] != "30s" || line["took"] != "1.5ms" {
+		t.Errorf("logged %s", out.String())
+	}
+}
+
+// TestHTTPServerErrorsAreJSONLogs: what net/http itself complains about (here, a panic it
+// recovered from) is a JSON line at ERROR in the server's log, not plain text on stderr.
+func TestHTTPServerErrorsAreJSONLogs(t *testing.T) {
+	t.Parallel()
+	cfg, err := loadConfig(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var logs syncBuffer
+	srv := newHTTPServer(cfg, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("handler bug") }),
+		newLogger(&logs, slog.LevelInfo))
+	ln, err := new(net.ListenConfig).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { srv.Close() })
+
+	if _, err := get(context.Background(), "http://"+ln.Addr().String()); err == nil {
+		t.Fatal("a panicking handler answered")
+	}
+	waitFor(t, func() bool { return strings.Contains(logs.String(), "handler bug") })
+	var line map[string]any
+	if err := json.Unmarshal([]byte(strings.SplitN(logs.String(), "\n", 2)[0]), &line); err != nil {
+		t.Fatalf("not a JSON line: %q", logs.String())
+	}
+	if line["level"] != "ERROR" || !strings.Contains(fmt.Sprint(line["msg"]), "http: panic serving") {
+		t.Errorf("logged %v", line)
+	}
+}

@@ -1,0 +1,127 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/dbtest"
+)
+
+// TestFrozenDatabaseAnswers503WithinTheDeadline freezes the database (it accepts and never
+// answers, like a PostgreSQL stopped with SIGSTOP): reads and writes answer 503 with
+// Retry-After once REQUEST_TIMEOUT has passed, instead of holding the client for as long as
+// the freeze lasts; when the database thaws, the server serves again by itself.
+func TestFrozenDatabaseAnswers503WithinTheDeadline(t *testing.T) {
+	t.Parallel()
+	const requestTimeout = time.Second
+	proxy, url := newDBProxy(t, dbtest.NewURL(t))
+	r := startServe(t, map[string]string{"DATABASE_URL": url, "REQUEST_TIMEOUT": requestTimeout.String(), "WRITE_TIMEOUT": "5s"}, true)
+
+	proxy.Freeze()
+	for _, req := range []struct{ method, path, body string }{
+		{http.MethodGet, "/account", ""},
+		{http.MethodPost, "/payments", `{"amount":100,"currency":"usd","payment_method":"pm_card_visa"}`},
+	} {
+		start := time.Now()
+		res := send(t, r, req.method, req.path, req.body, "frozen-1")
+		took := time.Since(start)
+		checkUnavailable(t, req.method+" "+req.path, res)
+		if took < requestTimeout*9/10 || took > requestTimeout+2*time.Second {
+			t.Errorf("%s %s answered after %s, want about REQUEST_TIMEOUT (%s)", req.method, req.path, took, requestTimeout)
+		}
+	}
+	// The answer is the one the contract documents for the operation.
+	if res := apitest.NewClient(t, r.base, testKey).Get("/account"); res.Status != http.StatusServiceUnavailable {
+		t.Errorf("GET /account while frozen: %d", res.Status)
+	}
+
+	proxy.Resume()
+	waitFor(t, func() bool { return send(t, r, http.MethodGet, "/account", "", "").Status == http.StatusOK })
+}
+
+// TestStoppedDatabaseAnswers503AndRecovers stops the database (connections dropped and
+// refused): every authenticated operation answers 503 with Retry-After at once, not 500,
+// readiness fails, liveness does not; when the database is back the server recovers without
+// a restart, and a retried payment goes through.
+func TestStoppedDatabaseAnswers503AndRecovers(t *testing.T) {
+	t.Parallel()
+	proxy, url := newDBProxy(t, dbtest.NewURL(t))
+	r := startServe(t, map[string]string{"DATABASE_URL": url}, true)
+	client := apitest.NewClient(t, r.base, testKey)
+	payment := map[string]any{"amount": 100, "currency": "usd", "payment_method": "pm_card_visa"}
+	var created struct{ ID string }
+	client.Post("/payments", payment, apitest.Header("Idempotency-Key", "before-outage")).Decode(t, &created)
+
+	proxy.Refuse()
+	for _, res := range []*apitest.Response{
+		client.Get("/account"),
+		client.Get("/payments"),
+		client.Get("/payments/" + created.ID),
+		client.Patch("/payments/"+created.ID, map[string]any{"description": "x"}, apitest.Header("If-Match", `"v1"`)),
+		client.Post("/payments", payment, apitest.Header("Idempotency-Key", "during-outage")),
+		client.Post("/refunds", map[string]any{"payment_id": created.ID}, apitest.Header("Idempotency-Key", "during-outage")),
+		client.Get("/refunds"),
+		client.Get("/refunds/re_none"),
+		client.Get("/readyz"),
+	} {
+		checkUnavailable(t, "while stopped", res)
+	}
+	if res := client.Get("/healthz"); res.Status != http.StatusOK {
+		t.Errorf("liveness while the database is stopped: %d", res.Status)
+	}
+	if r.logged(`"level":"ERROR"`) {
+		t.Errorf("an outage is not an internal error, yet ERROR was logged:\n%s", r.logs.String())
+	}
+
+	proxy.Resume()
+	waitFor(t, func() bool { return r.status("/readyz") == http.StatusOK })
+	res := client.Post("/payments", payment, apitest.Header("Idempotency-Key", "during-outage"))
+	if res.Status != http.StatusCreated {
+		t.Errorf("the retried payment after recovery: %d %s", res.Status, res.Body)
+	}
+}
+
+// send makes one request with the harness key (and an Idempotency-Key when key is set),
+// through a client with a timeout of its own, for the tests that time the answer.
+func send(t *testing.T, r *running, method, path, body, key string) *apitest.Response {
+	t.Helper()
+	req, err := http.NewRequestWithContext(t.Context(), method, r.base+path, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	res, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	data, err := io.ReadAll(res.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &apitest.Response{Status: res.StatusCode, Header: res.Header, Body: data}
+}
+
+// checkUnavailable asserts a 503 service-unavailable problem with Retry-After.
+func checkUnavailable(t *testing.T, what string, res *apitest.Response) {
+	t.Helper()
+	var p struct{ Type string }
+	_ = json.Unmarshal(res.Body, &p)
+	if res.Status != http.StatusServiceUnavailable || p.Type != "/problems/service-unavailable" {
+		t.Errorf("%s: %d %s, want 503 service-unavailable", what, res.Status, res.Body)
+	}
+	if res.Header.Get("Retry-After") == "" {
+		t.Errorf("%s: no Retry-After", what)
+	}
+}
