@@ -12,6 +12,8 @@ import (
 
 	"github.com/caarlos0/env/v11"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/ratelimit"
+	"github.com/redis/go-redis/v9"
 )
 
 // config is the whole configuration, read from environment variables. Every variable has a
@@ -39,6 +41,11 @@ type config struct {
 	WebhookRetrySchedule        []time.Duration `env:"WEBHOOK_RETRY_SCHEDULE" envDefault:"5s,5m,30m,2h,5h,10h,14h,20h,24h"`
 	WebhookTimeout              time.Duration   `env:"WEBHOOK_TIMEOUT" envDefault:"10s"`
 	CORSOrigins                 []string        `env:"CORS_ALLOWED_ORIGINS" envDefault:"*"`
+	RedisURL                    string          `env:"REDIS_URL"`
+	RateLimitDefault            ratelimit.Rate  `env:"RATE_LIMIT_DEFAULT" envDefault:"100/1s"`
+	RateLimitWrites             ratelimit.Rate  `env:"RATE_LIMIT_WRITES" envDefault:"25/1s"`
+	RateLimitUnauthenticated    ratelimit.Rate  `env:"RATE_LIMIT_UNAUTHENTICATED" envDefault:"30/10s"`
+	RateLimitDisabled           bool            `env:"RATE_LIMIT_DISABLED" envDefault:"false"`
 }
 
 // loadConfig parses and validates environ (os.Environ's map). A bad value is an error that
@@ -94,6 +101,11 @@ func (c config) validate() error {
 		errs = append(errs, fmt.Errorf("IDEMPOTENCY_KEY_TTL: must be at least 1m, got %s", c.IdempotencyTTL))
 	}
 	errs = append(errs, c.validateWebhooks()...)
+	if c.RedisURL != "" {
+		if _, err := redis.ParseURL(c.RedisURL); err != nil {
+			errs = append(errs, fmt.Errorf("REDIS_URL: %w", err))
+		}
+	}
 	if _, ok := logLevels[c.LogLevel]; !ok {
 		errs = append(errs, fmt.Errorf("LOG_LEVEL: %q is not one of debug, info, warn, error", c.LogLevel))
 	}

@@ -54,6 +54,11 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"MAX_HEADER_BYTES": "100"}, "MAX_HEADER_BYTES"},
 		{map[string]string{"MAX_HEADER_BYTES": "lots"}, "MAX_HEADER_BYTES"},
 		{map[string]string{"MAX_CONNECTIONS": "0"}, "MAX_CONNECTIONS"},
+		{map[string]string{"RATE_LIMIT_DEFAULT": "100"}, "RATE_LIMIT_DEFAULT"},
+		{map[string]string{"RATE_LIMIT_WRITES": "25/500ms"}, "RATE_LIMIT_WRITES"},
+		{map[string]string{"RATE_LIMIT_UNAUTHENTICATED": "0/1s"}, "RATE_LIMIT_UNAUTHENTICATED"},
+		{map[string]string{"RATE_LIMIT_DISABLED": "maybe"}, "RATE_LIMIT_DISABLED"},
+		{map[string]string{"REDIS_URL": "http://127.0.0.1:6379"}, "REDIS_URL"},
 	}
 	for _, tt := range tests {
 		_, err := loadConfig(tt.env)
@@ -75,6 +80,26 @@ func TestConfigAcceptsOrigins(t *testing.T) {
 	}
 	if cfg, _ := loadConfig(map[string]string{}); len(cfg.CORSOrigins) != 1 || cfg.CORSOrigins[0] != "*" {
 		t.Errorf("default CORS_ALLOWED_ORIGINS %q, want [*]", cfg.CORSOrigins)
+	}
+}
+
+func TestConfigParsesRateLimits(t *testing.T) {
+	cfg, err := loadConfig(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := []string{cfg.RateLimitDefault.String(), cfg.RateLimitWrites.String()}; got[0] != "100/1s" || got[1] != "25/1s" {
+		t.Errorf("default rates %v, want 100/1s and 25/1s", got)
+	}
+	if cfg.RateLimitDisabled || cfg.RedisURL != "" {
+		t.Errorf("limits are off or shared by default: %+v", cfg)
+	}
+	cfg, err = loadConfig(map[string]string{"RATE_LIMIT_WRITES": "20/1m", "REDIS_URL": "redis://127.0.0.1:6379/0"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.RateLimitWrites.Quota != 20 || cfg.RateLimitWrites.Window != time.Minute {
+		t.Errorf("RATE_LIMIT_WRITES=20/1m parsed as %+v", cfg.RateLimitWrites)
 	}
 }
 

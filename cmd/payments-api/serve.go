@@ -45,6 +45,11 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		return err
 	}
 
+	limits, closeLimits, err := rateLimits(cfg, logger)
+	if err != nil {
+		return err
+	}
+	defer closeLimits()
 	keys := idempotency.NewStore(pool, cfg.IdempotencyTTL)
 	e, err := handlers.New(handlers.Options{
 		Pool:               pool,
@@ -56,6 +61,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		CORSAllowedOrigins: cfg.CORSOrigins,
 		RequestTimeout:     cfg.RequestTimeout,
 		Draining:           ctx,
+		RateLimits:         limits,
 	})
 	if err != nil {
 		return err

@@ -513,6 +513,10 @@ type Problem struct {
 	//
 	// Examples: /problems/not-found
 	Type string `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
 // RedeliverEventRequest defines model for RedeliverEventRequest.
@@ -780,6 +784,10 @@ type BadRequest struct {
 	// Title A short summary of the problem type; the same for every occurrence.
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
 // HealthOK defines model for HealthOK.
@@ -818,6 +826,10 @@ type IdempotencyKeyInUse struct {
 	// Title A short summary of the problem type; the same for every occurrence.
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
 // IdempotencyKeyReused defines model for IdempotencyKeyReused.
@@ -853,6 +865,10 @@ type IdempotencyKeyReused struct {
 	// Title A short summary of the problem type; the same for every occurrence.
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
 // InternalError defines model for InternalError.
@@ -888,6 +904,10 @@ type InternalError struct {
 	// Title A short summary of the problem type; the same for every occurrence.
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
 // MethodNotAllowed defines model for MethodNotAllowed.
@@ -923,6 +943,10 @@ type MethodNotAllowed struct {
 	// Title A short summary of the problem type; the same for every occurrence.
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
 // NotFound defines model for NotFound.
@@ -958,6 +982,10 @@ type NotFound struct {
 	// Title A short summary of the problem type; the same for every occurrence.
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
 // PayloadTooLarge defines model for PayloadTooLarge.
@@ -993,6 +1021,10 @@ type PayloadTooLarge struct {
 	// Title A short summary of the problem type; the same for every occurrence.
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
 // PaymentDeclined defines model for PaymentDeclined.
@@ -1028,6 +1060,10 @@ type PaymentDeclined struct {
 	// Title A short summary of the problem type; the same for every occurrence.
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
 // PreconditionFailed defines model for PreconditionFailed.
@@ -1063,6 +1099,10 @@ type PreconditionFailed struct {
 	// Title A short summary of the problem type; the same for every occurrence.
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
 // PreconditionRequired defines model for PreconditionRequired.
@@ -1098,6 +1138,10 @@ type PreconditionRequired struct {
 	// Title A short summary of the problem type; the same for every occurrence.
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
 // ServiceUnavailable defines model for ServiceUnavailable.
@@ -1133,6 +1177,10 @@ type ServiceUnavailable struct {
 	// Title A short summary of the problem type; the same for every occurrence.
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
 // TooManyRequests defines model for TooManyRequests.
@@ -1168,6 +1216,10 @@ type TooManyRequests struct {
 	// Title A short summary of the problem type; the same for every occurrence.
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	ViolatedPolicies []string `json:"violated_policies"`
 }
 
 // Unauthorized defines model for Unauthorized.
@@ -1203,6 +1255,10 @@ type Unauthorized struct {
 	// Title A short summary of the problem type; the same for every occurrence.
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
 // UnsupportedMediaType defines model for UnsupportedMediaType.
@@ -1238,6 +1294,10 @@ type UnsupportedMediaType struct {
 	// Title A short summary of the problem type; the same for every occurrence.
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
 // WebhookEndpointDisabled defines model for WebhookEndpointDisabled.
@@ -1273,6 +1333,10 @@ type WebhookEndpointDisabled struct {
 	// Title A short summary of the problem type; the same for every occurrence.
 	Title string      `json:"title"`
 	Type  interface{} `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
 // ListEventsParams defines parameters for ListEvents.
@@ -2678,7 +2742,9 @@ func ReportSucceededWebhookWebhookHandler(si WebhookReceiverInterface, middlewar
 }
 
 type BadRequestResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 type BadRequestApplicationProblemPlusJSONResponse struct {
 	Body struct {
@@ -2713,6 +2779,10 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
 	Headers BadRequestResponseHeaders
@@ -2728,8 +2798,10 @@ type HealthOKJSONResponse struct {
 }
 
 type IdempotencyKeyInUseResponseHeaders struct {
-	RequestId  string
-	RetryAfter int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
 }
 type IdempotencyKeyInUseApplicationProblemPlusJSONResponse struct {
 	Body struct {
@@ -2764,13 +2836,19 @@ type IdempotencyKeyInUseApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
 	Headers IdempotencyKeyInUseResponseHeaders
 }
 
 type IdempotencyKeyReusedResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 type IdempotencyKeyReusedApplicationProblemPlusJSONResponse struct {
 	Body struct {
@@ -2805,13 +2883,19 @@ type IdempotencyKeyReusedApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
 	Headers IdempotencyKeyReusedResponseHeaders
 }
 
 type InternalErrorResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 type InternalErrorApplicationProblemPlusJSONResponse struct {
 	Body struct {
@@ -2846,14 +2930,20 @@ type InternalErrorApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
 	Headers InternalErrorResponseHeaders
 }
 
 type MethodNotAllowedResponseHeaders struct {
-	Allow     string
-	RequestId string
+	Allow           string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 type MethodNotAllowedApplicationProblemPlusJSONResponse struct {
 	Body struct {
@@ -2888,13 +2978,19 @@ type MethodNotAllowedApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
 	Headers MethodNotAllowedResponseHeaders
 }
 
 type NotFoundResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 type NotFoundApplicationProblemPlusJSONResponse struct {
 	Body struct {
@@ -2929,13 +3025,19 @@ type NotFoundApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
 	Headers NotFoundResponseHeaders
 }
 
 type PayloadTooLargeResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 	Body struct {
@@ -2970,6 +3072,10 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
 	Headers PayloadTooLargeResponseHeaders
@@ -2978,6 +3084,8 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 type PaymentDeclinedResponseHeaders struct {
 	IdempotentReplayed *string
 	Location           string
+	RateLimit          *string
+	RateLimitPolicy    *string
 	RequestId          string
 }
 type PaymentDeclinedApplicationProblemPlusJSONResponse struct {
@@ -3013,13 +3121,19 @@ type PaymentDeclinedApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
 	Headers PaymentDeclinedResponseHeaders
 }
 
 type PreconditionFailedResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 type PreconditionFailedApplicationProblemPlusJSONResponse struct {
 	Body struct {
@@ -3054,13 +3168,19 @@ type PreconditionFailedApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
 	Headers PreconditionFailedResponseHeaders
 }
 
 type PreconditionRequiredResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 type PreconditionRequiredApplicationProblemPlusJSONResponse struct {
 	Body struct {
@@ -3095,14 +3215,20 @@ type PreconditionRequiredApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
 	Headers PreconditionRequiredResponseHeaders
 }
 
 type ServiceUnavailableResponseHeaders struct {
-	RequestId  string
-	RetryAfter int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
 }
 type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 	Body struct {
@@ -3137,6 +3263,10 @@ type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
 	Headers ServiceUnavailableResponseHeaders
@@ -3181,12 +3311,18 @@ type TooManyRequestsApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies []string `json:"violated_policies"`
 	}
 
 	Headers TooManyRequestsResponseHeaders
 }
 
 type UnauthorizedResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
 	RequestId       string
 	WWWAuthenticate string
 }
@@ -3223,13 +3359,19 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
 	Headers UnauthorizedResponseHeaders
 }
 
 type UnsupportedMediaTypeResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 	Body struct {
@@ -3264,13 +3406,19 @@ type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
 	Headers UnsupportedMediaTypeResponseHeaders
 }
 
 type WebhookEndpointDisabledResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 type WebhookEndpointDisabledApplicationProblemPlusJSONResponse struct {
 	Body struct {
@@ -3305,6 +3453,10 @@ type WebhookEndpointDisabledApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
 	Headers WebhookEndpointDisabledResponseHeaders
@@ -3318,7 +3470,9 @@ type GetAccountResponseObject interface {
 }
 
 type GetAccount200ResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type GetAccount200JSONResponse struct {
@@ -3333,6 +3487,12 @@ func (response GetAccount200JSONResponse) VisitGetAccountResponse(w http.Respons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -3350,9 +3510,39 @@ func (response GetAccount401ApplicationProblemPlusJSONResponse) VisitGetAccountR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAccount429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetAccount429ApplicationProblemPlusJSONResponse) VisitGetAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3368,6 +3558,12 @@ func (response GetAccount500ApplicationProblemPlusJSONResponse) VisitGetAccountR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -3385,6 +3581,12 @@ func (response GetAccount503ApplicationProblemPlusJSONResponse) VisitGetAccountR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -3401,7 +3603,9 @@ type ListEventsResponseObject interface {
 }
 
 type ListEvents200ResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type ListEvents200JSONResponse struct {
@@ -3416,6 +3620,12 @@ func (response ListEvents200JSONResponse) VisitListEventsResponse(w http.Respons
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -3433,6 +3643,12 @@ func (response ListEvents400ApplicationProblemPlusJSONResponse) VisitListEventsR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -3450,9 +3666,39 @@ func (response ListEvents401ApplicationProblemPlusJSONResponse) VisitListEventsR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListEvents429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListEvents429ApplicationProblemPlusJSONResponse) VisitListEventsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3468,6 +3714,12 @@ func (response ListEvents500ApplicationProblemPlusJSONResponse) VisitListEventsR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -3485,6 +3737,12 @@ func (response ListEvents503ApplicationProblemPlusJSONResponse) VisitListEventsR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -3501,7 +3759,9 @@ type GetEventResponseObject interface {
 }
 
 type GetEvent200ResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type GetEvent200JSONResponse struct {
@@ -3516,6 +3776,12 @@ func (response GetEvent200JSONResponse) VisitGetEventResponse(w http.ResponseWri
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -3533,6 +3799,12 @@ func (response GetEvent400ApplicationProblemPlusJSONResponse) VisitGetEventRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -3550,6 +3822,12 @@ func (response GetEvent401ApplicationProblemPlusJSONResponse) VisitGetEventRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
@@ -3568,8 +3846,38 @@ func (response GetEvent404ApplicationProblemPlusJSONResponse) VisitGetEventRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetEvent429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetEvent429ApplicationProblemPlusJSONResponse) VisitGetEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3585,6 +3893,12 @@ func (response GetEvent500ApplicationProblemPlusJSONResponse) VisitGetEventRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -3602,6 +3916,12 @@ func (response GetEvent503ApplicationProblemPlusJSONResponse) VisitGetEventRespo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -3619,7 +3939,9 @@ type RedeliverEventResponseObject interface {
 }
 
 type RedeliverEvent202ResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type RedeliverEvent202JSONResponse struct {
@@ -3634,6 +3956,12 @@ func (response RedeliverEvent202JSONResponse) VisitRedeliverEventResponse(w http
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
@@ -3651,6 +3979,12 @@ func (response RedeliverEvent400ApplicationProblemPlusJSONResponse) VisitRedeliv
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -3668,6 +4002,12 @@ func (response RedeliverEvent401ApplicationProblemPlusJSONResponse) VisitRedeliv
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
@@ -3686,6 +4026,12 @@ func (response RedeliverEvent404ApplicationProblemPlusJSONResponse) VisitRedeliv
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
@@ -3703,6 +4049,12 @@ func (response RedeliverEvent409ApplicationProblemPlusJSONResponse) VisitRedeliv
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
@@ -3720,6 +4072,12 @@ func (response RedeliverEvent413ApplicationProblemPlusJSONResponse) VisitRedeliv
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
@@ -3737,8 +4095,38 @@ func (response RedeliverEvent415ApplicationProblemPlusJSONResponse) VisitRedeliv
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEvent429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverEvent429ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3754,6 +4142,12 @@ func (response RedeliverEvent500ApplicationProblemPlusJSONResponse) VisitRedeliv
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -3771,6 +4165,12 @@ func (response RedeliverEvent503ApplicationProblemPlusJSONResponse) VisitRedeliv
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -3811,6 +4211,12 @@ func (response GetHealth500ApplicationProblemPlusJSONResponse) VisitGetHealthRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -3857,6 +4263,12 @@ func (response GetOpenAPIJSON500ApplicationProblemPlusJSONResponse) VisitGetOpen
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -3907,6 +4319,12 @@ func (response GetOpenAPIYAML500ApplicationProblemPlusJSONResponse) VisitGetOpen
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -3922,7 +4340,9 @@ type ListPaymentsResponseObject interface {
 }
 
 type ListPayments200ResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type ListPayments200JSONResponse struct {
@@ -3937,6 +4357,12 @@ func (response ListPayments200JSONResponse) VisitListPaymentsResponse(w http.Res
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -3954,6 +4380,12 @@ func (response ListPayments400ApplicationProblemPlusJSONResponse) VisitListPayme
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -3971,9 +4403,39 @@ func (response ListPayments401ApplicationProblemPlusJSONResponse) VisitListPayme
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListPayments429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListPayments429ApplicationProblemPlusJSONResponse) VisitListPaymentsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -3989,6 +4451,12 @@ func (response ListPayments500ApplicationProblemPlusJSONResponse) VisitListPayme
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -4006,6 +4474,12 @@ func (response ListPayments503ApplicationProblemPlusJSONResponse) VisitListPayme
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -4026,6 +4500,8 @@ type CreatePayment201ResponseHeaders struct {
 	ETag               string
 	IdempotentReplayed *string
 	Location           string
+	RateLimit          *string
+	RateLimitPolicy    *string
 	RequestId          string
 }
 
@@ -4046,6 +4522,12 @@ func (response CreatePayment201JSONResponse) VisitCreatePaymentResponse(w http.R
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
 	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
@@ -4063,6 +4545,12 @@ func (response CreatePayment400ApplicationProblemPlusJSONResponse) VisitCreatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -4080,6 +4568,12 @@ func (response CreatePayment401ApplicationProblemPlusJSONResponse) VisitCreatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
@@ -4102,6 +4596,12 @@ func (response CreatePayment402ApplicationProblemPlusJSONResponse) VisitCreatePa
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
 	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(402)
 	_, err := buf.WriteTo(w)
@@ -4119,6 +4619,12 @@ func (response CreatePayment409ApplicationProblemPlusJSONResponse) VisitCreatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(409)
@@ -4137,6 +4643,12 @@ func (response CreatePayment413ApplicationProblemPlusJSONResponse) VisitCreatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
@@ -4154,6 +4666,12 @@ func (response CreatePayment415ApplicationProblemPlusJSONResponse) VisitCreatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
@@ -4171,8 +4689,38 @@ func (response CreatePayment422ApplicationProblemPlusJSONResponse) VisitCreatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreatePayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreatePayment429ApplicationProblemPlusJSONResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4188,6 +4736,12 @@ func (response CreatePayment500ApplicationProblemPlusJSONResponse) VisitCreatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -4195,8 +4749,10 @@ func (response CreatePayment500ApplicationProblemPlusJSONResponse) VisitCreatePa
 }
 
 type CreatePayment503ResponseHeaders struct {
-	RequestId  string
-	RetryAfter int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
 }
 
 type CreatePayment503ApplicationProblemPlusJSONResponse struct {
@@ -4232,6 +4788,10 @@ type CreatePayment503ApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 	Headers CreatePayment503ResponseHeaders
 }
@@ -4243,6 +4803,12 @@ func (response CreatePayment503ApplicationProblemPlusJSONResponse) VisitCreatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -4260,8 +4826,10 @@ type GetPaymentResponseObject interface {
 }
 
 type GetPayment200ResponseHeaders struct {
-	ETag      string
-	RequestId string
+	ETag            string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type GetPayment200JSONResponse struct {
@@ -4277,6 +4845,12 @@ func (response GetPayment200JSONResponse) VisitGetPaymentResponse(w http.Respons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -4284,8 +4858,10 @@ func (response GetPayment200JSONResponse) VisitGetPaymentResponse(w http.Respons
 }
 
 type GetPayment304ResponseHeaders struct {
-	ETag      string
-	RequestId string
+	ETag            string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type GetPayment304Response struct {
@@ -4294,6 +4870,12 @@ type GetPayment304Response struct {
 
 func (response GetPayment304Response) VisitGetPaymentResponse(w http.ResponseWriter) error {
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(304)
 	return nil
@@ -4310,6 +4892,12 @@ func (response GetPayment400ApplicationProblemPlusJSONResponse) VisitGetPaymentR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -4327,6 +4915,12 @@ func (response GetPayment401ApplicationProblemPlusJSONResponse) VisitGetPaymentR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
@@ -4345,8 +4939,38 @@ func (response GetPayment404ApplicationProblemPlusJSONResponse) VisitGetPaymentR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetPayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetPayment429ApplicationProblemPlusJSONResponse) VisitGetPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4362,6 +4986,12 @@ func (response GetPayment500ApplicationProblemPlusJSONResponse) VisitGetPaymentR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -4379,6 +5009,12 @@ func (response GetPayment503ApplicationProblemPlusJSONResponse) VisitGetPaymentR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -4398,8 +5034,10 @@ type UpdatePaymentResponseObject interface {
 }
 
 type UpdatePayment200ResponseHeaders struct {
-	ETag      string
-	RequestId string
+	ETag            string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type UpdatePayment200JSONResponse struct {
@@ -4415,6 +5053,12 @@ func (response UpdatePayment200JSONResponse) VisitUpdatePaymentResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -4432,6 +5076,12 @@ func (response UpdatePayment400ApplicationProblemPlusJSONResponse) VisitUpdatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -4449,6 +5099,12 @@ func (response UpdatePayment401ApplicationProblemPlusJSONResponse) VisitUpdatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
@@ -4467,6 +5123,12 @@ func (response UpdatePayment404ApplicationProblemPlusJSONResponse) VisitUpdatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
@@ -4484,6 +5146,12 @@ func (response UpdatePayment412ApplicationProblemPlusJSONResponse) VisitUpdatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(412)
 	_, err := buf.WriteTo(w)
@@ -4501,6 +5169,12 @@ func (response UpdatePayment413ApplicationProblemPlusJSONResponse) VisitUpdatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
@@ -4518,6 +5192,12 @@ func (response UpdatePayment415ApplicationProblemPlusJSONResponse) VisitUpdatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
@@ -4535,8 +5215,38 @@ func (response UpdatePayment428ApplicationProblemPlusJSONResponse) VisitUpdatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePayment429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePayment429ApplicationProblemPlusJSONResponse) VisitUpdatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4552,6 +5262,12 @@ func (response UpdatePayment500ApplicationProblemPlusJSONResponse) VisitUpdatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -4569,6 +5285,12 @@ func (response UpdatePayment503ApplicationProblemPlusJSONResponse) VisitUpdatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -4621,6 +5343,12 @@ func (response GetProblemType400ApplicationProblemPlusJSONResponse) VisitGetProb
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -4638,6 +5366,12 @@ func (response GetProblemType404ApplicationProblemPlusJSONResponse) VisitGetProb
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
@@ -4655,6 +5389,12 @@ func (response GetProblemType500ApplicationProblemPlusJSONResponse) VisitGetProb
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -4694,6 +5434,12 @@ func (response GetReadiness500ApplicationProblemPlusJSONResponse) VisitGetReadin
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -4711,6 +5457,12 @@ func (response GetReadiness503ApplicationProblemPlusJSONResponse) VisitGetReadin
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -4727,7 +5479,9 @@ type ListRefundsResponseObject interface {
 }
 
 type ListRefunds200ResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type ListRefunds200JSONResponse struct {
@@ -4742,6 +5496,12 @@ func (response ListRefunds200JSONResponse) VisitListRefundsResponse(w http.Respo
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -4759,6 +5519,12 @@ func (response ListRefunds400ApplicationProblemPlusJSONResponse) VisitListRefund
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -4776,9 +5542,39 @@ func (response ListRefunds401ApplicationProblemPlusJSONResponse) VisitListRefund
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListRefunds429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListRefunds429ApplicationProblemPlusJSONResponse) VisitListRefundsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4794,6 +5590,12 @@ func (response ListRefunds500ApplicationProblemPlusJSONResponse) VisitListRefund
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -4811,6 +5613,12 @@ func (response ListRefunds503ApplicationProblemPlusJSONResponse) VisitListRefund
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -4830,6 +5638,8 @@ type CreateRefundResponseObject interface {
 type CreateRefund201ResponseHeaders struct {
 	IdempotentReplayed *string
 	Location           string
+	RateLimit          *string
+	RateLimitPolicy    *string
 	RequestId          string
 }
 
@@ -4849,6 +5659,12 @@ func (response CreateRefund201JSONResponse) VisitCreateRefundResponse(w http.Res
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
 	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
@@ -4866,6 +5682,12 @@ func (response CreateRefund400ApplicationProblemPlusJSONResponse) VisitCreateRef
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -4883,6 +5705,12 @@ func (response CreateRefund401ApplicationProblemPlusJSONResponse) VisitCreateRef
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
@@ -4891,8 +5719,10 @@ func (response CreateRefund401ApplicationProblemPlusJSONResponse) VisitCreateRef
 }
 
 type CreateRefund409ResponseHeaders struct {
-	RequestId  string
-	RetryAfter *int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      *int
 }
 
 type CreateRefund409ApplicationProblemPlusJSONResponse struct {
@@ -4928,6 +5758,10 @@ type CreateRefund409ApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 	Headers CreateRefund409ResponseHeaders
 }
@@ -4939,6 +5773,12 @@ func (response CreateRefund409ApplicationProblemPlusJSONResponse) VisitCreateRef
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -4959,6 +5799,12 @@ func (response CreateRefund412ApplicationProblemPlusJSONResponse) VisitCreateRef
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(412)
 	_, err := buf.WriteTo(w)
@@ -4976,6 +5822,12 @@ func (response CreateRefund413ApplicationProblemPlusJSONResponse) VisitCreateRef
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
@@ -4993,6 +5845,12 @@ func (response CreateRefund415ApplicationProblemPlusJSONResponse) VisitCreateRef
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
@@ -5000,7 +5858,9 @@ func (response CreateRefund415ApplicationProblemPlusJSONResponse) VisitCreateRef
 }
 
 type CreateRefund422ResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type CreateRefund422ApplicationProblemPlusJSONResponse struct {
@@ -5036,6 +5896,10 @@ type CreateRefund422ApplicationProblemPlusJSONResponse struct {
 		// Title A short summary of the problem type; the same for every occurrence.
 		Title string      `json:"title"`
 		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 	Headers CreateRefund422ResponseHeaders
 }
@@ -5047,8 +5911,38 @@ func (response CreateRefund422ApplicationProblemPlusJSONResponse) VisitCreateRef
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateRefund429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateRefund429ApplicationProblemPlusJSONResponse) VisitCreateRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5064,6 +5958,12 @@ func (response CreateRefund500ApplicationProblemPlusJSONResponse) VisitCreateRef
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -5081,6 +5981,12 @@ func (response CreateRefund503ApplicationProblemPlusJSONResponse) VisitCreateRef
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -5097,7 +6003,9 @@ type GetRefundResponseObject interface {
 }
 
 type GetRefund200ResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type GetRefund200JSONResponse struct {
@@ -5112,6 +6020,12 @@ func (response GetRefund200JSONResponse) VisitGetRefundResponse(w http.ResponseW
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -5129,6 +6043,12 @@ func (response GetRefund400ApplicationProblemPlusJSONResponse) VisitGetRefundRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -5146,6 +6066,12 @@ func (response GetRefund401ApplicationProblemPlusJSONResponse) VisitGetRefundRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
@@ -5164,8 +6090,38 @@ func (response GetRefund404ApplicationProblemPlusJSONResponse) VisitGetRefundRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetRefund429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetRefund429ApplicationProblemPlusJSONResponse) VisitGetRefundResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5181,6 +6137,12 @@ func (response GetRefund500ApplicationProblemPlusJSONResponse) VisitGetRefundRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -5198,6 +6160,12 @@ func (response GetRefund503ApplicationProblemPlusJSONResponse) VisitGetRefundRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -5214,7 +6182,9 @@ type ListWebhookEndpointsResponseObject interface {
 }
 
 type ListWebhookEndpoints200ResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type ListWebhookEndpoints200JSONResponse struct {
@@ -5229,6 +6199,12 @@ func (response ListWebhookEndpoints200JSONResponse) VisitListWebhookEndpointsRes
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -5246,6 +6222,12 @@ func (response ListWebhookEndpoints400ApplicationProblemPlusJSONResponse) VisitL
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -5263,9 +6245,39 @@ func (response ListWebhookEndpoints401ApplicationProblemPlusJSONResponse) VisitL
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookEndpoints429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookEndpoints429ApplicationProblemPlusJSONResponse) VisitListWebhookEndpointsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5281,6 +6293,12 @@ func (response ListWebhookEndpoints500ApplicationProblemPlusJSONResponse) VisitL
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -5298,6 +6316,12 @@ func (response ListWebhookEndpoints503ApplicationProblemPlusJSONResponse) VisitL
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -5314,9 +6338,11 @@ type CreateWebhookEndpointResponseObject interface {
 }
 
 type CreateWebhookEndpoint201ResponseHeaders struct {
-	ETag      string
-	Location  string
-	RequestId string
+	ETag            string
+	Location        string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type CreateWebhookEndpoint201JSONResponse struct {
@@ -5333,6 +6359,12 @@ func (response CreateWebhookEndpoint201JSONResponse) VisitCreateWebhookEndpointR
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
 	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(201)
 	_, err := buf.WriteTo(w)
@@ -5350,6 +6382,12 @@ func (response CreateWebhookEndpoint400ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -5367,6 +6405,12 @@ func (response CreateWebhookEndpoint401ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
@@ -5385,6 +6429,12 @@ func (response CreateWebhookEndpoint413ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
@@ -5402,8 +6452,38 @@ func (response CreateWebhookEndpoint415ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5419,6 +6499,12 @@ func (response CreateWebhookEndpoint500ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -5436,6 +6522,12 @@ func (response CreateWebhookEndpoint503ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -5452,7 +6544,9 @@ type DeleteWebhookEndpointResponseObject interface {
 }
 
 type DeleteWebhookEndpoint204ResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type DeleteWebhookEndpoint204Response struct {
@@ -5460,6 +6554,12 @@ type DeleteWebhookEndpoint204Response struct {
 }
 
 func (response DeleteWebhookEndpoint204Response) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(204)
 	return nil
@@ -5476,6 +6576,12 @@ func (response DeleteWebhookEndpoint400ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -5493,6 +6599,12 @@ func (response DeleteWebhookEndpoint401ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
@@ -5511,8 +6623,38 @@ func (response DeleteWebhookEndpoint404ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5528,6 +6670,12 @@ func (response DeleteWebhookEndpoint500ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -5545,6 +6693,12 @@ func (response DeleteWebhookEndpoint503ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -5561,8 +6715,10 @@ type GetWebhookEndpointResponseObject interface {
 }
 
 type GetWebhookEndpoint200ResponseHeaders struct {
-	ETag      string
-	RequestId string
+	ETag            string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type GetWebhookEndpoint200JSONResponse struct {
@@ -5578,6 +6734,12 @@ func (response GetWebhookEndpoint200JSONResponse) VisitGetWebhookEndpointRespons
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -5595,6 +6757,12 @@ func (response GetWebhookEndpoint400ApplicationProblemPlusJSONResponse) VisitGet
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -5612,6 +6780,12 @@ func (response GetWebhookEndpoint401ApplicationProblemPlusJSONResponse) VisitGet
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
@@ -5630,8 +6804,38 @@ func (response GetWebhookEndpoint404ApplicationProblemPlusJSONResponse) VisitGet
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5647,6 +6851,12 @@ func (response GetWebhookEndpoint500ApplicationProblemPlusJSONResponse) VisitGet
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -5664,6 +6874,12 @@ func (response GetWebhookEndpoint503ApplicationProblemPlusJSONResponse) VisitGet
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -5683,8 +6899,10 @@ type UpdateWebhookEndpointResponseObject interface {
 }
 
 type UpdateWebhookEndpoint200ResponseHeaders struct {
-	ETag      string
-	RequestId string
+	ETag            string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type UpdateWebhookEndpoint200JSONResponse struct {
@@ -5700,6 +6918,12 @@ func (response UpdateWebhookEndpoint200JSONResponse) VisitUpdateWebhookEndpointR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -5717,6 +6941,12 @@ func (response UpdateWebhookEndpoint400ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -5734,6 +6964,12 @@ func (response UpdateWebhookEndpoint401ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
@@ -5752,6 +6988,12 @@ func (response UpdateWebhookEndpoint404ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
@@ -5769,6 +7011,12 @@ func (response UpdateWebhookEndpoint412ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(412)
 	_, err := buf.WriteTo(w)
@@ -5786,6 +7034,12 @@ func (response UpdateWebhookEndpoint413ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(413)
 	_, err := buf.WriteTo(w)
@@ -5803,6 +7057,12 @@ func (response UpdateWebhookEndpoint415ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
@@ -5820,8 +7080,38 @@ func (response UpdateWebhookEndpoint428ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(428)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint429ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5837,6 +7127,12 @@ func (response UpdateWebhookEndpoint500ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -5854,6 +7150,12 @@ func (response UpdateWebhookEndpoint503ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -5871,7 +7173,9 @@ type ListWebhookDeliveriesResponseObject interface {
 }
 
 type ListWebhookDeliveries200ResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type ListWebhookDeliveries200JSONResponse struct {
@@ -5886,6 +7190,12 @@ func (response ListWebhookDeliveries200JSONResponse) VisitListWebhookDeliveriesR
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -5903,6 +7213,12 @@ func (response ListWebhookDeliveries400ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -5920,6 +7236,12 @@ func (response ListWebhookDeliveries401ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
@@ -5938,8 +7260,38 @@ func (response ListWebhookDeliveries404ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListWebhookDeliveries429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListWebhookDeliveries429ApplicationProblemPlusJSONResponse) VisitListWebhookDeliveriesResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -5955,6 +7307,12 @@ func (response ListWebhookDeliveries500ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -5972,6 +7330,12 @@ func (response ListWebhookDeliveries503ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -5988,8 +7352,10 @@ type RotateWebhookEndpointSecretResponseObject interface {
 }
 
 type RotateWebhookEndpointSecret200ResponseHeaders struct {
-	ETag      string
-	RequestId string
+	ETag            string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type RotateWebhookEndpointSecret200JSONResponse struct {
@@ -6005,6 +7371,12 @@ func (response RotateWebhookEndpointSecret200JSONResponse) VisitRotateWebhookEnd
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -6022,6 +7394,12 @@ func (response RotateWebhookEndpointSecret400ApplicationProblemPlusJSONResponse)
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
@@ -6039,6 +7417,12 @@ func (response RotateWebhookEndpointSecret401ApplicationProblemPlusJSONResponse)
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
@@ -6057,8 +7441,38 @@ func (response RotateWebhookEndpointSecret404ApplicationProblemPlusJSONResponse)
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret429ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6074,6 +7488,12 @@ func (response RotateWebhookEndpointSecret500ApplicationProblemPlusJSONResponse)
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
@@ -6091,6 +7511,12 @@ func (response RotateWebhookEndpointSecret503ApplicationProblemPlusJSONResponse)
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
@@ -6950,237 +8376,255 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7H1td9u2kv9XwdHuOZFyKUV27N5WPn3hxu6Nt0mctZ3N3n/kNSESklhTgEqAlpXU3/1/ZgYASYl6sOM0",
-	"ubvpC9WRSDwOBvP4m0+NSE2mSgppdKP3qTEWPBYZ/nmYpmoGf8RCR1kyNYmSjV7jYizYRJixijUzY8Ey",
-	"lRvBdD6dqszogIUvjw+PQsZlzMLTtxcnp2/OQ5bIKM1jEXcaQSMTf+RJJuJGz2S5CBo6GosJh47MfCoa",
-	"vYY2WSJHjbu7oHF8wUfLQzhk2mRKjpiQJjFzZviIDVVGwxHTTGghDYeHA/w+PBm2X3MTje2wTobtN0oK",
-	"913z7NcX7KednW5r/fCm3BiRwQD+p9/48D/9xuXTfuPfG0HNuE9iMZkqI6Q5E9OUz6G5xVm8pXEGbJaY",
-	"MY79hqe5YCH0GwZsNhbSTklPldSCJZpxmGDK50wN8TclBdNGZSKGmfalGSeahb77aN7+TczDTl82yjMR",
-	"Mp80eh8a0FPjsm4Cr1TEaZx1+//u7JUbQJQJbkQMg1R5FomAqcz99rsaMDPmBsYMxMEUTWimsuv7UsIZ",
-	"N+JVMklM/YgyMeGJTOSI/ZErw2EEgkdjNlVpEs1Z8+T44lcWZ3xo2okww/bYmCmfJu2MG5FCs21L+a2g",
-	"L0Vn1GFhvxGLIc9T028cZD/v7R6Yn3d+XFrKNSN9i33Xj5dGiaNLhKZV4tNpOmdG4Rodvj1h1+LzR/7H",
-	"zzvd7sHs5x+62wxd/JELbU5qqPUkhsM2pMEmmmX0KEtoS7XIbkT2RLNUjXSHHbIoTYQ0bMLnTAsZswS2",
-	"fyb7srnT3tn9kUVjnvHIiEzDXoWH7f/H2x+77Z86V7122DpgyoxFNku0KDXPJvxaABUJmspWR/VDpenL",
-	"TzvBzu6Pd/XH9kyYbH44NCJbXoBzESkJPE+xGU8MG4ihygQz2Ryojo94IrfmJJNEJhM4gl0/ikQaMRIZ",
-	"DuP9+/eHuRnDgkfciHoK4sUTiZIMGxcwulyL0kACxtMZn2sW/iJ4JrJwax5Hz9es013QmPKMT4SxN8Xx",
-	"jZDm5Aj+TODVKTfjRtCQfIIzi7ftUdyYq2K7Lv+2gbdG89/EvO52yGXyRy7w+NC1kGimpiKzV0I0VlpI",
-	"NpgTAyNCbXL27t3JEfHYkVIxPJZEotXpy5327v4+m2aJNHyQCnZ4/uLkpETBAZC4YQOeCdYM+SAKW8AF",
-	"OTSlTZZHJs9E3B4mIo0ZzaQvm2G/wQdRvxG2OgwJD+jI3wWaT2gGcGP5LwYqnrNMmDyTdPta3u+uiL7E",
-	"BooLwLTdBdRjeK8cVFvHxzmLk+FQZDgJ6CHRbG93t3i0L/HZcZLScRwmmTYFC9BMmyRNgRcM02Q0xq/2",
-	"uj91GJ4lxtn+7S2siFSMSz2DrwzjaRr0ZQYzX552jyXGXnXaXYJ5algyLA0AKGcyNSxSk0lijIg77Dcx",
-	"10zcTpNMsN09NlZ5phnHUeA7fYnHI1JymIzyDLfTEgJRiMrgyOALs3ES0ahg9sDJBgJOV0ynnXgQEjxx",
-	"4ILkF+7f9byA374ScmTGjd7u/t8D4A3u3zu15D9EsaWeKYQgMIVsrnKWctwiHlsBAxgw3DpC9+CGuHne",
-	"b4SsCWSK68fbWsCphrs8TbTBO5yPdNCXIEE9DfEocTlHaqXJ9LBllRvYLFinfBpzg3JKJoa4Utj13u6P",
-	"B4xb8QavukT3pVQG28UhuC5xhDH2TEdxr9vtsAv4J5wuEFY5EPxgbgSOCP4I8JDMBL/uS3yzGb5/1m90",
-	"Oh04XUwKujtMNC4YoxMhqcVEK9lat6FWgNxwf54MQa5csT+H0m3Pwn6s2QWUpsKnwCLegziYGJoH3sKi",
-	"L6M8w1MLYiBsgD1diWbPu3ulycLalKbaY7hARAOuQUcUsA6H1c1i2+/V2jUspO4NC7lC0nupZmzC5Zwl",
-	"RkzwKiZeyECo6NKti33/kYtsXnSNclKlSysgNXo73QCOIF3HO91uUFzOO7WX81s+nzzOdTfl8y2uu/di",
-	"MFbq+ljGU5U8Sr8zsX23J0cvaRtX6IFa85FgCdwujnsryeDA4T2VWUUl0SwWaYJfN+GwKomqjP8SpV7g",
-	"CsLOsxWULiU46NQmioUd9jZTkdCaZPwEmotEr+gCqNGwVAALhJ/WUOWM5tnefvkmerT9+p0nI8nh+l+1",
-	"jOHNTgC8FZRt5Gu4kAOuxQ977OXrwxft85eHu/s/oJT8qRjtXcf/wyQToQ2fTO86n+D6vgv7sol3Jp/R",
-	"fQ5MUoM8kolIJDcibgVwpzn+XPTYjkWkYhGzKc+MU+PcljzRfalFlAljL8hwNtYiugo77CjPUApm9vdM",
-	"kf7NzEwx7daAeDgpvXrKIwHtWXZ3wHgUiamxl72VLIZw4zgORWzeXgEgbERKasOlYbACW+yxH8i2W32z",
-	"ExQ7/bdnP1/+rcmWv2s9XUsCF257VpHAe1L0kWhJoJlxjasm4gDmadkPLC6qIDqREfH7dzK5ZWKqovEB",
-	"G2ZCj/3p60vbGFzXcBczzjyhsAmqLmMu2T6bJDIH8hhmagKSQ8aiVEXXPWL+A5VDl1YU22KRfSdbK2gr",
-	"T9EdtECCLeoZv/DYaqjwr0hJEHDhT9CcrSL0bJqpQSomf/tdk/Wi6JOn6emw0fvwqfHvmRg2eo1/e1YY",
-	"v57Rc/rZW3q/cRd8akwzEApNQt1rw02ubdcwhr1u986NujCquBHoZ4m84WkSty05N4Ka35KSqHgt5o3L",
-	"u7u7S5x6nZHDC9wTng5VNhExXMm2Lbj9SvY7u1Rt0ubrpmwfflao/djxS8FTMz79bc0iLy/uuiWlBhs1",
-	"s6Jf5o818qpqeCLfafGtUMpPJUqxX5apoUoF7US2cy0aK2jh0FOCZd91Nr8atezAXskpNyJ7jDW3FpO2",
-	"N5msf88bV2o260yAvvCN7Nbu7r12K6Oxrzm5y7sDLJ602EJPKuvhdocf7WRIYLc8Pc4ylX0bq7xf4Z41",
-	"q2yH3BY45lVnQbJcitupiEAXwUc77EgYnqQkbqRqNBIxy2UsyEMQFosYBlY5BJnksZb6NTpH3ihzSDLd",
-	"t8KB9teuNrl02lKZNrfjXncTodNH3CbaaDbIDYuVIC3ROoJwpanNDrsoLLikoFobMigBct6XsYpy0KlQ",
-	"7jTjgGkFmm6iUdUUJN6zschApAUFgEQX2lJUAbx1jwSUOi/Wuh2khwoD+P03/Y0yv4Kk9K1s9t7azYZd",
-	"HuJwV+zxG8V0Ho29V4fM/CChRpHKH++svOXzVPH4QqlXPBt9K5f1zvO1qzelQbeNUu0Uh72FzObsqviC",
-	"JeCSZ4OUH82aO+x18kvrEdcXDtaRiNJEfjusaHfT+sKgQRelUZMi4FSJDw37wBXq7EOepHkmrkBvbVyu",
-	"3IeIZzFeuq5VYku2KdK4yJbepAGzEFoWcdiyJni0anpPbF8Wblfnky3dMfUe2NKW1ljoN+1tjVN5wVO7",
-	"7m3/3OewubcZqqAJNPQrLs+3cmQ3kFRp3G3a1yWqsrbUK2H4aAUhlQIJ/IVHdmX0JFljLFl5QdhuZ4LH",
-	"SD4oeD/aqS7N5szP4NuQnH/cfh/84q9hn9ajYB/VpVCOx1rMc5HdJJF4J/kNT1I+SMW3Ih6vv4U0jbud",
-	"lwa+ZiFjbviAa8EilacxUu4A1pVHYzIixAl9a10IoJAksmyNewK8k8fAPANGsSb++gJdc5wbk8gRi9VM",
-	"Wo+msxOWtMTQWbGWOOJfr4FeKPWay7ltTn8rR2i9qSDjRrTRobH+5NgAkifaxpokmjTNfOrMAOs2h4U+",
-	"jAWDpvoyXIhrCZnmc+sjtVE26IWzbqpMaGF0h70BnQC44lyYHt2iNyLTiZLIQskNKORQgZQJc2M4txry",
-	"KAcArd1l/2A5GKddRONs9bJ9/KGX5WfR5TvJczNWWfLx2xHZdtYSZV4e8QqifJ1onchRwHJ5LdVMMhSc",
-	"btS1iB2xPo5N6v379+3F+Jl1Ly+G29g9sJqsiF+LOOEXxdy/uqyzv2Ev/MjbExh6G5/dUkd5oln4gubY",
-	"hjmHzv3rXMxe1XY6y2NdxAuOzqNEw50W/2sYcJ33w/nK2rEb/qKY6Z4A7WW1umLb87432AXX5AETEgNX",
-	"EsOa4dvDixcvbUxB6B5hQ55qEbbIxPg4O3Tn/DdkVyFDAPpyKktnA0KvOP42VNkE/mqAGIe+oWU/T9BI",
-	"cCTilk+mKbTyocGjyFw9H/7Ed6JuvDv4u9jj+9FPYmfY5buDxmVQdiDhs5s9suVNQM2xNNIiBlYNfhcR",
-	"Xh0v8GerQZf8Tjwm+ZWnb0sTxwUPFtaCT9waLQRTypLCEMGZmyRSZSyXsKX73W6X/cz2u51ul707P0Jr",
-	"gF/IRJof9hqloIWf7H/rIxeChuttk7fmhXtukTArsUo73W63ZicnwnAQNTd18to9h8GEpM6TubAuoM8A",
-	"d0IN3qhrIQ+YFoL1Gxfua91vwBo5D9x0cgXfXt0kmjcC/09vTyi+SqTOh8MkSqD/YS5jXfpxSkEGiRxd",
-	"kQn6chNZ2f0urfXS7FZT2pmAATw6oRWUpTvsiMJeMHQG3cQg5I+Qv8+FwagtacP0P5/gPocWiCPcL1gG",
-	"9oLbq8CRQpzTdQFsZ5jxPM5TgTtk7zwRXw3mV1GujZqILXa4NL7VO7lwkz1sS+999OhSiK/EjUvmqNIC",
-	"RukyeE1TWNmHfuNpv3EZlsJr4NfAZmsAYeDTjMexiAuvIQZflRf5aUHmHZ1HkRAxnTL7nTW4FF+QVk8R",
-	"N0BxlbcoWaDuK9vOZR3f4bcnNKxdCuGy/yoIk2cZh/NIwcH2Z5Pl4i5o5FlaG5aRYUD129PzC0arSpwn",
-	"tBv87uxVWDkqeZbQQfERnd29HzeHdJYJDIaytJe1pFZi50susZPzU7a3u/N3f8WwSMVoxU/VTGQR16KH",
-	"Ep3L4lCx0PDzyfnpE+0tWRjp18RIQ9hrNhCpmgXsWkwNE3/kPIXlSQwbzBlHJt3qsPeJGccZn0nbaDMc",
-	"Z9dhwMIbMbS2VPrBjLnpS54JZD92oAm+cctzeOP29hbeyIQLJyWl0JEdR9rgQ/iOp7BsfILfKOD6PANe",
-	"znP8ZjaCz4/w5IBP4HMA3w9iYAWDMf6dDOETWxhI/FQD/LyBT9yWgcbvDbYzm8LnHP/+iPIEx88Y2onG",
-	"Aj/p7xl8pvh3Cm9FEigxUvi3ylEWifDawG9u8N2P142gEf8Ob8XX+Dc+H2NfYgR/A28MGsLAOEWeASn+",
-	"jjbxa/h1NMBPASMfjWE1Rgl+g3McSWh5ZP6Azzl8M77GTwnPjw2s2DiHZ5IYWk5SjaE/+Pcf8GSS4d8a",
-	"xvY7tvm7ws8pzO5awPPXI/wcw5PXE2jtegqrcZ3h5wyev8berz/CXqQcWktx5Ok1vJVm8GuqYVQpPjnB",
-	"dZ7E8M1kBHs9wZFPJvDuBNn7BNdqksHaTnBlJjf4OcNnbiV+ws5O5vg90obEluUI/04UfCp4Xk4x0AlX",
-	"Xk0y5GSw5lMBT05H8Mx0DD1OcczTFL+fwxr+weGbTGHCCtJPlsO72QxWQ+OvGqlRR/h3DG9pAW3qEX6P",
-	"LesUqEIrWE+Na6I1fo/UqG+AfvQcv/kIK2PG0Iv5HZ43E1gTg1RtcGUMhscag9/gLpiP8GTOx/A5uoVP",
-	"HG2uof18nuBnjp+wdzk+f4Nn8Ab3+gbbv8lhVWcY7nSL63nLYaa3Ef4dwexuFX4zhc85BpF9xHX4OIGW",
-	"P85GwPHK6gAMZYntB43b9ki1l+6CY2Kex9/vwfveg7g0m1S62uBFwaIxlyOBjjSfj0EZJE6XtX7TJ5qF",
-	"Pkiwen+uVRKdKFlnv7Beaq597pweYzxtYliGGSlk7CwG2mOchVa5Cyl3MnTb8jQM4FcSyIksQrtB8JNN",
-	"M1WZeaIxx9E+gHvzNETHYl+GdtoajapoMBklN8LGLMPsnmgmbnlkKHeL0+W2dM8vScJbZEkVlop1cjfu",
-	"9gXZhmrUY2yioiXbPaiTRrCtV4muoR63b/64bBxTMQFLrXdBY8z11URlopQvMFAqFVwujR47LL2xcrzO",
-	"prdI0dywMZ9OhURbi9suNMHgkwMgLKL65V2uKKJflxn8mog09hFf1V3BZLSVQu9YUCgVSzQclP84P33D",
-	"UJcRGUukTVHFkIZm+IyUz7CF3BR+kJgGMGS8LzERg/l0QXiCjEusGaKhH+S8RWd5q3IUysYFTDeoTxkp",
-	"UwBNrnihjgJsUGpvtenP7aK63qwX2rfqOnpdUoPr9b+Kdrdfq9xVd+ndFATv/a5NJqRkHUykxfhtNZMY",
-	"369Zjg/udSvJivbp3DbS7ZDOUh7Rftero/M3fLI0yL1uVau5q5m3Za7LK1wYK5ZsDMtGBHr4ylkmtnzr",
-	"IUbIR7CPUZsfCgFF5mnauLxbiFKpOXWgQNFJroSk+GCVElNZtGXV2bCgX0+LdeN5mH3lcax7S80WR26t",
-	"tZ4aOqeHQWsnhnmPTa675upsdnZAy9S3NJ2Fna1SRGnBFu7R0tAvVx8dirCxxobVF+sWi4Y3qk/M2PpI",
-	"LPo7Fu6uxfW0EkM5A2SlwGAH9ggiQ3mKa4SGpXsOA0m5xIwyNuUjYbOw9AEbChONQXYkr4o2PDOJHF1x",
-	"5yQ3DqYBs2wp9eIRpJIqiZeuoPK97wWHClVmJuFpOi9ItU4gcO271r5B0ipm+gjU9Y6O2Tc4TSfsfdYk",
-	"rfuyzgCImb97+39n1kPJYhsST68DvdZdypZ8XBRUtdlfCz2oLW5hl3TbzicM2FjN2CSPxs6k6K6xiEub",
-	"hzIQ6x0Mq1xWNiSvfjw1kX1eRSOtsGTPpMi8Tq12ietTu5bidppyaWE2piJKhknkElaZiuy9IWqbLXt7",
-	"6yew0nNsp+E9wJGSkcisMLDcEYjrekUfC4loYYC2XyENyObCJ5AxlJsrpo11J6OkXtTw3vUSD+3dQqAv",
-	"gh5ZVI6lcN1avzHmf0ZilVmAwhqm3CVJucNgNy1mpK4ttVv1Qm0zcgKWcl9LZdrFSbIb6Q/E2n20g67t",
-	"+mIhe8UdNfsOgV3Z4I/axgtBa7nhlxcXb5kNfYY965RdfvsVb99et1t3Wk1i6tjGIdNjlRmm88mEZx65",
-	"yu0FtFMCJSmleq8/WaZWeT9kmUi5SW4Ee3d2YvELytBFix2H/zi+COGqR3gLVmoNZe6SDbIufWKjXuj5",
-	"uSHz7Wo18cwlw6Np4mE+w7Xc5lxg3n3qk+09a+mw00mCIg1CNTnfMNP5wJk7rEOqeKUR3BtSoGbKQ5sy",
-	"8xkK4l+l6i1pTJn4sgrTV3KBb9Yd9Rrx9HIrnauSwLFWAbPTWaVJXa6kqkdQLCx5fnljJHX0OFJ5adCf",
-	"L60uGSI/R1w9Q3vlljpt3W1esrhzjYybPftdDfSzT0l8F6LFX7PEASqGKBGVhb1iKI+yNGXr6+evy/a7",
-	"/whLQ2BaX3ptHodsSIf7rDC87UJp6ljd5MG229rWHsnI+sEtj2/7buXC/YWxSHVTjktRvIucsi5kaa1v",
-	"qOLXLcJ21r1TROrUiyD290PCSqkRRYofquduxyPOVrHorHTroIgChmGyiRxhtnOUKa0L3KNEYPT0+jA6",
-	"2/I9RZw4pyjtK7rn1iFOWuVxhSdshrboTMnRAQthX8MyMi3CCbm0bhGz3dvbgqvUEYRLobxap4u4dp/o",
-	"slpS7V+qIh0zAs2hCUuhchN48Dkex5nQGvZASuuDxam2ymN061A+TJWgTksCCzuxPJXqortVvVxNdUeW",
-	"SJYX4RTUc4xTwNwZo6zCToe4h+BxYRJjcH7ZDdmG78jBFiwjcpUwgcKpkHEiRyED6kwZl56CR8JoxmEn",
-	"WTP0PJwgLWnTDegG0ViAJImpsDaxiLq0q15GAbRv1gWzs6bPsyWvX+35qw/jyOZ+0FqxIc8CptIYVH4f",
-	"9r6VoLfABGoEvocoGQvK2L20paCBu3/1MOc/vXvPEIAaDWcLpLOgIcWtubLbsD5CBJ70GwYkkAt/pJVD",
-	"tPIYbp7ygHqIRDbEimynq1jCByVj2aheZzR/HDdTmRpKu1vZrJLes7iqQXES7udKWmA1vzhsys/Qixa5",
-	"19J5qVOBthjbI6hsG4f26Lrbgnz1OPkwW7uVy+LVoiHMc9gy28XrRCoM+w8w8Bboj2LaAmd8k0Z7XPeJ",
-	"4BKBf+tcXMUArgq7w7JrexXv74EmYm0QIWsO5myu8lbAwpGSImTNxBSCxd5Ol/1DSdEK+hJvDLy8mmSo",
-	"8kzDutBhHvss5nPd6hRCQ5IKZ8eqBhL7QTSCBnRt+QGu9UZryGfKsA+6HKaZuElUrq8IbvGKAI91Lft1",
-	"EMwOkjGwN74X4lxjDruRnDU6GUnNBkInsbDce4bI6/fnwfdnoF6034KxUsB81e2+sCelc7JMsWtX80G8",
-	"1vGCx+Nnnrv85fzsfWLG57gs26dVLg96KcbKt7gs+wPhgbpEzwQeZJT9zaGiqiF7vssyLmM1IWjTDjsf",
-	"Y0axTOeesAssWeA5jp/5HHVCL0CKB0kVTofjC+XTiJ2XAT8v//bzp26we7c5ydDOcnmVL4t1BsV0q8yT",
-	"HgvHxkx1SDHL8Hfo55uJCoI5QwQvzaZZcsON6EspzExl15o1UxXxlMXiRqRqOhHStDrsDUKgcfd4wFKl",
-	"pgMeXQcsTeR1m95RGXPWkL60Mn7PA0RHYxFdo0ONZWKUaONyhKVFSy9ggZ1+ECc8LVhxydGC8+w9e2a/",
-	"60Rq4vJrPTgQ+lA+N+9GiyjPEjM/x9oJSJkDLHpwmJt6AG+bp24B/7lm4aHNe8fp9hgVTWD9vNt9Hl2L",
-	"Of4hQgtMj/C3BBuEW8c1O3952N7d/6Evx1yPgZLhDNCKW2wNLUSMRS8c+Ba6bK/FnCWShUfHr0+vDt+e",
-	"XP12/M/zsC+bFtmahfr6yghtrmIxUU65oioRwCIWijvAmlMadiKHyuVc8wgPqUV4dUvf5tOETXgiDU+k",
-	"yHSjBqBST0XUJssI9M+AnISkm/n86DdGcAE6YKngGTRiE4OkyXhkMJdIZLrTl335b//GXigJhyBRUvdl",
-	"m5Wz9a1Fc902wHDLW0GaIyzgQKRKjrTVr/uS+SWG0TgUaweBppmO1FTElPTU87FD9p0nmiWxB7jb6+51",
-	"YKwYOpvQQVC56bDXSgpCqC6AfZNKmqYDg/SpWsvpXB0Y6/ssMcK1gfDO0xROWpoYkfFUs2a4u9/thiTn",
-	"4d+dLmK4h7v7Yhdpom1Xo2RKybJE6IqfucP+M1cG882RdZJ9lwCfrVOUmsIYBKTylfEnzXBVBn/Y6rBj",
-	"Ho1ZaBzuAIdpVhy6FhAQE9EOGLfuW2UhR6guBrcO53E+4RIhmDBbfspHojRj3JiBiueBG6P2ZaoCEFf9",
-	"PkgxSxOsOYPEiPAgui8vyhzXFZQgH7O2Hu3YpdviwYcrCgdQ4LeOuWbPux7YuRmeHf/nu+Pzi6uLk9fH",
-	"p+8uwhYQ2zCRiR532Km0iPxZLjVQE1aigX3A/AVGfTqgH0eJ+93nLFyLG+TQA8pIMNWBPtHWqqTZJNeG",
-	"AZHcCAcStF+ZwOHR1cvjw6Pjs2ISga9iMhurVNCu2pgFAsbzC2+b3Flq0zUGu47vRLlhajhkgznzioKG",
-	"pve63VaH/aLixCKOc8MmShuG2HqsubfzvNVhL+18yg8832W/wRPh68P/dpP45Z8Xx+dh6wBatuB9SrqG",
-	"nXZiYdvRWJnyORxpo0U6DFyZIC7nBJrZg3bCvec7zB4wOxCG0TSaXSjFEAsxdOSHh7ptxC0BdNiNuRZi",
-	"2uag9pStm0mcUgjFD2WiOjl6dVyiKLiuU6VF3GG/iLmSMdvpdrtAyxIGVzSn7Uq8OH3z5vgFlXJrOUXA",
-	"FuTAhoD3aAXXPZL/nBYH4UFEHECjrlAIl3bReqxU+QVuBzUcuhP2thShofvyT0q/+NNFp/yJSimQ/Z/w",
-	"Y7vdZpVP+DJcicIdsj+BQtifbB2k9hCZFb6InOrA+hN1iNkNNouH4qVW9riAE1z0XAvWPCF8HCvPOUEy",
-	"YGIyNXMQyqQHjtzd368U0MqQwy8UKFoe13LUEgxo1y7FBoTExAMk+qBYk+ueVbnDAx/9dJW4cKhyCFgZ",
-	"Lopk8HmHORxDlibXdEYW6hktz6GMNETj32F/sjeqEM1UZrFqSDJdRhtabtQH9FCLe9TiWgTUwNYzoofg",
-	"ZC83u4ypS+3vO+JbRNGFXSwgvel1m3KOELXh6j1dCDnDfn6y/bgtpK1CeF2DREbQPggBgbVU4PWFjSRq",
-	"T0wNlddilhc9PxSlfBvsuKXBrI6irKzEelidsGSkLc/82MPtkF9heRNqglCh351dPOz3AY0MyzGvIQoI",
-	"rs4jUvRM5XUsZwmTlvp/vsDmtkOhrTt1dZhS1Mf+ij5gniD4MnyBeHg9gNRG0iKAdexul9hVLS1tialu",
-	"E9eAT7ihtJbHsCLQuTQGF868uKAzy3lSMTQL0dAHLFwKtEbOqIv46URvIDB3NdBYfrRjsUiZErVFLstk",
-	"ZzPufK2XuiphNQtQAhqkrvAUKUUlmOxi6qLEnuXAW8ELboAFZKtQAWvu2jJKPIxzH6/YcwXsE2Vjsgkr",
-	"yVSeMZ3EArvH3/jAVi9LsGocyDIHSyDxIH/HGp+iNqjG5eJIagXrP1H8ph16dAhO9nkInKyJVZjenp5f",
-	"BAsV+GpSMmtoEuGRVLZ6xihS+OfcTtjLHhQYUMn8ZhQYzIGvugffwZJYD3NFalw9WhwsipKlX/oyRHua",
-	"NyFZKYW+pPOoQyd40RFaavfCjgud25HKYkwFtlioMBa/ySbjUnMSyy0Td/cwiiLQHV7FIkErwkCZMckC",
-	"KFnQt30Jp6FsPfIWCHS1l6wVFdbaq1Z5VBI2rjztvgyLKdNNZ2ZqmVdqoCNbgocuIJ/c35dcMjEcisiw",
-	"5m53h5Q87sVHN90nGoTMVtn4RYjIVvarlPLDne3LtQUsuWfkLr7AKlmJscn90IOFtmpytnd7S2IaR4tC",
-	"IdTbYBCWCn5jg8NhtXKMZ8C94ZbeUOF2VR/LNSafPnVVJp8+LdeZpCqsFaNsxKUDSUB+52Z6dPz67enF",
-	"8ZsX/7z67fifVxcXr8LWgccr4GZ1BUobsw4KmSsXAmR/yPZvbwNb7wn4G0W2Z2oKpFPSFj2nNSJN8TqY",
-	"2bS4chEuo9R1X9JGE12VSRsGNeaohVq6IMMWFeZyRXLHFS2VqLcv3VkhXqZgBAEbZOpadNiRwpGNcjQz",
-	"r6gSulwctcNOhnQaV5QIDUoxLK6+aGL0ouJxwJIhDCBAwxLsvlSzTl+i5AGbV96YBC/BkrGyhLokTabS",
-	"vrTxixrta3OqC6vkyGUkWTuWLd5aLU/u7DjPu3tkfsulpfIOsDSCf6wByGZNEA6KCp0ByqPYgjY8FS1S",
-	"BGbKlsDVVAulL9WNyGZoW6TaGkART7SlXSzu7HolhkDfe02iGX66C/31ZJPNcb8d/+MpSBxAN7qFhgw6",
-	"e1YACFhY+NlCv8W0UoHlHcB6oUvyjmDFSiuMueHAproOm+FCIm8YOAXWQlJhxRHtpHB/VXgWabDyNFxa",
-	"U4qZLC+0p8uC47nRerXKZl7AMjhBp1R9OFUIg8vpAG+oVw9jKapxrireWtTG14GtkyjhOslBlbGFR+29",
-	"ZOVBKya6YOFeMcUe8wVjiwrX7NDxWJFq0ZfN8OZ56OmNeghY2G/Qu1iK1ZUJhSsHtc6xsN2uK/Lal/AX",
-	"la3t4jBcSVI7rE55N3ItXG3khQqvcBlgJdRS9VNL87bEYOtgebVRbeTXtuw4HnG085F6To6LF6dn52gR",
-	"1sJOwTsscC9uCAXDjCsFbPx17QvdFCVteoWlmngDT7XyvCB8eXx4FNpbnqxiMAxno8VNJY6Coiam9TTR",
-	"as08i9NkRW8FhXGuMDAeFyP2fZ6+JROgZVO73T32RjELFmxJlcwUOB3YXzhTdp2g6yaNm0xcN3TPkBnC",
-	"WvLpePueymOrlDsHJmTT+riBlgulASWopHDA/JKpmUbDNZ+ziKephwjCgod4RWfJKLEFtRd9qM0Q9vbq",
-	"8NWr0/fHR1enZyf/OHlzHqJRczB3Fn5bGPltJsiGoVEPA/7kkK1LYhQpGix0FTmAGRG7QNtwjegDT1Sq",
-	"VlXk+aAM1l7+h8U8t+2eo6LQvkgmGDpDsm8mUN6LRPtwOk0T0PSMYuTL8+4366vWfXmGvl0M+C1sKE3L",
-	"LBdtMNqXTvFaCjxobacU3pqYvvRpZpoZFaBX9VMfHZP9RsD6RZoA/RM90I07S0UshH/7QNgFKKi+dFhQ",
-	"ZMlxM7Gp/uzDueEyBi3F/XLZdO7n2WzW0fZn535GX3QLz+bTp+dYofPp014l/DYo/lWgXNFqL9UhdTxX",
-	"BwWyEOzVSnAhOrId9l8iS4bkc/CNMXXjJDdf95XErynPNNacZygG0A2KNUH9CHVtSVCVxh2a62G5nC5M",
-	"mUu3g5qBsGCEdMNGYaxG/bHCbzOxpxRZApZ4tbejLe5un/Mim3Uf0R3mCwmTFoRfLucpQsuePjG21I5N",
-	"qmzCUxah1DlAnhdlXI9tZWuFSoV3hUrinInxsj+rhlpr4+rT15Q+7jnVt1Km2C4oHOCEqIfLOUZbgwqf",
-	"R/DCActEnGQisq5DYGyuRPBBodvAvRtU6uo7V4udrVMAmjtdpkvsqhWQAotDsKrGPtMBbX3Annfp/7ts",
-	"DN+NkYHsdOFfO3vwudtlZMYH7Yc18UL4HTYrO6hyUWS6TukRPmq8hWK4DdNh1fg9LD5RNleglWJv9yeY",
-	"6X73OQx9rKTKMxF3WOgCA0NnyNWuVU8AnGjgoMK1ZmNgwkUiBmkxcD8sBRGWrcR2+/4r0ckgxZNA2VZL",
-	"zA9Tr54V7dOlqNlCxCLqzKSkoIvR8lIK+qE2fLpIiOSoi7PnqBK5ER/icErclmobwp2nNwf3RKnK41KI",
-	"D3OBOiDFlcJ7yiH+PDI5T9O5i+U5sHr2woa6DcD7ZI3lz4n1pU1pej+TS1hoVesNZrmlIt/lTGXXwmtj",
-	"JYxw+Wfh2iChJGR/MpWbSE3Eki+RHi8hicPDNmRcL/xcdqi5v3tsr7sbeBWk4jsrO8Z6bLGJStPL6E4P",
-	"66S2nUpPi3Dn0E9huyNjXQ8OYOBVPdsfGtsodm+Sp6iFFC/OOCpWb89OXxyfn5+eXb06RGNHyHyoUrdV",
-	"cM5ozLORANW0LxPZJnHKsiqNLHkgmBoghdvYsTSJhKRKvz7VP2v0Gq9PLory1PCPu6BhQQgsUoCVfdz6",
-	"kQkbldpYTJTEKDZQJQszYIAK4ATE2wiRHKymD2LLXEbsdzUgUZzKdzMvOHgQgGocFYKnIvU3eo1uZ6fT",
-	"hVH+rpXEoDR+lPBURMZGaIFYAr+1LWKkykbP4owPzbPd7m63vbNrYzAbQUNNhYT2e43n2CpGNY4xxu0Z",
-	"L2o3jOrCMF9yGc+R/+G5p0AfFGKPiyL8KwKjFqtEeh3nJG70Gv8QxhWOWKjtvdvtPlq9adfFitoaj1zD",
-	"cq+7s+oNP8NnlZI+d0Fjn6a7/qVq0V586/nmt2oKmt1VKL+0Bl4XqkbDAbHyEQZjurXEtLhnRZB7LeEc",
-	"FyUFTBlF00lf3ncuxaxI02KHK2XJvtwgTCbGS866x7xkuVqs7MsKQi1xkCqRvkq0OXaR4x66Uq+Mey4e",
-	"eebqTtUFNoP8NyxAw2jGHgzFxuBjkJorsY/gmQULq8KQNVaU098iQ2x5fKewTjbzA4cE6tR8unIoLl1p",
-	"q+NYxpm9/ILHvsCgra2ZjhBvZIyRj1e1aG+bg/wL93U9/hUZBqwp87kUjjPYI1JmDCivruQOZzY+U/nk",
-	"Vkv9664LAgT+0lSz6qog6/K/GKnsdfc2v+QLVn9l2vqHMF6fqSOu+3JgfPHkiJIs6tUoYpgPazRoTJWu",
-	"oe3/zIV1c5RVM5CUZ4ELRBlmQo8X0qd7IDNV447QQzNKboTsy+ZszA1qcShEV/OaEHEZRLFZokWB2rQI",
-	"1VQ2jxhFzjFs4Inl8ejUrpg11LCsKj/RTPAsTURW6HX25Lpruy+vxdR4l6lFBUAZwDl7rEZAmOwgxxuR",
-	"pnXXbxUIq8Ap+kXF80c79fVoW1TlbIHV7D5ap7W5uKvqtRY68B9AWzFrSmCcDvtgaZfReuQ2uvW/nmft",
-	"dX/a/MKqkoLw/s4W3GuxPD2+t7/N7GqKR35lRovwb1XL0arLfIzQ6B9XXuSH1iO02+3atFqLqxdZ3AcM",
-	"hZKjDjspWWqMym3Mo/P71174Fpe9/sZfvwb06ulvD13qUkpYo/fhsioC3QgpdFn+OfXeO7tsVuXuOKYw",
-	"WpniCDrN6VSgcyJWUT5x2WRoSnTtzPkkDQPyJQIpAYv/j/PTN7XLZpuD3z9XWlrKenNDfd7Z8cOtwY6q",
-	"Z2RL8ywZKEEVG+RJatAX91g865G3HkM+XGYauqfsIm8kBNjAtYSw/doE1TCpdSTwz8PXr+5HAm6c9yQB",
-	"XAvojRlxazr/hwjALvFKAvBJqqs2/03F/vGWj4RLDsVIcwoD8OZFwxKpRWY0a16LuRYGdNnEIhIruQRQ",
-	"3urU2jRcDNKXtGr4EMdHt2tsgX4JI1zRAaGqbCemLRQaWGEt8TZjn1lOgXY2bi/R6H1bNWcHKzAyVTvK",
-	"dvAy2w3IB99tOZbU3H8oX9KeUy4RsNai42b+3aZzT5vOtOAIjpd5JoGqd62u+wJdNNqWfET3VYed86Gg",
-	"aLct4rN7PuMS065LKWbksbQEbPPcO+ywCCrGkHLKGKLHYBw+zo9OukWIQdAy9K/6nOzdOoWzUuj53syx",
-	"NLffxLxBJ+LxFdbaatR3VcgJW8Vt4UDuPPaBXHXRey+kw9VaOI/HF4Tiv+4k4jN3QaMmCGrTq8Ur/o27",
-	"oOGCrDa97Z9DRNZvXlve3Up5he04cpWCtlWaqwR9It9p8dUU5r3d3fsO+AxzxT6bva44MGXAgurB2Q4b",
-	"x9XsqMHE8Uh1FkZ3v/u8hK3rsKo25N80gsbajCQQUO8uVxzgbdJ1WHNjClCr5wIEyNlGUQIddppVAQq2",
-	"TINKJEovfdnckGzV6lWybGoyE0rpCDY6otOXx5R/M+PzYHPm2qab7YC8ltX8gvKoyBlJQa8UUfwIQguw",
-	"LD/Wze+ZbE5Pkr2zEArokiku1Hq5oKzhbOfxKS8ALiBlXFQyINA+hRZjG44+4NE1QtxUA7L70ig2Eoby",
-	"ISqRy2VjVCFSlNMl6tTmB1/8QxjVazLi/gVy8IZr9zMu2wffd8/Jarug2yqQ7eJkmPhkStpQTZrsUoR9",
-	"4gv0fI05fPfKrfLKrecC9z0u9lXnRXM4pIs6HcLyTEQ2AsI20ZgyTv7+/KcfWj3GB0hDEzEZOOgWTLLm",
-	"qZIicEiPmZioG6E7fRm6cEYC2IBWYwp1IfynZvip7zHe+40e+9RvXMP/oaG7O98UC68xKWjhaXyqeIin",
-	"aauDsC6LmVj+0lgoRNWXh3aWtZlUvGxnX8gxQsWmSFlaz+UqGPoPYHRlJvf4qk0twj/QY7lJ3Lw2Ltbf",
-	"HqX5LTSnv4yF23w3t7dBcUlKMStVLfvOG533b2cbBagEmvCrrdPx1fSYH+833jNHml/5IqDDU9wFT3S5",
-	"RFYZFHKNrOiE9k/2r7v1AYQeM84CwZX8BRT/ngmtUuC4DidzHeJbrchHHVxQFNsCN1w+nmjZ1mLkLNt8",
-	"YYQBE51Rh4UFjJA3tU45+jIdgqLV/hZZzwqT9wfe/ti+/LQT/LBXCze6Weg04tY8G5tF985iQ3UAjrig",
-	"aGG1AZYuX7NcP+2rWlz/AnlqjVfoyIadlqjBlbVZ5RbCQJht3eoWonYJzo+zKYJl2CyfmXKqaYDJMT4g",
-	"qJbwzwSPE+vH/uv965/JlFZsRHlOa5aeKmNv45Cj2unCtK2XzdlAKLwqTbSp96+d2T6+oHvN5ZI/unct",
-	"Ew8MGjYeBqmIHC5ppHUjqlR/e7Cv70tq3KUScmsdT3bi3/1O9/Q7Zf6kuAPrzs5qr5N9AjP0VMamPHN3",
-	"saW2RbTCVGHKWmETKtC6bDpbXxZgEhbwpeRzd1QdcWkz6Xgcs3wKAkeRLFtSyTp9eS8vGCJplLH2UAkk",
-	"MB6pXKt9WY2SLjAUKIOxgktZwPxAg6udXbZK4Of6upZZgkXH6K2AwyA5yWEveC2HwCI67L0PfQ2cHRW3",
-	"jPJIdCWdo4JLmaQpQ0AWbnw2YXNvZ7e4DluwO3Np+K1FmvagEJwgzAjThFUtm3YJkYvRoS3YmFPvK0ys",
-	"lkt9KW8g7eJXcga6QpP1Gq3duFWuwO/uvfXq8E/fhgtqr/vTehdULfhoxQdVjxK61g1VqhzvnUME21N1",
-	"PtUjn7YCyuW3x64v74c+WuliBcRpYButeIhaX8iVU12ft5nQ3ouyeaSdCnNaVwSQCPxfzqyy+40clN3d",
-	"tQelHkx07UEhzNO1B8UyWdvqOtzRClWvQDb1VL2MUNrycF73Bl2FO5xw5JqbAV4f6QzdfWUZl67GWgdK",
-	"IeeWtNLt0+aq+t+6vLlVEl6NVQr1sK0MUltoiV9eLVsvcnxP1vvibsHMkVY9US8hoTyW0YVRISoLiYMa",
-	"GcGm1ZtjFpJ/vmwyt8caenTLzOzrnrm6mmbr06vden+3itzTKrIITl+2jzh4srUGEsJm04yzd2evyAyB",
-	"mZhFqqZGKwHiMSwmk7Jm+KHfeNpvXIaEK5umrQ7ButhALFcaqFzO8Yn2BdtCqncWHlg8bV2UZEM/DeEx",
-	"9GVRiFArig1DaDboCIaN9WUGwpU7Y00qarS+4llfVkueMVfxjGpaLlc9c2DF0CPZUcYW+4s8S9APRhpt",
-	"XRStgEsqVT5ebYFZLJL3Je0EK2rA/8UGg9WVBVcl39snS+5wIrHPcIX/77QX/F/LZS1gKJeYZj3PrJVL",
-	"vNgdi1QYscxRj/D7KsPzcTc+FX6cABObHziEsnLqNkgqFnh7WUih5usYQeUE7q0a2HdZ90vSGK3x1hQW",
-	"bI6ALQBTC1Bux9Janq6qYbF1qt1Givli0t8mTv09RumbUtS2pdz7qUULNPEZAZ2gLoR5lobBkjQasLDU",
-	"EAinGNvZly7YMrFHJvSFnjrF37ZUBEiX0yqcZLW6eV/68uYeZxXNq1gPvXVQbnHIUy1Ci7uhK1CiFusF",
-	"Eboxoa0UseRxQ+8ZGLoihnP57H+LsZwrBc7Hjen8HLn2L+eRLsazRqr9HuT5Pcjzmwjy/FxhugR3vNLo",
-	"dypFITtPRWYBaZDt2rJGxRGRFQshwmjjqbGVxAk3uS8nPBY9jJlz5V0shDc5agIsrpYqLEiA9WxsCUpu",
-	"2Ay9aSByrYKCrKI2wdS+oCFxEWDrEQ2JEz36FiyJDv1qsyWxIKbvis6Xtj1W4d7KGiwVcEgyd9r0l5Mi",
-	"1zAWNBqKNilL9wfwWyGz1tpRT7TOEVUArmXq0JZMIFUuMbawF4Y/JhNRtne2OuxX6yqV4tYwVx2sL4ll",
-	"OQ7rbakzVVRw0GiXXa4SETA95RGIlLbIT4/ETC89LowUceJ8vpDlIGhuddB8FNWmZ4mxHFXlpi9TpQnr",
-	"2Q6hw0L39hU1f0VlzzRWZsKylT5QWaXUMcnc1ijc6cszNPdCs1iyzFcnUFr41YG1TWztdGhIYLw9zcdD",
-	"xy8DBSJNLGytNSn+dfLeg+yYxYZ9l/i+ETZI1ORLqiC8vaOlOiGoGpH+qTEQPBPZYW7Gjd6HS2AvpAHW",
-	"JZW8QueB1RCb4UhhGYPOs2gSPyujw4etRtDIs9TCv/eePUO3w1hp0/ux+2MXuZgd3CqUFoyRLYBaCqnB",
-	"Z+ksCyavlRRzy/BETIWSeJGdRr7XIgYWAT2nBgtyFO07r3C93FOUrqzBHy+14rHcl1rxjl0K+3S+Lgu8",
-	"T4p+4AsQUZRvUYzLCVqlrvzuLvf1fi2aOdIMYeH79h0LLZq3EIvLjVNaRYBleDGRwQ/agY4BzxDpsMPe",
-	"qMVCWEX7pZwHIAtXeYAuSwpQJkQH/Kb26jtcKBVOYbw1heGx6FJnqb67prLu51aW3waP1kdAd1zd7KbK",
-	"WPjUxQJVWb59lhQ9u1+NB4oeJ0cvKaIXdmS7Vy5cuaR7v3nuLnP35heyv7ytW6BtDCL//d91xms8UjGW",
-	"+sMSRUjwmrL6XZ3vZCQR34P05+5yM/9Q0oIM15Vddzc8Vc0AynHpz8BgsFVbJ6QuY2plJaSaMkiVoke2",
-	"ko3DYe4s3AYLJ2aVHuwe83HO25wt/7CvnFaU5rXhc3jkqN4714xPp5m6EXHroUfL97jV6Tp3T38/YKvB",
-	"ARfX6PsZe/AZKw7PpmNmbajbHDKLhtCzvtralGU4f1jItogZL5WQjdlS1VjyONjCsQ89jHYSWx1Fssx9",
-	"P4irD+LCCn0/hg8+hu5wrTqENr52q6tuKf2nlOpWHIChyiplmqnEob7vwVoc2PqTRU9/v+M2xll/v+I+",
-	"/2wtnZnVh2uqsm0UNHqwip2HCNoHVimztfswS9QBE2g+R8yA+ytnlXFtOljw6HfVbPWpWl6f70fqAUeq",
-	"fFI2nKctLys8UsNEJnosYneQMqHz1HRiNZOp4vFVnqUhGwqsE48Ryw86SVvfUvD091tq43n6fks92pHa",
-	"dEvd3f3/AAAA//8=",
+	"7L17c9s2ujD+VTA670ykLKXIjr3bytM/3MS79dvcTuy8OfurckyYhCTUFKASoGU18Xf/zfM8AEhKlCw7",
+	"Tpt0vTOrOhKJ63O/fmwlejrTSihrWoOPrYngqcjxz8Ms03P4IxUmyeXMSq1ag9bpRLCpsBOdGmYnguW6",
+	"sIKZYjbTuTURi386OnweM65SFr9+c3r8+tVJzKRKsiIVaa8VtXLxWyFzkbYGNi9E1DLJREw5TGQXM9Ea",
+	"tIzNpRq3rq+j1tEpH68u4ZAZm2s1ZkJZaRfM8jEb6ZyWI2a5MEJZDg9H+H18POq+5DaZuGUdj7qvtBL+",
+	"u/bbfz5j3+/s9Dublzfj1oocFvC/w9Yv/ztsfXg8bP2fVtSw7uNUTGfaCmXfilnGFzDc8i7e0DojNpd2",
+	"gmu/5FkhWAzzxhGbT4RyWzIzrYxg0jAOG8z4gukR/qaVYMbqXKSw06GyE2lYHKZPFt2fxSLuDVWruhOh",
+	"imlr8EsLZmp9aNrAC51wWmfT/b97+8IvIMkFtyKFReoiT0TEdO5/+1WfMzvhFtYMwME0bWiu84vbQsJb",
+	"bsULOZW2eUXGcitgXsGTCZvpTCaLR4adF8mFsKyd5nxku1LYUXdi7YzPZDfnVmQwYNfBfHdnpzNgfKiM",
+	"zYvEFrlIuyMpspRl0li6JTjuqZiei5zN4P84T8REb9xj8bCVihEvMjtsHeQ/7O0e2B924h6L85hJM1QT",
+	"PWdTrhYMti2MNWyuiyxlM24My+V4YpnS8wMWW3ieDmqiM8GMSLRKTQSoplKRsmIWsUJZmcF9C79Jadio",
+	"yDLGx1wq1oZpxW8Fz2iocCTxb3GnxxzwwY2IS5EvSiDTIzgDPBmRMj0TOQICK1QmDI1FX+qcpdLw8wxu",
+	"H04f3zEHzAjBhnhh7qthawUAr/h0lgkDQNh0bBEbtua5tMLgl0/hu2ZADXDxBjfYDB24eSkMQSOfzbIF",
+	"s9ohF17GnwAiv/2w0+8fzAlGfiMYgRX9VmjLo+riAO3xat1NT3SWmgMWz2OCEqlSPWdSeUhh+lLkbD6R",
+	"yYRxNVRiOrML/3IuRjLLzE0gwDZBwFB9ORAIx1KDgd9+2N2HL9cAAZ3TcQOVPU6BSYzo8qUJ9y2JFBmR",
+	"X4r8kWGZHpseO2RJJuFQpnzBjFApk0C25mqo2jvdnd3vWDLhOU+syA0cU3zY/f949/d+9/ve2aAbdw6Y",
+	"thORz6URleHZlF8IoH6CDmErFvNLbegPH3eind3vrpvZzVth88XhyIp89QBOHExYzeZcWnYuRjoXzOYL",
+	"qcaeWGzJAadSySmwjn5YhVRWjEWOy3j//v1hYSdw4Am3ohkXefkEABUOLmB1hRGVhUSMZ3O+MCz+UfBc",
+	"5PHWvJmebzin66g14zmfCusknKNLoezxc/hTwqszbietqKX4FHeWbjujuLRn5XV9+NsNMkGy+FksmqSa",
+	"QsnfCsEuxMKJM9KU6BexZKKNUOx8QYyXALXN2bt3x89JNhhrncJjMhGd3lDtdHf399ksl8oCjrLDk2fH",
+	"xxUIjhgSgHOeC9aO+XkSd4B7cxhqhcLRToaqHQ9b/DwZtoCNIOABHAUZxvAp7QAkrfDFuU6BvtgiV8RC",
+	"nMziSc5Q4QCl4GK7XnAaMJSHDuqj4+OcpXI0EjluAmaQhu3t7paPDhU+O5EZoeNI5saWJMAwY2WWAS0Y",
+	"ZciAYYD+9z2GuMQ427+6ghNRmnFl5vCVZTzLoqHKYeer2x4waZ2IZrzwVmSWyVFlAQA505lliZ5OpbUi",
+	"7bGfxcIwcTWTuWC7e2yii9wwjqvAd4YK0SPRaiTHRY7X6QDBk2JAGXyBCD/8BLsHSnYuALtSwnaiQQjw",
+	"xNZKkF+SGzfTAn71QqixnbQGu/v/iIA2+H/vNIL/CMXtZqIQg6Afs4UuWMbxinjqBGMgwMAShRkA/7x8",
+	"OmzFrA1giufHu0YAVgOrQiYMsicfm2ioQPJ/HCMqcbVAaKXNDHBkXVi4LDinYpYCq0L2MMKTwqn3dr87",
+	"YNyJ5Sg6AI9W2uK4uAQ/Ja4wxZkJFff6/R47hX8CdoGSxQHgzxdW4IrgjwiRZC74xVDhm+34/ZNhq9fr",
+	"AXYxJYh32GRSEkav+tCI0mjV2XShTvFpbRauj0egD625n0Plr2fpPjbcAmoB8WMgEe9BjZGW9iGc+JAU",
+	"eU6yByGmwy5p2NP+XmWzcDaVrQ4YHhDBgB/QAwWcw2H9stj2d7XxDEtt8YaDXKOh/ORFf2nFFFkx0UIG",
+	"QkWfuC7O/Vsh8kU5NcpOtSmdnNQa7PQjQEFixzv9flQy551G5vyGL6b3w+5mfLEFu3svzidaXxypdKbl",
+	"vcw7F9tPe/z8J7rGNfYLY/hYMAncxVPvihwMpB11WGlYKjKJX7cBWbVCFTx8iVoEUAXh9tmJKkwJEJ3G",
+	"RLEQZG6dgAyNWqqE4RIxKKcAaLQsE0AC4acNUDmnfXa3P76pGW9/fidyrDiw/3XHGF/uREBbs0zPka7h",
+	"QZ5zI/6+x356efise/LT4e7+31FK/liu9roX/mHlVBjLp7Pr3kdg39fxULWRZ/I58XMgkgbkkVwkQl6K",
+	"tBMBT/P0uZyxm4pEg2o847n15gd/JY/MUBmR5MI6BhnPJ0YkZ3GPPS9ylIKZ+z3XZDdidq6Z8WdANJyM",
+	"NWbGEwHjOXJ3wHiSiJmtKZNyBBzHUygi844FgLCRaGUsV5bBCWxxx2Eh21715U5U3vTfnvzw4W9ttvpd",
+	"5/FGEDj117MOBN6TgQqBlgSaOTd4aiKNYJ+O/AS11EiVEL1/p+QVEzOdTA7YKBdmErBvqNxgwK6BFzPO",
+	"AqCwKaouE67YPptKVQB4jHI9BckhZ0mmk4sBEf9zXcCUThTb4pDDJFsraGux6BpGIMEW9Ywfeeo0VPhX",
+	"ohUIuPAnn80ypwg9meX6PBPTv/1qyOpWzsmz7PWoNfjlY+v/5GLUGrT+60lptH1Cz5knb+j91nX0sTXL",
+	"QSi0kqY3ltvCuKlhDXv9/rVfdWkM9CswT6S65JlMuw6cW1HDb7IiKl6IRevD9fX1B9z6KrmtCNxTno10",
+	"PhUpsGQ3FnC/it25Zulr2rF79kn5YNUO1C0NQVu97B4vrQhdMiNsfDnYG3DHPwme2cnrnzfc7uqtbrpL",
+	"GrDVcJz0y2L5yO668rpOeqzeGfG1gOj3FRB1X1bBsA5+Xam6hRGtNUB4GEDQ8Y0mI3mDPnjgZIGMW5F/",
+	"02DqbETdYCTa/F4wJzVAyVsBGtJXAia7u7cCk5zWvoFWrYIFMDXS20vNsGp5cKD1zVOxYwWcjWdHea7z",
+	"r+N692uMquF63ZK7Ate8DvsVK5S4mokE1D58tMeeC8tlRpJdpsdjkbJCpYKciHF5iHHk9HAQ/775O36J",
+	"jttX2h6S3P61EPv9jddM7uau0rbL3bo3SRvokBZX0ljDzgvLUi3IEuCc1HjFNGaPnZZWejJCOD8BKHpq",
+	"MVSpTgrQm1G3sJOIGc0kijKZNOgfAZl2InJQW0DJI/GUYAnVvGDBJSG0ycO+6QbpoWUP6DcBba+0/SeI",
+	"4V8LlO1thDIArxEudw1wvdLMFMkkuLrJhwTqT5Lo4i9AHd7wRaZ5eqr1C56PvxZJcOfpxmub0aK7Vutu",
+	"hsveQhPx3gJ8waFsxV9HKr1h7R32Uv7Y+StcLNCw5yLJpPp6qP7uTRcLi+6mftWkV3vN/JeWe+AMTWAj",
+	"LrMiF2eJTkXrw1oASHieokTnRyUO4IYiAwa5ptq0YBbDyCKNO86jhU6CEJAzVGX0jQ/NqcgRzYE4FVhq",
+	"cHjddLcNsUVLATub3g7PfZMc5U2OpiQJO/gn3svXQqRugOXKursEUCvg7HwiZ8Ly8RoIrgSyBaGG/EPo",
+	"EXZOFfLWgO7azQVPEW5Rj/326VjlGN+Go/s6FNHvtgeAcOsbOJVzSbpHTSWG8Zu/xRORX8pEvFP8ksuM",
+	"n2fia9E2N0sahtbdLSoL33CDKbf8nBvBEgzzA1w9hwvlyYTMn6mkb53zcy7tRKqqH+ERsCmeAp+KGEV3",
+	"BhFFGmYmhbVSjVmq58rFYngPR8XaE3v7+wrz+Q8yYZ1q/ZKrhRvOfC1EY7ORM+dWdF0c3gq7uJQ641ak",
+	"Zz64cQ3POGTlMBRbCLCDpqxixtrxyjgxU3wqDJO2cwDwOcH4HhCZtBIOzIZqA5yxdnBi7nR6LA4A4MKv",
+	"lwEoZmN5KSgwoCmOd0M44X8mML9TvLATncvfvx5ZfmcjJBfVFa+hmS+lMVKNI1aoC6XniqFEfakvRMoO",
+	"3xyzC7H4xk3w79+/7y4HSG56eTme0l2+M2OJ9KVIJT8tD/1PF4L3bwCCsPLuFJbexWe3VNcfGRY/oz12",
+	"Yc+xj+/xMURloLJT3795QWkphOa5C7X+Njx03q/uozC6PlJ8hZP5J0CRX6+5u/FCVAdcvx/ygAmFIZHS",
+	"snb85vD02U8uWi0O8ekjnhkRd8iV842DxrUPSSAzMpkfMTyhdmcuN+eM428jnU/hrxYoFhjusBq6ELVk",
+	"uhycz5PEnj0dfc93kn66e/4Pscf3k+/FzqjPd89bH6JqTAQ+e3OQUfX20XpTWWkZ4K/PfxUJnvQz/NlZ",
+	"sSqhFDwljYpnbyobx5uOls6CT/0ZLeUHqIrujAkyU6l0zgoFsLTf7/fZD2y/3+v32buT52gKDAcplf37",
+	"XqsSh/e9+9/mYLyo5We7KQ7gmX9uGSNq4bc7/X6/4SanwnLQQW6a5KV/DuPjyaRG3pGmGHUL9BitaFZf",
+	"COVls1P/NYhmrSgElcymZ/Dt2aU0vBWFfwabXvmVVKYYjUACVfZsVKjUVH6cUdycVOMzcvV9uAms3H1X",
+	"znpld+sh7a2ABdw7oJWQZXrsOUVyYjQoRj6RoA0cbUFpOpjsdT8A9zmwQBThdvGfcBfc8SAPCmlBfArI",
+	"zijnRVpkAm/IcXmRnp0vzpLCWD0VW9xwZX3rb3KJhd7tSm+NesSN0jNx6fNq67CAiScMXjMUKf3LsPV4",
+	"2PoQVyJG4dfIJc4CYODTjKepSMt4FIwnrh7y4xLMe6ZIEiFSwjL3nbM9ll+QnYmCSAHiam9R3mbTV26c",
+	"D010h18d07J2KSrZ/asETJ7nHPCR8l3czzYvxHXUKvKsMdIwxxyhN69PThmdKlGe2F3wu7cv4hqqFLkk",
+	"RAlJCv29727OUqgCGCxl5S4bQa1CzldCD45PXrO93Z1/BBbDEp2i7zDTc5En3IgByrA+oVanoHzji49M",
+	"MOpi8HobdWS4a3YuMj2P2IWYWUrzhOORlp0vGEci3emx99JO0pzPlRu0HU/yizhi8aUYOX8G/WAn3A4V",
+	"zwWSH7dQiW9c8QLeuLq6gjdy4TMkSP/2YMcRNvgIvuMZHBuf4jcaqD7PgZbzAr+Zj+Hzd3jynE/h8xy+",
+	"P0+BFJxP8G85gk8c4Vzhpz7Hz0v4xGs5N/i9xXHmM/hc4N+/ozzB8TOFcZKJwE/6ew6fGf6dwVuJAkhM",
+	"NP6tC5RFEmQb+M0lvvv7RStqpb/CW+kF/o3PpziXGMPfQBujlrCwTlHkAIq/ol/qAn4dn+OngJWPJ3Aa",
+	"Y4nf4B7HCkYe29/gcwHfTC7wU8HzEwsnNingGZnCyDIzGM2Kf/8GT8oc/zawtl9xzF81fs5gdxcCnr8Y",
+	"4+cEnryYwmgXMziNixw/5/D8Bc5+8TvcRcZhtAxXnl3AW1kOv2YGVpXhk1M852kK30zHcNdTXPl0Cu9O",
+	"kbxP8aymOZztFE9meomfc3zmSuEn3Ox0gd8jbCgcWY3xb6nhU8Pzaoaxu3jyepojJYMznwl4cjaGZ2YT",
+	"mHGGa55l+P0CzvA3Dt/kGnMwEX7yAt7N53AaBn81CI0mwb9TeMsIGNOM8Xsc2WQAFUbDeRo8E2Pwe4RG",
+	"cwnwYxb4ze9wMnYCs9hf4Xk7hTOxCNUWT8Zixoe1+A3egv0dniz4BD7HV/CJqy0MjF8sJH4W+Al3V+Dz",
+	"l4iDl3jXlzj+ZQGnOscI3is8zysOO71K8O8Ednel8ZsZfC4wLvp3PIffpzDy7/MxULyqOgBLWSH7Ueuq",
+	"O9bdFV5wRMTz6IEP3pYP4tHcpNI1xuMLlky4Ggu02YYUQ0qK9Eq0C5p4ZFgc4t7r/HOjkuhFySaLjYuN",
+	"4ZT+ePjmmJkJpohI66ockOm4XOiAcRY75S6mMhaxv5bHcQS/kkBOYBG7C4KfXMUPndtHBstNuAfwbh7H",
+	"6Nwfqtht26CJGk1EY3kpXBoO7O6RYeKKJ5bSkTkxtxU+vyIJb5H4W5pINsndeNunZA1rUI9xiJqW7O6g",
+	"SRrBsV5I0wA9/t4Cuty4pnIDDlqvo9aEm7OpzkUlBe5c60xwtbJ6nLDyxtr1eivmMkRzyyZ8NhMKjTz+",
+	"utD2g0+eA2AR1K/eck0R/XOJwT+lyNIQWVu/FcyvXiv0TgSFrDJpAFH+78nrVwx1GZEzqVwVC4xnasdP",
+	"SPmMO0hN4QeFmW1Y0gNzC1nIgIcnyLjE2jF6VUDOWw5Y6dRQoWpcwAy65izIKgTQ5soXmiDApTsM1tsc",
+	"/S3qi5v1QvdW00QvK2pws/5X0+72G5W7+i29m4Hgvd93+fGUf4q1ITAlSc8VpqwZVuCDe/1a/r17unCD",
+	"9Huks1RXtN8P6ujiFZ+uLHKvX9dqrhv27Yjr6gmXxooVG8OqEYEePvOWiS3fuosR8h7sYzTmL6WAooos",
+	"a324XooUa8A6UKAIk2thYSFgrEJUlm1ZTTYsmDfAYtN67mZfuR/r3sqwJcptdBPQQCf0MGjtRDBvcclN",
+	"bK7JZucWtAp9K9tZutk6RFQObImPVpb+YT3qULCZMzasZ6xbHBpy1JBruDVKLDtalnjX8nk6iaGa1LhW",
+	"YHALuweRobrFDULDCp/DuHmuMEmazfhYuMRic8BGwiYTkB3JnWMsz61U4zPuQw6sr+SEhSMom/AepJI6",
+	"iFdYUJXvB8GhBpW5lTzLFiWoNgkEfnw/2lcIWuVO7wG63hGafYXb9MLeZ23S+U2bDIBYzGJv/x/MuUZZ",
+	"6lKP6HWA1yam7MDHh8fVh/1nqQd1xRXckum6/cQRw0pzRTLxJkXPxhKuXIbjudjsYFjnsnLRqc3raQhy",
+	"DSoaaYUVeyYFqfYatUs8n8azFFezjCtXOWomEjmSia/BwHTi+IZoHLbqZm7ewFqXtdtGcD0nWiUid8LA",
+	"6kQgrps1cyzlVscR2n6FsiCbi5ATzVBurpk2NmFGRb1ooL2bJR66u6Vge6w/6QpNrYTMN/qNsaRBItaZ",
+	"BSiQY8Z9+q1HBndpKSN1bWXcuhdqm5VTkJn/WmnbLTHJXWRAiI336BbdOPXpUpagRzX3DtUddeEujYOX",
+	"gtbqwD+dnr5hLv0A7qxXdfnt17x9e/1+E7ZaaZvIxiEzE51bZorplOehiKi/CxinUmerUr1kM2bZRuX9",
+	"kOUi41ZeCvbu7bEryVOtxrc8cfyvo9MYWD1WbGKV0VDmrtggm5K2mpjsaozkGkpaCbT0JKsMmgzVI+cT",
+	"bVx9xlq5D6LAIh2qduwK9IAuTcULsfhQTAFwPpIrBQ2dG2+5wNKTjwwLsZjdEIvpCld4GrDm6D2qr+Ng",
+	"lgzW6xXjt76iDRpj7uYl3UhfTwQWz8lCxZxATHvsNRyy1VRv0XvDmSnOvYHHueDKV1rRresCNWx55FIT",
+	"P0Ml/qOU2xUdMRdfVkX8k5z+N2vLZoNA/mErLbOWNrZR5XTbWac7flgLVfegSjnw/PLmV5rofvSQyqI/",
+	"Xz5fMb1+joD+Fi20W2rxTfJLxcfADbIq9uRXfW6efJTpdYw+DsOkr+YdowxYFW/LpdzL0VTtzZ9/Ltvf",
+	"/j0cDVXE/NJncz9gQ1rrZwUebhc81ETqpne2VjeOdk9m5V/88YSxr9ce3B8YfdW05bQSML1MKZuCtDZ6",
+	"w2qe7DJQadM7ZWxSswjifj+kgmcNokj5Qx3vdkK7g3pBWSfP+3qCEcPAYKnGWM4iybUxZfFCKTBCfnPg",
+	"oBv5liJOWlAk/hnxuU1lo526vMb3N0fre67V+IDFcK9xtS0C1gT0dTtEynavrkqq0gQQPnH7bJP25cd9",
+	"ZKqKWH1+pcsk8AR0pTYchS5sFCrI8jTNhTFwB0o5rzNutVNdoz+HKjLVwlgdCCzdxOpW6ofuT/XDeqh7",
+	"7oBk9RBeK0ExdlQe2mpnoiAkHmAF2FimoUtBXFZ3jJ1LMVotq1kp7BfPhEqlGsfUxYBxFSB4LLDa/e7V",
+	"FWvHgYZTXWq6dAu6QTIRIEliAr5LZaMp3alXS/m6N5vyBlg7ZPeTotWIf82BK/kiLNpoNuJ5xHSWgjoY",
+	"Mgy2EvSWiECDwHcXJWNJGbuVthS18PbP7hbuQO/eMuihQcPZolxp1FLiyp65a9gcEwNPhgsDEChEQGnt",
+	"y1KGQqwB8gB6CERuiI7ZTldxgA9KxqobocmCcT+OtSo0VG63dlkVvWf5VKMSE27nPFsiNT/6AtOfoRct",
+	"U6+bbCBrRbulge5BZbtxafeuuy3JV/eTAbS1I70qXi2b/gKFrZJdZCcuozjCUGOAP4rii7y5UVkTmgpN",
+	"BVdYvb/JqVcu4Ky0O6w689fR/gFoIs4GEbP2+YItdNGJWDzWSsSsLW0pWOzt9Nm/tBKdaKiQYyDzapOh",
+	"KhANFzQA+9hnKV+YTq8UGmQmvB2rHjodFtGKWjC1owd41jdaQz5Thr0Tc5jl4lLqwpxRzeQz6lpgGsmv",
+	"76Pg6yq7vkWlEOcH8wWYyT1l5FgZdi6MTIWj3nNsn3J7Gnx7AhpE+y0IK6UI1AMNlu6kgierELvxNO9E",
+	"az0tuD96FqjLH07P3ks7OcFj2T6DdXXRK1FlYcSGNmJyrEBdomeiUCmc/c2XNtcj9nSX5Vylekr1yXvs",
+	"ZILp6ipbBMAuC8IDzfH0DNs9eNB3EA+SKmCHpwtVbMTJq1W7P/zth4/9aPf65rRKt8vVU/5QnjMoplvl",
+	"2gxYPLF2ZmKK0oa/47DfXNSbgmGJRsNmubzkVgyVEnau8wvD2plOeMZScSkyPZsKZTs99gqLa3L/eMQy",
+	"rWfnPLmIWCbVRZfe0Tnz1pChcjL+IHR5SCYiuUAXIsvFWBrr88CVa3lS1vb3+kEqeVaS4oprCfc5ePLE",
+	"fddL9NSnMoeSZOhD+dxMIyOSIpd2cYINkBAyz7Fz0WFhm7twuCIIrmsPNyw+dEUVcLsDRp2P2LDo958m",
+	"F2KBf4jYdZfBGvZUrAyvjht28tNhd3f/70M14WYCkAw4QCfuyswYIVLsXOWLHKKT+kIsmFQsfn708vXZ",
+	"4Zvjs5+P/n0SD1Xbeb9YbC7OrDD2LBVT7ZUravUEJGKpQxOcOWW8SzXSPr2dJ4ikrky7P/oun0k25VJZ",
+	"LpXITauh4ImZiaRLlhGYnwE4CUWc+eT5z4xqUZiIZYLnMIhLhVI254nF7CmRm95QDdV//Rd7phUggdTK",
+	"DFWXVSsyOIvmpmuA5VavgjRHOMBzkWk1Nk6/HioWjhhWE1qyuVKThplEz0RKaV6DEC3l3nlkmExDBdO9",
+	"/l4P1orBwpIQQRe2x15qJajNRFmdX9YSU31945CctprA1oO1vs+lFX4M7NEwywDTMmlFzjPD2vHufr8f",
+	"k5yHf/f65Avd3Re7CBNddxoVU0qeS2FqnvUe++9CW0ztR9JJ9l3q2uDcwDQURl0glK+NuGnH64olxJ0e",
+	"O+LJhMXW15bgsM2aC9tVfMXUuwPGncNaK+r5RM2tuHOxT4opV1h/DQsTzPhYVHaMF3Ou00Xk12hCj9QI",
+	"xNVwD0rMM4mN4xAYX1D5G3Vapbi+KxR51Y3z4ac+wRgRH1gULqCshT7hhj3tl1V74rdH//3u6OT07PT4",
+	"5dHrd6dxB4BtJJU0kx57rVxbnbxQBqAJ28nBPWDGBqM5fc0rD4n7/acs3lhCyxdqqFYSqi/0kXFWJcOm",
+	"hbEMgORS+HpZ+7UNHD4/++no8PnR23ITUWhFhu006VZdlAbVAQ0H74bcWRnTDwa3ju8khWV6NGLnCxYU",
+	"BQND7/X7nR77UafStQ3hlk21sQxLibL23s7TTo/95PZTfeDpLvsZnohfHv6P38SP/z49Ook7BzCyq1Wq",
+	"lR/Yayeu9woaKzO+AJS2RmSjyPf6w6ajurBiAOPEe093mEMwtxCG8UOGnWrNsPRr7MEPkbprxRUVYXEX",
+	"cyHErMtB7alaN2WaUdDI36tAdfz8xVEFooBdZ9qItMd+FAutUrbT7/cBlhUsrhzOuJN49vrVq6Nn1Ee4",
+	"4xUB11ULBwLaYzSwewT/BR0OloARaQSD+m5fXLlDG7BK+zbgDno08hj2phKTYobqEyWcfPLxOJ9QKQWw",
+	"/wQ/drtdVvuEL+O1rTRi9gkghH1im/pijJBY4YtIqQ6cPzGU5sJEGIoQWzvjUun7cubGxgdTKr7k5Dkv",
+	"SEYMW4eCUKZCndzd/f1aF8wcKfxSl8HVda3GacGCdt1R3FCXVYayrCEM2BZm4FTu+CDEe51JHwBWDXqL",
+	"meGL0BAVZPBFj/nqqSyTF4QjS00JV/dQLWNF699hn9grXYpmOnf1iEgyXS1ltTpoCGGiEfdoxI2VpiPX",
+	"lJAeAsxeHXa1aDqNv++Bb7lMOtxi2R6DXndJ9liDPF5/p0tBdjjP924ef4V0VVg/3SKQUfkmLHqBDdHg",
+	"9aWL9IXoGqC8sf9HOfNdO35sU0ZxZTHr40ZrJ7G5glFcMdJWd34UKhuRX2H1EhrCbmHenV1E9ttUjI2r",
+	"Ub4xCgi+yThCNDasbgSDeglumv/pEpnbruh2E9Y11Q2jOfbXzAH7BMGX4QtEw5uLhN0IWtQzBKfbJXLV",
+	"CEtbtglxqXpAJ/xSOqtrWBPaXVmDD+BePtC5ozyZGNml+O8DFq+EliNlNGXEuDQ3AJhnDbSW79xaXLVa",
+	"hdoiV1WwczmGoWFbU6vPhgOoRmTiVA6r19eyPGCbalneCbHr/UVgHfvIQk80kEeUfcnmqxXTRc6MTEWP",
+	"vXJUjZ+7FqMSW7uCrHKw0l4E5OvU4FM0BjWiXl5Jo+D8CcVruoF7rzbLPq/YLGtjq8Q3r09Oo6U2uQ1J",
+	"pg0whwWfdL5+xygyhOf8TThmDgoKqFzhMsrK7lFojQvfwZE4AKpJhetXi4tFUbHyy1DFaC8LJiInhdCX",
+	"hG8m9oIVocjKuKduXei8TnSeYnKzK/sLawmXbHOuDCex2xFpz2dR1IDpkNUKiVaCc20nxOtRcqBvhwpY",
+	"QtU6FCwM6EqvWCNqpHNQb8WsFVxcddtDFZdbJgS0c71KCw3AkeuTRwwmlCsYKq6YGI1EYll7t79DShwP",
+	"4qHf7iMDQmSnatyicudOtqv128WbHaqNXaZ5INQ+fsApUdK6cgUwgyvW1eZs7+qKxDCOFoNSaHfBHiwT",
+	"/NKFu8NpFRivgHfDHbyhQu1bM1cbQT9+7FtBP35cbQZNrdJrRteEK1/2AWUdv9PnRy/fvD49evXs32c/",
+	"H/377PT0Rdw5CBUYuF3fJtpF4YPC5TtcAdgfsv2rq8g1ZQT6RrH6uZ4B6FS0wSBuWJFlSO7nLtGvGjpv",
+	"tb4YKrpogqsqaMOiJhy1TAcXZLii7pm+k/2kpoUS9A6VxxWiZRpWELHzXF+IHnuucWXjAs3Ia1p5r3Yw",
+	"77HjEWHjmj7eUSVGxTcBl9YsKxYHTI5gAREajuD2lZ73hgolC7i86sVIAzdRMUZW6kgpm+tsqFx8okH7",
+	"2YKat2s19jlWzk7lOqxXuxnHwU7ztL9H5rVCOSjvAUmjSpoNRehZG5h/2UY7QnkTRzCWZ6JDgv5cuz71",
+	"hrpoDZW+FDkmRrjmSAARj4yDXdNjh8zPSgSBvg+aQjv+eB0H9uTS5/G+Pf3jGUgUADemg4YKwr1LkRt0",
+	"QMalHy0OV0wnFTnaAaQXpiTvB7aVdsKWXw5cqp+wHS+lJseRV1BdkS1sGWW8lB1YRSCRll8IFJv0jGIi",
+	"qwcd4LKkeH61QW1ymRVwDG6fhBV49CzTWEOZEwJXhkYOtQQQsJayZfa6DutCWWkX1GjdNTNWwE4KUFVc",
+	"d3DHl5y858RAHww8KLc4YKGru+/73emxQ09jRWbEULXjy6dxgDeaIWLxsEXvYr9038sbWA5qlRPhpt3U",
+	"iX2o4C/qLd/HZfi+4W5ZveptFMbR8pU27MAMsF15pUW5g3nXB7hzsHraqBbyC3RuOxRHOx6p3+SYePb6",
+	"7QlafI1wWwgOCbyLS6rrYSe1DmSBXYdOZWVPskFpiSbawDPgR44WxD8dHT6PHZcnqxcsw9tg8VKJoqCo",
+	"iWk7bbRKs0DiDFnJO1FpfCsNiEflisOcr9+Qic+Rqd3+HnulmSv47ECVzBC4HbhfwCl3TjB1m9ZNJqxL",
+	"4jNkZnCWekLvMFN1baVPR2oFRMglKnILIwdWRhKULB0sP+Z6btAwzRcs4VkWih5hV2Jk0bkcS2UafaTt",
+	"GO727PDFi9fvj56fvX57/K/jVycxGi3PF96CD/JGp8fe5IJsFAb1LKBPvix6RYwiRYPFvs8PECMiF2j7",
+	"bRB94Ilav8OaPB9V6/dHDcX7adwTVBS6p3KKoTEk++YC5b1EdA9ns0yCJmc1I19dcK85X7QZqrfou8WA",
+	"3tJG0nbEctnGYkJDpqClwIPONkrhq9IOVUgjM8xqTLqLPw7R8ThsRWxYpgHQP9HD3Lp2UMRi+HcIdF0q",
+	"bjVUvroVKZh+J654AfvlxHKVgpbif/nQ9u7l+XzeM+5n715GX3MHcfPx4xNso/348aAWXhuV/yrrdtFp",
+	"rzQL9zTXRGWtJLirteWSCGV77P+JXI7IpxAGY/rSS26hOTuJXzOeG6nGOLL1HBQbd4cVmsa+3TpLe7TX",
+	"w2rPe9gyV/4GDQNhwQrll43CWIP644TftnRYiiQB+7A77ihH1eeCyObcQ8TDQrd/0oLwy9U8RBg5wCfG",
+	"jrq1KZ1PecYSlDrPkeYlOTcT4qWZRqUiuDoVUU5pg+zP6qHUxoL8uBJITfLlwKu+bunUiNIdKCCwJOjh",
+	"aoHR1KDCFwm8cMBykcpcJM41CITN9/E/KHUb4LvezkxU2rtS3G69AtDe6TNTIVediBRYXIJTNfaZiejq",
+	"I/a0T//dZRP4boIEZKcP/9rZg8/dPiMzPWg/rI0M4Ve4rPygTkWR6HqlR4So8A6K4S4Mh9Xj80xvyVyB",
+	"Voq93e9hp/v9p7D0iVa6yEXaY7EP/Iu9odb4UQMAcIKBgxrVokzhMtGCtBjgDytBglUrsLu+/yeNPM8Q",
+	"EyibaoX4YWrVk3J8YoqGLUUkos5MSgq6EB0tpaAeGiOkg8QIjqbEPQ+VSI34CJdTobbUFRd4nrk5eCfJ",
+	"dJFWQniYD8QBKa4SvlMN4eeJLXiWLXyszoHTs5cu1F8A8pNX2iUtLASqk9J4wT+I9ZVLaQc/kk9I6NQb",
+	"xuaFg6Iw5VznFyJoY9WONIqkmtLATOq1F+0dq0bUqNg2MZwmeHW8rG9ESDofqrqib4QlmoDmT7PO1Q9s",
+	"ZKg+uQ467JOzln6ijCCzyXnpM9jZJ7bT7+MCyabHPvkgqmoqe+lMp3x32ndIfideUEY3uEn8z5/Y7n59",
+	"imU7WrRiRKsZ1mY6x4ekYj6nDEh3ZRc433L+PfsEdAgm3imd1Z+CYYrEN62CDuWBEjcHcLckM7L2Xn+n",
+	"Q5bBo7J1EUmf50VyIVBvin+LyzkomkKMJKAQ4Fy2IDYbzytmVLjfsVAil8lQJSLLEH4Yz8Y6l3Yy7QyA",
+	"zdAqgSCamaiGO7iLd0jiKCNsLJTkAMIez+MnsLZgCV8KzNEjYGAOZEsQb+9eXUVoAoM7ASrKM3khOj6Q",
+	"h4wlXnHQI6p00JXCjrogCfGZ7MJucOSue667s4NymrF5kYDskXbR1e1IHOIIBkxNxfRc5HiJdNqDVfEU",
+	"lEsHCsPWwW8/7PT7B/MfdkDUIxDEb3f34Utvuwxj1F/Of/j+Hwd26d38h909+BLrpaDEmMfEQ+ZsinEX",
+	"7raHirSlGTfG1UFVek6wbOPKffmLp0BpLO5I4CMNGxVZ5ugyO1QeKIeK2I1jLXXALFt9reJAJUkqGDmN",
+	"o1JD5cwGxQxNOVjDMOHKORbQdIZGBVqUmQmg0PD+Xn/HW6IQwuluyiAeJJ6vKeqzrKXh3BKgW+1+v94T",
+	"tBorxNq1c4uGqtJ9jM531S202tjMO6ZJ1vLIgQglp7MMxN2hMoEvNrk+QG+ExUvjW8aT2Y/07maT//sg",
+	"qDRFc70VqTRRBQg8hXcWDF8qgziyEwgPamY5nQ8phYIGo6AEdAuBxOGMN16UdMwBI9oMo4gxZHSV9h5A",
+	"TeuV94CY6sImeipW+Ao9XmkCAg+73Cez9HM1MsT/PWB7/d0o2NpqQSDVCI8BWx6iNvRqYca7TdI4Tm2m",
+	"5U4lME/ppCKv1AAkzSiAoJsPeQcFoU8LhNfKi3OOFsQ3b18/Ozo5ef327MUhWvVjFmJu+51SRUgmPB8j",
+	"TA+VVF2yGziZHNEYcFifI+C4IOhMJkIZjOQPVXry1qD18vgUy7FjFC784zpqufpBrsiPU/L9+RmUdRD1",
+	"UzHVCsOxQQIogT9CS+dUGisTLMLkTNpA9xcqYb/qc7I5GdSCWdCQQzWbekAw1j1HMa81aPV7O70+rPJX",
+	"oxVGV/PnkmcisS7UGPRv+K3rij3rfPwEGdOT3f5uv7uz65IJWlFLz4SC8QetpzgqhudPMFj7CS/bLo2b",
+	"8gl+4ipdoKCPAi5FrKK1xkmKaKtrjvBdbisfWO5x2hq0/iWs7/lUJgLjonb7/Q3dwVa7gm3KpPBTrOnH",
+	"9Vdper/X31n3RjjaJ7WOi/DS7vc3v7Tcc/Q6au3T/Wx+79hFHYR6bvv9pze/1dBV97qGqpVLC1bKehw6",
+	"YBcfYxqEv3xMSH9Sppc1QvpR2b7IVit2e7tI0G+UmJcJ0iDBrLHyDNUNZh5pg03LDFiw+aw3+AxVrRo+",
+	"kbw6Vr2Qxh75nK1QJtuszTgqH3niAbkppUimPgwHw11ox6Hwmst+w/BwLCDcGrSwUHdJc+slT30eBb99",
+	"bvbq+l7DObmcS1ySNBgqtW4pPlF4K/pRrWn/4QvSqbLefWP3WywnS24S9RfoCbm3DQX5kYfmZf9JFA6A",
+	"gIW0S0/KHE5XKRmavtaSs7culUOHOhgOXTcxZOqW8KXBfB0zJkf1A2xvCdv9vZtfeqXtP7WrZvYtIsO/",
+	"hA223CZsuC2PwxePn1MCabMJmVjS3QaNWjNtGpDxvwvhQjyqZmlQnuaRD7Id5cJMlkrDDNAKWIupxuiU",
+	"sbwUaqja8wm3qKSjXlXP2cb+GSCdz6URZUXK5TKUVdeQ1WTrwgEeOS6KAX01l44eVd0EjwwTPM+kyEub",
+	"tiM1XjAaqgsxsyFczFU8QinLB7o4JZE67IBqZ0WWNQk49SKfZQ3GH3W6uDcy1VxJlHrWLtHG3XubtLHO",
+	"yBpSWbH//wawlbK2Akrv6zqt3DJ6zvxFdx6I7Bcjsv0tiOy6ltjw/s4WZPMNpSqcao15bvTe/ja7a+i6",
+	"/o1yBqzFW3fzrROXJtiZ5/e1otKhC9/Z7fddjRNX1jlxRbgwbl2Ne+y44lazunAJKD5Is1Gkcm2BmmWq",
+	"zWdAr77++a5HXcnPbw1++VAXMi+FEqYqYb4OoVbu2JzZqOep2HhtvQlQc1/PBEaSpDoppj61H/2+fpwF",
+	"n2ZxRIFfAILAk/7vyetXjcfmhoPfP1ceXSlB4Jf6tLcTlttQyLOZ8q7ss+JNBu38vJCZRc/bMpG9K627",
+	"56vH+FxfJgB9VO6QbwQEuMCNgLD92UT1mPZNIPDvw5cvbgcCfp23BAE8C5iNWXFle/9BAOCOeC0AhIoh",
+	"6y7/Vc0k9oaPha/UgWl/5DsKJnLLpDIit4a1L8TCCMtmfCxdQwytVvrjdHqNZi4fMP4lDV0hH+XeTV1b",
+	"lCKHFa6ZgErcbSdXLvW5WmNAC36PUOaHsiJckoU0GCq1bs++xtPY1k1r29X6225BIVNiy7Vk9vZL+ZIm",
+	"vmqHqo1GPr/zByn9r27mm5UkzBPfQNXQuNFoTXiGflHjWqSjz7jHTvhIUC7FFtl/g1CvA2NQKgUKKB7O",
+	"YZyrktRjh2XKGiYsUr45PQbrCFkkRJpcfUEseYvRe6Giz26TSv8Mx/F9sW5LzSt7+1ksWoTC928SqC2y",
+	"YhGoFixzXY+XKMjOfVOQdZJJcP37qqxLBOTolLpebcJgfOY6ajWE2N/0avlKeOM6avkQ/pveDs9VadYD",
+	"pVuxR+xuZR4AOHjuW3pua5aoY9KxemfEn2iS2L3tgt9iiYM/jR+swfBqfa46pm9XCtI35WsoARkKM7uu",
+	"Efv9p5VWEr406w3p6K2otTFBH1SA6w9rKM422eusfWNGfGfgw4jIw02xRD32Oq/X49qyKoBUKB8OVfuG",
+	"2gOdQS3pvCFRt5Kd62KoekN1ROnoc76IHLvdVELgBlZ8QKEC9XTb6qooAoBywCjB7lsWC+G1cEg3v2fz",
+	"BT1JtvdSfCJ2XIoezRJUVXndzl1aPXm8Ocp8rmUin1BsMvclZ7D4FpaSrCdGDpXVbCws5SXXMgirdsZS",
+	"+KqmLTdZRO4sIo1gVS/JofAHqDg3CCifIZZ8e5LBU/IgLNlLNIjfqRzJUE2FIMmQdWQlxVaGnqP/UYf3",
+	"4Eu/b1/6Znp5W8LiXvW+b98ZYdmwgYVCpyIfAwmwyYRy5P/x9Pu/dwaMnyPQUx4EmQ2x7BPPMKDd1Z7P",
+	"xVRfCtMbqtgnYFHJPxg1pRBAqkjbjj8OQ9epYWvAPg5bF/BfGOj6OgzF4gssY7D0ND5VPsSzrNPDQpPL",
+	"tSMCX19qBjxUh26XjbUfeNXZtFQVAZXlssjCZn5Q6+p1B5ZQZQf3ry439hwDeKwOiZfXxcP6270Mv4U2",
+	"/ocxO1ehw99tVIoTSswrnaMfiPmfTsx3tlGqK/Xj/ulaFv5puvF3t1vvW48T3yjnImwvmRcWeQv4Vq2r",
+	"v0EN8IrgR/fX9eZI8FB229XSrnj5KMU4F0ZnwCJ8q4FNRbMbpXma4JTCkZfI9yo9QX+UEWPvj+JLK4yY",
+	"6I17LC4rsQYHyYxjBIIvQu8sCsu0co2j6hfe/b374eNO9Pe9xo4NN+sTVlzZJxO77JRdHqipBj4eKPpF",
+	"XKS8L4lTbbp9X37WOxGoW9Kae/blPnf5AxVo8J1B1zlzMd5u22AY1+VjpSI6ZzPMO3SFFOY6ZC5i/YEQ",
+	"d9gI+G8FT6WLPvnjo2I+kyituYjqnjYcPWbbbeVGjxj5xrvON+7tahTFmUljm73ib90cX9Ap7st13btP",
+	"PBd3zP6woZJsmQJSMTY0rajWQPvOHvovaUypdOHe6C52G3/wFv/VvcV5QG1PYTyyr/cVuyewaovO2Yzn",
+	"Xnhw6LFcoT7TWMaktE+WFZpdiZOhKgsMuiKgldAej4YJVy6BnKeYuW91pYBSRentDdWtfNdYXbFaXx3V",
+	"bCrQqrQfdajq6S5lXT0qM1DrRVCWfoUB17uoXWf4z/VQr9IwVzFxsKZEIgl2vh5f0COpgKBLv8eUgMg7",
+	"E/DKKIPR1BIJa70IZJYxLNLJbagw097b2S35dwduZ6Esv3LdhUKhQI4VPV2dS1a3srsjRLJLyF7SXW9A",
+	"qVHdRrL6pXz4dIt/kgvfgdAam4G7uHUO/Aen/FdqcPj+63AA7/W/3+wAbux0UfMAN7ek2OgE9iSlrKvi",
+	"a8jWXb/NbTY6ERWWc/g+VLdrdVGbYk0/jcgNWvPPdv5qjtT6xbzJhQk+zJuPqFcjx5ta3RNmfXMWs92v",
+	"BEN3dzdiaHPLjI0YSp09NmKoYytu1E3dNWrotKZ/R0Cn1T4cnVDU+tatRUBqoXJF7ZvbmHzryHv9jaoh",
+	"JL00ehFLVaRi6dg+Rb1uU9iUo75OCG+wdKJuv5WRcwvLw5dX9TdLhQ/6/YMzf9mZn3tcaMbClYqr92V5",
+	"ZNTQ2pXeRS2fyrM32ySX8l2/bGmaUNP43s2T8z+XSDT1Rt9cLMaf9wPp+KubBpe78lWNhL5u+0YrIRWt",
+	"N4yzd29fkC0OyzSUdRwMmsqwHNZypQnWjn8Zth4PWx9iariTZZ0elQF0Ibm+JzKOVhaO8J3qY2r0Hh+4",
+	"RmOm7EWP3lUqhzVU2GMeG6AYTVHCWLMeJoJlY2Pdc+H7vLM2dXPe3Op9qOq93plv9R7hXlbbvfsuTjAj",
+	"GRMnrig6+YNhHgz93LobfFlHulLNdL0ZcokQtL6ksWxprj/Jara0ivfSTogDrS0l5J6sRN0QiH1GxM2D",
+	"0exeSe1DoYttdS7fUGSFyjcT+UbJL2hiqciEFass4Dl+X6fQIR4xFPaZSKC6iwNfa75aiAZkQddCbVUM",
+	"pOGbKFeNZOytW9iD+vOg/tTiXgAotkaJ6Oakj7JXT1l42jONTkCEeiZIk3niRhD/YgrBTbzwIdj0Ads+",
+	"x9iwLardTrVfAuLPSCXA1hRFnsXRioISsbgyEOgrmFUwVD7MXzocj0PT8175t2urCgrHrN56xSlGLl9+",
+	"qKaCuzr1vicROmEybkXeOaiOOOKZEbGr02ZqbXdcbUDsZofp+ZXQ09Bj55YpCWuyB1aJ1deYRbBWB7nf",
+	"bILPUXX+cKLuswsaFJ2H9IKH9IKH9IK7pBd8rn5V6WW21tL+WolSnZqJ3BUwRD7hepaXOK1qZnnscoJo",
+	"7jpYUVO0oZryVAwwWtv3bnYdj8j/HGEjn0xjt1FsVo28Dt3AcwwSAKF2XTX5ellS2NoXtN4vV5C9R+v9",
+	"1Iy/BvO9L+96s/m+BKYH3fdBGl8y+NcLMFetMNQ3TeaePJgvJ6dvoIRoqRdd0p9vX1J7jVbQ6Lw4NqbA",
+	"KlQg+NCEroEraffSUv85ai8up6LqZOj02D9dyIoSVxa7deoiN0NFNNazhODAmOuyn6xBZ8hqz9qImRlP",
+	"QGh3LccHJMgH+XxppVi5OeQCO5KHPg5fLJviqc1cWscCdGGHKtOGGvK4JfRY7N8+o+HPxNUMtATsE2/4",
+	"wpQ5PTqjiUmrcZ6Y3lC9RR8LDIstwkKvVG1EOB04W1Q+3EACU9NoP6GR5WrpboSJpat1dvw/TqK+k/Og",
+	"vLAHmfqBbt/RkI/gHzpSY9M0D/xNYmY92+xj61zwXOSHhZ20Br98AHpIRoGmhNEX6GJ0RoN2PNbYBbb3",
+	"JJmmT6o9x+JOK2oVeeaaig2ePEHn5EQbO/iu/10fya5b3LoyhJhOUlYiLOWykIG7Kvq91EosHIUWKTUq",
+	"5WWqPIWUlOki2BNghm00K+P7YJdmydInflTa1pZNoiqjhA5hK6OEeBXf5JQ84q6dG9l+otC/nRJiXJOe",
+	"Sv/iylThdlfner+x5RTCDHVYC+N7ml8O74qerw5OKZMRy32SYli0LwMMRE5kox57pZdab1bGr+QzAlj4",
+	"fnbE3SmXhyqA4TeNvPowBJrSk5TxgmXEsIelK1nXo571vWrfwsC/FliByW7b0iIkC7nFxaytcxY/9kGk",
+	"dR7lniUV3N1X646y0vHznyj5BW5ku1dOfbf5W7954qUP/+YXMsm9aTqgbWxk//M/TQ4YRKm0xw5dh3dq",
+	"3kk1kbBQljRMjhXWgyPLRn91mH9p5fqUVPtdeFupF0moFyNAjq/FAgQGR3XdJ5uyodc2km/oIl/rGe8a",
+	"gftWLr0lbrCEMessDf6xkBK0DW6Fh1l7uRG1j7tGlEOyBnjHZ7NcX4q0c1fUCjNuhV0n/ukHBFtfrnv5",
+	"jB5w7M44ViLPTWjmzOrbIJkrzTRwARKN5UgA/w5Pn/1UyXLCMHf37lIKBWAPOqHIbBffFRndJrZCRbJ9",
+	"PiDiekRcOqEHNLwzGnrkWoeELs9hK1a3kilbyQovEWCkqTVaEDo1hnreFrGWF7YZs+jpBx53Y77LA4v7",
+	"fNxawZn1yDXT+TYKGj1Yr7WMPW0OnFLmOsJjQQVfdMjwBdYDur1yVlvXTYgFjz6oZuuxavV8HlDqDihV",
+	"xZQb8GlLZoUoNZJKmolIPSLlwhSZ7aV6rjLN07Miz2I2EjaZYETSHTFpay4FTz9wqRvx6YFL3RtK3cSl",
+	"rq///wAAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -56,6 +56,7 @@ var errorProblems = []errorRule{
 		p.EndpointID = e.EndpointID
 		return p
 	}),
+	typed(rateLimitedProblem),
 	typed(bindingProblem),
 	sentinel(domain.ErrNotFound, probNotFound, ""),
 	sentinel(domain.ErrIdempotencyKeyInUse, probIdempotencyKeyInUse, "1"),

@@ -50,7 +50,7 @@ var (
 	probPaymentNotRefundable = problemType{"payment-not-refundable", http.StatusConflict, "Payment not refundable",
 		"The payment failed, so it captured nothing that could be refunded. payment_id names it."}
 	probRateLimited = problemType{"rate-limited", http.StatusTooManyRequests, "Too many requests",
-		"The API key's quota is used up. Retry after the number of seconds in Retry-After; RateLimit and RateLimit-Policy say which policy and when it resets. (This version does not enforce rate limits yet.)"}
+		"A rate-limit quota is used up: the account's default or writes quota, or, for requests that fail authentication, the client address's unauthenticated quota. violated_policies names it. Retry after the number of seconds in Retry-After; RateLimit and RateLimit-Policy give every quota's state."}
 	probWebhookEndpointDisabled = problemType{"webhook-endpoint-disabled", http.StatusConflict, "Webhook endpoint disabled",
 		"The webhook endpoint is disabled, so nothing is sent to it. endpoint_id names it; enable it with PATCH (disabled: false) first."}
 	probInternal = problemType{"internal-error", http.StatusInternalServerError, "Internal error",
@@ -99,6 +99,8 @@ type problem struct {
 	// AmountRefundable is a pointer so that 0 ("nothing left") is sent, not omitted.
 	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
 	EndpointID       string `json:"endpoint_id,omitempty"`
+	// ViolatedPolicies names the rate-limit policies a 429 refused the request under.
+	ViolatedPolicies []string `json:"violated_policies,omitempty"`
 
 	Headers http.Header `json:"-"`
 }

@@ -49,6 +49,8 @@ type Options struct {
 	// short (503), so a slow client cannot hold the shutdown for its whole timeout.
 	// Nil means never.
 	Draining context.Context
+	// RateLimits are the quotas the server enforces; nil enforces none.
+	RateLimits *RateLimits
 }
 
 // Server implements api.StrictServerInterface.
@@ -97,6 +99,8 @@ func New(opts Options) (*echo.Echo, error) {
 		return nil, err
 	}
 
+	limits := newRateLimiter(opts.RateLimits)
+
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
@@ -107,7 +111,9 @@ func New(opts Options) (*echo.Echo, error) {
 		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: s.logPanic, DisableErrorHandler: true}),
 		cors(opts.CORSAllowedOrigins),
 		answerMethods,
+		limits.limitFailedAuth(s.publicPaths),
 		s.authenticate,
+		limits.limitAccount,
 		s.readBody(MaxBodyBytes),
 		validate,
 	)

@@ -7,6 +7,7 @@ import (
 	"net/http/httptest"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
@@ -19,6 +20,7 @@ import (
 	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
@@ -93,8 +95,26 @@ func serve(t *testing.T, pool *pgxpool.Pool, proc processor.Processor) *testBund
 }
 
 // startServer wires the server as main does, on pool and proc, behind an httptest server
-// closed when tb ends.
+// closed when tb ends. Its rate limits are generousLimits.
 func startServer(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, logger *slog.Logger) (*echo.Echo, *httptest.Server) {
+	tb.Helper()
+	return startServerWithLimits(tb, pool, proc, logger, generousLimits())
+}
+
+// generousLimits are on in every test server, so every response carries the rate-limit
+// headers and is checked against the spec with them, but no quota is ever reached by the
+// parallel requests tests make. Rate-limit tests ask for tight limits (setupWithLimits).
+func generousLimits() *handlers.RateLimits {
+	huge := ratelimit.Rate{Quota: 1_000_000, Window: time.Second}
+	return &handlers.RateLimits{
+		Limiter:         ratelimit.NewMemory(),
+		Default:         ratelimit.Policy{Name: "default", Rate: huge},
+		Writes:          ratelimit.Policy{Name: "writes", Rate: huge},
+		Unauthenticated: ratelimit.Policy{Name: "unauthenticated", Rate: huge},
+	}
+}
+
+func startServerWithLimits(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, logger *slog.Logger, limits *handlers.RateLimits) (*echo.Echo, *httptest.Server) {
 	tb.Helper()
 	e, err := handlers.New(handlers.Options{
 		Pool:        pool,
@@ -103,6 +123,7 @@ func startServer(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, lo
 		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL),
 		Events:      events.NewService(pool),
 		Webhooks:    webhooks.NewService(pool, webhooks.URLPolicy{}),
+		RateLimits:  limits,
 	})
 	if err != nil {
 		tb.Fatal(err)

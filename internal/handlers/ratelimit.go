@@ -1,0 +1,195 @@
+package handlers
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"net/netip"
+	"strconv"
+	"time"
+
+	"github.com/dunglas/httpsfv"
+	"github.com/labstack/echo/v4"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/ratelimit"
+)
+
+// RateLimits are the quotas the server enforces.
+type RateLimits struct {
+	// Limiter holds the per-account buckets: in Redis, shared by every process, when one is
+	// configured.
+	Limiter ratelimit.Limiter
+	// Default counts every authenticated request; Writes also counts the POSTs that move
+	// money or start jobs (writeRoutes).
+	Default, Writes ratelimit.Policy
+	// Unauthenticated counts, per client address, the requests that fail authentication. It
+	// lives in this process's memory: it is checked before the key lookup on every request,
+	// and a shared check would add a Redis round trip to every one.
+	Unauthenticated ratelimit.Policy
+}
+
+// writeRoutes are the operations under the Writes policy: the ones that move money or
+// start work, which OWASP API6 says to limit apart from reads.
+var writeRoutes = map[string]bool{
+	http.MethodPost + " /payments": true,
+	http.MethodPost + " /refunds":  true,
+	http.MethodPost + " /reports":  true,
+}
+
+// rateLimiter is the middleware over a ratelimit.Limiter. Handlers know nothing of it: it
+// answers 429 before they run (so a 429 is never stored under an Idempotency-Key), and puts
+// RateLimit-Policy and RateLimit on every response of a limited route.
+type rateLimiter struct {
+	RateLimits
+	failures *ratelimit.Memory
+	// The RateLimit-Policy values never change, so they are serialised once.
+	readsPolicy, writesPolicy, failuresPolicy string
+}
+
+// newRateLimiter returns nil for nil limits: its middleware then passes every request on.
+func newRateLimiter(limits *RateLimits) *rateLimiter {
+	if limits == nil {
+		return nil
+	}
+	return &rateLimiter{
+		RateLimits:     *limits,
+		failures:       ratelimit.NewMemory(),
+		readsPolicy:    structuredList(policyItem(limits.Default)),
+		writesPolicy:   structuredList(policyItem(limits.Default), policyItem(limits.Writes)),
+		failuresPolicy: structuredList(policyItem(limits.Unauthenticated)),
+	}
+}
+
+// limitFailedAuth runs before authenticate. An address whose failures used up the
+// Unauthenticated quota gets 429 before its key is looked up, so a flood of wrong keys costs
+// no database query and keys cannot be guessed at full speed. Failures are counted after
+// authenticate answers 401; successful requests spend nothing here.
+func (l *rateLimiter) limitFailedAuth(public map[string]bool) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		if l == nil {
+			return next
+		}
+		return func(c echo.Context) error {
+			if public[c.Path()] {
+				return next(c)
+			}
+			p, addr := l.Unauthenticated, clientAddress(c.Request())
+			if d := l.failures.Peek(p, addr); !d.Allowed {
+				setRateLimitHeaders(c, l.failuresPolicy, rateLimitItem(p, d))
+				return &ratelimit.ExceededError{Policy: p, Decision: d}
+			}
+			err := next(c)
+			var httpErr *echo.HTTPError
+			if errors.As(err, &httpErr) && httpErr.Code == http.StatusUnauthorized {
+				d, _ := l.failures.Allow(c.Request().Context(), p, addr)
+				setRateLimitHeaders(c, l.failuresPolicy, rateLimitItem(p, d))
+			}
+			return err
+		}
+	}
+}
+
+// limitAccount runs after authenticate and spends the account's Default bucket and, on
+// writeRoutes, its Writes bucket. Default is spent first: every request counts against it,
+// refused writes included.
+func (l *rateLimiter) limitAccount(next echo.HandlerFunc) echo.HandlerFunc {
+	if l == nil {
+		return next
+	}
+	return func(c echo.Context) error {
+		acct, ok := c.Request().Context().Value(accountKey).(db.Account)
+		if !ok {
+			return next(c) // a public route
+		}
+		policies, policyHeader := []ratelimit.Policy{l.Default}, l.readsPolicy
+		if writeRoutes[c.Request().Method+" "+c.Path()] {
+			policies, policyHeader = append(policies, l.Writes), l.writesPolicy
+		}
+		items := make([]httpsfv.Member, 0, len(policies))
+		for _, p := range policies {
+			d, err := l.Limiter.Allow(c.Request().Context(), p, acct.ID)
+			if err != nil {
+				return err
+			}
+			items = append(items, rateLimitItem(p, d))
+			if !d.Allowed {
+				setRateLimitHeaders(c, policyHeader, items...)
+				return &ratelimit.ExceededError{Policy: p, Decision: d}
+			}
+		}
+		setRateLimitHeaders(c, policyHeader, items...)
+		return next(c)
+	}
+}
+
+// setRateLimitHeaders sets RateLimit-Policy (already serialised) and RateLimit.
+func setRateLimitHeaders(c echo.Context, policyHeader string, items ...httpsfv.Member) {
+	header := c.Response().Header()
+	header.Set("RateLimit-Policy", policyHeader)
+	header.Set("RateLimit", structuredList(items...))
+}
+
+// policyItem is one RateLimit-Policy member: `"default";q=100;w=1`.
+func policyItem(p ratelimit.Policy) httpsfv.Member {
+	item := httpsfv.NewItem(p.Name)
+	item.Params.Add("q", int64(p.Quota))
+	item.Params.Add("w", int64(p.Window/time.Second))
+	return item
+}
+
+// rateLimitItem is one RateLimit member: `"default";r=42;t=1`, r the requests left now and t
+// the whole seconds until the bucket is full again (rounded up, so waiting t always suffices).
+func rateLimitItem(p ratelimit.Policy, d ratelimit.Decision) httpsfv.Member {
+	item := httpsfv.NewItem(p.Name)
+	item.Params.Add("r", int64(d.Remaining))
+	item.Params.Add("t", int64(math.Ceil(d.ResetAfter.Seconds())))
+	return item
+}
+
+// structuredList serialises a structured-field list (RFC 9651). Its members are built here
+// from valid names and integers, so serialising cannot fail.
+func structuredList(items ...httpsfv.Member) string {
+	s, err := httpsfv.Marshal(httpsfv.List(items))
+	if err != nil {
+		panic(fmt.Sprintf("handlers: serialise structured field: %v", err))
+	}
+	return s
+}
+
+// rateLimitedProblem is the 429 for a refused request. RateLimit and RateLimit-Policy are
+// already on the response.
+func rateLimitedProblem(e *ratelimit.ExceededError) *problem {
+	retryAfter := retryAfterSeconds(e.Decision.RetryAfter)
+	p := newProblem(probRateLimited, fmt.Sprintf("The %s quota of %d requests per %d seconds is used up; retry after %s seconds.",
+		e.Policy.Name, e.Policy.Quota, int(e.Policy.Window/time.Second), retryAfter))
+	p.ViolatedPolicies = []string{e.Policy.Name}
+	p.Headers.Set("Retry-After", retryAfter)
+	return p
+}
+
+// retryAfterSeconds is Retry-After for a refused request: whole seconds, rounded up, and
+// never 0, which clients read as "retry at once".
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
+}
+
+// clientAddress is the bucket key of an unauthenticated client: the connection's address,
+// never a header the client could vary (X-Forwarded-For). An IPv6 client usually holds a
+// whole /64, so it is one client.
+func clientAddress(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		host = r.RemoteAddr
+	}
+	addr, err := netip.ParseAddr(host)
+	if err != nil {
+		return host
+	}
+	if addr = addr.Unmap(); addr.Is6() {
+		prefix, _ := addr.Prefix(64)
+		return prefix.String()
+	}
+	return addr.String()
+}

@@ -1,0 +1,352 @@
+package handlers_test
+
+import (
+	"context"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dunglas/httpsfv"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/api"
+	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/handlers"
+	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/ratelimit"
+	"github.com/payments-api/payments-api/internal/redistest"
+)
+
+// limits is a RateLimits on limiter with the given rates, and a generous unauthenticated one
+// unless the test sets it.
+func limits(limiter ratelimit.Limiter, reads, writes string) *handlers.RateLimits {
+	return &handlers.RateLimits{
+		Limiter:         limiter,
+		Default:         ratelimit.Policy{Name: "default", Rate: mustRate(reads)},
+		Writes:          ratelimit.Policy{Name: "writes", Rate: mustRate(writes)},
+		Unauthenticated: ratelimit.Policy{Name: "unauthenticated", Rate: mustRate("1000/1s")},
+	}
+}
+
+func mustRate(s string) ratelimit.Rate {
+	r, err := ratelimit.ParseRate(s)
+	if err != nil {
+		panic(err)
+	}
+	return r
+}
+
+// setupWithLimits is setup with the given rate limits instead of the generous ones.
+func setupWithLimits(t *testing.T, l *handlers.RateLimits) *testBundle {
+	t.Helper()
+	pool, url := seededDB(t)
+	return serveWithLimits(t, pool, url, l)
+}
+
+func serveWithLimits(t *testing.T, pool *pgxpool.Pool, url string, l *handlers.RateLimits) *testBundle {
+	t.Helper()
+	logs := &syncBuffer{}
+	proc := processor.Simulated{}
+	e, srv := startServerWithLimits(t, pool, proc, slog.New(slog.NewJSONHandler(logs, nil)), l)
+	client := apitest.NewClient(t, srv.URL, testKey)
+	return &testBundle{client: client, other: client.WithKey(otherKey), pool: pool, dbURL: url, proc: proc, echo: e, logs: logs}
+}
+
+// rateLimitHeaders parses RateLimit-Policy and RateLimit as the structured-field lists
+// draft-ietf-httpapi-ratelimit-headers-11 defines, keyed by policy name, and fails the test
+// on any syntax or parameter the draft does not allow.
+func rateLimitHeaders(t *testing.T, res *apitest.Response) (policies, state map[string]map[string]int64) {
+	t.Helper()
+	return sfList(t, res, "RateLimit-Policy", "q", "w"), sfList(t, res, "RateLimit", "r", "t")
+}
+
+func sfList(t *testing.T, res *apitest.Response, field string, params ...string) map[string]map[string]int64 {
+	t.Helper()
+	list, err := httpsfv.UnmarshalList(res.Header.Values(field))
+	if err != nil || len(list) == 0 {
+		t.Fatalf("%s %q is not a non-empty structured-field list: %v", field, res.Header.Values(field), err)
+	}
+	byName := map[string]map[string]int64{}
+	for _, member := range list {
+		item, ok := member.(httpsfv.Item)
+		name, isString := item.Value.(string)
+		if !ok || !isString {
+			t.Fatalf("%s member %v is not an item whose value is a policy name string", field, member)
+		}
+		byName[name] = map[string]int64{}
+		for _, p := range params {
+			v, ok := item.Params.Get(p)
+			n, isInt := v.(int64)
+			if !ok || !isInt || n < 0 {
+				t.Fatalf("%s %q: parameter %s is missing or not a non-negative integer", field, name, p)
+			}
+			byName[name][p] = n
+		}
+	}
+	return byName
+}
+
+func TestRateLimitWritesBurst(t *testing.T) {
+	t.Parallel()
+	const quota = 5
+	// A 15 s window refills one request every 3 s: long enough that none refills during the
+	// burst, short enough to wait for Retry-After.
+	b := setupWithLimits(t, limits(ratelimit.NewMemory(), "1000/1m", "5/15s"))
+
+	keys := make([]string, quota+3)
+	for i := range keys {
+		keys[i] = newKey()
+	}
+	responses := concurrently(len(keys), func(i int) *apitest.Response {
+		return b.client.Post("/payments", visa(100), apitest.Header("Idempotency-Key", keys[i]))
+	})
+	var remaining []int64
+	var refusedKey string
+	retryAfter := 0
+	for i, res := range responses {
+		policies, state := rateLimitHeaders(t, res)
+		if policies["writes"]["q"] != quota || policies["writes"]["w"] != 15 || policies["default"]["q"] != 1000 || policies["default"]["w"] != 60 {
+			t.Errorf("RateLimit-Policy %q", res.Header.Get("RateLimit-Policy"))
+		}
+		switch res.Status {
+		case http.StatusCreated:
+			remaining = append(remaining, state["writes"]["r"])
+		case http.StatusTooManyRequests:
+			refusedKey = keys[i]
+			p := res.Problem(t)
+			if p.Type != "/problems/rate-limited" || !slices.Equal(policyNames(p), []string{"writes"}) {
+				t.Errorf("429 problem %s", res.Body)
+			}
+			seconds, err := strconv.Atoi(res.Header.Get("Retry-After"))
+			if err != nil || seconds < 1 {
+				t.Errorf("Retry-After %q, want whole seconds, at least 1", res.Header.Get("Retry-After"))
+			}
+			retryAfter = max(retryAfter, seconds)
+			if state["writes"]["r"] != 0 || state["writes"]["t"] < 1 {
+				t.Errorf("a 429's RateLimit %q, want writes r=0 and t>0", res.Header.Get("RateLimit"))
+			}
+		default:
+			t.Errorf("status %d: %s", res.Status, res.Body)
+		}
+	}
+	// Each request that passed saw the bucket one lower: r counted down from quota-1 to 0.
+	slices.Sort(remaining)
+	if !slices.Equal(remaining, []int64{0, 1, 2, 3, 4}) {
+		t.Fatalf("%d of %d requests passed, with r %v; want exactly %d, with r 0..4", len(remaining), len(keys), remaining, quota)
+	}
+	if n := b.count(t, `SELECT count(*) FROM payments`); n != quota {
+		t.Errorf("%d payments, want %d", n, quota)
+	}
+
+	// The refused request did nothing, so the same key runs it, not replays a 429.
+	time.Sleep(time.Duration(retryAfter) * time.Second)
+	res := b.client.Post("/payments", visa(100), apitest.Header("Idempotency-Key", refusedKey))
+	if res.Status != http.StatusCreated || res.Header.Get("Idempotent-Replayed") != "" {
+		t.Errorf("after Retry-After, the refused request answered %d (replayed %q): %s",
+			res.Status, res.Header.Get("Idempotent-Replayed"), res.Body)
+	}
+}
+
+// concurrently sends n requests at once, each from its own goroutine, and returns the
+// responses in order. A limiter's buckets are guarded by locks, so a burst is exact however
+// the requests interleave.
+func concurrently(n int, send func(i int) *apitest.Response) []*apitest.Response {
+	responses := make([]*apitest.Response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() { responses[i] = send(i) })
+	}
+	wg.Wait()
+	return responses
+}
+
+func policyNames(p apitest.Problem) []string {
+	var names []string
+	list, _ := p.Raw["violated_policies"].([]any)
+	for _, v := range list {
+		s, _ := v.(string)
+		names = append(names, s)
+	}
+	return names
+}
+
+func TestRateLimitBucketsAreSeparate(t *testing.T) {
+	t.Parallel()
+	b := setupWithLimits(t, limits(ratelimit.NewMemory(), "100/1h", "2/1h")) // no refill during the test
+	for range 2 {
+		createPayment(t, b.client, 100)
+	}
+	res := b.client.Post("/payments", visa(100), apitest.Header("Idempotency-Key", newKey()))
+	if res.Status != http.StatusTooManyRequests {
+		t.Fatalf("third write: %d, want 429", res.Status)
+	}
+
+	t.Run("another key has its own bucket", func(t *testing.T) {
+		res := b.other.Post("/payments", visa(100), apitest.Header("Idempotency-Key", newKey()))
+		if _, state := rateLimitHeaders(t, res); res.Status != http.StatusCreated || state["writes"]["r"] != 1 {
+			t.Errorf("the other account's first write: %d, RateLimit %q", res.Status, res.Header.Get("RateLimit"))
+		}
+	})
+	t.Run("reads pass under default while writes is spent", func(t *testing.T) {
+		res := b.client.Get("/payments")
+		policies, state := rateLimitHeaders(t, res)
+		if res.Status != http.StatusOK {
+			t.Fatalf("read: %d %s", res.Status, res.Body)
+		}
+		if _, ok := policies["writes"]; ok || len(state) != 1 {
+			t.Errorf("a read lists the writes policy: %q / %q", res.Header.Get("RateLimit-Policy"), res.Header.Get("RateLimit"))
+		}
+		// Two payments, the refused write and this read: the default bucket spent four.
+		if state["default"]["r"] != 96 {
+			t.Errorf("default r=%d, want 96", state["default"]["r"])
+		}
+	})
+	t.Run("every response of a limited route has the headers", func(t *testing.T) {
+		for _, res := range []*apitest.Response{
+			b.client.Get("/payments/pay_doesnotexist"),                                               // 404
+			b.client.Get("/payments?limit=0"),                                                        // 400
+			b.client.Post("/refunds", map[string]any{}, apitest.Header("Idempotency-Key", newKey())), // 429 (writes)
+		} {
+			rateLimitHeaders(t, res)
+		}
+		if res := b.client.Get("/healthz"); res.Header.Get("RateLimit") != "" || res.Header.Get("RateLimit-Policy") != "" {
+			t.Errorf("a public route carries rate-limit headers: %v", res.Header)
+		}
+	})
+}
+
+// TestRateLimitSharedAcrossProcesses runs two servers on one Redis: together they allow the
+// quota, not twice it.
+func TestRateLimitSharedAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	redis := redistest.Start(t)
+	fallbackLogs := &syncBuffer{}
+	shared := func() ratelimit.Limiter {
+		r, err := ratelimit.NewRedis(redis.URL())
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { r.Close() })
+		return ratelimit.NewFallback(r, ratelimit.NewMemory(), slog.New(slog.NewTextHandler(fallbackLogs, nil)))
+	}
+	// A one-minute window refills one write every 6 s: the test ends before a refill.
+	const quota = 10
+	first := setupWithLimits(t, limits(shared(), "1000/1m", "10/1m"))
+	secondPool, err := pgxpool.New(context.Background(), first.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(secondPool.Close)
+	second := serveWithLimits(t, secondPool, first.dbURL, limits(shared(), "1000/1m", "10/1m"))
+
+	responses := concurrently(3*quota, func(i int) *apitest.Response {
+		client := []*apitest.Client{first.client, second.client}[i%2]
+		return client.Post("/payments", visa(100), apitest.Header("Idempotency-Key", newKey()))
+	})
+	passed := 0
+	for _, res := range responses {
+		if res.Status == http.StatusCreated {
+			passed++
+		} else if res.Status != http.StatusTooManyRequests {
+			t.Errorf("status %d: %s", res.Status, res.Body)
+		}
+	}
+	if passed < quota || passed > quota+1 {
+		t.Errorf("two servers together allowed %d writes, want the quota of %d (or one more, refilled)", passed, quota)
+	}
+	if logs := fallbackLogs.String(); logs != "" {
+		t.Errorf("the limits did not all come from Redis:\n%s", logs)
+	}
+}
+
+// TestRateLimitSurvivesRedisOutage stops the server's Redis mid-run: requests keep passing,
+// limited in memory, and the outage is logged once.
+func TestRateLimitSurvivesRedisOutage(t *testing.T) {
+	t.Parallel()
+	redis := redistest.Start(t)
+	r, err := ratelimit.NewRedis(redis.URL())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { r.Close() })
+	logs := &syncBuffer{}
+	limiter := ratelimit.NewFallback(r, ratelimit.NewMemory(), slog.New(slog.NewJSONHandler(logs, nil)))
+	b := setupWithLimits(t, limits(limiter, "1000/1h", "1000/1h")) // no refill during the test
+
+	get := func(want int64) {
+		t.Helper()
+		res := b.client.Get("/account")
+		if _, state := rateLimitHeaders(t, res); res.Status != http.StatusOK || state["default"]["r"] != want {
+			t.Fatalf("GET /account: %d, RateLimit %q, want 200 with r=%d", res.Status, res.Header.Get("RateLimit"), want)
+		}
+	}
+	get(999)
+	get(998)
+	redis.Stop()
+	// The memory backup starts from a full bucket: this process's own count from here on.
+	get(999)
+	get(998)
+	createPayment(t, b.client, 100)
+	if n := strings.Count(logs.String(), "redis failed"); n != 1 {
+		t.Errorf("the outage was logged %d times, want once:\n%s", n, logs.String())
+	}
+}
+
+// TestRateLimitUnauthenticatedFlood: once an address has used up its failed authentications,
+// it is refused before any key lookup. The database is closed to prove it: a lookup would
+// answer 500, not 429.
+func TestRateLimitUnauthenticatedFlood(t *testing.T) {
+	t.Parallel()
+	l := limits(ratelimit.NewMemory(), "1000/1s", "1000/1s")
+	l.Unauthenticated.Rate = mustRate("3/1m")
+	b := setupWithLimits(t, l)
+
+	for i := range 3 {
+		res := b.client.Get("/account", apitest.Header("Authorization", "Bearer sk_test_guess_"+strconv.Itoa(i)))
+		policies, state := rateLimitHeaders(t, res)
+		if res.Status != http.StatusUnauthorized || policies["unauthenticated"]["q"] != 3 || state["unauthenticated"]["r"] != int64(2-i) {
+			t.Fatalf("failure %d: %d, RateLimit %q", i+1, res.Status, res.Header.Get("RateLimit"))
+		}
+	}
+	b.pool.Close()
+	for i := range 20 {
+		res := b.client.Get("/account", apitest.Header("Authorization", "Bearer sk_test_flood_"+strconv.Itoa(i)))
+		if res.Status != http.StatusTooManyRequests {
+			t.Fatalf("flood request %d: %d %s, want 429 without a key lookup", i+1, res.Status, res.Body)
+		}
+		if p := res.Problem(t); !slices.Equal(policyNames(p), []string{"unauthenticated"}) || res.Header.Get("Retry-After") == "" {
+			t.Fatalf("flood request %d: %s (Retry-After %q)", i+1, res.Body, res.Header.Get("Retry-After"))
+		}
+	}
+}
+
+// TestSpecDocumentsRateLimits: every response of every operation that needs a key lists the
+// rate-limit headers, and every such operation documents its 429, so contract tests expect
+// what the server sends.
+func TestSpecDocumentsRateLimits(t *testing.T) {
+	spec, err := api.GetSwagger()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.Security != nil && len(*op.Security) == 0 {
+				continue
+			}
+			if op.Responses.Status(http.StatusTooManyRequests) == nil {
+				t.Errorf("%s %s does not document 429", method, path)
+			}
+			for status, res := range op.Responses.Map() {
+				for _, h := range []string{"RateLimit", "RateLimit-Policy"} {
+					if res.Value.Headers[h] == nil {
+						t.Errorf("%s %s %s does not document %s", method, path, status, h)
+					}
+				}
+			}
+		}
+	}
+}

@@ -1,0 +1,116 @@
+package ratelimit
+
+import (
+	"context"
+	"hash/maphash"
+	"sync"
+	"time"
+)
+
+// memoryShards spreads keys over independently locked maps, so concurrent requests for
+// different keys rarely wait for each other.
+const memoryShards = 64
+
+// sweepInterval is how often each shard drops its idle keys.
+const sweepInterval = 10 * time.Second
+
+// Memory is the GCRA in this process's memory: what a single server uses without Redis, and
+// what the Fallback serves from while Redis is down.
+//
+// GCRA keeps one number per key, the theoretical arrival time (TAT): when the bucket will be
+// full again. A key whose TAT has passed is indistinguishable from a key never seen, so each
+// shard drops those every sweepInterval; a key lives at most one window plus sweepInterval
+// after its last request, and memory stays bounded by the keys active in that time.
+type Memory struct {
+	shards [memoryShards]memoryShard
+	seed   maphash.Seed
+	start  time.Time
+	now    func() time.Duration // time since start, on the monotonic clock; tests move it
+}
+
+type memoryShard struct {
+	mu        sync.Mutex
+	tats      map[bucket]time.Duration
+	lastSweep time.Duration
+}
+
+// bucket names one key's bucket under one policy.
+type bucket struct {
+	policy, key string
+}
+
+// NewMemory returns an empty in-memory limiter.
+func NewMemory() *Memory {
+	m := &Memory{seed: maphash.MakeSeed(), start: time.Now()}
+	m.now = func() time.Duration { return time.Since(m.start) }
+	for i := range m.shards {
+		m.shards[i].tats = map[bucket]time.Duration{}
+	}
+	return m
+}
+
+// Allow spends one request of key's quota under p if one is left. It never fails.
+func (m *Memory) Allow(_ context.Context, p Policy, key string) (Decision, error) {
+	return m.take(p, key, true), nil
+}
+
+// Peek says whether a request would pass, without spending anything.
+func (m *Memory) Peek(p Policy, key string) Decision {
+	return m.take(p, key, false)
+}
+
+func (m *Memory) take(p Policy, key string, spend bool) Decision {
+	b := bucket{p.Name, key}
+	shard := &m.shards[maphash.Comparable(m.seed, b)%memoryShards]
+	shard.mu.Lock()
+	defer shard.mu.Unlock()
+	now := m.now()
+	d, tat := gcra(p.Rate, shard.tats[b], now)
+	if spend && d.Allowed {
+		shard.tats[b] = tat
+	}
+	if now-shard.lastSweep >= sweepInterval {
+		shard.sweep(now)
+	}
+	return d
+}
+
+// sweep drops the keys whose buckets are full again. It copies the survivors into a new
+// map, because a Go map never gives back the memory of deleted entries.
+func (s *memoryShard) sweep(now time.Duration) {
+	live := make(map[bucket]time.Duration, len(s.tats)/2)
+	for b, tat := range s.tats {
+		if tat > now {
+			live[b] = tat
+		}
+	}
+	s.tats, s.lastSweep = live, now
+}
+
+// Len is the number of keys held, idle ones not yet swept included.
+func (m *Memory) Len() int {
+	n := 0
+	for i := range m.shards {
+		m.shards[i].mu.Lock()
+		n += len(m.shards[i].tats)
+		m.shards[i].mu.Unlock()
+	}
+	return n
+}
+
+// gcra decides one request at time now for a bucket whose theoretical arrival time is tat
+// (zero for a new key), and returns the TAT to store if the request is spent. It is the
+// arithmetic of the Redis script (github.com/go-redis/redis_rate), so the two limiters answer
+// alike and a switch between them is invisible to clients.
+func gcra(r Rate, tat, now time.Duration) (Decision, time.Duration) {
+	emission := r.emissionInterval()
+	burst := emission * time.Duration(r.Quota)
+	tat = max(tat, now)
+	newTAT := tat + emission
+	// diff is how far now is past the moment this request would conform.
+	diff := now - (newTAT - burst)
+	if diff < 0 {
+		return Decision{RetryAfter: -diff, ResetAfter: tat - now}, tat
+	}
+	return Decision{Allowed: true, Remaining: int(diff / emission), ResetAfter: newTAT - now}, newTAT
+}

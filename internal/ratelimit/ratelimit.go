@@ -1,0 +1,91 @@
+// Package ratelimit decides whether a request may pass a quota policy: a small Limiter
+// interface, the generic cell rate algorithm (GCRA) in Redis (shared by every server process)
+// and in memory (one process), and a Fallback that serves from memory while Redis is down.
+// It knows nothing of HTTP; internal/handlers turns its decisions into headers and 429s.
+// It imports only the standard library and the Redis client.
+package ratelimit
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Limiter spends one request of a key's quota under a policy. Implementations are safe for
+// concurrent use.
+type Limiter interface {
+	// Allow spends one request of key's quota under p if one is left. A refused request
+	// spends nothing.
+	Allow(ctx context.Context, p Policy, key string) (Decision, error)
+}
+
+// Rate is a quota of requests per window, written "<quota>/<window>": "100/1s", "20/1m".
+// The whole quota may be spent at once (the burst is the quota); after that, requests pass
+// as fast as the quota refills, one every Window/Quota.
+type Rate struct {
+	Quota  int
+	Window time.Duration
+}
+
+// ParseRate reads "<quota>/<window>". The window is a Go duration of whole seconds, because
+// the RateLimit-Policy header states it in seconds.
+func ParseRate(s string) (Rate, error) {
+	quota, window, ok := strings.Cut(s, "/")
+	if !ok {
+		return Rate{}, fmt.Errorf("rate %q: want <quota>/<window>, e.g. 100/1s", s)
+	}
+	q, err := strconv.Atoi(quota)
+	if err != nil || q < 1 || q > 1_000_000 {
+		return Rate{}, fmt.Errorf("rate %q: quota must be a whole number from 1 to 1000000", s)
+	}
+	w, err := time.ParseDuration(window)
+	if err != nil || w < time.Second || w > 24*time.Hour || w%time.Second != 0 {
+		return Rate{}, fmt.Errorf("rate %q: window must be whole seconds from 1s to 24h, e.g. 1s or 1m", s)
+	}
+	return Rate{Quota: q, Window: w}, nil
+}
+
+// UnmarshalText lets configuration libraries parse a Rate.
+func (r *Rate) UnmarshalText(text []byte) error {
+	parsed, err := ParseRate(string(text))
+	if err != nil {
+		return err
+	}
+	*r = parsed
+	return nil
+}
+
+func (r Rate) String() string { return fmt.Sprintf("%d/%s", r.Quota, r.Window) }
+
+// emissionInterval is the time one request's worth of quota takes to refill.
+func (r Rate) emissionInterval() time.Duration { return r.Window / time.Duration(r.Quota) }
+
+// Policy is a named rate. The name is what clients see in the RateLimit headers and in a
+// 429, and it separates the buckets: the same key has one bucket per policy.
+type Policy struct {
+	Name string
+	Rate
+}
+
+// Decision is a limiter's answer for one request.
+type Decision struct {
+	Allowed bool
+	// Remaining is how many more requests would pass right now.
+	Remaining int
+	// ResetAfter is how long until the bucket is full again (Remaining == Quota).
+	ResetAfter time.Duration
+	// RetryAfter is how long until the next request passes: zero when Allowed.
+	RetryAfter time.Duration
+}
+
+// ExceededError is a request refused by a policy.
+type ExceededError struct {
+	Policy   Policy
+	Decision Decision
+}
+
+func (e *ExceededError) Error() string {
+	return fmt.Sprintf("rate limit %s (%s) exceeded; retry after %s", e.Policy.Name, e.Policy.Rate, e.Decision.RetryAfter)
+}
