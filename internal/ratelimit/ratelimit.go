@@ -2,7 +2,7 @@
 // interface, the generic cell rate algorithm (GCRA) in Redis (shared by every server process)
 // and in memory (one process), and a Fallback that serves from memory while Redis is down.
 // It knows nothing of HTTP; internal/handlers turns its decisions into headers and 429s.
-// It imports only the standard library and the Redis client.
+// It imports the standard library, the Redis client and redis_rate.
 package ratelimit
 
 import (
