@@ -10,8 +10,8 @@ import (
 // rateLimits builds the limits the configuration asks for: none when RATE_LIMIT_DISABLED;
 // buckets in Redis, shared by every process, when REDIS_URL is set (with this process's
 // memory as the fallback while Redis is down); in memory otherwise. release closes Redis.
-func rateLimits(cfg config, logger *slog.Logger) (limits *handlers.RateLimits, release func() error, err error) {
-	release = func() error { return nil }
+func rateLimits(cfg config, logger *slog.Logger) (limits *handlers.RateLimits, release func(), err error) {
+	release = func() {}
 	if cfg.RateLimitDisabled {
 		return nil, release, nil
 	}
@@ -21,7 +21,12 @@ func rateLimits(cfg config, logger *slog.Logger) (limits *handlers.RateLimits, r
 		if err != nil {
 			return nil, nil, err
 		}
-		limiter, release = ratelimit.NewFallback(shared, limiter, logger), shared.Close
+		limiter = ratelimit.NewFallback(shared, limiter, logger)
+		release = func() {
+			if err := shared.Close(); err != nil {
+				logger.Warn("close the rate-limit redis client", "error", err)
+			}
+		}
 	}
 	return &handlers.RateLimits{
 		Limiter:         limiter,

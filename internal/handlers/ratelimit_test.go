@@ -331,7 +331,7 @@ func TestRateLimitUnauthenticatedFlood(t *testing.T) {
 // rate-limit headers, and every such operation documents its 429, so contract tests expect
 // what the server sends.
 func TestSpecDocumentsRateLimits(t *testing.T) {
-	spec, err := api.GetSwagger()
+	spec, err := api.GetSpec()
 	if err != nil {
 		t.Fatal(err)
 	}

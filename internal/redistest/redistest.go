@@ -51,14 +51,15 @@ func (s *Server) Stop() {
 func (s *Server) Restart() {
 	s.t.Helper()
 	s.Stop()
-	s.cmd = exec.Command("redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
+	// The test's context kills the server when the test ends, even if Stop is never reached.
+	s.cmd = exec.CommandContext(s.t.Context(), "redis-server", "--port", strconv.Itoa(s.port), "--bind", "127.0.0.1",
 		"--save", "", "--appendonly", "no", "--loglevel", "warning")
 	if err := s.cmd.Start(); err != nil {
 		s.t.Fatalf("start redis-server: %v", err)
 	}
 	opts, _ := redis.ParseURL(s.URL())
 	client := redis.NewClient(opts)
-	defer client.Close()
+	defer func() { _ = client.Close() }()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	for client.Ping(ctx).Err() != nil {
@@ -74,10 +75,10 @@ func (s *Server) Restart() {
 // before redis-server binds it; on a test machine that is rare enough to accept.
 func freePort(t testing.TB) int {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(t.Context(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }()
 	return ln.Addr().(*net.TCPAddr).Port
 }
