@@ -57,10 +57,9 @@ WHERE account_id = @account_id
   AND (@type::text = ANY (enabled_events) OR '*' = ANY (enabled_events))
 ORDER BY id;
 
--- name: WebhookDeliveryInsertMany :many
+-- name: WebhookDeliveryInsertMany :exec
 INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id)
-SELECT unnest(@ids::text[]), @account_id, unnest(@endpoint_ids::text[]), @event_id
-RETURNING id;
+SELECT unnest(@ids::text[]), @account_id, unnest(@endpoint_ids::text[]), @event_id;
 
 -- name: WebhookDeliveryRequeue :one
 -- Queues an event for an endpoint again, now, with a fresh retry schedule. An earlier

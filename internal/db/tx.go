@@ -19,8 +19,16 @@ const rollbackTimeout = 5 * time.Second
 // Tx is one open transaction. Its embedded Queries run the sqlc queries inside it; PgxTx is
 // the transaction itself, for code that joins it directly: River's InsertTx enqueues a job in
 // the transaction that causes it, so the job exists if and only if the change commits.
+//
+// Later runs the same queries, but only :exec statements, and not at once: they are queued
+// and sent together, in one round trip, just before COMMIT. It is for writes that nothing in
+// the transaction reads back (an outbox event, a stored idempotent response): each one sent
+// on its own would cost a round trip to the database while the transaction holds its locks.
+// An error in a queued statement fails the commit, so the transaction still commits all or
+// nothing.
 type Tx struct {
 	*Queries
+	Later *Queries
 	PgxTx pgx.Tx
 }
 
@@ -44,8 +52,12 @@ func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx Tx) error) (err er
 			err = errors.Join(err, fmt.Errorf("rollback: %w", rbErr))
 		}
 	}()
-	if err := fn(Tx{Queries: New(tx), PgxTx: tx}); err != nil {
+	later := &laterQueue{}
+	if err := fn(Tx{Queries: New(tx), Later: New(later), PgxTx: tx}); err != nil {
 		return err
+	}
+	if err := later.send(ctx, tx); err != nil {
+		return fmt.Errorf("deferred writes: %w", err)
 	}
 	if err := tx.Commit(ctx); err != nil {
 		return fmt.Errorf("commit: %w", err)

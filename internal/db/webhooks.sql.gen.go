@@ -173,10 +173,9 @@ func (q *Queries) WebhookDeliveryGetForAttempt(ctx context.Context, id string) (
 	return i, err
 }
 
-const webhookDeliveryInsertMany = `-- name: WebhookDeliveryInsertMany :many
+const webhookDeliveryInsertMany = `-- name: WebhookDeliveryInsertMany :exec
 INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id)
 SELECT unnest($1::text[]), $2, unnest($3::text[]), $4
-RETURNING id
 `
 
 type WebhookDeliveryInsertManyParams struct {
@@ -186,29 +185,14 @@ type WebhookDeliveryInsertManyParams struct {
 	EventID     string
 }
 
-func (q *Queries) WebhookDeliveryInsertMany(ctx context.Context, arg WebhookDeliveryInsertManyParams) ([]string, error) {
-	rows, err := q.db.Query(ctx, webhookDeliveryInsertMany,
+func (q *Queries) WebhookDeliveryInsertMany(ctx context.Context, arg WebhookDeliveryInsertManyParams) error {
+	_, err := q.db.Exec(ctx, webhookDeliveryInsertMany,
 		arg.Ids,
 		arg.AccountID,
 		arg.EndpointIds,
 		arg.EventID,
 	)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var items []string
-	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
-			return nil, err
-		}
-		items = append(items, id)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	return items, nil
+	return err
 }
 
 const webhookDeliveryListByEndpoint = `-- name: WebhookDeliveryListByEndpoint :many

@@ -22,14 +22,16 @@ const (
 )
 
 // Record writes an event whose data is the resource as the API shows it. tx must be the
-// transaction that makes the change.
+// transaction that makes the change. Nothing reads an event or its deliveries back in the
+// transaction that writes them, so both inserts wait for the commit's round trip
+// (db.Tx.Later), the deliveries queued after the event they reference.
 func Record(ctx context.Context, tx db.Tx, accountID, eventType string, data any) error {
 	payload, err := json.Marshal(data)
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", eventType, err)
 	}
 	id := domain.NewID("evt")
-	err = tx.EventInsert(ctx, db.EventInsertParams{
+	err = tx.Later.EventInsert(ctx, db.EventInsertParams{
 		ID:        id,
 		AccountID: accountID,
 		Type:      eventType,

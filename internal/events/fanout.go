@@ -25,7 +25,7 @@ func fanOut(ctx context.Context, tx db.Tx, accountID, eventID, eventType string)
 	for i := range ids {
 		ids[i] = domain.NewID("msg")
 	}
-	_, err = tx.WebhookDeliveryInsertMany(ctx, db.WebhookDeliveryInsertManyParams{
+	err = tx.Later.WebhookDeliveryInsertMany(ctx, db.WebhookDeliveryInsertManyParams{
 		Ids: ids, AccountID: accountID, EndpointIds: endpoints, EventID: eventID,
 	})
 	if err != nil {

@@ -98,7 +98,8 @@ func (s *Store) Do(ctx context.Context, req Request, op func(tx db.Tx) (Response
 		if res, err = op(tx); err != nil {
 			return err
 		}
-		return s.save(ctx, tx.Queries, req, res)
+		// The response is queued, not sent: it goes with the transaction's last round trip.
+		return s.save(ctx, tx.Later, req, res)
 	})
 	return res, err
 }
