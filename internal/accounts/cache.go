@@ -1,0 +1,65 @@
+package accounts
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/maypok86/otter/v2"
+	"github.com/payments-api/payments-api/internal/db"
+)
+
+// Default cache bounds: a key looked up in the last 10 seconds costs no round trip, for at
+// most 1,000 keys.
+const (
+	DefaultCacheSize = 1000
+	DefaultCacheTTL  = 10 * time.Second
+)
+
+// Authenticator resolves API keys like Authenticate, but remembers each answer for a short
+// while, so a busy client does not pay a database round trip before every request.
+//
+// The price is staleness: a key revoked (or an account changed) in the database keeps
+// working on this server for up to TTL after its last lookup. Only active keys are
+// remembered, never unknown ones, so a new key works at once and a flood of wrong keys
+// cannot push the real ones out. The cache is bounded in size; the least useful entries are
+// evicted first (otter's W-TinyLFU).
+type Authenticator struct {
+	queries *db.Queries
+	cache   *otter.Cache[string, db.Account] // nil when TTL is 0: every request looks up its key
+}
+
+// NewAuthenticator caches up to size keys for ttl each. A ttl of 0 turns the cache off.
+func NewAuthenticator(q *db.Queries, size int, ttl time.Duration) (*Authenticator, error) {
+	a := &Authenticator{queries: q}
+	if ttl <= 0 {
+		return a, nil
+	}
+	cache, err := otter.New(&otter.Options[string, db.Account]{
+		MaximumSize:      size,
+		ExpiryCalculator: otter.ExpiryWriting[string, db.Account](ttl), // from the lookup, not the last use
+	})
+	if err != nil {
+		return nil, fmt.Errorf("API key cache: %w", err)
+	}
+	a.cache = cache
+	return a, nil
+}
+
+// Authenticate returns the account an active key belongs to, or domain.ErrNotFound.
+func (a *Authenticator) Authenticate(ctx context.Context, key string) (db.Account, error) {
+	if a.cache == nil {
+		return Authenticate(ctx, a.queries, key)
+	}
+	// Keyed by the hash, so the cache never holds a key in clear.
+	hash := string(HashKey(key))
+	if acct, ok := a.cache.GetIfPresent(hash); ok {
+		return acct, nil
+	}
+	acct, err := Authenticate(ctx, a.queries, key)
+	if err != nil {
+		return db.Account{}, err
+	}
+	a.cache.Set(hash, acct)
+	return acct, nil
+}

@@ -1,0 +1,99 @@
+package accounts_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/accounts"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/domain"
+)
+
+const testKey = "sk_test_accounts_cache"
+
+func setup(t *testing.T) *pgxpool.Pool {
+	t.Helper()
+	pool, _ := dbtest.NewPool(t)
+	if err := accounts.SeedDemoKeys(context.Background(), db.New(pool), []string{testKey}); err != nil {
+		t.Fatal(err)
+	}
+	return pool
+}
+
+func revoke(t *testing.T, pool *pgxpool.Pool, key string) {
+	t.Helper()
+	if _, err := pool.Exec(context.Background(), `UPDATE api_keys SET revoked_at = now() WHERE key_hash = $1`, accounts.HashKey(key)); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestRevokedKeyWorksUntilTheCacheForgetsIt is the documented price of the cache: a key
+// revoked after a lookup keeps working for up to the TTL, then is refused.
+func TestRevokedKeyWorksUntilTheCacheForgetsIt(t *testing.T) {
+	t.Parallel()
+	pool := setup(t)
+	ctx := context.Background()
+	const ttl = 200 * time.Millisecond
+	auth, err := accounts.NewAuthenticator(db.New(pool), 10, ttl)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := auth.Authenticate(ctx, testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	revoke(t, pool, testKey)
+
+	got, err := auth.Authenticate(ctx, testKey)
+	if err != nil || got.ID != want.ID {
+		t.Fatalf("within the TTL: %+v, %v; want the cached account %s", got, err, want.ID)
+	}
+	time.Sleep(ttl + 50*time.Millisecond)
+	if _, err := auth.Authenticate(ctx, testKey); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("after the TTL: %v, want ErrNotFound", err)
+	}
+}
+
+// TestZeroTTLLooksUpEveryTime: with the cache off, a revoked key is refused at once.
+func TestZeroTTLLooksUpEveryTime(t *testing.T) {
+	t.Parallel()
+	pool := setup(t)
+	ctx := context.Background()
+	auth, err := accounts.NewAuthenticator(db.New(pool), 10, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth.Authenticate(ctx, testKey); err != nil {
+		t.Fatal(err)
+	}
+	revoke(t, pool, testKey)
+	if _, err := auth.Authenticate(ctx, testKey); !errors.Is(err, domain.ErrNotFound) {
+		t.Errorf("revoked key: %v, want ErrNotFound", err)
+	}
+}
+
+// TestUnknownKeysAreNotRemembered: a refusal is not cached, so a key created after a failed
+// attempt works at once.
+func TestUnknownKeysAreNotRemembered(t *testing.T) {
+	t.Parallel()
+	pool := setup(t)
+	ctx := context.Background()
+	auth, err := accounts.NewAuthenticator(db.New(pool), 10, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const newKey = "sk_test_created_later"
+	if _, err := auth.Authenticate(ctx, newKey); !errors.Is(err, domain.ErrNotFound) {
+		t.Fatalf("unknown key: %v, want ErrNotFound", err)
+	}
+	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{newKey}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := auth.Authenticate(ctx, newKey); err != nil {
+		t.Errorf("key created after a refusal: %v", err)
+	}
+}
