@@ -46,6 +46,9 @@ type config struct {
 	RateLimitWrites             ratelimit.Rate  `env:"RATE_LIMIT_WRITES" envDefault:"25/1s"`
 	RateLimitUnauthenticated    ratelimit.Rate  `env:"RATE_LIMIT_UNAUTHENTICATED" envDefault:"30/10s"`
 	RateLimitDisabled           bool            `env:"RATE_LIMIT_DISABLED" envDefault:"false"`
+	APIKeyCacheTTL              time.Duration   `env:"API_KEY_CACHE_TTL" envDefault:"10s"`
+	APIKeyCacheSize             int             `env:"API_KEY_CACHE_SIZE" envDefault:"1000"`
+	PprofAddr                   string          `env:"PPROF_ADDR"`
 }
 
 // loadConfig parses and validates environ (os.Environ's map). A bad value is an error that
@@ -104,6 +107,17 @@ func (c config) validate() error {
 	if c.RedisURL != "" {
 		if _, err := redis.ParseURL(c.RedisURL); err != nil {
 			errs = append(errs, fmt.Errorf("REDIS_URL: %w", err))
+		}
+	}
+	if c.APIKeyCacheTTL < 0 || c.APIKeyCacheTTL > 5*time.Minute {
+		errs = append(errs, fmt.Errorf("API_KEY_CACHE_TTL: must be between 0 (no cache) and 5m, got %s", c.APIKeyCacheTTL))
+	}
+	if c.APIKeyCacheSize < 1 {
+		errs = append(errs, fmt.Errorf("API_KEY_CACHE_SIZE: must be at least 1, got %d", c.APIKeyCacheSize))
+	}
+	if c.PprofAddr != "" {
+		if _, _, err := net.SplitHostPort(c.PprofAddr); err != nil {
+			errs = append(errs, fmt.Errorf("PPROF_ADDR: %w", err))
 		}
 	}
 	if _, ok := logLevels[c.LogLevel]; !ok {

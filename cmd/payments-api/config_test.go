@@ -59,6 +59,10 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"RATE_LIMIT_UNAUTHENTICATED": "0/1s"}, "RATE_LIMIT_UNAUTHENTICATED"},
 		{map[string]string{"RATE_LIMIT_DISABLED": "maybe"}, "RATE_LIMIT_DISABLED"},
 		{map[string]string{"REDIS_URL": "http://127.0.0.1:6379"}, "REDIS_URL"},
+		{map[string]string{"API_KEY_CACHE_TTL": "-1s"}, "API_KEY_CACHE_TTL"},
+		{map[string]string{"API_KEY_CACHE_TTL": "1h"}, "API_KEY_CACHE_TTL"},
+		{map[string]string{"API_KEY_CACHE_SIZE": "0"}, "API_KEY_CACHE_SIZE"},
+		{map[string]string{"PPROF_ADDR": "6060"}, "PPROF_ADDR"},
 	}
 	for _, tt := range tests {
 		_, err := loadConfig(tt.env)

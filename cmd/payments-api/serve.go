@@ -15,6 +15,7 @@ import (
 	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/webhooks"
@@ -50,7 +51,12 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		return err
 	}
 	defer closeLimits()
-	keys := idempotency.NewStore(pool, cfg.IdempotencyTTL)
+	metricsReg := metrics.New(pool)
+	apiKeys, err := accounts.NewAuthenticator(db.New(pool), cfg.APIKeyCacheSize, cfg.APIKeyCacheTTL)
+	if err != nil {
+		return err
+	}
+	keys := idempotency.NewStore(pool, cfg.IdempotencyTTL).WithObserver(metricsReg)
 	e, err := handlers.New(handlers.Options{
 		Pool:               pool,
 		Logger:             logger,
@@ -62,9 +68,18 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		RequestTimeout:     cfg.RequestTimeout,
 		Draining:           ctx,
 		RateLimits:         limits,
+		APIKeys:            apiKeys,
+		Metrics:            metricsReg,
 	})
 	if err != nil {
 		return err
+	}
+	if cfg.PprofAddr != "" {
+		stopPprof, err := servePprof(cfg.PprofAddr, logger)
+		if err != nil {
+			return err
+		}
+		defer stopPprof()
 	}
 	srv := newHTTPServer(cfg, e, logger)
 

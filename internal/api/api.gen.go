@@ -1613,6 +1613,9 @@ type ServerInterface interface {
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx echo.Context) error
+	// GetMetrics Prometheus metrics
+	// (GET /metrics)
+	GetMetrics(ctx echo.Context) error
 	// GetOpenAPIJSON This contract, as JSON
 	// (GET /openapi.json)
 	GetOpenAPIJSON(ctx echo.Context) error
@@ -1753,6 +1756,15 @@ func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetHealth(ctx)
+	return err
+}
+
+// GetMetrics converts echo context to params.
+func (w *ServerInterfaceWrapper) GetMetrics(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetMetrics(ctx)
 	return err
 }
 
@@ -2259,6 +2271,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/account", wrapper.GetAccount, options.OperationMiddlewares["getAccount"]...)
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
+	router.GET(options.BaseURL+"/metrics", wrapper.GetMetrics, options.OperationMiddlewares["getMetrics"]...)
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
 	router.GET(options.BaseURL+"/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 	router.GET(options.BaseURL+"/problems/:problem", wrapper.GetProblemType, options.OperationMiddlewares["getProblemType"]...)
@@ -4205,6 +4218,62 @@ type GetHealth500ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response GetHealth500ApplicationProblemPlusJSONResponse) VisitGetHealthResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetMetricsRequestObject struct {
+}
+
+type GetMetricsResponseObject interface {
+	VisitGetMetricsResponse(w http.ResponseWriter) error
+}
+
+type GetMetrics200ResponseHeaders struct {
+	RequestId string
+}
+
+type GetMetrics200TextplainVersion004Response struct {
+	Body          io.Reader
+	Headers       GetMetrics200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetMetrics200TextplainVersion004Response) VisitGetMetricsResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetMetrics500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetMetrics500ApplicationProblemPlusJSONResponse) VisitGetMetricsResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -7541,6 +7610,9 @@ type StrictServerInterface interface {
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
+	// GetMetrics Prometheus metrics
+	// (GET /metrics)
+	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
 	// GetOpenAPIJSON This contract, as JSON
 	// (GET /openapi.json)
 	GetOpenAPIJSON(ctx context.Context, request GetOpenAPIJSONRequestObject) (GetOpenAPIJSONResponseObject, error)
@@ -7750,6 +7822,29 @@ func (sh *strictHandler) GetHealth(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetHealthResponseObject); ok {
 		return validResponse.VisitGetHealthResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetMetrics operation middleware
+func (sh *strictHandler) GetMetrics(ctx echo.Context) error {
+	var request GetMetricsRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetMetrics(ctx.Request().Context(), request.(GetMetricsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetMetrics")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetMetricsResponseObject); ok {
+		return validResponse.VisitGetMetricsResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -8376,255 +8471,261 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L17c9s2ujD+VTA670ykLKXIjr3bytM/3MS79dvcTuy8OfurckyYhCTUFKASoGU18Xf/zfM8AEhKlCw7",
-	"Tpt0vTOrOhKJ63O/fmwlejrTSihrWoOPrYngqcjxz8Ms03P4IxUmyeXMSq1ag9bpRLCpsBOdGmYnguW6",
-	"sIKZYjbTuTURi386OnweM65SFr9+c3r8+tVJzKRKsiIVaa8VtXLxWyFzkbYGNi9E1DLJREw5TGQXM9Ea",
-	"tIzNpRq3rq+j1tEpH68u4ZAZm2s1ZkJZaRfM8jEb6ZyWI2a5MEJZDg9H+H18POq+5DaZuGUdj7qvtBL+",
-	"u/bbfz5j3+/s9Dublzfj1oocFvC/w9Yv/ztsfXg8bP2fVtSw7uNUTGfaCmXfilnGFzDc8i7e0DojNpd2",
-	"gmu/5FkhWAzzxhGbT4RyWzIzrYxg0jAOG8z4gukR/qaVYMbqXKSw06GyE2lYHKZPFt2fxSLuDVWruhOh",
-	"imlr8EsLZmp9aNrAC51wWmfT/b97+8IvIMkFtyKFReoiT0TEdO5/+1WfMzvhFtYMwME0bWiu84vbQsJb",
-	"bsULOZW2eUXGcitgXsGTCZvpTCaLR4adF8mFsKyd5nxku1LYUXdi7YzPZDfnVmQwYNfBfHdnpzNgfKiM",
-	"zYvEFrlIuyMpspRl0li6JTjuqZiei5zN4P84T8REb9xj8bCVihEvMjtsHeQ/7O0e2B924h6L85hJM1QT",
-	"PWdTrhYMti2MNWyuiyxlM24My+V4YpnS8wMWW3ieDmqiM8GMSLRKTQSoplKRsmIWsUJZmcF9C79Jadio",
-	"yDLGx1wq1oZpxW8Fz2iocCTxb3GnxxzwwY2IS5EvSiDTIzgDPBmRMj0TOQICK1QmDI1FX+qcpdLw8wxu",
-	"H04f3zEHzAjBhnhh7qthawUAr/h0lgkDQNh0bBEbtua5tMLgl0/hu2ZADXDxBjfYDB24eSkMQSOfzbIF",
-	"s9ohF17GnwAiv/2w0+8fzAlGfiMYgRX9VmjLo+riAO3xat1NT3SWmgMWz2OCEqlSPWdSeUhh+lLkbD6R",
-	"yYRxNVRiOrML/3IuRjLLzE0gwDZBwFB9ORAIx1KDgd9+2N2HL9cAAZ3TcQOVPU6BSYzo8qUJ9y2JFBmR",
-	"X4r8kWGZHpseO2RJJuFQpnzBjFApk0C25mqo2jvdnd3vWDLhOU+syA0cU3zY/f949/d+9/ve2aAbdw6Y",
-	"thORz6URleHZlF8IoH6CDmErFvNLbegPH3eind3vrpvZzVth88XhyIp89QBOHExYzeZcWnYuRjoXzOYL",
-	"qcaeWGzJAadSySmwjn5YhVRWjEWOy3j//v1hYSdw4Am3ohkXefkEABUOLmB1hRGVhUSMZ3O+MCz+UfBc",
-	"5PHWvJmebzin66g14zmfCusknKNLoezxc/hTwqszbietqKX4FHeWbjujuLRn5XV9+NsNMkGy+FksmqSa",
-	"QsnfCsEuxMKJM9KU6BexZKKNUOx8QYyXALXN2bt3x89JNhhrncJjMhGd3lDtdHf399ksl8oCjrLDk2fH",
-	"xxUIjhgSgHOeC9aO+XkSd4B7cxhqhcLRToaqHQ9b/DwZtoCNIOABHAUZxvAp7QAkrfDFuU6BvtgiV8RC",
-	"nMziSc5Q4QCl4GK7XnAaMJSHDuqj4+OcpXI0EjluAmaQhu3t7paPDhU+O5EZoeNI5saWJMAwY2WWAS0Y",
-	"ZciAYYD+9z2GuMQ427+6ghNRmnFl5vCVZTzLoqHKYeer2x4waZ2IZrzwVmSWyVFlAQA505lliZ5OpbUi",
-	"7bGfxcIwcTWTuWC7e2yii9wwjqvAd4YK0SPRaiTHRY7X6QDBk2JAGXyBCD/8BLsHSnYuALtSwnaiQQjw",
-	"xNZKkF+SGzfTAn71QqixnbQGu/v/iIA2+H/vNIL/CMXtZqIQg6Afs4UuWMbxinjqBGMgwMAShRkA/7x8",
-	"OmzFrA1giufHu0YAVgOrQiYMsicfm2ioQPJ/HCMqcbVAaKXNDHBkXVi4LDinYpYCq0L2MMKTwqn3dr87",
-	"YNyJ5Sg6AI9W2uK4uAQ/Ja4wxZkJFff6/R47hX8CdoGSxQHgzxdW4IrgjwiRZC74xVDhm+34/ZNhq9fr",
-	"AXYxJYh32GRSEkav+tCI0mjV2XShTvFpbRauj0egD625n0Plr2fpPjbcAmoB8WMgEe9BjZGW9iGc+JAU",
-	"eU6yByGmwy5p2NP+XmWzcDaVrQ4YHhDBgB/QAwWcw2H9stj2d7XxDEtt8YaDXKOh/ORFf2nFFFkx0UIG",
-	"QkWfuC7O/Vsh8kU5NcpOtSmdnNQa7PQjQEFixzv9flQy551G5vyGL6b3w+5mfLEFu3svzidaXxypdKbl",
-	"vcw7F9tPe/z8J7rGNfYLY/hYMAncxVPvihwMpB11WGlYKjKJX7cBWbVCFTx8iVoEUAXh9tmJKkwJEJ3G",
-	"RLEQZG6dgAyNWqqE4RIxKKcAaLQsE0AC4acNUDmnfXa3P76pGW9/fidyrDiw/3XHGF/uREBbs0zPka7h",
-	"QZ5zI/6+x356efise/LT4e7+31FK/liu9roX/mHlVBjLp7Pr3kdg39fxULWRZ/I58XMgkgbkkVwkQl6K",
-	"tBMBT/P0uZyxm4pEg2o847n15gd/JY/MUBmR5MI6BhnPJ0YkZ3GPPS9ylIKZ+z3XZDdidq6Z8WdANJyM",
-	"NWbGEwHjOXJ3wHiSiJmtKZNyBBzHUygi844FgLCRaGUsV5bBCWxxx2Eh21715U5U3vTfnvzw4W9ttvpd",
-	"5/FGEDj117MOBN6TgQqBlgSaOTd4aiKNYJ+O/AS11EiVEL1/p+QVEzOdTA7YKBdmErBvqNxgwK6BFzPO",
-	"AqCwKaouE67YPptKVQB4jHI9BckhZ0mmk4sBEf9zXcCUThTb4pDDJFsraGux6BpGIMEW9Ywfeeo0VPhX",
-	"ohUIuPAnn80ypwg9meX6PBPTv/1qyOpWzsmz7PWoNfjlY+v/5GLUGrT+60lptH1Cz5knb+j91nX0sTXL",
-	"QSi0kqY3ltvCuKlhDXv9/rVfdWkM9CswT6S65JlMuw6cW1HDb7IiKl6IRevD9fX1B9z6KrmtCNxTno10",
-	"PhUpsGQ3FnC/it25Zulr2rF79kn5YNUO1C0NQVu97B4vrQhdMiNsfDnYG3DHPwme2cnrnzfc7uqtbrpL",
-	"GrDVcJz0y2L5yO668rpOeqzeGfG1gOj3FRB1X1bBsA5+Xam6hRGtNUB4GEDQ8Y0mI3mDPnjgZIGMW5F/",
-	"02DqbETdYCTa/F4wJzVAyVsBGtJXAia7u7cCk5zWvoFWrYIFMDXS20vNsGp5cKD1zVOxYwWcjWdHea7z",
-	"r+N692uMquF63ZK7Ate8DvsVK5S4mokE1D58tMeeC8tlRpJdpsdjkbJCpYKciHF5iHHk9HAQ/775O36J",
-	"jttX2h6S3P61EPv9jddM7uau0rbL3bo3SRvokBZX0ljDzgvLUi3IEuCc1HjFNGaPnZZWejJCOD8BKHpq",
-	"MVSpTgrQm1G3sJOIGc0kijKZNOgfAZl2InJQW0DJI/GUYAnVvGDBJSG0ycO+6QbpoWUP6DcBba+0/SeI",
-	"4V8LlO1thDIArxEudw1wvdLMFMkkuLrJhwTqT5Lo4i9AHd7wRaZ5eqr1C56PvxZJcOfpxmub0aK7Vutu",
-	"hsveQhPx3gJ8waFsxV9HKr1h7R32Uv7Y+StcLNCw5yLJpPp6qP7uTRcLi+6mftWkV3vN/JeWe+AMTWAj",
-	"LrMiF2eJTkXrw1oASHieokTnRyUO4IYiAwa5ptq0YBbDyCKNO86jhU6CEJAzVGX0jQ/NqcgRzYE4FVhq",
-	"cHjddLcNsUVLATub3g7PfZMc5U2OpiQJO/gn3svXQqRugOXKursEUCvg7HwiZ8Ly8RoIrgSyBaGG/EPo",
-	"EXZOFfLWgO7azQVPEW5Rj/326VjlGN+Go/s6FNHvtgeAcOsbOJVzSbpHTSWG8Zu/xRORX8pEvFP8ksuM",
-	"n2fia9E2N0sahtbdLSoL33CDKbf8nBvBEgzzA1w9hwvlyYTMn6mkb53zcy7tRKqqH+ERsCmeAp+KGEV3",
-	"BhFFGmYmhbVSjVmq58rFYngPR8XaE3v7+wrz+Q8yYZ1q/ZKrhRvOfC1EY7ORM+dWdF0c3gq7uJQ641ak",
-	"Zz64cQ3POGTlMBRbCLCDpqxixtrxyjgxU3wqDJO2cwDwOcH4HhCZtBIOzIZqA5yxdnBi7nR6LA4A4MKv",
-	"lwEoZmN5KSgwoCmOd0M44X8mML9TvLATncvfvx5ZfmcjJBfVFa+hmS+lMVKNI1aoC6XniqFEfakvRMoO",
-	"3xyzC7H4xk3w79+/7y4HSG56eTme0l2+M2OJ9KVIJT8tD/1PF4L3bwCCsPLuFJbexWe3VNcfGRY/oz12",
-	"Yc+xj+/xMURloLJT3795QWkphOa5C7X+Njx03q/uozC6PlJ8hZP5J0CRX6+5u/FCVAdcvx/ygAmFIZHS",
-	"snb85vD02U8uWi0O8ekjnhkRd8iV842DxrUPSSAzMpkfMTyhdmcuN+eM428jnU/hrxYoFhjusBq6ELVk",
-	"uhycz5PEnj0dfc93kn66e/4Pscf3k+/FzqjPd89bH6JqTAQ+e3OQUfX20XpTWWkZ4K/PfxUJnvQz/NlZ",
-	"sSqhFDwljYpnbyobx5uOls6CT/0ZLeUHqIrujAkyU6l0zgoFsLTf7/fZD2y/3+v32buT52gKDAcplf37",
-	"XqsSh/e9+9/mYLyo5We7KQ7gmX9uGSNq4bc7/X6/4SanwnLQQW6a5KV/DuPjyaRG3pGmGHUL9BitaFZf",
-	"COVls1P/NYhmrSgElcymZ/Dt2aU0vBWFfwabXvmVVKYYjUACVfZsVKjUVH6cUdycVOMzcvV9uAms3H1X",
-	"znpld+sh7a2ABdw7oJWQZXrsOUVyYjQoRj6RoA0cbUFpOpjsdT8A9zmwQBThdvGfcBfc8SAPCmlBfArI",
-	"zijnRVpkAm/IcXmRnp0vzpLCWD0VW9xwZX3rb3KJhd7tSm+NesSN0jNx6fNq67CAiScMXjMUKf3LsPV4",
-	"2PoQVyJG4dfIJc4CYODTjKepSMt4FIwnrh7y4xLMe6ZIEiFSwjL3nbM9ll+QnYmCSAHiam9R3mbTV26c",
-	"D010h18d07J2KSrZ/asETJ7nHPCR8l3czzYvxHXUKvKsMdIwxxyhN69PThmdKlGe2F3wu7cv4hqqFLkk",
-	"RAlJCv29727OUqgCGCxl5S4bQa1CzldCD45PXrO93Z1/BBbDEp2i7zDTc5En3IgByrA+oVanoHzji49M",
-	"MOpi8HobdWS4a3YuMj2P2IWYWUrzhOORlp0vGEci3emx99JO0pzPlRu0HU/yizhi8aUYOX8G/WAn3A4V",
-	"zwWSH7dQiW9c8QLeuLq6gjdy4TMkSP/2YMcRNvgIvuMZHBuf4jcaqD7PgZbzAr+Zj+Hzd3jynE/h8xy+",
-	"P0+BFJxP8G85gk8c4Vzhpz7Hz0v4xGs5N/i9xXHmM/hc4N+/ozzB8TOFcZKJwE/6ew6fGf6dwVuJAkhM",
-	"NP6tC5RFEmQb+M0lvvv7RStqpb/CW+kF/o3PpziXGMPfQBujlrCwTlHkAIq/ol/qAn4dn+OngJWPJ3Aa",
-	"Y4nf4B7HCkYe29/gcwHfTC7wU8HzEwsnNingGZnCyDIzGM2Kf/8GT8oc/zawtl9xzF81fs5gdxcCnr8Y",
-	"4+cEnryYwmgXMziNixw/5/D8Bc5+8TvcRcZhtAxXnl3AW1kOv2YGVpXhk1M852kK30zHcNdTXPl0Cu9O",
-	"kbxP8aymOZztFE9meomfc3zmSuEn3Ox0gd8jbCgcWY3xb6nhU8Pzaoaxu3jyepojJYMznwl4cjaGZ2YT",
-	"mHGGa55l+P0CzvA3Dt/kGnMwEX7yAt7N53AaBn81CI0mwb9TeMsIGNOM8Xsc2WQAFUbDeRo8E2Pwe4RG",
-	"cwnwYxb4ze9wMnYCs9hf4Xk7hTOxCNUWT8Zixoe1+A3egv0dniz4BD7HV/CJqy0MjF8sJH4W+Al3V+Dz",
-	"l4iDl3jXlzj+ZQGnOscI3is8zysOO71K8O8Ednel8ZsZfC4wLvp3PIffpzDy7/MxULyqOgBLWSH7Ueuq",
-	"O9bdFV5wRMTz6IEP3pYP4tHcpNI1xuMLlky4Ggu02YYUQ0qK9Eq0C5p4ZFgc4t7r/HOjkuhFySaLjYuN",
-	"4ZT+ePjmmJkJpohI66ockOm4XOiAcRY75S6mMhaxv5bHcQS/kkBOYBG7C4KfXMUPndtHBstNuAfwbh7H",
-	"6Nwfqtht26CJGk1EY3kpXBoO7O6RYeKKJ5bSkTkxtxU+vyIJb5H4W5pINsndeNunZA1rUI9xiJqW7O6g",
-	"SRrBsV5I0wA9/t4Cuty4pnIDDlqvo9aEm7OpzkUlBe5c60xwtbJ6nLDyxtr1eivmMkRzyyZ8NhMKjTz+",
-	"utD2g0+eA2AR1K/eck0R/XOJwT+lyNIQWVu/FcyvXiv0TgSFrDJpAFH+78nrVwx1GZEzqVwVC4xnasdP",
-	"SPmMO0hN4QeFmW1Y0gNzC1nIgIcnyLjE2jF6VUDOWw5Y6dRQoWpcwAy65izIKgTQ5soXmiDApTsM1tsc",
-	"/S3qi5v1QvdW00QvK2pws/5X0+72G5W7+i29m4Hgvd93+fGUf4q1ITAlSc8VpqwZVuCDe/1a/r17unCD",
-	"9Huks1RXtN8P6ujiFZ+uLHKvX9dqrhv27Yjr6gmXxooVG8OqEYEePvOWiS3fuosR8h7sYzTmL6WAooos",
-	"a324XooUa8A6UKAIk2thYSFgrEJUlm1ZTTYsmDfAYtN67mZfuR/r3sqwJcptdBPQQCf0MGjtRDBvcclN",
-	"bK7JZucWtAp9K9tZutk6RFQObImPVpb+YT3qULCZMzasZ6xbHBpy1JBruDVKLDtalnjX8nk6iaGa1LhW",
-	"YHALuweRobrFDULDCp/DuHmuMEmazfhYuMRic8BGwiYTkB3JnWMsz61U4zPuQw6sr+SEhSMom/AepJI6",
-	"iFdYUJXvB8GhBpW5lTzLFiWoNgkEfnw/2lcIWuVO7wG63hGafYXb9MLeZ23S+U2bDIBYzGJv/x/MuUZZ",
-	"6lKP6HWA1yam7MDHh8fVh/1nqQd1xRXckum6/cQRw0pzRTLxJkXPxhKuXIbjudjsYFjnsnLRqc3raQhy",
-	"DSoaaYUVeyYFqfYatUs8n8azFFezjCtXOWomEjmSia/BwHTi+IZoHLbqZm7ewFqXtdtGcD0nWiUid8LA",
-	"6kQgrps1cyzlVscR2n6FsiCbi5ATzVBurpk2NmFGRb1ooL2bJR66u6Vge6w/6QpNrYTMN/qNsaRBItaZ",
-	"BSiQY8Z9+q1HBndpKSN1bWXcuhdqm5VTkJn/WmnbLTHJXWRAiI336BbdOPXpUpagRzX3DtUddeEujYOX",
-	"gtbqwD+dnr5hLv0A7qxXdfnt17x9e/1+E7ZaaZvIxiEzE51bZorplOehiKi/CxinUmerUr1kM2bZRuX9",
-	"kOUi41ZeCvbu7bEryVOtxrc8cfyvo9MYWD1WbGKV0VDmrtggm5K2mpjsaozkGkpaCbT0JKsMmgzVI+cT",
-	"bVx9xlq5D6LAIh2qduwK9IAuTcULsfhQTAFwPpIrBQ2dG2+5wNKTjwwLsZjdEIvpCld4GrDm6D2qr+Ng",
-	"lgzW6xXjt76iDRpj7uYl3UhfTwQWz8lCxZxATHvsNRyy1VRv0XvDmSnOvYHHueDKV1rRresCNWx55FIT",
-	"P0Ml/qOU2xUdMRdfVkX8k5z+N2vLZoNA/mErLbOWNrZR5XTbWac7flgLVfegSjnw/PLmV5rofvSQyqI/",
-	"Xz5fMb1+joD+Fi20W2rxTfJLxcfADbIq9uRXfW6efJTpdYw+DsOkr+YdowxYFW/LpdzL0VTtzZ9/Ltvf",
-	"/j0cDVXE/NJncz9gQ1rrZwUebhc81ETqpne2VjeOdk9m5V/88YSxr9ce3B8YfdW05bQSML1MKZuCtDZ6",
-	"w2qe7DJQadM7ZWxSswjifj+kgmcNokj5Qx3vdkK7g3pBWSfP+3qCEcPAYKnGWM4iybUxZfFCKTBCfnPg",
-	"oBv5liJOWlAk/hnxuU1lo526vMb3N0fre67V+IDFcK9xtS0C1gT0dTtEynavrkqq0gQQPnH7bJP25cd9",
-	"ZKqKWH1+pcsk8AR0pTYchS5sFCrI8jTNhTFwB0o5rzNutVNdoz+HKjLVwlgdCCzdxOpW6ofuT/XDeqh7",
-	"7oBk9RBeK0ExdlQe2mpnoiAkHmAF2FimoUtBXFZ3jJ1LMVotq1kp7BfPhEqlGsfUxYBxFSB4LLDa/e7V",
-	"FWvHgYZTXWq6dAu6QTIRIEliAr5LZaMp3alXS/m6N5vyBlg7ZPeTotWIf82BK/kiLNpoNuJ5xHSWgjoY",
-	"Mgy2EvSWiECDwHcXJWNJGbuVthS18PbP7hbuQO/eMuihQcPZolxp1FLiyp65a9gcEwNPhgsDEChEQGnt",
-	"y1KGQqwB8gB6CERuiI7ZTldxgA9KxqobocmCcT+OtSo0VG63dlkVvWf5VKMSE27nPFsiNT/6AtOfoRct",
-	"U6+bbCBrRbulge5BZbtxafeuuy3JV/eTAbS1I70qXi2b/gKFrZJdZCcuozjCUGOAP4rii7y5UVkTmgpN",
-	"BVdYvb/JqVcu4Ky0O6w689fR/gFoIs4GEbP2+YItdNGJWDzWSsSsLW0pWOzt9Nm/tBKdaKiQYyDzapOh",
-	"KhANFzQA+9hnKV+YTq8UGmQmvB2rHjodFtGKWjC1owd41jdaQz5Thr0Tc5jl4lLqwpxRzeQz6lpgGsmv",
-	"76Pg6yq7vkWlEOcH8wWYyT1l5FgZdi6MTIWj3nNsn3J7Gnx7AhpE+y0IK6UI1AMNlu6kgierELvxNO9E",
-	"az0tuD96FqjLH07P3ks7OcFj2T6DdXXRK1FlYcSGNmJyrEBdomeiUCmc/c2XNtcj9nSX5Vylekr1yXvs",
-	"ZILp6ipbBMAuC8IDzfH0DNs9eNB3EA+SKmCHpwtVbMTJq1W7P/zth4/9aPf65rRKt8vVU/5QnjMoplvl",
-	"2gxYPLF2ZmKK0oa/47DfXNSbgmGJRsNmubzkVgyVEnau8wvD2plOeMZScSkyPZsKZTs99gqLa3L/eMQy",
-	"rWfnPLmIWCbVRZfe0Tnz1pChcjL+IHR5SCYiuUAXIsvFWBrr88CVa3lS1vb3+kEqeVaS4oprCfc5ePLE",
-	"fddL9NSnMoeSZOhD+dxMIyOSIpd2cYINkBAyz7Fz0WFhm7twuCIIrmsPNyw+dEUVcLsDRp2P2LDo958m",
-	"F2KBf4jYdZfBGvZUrAyvjht28tNhd3f/70M14WYCkAw4QCfuyswYIVLsXOWLHKKT+kIsmFQsfn708vXZ",
-	"4Zvjs5+P/n0SD1Xbeb9YbC7OrDD2LBVT7ZUravUEJGKpQxOcOWW8SzXSPr2dJ4ikrky7P/oun0k25VJZ",
-	"LpXITauh4ImZiaRLlhGYnwE4CUWc+eT5z4xqUZiIZYLnMIhLhVI254nF7CmRm95QDdV//Rd7phUggdTK",
-	"DFWXVSsyOIvmpmuA5VavgjRHOMBzkWk1Nk6/HioWjhhWE1qyuVKThplEz0RKaV6DEC3l3nlkmExDBdO9",
-	"/l4P1orBwpIQQRe2x15qJajNRFmdX9YSU31945CctprA1oO1vs+lFX4M7NEwywDTMmlFzjPD2vHufr8f",
-	"k5yHf/f65Avd3Re7CBNddxoVU0qeS2FqnvUe++9CW0ztR9JJ9l3q2uDcwDQURl0glK+NuGnH64olxJ0e",
-	"O+LJhMXW15bgsM2aC9tVfMXUuwPGncNaK+r5RM2tuHOxT4opV1h/DQsTzPhYVHaMF3Ou00Xk12hCj9QI",
-	"xNVwD0rMM4mN4xAYX1D5G3Vapbi+KxR51Y3z4ac+wRgRH1gULqCshT7hhj3tl1V74rdH//3u6OT07PT4",
-	"5dHrd6dxB4BtJJU0kx57rVxbnbxQBqAJ28nBPWDGBqM5fc0rD4n7/acs3lhCyxdqqFYSqi/0kXFWJcOm",
-	"hbEMgORS+HpZ+7UNHD4/++no8PnR23ITUWhFhu006VZdlAbVAQ0H74bcWRnTDwa3ju8khWV6NGLnCxYU",
-	"BQND7/X7nR77UafStQ3hlk21sQxLibL23s7TTo/95PZTfeDpLvsZnohfHv6P38SP/z49Ook7BzCyq1Wq",
-	"lR/Yayeu9woaKzO+AJS2RmSjyPf6w6ajurBiAOPEe093mEMwtxCG8UOGnWrNsPRr7MEPkbprxRUVYXEX",
-	"cyHErMtB7alaN2WaUdDI36tAdfz8xVEFooBdZ9qItMd+FAutUrbT7/cBlhUsrhzOuJN49vrVq6Nn1Ee4",
-	"4xUB11ULBwLaYzSwewT/BR0OloARaQSD+m5fXLlDG7BK+zbgDno08hj2phKTYobqEyWcfPLxOJ9QKQWw",
-	"/wQ/drtdVvuEL+O1rTRi9gkghH1im/pijJBY4YtIqQ6cPzGU5sJEGIoQWzvjUun7cubGxgdTKr7k5Dkv",
-	"SEYMW4eCUKZCndzd/f1aF8wcKfxSl8HVda3GacGCdt1R3FCXVYayrCEM2BZm4FTu+CDEe51JHwBWDXqL",
-	"meGL0BAVZPBFj/nqqSyTF4QjS00JV/dQLWNF699hn9grXYpmOnf1iEgyXS1ltTpoCGGiEfdoxI2VpiPX",
-	"lJAeAsxeHXa1aDqNv++Bb7lMOtxi2R6DXndJ9liDPF5/p0tBdjjP924ef4V0VVg/3SKQUfkmLHqBDdHg",
-	"9aWL9IXoGqC8sf9HOfNdO35sU0ZxZTHr40ZrJ7G5glFcMdJWd34UKhuRX2H1EhrCbmHenV1E9ttUjI2r",
-	"Ub4xCgi+yThCNDasbgSDeglumv/pEpnbruh2E9Y11Q2jOfbXzAH7BMGX4QtEw5uLhN0IWtQzBKfbJXLV",
-	"CEtbtglxqXpAJ/xSOqtrWBPaXVmDD+BePtC5ozyZGNml+O8DFq+EliNlNGXEuDQ3AJhnDbSW79xaXLVa",
-	"hdoiV1WwczmGoWFbU6vPhgOoRmTiVA6r19eyPGCbalneCbHr/UVgHfvIQk80kEeUfcnmqxXTRc6MTEWP",
-	"vXJUjZ+7FqMSW7uCrHKw0l4E5OvU4FM0BjWiXl5Jo+D8CcVruoF7rzbLPq/YLGtjq8Q3r09Oo6U2uQ1J",
-	"pg0whwWfdL5+xygyhOf8TThmDgoKqFzhMsrK7lFojQvfwZE4AKpJhetXi4tFUbHyy1DFaC8LJiInhdCX",
-	"hG8m9oIVocjKuKduXei8TnSeYnKzK/sLawmXbHOuDCex2xFpz2dR1IDpkNUKiVaCc20nxOtRcqBvhwpY",
-	"QtU6FCwM6EqvWCNqpHNQb8WsFVxcddtDFZdbJgS0c71KCw3AkeuTRwwmlCsYKq6YGI1EYll7t79DShwP",
-	"4qHf7iMDQmSnatyicudOtqv128WbHaqNXaZ5INQ+fsApUdK6cgUwgyvW1eZs7+qKxDCOFoNSaHfBHiwT",
-	"/NKFu8NpFRivgHfDHbyhQu1bM1cbQT9+7FtBP35cbQZNrdJrRteEK1/2AWUdv9PnRy/fvD49evXs32c/",
-	"H/377PT0Rdw5CBUYuF3fJtpF4YPC5TtcAdgfsv2rq8g1ZQT6RrH6uZ4B6FS0wSBuWJFlSO7nLtGvGjpv",
-	"tb4YKrpogqsqaMOiJhy1TAcXZLii7pm+k/2kpoUS9A6VxxWiZRpWELHzXF+IHnuucWXjAs3Ia1p5r3Yw",
-	"77HjEWHjmj7eUSVGxTcBl9YsKxYHTI5gAREajuD2lZ73hgolC7i86sVIAzdRMUZW6kgpm+tsqFx8okH7",
-	"2YKat2s19jlWzk7lOqxXuxnHwU7ztL9H5rVCOSjvAUmjSpoNRehZG5h/2UY7QnkTRzCWZ6JDgv5cuz71",
-	"hrpoDZW+FDkmRrjmSAARj4yDXdNjh8zPSgSBvg+aQjv+eB0H9uTS5/G+Pf3jGUgUADemg4YKwr1LkRt0",
-	"QMalHy0OV0wnFTnaAaQXpiTvB7aVdsKWXw5cqp+wHS+lJseRV1BdkS1sGWW8lB1YRSCRll8IFJv0jGIi",
-	"qwcd4LKkeH61QW1ymRVwDG6fhBV49CzTWEOZEwJXhkYOtQQQsJayZfa6DutCWWkX1GjdNTNWwE4KUFVc",
-	"d3DHl5y858RAHww8KLc4YKGru+/73emxQ09jRWbEULXjy6dxgDeaIWLxsEXvYr9038sbWA5qlRPhpt3U",
-	"iX2o4C/qLd/HZfi+4W5ZveptFMbR8pU27MAMsF15pUW5g3nXB7hzsHraqBbyC3RuOxRHOx6p3+SYePb6",
-	"7QlafI1wWwgOCbyLS6rrYSe1DmSBXYdOZWVPskFpiSbawDPgR44WxD8dHT6PHZcnqxcsw9tg8VKJoqCo",
-	"iWk7bbRKs0DiDFnJO1FpfCsNiEflisOcr9+Qic+Rqd3+HnulmSv47ECVzBC4HbhfwCl3TjB1m9ZNJqxL",
-	"4jNkZnCWekLvMFN1baVPR2oFRMglKnILIwdWRhKULB0sP+Z6btAwzRcs4VkWih5hV2Jk0bkcS2UafaTt",
-	"GO727PDFi9fvj56fvX57/K/jVycxGi3PF96CD/JGp8fe5IJsFAb1LKBPvix6RYwiRYPFvs8PECMiF2j7",
-	"bRB94Ilav8OaPB9V6/dHDcX7adwTVBS6p3KKoTEk++YC5b1EdA9ns0yCJmc1I19dcK85X7QZqrfou8WA",
-	"3tJG0nbEctnGYkJDpqClwIPONkrhq9IOVUgjM8xqTLqLPw7R8ThsRWxYpgHQP9HD3Lp2UMRi+HcIdF0q",
-	"bjVUvroVKZh+J654AfvlxHKVgpbif/nQ9u7l+XzeM+5n715GX3MHcfPx4xNso/348aAWXhuV/yrrdtFp",
-	"rzQL9zTXRGWtJLirteWSCGV77P+JXI7IpxAGY/rSS26hOTuJXzOeG6nGOLL1HBQbd4cVmsa+3TpLe7TX",
-	"w2rPe9gyV/4GDQNhwQrll43CWIP644TftnRYiiQB+7A77ihH1eeCyObcQ8TDQrd/0oLwy9U8RBg5wCfG",
-	"jrq1KZ1PecYSlDrPkeYlOTcT4qWZRqUiuDoVUU5pg+zP6qHUxoL8uBJITfLlwKu+bunUiNIdKCCwJOjh",
-	"aoHR1KDCFwm8cMBykcpcJM41CITN9/E/KHUb4LvezkxU2rtS3G69AtDe6TNTIVediBRYXIJTNfaZiejq",
-	"I/a0T//dZRP4boIEZKcP/9rZg8/dPiMzPWg/rI0M4Ve4rPygTkWR6HqlR4So8A6K4S4Mh9Xj80xvyVyB",
-	"Voq93e9hp/v9p7D0iVa6yEXaY7EP/Iu9odb4UQMAcIKBgxrVokzhMtGCtBjgDytBglUrsLu+/yeNPM8Q",
-	"EyibaoX4YWrVk3J8YoqGLUUkos5MSgq6EB0tpaAeGiOkg8QIjqbEPQ+VSI34CJdTobbUFRd4nrk5eCfJ",
-	"dJFWQniYD8QBKa4SvlMN4eeJLXiWLXyszoHTs5cu1F8A8pNX2iUtLASqk9J4wT+I9ZVLaQc/kk9I6NQb",
-	"xuaFg6Iw5VznFyJoY9WONIqkmtLATOq1F+0dq0bUqNg2MZwmeHW8rG9ESDofqrqib4QlmoDmT7PO1Q9s",
-	"ZKg+uQ467JOzln6ijCCzyXnpM9jZJ7bT7+MCyabHPvkgqmoqe+lMp3x32ndIfideUEY3uEn8z5/Y7n59",
-	"imU7WrRiRKsZ1mY6x4ekYj6nDEh3ZRc433L+PfsEdAgm3imd1Z+CYYrEN62CDuWBEjcHcLckM7L2Xn+n",
-	"Q5bBo7J1EUmf50VyIVBvin+LyzkomkKMJKAQ4Fy2IDYbzytmVLjfsVAil8lQJSLLEH4Yz8Y6l3Yy7QyA",
-	"zdAqgSCamaiGO7iLd0jiKCNsLJTkAMIez+MnsLZgCV8KzNEjYGAOZEsQb+9eXUVoAoM7ASrKM3khOj6Q",
-	"h4wlXnHQI6p00JXCjrogCfGZ7MJucOSue667s4NymrF5kYDskXbR1e1IHOIIBkxNxfRc5HiJdNqDVfEU",
-	"lEsHCsPWwW8/7PT7B/MfdkDUIxDEb3f34Utvuwxj1F/Of/j+Hwd26d38h909+BLrpaDEmMfEQ+ZsinEX",
-	"7raHirSlGTfG1UFVek6wbOPKffmLp0BpLO5I4CMNGxVZ5ugyO1QeKIeK2I1jLXXALFt9reJAJUkqGDmN",
-	"o1JD5cwGxQxNOVjDMOHKORbQdIZGBVqUmQmg0PD+Xn/HW6IQwuluyiAeJJ6vKeqzrKXh3BKgW+1+v94T",
-	"tBorxNq1c4uGqtJ9jM531S202tjMO6ZJ1vLIgQglp7MMxN2hMoEvNrk+QG+ExUvjW8aT2Y/07maT//sg",
-	"qDRFc70VqTRRBQg8hXcWDF8qgziyEwgPamY5nQ8phYIGo6AEdAuBxOGMN16UdMwBI9oMo4gxZHSV9h5A",
-	"TeuV94CY6sImeipW+Ao9XmkCAg+73Cez9HM1MsT/PWB7/d0o2NpqQSDVCI8BWx6iNvRqYca7TdI4Tm2m",
-	"5U4lME/ppCKv1AAkzSiAoJsPeQcFoU8LhNfKi3OOFsQ3b18/Ozo5ef327MUhWvVjFmJu+51SRUgmPB8j",
-	"TA+VVF2yGziZHNEYcFifI+C4IOhMJkIZjOQPVXry1qD18vgUy7FjFC784zpqufpBrsiPU/L9+RmUdRD1",
-	"UzHVCsOxQQIogT9CS+dUGisTLMLkTNpA9xcqYb/qc7I5GdSCWdCQQzWbekAw1j1HMa81aPV7O70+rPJX",
-	"oxVGV/PnkmcisS7UGPRv+K3rij3rfPwEGdOT3f5uv7uz65IJWlFLz4SC8QetpzgqhudPMFj7CS/bLo2b",
-	"8gl+4ipdoKCPAi5FrKK1xkmKaKtrjvBdbisfWO5x2hq0/iWs7/lUJgLjonb7/Q3dwVa7gm3KpPBTrOnH",
-	"9Vdper/X31n3RjjaJ7WOi/DS7vc3v7Tcc/Q6au3T/Wx+79hFHYR6bvv9pze/1dBV97qGqpVLC1bKehw6",
-	"YBcfYxqEv3xMSH9Sppc1QvpR2b7IVit2e7tI0G+UmJcJ0iDBrLHyDNUNZh5pg03LDFiw+aw3+AxVrRo+",
-	"kbw6Vr2Qxh75nK1QJtuszTgqH3niAbkppUimPgwHw11ox6Hwmst+w/BwLCDcGrSwUHdJc+slT30eBb99",
-	"bvbq+l7DObmcS1ySNBgqtW4pPlF4K/pRrWn/4QvSqbLefWP3WywnS24S9RfoCbm3DQX5kYfmZf9JFA6A",
-	"gIW0S0/KHE5XKRmavtaSs7culUOHOhgOXTcxZOqW8KXBfB0zJkf1A2xvCdv9vZtfeqXtP7WrZvYtIsO/",
-	"hA223CZsuC2PwxePn1MCabMJmVjS3QaNWjNtGpDxvwvhQjyqZmlQnuaRD7Id5cJMlkrDDNAKWIupxuiU",
-	"sbwUaqja8wm3qKSjXlXP2cb+GSCdz6URZUXK5TKUVdeQ1WTrwgEeOS6KAX01l44eVd0EjwwTPM+kyEub",
-	"tiM1XjAaqgsxsyFczFU8QinLB7o4JZE67IBqZ0WWNQk49SKfZQ3GH3W6uDcy1VxJlHrWLtHG3XubtLHO",
-	"yBpSWbH//wawlbK2Akrv6zqt3DJ6zvxFdx6I7Bcjsv0tiOy6ltjw/s4WZPMNpSqcao15bvTe/ja7a+i6",
-	"/o1yBqzFW3fzrROXJtiZ5/e1otKhC9/Z7fddjRNX1jlxRbgwbl2Ne+y44lazunAJKD5Is1Gkcm2BmmWq",
-	"zWdAr77++a5HXcnPbw1++VAXMi+FEqYqYb4OoVbu2JzZqOep2HhtvQlQc1/PBEaSpDoppj61H/2+fpwF",
-	"n2ZxRIFfAILAk/7vyetXjcfmhoPfP1ceXSlB4Jf6tLcTlttQyLOZ8q7ss+JNBu38vJCZRc/bMpG9K627",
-	"56vH+FxfJgB9VO6QbwQEuMCNgLD92UT1mPZNIPDvw5cvbgcCfp23BAE8C5iNWXFle/9BAOCOeC0AhIoh",
-	"6y7/Vc0k9oaPha/UgWl/5DsKJnLLpDIit4a1L8TCCMtmfCxdQwytVvrjdHqNZi4fMP4lDV0hH+XeTV1b",
-	"lCKHFa6ZgErcbSdXLvW5WmNAC36PUOaHsiJckoU0GCq1bs++xtPY1k1r29X6225BIVNiy7Vk9vZL+ZIm",
-	"vmqHqo1GPr/zByn9r27mm5UkzBPfQNXQuNFoTXiGflHjWqSjz7jHTvhIUC7FFtl/g1CvA2NQKgUKKB7O",
-	"YZyrktRjh2XKGiYsUr45PQbrCFkkRJpcfUEseYvRe6Giz26TSv8Mx/F9sW5LzSt7+1ksWoTC928SqC2y",
-	"YhGoFixzXY+XKMjOfVOQdZJJcP37qqxLBOTolLpebcJgfOY6ajWE2N/0avlKeOM6avkQ/pveDs9VadYD",
-	"pVuxR+xuZR4AOHjuW3pua5aoY9KxemfEn2iS2L3tgt9iiYM/jR+swfBqfa46pm9XCtI35WsoARkKM7uu",
-	"Efv9p5VWEr406w3p6K2otTFBH1SA6w9rKM422eusfWNGfGfgw4jIw02xRD32Oq/X49qyKoBUKB8OVfuG",
-	"2gOdQS3pvCFRt5Kd62KoekN1ROnoc76IHLvdVELgBlZ8QKEC9XTb6qooAoBywCjB7lsWC+G1cEg3v2fz",
-	"BT1JtvdSfCJ2XIoezRJUVXndzl1aPXm8Ocp8rmUin1BsMvclZ7D4FpaSrCdGDpXVbCws5SXXMgirdsZS",
-	"+KqmLTdZRO4sIo1gVS/JofAHqDg3CCifIZZ8e5LBU/IgLNlLNIjfqRzJUE2FIMmQdWQlxVaGnqP/UYf3",
-	"4Eu/b1/6Znp5W8LiXvW+b98ZYdmwgYVCpyIfAwmwyYRy5P/x9Pu/dwaMnyPQUx4EmQ2x7BPPMKDd1Z7P",
-	"xVRfCtMbqtgnYFHJPxg1pRBAqkjbjj8OQ9epYWvAPg5bF/BfGOj6OgzF4gssY7D0ND5VPsSzrNPDQpPL",
-	"tSMCX19qBjxUh26XjbUfeNXZtFQVAZXlssjCZn5Q6+p1B5ZQZQf3ry439hwDeKwOiZfXxcP6270Mv4U2",
-	"/ocxO1ehw99tVIoTSswrnaMfiPmfTsx3tlGqK/Xj/ulaFv5puvF3t1vvW48T3yjnImwvmRcWeQv4Vq2r",
-	"v0EN8IrgR/fX9eZI8FB229XSrnj5KMU4F0ZnwCJ8q4FNRbMbpXma4JTCkZfI9yo9QX+UEWPvj+JLK4yY",
-	"6I17LC4rsQYHyYxjBIIvQu8sCsu0co2j6hfe/b374eNO9Pe9xo4NN+sTVlzZJxO77JRdHqipBj4eKPpF",
-	"XKS8L4lTbbp9X37WOxGoW9Kae/blPnf5AxVo8J1B1zlzMd5u22AY1+VjpSI6ZzPMO3SFFOY6ZC5i/YEQ",
-	"d9gI+G8FT6WLPvnjo2I+kyituYjqnjYcPWbbbeVGjxj5xrvON+7tahTFmUljm73ib90cX9Ap7st13btP",
-	"PBd3zP6woZJsmQJSMTY0rajWQPvOHvovaUypdOHe6C52G3/wFv/VvcV5QG1PYTyyr/cVuyewaovO2Yzn",
-	"Xnhw6LFcoT7TWMaktE+WFZpdiZOhKgsMuiKgldAej4YJVy6BnKeYuW91pYBSRentDdWtfNdYXbFaXx3V",
-	"bCrQqrQfdajq6S5lXT0qM1DrRVCWfoUB17uoXWf4z/VQr9IwVzFxsKZEIgl2vh5f0COpgKBLv8eUgMg7",
-	"E/DKKIPR1BIJa70IZJYxLNLJbagw097b2S35dwduZ6Esv3LdhUKhQI4VPV2dS1a3srsjRLJLyF7SXW9A",
-	"qVHdRrL6pXz4dIt/kgvfgdAam4G7uHUO/Aen/FdqcPj+63AA7/W/3+wAbux0UfMAN7ek2OgE9iSlrKvi",
-	"a8jWXb/NbTY6ERWWc/g+VLdrdVGbYk0/jcgNWvPPdv5qjtT6xbzJhQk+zJuPqFcjx5ta3RNmfXMWs92v",
-	"BEN3dzdiaHPLjI0YSp09NmKoYytu1E3dNWrotKZ/R0Cn1T4cnVDU+tatRUBqoXJF7ZvbmHzryHv9jaoh",
-	"JL00ehFLVaRi6dg+Rb1uU9iUo75OCG+wdKJuv5WRcwvLw5dX9TdLhQ/6/YMzf9mZn3tcaMbClYqr92V5",
-	"ZNTQ2pXeRS2fyrM32ySX8l2/bGmaUNP43s2T8z+XSDT1Rt9cLMaf9wPp+KubBpe78lWNhL5u+0YrIRWt",
-	"N4yzd29fkC0OyzSUdRwMmsqwHNZypQnWjn8Zth4PWx9iariTZZ0elQF0Ibm+JzKOVhaO8J3qY2r0Hh+4",
-	"RmOm7EWP3lUqhzVU2GMeG6AYTVHCWLMeJoJlY2Pdc+H7vLM2dXPe3Op9qOq93plv9R7hXlbbvfsuTjAj",
-	"GRMnrig6+YNhHgz93LobfFlHulLNdL0ZcokQtL6ksWxprj/Jara0ivfSTogDrS0l5J6sRN0QiH1GxM2D",
-	"0exeSe1DoYttdS7fUGSFyjcT+UbJL2hiqciEFass4Dl+X6fQIR4xFPaZSKC6iwNfa75aiAZkQddCbVUM",
-	"pOGbKFeNZOytW9iD+vOg/tTiXgAotkaJ6Oakj7JXT1l42jONTkCEeiZIk3niRhD/YgrBTbzwIdj0Ads+",
-	"x9iwLardTrVfAuLPSCXA1hRFnsXRioISsbgyEOgrmFUwVD7MXzocj0PT8175t2urCgrHrN56xSlGLl9+",
-	"qKaCuzr1vicROmEybkXeOaiOOOKZEbGr02ZqbXdcbUDsZofp+ZXQ09Bj55YpCWuyB1aJ1deYRbBWB7nf",
-	"bILPUXX+cKLuswsaFJ2H9IKH9IKH9IK7pBd8rn5V6WW21tL+WolSnZqJ3BUwRD7hepaXOK1qZnnscoJo",
-	"7jpYUVO0oZryVAwwWtv3bnYdj8j/HGEjn0xjt1FsVo28Dt3AcwwSAKF2XTX5ellS2NoXtN4vV5C9R+v9",
-	"1Iy/BvO9L+96s/m+BKYH3fdBGl8y+NcLMFetMNQ3TeaePJgvJ6dvoIRoqRdd0p9vX1J7jVbQ6Lw4NqbA",
-	"KlQg+NCEroEraffSUv85ai8up6LqZOj02D9dyIoSVxa7deoiN0NFNNazhODAmOuyn6xBZ8hqz9qImRlP",
-	"QGh3LccHJMgH+XxppVi5OeQCO5KHPg5fLJviqc1cWscCdGGHKtOGGvK4JfRY7N8+o+HPxNUMtATsE2/4",
-	"wpQ5PTqjiUmrcZ6Y3lC9RR8LDIstwkKvVG1EOB04W1Q+3EACU9NoP6GR5WrpboSJpat1dvw/TqK+k/Og",
-	"vLAHmfqBbt/RkI/gHzpSY9M0D/xNYmY92+xj61zwXOSHhZ20Br98AHpIRoGmhNEX6GJ0RoN2PNbYBbb3",
-	"JJmmT6o9x+JOK2oVeeaaig2ePEHn5EQbO/iu/10fya5b3LoyhJhOUlYiLOWykIG7Kvq91EosHIUWKTUq",
-	"5WWqPIWUlOki2BNghm00K+P7YJdmydInflTa1pZNoiqjhA5hK6OEeBXf5JQ84q6dG9l+otC/nRJiXJOe",
-	"Sv/iylThdlfner+x5RTCDHVYC+N7ml8O74qerw5OKZMRy32SYli0LwMMRE5kox57pZdab1bGr+QzAlj4",
-	"fnbE3SmXhyqA4TeNvPowBJrSk5TxgmXEsIelK1nXo571vWrfwsC/FliByW7b0iIkC7nFxaytcxY/9kGk",
-	"dR7lniUV3N1X646y0vHznyj5BW5ku1dOfbf5W7954qUP/+YXMsm9aTqgbWxk//M/TQ4YRKm0xw5dh3dq",
-	"3kk1kbBQljRMjhXWgyPLRn91mH9p5fqUVPtdeFupF0moFyNAjq/FAgQGR3XdJ5uyodc2km/oIl/rGe8a",
-	"gftWLr0lbrCEMessDf6xkBK0DW6Fh1l7uRG1j7tGlEOyBnjHZ7NcX4q0c1fUCjNuhV0n/ukHBFtfrnv5",
-	"jB5w7M44ViLPTWjmzOrbIJkrzTRwARKN5UgA/w5Pn/1UyXLCMHf37lIKBWAPOqHIbBffFRndJrZCRbJ9",
-	"PiDiekRcOqEHNLwzGnrkWoeELs9hK1a3kilbyQovEWCkqTVaEDo1hnreFrGWF7YZs+jpBx53Y77LA4v7",
-	"fNxawZn1yDXT+TYKGj1Yr7WMPW0OnFLmOsJjQQVfdMjwBdYDur1yVlvXTYgFjz6oZuuxavV8HlDqDihV",
-	"xZQb8GlLZoUoNZJKmolIPSLlwhSZ7aV6rjLN07Miz2I2EjaZYETSHTFpay4FTz9wqRvx6YFL3RtK3cSl",
-	"rq///wAAAP//",
+	"7L17c9u2tij+VTA6dyZSNqXIjr13K0//cBO39W1eJ3Zuzv5VOSZMQhJqClAI0LKa+Lv/Zq0FgKREyXLi",
+	"tEm3O1NFpkgQj/V+fmglejrTSihrWoMPrYngqcjx62GW6Tl8SYVJcjmzUqvWoHU6EWwq7ESnhtmJYLku",
+	"rGCmmM10bk3E4l+ODp/GjKuUxS9fnR6/fHESM6mSrEhF2mtFrVy8L2Qu0tbA5oWIWiaZiCmHF9nFTLQG",
+	"LWNzqcat6+uodXTKx6tTOGTG5lqNmVBW2gWzfMxGOqfpiFkujFCWw80RXo+PR93n3CYTN63jUfeFVsJf",
+	"a7/+6Qn7fmen39k8vRm3VuQwgf8dtn7732Hr3cNh6/+0ooZ5H6diOtNWKPtazDK+gOGWV/GK5hmxubQT",
+	"nPslzwrBYnhvHLH5RCi3JDPTyggmDeOwwIwvmB7hb1oJZqzORQorHSo7kYbF4fXJovurWMS9oWpVVyJU",
+	"MW0NfmvBm1rvmhbwTCec5tl0/m9eP/MTSHLBrUhhkrrIExExnfvfftfnzE64hTkDcDBNC5rr/OK2kPCa",
+	"W/FMTqVtnpGx3Ap4r+DJhM10JpPFA8POi+RCWNZOcz6yXSnsqDuxdsZnsptzKzIYsOtgvruz0xkwPlTG",
+	"5kVii1yk3ZEUWcoyaSydEmz3VEzPRc5m8D++J2KiN+6xeNhKxYgXmR22DvIf9nYP7A87cY/FecykGaqJ",
+	"nrMpVwsGyxbGGjbXRZayGTeG5XI8sUzp+QGLLdxPGzXRmWBGJFqlJgJUU6lIWTGLWKGszOC8hV+kNGxU",
+	"ZBnjYy4Va8NrxfuCZzRU2JL4fdzpMQd8cCLiUuSLEsj0CPYAd0akTM9EjoDACpUJQ2PRRZ2zVBp+nsHp",
+	"w+7jM+aAGSHYEA/MXRq2VgDwik9nmTAAhE3bFrFha55LKwxefAzXmgE1wMUrXGAzdODipTAEjXw2yxbM",
+	"aodceBh/AYi8/2Gn3z+YE4y8JxiBGb0vtOVRdXKA9ni07qQnOkvNAYvnMUGJVKmeM6k8pDB9KXI2n8hk",
+	"wrgaKjGd2YV/OBcjmWXmJhBgmyBgqL4cCIRtqcHA+x929+HiGiCgfTpuoLLHKTCJER2+NOG8JZEiI/JL",
+	"kT8wLNNj02OHLMkkbMqUL5gRKmUSyNZcDVV7p7uz+x1LJjzniRW5gW2KD7v/H+/+0e9+3zsbdOPOAdN2",
+	"IvK5NKIyPJvyCwHUT9AmbMVifqsN/e7DTrSz+911M7t5LWy+OBxZka9uwImDCavZnEvLzsVI54LZfCHV",
+	"2BOLLTngVCo5BdbRD7OQyoqxyHEab9++PSzsBDY84VY04yIv7wCgwsEFzK4wojKRiPFszheGxT8Knos8",
+	"3po30/0N+3QdtWY851NhnYRzdCmUPX4KXyU8OuN20opaik9xZem2bxSX9qw8rnf/uEEmSBa/ikWTVFMo",
+	"+b4Q7EIsnDgjTYl+EUsm2gjFzhfEeAlQ25y9eXP8lGSDsdYp3CYT0ekN1U53d3+fzXKpLOAoOzx5cnxc",
+	"geCIIQE457lg7ZifJ3EHuDeHoVYoHK1kqNrxsMXPk2EL2AgCHsBRkGEMn9IKQNIKF851CvTFFrkiFuJk",
+	"Fk9yhgoHKAUX2/WC04ChPHRQHx1v5yyVo5HIcRHwBmnY3u5ueetQ4b0TmRE6jmRubEkCDDNWZhnQglGG",
+	"DBgG6H/fY4hLjLP9qyvYEaUZV2YOlyzjWRYNVQ4rX132gEnrRDTjhbcis0yOKhMAyJnOLEv0dCqtFWmP",
+	"/SoWhomrmcwF291jE13khnGcBT4zVIgeiVYjOS5yPE4HCJ4UA8rgA0T44SdYPVCycwHYlRK2Ew1CgCe2",
+	"VoL8kty4mRbwq2dCje2kNdjd/1cEtMH/vdMI/iMUt5uJQgyCfswWumAZxyPiqROMgQADSxRmAPzz8vGw",
+	"FbM2gCnuH+8aAVgNrAqZMMiefGyioQLJ/2GMqMTVAqGVFjPAkXVh4bBgn4pZCqwK2cMIdwpfvbf73QHj",
+	"TixH0QF4tNIWx8Up+FfiDFN8M6HiXr/fY6fwJ2AXKFkcAP58YQXOCL5EiCRzwS+GCp9sx28fDVu9Xg+w",
+	"iylBvMMmk5IwetWHRpRGq86mA3WKT2uzcH08An1ozfkcKn88S+ex4RRQC4gfAol4C2qMtLQO4cSHpMhz",
+	"kj0IMR12ScMe9/cqi4W9qSx1wHCDCAb8gB4oYB8O64fFtj+rjXtYaos3bOQaDeUXL/pLK6bIiokWMhAq",
+	"+sR18d3vC5Evylej7FR7pZOTWoOdfgQoSOx4p9+PSua808icX/HF9G7Y3YwvtmB3b8X5ROuLI5XOtLyT",
+	"987F9q89fvoLHeMa+4UxfCyYBO7iqXdFDgbSjjqsNCwVmcTLbUBWrVAFDxdRiwCqINw6O1GFKQGi05go",
+	"FoLMrROQoVFLlTBcIgblKwAaLcsEkED4aQNUzmmd3e23b2rG2+/fiRwrDux/3TbGlzsR0NYs03Oka7iR",
+	"59yIf+6xX54fPume/HK4u/9PlJI/lLO97oU/rJwKY/l0dt37AOz7Oh6qNvJMPid+DkTSgDySi0TIS5F2",
+	"IuBpnj6Xb+ymItGgGs94br35wR/JAzNURiS5sI5BxvOJEclZ3GNPixylYOZ+zzXZjZida2b8HhANJ2ON",
+	"mfFEwHiO3B0wniRiZmvKpBwBx/EUisi8YwEgbCRaGcuVZbADW5xxmMi2R325E5Un/Y9HP7z7R5utXus8",
+	"3AgCp/541oHAWzJQIdCSQDPnBndNpBGs05GfoJYaqRKi92+UvGJippPJARvlwkwC9g2VGwzYNfBixlkA",
+	"FDZF1WXCFdtnU6kKAI9RrqcgOeQsyXRyMSDif64LeKUTxbbY5PCSrRW0tVh0DSOQYIt6xo88dRoq/JVo",
+	"BQIufOWzWeYUoUezXJ9nYvqP3w1Z3cp38ix7OWoNfvvQ+j+5GLUGrf96VBptH9F95tErer51HX1ozXIQ",
+	"Cq2k1xvLbWHcq2EOe/3+tZ91aQz0MzCPpLrkmUy7DpxbUcNvsiIqXohF69319fU7XPoqua0I3FOejXQ+",
+	"FSmwZDcWcL+K3blm6Wtasbv3UXlj1Q7ULQ1BWz3sbi+tCF0yI2x8ONgbcMW/CJ7ZyctfN5zu6qluOksa",
+	"sNWwnfTLYnnLPnXmdZ30WL0x4msB0e8rIOouVsGwDn5dqbqFEa01QHgYQNDxjSYjeYM+eOBkgYxbkX/T",
+	"YOpsRN1gJNr8XDAnNUDJawEa0lcCJru7twKTnOa+gVatggUwNdLbS82wanlwoPXNU7FjBZyNZ0d5rvOv",
+	"43j3a4yq4XjdlLsC57wO+xUrlLiaiQTUPry1x54Ky2VGkl2mx2ORskKlgpyIcbmJceT0cBD/vvkzfo6O",
+	"2xfaHpLc/rUQ+/2Nx0zu5q7StsvdvDdJG+iQFlfSWMPOC8tSLcgS4JzUeMQ0Zo+dllZ6MkI4PwEoemox",
+	"VKlOCtCbUbewk4gZzSSKMpk06B8BmXYiclBbQMkj8ZRgCdW8YMElIbTJw77pBOmmZQ/oNwFtL7T9CcTw",
+	"rwXK9jZCGYDXCKe7BrheaGaKZBJc3eRDAvUnSXTxN6AOr/gi0zw91foZz8dfiyS483jjsc1o0l2rdTfD",
+	"aW+hiXhvAT7gULbiryOV3rD2Dnsuf+z8HQ4WaNhTkWRSfT1Uf/emg4VJd1M/a9KrvWb+W8vdcIYmsBGX",
+	"WZGLs0SnovVuLQAkPE9RovOjEgdwQ5EBg1xTbZowi2FkkcYd59FCJ0EIyBmqMvrGh+ZU5IjmQJwKLDU4",
+	"vG4624bYoqWAnU1Ph/u+SY7yKkdTkoQV/ITn8rUQqRtguTLvLgHUCjg7n8iZsHy8BoIrgWxBqCH/EHqE",
+	"nVOFvDWgu3ZzwVOEW9Rjv306VtnG12Hrvg5F9LvtASCc+gZO5VyS7lZTiWH85k/xROSXMhFvFL/kMuPn",
+	"mfhatM3NkoaheXeLysQ3nGDKLT/nRrAEw/wAV8/hQHkyIfNnKumqc37OpZ1IVfUjPAA2xVPgUxGj6M4g",
+	"okjDzKSwVqoxS/VcuVgM7+GoWHtib39fYT7/QSasU62fc7Vww5mvhWhsNnLm3Iqui8NbYReXUmfcivTM",
+	"Bzeu4RmHrByGYgsBdtCUVcxYO14ZJ2aKT4Vh0nYOAD4nGN8DIpNWwoHZUG2AM9YOTsydTo/FAQBc+PUy",
+	"AMVsLC8FBQY0xfFuCCf8zwTmN4oXdqJz+cfXI8vvbITkojrjNTTzuTRGqnHECnWh9FwxlKgv9YVI2eGr",
+	"Y3YhFt+4Cf7t27fd5QDJTQ8vx1O6w3dmLJE+F6nkp+Wm/+VC8P4NQBBm3p3C1Lt475bq+gPD4ie0xi6s",
+	"OfbxPT6GqAxUdur7Ny8oLYXQPHWh1t+Gh8771X0URtdHiq9wMn8HKPLrNXc3XojqgOP3Qx4woTAkUlrW",
+	"jl8dnj75xUWrxSE+fcQzI+IOuXK+cdC49iEJZEYm8yOGJ9TOzOXmnHH8baTzKXxrgWKB4Q6roQtRS6bL",
+	"wfk8SezZ49H3fCfpp7vn/xJ7fD/5XuyM+nz3vPUuqsZE4L03BxlVTx+tN5WZlgH++vx3keBOP8GfnRWr",
+	"EkrBU9KoePaqsnA86WhpL/jU79FSfoCq6M6YIDOVSuesUABL+/1+n/3A9vu9fp+9OXmKpsCwkVLZf+61",
+	"KnF437v/NgfjRS3/tpviAJ74+5YxohZ+u9Pv9xtOciosBx3kppc89/dhfDyZ1Mg70hSjboEeoxXN6guh",
+	"vGx26i+DaNaKQlDJbHoGV88upeGtKPwZbHrlJalMMRqBBKrs2ahQqan8OKO4OanGZ+Tqe3cTWLnzruz1",
+	"yurWQ9prARO4c0ArIcv02FOK5MRoUIx8IkEbONqC0nQw2etuAO5zYIEowu3iP+EsuONBHhTSgvgUkJ1R",
+	"zou0yASekOPyIj07X5wlhbF6KrY44cr81p/kEgv9tCO9NeoRN0rPxKXPq63DAiaeMHjMUKT0b8PWw2Hr",
+	"XVyJGIVfI5c4C4CBdzOepiIt41Ewnri6yQ9LMO+ZIkmESAnL3DVneywvkJ2JgkgB4mpPUd5m0yU3zrsm",
+	"usOvjmlauxSV7P4qAZPnOQd8pHwX97PNC3EdtYo8a4w0zDFH6NXLk1NGu0qUJ3YH/Ob1s7iGKkUuCVFC",
+	"kkJ/77ubsxSqAAZTWTnLRlCrkPOV0IPjk5dsb3fnX4HFsESn6DvM9FzkCTdigDKsT6jVKSjf+OADE4y6",
+	"GLzeRh0Zzpqdi0zPI3YhZpbSPGF7pGXnC8aRSHd67K20kzTnc+UGbceT/CKOWHwpRs6fQT/YCbdDxXOB",
+	"5MdNVOITV7yAJ66uruCJXPgMCdK/PdhxhA0+gms8g23jU7yigerzHGg5L/DKfAyff8Cd53wKn+dw/TwF",
+	"UnA+we9yBJ84wrnCT32On5fwicdybvC6xXHmM/hc4Pc/UJ7g+JnCOMlE4Cd9n8Nnht8zeCpRAImJxu+6",
+	"QFkkQbaBVy7x2T8uWlEr/R2eSi/wO96f4rvEGL4DbYxawsI8RZEDKP6OfqkL+HV8jp8CZj6ewG6MJV7B",
+	"NY4VjDy27+FzAVcmF/ip4P6JhR2bFHCPTGFkmRmMZsXv7+FOmeN3A3P7Hcf8XePnDFZ3IeD+izF+TuDO",
+	"iymMdjGD3bjI8XMO91/g2y/+gLPIOIyW4cyzC3gqy+HXzMCsMrxzivs8TeHKdAxnPcWZT6fw7BTJ+xT3",
+	"aprD3k5xZ6aX+DnHe64UfsLJThd4HWFD4chqjN+lhk8N96sZxu7izutpjpQM9nwm4M7ZGO6ZTeCNM5zz",
+	"LMPrC9jD9xyu5BpzMBF+8gKezeewGwZ/NQiNJsHvKTxlBIxpxngdRzYZQIXRsJ8G98QYvI7QaC4BfswC",
+	"r/wBO2Mn8Bb7O9xvp7AnFqHa4s5YzPiwFq/gKdg/4M6CT+BzfAWfONvCwPjFQuJngZ9wdgXef4k4eIln",
+	"fYnjXxawq3OM4L3C/bzisNKrBL8nsLorjVdm8LnAuOg/cB/+mMLIf8zHQPGq6gBMZYXsR62r7lh3V3jB",
+	"ERHPo3s+eFs+iFtzk0rXGI8vWDLhaizQZhtSDCkp0ivRLmjigWFxiHuv88+NSqIXJZssNi42hlP64+Gr",
+	"Y2YmmCIiratyQKbjcqIDxlnslLuYyljE/lgexhH8SgI5gUXsDgh+chU/dG4fGCw34W7As3kYo3N/qGK3",
+	"bIMmajQRjeWlcGk4sLoHhokrnlhKR+bE3Fb4/IokvEXib2ki2SR342mfkjWsQT3GIWpasjuDJmkEx3om",
+	"TQP0+HML6HLjnMoFOGi9jloTbs6mOheVFLhzrTPB1crs8YWVJ9bO11sxlyGaWzbhs5lQaOTxx4W2H7zz",
+	"HACLoH71lGuK6F9LDH6SIktDZG39VDC/eq3QOxEUssqkAUT5vycvXzDUZUTOpHJVLDCeqR0/IuUz7iA1",
+	"hR8UZrZhSQ/MLWQhAx7uIOMSa8foVQE5bzlgpVNDhapxATPomrMgqxBAiysfaIIAl+4wWG9z9KeoL27W",
+	"C91TTS96XlGDm/W/mna336jc1U/pzQwE7/2+y4+n/FOsDYEpSXquMGXNsAJv3OvX8u/d3YUbpN8jnaU6",
+	"o/1+UEcXL/h0ZZJ7/bpWc92wbkdcV3e4NFas2BhWjQh085m3TGz51KcYIe/APkZj/lYKKKrIsta766VI",
+	"sQasAwWKMLkWFhYCxipEZdmW1WTDgvcGWGyaz6fZV+7GurcybIlyG90ENNAJ3QxaOxHMWxxyE5trstm5",
+	"Ca1C38pylk62DhGVDVvio5Wpv1uPOhRs5owN6xnrFpuGHDXkGm6NEsuOliXetbyfTmKoJjWuFRjcxO5A",
+	"ZKgucYPQsMLnMG6eK0ySZjM+Fi6x2BywkbDJBGRHcucYy3Mr1fiM+5AD6ys5YeEIyia8A6mkDuIVFlTl",
+	"+0FwqEFlbiXPskUJqk0CgR/fj/YVgla50juArjeEZl/hMr2w91mLdH7TJgMgFrPY2/8Xc65RlrrUI3oc",
+	"4LWJKTvw8eFx9WF/KvWgrriCUzJdt544Ylhprkgm3qTo2VjClctwPBebHQzrXFYuOrV5Pg1BrkFFI62w",
+	"Ys+kINVeo3aJ+9O4l+JqlnHlKkfNRCJHMvE1GJhOHN8QjcNW3czNC1jrsnbLCK7nRKtE5E4YWH0RiOtm",
+	"zTuWcqvjCG2/QlmQzUXIiWYoN9dMG5swo6JeNNDezRIPnd1SsD3Wn3SFplZC5hv9xljSIBHrzAIUyDHj",
+	"Pv3WI4M7tJSRurYybt0Ltc3MKcjMX1badktMcgcZEGLjObpJN776dClL0KOae4bqjrpwl8bBS0FrdeBf",
+	"Tk9fMZd+AGfWq7r89mvevr1+vwlbrbRNZOOQmYnOLTPFdMrzUETUnwWMU6mzValeshmzbKPyfshykXEr",
+	"LwV78/rYleSpVuNbfnH889FpDKweKzaxymgoc1dskE1JW01MdjVGcg0lrQRaepJVBk2G6pHziTauPmOt",
+	"3AdRYJEOVTt2BXpAl6bihVh8KKYAOB/JlYKGzo23XGDpyQeGhVjMbojFdIUrPA1Ys/Ue1ddxMEsG6/WK",
+	"8Wtf0QaNMZ/mJd1IX08EFs/JQsWcQEx77CVsstVUb9F7w5kpzr2Bx7ngykda0a3rAjUseeRSEz9DJf6z",
+	"lNsVHTEXX1ZF/Iuc/jdry2aDQP5uKy2zlja2UeV0y1mnO75bC1V3oEo58Pzy5ld60d3oIZVJf758vmJ6",
+	"/RwB/TVaaLfU4pvkl4qPgRtkVezR7/rcPPog0+sYfRyGSV/NO0YZsCrellO5k62p2ps/f1+2P/072Bqq",
+	"iPml9+ZuwIa01s8KPNwueKiJ1E0/2VrdONodmZV/89sTxr5eu3F/YvRV05LTSsD0MqVsCtLa6A2rebLL",
+	"QKVNz5SxSc0iiPv9kAqeNYgi5Q91vNsJ7Q7qBWWdPO/rCUYMA4OlGmM5iyTXxpTFC6XACPnNgYNu5FuK",
+	"OGlBkfhnxOc2lY126vIa398cre+5VuMDFsO5xtW2CFgT0NftECnbvboqqUoTQPjE7bNN2pcf94GpKmL1",
+	"9ytdJoEnoCu1YSt0YaNQQZanaS6MgTNQynmdcamd6hz9PlSRqRbG6kBg6SRWl1LfdL+r79ZD3VMHJKub",
+	"8FIJirGj8tBWOxMFIfEAK8DGMg1dCuKyumPsXIrRalnNSmG/eCZUKtU4pi4GjKsAwWOB1e53r65YOw40",
+	"nOpS06Fb0A2SiQBJEhPwXSobvdLterWUr3uyKW+AtUN2PylajfjXHLiSL8KkjWYjnkdMZymogyHDYCtB",
+	"b4kINAh8n6JkLCljt9KWohae/tmnhTvQs7cMemjQcLYoVxq1lLiyZ+4YNsfEwJ3hwAAEChFQWvuylKEQ",
+	"a4A8gB4CkRuiY7bTVRzgg5Kx6kZosmDcjWOtCg2V060dVkXvWd7VqMSE2znPlkjNj77A9GfoRcvU6yYb",
+	"yFrRbmmgO1DZbpzanetuS/LV3WQAbe1Ir4pXy6a/QGGrZBfZicsojjDUGOCPovgib25U1oSmQlPBFVbv",
+	"b3LqlRM4K+0Oq878dbR/AJqIs0HErH2+YAtddCIWj7USMWtLWwoWezt99rNWohMNFXIMZF5tMlQFouGC",
+	"BmAd+yzlC9PplUKDzIS3Y9VDp8MkWlELXu3oAe71jdaQz5RhP4k5zHJxKXVhzqhm8hl1LTCN5Nf3UfB1",
+	"lV3folKI84P5AszknjJyrAw7F0amwlHvObZPuT0Nvj0BDaL9FoSVUgTqgQZLZ1LBk1WI3bibn0RrPS24",
+	"O3oWqMufTs/eSjs5wW3ZPoN1ddIrUWVhxIY2YnKsQF2ie6JQKZz9w5c21yP2eJflXKV6SvXJe+xkgunq",
+	"KlsEwC4LwgPN8fQM2z140HcQD5IqYIenC1VsxJdXq3a/+8cPH/rR7vXNaZVulau7/K7cZ1BMt8q1GbB4",
+	"Yu3MxBSlDd/jsN5c1JuCYYlGw2a5vORWDJUSdq7zC8PamU54xlJxKTI9mwplOz32Aotrcn97xDKtZ+c8",
+	"uYhYJtVFl57ROfPWkKFyMv4gdHlIJiK5QBciy8VYGuvzwJVreVLW9vf6QSp5VpLiimsJ1zl49Mhd6yV6",
+	"6lOZQ0ky9KF8bqaREUmRS7s4wQZICJnn2LnosLDNXThcEQTXtYcbFh+6ogq43AGjzkdsWPT7j5MLscAv",
+	"InbdZbCGPRUrw6Pjhp38ctjd3f/nUE24mQAkAw7QjrsyM0aIFDtX+SKH6KS+EAsmFYufHj1/eXb46vjs",
+	"16N/n8RD1XbeLxabizMrjD1LxVR75YpaPQGJWOrQBHtOGe9SjbRPb+cJIqkr0+63vstnkk25VJZLJXLT",
+	"aih4YmYi6ZJlBN7PAJyEIs588vRXRrUoTMQywXMYxKVCKZvzxGL2lMhNb6iG6r/+iz3RCpBAamWGqsuq",
+	"FRmcRXPTMcB0q0dBmiNs4LnItBobp18PFQtbDLMJLdlcqUnDTKJnIqU0r0GIlnLPPDBMpqGC6V5/rwdz",
+	"xWBhSYigC9tjz7US1GairM4va4mpvr5xSE5bTWDrwVzf5tIKPwb2aJhlgGmZtCLnmWHteHe/349JzsPv",
+	"vT75Qnf3xS7CRNftRsWUkudSmJpnvcf+u9AWU/uRdJJ9l7o2ODcwDYVRFwjlayNu2vG6Yglxp8eOeDJh",
+	"sfW1JTgss+bCdhVfMfXugHHnsNaKej5RcyvuXOyTYsoV1l/DwgQzPhaVFePBnOt0Efk5mtAjNQJxNZyD",
+	"EvNMYuM4BMZnVP5GnVYpru8KRV5143z4qU8wRsQHFoUTKGuhT7hhj/tl1Z749dF/vzk6OT07PX5+9PLN",
+	"adwBYBtJJc2kx14q11YnL5QBaMJ2cnAOmLHB6J2+5pWHxP3+YxZvLKHlCzVUKwnVJ/rAOKuSYdPCWAZA",
+	"cil8vaz92gIOn579cnT49Oh1uYgotCLDdpp0qi5Kg+qAho13Q+6sjOkHg1PHZ5LCMj0asfMFC4qCgaH3",
+	"+v1Oj/2oU+nahnDLptpYhqVEWXtv53Gnx35x66ne8HiX/Qp3xM8P/8cv4sd/nx6dxJ0DGNnVKtXKD+y1",
+	"E9d7BY2VGV8ASlsjslHke/1h01FdWDGAceK9xzvMIZibCMP4IcNOtWZY+jX24IdI3bXiioqwuIO5EGLW",
+	"5aD2VK2bMs0oaOSfVaA6fvrsqAJRwK4zbUTaYz+KhVYp2+n3+wDLCiZXDmfcTjx5+eLF0RPqI9zxioDr",
+	"qoUDAe0xGtg9gv+CNgdLwIg0gkF9ty+u3KYNWKV9G3AHPRp5DHtViUkxQ/WREk4++nicj6iUAth/hB+7",
+	"3S6rfcLFeG0rjZh9BAhhH9mmvhgjJFb4IFKqA+dPDKW5MBGGIsTWvnGp9H355sbGB1MqvuTkOS9IRgxb",
+	"h4JQpkKd3N39/VoXzBwp/FKXwdV5rcZpwYR23VbcUJdVhrKsIQzYFmbgVO74IMR7nUkfAFYNeouZ4YvQ",
+	"EBVk8EWP+eqpLJMXhCNLTQlX11AtY0Xz32Ef2QtdimY6d/WISDJdLWW1OmgIYaIR92jEjZWmI9eUkG4C",
+	"zF4ddrVoOo2/74FvuUw6nGLZHoMed0n2WIM8Xn+mS0F2+J7v3Xv8EdJRYf10i0BG5Zuw6AU2RIPHlw7S",
+	"F6JrgPLG/h/lmz+148c2ZRRXJrM+brS2E5srGMUVI2115UehshH5FVYPoSHsFt67s4vIfpuKsXE1yjdG",
+	"AcE3GUeIxobVjWBQL8FN73+8ROa2K7rdhHVNdcPoHftr3gHrBMGX4QNEw5uLhN0IWtQzBF+3S+SqEZa2",
+	"bBPiUvWATvipdFbnsCa0uzIHH8C9vKFzR3kyMbJL8d8HLF4JLUfKaMqIcWluADDPGmgu37m5uGq1CrVF",
+	"rqpg53IMQ8O2plafDRtQjcjEVzmsXl/L8oBtqmX5SYhd7y8C89hHFnqigTyi7Es2X62YLnJmZCp67IWj",
+	"avzctRiV2NoVZJWDlfYiIF+nBu+iMagR9fJMGgXnjyhe0wncebVZ9nnFZlkbWyW+enlyGi21yW1IMm2A",
+	"OSz4pPP1K0aRIdznT8Ixc1BQQOUKh1FWdo9Ca1y4BlviAKgmFa6fLU4WRcXKL0MVo70smIicFEIXCd9M",
+	"7AUrQpGVcU/dvNB5neg8xeRmV/YX5hIO2eZcGU5ityPSns+iqAGvQ1YrJFoJzrWdEK9HyYGuDhWwhKp1",
+	"KFgY0JVesUbUSOeg3opZKzi46rKHKi6XTAho53qVFhqAI9cnjxhMKFcwVFwxMRqJxLL2bn+HlDgexEO/",
+	"3AcGhMhO1bhF5c6dbFfrt4snO1Qbu0zzQKh9/IBToqR15QrgDa5YV5uzvasrEsM4WgxKod0Fe7BM8EsX",
+	"7g67VWC8Ap4Nd/CGCrVvzVxtBP3woW8F/fBhtRk0tUqvGV0TrnzZB5R1/EqfHj1/9fL06MWTf5/9evTv",
+	"s9PTZ3HnIFRg4HZ9m2gXhQ8Kl+9wBWB/yPavriLXlBHoG8Xq53oGoFPRBoO4YUWWIbmfu0S/aui81fpi",
+	"qOigCa6qoA2TmnDUMh1ckOGKumf6TvaTmhZK0DtUHleIlmmYQcTOc30heuypxpmNCzQjr2nlvdrBvMeO",
+	"R4SNa/p4R5UYFd8EXFqzrFgcMDmCCURoOILTV3reGyqULODwqgcjDZxExRhZqSOlbK6zoXLxiQbtZwtq",
+	"3q7V2OdYOTuV67Be7WYcBzvN4/4emdcK5aC8BySNKmk2FKFnbWD+ZRvtCOVNHMFYnokOCfpz7frUG+qi",
+	"NVT6UuSYGOGaIwFEPDAOdk2PHTL/ViIIdD1oCu34w3Uc2JNLn8fz9vSPZyBRANyYDhoqCPcuRW7QARmX",
+	"frQ4HDHtVORoB5BeeCV5P7CttBO2/HTgUP0L2/FSanIceQXVFdnCllHGS9mBVQQSafmFQLFJzygmsrrR",
+	"AS5LiudnG9Qml1kB2+DWSViBW88yjTWUOSFwZWjkUEsAAXMpW2av67AulJV2QY3WXTNjBeykAFXFdQd3",
+	"fMnJe04M9MHAg3KJAxa6uvu+350eO/Q0VmRGDFU7vnwcB3ijN0QsHrboWeyX7nt5A8tBrXIi3Gs3dWIf",
+	"KvhGveX7OA3fN9xNq1c9jcI4Wr7Shh2YAbYrr7QodzDv+gB3DlZ3G9VCfoHObYfiaMcj9ZscE09evj5B",
+	"i68RbgnBIYFncUl1Peyk1oEssOvQqazsSTYoLdFEG3gG/MjRgviXo8OnsePyZPWCaXgbLB4qURQUNTFt",
+	"p41WaRZInCEreScqjW+lAfGonHF458tXZOJzZGq3v8deaOYKPjtQJTMELgfOF3DK7RO8uk3zJhPWJfEZ",
+	"MjM4Sz2hd3hTdW6lT0dqBUTIJSpyCyMHVkYSlCwdLD/mem7QMM0XLOFZFooeYVdiZNG5HEtlGn2k7RjO",
+	"9uzw2bOXb4+enr18ffzz8YuTGI2W5wtvwQd5o9Njr3JBNgqDehbQJ18WvSJGkaLBYt/nB4gRkQu0/TaI",
+	"PnBHrd9hTZ6PqvX7o4bi/TTuCSoK3VM5xdAYkn1zgfJeIrqHs1kmQZOzmpGvLrjXnC/aDNVr9N1iQG9p",
+	"I2k7YrlsYzGhIVPQUuBGZxul8FVphyqkkRlmNSbdxR+G6HgctiI2LNMA6E/0MLeuHRSxGP4Oga5Lxa2G",
+	"yle3IgXTr8QVL2C/nViuUtBS/C/v2t69PJ/Pe8b97N3L6GvuIG4+fHiCbbQfPhzUwmuj8q+ybhft9kqz",
+	"cE9zTVTWSoKzWlsuiVC2x/6fyOWIfAphMKYvveQWmrOT+DXjuZFqjCNbz0GxcXeYoWns262ztEdrPaz2",
+	"vIclc+VP0DAQFqxQftoojDWoP074bUuHpUgSsA+7445yVL0viGzOPUQ8LHT7Jy0IL67mIcLIAT4xdtTN",
+	"Tel8yjOWoNR5jjQvybmZEC/NNCoVwdWpiHJKG2R/Vg+lNhbkx5VAapIvB171dVOnRpRuQwGBJUEPVwuM",
+	"pgYVvkjggQOWi1TmInGuQSBsvo//QanbAN/1dmai0t6V4lbrFYD2Tp+ZCrnqRKTA4hScqrHPTERHH7HH",
+	"ffp3l03g2gQJyE4f/trZg8/dPiMzPWg/rI0M4Xc4rPygTkWR6HqlR4So8A6K4S4Mh9Xj80xvyVyBVoq9",
+	"3e9hpfv9xzD1iVa6yEXaY7EP/Iu9odb4UQMAcIKBgxrVokzhMtGCtBjgDytBglUrsDu+/yeNPM8QEyib",
+	"aoX4YWrVo3J8YoqGLUUkos5MSgq6EB0tpaAeGiOkg8QIjqbEPQ+VSI34CKdTobbUFRd4nrk5eCfJdJFW",
+	"QniYD8QBKa4SvlMN4eeJLXiWLXyszoHTs5cO1B8A8pMX2iUtLASqk9J4wT+I9ZVDaQc/kk9I6NQbxuaF",
+	"g6LwyrnOL0TQxqodaRRJNaWBmdRrL9o7Vo2oUbFtYjhN8Op4Wd+IkHQ+VHVF3whLNAHNn2adqx/YyFB9",
+	"dB102EdnLf1IGUFmk/PSZ7Czj2yn38cJkk2PffRBVNVU9tKZTvnutO6Q/E68oIxucC/xP39ku/v1Vyzb",
+	"0aIVI1rNsDbTOd4kFfM5ZUC6K6vA9y3n37OPQIfgxTuls/pjMEyR+KZV0KE8UOLiAO6WZEbW3uvvdMgy",
+	"eFS2LiLp87xILgTqTfH7uHwHRVOIkQQUApzLFsRm43nFjArnOxZK5DIZqkRkGcIP49lY59JOpp0BsBma",
+	"JRBEMxPVcAd38A5JHGWEhYWSHEDY43n8COYWLOFLgTl6BAzMgWwJ4u3dq6sITWBwJkBFeSYvRMcH8pCx",
+	"xCsOekSVDrpS2FEXJCE+k11YDY7cdfd1d3ZQTjM2LxKQPdIuurodiUMcwYCpqZieixwPkXZ7sCqegnLp",
+	"QGHYOnj/w06/fzD/YQdEPQJBvLq7Dxe97TKMUX84/+H7fx3YpWfzH3b34CLWS0GJMY+Jh8zZFOMu3GkP",
+	"FWlLM26Mq4Oq9Jxg2caV8/IHT4HSWNyRwEcaNiqyzNFldqg8UA4VsRvHWuqAWbb6WsWBSpJUMHIaR6WG",
+	"ypkNihmacrCGYcKVcyyg6QyNCjQpMxNAoeH5vf6Ot0QhhNPZlEE8SDxfUtRnWUvDuSVAt9r9fr0naDVW",
+	"iLVr+xYNVaX7GO3vqltotbGZd0yTrOWRAxFKTmcZiLtDZQJfbHJ9gN4Ik5fGt4wnsx/p3c0m/7dBUGmK",
+	"5notUmmiChB4Cu8sGL5UBnFkJxAe1MxyOh9SCgUNRkEJ6BYCicMZb7wo6ZgDRrQZRhFjyOgq7T2AmtYr",
+	"7wEx1YVN9FSs8BW6vdIEBG52uU9m6edqZIj/PmB7/d0o2NpqQSDVCI8BWx6iNvRqYcZPe0njOLU3LXcq",
+	"gfeUTirySg1A0owCCLr3Ie+gIPRpgfBaeXDO0YL46vXLJ0cnJy9fnz07RKt+zELMbb9TqgjJhOdjhOmh",
+	"kqpLdgMnkyMaAw7rcwQcFwSdyUQog5H8oUpP3hq0nh+fYjl2jMKFP66jlqsf5Ir8OCXf759BWQdRPxVT",
+	"rTAcGySAEvgjtHROpbEywSJMzqQNdH+hEva7Piebk0EtmAUNOVSzqQcEY91zFPNag1a/t9Prwyx/N1ph",
+	"dDV/KnkmEutCjUH/ht+6rtizzsePkDE92u3v9rs7uy6ZoBW19EwoGH/QeoyjYnj+BIO1H/Gy7dK4KZ/g",
+	"F67SBQr6KOBSxCpaa5ykiLa65gjf5bbygeUep61B62dhfc+nMhEYJ7Xb72/oDrbaFWxTJoV/xZp+XH+X",
+	"pvd7/Z11T4StfVTruAgP7X5/80PLPUevo9Y+nc/m545d1EGo57bff3zzUw1dda9rqFo5tGClrMehA3bx",
+	"MaZB+MPHhPRHZXpZI6Qfle2LbLVit7eLBP1GiXmZIA0SzBorz1DdYOaRNti0zIAFm896g89Q1arhE8mr",
+	"Y9UzaeyRz9kKZbLN2oyj8pZHHpCbUopk6sNwMNyFVhwKr7nsNwwPxwLCrUELC3WXNLde8tTnUfDb52av",
+	"zu8l7JPLucQpSYOhUuum4hOFt6If1Zr2774gnSrr3Td2v8VysuQmUX+DnpB721CQH3loXvafROEACFhI",
+	"u/SkzOF0lZKh6WstOXvtUjl0qIPh0HUTQ6ZuCV8azNcxY3JU38P2lrDd37v5oRfa/qRdNbNvERl+FjbY",
+	"cpuw4bY8Dh88fkoJpM0mZGJJnzZo1Jpp04CM/10IF+JRNUuD8jSPfJDtKBdmslQaZoBWwFpMNUanjOWl",
+	"UEPVnk+4RSUd9ap6zjb2zwDpfC6NKCtSLpehrLqGrCZbFw7wwHFRDOiruXT0qOomeGCY4HkmRV7atB2p",
+	"8YLRUF2ImQ3hYq7iEUpZPtDFKYnUYQdUOyuyrEnAqRf5LGsw/qjTxZ2RqeZKotSzdok27t7ZSxvrjKwh",
+	"lRX7/3uArZS1FVB6X9dp5ZTRc+YPunNPZL8Yke1vQWTXtcSG53e2IJuvKFXhVGvMc6Pn9rdZXUPX9W+U",
+	"M2At3rqbb524NMHOPH+sFZUOXfjObr/vapy4ss6JK8KFcetq3GPHFbea1YVLQPFBmo0ilWsL1CxTbd4D",
+	"evTlr5+61ZX8/Nbgt3d1IfNSKGGqEubLEGrltm0qbC6T9QrzaXCjPsAQJrjZK8uvckwuEIVhmHaJAT3k",
+	"16KSA6zf6/f2Ihefa5Kcz9Aj6VM6fR049MlTlpcV01mGXiOV+pCuNpZxOPNFzkP1OGdHjzvRUFVMdt7C",
+	"Cw9WLvvnzZnVlmfxgCUZl1ORRiEGO2JSnZEFMhqqqTQYDkdO+jKifaZ1xtrxbHwF384eAg/+XZ+bKKRN",
+	"VQg3BpkEv8BQoReDZ6ZM9f1Zs7xQVk5pzR4i2/FYnz2MIxa7K/CiHnuhl7wmAxd0L5y9NM8XwBtkalw3",
+	"J9h7jPo0BxhkSnCvc8oKxj+K80wmjFJIQBbLsjKSv4k9/yzscwc3N6oRABmPMDf3wDu4f0CwqPPMZQNA",
+	"I0P0SWAYTFsGFJpQIbLK7j6V69wxElaQZBr2bC06OituzwsV63GSTwV7ORMY2JXqpJj6ShsYhuHHWfBp",
+	"FkcUhwkcAUTE/3vy8kUjFXPDwe+fqx6uVATxU33c2wnTbair23zuK+usBHfMuWHnhcwsOsK/UiDAcHlf",
+	"tQNdxm6TbwQEOMCNgLD93kT1FJNNIPDvw+fPbgcCfp63BAHcC3gbcpDefxAAuC1eCwChgM+6w39Rs1C/",
+	"4mPhC+dgFi65coPHyjKpjMitYW3gCsKyGR9L159Gq5V2VZ1eo9XZ5298SbtzSA+7c8vzFp0BYIZrXkAV",
+	"J7dT85bazq2xZwc3ZKi6RUlKLudJGoxcXLdmX3JtbOuW7u1Kb243oZC4tOVcMnv7qXxJi3u1YdxGm7tf",
+	"+b3S/He3us9KEuaJb6BqaGtsNO49wTAFwzjW3MIQjh474SNBqU1bJOMOQvkcDAmr1Auh8FSHca5oWY8d",
+	"lhmkmD9M5R/oNphHSOoi0uTKfWIFagymDQW2dptE+Cc4jm9Td1tqXlnbr2LRIhS+ewtdbZIVA121fqBr",
+	"Qr5EQXbumoKsk0xCJI4vkrxEQI5OqQndJgzGe66jVkPGy02Plo+EJ66jls+ouenpcF+VZt1TuhXz4O5W",
+	"1jqAg6e+w+62VsI6Jh2rN0b8hRbC3dtO+DVWHPnL+MEaDK+Wy6tj+naVWX2PzIaKrKFOumvist9/XOns",
+	"4isl31AdohW1NtbLABXg+t06I8gWxSRY+8YCFZ2Bj+qjgBMK7euxl3nd2rVlkQ6pUD4cqvYNpUA6g1oN",
+	"iIa8+UqyvAtp7A3VEVWHmPNF5NjtpooeN7DiA4rcqWe/V2dFATmUkkn5rt+yWAiPhU26+TmbL+hOcoWV",
+	"4hOx41L0aJagqsrrdtEL1Z3Hk6NCBLXCACeUKsB9BSishYeVXet5ykNlNRsLS2UCagm9VbN/KXxVqwg0",
+	"WUQ+WUQawayek3/vT1BxbhBQPkMs+fYkg8fk0Fuyl2gQv1M5kqG4EUGSIevISsa7DC2A/6M27z605a5D",
+	"WzbTy9sSFveoD0XxjUqWDRtYt3cq8jGQAJtMqGTFvx5//8/OgPFzBHpKSyKzIVZh4xnml7hWELmY6kth",
+	"ekMV+3xIqsAJo6YUkUsFotvxh2FoAjdsDdiHYesC/oWBrq/DUCy+wKoiS3fjXeVNPMs6Paz7ulzKJfD1",
+	"pd7cQ3XoVtlYioVXfb9LRUpQWS5rnmzmB7Ume5/AEqrs4O7V5cYWgACP1SHx8Lq4Wf+4k+G30Mb/NGbn",
+	"Cub4s41KcUKJeaWR+z0x/8uJ+c42SnWlnONProPoX6Ybf3e7+b72OPGNci7C9pJ5Yc3FgG/VNhcb1ACv",
+	"CH5w3643J2aEKviutH3Fy0cZ/7kwOgMW4Tt/bKph3yjN0wtOKTtgiXyv0hP0Rxkx9v4ovjTDiIneuMfi",
+	"sjBycJDMOAYE+Z4QzqKwTCvXOKp+490/uu8+7ET/3GtsoPJuu7CLiV12yt4YZuH77qNfxCWu+ApV1R74",
+	"d+Vn/SQCdUtac8e+3KcunacCDb5R7zpnLoa/bhub5prurDQo4GyGacCurslch0RiLAcSwoAbAf+14Kl0",
+	"wWB/fpDaZxKlNQdRXdOGrcfk163c6BQxJWzX+ca9XY3CjDJpbLNX/LV7xxd0ivvqeXfuE7+5Pf8aX7EN",
+	"hZ3LjKyKsaFpRrV+9p/sof+SxpRKU/yN7mK38Htv8d/dW5wH1PYUxiP7el+xuwOLKOmczXjuhQeHHssN",
+	"IzKNVYVK+2RZMN1VHBqqst6nq8lbCe3xaJhw5eo58BQLaVhdqWdWUXp7Q3Ur3zUWO622O0A1m+olK+1H",
+	"Hap69llZ5pKqftRag5SVmGHA9S5q2szP9lCv0jBXwHSwpmIpCXa+PGbQI6mep6uGgRk6kXcm4JFRQrGp",
+	"5fXWWoPILGNYM5fbUPCpvbezW/LvDpzOQll+5Zp9hbqdHAvsurKzrG5ld1uIZJeQvaS73oBSo7qNZPVL",
+	"+fDpFP8iF74DoTU2A3dw6xz49075r9Tg8P3X4QDe63+/2QHc2Him5gFu7hCz0QnsSUpZ5siXdK67fpu7",
+	"3nQiqvPo8H2obtd5pvaKNe1tIjdozT/b+bs5UusH8yoXJvgwb96iXo0cT6WSUwCefpB4XctC54f99ixm",
+	"u18Jhu7ubsTQ5g42GzGUGu1sxFDHVtyom5rd1NBpTTudgE6rbXE6ocb8rTv9gNRCmVjtm7sKfevIe/2N",
+	"qiEkvTR6EUtVpGLp2L5iRN2msKlkxDohvMHSibr9VkbOLSwPX17V3ywV3uv39878ZWd+7nGhGQtXCiDf",
+	"leWRUX95VwkbtXzqltBsk1xKP/+ylaJCifE7N0/O/1oisbSLW9Ru8vt9Tzr+7qbB5SaZVSOhb6Ow0UpI",
+	"PSQM4+zN62dki8OqKWVZFYOmMqxOt1z4hbXj34ath8PWu5jy67Os06OqnC4k17cox9HKOi5GjrEpcGyQ",
+	"nsQHru8fFuMmuxV6V6k63VDl2iLmoNERo4SxhQS8CKaNfa7PBcMcfZgWNVfHP2MajsoNV2uDD5VrK+LK",
+	"sTMl7FznF4ZqBVAx9lRcikzPQObp+KZq8EYyJk5cjwLyB8N7MPTzxvru3mtdlnWvFBdeb4ZcIgStL2ks",
+	"W3rXX2Q1W5rFW2knxIHWVvZyd1aibgjEPiPi5t5odqek9r7uzLY6l+/vs0Llm4l8o+QXNLFUZMKKVRbw",
+	"FK/XKXSIRwx1tiYSqO7iwLd+qJUXyYXvaLgqBtLwTZSrRjL21k3sXv25V39qcS8AFFujRHRz0kfZOqus",
+	"A++ZRicgQj0TpMk8cSOIfzGF4CZeeB9seo9tn2Ns2BbVbqfaLwHxZ6QSYKeYIs/iaEVBiVhcGQj0Fcwq",
+	"GCof5i8djse+p1TcK7+7LsegcMzqnZCcYuTy5YdqKrhrG+FbhKETJuNW5J2D6ogjnhkRu7KJptYFy5Xq",
+	"xOaSmJ5fCT0NLa9umZKwJntglVh9jVkEa3WQu80m+BxV508n6j67oEHRuU8vuE8vuE8v+JT0gs/Vryqt",
+	"Bdda2l8qUapTM5G7eqLIJ6gJewWnVc0sj02HEM1dQznqUThUU56KAUZr+1bqrgEZ+Z8j7KuVaWz+i73j",
+	"kdehG3iOQQIg1K5r7lCvEgxL+4LW++WCzndovZ+a8ddgvvfVlm8235fAdK/73kvjSwb/ej30pSKvdiJk",
+	"7smD+XJy+gZKiJZ60SX9+fYV7tdoBY3Oi2NjCqxCBYIPvdD1UybtXlpqB0nd/uVUVJ0MnR77yYWsKHFl",
+	"sXmuLnIzVERjPUsIDoy5Lts7Y/XhhhbSETMznoDQDkuyIO+jIB/k86WZYiH1kAvsSB76OHzteoqnNnNp",
+	"HQvQhR2qTBvqj+Wm0GOxf/qMhj8TVzPQEs64jZnhC1Pm9OiMXkxajfPE9IbqNfpYYFjs2BdaF2sjwu7A",
+	"3qLy4QYSmJpG6wl9ZVcr6SNMLB2ts+P/eRL1JzkPygO7l6nv6fYnGvIR/EODeOxh6IG/ScysZ5t9aJ0L",
+	"nov8sLCT1uC3d0APySjQlDD6DF2MzmjQjsdY15v1HiXT9FG1BWDcaUWtIs9cj7/Bo0fonJxoYwff9b/r",
+	"I9l1k1tXhhDTScpKhKVcFjJwV0W/51qJhaPQIqW+wbxMlaeQkjJdBFt0zLCrbWV8H+zSLFn6xI9KF+my",
+	"Z1tllNCwb2WUEK/iew6TR9x1VyTbT1k7nRJiykrgXpStvCqc7uq73m7sAIcwQw0Pw/ie5pfDux4Eq4NT",
+	"ymTEcp+kGIXy+X72vh4wUDuRjRqKu1deVElsBPjwfSaJzVNSD5UCwyuNTPswRJzSnZT6gvXEsLesq13X",
+	"Y3HKLe9V+4kGRrbAUkx221YzIWvITS5mbZ2z+KGPJq0zK3cv6eLu4FqfKDQdP/2FsmDgaLZ75FROhbF8",
+	"Orv1kydeDPFPfiHb3KumDdrGWPY//9PkiUHcSnvsUC3Y7tWVa6pLxZGwYpY0TI4VFoYjE0d/dZiftXL9",
+	"g6p9aLzR1Msm1M8BIMcXZQFKg6O6rrBNadGuVaPIjMAoZ6V9cEsQkQSKl7qwEcVx2FyWDfp9i6XeEltY",
+	"wph1Jgd/W8gN2ga3ws2svdwg3gdgI8ohfQO847NZri9F2vlU1Apv3Aq7Tvzd9wi2vm738h7d49gn41iJ",
+	"PDehmbOvb4NkrkbTwEVKNNYlAfw7PH3ySyXdCePd3bNLuRSAPeiNIvtd/KnI6BaxFSqSEfQeEdcj4tIO",
+	"3aPhJ6OhR651SOgSHrZidSsps5X08BIBRppaFgahU2PM520Ra3limzGL7r7ncTcmvtyzuM/HrRWcWY9c",
+	"M51vo6DRjfWiy9jc5sApZVhCIabKCr76kOELLAx0e+WsNq+bEAtuvVfN1mPV6v7co9QnoFQVU27Apy2Z",
+	"FaLUSCppJiL1iJQLU2S2l+q5yjRPz4o8i9lI2GSCoUmfiElbcym4+55L3YhP91zqzlDqJi51ff3/BwAA",
+	"//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

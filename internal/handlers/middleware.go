@@ -16,7 +16,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
 )
@@ -103,8 +102,9 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 	})
 }
 
-// authenticate resolves the bearer key to its account, once per request. Operations the spec
-// marks `security: []` (health, the spec itself, problem pages) skip it.
+// authenticate resolves the bearer key to its account, once per request (from a short-lived
+// cache: see accounts.Authenticator for how long a revoked key may still work). Operations
+// the spec marks `security: []` (health, metrics, the spec itself, problem pages) skip it.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.publicPaths[c.Path()] {
@@ -114,7 +114,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if !strings.EqualFold(scheme, "Bearer") || key == "" {
 			return echo.NewHTTPError(http.StatusUnauthorized, "Send an API key as Authorization: Bearer <key>.")
 		}
-		acct, err := accounts.Authenticate(c.Request().Context(), db.New(s.pool), key)
+		acct, err := s.apiKeys.Authenticate(c.Request().Context(), key)
 		if errors.Is(err, domain.ErrNotFound) {
 			return echo.NewHTTPError(http.StatusUnauthorized, "The API key is unknown or revoked.")
 		}

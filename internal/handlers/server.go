@@ -2,13 +2,14 @@
 // from api/openapi.yaml, plus the middleware (request ids, logging, auth, validation) and the
 // one error handler that turns every failure into an RFC 9457 problem. Handlers are thin: they
 // parse the typed request, call the package that owns the work, and convert the result.
-// It may import api, domain, db and the service packages; nothing imports it but cmd.
+// It may import api, domain, db, metrics and the service packages; nothing imports it but cmd.
 package handlers
 
 import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -18,9 +19,11 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
+	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/api"
 	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/webhooks"
 )
@@ -51,6 +54,8 @@ type Options struct {
 	Draining context.Context
 	// RateLimits are the quotas the server enforces; nil enforces none.
 	RateLimits *RateLimits
+	APIKeys    *accounts.Authenticator
+	Metrics    *metrics.Metrics
 }
 
 // Server implements api.StrictServerInterface.
@@ -63,6 +68,8 @@ type Server struct {
 	webhooks       *webhooks.Service
 	requestTimeout time.Duration
 	draining       context.Context
+	apiKeys        *accounts.Authenticator
+	metrics        *metrics.Metrics
 	specJSON       map[string]any
 	publicPaths    map[string]bool // "/problems/:problem": paths whose operations all have `security: []`
 }
@@ -71,6 +78,9 @@ var _ api.StrictServerInterface = (*Server)(nil)
 
 // New builds the echo instance with every route from the spec and the middleware in order.
 func New(opts Options) (*echo.Echo, error) {
+	if opts.APIKeys == nil || opts.Metrics == nil {
+		return nil, errors.New("handlers: Options.APIKeys and Options.Metrics are required")
+	}
 	spec, err := api.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded spec: %w", err)
@@ -88,6 +98,8 @@ func New(opts Options) (*echo.Echo, error) {
 		webhooks:       opts.Webhooks,
 		requestTimeout: cmp.Or(opts.RequestTimeout, DefaultRequestTimeout),
 		draining:       opts.Draining,
+		apiKeys:        opts.APIKeys,
+		metrics:        opts.Metrics,
 		specJSON:       specJSON,
 		publicPaths:    publicPaths(spec),
 	}
@@ -106,6 +118,7 @@ func New(opts Options) (*echo.Echo, error) {
 	e.HTTPErrorHandler = s.handleError
 	e.Use(
 		requestID,
+		s.measureRequests,
 		s.deadline, // outside the logger, so the logger still sees the context the client left
 		s.logRequests(),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: s.logPanic, DisableErrorHandler: true}),

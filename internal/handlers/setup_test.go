@@ -18,6 +18,7 @@ import (
 	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/ratelimit"
@@ -116,14 +117,21 @@ func generousLimits() *handlers.RateLimits {
 
 func startServerWithLimits(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, logger *slog.Logger, limits *handlers.RateLimits) (*echo.Echo, *httptest.Server) {
 	tb.Helper()
+	m := metrics.New(pool)
+	apiKeys, err := accounts.NewAuthenticator(db.New(pool), accounts.DefaultCacheSize, accounts.DefaultCacheTTL)
+	if err != nil {
+		tb.Fatal(err)
+	}
 	e, err := handlers.New(handlers.Options{
 		Pool:        pool,
 		Logger:      logger,
 		Payments:    payments.NewService(pool, proc),
-		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL),
 		Events:      events.NewService(pool),
 		Webhooks:    webhooks.NewService(pool, webhooks.URLPolicy{}),
 		RateLimits:  limits,
+		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL).WithObserver(m),
+		APIKeys:     apiKeys,
+		Metrics:     m,
 	})
 	if err != nil {
 		tb.Fatal(err)

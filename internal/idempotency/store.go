@@ -45,15 +45,37 @@ type Response struct {
 	Replayed bool // true when this is the stored response, not a new one
 }
 
+// How Do answered a request, as told to an Observer.
+const (
+	OutcomeClaimed  = "claimed"   // the key was new: the operation ran and its response was stored
+	OutcomeReplayed = "replayed"  // the key was done: the stored response was answered
+	OutcomeInFlight = "in_flight" // the key's first use was still running: 409
+	OutcomeMismatch = "mismatch"  // the key was used with another body: 422
+)
+
+// Observer is told every outcome Do decides (the metrics package implements it), so this
+// package counts without knowing how counts are exported.
+type Observer interface {
+	IdempotencyOutcome(operation, outcome string)
+}
+
 // Store runs operations under idempotency keys.
 type Store struct {
-	pool *pgxpool.Pool
-	ttl  time.Duration
+	pool     *pgxpool.Pool
+	ttl      time.Duration
+	observer Observer
 }
 
 // NewStore remembers keys for ttl.
 func NewStore(pool *pgxpool.Pool, ttl time.Duration) *Store {
 	return &Store{pool: pool, ttl: ttl}
+}
+
+// WithObserver returns the store telling o every outcome.
+func (s *Store) WithObserver(o Observer) *Store {
+	cp := *s
+	cp.observer = o
+	return &cp
 }
 
 // Do runs op at most once per key, inside one transaction that begins by claiming the key:
@@ -101,7 +123,30 @@ func (s *Store) Do(ctx context.Context, req Request, op func(tx db.Tx) (Response
 		// The response is queued, not sent: it goes with the transaction's last round trip.
 		return s.save(ctx, tx.Later, req, res)
 	})
+	s.observe(req.Operation, res, err)
 	return res, err
+}
+
+// observe tells the observer how Do answered. An error other than the key's own (a failed
+// operation, which rolled its claim back) is no outcome: the key stays free.
+func (s *Store) observe(operation string, res Response, err error) {
+	if s.observer == nil {
+		return
+	}
+	var outcome string
+	switch {
+	case errors.Is(err, domain.ErrIdempotencyKeyInUse):
+		outcome = OutcomeInFlight
+	case errors.Is(err, domain.ErrIdempotencyKeyReused):
+		outcome = OutcomeMismatch
+	case err != nil:
+		return
+	case res.Replayed:
+		outcome = OutcomeReplayed
+	default:
+		outcome = OutcomeClaimed
+	}
+	s.observer.IdempotencyOutcome(operation, outcome)
 }
 
 // stored loads the committed response of a used key (domain.ErrNotFound when there is none).

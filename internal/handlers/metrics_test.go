@@ -1,0 +1,95 @@
+package handlers_test
+
+import (
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payments-api/payments-api/internal/apitest"
+)
+
+// TestMetricsCountWhatHappened drives one key through every idempotency outcome (in flight,
+// claimed, replayed, mismatch) and reads GET /metrics: each outcome, each request's duration
+// under its route template and status, and the pool's and process's series are there.
+func TestMetricsCountWhatHappened(t *testing.T) {
+	t.Parallel()
+	gate := newGatedProcessor()
+	b := setupWithProcessor(t, gate)
+	key := newKey()
+
+	first := make(chan *apitest.Response)
+	go func() { first <- b.client.Post("/payments", visa(700), apitest.Header("Idempotency-Key", key)) }()
+	select {
+	case <-gate.started: // the first request holds the key and is charging
+	case <-time.After(10 * time.Second):
+		t.Fatal("the first request never reached the processor")
+	}
+	if res := b.client.Post("/payments", visa(700), apitest.Header("Idempotency-Key", key)); res.Status != http.StatusConflict {
+		t.Fatalf("retry in flight: %d %s", res.Status, res.Body)
+	}
+	close(gate.release)
+	created := <-first
+	if created.Status != http.StatusCreated {
+		t.Fatalf("first request: %d %s", created.Status, created.Body)
+	}
+	if res := b.client.Post("/payments", visa(700), apitest.Header("Idempotency-Key", key)); res.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("retry after completion: %d %s, want a replay", res.Status, res.Body)
+	}
+	if res := b.client.Post("/payments", visa(701), apitest.Header("Idempotency-Key", key)); res.Status != http.StatusUnprocessableEntity {
+		t.Fatalf("retry with another body: %d %s", res.Status, res.Body)
+	}
+	if res := b.client.Get(created.Header.Get("Location")); res.Status != http.StatusOK {
+		t.Fatalf("get: %d %s", res.Status, res.Body)
+	}
+
+	res := b.client.Get("/metrics", apitest.NoAuth())
+	if res.Status != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", res.Status, res.Body)
+	}
+	body := string(res.Body)
+	lines := strings.Split(body, "\n")
+	for _, want := range []string{
+		`idempotency_requests_total{operation="payments.create",outcome="in_flight"} 1`,
+		`idempotency_requests_total{operation="payments.create",outcome="claimed"} 1`,
+		`idempotency_requests_total{operation="payments.create",outcome="replayed"} 1`,
+		`idempotency_requests_total{operation="payments.create",outcome="mismatch"} 1`,
+		`http_request_duration_seconds_count{method="POST",route="/payments",status="201"} 2`,
+		`http_request_duration_seconds_count{method="POST",route="/payments",status="409"} 1`,
+		`http_request_duration_seconds_count{method="POST",route="/payments",status="422"} 1`,
+		`http_request_duration_seconds_count{method="GET",route="/payments/{id}",status="200"} 1`,
+		"ratelimit_fallbacks_total 0",
+	} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("GET /metrics lacks the line %q", want)
+		}
+	}
+	for _, name := range []string{"pgxpool_acquires_total ", "pgxpool_max_conns ", "process_resident_memory_bytes "} {
+		if !slices.ContainsFunc(lines, func(l string) bool { return strings.HasPrefix(l, name) }) {
+			t.Errorf("GET /metrics lacks %s", name)
+		}
+	}
+	if strings.Contains(body, "pay_") || strings.Contains(body, key) {
+		t.Error("GET /metrics exposes an id or a key as a label")
+	}
+}
+
+// TestMetricsNameUnmatchedRoutesOnce: a path that matches no route is recorded as
+// "unmatched", so a client cannot create series by inventing paths.
+func TestMetricsNameUnmatchedRoutesOnce(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, path := range []string{"/nope-1", "/nope-2"} {
+		if res := b.client.Get(path); res.Status != http.StatusNotFound {
+			t.Fatalf("GET %s: %d", path, res.Status)
+		}
+	}
+	body := string(b.client.Get("/metrics", apitest.NoAuth()).Body)
+	if want := `http_request_duration_seconds_count{method="GET",route="unmatched",status="404"} 2`; !slices.Contains(strings.Split(body, "\n"), want) {
+		t.Errorf("GET /metrics lacks %q", want)
+	}
+	if strings.Contains(body, "nope") {
+		t.Error("an unmatched path became a label")
+	}
+}

@@ -1,0 +1,161 @@
+// Package metrics defines every Prometheus series the server exports, on one registry that
+// main creates and passes in: no global registry, so tests can run servers side by side.
+// Other packages record through the methods of Metrics and never import Prometheus. Methods
+// on a nil *Metrics record nothing, so code under test may leave metrics out.
+//
+// It imports the Prometheus client and pgxpool (for the pool collector) only.
+package metrics
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/common/expfmt"
+)
+
+// latencyBuckets span a cached read (under a millisecond) to a request near its deadline.
+var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
+
+// Metrics holds the server's series. Label values are always from small fixed sets (route
+// templates, statuses, outcomes), never ids or keys, so the number of series stays bounded.
+type Metrics struct {
+	registry *prometheus.Registry
+
+	requestDuration *prometheus.HistogramVec // method, route, status
+	idempotency     *prometheus.CounterVec   // operation, outcome
+
+	jobsQueued         *prometheus.GaugeVec     // queue
+	jobDuration        *prometheus.HistogramVec // kind, outcome
+	webhookDeliveries  *prometheus.HistogramVec // outcome
+	rateLimitRefusals  *prometheus.CounterVec   // policy
+	rateLimitFallbacks prometheus.Counter
+}
+
+// New registers the server's series, the Go runtime's and the process's (RSS, CPU, file
+// descriptors) and, when pool is not nil, the database pool's.
+func New(pool *pgxpool.Pool) *Metrics {
+	m := &Metrics{
+		registry: prometheus.NewRegistry(),
+		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "http_request_duration_seconds",
+			Help:    "Time to answer an HTTP request, by method, route template and status.",
+			Buckets: latencyBuckets,
+		}, []string{"method", "route", "status"}),
+		idempotency: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "idempotency_requests_total",
+			Help: "Requests with an Idempotency-Key, by operation and outcome (claimed, replayed, in_flight, mismatch).",
+		}, []string{"operation", "outcome"}),
+		jobsQueued: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "jobs_queued",
+			Help: "Jobs waiting to run, by queue, as last counted.",
+		}, []string{"queue"}),
+		jobDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "job_run_duration_seconds",
+			Help:    "Time a job ran, by kind and outcome.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 4, 9), // 10 ms to 11 min
+		}, []string{"kind", "outcome"}),
+		webhookDeliveries: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:    "webhook_delivery_duration_seconds",
+			Help:    "Time of one webhook delivery attempt, by outcome; its count is the number of attempts.",
+			Buckets: latencyBuckets,
+		}, []string{"outcome"}),
+		rateLimitRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "ratelimit_refusals_total",
+			Help: "Requests refused with 429, by policy.",
+		}, []string{"policy"}),
+		rateLimitFallbacks: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "ratelimit_fallbacks_total",
+			Help: "Rate-limit decisions taken in memory because Redis did not answer.",
+		}),
+	}
+	m.registry.MustRegister(
+		collectors.NewGoCollector(),
+		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
+		m.requestDuration, m.idempotency,
+		m.jobsQueued, m.jobDuration, m.webhookDeliveries, m.rateLimitRefusals, m.rateLimitFallbacks,
+	)
+	if pool != nil {
+		m.registry.MustRegister(newPoolCollector(pool))
+	}
+	return m
+}
+
+// ObserveRequest records one answered HTTP request. route is the template
+// ("/payments/{id}"), never the path, so ids do not become series.
+func (m *Metrics) ObserveRequest(method, route string, status int, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.requestDuration.WithLabelValues(method, route, strconv.Itoa(status)).Observe(d.Seconds())
+}
+
+// IdempotencyOutcome counts how a request with an Idempotency-Key was answered
+// (idempotency.Observer).
+func (m *Metrics) IdempotencyOutcome(operation, outcome string) {
+	if m == nil {
+		return
+	}
+	m.idempotency.WithLabelValues(operation, outcome).Inc()
+}
+
+// JobsQueued sets how many jobs wait in queue; the jobs package calls it when it counts them.
+func (m *Metrics) JobsQueued(queue string, n int) {
+	if m == nil {
+		return
+	}
+	m.jobsQueued.WithLabelValues(queue).Set(float64(n))
+}
+
+// JobRan records one run of a job of kind: outcome is "succeeded", "failed" or "canceled".
+func (m *Metrics) JobRan(kind, outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.jobDuration.WithLabelValues(kind, outcome).Observe(d.Seconds())
+}
+
+// WebhookDelivered records one delivery attempt: outcome is "succeeded" (a 2xx), "failed"
+// (another status), "error" (no answer: timeout, refused, blocked address).
+func (m *Metrics) WebhookDelivered(outcome string, d time.Duration) {
+	if m == nil {
+		return
+	}
+	m.webhookDeliveries.WithLabelValues(outcome).Observe(d.Seconds())
+}
+
+// RateLimitRefused counts one request refused with 429 under policy ("default", "writes").
+func (m *Metrics) RateLimitRefused(policy string) {
+	if m == nil {
+		return
+	}
+	m.rateLimitRefusals.WithLabelValues(policy).Inc()
+}
+
+// RateLimitFellBack counts one decision taken in memory because Redis failed.
+func (m *Metrics) RateLimitFellBack() {
+	if m == nil {
+		return
+	}
+	m.rateLimitFallbacks.Inc()
+}
+
+// WriteText writes every series in the Prometheus text format 0.0.4 (what GET /metrics
+// answers). Gathering reads the collectors at this moment: the pool's counters are current.
+func (m *Metrics) WriteText(w io.Writer) error {
+	families, err := m.registry.Gather()
+	if err != nil {
+		return fmt.Errorf("gather metrics: %w", err)
+	}
+	enc := expfmt.NewEncoder(w, expfmt.NewFormat(expfmt.TypeTextPlain))
+	for _, f := range families {
+		if err := enc.Encode(f); err != nil {
+			return fmt.Errorf("encode metrics: %w", err)
+		}
+	}
+	return nil
+}

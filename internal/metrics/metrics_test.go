@@ -1,0 +1,62 @@
+package metrics_test
+
+import (
+	"bytes"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payments-api/payments-api/internal/metrics"
+)
+
+// TestHooksExportTheirSeries: every method other packages call shows up in the text
+// exposition under its documented name and labels.
+func TestHooksExportTheirSeries(t *testing.T) {
+	m := metrics.New(nil)
+	m.ObserveRequest("GET", "/payments/{id}", 200, 3*time.Millisecond)
+	m.IdempotencyOutcome("payments.create", "replayed")
+	m.JobsQueued("default", 7)
+	m.JobRan("report", "succeeded", 2*time.Second)
+	m.WebhookDelivered("failed", 150*time.Millisecond)
+	m.RateLimitRefused("writes")
+	m.RateLimitFellBack()
+
+	var out bytes.Buffer
+	if err := m.WriteText(&out); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	for _, want := range []string{
+		`http_request_duration_seconds_count{method="GET",route="/payments/{id}",status="200"} 1`,
+		`http_request_duration_seconds_bucket{method="GET",route="/payments/{id}",status="200",le="0.005"} 1`,
+		`idempotency_requests_total{operation="payments.create",outcome="replayed"} 1`,
+		`jobs_queued{queue="default"} 7`,
+		`job_run_duration_seconds_count{kind="report",outcome="succeeded"} 1`,
+		`webhook_delivery_duration_seconds_count{outcome="failed"} 1`,
+		`ratelimit_refusals_total{policy="writes"} 1`,
+		`ratelimit_fallbacks_total 1`,
+	} {
+		if !slices.Contains(lines, want) {
+			t.Errorf("missing line %q in\n%s", want, out.String())
+		}
+	}
+}
+
+// TestNilMetricsRecordNothing: packages may be built without metrics (in their own tests),
+// so every recording method must accept a nil receiver.
+func TestNilMetricsRecordNothing(t *testing.T) {
+	defer func() {
+		if r := recover(); r != nil {
+			t.Errorf("a method panicked on nil *Metrics: %v", r)
+		}
+	}()
+	var m *metrics.Metrics
+	m.ObserveRequest("GET", "/", 200, time.Millisecond)
+	m.IdempotencyOutcome("payments.create", "claimed")
+	m.JobsQueued("default", 1)
+	m.JobRan("report", "failed", time.Second)
+	m.WebhookDelivered("succeeded", time.Millisecond)
+	m.RateLimitRefused("default")
+	m.RateLimitFellBack()
+}
