@@ -44,7 +44,7 @@ func setupBench(tb testing.TB, proc processor.Processor) *benchServer {
 	return &benchServer{
 		client: apitest.NewClient(tb, srv.URL, testKey),
 		url:    srv.URL,
-		http:   &http.Client{Transport: transport},
+		http:   &http.Client{Transport: transport, Timeout: 10 * time.Second},
 		pool:   pool,
 	}
 }
@@ -207,6 +207,49 @@ func BenchmarkInFlight409(b *testing.B) {
 	slices.Sort(latencies)
 	b.ReportMetric(millis(percentile(latencies, 0.50)), "ms/409-median")
 	b.ReportMetric(millis(percentile(latencies, 0.99)), "ms/409-p99")
+}
+
+// BenchmarkGetPayment measures reads of one payment: authentication, validation, one
+// primary-key select and the ETag. Every client reads the same payment.
+func BenchmarkGetPayment(b *testing.B) {
+	s := setupBench(b, processor.Simulated{})
+	res := s.client.Post("/payments", benchBody, apitest.Header("Idempotency-Key", newKey()))
+	if res.Status != http.StatusCreated {
+		b.Fatalf("create: %d %s", res.Status, res.Body)
+	}
+	var p struct{ ID string }
+	res.Decode(b, &p)
+	var failed atomic.Int64
+	b.SetParallelism(benchParallelism)
+	b.ResetTimer()
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			if status, err := s.get(context.Background(), "/payments/"+p.ID); err != nil || status != http.StatusOK {
+				failed.Add(1)
+			}
+		}
+	})
+	b.StopTimer()
+	reportRate(b)
+	if n := failed.Load(); n > 0 {
+		b.Fatalf("%d of %d reads failed", n, b.N)
+	}
+}
+
+// get sends an authenticated GET and reports the status.
+func (s *benchServer) get(ctx context.Context, path string) (int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, s.url+path, nil)
+	if err != nil {
+		return 0, err
+	}
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	res, err := s.http.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	_, err = io.Copy(io.Discard, res.Body)
+	return res.StatusCode, err
 }
 
 // reportRate adds requests per second, the throughput RunParallel's ns/op hides.
