@@ -1,0 +1,110 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync/atomic"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/accounts"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/domain"
+	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/payments"
+)
+
+// Baselines are the database's own limit for the work a scenario asks of it: the same
+// queries the server runs, sent directly through pgx from this process, with no HTTP,
+// validation, authentication or logging. A scenario's ratio to its baseline is the share of
+// that limit the whole server reaches.
+const (
+	baselineCreate = "sql-create" // one fresh create's statements in one transaction
+	baselineGet    = "sql-get"    // the primary-key select of GET /payments/{id}
+)
+
+// baselines runs the SQL of a fresh create and of a read against the server's database.
+type baselines struct {
+	pool      *pgxpool.Pool
+	accountID string
+	run       string
+	seq       atomic.Uint64 // numbers the keys of sql-create
+	paymentID string        // read by sql-get
+}
+
+func newBaselines(ctx context.Context, pool *pgxpool.Pool, apiKey, run string) (*baselines, error) {
+	acct, err := accounts.Authenticate(ctx, db.New(pool), apiKey)
+	if err != nil {
+		return nil, fmt.Errorf("baseline account: %w", err)
+	}
+	b := &baselines{pool: pool, accountID: acct.ID, run: run}
+	p, err := b.createPayment(ctx, run+"-sql-fixture")
+	if err != nil {
+		return nil, err
+	}
+	b.paymentID = p.ID
+	return b, nil
+}
+
+func (b *baselines) workload(name string) workload {
+	switch name {
+	case baselineCreate:
+		return func(ctx context.Context, _, _ int) error {
+			_, err := b.createPayment(ctx, fmt.Sprintf("%s-sql-create-%d", b.run, b.seq.Add(1)))
+			return err
+		}
+	case baselineGet:
+		return func(ctx context.Context, _, _ int) error {
+			_, err := db.New(b.pool).PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: b.accountID, ID: b.paymentID})
+			return err
+		}
+	}
+	panic("unknown baseline " + name)
+}
+
+// createPayment is a fresh create as plain statements, one round trip each, in the order
+// the server runs them: claim the key, insert the payment, its event and the response.
+func (b *baselines) createPayment(ctx context.Context, key string) (db.Payment, error) {
+	var p db.Payment
+	err := db.InTx(ctx, b.pool, func(tx db.Tx) error {
+		claim, err := tx.IdempotencyKeyClaim(ctx, db.IdempotencyKeyClaimParams{
+			LockKey: b.accountID + "|payments.create|" + key, AccountID: b.accountID,
+			Operation: "payments.create", Key: key, Fingerprint: []byte(key), TtlSeconds: idempotency.DefaultTTL.Seconds(),
+		})
+		if err != nil {
+			return fmt.Errorf("claim %s: %w", key, err)
+		}
+		if !claim.Claimed {
+			return fmt.Errorf("claim %s: the key was already used", key)
+		}
+		p, err = tx.PaymentInsert(ctx, db.PaymentInsertParams{
+			ID: domain.NewID("pay"), AccountID: b.accountID, Amount: 2500, Currency: "usd",
+			Status: payments.StatusSucceeded, PaymentMethod: "pm_card_visa", Metadata: []byte(`{}`),
+		})
+		if err != nil {
+			return err
+		}
+		body, err := resourceJSON(p)
+		if err != nil {
+			return err
+		}
+		err = tx.EventInsert(ctx, db.EventInsertParams{ID: domain.NewID("evt"), AccountID: b.accountID, Type: "payment.succeeded", Data: body})
+		if err != nil {
+			return err
+		}
+		status := int32(201)
+		return tx.IdempotencyKeySaveResponse(ctx, db.IdempotencyKeySaveResponseParams{
+			ResponseStatus: &status, ResponseHeaders: []byte(`{"Content-Type":"application/json"}`), ResponseBody: body,
+			AccountID: b.accountID, Operation: "payments.create", Key: key,
+		})
+	})
+	return p, err
+}
+
+func resourceJSON(p db.Payment) ([]byte, error) {
+	res, err := payments.Resource(p)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(res)
+}

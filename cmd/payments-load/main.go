@@ -1,0 +1,181 @@
+// Command payments-load measures a running payments-api server: it runs each scenario
+// (fresh creates, replays, reads, conditional reads, lists, refunds, a same-key race, a
+// mix) for a fixed time with a fixed number of clients, and beside each one the same work
+// sent straight to the database with pgx, in alternating slices so that a busy machine
+// slows both alike. It prints throughput, latency percentiles, errors and each scenario's
+// ratio to its database baseline, and draws them as an SVG chart.
+//
+//	go run ./cmd/payments-load -url http://127.0.0.1:8080 -duration 20s -concurrency 8
+//
+// It only talks to loopback addresses: it is for measuring a server on this machine, never
+// for loading someone else's. docs/performance.md explains the figures.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/signal"
+	"slices"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// config is the command line.
+type config struct {
+	URL          string
+	APIKey       string
+	DatabaseURL  string // empty: no baselines
+	Duration     time.Duration
+	Slices       int
+	Concurrency  int
+	RaceSize     int
+	Scenarios    []string
+	SVG          string
+	MaxPerWorker int
+}
+
+func main() {
+	cfg, err := parseFlags(os.Args[1:])
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "payments-load:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if _, err := run(ctx, cfg, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "payments-load:", err)
+		os.Exit(1)
+	}
+}
+
+func parseFlags(args []string) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("payments-load", flag.ContinueOnError)
+	fs.StringVar(&cfg.URL, "url", "http://127.0.0.1:8080", "the server's base URL (loopback only)")
+	fs.StringVar(&cfg.APIKey, "key", "sk_test_demo", "API key to authenticate with")
+	fs.StringVar(&cfg.DatabaseURL, "database-url", envOr("DATABASE_URL", "postgres://postgres@localhost:5432/payments?sslmode=disable"),
+		"the server's database, for the SQL baselines (loopback only); empty to skip them")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "time per scenario (its baseline runs as long again)")
+	fs.IntVar(&cfg.Slices, "slices", 4, "alternating scenario/baseline slices per scenario")
+	fs.IntVar(&cfg.Concurrency, "concurrency", 8, "clients sending requests at once")
+	fs.IntVar(&cfg.RaceSize, "race-size", 64, "identical requests sent at once in the race scenario")
+	scenarioList := fs.String("scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios to run")
+	fs.StringVar(&cfg.SVG, "svg", "payments-load.svg", "where to write the chart; empty for none")
+	fs.IntVar(&cfg.MaxPerWorker, "max-requests", 1_000_000, "most requests one client sends in one slice")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	cfg.Scenarios = strings.Split(*scenarioList, ",")
+	return cfg, cfg.validate()
+}
+
+func (c config) validate() error {
+	var errs []error
+	for _, name := range c.Scenarios {
+		if !slices.Contains(scenarioNames(), name) {
+			errs = append(errs, fmt.Errorf("unknown scenario %q (want some of %s)", name, strings.Join(scenarioNames(), ",")))
+		}
+	}
+	if c.Duration <= 0 || c.Duration > time.Hour {
+		errs = append(errs, fmt.Errorf("-duration %s: want more than 0 and at most 1h", c.Duration))
+	}
+	if c.Slices < 1 || c.Concurrency < 1 || c.RaceSize < 2 || c.MaxPerWorker < 1 {
+		errs = append(errs, errors.New("-slices, -concurrency and -max-requests must be at least 1, -race-size at least 2"))
+	}
+	u, err := url.Parse(c.URL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		errs = append(errs, fmt.Errorf("-url %q: want an http:// URL", c.URL))
+	} else if err := loopbackOnly(u.Hostname()); err != nil {
+		errs = append(errs, fmt.Errorf("-url: %w", err))
+	}
+	if c.DatabaseURL != "" {
+		if pc, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
+			errs = append(errs, fmt.Errorf("-database-url: %w", err))
+		} else if !strings.HasPrefix(pc.ConnConfig.Host, "/") { // a Unix socket is local
+			if err := loopbackOnly(pc.ConnConfig.Host); err != nil {
+				errs = append(errs, fmt.Errorf("-database-url: %w", err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// loopbackOnly refuses any host but this machine's loopback: a load tool pointed elsewhere
+// is an attack.
+func loopbackOnly(host string) error {
+	if host == "localhost" {
+		return nil
+	}
+	if ip := net.ParseIP(host); ip != nil && ip.IsLoopback() {
+		return nil
+	}
+	return fmt.Errorf("%q is not a loopback address: this tool only measures a server on this machine", host)
+}
+
+func envOr(name, fallback string) string {
+	if v, ok := os.LookupEnv(name); ok {
+		return v
+	}
+	return fallback
+}
+
+// run measures every configured scenario, prints the table to out, writes the chart and
+// returns the results.
+func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
+	transport := &http.Transport{MaxIdleConnsPerHost: max(cfg.Concurrency, cfg.RaceSize)}
+	defer transport.CloseIdleConnections()
+	c := &client{
+		base:   strings.TrimSuffix(cfg.URL, "/"),
+		apiKey: cfg.APIKey,
+		http:   &http.Client{Transport: transport, Timeout: 10 * time.Second},
+		run:    "load-" + rand.Text()[:10],
+	}
+	var base *baselines
+	if cfg.DatabaseURL != "" {
+		pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
+		if err != nil {
+			return nil, err
+		}
+		pcfg.MaxConns = int32(cfg.Concurrency) // one connection per client, as the server's clients get
+		pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+		if err != nil {
+			return nil, fmt.Errorf("connect for the baselines: %w", err)
+		}
+		defer pool.Close()
+		if base, err = newBaselines(ctx, pool, cfg.APIKey, c.run); err != nil {
+			return nil, err
+		}
+	}
+	fix, err := c.setup(ctx, cfg.Concurrency)
+	if err != nil {
+		return nil, fmt.Errorf("setup: %w", err)
+	}
+
+	var results []result
+	for _, name := range cfg.Scenarios {
+		fmt.Fprintf(out, "running %s...\n", name)
+		results = append(results, measure(ctx, cfg, c, fix, base, name))
+		if ctx.Err() != nil {
+			return results, ctx.Err()
+		}
+	}
+	report(out, results, serverRSS(ctx, c))
+	if cfg.SVG != "" {
+		if err := writeChart(cfg.SVG, results, cfg); err != nil {
+			return results, err
+		}
+		fmt.Fprintf(out, "chart: %s\n", cfg.SVG)
+	}
+	return results, nil
+}

@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// scenario is one kind of load and the baseline it is compared with ("" for none).
+type scenario struct {
+	name     string
+	baseline string
+	workload func(c *client, f *fixtures) workload
+}
+
+// raceScenario is measured in rounds of simultaneous requests rather than by clients.
+const raceScenario = "race"
+
+var scenarios = []scenario{
+	{"create", baselineCreate, func(c *client, _ *fixtures) workload { return c.create }},
+	{"replay", baselineCreate, (*client).replay},
+	{"get", baselineGet, (*client).get},
+	{"get-304", baselineGet, (*client).getNotModified},
+	{"list", baselineGet, func(c *client, _ *fixtures) workload { return c.list }},
+	{"refund", baselineCreate, (*client).refund},
+	{raceScenario, "", nil},
+	{"mixed", "", (*client).mixed},
+}
+
+func scenarioNames() []string {
+	names := make([]string, len(scenarios))
+	for i, s := range scenarios {
+		names[i] = s.name
+	}
+	return names
+}
+
+// result is one row of the report.
+type result struct {
+	name string
+	sample
+	baseline     string
+	baselineRate float64 // requests per second of the baseline over its slices
+	ratio        float64 // median of the slices' scenario/baseline ratios; 0 without a baseline
+	note         string
+}
+
+// p returns a latency percentile of the scenario's successful requests.
+func (r result) p(q float64) time.Duration { return percentile(r.latencies, q) }
+
+// measure runs one scenario for cfg.Duration in cfg.Slices slices, each followed by a
+// slice of its baseline of the same length (A/B/A/B), so drift of a shared machine
+// affects both sides of each slice's ratio alike.
+func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *baselines, name string) result {
+	i := slices.IndexFunc(scenarios, func(s scenario) bool { return s.name == name })
+	s := scenarios[i]
+	if s.name == raceScenario {
+		return measureRace(ctx, cfg, c)
+	}
+	w := s.workload(c, f)
+	slice := cfg.Duration / time.Duration(cfg.Slices)
+	res := result{name: s.name}
+	var own, theirs []sample
+	for range cfg.Slices {
+		a := runSlice(ctx, cfg.Concurrency, slice, cfg.MaxPerWorker, w)
+		own = append(own, a)
+		res.merge(a)
+		if base != nil && s.baseline != "" {
+			theirs = append(theirs, runSlice(ctx, cfg.Concurrency, slice, cfg.MaxPerWorker, base.workload(s.baseline)))
+		}
+	}
+	slices.Sort(res.latencies)
+	if len(theirs) > 0 {
+		var total sample
+		for _, b := range theirs {
+			total.merge(b)
+		}
+		res.baseline, res.baselineRate = s.baseline, total.rate()
+		res.ratio = median(sliceRatios(own, theirs))
+		if total.errors > 0 {
+			res.note = fmt.Sprintf("baseline errors: %d (%v)", total.errors, total.firstErr)
+		}
+	}
+	return res
+}
+
+func measureRace(ctx context.Context, cfg config, c *client) result {
+	maxRounds := max(cfg.MaxPerWorker/cfg.RaceSize, 1)
+	r := c.race(ctx, cfg.RaceSize, cfg.Duration, maxRounds)
+	slices.Sort(r.latencies)
+	return result{
+		name:   raceScenario,
+		sample: r.sample,
+		note: fmt.Sprintf("%d rounds of %d, %d charges; latencies are the %d answers 409",
+			r.rounds, cfg.RaceSize, r.charges, len(r.latencies)),
+	}
+}
+
+// fmtRate and fmtMillis keep the table's numbers short.
+func fmtRate(perSecond float64) string { return strconv.FormatFloat(perSecond, 'f', 0, 64) }
+
+func fmtMillis(d time.Duration) string {
+	return strings.TrimSuffix(strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 2, 64), ".00") + " ms"
+}

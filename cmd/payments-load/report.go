@@ -1,0 +1,65 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+)
+
+// report prints one row per scenario, then the notes, the ratios the targets in
+// docs/performance.md are stated in, and the server's memory.
+func report(out io.Writer, results []result, rssBytes float64) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "scenario\treq/s\tp50\tp95\tp99\terrors\tbaseline\tbaseline req/s\tratio\t")
+	for _, r := range results {
+		base, baseRate, ratio := "-", "-", "-"
+		if r.baseline != "" {
+			base, baseRate, ratio = r.baseline, fmtRate(r.baselineRate), strconv.FormatFloat(r.ratio, 'f', 2, 64)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", r.name, fmtRate(r.rate()),
+			fmtMillis(r.p(0.50)), fmtMillis(r.p(0.95)), fmtMillis(r.p(0.99)), r.errors, base, baseRate, ratio)
+	}
+	tw.Flush()
+	for _, r := range results {
+		if r.note != "" {
+			fmt.Fprintf(out, "%s: %s\n", r.name, r.note)
+		}
+		if r.firstErr != nil {
+			fmt.Fprintf(out, "%s: first error: %v\n", r.name, r.firstErr)
+		}
+	}
+	rate := map[string]float64{}
+	for _, r := range results {
+		rate[r.name] = r.rate()
+	}
+	if rate["create"] > 0 && rate["replay"] > 0 {
+		fmt.Fprintf(out, "replay / create: %.2f\n", rate["replay"]/rate["create"])
+	}
+	if rate["get"] > 0 && rate["get-304"] > 0 {
+		fmt.Fprintf(out, "get-304 / get: %.2f\n", rate["get-304"]/rate["get"])
+	}
+	if rssBytes > 0 {
+		fmt.Fprintf(out, "server RSS: %.0f MiB\n", rssBytes/(1<<20))
+	}
+}
+
+// serverRSS reads the server's resident memory from its /metrics, or 0 when it cannot.
+func serverRSS(ctx context.Context, c *client) float64 {
+	r, err := c.do(ctx, http.MethodGet, "/metrics", "", nil)
+	if err != nil || r.status != http.StatusOK {
+		return 0
+	}
+	sc := bufio.NewScanner(strings.NewReader(string(r.body)))
+	for sc.Scan() {
+		if v, ok := strings.CutPrefix(sc.Text(), "process_resident_memory_bytes "); ok {
+			f, _ := strconv.ParseFloat(v, 64)
+			return f
+		}
+	}
+	return 0
+}

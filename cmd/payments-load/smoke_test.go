@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/xml"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payments-api/payments-api/internal/accounts"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/handlers"
+	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/metrics"
+	"github.com/payments-api/payments-api/internal/payments"
+	"github.com/payments-api/payments-api/internal/processor"
+)
+
+const smokeKey = "sk_test_payments_load"
+
+// startServer is the real server on a fresh database, wired as main wires it.
+func startServer(t *testing.T) (baseURL, databaseURL string) {
+	t.Helper()
+	pool, url := dbtest.NewPool(t)
+	if err := accounts.SeedDemoKeys(context.Background(), db.New(pool), []string{smokeKey}); err != nil {
+		t.Fatal(err)
+	}
+	m := metrics.New(pool)
+	apiKeys, err := accounts.NewAuthenticator(db.New(pool), accounts.DefaultCacheSize, accounts.DefaultCacheTTL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := handlers.New(handlers.Options{
+		Pool:        pool,
+		Logger:      slog.New(slog.DiscardHandler),
+		Payments:    payments.NewService(pool, processor.Simulated{}),
+		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL).WithObserver(m),
+		APIKeys:     apiKeys,
+		Metrics:     m,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(e)
+	t.Cleanup(srv.Close)
+	return srv.URL, url
+}
+
+// TestEveryScenarioRunsCleanly runs every scenario and both baselines briefly against a
+// real server: every scenario sends requests and gets only the answers it expects, the race
+// charges exactly once per round, ratios are computed, and the chart is well-formed SVG.
+func TestEveryScenarioRunsCleanly(t *testing.T) {
+	baseURL, databaseURL := startServer(t)
+	cfg := config{
+		URL: baseURL, APIKey: smokeKey, DatabaseURL: databaseURL,
+		Duration: 400 * time.Millisecond, Slices: 2, Concurrency: 2, RaceSize: 8,
+		Scenarios: scenarioNames(), SVG: filepath.Join(t.TempDir(), "chart.svg"), MaxPerWorker: 10_000,
+	}
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a hang fails instead of stalling the package
+	defer cancel()
+	results, err := run(ctx, cfg, &out)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if len(results) != len(scenarios) {
+		t.Fatalf("%d results for %d scenarios", len(results), len(scenarios))
+	}
+	for _, r := range results {
+		if r.requests == 0 || r.errors != 0 {
+			t.Errorf("%s: %d requests, %d errors (first: %v)", r.name, r.requests, r.errors, r.firstErr)
+		}
+		if r.baseline != "" && (r.ratio <= 0 || r.baselineRate <= 0) {
+			t.Errorf("%s: ratio %v to %s at %v/s", r.name, r.ratio, r.baseline, r.baselineRate)
+		}
+		if !strings.Contains(out.String(), "\n"+r.name) && !strings.Contains(out.String(), " "+r.name+" ") {
+			t.Errorf("the table has no row for %s", r.name)
+		}
+	}
+	if !strings.Contains(out.String(), "server RSS: ") {
+		t.Errorf("no RSS read from /metrics in\n%s", out.String())
+	}
+	checkSVG(t, cfg.SVG, scenarioNames())
+}
+
+func checkSVG(t *testing.T, path string, names []string) {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := xml.NewDecoder(bytes.NewReader(data))
+	for {
+		_, err := dec.Token()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("chart is not well-formed XML: %v", err)
+		}
+	}
+	for _, name := range names {
+		if !bytes.Contains(data, []byte(">"+name+"<")) {
+			t.Errorf("chart has no row for %s", name)
+		}
+	}
+}
+
+func TestConfigRefusesNonLoopbackTargets(t *testing.T) {
+	base := config{
+		URL: "http://127.0.0.1:8080", Duration: time.Second, Slices: 1, Concurrency: 1, RaceSize: 2,
+		MaxPerWorker: 1, Scenarios: []string{"get"},
+	}
+	if err := base.validate(); err != nil {
+		t.Fatalf("loopback config refused: %v", err)
+	}
+	for _, tt := range []struct{ url, db string }{
+		{"http://10.0.0.1:8080", ""},
+		{"http://example.com", ""},
+		{"http://127.0.0.1:8080", "postgres://u@192.168.1.5:5432/db"},
+	} {
+		cfg := base
+		cfg.URL, cfg.DatabaseURL = tt.url, tt.db
+		if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), "loopback") {
+			t.Errorf("url %s, db %q: %v, want a refusal naming loopback", tt.url, tt.db, err)
+		}
+	}
+	for _, ok := range []string{"http://localhost:8080", "http://[::1]:8080"} {
+		cfg := base
+		cfg.URL = ok
+		if err := cfg.validate(); err != nil {
+			t.Errorf("%s refused: %v", ok, err)
+		}
+	}
+}
