@@ -15,8 +15,9 @@ import (
 // own, never on the API's: a profile reveals internals and costs CPU, so it is for an
 // operator on a private address (PPROF_ADDR=127.0.0.1:6060), off unless asked for. The
 // returned function stops it.
-func servePprof(addr string, logger *slog.Logger) (stop func(), err error) {
-	ln, err := net.Listen("tcp", addr)
+func servePprof(ctx context.Context, addr string, logger *slog.Logger) (stop func(), err error) {
+	var lc net.ListenConfig
+	ln, err := lc.Listen(ctx, "tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("listen on PPROF_ADDR %s: %w", addr, err)
 	}

@@ -75,7 +75,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		return err
 	}
 	if cfg.PprofAddr != "" {
-		stopPprof, err := servePprof(cfg.PprofAddr, logger)
+		stopPprof, err := servePprof(ctx, cfg.PprofAddr, logger)
 		if err != nil {
 			return err
 		}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -115,8 +116,7 @@ func writeChart(path string, results []result, cfg config) error {
 		return err
 	}
 	if err := chartTemplate.Execute(f, chart(results, cfg)); err != nil {
-		f.Close()
-		return fmt.Errorf("write chart: %w", err)
+		return errors.Join(fmt.Errorf("write chart: %w", err), f.Close())
 	}
 	return f.Close()
 }

@@ -47,16 +47,24 @@ type config struct {
 
 func main() {
 	cfg, err := parseFlags(os.Args[1:])
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "payments-load:", err)
-		os.Exit(2)
+	if errors.Is(err, flag.ErrHelp) {
+		return // -h: the usage is printed
 	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if _, err := run(ctx, cfg, os.Stdout); err != nil {
+	if err == nil {
+		err = runUntilSignal(cfg)
+	}
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "payments-load:", err)
 		os.Exit(1)
 	}
+}
+
+// runUntilSignal runs the load; SIGINT or SIGTERM stops it after the requests in flight.
+func runUntilSignal(cfg config) error {
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	_, err := run(ctx, cfg, os.Stdout)
+	return err
 }
 
 func parseFlags(args []string) (config, error) {
@@ -164,18 +172,23 @@ func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
 
 	var results []result
 	for _, name := range cfg.Scenarios {
-		fmt.Fprintf(out, "running %s...\n", name)
+		if _, err := fmt.Fprintf(out, "running %s...\n", name); err != nil {
+			return results, err
+		}
 		results = append(results, measure(ctx, cfg, c, fix, base, name))
 		if ctx.Err() != nil {
 			return results, ctx.Err()
 		}
 	}
-	report(out, results, serverRSS(ctx, c))
-	if cfg.SVG != "" {
-		if err := writeChart(cfg.SVG, results, cfg); err != nil {
-			return results, err
-		}
-		fmt.Fprintf(out, "chart: %s\n", cfg.SVG)
+	if err := report(out, results, serverRSS(ctx, c)); err != nil {
+		return results, err
 	}
-	return results, nil
+	if cfg.SVG == "" {
+		return results, nil
+	}
+	if err := writeChart(cfg.SVG, results, cfg); err != nil {
+		return results, err
+	}
+	_, err = fmt.Fprintf(out, "chart: %s\n", cfg.SVG)
+	return results, err
 }

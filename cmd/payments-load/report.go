@@ -11,26 +11,46 @@ import (
 	"text/tabwriter"
 )
 
+// printer writes formatted lines and remembers the first error, so a report is written
+// in straight lines and checked once.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) printf(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
 // report prints one row per scenario, then the notes, the ratios the targets in
 // docs/performance.md are stated in, and the server's memory.
-func report(out io.Writer, results []result, rssBytes float64) {
+func report(out io.Writer, results []result, rssBytes float64) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintln(tw, "scenario\treq/s\tp50\tp95\tp99\terrors\tbaseline\tbaseline req/s\tratio\t")
+	table := &printer{w: tw}
+	table.printf("scenario\treq/s\tp50\tp95\tp99\terrors\tbaseline\tbaseline req/s\tratio\t\n")
 	for _, r := range results {
 		base, baseRate, ratio := "-", "-", "-"
 		if r.baseline != "" {
 			base, baseRate, ratio = r.baseline, fmtRate(r.baselineRate), strconv.FormatFloat(r.ratio, 'f', 2, 64)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", r.name, fmtRate(r.rate()),
+		table.printf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", r.name, fmtRate(r.rate()),
 			fmtMillis(r.p(0.50)), fmtMillis(r.p(0.95)), fmtMillis(r.p(0.99)), r.errors, base, baseRate, ratio)
 	}
-	tw.Flush()
+	if table.err != nil {
+		return table.err
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	p := &printer{w: out}
 	for _, r := range results {
 		if r.note != "" {
-			fmt.Fprintf(out, "%s: %s\n", r.name, r.note)
+			p.printf("%s: %s\n", r.name, r.note)
 		}
 		if r.firstErr != nil {
-			fmt.Fprintf(out, "%s: first error: %v\n", r.name, r.firstErr)
+			p.printf("%s: first error: %v\n", r.name, r.firstErr)
 		}
 	}
 	rate := map[string]float64{}
@@ -38,14 +58,15 @@ func report(out io.Writer, results []result, rssBytes float64) {
 		rate[r.name] = r.rate()
 	}
 	if rate["create"] > 0 && rate["replay"] > 0 {
-		fmt.Fprintf(out, "replay / create: %.2f\n", rate["replay"]/rate["create"])
+		p.printf("replay / create: %.2f\n", rate["replay"]/rate["create"])
 	}
 	if rate["get"] > 0 && rate["get-304"] > 0 {
-		fmt.Fprintf(out, "get-304 / get: %.2f\n", rate["get-304"]/rate["get"])
+		p.printf("get-304 / get: %.2f\n", rate["get-304"]/rate["get"])
 	}
 	if rssBytes > 0 {
-		fmt.Fprintf(out, "server RSS: %.0f MiB\n", rssBytes/(1<<20))
+		p.printf("server RSS: %.0f MiB\n", rssBytes/(1<<20))
 	}
+	return p.err
 }
 
 // serverRSS reads the server's resident memory from its /metrics, or 0 when it cannot.

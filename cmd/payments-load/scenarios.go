@@ -48,8 +48,10 @@ func (c *client) do(ctx context.Context, method, path, body string, header map[s
 	if err != nil {
 		return response{}, err
 	}
-	defer res.Body.Close()
 	data, err := io.ReadAll(io.LimitReader(res.Body, 1<<20))
+	if closeErr := res.Body.Close(); err == nil {
+		err = closeErr
+	}
 	return response{status: res.StatusCode, header: res.Header, body: data}, err
 }
 
