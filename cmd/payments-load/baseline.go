@@ -63,7 +63,8 @@ func (b *baselines) workload(name string) workload {
 }
 
 // createPayment is a fresh create as plain statements, one round trip each, in the order
-// the server runs them: claim the key, insert the payment, its event and the response.
+// the server runs them: claim the key, insert the payment and its event, look up the
+// webhook endpoints to fan the event out to, store the response.
 func (b *baselines) createPayment(ctx context.Context, key string) (db.Payment, error) {
 	var p db.Payment
 	err := db.InTx(ctx, b.pool, func(tx db.Tx) error {
@@ -89,6 +90,11 @@ func (b *baselines) createPayment(ctx context.Context, key string) (db.Payment, 
 			return err
 		}
 		err = tx.EventInsert(ctx, db.EventInsertParams{ID: domain.NewID("evt"), AccountID: b.accountID, Type: "payment.succeeded", Data: body})
+		if err != nil {
+			return err
+		}
+		// The event's fan-out looks up the subscribed webhook endpoints (none in a load run).
+		_, err = tx.WebhookEndpointListSubscribed(ctx, db.WebhookEndpointListSubscribedParams{AccountID: b.accountID, Type: "payment.succeeded"})
 		if err != nil {
 			return err
 		}

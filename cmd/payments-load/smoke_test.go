@@ -17,11 +17,13 @@ import (
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
 const smokeKey = "sk_test_payments_load"
@@ -43,6 +45,8 @@ func startServer(t *testing.T) (baseURL, databaseURL string) {
 		Logger:      slog.New(slog.DiscardHandler),
 		Payments:    payments.NewService(pool, processor.Simulated{}),
 		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL).WithObserver(m),
+		Events:      events.NewService(pool),
+		Webhooks:    webhooks.NewService(pool, webhooks.URLPolicy{}),
 		APIKeys:     apiKeys,
 		Metrics:     m,
 	})
