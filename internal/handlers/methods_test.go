@@ -13,8 +13,6 @@ import (
 	"github.com/payments-api/payments-api/internal/api"
 	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/handlers"
-	"github.com/payments-api/payments-api/internal/idempotency"
-	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
 )
 
@@ -39,6 +37,10 @@ func TestHeadAnswersLikeGet(t *testing.T) {
 		t.Run(path, func(t *testing.T) {
 			get := b.client.Get(path)
 			head := b.client.Do(http.MethodHead, path, nil)
+			if path == "/metrics" { // it counts the GET before the HEAD, so its length differs
+				get.Header.Del("Content-Length")
+				head.Header.Del("Content-Length")
+			}
 			assertSameAnswer(t, get, head)
 		})
 	}
@@ -204,13 +206,9 @@ func TestCORS(t *testing.T) {
 // with testKey.
 func corsClient(t *testing.T, pool *pgxpool.Pool, origins []string) *apitest.Client {
 	t.Helper()
-	e, err := handlers.New(handlers.Options{
-		Pool:               pool,
-		Logger:             slog.New(slog.DiscardHandler),
-		Payments:           payments.NewService(pool, processor.Simulated{}),
-		Idempotency:        idempotency.NewStore(pool, idempotency.DefaultTTL),
-		CORSAllowedOrigins: origins,
-	})
+	opts := testOptions(t, pool, processor.Simulated{}, slog.New(slog.DiscardHandler))
+	opts.CORSAllowedOrigins = origins
+	e, err := handlers.New(opts)
 	if err != nil {
 		t.Fatal(err)
 	}

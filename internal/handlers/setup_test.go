@@ -117,28 +117,35 @@ func generousLimits() *handlers.RateLimits {
 
 func startServerWithLimits(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, logger *slog.Logger, limits *handlers.RateLimits) (*echo.Echo, *httptest.Server) {
 	tb.Helper()
-	m := metrics.New(pool)
-	apiKeys, err := accounts.NewAuthenticator(db.New(pool), accounts.DefaultCacheSize, accounts.DefaultCacheTTL)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	e, err := handlers.New(handlers.Options{
-		Pool:        pool,
-		Logger:      logger,
-		Payments:    payments.NewService(pool, proc),
-		Events:      events.NewService(pool),
-		Webhooks:    webhooks.NewService(pool, webhooks.URLPolicy{}),
-		RateLimits:  limits,
-		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL).WithObserver(m),
-		APIKeys:     apiKeys,
-		Metrics:     m,
-	})
+	opts := testOptions(tb, pool, proc, logger)
+	opts.RateLimits = limits
+	e, err := handlers.New(opts)
 	if err != nil {
 		tb.Fatal(err)
 	}
 	srv := httptest.NewServer(e)
 	tb.Cleanup(srv.Close)
 	return e, srv
+}
+
+// testOptions wires the server's parts as main does, on pool and proc, without rate limits.
+func testOptions(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, logger *slog.Logger) handlers.Options {
+	tb.Helper()
+	m := metrics.New(pool)
+	apiKeys, err := accounts.NewAuthenticator(db.New(pool), accounts.DefaultCacheSize, accounts.DefaultCacheTTL)
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return handlers.Options{
+		Pool:        pool,
+		Logger:      logger,
+		Payments:    payments.NewService(pool, proc),
+		Events:      events.NewService(pool),
+		Webhooks:    webhooks.NewService(pool, webhooks.URLPolicy{}),
+		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL).WithObserver(m),
+		APIKeys:     apiKeys,
+		Metrics:     m,
+	}
 }
 
 // syncBuffer collects log output written by the server's goroutines.
