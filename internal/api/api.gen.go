@@ -397,7 +397,8 @@ type EventType string
 // FieldError defines model for FieldError.
 type FieldError struct {
 	// Field Where the error is: a JSON pointer into the body (`/amount`), or the name of a
-	// query parameter or header (`limit`, `Idempotency-Key`).
+	// query parameter or header (`limit`, `Idempotency-Key`). A member name longer than
+	// 256 bytes is cut there and marked with `…`.
 	Field   string `json:"field"`
 	Message string `json:"message"`
 }
@@ -488,13 +489,16 @@ type Problem struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20.
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on.
+	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -765,13 +769,16 @@ type BadRequest struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20.
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on.
+	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -807,13 +814,16 @@ type IdempotencyKeyInUse struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20.
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on.
+	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -846,13 +856,16 @@ type IdempotencyKeyReused struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20.
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on.
+	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -885,13 +898,16 @@ type InternalError struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20.
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on.
+	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -924,13 +940,16 @@ type MethodNotAllowed struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20.
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on.
+	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -963,13 +982,16 @@ type NotFound struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20.
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on.
+	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1002,13 +1024,16 @@ type PayloadTooLarge struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20.
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on.
+	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1041,13 +1066,16 @@ type PaymentDeclined struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20.
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode string `json:"failure_code"`
 
-	// Instance The request path this problem occurred on.
+	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1080,13 +1108,16 @@ type PreconditionFailed struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20.
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on.
+	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1119,13 +1150,16 @@ type PreconditionRequired struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20.
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on.
+	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1158,13 +1192,16 @@ type ServiceUnavailable struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20.
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on.
+	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1197,13 +1234,16 @@ type TooManyRequests struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20.
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on.
+	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1236,13 +1276,16 @@ type Unauthorized struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20.
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on.
+	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1275,13 +1318,16 @@ type UnsupportedMediaType struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20.
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on.
+	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1314,13 +1360,16 @@ type WebhookEndpointDisabled struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId string `json:"endpoint_id"`
 
-	// Errors For `invalid-request`, one entry per invalid field.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20.
 	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on.
+	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -2773,13 +2822,16 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -2830,13 +2882,16 @@ type IdempotencyKeyInUseApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -2877,13 +2932,16 @@ type IdempotencyKeyReusedApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -2924,13 +2982,16 @@ type InternalErrorApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -2972,13 +3033,16 @@ type MethodNotAllowedApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -3019,13 +3083,16 @@ type NotFoundApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -3066,13 +3133,16 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -3115,13 +3185,16 @@ type PaymentDeclinedApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode string `json:"failure_code"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -3162,13 +3235,16 @@ type PreconditionFailedApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -3209,13 +3285,16 @@ type PreconditionRequiredApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -3257,13 +3336,16 @@ type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -3305,13 +3387,16 @@ type TooManyRequestsApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -3353,13 +3438,16 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -3400,13 +3488,16 @@ type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -3447,13 +3538,16 @@ type WebhookEndpointDisabledApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId string `json:"endpoint_id"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -4838,13 +4932,16 @@ type CreatePayment503ApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -5808,13 +5905,16 @@ type CreateRefund409ApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -5946,13 +6046,16 @@ type CreateRefund422ApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
 		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
 
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on.
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -8471,261 +8574,267 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L17c9u2tij+VTA6dyZSNqXIjr13K0//cBO39W1eJ3Zuzv5VOSZMQhJqClAI0LKa+Lv/Zq0FgKREyXLi",
-	"tEm3O1NFpkgQj/V+fmglejrTSihrWoMPrYngqcjx62GW6Tl8SYVJcjmzUqvWoHU6EWwq7ESnhtmJYLku",
-	"rGCmmM10bk3E4l+ODp/GjKuUxS9fnR6/fHESM6mSrEhF2mtFrVy8L2Qu0tbA5oWIWiaZiCmHF9nFTLQG",
-	"LWNzqcat6+uodXTKx6tTOGTG5lqNmVBW2gWzfMxGOqfpiFkujFCWw80RXo+PR93n3CYTN63jUfeFVsJf",
-	"a7/+6Qn7fmen39k8vRm3VuQwgf8dtn7732Hr3cNh6/+0ooZ5H6diOtNWKPtazDK+gOGWV/GK5hmxubQT",
-	"nPslzwrBYnhvHLH5RCi3JDPTyggmDeOwwIwvmB7hb1oJZqzORQorHSo7kYbF4fXJovurWMS9oWpVVyJU",
-	"MW0NfmvBm1rvmhbwTCec5tl0/m9eP/MTSHLBrUhhkrrIExExnfvfftfnzE64hTkDcDBNC5rr/OK2kPCa",
-	"W/FMTqVtnpGx3Ap4r+DJhM10JpPFA8POi+RCWNZOcz6yXSnsqDuxdsZnsptzKzIYsOtgvruz0xkwPlTG",
-	"5kVii1yk3ZEUWcoyaSydEmz3VEzPRc5m8D++J2KiN+6xeNhKxYgXmR22DvIf9nYP7A87cY/FecykGaqJ",
-	"nrMpVwsGyxbGGjbXRZayGTeG5XI8sUzp+QGLLdxPGzXRmWBGJFqlJgJUU6lIWTGLWKGszOC8hV+kNGxU",
-	"ZBnjYy4Va8NrxfuCZzRU2JL4fdzpMQd8cCLiUuSLEsj0CPYAd0akTM9EjoDACpUJQ2PRRZ2zVBp+nsHp",
-	"w+7jM+aAGSHYEA/MXRq2VgDwik9nmTAAhE3bFrFha55LKwxefAzXmgE1wMUrXGAzdODipTAEjXw2yxbM",
-	"aodceBh/AYi8/2Gn3z+YE4y8JxiBGb0vtOVRdXKA9ni07qQnOkvNAYvnMUGJVKmeM6k8pDB9KXI2n8hk",
-	"wrgaKjGd2YV/OBcjmWXmJhBgmyBgqL4cCIRtqcHA+x929+HiGiCgfTpuoLLHKTCJER2+NOG8JZEiI/JL",
-	"kT8wLNNj02OHLMkkbMqUL5gRKmUSyNZcDVV7p7uz+x1LJjzniRW5gW2KD7v/H+/+0e9+3zsbdOPOAdN2",
-	"IvK5NKIyPJvyCwHUT9AmbMVifqsN/e7DTrSz+911M7t5LWy+OBxZka9uwImDCavZnEvLzsVI54LZfCHV",
-	"2BOLLTngVCo5BdbRD7OQyoqxyHEab9++PSzsBDY84VY04yIv7wCgwsEFzK4wojKRiPFszheGxT8Knos8",
-	"3po30/0N+3QdtWY851NhnYRzdCmUPX4KXyU8OuN20opaik9xZem2bxSX9qw8rnf/uEEmSBa/ikWTVFMo",
-	"+b4Q7EIsnDgjTYl+EUsm2gjFzhfEeAlQ25y9eXP8lGSDsdYp3CYT0ekN1U53d3+fzXKpLOAoOzx5cnxc",
-	"geCIIQE457lg7ZifJ3EHuDeHoVYoHK1kqNrxsMXPk2EL2AgCHsBRkGEMn9IKQNIKF851CvTFFrkiFuJk",
-	"Fk9yhgoHKAUX2/WC04ChPHRQHx1v5yyVo5HIcRHwBmnY3u5ueetQ4b0TmRE6jmRubEkCDDNWZhnQglGG",
-	"DBgG6H/fY4hLjLP9qyvYEaUZV2YOlyzjWRYNVQ4rX132gEnrRDTjhbcis0yOKhMAyJnOLEv0dCqtFWmP",
-	"/SoWhomrmcwF291jE13khnGcBT4zVIgeiVYjOS5yPE4HCJ4UA8rgA0T44SdYPVCycwHYlRK2Ew1CgCe2",
-	"VoL8kty4mRbwq2dCje2kNdjd/1cEtMH/vdMI/iMUt5uJQgyCfswWumAZxyPiqROMgQADSxRmAPzz8vGw",
-	"FbM2gCnuH+8aAVgNrAqZMMiefGyioQLJ/2GMqMTVAqGVFjPAkXVh4bBgn4pZCqwK2cMIdwpfvbf73QHj",
-	"TixH0QF4tNIWx8Up+FfiDFN8M6HiXr/fY6fwJ2AXKFkcAP58YQXOCL5EiCRzwS+GCp9sx28fDVu9Xg+w",
-	"iylBvMMmk5IwetWHRpRGq86mA3WKT2uzcH08An1ozfkcKn88S+ex4RRQC4gfAol4C2qMtLQO4cSHpMhz",
-	"kj0IMR12ScMe9/cqi4W9qSx1wHCDCAb8gB4oYB8O64fFtj+rjXtYaos3bOQaDeUXL/pLK6bIiokWMhAq",
-	"+sR18d3vC5Evylej7FR7pZOTWoOdfgQoSOx4p9+PSua808icX/HF9G7Y3YwvtmB3b8X5ROuLI5XOtLyT",
-	"987F9q89fvoLHeMa+4UxfCyYBO7iqXdFDgbSjjqsNCwVmcTLbUBWrVAFDxdRiwCqINw6O1GFKQGi05go",
-	"FoLMrROQoVFLlTBcIgblKwAaLcsEkED4aQNUzmmd3e23b2rG2+/fiRwrDux/3TbGlzsR0NYs03Oka7iR",
-	"59yIf+6xX54fPume/HK4u/9PlJI/lLO97oU/rJwKY/l0dt37AOz7Oh6qNvJMPid+DkTSgDySi0TIS5F2",
-	"IuBpnj6Xb+ymItGgGs94br35wR/JAzNURiS5sI5BxvOJEclZ3GNPixylYOZ+zzXZjZida2b8HhANJ2ON",
-	"mfFEwHiO3B0wniRiZmvKpBwBx/EUisi8YwEgbCRaGcuVZbADW5xxmMi2R325E5Un/Y9HP7z7R5utXus8",
-	"3AgCp/541oHAWzJQIdCSQDPnBndNpBGs05GfoJYaqRKi92+UvGJippPJARvlwkwC9g2VGwzYNfBixlkA",
-	"FDZF1WXCFdtnU6kKAI9RrqcgOeQsyXRyMSDif64LeKUTxbbY5PCSrRW0tVh0DSOQYIt6xo88dRoq/JVo",
-	"BQIufOWzWeYUoUezXJ9nYvqP3w1Z3cp38ix7OWoNfvvQ+j+5GLUGrf96VBptH9F95tErer51HX1ozXIQ",
-	"Cq2k1xvLbWHcq2EOe/3+tZ91aQz0MzCPpLrkmUy7DpxbUcNvsiIqXohF69319fU7XPoqua0I3FOejXQ+",
-	"FSmwZDcWcL+K3blm6Wtasbv3UXlj1Q7ULQ1BWz3sbi+tCF0yI2x8ONgbcMW/CJ7ZyctfN5zu6qluOksa",
-	"sNWwnfTLYnnLPnXmdZ30WL0x4msB0e8rIOouVsGwDn5dqbqFEa01QHgYQNDxjSYjeYM+eOBkgYxbkX/T",
-	"YOpsRN1gJNr8XDAnNUDJawEa0lcCJru7twKTnOa+gVatggUwNdLbS82wanlwoPXNU7FjBZyNZ0d5rvOv",
-	"43j3a4yq4XjdlLsC57wO+xUrlLiaiQTUPry1x54Ky2VGkl2mx2ORskKlgpyIcbmJceT0cBD/vvkzfo6O",
-	"2xfaHpLc/rUQ+/2Nx0zu5q7StsvdvDdJG+iQFlfSWMPOC8tSLcgS4JzUeMQ0Zo+dllZ6MkI4PwEoemox",
-	"VKlOCtCbUbewk4gZzSSKMpk06B8BmXYiclBbQMkj8ZRgCdW8YMElIbTJw77pBOmmZQ/oNwFtL7T9CcTw",
-	"rwXK9jZCGYDXCKe7BrheaGaKZBJc3eRDAvUnSXTxN6AOr/gi0zw91foZz8dfiyS483jjsc1o0l2rdTfD",
-	"aW+hiXhvAT7gULbiryOV3rD2Dnsuf+z8HQ4WaNhTkWRSfT1Uf/emg4VJd1M/a9KrvWb+W8vdcIYmsBGX",
-	"WZGLs0SnovVuLQAkPE9RovOjEgdwQ5EBg1xTbZowi2FkkcYd59FCJ0EIyBmqMvrGh+ZU5IjmQJwKLDU4",
-	"vG4624bYoqWAnU1Ph/u+SY7yKkdTkoQV/ITn8rUQqRtguTLvLgHUCjg7n8iZsHy8BoIrgWxBqCH/EHqE",
-	"nVOFvDWgu3ZzwVOEW9Rjv306VtnG12Hrvg5F9LvtASCc+gZO5VyS7lZTiWH85k/xROSXMhFvFL/kMuPn",
-	"mfhatM3NkoaheXeLysQ3nGDKLT/nRrAEw/wAV8/hQHkyIfNnKumqc37OpZ1IVfUjPAA2xVPgUxGj6M4g",
-	"okjDzKSwVqoxS/VcuVgM7+GoWHtib39fYT7/QSasU62fc7Vww5mvhWhsNnLm3Iqui8NbYReXUmfcivTM",
-	"Bzeu4RmHrByGYgsBdtCUVcxYO14ZJ2aKT4Vh0nYOAD4nGN8DIpNWwoHZUG2AM9YOTsydTo/FAQBc+PUy",
-	"AMVsLC8FBQY0xfFuCCf8zwTmN4oXdqJz+cfXI8vvbITkojrjNTTzuTRGqnHECnWh9FwxlKgv9YVI2eGr",
-	"Y3YhFt+4Cf7t27fd5QDJTQ8vx1O6w3dmLJE+F6nkp+Wm/+VC8P4NQBBm3p3C1Lt475bq+gPD4ie0xi6s",
-	"OfbxPT6GqAxUdur7Ny8oLYXQPHWh1t+Gh8771X0URtdHiq9wMn8HKPLrNXc3XojqgOP3Qx4woTAkUlrW",
-	"jl8dnj75xUWrxSE+fcQzI+IOuXK+cdC49iEJZEYm8yOGJ9TOzOXmnHH8baTzKXxrgWKB4Q6roQtRS6bL",
-	"wfk8SezZ49H3fCfpp7vn/xJ7fD/5XuyM+nz3vPUuqsZE4L03BxlVTx+tN5WZlgH++vx3keBOP8GfnRWr",
-	"EkrBU9KoePaqsnA86WhpL/jU79FSfoCq6M6YIDOVSuesUABL+/1+n/3A9vu9fp+9OXmKpsCwkVLZf+61",
-	"KnF437v/NgfjRS3/tpviAJ74+5YxohZ+u9Pv9xtOciosBx3kppc89/dhfDyZ1Mg70hSjboEeoxXN6guh",
-	"vGx26i+DaNaKQlDJbHoGV88upeGtKPwZbHrlJalMMRqBBKrs2ahQqan8OKO4OanGZ+Tqe3cTWLnzruz1",
-	"yurWQ9prARO4c0ArIcv02FOK5MRoUIx8IkEbONqC0nQw2etuAO5zYIEowu3iP+EsuONBHhTSgvgUkJ1R",
-	"zou0yASekOPyIj07X5wlhbF6KrY44cr81p/kEgv9tCO9NeoRN0rPxKXPq63DAiaeMHjMUKT0b8PWw2Hr",
-	"XVyJGIVfI5c4C4CBdzOepiIt41Ewnri6yQ9LMO+ZIkmESAnL3DVneywvkJ2JgkgB4mpPUd5m0yU3zrsm",
-	"usOvjmlauxSV7P4qAZPnOQd8pHwX97PNC3EdtYo8a4w0zDFH6NXLk1NGu0qUJ3YH/Ob1s7iGKkUuCVFC",
-	"kkJ/77ubsxSqAAZTWTnLRlCrkPOV0IPjk5dsb3fnX4HFsESn6DvM9FzkCTdigDKsT6jVKSjf+OADE4y6",
-	"GLzeRh0Zzpqdi0zPI3YhZpbSPGF7pGXnC8aRSHd67K20kzTnc+UGbceT/CKOWHwpRs6fQT/YCbdDxXOB",
-	"5MdNVOITV7yAJ66uruCJXPgMCdK/PdhxhA0+gms8g23jU7yigerzHGg5L/DKfAyff8Cd53wKn+dw/TwF",
-	"UnA+we9yBJ84wrnCT32On5fwicdybvC6xXHmM/hc4Pc/UJ7g+JnCOMlE4Cd9n8Nnht8zeCpRAImJxu+6",
-	"QFkkQbaBVy7x2T8uWlEr/R2eSi/wO96f4rvEGL4DbYxawsI8RZEDKP6OfqkL+HV8jp8CZj6ewG6MJV7B",
-	"NY4VjDy27+FzAVcmF/ip4P6JhR2bFHCPTGFkmRmMZsXv7+FOmeN3A3P7Hcf8XePnDFZ3IeD+izF+TuDO",
-	"iymMdjGD3bjI8XMO91/g2y/+gLPIOIyW4cyzC3gqy+HXzMCsMrxzivs8TeHKdAxnPcWZT6fw7BTJ+xT3",
-	"aprD3k5xZ6aX+DnHe64UfsLJThd4HWFD4chqjN+lhk8N96sZxu7izutpjpQM9nwm4M7ZGO6ZTeCNM5zz",
-	"LMPrC9jD9xyu5BpzMBF+8gKezeewGwZ/NQiNJsHvKTxlBIxpxngdRzYZQIXRsJ8G98QYvI7QaC4BfswC",
-	"r/wBO2Mn8Bb7O9xvp7AnFqHa4s5YzPiwFq/gKdg/4M6CT+BzfAWfONvCwPjFQuJngZ9wdgXef4k4eIln",
-	"fYnjXxawq3OM4L3C/bzisNKrBL8nsLorjVdm8LnAuOg/cB/+mMLIf8zHQPGq6gBMZYXsR62r7lh3V3jB",
-	"ERHPo3s+eFs+iFtzk0rXGI8vWDLhaizQZhtSDCkp0ivRLmjigWFxiHuv88+NSqIXJZssNi42hlP64+Gr",
-	"Y2YmmCIiratyQKbjcqIDxlnslLuYyljE/lgexhH8SgI5gUXsDgh+chU/dG4fGCw34W7As3kYo3N/qGK3",
-	"bIMmajQRjeWlcGk4sLoHhokrnlhKR+bE3Fb4/IokvEXib2ki2SR342mfkjWsQT3GIWpasjuDJmkEx3om",
-	"TQP0+HML6HLjnMoFOGi9jloTbs6mOheVFLhzrTPB1crs8YWVJ9bO11sxlyGaWzbhs5lQaOTxx4W2H7zz",
-	"HACLoH71lGuK6F9LDH6SIktDZG39VDC/eq3QOxEUssqkAUT5vycvXzDUZUTOpHJVLDCeqR0/IuUz7iA1",
-	"hR8UZrZhSQ/MLWQhAx7uIOMSa8foVQE5bzlgpVNDhapxATPomrMgqxBAiysfaIIAl+4wWG9z9KeoL27W",
-	"C91TTS96XlGDm/W/mna336jc1U/pzQwE7/2+y4+n/FOsDYEpSXquMGXNsAJv3OvX8u/d3YUbpN8jnaU6",
-	"o/1+UEcXL/h0ZZJ7/bpWc92wbkdcV3e4NFas2BhWjQh085m3TGz51KcYIe/APkZj/lYKKKrIsta766VI",
-	"sQasAwWKMLkWFhYCxipEZdmW1WTDgvcGWGyaz6fZV+7GurcybIlyG90ENNAJ3QxaOxHMWxxyE5trstm5",
-	"Ca1C38pylk62DhGVDVvio5Wpv1uPOhRs5owN6xnrFpuGHDXkGm6NEsuOliXetbyfTmKoJjWuFRjcxO5A",
-	"ZKgucYPQsMLnMG6eK0ySZjM+Fi6x2BywkbDJBGRHcucYy3Mr1fiM+5AD6ys5YeEIyia8A6mkDuIVFlTl",
-	"+0FwqEFlbiXPskUJqk0CgR/fj/YVgla50juArjeEZl/hMr2w91mLdH7TJgMgFrPY2/8Xc65RlrrUI3oc",
-	"4LWJKTvw8eFx9WF/KvWgrriCUzJdt544Ylhprkgm3qTo2VjClctwPBebHQzrXFYuOrV5Pg1BrkFFI62w",
-	"Ys+kINVeo3aJ+9O4l+JqlnHlKkfNRCJHMvE1GJhOHN8QjcNW3czNC1jrsnbLCK7nRKtE5E4YWH0RiOtm",
-	"zTuWcqvjCG2/QlmQzUXIiWYoN9dMG5swo6JeNNDezRIPnd1SsD3Wn3SFplZC5hv9xljSIBHrzAIUyDHj",
-	"Pv3WI4M7tJSRurYybt0Ltc3MKcjMX1badktMcgcZEGLjObpJN776dClL0KOae4bqjrpwl8bBS0FrdeBf",
-	"Tk9fMZd+AGfWq7r89mvevr1+vwlbrbRNZOOQmYnOLTPFdMrzUETUnwWMU6mzValeshmzbKPyfshykXEr",
-	"LwV78/rYleSpVuNbfnH889FpDKweKzaxymgoc1dskE1JW01MdjVGcg0lrQRaepJVBk2G6pHziTauPmOt",
-	"3AdRYJEOVTt2BXpAl6bihVh8KKYAOB/JlYKGzo23XGDpyQeGhVjMbojFdIUrPA1Ys/Ue1ddxMEsG6/WK",
-	"8Wtf0QaNMZ/mJd1IX08EFs/JQsWcQEx77CVsstVUb9F7w5kpzr2Bx7ngykda0a3rAjUseeRSEz9DJf6z",
-	"lNsVHTEXX1ZF/Iuc/jdry2aDQP5uKy2zlja2UeV0y1mnO75bC1V3oEo58Pzy5ld60d3oIZVJf758vmJ6",
-	"/RwB/TVaaLfU4pvkl4qPgRtkVezR7/rcPPog0+sYfRyGSV/NO0YZsCrellO5k62p2ps/f1+2P/072Bqq",
-	"iPml9+ZuwIa01s8KPNwueKiJ1E0/2VrdONodmZV/89sTxr5eu3F/YvRV05LTSsD0MqVsCtLa6A2rebLL",
-	"QKVNz5SxSc0iiPv9kAqeNYgi5Q91vNsJ7Q7qBWWdPO/rCUYMA4OlGmM5iyTXxpTFC6XACPnNgYNu5FuK",
-	"OGlBkfhnxOc2lY126vIa398cre+5VuMDFsO5xtW2CFgT0NftECnbvboqqUoTQPjE7bNN2pcf94GpKmL1",
-	"9ytdJoEnoCu1YSt0YaNQQZanaS6MgTNQynmdcamd6hz9PlSRqRbG6kBg6SRWl1LfdL+r79ZD3VMHJKub",
-	"8FIJirGj8tBWOxMFIfEAK8DGMg1dCuKyumPsXIrRalnNSmG/eCZUKtU4pi4GjKsAwWOB1e53r65YOw40",
-	"nOpS06Fb0A2SiQBJEhPwXSobvdLterWUr3uyKW+AtUN2PylajfjXHLiSL8KkjWYjnkdMZymogyHDYCtB",
-	"b4kINAh8n6JkLCljt9KWohae/tmnhTvQs7cMemjQcLYoVxq1lLiyZ+4YNsfEwJ3hwAAEChFQWvuylKEQ",
-	"a4A8gB4CkRuiY7bTVRzgg5Kx6kZosmDcjWOtCg2V060dVkXvWd7VqMSE2znPlkjNj77A9GfoRcvU6yYb",
-	"yFrRbmmgO1DZbpzanetuS/LV3WQAbe1Ir4pXy6a/QGGrZBfZicsojjDUGOCPovgib25U1oSmQlPBFVbv",
-	"b3LqlRM4K+0Oq878dbR/AJqIs0HErH2+YAtddCIWj7USMWtLWwoWezt99rNWohMNFXIMZF5tMlQFouGC",
-	"BmAd+yzlC9PplUKDzIS3Y9VDp8MkWlELXu3oAe71jdaQz5RhP4k5zHJxKXVhzqhm8hl1LTCN5Nf3UfB1",
-	"lV3folKI84P5AszknjJyrAw7F0amwlHvObZPuT0Nvj0BDaL9FoSVUgTqgQZLZ1LBk1WI3bibn0RrPS24",
-	"O3oWqMufTs/eSjs5wW3ZPoN1ddIrUWVhxIY2YnKsQF2ie6JQKZz9w5c21yP2eJflXKV6SvXJe+xkgunq",
-	"KlsEwC4LwgPN8fQM2z140HcQD5IqYIenC1VsxJdXq3a/+8cPH/rR7vXNaZVulau7/K7cZ1BMt8q1GbB4",
-	"Yu3MxBSlDd/jsN5c1JuCYYlGw2a5vORWDJUSdq7zC8PamU54xlJxKTI9mwplOz32Aotrcn97xDKtZ+c8",
-	"uYhYJtVFl57ROfPWkKFyMv4gdHlIJiK5QBciy8VYGuvzwJVreVLW9vf6QSp5VpLiimsJ1zl49Mhd6yV6",
-	"6lOZQ0ky9KF8bqaREUmRS7s4wQZICJnn2LnosLDNXThcEQTXtYcbFh+6ogq43AGjzkdsWPT7j5MLscAv",
-	"InbdZbCGPRUrw6Pjhp38ctjd3f/nUE24mQAkAw7QjrsyM0aIFDtX+SKH6KS+EAsmFYufHj1/eXb46vjs",
-	"16N/n8RD1XbeLxabizMrjD1LxVR75YpaPQGJWOrQBHtOGe9SjbRPb+cJIqkr0+63vstnkk25VJZLJXLT",
-	"aih4YmYi6ZJlBN7PAJyEIs588vRXRrUoTMQywXMYxKVCKZvzxGL2lMhNb6iG6r/+iz3RCpBAamWGqsuq",
-	"FRmcRXPTMcB0q0dBmiNs4LnItBobp18PFQtbDLMJLdlcqUnDTKJnIqU0r0GIlnLPPDBMpqGC6V5/rwdz",
-	"xWBhSYigC9tjz7US1GairM4va4mpvr5xSE5bTWDrwVzf5tIKPwb2aJhlgGmZtCLnmWHteHe/349JzsPv",
-	"vT75Qnf3xS7CRNftRsWUkudSmJpnvcf+u9AWU/uRdJJ9l7o2ODcwDYVRFwjlayNu2vG6Yglxp8eOeDJh",
-	"sfW1JTgss+bCdhVfMfXugHHnsNaKej5RcyvuXOyTYsoV1l/DwgQzPhaVFePBnOt0Efk5mtAjNQJxNZyD",
-	"EvNMYuM4BMZnVP5GnVYpru8KRV5143z4qU8wRsQHFoUTKGuhT7hhj/tl1Z749dF/vzk6OT07PX5+9PLN",
-	"adwBYBtJJc2kx14q11YnL5QBaMJ2cnAOmLHB6J2+5pWHxP3+YxZvLKHlCzVUKwnVJ/rAOKuSYdPCWAZA",
-	"cil8vaz92gIOn579cnT49Oh1uYgotCLDdpp0qi5Kg+qAho13Q+6sjOkHg1PHZ5LCMj0asfMFC4qCgaH3",
-	"+v1Oj/2oU+nahnDLptpYhqVEWXtv53Gnx35x66ne8HiX/Qp3xM8P/8cv4sd/nx6dxJ0DGNnVKtXKD+y1",
-	"E9d7BY2VGV8ASlsjslHke/1h01FdWDGAceK9xzvMIZibCMP4IcNOtWZY+jX24IdI3bXiioqwuIO5EGLW",
-	"5aD2VK2bMs0oaOSfVaA6fvrsqAJRwK4zbUTaYz+KhVYp2+n3+wDLCiZXDmfcTjx5+eLF0RPqI9zxioDr",
-	"qoUDAe0xGtg9gv+CNgdLwIg0gkF9ty+u3KYNWKV9G3AHPRp5DHtViUkxQ/WREk4++nicj6iUAth/hB+7",
-	"3S6rfcLFeG0rjZh9BAhhH9mmvhgjJFb4IFKqA+dPDKW5MBGGIsTWvnGp9H355sbGB1MqvuTkOS9IRgxb",
-	"h4JQpkKd3N39/VoXzBwp/FKXwdV5rcZpwYR23VbcUJdVhrKsIQzYFmbgVO74IMR7nUkfAFYNeouZ4YvQ",
-	"EBVk8EWP+eqpLJMXhCNLTQlX11AtY0Xz32Ef2QtdimY6d/WISDJdLWW1OmgIYaIR92jEjZWmI9eUkG4C",
-	"zF4ddrVoOo2/74FvuUw6nGLZHoMed0n2WIM8Xn+mS0F2+J7v3Xv8EdJRYf10i0BG5Zuw6AU2RIPHlw7S",
-	"F6JrgPLG/h/lmz+148c2ZRRXJrM+brS2E5srGMUVI2115UehshH5FVYPoSHsFt67s4vIfpuKsXE1yjdG",
-	"AcE3GUeIxobVjWBQL8FN73+8ROa2K7rdhHVNdcPoHftr3gHrBMGX4QNEw5uLhN0IWtQzBF+3S+SqEZa2",
-	"bBPiUvWATvipdFbnsCa0uzIHH8C9vKFzR3kyMbJL8d8HLF4JLUfKaMqIcWluADDPGmgu37m5uGq1CrVF",
-	"rqpg53IMQ8O2plafDRtQjcjEVzmsXl/L8oBtqmX5SYhd7y8C89hHFnqigTyi7Es2X62YLnJmZCp67IWj",
-	"avzctRiV2NoVZJWDlfYiIF+nBu+iMagR9fJMGgXnjyhe0wncebVZ9nnFZlkbWyW+enlyGi21yW1IMm2A",
-	"OSz4pPP1K0aRIdznT8Ixc1BQQOUKh1FWdo9Ca1y4BlviAKgmFa6fLU4WRcXKL0MVo70smIicFEIXCd9M",
-	"7AUrQpGVcU/dvNB5neg8xeRmV/YX5hIO2eZcGU5ityPSns+iqAGvQ1YrJFoJzrWdEK9HyYGuDhWwhKp1",
-	"KFgY0JVesUbUSOeg3opZKzi46rKHKi6XTAho53qVFhqAI9cnjxhMKFcwVFwxMRqJxLL2bn+HlDgexEO/",
-	"3AcGhMhO1bhF5c6dbFfrt4snO1Qbu0zzQKh9/IBToqR15QrgDa5YV5uzvasrEsM4WgxKod0Fe7BM8EsX",
-	"7g67VWC8Ap4Nd/CGCrVvzVxtBP3woW8F/fBhtRk0tUqvGV0TrnzZB5R1/EqfHj1/9fL06MWTf5/9evTv",
-	"s9PTZ3HnIFRg4HZ9m2gXhQ8Kl+9wBWB/yPavriLXlBHoG8Xq53oGoFPRBoO4YUWWIbmfu0S/aui81fpi",
-	"qOigCa6qoA2TmnDUMh1ckOGKumf6TvaTmhZK0DtUHleIlmmYQcTOc30heuypxpmNCzQjr2nlvdrBvMeO",
-	"R4SNa/p4R5UYFd8EXFqzrFgcMDmCCURoOILTV3reGyqULODwqgcjDZxExRhZqSOlbK6zoXLxiQbtZwtq",
-	"3q7V2OdYOTuV67Be7WYcBzvN4/4emdcK5aC8BySNKmk2FKFnbWD+ZRvtCOVNHMFYnokOCfpz7frUG+qi",
-	"NVT6UuSYGOGaIwFEPDAOdk2PHTL/ViIIdD1oCu34w3Uc2JNLn8fz9vSPZyBRANyYDhoqCPcuRW7QARmX",
-	"frQ4HDHtVORoB5BeeCV5P7CttBO2/HTgUP0L2/FSanIceQXVFdnCllHGS9mBVQQSafmFQLFJzygmsrrR",
-	"AS5LiudnG9Qml1kB2+DWSViBW88yjTWUOSFwZWjkUEsAAXMpW2av67AulJV2QY3WXTNjBeykAFXFdQd3",
-	"fMnJe04M9MHAg3KJAxa6uvu+350eO/Q0VmRGDFU7vnwcB3ijN0QsHrboWeyX7nt5A8tBrXIi3Gs3dWIf",
-	"KvhGveX7OA3fN9xNq1c9jcI4Wr7Shh2YAbYrr7QodzDv+gB3DlZ3G9VCfoHObYfiaMcj9ZscE09evj5B",
-	"i68RbgnBIYFncUl1Peyk1oEssOvQqazsSTYoLdFEG3gG/MjRgviXo8OnsePyZPWCaXgbLB4qURQUNTFt",
-	"p41WaRZInCEreScqjW+lAfGonHF458tXZOJzZGq3v8deaOYKPjtQJTMELgfOF3DK7RO8uk3zJhPWJfEZ",
-	"MjM4Sz2hd3hTdW6lT0dqBUTIJSpyCyMHVkYSlCwdLD/mem7QMM0XLOFZFooeYVdiZNG5HEtlGn2k7RjO",
-	"9uzw2bOXb4+enr18ffzz8YuTGI2W5wtvwQd5o9Njr3JBNgqDehbQJ18WvSJGkaLBYt/nB4gRkQu0/TaI",
-	"PnBHrd9hTZ6PqvX7o4bi/TTuCSoK3VM5xdAYkn1zgfJeIrqHs1kmQZOzmpGvLrjXnC/aDNVr9N1iQG9p",
-	"I2k7YrlsYzGhIVPQUuBGZxul8FVphyqkkRlmNSbdxR+G6HgctiI2LNMA6E/0MLeuHRSxGP4Oga5Lxa2G",
-	"yle3IgXTr8QVL2C/nViuUtBS/C/v2t69PJ/Pe8b97N3L6GvuIG4+fHiCbbQfPhzUwmuj8q+ybhft9kqz",
-	"cE9zTVTWSoKzWlsuiVC2x/6fyOWIfAphMKYvveQWmrOT+DXjuZFqjCNbz0GxcXeYoWns262ztEdrPaz2",
-	"vIclc+VP0DAQFqxQftoojDWoP074bUuHpUgSsA+7445yVL0viGzOPUQ8LHT7Jy0IL67mIcLIAT4xdtTN",
-	"Tel8yjOWoNR5jjQvybmZEC/NNCoVwdWpiHJKG2R/Vg+lNhbkx5VAapIvB171dVOnRpRuQwGBJUEPVwuM",
-	"pgYVvkjggQOWi1TmInGuQSBsvo//QanbAN/1dmai0t6V4lbrFYD2Tp+ZCrnqRKTA4hScqrHPTERHH7HH",
-	"ffp3l03g2gQJyE4f/trZg8/dPiMzPWg/rI0M4Xc4rPygTkWR6HqlR4So8A6K4S4Mh9Xj80xvyVyBVoq9",
-	"3e9hpfv9xzD1iVa6yEXaY7EP/Iu9odb4UQMAcIKBgxrVokzhMtGCtBjgDytBglUrsDu+/yeNPM8QEyib",
-	"aoX4YWrVo3J8YoqGLUUkos5MSgq6EB0tpaAeGiOkg8QIjqbEPQ+VSI34CKdTobbUFRd4nrk5eCfJdJFW",
-	"QniYD8QBKa4SvlMN4eeJLXiWLXyszoHTs5cO1B8A8pMX2iUtLASqk9J4wT+I9ZVDaQc/kk9I6NQbxuaF",
-	"g6LwyrnOL0TQxqodaRRJNaWBmdRrL9o7Vo2oUbFtYjhN8Op4Wd+IkHQ+VHVF3whLNAHNn2adqx/YyFB9",
-	"dB102EdnLf1IGUFmk/PSZ7Czj2yn38cJkk2PffRBVNVU9tKZTvnutO6Q/E68oIxucC/xP39ku/v1Vyzb",
-	"0aIVI1rNsDbTOd4kFfM5ZUC6K6vA9y3n37OPQIfgxTuls/pjMEyR+KZV0KE8UOLiAO6WZEbW3uvvdMgy",
-	"eFS2LiLp87xILgTqTfH7uHwHRVOIkQQUApzLFsRm43nFjArnOxZK5DIZqkRkGcIP49lY59JOpp0BsBma",
-	"JRBEMxPVcAd38A5JHGWEhYWSHEDY43n8COYWLOFLgTl6BAzMgWwJ4u3dq6sITWBwJkBFeSYvRMcH8pCx",
-	"xCsOekSVDrpS2FEXJCE+k11YDY7cdfd1d3ZQTjM2LxKQPdIuurodiUMcwYCpqZieixwPkXZ7sCqegnLp",
-	"QGHYOnj/w06/fzD/YQdEPQJBvLq7Dxe97TKMUX84/+H7fx3YpWfzH3b34CLWS0GJMY+Jh8zZFOMu3GkP",
-	"FWlLM26Mq4Oq9Jxg2caV8/IHT4HSWNyRwEcaNiqyzNFldqg8UA4VsRvHWuqAWbb6WsWBSpJUMHIaR6WG",
-	"ypkNihmacrCGYcKVcyyg6QyNCjQpMxNAoeH5vf6Ot0QhhNPZlEE8SDxfUtRnWUvDuSVAt9r9fr0naDVW",
-	"iLVr+xYNVaX7GO3vqltotbGZd0yTrOWRAxFKTmcZiLtDZQJfbHJ9gN4Ik5fGt4wnsx/p3c0m/7dBUGmK",
-	"5notUmmiChB4Cu8sGL5UBnFkJxAe1MxyOh9SCgUNRkEJ6BYCicMZb7wo6ZgDRrQZRhFjyOgq7T2AmtYr",
-	"7wEx1YVN9FSs8BW6vdIEBG52uU9m6edqZIj/PmB7/d0o2NpqQSDVCI8BWx6iNvRqYcZPe0njOLU3LXcq",
-	"gfeUTirySg1A0owCCLr3Ie+gIPRpgfBaeXDO0YL46vXLJ0cnJy9fnz07RKt+zELMbb9TqgjJhOdjhOmh",
-	"kqpLdgMnkyMaAw7rcwQcFwSdyUQog5H8oUpP3hq0nh+fYjl2jMKFP66jlqsf5Ir8OCXf759BWQdRPxVT",
-	"rTAcGySAEvgjtHROpbEywSJMzqQNdH+hEva7Piebk0EtmAUNOVSzqQcEY91zFPNag1a/t9Prwyx/N1ph",
-	"dDV/KnkmEutCjUH/ht+6rtizzsePkDE92u3v9rs7uy6ZoBW19EwoGH/QeoyjYnj+BIO1H/Gy7dK4KZ/g",
-	"F67SBQr6KOBSxCpaa5ykiLa65gjf5bbygeUep61B62dhfc+nMhEYJ7Xb72/oDrbaFWxTJoV/xZp+XH+X",
-	"pvd7/Z11T4StfVTruAgP7X5/80PLPUevo9Y+nc/m545d1EGo57bff3zzUw1dda9rqFo5tGClrMehA3bx",
-	"MaZB+MPHhPRHZXpZI6Qfle2LbLVit7eLBP1GiXmZIA0SzBorz1DdYOaRNti0zIAFm896g89Q1arhE8mr",
-	"Y9UzaeyRz9kKZbLN2oyj8pZHHpCbUopk6sNwMNyFVhwKr7nsNwwPxwLCrUELC3WXNLde8tTnUfDb52av",
-	"zu8l7JPLucQpSYOhUuum4hOFt6If1Zr2774gnSrr3Td2v8VysuQmUX+DnpB721CQH3loXvafROEACFhI",
-	"u/SkzOF0lZKh6WstOXvtUjl0qIPh0HUTQ6ZuCV8azNcxY3JU38P2lrDd37v5oRfa/qRdNbNvERl+FjbY",
-	"cpuw4bY8Dh88fkoJpM0mZGJJnzZo1Jpp04CM/10IF+JRNUuD8jSPfJDtKBdmslQaZoBWwFpMNUanjOWl",
-	"UEPVnk+4RSUd9ap6zjb2zwDpfC6NKCtSLpehrLqGrCZbFw7wwHFRDOiruXT0qOomeGCY4HkmRV7atB2p",
-	"8YLRUF2ImQ3hYq7iEUpZPtDFKYnUYQdUOyuyrEnAqRf5LGsw/qjTxZ2RqeZKotSzdok27t7ZSxvrjKwh",
-	"lRX7/3uArZS1FVB6X9dp5ZTRc+YPunNPZL8Yke1vQWTXtcSG53e2IJuvKFXhVGvMc6Pn9rdZXUPX9W+U",
-	"M2At3rqbb524NMHOPH+sFZUOXfjObr/vapy4ss6JK8KFcetq3GPHFbea1YVLQPFBmo0ilWsL1CxTbd4D",
-	"evTlr5+61ZX8/Nbgt3d1IfNSKGGqEubLEGrltm0qbC6T9QrzaXCjPsAQJrjZK8uvckwuEIVhmHaJAT3k",
-	"16KSA6zf6/f2Ihefa5Kcz9Aj6VM6fR049MlTlpcV01mGXiOV+pCuNpZxOPNFzkP1OGdHjzvRUFVMdt7C",
-	"Cw9WLvvnzZnVlmfxgCUZl1ORRiEGO2JSnZEFMhqqqTQYDkdO+jKifaZ1xtrxbHwF384eAg/+XZ+bKKRN",
-	"VQg3BpkEv8BQoReDZ6ZM9f1Zs7xQVk5pzR4i2/FYnz2MIxa7K/CiHnuhl7wmAxd0L5y9NM8XwBtkalw3",
-	"J9h7jPo0BxhkSnCvc8oKxj+K80wmjFJIQBbLsjKSv4k9/yzscwc3N6oRABmPMDf3wDu4f0CwqPPMZQNA",
-	"I0P0SWAYTFsGFJpQIbLK7j6V69wxElaQZBr2bC06OituzwsV63GSTwV7ORMY2JXqpJj6ShsYhuHHWfBp",
-	"FkcUhwkcAUTE/3vy8kUjFXPDwe+fqx6uVATxU33c2wnTbair23zuK+usBHfMuWHnhcwsOsK/UiDAcHlf",
-	"tQNdxm6TbwQEOMCNgLD93kT1FJNNIPDvw+fPbgcCfp63BAHcC3gbcpDefxAAuC1eCwChgM+6w39Rs1C/",
-	"4mPhC+dgFi65coPHyjKpjMitYW3gCsKyGR9L159Gq5V2VZ1eo9XZ5298SbtzSA+7c8vzFp0BYIZrXkAV",
-	"J7dT85bazq2xZwc3ZKi6RUlKLudJGoxcXLdmX3JtbOuW7u1Kb243oZC4tOVcMnv7qXxJi3u1YdxGm7tf",
-	"+b3S/He3us9KEuaJb6BqaGtsNO49wTAFwzjW3MIQjh474SNBqU1bJOMOQvkcDAmr1Auh8FSHca5oWY8d",
-	"lhmkmD9M5R/oNphHSOoi0uTKfWIFagymDQW2dptE+Cc4jm9Td1tqXlnbr2LRIhS+ewtdbZIVA121fqBr",
-	"Qr5EQXbumoKsk0xCJI4vkrxEQI5OqQndJgzGe66jVkPGy02Plo+EJ66jls+ouenpcF+VZt1TuhXz4O5W",
-	"1jqAg6e+w+62VsI6Jh2rN0b8hRbC3dtO+DVWHPnL+MEaDK+Wy6tj+naVWX2PzIaKrKFOumvist9/XOns",
-	"4isl31AdohW1NtbLABXg+t06I8gWxSRY+8YCFZ2Bj+qjgBMK7euxl3nd2rVlkQ6pUD4cqvYNpUA6g1oN",
-	"iIa8+UqyvAtp7A3VEVWHmPNF5NjtpooeN7DiA4rcqWe/V2dFATmUkkn5rt+yWAiPhU26+TmbL+hOcoWV",
-	"4hOx41L0aJagqsrrdtEL1Z3Hk6NCBLXCACeUKsB9BSishYeVXet5ykNlNRsLS2UCagm9VbN/KXxVqwg0",
-	"WUQ+WUQawayek3/vT1BxbhBQPkMs+fYkg8fk0Fuyl2gQv1M5kqG4EUGSIevISsa7DC2A/6M27z605a5D",
-	"WzbTy9sSFveoD0XxjUqWDRtYt3cq8jGQAJtMqGTFvx5//8/OgPFzBHpKSyKzIVZh4xnml7hWELmY6kth",
-	"ekMV+3xIqsAJo6YUkUsFotvxh2FoAjdsDdiHYesC/oWBrq/DUCy+wKoiS3fjXeVNPMs6Paz7ulzKJfD1",
-	"pd7cQ3XoVtlYioVXfb9LRUpQWS5rnmzmB7Ume5/AEqrs4O7V5cYWgACP1SHx8Lq4Wf+4k+G30Mb/NGbn",
-	"Cub4s41KcUKJeaWR+z0x/8uJ+c42SnWlnONProPoX6Ybf3e7+b72OPGNci7C9pJ5Yc3FgG/VNhcb1ACv",
-	"CH5w3643J2aEKviutH3Fy0cZ/7kwOgMW4Tt/bKph3yjN0wtOKTtgiXyv0hP0Rxkx9v4ovjTDiIneuMfi",
-	"sjBycJDMOAYE+Z4QzqKwTCvXOKp+490/uu8+7ET/3GtsoPJuu7CLiV12yt4YZuH77qNfxCWu+ApV1R74",
-	"d+Vn/SQCdUtac8e+3KcunacCDb5R7zpnLoa/bhub5prurDQo4GyGacCurslch0RiLAcSwoAbAf+14Kl0",
-	"wWB/fpDaZxKlNQdRXdOGrcfk163c6BQxJWzX+ca9XY3CjDJpbLNX/LV7xxd0ivvqeXfuE7+5Pf8aX7EN",
-	"hZ3LjKyKsaFpRrV+9p/sof+SxpRKU/yN7mK38Htv8d/dW5wH1PYUxiP7el+xuwOLKOmczXjuhQeHHssN",
-	"IzKNVYVK+2RZMN1VHBqqst6nq8lbCe3xaJhw5eo58BQLaVhdqWdWUXp7Q3Ur3zUWO622O0A1m+olK+1H",
-	"Hap69llZ5pKqftRag5SVmGHA9S5q2szP9lCv0jBXwHSwpmIpCXa+PGbQI6mep6uGgRk6kXcm4JFRQrGp",
-	"5fXWWoPILGNYM5fbUPCpvbezW/LvDpzOQll+5Zp9hbqdHAvsurKzrG5ld1uIZJeQvaS73oBSo7qNZPVL",
-	"+fDpFP8iF74DoTU2A3dw6xz49075r9Tg8P3X4QDe63+/2QHc2Him5gFu7hCz0QnsSUpZ5siXdK67fpu7",
-	"3nQiqvPo8H2obtd5pvaKNe1tIjdozT/b+bs5UusH8yoXJvgwb96iXo0cT6WSUwCefpB4XctC54f99ixm",
-	"u18Jhu7ubsTQ5g42GzGUGu1sxFDHVtyom5rd1NBpTTudgE6rbXE6ocb8rTv9gNRCmVjtm7sKfevIe/2N",
-	"qiEkvTR6EUtVpGLp2L5iRN2msKlkxDohvMHSibr9VkbOLSwPX17V3ywV3uv39878ZWd+7nGhGQtXCiDf",
-	"leWRUX95VwkbtXzqltBsk1xKP/+ylaJCifE7N0/O/1oisbSLW9Ru8vt9Tzr+7qbB5SaZVSOhb6Ow0UpI",
-	"PSQM4+zN62dki8OqKWVZFYOmMqxOt1z4hbXj34ath8PWu5jy67Os06OqnC4k17cox9HKOi5GjrEpcGyQ",
-	"nsQHru8fFuMmuxV6V6k63VDl2iLmoNERo4SxhQS8CKaNfa7PBcMcfZgWNVfHP2MajsoNV2uDD5VrK+LK",
-	"sTMl7FznF4ZqBVAx9lRcikzPQObp+KZq8EYyJk5cjwLyB8N7MPTzxvru3mtdlnWvFBdeb4ZcIgStL2ks",
-	"W3rXX2Q1W5rFW2knxIHWVvZyd1aibgjEPiPi5t5odqek9r7uzLY6l+/vs0Llm4l8o+QXNLFUZMKKVRbw",
-	"FK/XKXSIRwx1tiYSqO7iwLd+qJUXyYXvaLgqBtLwTZSrRjL21k3sXv25V39qcS8AFFujRHRz0kfZOqus",
-	"A++ZRicgQj0TpMk8cSOIfzGF4CZeeB9seo9tn2Ns2BbVbqfaLwHxZ6QSYKeYIs/iaEVBiVhcGQj0Fcwq",
-	"GCof5i8djse+p1TcK7+7LsegcMzqnZCcYuTy5YdqKrhrG+FbhKETJuNW5J2D6ogjnhkRu7KJptYFy5Xq",
-	"xOaSmJ5fCT0NLa9umZKwJntglVh9jVkEa3WQu80m+BxV508n6j67oEHRuU8vuE8vuE8v+JT0gs/Vryqt",
-	"Bdda2l8qUapTM5G7eqLIJ6gJewWnVc0sj02HEM1dQznqUThUU56KAUZr+1bqrgEZ+Z8j7KuVaWz+i73j",
-	"kdehG3iOQQIg1K5r7lCvEgxL+4LW++WCzndovZ+a8ddgvvfVlm8235fAdK/73kvjSwb/ej30pSKvdiJk",
-	"7smD+XJy+gZKiJZ60SX9+fYV7tdoBY3Oi2NjCqxCBYIPvdD1UybtXlpqB0nd/uVUVJ0MnR77yYWsKHFl",
-	"sXmuLnIzVERjPUsIDoy5Lts7Y/XhhhbSETMznoDQDkuyIO+jIB/k86WZYiH1kAvsSB76OHzteoqnNnNp",
-	"HQvQhR2qTBvqj+Wm0GOxf/qMhj8TVzPQEs64jZnhC1Pm9OiMXkxajfPE9IbqNfpYYFjs2BdaF2sjwu7A",
-	"3qLy4QYSmJpG6wl9ZVcr6SNMLB2ts+P/eRL1JzkPygO7l6nv6fYnGvIR/EODeOxh6IG/ScysZ5t9aJ0L",
-	"nov8sLCT1uC3d0APySjQlDD6DF2MzmjQjsdY15v1HiXT9FG1BWDcaUWtIs9cj7/Bo0fonJxoYwff9b/r",
-	"I9l1k1tXhhDTScpKhKVcFjJwV0W/51qJhaPQIqW+wbxMlaeQkjJdBFt0zLCrbWV8H+zSLFn6xI9KF+my",
-	"Z1tllNCwb2WUEK/iew6TR9x1VyTbT1k7nRJiykrgXpStvCqc7uq73m7sAIcwQw0Pw/ie5pfDux4Eq4NT",
-	"ymTEcp+kGIXy+X72vh4wUDuRjRqKu1deVElsBPjwfSaJzVNSD5UCwyuNTPswRJzSnZT6gvXEsLesq13X",
-	"Y3HKLe9V+4kGRrbAUkx221YzIWvITS5mbZ2z+KGPJq0zK3cv6eLu4FqfKDQdP/2FsmDgaLZ75FROhbF8",
-	"Orv1kydeDPFPfiHb3KumDdrGWPY//9PkiUHcSnvsUC3Y7tWVa6pLxZGwYpY0TI4VFoYjE0d/dZiftXL9",
-	"g6p9aLzR1Msm1M8BIMcXZQFKg6O6rrBNadGuVaPIjMAoZ6V9cEsQkQSKl7qwEcVx2FyWDfp9i6XeEltY",
-	"wph1Jgd/W8gN2ga3ws2svdwg3gdgI8ohfQO847NZri9F2vlU1Apv3Aq7Tvzd9wi2vm738h7d49gn41iJ",
-	"PDehmbOvb4NkrkbTwEVKNNYlAfw7PH3ySyXdCePd3bNLuRSAPeiNIvtd/KnI6BaxFSqSEfQeEdcj4tIO",
-	"3aPhJ6OhR651SOgSHrZidSsps5X08BIBRppaFgahU2PM520Ra3limzGL7r7ncTcmvtyzuM/HrRWcWY9c",
-	"M51vo6DRjfWiy9jc5sApZVhCIabKCr76kOELLAx0e+WsNq+bEAtuvVfN1mPV6v7co9QnoFQVU27Apy2Z",
-	"FaLUSCppJiL1iJQLU2S2l+q5yjRPz4o8i9lI2GSCoUmfiElbcym4+55L3YhP91zqzlDqJi51ff3/BwAA",
-	"//8=",
+	"7L3rctvGlij8Kl2cqTLpDdKULGUnVOWHYiuJJr6NJY9nf6FHaAFNsiOwm0E3RDG2qr6nOf/PK5xHOU9y",
+	"aq3V3QBIkKJsObH3VqpCUyDQ6Mu6X9+3Ej2daSWUNa3B+9ZE8FTk+PUwy/QcvqTCJLmcWalVa9A6nQg2",
+	"FXaiU8PsRLBcF1YwU8xmOrcmYvHPR4dPY8ZVyuKXr06PX744iZlUSVakIu21olYufi9kLtLWwOaFiFom",
+	"mYgphxfZxUy0Bi1jc6nGrevrqHV0yserUzhkxuZajZlQVtoFs3zMRjqn6YhZLoxQlsPNEV6Pj0fd59wm",
+	"Ezet41H3hVbCX2u//vEJ+25np9/ZPL0Zt1bkMIH/GbZ+/Z9h693DYevfW1HDvI9TMZ1pK5R9LWYZX8Bw",
+	"y6t4RfOM2FzaCc79kmeFYDG8N47YfCKUW5KZaWUEk4ZxWGDGF0yP8DetBDNW5yKFlQ6VnUjD4vD6ZNH9",
+	"RSzi3lC1qisRqpi2Br+24E2td00LeKYTTvNsOv83r5/5CSS54FakMEld5ImImM79b7/pc2Yn3MKcATiY",
+	"pgXNdX5xW0h4za14JqfSNs/IWG4FvFfwZMJmOpPJ4oFh50VyISxrpzkf2a4UdtSdWDvjM9nNuRUZDNh1",
+	"MN/d2ekMGB8qY/MisUUu0u5IiixlmTSWTgm2eyqm5yJnM/gf3xMx0Rv3WDxspWLEi8wOWwf593u7B/b7",
+	"nbjH4jxm0gzVRM/ZlKsFg2ULYw2b6yJL2Ywbw3I5nlim9PyAxRbup42a6EwwIxKtUhMBqqlUpKyYRaxQ",
+	"VmZw3sIvUho2KrKM8TGXirXhteL3gmc0VNiS+Pe402MO+OBExKXIFyWQ6RHsAe6MSJmeiRwBgRUqE4bG",
+	"oos6Z6k0/DyD04fdx2fMATNCsCEemLs0bK0A4BWfzjJhAAibti1iw9Y8l1YYvPgYrjUDaoCLV7jAZujA",
+	"xUthCBr5bJYtmNUOufAw/gIQ+f37nX7/YE4w8jvBCMzo90JbHlUnB2iPR+tOeqKz1ByweB4TlEiV6jmT",
+	"ykMK05ciZ/OJTCaMq6ES05ld+IdzMZJZZm4CAbYJAobq84FA2JYaDPz+/e4+XFwDBLRPxw1U9jgFJjGi",
+	"w5cmnLckUmREfinyB4Zlemx67JAlmYRNmfIFM0KlTALZmquhau90d3a/ZcmE5zyxIjewTfFh9//j3T/6",
+	"3e96Z4Nu3Dlg2k5EPpdGVIZnU34hgPoJ2oStWMyvtaHfvd+Jdna/vW5mN6+FzReHIyvy1Q04cTBhNZtz",
+	"adm5GOlcMJsvpBp7YrElB5xKJafAOvphFlJZMRY5TuPt27eHhZ3AhifcimZc5OUdAFQ4uIDZFUZUJhIx",
+	"ns35wrD4B8Fzkcdb82a6v2GfrqPWjOd8KqyTcI4uhbLHT+GrhEdn3E5aUUvxKa4s3faN4tKelcf17m83",
+	"yATJ4hexaJJqCiV/LwS7EAsnzkhTol/Ekok2QrHzBTFeAtQ2Z2/eHD8l2WCsdQq3yUR0ekO1093d32ez",
+	"XCoLOMoOT54cH1cgOGJIAM55Llg75udJ3AHuzWGoFQpHKxmqdjxs8fNk2AI2goAHcBRkGMOntAKQtMKF",
+	"c50CfbFFroiFOJnFk5yhwgFKwcV2veA0YCgPHdRHx9s5S+VoJHJcBLxBGra3u1veOlR470RmhI4jmRtb",
+	"kgDDjJVZBrRglCEDhgH63/UY4hLjbP/qCnZEacaVmcMly3iWRUOVw8pXlz1g0joRzXjhrcgsk6PKBABy",
+	"pjPLEj2dSmtF2mO/iIVh4momc8F299hEF7lhHGeBzwwVokei1UiOixyP0wGCJ8WAMvgAEX74CVYPlOxc",
+	"AHalhO1EgxDgia2VIL8kN26mBfzqmVBjO2kNdvf/HgFt8H/vNIL/CMXtZqIQg6Afs4UuWMbxiHjqBGMg",
+	"wMAShRkA/7x8PGzFrA1givvHu0YAVgOrQiYMsicfm2ioQPJ/GCMqcbVAaKXFDHBkXVg4LNinYpYCq0L2",
+	"MMKdwlfv7X57wLgTy1F0AB6ttMVxcQr+lTjDFN9MqLjX7/fYKfwJ2AVKFgeAP19YgTOCLxEiyVzwi6HC",
+	"J9vx20fDVq/XA+xiShDvsMmkJIxe9aERpdGqs+lAneLT2ixcH49AH1pzPofKH8/SeWw4BdQC4odAIt6C",
+	"GiMtrUM48SEp8pxkD0JMh13SsMf9vcpiYW8qSx0w3CCCAT+gBwrYh8P6YbHtz2rjHpba4g0buUZD+dmL",
+	"/tKKKbJiooUMhIo+cV189++FyBflq1F2qr3SyUmtwU4/AhQkdrzT70clc95pZM6v+GL6Ceyugu7f7EVV",
+	"7jfjiy2431txPtH64kilMy3vhOvOxfavPX76M53qGnOGMXwsmARm44l5RSwGSo8qrTQsFZnEy23AXa1Q",
+	"Iw8XUakAIiHcOjtRhUcB3tOYKCWCCK4TEKlRaZUwXCIG5SsAOC3LBFBE+GkDkM5pnd3tt29qxtvv34kc",
+	"Kw7SwLptjC93IiC1WabnSOZwI8+5Ed/ssZ+fHz7pnvx8uLv/DQrN78vZXvfCH1ZOhbF8OrvuvQdufh0P",
+	"VRtZKJ8TeweaaUA8yUUi5KVIOxGwOE+uyzd2U5Fo0JRnPLfeGuGP5IEZKiOSXFjHL+P5xIjkLO6xp0WO",
+	"QjFzv+eazEjMzjUzfg+IpJPtxsx4ImA8R/0OGE8SMbM13VKOgAF5gkVU33EEkD0SrYzlyjLYgS3OOExk",
+	"26O+3InKk/7bo+/f/a3NVq91Hm4EgVN/POtA4C3ZqxBoSb6Zc4O7JtII1umoUdBSjVQJkf83Sl4xMdPJ",
+	"5ICNcmEmAfuGyg0G3BtYM+MsAAqboiYz4Yrts6lUBYDHKNdTECRylmQ6uRgQLzjXBbzSSWZbbHJ4ydb6",
+	"2losuoYRSM5FteMHnjqFFf5KtAJ5F77y2SxzetGjWa7PMzH922+GjHDlO3mWvRy1Br++b/17LkatQevf",
+	"HpU23Ed0n3n0ip5vXUfvW7McZEQr6fXGclsY92qYw16/f+1nXdoG/QzMI6kueSbTrgPnVtTwm6xIjhdi",
+	"0Xp3fX39Dpe+Sm4r8veUZyOdT0UKHNqNBcywYoauGf6aVuzufVTeWDULdUu70FYPu9tLo0KXrAobHw7m",
+	"B1zxz4JndvLylw2nu3qqm86SBmw1bCf9sljeso+deV1FPVZvjPhSQPS7Coi6i1UwrINfV6puYURrDRAe",
+	"BhB0fKPJZt6gHh44WSDjVuRfNZg6k1E32Iw2PxesSw1Q8lqAwvSFgMnu7q3AJKe5b6BVq2ABTI3U+FJR",
+	"rBoiHGh99VTsWAFn49lRnuv8yzje/RqjajheN+WuwDmvw37FCiWuZiIBLRBv7bGnwnKZkWSX6fFYpKxQ",
+	"qSCfYlxuYhw5tRzEv6/+jJ+jH/eFtockt38pxH5/4zGT97mrtO1yN+9N0gb6p8WVNNaw88KyVAsyDDif",
+	"NR4xjdljp6XRnmwSzm0Aip5aDFWqkwLUaNQt7CRiRjOJokwmDbpLQKadiBzUFlDySDwlWEI1Lxh0SQht",
+	"crhvOkG6adkh+lVA2wttfwQx/EuBsr2NUAbgNcLprgGuF5qZIpkEzze5lED9SRJd/BNQh1d8kWmenmr9",
+	"jOfjL0US3Hm88dhmNOmu1bqb4bS30ES88wAfcChbcd+RSm9Ye4c9lz90/hkOFmjYU5FkUn05VH/3poOF",
+	"SXdTP2vSq71m/mvL3XCGJrARl1mRi7NEp6L1bi0AJDxPUaLzoxIHcEORAYM8VW2aMIthZJHGHefgQp9B",
+	"iM8ZqjIYx0fqVOSI5ricCiw1+L9uOtuGUKOl+J1NT4f7vkqO8ipHU5KEFfyI5/KlEKkbYLky7y4B1Ao4",
+	"OxfJmbB8vAaCK3FtQaghdxE6iJ2PhZw3oLt2c8FThFvUY79+OlbZxtdh674MRfTb7QEgnPoGTuU8lO5W",
+	"Uwlp/OpP8UTklzIRbxS/5DLj55n4UrTNzZKGoXl3i8rEN5xgyi0/50awBKP+AFfP4UB5MiHzZyrpqvOF",
+	"zqWdSFX1IzwANsVT4FMRo2DPIKJIw8yksFaqMUv1XLnQDO/hqFh7Ym9/X2E+/0ImrFOtn3O1cMOZL4Vo",
+	"bDZy5tyKrgvLW2EXl1Jn3Ir0zMc6ruEZh6wchkINAXbQlFXMWDteGSdmik+FYdJ2DgA+JxjuAyKTVsKB",
+	"2VBtgDPWDk7MnU6PxQEAXDT2MgDFbCwvBcUJNIX1bogu/NcE5jeKF3aic/nHlyPL72yE5KI64zU087k0",
+	"RqpxxAp1ofRcMZSoL/WFSNnhq2N2IRZfuQn+7du33eV4yU0PL4dXusN3ZiyRPhep5Kflpv/lQvD+DUAQ",
+	"Zt6dwtS7eO+W6voDw+IntMYurDn24T4+pKiMW3bqO8YkES3jGARphKVADFL435z+2P32q5emluJsnrrw",
+	"7K/Djeed7z5Uo+ujy1fYnb8DtP316r0bL4R+AIz4IQ+YUBhGKS1rx68OT5/87CLc4hDTPuKZEXGH/D1f",
+	"OWhc+7gFsjWTjRJjGGpn5vJ5zjj+NtL5FL61QPvAmIjV+IaoJdPlgH6eJPbs8eg7vpP0093zv4s9vp98",
+	"J3ZGfb573npXix/De2+ORKqePpp4KjMtkwL0+W8iwZ1+gj87U1cl3oKnpHbx7FVl4XjS0dJe8Knfo6Wc",
+	"AlVRsDGpZiqVzlmhAJb2+/0++57t93v9Pntz8hTthWEjpbLf7LUqsXvfuf82B/BFLf+2m4IFnvj7ljGi",
+	"FsO30+/3G05yKiwHReWmlzz392FMPdndyIXSFNdugWijqc3qC6G8AHfqL4P81opC5MlsegZXzy6l4a0o",
+	"/BkMf+UlqUwxGoGYquzZqFCpqfw4o+A6qcZn5A98dxNYufOu7PXK6tZD2msBE7hzQCshy/TYU4r+xAhS",
+	"DI8iaRzY3oJSezBB7G4A7lNggSjCJ8WMwtFwx5I8ZKQFsS2gQqOcF2mRCTwwJxmI9Ox8cZYUxuqp2OLA",
+	"K9Ndf7BLHPXjTvjWmEjMKT0Tlz41tw4amLvC4DESbOJfh62Hw9a7uBJlCr9GLvcW4ATvZjxNRVrGsGBI",
+	"cnWTH5ZQ3zNFkgiREtK5a85eWV4g2xQFngIA1p6i1M+mS26cd01kiF8d07R2KbDZ/VXCKc9zDuhJKTPu",
+	"Z5sX4jpqFXnWGJ2YY5rRq5cnp4x2lQhR7A74zetncQ1zilwS3oQ8h/7etzcnOlQBDKaycpaNoFah7ivh",
+	"CscnL9ne7s7fA8dhiU7R35jpucgTbsQA5V6fk6tTUNjxwQcmGIIx/r2NejWcNTsXmZ5H7ELMLGWKwvZI",
+	"y84XjCPN7vTYW2knac7nyg3ajif5RRyx+FKMnA+EfrATboeK5wKpkZuoxCeueAFPXF1dwRO58EkWpLN7",
+	"sOMIG3wE13gG28aneEUDE+A5kHZe4JX5GD7/gDvP+RQ+z+H6eQqk4HyC3+UIPnGEc4Wf+hw/L+ETj+Xc",
+	"4HWL48xn8LnA73+geMHxM4VxkonAT/o+h88Mv2fwVKIAEhON33WBokmCXASvXOKzf1y0olb6GzyVXuB3",
+	"vD/Fd4kxfAfaGLWEhXmKIgdQ/A19WRfw6/gcPwXMfDyB3RhLvIJrHCsYeWx/h88FXJlc4KeC+ycWdmxS",
+	"wD0yhZFlZjACFr//DnfKHL8bmNtvOOZvGj9nsLoLAfdfjPFzAndeTGG0ixnsxkWOn3O4/wLffvEHnEXG",
+	"YbQMZ55dwFNZDr9mBmaV4Z1T3OdpClemYzjrKc58OoVnp0jep7hX0xz2doo7M73Ezznec6XwE052usDr",
+	"CBsKR1Zj/C41fGq4X80w3hd3Xk9zpGSw5zMBd87GcM9sAm+c4ZxnGV5fwB7+zuFKrjGNE+EnL+DZfA67",
+	"YfBXg9BoEvyewlNGwJhmjNdxZJMBVBgN+2lwT4zB6wiN5hLgxyzwyh+wM3YCb7G/wf12CntiEaot7ozF",
+	"pBFr8Qqegv0D7iz4BD7HV/CJsy0MjF8sJH4W+AlnV+D9l4iDl3jWlzj+ZQG7Oseo3yvczysOK71K8HsC",
+	"q7vSeGUGnwuMpf4D9+GPKYz8x3wMFK+qHcBUVsh+1LrqjnV3hRccEfE8uueDt+WDuDU3aXiNMfyCJROu",
+	"xgLtvCFLkfIqvU7tAi0eGBaHWPk6/9yoM3rJssnK4+JpOGVQHr46ZmaCaSXSukIJZG4uJzpgnMVO14up",
+	"Ekbsj+VhHMGvJJ8TWMTugOAnVzRE5/aBwYoV7gY8m4cxBgQMVeyWbdCsjWalsbwULnUHVvfAMHHFE0sZ",
+	"zZyY2wqfJ8H4drnDpcVkkxiOp31KFrQGbRmHqCnN7gyapBEc65k0DdDjzy2gy41zKhfgoPU6ak24OZvq",
+	"XFSy6M61zgRXK7PHF1aeWDtfb/lchmhu2YTPZkKhzccfF5qC8M5zACyC+tVTrumlfy0x+FGKLA3RuPVT",
+	"wRTttULvRFCYK5MGEOU/Tl6+YKjLiJxJ5QphYAxUO35EumjcQWoKPyjMhsOqIJieyEISPdxBtibWjtET",
+	"A3LecpBLp8cOfUUMHCvTykdZDdXu/jcur0uCpIrRmLlAwXLK8wsfYR3/3///f8U1nKoaLTB9rzkjswpK",
+	"tEvlA02g5HItButtmR4c9MXNCqZ7qulFzyvqdbMiWVMT9xu1xPpxv5mBBL/fd7n6lAuLdSowH0rPFebL",
+	"GVbgjXv9Wi0Ad3fhBun3SPmpzmi/H/TaxQs+XZnkXr+uHl03rNtR6dUdLo0gK7aLVeME3XzmLR5bPvUx",
+	"xs07sLvRmL+Wko4qsqz17nopTK0BfUETI5JQi0kL0WoV6rRsI2uyjcF7Ayw2zWeFPW1lqLkbq+HKsCXK",
+	"bXQ/0EAndDOo/0R5b3HITfyyyRboJrQKfSvLWTrZOkRUNmyJIVem/m496lCkm7NarOfQW2wasuaQ6Lg1",
+	"Siw7cJaY4PJ+OtGjmlG5VvJwE7sD2aO6xA3SxwrDRIcgV+QYnPGxcFnN5oCNhE0mIIQSSzKW51aq8Rn3",
+	"8Q7WV5XCIhaUyngH4k0dxCssqCpABAmkBpW5lTzLFiWoNkkWfnw/2hcIWuVK7wC63hCafYHL9FLjJy3S",
+	"+WObLIlYWGNv/+/MuVxZ6vKe6HGA1yam7MDHx+bVh/2xVKi64gpOyXTdeuKIYdW7Ipl426RnYwlXLr3y",
+	"XGx2XKxzhbnQ2Ob5NETYBl2P1MuKYZQiZHuNairuT+NeiqtZxpWrYjUTiRzJxBeAYDpxfEM0Dlt1Xzcv",
+	"YK0r3C0juLQTrRKRO2Fg9UUg95s171hK7I4jNCILZUHIFyEhm6HcHDFu2VQby3b7NXvJJiyp6Cwr5oxl",
+	"qkxTPdNkbNh6yqGs4qjIkWbXZm3YHNQJTOTB7C+lrU/VkorF9FI8+83esM2SGsHcUoYC1vB0xbpW8gwa",
+	"/ehYByIR6+wiFP0y4z5n2SOxA7aUaXXAMjGyTBe2rB+KD0hT1btYULt6Sy6O/W8aJlZ3622zdArt85eV",
+	"tt2ShDgIDpRgIwC7VTe++nQpN9PTGPcMFX91QUaNg5cS5urAP5+evmIu6QMOvVf1oe7X3Kd7/X4TyFhp",
+	"m+jlITMTnVtmiumU56GSqz9MGKdS7KxSM2YzSbGN5o9DlouMW3kp2JvXx64uUrUk4vKL45+OTmOQcbBs",
+	"FquMhspGxYrblCrXJF2sRqauYSGV8FZPq8tQ1VDCcz7RxhXJrBVZIdYj0qFqx65KUhyxmCpIYgWomMIO",
+	"ffxcGncixo23/WD9zweGhQjYboiAdeVCPMFbs/Wekq1j3ZZM/ustAq99HSE0Z32cn3kjYzkRWLIoC3WK",
+	"AhfpsZewyVZT0UsfXsBMce5NZM6JWT7Sim5djalhySOXEPoJtoA/S6tfUY5z8Xl144/Txj85bOJmM4HZ",
+	"oIm820q9riXrbdS13XLWKc3v1kLVHeiQDjw/vwGbXnQ3Clhl0p+umKwYrz9FM3mNNu4tzRdNAlDFS8MN",
+	"sir26Dd9bh69l+l1jF4iw6QvqU7CXVWuL6dyJ1tTtdh/+r5sf/p3sDVUlvRz783dgA2p658Uybld+FUT",
+	"qZt+tJm+cbQ7sqf/6rcnjH29duP+xPi1piWnlQj0ZUrZFOa20Z9YiwUoQ702PVNGdzWLIO73Qyoz1yCK",
+	"lD/U8W4n9JyoV/V18ryv4hgxjLSWaoxFRJJcG1OWjJROA9uoe7qRbynipAXlP5wRn9tUu9sp32u8p3N0",
+	"O+RajQ9YDOcaV3tTYCVGXy1FpGz36qqkKk0A4dPlzzZpX37cB6aqiNXfr3SZep+ArtSGrdCFjUIZX56m",
+	"uTAGzkAp57fHpXaqc/T7UEWmWlywA4Glk1hdSn3T/a6+Ww91Tx2QrG7CSyUoSpFqdFvtbDOExAMswxvL",
+	"NLSKiMuamrFzykarxUwr5RTjmVCpVOOYWkkwrgIEjwW2HNi9umLtONBwKg5Oh25BN0gmAiRJLHvgEgjp",
+	"lW7Xq/WU3ZNNiRisHWoqkKLViH/NoT/5IkzaaDbiecR0loI6GFI2thL0lohAg8D3MUrGkjJ2K20pauHp",
+	"n31cwAg9e8uwkQYNZ4sisVFLiSt75o5hc1QR3BkODECgEAGltS8GGsrfBsgD6CEQuSG+aDtdxQE+KBmr",
+	"/pMmC8bdeBSr0FA53dphVfSe5V2NSky4nddwidT84Kt8f4JetEy9brKBrBXtlga6A5Xtxqndue62JF/d",
+	"TUrV1hEEVfFq2fQXKGyV7CI7cXncEZrDAf4oDjLy5kZlTejsNBVcYQuFJm9mOYGz0u6wGsWwjvYPQBNx",
+	"NoiYtc8XbKGLTsTisVYiZm1pS8Fib6fPftJKdKKhQo6BzKtNhqpANFy0BKxjn6V8YTq9UmiQmfB2rHrw",
+	"eZhEK2rBqx09wL2+0RryiTLsRzGHWS4upS7MGVWqPqPWEaaR/PpmFr6atWseVXEQuMF82Wvyyxk5Voad",
+	"CyNT4aj3HHvY3J4G356ABtF+C8JKSRb1CIulM6ngySrEbtzNj6K1nhbcHT0L1OVPp2dvpZ2c4LZsnxK8",
+	"OumVcLowYkMvNzlWoC7RPVGoz87+5gvK6xF7vMtyrlI9dW4sdjLBIgEqWwTALsvwY3Cho2fYc8ODvoN4",
+	"kFQBOzxdqGIjvrxaK/3d375/3492r2/OU3WrXN3ld+U+g2K6VbbSgMUTa2cmpjh3+B6H9eai3pkNC2Ma",
+	"NsvlJbdiqJSwc51fGNbOdMIzlopLkenZVCjb6bEXWNKU+9sjlmk9O+fJRcQyqS669IzOmbeGDJWT8Qeh",
+	"1UYyEckF+iBZLsbSWJ99r1zfmbKjgtcPUsmzkhRXXEu4zsGjR+5aL9FTnxseCsGhD+VTc7WMSIpc2sUJ",
+	"dqFCyDzH9lGHhW1uheJKT7jWSdyw+NCVssDlDhi1n2LDot9/nFyIBX4RsWvxg50DqEQcHh037OTnw+7u",
+	"/jdDNeFmApAMOEA77or7GCFSbB/mS0uid/5CLNCF/fTo+cuzw1fHZ78c/eMkHqq2836x2FycWWHsWSqm",
+	"2itX1G8LSMRSmyzYcyohINVI+3oBPEEkdcXx/dZ3+UyyKZfKcqlEbloNZWbMTCRdsozA+xmAk1DEmU+e",
+	"/sKoAoiJWCZ4DoO4ZDJlc55YzD8TuekN1VD927+xJ1oBEkitzFB1WbUOhrNobjoGmG71KEhzhA08F5lW",
+	"Y+P066FiYYthNqEvnivwaZhJ9EyklCg3CGFi7pkHhsk01I3d6+/1YK4Ybi0JEXRhe+y5VoKae5Q9EWQt",
+	"09dXlQ7pfaspgD2Y69tcWuHHwM4YswwwLZNW5DwzrB3v7vf7Mcl5+L3XJ1/o7r7YRZjout3AafpCmFgL",
+	"g7X5co2NhrIZcWFH3W9j10lnZ5+SAqWB+dW6KWGfHaK80jKFfQ2JHtLRIz8zLBVi5sd+vMsyIFQmYrmY",
+	"CQ53wriVaPKIuiEi9Xvx5lkZ0cza8RAOvN93Xc1YBhgEK9v5hpkiz/UYoAdvS7/F26RCCFALF0Ed0YOq",
+	"wNdV4ye+2at1AszdEjEqCJkhOxcLrVL2f/43dRfqsuOU0N+H0dSGwDsOcYdWYlwwXsVUwm8otIUMWebA",
+	"B7H4yJmYDI6h/ZhFUHFRYYaJZKLLsUL0vaYeJTQyhfznGDlSAZGKtS3PpTC14Ise+89CWyyngWdMLgBq",
+	"p+IiBWgonCzuxNpotHa8rkBJ3OmxI55MWGx90RdOkFaJcnDxPZjfesC4i2nQinqzURM67qIwJsWUKyyM",
+	"iMVAZnwsmpAi8nM0oZdxBBpNQFUl5pnEBo9Ir55RXSp1WmXKvnsbBV4YF+aR+qR+5A0gxThg8JENE27Y",
+	"435ZTit+ffSfb45OTs9Oj58fvXxzGneAHo2kkmbSYy+Va3+VF8pQIBCXeA6YFsXonb4YnSdW+/3HLN5Y",
+	"284XR6mW+KpP9IFxhkfDpoWxgNBwIq6Q3X5tAYdPz34+Onx69LpcRBRaBmLbWzpVF8hDdClsvBtyZ2VM",
+	"PxicOj6TFJbp0YidL1jQJZE07fX7nR77QadS1NESa/yy9t7O406P/ezWU73h8S77Be6Inx/+t1/ED/84",
+	"PTqJOwcwsisirJUf2CuwrikS2rMzvgCqb43IRpHvyYnNgXVhxQDGifce7zCHYG4i7EeKaTvVmmFN5tiD",
+	"H9L9rhVXVB3JHcyFELMuB824agCXaUZxRd9Uger46bOjCkSBRJdpI9Ie+4Eo2U6/3wdYRhpZDmfcTjx5",
+	"+eLF0RPq993xuqLrfocDAXsyGiRCBP8FbQ7WZhJpBIP6rnxcuU0bsEqbRRAg9GjkMexVJWzJDNUHyur6",
+	"4EO2PqDdAsD+A/zY7XZZ7RMuxmt73MTsA9LiD2xTw5oREit8EClVIMW+Zh5mmyFJ7a1941JPivLNjR1J",
+	"plQVzYn8XteIGLb4jZZC/PaXeBQIAUvdQFfntRrKBxPadVtxQ8FkGeolhxB5W5iBs8rEByEk8Ez6GMFq",
+	"YGXMDF+ExsWgpi16zJc1Zpm8EI4515qHrq6hWl+O5r/DPrAXupTede4KhZHyslpjbnXQEOVGI+7RiBtL",
+	"wEeueSjdBJi9OuxqNwMaf98D33L/AjjFsm8NPe4qWWBzgHj9mS7FYeJ7vnPv8UdIR4WNDSgVj+qqYaEZ",
+	"bFwIjy8dpK8Q2QDljY15yjd/bCuebeqbrkxmfUx1bSc2Vw2LK3b86sqPQjUxcj2tHkJDSDq8d2cXkf02",
+	"pZzjagR8jAICav8eorGxfCMY1Gvj0/sfL5G57arhN2FdU0E/esf+mnfAOkE3YvgA0fAN1fvobqrUdyOs",
+	"UXcffP8u0a9G4NqyoY9LkAXC4efWWZ3DmjyIyhx8tsPyDs8dKaL47VqyxAGLV/IwkFSaMr1CmhsgzvMK",
+	"msu3bi6urrRCCwNocyUcusze0FqxqUdvwwZUo3jxVQ7N11edPWCbqs5+FKbXOwHBPPaRp55ooJcoDJOf",
+	"QCumi5wZmYoee+HIHD93vYEl9mQG4eVgpREQCNypwbtoDOogvzyTRkn6A8rbdAJ3XheafVpZaNbGpqav",
+	"Xp6cRkv9rZtSu1dhDquu6Xz9ilGGCPf5k3DcHTQW0MHCYZQ9GKLQ0xquwZY4AKqJietni5NF2bHyy1DF",
+	"aGMNZkUnltBFwjcTe0mLUGRl3FM3Lwx4SHSeYnaJK9ANcwmHbHOuDCc53FFtz3hR9oDXIe8VEk0s59pO",
+	"iPkj/aOrQwU8ompRDFYpDL+oWLBqtHRQ76GuFRxcddlDFZdLJgS0c71KCw3AketoSRwnFAkZKq6YGI1E",
+	"Yll7t79DWh0P8qJf7gMDUmWnahClxgRO2Ks1ysaTHaqN7eF5INTe6uS0KmldkRB4g6uY1+Zs7+qK5DKO",
+	"JoRSincBQiwT/NKlSMBuFRjjgmfDHbyhhu17qlc7uD986Hu4P3xY7eLOsIl7zVCfcOWLraDw41f69Oj5",
+	"q5enRy+e/OPsl6N/nJ2ePos7B6HuCbfr+7u7zA3QwHwvOgD7Q7Z/dRW59qlA3yi/I9czAJ2KehjkDyuy",
+	"DMn93GXFVtMtrNYXQ0UHTXBVBW2Y1ISj2unggoyd1OfWHQyVKgvvJegdKo8rRMs0zCBi57m+ED32VOPM",
+	"xgW6Htb04A+AjxdQHWbHI8LGNQ34o0pck+/eL61Z1jQOmBzBBCK0JMHpKz3vDRVKFnB41YORBk6iYsCu",
+	"VG9TNtfZULmYVoMGtQXjvrm7S0h0hitSpWptyONguHnc3yN7W6EclPeApFE524Z2EawNzL/sfx+hAIoj",
+	"GMsz0SHJf65ZkkmcG/a7Gyp9KXJMpnFtzAAiHhgHu6bHDpl/KxEEuh5Uh3b8/joO7MnVmsDz9vSPZyBR",
+	"ANyYDlouCPcuRW7QaR2Xvtc4HDHtVORoB5BeeCV5zLAfvBO2/HTgUP0L2/FSHn8ceY3VlbbD5m7Gi92B",
+	"VQQSafmFQLFJzyiOtrrRAS5LiudnG/Qol40D2+DWSViBW88yjdXOOSFwZWjkUEsAAXMpe903NeXHOvrK",
+	"SrvA3veRazuugJ0UoLu4tv6OLzl5z4mBPoB8UC5xwHwr/tCwv9Njh57GisyIoWrHl4/jAG/0hojFwxY9",
+	"O2yRrYmcA4pPUc2cCPfaHjvlY2dEoobZJWcYKvg2wP7/fZyGb/jvptWrnkZhHC13KEbDSaMVMIO54Bcs",
+	"fvvIL8jBvOvY3TlY3W3UE/kFBkQ4FEfDHunj5NF48vL1CZqAjXBLCE4sPItLqqZjJ7VegYFdh56CZffA",
+	"QWmaJtrAM+BHjhbEPx8dPo0dlyczGEzDG2XxUImioKiJqV5tNFOzQOIMmc07UWmNKy2KR+WMwztfviKb",
+	"nyNTu/099kIz5zZyoEp2CVwOnC/glNsneHWb5k02rUviM2R3cKZ7Qu/wpurcSj+g1AqIkMuO5RZGDqyM",
+	"JChZOuV+yPXcoKWaL1jCsyyUGsP+4ciiczmWyjT61dsxnO3Z4bNnL98ePT17+fr4p+MXJzFaMc8X3qQP",
+	"8kanx17lgowWBvUsoE++gUFFjCJFg8W+IxcQIyIXaAxuEH3gjlpn0po8H1U7bUQNbTZo3BNUFLqncorh",
+	"VCT75gLlvUR0D2ezTIImZzUj/25wybr4BTNUr9Hfj0HgpdGk7YjlstHFhNZpQUuBG52xlEKepR2qkHpo",
+	"mNWYqBm/H6KzetiK2LBMHaE/MSqhde2giMXwdwiOXiopN1S+phwpmH4lrtIH+/XEcpWCluJ/edf2IQnz",
+	"+bxn3M8+JAHjEzqImw8fnmDD+4cPB7WQ7Kj8q6yWR7u90tbf01wTlRXK4KzWFikjlO2x/xK5HJGTIQzG",
+	"9KWX3PicbBhO/Jrx3Eg1xpGt56DYYj/M0DR22NdZ2qO1HvrGLlolApbMlT9Bw0BYsEL5aaMw1qD+OOG3",
+	"LR2WIkmQI3KXA3eUo+p9QWRz/iLiYcYHAJIWhBdXc1dh5ACfGG/s5qZ0PuUZS1DqPEeal+TcTLzfGJWK",
+	"4PtURDmlDbI/q4ffGwvy40rwPcmXA6/6uqlTy1i3oYDAkqCHqwVG4IMKXyTwwAHLRSpzcpi7QrsEsSI9",
+	"KHUb4Lve8ExU2vtW3Gq9AtDe6TNTIVediBRYnIJTNfaZiejoI/a4T//usglcmyAB2enDXzt78LnbZ2S3",
+	"B+2HtZEh/AaHlR/UqSgSXa/0iJBJ0EEx3IVusXpMp+ktmSvQSrG3+x2sdL//GKY+0UoXuUh7LPbBorG3",
+	"3Bo/agAATjBwUKNalF1eJueQFgP8YSWwtGoWdsf3X9LI8wwxgTLwVogfpuM9Ksf3zv2lKFbUmUlJQZ+i",
+	"o6UUCEZjhBSiGMHRlLjnoRKpER/hdCrUlvpXA88zNwd8JZku0krYF/PBWyDFVUK+qmkfPLEFz7KFj+86",
+	"cHr20oH6A0B+8kK7RJeFQHVSGi/4B7G+cijt4FjySSydemvnvHBQFF451/mFCNpYtXeUIqmmtDiTeu1F",
+	"e8eqETUqtk0MwQpuHi/rGxEKFQxVXdE3woVkoPnTrPP9AxsZqg+u1xX74KylH3xQxwZvpq96wD6wnX4f",
+	"J0g2PfbBB95Vyx+U3nWqkUDrDgUTiBeU4Q7uJf7nD2x3v/6KZTtatGJEqxnWZjrHm6RiPg8RSHdlFfi+",
+	"5ZoN7APQIXjxTum9/hAMUyS+aRV0KA+UuDiAuyWZkbX3+jsdsgwelU3GSPo8L5ILgXpT/HtcvoPCK8RI",
+	"AgoBzmULYrPxvGJGhfMdCyVymQxVIrIM4YfxbKxzaSfTzgDYDM0SCKKZiWr8gzt4hySOMsLCQh0YIOzx",
+	"PH4EcwuW8KVIHT0CBuZAtgTx9u7VVYQmMDgToKI8kxei4yN7yFjiFQc9ouoYXSnsqAuSEJ/JLqwGR+66",
+	"+7o7OyinGZsXCcgeaZfCiYjEIY5gkJ0L34JDpN0erIqnoFw6UBi2Dn7/fqffP5h/vwOiHoEgXt3dh4ve",
+	"dhnGqD+cf//d3w/s0rP597t7cBGL9KDEmMfEQ1w5IX/aQ0Xa0owb46oPKz0nWLZx5bz8wVNwPZZUJfCR",
+	"ho2KLHN0mR0qD5RDRezGsZY6YJZN+VZxoJJYF4ycxlGpoXJmg2KGphws+Jlw5RwLaDpDowJNyswEUGh4",
+	"fq+/4y1RCOF0NmVUDxLPlxQpXNZfcW4J0K12v1vvCVoNHmLt2r5FQ1XpE0j7u+oWWm1B6D3VJGt55ECE",
+	"ktNZBuLuUJnAF5tcH6A3wuSlM3Z5sx/p3c0m/7dBUGkK73otUmmiChB4Cu8sGL68CnFkJxAe1MxyOh9S",
+	"2g0NRlEK6BYCicMZb7wo6ZgDhrgZRiFkyOgqPXaAmtbLVAIx1YVN9FSs8BW6vdKJB252+XJm6edqqIj/",
+	"PmB7/d0o2NpqUSHVkI8BWx6iNvRqFdOPe0njOLU3LbcLgveUTirySg1A0owCCLr3Ie+gxIVpgfBaeXDO",
+	"0YL46vXLJ0cnJy9fnz07RKt+zEKcdr9TqgjJhOdjhOmhkqpLdgMnkyMaAw7rcwQcFzifyUQog9kfobJT",
+	"3hq0nh+fYhMEjNyGP66jlqs55QpDOSXf759BWQdRPxVTrTCEHySAEvgjtHROpbEywcJdzqQNdH+hEvab",
+	"Piebk0EtmAUNOVRAqgeRY7cBFPNag1a/t9Prwyx/M1phRD5/KnkmEuvC00H/ht+6rsS6zsePkDE92u3v",
+	"9rs7uy4BpRW19EwoGH/QeoyjYkrHBAP8H/Gy99m4KQflZ67SBQr6KOBSCCtaa5ykiLa65qjwavRPj+ZB",
+	"LPc4bQ1aPwnrG6+VyeM4qd1+f0OLvtXWfJuyb/wr1jTFq8zuq+50uNffWfdE2NpHtd6o8NDudzc/tNwd",
+	"+Dpq7dP5bH7u2EUdhIKH+/3HNz/V0P/6uoaqlUMLVsp67gJgFx9j6ow/fCxi8KhMSWyE9KOyh5it1sn3",
+	"dpGg3ygxL5PqQYJZY+UZqhvMPNIGm5YZsGDzWW/wGapaDwoieXWseiaNPfJ5fqE4vVmbpVbe8sgDclMa",
+	"mkx9GA6Gu9CKQ7E+lzGJ8eJYbbs1aGF5/JLm1usD+9wbfvt8/tX5vYR9cnm6OCVpMHZq3VR8cvlW9KPa",
+	"SeLdZ6RTZZeJxj7VWHuZ3CTKmn8CcrUFBfmBhw6C/0oUDoCAhVRdT8ocTlcpGZq+1pKz1y63Q4faKQ5d",
+	"NzFk6lHyucF8HTMmR/U9bG8J2/29mx96oe2P2lXA+xqR4Sdhgy23CRtuy+PwweOnlHTcbEImlvRxg0at",
+	"mTYNyPifhXAhHlWzNChP88gH2Y5yYSZL5YQGaAWsBVljdMpYXgo1VO35hFtU0lGvquf5Y9cakM7n0oiy",
+	"iuly6dKqa8hqsnXhAA8cF8WAvppLB9PjwgAPDBM8z6TIS5u2IzVeMBqqCzGzIVzMVclCKcsHujglkfpa",
+	"gWpnRZY1CTj1wrBl3c4fdLq4MzLVXH2WGkcv0cbdO3tpY22aNaSyYv//HWArZW0FlN7XAls5ZfSc+YPu",
+	"3BPZz0Zk+1sQ2XV96eH5nS3I5ivKXTjVGhPf6Ln9bVYXkhKei1RyX+rqa+QMWL+57uZbJy5NsI3VH2tF",
+	"pUMXvrOLKdkyE74UeOIKt2Hcuhr32HHFrWZ14TJSfJBmo0jlemg1y1Sb94AeffnLx251paZDa/Dru7qQ",
+	"eSmUMFUJ82UItXLbNhU2l8l6hfk0uFEfYAgT3OyV5Vc5JheIwjDMw8SAHvJrUZkK1u/1e3uRi881Sc5n",
+	"6JH0OZ6+diD65Cnty4rpLEOvkUp9SFcbS3+c+cL4oeKgs6PHnWioKiY7b+GFByuX/fPmzGrLs3jAkozL",
+	"qUijEIMdManOyAIZDdVUGgyHIyd9GdE+0zpj7Xg2voJvZw+BB/+mz00U8qgqhBuDTIJfYKjQi8EzU+b+",
+	"/qRZXigrp7RmD5HteKzPHsYRi90VeFGPvdBLXpOBC7oXzl6a5wvgDTI1rvUZ7D1GfZoDDDIluNc5pQnj",
+	"H8V5JhNGKSQgi2VZGcnfxJ5/Eva5g5sb1QiAjEeYrHvgHdzfI1jUeeayAaCRIfqsMAymLQMKTagqWmV3",
+	"H8t17hgJK0gyDXu2Fh2dFbfnhYr1OMmngr2cCQzsSnVSTH11FgzD8OMs+DSLI4rDBI4AIuJ/nLx80UjF",
+	"3HDw+6eqhytVZPxUH/d2wnQbajE3n/vKOivBHXNu2HkhM4uO8C8UCDBc3ld6QZex2+QbAQEOcCMgbL83",
+	"UT3FZBMI/OPw+bPbgYCf5y1BAPcC3oYcpPcvBABui9cCQCj6tO7wX9Qs1K/4WPhiS5iWS67c4LGyTCoj",
+	"cmtYG7iCsGzGx9I1c9Jqpbdbp9dodfb5G5/T7hzSw+7G8lwpkfXNXnTL5hIw4TXvo6Kl22l9Sy0b15i3",
+	"g1cyFG6jnCWXAiUNBjKu2wJftW9s64bv7aq3bjehkMe05Vwye/upfE4DfLXZ4kYTvF/5vQ79z26En5UU",
+	"zdPiQOTQ9Nho63uCUQuGcSzbhhEdPXbCR4IynbbIzR2E8joYIVapJ0LRqg7jXN27HjssE0oxnZjKQ9Bt",
+	"MI+Q40WkyVWMxSLmGFsbarTtNkn0T3Ac3+LxtsS9srZfxKJFKHz3BrvaJCv2umoJSpsXYtV+t3PXFGSd",
+	"oBICc3yd7SUCcnRKDRw3YTDecx21GhJgbnq0fCQ8cR21fILNTU+H+6o0657SrVgLd7cy3gEcPPXdqbc1",
+	"GtYx6Vi9MeIvNBju3nbCr7EAyV/GD9ZgeLWcXh3Ttyvu6/vLNhT1DaX2XR+g/f7jSnMgX2z7hmIRrai1",
+	"sXwGaATX79bZRLaoLcHaN9ar6Ax8kB/Fn1CkX4+9zOvGry1rdkiF8uFQtW+oDNIZ1EpCNKTRV3LnXYRj",
+	"b6iOqFjEnC8ix243Ffi4gRUfUCBPPRm+OiuKz6EMTUp//ZrFQngsbNLNz9l8QXeSZ6wUn4gdl6JHswRV",
+	"1WW3C2ao7jyeHNUlqNUJOKHMAe4rRGGtPCwOXE9bHiqr2VhYqhpQy++tegFK4ataVKDJQPLRItIIZvWc",
+	"3H1/gopzg4DyCWLJ1ycZPCb/3pL5RIP4ncqRDLWOCJIMGUtWEuBlaJ/9L7V595Eudx3psple3pawuEd9",
+	"ZIrvdbNs2MC6vlORj7E7djKhChZ/f/zdN50B4+cI9JSlRFZELMrGM0w3cd1EcjHVl8L0hir26ZFUoRNG",
+	"TSlAl2qMt+P3w9BHcNgasPfD1gX8CwNdX4ehWHyBRUaW7sa7ypt4lnV6WBd2ubJL4OtLfe2H6tCtsrEy",
+	"C6+6gpdqllAt71ACZTM/qPVp/AiWUGUHd68uN3aRBHisDomH18XN+tudDL+FNv6nMTtXP8efbVSKE0rM",
+	"PbDcE/MvgZjvbKNUV6o7/uia0P5luvG3t5vva48TXynnImwvmReWYAz4Vu2UskEN8Irge/ftenOeRqiS",
+	"70rfV5x+VAAgF0ZnwCJ885hNNe4bpXl6wSklCyyR71V6gu4pI8bePcWXZhgx0Rv3WFwWTg4OkhnH+CDf",
+	"VsRZFJZp5ZqMiV9594/uu/c70Td7jT143m0XhTGxyz7aG6MuDt2Gol/E5bH4glWzSj3yu3K7fhSBuiWt",
+	"uWPX7lOX3VOBBt/reZ1vF6Nhtw1Vc32bVhoYcDbDrGBX5mSuQ14xVgcJUcGNgP9a8FS62LA/P2btE4nS",
+	"moOormnD1mMu7FZedQqgErbrXOXerkZRR5k0ttlJ/tq94zP6yH0xvc/tIs/FR6Zq2VD2uczXqtgemiZY",
+	"1le/Q//95zS10Dnf7Ex2+3DvS/5n9yXnAfE9/fGkYL0n2d2BFZewAVHuRQuHLcvtJjKNJYhK62VZXd2V",
+	"JxqqsjioK+BbiQPyWJlw5Yo/8BSrblhdKX5WUYl7Q3UrzzZWRq02S0AlnIorK+1HHap6qlpZE5NKhNQa",
+	"i5Rlm2HA9Q5s2sxP9l+vkjRX7XSwprwpiX2+lmbQMqn4pyudgek8kXc14JFR9rGpJQHXGovILGNYYJfb",
+	"UB2qvbezW3L3DpzOQll+5brJhSKfHKvxuhq1rG6Dd1uIVJiQvSTD3rxSI8KNZPVzefjpFP8iB78DoTUW",
+	"BXdw69z79y77L9Qc8d2X4R7e63+32T3c2Lam5h9u7i+z0UXsSUpZE8nXf647hpt75nRcT0CH70N1u741",
+	"tVesaY4TuUFr3tvOP5ubtX4wr3Jhgofz5i3q1WViqeQUgKcfJF7XE9N5ab8+e9ruF4Khu7sbMbS53c1G",
+	"DKWuPBsx1LEVN+qmzjg1dFrTeyeg02oPnU4oSH/rtkAgtVDaVvvmFkRfO/Jef6VqCEkvjT7GUhWp2EG2",
+	"Ly9Rtzhsqi+xTghvsIOiqr/eBPpJdonPr/lvFhLv1f17z/+y5z/3qNGMlCvFk+/KTMlOsC+/q6KNSj91",
+	"Wmg2YC6lrn/eKlOhPPmdF5qa/7VEYmkXt6j75Pf7nnT8s1sKlztuVm2GvgXDRqMh9Z8wjLM3r5+RaQ4r",
+	"rpQlWQxazrCy3XLRGNaOfx22Hg5b72LKzc+yTo8qerr4Xd/vHEcra8AYOcYOw7FBehIfuJ6BWMibzFjo",
+	"iqXKdkOVa4uYgzZIDCnG9hPwIpg2Ns0+Fwzz+2Fa1Mwf/4xpOCpVXK0rPlSuJYkr5c6UsHOdXxiqM0CF",
+	"3FNxKTI9AxGo4xuywRvJtjhx/Q3IeQzvwTjRG2vDexd3WRK+Uph4vVVyiRC0PqftbOldf5ERbWkWb6Wd",
+	"EAdaWxXM3VkJ0SEQ+4TwnHsb2p2S2vuaNduqYL430AqVbybyjZJfUMxSkQkrVlnAU7xep9AheDHU6JpI",
+	"oLqLA982olaaJBe+G+KqGEjDN1GuGsnYWzexe/XnXv2pBckAUGyNEtHNGSJl262yhrxnGp2ACPW0kSZr",
+	"xY0g/tkUgpt44X1k6j22fYqxYVtUu51qvwTEn5B3gF1mijyLoxUFJWJxZSDQVzAFYah8ToB0OB77flRx",
+	"r/zuOiSDwjGrd1FyipFLrh+qqeCu5YRvL4Y+mYxbkXcOqiOOeGZE7EoumloHLVfmExtTYi5/JU41tMu6",
+	"Zf7CmlSDVWL1JaYcrNVB7jb14FNUnT+dqPtUhAZF5z4X4T4X4T4X4WNyET5Vv6q0JVxraX+pRKlOzUTu",
+	"apEin6AG7hWcVjWzPDYsQjR3zeiov+FQTXkqBhja7duwu+Zl5I6OsCdXprFxMPadR16HXuE5xgyAULuu",
+	"MUS9wjAs7TNa75eLQd+h9X5qxl+C+d5Xar7ZfF8C073uey+NLxn867XUlwrE2omQuScP5vPJ6RsoIVrq",
+	"RZf059tXx1+jFTQ6L46NKbBkFQg+9ELXi5m0e2mplSTa/7EubsXJ0OmxH10EixJXFhvv6iI3Q0U01rOE",
+	"4MCY67I1NFYubmg/HTEz4wkI7bAkC/I+CvJBPl+aKRZhD4nDjuShj8PXvafwajOX1rEAXdihyrSh3lpu",
+	"Cj0W+6fPaPgzcTUDLeGM25gZvjBlApDO6MWk1ThPTG+oXqOPBYbFbn+h7bE2IuwO7C0qH24ggXlstJ7Q",
+	"k3a1Cj/CxNLROjv+nydRf5TzoDywe5n6nm5/pCEfwT80l8f+hx74m8TMemra+9a54LnIDws7aQ1+fQf0",
+	"kIwCTdmlz9DF6IwG7XiMNcFZ71EyTR9V2wfGnVbUKvLM9QccPHqEzsmJNnbwbf/bPpJdN7l1NQsxu6Qs",
+	"W1jKZSFdd1X0e66VWDgKLVLqOczLvHoKKSmzR7C9xww74lbG98EuzZKlzwOpdKAu+71VRgnN/lZGCfEq",
+	"vl8xecRdZ0ay/ZR11yk/pqwi7kXZyqvC6a6+6+3G7nEIM9QsMYzvaX45vOtfsDo45VdGLPcZjVEove9n",
+	"72sJA7UT2aihMHzlRZUsSIAP36OS2Dzl+FDdMLzSyLQPQwAq3UmZMFh8DPvSukJ3PRan3PJetRdpYGQL",
+	"rNtkt21TE5KI3ORi1tY5ix/64NI6s3L3ki7uDq71kULT8dOfKSkGjma7R07lVBjLp7NbP3nixRD/5Gey",
+	"zb1q2qBtjGX//d9NnhjErbTHDtWC7V5duYa8VEkJy2tJw+RYYRU5MnH0V4f5SSvXe6jaw8YbTb1sQr0g",
+	"AHJ8BRegNDiq6yjblEPt2jyKzAgMelbaB7cEEUmgeKkLG1Ech81l2dzft2fqLbGFJYxZZ3Lwt4VUoW1w",
+	"K9zM2svN5X08NqIc0jfAOz6b5fpSpJ2PRa3wxq2w68TffY9g64t8L+/RPY59NI6VyHMTmjn7+jZI5go6",
+	"DVykRGMRE8C/w9MnP1eynzD83T27lFoB2IPeKLLfxR+LjG4RW6EiGUHvEXE9Ii7t0D0afjQaeuRah4Qu",
+	"4WErVreSQVvJFi8RYKSp3WEQOjXGfN4WsZYnthmz6O57Hndj4ss9i/t03FrBmfXINdP5Ngoa3Viv0IyN",
+	"cQ6cUoYVFWIqtOBLFRm+wCpCt1fOavO6CbHg1nvVbD1Wre7PPUp9BEpVMeUGfNqSWSFKjaSSZiJSj0i5",
+	"MEVme6meq0zz9KzIs5iNhE0mGJr0kZi0NZeCu++51I34dM+l7gylbuJS19f/LwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/labstack/echo/v4"
+	"github.com/payments-api/payments-api/internal/contract"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
 )
@@ -19,9 +20,12 @@ import (
 // row matches is a 500. New kinds of failure join as rows.
 var errorProblems = []errorRule{
 	typed(func(p *problem) *problem { return p }), // already a problem (a handler built it)
-	typed(func(e *requestErrors) *problem {
-		p := newProblem(probInvalidRequest, "The request does not match the API contract.")
-		p.Errors = e.fields
+	typed(func(e *contract.Error) *problem {
+		p := newProblem(probInvalidRequest, e.Summary)
+		for _, f := range e.Fields {
+			p.Errors = append(p.Errors, fieldError(f))
+		}
+		p.ErrorsOmitted = e.Omitted
 		return p
 	}),
 	typed(func(e *domain.ValidationError) *problem {
@@ -134,7 +138,9 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	p := s.problemFor(c, err)
-	p.Instance = c.Request().URL.Path
+	if path := c.Request().URL.Path; len(path) <= contract.MaxEchoLength {
+		p.Instance = path // a longer path is not echoed: a problem stays small whatever was sent
+	}
 	p.RequestID = requestIDFrom(c.Request().Context())
 	if writeErr := p.write(c.Response()); writeErr != nil {
 		s.logger.ErrorContext(c.Request().Context(), "write problem", "error", writeErr, "request_id", p.RequestID)

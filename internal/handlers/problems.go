@@ -20,7 +20,7 @@ func (t problemType) URI() string { return "/problems/" + t.Slug }
 
 var (
 	probInvalidRequest = problemType{"invalid-request", http.StatusBadRequest, "Invalid request",
-		"The request is malformed or fails validation. The errors member names each invalid field, as a JSON pointer into the body or the name of a parameter or header."}
+		"The request is malformed or fails validation. The errors member names each invalid field (at most 20; errors_omitted counts the rest), as a JSON pointer into the body or the name of a parameter or header."}
 	probInvalidIdempotencyKey = problemType{"invalid-idempotency-key", http.StatusBadRequest, "Invalid Idempotency-Key",
 		"The Idempotency-Key header is missing where the operation requires it, or it is empty, longer than 255 characters or not printable ASCII."}
 	probUnauthorized = problemType{"unauthorized", http.StatusUnauthorized, "Unauthorized",
@@ -32,7 +32,7 @@ var (
 	probPayloadTooLarge = problemType{"payload-too-large", http.StatusRequestEntityTooLarge, "Payload too large",
 		"The request body is larger than the server accepts."}
 	probUnsupportedMediaType = problemType{"unsupported-media-type", http.StatusUnsupportedMediaType, "Unsupported media type",
-		"The request body's Content-Type is not one this operation accepts (application/json; PATCH also takes application/merge-patch+json)."}
+		"The request body's Content-Type is not one this operation accepts (application/json; PATCH also takes application/merge-patch+json), or names a charset other than UTF-8."}
 	probPaymentDeclined = problemType{"payment-declined", http.StatusPaymentRequired, "Payment declined",
 		"The card was declined. The payment is stored with status failed; payment_id and failure_code say which payment and why. The response is stored under the Idempotency-Key and replayed like any other."}
 	probIdempotencyKeyInUse = problemType{"idempotency-key-in-use", http.StatusConflict, "Idempotency-Key in use",
@@ -92,6 +92,8 @@ type problem struct {
 	Instance  string       `json:"instance,omitempty"`
 	RequestID string       `json:"request_id,omitempty"`
 	Errors    []fieldError `json:"errors,omitempty"`
+	// ErrorsOmitted counts the field errors found beyond the ones Errors lists.
+	ErrorsOmitted int `json:"errors_omitted,omitempty"`
 
 	PaymentID   string `json:"payment_id,omitempty"`
 	FailureCode string `json:"failure_code,omitempty"`

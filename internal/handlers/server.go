@@ -21,6 +21,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/api"
+	"github.com/payments-api/payments-api/internal/contract"
 	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/metrics"
@@ -81,10 +82,11 @@ func New(opts Options) (*echo.Echo, error) {
 	if opts.APIKeys == nil || opts.Metrics == nil {
 		return nil, errors.New("handlers: Options.APIKeys and Options.Metrics are required")
 	}
-	spec, err := api.GetSpec()
+	compiled, err := contract.Load() // every schema compiled here, once
 	if err != nil {
-		return nil, fmt.Errorf("load embedded spec: %w", err)
+		return nil, err
 	}
+	spec := compiled.Spec()
 	specJSON, err := specAsJSON(spec)
 	if err != nil {
 		return nil, err
@@ -106,10 +108,6 @@ func New(opts Options) (*echo.Echo, error) {
 	if s.draining == nil {
 		s.draining = context.Background()
 	}
-	validate, err := validateRequests(spec)
-	if err != nil {
-		return nil, err
-	}
 
 	limits := newRateLimiter(opts.RateLimits)
 
@@ -128,7 +126,7 @@ func New(opts Options) (*echo.Echo, error) {
 		s.authenticate,
 		limits.limitAccount,
 		s.readBody(MaxBodyBytes),
-		validate,
+		validateRequests(compiled),
 	)
 	api.RegisterHandlers(withHead{e}, api.NewStrictHandler(s, nil))
 	return e, nil

@@ -1,0 +1,294 @@
+// Package contract is api/openapi.yaml at run time: the router that finds each request's
+// operation, and the JSON Schemas of every parameter, request body, response header and
+// response body, compiled once when the contract is built. The server validates every request
+// with it and the tests' client validates every response with it, so both read the one spec
+// the same way.
+//
+// kin-openapi loads the spec and routes; santhosh-tekuri/jsonschema compiles and runs the
+// schemas. kin-openapi's own request validation is not used: for OpenAPI 3.1 it compiles a
+// JSON Schema validator on every call (about half of a create's CPU) and formats the whole
+// value into every error, so one hostile body could cost seconds and gigabytes.
+//
+// It imports the generated api package (for the embedded spec) and no other package of ours.
+package contract
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/getkin/kin-openapi/routers"
+	"github.com/getkin/kin-openapi/routers/gorillamux"
+	"github.com/payments-api/payments-api/internal/api"
+	"github.com/santhosh-tekuri/jsonschema/v6"
+)
+
+// Contract is the compiled spec. It is safe for concurrent use.
+type Contract struct {
+	spec       *openapi3.T
+	router     routers.Router
+	operations map[*openapi3.Operation]*operation
+	unrouted   map[int]*response // the shared 404 and 405 responses, for requests no operation matches
+}
+
+// schemasCompiled counts every schema compiled in this process. Only New compiles, so it stays
+// still while requests are validated (TestSchemasCompiledOnce).
+var schemasCompiled atomic.Int64
+
+// operation is one operation's compiled validators.
+type operation struct {
+	id        string
+	params    []*value
+	body      *requestBody // nil when the operation takes no body
+	responses map[string]*response
+}
+
+// value is a parameter or header: a string on the wire, typed by its schema.
+type value struct {
+	name     string
+	in       string // path, query or header
+	required bool
+	kind     string // integer, number, boolean or string: what the string is converted to
+	schema   *jsonschema.Schema
+}
+
+type requestBody struct {
+	required bool
+	media    map[string]*media // by lowercase media type
+}
+
+type media struct {
+	schema   *jsonschema.Schema
+	asString bool // the schema is a string: the body is validated as text, not decoded
+}
+
+type response struct {
+	headers []*value
+	media   map[string]*media
+}
+
+// Load builds the contract from the spec embedded in the api package.
+func Load() (*Contract, error) {
+	spec, err := api.GetSpec()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded spec: %w", err)
+	}
+	return New(spec)
+}
+
+// New compiles every schema of spec. It fails on a construct the validators do not handle
+// (a parameter that is not a primitive, say) rather than let it pass unchecked later.
+func New(spec *openapi3.T) (*Contract, error) {
+	unmounted := *spec
+	unmounted.Servers = nil // match on the path alone, wherever the server is mounted
+	router, err := gorillamux.NewRouter(&unmounted)
+	if err != nil {
+		return nil, fmt.Errorf("build router: %w", err)
+	}
+	b, err := newBuilder(spec)
+	if err != nil {
+		return nil, err
+	}
+	c := &Contract{spec: spec, router: router, operations: map[*openapi3.Operation]*operation{}, unrouted: map[int]*response{}}
+	for _, path := range spec.Paths.InMatchingOrder() {
+		item := spec.Paths.Value(path)
+		for method, op := range item.Operations() {
+			at := "#/paths/" + escapePointer(path) + "/" + strings.ToLower(method)
+			compiled, err := b.operation(item, op, "#/paths/"+escapePointer(path), at)
+			if err != nil {
+				return nil, fmt.Errorf("%s %s: %w", method, path, err)
+			}
+			c.operations[op] = compiled
+		}
+	}
+	for status, name := range map[int]string{http.StatusNotFound: "NotFound", http.StatusMethodNotAllowed: "MethodNotAllowed"} {
+		ref := spec.Components.Responses[name]
+		if ref == nil {
+			return nil, fmt.Errorf("components.responses.%s is missing", name)
+		}
+		if c.unrouted[status], err = b.response(&openapi3.ResponseRef{Ref: "#/components/responses/" + name, Value: ref.Value}, ""); err != nil {
+			return nil, fmt.Errorf("components.responses.%s: %w", name, err)
+		}
+	}
+	return c, nil
+}
+
+// Spec is the loaded spec; callers must not change it.
+func (c *Contract) Spec() *openapi3.T { return c.spec }
+
+// AllowedMethods lists, sorted, the methods the spec defines on the request's path; none
+// when no path matches.
+func (c *Contract) AllowedMethods(req *http.Request) []string {
+	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+		probe := req.Clone(req.Context())
+		probe.Method = m
+		if route, _, err := c.router.FindRoute(probe); err == nil {
+			return slices.Sorted(maps.Keys(route.PathItem.Operations()))
+		}
+	}
+	return nil
+}
+
+// builder compiles the schemas of one spec, all as fragments of the spec's JSON form, so
+// their $refs resolve exactly as the document says.
+type builder struct {
+	compiler *jsonschema.Compiler
+}
+
+const specURL = "https://payments-api.invalid/openapi.json"
+
+func newBuilder(spec *openapi3.T) (*builder, error) {
+	raw, err := json.Marshal(spec)
+	if err != nil {
+		return nil, fmt.Errorf("marshal spec: %w", err)
+	}
+	doc, err := jsonschema.UnmarshalJSON(bytes.NewReader(raw))
+	if err != nil {
+		return nil, fmt.Errorf("read spec as JSON: %w", err)
+	}
+	c := jsonschema.NewCompiler()
+	c.DefaultDraft(jsonschema.Draft2020)
+	c.AssertFormat() // date-time and the other known formats are checked, as the spec means them
+	if err := c.AddResource(specURL, doc); err != nil {
+		return nil, err
+	}
+	return &builder{compiler: c}, nil
+}
+
+// compile compiles the schema at pointer (a "#/..." fragment of the spec).
+func (b *builder) compile(pointer string) (*jsonschema.Schema, error) {
+	schemasCompiled.Add(1)
+	s, err := b.compiler.Compile(specURL + pointer)
+	if err != nil {
+		return nil, fmt.Errorf("compile %s: %w", pointer, err)
+	}
+	return s, nil
+}
+
+// at is where a possibly referenced object lives: its $ref target, or where it is written.
+func at(ref, written string) string {
+	if ref != "" {
+		return ref
+	}
+	return written
+}
+
+func (b *builder) operation(item *openapi3.PathItem, op *openapi3.Operation, itemAt, opAt string) (*operation, error) {
+	compiled := &operation{id: op.OperationID, responses: map[string]*response{}}
+	overridden := map[string]bool{}
+	for i, ref := range op.Parameters {
+		v, err := b.value(ref.Value.Name, ref.Value.In, ref.Value.Required, ref.Value.Schema, at(ref.Ref, fmt.Sprintf("%s/parameters/%d", opAt, i)))
+		if err != nil {
+			return nil, err
+		}
+		compiled.params = append(compiled.params, v)
+		overridden[ref.Value.In+" "+ref.Value.Name] = true
+	}
+	for i, ref := range item.Parameters {
+		if overridden[ref.Value.In+" "+ref.Value.Name] {
+			continue
+		}
+		v, err := b.value(ref.Value.Name, ref.Value.In, ref.Value.Required, ref.Value.Schema, at(ref.Ref, fmt.Sprintf("%s/parameters/%d", itemAt, i)))
+		if err != nil {
+			return nil, err
+		}
+		compiled.params = append(compiled.params, v)
+	}
+	if rb := op.RequestBody; rb != nil {
+		content, err := b.content(rb.Value.Content, at(rb.Ref, opAt+"/requestBody")+"/content")
+		if err != nil {
+			return nil, err
+		}
+		compiled.body = &requestBody{required: rb.Value.Required, media: content}
+	}
+	for status, ref := range op.Responses.Map() {
+		r, err := b.response(ref, opAt+"/responses/"+status)
+		if err != nil {
+			return nil, fmt.Errorf("response %s: %w", status, err)
+		}
+		compiled.responses[status] = r
+	}
+	return compiled, nil
+}
+
+// value compiles a parameter or a header. Only primitives are supported: every parameter of
+// the spec is one, and a new kind must fail here, not pass unvalidated.
+func (b *builder) value(name, in string, required bool, schema *openapi3.SchemaRef, loc string) (*value, error) {
+	if schema == nil || schema.Value == nil {
+		return nil, fmt.Errorf("%s %s has no schema", in, name)
+	}
+	kind := "string"
+	for _, k := range []string{"integer", "number", "boolean", "string"} {
+		if schema.Value.Type.Is(k) {
+			kind = k
+		}
+	}
+	if t := schema.Value.Type; t != nil && len(t.Slice()) > 0 && !t.Is(kind) {
+		return nil, fmt.Errorf("%s %s: only primitive types are supported, not %v", in, name, t.Slice())
+	}
+	compiled, err := b.compile(loc + "/schema")
+	if err != nil {
+		return nil, err
+	}
+	return &value{name: name, in: in, required: required || in == openapi3.ParameterInPath, kind: kind, schema: compiled}, nil
+}
+
+func (b *builder) content(content openapi3.Content, loc string) (map[string]*media, error) {
+	compiled := map[string]*media{}
+	for mt, m := range content {
+		if m.Schema == nil {
+			return nil, fmt.Errorf("media type %s has no schema", mt)
+		}
+		s, err := b.compile(loc + "/" + escapePointer(mt) + "/schema")
+		if err != nil {
+			return nil, err
+		}
+		compiled[strings.ToLower(mt)] = &media{schema: s, asString: m.Schema.Value != nil && m.Schema.Value.Type.Is("string")}
+	}
+	return compiled, nil
+}
+
+func (b *builder) response(ref *openapi3.ResponseRef, written string) (*response, error) {
+	loc := at(ref.Ref, written)
+	r := &response{}
+	for _, name := range slices.Sorted(maps.Keys(ref.Value.Headers)) {
+		h := ref.Value.Headers[name]
+		v, err := b.value(name, openapi3.ParameterInHeader, h.Value.Required, h.Value.Schema, at(h.Ref, loc+"/headers/"+escapePointer(name)))
+		if err != nil {
+			return nil, err
+		}
+		r.headers = append(r.headers, v)
+	}
+	var err error
+	r.media, err = b.content(ref.Value.Content, loc+"/content")
+	return r, err
+}
+
+// parse converts a parameter's or header's text to the type its schema expects. ok is false
+// when the text is not of that type; the schema then has nothing to check.
+func (v *value) parse(s string) (any, bool) {
+	switch v.kind {
+	case "integer":
+		n, err := strconv.ParseInt(s, 10, 64)
+		return n, err == nil
+	case "number":
+		f, err := strconv.ParseFloat(s, 64)
+		return f, err == nil
+	case "boolean":
+		b, err := strconv.ParseBool(s)
+		return b, err == nil
+	}
+	return s, true
+}
+
+// escapePointer escapes a member name for a JSON pointer (RFC 6901).
+func escapePointer(s string) string { return pointerEscaper.Replace(s) }
+
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")

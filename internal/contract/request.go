@@ -1,0 +1,127 @@
+package contract
+
+import (
+	"errors"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/getkin/kin-openapi/routers"
+)
+
+// Request is what validation learnt about a valid request.
+type Request struct {
+	OperationID string
+	// MediaType is the body's media type, lowercase and without parameters; "" without a body.
+	MediaType string
+	// Body is the decoded body (json.Number for numbers), nil without one.
+	Body any
+}
+
+// ValidateRequest checks a request against its operation: route, parameters and headers,
+// media type and body (raw, already read; the request's own Body is not touched). Its errors
+// are ErrNoRoute, *MethodNotAllowedError, *MediaTypeError and *Error. The cost is linear in
+// the request's size, and no schema is compiled.
+func (c *Contract) ValidateRequest(req *http.Request, body []byte) (*Request, error) {
+	route, pathParams, err := c.router.FindRoute(req)
+	switch {
+	case errors.Is(err, routers.ErrMethodNotAllowed):
+		return nil, &MethodNotAllowedError{Allow: c.AllowedMethods(req)}
+	case err != nil:
+		return nil, ErrNoRoute
+	}
+	op := c.operations[route.Operation]
+	valid := &Request{OperationID: op.id}
+	var errs collector
+	op.checkParams(&errs, req, pathParams)
+	if op.body != nil && len(body) > 0 {
+		mt, err := op.body.mediaType(req.Header.Get("Content-Type"))
+		if err != nil {
+			return nil, err
+		}
+		valid.MediaType = mt
+		if valid.Body, err = parseJSON(body); err != nil {
+			return nil, err
+		}
+		if err := op.body.media[mt].schema.Validate(valid.Body); err != nil {
+			addSchemaErrors(&errs, err, "", valid.Body)
+		}
+	} else if op.body != nil && op.body.required {
+		errs.add("/", "a request body is required")
+	}
+	if err := errs.err(); err != nil {
+		return nil, err
+	}
+	return valid, nil
+}
+
+// checkParams checks every parameter the operation declares. Unknown query parameters are
+// ignored, as HTTP APIs usually do.
+func (op *operation) checkParams(errs *collector, req *http.Request, pathParams map[string]string) {
+	var query url.Values
+	for _, p := range op.params {
+		var values []string
+		switch p.in {
+		case "path":
+			values = []string{pathParams[p.name]}
+		case "query":
+			if query == nil {
+				query = req.URL.Query()
+			}
+			values = query[p.name]
+		case "header":
+			values = req.Header.Values(p.name)
+		}
+		if msg := p.check(values); msg != "" {
+			errs.add(p.name, msg)
+		} else if len(values) == 1 {
+			if v, _ := p.parse(values[0]); v != nil {
+				if err := p.schema.Validate(v); err != nil {
+					addSchemaErrors(errs, err, p.name, nil)
+				}
+			}
+		}
+	}
+}
+
+// check says what is wrong with a parameter's values before its schema is consulted.
+func (v *value) check(values []string) string {
+	switch {
+	case len(values) == 0:
+		if v.required {
+			return "is required"
+		}
+		return ""
+	case len(values) > 1:
+		return "must be sent once"
+	case !utf8.ValidString(values[0]) || strings.ContainsRune(values[0], 0):
+		return "must be UTF-8 text without the NUL character"
+	case values[0] == "" && v.kind != "string":
+		return "must not be empty"
+	}
+	if _, ok := v.parse(values[0]); !ok {
+		return "must be " + article(v.kind)
+	}
+	return ""
+}
+
+// mediaType is the body's media type if the operation accepts it, lowercase. Any charset
+// but UTF-8 is refused: the body is parsed as UTF-8, whatever it says.
+func (b *requestBody) mediaType(contentType string) (string, error) {
+	mt, params, err := mime.ParseMediaType(contentType)
+	if err == nil && b.media[mt] != nil {
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			return "", &MediaTypeError{Detail: "Send the body in UTF-8 (charset=utf-8, or no charset)."}
+		}
+		return mt, nil
+	}
+	accepted := make([]string, 0, len(b.media))
+	for mt := range b.media {
+		accepted = append(accepted, mt)
+	}
+	slices.Sort(accepted)
+	return "", &MediaTypeError{Detail: "Send the body as " + strings.Join(accepted, " or ") + "."}
+}

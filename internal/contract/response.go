@@ -1,0 +1,164 @@
+package contract
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"mime"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3filter"
+	"github.com/getkin/kin-openapi/routers"
+)
+
+// ValidateResponse checks a response against the spec: its status is documented for the
+// request's operation, documented headers are present and valid, and the body is in a
+// documented media type and matches its schema. A request no operation matches must have been
+// answered with the shared NotFound or MethodNotAllowed response. HEAD and OPTIONS follow the
+// convention the spec states instead of listing them as operations: HEAD answers what the GET
+// would, without a body; OPTIONS answers 204 with Allow. The tests' client calls it on every
+// response it sees.
+func (c *Contract) ValidateResponse(req *http.Request, status int, header http.Header, body []byte) error {
+	withBody := true
+	switch req.Method {
+	case http.MethodOptions:
+		return c.validateOptions(req, status, header, body)
+	case http.MethodHead:
+		if len(body) != 0 {
+			return fmt.Errorf("a response to HEAD has a %d-byte body", len(body))
+		}
+		get := req.Clone(req.Context())
+		get.Method = http.MethodGet
+		req, withBody = get, false
+	}
+	route, _, err := c.router.FindRoute(req)
+	if err != nil {
+		want := http.StatusNotFound
+		if errors.Is(err, routers.ErrMethodNotAllowed) {
+			want = http.StatusMethodNotAllowed
+		}
+		if status != want {
+			return fmt.Errorf("no operation matches (%w), so the status must be %d", err, want)
+		}
+		return c.unrouted[want].check(header, body, withBody)
+	}
+	op := c.operations[route.Operation]
+	r := op.responses[strconv.Itoa(status)]
+	if r == nil {
+		r = op.responses["default"]
+	}
+	if r == nil {
+		return fmt.Errorf("status %d is not documented for %s", status, op.id)
+	}
+	return r.check(header, body, withBody)
+}
+
+// validateOptions checks an answer to OPTIONS: 204 with Allow listing exactly the spec's
+// methods on the path, plus HEAD where there is a GET, plus OPTIONS; or 404 for no such path.
+func (c *Contract) validateOptions(req *http.Request, status int, header http.Header, body []byte) error {
+	methods := c.AllowedMethods(req)
+	if methods == nil {
+		if status != http.StatusNotFound {
+			return fmt.Errorf("OPTIONS of a path the spec does not have answered %d, want 404", status)
+		}
+		return c.unrouted[http.StatusNotFound].check(header, body, true)
+	}
+	if status != http.StatusNoContent || len(body) != 0 {
+		return fmt.Errorf("OPTIONS answered %d with %d bytes, want 204 without a body", status, len(body))
+	}
+	if header.Get("Request-Id") == "" {
+		return errors.New("required header Request-Id is missing")
+	}
+	want := append([]string{http.MethodOptions}, methods...)
+	if slices.Contains(methods, http.MethodGet) {
+		want = append(want, http.MethodHead)
+	}
+	slices.Sort(want)
+	allow := strings.Split(header.Get("Allow"), ",")
+	for i := range allow {
+		allow[i] = strings.TrimSpace(allow[i])
+	}
+	slices.Sort(allow)
+	if !slices.Equal(allow, want) {
+		return fmt.Errorf("header Allow is %q, want the methods %v", header.Get("Allow"), want)
+	}
+	return nil
+}
+
+// check checks headers and, withBody, the body; without it (HEAD), only that the
+// Content-Type is one the response documents.
+func (r *response) check(header http.Header, body []byte, withBody bool) error {
+	var errs collector
+	for _, h := range r.headers {
+		values := header.Values(h.name)
+		if msg := h.check(values); msg != "" {
+			errs.add(h.name, msg)
+		} else if len(values) == 1 {
+			v, _ := h.parse(values[0])
+			if err := h.schema.Validate(v); err != nil {
+				addSchemaErrors(&errs, err, h.name, nil)
+			}
+		}
+	}
+	if !withBody {
+		if ct := header.Get("Content-Type"); len(r.media) > 0 && r.media[mediaTypeOf(ct)] == nil {
+			return fmt.Errorf("Content-Type %q is not documented", ct)
+		}
+	} else if err := r.checkBody(&errs, header.Get("Content-Type"), body); err != nil {
+		return err
+	}
+	if err := errs.err(); err != nil {
+		var e *Error
+		errors.As(err, &e)
+		return fmt.Errorf("%v: %v (and %d more)", e.Summary, e.Fields, e.Omitted)
+	}
+	return nil
+}
+
+func (r *response) checkBody(errs *collector, contentType string, body []byte) error {
+	if len(r.media) == 0 {
+		if len(body) > 0 {
+			return fmt.Errorf("the response has a %d-byte body where none is documented", len(body))
+		}
+		return nil
+	}
+	mt := mediaTypeOf(contentType)
+	m := r.media[mt]
+	if m == nil {
+		return fmt.Errorf("Content-Type %q is not documented", contentType)
+	}
+	value, err := decodeResponse(mt, m, body)
+	if err != nil {
+		return fmt.Errorf("decode %s body: %w", mt, err)
+	}
+	if err := m.schema.Validate(value); err != nil {
+		addSchemaErrors(errs, err, "", value)
+	}
+	return nil
+}
+
+// mediaTypeOf is a Content-Type's media type, lowercase; "" when it has none.
+func mediaTypeOf(contentType string) string {
+	mt, _, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		return ""
+	}
+	return mt
+}
+
+// decodeResponse reads a response body as its schema sees it: JSON decoded, text as a string.
+func decodeResponse(mt string, m *media, body []byte) (any, error) {
+	switch {
+	case m.asString:
+		return string(body), nil
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+		return parseJSON(body)
+	case mt == "application/yaml":
+		return openapi3filter.YamlBodyDecoder(bytes.NewReader(body), nil, nil, nil)
+	default:
+		return nil, fmt.Errorf("no decoder for %s", mt)
+	}
+}
