@@ -160,7 +160,7 @@ func TestWebhookEndpointBadInput(t *testing.T) {
 		{"a name resolving to loopback", map[string]any{"url": "https://localhost/x", "enabled_events": []string{"*"}}, "/url"},
 		{"unknown event", map[string]any{"url": publicURL, "enabled_events": []string{"payment.exploded"}}, "/enabled_events/0"},
 		{"no events", map[string]any{"url": publicURL, "enabled_events": []string{}}, "/enabled_events"},
-		{"missing events", map[string]any{"url": publicURL}, "/"}, // a missing member is reported on its object
+		{"missing events", map[string]any{"url": publicURL}, "/enabled_events"}, // a missing member is named itself
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
