@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"mime"
 	"net/http"
 	"slices"
 	"strconv"
@@ -61,7 +62,7 @@ type value struct {
 
 type requestBody struct {
 	required bool
-	media    map[string]*media // by lowercase media type
+	media    map[string]*media // by media type, lowercase, without parameters
 }
 
 type media struct {
@@ -250,7 +251,13 @@ func (b *builder) content(content openapi3.Content, loc string) (map[string]*med
 		if err != nil {
 			return nil, err
 		}
-		compiled[strings.ToLower(mt)] = &media{schema: s, asString: m.Schema.Value != nil && m.Schema.Value.Type.Is("string")}
+		// Keyed by the bare media type: the spec may write parameters (text/plain;
+		// version=0.0.4) that a Content-Type repeats or not.
+		base, _, err := mime.ParseMediaType(mt)
+		if err != nil {
+			return nil, fmt.Errorf("media type %s: %w", mt, err)
+		}
+		compiled[base] = &media{schema: s, asString: m.Schema.Value != nil && m.Schema.Value.Type.Is("string")}
 	}
 	return compiled, nil
 }
