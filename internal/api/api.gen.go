@@ -69,6 +69,42 @@ func (e CreateRefundRequestReason) Valid() bool {
 	}
 }
 
+// Defines values for CreateReportRequestFormat.
+const (
+	CreateReportRequestFormatCsv  CreateReportRequestFormat = "csv"
+	CreateReportRequestFormatJson CreateReportRequestFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the CreateReportRequestFormat enum.
+func (e CreateReportRequestFormat) Valid() bool {
+	switch e {
+	case CreateReportRequestFormatCsv:
+		return true
+	case CreateReportRequestFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for CreateReportRequestType.
+const (
+	CreateReportRequestTypePayments CreateReportRequestType = "payments"
+	CreateReportRequestTypeRefunds  CreateReportRequestType = "refunds"
+)
+
+// Valid indicates whether the value is a known member of the CreateReportRequestType enum.
+func (e CreateReportRequestType) Valid() bool {
+	switch e {
+	case CreateReportRequestTypePayments:
+		return true
+	case CreateReportRequestTypeRefunds:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for CreateWebhookEndpointRequestEnabledEvents.
 const (
 	CreateWebhookEndpointRequestEnabledEventsAsterisk         CreateWebhookEndpointRequestEnabledEvents = "*"
@@ -141,6 +177,48 @@ const (
 func (e HealthStatus) Valid() bool {
 	switch e {
 	case Ok:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobType.
+const (
+	JobTypeReport JobType = "report"
+)
+
+// Valid indicates whether the value is a known member of the JobType enum.
+func (e JobType) Valid() bool {
+	switch e {
+	case JobTypeReport:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for JobStatus.
+const (
+	JobStatusCanceled  JobStatus = "canceled"
+	JobStatusFailed    JobStatus = "failed"
+	JobStatusQueued    JobStatus = "queued"
+	JobStatusRunning   JobStatus = "running"
+	JobStatusSucceeded JobStatus = "succeeded"
+)
+
+// Valid indicates whether the value is a known member of the JobStatus enum.
+func (e JobStatus) Valid() bool {
+	switch e {
+	case JobStatusCanceled:
+		return true
+	case JobStatusFailed:
+		return true
+	case JobStatusQueued:
+		return true
+	case JobStatusRunning:
+		return true
+	case JobStatusSucceeded:
 		return true
 	default:
 		return false
@@ -225,6 +303,42 @@ const (
 func (e RefundStatus) Valid() bool {
 	switch e {
 	case RefundStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReportFormat.
+const (
+	ReportFormatCsv  ReportFormat = "csv"
+	ReportFormatJson ReportFormat = "json"
+)
+
+// Valid indicates whether the value is a known member of the ReportFormat enum.
+func (e ReportFormat) Valid() bool {
+	switch e {
+	case ReportFormatCsv:
+		return true
+	case ReportFormatJson:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReportType.
+const (
+	ReportTypePayments ReportType = "payments"
+	ReportTypeRefunds  ReportType = "refunds"
+)
+
+// Valid indicates whether the value is a known member of the ReportType enum.
+func (e ReportType) Valid() bool {
+	switch e {
+	case ReportTypePayments:
+		return true
+	case ReportTypeRefunds:
 		return true
 	default:
 		return false
@@ -346,6 +460,25 @@ type CreateRefundRequest struct {
 // CreateRefundRequestReason defines model for CreateRefundRequest.Reason.
 type CreateRefundRequestReason string
 
+// CreateReportRequest defines model for CreateReportRequest.
+type CreateReportRequest struct {
+	// CreatedGte Only rows created at or after this time.
+	CreatedGte time.Time `json:"created_gte"`
+
+	// CreatedLt Only rows created before this time; after `created_gte`, and at most 366 days after it.
+	CreatedLt time.Time                  `json:"created_lt"`
+	Format    *CreateReportRequestFormat `json:"format,omitempty"`
+
+	// Type What the report lists.
+	Type CreateReportRequestType `json:"type"`
+}
+
+// CreateReportRequestFormat defines model for CreateReportRequest.Format.
+type CreateReportRequestFormat string
+
+// CreateReportRequestType What the report lists.
+type CreateReportRequestType string
+
 // CreateWebhookEndpointRequest defines model for CreateWebhookEndpointRequest.
 type CreateWebhookEndpointRequest struct {
 	Description *string `json:"description,omitempty"`
@@ -410,6 +543,60 @@ type Health struct {
 
 // HealthStatus defines model for Health.Status.
 type HealthStatus string
+
+// Job Long-running work, polled at `/jobs/{id}`.
+type Job struct {
+	CreatedAt time.Time `json:"created_at"`
+
+	// Error Present only when the job failed; its `type` is `/problems/job-failed`.
+	Error *Problem `json:"error,omitempty"`
+
+	// ExpiresAt When the finished job and its report will be deleted.
+	ExpiresAt nullable.Nullable[time.Time] `json:"expires_at"`
+
+	// FinishedAt When the job succeeded, failed or was canceled.
+	FinishedAt nullable.Nullable[time.Time] `json:"finished_at"`
+	Id         string                       `json:"id"`
+	Progress   struct {
+		// RowsProcessed Rows written so far; it moves while the job runs.
+		RowsProcessed int64 `json:"rows_processed"`
+	} `json:"progress"`
+
+	// Result Present only when the job succeeded.
+	Result *JobResult `json:"result,omitempty"`
+
+	// StartedAt When a worker first started the job.
+	StartedAt nullable.Nullable[time.Time] `json:"started_at"`
+
+	// Status `queued` (waiting for a worker), `running`, and the final states `succeeded`, `failed`
+	// and `canceled`.
+	Status JobStatus `json:"status"`
+
+	// Type What the job does; `report` builds a report (`POST /reports`).
+	Type JobType `json:"type"`
+}
+
+// JobType What the job does; `report` builds a report (`POST /reports`).
+type JobType string
+
+// JobList defines model for JobList.
+type JobList struct {
+	Data    []Job `json:"data"`
+	HasMore bool  `json:"has_more"`
+}
+
+// JobResult Present only when the job succeeded.
+type JobResult struct {
+	// DownloadUrl Where to download the report, relative to the API's base URL.
+	//
+	// Examples: /reports/rpt_3f9a1c0d2b7e4a5c/download
+	DownloadUrl string `json:"download_url"`
+	ReportId    string `json:"report_id"`
+}
+
+// JobStatus `queued` (waiting for a worker), `running`, and the final states `succeeded`, `failed`
+// and `canceled`.
+type JobStatus string
 
 // Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
 type Metadata map[string]string
@@ -569,20 +756,48 @@ type RefundSucceededWebhook struct {
 	Type      interface{} `json:"type"`
 }
 
+// Report defines model for Report.
+type Report struct {
+	// ByteSize The file's size in bytes.
+	ByteSize   int64     `json:"byte_size"`
+	CreatedAt  time.Time `json:"created_at"`
+	CreatedGte time.Time `json:"created_gte"`
+	CreatedLt  time.Time `json:"created_lt"`
+
+	// DownloadUrl Where to download the report, relative to the API's base URL.
+	DownloadUrl string `json:"download_url"`
+
+	// ExpiresAt When the report (and its job) will be deleted.
+	ExpiresAt time.Time    `json:"expires_at"`
+	Format    ReportFormat `json:"format"`
+	Id        string       `json:"id"`
+	JobId     string       `json:"job_id"`
+
+	// RowCount Payments or refunds in the file.
+	RowCount int64      `json:"row_count"`
+	Type     ReportType `json:"type"`
+}
+
+// ReportFormat defines model for Report.Format.
+type ReportFormat string
+
+// ReportType defines model for Report.Type.
+type ReportType string
+
 // ReportFailedWebhook defines model for ReportFailedWebhook.
 type ReportFailedWebhook struct {
 	// Data The report's job as `GET /jobs/{id}` shows it, with `error`.
-	Data      map[string]interface{} `json:"data"`
-	Timestamp time.Time              `json:"timestamp"`
-	Type      interface{}            `json:"type"`
+	Data      Job         `json:"data"`
+	Timestamp time.Time   `json:"timestamp"`
+	Type      interface{} `json:"type"`
 }
 
 // ReportSucceededWebhook defines model for ReportSucceededWebhook.
 type ReportSucceededWebhook struct {
 	// Data The report's job as `GET /jobs/{id}` shows it, with `result`.
-	Data      map[string]interface{} `json:"data"`
-	Timestamp time.Time              `json:"timestamp"`
-	Type      interface{}            `json:"type"`
+	Data      Job         `json:"data"`
+	Timestamp time.Time   `json:"timestamp"`
+	Type      interface{} `json:"type"`
 }
 
 // UpdatePaymentRequest defines model for UpdatePaymentRequest.
@@ -737,11 +952,17 @@ type IfMatch = string
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
 
+// JobID defines model for JobID.
+type JobID = string
+
 // Limit defines model for Limit.
 type Limit = int
 
 // PaymentID defines model for PaymentID.
 type PaymentID = string
+
+// ReportID defines model for ReportID.
+type ReportID = string
 
 // WebhookEndpointID defines model for WebhookEndpointID.
 type WebhookEndpointID = string
@@ -1400,6 +1621,18 @@ type ListEventsParams struct {
 	Type *EventType `form:"type,omitempty" json:"type,omitempty"`
 }
 
+// ListJobsParams defines parameters for ListJobs.
+type ListJobsParams struct {
+	// Limit How many items to return (1-100).
+	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
+
+	// StartingAfter The id of the last job of the previous page.
+	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+
+	// Status Only the jobs in this status.
+	Status *JobStatus `form:"status,omitempty" json:"status,omitempty"`
+}
+
 // ListPaymentsParams defines parameters for ListPayments.
 type ListPaymentsParams struct {
 	// Limit How many items to return (1-100).
@@ -1472,6 +1705,31 @@ type CreateRefundParams struct {
 	// refund happens only if the payment is still at that version (412 otherwise).
 	// Syntax and comparison as for `PATCH /payments/{id}`.
 	IfMatch *string `json:"If-Match,omitempty"`
+}
+
+// CreateReportParams defines parameters for CreateReport.
+type CreateReportParams struct {
+	// IdempotencyKey A unique key for this operation, chosen by the client (a UUID is a good choice).
+	// 1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
+	// (`"abc"`). Retrying with the same key and the same body returns the stored response
+	// with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
+	// key while the first request is still in flight is 409. After a 5xx or no answer at all,
+	// retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
+	// use (configurable by the operator), after which the key may be used again.
+	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+}
+
+// DownloadReportParams defines parameters for DownloadReport.
+type DownloadReportParams struct {
+	// IfNoneMatch An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
+	// current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
+	// A value that is not `*` or a list of quoted tags is a 400.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+}
+
+// DownloadReport200JSONResponseBody_Item defines parameters for DownloadReport.
+type DownloadReport200JSONResponseBody_Item struct {
+	union json.RawMessage
 }
 
 // ListWebhookEndpointsParams defines parameters for ListWebhookEndpoints.
@@ -1618,6 +1876,9 @@ type UpdatePaymentApplicationMergePatchPlusJSONRequestBody = UpdatePaymentReques
 // CreateRefundJSONRequestBody defines body for CreateRefund for application/json ContentType.
 type CreateRefundJSONRequestBody = CreateRefundRequest
 
+// CreateReportJSONRequestBody defines body for CreateReport for application/json ContentType.
+type CreateReportJSONRequestBody = CreateReportRequest
+
 // CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
 type CreateWebhookEndpointJSONRequestBody = CreateWebhookEndpointRequest
 
@@ -1645,6 +1906,68 @@ type ReportFailedWebhookJSONRequestBody = ReportFailedWebhook
 // ReportSucceededWebhookJSONRequestBody defines body for ReportSucceededWebhook for application/json ContentType.
 type ReportSucceededWebhookJSONRequestBody = ReportSucceededWebhook
 
+// AsPayment returns the union data inside the DownloadReport200JSONResponseBody_Item as a Payment
+func (t DownloadReport200JSONResponseBody_Item) AsPayment() (Payment, error) {
+	var body Payment
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromPayment overwrites any union data inside the DownloadReport200JSONResponseBody_Item as the provided Payment
+func (t *DownloadReport200JSONResponseBody_Item) FromPayment(v Payment) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergePayment performs a merge with any union data inside the DownloadReport200JSONResponseBody_Item, using the provided Payment
+func (t *DownloadReport200JSONResponseBody_Item) MergePayment(v Payment) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+// AsRefund returns the union data inside the DownloadReport200JSONResponseBody_Item as a Refund
+func (t DownloadReport200JSONResponseBody_Item) AsRefund() (Refund, error) {
+	var body Refund
+	err := json.Unmarshal(t.union, &body)
+	return body, err
+}
+
+// FromRefund overwrites any union data inside the DownloadReport200JSONResponseBody_Item as the provided Refund
+func (t *DownloadReport200JSONResponseBody_Item) FromRefund(v Refund) error {
+	b, err := json.Marshal(v)
+	t.union = b
+	return err
+}
+
+// MergeRefund performs a merge with any union data inside the DownloadReport200JSONResponseBody_Item, using the provided Refund
+func (t *DownloadReport200JSONResponseBody_Item) MergeRefund(v Refund) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+
+	merged, err := runtime.JSONMerge(t.union, b)
+	t.union = merged
+	return err
+}
+
+func (t DownloadReport200JSONResponseBody_Item) MarshalJSON() ([]byte, error) {
+	b, err := t.union.MarshalJSON()
+	return b, err
+}
+
+func (t *DownloadReport200JSONResponseBody_Item) UnmarshalJSON(b []byte) error {
+	err := t.union.UnmarshalJSON(b)
+	return err
+}
+
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
 	// GetAccount The account the API key belongs to
@@ -1662,6 +1985,15 @@ type ServerInterface interface {
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx echo.Context) error
+	// ListJobs List jobs
+	// (GET /jobs)
+	ListJobs(ctx echo.Context, params ListJobsParams) error
+	// CancelJob Cancel a job
+	// (DELETE /jobs/{id})
+	CancelJob(ctx echo.Context, id JobID) error
+	// GetJob Get a job
+	// (GET /jobs/{id})
+	GetJob(ctx echo.Context, id JobID) error
 	// GetMetrics Prometheus metrics
 	// (GET /metrics)
 	GetMetrics(ctx echo.Context) error
@@ -1698,6 +2030,15 @@ type ServerInterface interface {
 	// GetRefund Get a refund
 	// (GET /refunds/{id})
 	GetRefund(ctx echo.Context, id string) error
+	// CreateReport Request a report
+	// (POST /reports)
+	CreateReport(ctx echo.Context, params CreateReportParams) error
+	// GetReport Get a report's metadata
+	// (GET /reports/{id})
+	GetReport(ctx echo.Context, id ReportID) error
+	// DownloadReport Download a report
+	// (GET /reports/{id}/download)
+	DownloadReport(ctx echo.Context, id ReportID, params DownloadReportParams) error
 	// ListWebhookEndpoints List webhook endpoints
 	// (GET /webhook-endpoints)
 	ListWebhookEndpoints(ctx echo.Context, params ListWebhookEndpointsParams) error
@@ -1805,6 +2146,70 @@ func (w *ServerInterfaceWrapper) GetHealth(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetHealth(ctx)
+	return err
+}
+
+// ListJobs converts echo context to params.
+func (w *ServerInterfaceWrapper) ListJobs(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ListJobsParams
+	// ------------- Optional query parameter "limit" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "limit", ctx.QueryParams(), &params.Limit, runtime.BindQueryParameterOptions{Type: "integer", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter limit: %s", err))
+	}
+
+	// ------------- Optional query parameter "starting_after" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "starting_after", ctx.QueryParams(), &params.StartingAfter, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter starting_after: %s", err))
+	}
+
+	// ------------- Optional query parameter "status" -------------
+
+	err = runtime.BindQueryParameterWithOptions("form", true, false, "status", ctx.QueryParams(), &params.Status, runtime.BindQueryParameterOptions{Type: "string", Format: ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ListJobs(ctx, params)
+	return err
+}
+
+// CancelJob converts echo context to params.
+func (w *ServerInterfaceWrapper) CancelJob(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id JobID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CancelJob(ctx, id)
+	return err
+}
+
+// GetJob converts echo context to params.
+func (w *ServerInterfaceWrapper) GetJob(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id JobID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetJob(ctx, id)
 	return err
 }
 
@@ -2103,6 +2508,89 @@ func (w *ServerInterfaceWrapper) GetRefund(ctx echo.Context) error {
 	return err
 }
 
+// CreateReport converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateReport(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateReportParams
+
+	headers := ctx.Request().Header
+	// ------------- Required header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey IdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = IdempotencyKey
+	} else {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateReport(ctx, params)
+	return err
+}
+
+// GetReport converts echo context to params.
+func (w *ServerInterfaceWrapper) GetReport(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ReportID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetReport(ctx, id)
+	return err
+}
+
+// DownloadReport converts echo context to params.
+func (w *ServerInterfaceWrapper) DownloadReport(ctx echo.Context) error {
+	var err error
+	// ------------- Path parameter "id" -------------
+	var id ReportID
+
+	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
+	if err != nil {
+		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
+	}
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DownloadReportParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DownloadReport(ctx, id, params)
+	return err
+}
+
 // ListWebhookEndpoints converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhookEndpoints(ctx echo.Context) error {
 	var err error
@@ -2317,6 +2805,12 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/events", wrapper.ListEvents, options.OperationMiddlewares["listEvents"]...)
 	router.GET(options.BaseURL+"/events/:id", wrapper.GetEvent, options.OperationMiddlewares["getEvent"]...)
 	router.POST(options.BaseURL+"/events/:id/redeliver", wrapper.RedeliverEvent, options.OperationMiddlewares["redeliverEvent"]...)
+	router.POST(options.BaseURL+"/reports", wrapper.CreateReport, options.OperationMiddlewares["createReport"]...)
+	router.GET(options.BaseURL+"/reports/:id", wrapper.GetReport, options.OperationMiddlewares["getReport"]...)
+	router.GET(options.BaseURL+"/reports/:id/download", wrapper.DownloadReport, options.OperationMiddlewares["downloadReport"]...)
+	router.GET(options.BaseURL+"/jobs", wrapper.ListJobs, options.OperationMiddlewares["listJobs"]...)
+	router.DELETE(options.BaseURL+"/jobs/:id", wrapper.CancelJob, options.OperationMiddlewares["cancelJob"]...)
+	router.GET(options.BaseURL+"/jobs/:id", wrapper.GetJob, options.OperationMiddlewares["getJob"]...)
 	router.GET(options.BaseURL+"/account", wrapper.GetAccount, options.OperationMiddlewares["getAccount"]...)
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
@@ -4326,6 +4820,489 @@ func (response GetHealth500ApplicationProblemPlusJSONResponse) VisitGetHealthRes
 	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListJobsRequestObject struct {
+	Params ListJobsParams
+}
+
+type ListJobsResponseObject interface {
+	VisitListJobsResponse(w http.ResponseWriter) error
+}
+
+type ListJobs200ResponseHeaders struct {
+	RequestId string
+}
+
+type ListJobs200JSONResponse struct {
+	Body    JobList
+	Headers ListJobs200ResponseHeaders
+}
+
+func (response ListJobs200JSONResponse) VisitListJobsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListJobs400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ListJobs400ApplicationProblemPlusJSONResponse) VisitListJobsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListJobs401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ListJobs401ApplicationProblemPlusJSONResponse) VisitListJobsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListJobs500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ListJobs500ApplicationProblemPlusJSONResponse) VisitListJobsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListJobs503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ListJobs503ApplicationProblemPlusJSONResponse) VisitListJobsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelJobRequestObject struct {
+	Id JobID `json:"id"`
+}
+
+type CancelJobResponseObject interface {
+	VisitCancelJobResponse(w http.ResponseWriter) error
+}
+
+type CancelJob200ResponseHeaders struct {
+	RequestId string
+}
+
+type CancelJob200JSONResponse struct {
+	Body    Job
+	Headers CancelJob200ResponseHeaders
+}
+
+func (response CancelJob200JSONResponse) VisitCancelJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelJob400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CancelJob400ApplicationProblemPlusJSONResponse) VisitCancelJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelJob401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CancelJob401ApplicationProblemPlusJSONResponse) VisitCancelJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelJob404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response CancelJob404ApplicationProblemPlusJSONResponse) VisitCancelJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelJob409ResponseHeaders struct {
+	RequestId string
+}
+
+type CancelJob409ApplicationProblemPlusJSONResponse struct {
+	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
+		// Detail An explanation specific to this occurrence.
+		Detail *string `json:"detail,omitempty"`
+
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
+
+		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
+
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
+		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
+		PaymentId *string `json:"payment_id,omitempty"`
+
+		// RequestId The `Request-Id` of the request, for support.
+		RequestId *string     `json:"request_id,omitempty"`
+		Status    interface{} `json:"status"`
+
+		// Title A short summary of the problem type; the same for every occurrence.
+		Title string      `json:"title"`
+		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
+	}
+	Headers CancelJob409ResponseHeaders
+}
+
+func (response CancelJob409ApplicationProblemPlusJSONResponse) VisitCancelJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelJob500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CancelJob500ApplicationProblemPlusJSONResponse) VisitCancelJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CancelJob503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CancelJob503ApplicationProblemPlusJSONResponse) VisitCancelJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetJobRequestObject struct {
+	Id JobID `json:"id"`
+}
+
+type GetJobResponseObject interface {
+	VisitGetJobResponse(w http.ResponseWriter) error
+}
+
+type GetJob200ResponseHeaders struct {
+	RequestId  string
+	RetryAfter *int
+}
+
+type GetJob200JSONResponse struct {
+	Body    Job
+	Headers GetJob200ResponseHeaders
+}
+
+func (response GetJob200JSONResponse) VisitGetJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetJob400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetJob400ApplicationProblemPlusJSONResponse) VisitGetJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetJob401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetJob401ApplicationProblemPlusJSONResponse) VisitGetJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetJob404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetJob404ApplicationProblemPlusJSONResponse) VisitGetJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetJob500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetJob500ApplicationProblemPlusJSONResponse) VisitGetJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetJob503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetJob503ApplicationProblemPlusJSONResponse) VisitGetJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6345,6 +7322,571 @@ func (response GetRefund503ApplicationProblemPlusJSONResponse) VisitGetRefundRes
 	return err
 }
 
+type CreateReportRequestObject struct {
+	Params CreateReportParams
+	Body   *CreateReportJSONRequestBody
+}
+
+type CreateReportResponseObject interface {
+	VisitCreateReportResponse(w http.ResponseWriter) error
+}
+
+type CreateReport202ResponseHeaders struct {
+	IdempotentReplayed *string
+	Location           string
+	RequestId          string
+	RetryAfter         int
+}
+
+type CreateReport202JSONResponse struct {
+	Body    Job
+	Headers CreateReport202ResponseHeaders
+}
+
+func (response CreateReport202JSONResponse) VisitCreateReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(202)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateReport400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateReport400ApplicationProblemPlusJSONResponse) VisitCreateReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateReport401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateReport401ApplicationProblemPlusJSONResponse) VisitCreateReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateReport409ApplicationProblemPlusJSONResponse struct {
+	IdempotencyKeyInUseApplicationProblemPlusJSONResponse
+}
+
+func (response CreateReport409ApplicationProblemPlusJSONResponse) VisitCreateReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateReport413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateReport413ApplicationProblemPlusJSONResponse) VisitCreateReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateReport415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateReport415ApplicationProblemPlusJSONResponse) VisitCreateReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateReport422ApplicationProblemPlusJSONResponse struct {
+	IdempotencyKeyReusedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateReport422ApplicationProblemPlusJSONResponse) VisitCreateReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(422)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateReport500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateReport500ApplicationProblemPlusJSONResponse) VisitCreateReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateReport503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateReport503ApplicationProblemPlusJSONResponse) VisitCreateReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReportRequestObject struct {
+	Id ReportID `json:"id"`
+}
+
+type GetReportResponseObject interface {
+	VisitGetReportResponse(w http.ResponseWriter) error
+}
+
+type GetReport200ResponseHeaders struct {
+	RequestId string
+}
+
+type GetReport200JSONResponse struct {
+	Body    Report
+	Headers GetReport200ResponseHeaders
+}
+
+func (response GetReport200JSONResponse) VisitGetReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReport400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetReport400ApplicationProblemPlusJSONResponse) VisitGetReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReport401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response GetReport401ApplicationProblemPlusJSONResponse) VisitGetReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReport404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetReport404ApplicationProblemPlusJSONResponse) VisitGetReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReport500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetReport500ApplicationProblemPlusJSONResponse) VisitGetReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetReport503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response GetReport503ApplicationProblemPlusJSONResponse) VisitGetReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadReportRequestObject struct {
+	Id     ReportID `json:"id"`
+	Params DownloadReportParams
+}
+
+type DownloadReportResponseObject interface {
+	VisitDownloadReportResponse(w http.ResponseWriter) error
+}
+
+type DownloadReport200ResponseHeaders struct {
+	ContentDisposition string
+	ETag               string
+	RequestId          string
+}
+
+type DownloadReport200JSONResponse struct {
+	Body    []DownloadReport200JSONResponseBody_Item
+	Headers DownloadReport200ResponseHeaders
+}
+
+func (response DownloadReport200JSONResponse) VisitDownloadReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadReport200TextcsvResponse struct {
+	Body          io.Reader
+	Headers       DownloadReport200ResponseHeaders
+	ContentLength int64
+}
+
+func (response DownloadReport200TextcsvResponse) VisitDownloadReportResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/csv")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type DownloadReport304ResponseHeaders struct {
+	ETag      string
+	RequestId string
+}
+
+type DownloadReport304Response struct {
+	Headers DownloadReport304ResponseHeaders
+}
+
+func (response DownloadReport304Response) VisitDownloadReportResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(304)
+	return nil
+}
+
+type DownloadReport400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DownloadReport400ApplicationProblemPlusJSONResponse) VisitDownloadReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadReport401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DownloadReport401ApplicationProblemPlusJSONResponse) VisitDownloadReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadReport404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response DownloadReport404ApplicationProblemPlusJSONResponse) VisitDownloadReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadReport500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response DownloadReport500ApplicationProblemPlusJSONResponse) VisitDownloadReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadReport503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DownloadReport503ApplicationProblemPlusJSONResponse) VisitDownloadReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookEndpointsRequestObject struct {
 	Params ListWebhookEndpointsParams
 }
@@ -7713,6 +9255,15 @@ type StrictServerInterface interface {
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx context.Context, request GetHealthRequestObject) (GetHealthResponseObject, error)
+	// ListJobs List jobs
+	// (GET /jobs)
+	ListJobs(ctx context.Context, request ListJobsRequestObject) (ListJobsResponseObject, error)
+	// CancelJob Cancel a job
+	// (DELETE /jobs/{id})
+	CancelJob(ctx context.Context, request CancelJobRequestObject) (CancelJobResponseObject, error)
+	// GetJob Get a job
+	// (GET /jobs/{id})
+	GetJob(ctx context.Context, request GetJobRequestObject) (GetJobResponseObject, error)
 	// GetMetrics Prometheus metrics
 	// (GET /metrics)
 	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
@@ -7749,6 +9300,15 @@ type StrictServerInterface interface {
 	// GetRefund Get a refund
 	// (GET /refunds/{id})
 	GetRefund(ctx context.Context, request GetRefundRequestObject) (GetRefundResponseObject, error)
+	// CreateReport Request a report
+	// (POST /reports)
+	CreateReport(ctx context.Context, request CreateReportRequestObject) (CreateReportResponseObject, error)
+	// GetReport Get a report's metadata
+	// (GET /reports/{id})
+	GetReport(ctx context.Context, request GetReportRequestObject) (GetReportResponseObject, error)
+	// DownloadReport Download a report
+	// (GET /reports/{id}/download)
+	DownloadReport(ctx context.Context, request DownloadReportRequestObject) (DownloadReportResponseObject, error)
 	// ListWebhookEndpoints List webhook endpoints
 	// (GET /webhook-endpoints)
 	ListWebhookEndpoints(ctx context.Context, request ListWebhookEndpointsRequestObject) (ListWebhookEndpointsResponseObject, error)
@@ -7925,6 +9485,81 @@ func (sh *strictHandler) GetHealth(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetHealthResponseObject); ok {
 		return validResponse.VisitGetHealthResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ListJobs operation middleware
+func (sh *strictHandler) ListJobs(ctx echo.Context, params ListJobsParams) error {
+	var request ListJobsRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ListJobs(ctx.Request().Context(), request.(ListJobsRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ListJobs")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ListJobsResponseObject); ok {
+		return validResponse.VisitListJobsResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// CancelJob operation middleware
+func (sh *strictHandler) CancelJob(ctx echo.Context, id JobID) error {
+	var request CancelJobRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CancelJob(ctx.Request().Context(), request.(CancelJobRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CancelJob")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CancelJobResponseObject); ok {
+		return validResponse.VisitCancelJobResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetJob operation middleware
+func (sh *strictHandler) GetJob(ctx echo.Context, id JobID) error {
+	var request GetJobRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetJob(ctx.Request().Context(), request.(GetJobRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetJob")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetJobResponseObject); ok {
+		return validResponse.VisitGetJobResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -8321,6 +9956,105 @@ func (sh *strictHandler) GetRefund(ctx echo.Context, id string) error {
 	return nil
 }
 
+// CreateReport operation middleware
+func (sh *strictHandler) CreateReport(ctx echo.Context, params CreateReportParams) error {
+	var request CreateReportRequestObject
+
+	request.Params = params
+
+	var body CreateReportJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		return err
+	}
+	request.Body = &body
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateReport(ctx.Request().Context(), request.(CreateReportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateReport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateReportResponseObject); ok {
+		return validResponse.VisitCreateReportResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetReport operation middleware
+func (sh *strictHandler) GetReport(ctx echo.Context, id ReportID) error {
+	var request GetReportRequestObject
+
+	request.Id = id
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetReport(ctx.Request().Context(), request.(GetReportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetReport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetReportResponseObject); ok {
+		return validResponse.VisitGetReportResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DownloadReport operation middleware
+func (sh *strictHandler) DownloadReport(ctx echo.Context, id ReportID, params DownloadReportParams) error {
+	var request DownloadReportRequestObject
+
+	request.Id = id
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DownloadReport(ctx.Request().Context(), request.(DownloadReportRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DownloadReport")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DownloadReportResponseObject); ok {
+		return validResponse.VisitDownloadReportResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListWebhookEndpoints operation middleware
 func (sh *strictHandler) ListWebhookEndpoints(ctx echo.Context, params ListWebhookEndpointsParams) error {
 	var request ListWebhookEndpointsRequestObject
@@ -8574,267 +10308,304 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3rctvGlij8Kl2cqTLpDdKULGUnVOWHYiuJJr6NJY9nf6FHaAFNsiOwm0E3RDG2qr6nOf/PK5xHOU9y",
-	"aq3V3QBIkKJsObH3VqpCUyDQ6Mu6X9+3Ej2daSWUNa3B+9ZE8FTk+PUwy/QcvqTCJLmcWalVa9A6nQg2",
-	"FXaiU8PsRLBcF1YwU8xmOrcmYvHPR4dPY8ZVyuKXr06PX744iZlUSVakIu21olYufi9kLtLWwOaFiFom",
-	"mYgphxfZxUy0Bi1jc6nGrevrqHV0yserUzhkxuZajZlQVtoFs3zMRjqn6YhZLoxQlsPNEV6Pj0fd59wm",
-	"Ezet41H3hVbCX2u//vEJ+25np9/ZPL0Zt1bkMIH/GbZ+/Z9h693DYevfW1HDvI9TMZ1pK5R9LWYZX8Bw",
-	"y6t4RfOM2FzaCc79kmeFYDG8N47YfCKUW5KZaWUEk4ZxWGDGF0yP8DetBDNW5yKFlQ6VnUjD4vD6ZNH9",
-	"RSzi3lC1qisRqpi2Br+24E2td00LeKYTTvNsOv83r5/5CSS54FakMEld5ImImM79b7/pc2Yn3MKcATiY",
-	"pgXNdX5xW0h4za14JqfSNs/IWG4FvFfwZMJmOpPJ4oFh50VyISxrpzkf2a4UdtSdWDvjM9nNuRUZDNh1",
-	"MN/d2ekMGB8qY/MisUUu0u5IiixlmTSWTgm2eyqm5yJnM/gf3xMx0Rv3WDxspWLEi8wOWwf593u7B/b7",
-	"nbjH4jxm0gzVRM/ZlKsFg2ULYw2b6yJL2Ywbw3I5nlim9PyAxRbup42a6EwwIxKtUhMBqqlUpKyYRaxQ",
-	"VmZw3sIvUho2KrKM8TGXirXhteL3gmc0VNiS+Pe402MO+OBExKXIFyWQ6RHsAe6MSJmeiRwBgRUqE4bG",
-	"oos6Z6k0/DyD04fdx2fMATNCsCEemLs0bK0A4BWfzjJhAAibti1iw9Y8l1YYvPgYrjUDaoCLV7jAZujA",
-	"xUthCBr5bJYtmNUOufAw/gIQ+f37nX7/YE4w8jvBCMzo90JbHlUnB2iPR+tOeqKz1ByweB4TlEiV6jmT",
-	"ykMK05ciZ/OJTCaMq6ES05ld+IdzMZJZZm4CAbYJAobq84FA2JYaDPz+/e4+XFwDBLRPxw1U9jgFJjGi",
-	"w5cmnLckUmREfinyB4Zlemx67JAlmYRNmfIFM0KlTALZmquhau90d3a/ZcmE5zyxIjewTfFh9//j3T/6",
-	"3e96Z4Nu3Dlg2k5EPpdGVIZnU34hgPoJ2oStWMyvtaHfvd+Jdna/vW5mN6+FzReHIyvy1Q04cTBhNZtz",
-	"adm5GOlcMJsvpBp7YrElB5xKJafAOvphFlJZMRY5TuPt27eHhZ3AhifcimZc5OUdAFQ4uIDZFUZUJhIx",
-	"ns35wrD4B8Fzkcdb82a6v2GfrqPWjOd8KqyTcI4uhbLHT+GrhEdn3E5aUUvxKa4s3faN4tKelcf17m83",
-	"yATJ4hexaJJqCiV/LwS7EAsnzkhTol/Ekok2QrHzBTFeAtQ2Z2/eHD8l2WCsdQq3yUR0ekO1093d32ez",
-	"XCoLOMoOT54cH1cgOGJIAM55Llg75udJ3AHuzWGoFQpHKxmqdjxs8fNk2AI2goAHcBRkGMOntAKQtMKF",
-	"c50CfbFFroiFOJnFk5yhwgFKwcV2veA0YCgPHdRHx9s5S+VoJHJcBLxBGra3u1veOlR470RmhI4jmRtb",
-	"kgDDjJVZBrRglCEDhgH63/UY4hLjbP/qCnZEacaVmcMly3iWRUOVw8pXlz1g0joRzXjhrcgsk6PKBABy",
-	"pjPLEj2dSmtF2mO/iIVh4momc8F299hEF7lhHGeBzwwVokei1UiOixyP0wGCJ8WAMvgAEX74CVYPlOxc",
-	"AHalhO1EgxDgia2VIL8kN26mBfzqmVBjO2kNdvf/HgFt8H/vNIL/CMXtZqIQg6Afs4UuWMbxiHjqBGMg",
-	"wMAShRkA/7x8PGzFrA1givvHu0YAVgOrQiYMsicfm2ioQPJ/GCMqcbVAaKXFDHBkXVg4LNinYpYCq0L2",
-	"MMKdwlfv7X57wLgTy1F0AB6ttMVxcQr+lTjDFN9MqLjX7/fYKfwJ2AVKFgeAP19YgTOCLxEiyVzwi6HC",
-	"J9vx20fDVq/XA+xiShDvsMmkJIxe9aERpdGqs+lAneLT2ixcH49AH1pzPofKH8/SeWw4BdQC4odAIt6C",
-	"GiMtrUM48SEp8pxkD0JMh13SsMf9vcpiYW8qSx0w3CCCAT+gBwrYh8P6YbHtz2rjHpba4g0buUZD+dmL",
-	"/tKKKbJiooUMhIo+cV189++FyBflq1F2qr3SyUmtwU4/AhQkdrzT70clc95pZM6v+GL6Ceyugu7f7EVV",
-	"7jfjiy2431txPtH64kilMy3vhOvOxfavPX76M53qGnOGMXwsmARm44l5RSwGSo8qrTQsFZnEy23AXa1Q",
-	"Iw8XUakAIiHcOjtRhUcB3tOYKCWCCK4TEKlRaZUwXCIG5SsAOC3LBFBE+GkDkM5pnd3tt29qxtvv34kc",
-	"Kw7SwLptjC93IiC1WabnSOZwI8+5Ed/ssZ+fHz7pnvx8uLv/DQrN78vZXvfCH1ZOhbF8OrvuvQdufh0P",
-	"VRtZKJ8TeweaaUA8yUUi5KVIOxGwOE+uyzd2U5Fo0JRnPLfeGuGP5IEZKiOSXFjHL+P5xIjkLO6xp0WO",
-	"QjFzv+eazEjMzjUzfg+IpJPtxsx4ImA8R/0OGE8SMbM13VKOgAF5gkVU33EEkD0SrYzlyjLYgS3OOExk",
-	"26O+3InKk/7bo+/f/a3NVq91Hm4EgVN/POtA4C3ZqxBoSb6Zc4O7JtII1umoUdBSjVQJkf83Sl4xMdPJ",
-	"5ICNcmEmAfuGyg0G3BtYM+MsAAqboiYz4Yrts6lUBYDHKNdTECRylmQ6uRgQLzjXBbzSSWZbbHJ4ydb6",
-	"2losuoYRSM5FteMHnjqFFf5KtAJ5F77y2SxzetGjWa7PMzH922+GjHDlO3mWvRy1Br++b/17LkatQevf",
-	"HpU23Ed0n3n0ip5vXUfvW7McZEQr6fXGclsY92qYw16/f+1nXdoG/QzMI6kueSbTrgPnVtTwm6xIjhdi",
-	"0Xp3fX39Dpe+Sm4r8veUZyOdT0UKHNqNBcywYoauGf6aVuzufVTeWDULdUu70FYPu9tLo0KXrAobHw7m",
-	"B1zxz4JndvLylw2nu3qqm86SBmw1bCf9sljeso+deV1FPVZvjPhSQPS7Coi6i1UwrINfV6puYURrDRAe",
-	"BhB0fKPJZt6gHh44WSDjVuRfNZg6k1E32Iw2PxesSw1Q8lqAwvSFgMnu7q3AJKe5b6BVq2ABTI3U+FJR",
-	"rBoiHGh99VTsWAFn49lRnuv8yzje/RqjajheN+WuwDmvw37FCiWuZiIBLRBv7bGnwnKZkWSX6fFYpKxQ",
-	"qSCfYlxuYhw5tRzEv6/+jJ+jH/eFtockt38pxH5/4zGT97mrtO1yN+9N0gb6p8WVNNaw88KyVAsyDDif",
-	"NR4xjdljp6XRnmwSzm0Aip5aDFWqkwLUaNQt7CRiRjOJokwmDbpLQKadiBzUFlDySDwlWEI1Lxh0SQht",
-	"crhvOkG6adkh+lVA2wttfwQx/EuBsr2NUAbgNcLprgGuF5qZIpkEzze5lED9SRJd/BNQh1d8kWmenmr9",
-	"jOfjL0US3Hm88dhmNOmu1bqb4bS30ES88wAfcChbcd+RSm9Ye4c9lz90/hkOFmjYU5FkUn05VH/3poOF",
-	"SXdTP2vSq71m/mvL3XCGJrARl1mRi7NEp6L1bi0AJDxPUaLzoxIHcEORAYM8VW2aMIthZJHGHefgQp9B",
-	"iM8ZqjIYx0fqVOSI5ricCiw1+L9uOtuGUKOl+J1NT4f7vkqO8ipHU5KEFfyI5/KlEKkbYLky7y4B1Ao4",
-	"OxfJmbB8vAaCK3FtQaghdxE6iJ2PhZw3oLt2c8FThFvUY79+OlbZxtdh674MRfTb7QEgnPoGTuU8lO5W",
-	"Uwlp/OpP8UTklzIRbxS/5DLj55n4UrTNzZKGoXl3i8rEN5xgyi0/50awBKP+AFfP4UB5MiHzZyrpqvOF",
-	"zqWdSFX1IzwANsVT4FMRo2DPIKJIw8yksFaqMUv1XLnQDO/hqFh7Ym9/X2E+/0ImrFOtn3O1cMOZL4Vo",
-	"bDZy5tyKrgvLW2EXl1Jn3Ir0zMc6ruEZh6wchkINAXbQlFXMWDteGSdmik+FYdJ2DgA+JxjuAyKTVsKB",
-	"2VBtgDPWDk7MnU6PxQEAXDT2MgDFbCwvBcUJNIX1bogu/NcE5jeKF3aic/nHlyPL72yE5KI64zU087k0",
-	"RqpxxAp1ofRcMZSoL/WFSNnhq2N2IRZfuQn+7du33eV4yU0PL4dXusN3ZiyRPhep5Kflpv/lQvD+DUAQ",
-	"Zt6dwtS7eO+W6voDw+IntMYurDn24T4+pKiMW3bqO8YkES3jGARphKVADFL435z+2P32q5emluJsnrrw",
-	"7K/Djeed7z5Uo+ujy1fYnb8DtP316r0bL4R+AIz4IQ+YUBhGKS1rx68OT5/87CLc4hDTPuKZEXGH/D1f",
-	"OWhc+7gFsjWTjRJjGGpn5vJ5zjj+NtL5FL61QPvAmIjV+IaoJdPlgH6eJPbs8eg7vpP0093zv4s9vp98",
-	"J3ZGfb573npXix/De2+ORKqePpp4KjMtkwL0+W8iwZ1+gj87U1cl3oKnpHbx7FVl4XjS0dJe8Knfo6Wc",
-	"AlVRsDGpZiqVzlmhAJb2+/0++57t93v9Pntz8hTthWEjpbLf7LUqsXvfuf82B/BFLf+2m4IFnvj7ljGi",
-	"FsO30+/3G05yKiwHReWmlzz392FMPdndyIXSFNdugWijqc3qC6G8AHfqL4P81opC5MlsegZXzy6l4a0o",
-	"/BkMf+UlqUwxGoGYquzZqFCpqfw4o+A6qcZn5A98dxNYufOu7PXK6tZD2msBE7hzQCshy/TYU4r+xAhS",
-	"DI8iaRzY3oJSezBB7G4A7lNggSjCJ8WMwtFwx5I8ZKQFsS2gQqOcF2mRCTwwJxmI9Ox8cZYUxuqp2OLA",
-	"K9Ndf7BLHPXjTvjWmEjMKT0Tlz41tw4amLvC4DESbOJfh62Hw9a7uBJlCr9GLvcW4ATvZjxNRVrGsGBI",
-	"cnWTH5ZQ3zNFkgiREtK5a85eWV4g2xQFngIA1p6i1M+mS26cd01kiF8d07R2KbDZ/VXCKc9zDuhJKTPu",
-	"Z5sX4jpqFXnWGJ2YY5rRq5cnp4x2lQhR7A74zetncQ1zilwS3oQ8h/7etzcnOlQBDKaycpaNoFah7ivh",
-	"CscnL9ne7s7fA8dhiU7R35jpucgTbsQA5V6fk6tTUNjxwQcmGIIx/r2NejWcNTsXmZ5H7ELMLGWKwvZI",
-	"y84XjCPN7vTYW2knac7nyg3ajif5RRyx+FKMnA+EfrATboeK5wKpkZuoxCeueAFPXF1dwRO58EkWpLN7",
-	"sOMIG3wE13gG28aneEUDE+A5kHZe4JX5GD7/gDvP+RQ+z+H6eQqk4HyC3+UIPnGEc4Wf+hw/L+ETj+Xc",
-	"4HWL48xn8LnA73+geMHxM4VxkonAT/o+h88Mv2fwVKIAEhON33WBokmCXASvXOKzf1y0olb6GzyVXuB3",
-	"vD/Fd4kxfAfaGLWEhXmKIgdQ/A19WRfw6/gcPwXMfDyB3RhLvIJrHCsYeWx/h88FXJlc4KeC+ycWdmxS",
-	"wD0yhZFlZjACFr//DnfKHL8bmNtvOOZvGj9nsLoLAfdfjPFzAndeTGG0ixnsxkWOn3O4/wLffvEHnEXG",
-	"YbQMZ55dwFNZDr9mBmaV4Z1T3OdpClemYzjrKc58OoVnp0jep7hX0xz2doo7M73Ezznec6XwE052usDr",
-	"CBsKR1Zj/C41fGq4X80w3hd3Xk9zpGSw5zMBd87GcM9sAm+c4ZxnGV5fwB7+zuFKrjGNE+EnL+DZfA67",
-	"YfBXg9BoEvyewlNGwJhmjNdxZJMBVBgN+2lwT4zB6wiN5hLgxyzwyh+wM3YCb7G/wf12CntiEaot7ozF",
-	"pBFr8Qqegv0D7iz4BD7HV/CJsy0MjF8sJH4W+AlnV+D9l4iDl3jWlzj+ZQG7Oseo3yvczysOK71K8HsC",
-	"q7vSeGUGnwuMpf4D9+GPKYz8x3wMFK+qHcBUVsh+1LrqjnV3hRccEfE8uueDt+WDuDU3aXiNMfyCJROu",
-	"xgLtvCFLkfIqvU7tAi0eGBaHWPk6/9yoM3rJssnK4+JpOGVQHr46ZmaCaSXSukIJZG4uJzpgnMVO14up",
-	"Ekbsj+VhHMGvJJ8TWMTugOAnVzRE5/aBwYoV7gY8m4cxBgQMVeyWbdCsjWalsbwULnUHVvfAMHHFE0sZ",
-	"zZyY2wqfJ8H4drnDpcVkkxiOp31KFrQGbRmHqCnN7gyapBEc65k0DdDjzy2gy41zKhfgoPU6ak24OZvq",
-	"XFSy6M61zgRXK7PHF1aeWDtfb/lchmhu2YTPZkKhzccfF5qC8M5zACyC+tVTrumlfy0x+FGKLA3RuPVT",
-	"wRTttULvRFCYK5MGEOU/Tl6+YKjLiJxJ5QphYAxUO35EumjcQWoKPyjMhsOqIJieyEISPdxBtibWjtET",
-	"A3LecpBLp8cOfUUMHCvTykdZDdXu/jcur0uCpIrRmLlAwXLK8wsfYR3/3///f8U1nKoaLTB9rzkjswpK",
-	"tEvlA02g5HItButtmR4c9MXNCqZ7qulFzyvqdbMiWVMT9xu1xPpxv5mBBL/fd7n6lAuLdSowH0rPFebL",
-	"GVbgjXv9Wi0Ad3fhBun3SPmpzmi/H/TaxQs+XZnkXr+uHl03rNtR6dUdLo0gK7aLVeME3XzmLR5bPvUx",
-	"xs07sLvRmL+Wko4qsqz17nopTK0BfUETI5JQi0kL0WoV6rRsI2uyjcF7Ayw2zWeFPW1lqLkbq+HKsCXK",
-	"bXQ/0EAndDOo/0R5b3HITfyyyRboJrQKfSvLWTrZOkRUNmyJIVem/m496lCkm7NarOfQW2wasuaQ6Lg1",
-	"Siw7cJaY4PJ+OtGjmlG5VvJwE7sD2aO6xA3SxwrDRIcgV+QYnPGxcFnN5oCNhE0mIIQSSzKW51aq8Rn3",
-	"8Q7WV5XCIhaUyngH4k0dxCssqCpABAmkBpW5lTzLFiWoNkkWfnw/2hcIWuVK7wC63hCafYHL9FLjJy3S",
-	"+WObLIlYWGNv/+/MuVxZ6vKe6HGA1yam7MDHx+bVh/2xVKi64gpOyXTdeuKIYdW7Ipl426RnYwlXLr3y",
-	"XGx2XKxzhbnQ2Ob5NETYBl2P1MuKYZQiZHuNairuT+NeiqtZxpWrYjUTiRzJxBeAYDpxfEM0Dlt1Xzcv",
-	"YK0r3C0juLQTrRKRO2Fg9UUg95s171hK7I4jNCILZUHIFyEhm6HcHDFu2VQby3b7NXvJJiyp6Cwr5oxl",
-	"qkxTPdNkbNh6yqGs4qjIkWbXZm3YHNQJTOTB7C+lrU/VkorF9FI8+83esM2SGsHcUoYC1vB0xbpW8gwa",
-	"/ehYByIR6+wiFP0y4z5n2SOxA7aUaXXAMjGyTBe2rB+KD0hT1btYULt6Sy6O/W8aJlZ3622zdArt85eV",
-	"tt2ShDgIDpRgIwC7VTe++nQpN9PTGPcMFX91QUaNg5cS5urAP5+evmIu6QMOvVf1oe7X3Kd7/X4TyFhp",
-	"m+jlITMTnVtmiumU56GSqz9MGKdS7KxSM2YzSbGN5o9DlouMW3kp2JvXx64uUrUk4vKL45+OTmOQcbBs",
-	"FquMhspGxYrblCrXJF2sRqauYSGV8FZPq8tQ1VDCcz7RxhXJrBVZIdYj0qFqx65KUhyxmCpIYgWomMIO",
-	"ffxcGncixo23/WD9zweGhQjYboiAdeVCPMFbs/Wekq1j3ZZM/ustAq99HSE0Z32cn3kjYzkRWLIoC3WK",
-	"AhfpsZewyVZT0UsfXsBMce5NZM6JWT7Sim5djalhySOXEPoJtoA/S6tfUY5z8Xl144/Txj85bOJmM4HZ",
-	"oIm820q9riXrbdS13XLWKc3v1kLVHeiQDjw/vwGbXnQ3Clhl0p+umKwYrz9FM3mNNu4tzRdNAlDFS8MN",
-	"sir26Dd9bh69l+l1jF4iw6QvqU7CXVWuL6dyJ1tTtdh/+r5sf/p3sDVUlvRz783dgA2p658Uybld+FUT",
-	"qZt+tJm+cbQ7sqf/6rcnjH29duP+xPi1piWnlQj0ZUrZFOa20Z9YiwUoQ702PVNGdzWLIO73Qyoz1yCK",
-	"lD/U8W4n9JyoV/V18ryv4hgxjLSWaoxFRJJcG1OWjJROA9uoe7qRbynipAXlP5wRn9tUu9sp32u8p3N0",
-	"O+RajQ9YDOcaV3tTYCVGXy1FpGz36qqkKk0A4dPlzzZpX37cB6aqiNXfr3SZep+ArtSGrdCFjUIZX56m",
-	"uTAGzkAp57fHpXaqc/T7UEWmWlywA4Glk1hdSn3T/a6+Ww91Tx2QrG7CSyUoSpFqdFvtbDOExAMswxvL",
-	"NLSKiMuamrFzykarxUwr5RTjmVCpVOOYWkkwrgIEjwW2HNi9umLtONBwKg5Oh25BN0gmAiRJLHvgEgjp",
-	"lW7Xq/WU3ZNNiRisHWoqkKLViH/NoT/5IkzaaDbiecR0loI6GFI2thL0lohAg8D3MUrGkjJ2K20pauHp",
-	"n31cwAg9e8uwkQYNZ4sisVFLiSt75o5hc1QR3BkODECgEAGltS8GGsrfBsgD6CEQuSG+aDtdxQE+KBmr",
-	"/pMmC8bdeBSr0FA53dphVfSe5V2NSky4nddwidT84Kt8f4JetEy9brKBrBXtlga6A5Xtxqndue62JF/d",
-	"TUrV1hEEVfFq2fQXKGyV7CI7cXncEZrDAf4oDjLy5kZlTejsNBVcYQuFJm9mOYGz0u6wGsWwjvYPQBNx",
-	"NoiYtc8XbKGLTsTisVYiZm1pS8Fib6fPftJKdKKhQo6BzKtNhqpANFy0BKxjn6V8YTq9UmiQmfB2rHrw",
-	"eZhEK2rBqx09wL2+0RryiTLsRzGHWS4upS7MGVWqPqPWEaaR/PpmFr6atWseVXEQuMF82Wvyyxk5Voad",
-	"CyNT4aj3HHvY3J4G356ABtF+C8JKSRb1CIulM6ngySrEbtzNj6K1nhbcHT0L1OVPp2dvpZ2c4LZsnxK8",
-	"OumVcLowYkMvNzlWoC7RPVGoz87+5gvK6xF7vMtyrlI9dW4sdjLBIgEqWwTALsvwY3Cho2fYc8ODvoN4",
-	"kFQBOzxdqGIjvrxaK/3d375/3492r2/OU3WrXN3ld+U+g2K6VbbSgMUTa2cmpjh3+B6H9eai3pkNC2Ma",
-	"NsvlJbdiqJSwc51fGNbOdMIzlopLkenZVCjb6bEXWNKU+9sjlmk9O+fJRcQyqS669IzOmbeGDJWT8Qeh",
-	"1UYyEckF+iBZLsbSWJ99r1zfmbKjgtcPUsmzkhRXXEu4zsGjR+5aL9FTnxseCsGhD+VTc7WMSIpc2sUJ",
-	"dqFCyDzH9lGHhW1uheJKT7jWSdyw+NCVssDlDhi1n2LDot9/nFyIBX4RsWvxg50DqEQcHh037OTnw+7u",
-	"/jdDNeFmApAMOEA77or7GCFSbB/mS0uid/5CLNCF/fTo+cuzw1fHZ78c/eMkHqq2836x2FycWWHsWSqm",
-	"2itX1G8LSMRSmyzYcyohINVI+3oBPEEkdcXx/dZ3+UyyKZfKcqlEbloNZWbMTCRdsozA+xmAk1DEmU+e",
-	"/sKoAoiJWCZ4DoO4ZDJlc55YzD8TuekN1VD927+xJ1oBEkitzFB1WbUOhrNobjoGmG71KEhzhA08F5lW",
-	"Y+P066FiYYthNqEvnivwaZhJ9EyklCg3CGFi7pkHhsk01I3d6+/1YK4Ybi0JEXRhe+y5VoKae5Q9EWQt",
-	"09dXlQ7pfaspgD2Y69tcWuHHwM4YswwwLZNW5DwzrB3v7vf7Mcl5+L3XJ1/o7r7YRZjout3AafpCmFgL",
-	"g7X5co2NhrIZcWFH3W9j10lnZ5+SAqWB+dW6KWGfHaK80jKFfQ2JHtLRIz8zLBVi5sd+vMsyIFQmYrmY",
-	"CQ53wriVaPKIuiEi9Xvx5lkZ0cza8RAOvN93Xc1YBhgEK9v5hpkiz/UYoAdvS7/F26RCCFALF0Ed0YOq",
-	"wNdV4ye+2at1AszdEjEqCJkhOxcLrVL2f/43dRfqsuOU0N+H0dSGwDsOcYdWYlwwXsVUwm8otIUMWebA",
-	"B7H4yJmYDI6h/ZhFUHFRYYaJZKLLsUL0vaYeJTQyhfznGDlSAZGKtS3PpTC14Ise+89CWyyngWdMLgBq",
-	"p+IiBWgonCzuxNpotHa8rkBJ3OmxI55MWGx90RdOkFaJcnDxPZjfesC4i2nQinqzURM67qIwJsWUKyyM",
-	"iMVAZnwsmpAi8nM0oZdxBBpNQFUl5pnEBo9Ir55RXSp1WmXKvnsbBV4YF+aR+qR+5A0gxThg8JENE27Y",
-	"435ZTit+ffSfb45OTs9Oj58fvXxzGneAHo2kkmbSYy+Va3+VF8pQIBCXeA6YFsXonb4YnSdW+/3HLN5Y",
-	"284XR6mW+KpP9IFxhkfDpoWxgNBwIq6Q3X5tAYdPz34+Onx69LpcRBRaBmLbWzpVF8hDdClsvBtyZ2VM",
-	"PxicOj6TFJbp0YidL1jQJZE07fX7nR77QadS1NESa/yy9t7O406P/ezWU73h8S77Be6Inx/+t1/ED/84",
-	"PTqJOwcwsisirJUf2CuwrikS2rMzvgCqb43IRpHvyYnNgXVhxQDGifce7zCHYG4i7EeKaTvVmmFN5tiD",
-	"H9L9rhVXVB3JHcyFELMuB824agCXaUZxRd9Uger46bOjCkSBRJdpI9Ie+4Eo2U6/3wdYRhpZDmfcTjx5",
-	"+eLF0RPq993xuqLrfocDAXsyGiRCBP8FbQ7WZhJpBIP6rnxcuU0bsEqbRRAg9GjkMexVJWzJDNUHyur6",
-	"4EO2PqDdAsD+A/zY7XZZ7RMuxmt73MTsA9LiD2xTw5oREit8EClVIMW+Zh5mmyFJ7a1941JPivLNjR1J",
-	"plQVzYn8XteIGLb4jZZC/PaXeBQIAUvdQFfntRrKBxPadVtxQ8FkGeolhxB5W5iBs8rEByEk8Ez6GMFq",
-	"YGXMDF+ExsWgpi16zJc1Zpm8EI4515qHrq6hWl+O5r/DPrAXupTede4KhZHyslpjbnXQEOVGI+7RiBtL",
-	"wEeueSjdBJi9OuxqNwMaf98D33L/AjjFsm8NPe4qWWBzgHj9mS7FYeJ7vnPv8UdIR4WNDSgVj+qqYaEZ",
-	"bFwIjy8dpK8Q2QDljY15yjd/bCuebeqbrkxmfUx1bSc2Vw2LK3b86sqPQjUxcj2tHkJDSDq8d2cXkf02",
-	"pZzjagR8jAICav8eorGxfCMY1Gvj0/sfL5G57arhN2FdU0E/esf+mnfAOkE3YvgA0fAN1fvobqrUdyOs",
-	"UXcffP8u0a9G4NqyoY9LkAXC4efWWZ3DmjyIyhx8tsPyDs8dKaL47VqyxAGLV/IwkFSaMr1CmhsgzvMK",
-	"msu3bi6urrRCCwNocyUcusze0FqxqUdvwwZUo3jxVQ7N11edPWCbqs5+FKbXOwHBPPaRp55ooJcoDJOf",
-	"QCumi5wZmYoee+HIHD93vYEl9mQG4eVgpREQCNypwbtoDOogvzyTRkn6A8rbdAJ3XheafVpZaNbGpqav",
-	"Xp6cRkv9rZtSu1dhDquu6Xz9ilGGCPf5k3DcHTQW0MHCYZQ9GKLQ0xquwZY4AKqJietni5NF2bHyy1DF",
-	"aGMNZkUnltBFwjcTe0mLUGRl3FM3Lwx4SHSeYnaJK9ANcwmHbHOuDCc53FFtz3hR9oDXIe8VEk0s59pO",
-	"iPkj/aOrQwU8ompRDFYpDL+oWLBqtHRQ76GuFRxcddlDFZdLJgS0c71KCw3AketoSRwnFAkZKq6YGI1E",
-	"Yll7t79DWh0P8qJf7gMDUmWnahClxgRO2Ks1ysaTHaqN7eF5INTe6uS0KmldkRB4g6uY1+Zs7+qK5DKO",
-	"JoRSincBQiwT/NKlSMBuFRjjgmfDHbyhhu17qlc7uD986Hu4P3xY7eLOsIl7zVCfcOWLraDw41f69Oj5",
-	"q5enRy+e/OPsl6N/nJ2ePos7B6HuCbfr+7u7zA3QwHwvOgD7Q7Z/dRW59qlA3yi/I9czAJ2KehjkDyuy",
-	"DMn93GXFVtMtrNYXQ0UHTXBVBW2Y1ISj2unggoyd1OfWHQyVKgvvJegdKo8rRMs0zCBi57m+ED32VOPM",
-	"xgW6Htb04A+AjxdQHWbHI8LGNQ34o0pck+/eL61Z1jQOmBzBBCK0JMHpKz3vDRVKFnB41YORBk6iYsCu",
-	"VG9TNtfZULmYVoMGtQXjvrm7S0h0hitSpWptyONguHnc3yN7W6EclPeApFE524Z2EawNzL/sfx+hAIoj",
-	"GMsz0SHJf65ZkkmcG/a7Gyp9KXJMpnFtzAAiHhgHu6bHDpl/KxEEuh5Uh3b8/joO7MnVmsDz9vSPZyBR",
-	"ANyYDlouCPcuRW7QaR2Xvtc4HDHtVORoB5BeeCV5zLAfvBO2/HTgUP0L2/FSHn8ceY3VlbbD5m7Gi92B",
-	"VQQSafmFQLFJzyiOtrrRAS5LiudnG/Qol40D2+DWSViBW88yjdXOOSFwZWjkUEsAAXMpe903NeXHOvrK",
-	"SrvA3veRazuugJ0UoLu4tv6OLzl5z4mBPoB8UC5xwHwr/tCwv9Njh57GisyIoWrHl4/jAG/0hojFwxY9",
-	"O2yRrYmcA4pPUc2cCPfaHjvlY2dEoobZJWcYKvg2wP7/fZyGb/jvptWrnkZhHC13KEbDSaMVMIO54Bcs",
-	"fvvIL8jBvOvY3TlY3W3UE/kFBkQ4FEfDHunj5NF48vL1CZqAjXBLCE4sPItLqqZjJ7VegYFdh56CZffA",
-	"QWmaJtrAM+BHjhbEPx8dPo0dlyczGEzDG2XxUImioKiJqV5tNFOzQOIMmc07UWmNKy2KR+WMwztfviKb",
-	"nyNTu/099kIz5zZyoEp2CVwOnC/glNsneHWb5k02rUviM2R3cKZ7Qu/wpurcSj+g1AqIkMuO5RZGDqyM",
-	"JChZOuV+yPXcoKWaL1jCsyyUGsP+4ciiczmWyjT61dsxnO3Z4bNnL98ePT17+fr4p+MXJzFaMc8X3qQP",
-	"8kanx17lgowWBvUsoE++gUFFjCJFg8W+IxcQIyIXaAxuEH3gjlpn0po8H1U7bUQNbTZo3BNUFLqncorh",
-	"VCT75gLlvUR0D2ezTIImZzUj/25wybr4BTNUr9Hfj0HgpdGk7YjlstHFhNZpQUuBG52xlEKepR2qkHpo",
-	"mNWYqBm/H6KzetiK2LBMHaE/MSqhde2giMXwdwiOXiopN1S+phwpmH4lrtIH+/XEcpWCluJ/edf2IQnz",
-	"+bxn3M8+JAHjEzqImw8fnmDD+4cPB7WQ7Kj8q6yWR7u90tbf01wTlRXK4KzWFikjlO2x/xK5HJGTIQzG",
-	"9KWX3PicbBhO/Jrx3Eg1xpGt56DYYj/M0DR22NdZ2qO1HvrGLlolApbMlT9Bw0BYsEL5aaMw1qD+OOG3",
-	"LR2WIkmQI3KXA3eUo+p9QWRz/iLiYcYHAJIWhBdXc1dh5ACfGG/s5qZ0PuUZS1DqPEeal+TcTLzfGJWK",
-	"4PtURDmlDbI/q4ffGwvy40rwPcmXA6/6uqlTy1i3oYDAkqCHqwVG4IMKXyTwwAHLRSpzcpi7QrsEsSI9",
-	"KHUb4Lve8ExU2vtW3Gq9AtDe6TNTIVediBRYnIJTNfaZiejoI/a4T//usglcmyAB2enDXzt78LnbZ2S3",
-	"B+2HtZEh/AaHlR/UqSgSXa/0iJBJ0EEx3IVusXpMp+ktmSvQSrG3+x2sdL//GKY+0UoXuUh7LPbBorG3",
-	"3Bo/agAATjBwUKNalF1eJueQFgP8YSWwtGoWdsf3X9LI8wwxgTLwVogfpuM9Ksf3zv2lKFbUmUlJQZ+i",
-	"o6UUCEZjhBSiGMHRlLjnoRKpER/hdCrUlvpXA88zNwd8JZku0krYF/PBWyDFVUK+qmkfPLEFz7KFj+86",
-	"cHr20oH6A0B+8kK7RJeFQHVSGi/4B7G+cijt4FjySSydemvnvHBQFF451/mFCNpYtXeUIqmmtDiTeu1F",
-	"e8eqETUqtk0MwQpuHi/rGxEKFQxVXdE3woVkoPnTrPP9AxsZqg+u1xX74KylH3xQxwZvpq96wD6wnX4f",
-	"J0g2PfbBB95Vyx+U3nWqkUDrDgUTiBeU4Q7uJf7nD2x3v/6KZTtatGJEqxnWZjrHm6RiPg8RSHdlFfi+",
-	"5ZoN7APQIXjxTum9/hAMUyS+aRV0KA+UuDiAuyWZkbX3+jsdsgwelU3GSPo8L5ILgXpT/HtcvoPCK8RI",
-	"AgoBzmULYrPxvGJGhfMdCyVymQxVIrIM4YfxbKxzaSfTzgDYDM0SCKKZiWr8gzt4hySOMsLCQh0YIOzx",
-	"PH4EcwuW8KVIHT0CBuZAtgTx9u7VVYQmMDgToKI8kxei4yN7yFjiFQc9ouoYXSnsqAuSEJ/JLqwGR+66",
-	"+7o7OyinGZsXCcgeaZfCiYjEIY5gkJ0L34JDpN0erIqnoFw6UBi2Dn7/fqffP5h/vwOiHoEgXt3dh4ve",
-	"dhnGqD+cf//d3w/s0rP597t7cBGL9KDEmMfEQ1w5IX/aQ0Xa0owb46oPKz0nWLZx5bz8wVNwPZZUJfCR",
-	"ho2KLHN0mR0qD5RDRezGsZY6YJZN+VZxoJJYF4ycxlGpoXJmg2KGphws+Jlw5RwLaDpDowJNyswEUGh4",
-	"fq+/4y1RCOF0NmVUDxLPlxQpXNZfcW4J0K12v1vvCVoNHmLt2r5FQ1XpE0j7u+oWWm1B6D3VJGt55ECE",
-	"ktNZBuLuUJnAF5tcH6A3wuSlM3Z5sx/p3c0m/7dBUGkK73otUmmiChB4Cu8sGL68CnFkJxAe1MxyOh9S",
-	"2g0NRlEK6BYCicMZb7wo6ZgDhrgZRiFkyOgqPXaAmtbLVAIx1YVN9FSs8BW6vdKJB252+XJm6edqqIj/",
-	"PmB7/d0o2NpqUSHVkI8BWx6iNvRqFdOPe0njOLU3LbcLgveUTirySg1A0owCCLr3Ie+gxIVpgfBaeXDO",
-	"0YL46vXLJ0cnJy9fnz07RKt+zEKcdr9TqgjJhOdjhOmhkqpLdgMnkyMaAw7rcwQcFzifyUQog9kfobJT",
-	"3hq0nh+fYhMEjNyGP66jlqs55QpDOSXf759BWQdRPxVTrTCEHySAEvgjtHROpbEywcJdzqQNdH+hEvab",
-	"Piebk0EtmAUNOVRAqgeRY7cBFPNag1a/t9Prwyx/M1phRD5/KnkmEuvC00H/ht+6rsS6zsePkDE92u3v",
-	"9rs7uy4BpRW19EwoGH/QeoyjYkrHBAP8H/Gy99m4KQflZ67SBQr6KOBSCCtaa5ykiLa65qjwavRPj+ZB",
-	"LPc4bQ1aPwnrG6+VyeM4qd1+f0OLvtXWfJuyb/wr1jTFq8zuq+50uNffWfdE2NpHtd6o8NDudzc/tNwd",
-	"+Dpq7dP5bH7u2EUdhIKH+/3HNz/V0P/6uoaqlUMLVsp67gJgFx9j6ow/fCxi8KhMSWyE9KOyh5it1sn3",
-	"dpGg3ygxL5PqQYJZY+UZqhvMPNIGm5YZsGDzWW/wGapaDwoieXWseiaNPfJ5fqE4vVmbpVbe8sgDclMa",
-	"mkx9GA6Gu9CKQ7E+lzGJ8eJYbbs1aGF5/JLm1usD+9wbfvt8/tX5vYR9cnm6OCVpMHZq3VR8cvlW9KPa",
-	"SeLdZ6RTZZeJxj7VWHuZ3CTKmn8CcrUFBfmBhw6C/0oUDoCAhVRdT8ocTlcpGZq+1pKz1y63Q4faKQ5d",
-	"NzFk6lHyucF8HTMmR/U9bG8J2/29mx96oe2P2lXA+xqR4Sdhgy23CRtuy+PwweOnlHTcbEImlvRxg0at",
-	"mTYNyPifhXAhHlWzNChP88gH2Y5yYSZL5YQGaAWsBVljdMpYXgo1VO35hFtU0lGvquf5Y9cakM7n0oiy",
-	"iuly6dKqa8hqsnXhAA8cF8WAvppLB9PjwgAPDBM8z6TIS5u2IzVeMBqqCzGzIVzMVclCKcsHujglkfpa",
-	"gWpnRZY1CTj1wrBl3c4fdLq4MzLVXH2WGkcv0cbdO3tpY22aNaSyYv//HWArZW0FlN7XAls5ZfSc+YPu",
-	"3BPZz0Zk+1sQ2XV96eH5nS3I5ivKXTjVGhPf6Ln9bVYXkhKei1RyX+rqa+QMWL+57uZbJy5NsI3VH2tF",
-	"pUMXvrOLKdkyE74UeOIKt2Hcuhr32HHFrWZ14TJSfJBmo0jlemg1y1Sb94AeffnLx251paZDa/Dru7qQ",
-	"eSmUMFUJ82UItXLbNhU2l8l6hfk0uFEfYAgT3OyV5Vc5JheIwjDMw8SAHvJrUZkK1u/1e3uRi881Sc5n",
-	"6JH0OZ6+diD65Cnty4rpLEOvkUp9SFcbS3+c+cL4oeKgs6PHnWioKiY7b+GFByuX/fPmzGrLs3jAkozL",
-	"qUijEIMdManOyAIZDdVUGgyHIyd9GdE+0zpj7Xg2voJvZw+BB/+mz00U8qgqhBuDTIJfYKjQi8EzU+b+",
-	"/qRZXigrp7RmD5HteKzPHsYRi90VeFGPvdBLXpOBC7oXzl6a5wvgDTI1rvUZ7D1GfZoDDDIluNc5pQnj",
-	"H8V5JhNGKSQgi2VZGcnfxJ5/Eva5g5sb1QiAjEeYrHvgHdzfI1jUeeayAaCRIfqsMAymLQMKTagqWmV3",
-	"H8t17hgJK0gyDXu2Fh2dFbfnhYr1OMmngr2cCQzsSnVSTH11FgzD8OMs+DSLI4rDBI4AIuJ/nLx80UjF",
-	"3HDw+6eqhytVZPxUH/d2wnQbajE3n/vKOivBHXNu2HkhM4uO8C8UCDBc3ld6QZex2+QbAQEOcCMgbL83",
-	"UT3FZBMI/OPw+bPbgYCf5y1BAPcC3oYcpPcvBABui9cCQCj6tO7wX9Qs1K/4WPhiS5iWS67c4LGyTCoj",
-	"cmtYG7iCsGzGx9I1c9Jqpbdbp9dodfb5G5/T7hzSw+7G8lwpkfXNXnTL5hIw4TXvo6Kl22l9Sy0b15i3",
-	"g1cyFG6jnCWXAiUNBjKu2wJftW9s64bv7aq3bjehkMe05Vwye/upfE4DfLXZ4kYTvF/5vQ79z26En5UU",
-	"zdPiQOTQ9Nho63uCUQuGcSzbhhEdPXbCR4IynbbIzR2E8joYIVapJ0LRqg7jXN27HjssE0oxnZjKQ9Bt",
-	"MI+Q40WkyVWMxSLmGFsbarTtNkn0T3Ac3+LxtsS9srZfxKJFKHz3BrvaJCv2umoJSpsXYtV+t3PXFGSd",
-	"oBICc3yd7SUCcnRKDRw3YTDecx21GhJgbnq0fCQ8cR21fILNTU+H+6o0657SrVgLd7cy3gEcPPXdqbc1",
-	"GtYx6Vi9MeIvNBju3nbCr7EAyV/GD9ZgeLWcXh3Ttyvu6/vLNhT1DaX2XR+g/f7jSnMgX2z7hmIRrai1",
-	"sXwGaATX79bZRLaoLcHaN9ar6Ax8kB/Fn1CkX4+9zOvGry1rdkiF8uFQtW+oDNIZ1EpCNKTRV3LnXYRj",
-	"b6iOqFjEnC8ix243Ffi4gRUfUCBPPRm+OiuKz6EMTUp//ZrFQngsbNLNz9l8QXeSZ6wUn4gdl6JHswRV",
-	"1WW3C2ao7jyeHNUlqNUJOKHMAe4rRGGtPCwOXE9bHiqr2VhYqhpQy++tegFK4ataVKDJQPLRItIIZvWc",
-	"3H1/gopzg4DyCWLJ1ycZPCb/3pL5RIP4ncqRDLWOCJIMGUtWEuBlaJ/9L7V595Eudx3psple3pawuEd9",
-	"ZIrvdbNs2MC6vlORj7E7djKhChZ/f/zdN50B4+cI9JSlRFZELMrGM0w3cd1EcjHVl8L0hir26ZFUoRNG",
-	"TSlAl2qMt+P3w9BHcNgasPfD1gX8CwNdX4ehWHyBRUaW7sa7ypt4lnV6WBd2ubJL4OtLfe2H6tCtsrEy",
-	"C6+6gpdqllAt71ACZTM/qPVp/AiWUGUHd68uN3aRBHisDomH18XN+tudDL+FNv6nMTtXP8efbVSKE0rM",
-	"PbDcE/MvgZjvbKNUV6o7/uia0P5luvG3t5vva48TXynnImwvmReWYAz4Vu2UskEN8Irge/ftenOeRqiS",
-	"70rfV5x+VAAgF0ZnwCJ885hNNe4bpXl6wSklCyyR71V6gu4pI8bePcWXZhgx0Rv3WFwWTg4OkhnH+CDf",
-	"VsRZFJZp5ZqMiV9594/uu/c70Td7jT143m0XhTGxyz7aG6MuDt2Gol/E5bH4glWzSj3yu3K7fhSBuiWt",
-	"uWPX7lOX3VOBBt/reZ1vF6Nhtw1Vc32bVhoYcDbDrGBX5mSuQ14xVgcJUcGNgP9a8FS62LA/P2btE4nS",
-	"moOormnD1mMu7FZedQqgErbrXOXerkZRR5k0ttlJ/tq94zP6yH0xvc/tIs/FR6Zq2VD2uczXqtgemiZY",
-	"1le/Q//95zS10Dnf7Ex2+3DvS/5n9yXnAfE9/fGkYL0n2d2BFZewAVHuRQuHLcvtJjKNJYhK62VZXd2V",
-	"JxqqsjioK+BbiQPyWJlw5Yo/8BSrblhdKX5WUYl7Q3UrzzZWRq02S0AlnIorK+1HHap6qlpZE5NKhNQa",
-	"i5Rlm2HA9Q5s2sxP9l+vkjRX7XSwprwpiX2+lmbQMqn4pyudgek8kXc14JFR9rGpJQHXGovILGNYYJfb",
-	"UB2qvbezW3L3DpzOQll+5brJhSKfHKvxuhq1rG6Dd1uIVJiQvSTD3rxSI8KNZPVzefjpFP8iB78DoTUW",
-	"BXdw69z79y77L9Qc8d2X4R7e63+32T3c2Lam5h9u7i+z0UXsSUpZE8nXf647hpt75nRcT0CH70N1u741",
-	"tVesaY4TuUFr3tvOP5ubtX4wr3Jhgofz5i3q1WViqeQUgKcfJF7XE9N5ab8+e9ruF4Khu7sbMbS53c1G",
-	"DKWuPBsx1LEVN+qmzjg1dFrTeyeg02oPnU4oSH/rtkAgtVDaVvvmFkRfO/Jef6VqCEkvjT7GUhWp2EG2",
-	"Ly9Rtzhsqi+xTghvsIOiqr/eBPpJdonPr/lvFhLv1f17z/+y5z/3qNGMlCvFk+/KTMlOsC+/q6KNSj91",
-	"Wmg2YC6lrn/eKlOhPPmdF5qa/7VEYmkXt6j75Pf7nnT8s1sKlztuVm2GvgXDRqMh9Z8wjLM3r5+RaQ4r",
-	"rpQlWQxazrCy3XLRGNaOfx22Hg5b72LKzc+yTo8qerr4Xd/vHEcra8AYOcYOw7FBehIfuJ6BWMibzFjo",
-	"iqXKdkOVa4uYgzZIDCnG9hPwIpg2Ns0+Fwzz+2Fa1Mwf/4xpOCpVXK0rPlSuJYkr5c6UsHOdXxiqM0CF",
-	"3FNxKTI9AxGo4xuywRvJtjhx/Q3IeQzvwTjRG2vDexd3WRK+Uph4vVVyiRC0PqftbOldf5ERbWkWb6Wd",
-	"EAdaWxXM3VkJ0SEQ+4TwnHsb2p2S2vuaNduqYL430AqVbybyjZJfUMxSkQkrVlnAU7xep9AheDHU6JpI",
-	"oLqLA982olaaJBe+G+KqGEjDN1GuGsnYWzexe/XnXv2pBckAUGyNEtHNGSJl262yhrxnGp2ACPW0kSZr",
-	"xY0g/tkUgpt44X1k6j22fYqxYVtUu51qvwTEn5B3gF1mijyLoxUFJWJxZSDQVzAFYah8ToB0OB77flRx",
-	"r/zuOiSDwjGrd1FyipFLrh+qqeCu5YRvL4Y+mYxbkXcOqiOOeGZE7EoumloHLVfmExtTYi5/JU41tMu6",
-	"Zf7CmlSDVWL1JaYcrNVB7jb14FNUnT+dqPtUhAZF5z4X4T4X4T4X4WNyET5Vv6q0JVxraX+pRKlOzUTu",
-	"apEin6AG7hWcVjWzPDYsQjR3zeiov+FQTXkqBhja7duwu+Zl5I6OsCdXprFxMPadR16HXuE5xgyAULuu",
-	"MUS9wjAs7TNa75eLQd+h9X5qxl+C+d5Xar7ZfF8C073uey+NLxn867XUlwrE2omQuScP5vPJ6RsoIVrq",
-	"RZf059tXx1+jFTQ6L46NKbBkFQg+9ELXi5m0e2mplSTa/7EubsXJ0OmxH10EixJXFhvv6iI3Q0U01rOE",
-	"4MCY67I1NFYubmg/HTEz4wkI7bAkC/I+CvJBPl+aKRZhD4nDjuShj8PXvafwajOX1rEAXdihyrSh3lpu",
-	"Cj0W+6fPaPgzcTUDLeGM25gZvjBlApDO6MWk1ThPTG+oXqOPBYbFbn+h7bE2IuwO7C0qH24ggXlstJ7Q",
-	"k3a1Cj/CxNLROjv+nydRf5TzoDywe5n6nm5/pCEfwT80l8f+hx74m8TMemra+9a54LnIDws7aQ1+fQf0",
-	"kIwCTdmlz9DF6IwG7XiMNcFZ71EyTR9V2wfGnVbUKvLM9QccPHqEzsmJNnbwbf/bPpJdN7l1NQsxu6Qs",
-	"W1jKZSFdd1X0e66VWDgKLVLqOczLvHoKKSmzR7C9xww74lbG98EuzZKlzwOpdKAu+71VRgnN/lZGCfEq",
-	"vl8xecRdZ0ay/ZR11yk/pqwi7kXZyqvC6a6+6+3G7nEIM9QsMYzvaX45vOtfsDo45VdGLPcZjVEove9n",
-	"72sJA7UT2aihMHzlRZUsSIAP36OS2Dzl+FDdMLzSyLQPQwAq3UmZMFh8DPvSukJ3PRan3PJetRdpYGQL",
-	"rNtkt21TE5KI3ORi1tY5ix/64NI6s3L3ki7uDq71kULT8dOfKSkGjma7R07lVBjLp7NbP3nixRD/5Gey",
-	"zb1q2qBtjGX//d9NnhjErbTHDtWC7V5duYa8VEkJy2tJw+RYYRU5MnH0V4f5SSvXe6jaw8YbTb1sQr0g",
-	"AHJ8BRegNDiq6yjblEPt2jyKzAgMelbaB7cEEUmgeKkLG1Ech81l2dzft2fqLbGFJYxZZ3Lwt4VUoW1w",
-	"K9zM2svN5X08NqIc0jfAOz6b5fpSpJ2PRa3wxq2w68TffY9g64t8L+/RPY59NI6VyHMTmjn7+jZI5go6",
-	"DVykRGMRE8C/w9MnP1eynzD83T27lFoB2IPeKLLfxR+LjG4RW6EiGUHvEXE9Ii7t0D0afjQaeuRah4Qu",
-	"4WErVreSQVvJFi8RYKSp3WEQOjXGfN4WsZYnthmz6O57Hndj4ss9i/t03FrBmfXINdP5Ngoa3Viv0IyN",
-	"cQ6cUoYVFWIqtOBLFRm+wCpCt1fOavO6CbHg1nvVbD1Wre7PPUp9BEpVMeUGfNqSWSFKjaSSZiJSj0i5",
-	"MEVme6meq0zz9KzIs5iNhE0mGJr0kZi0NZeCu++51I34dM+l7gylbuJS19f/LwAA//8=",
+	"7L3vchs3ti/6KijuU2XS06QpWcokVOWDYisTTfxvW/L23jf0UYPdIAmrCTANtCgmUdV9mvv9vsJ9lPsk",
+	"p9ZaALqbbFKULSf2jKdqFJrsRqOBhfV//dbvrUTP5loJZU1r8HtrKngqcvx4nGV6AR9SYZJczq3UqjVo",
+	"nU8Fmwk71alhdipYrgsrmCnmc51bE7H4p5PjpzHjKmXxy1fnpy9fnMVMqiQrUpH2WlErF78WMhdpa2Dz",
+	"QkQtk0zFjMOD7HIuWoOWsblUk9bNTdQ6OeeT9SkcM2NzrSZMKCvtklk+YWOd03TEPBdGKMvh4gi/j0/H",
+	"3efcJlM3rdNx94VWwn/Xfv3jE/bd3l6/s316c26tyGEC/3vY+uV/D1vvHg5b/6sVNcz7NBWzubZC2ddi",
+	"nvElDLf6Fq9onhFbSDvFuV/xrBAshufGEVtMhXKvZOZaGcGkYRxeMONLpsf4m1aCGatzkcKbDpWdSsPi",
+	"8Phk2f1ZLOPeULWqbyJUMWsNfmnBk1rvml7gmU44zbNp/9+8fuYnkOSCW5HCJHWRJyJiOve/vdcjZqfc",
+	"wpyBOJimF1ro/PKulPCaW/FMzqRtnpGx3Ap4ruDJlM11JpPlA8NGRXIpLGunOR/brhR23J1aO+dz2c25",
+	"FRkM2HU0393b6wwYHypj8yKxRS7S7liKLGWZNJZ2CZZ7JmYjkbM5/B+fEzHRm/RYPGylYsyLzA5bR/n3",
+	"B/tH9vu9uMfiPGbSDNVUL9iMqyWD1xbGGrbQRZayOTeG5XIytUzpxRGLLVxPCzXVmWBGJFqlJoKjplKR",
+	"smIesUJZmcF+C/+S0rBxkWWMT7hUrA2PFb8WPKOhwpLEv8adHnPEBzsirkS+LIlMj2ENcGVEyvRc5EgI",
+	"rFCZMDQWfalzlkrDRxnsPqw+3mOOmBGCDXHD3FfD1hoBXvPZPBMGiLBp2SI2bC1yaYXBLx/Dd82EGuji",
+	"Fb5gM3Xgy0thiBr5fJ4tmdXucOFm/AUk8uv3e/3+0YJo5FeiEZjRr4W2PKpODo49bq3b6anOUnPE4kVM",
+	"VCJVqhdMKk8pTF+JnC2mMpkyroZKzOZ26W/OxVhmmbmNBNg2ChiqT0cCYVlqNPDr9/uH8OUGIqB1Om3g",
+	"sqcpCIkxbb40Yb8lsSIj8iuRPzAs0xPTY8csySQsyowvmREqZRLY1kINVXuvu7f/LUumPOeJFbmBZYqP",
+	"u/8X7/7W737Xuxh0484R03Yq8oU0ojI8m/FLAdxP0CLsJGJ+qQ397ve9aG//25tmcfNa2Hx5PLYiX1+A",
+	"M0cTVrMFl5aNxFjngtl8KdXEM4sdJeBMKjkD0dEPs5DKionIcRpv3749LuwUFjzhVjSfRV5eAUSFgwuY",
+	"XWFEZSIR49mCLw2LfxA8F3m8s2ym6xvW6SZqzXnOZ8I6DefkSih7+hQ+Srh1zu20FbUUn+Gbpbs+UVzZ",
+	"i3K73v3tFp0gWf4slk1aTaHkr4Vgl2Lp1BlpyuMXsWSqjVBstCTBS4Ta5uzNm9OnpBtMtE7hMpmITm+o",
+	"9rr7h4dsnktl4Yyy47Mnp6cVCo4YMoARzwVrx3yUxB2Q3hyGWuNw9CZD1Y6HLT5Khi0QI0h4QEdBhzF8",
+	"Rm8Amlb4YqRT4C+2yBWJEKezeJYzVDhAqbjYrlecBgz1oaP66Hg5Z6kcj0WOLwFPkIYd7O+Xlw4VXjuV",
+	"GR3HscyNLVmAYcbKLANeMM5QAMMA/e96DM8S4+zw+hpWRGnGlVnAV5bxLIuGKoc3X3/tAZPWqWjGK29F",
+	"ZpkcVyYAlDObW5bo2UxaK9Ie+1ksDRPXc5kLtn/AprrIDeM4C7xnqPB4JFqN5aTIcTsdIXhWDEcGbyDG",
+	"Dz/B2wMnGwk4XSmdduJBSPAk1kqSX9Ebt/MCfv1MqImdtgb7h3+PgDf4f+81kv8Y1e1mphCDoh+zpS5Y",
+	"xnGLeOoUY2DAIBKFGYD8vHo8bMWsDWSK68e7RsCpBlGFQhh0Tz4x0VCB5v8wxqPE1RKplV5mgCPrwsJm",
+	"wToV8xREFYqHMa4UPvpg/9sjxp1ajqoDyGilLY6LU/CPxBmm+GQ6igf9fo+dwz/hdIGRxYHgR0srcEbw",
+	"IcJDshD8cqjwznb89tGw1ev14HQxJUh22GRaMkZv+tCI0mjV2bahzvBpbVeuT8dgD23Yn2Plt2dlP7bs",
+	"AloB8UNgEW/BjJGW3kM49SEp8px0DzqY7nRJwx73DyovC2tTedUBwwUiGvADeqKAdTiubxbbfa+2rmFp",
+	"Ld6ykP/Uo3uQJ+/1aAd5ssEa+smbGdKKGYp94rsMFJg+SXic3a+FyJfl9FBPq72e08lag71+BMedRP9e",
+	"vx+VisBeoyLwii9nHyFaK6zlm4OoujJzvtxhZV6juXkPG5HPdxHsb8VoqvXliUrnWt6LQrEQuz/29OlP",
+	"RLAbPDXG8IlgEuSol1MVjR+EGFrr0rBUZBK/bgNb0gqdDeFLtJeA/wn3np2oIn6BpdGYqACDdaETsBbQ",
+	"HpcwXCIG5SPg3FmWCWD28NOW87eg9+zuvnwzM9l9/c7kRHFQdDYtY3y1F4EUyTK9QA6OCzniRnxzwH56",
+	"fvyke/bT8f7hN2gP/F7O9qYX/mHlTBjLZ/Ob3u+gqNzEQ9VG7YAvSHMBcWBA88pFIuSVSDsRSG8vicon",
+	"dlOR6FSkbM5z6x0tfksemKEyIsmFdapAvJgakVzEPfa0yFHfZ+73XJOHjNmFZsavAUkrckuZOU8EjOcY",
+	"+xHjSSLmtmY2yzHIVs+LSaA5YQdqVaKVsVxZBiuwwx6Hiey61Vd7UbnTf3v0/bu/tdn6d52HW0ng3G/P",
+	"JhJ4S644JFpS3Rbc4KqJNIL3dMwvGOBGqoQk2xslr5mY62R6xMa5MNNw+obKDQaKCWgdjLNAKGyGRtqU",
+	"K3bIZlIVQB7jXM9AR8pZkunkckBibqQLeKRTOndY5PCQnU3RjafoBkYgFR4tqh946mxx+FeiFajy8JHP",
+	"55kz+R7Ncz3KxOxv7w35F8tn8ix7OW4Nfvm99b9yMW4NWv/xqHRPP6LrzKNXdH/rJvq9Nc9B/bWSHm8s",
+	"t4Vxj4Y5HPT7N37WpdvTz8A8kuqKZzLtOnJuRQ2/yYpSfCmWrXc3Nzfv8NXX2W3FtJjxbKzzmUhB+XBj",
+	"geyteNhrPs2mN3bXPiovrHq8uqXLa6eb3eWlv6RLDpOtNwfPCr7xT4Jndvry5y27u76r2/aSBmw1LCf9",
+	"slxdsg+ded36PlVvjPhcSPS7Com6L6tkWCe/rlTdwojWBiI8DiTo5EZTOKDB8j1yukDGrci/aDJ13rBu",
+	"cIdtvy84zhqo5LUAW/AzIZP9/TuRSU5z38Kr1skChBp5KEobuOpjcaT1xXOxUwWSjWcnea7zz2N7D2uC",
+	"qmF73ZS7Aue86fQrVihxPRcJGLh4aY89FZbLjDS7TE8mImWFSgWFS+NyEePIeRxA/fvi9/g5hqhfaHtM",
+	"evvnwuwPt24zBda7Stsud/Pepm1g6F1cS2MNGxWWpVqQz8OF43GLacweOy/jEeRucRERMPTUcqhSnRRg",
+	"taNtYacRM5pJVGUyaTASBDrtVORgtoCRR+op0RKaecFXTUpoUy7Bth2ki1ZjvV8Etb3Q9kdQwz8XKjvY",
+	"SmVAXmOc7gbieqGZKZJpCOpTtAzMnyTRxb8Ad3jFl5nm6bnWz3g++Vw0wb3HW7dtTpPuWq27GU57B0vE",
+	"x0XwBndkK5FJMukNa++x5/KHzr/CxgIPeyqSTKrPh+vv37axMOlu6mdNdrW3zH9puQsu0AU25jIrcnGR",
+	"6FS03m0kgITnKWp0flSSAG4ocmBQEK5NE2YxjCzSuONidxgOCalHQ1XmGfkkpIoe0ZxyVKGlhtDebXvb",
+	"kEW1kpq07e5w3RcpUV7l6EqS8AY/4r58LkzqFlquzLtLBLVGzi76cyEsn2yg4ErKXlBqKBKGsW8XPqK4",
+	"FNiu3VzwFOkW7dgvn49VlvF1WLrPwxD9dncCCLu+RVK54Ku71FSyNb/4XTwT+ZVMxBvFr7jM+CgTn4u1",
+	"uV3TMDTvblGZ+JYdTLnlI24ESzChEc7qCDaUJ1Nyf6aSvnVh3oW0U6mqcYQHIKZ4CnIqYpTHGlQUaZiZ",
+	"FtZKNWGpXiiXdeIjHBVvT+z972vC59/IhXWu9XOulm4487kwje1Ozpxb0XUZh2vi4krqjFuRXvg0zg0y",
+	"45iVw1AWJdAOurKKOWvHa+PETPGZMEzazhHQ5xQzmUBl0ko4MhuqLXTG2iGIudfpsTgQgEs0XyWgmE3k",
+	"laAUiKaM5S2Jk/+exPxG8cJOdS5/+3x0+b2tlFxUZ7yBZz6Xxkg1iVihLpVeKIYa9ZW+FCk7fnXKLsXy",
+	"C3fBv337truaCrrt5tXMUbf5zo0l0ucilfy8XPS/XAk+vIUIwsy7M5h6F6/d0Vx/YFj8hN6xC+8c+0wm",
+	"ny1VpmQ78x3TrYiXcczvNMJSIgYZ/G/Of+x++8VrUyt5Nk9d5vmXEcbzwXefqtH1ifNr4s5fAdb+ZvPe",
+	"jRdSP4BG/JBHTCjMEJWWteNXx+dPfnLJe3FI1x/zzIi4Q/GeL5w0bnzeAvmayUeJOQy1PXOlShccfxvr",
+	"fAafWmB9YE7Een5D1JLpaq0CTxJ78Xj8Hd9L+un+6O/igB8m34m9cZ/vj1rvaulqeO3tmUjV3UcXT2Wm",
+	"Zb2DHr0XCa70E/zZuboq+RY8JbOLZ68qL447Ha2sBZ/5NVopl1AVAxvrhWZS6ZwVCmjpsN/vs+/ZYb/X",
+	"77M3Z0/RXxgWUir7zUGrkir4nfvf9nzBqOWfdluywBN/3eqJqKUM7vX7/YadnAnLwVC57SHP/XVYLkB+",
+	"NwqhNKXsW2Da6Gqz+lIor8Cd+69Bf2tFIfNkPruAby+upOGtKPwzOP7Kr6QyxXgMaqqyF+NCpaby45yS",
+	"66SaXFA88N1tZOX2u7LWa2+3mdJeC5jAvRNaSVmmx55SsikmrGJ6FGnjIPaWVLWEtW/3Q3AfQwvEET4q",
+	"RRW2hjuR5CkjLUhsARca57xIi0zghjnNQKQXo+VFUhirZ2KHDa9Md9vGgpLyYRvredSkqdDnpcqWLNcL",
+	"E+pDucUkbLSl0LWMGYHV3dzKh/3TMrvLw3yNk3/OkXcWVCYdU7Iit2ymjWWPv/mGpXzpiy6k3X1u/qpK",
+	"xnQrMVeVY0//Qi3kXcMAXmtYTTrkPtcSY7mZNNbUmAltsUEiIRZxK1ngr1Ft82qLu5lWVrSvDyOaO3Nt",
+	"UmTSC3HlK9Tri4QlXAxuIyU4/mXYejhsvYsrGcnwa+RK0IGn4NWMp6lIy3wnzJavHsiHJYfsmSJJhEiJ",
+	"QbvvnG+7/IL8mGnYjdpdtIdNX7lxmuhixq9PaVr7lHPv/lXyNJ7nHFg5VY65n21eiJuoVeRZYyZrjtV2",
+	"r16enTNaVRJasdvgN6+fxTXaL3JJPDaU+/QPvr293qdKdTCVtb1sJLWKJrCW2nJ69pId7O/9PWgnLNEp",
+	"xqYzvRB5wo0YoI3kS9N1Kgz8fHr28oEJQQMsA2mjDwb2mo1EphcRuxRzSwXTsDzSstGScZTvnR57K+00",
+	"zflCuUHb8TS/jCMWX4mxi5fRD3bK7VDxXKDkchOVeMc1L+CO6+truCMXvtaI/Due7DjSBh/DdzyDZeMz",
+	"/EaDwsBzOO28wG8WE/j7G1w54jP4O4LvRymIjdEUP8sx/MURRgr/6hH+BYY0wm0ZGfze4jiLOfxd4uff",
+	"UBXl+DeFcZIpcospfV7A3ww/Z3BXooASE42fdYF8JUGNA7+5wnt/u2xFrfQ93JVe4me8PsVniQl8Bjka",
+	"tYSFeYoiB1J8j3HPS/h1MsK/AmY+mcJqTCR+g+84UTDyxP4Kf5fwzfQS/yq4fmphxaYFXCNTGFlmBrOl",
+	"8fOvcKXM8bOBub3HMd9r/DuHt7sUcP3lBP9O4crLGYx2OYfVuMzx7wKuv8SnX/4Ge5FxGC3DmWeXcFeW",
+	"w6+ZgVlleOUM13mWwjezCez1DGc+m8G9M1QFZrhWsxzWdoYrM7vCvwu85lrhX9jZ2RK/R9pQOLKa4Gep",
+	"4a+G69Ucc8Nx5fUsR04Gaz4XcOV8AtfMp/DEOc55nuH3S1jDXzl8k2usZkb6yQu4N1/Aahj81SA1mgQ/",
+	"p3CXETCmmeD3OLLJgCqMhvU0uCbG4PdIjeYK6Mcs8ZvfYGXsFJ5i38P1dgZrYpGqLa6MxXoma/Eb3AX7",
+	"G1xZ8Cn8nVzDX5xtYWD8Yinxb4F/Ye8KvP4Kz+AV7vUVjn9VwKouMEP8GtfzmsObXif4OYG3u9b4zRz+",
+	"LjHv/jdch99mMPJviwlwvKolCVNZY/tR67o70d01WXBCzPPkqxy8qxzEpbnNG9BY7yFYMuVqIjAmEIp1",
+	"qbzY+19cUs4Dw+JQVxHvrjt6K6TJI+hyrzgVEh+/OmVmiiVI0jq8EK9O+4kOGGex8wvEBAgT+215CAov",
+	"i8mWI7KI3QbBT6Wi+cAgcIu7APfmYYzJI0MVu9c2GAJBF+REXglX5gVv98Awcc0TS4X9nITbmpwnI+pu",
+	"JfSlnrzNZMPdPidva4NnZUX/5XCgcQ+atBEc65k0DdTj9y0cl1vnVL6Ao9abqDXl5mKmc1EpJh1pnQmu",
+	"1maPD6zcsXG+55uNiSmfz4VC/6DfLnQb4pUjICyi+vVdbjA7/ipm8KMUWRoyt+u7gkgFG5XeqaCUaCYN",
+	"HJR/nr18wdCWAXtPOTwYzJdrx4/IbxF3kJvCDworJxEcBytnWcCSgCvIL8naMUbtQM9bTYjq9NixB4bB",
+	"sTKtfEbeUO0ffuNqACVoqmj45QIVyxnPL302fvz//9//T1w7U1UHF5Z6NhcmV0mJVqm8oYmUXF3OYLPf",
+	"25ODvrzd6nR3NT3on3q0vmHPtJp080IpDMjq/DJic51l5EaIH73XI/Pod5neIKP9eCev8NR0x6jAu6gZ",
+	"0otplS1L/C7kpkjQR1g9H1sf1InL+MB7PXLpUnEP54RYEGa7eBpLJc1UpPgI7tBqnLtgIbOMjQRLRSbs",
+	"iuNsfTV+KfUPVWRZ691N1PKjb58DPDqc4Mi9KBwJFJpcJSL7oKeviYgdquKRGCa5MGadcnO9MN5x2gTH",
+	"9lovDFvkIOIVM5qNeX6EuAUa5FuJIQLvmxfKNHsitwPkVM/EynyazgZhh9wmXf6pR6/pwhtQnHm+Vavh",
+	"eJ48rAhz1/s3+4B9KjnCLZM8owtv93fBCqdamCOvf8RsVMgsdeh3QNztGP0XjxywXNypCij68nauVFUI",
+	"3FtUCGhFSagsbP1k1I7qBg53DzoE8MlPr0GUtLQJrrCBt4XTv86NU71QoB5fbHdG+csqWmjEcpFxi+ky",
+	"2ivADwxWwbM3r5/hhleMKU8Kj/L5enjukX9Ao0ZBd16sMZzd0B9qZzqMFNVffcNan4Wzs5L9+mshCpHG",
+	"rL3gEhPfEMTGHd1OxGInHJ0T28kCnhEOomFx2BNQRZxcGSpMSvI8Oa47nuiRaMnj0EDzFcUsaHb+9sal",
+	"fF4JrDS7hWtO38NGn299Ld7MgQAO+w6AigBeEHwNK+H1QiFSgmEFXnjQrwFcuasLN0i/R67M6owO+4Fq",
+	"ly/4bG2SB/26s/OmYS+dzbV+xsvw15qsWA9L0cUXPta1410fovHcQ8R1i95QLVBoOPRLxr2aUK1GCHUK",
+	"1cDJSnS0KSoKz313J01ipxDd/cSL14bdTVw6eipFprOj7rDJTcKuKQocJN8q9a29zsrO1imismArkrMy",
+	"9Xebjw7VOLgYxGZZucOioZgMEBc7H4nV1J0Vk3ZDIK2KpbHRj+Amdg9aQPUVt2gCa2IWU8G4opSwOZ8I",
+	"h2djjthY2GQKii4ZmKjnSDW54D7T1XoBjMhsBGJxD6pGncQrBmWj1KlRZW4lz7JlSapNosiP70f7DEmr",
+	"fNN7oK43dMw+w9f0PqCPeklnczfFBREt7uDw78wZ0yx1Fe90+7pWWuN0viqjPuyPpXu0K65hl0zXvU8c",
+	"MYRyLpKpjzR6MZZw5YA1RmJ7ysqmJChXFNU8n4baquC5JWdxJcxJtVG9Rqczrk/jWorrecaVg2adi0SO",
+	"ZeKhv5hOnNwQjcNWExebX2BjEqR7jZDMmGiViNwpA83+GrPhGSuQPnGEIWGhbL5EQGb3O0MvWBTyP/b7",
+	"tejHtlNS8UCuBSdWuTJN9UJT6GDnKQes8HGRI8+uzdqwBRhOWMKNdf9KW1+kLxWL6aG499vzoLZrakRz",
+	"K7WpCEzvEGjXKkwbMygRASwRm6IclPc85x6txh9iR2wp0+qIZWJsmS5saXjiDdJUvagsOFF7KwkLh980",
+	"uYpqCV27vDoVdfivlbbdkoU4Cg6cYCsBu7dufPT5CiqH5zHuHupo4NLLGwc3G4xKGPin8/NXzJX7wqb3",
+	"qtlzh7XEuYN+v4lkrLRN/PKYmanOLTPFbMbz0J7AbyaMU0HwraAFbmcpzZ6i49I38Ob1qQP7rOJ8rz44",
+	"/sfJeQw6DpnRldHW3AgNIAlN2sV6TdIGEVIpbPK8uixSCrj0i6k2Dvm9Bq9HokekQ9WOXXIZGPQEi46w",
+	"pjEVnPjKiTTuRIwbH8lBUPsHhoXap26ofXJAcZ7hbVh6z8k2iW6bVbxnTYL7tUeQxODUh2WNbRUsZwLB",
+	"KrOAUBmkSI+9hEW2mpDcfWIpM8XIB7xcSlJ5Syu6Mw5nwyuPHRTIR/gC/iyrft3rJT6tbfxh1vhHJ8ze",
+	"7iYwWyyR3XzJNZiGrba2e51NRvO7jVR1DzakI89P70ymB92PAVaZ9McbJmuh6I+xTCiHev2tQBG5MPK3",
+	"DYrPWGagrcMFwKyD2vKpWEM9W/tDkq53TGj5pB7/dVNglzCpDxr5COl7PercMT7amO69Y3r3hwQWotZ7",
+	"Pbr4sBhorhcXSXPVhTPwDVWcogPVqwpAkDsS4Cqe6ockoktKrRxdVKNw7tlb8tOrbxdVztgK4a24IG+J",
+	"0NER3tEDuVuOAIbr3jVXelaSrLhB3ZRVUhowycsw6RuDkTVHSQH3wvuqCTYfz/h2Z+9/+sJR+Py+V+5+",
+	"pAZ56z6qhG+3WoomTWf2wVG6xtHuKZz2i1+eMPbNxoX7E4tRml45rZQerypKTTUrW5MDa4m9Zd3GtnvK",
+	"Uo1mC8T9fkz44g2WSPlD/ZzthT6K9U41zpz38P0RQw4s1QTRI5NcG1P2CpDOAbPV9eRGvqMakxZU+H5B",
+	"au62dJtKWldDnskCo465VpMjFsO+xtV+iwjB72EyRcr2r697W5NgPE7axTbnix/3gan6YerPV7rEXEv4",
+	"TLA2LIUuUDui1jQ8TXNhDOyBUi4JF1+1U52jX4fqYaoVhDoSWNmJ9VepL7pf1Xebqe6pI5KmQj1BJUfU",
+	"d8pq55qlQzyg5DiZhvaHcdlMIXYZltF6F4sKjn48FyqVahJTe0TGVaDgicA2evvX16xdyY7osNA31OZL",
+	"TFoGQxLx7hxyDD3SrXq1R5C7s6kCn7UDmB75WRrPX3Mef74Mk6Y0tIjpLBXGlrX6O9l5K0ygwd77oFzJ",
+	"ui/mTs6SqIW7f/Fh2d907x1zwBu07x26g0QtJa7thduG7cYFXBk2DEigEOFIa98FIvQ9CZQH1EMk8lE5",
+	"d0EFJ8JvTtppMkruJ6GgSg2V3a1tVsXtsbqqUXkS7pY0sMJqfvCdqz7CLbLKvW5zgW5U7VYGugePza1T",
+	"u3fXzYp+dT9YGjsnEFXVq1XPf+CwVbaL4sQBeEUYDQP6o6KmyEcbwOz1BeIzwRWm9DYlM5QTuCjdjutJ",
+	"TJt4/wAsD+eCjFl7tGRLXXQiFk+0EjFrS1sqFgd7ffYPrUQnGiqUGCi82uSnDkzDJUvBexxikXqnVyoN",
+	"MhPejV1P6AuTaEUteLTjB7jWtzpDP1KH/SDhMM/FldSFuaAWRRfbfDu+QaNvY+QaIlfig24w3++IwvJG",
+	"TpRhI2FkKhz3XmBf1rvz4Lsz0KDa78BYyYlRT7Ba2ZPKOVmn2K2r+UG81vOC++Nngbv86fzsrbTTM1yW",
+	"3R0T65Neq40JIzb0J5cTLGaha6LQmIv9zXcS02P2eJ/lXKV65tzB7GyK6HDVjOuy/xpWCnl0DZWWpO8o",
+	"HjRVOB2eL1RPIz682iTr3d++/70f7d/cnuPs3nJ9ld+V6wyG6U7QAwMWT62dm5iKVuFzHN43F/Vu49gR",
+	"wbB5Lq+4FUOlhF3o/NKwdqYTnrFUXIlMz2dC2U6PvcBeFtxfHrFM6/mIJ5cRy6S67NI9OmfeGzJUTscf",
+	"hPaRyVQkl5iCwHIxkcZ62DXleqmWrfS8fZBKnpWsuBJZxvccPHrkvusleuZBwQICOPpNPxZ4wYikyKVd",
+	"nmFnZYpFYEvk48I2t/d0mIOuHTA3LD52GIb4ugNGLZXZsOj3HyeXYokfROza1mLLOMIGx63jhp39dNzd",
+	"P/xmqKbcTIGS4QzQijtUVyNEii2xfU8BTM65FEvMYHl68vzlxfGr04ufT/7nLB6qtgt+s9hcXlhh7EUq",
+	"ZtobV9RDGljESutnWHPCjpNqrD1QHE/wkLquaH7pu3wu2YxLZblUIjetBnxRMxdJlzwj8HwG5CQUSeaz",
+	"pz8zgn40EcsEz2EQhwyhbM4Ti2ASIje9oRqq//gP9kQrOARSKzNUXVYFQHQezG3bANOtbgVZjrCAI5Fp",
+	"NTHOvh4qFpYYZhN6vbvODoaZRM9FSqgXg5Al6u55YJhMQ8OQg/5BD+aKtZOSDoIubI8910pQV8eyGZ6s",
+	"QTz5dkIBq2Mdz6MHc32bSyv8GNgScZ7BScukFTnPDGvH+4f9fkx6Hn7u9SkVYv9Q7CNNdN1q4DR9BwQE",
+	"QWRtvgqu2ICXGBd23P02dt1h9w4J4UMamF+tQzD2jiXOKy1T2Kuf+CFtPcozw1Ih5n7sx/ssA0ZlIpaL",
+	"ueBwJYxbKQ2NqMM/cr8Xb56VBQ2sHQ9hw/t916mbZXCC4M32vmGmyHM9AerBy9Jv8TKpkALU0hVQRHSj",
+	"KvBx1fSpbw5q3e1z94qYFIjCkI3EUquU/X//L3XM7bLTlI6/z6KrDYFXHOMKraW4EZpRJfuOMtvIkWWO",
+	"fA6bT5yLyeEYWmpbJBWXFGqYSKa6HCuU0mpqTkkjU/1ujoljFRKpeNvyXApTy73qsf8stEUcRdxjCgFQ",
+	"H02XKERD4WRxJTYmo7bjTciUcafHTngyrRSGcqK0SpKTS+9DsJojxl1Kk1bUb5waq3OXhDUtZlwhIj6i",
+	"QM75RDQdisjP0ThQCJFGYNGEo6rEIpNKeH71jACJ1XlVKPuO5JR3ZVyWV+rR3FA2gBbjiMEnNk25YY/7",
+	"JY5y/PrkP9+cnJ1fnJ8+P3n55jzuAD+iOrsee6lcS+e8UIbyAMu6KFgqW0Uh98zqsP+4WmHbAGruUTGr",
+	"2M71iT4wzvFo2KwwFg407IhDMD+svcDx04ufTo6fnrwuX6Isz1pMdSZoV10eH/GlsPBuyL21Mf1gsOt4",
+	"T1JYpsdjNlqyYEsiazro9zs99oNOpagfS2zuwtoHe487PfaTe5/qBY/32c9wRfz8+L/9S/zwP+cnZ3Hn",
+	"CEZ23WO08gN7A9Z1w0V/dsaXiJxmRDaOPAYbHEDsUzWAceKDx3vMHTA3EfYjpbSea82wGU/syQ/5fteK",
+	"a4LFdRtzKcS8y8EyrjrAZZpRWuE3VaI6ffrspEJRoNFl2oi0x34gTrbX7/eBlpFHlsMZtxJPXr54cfLk",
+	"/PTlizPsx74oV4AGAvFkNGiESP5LWhwE5RVpBIP6TvNcuUUbOFczviQoEHo89ifsVSVr0QzVHwTR8IfP",
+	"2PwD/RZA9n/Aj91ul9X+wpfxxuamMfsDefEfbFun0jEyK7wROVVgxR4sHaEjkKX2Nj5xpRlh+eTGVpQz",
+	"gsN2Kr+3NSImZnO7jFYyfA9XZBQoAfMctDZgdcdnT05P1+e1nskLE9p3S3FLpxwZGuWEChlbmIHzysRH",
+	"ISP4QvoU4WpedcwMB3NGJlNnpi17zPezYZm8FE444yO8OFp/hyqwOM1/j/3BXuhSe9e5Q4gm42UdXHx9",
+	"0JDkSiMe0Ihbe38R1rS/CE72+rDrbexo/ENPfKuN62AXy4aldLuDpcOucPHmPV1Jw8bnfOee47eQtgo7",
+	"2hGuBgFqI8IoNsiH21c20rcGWH/yez3Cp1Il7PpTMT8hA/G7LBEa2rdiJHSO1ieHee9Wu2saDlxjc9hy",
+	"Oh/aDnaXHhtrk9lc3VFbnu3I1XElpFDdhJOAaE1RsHV6aCiOgefu7SPfuUs7obhaixOjroKOCH+4Frpo",
+	"4n5r/dno+Y9XOO5uHdmaGEATqDw943DDM+A9wUxjeAOJky0I8nQ1ocXfSmvUYRafv0+stJG4dmwq64B3",
+	"gIf5uXXW57ChIqsyB193tbrCC8cVqZKkVrZ1xOK1ijDk2qYs9JLmForzYovm8q2bi+ttpNDZAYZlSYcO",
+	"MSi09yfiY0tdUKEl8I+GBajWE+Cj3DHf3PnkiG3rfPJBJ73ejRbmcYji/UwD60a93LE4xXSRMyNT0WMv",
+	"HFPjI1CIqLUomJbGY6rVyl7GEpMTkSJhjExPTDMvLg87zeKFtogUQpJ0QEO7mYJJiAwaD7KbJb07BwZo",
+	"Q4t/0wuKKlpCzvhbn0KjXfEHWh9EBPfeHol9XHck1oZzj27YqKQ/zKloQq1aJ3vErNH55jdGjSpc55fZ",
+	"6Tpgv4FFGuihbEVIqRaXYonfwZI4Gq4pzZtni5NFTbryy1A5sBjv6YsjFuBjMFvVaW11SBmviNKxXXvQ",
+	"OU10qDAhJNF5WuKn4eTCrtucK8PJTHGSxM0k8rxK50CTqJ8IiW6okbbToUINCTmz+xqEV9XrGjx3mKJS",
+	"8fLVmPygnBWsrVawnX4x4PKhisu1IM5gF3qdSeOZoGNFULclKuJQccXEeCwSy9r7/T2Hrh10av/ODwxo",
+	"3p2q05i69jmFeLS0ZMjhB9jvoYobekcOmM0LgUaxlyDeM+csT2kdKiI8wcHJtzk7uL4m3ZWjm6W0dFwS",
+	"FcsEv3JVZLBaBeYB4d5wR4XohUD/f2+ocDMouMYePtw/YFNd5ObhQ3cCg+hDyOGK34Qrjy6JWpl/06cn",
+	"z1+9PD958eR/Ln4++Z+L8/NncecoAD06hCSY14wvgY1QShjGIqi4jVgVNWqHw3DMDq+vI8aZSyQj91+a",
+	"6zmQTsWEDoqRFVmGcmjhgAOqFWlW68uhoo0muqrSN0xqytE0d3RBDmFjOboPHSx7zXQn6h0qf2CIw2mY",
+	"QcRGub4UPfZU48wmBYZnmngBLIknfPwCXQbsdEy95OrpjGF2USX3i0jQoAxYscaOmBzDBCL0tsHuK73o",
+	"DRWqPLB51Y2RBnbCm/SUJU3e4Pd6ZIbqmXagdq7dOvl6eWVJemu8yLu04v3+Pjt2/oUYQfVV4qIFfKiQ",
+	"iWAWnW9+GrN2FS+v4/qSVaTCEULrBTAnCqPjGGToxuj3rqTMISErn17dq+bdl7ryWGaiU0IPsbYXwKhW",
+	"LabLDrb5q4ARsfjpybOT85NaSjf9bKoye+okg7esBowzwi7Ca3BNhwo2CYjegwiC7m6snpuSOxhK3UI0",
+	"DD3GBgI99k89qgW0fB2lo82h8lQnc3oqVZYH9oDwGSzTBs8SiGuaOhV4Oui1VArUT/NC0dEdqjas5qz0",
+	"gkiL052L1PkQDbxXGT7zwHHGERECpOFbumIXu5CJ6A0VvRAdDJm7X+kVXeULe/jw75hVEngWerJofWHj",
+	"QuJAfEQndSsTY/Hrk1cvX59fvD45P3lxfvryBYZkfMSrgt2ubK6zoQo1KQnPQXFhxuZwRByAgfN009Cn",
+	"4+4LrYTXof2xeNw/IAd9oRzL74HUp8ZHDY1FWRtUdO+akzZCMxFHMJYj5RqNIjDJJM7NkZW+EjkW37qG",
+	"98AeHxi3BqbHjpl/KklH+j6Y8+3495s4aHAOmwqX1HsqvN9gyk0HXZ10nK5EbjDLJS6TNeLA72ilIidI",
+	"QReBR1KIvQcSwKkZfjpA+/6B7XgF9we0I3fyiVsYTeyAjOOgTQV9wfJLgcaNnlPifXWhA5Muxb+fbXC8",
+	"uOpdWAb3niQicOlZprEvHidpVhkaOdkKQcBcWPwwJiEHbJ53jZjzHLMkEPlfj+HISrtklk9MRBsJRzDV",
+	"xSijImxhvKbmrDJnrPkKk0H5igM2bF09HrZi1sbQz95ev9Njx17hEBkwjXZ89TgO9EZPiFg8bNG9wxY5",
+	"pymaqDjyAXg6PbbHzvnEeZ31bM7zipo0VPBpAGNd9XEazuqP3bR61d0ojFNs3BGj4aTRCjSjheCXLH77",
+	"yL+Qo3n0kwjTOVpfbfTm8EvMoHJHHCMB5MAjvvPk5eszjBkZ4V4hRL1xL64IS9dOwYYNEdiguxof+aJe",
+	"47BbgzKWRbyBZ8B9vYj86eT4aexUXvKbwzR8FAc3lTgKWmNYGt7GuBYL8t5QnK0Tle77MgRxUs44PPPl",
+	"KwoSODa13z9gLzRzcWZHquTIxNeB/YUz5dYJHt2meRP7vyImTL5AF+uj4x2eVJ1bmTiAysOxR9PgFkYO",
+	"eh1ZE7KM4v8AMg9DW3zJEu60gONXp2yc6xnZELmcSGUaE3HaMeztxfGzZy/fnjy9ePn69B+nL85iDHuM",
+	"lj4GCMp3p8de5YJciwa9IcCffKvLik1B7oCK+hJ5doHRowY7AK6ouA2iunITVXuyRg0NWWncMxSq3XM5",
+	"w/xLsgZzgcZPIrrH83kmQYuxmlFCSMjhcAlPZqheY4IQVo2Urk2PU7rqGjWhyX4w5OFCF12hGglphypA",
+	"FRhmNQI7xL8PMbtl2IrYsKw1o39iGlPrxlERi+HfoZpiBVB+qDyiPLmB/Js4ZDD2y5nlKgVD3v/yru1z",
+	"mBaLRc+4n30OEyY0dfBsPnx4JidKpA8fDmo1HFH5rxIrn1bbf2/kRHFb5MLzXBOV+OSwVxshyunI9th/",
+	"iVyOKSoZBmP6ypsxfEGeRqcGznlupJrgyNZLUDAjWZihYTOyWrhih2wmVYG5BVnao3c99i2AQRWHV+bK",
+	"72AJKFz1DDQ4BJwS1ZbulCJLkGPKrwHpKMfV64L94pRDkmHGZwyTSwC/XMe6gJEDfaL14OamdD7jGUvQ",
+	"BBshz0tybqY+0QQt7JAsoYhzShsMYVav1zEWNP21ah0ytgZegXVTT3EmbkHhAEuiHq6WWLIjDVVOGHPE",
+	"cpHKnDJsXJsdoliRHpWGPshdH6kiLu2Dse5tvTXc3uszU2FXnYhKfHAKTh8+ZCairY/Y4z79d59N4bsp",
+	"MpC9Pvxr7wD+7vcZBfr2D9iUtVEgvIfNyo/qXBSZrleeRSg96qBN6nI9WT0J3PRWPHroyDvY/w7e9LD/",
+	"GKY+1UoXuUh7LPbZ5bGPrxg/aiAAZ0Ee1bgWGStlNR+Z9CAf1jLRq8Ebt33/JY0cZXgSqER3jfmhcfeo",
+	"HN9nA62kvVN7NrTYMQnB8VLKHKUxQs1hjORoyrPnqRK5ER/jdCrclqwmkHnm9gzRJNNFWskTZT7bE7S4",
+	"So5otU6MJ7bgWbb0CaFHzum0sqF+A1CevNCuMm4p0LcijVf8g1pf2ZR2iET7qrcOHtsg78G8JM+KfyTZ",
+	"n8E1UekyrkirKeNC5Gvyqr0T1Xg0KhEIzNkMcWGv6xsRgI2Gqu71MsLlcGGQwmxKFgIxMlR/uK7o7A8X",
+	"0/jDZ4FtSX/wKEnsD7bX7+MEye3N/vCZulW4pDIdhzCV6L0DwBLJgjI/yj3E//wH2z+sP+KDXM0Rxuhc",
+	"4TKw7spb4PNWMZ7YH8CH4MF7ZbrLH8FLS+qbVsGG8kQZgh4rOiNrH/T3OuQ8Pynb0ZP2OSqSS4F2U/xr",
+	"XD6D8rHEWMIRgjOXLUnMxotKpAH2dyKUyGUyVInIMqQfxrOJzqWdzjoDEDM0S2CIZi6qCVNu490hcZyR",
+	"vBwONw4Ye7yIH8HcQrxqJbUPgz6eZEsSb+9fX0foD4Y9AS7KM3kpOj4VkDyH3nDQY0LT6kphx13QhPhc",
+	"duFtcOSuu667t4d6mrF5kYDukXYp/5BYHJ4RzMp1+Z6wibTag3X1FIxLRwrD1tGv3+/1+0eL7/dA1SMS",
+	"xG/3D+FL78gPY9Rvzr//7u9HduXe/Pv9A/gSQf1QY8xjkiEOftDv9lCRtTTnxrjeQ0oviJZtXNkvv/Hk",
+	"RsSGKkQ+0rBxkWWOL7Nj5YlyqEjc+FhcjTBDELPhDFQqcSs+PeJSQ+XcBsUcXTkIEJ5w5WJv6EembiI4",
+	"KTMXvjnHQX/Pe6KQwmlvyjRAZJ4vqbSgxGtzkTuwrfa/2xyvXc82ZO3aukVDxb06ueectevB26PgUMKs",
+	"JXQzUmoL6Vr+cOCBkrN5BuruUJkgF5uig2A3wuSldyk6DyjZ3c1BsLdBUWnKB30tUmmiChF4Du88GB6O",
+	"rebRPKq55XQ+pDo9GozSmjByChqHc954VdIJB8yJNYxyTlHQVboxAzetw1oDM9WFTfRMrMkVurzSsxku",
+	"dp5ws/JzNbfMfx6wg/5+FHxttTSyao7YgK0OURt6HfX8wx7SOE7tSauNpeE5ZRyXArcD0DSjQILueSg7",
+	"qNJpViC9Vm5ccPQgvnr98snJ2dnL1xfPjjHEFbNQ2NHvlCZCMuX5BGl6qKTqkt/A6eR4jOEM6xESjqu0",
+	"yWQilMFysYAEmbcGreen59gCEUs94B83UcthVDogSWfk+/UzqOvg0U/FTCus+QENoCT+CD2dM2msTBDo",
+	"07m0ge8vVYJhHvKcohXMgoUcEBPrVSfYaxDVvNag1e/t9fqI/2S0whIe/lTyTCTW1bOA/Q2/dV2DNZ1P",
+	"HqFgerTf3+939/ZdxVoraum5UDD+oPUYR8UasClWBD3iZZf8SVPR2k9cpUtU9FHBpZx39NY4TRF9dc1l",
+	"JNV0wR7Ng0TuadoatP4hrG/RX6JN4KT2+31fo+OaKVRT5t+7Slz3erfUGPpHYPXPej1eZXaOscOAQXZu",
+	"Gt1d+6i88CZqrUrtnW92lyOWkvdg3XozXXma0psd9Pc23RGW9tGbSuooPO1g/7vbbzrX+jlXS/c8LIc6",
+	"pP3Zft+pyw0KAMmH/ce333VGSTRvyowSqmULR7WyacFLWS92gtPFJ1hr5zcfUU8elTXMjZR+Unabt9Uu",
+	"ed4vEuwbJRYlCgdoMBu8PEN1i5tH2uDTMgMWfD6bHT5DVetASSyvfqqeSWNPfGFwaE1nNpa1lpc88oTc",
+	"VLcqU58sh0lp9MYB3NeVWGOBCXbnaA1a2Byv5Ln1fgK+WI/fHQBkfX7Y990V9uOUpMEMx01T8WgUO/GP",
+	"ah/Jd5+QT5U9Jhs41XGITtNr/guwqx04yA889YBe/04cDoiAhdp+z8rcma5yMnR9bWRnr10xmA5gS+64",
+	"bhPI1KH0U5P5JmFMgeqvtL0jbfcPbr/phbY/aoeY+yUehn8IG3y5TafhrjIObzx9SigFzS5kEkkfNmjU",
+	"mmvTcBj/sxAuxaPqlgbjaRH5VPhxLsx0BX9sgF7AWikEZqdM5JVQQ9VeTLlFIx3tqjowCPasBe18IY0o",
+	"Uc9Xoc6roSGrydeFAzxwUhRTXGshHaynDQM8MEzwPJMiL33ajtV4xWioLsXchuQoB6uHWpZPdAkdMDFf",
+	"kyvMPmxScOpA8iXO9w86Xd4bm2pGq7+5ublZ44379/bQRjCrDayy4v93SW9tBZzegweu7TJGzvxGd74y",
+	"2U/GZPs7MNkVDJmnHr8H7t/bgW2+ogqjc62xUpbuO9zl7ULp0HORSu6x8b5EyYD9Huphvk3q0hSbWP+2",
+	"UVU6duk7+4jh4Bv8enci4orlV1JNeuy0ElazunB1Yz4rtFGlch20m3Wq7WtAt778+UOXugIC0xr88q6u",
+	"ZF4JRe1t/ZK9DKlWbtne69Fma/lFxQimxpvCdud8IpVLsbsUTuBk0jQom6Dl/hMe8Amt1Pd69Als1B2w",
+	"1zfYqC632oRSWgrcbpkOwSXuJj4qrZU/qaXq+xhvtVPhNVeFzOfO6/9yo+89nQd/IPF4lEcxmHuUr71+",
+	"JJ+EJPnQNxhbD7kWwaE5vM9WrPZ6xPyBShL+sVMrsJbABYLyQpmjO+fS4yMpgxlBjbF4bqhosuRODjn9",
+	"a9XSJd7Qd026IA3yTz1qfVp636SF+QXzLdO/JGr/UM1mw5pWgWzqa7sbrJ5v7NgApxdAbh0C/0H/uwZY",
+	"/m11+bCy7zbsYXOV/vYy/859bfZfyXLo8NDxW+c6UbPYdyv2wFRzqn2v/B57i9oTlfQ2MyGXgVrDWhqq",
+	"WgR6QJVI1Qg1cgfMRPC5HQ3c4B/C/nWs4J44AJhEYSWampytplUQv4X1koYtdG6nbMYvpZocgc6Dof5S",
+	"pQVa37QzvZqisQ1R//NmU3+5t2rTebqbmvtPPQpuqpmwuUw26+LnIZ/xAdYSwMU+avUqx1p8URiGCEqY",
+	"WU8JZgQwyfq9fu8gclWjJsn5HFMDfdG7R/3H5FgCbLFiNs8wfUulng+0EbTzwne0DL0C3HmNO9FQVWLn",
+	"PtUCbqx87e83F1ZbnsUDlmRczkQahcrgiEl1QakA0VDNpMG6FMqWLYut51pnrB3PJ9fw6eJh3IlQvYoC",
+	"7EjFg4LZ3iFBZ6gwnYhnpkTt+ocGrcfKmfAMD03DdjzRFw/jiMXuG3hQj73QK+lLA3KrGeESF/J8CcqQ",
+	"TA2ZTphajeVX5gh1JbJZdE4AX/iPYpTJhBHiApBZlrlB+Uxs4IbPHd3cyhGBMh4hzNaRzzT9HsmizhpX",
+	"rZxmnciBqGBVW1nZY0I/kL9Kbm6xhiuHZBbWbKNd7NIpel52bD6TfCbYy7nACotUJ8XM46piPrQfZ8ln",
+	"WRxRQVRuKXXin2cvXzS6E9xw8PvHSro1/Fc/1ce9vTDdCjC6B/ht3ve196xkWS+4wcpUixmpnykRYBG3",
+	"x2jF3E23yLcSAmzgVkLYfW2iOvDBNhL4n+Pnz+5GAn6edyQBXAt4GkqQ3r8RAbgl3kgAAa55Fy9Zj73i",
+	"E+GryhHFinIqQ+qYZVIZkVvD2uRQY86hBtJaKzTUKw4qMkPW3WqvyjZ8n8y15rMM78m9VgG3/uYgumNX",
+	"WJjwPfjP3LIFH1qzDy+kBwbIdULScGaKNFhRtGkJ6v0My3nt1ndltwkFdI0d54LdFO84lU/pX3T7cLuP",
+	"0b/512DWv3o2TKWxqOfFgcmhadUYdH+C6cOGcQRcx9TqHjvjY0GQAzvgSA0CMC6WalSQQKlszJ04h1jf",
+	"Y8clzBFCXxGaIl0G8whgC8SaXK8XbD9Wdcwe9PcbvZ04jnvxOzP3yrv9LJYtOsL3HzmvTbISOK82j7B5",
+	"IdYD6Xv3zUE2KSohQ95D2awwkJNzPrntBOM1N1GroRL9tlvLW8IdN1HLV7rfdne4rsqzvnK6Na/R/k5R",
+	"dKCDp+7I7hy9r5+kU/XGiL8wcr9/1wm/RrzOv0we/PXxg8P+44bm1bcAG7ai1laoR7AINsYYdsFBrMUc",
+	"mrEVOwNfbUOJ4FRy02Mv87rza0d8SalQPxyq9i0olp1BFbqnCdytgujmSo16Q3VCWIULvoycuN0GRnmL",
+	"KHaQU3WItuqsKFGeoFIIh+ZLVgvX4gDb77P5kq4k53wlyIPiuFQ9mjWoqi27W1ZxdeVx5wgtrwbYdUYl",
+	"vNwDKiPKPbb1qeMHDZXVbCIswXfVgHaq6Til8lVF92pykHywijSGWT2nvLs/wcS5RUH5CLXky9MMHlOc",
+	"Z8V9okH9TuVYBmhgoiRDzpI1JCppvP/532rxvqac33sQbyu/vCtjcbf6FHHfpXbVsYEdeWYinwALsMmU",
+	"oOT+/vi7bzoDxkdI9AQXQF5ExDDnGdZ9uz6guZjpK2F6QxV7nBLqrQGjplQpR93B2vHvw1bAMmkN2O/D",
+	"1iX8Fwa6uQlDsfgS0f5Wrsaryot4lnUIKHsVYjHI9Tq6PuIRzh30fgNEIq/mZK6AB1IXroBFuF0evEGg",
+	"xA8XCVVxcP/mcm12pbkc1YbEzeviYv3tXobfwRr/04SdA7IssbCDOqHEwhPLV2b+OTDzvV2M6kozhB+p",
+	"7fhfZxt/e7f5vvZn4guVXHTaS+GF7QLCeav2ON1iBnhD8Hf36WZ7wXTob+ea1lWCfoTElQujMxARvu3r",
+	"tu50jdo8PeCcqnZX2Pc6P8HwlBETH57iKzOMmOhNeiwuWx6FAMmcY6K+bwjqPAqrvHJDWvgvvPtb993v",
+	"e9E3B43dc9/tloUxtasx2luzLo7dgmJcxBWUe+TYeaWT2F+aofonZHFtCe0+dWX2FWpwVeAbY7uYEbpr",
+	"zYhQza0HOZsjPI/DG1zoAPCDMH2hPK+R8F8LnkpXpPHnF498JFPasBHVd9qy9AhK80lrT167Z3zCGLlH",
+	"tf7UIfJcfEQ9ilvrAJxQ8T00TbDsjHaP8ftP6Wqhfb49mOzW4Wss+V89lpyHg+/5j2cFmyPJ7gqEPsXW",
+	"wblXLdxpWW0UmWnEAi29l2UzMocTOlQlSr9rK1PJA/KnMuHKFd/wFOHvrK6gEFdM4t5Q3SmyjS0Kqm0O",
+	"0Qinlj9K+1GHqo4ZUYLTE1ZfrSVo2UwIBtwcwKbF/Oj49TpLc20HBhv6DJDa50Htg5VJKPwOww7r6iMf",
+	"asAtIxggU0PjqbUElVnGsO0LtwGmtX2wt19K9w7szlJZfu36wAe0fY49YlyzCFb3wbslRC5Mh71kw969",
+	"UmPCjWz1U0X4aRf/ogC/I6ENHgW3cZvC+19D9p+pO+KzLC9rCA83NpytxYeb27FuDRF7llKCk/pGLPXA",
+	"cHO3247r5u/Oe2hPtGOb19ojNvSSjdygteht518tzFrfmFe+ggpf/NYlumsJ1RfnT9v/TE7o/v7WE9rc",
+	"HXbrCaUmtltPqBMrbtRtjWRrx2lDq9pwnNZbznZCZ6g7d9EFrYXKttq3d+z90g/vzRdqhpD20hhjLE2R",
+	"ih9kd5y3usdhG9DbJiW8wQ+Kpv5mF+hH+SU+veW/XUn8au5/jfyvRv5zfzQ2HUps1oDe/0ZnwZnluaVy",
+	"p5TwLcYyEyuH8oEpCzd0Xtr7LqNcqqH6Ja5Ui8QRi8uCjbjD2j4z/fE332AHFpAaWVoDpi17hYYWoWXj",
+	"yhJ1A2dqmLSuBWilaWhZZw5XO3gEQ+6O0GQUq8mHChtglr0I10QXZQsyqyfYTXYQ2ug2NXClqZcguvQS",
+	"bfxMLZLx2zBTSqD3gPW4Adx343ivR9u8EbCdn3c2Pc3xTrb2/p+EeVCjIHJ0wVwdJUlsLFTu0mdlif/J",
+	"aZl/uiX9b5LE/tdqcqRsc0f2NaFBYqImNLZrcm9992jXujfRV9j3DlNr5W+C4AgWPo7uGy4zuUnFc1P6",
+	"hBoWPmGjhoVQT//qsEifg8ICC03QH6vZHSUZ3lXC0Z0Bg6RKwY886W0tegetJ/IwJA5rRFq0YJ2oREVn",
+	"wJ6c/Zc3ZF1/3VwvWDvGfIjEXHnv1lBhgiTPc76s1n9WFSgHsF+2tLRTMWPteJXI406PHbuVGyrXBY5S",
+	"EKN6p2OnVKRamMFavrGLIlQbUDepGk/den2osnGfeenSihneqJXYxS3js/ei3aytd8Ez08KNQor1O7kN",
+	"fOD1j0/Ywd63/WZy6DUYj1u4DhLfCutxXXi7T6XxEDjrs4i5tTyZoosmADOD+g7GsI8hldcc4Y/w2/fD",
+	"Vj63F3v7j3uJuRq2UNfZbDWvBejvltT4l2fZl2LqgfmY7Myv4uAexYFnM9v1kY8UBGtdPO8rTYediST3",
+	"zcGI6VLL7+YEnhUM5U/b7iT0yb13NNnFX+skW1nFHRqQ+PX+6jr7V8+U8UhponLEPDvxvcC3Js1QI3TD",
+	"OHvz+hmlpiD0f9kbwKBcxRZLq90LWDv+Zdh6OGy9iwmbLss6PWot5+pXHXokjVY2IzBygvC0sUF+Eh85",
+	"PErsKEtpHGhCUYulocq1xZODeh+W1GIfdHgQTHtWGAzHIr4dTAtx0uifMQ3nTLJKg9uhcr3xXU9hpoRd",
+	"6PzSEM4edRROxZXI9Bz0CNe/mxaKcmumrtE2JU/Dc7BO8tYmxd4IKHsTVzpkbvaDrTCC1qf0Z6086y9K",
+	"IlmZxVtppySBNrancVdWSlSIxD5CAfqaQ3KvrPZr84RdHVfEmxlf4/LNTL5R87sVkfwpfl/n0KF4LzSL",
+	"mUrgussj37+8Bs2ZC5bmej5vUgNp+CbOVWMZB5sm9jX89zX8VysSAaLY+UhEtyMkBJpvl82MvdDohINQ",
+	"h01ocuXeSuKfzCC4TRZ+rcz8eto+xne961G7m2m/QsQfUXcPJm9c5FkcrRkoEYsrA4G9giX4Q+Vr4qU7",
+	"43Hq+jvFvfLzgIF+G7sGGhWJ13aGkYv2D9VMcNf7HB0j2pJfLuNW5J2j6ohjnhkRu95fptqjzfeb45nR",
+	"hGVXqdP0A9y1fn9Dqf06s/ocS+432iD3W3r/MabOn87UfSl+g6HztRb/ay3+11r8D6nF/1j76lEpGzZ6",
+	"2l8qUZpTc5G7pngoJ7APf9V5oWpuecGTKR1zcsVza8VsbodqxlMxwNLmqN60hdKxIzbVC5aB4opJXfrS",
+	"ZSdwyxaYMw9K7aYO5fVWl/Bqn9B7v9qV9B699zMz+Rzc975l6O3u+5KYvtq+X7XxFYd/vanvSoMUOxUy",
+	"9+zBfDo9fQsnRE+96JL9fPc2zRusgsbgxakxBUI2g+JDD6Q2Mc66l5a10eGPdfRyJqpBhk6P/egqOLA9",
+	"0/4Bm+oiN0NFPNaLhBDAWGiMWnBbgPItVdluOXwdR8zMeQJKO7ySBX0fFfmgn6/MFLsBB+Asx/IwxuEb",
+	"MFN5sVlI60SALuxQZdpQ1rKbQo/F/u4LGv5CXM/BSrjgNmaGL00JgKGztNIW0EViekP1GmMsMCw29fJ4",
+	"GBjo8KsDa4vGhxtIII4LvQ8lLze2g0aaWNla58f/8zTqDwoelBv2Vaf+yrc/0JGP5E/Z8y7uaTzxN6mZ",
+	"dWiW31sjwXORHxd22hr88g74ITkFmtCVnmGI0TkN2vEEe2Kx3qNklobK9S6fy7jTilpFnrUGram188Gj",
+	"RxicnGpjB9/2v+0j23WT24TZj+gKJWx/qZcFuKp11e+5VmLpOLRIsdNMWWQVuZSSEj0B+8zPgbdWx/fF",
+	"HuvD/ygzmlhD3mHkutu4bMcRTy4nOdAVGy2pI1ztEZSKs/6IZ1pNur696kLnl6C9z3WWRZgKQ+gB2Lax",
+	"Mhw2mGtWhD1sA1eYEYnojwJ0dsOsrgxxTNc1jBLSayjR3wfwgdZE6mL4ZZs0grMom355zbvyqECM68/C",
+	"/GeCW6CUgEq9DNkgRhd5Umkq5kVUObzr+70+OMEhRSz3AERR6JTnZ+9b/wBzFtm4oY9b5UEV0CIg54V/",
+	"LdRKCJKDYL43Fwodh3pRupKAKxArfMFNaCXRY3HKLe85YO2LRKciyN0lwiyjlUdLstb4v+z6DxfF9cnF",
+	"rK1zFj/0taB12equJdeB27jWB+p4p09/IgyLTYmk67ecy5kwls/md77zzGtN/s5P5Ep81bRAu/j2/vu/",
+	"mwJHeLbSHjtWS7Z/fc0S1xEQWYpOl6BgyolC0HfyyPTXh/mHVoKyVwIJSBN8vF6VotaNQDkecBUYI46a",
+	"ijEvskbIsyVdKjIjMCVbaZ+LEzQ6gdqwLmxEaSc2lwJ0Qjq/yVSkRQbPqUmxlROzyUPiLwvIHrucrXAx",
+	"a8evXp6dlygrIcEXjxzyNzh3fD7P9ZVIOx96tMITdzpdZ/7qrwdsc0+u1TX6esY++IyVh+e2Y+bCAbsc",
+	"Moe/PHCJHY2Yo3D+js+f/FQBK8FqdXfvChICnB4MnpG7Mf7Qw+heYqejSD7brwdx80FcWaGvx/CDj6E/",
+	"XJsOocMn2EnUrQFeVcDdygMw1jkez6B0akxRvevBWp3Y9pNFV3+VcbdWTn0VcR9/ttbOzObDhaWptxto",
+	"oRK30lAJLf0jZ5QhAGJMuIgeWdjwJdrvdzfOavO67WDBpV9Ns+21yV8ts48+UtWTcst52lFYuQJNxBJJ",
+	"/UHKhSky2/OVxRdFnsVsLGwyxUyqDzxJO0spuPqrlLr1PH2VUvd2pG6TUjc3/ycAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -94,6 +94,21 @@ type IdempotencyKey struct {
 	ExpiresAt       time.Time
 }
 
+type Job struct {
+	ID            string
+	AccountID     string
+	Type          string
+	Status        string
+	RiverJobID    int64
+	RowsProcessed int64
+	ErrorDetail   *string
+	ReportID      *string
+	CreatedAt     time.Time
+	StartedAt     *time.Time
+	FinishedAt    *time.Time
+	ExpiresAt     *time.Time
+}
+
 type Payment struct {
 	ID             string
 	AccountID      string
@@ -120,6 +135,38 @@ type Refund struct {
 	Reason    *string
 	Metadata  []byte
 	CreatedAt time.Time
+}
+
+type Report struct {
+	ID         string
+	AccountID  string
+	JobID      string
+	Type       string
+	Format     string
+	CreatedGte time.Time
+	CreatedLt  time.Time
+	RowCount   int64
+	ByteSize   int64
+	Chunks     int32
+	CreatedAt  time.Time
+}
+
+type ReportChunk struct {
+	JobID string
+	Seq   int32
+	Data  []byte
+}
+
+type ReportRequest struct {
+	JobID           string
+	Type            string
+	Format          string
+	CreatedGte      time.Time
+	CreatedLt       time.Time
+	CursorCreatedAt *time.Time
+	CursorID        *string
+	Chunks          int32
+	Bytes           int64
 }
 
 type RiverJob struct {
