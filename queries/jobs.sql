@@ -29,10 +29,12 @@ RETURNING *;
 
 -- name: JobLockForWork :one
 -- The worker's first statement in each of its transactions: the row lock orders it with
--- JobCancel, and the status it returns says whether to go on.
+-- JobCancel, and the status it returns says whether to go on. NO KEY UPDATE, the lock an
+-- UPDATE of non-key columns takes: it conflicts with JobCancel but not with the key-share
+-- locks that inserting a chunk or a report (foreign keys to this row) takes.
 SELECT * FROM jobs
 WHERE id = @id
-FOR UPDATE;
+FOR NO KEY UPDATE;
 
 -- name: JobStart :one
 UPDATE jobs

@@ -49,7 +49,23 @@ type config struct {
 	APIKeyCacheTTL              time.Duration   `env:"API_KEY_CACHE_TTL" envDefault:"10s"`
 	APIKeyCacheSize             int             `env:"API_KEY_CACHE_SIZE" envDefault:"1000"`
 	PprofAddr                   string          `env:"PPROF_ADDR"`
+
+	ProcessRole     string        `env:"PROCESS_ROLE" envDefault:"all"`
+	JobWorkers      int           `env:"JOB_WORKERS" envDefault:"4"`
+	JobTimeout      time.Duration `env:"JOB_TIMEOUT" envDefault:"1m"`
+	JobRescueAfter  time.Duration `env:"JOB_RESCUE_AFTER" envDefault:"2m"`
+	ReportRetention time.Duration `env:"REPORT_RETENTION" envDefault:"168h"`
 }
+
+// Process roles (PROCESS_ROLE): what one process does, so API and workers scale separately.
+const (
+	roleAll    = "all"    // serve HTTP and run jobs
+	roleAPI    = "api"    // serve HTTP; jobs are only enqueued and canceled
+	roleWorker = "worker" // run jobs; no HTTP listener
+)
+
+func (c config) serves() bool { return c.ProcessRole != roleWorker }
+func (c config) works() bool  { return c.ProcessRole != roleAPI }
 
 // loadConfig parses and validates environ (os.Environ's map). A bad value is an error that
 // names the variable, so the process stops at once with a message an operator can act on.
@@ -120,6 +136,7 @@ func (c config) validate() error {
 			errs = append(errs, fmt.Errorf("PPROF_ADDR: %w", err))
 		}
 	}
+	errs = append(errs, c.validateJobs()...)
 	if _, ok := logLevels[c.LogLevel]; !ok {
 		errs = append(errs, fmt.Errorf("LOG_LEVEL: %q is not one of debug, info, warn, error", c.LogLevel))
 	}
@@ -205,6 +222,29 @@ func (c config) validateWebhooks() []error {
 		if d <= 0 || d > 7*24*time.Hour {
 			errs = append(errs, fmt.Errorf("WEBHOOK_RETRY_SCHEDULE: each delay must be between 0 and 168h, got %s", d))
 		}
+	}
+	return errs
+}
+
+func (c config) validateJobs() []error {
+	var errs []error
+	switch c.ProcessRole {
+	case roleAll, roleAPI, roleWorker:
+	default:
+		errs = append(errs, fmt.Errorf("PROCESS_ROLE: %q is not one of all, api, worker", c.ProcessRole))
+	}
+	if c.JobWorkers < 1 || c.JobWorkers > 1000 {
+		errs = append(errs, fmt.Errorf("JOB_WORKERS: must be between 1 and 1000, got %d", c.JobWorkers))
+	}
+	if c.JobTimeout <= 0 {
+		errs = append(errs, fmt.Errorf("JOB_TIMEOUT: must be positive, got %s", c.JobTimeout))
+	}
+	if c.JobRescueAfter <= c.JobTimeout {
+		// A job is presumed dead only after it could have timed out: a live one is never run twice.
+		errs = append(errs, fmt.Errorf("JOB_RESCUE_AFTER: must exceed JOB_TIMEOUT (%s), got %s", c.JobTimeout, c.JobRescueAfter))
+	}
+	if c.ReportRetention < time.Minute {
+		errs = append(errs, fmt.Errorf("REPORT_RETENTION: must be at least 1m, got %s", c.ReportRetention))
 	}
 	return errs
 }

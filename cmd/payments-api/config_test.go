@@ -15,6 +15,10 @@ func TestConfigDefaultsWork(t *testing.T) {
 	if cfg.ListenAddr != ":8080" || len(cfg.DemoAPIKeys) != 1 || cfg.ShutdownTimeout != 30*time.Second {
 		t.Errorf("defaults: %+v", cfg)
 	}
+	if cfg.ProcessRole != roleAll || cfg.JobWorkers != 4 || cfg.JobTimeout != time.Minute ||
+		cfg.JobRescueAfter != 2*time.Minute || cfg.ReportRetention != 7*24*time.Hour {
+		t.Errorf("job defaults: %+v", cfg)
+	}
 	if !strings.Contains(cfg.DatabaseURL, "localhost:5432") {
 		t.Errorf("default DATABASE_URL %q", cfg.DatabaseURL)
 	}
@@ -34,6 +38,12 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"LOG_LEVEL": "loud"}, "LOG_LEVEL"},
 		{map[string]string{"PROCESSOR_LATENCY": "-5ms"}, "PROCESSOR_LATENCY"},
 		{map[string]string{"IDEMPOTENCY_KEY_TTL": "1s"}, "IDEMPOTENCY_KEY_TTL"},
+		{map[string]string{"PROCESS_ROLE": "both"}, "PROCESS_ROLE"},
+		{map[string]string{"JOB_WORKERS": "0"}, "JOB_WORKERS"},
+		{map[string]string{"JOB_TIMEOUT": "0s"}, "JOB_TIMEOUT"},
+		{map[string]string{"JOB_TIMEOUT": "5m"}, "JOB_RESCUE_AFTER"}, // the default 2m no longer exceeds it
+		{map[string]string{"JOB_RESCUE_AFTER": "1m"}, "JOB_RESCUE_AFTER"},
+		{map[string]string{"REPORT_RETENTION": "1s"}, "REPORT_RETENTION"},
 		{map[string]string{"WEBHOOK_TIMEOUT": "0s"}, "WEBHOOK_TIMEOUT"},
 		{map[string]string{"WEBHOOK_RETRY_SCHEDULE": "1s,soon"}, "WEBHOOK_RETRY_SCHEDULE"},
 		{map[string]string{"WEBHOOK_RETRY_SCHEDULE": "1s,-1s"}, "WEBHOOK_RETRY_SCHEDULE"},

@@ -18,6 +18,7 @@ import (
 const usage = `Usage: payments-api [COMMAND]
 
   (no command)       create and migrate the database, seed DEMO_API_KEYS, serve on LISTEN_ADDR
+                     and run jobs (PROCESS_ROLE=api only serves; =worker only runs jobs)
   migrate COMMAND    manage the schema: up | down N | version | force V (payments-api migrate --help)
   help, --help, -h   print this text
 
@@ -56,10 +57,12 @@ func run(args []string, stdout io.Writer) error {
 	if cmd.migrate != nil {
 		return migrateCommand(ctx, cfg, *cmd.migrate, stdout)
 	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(ctx, "tcp", cfg.ListenAddr)
-	if err != nil {
-		return fmt.Errorf("listen on LISTEN_ADDR %s: %w", cfg.ListenAddr, err)
+	var ln net.Listener // a worker-only process does not listen
+	if cfg.serves() {
+		var lc net.ListenConfig
+		if ln, err = lc.Listen(ctx, "tcp", cfg.ListenAddr); err != nil {
+			return fmt.Errorf("listen on LISTEN_ADDR %s: %w", cfg.ListenAddr, err)
+		}
 	}
 	return serve(ctx, cfg, logger, ln)
 }

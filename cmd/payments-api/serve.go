@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -21,13 +22,11 @@ import (
 	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
-// sweepInterval is how often expired idempotency keys are deleted.
-const sweepInterval = time.Minute
-
-// serve migrates, seeds the demo keys and serves on ln until ctx is canceled
-// (SIGINT/SIGTERM). Then it drains: the listener closes, bodies still arriving are cut short,
-// in-flight requests finish (up to SHUTDOWN_TIMEOUT), background work stops, and only then
-// is the pool closed.
+// serve migrates, seeds the demo keys, starts the job workers (unless PROCESS_ROLE=api) and
+// serves on ln (nil when PROCESS_ROLE=worker) until ctx is canceled (SIGINT/SIGTERM). Then
+// it drains, within SHUTDOWN_TIMEOUT: the listener closes, bodies still arriving are cut
+// short and in-flight requests finish, while the workers stop fetching and finish the jobs
+// they run; only then is the pool closed.
 func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener) error {
 	pool, err := openDatabase(ctx, cfg, logger)
 	if err != nil {
@@ -57,6 +56,10 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		return err
 	}
 	keys := idempotency.NewStore(pool, cfg.IdempotencyTTL).WithObserver(metricsReg)
+	jobClient, rep, err := newJobClient(pool, cfg, logger, keys)
+	if err != nil {
+		return err
+	}
 	e, err := handlers.New(handlers.Options{
 		Pool:               pool,
 		Logger:             logger,
@@ -70,6 +73,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		RateLimits:         limits,
 		APIKeys:            apiKeys,
 		Metrics:            metricsReg,
+		Reports:            rep,
 	})
 	if err != nil {
 		return err
@@ -83,30 +87,39 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 	}
 	srv := newHTTPServer(cfg, e, logger)
 
-	background, stopBackground := context.WithCancel(context.WithoutCancel(ctx))
-	sweeperDone := make(chan struct{})
-	go func() {
-		defer close(sweeperDone)
-		keys.RunSweeper(background, sweepInterval, logger)
-	}()
+	if cfg.works() {
+		// Not ctx: the workers must outlive SIGTERM long enough to finish their jobs.
+		if err := jobClient.Start(context.WithoutCancel(ctx)); err != nil {
+			return fmt.Errorf("start job workers: %w", err)
+		}
+	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- srv.Serve(limitConnections(ln, cfg.MaxConnections, logger)) }()
-	logger.Info("serving", "addr", ln.Addr().String(), "demo_keys", len(cfg.DemoAPIKeys))
+	if ln != nil {
+		go func() { serveErr <- srv.Serve(limitConnections(ln, cfg.MaxConnections, logger)) }()
+		logger.Info("serving", "addr", ln.Addr().String(), "demo_keys", len(cfg.DemoAPIKeys), "role", cfg.ProcessRole)
+	} else {
+		logger.Info("running jobs only", "workers", cfg.JobWorkers)
+	}
 
 	select {
-	case err := <-serveErr:
-		stopBackground()
-		<-sweeperDone
-		return fmt.Errorf("serve on %s: %w", ln.Addr(), err)
+	case err = <-serveErr:
+		err = fmt.Errorf("serve on %s: %w", ln.Addr(), err)
 	case <-ctx.Done():
+		err = nil
 	}
-	logger.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout)
+	logger.Info("shutting down: draining in-flight requests and jobs", "timeout", cfg.ShutdownTimeout)
 	shutdownCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), cfg.ShutdownTimeout)
 	defer cancel()
-	err = srv.Shutdown(shutdownCtx)
-	stopBackground()
-	<-sweeperDone
-	if err != nil {
+	var wg sync.WaitGroup
+	var httpErr, jobsErr error
+	if ln != nil {
+		wg.Go(func() { httpErr = srv.Shutdown(shutdownCtx) })
+	}
+	if cfg.works() {
+		wg.Go(func() { jobsErr = stopJobs(shutdownCtx, jobClient, logger) })
+	}
+	wg.Wait()
+	if err := errors.Join(err, httpErr, jobsErr); err != nil {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	logger.Info("stopped")

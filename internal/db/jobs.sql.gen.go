@@ -256,11 +256,13 @@ func (q *Queries) JobList(ctx context.Context, arg JobListParams) ([]Job, error)
 const jobLockForWork = `-- name: JobLockForWork :one
 SELECT id, account_id, type, status, river_job_id, rows_processed, error_detail, report_id, created_at, started_at, finished_at, expires_at FROM jobs
 WHERE id = $1
-FOR UPDATE
+FOR NO KEY UPDATE
 `
 
 // The worker's first statement in each of its transactions: the row lock orders it with
-// JobCancel, and the status it returns says whether to go on.
+// JobCancel, and the status it returns says whether to go on. NO KEY UPDATE, the lock an
+// UPDATE of non-key columns takes: it conflicts with JobCancel but not with the key-share
+// locks that inserting a chunk or a report (foreign keys to this row) takes.
 func (q *Queries) JobLockForWork(ctx context.Context, id string) (Job, error) {
 	row := q.db.QueryRow(ctx, jobLockForWork, id)
 	var i Job

@@ -21,6 +21,8 @@ var (
 	ErrIdempotencyKeyReused = errors.New("idempotency key reused with a different request")
 	// ErrProcessorUnavailable: the card processor failed like an outage; nothing was stored.
 	ErrProcessorUnavailable = errors.New("payment processor unavailable")
+	// ErrJobNotCancelable: the job already finished, so there is nothing left to cancel.
+	ErrJobNotCancelable = errors.New("job already finished")
 )
 
 // ValidationError is a request that is well-formed but invalid. Field is a JSON pointer into

@@ -19,6 +19,8 @@ const (
 	PaymentFailed    = "payment.failed"
 	PaymentUpdated   = "payment.updated"
 	RefundSucceeded  = "refund.succeeded"
+	ReportSucceeded  = "report.succeeded"
+	ReportFailed     = "report.failed"
 )
 
 // Record writes an event whose data is the resource as the API shows it. tx must be the

@@ -68,6 +68,7 @@ var errorProblems = []errorRule{
 	sentinel(domain.ErrPreconditionRequired, probPreconditionRequired, ""),
 	sentinel(domain.ErrProcessorUnavailable, probProcessorUnavailable, "1"),
 	databaseUnavailable,
+	sentinel(domain.ErrJobNotCancelable, probJobNotCancelable, ""),
 	typed(echoProblem), // echo's own errors: no route, wrong method, body too large, ...
 }
 

@@ -41,3 +41,6 @@ func (r storedResponse) VisitCreatePaymentResponse(w http.ResponseWriter) error 
 
 // VisitCreateRefundResponse lets the generated strict handler write it.
 func (r storedResponse) VisitCreateRefundResponse(w http.ResponseWriter) error { return r.write(w) }
+
+// VisitCreateReportResponse lets the generated strict handler write it.
+func (r storedResponse) VisitCreateReportResponse(w http.ResponseWriter) error { return r.write(w) }

@@ -4,6 +4,9 @@ import (
 	"bytes"
 	"encoding/json"
 	"net/http"
+	"strings"
+
+	"github.com/payments-api/payments-api/internal/reports"
 )
 
 // problemType is one RFC 9457 problem type. Every type the server sends is in problemTypes,
@@ -51,6 +54,11 @@ var (
 		"The payment failed, so it captured nothing that could be refunded. payment_id names it."}
 	probRateLimited = problemType{"rate-limited", http.StatusTooManyRequests, "Too many requests",
 		"A rate-limit quota is used up: the account's default or writes quota, or, for requests that fail authentication, the client address's unauthenticated quota. violated_policies names it. Retry after the number of seconds in Retry-After; RateLimit and RateLimit-Policy give every quota's state."}
+	probJobNotCancelable = problemType{"job-not-cancelable", http.StatusConflict, "Job not cancelable",
+		"The job already finished (it succeeded, failed or was canceled), so there is nothing left to cancel."}
+	// probJobFailed is never a response: it is the error member of a failed job.
+	probJobFailed = problemType{strings.TrimPrefix(reports.JobFailedProblemType, "/problems/"), http.StatusInternalServerError, "Job failed",
+		"The job failed after all its attempts; its detail says why. Nothing was kept: request a new report."}
 	probWebhookEndpointDisabled = problemType{"webhook-endpoint-disabled", http.StatusConflict, "Webhook endpoint disabled",
 		"The webhook endpoint is disabled, so nothing is sent to it. endpoint_id names it; enable it with PATCH (disabled: false) first."}
 	probInternal = problemType{"internal-error", http.StatusInternalServerError, "Internal error",
@@ -65,7 +73,7 @@ var problemTypes = indexProblemTypes(
 	probServiceUnavailable, probPaymentDeclined, probIdempotencyKeyInUse, probIdempotencyKeyReused,
 	probPreconditionFailed, probPreconditionRequired, probProcessorUnavailable,
 	probRefundExceedsPayment, probPaymentNotRefundable, probRateLimited,
-	probWebhookEndpointDisabled,
+	probWebhookEndpointDisabled, probJobNotCancelable, probJobFailed,
 )
 
 func indexProblemTypes(types ...problemType) map[string]problemType {

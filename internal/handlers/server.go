@@ -26,6 +26,7 @@ import (
 	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/payments"
+	"github.com/payments-api/payments-api/internal/reports"
 	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
@@ -57,6 +58,8 @@ type Options struct {
 	RateLimits *RateLimits
 	APIKeys    *accounts.Authenticator
 	Metrics    *metrics.Metrics
+
+	Reports *reports.Service
 }
 
 // Server implements api.StrictServerInterface.
@@ -71,6 +74,7 @@ type Server struct {
 	draining       context.Context
 	apiKeys        *accounts.Authenticator
 	metrics        *metrics.Metrics
+	reports        *reports.Service
 	specJSON       map[string]any
 	publicPaths    map[string]bool // "/problems/:problem": paths whose operations all have `security: []`
 }
@@ -102,6 +106,7 @@ func New(opts Options) (*echo.Echo, error) {
 		draining:       opts.Draining,
 		apiKeys:        opts.APIKeys,
 		metrics:        opts.Metrics,
+		reports:        opts.Reports,
 		specJSON:       specJSON,
 		publicPaths:    publicPaths(spec),
 	}

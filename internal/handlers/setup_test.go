@@ -22,6 +22,7 @@ import (
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/ratelimit"
+	"github.com/payments-api/payments-api/internal/reports"
 	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
@@ -145,6 +146,7 @@ func testOptions(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, lo
 		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL).WithObserver(m),
 		APIKeys:     apiKeys,
 		Metrics:     m,
+		Reports:     reports.NewService(pool, insertOnlyQueue(tb, pool), reports.DefaultRetention),
 	}
 }
 

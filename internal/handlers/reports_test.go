@@ -1,0 +1,275 @@
+package handlers_test
+
+import (
+	"context"
+	"encoding/csv"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payments-api/payments-api/internal/apitest"
+)
+
+// job is the part of a job body the tests read.
+type job struct {
+	ID       string `json:"id"`
+	Status   string `json:"status"`
+	Progress struct {
+		RowsProcessed int64 `json:"rows_processed"`
+	} `json:"progress"`
+	StartedAt *time.Time `json:"started_at"`
+	Result    *struct {
+		ReportID    string `json:"report_id"`
+		DownloadURL string `json:"download_url"`
+	} `json:"result"`
+}
+
+// reportBody asks for a report of the whole test's time range.
+func reportBody(typ, format string) map[string]any {
+	now := time.Now().UTC()
+	return map[string]any{
+		"type": typ, "format": format,
+		"created_gte": now.Add(-time.Hour).Format(time.RFC3339), "created_lt": now.Add(time.Hour).Format(time.RFC3339),
+	}
+}
+
+// requestReport answers the 202's job.
+func requestReport(t *testing.T, c *apitest.Client, body map[string]any) job {
+	t.Helper()
+	res := c.Post("/reports", body, apitest.Header("Idempotency-Key", newKey()))
+	if res.Status != http.StatusAccepted {
+		t.Fatalf("POST /reports: %d %s", res.Status, res.Body)
+	}
+	var j job
+	res.Decode(t, &j)
+	return j
+}
+
+// waitForJob polls the job until it reaches status (or fails the test after 30 s).
+func waitForJob(t *testing.T, c *apitest.Client, id, status string) job {
+	t.Helper()
+	var j job
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		res := c.Get("/jobs/" + id)
+		if res.Status != http.StatusOK {
+			t.Fatalf("GET /jobs/%s: %d %s", id, res.Status, res.Body)
+		}
+		res.Decode(t, &j)
+		if j.Status == status {
+			return j
+		}
+	}
+	t.Fatalf("job %s is %s after 30s, want %s", id, j.Status, status)
+	return j
+}
+
+// seedPayments inserts n succeeded payments of the account with key apiKey, created at now.
+func (b *testBundle) seedPayments(t *testing.T, apiKey string, n int, createdAt time.Time) {
+	t.Helper()
+	_, err := b.pool.Exec(context.Background(), `
+		INSERT INTO payments (id, account_id, amount, currency, status, payment_method, created_at, updated_at)
+		SELECT 'pay_seed' || md5(random()::text), k.account_id, 100 + g, 'usd', 'succeeded', 'pm_card_visa', $3, $3
+		FROM generate_series(1, $2) g, api_keys k
+		WHERE k.key_hash = sha256($1::text::bytea)`, apiKey, n, createdAt)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestReportIsAcceptedPolledAndDownloaded(t *testing.T) {
+	b := setup(t)
+	startWorkers(t, b.pool, 3) // several pages even for a handful of rows
+	var want []string
+	for range 7 {
+		p, _ := createPayment(t, b.client, 1000)
+		want = append(want, p.ID)
+	}
+	createPayment(t, b.other, 1000)                                       // another account's payment: never in the report
+	b.seedPayments(t, testKey, 2, time.Now().Add(-48*time.Hour))          // out of range
+	b.seedPayments(t, otherKey, 2, time.Now().Add(-10*time.Minute).UTC()) // in range, other account
+
+	key := newKey()
+	body := reportBody("payments", "csv")
+	res := b.client.Post("/reports", body, apitest.Header("Idempotency-Key", key))
+	if res.Status != http.StatusAccepted || res.Header.Get("Retry-After") == "" {
+		t.Fatalf("POST /reports: %d Retry-After %q %s", res.Status, res.Header.Get("Retry-After"), res.Body)
+	}
+	var accepted job
+	res.Decode(t, &accepted)
+	if loc := res.Header.Get("Location"); loc != "/jobs/"+accepted.ID || accepted.Status != "queued" {
+		t.Fatalf("Location %q, job %+v", loc, accepted)
+	}
+	replay := b.client.Post("/reports", body, apitest.Header("Idempotency-Key", key))
+	if replay.Header.Get("Location") != res.Header.Get("Location") || string(replay.Body) != string(res.Body) ||
+		replay.Header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("replay: %d Location %q body %s", replay.Status, replay.Header.Get("Location"), replay.Body)
+	}
+
+	done := waitForJob(t, b.client, accepted.ID, "succeeded")
+	if done.Progress.RowsProcessed != 7 || done.Result == nil || done.StartedAt == nil {
+		t.Fatalf("finished job: %+v", done)
+	}
+	if n := b.count(t, `SELECT count(*) FROM jobs`); n != 1 {
+		t.Errorf("%d jobs after a replayed request, want 1", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM events WHERE type = 'report.succeeded' AND data->>'id' = $1`, accepted.ID); n != 1 {
+		t.Errorf("%d report.succeeded events, want 1", n)
+	}
+
+	dl := b.client.Get(done.Result.DownloadURL)
+	if dl.Status != http.StatusOK || !strings.HasPrefix(dl.Header.Get("Content-Type"), "text/csv") ||
+		!strings.Contains(dl.Header.Get("Content-Disposition"), done.Result.ReportID+".csv") {
+		t.Fatalf("download: %d %v", dl.Status, dl.Header)
+	}
+	records, err := csv.NewReader(strings.NewReader(string(dl.Body))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if records[0][0] != "id" || records[0][1] != "amount" {
+		t.Errorf("header row %q", records[0])
+	}
+	var got []string
+	for _, r := range records[1:] {
+		got = append(got, r[0])
+	}
+	slices.Sort(got)
+	slices.Sort(want)
+	if !slices.Equal(got, want) {
+		t.Errorf("report rows %q, want exactly the account's payments in range %q", got, want)
+	}
+
+	notModified := b.client.Get(done.Result.DownloadURL, apitest.Header("If-None-Match", dl.Header.Get("ETag")))
+	if notModified.Status != http.StatusNotModified || len(notModified.Body) != 0 {
+		t.Errorf("If-None-Match with the ETag: %d %q", notModified.Status, notModified.Body)
+	}
+	var meta struct {
+		RowCount int64 `json:"row_count"`
+		ByteSize int64 `json:"byte_size"`
+	}
+	b.client.Get("/reports/"+done.Result.ReportID).Decode(t, &meta)
+	if meta.RowCount != 7 || meta.ByteSize != int64(len(dl.Body)) {
+		t.Errorf("metadata %+v, download is %d bytes", meta, len(dl.Body))
+	}
+
+	for _, path := range []string{"/jobs/" + accepted.ID, "/reports/" + done.Result.ReportID, done.Result.DownloadURL} {
+		if res := b.other.Get(path); res.Status != http.StatusNotFound {
+			t.Errorf("another account's GET %s: %d", path, res.Status)
+		}
+	}
+}
+
+func TestReportJSONListsResourcesAndEmptyReportsAreValid(t *testing.T) {
+	b := setup(t)
+	startWorkers(t, b.pool, 2)
+	p, _ := createPayment(t, b.client, 1000)
+	res := b.client.Post("/refunds", map[string]any{"payment_id": p.ID, "amount": 300}, apitest.Header("Idempotency-Key", newKey()))
+	if res.Status != http.StatusCreated {
+		t.Fatalf("refund: %d %s", res.Status, res.Body)
+	}
+
+	cases := []struct {
+		typ, format string
+		rows        int
+	}{{"payments", "json", 1}, {"refunds", "json", 1}, {"refunds", "csv", 1}}
+	for _, c := range cases {
+		j := waitForJob(t, b.client, requestReport(t, b.client, reportBody(c.typ, c.format)).ID, "succeeded")
+		dl := b.client.Get(j.Result.DownloadURL) // the client checks the body against the spec
+		if c.format == "json" {
+			var rows []map[string]any
+			dl.Decode(t, &rows)
+			if len(rows) != c.rows || rows[0]["amount"] == nil {
+				t.Errorf("%s %s: %s", c.typ, c.format, dl.Body)
+			}
+		} else if lines := strings.Count(string(dl.Body), "\n"); lines != c.rows+1 {
+			t.Errorf("%s csv has %d lines: %s", c.typ, lines, dl.Body)
+		}
+	}
+
+	empty := map[string]any{"type": "payments", "format": "json", "created_gte": "2001-01-01T00:00:00Z", "created_lt": "2001-02-01T00:00:00Z"}
+	j := waitForJob(t, b.client, requestReport(t, b.client, empty).ID, "succeeded")
+	if dl := b.client.Get(j.Result.DownloadURL); strings.TrimSpace(string(dl.Body)) != "[]" {
+		t.Errorf("an empty JSON report is %q, want []", dl.Body)
+	}
+	empty["format"] = "csv"
+	j = waitForJob(t, b.client, requestReport(t, b.client, empty).ID, "succeeded")
+	if dl := b.client.Get(j.Result.DownloadURL); !strings.HasPrefix(string(dl.Body), "id,amount,") || strings.Count(string(dl.Body), "\n") != 1 {
+		t.Errorf("an empty CSV report is %q, want its header row", dl.Body)
+	}
+}
+
+func TestReportRequestValidation(t *testing.T) {
+	b := setup(t)
+	tests := []struct {
+		name  string
+		body  map[string]any
+		field string
+	}{
+		{"created_lt before created_gte", map[string]any{"type": "payments", "created_gte": "2026-02-01T00:00:00Z", "created_lt": "2026-01-01T00:00:00Z"}, "/created_lt"},
+		{"empty range", map[string]any{"type": "payments", "created_gte": "2026-02-01T00:00:00Z", "created_lt": "2026-02-01T00:00:00Z"}, "/created_lt"},
+		{"range over 366 days", map[string]any{"type": "payments", "created_gte": "2024-01-01T00:00:00Z", "created_lt": "2025-01-02T00:00:01Z"}, "/created_lt"},
+		{"unknown type", map[string]any{"type": "disputes", "created_gte": "2026-01-01T00:00:00Z", "created_lt": "2026-02-01T00:00:00Z"}, "/type"},
+		{"unknown format", map[string]any{"type": "payments", "format": "xlsx", "created_gte": "2026-01-01T00:00:00Z", "created_lt": "2026-02-01T00:00:00Z"}, "/format"},
+		{"missing created_gte", map[string]any{"type": "payments", "created_lt": "2026-02-01T00:00:00Z"}, "/created_gte"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			res := b.client.Post("/reports", tt.body, apitest.Header("Idempotency-Key", newKey()))
+			p := res.Problem(t)
+			if res.Status != http.StatusBadRequest || p.Type != "/problems/invalid-request" || !namesField(p, tt.field) {
+				t.Errorf("%d %s, want a 400 naming %s", res.Status, res.Body, tt.field)
+			}
+		})
+	}
+	res := b.client.Post("/reports", reportBody("payments", "csv"))
+	if p := res.Problem(t); res.Status != http.StatusBadRequest || p.Type != "/problems/invalid-idempotency-key" {
+		t.Errorf("without Idempotency-Key: %d %s", res.Status, res.Body)
+	}
+	if n := b.count(t, `SELECT count(*) FROM jobs`) + b.count(t, `SELECT count(*) FROM river_job`); n != 0 {
+		t.Errorf("refused requests left %d jobs behind", n)
+	}
+}
+
+// namesField reports whether the problem names field: as the entry's field, or, for a
+// missing member (reported on its parent object), in the message.
+func namesField(p apitest.Problem, field string) bool {
+	for _, e := range p.Errors {
+		msg, _ := e["message"].(string)
+		if e["field"] == field || strings.Contains(msg, "'"+strings.TrimPrefix(field, "/")+"'") {
+			return true
+		}
+	}
+	return false
+}
+
+func TestListJobsPagesAndFilters(t *testing.T) {
+	b := setup(t)
+	var ids []string
+	for range 3 {
+		ids = append(ids, requestReport(t, b.client, reportBody("payments", "csv")).ID)
+	}
+	if res := b.client.Do(http.MethodDelete, "/jobs/"+ids[0], nil); res.Status != http.StatusOK {
+		t.Fatalf("cancel: %d %s", res.Status, res.Body)
+	}
+	var page struct {
+		Data    []job `json:"data"`
+		HasMore bool  `json:"has_more"`
+	}
+	b.client.Get("/jobs?limit=2").Decode(t, &page)
+	if len(page.Data) != 2 || !page.HasMore || page.Data[0].ID != ids[2] || page.Data[1].ID != ids[1] {
+		t.Fatalf("first page %+v", page)
+	}
+	b.client.Get("/jobs?limit=2&starting_after="+ids[1]).Decode(t, &page)
+	if len(page.Data) != 1 || page.HasMore || page.Data[0].ID != ids[0] {
+		t.Errorf("second page %+v", page)
+	}
+	b.client.Get("/jobs?status=canceled").Decode(t, &page)
+	if len(page.Data) != 1 || page.Data[0].ID != ids[0] {
+		t.Errorf("status=canceled %+v", page)
+	}
+	b.other.Get("/jobs").Decode(t, &page)
+	if len(page.Data) != 0 {
+		t.Errorf("another account sees %d jobs", len(page.Data))
+	}
+}

@@ -1,0 +1,77 @@
+// Package jobs runs background work on River, a job queue that lives in PostgreSQL: a job
+// is a row inserted in the transaction that asks for it (InsertTx), so it exists if and only
+// if that transaction commits, survives any restart, and is fetched by exactly one worker
+// (SELECT ... FOR UPDATE SKIP LOCKED). This package builds the River client from the
+// configuration and runs the periodic sweeps; the workers themselves live with the domain
+// they serve (internal/reports) and cmd registers them here.
+//
+// It imports River and pgx, never a domain package: cmd wires the two.
+package jobs
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+)
+
+// Config is how a process runs jobs.
+type Config struct {
+	// Workers is how many jobs this process runs at once.
+	Workers int
+	// Timeout cancels a job's context after this long; the job is then retried.
+	Timeout time.Duration
+	// RescueAfter is when a job whose worker died (its process was killed) is run again.
+	// River refuses a value below Timeout: a slow but live worker must time out first.
+	RescueAfter time.Duration
+	// Work is false in an API-only process: its client inserts and cancels jobs but never
+	// fetches one, runs no periodic job and takes no part in leader election.
+	Work bool
+	// Workers' registry and the periodic jobs the elected leader enqueues.
+	Registry *river.Workers
+	Periodic []*river.PeriodicJob
+	Logger   *slog.Logger
+}
+
+// Validate reports what is wrong with c, before River would.
+func (c Config) Validate() error {
+	var errs []error
+	if c.Work && c.Workers < 1 {
+		errs = append(errs, fmt.Errorf("workers must be at least 1, got %d", c.Workers))
+	}
+	if c.Timeout <= 0 {
+		errs = append(errs, fmt.Errorf("timeout must be positive, got %s", c.Timeout))
+	}
+	if c.RescueAfter <= c.Timeout {
+		errs = append(errs, fmt.Errorf("rescue-after (%s) must exceed the job timeout (%s)", c.RescueAfter, c.Timeout))
+	}
+	return errors.Join(errs...)
+}
+
+// NewClient builds the River client for pool. Call Start on it to run workers (when
+// c.Work); an insert-only client needs no Start.
+func NewClient(pool *pgxpool.Pool, c Config) (*river.Client[pgx.Tx], error) {
+	if err := c.Validate(); err != nil {
+		return nil, err
+	}
+	rc := &river.Config{
+		Logger:               c.Logger,
+		JobTimeout:           c.Timeout,
+		RescueStuckJobsAfter: c.RescueAfter, // River's default (1 h) is far too long for a demo backend
+		Workers:              c.Registry,
+	}
+	if c.Work {
+		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: c.Workers}}
+		rc.PeriodicJobs = c.Periodic
+	}
+	client, err := river.NewClient(riverpgxv5.New(pool), rc)
+	if err != nil {
+		return nil, fmt.Errorf("create job client: %w", err)
+	}
+	return client, nil
+}

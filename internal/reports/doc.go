@@ -1,0 +1,11 @@
+// Package reports turns POST /reports into a durable job and builds the report in the
+// background. A request writes the job row, the report's parameters and a River job in the
+// caller's transaction (the one that claimed the Idempotency-Key). The worker then streams
+// the source rows in keyset pages, writing each page as one chunk in one transaction that
+// also moves the cursor and the progress, so memory does not grow with the number of rows
+// and an interrupted build resumes where it stopped. The last transaction creates the report,
+// finishes the job, records its event in the outbox and completes the River job, all at once.
+//
+// It imports api (the resources it shows), db, domain, events, payments (the row resources)
+// and River; never net/http or handlers.
+package reports

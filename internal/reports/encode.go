@@ -1,0 +1,167 @@
+package reports
+
+import (
+	"bytes"
+	"context"
+	"encoding/csv"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/payments"
+)
+
+// Report formats.
+const (
+	FormatCSV  = "csv"
+	FormatJSON = "json"
+)
+
+// page is one page of source rows, encoded, and the cursor after it.
+type page struct {
+	data          []byte
+	rows          int
+	lastCreatedAt time.Time
+	lastID        string
+}
+
+// source is what a report lists: payments or refunds.
+type source interface {
+	// fetch reads up to limit rows after req's cursor and encodes them; first means nothing
+	// has been written yet, so the page opens the file (the CSV header, JSON's "[").
+	fetch(ctx context.Context, q *db.Queries, accountID string, req db.ReportRequest, limit int32, first bool) (page, error)
+	// empty is the whole file of a report without rows.
+	empty(format string) []byte
+}
+
+// closing is what ends a file whose rows are all written.
+func closing(format string) []byte {
+	if format == FormatJSON {
+		return []byte("\n]\n")
+	}
+	return nil
+}
+
+func sourceFor(reportType string) (source, error) {
+	switch reportType {
+	case "payments":
+		return paymentsTable, nil
+	case "refunds":
+		return refundsTable, nil
+	}
+	return nil, fmt.Errorf("unknown report type %q", reportType)
+}
+
+// table is a source over one table's rows.
+type table[Row any] struct {
+	query    func(ctx context.Context, q *db.Queries, accountID string, req db.ReportRequest, limit int32) ([]Row, error)
+	key      func(Row) (time.Time, string) // the keyset cursor: (created_at, id)
+	columns  []string
+	record   func(Row) []string
+	resource func(Row) (any, error) // the row as the API shows it, for JSON
+}
+
+func (t table[Row]) fetch(ctx context.Context, q *db.Queries, accountID string, req db.ReportRequest, limit int32, first bool) (page, error) {
+	rows, err := t.query(ctx, q, accountID, req, limit)
+	if err != nil || len(rows) == 0 {
+		return page{}, err
+	}
+	var buf bytes.Buffer
+	if req.Format == FormatCSV {
+		err = t.writeCSV(&buf, rows, first)
+	} else {
+		err = t.writeJSON(&buf, rows, first)
+	}
+	if err != nil {
+		return page{}, err
+	}
+	p := page{data: buf.Bytes(), rows: len(rows)}
+	p.lastCreatedAt, p.lastID = t.key(rows[len(rows)-1])
+	return p, nil
+}
+
+func (t table[Row]) writeCSV(buf *bytes.Buffer, rows []Row, first bool) error {
+	w := csv.NewWriter(buf)
+	if first {
+		_ = w.Write(t.columns) // errors surface in w.Error
+	}
+	for _, r := range rows {
+		_ = w.Write(t.record(r))
+	}
+	w.Flush()
+	return w.Error()
+}
+
+// writeJSON writes one array element per line, so the file reads well and splits easily.
+func (t table[Row]) writeJSON(buf *bytes.Buffer, rows []Row, first bool) error {
+	for i, r := range rows {
+		switch {
+		case first && i == 0:
+			buf.WriteString("[\n")
+		default:
+			buf.WriteString(",\n")
+		}
+		res, err := t.resource(r)
+		if err != nil {
+			return err
+		}
+		line, err := json.Marshal(res)
+		if err != nil {
+			return err
+		}
+		buf.Write(line)
+	}
+	return nil
+}
+
+func (t table[Row]) empty(format string) []byte {
+	if format == FormatJSON {
+		return []byte("[]\n")
+	}
+	var buf bytes.Buffer
+	_ = t.writeCSV(&buf, nil, true) // writing to a buffer cannot fail
+	return buf.Bytes()
+}
+
+var paymentsTable = table[db.Payment]{
+	query: func(ctx context.Context, q *db.Queries, accountID string, req db.ReportRequest, limit int32) ([]db.Payment, error) {
+		return q.PaymentReportPage(ctx, db.PaymentReportPageParams{
+			AccountID: accountID, CreatedGte: req.CreatedGte, CreatedLt: req.CreatedLt,
+			AfterCreatedAt: req.CursorCreatedAt, AfterID: req.CursorID, RowLimit: limit,
+		})
+	},
+	key:     func(p db.Payment) (time.Time, string) { return p.CreatedAt, p.ID },
+	columns: []string{"id", "amount", "currency", "status", "amount_refunded", "payment_method", "failure_code", "description", "metadata", "created_at", "updated_at"},
+	record: func(p db.Payment) []string {
+		return []string{p.ID, strconv.FormatInt(p.Amount, 10), p.Currency, p.Status, strconv.FormatInt(p.AmountRefunded, 10),
+			p.PaymentMethod, deref(p.FailureCode), deref(p.Description), string(p.Metadata), timestamp(p.CreatedAt), timestamp(p.UpdatedAt)}
+	},
+	resource: func(p db.Payment) (any, error) { return payments.Resource(p) },
+}
+
+var refundsTable = table[db.Refund]{
+	query: func(ctx context.Context, q *db.Queries, accountID string, req db.ReportRequest, limit int32) ([]db.Refund, error) {
+		return q.RefundReportPage(ctx, db.RefundReportPageParams{
+			AccountID: accountID, CreatedGte: req.CreatedGte, CreatedLt: req.CreatedLt,
+			AfterCreatedAt: req.CursorCreatedAt, AfterID: req.CursorID, RowLimit: limit,
+		})
+	},
+	key:     func(r db.Refund) (time.Time, string) { return r.CreatedAt, r.ID },
+	columns: []string{"id", "payment_id", "amount", "currency", "status", "reason", "metadata", "created_at"},
+	record: func(r db.Refund) []string {
+		return []string{r.ID, r.PaymentID, strconv.FormatInt(r.Amount, 10), r.Currency, r.Status, deref(r.Reason),
+			string(r.Metadata), timestamp(r.CreatedAt)}
+	},
+	resource: func(r db.Refund) (any, error) { return payments.RefundResource(r) },
+}
+
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
+}
+
+func timestamp(t time.Time) string { return t.UTC().Format(time.RFC3339Nano) }

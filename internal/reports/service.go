@@ -1,0 +1,172 @@
+package reports
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/domain"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertype"
+)
+
+// DefaultRetention is how long a finished job and its report are kept.
+const DefaultRetention = 7 * 24 * time.Hour
+
+// MaxRange bounds what one report may cover, so no request costs more than a year of rows.
+const MaxRange = 366 * 24 * time.Hour
+
+// Queue is the part of the River client a request needs: *river.Client[pgx.Tx] is one.
+// Both methods join the caller's transaction, so the queue entry commits or rolls back with
+// the job row.
+type Queue interface {
+	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
+	JobCancelTx(ctx context.Context, tx pgx.Tx, jobID int64) (*rivertype.JobRow, error)
+}
+
+// Service owns report jobs and reports.
+type Service struct {
+	pool      *pgxpool.Pool
+	queue     Queue
+	retention time.Duration
+}
+
+// NewService enqueues on queue and keeps finished jobs for retention.
+func NewService(pool *pgxpool.Pool, queue Queue, retention time.Duration) *Service {
+	return &Service{pool: pool, queue: queue, retention: retention}
+}
+
+// Params is a POST /reports body.
+type Params struct {
+	Type       string // "payments" or "refunds"
+	Format     string // "csv" or "json"
+	CreatedGte time.Time
+	CreatedLt  time.Time
+}
+
+// Validate checks what the schema cannot: the range's order and width.
+func (p Params) Validate() error {
+	switch {
+	case !p.CreatedLt.After(p.CreatedGte):
+		return &domain.ValidationError{Field: "/created_lt", Message: "must be after created_gte"}
+	case p.CreatedLt.Sub(p.CreatedGte) > MaxRange:
+		return &domain.ValidationError{Field: "/created_lt", Message: "the range may cover at most 366 days"}
+	}
+	return nil
+}
+
+// Request enqueues a report in tx: the job row, its parameters and the River job that will
+// build it. Nothing runs until tx commits, and if it rolls back none of them exist.
+func (s *Service) Request(ctx context.Context, tx db.Tx, accountID string, p Params) (db.Job, error) {
+	if err := p.Validate(); err != nil {
+		return db.Job{}, err
+	}
+	jobID := domain.NewID("job")
+	queued, err := s.queue.InsertTx(ctx, tx.PgxTx, BuildArgs{JobID: jobID}, nil)
+	if err != nil {
+		return db.Job{}, fmt.Errorf("enqueue report job: %w", err)
+	}
+	job, err := tx.JobInsert(ctx, db.JobInsertParams{
+		ID: jobID, AccountID: accountID, Type: JobTypeReport, RiverJobID: queued.Job.ID,
+	})
+	if err != nil {
+		return db.Job{}, fmt.Errorf("insert job: %w", err)
+	}
+	err = tx.ReportRequestInsert(ctx, db.ReportRequestInsertParams{
+		JobID: jobID, Type: p.Type, Format: p.Format, CreatedGte: p.CreatedGte, CreatedLt: p.CreatedLt,
+	})
+	if err != nil {
+		return db.Job{}, fmt.Errorf("insert report request: %w", err)
+	}
+	return job, nil
+}
+
+// GetJob returns one job of the account.
+func (s *Service) GetJob(ctx context.Context, accountID, id string) (db.Job, error) {
+	job, err := db.New(s.pool).JobGetByID(ctx, db.JobGetByIDParams{AccountID: accountID, ID: id})
+	if err != nil {
+		return db.Job{}, fmt.Errorf("get job %s: %w", id, db.Translate(err))
+	}
+	return job, nil
+}
+
+// CancelJob cancels a queued or running job (domain.ErrJobNotCancelable once it finished).
+// Two guards, in one transaction: River's cancel keeps a queued job from ever being fetched,
+// and the canceled status, which the worker reads under the row lock at the start of every
+// transaction it runs, stops a job that is already running before its next page (and a job
+// fetched just before this commit before its first).
+func (s *Service) CancelJob(ctx context.Context, accountID, id string) (db.Job, error) {
+	var job db.Job
+	err := db.InTx(ctx, s.pool, func(tx db.Tx) error {
+		var err error
+		job, err = tx.JobCancel(ctx, db.JobCancelParams{
+			AccountID: accountID, ID: id, RetentionSeconds: s.retention.Seconds(),
+		})
+		if errors.Is(err, pgx.ErrNoRows) {
+			if _, err := tx.JobGetByID(ctx, db.JobGetByIDParams{AccountID: accountID, ID: id}); err != nil {
+				return fmt.Errorf("cancel job %s: %w", id, db.Translate(err))
+			}
+			return domain.ErrJobNotCancelable
+		}
+		if err != nil {
+			return fmt.Errorf("cancel job %s: %w", id, err)
+		}
+		if _, err := s.queue.JobCancelTx(ctx, tx.PgxTx, job.RiverJobID); err != nil && !errors.Is(err, river.ErrNotFound) {
+			return fmt.Errorf("cancel queued job %s: %w", id, err)
+		}
+		return nil
+	})
+	return job, err
+}
+
+// JobListParams filters and pages a list. StartingAfter is the last id of the previous page.
+type JobListParams struct {
+	Limit         int
+	StartingAfter *string
+	Status        *string
+}
+
+// ListJobs returns one page, newest first, and whether another page follows.
+func (s *Service) ListJobs(ctx context.Context, accountID string, p JobListParams) ([]db.Job, bool, error) {
+	q := db.New(s.pool)
+	args := db.JobListParams{AccountID: accountID, Status: p.Status, RowLimit: int32(p.Limit) + 1}
+	if p.StartingAfter != nil {
+		cursor, err := q.JobGetByID(ctx, db.JobGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
+		if errors.Is(err, pgx.ErrNoRows) {
+			return nil, false, &domain.ValidationError{Field: "starting_after", Message: "no such job"}
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("list jobs: %w", err)
+		}
+		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
+	}
+	rows, err := q.JobList(ctx, args)
+	if err != nil {
+		return nil, false, fmt.Errorf("list jobs: %w", err)
+	}
+	if len(rows) > p.Limit {
+		return rows[:p.Limit], true, nil
+	}
+	return rows, false, nil
+}
+
+// SweepExpired deletes finished jobs past their retention, with their reports and chunks,
+// one small batch per statement.
+func (s *Service) SweepExpired(ctx context.Context) (int64, error) {
+	const batch = 100 // a job may have many chunks: keep each cascade short
+	var total int64
+	for {
+		n, err := db.New(s.pool).JobDeleteExpired(ctx, batch)
+		total += n
+		if err != nil {
+			return total, fmt.Errorf("sweep expired jobs: %w", err)
+		}
+		if n < batch {
+			return total, nil
+		}
+	}
+}
