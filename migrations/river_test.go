@@ -7,9 +7,9 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/payments-api/payments-api/migrations"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivermigrate"
-	"github.com/payments-api/payments-api/migrations"
 )
 
 var update = flag.Bool("update", false, "rewrite River's migration files from the River version in go.mod")
