@@ -17,9 +17,17 @@ WHERE account_id = @account_id
 ORDER BY created_at DESC, id DESC
 LIMIT @row_limit;
 
+-- name: JobLock :exec
+-- Serialises the transactions that change one job: each step of its build, and its cancel.
+-- Every such transaction takes this lock first, and waits its turn: waiters for an advisory
+-- lock are served in order. A row lock alone does not promise that: when its holder updates
+-- the row, a waiter must lock the new row version, and the worker's next transaction can
+-- take it first, so a fast worker could write page after page ahead of a waiting cancel.
+SELECT pg_advisory_xact_lock(hashtextextended('job|' || @id::text, 0));
+
 -- name: JobCancel :one
--- Cancels an unfinished job. The UPDATE waits for the row lock a worker holds while it
--- writes a page, so the worker's next page, which locks the row first, sees the cancel.
+-- Cancels an unfinished job, after JobLock: a worker's step in progress finishes first, and
+-- its next step sees the cancel.
 UPDATE jobs
 SET status = 'canceled',
     finished_at = clock_timestamp(),
@@ -28,10 +36,10 @@ WHERE account_id = @account_id AND id = @id AND status IN ('queued', 'running')
 RETURNING *;
 
 -- name: JobLockForWork :one
--- The worker's first statement in each of its transactions: the row lock orders it with
--- JobCancel, and the status it returns says whether to go on. NO KEY UPDATE, the lock an
--- UPDATE of non-key columns takes: it conflicts with JobCancel but not with the key-share
--- locks that inserting a chunk or a report (foreign keys to this row) takes.
+-- After JobLock, the worker reads the status that says whether to go on. The row lock keeps
+-- the retention sweep (SKIP LOCKED) away; NO KEY UPDATE, the lock an UPDATE of non-key
+-- columns takes, does not conflict with the key-share locks that inserting a chunk or a
+-- report (foreign keys to this row) takes.
 SELECT * FROM jobs
 WHERE id = @id
 FOR NO KEY UPDATE;

@@ -41,8 +41,8 @@ type JobCancelParams struct {
 	ID               string
 }
 
-// Cancels an unfinished job. The UPDATE waits for the row lock a worker holds while it
-// writes a page, so the worker's next page, which locks the row first, sees the cancel.
+// Cancels an unfinished job, after JobLock: a worker's step in progress finishes first, and
+// its next step sees the cancel.
 func (q *Queries) JobCancel(ctx context.Context, arg JobCancelParams) (Job, error) {
 	row := q.db.QueryRow(ctx, jobCancel, arg.RetentionSeconds, arg.AccountID, arg.ID)
 	var i Job
@@ -253,16 +253,30 @@ func (q *Queries) JobList(ctx context.Context, arg JobListParams) ([]Job, error)
 	return items, nil
 }
 
+const jobLock = `-- name: JobLock :exec
+SELECT pg_advisory_xact_lock(hashtextextended('job|' || $1::text, 0))
+`
+
+// Serialises the transactions that change one job: each step of its build, and its cancel.
+// Every such transaction takes this lock first, and waits its turn: waiters for an advisory
+// lock are served in order. A row lock alone does not promise that: when its holder updates
+// the row, a waiter must lock the new row version, and the worker's next transaction can
+// take it first, so a fast worker could write page after page ahead of a waiting cancel.
+func (q *Queries) JobLock(ctx context.Context, id string) error {
+	_, err := q.db.Exec(ctx, jobLock, id)
+	return err
+}
+
 const jobLockForWork = `-- name: JobLockForWork :one
 SELECT id, account_id, type, status, river_job_id, rows_processed, error_detail, report_id, created_at, started_at, finished_at, expires_at FROM jobs
 WHERE id = $1
 FOR NO KEY UPDATE
 `
 
-// The worker's first statement in each of its transactions: the row lock orders it with
-// JobCancel, and the status it returns says whether to go on. NO KEY UPDATE, the lock an
-// UPDATE of non-key columns takes: it conflicts with JobCancel but not with the key-share
-// locks that inserting a chunk or a report (foreign keys to this row) takes.
+// After JobLock, the worker reads the status that says whether to go on. The row lock keeps
+// the retention sweep (SKIP LOCKED) away; NO KEY UPDATE, the lock an UPDATE of non-key
+// columns takes, does not conflict with the key-share locks that inserting a chunk or a
+// report (foreign keys to this row) takes.
 func (q *Queries) JobLockForWork(ctx context.Context, id string) (Job, error) {
 	row := q.db.QueryRow(ctx, jobLockForWork, id)
 	var i Job

@@ -96,12 +96,15 @@ func (s *Service) GetJob(ctx context.Context, accountID, id string) (db.Job, err
 
 // CancelJob cancels a queued or running job (domain.ErrJobNotCancelable once it finished).
 // Two guards, in one transaction: River's cancel keeps a queued job from ever being fetched,
-// and the canceled status, which the worker reads under the row lock at the start of every
+// and the canceled status, which the worker reads under the job's lock at the start of every
 // transaction it runs, stops a job that is already running before its next page (and a job
 // fetched just before this commit before its first).
 func (s *Service) CancelJob(ctx context.Context, accountID, id string) (db.Job, error) {
 	var job db.Job
 	err := db.InTx(ctx, s.pool, func(tx db.Tx) error {
+		if err := tx.JobLock(ctx, id); err != nil {
+			return fmt.Errorf("lock job %s: %w", id, err)
+		}
 		var err error
 		job, err = tx.JobCancel(ctx, db.JobCancelParams{
 			AccountID: accountID, ID: id, RetentionSeconds: s.retention.Seconds(),

@@ -93,10 +93,13 @@ func (w *Worker) start(ctx context.Context, jobID string) (done bool, err error)
 	return done, err
 }
 
-// lockForWork locks the job row and reads its status: the check every transaction of a
-// build starts with. A canceled job is errCanceled; another finished job is returned as
+// lockForWork locks the job (see JobLock) and reads its status: the check every transaction
+// of a build starts with. A canceled job is errCanceled; another finished job is returned as
 // is, for the caller to stop. A job deleted by the retention sweep counts as canceled.
 func lockForWork(ctx context.Context, tx db.Tx, jobID string) (db.Job, error) {
+	if err := tx.JobLock(ctx, jobID); err != nil {
+		return db.Job{}, fmt.Errorf("lock job %s: %w", jobID, err)
+	}
 	j, err := tx.JobLockForWork(ctx, jobID)
 	switch {
 	case errors.Is(err, pgx.ErrNoRows), err == nil && j.Status == StatusCanceled:

@@ -1,0 +1,157 @@
+package handlers_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// riverState is the state of the queue entry of our job id.
+func (b *testBundle) riverState(t *testing.T, jobID string) string {
+	t.Helper()
+	var state string
+	err := b.pool.QueryRow(context.Background(),
+		`SELECT river_job.state FROM river_job JOIN jobs ON jobs.river_job_id = river_job.id WHERE jobs.id = $1`, jobID).Scan(&state)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return state
+}
+
+// waitForRiver waits until the queue entry of jobID reaches state.
+func (b *testBundle) waitForRiver(t *testing.T, jobID, state string) {
+	t.Helper()
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(20 * time.Millisecond) {
+		if b.riverState(t, jobID) == state {
+			return
+		}
+	}
+	t.Fatalf("queue entry of %s is %s after 30s, want %s", jobID, b.riverState(t, jobID), state)
+}
+
+// waitUntilBlocked waits until a statement containing fragment waits for a lock.
+func waitUntilBlocked(t *testing.T, pool *pgxpool.Pool, fragment string) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var n int
+		err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, fragment).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if n > 0 {
+			return
+		}
+	}
+	t.Fatalf("no statement %q waited for a lock within 10s", fragment)
+}
+
+func TestCancelQueuedJobNeverRuns(t *testing.T) {
+	b := setup(t)
+	createPayment(t, b.client, 1000)
+	canceled := requestReport(t, b.client, reportBody("payments", "csv"))
+	res := b.client.Do(http.MethodDelete, "/jobs/"+canceled.ID, nil)
+	var j job
+	res.Decode(t, &j)
+	if res.Status != http.StatusOK || j.Status != "canceled" {
+		t.Fatalf("DELETE queued job: %d %s", res.Status, res.Body)
+	}
+	if state := b.riverState(t, canceled.ID); state != "cancelled" {
+		t.Errorf("queue entry is %s, want cancelled: a worker could still fetch it", state)
+	}
+
+	// Workers start, and a later job proves they ran; the canceled one never started.
+	startWorkers(t, b.pool, 10)
+	waitForJob(t, b.client, requestReport(t, b.client, reportBody("payments", "csv")).ID, "succeeded")
+	j = waitForJob(t, b.client, canceled.ID, "canceled")
+	if j.StartedAt != nil || j.Progress.RowsProcessed != 0 || b.count(t, `SELECT count(*) FROM report_chunks WHERE job_id = $1`, canceled.ID) != 0 {
+		t.Errorf("the canceled job ran: %+v", j)
+	}
+}
+
+// TestCanceledJobFetchedAnywayDoesNotRun covers the race River's cancel cannot: a worker
+// fetched the job just before the cancel committed. The job row says canceled while the
+// queue entry is still available; the worker's status check under the row lock stops it.
+func TestCanceledJobFetchedAnywayDoesNotRun(t *testing.T) {
+	b := setup(t)
+	createPayment(t, b.client, 1000)
+	j := requestReport(t, b.client, reportBody("payments", "csv"))
+	_, err := b.pool.Exec(context.Background(), `UPDATE jobs SET status = 'canceled', finished_at = now(),
+		expires_at = now() + interval '1 day' WHERE id = $1`, j.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	startWorkers(t, b.pool, 10)
+	b.waitForRiver(t, j.ID, "cancelled")
+	if n := b.count(t, `SELECT count(*) FROM jobs WHERE id = $1 AND started_at IS NULL AND rows_processed = 0`, j.ID) +
+		b.count(t, `SELECT count(*) FROM reports`); n != 1 {
+		t.Errorf("the canceled job ran")
+	}
+}
+
+// TestCancelRunningJobStopsBetweenPages holds the build inside its second page (the test
+// holds an uncommitted chunk with that page's number, so the worker's insert waits), cancels
+// it, and releases it: the second page commits, the cancel is seen before the third.
+func TestCancelRunningJobStopsBetweenPages(t *testing.T) {
+	b := setup(t)
+	const pageSize = 10
+	b.seedPayments(t, testKey, 5*pageSize, time.Now().Add(-time.Minute))
+	j := requestReport(t, b.client, reportBody("payments", "csv"))
+
+	hold, err := b.pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(context.Background())
+	if _, err := hold.Exec(context.Background(), `INSERT INTO report_chunks (job_id, seq, data) VALUES ($1, 1, '')`, j.ID); err != nil {
+		t.Fatal(err)
+	}
+	startWorkers(t, b.pool, pageSize)
+	waitUntilBlocked(t, b.pool, "INSERT INTO report_chunks")
+
+	canceled := make(chan job, 1)
+	go func() {
+		var c job
+		res := b.client.Do(http.MethodDelete, "/jobs/"+j.ID, nil)
+		if res.Status == http.StatusOK {
+			res.Decode(t, &c)
+		}
+		canceled <- c
+	}()
+	waitUntilBlocked(t, b.pool, "pg_advisory_xact_lock") // the cancel waits for the page in progress
+	if err := hold.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if c := <-canceled; c.Status != "canceled" {
+		t.Fatalf("DELETE running job answered %+v", c)
+	}
+	b.waitForRiver(t, j.ID, "cancelled")
+	got := waitForJob(t, b.client, j.ID, "canceled")
+	if got.Progress.RowsProcessed != 2*pageSize || got.StartedAt == nil {
+		t.Errorf("canceled after %d rows, want the %d of the two pages begun before the cancel", got.Progress.RowsProcessed, 2*pageSize)
+	}
+	if n := b.count(t, `SELECT count(*) FROM reports`); n != 0 {
+		t.Errorf("a canceled job left %d reports", n)
+	}
+}
+
+func TestCancelFinishedOrForeignJob(t *testing.T) {
+	b := setup(t)
+	startWorkers(t, b.pool, 10)
+	j := waitForJob(t, b.client, requestReport(t, b.client, reportBody("payments", "csv")).ID, "succeeded")
+	res := b.client.Do(http.MethodDelete, "/jobs/"+j.ID, nil)
+	if p := res.Problem(t); res.Status != http.StatusConflict || p.Type != "/problems/job-not-cancelable" {
+		t.Errorf("cancel a succeeded job: %d %s", res.Status, res.Body)
+	}
+	queued := requestReport(t, b.other, reportBody("payments", "csv"))
+	b.waitForRiver(t, queued.ID, "completed")
+	if res := b.client.Do(http.MethodDelete, "/jobs/"+queued.ID, nil); res.Status != http.StatusNotFound {
+		t.Errorf("cancel another account's job: %d %s", res.Status, res.Body)
+	}
+	if res := b.client.Do(http.MethodDelete, "/jobs/job_doesnotexist", nil); res.Status != http.StatusNotFound {
+		t.Errorf("cancel a missing job: %d %s", res.Status, res.Body)
+	}
+}
