@@ -1,0 +1,126 @@
+package main
+
+import (
+	"context"
+	"encoding/csv"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/dbtest"
+)
+
+// TestKilledWorkerJobFinishesExactlyOnce kills a worker process with SIGKILL in the middle
+// of a report and starts a new process: River rescues the job after JOB_RESCUE_AFTER, the
+// new process resumes it from the last committed page, and the report holds every payment
+// exactly once. The build is held mid-job deterministically: the test holds an uncommitted
+// chunk with the second page's number, so the worker's first page commits and its second
+// waits.
+func TestKilledWorkerJobFinishesExactlyOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs processes for about half a minute")
+	}
+	url := dbtest.NewURL(t)
+	api := startProcess(t, url, map[string]string{"PROCESS_ROLE": roleAPI})
+	pool := newPool(t, url)
+	const rows = 2500 // three pages of 1000
+	seedPayments(t, pool, rows)
+	client := apitest.NewClient(t, api.base, processKey)
+	jobID := requestReport(t, client)
+
+	hold, err := pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(context.Background())
+	if _, err := hold.Exec(context.Background(), `INSERT INTO report_chunks (job_id, seq, data) VALUES ($1, 1, '')`, jobID); err != nil {
+		t.Fatal(err)
+	}
+	worker := startProcess(t, url, map[string]string{"PROCESS_ROLE": roleWorker})
+	waitFor(t, func() bool {
+		return count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO report_chunks%'`) == 1
+	})
+	if n := count(t, pool, `SELECT rows_processed FROM jobs WHERE id = $1 AND status = 'running'`, jobID); n != 1000 {
+		t.Fatalf("%d rows written before the kill, want the first page's 1000", n)
+	}
+	worker.kill(t)
+	if err := hold.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+
+	restarted := startProcess(t, url, map[string]string{"PROCESS_ROLE": roleAll})
+	client = apitest.NewClient(t, restarted.base, processKey)
+	waitForStatus(t, client, jobID, "succeeded", 90*time.Second)
+
+	if n := count(t, pool, `SELECT river_job.attempt FROM river_job JOIN jobs ON jobs.river_job_id = river_job.id WHERE jobs.id = $1`, jobID); n != 2 {
+		t.Errorf("the job ran %d times, want 2: the killed attempt and the rescue", n)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM events WHERE type = 'report.succeeded'`); n != 1 {
+		t.Errorf("%d report.succeeded events, want 1", n)
+	}
+	var j struct {
+		Result struct {
+			DownloadURL string `json:"download_url"`
+		} `json:"result"`
+	}
+	client.Get("/jobs/" + jobID).Decode(t, &j)
+	assertEveryPaymentOnce(t, client.Get(j.Result.DownloadURL), rows)
+}
+
+// assertEveryPaymentOnce checks a CSV report lists pay_seed1..pay_seedN, each exactly once.
+func assertEveryPaymentOnce(t *testing.T, res *apitest.Response, n int) {
+	t.Helper()
+	if res.Status != http.StatusOK {
+		t.Fatalf("download: %d %s", res.Status, res.Body)
+	}
+	records, err := csv.NewReader(strings.NewReader(string(res.Body))).ReadAll()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := map[string]int{}
+	for _, r := range records[1:] {
+		seen[r[0]]++
+	}
+	if len(records)-1 != n || len(seen) != n {
+		t.Errorf("the report has %d rows, %d distinct, want %d once each", len(records)-1, len(seen), n)
+	}
+}
+
+// TestTwoProcessesBuildEachReportOnce runs two servers on one database and requests 20
+// reports through both: each is built by exactly one attempt of one process.
+func TestTwoProcessesBuildEachReportOnce(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two processes")
+	}
+	url := dbtest.NewURL(t)
+	first := startProcess(t, url, map[string]string{"PROCESS_ROLE": roleAll})
+	second := startProcess(t, url, map[string]string{"PROCESS_ROLE": roleAll})
+	pool := newPool(t, url)
+	const rows = 1500
+	seedPayments(t, pool, rows)
+	clients := []*apitest.Client{apitest.NewClient(t, first.base, processKey), apitest.NewClient(t, second.base, processKey)}
+
+	var ids []string
+	for i := range 20 {
+		ids = append(ids, requestReport(t, clients[i%2]))
+	}
+	for i, id := range ids {
+		waitForStatus(t, clients[(i+1)%2], id, "succeeded", 60*time.Second)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM river_job WHERE kind = 'report.build' AND attempt = 1 AND state = 'completed'`); n != 20 {
+		t.Errorf("%d of 20 builds completed in exactly one attempt", n)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM reports WHERE row_count = $1`, rows); n != 20 {
+		t.Errorf("%d complete reports, want 20", n)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM events WHERE type = 'report.succeeded'`); n != 20 {
+		t.Errorf("%d report.succeeded events, want 20", n)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM report_chunks`); n != 20*2 {
+		t.Errorf("%d chunks, want 2 pages for each of 20 reports", n)
+	}
+	t.Logf("builds per process: %d distinct workers", count(t, pool,
+		`SELECT count(DISTINCT attempted_by[1]) FROM river_job WHERE kind = 'report.build'`))
+}
