@@ -65,7 +65,7 @@ func TestKilledWorkerJobFinishesExactlyOnce(t *testing.T) {
 			DownloadURL string `json:"download_url"`
 		} `json:"result"`
 	}
-	client.Get("/jobs/" + jobID).Decode(t, &j)
+	client.Get("/jobs/"+jobID).Decode(t, &j)
 	assertEveryPaymentOnce(t, client.Get(j.Result.DownloadURL), rows)
 }
 

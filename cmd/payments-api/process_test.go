@@ -181,7 +181,7 @@ func waitForStatus(t testing.TB, c *apitest.Client, id, status string, timeout t
 	t.Helper()
 	var j struct{ Status string }
 	for deadline := time.Now().Add(timeout); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
-		c.Get("/jobs/" + id).Decode(t, &j)
+		c.Get("/jobs/"+id).Decode(t, &j)
 		if j.Status == status {
 			return
 		}
