@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/reports"
 )
 
 // riverState is the state of the queue entry of our job id.
@@ -153,5 +154,34 @@ func TestCancelFinishedOrForeignJob(t *testing.T) {
 	}
 	if res := b.client.Do(http.MethodDelete, "/jobs/job_doesnotexist", nil); res.Status != http.StatusNotFound {
 		t.Errorf("cancel a missing job: %d %s", res.Status, res.Body)
+	}
+}
+
+// TestSweepDeletesExpiredJobsAndReports: the periodic sweep deletes a finished job past
+// REPORT_RETENTION with its report and chunks, and leaves unexpired and unfinished jobs.
+func TestSweepDeletesExpiredJobsAndReports(t *testing.T) {
+	b := setup(t)
+	startWorkers(t, b.pool, 10)
+	createPayment(t, b.client, 1000)
+	expired := waitForJob(t, b.client, requestReport(t, b.client, reportBody("payments", "csv")).ID, "succeeded")
+	kept := waitForJob(t, b.client, requestReport(t, b.client, reportBody("payments", "csv")).ID, "succeeded")
+	if _, err := b.pool.Exec(context.Background(), `UPDATE jobs SET expires_at = now() - interval '1 second' WHERE id = $1`, expired.ID); err != nil {
+		t.Fatal(err)
+	}
+	n, err := reports.NewService(b.pool, insertOnlyQueue(t, b.pool), reports.DefaultRetention).SweepExpired(context.Background())
+	if err != nil || n != 1 {
+		t.Fatalf("swept %d (%v), want 1", n, err)
+	}
+	if res := b.client.Get("/jobs/" + expired.ID); res.Status != http.StatusNotFound {
+		t.Errorf("expired job: %d", res.Status)
+	}
+	if res := b.client.Get(expired.Result.DownloadURL); res.Status != http.StatusNotFound {
+		t.Errorf("expired report: %d", res.Status)
+	}
+	if res := b.client.Get(kept.Result.DownloadURL); res.Status != http.StatusOK {
+		t.Errorf("unexpired report: %d", res.Status)
+	}
+	if n := b.count(t, `SELECT count(*) FROM report_chunks WHERE job_id = $1`, expired.ID); n != 0 {
+		t.Errorf("%d chunks of the expired report remain", n)
 	}
 }

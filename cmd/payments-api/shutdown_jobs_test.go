@@ -1,0 +1,70 @@
+package main
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"net"
+	"testing"
+
+	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/dbtest"
+)
+
+// TestShutdownFinishesRunningJobs sends the shutdown (what SIGTERM does) while a report is
+// mid-build: the process stops taking requests, waits for the job, and returns only once the
+// job succeeded, in its first attempt. The build is held on a table lock the test releases
+// after the shutdown has begun.
+func TestShutdownFinishesRunningJobs(t *testing.T) {
+	url := dbtest.NewURL(t)
+	cfg, err := loadConfig(map[string]string{"DATABASE_URL": url, "DEMO_API_KEYS": processKey, "SHUTDOWN_TIMEOUT": "20s"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop()
+	served := make(chan error, 1)
+	go func() { served <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), ln) }()
+	base := "http://" + ln.Addr().String()
+	waitFor(t, func() bool {
+		status, err := get(context.Background(), base+"/readyz")
+		return err == nil && status == 200
+	})
+
+	pool := newPool(t, url)
+	seedPayments(t, pool, 10)
+	hold, err := pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer hold.Rollback(context.Background())
+	if _, err := hold.Exec(context.Background(), `LOCK TABLE report_chunks IN SHARE MODE`); err != nil {
+		t.Fatal(err)
+	}
+	jobID := requestReport(t, apitest.NewClient(t, base, processKey))
+	waitFor(t, func() bool {
+		return count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO report_chunks%'`) == 1
+	})
+
+	stop() // SIGTERM
+	waitFor(t, func() bool { _, err := get(context.Background(), base+"/healthz"); return err != nil })
+	select {
+	case err := <-served:
+		t.Fatalf("serve returned (%v) while a job was running", err)
+	default:
+	}
+	if err := hold.Commit(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-served; err != nil {
+		t.Errorf("serve: %v", err)
+	}
+	if n := count(t, pool, `SELECT count(*) FROM jobs JOIN river_job ON river_job.id = jobs.river_job_id
+		WHERE jobs.id = $1 AND jobs.status = 'succeeded' AND river_job.state = 'completed' AND river_job.attempt = 1`, jobID); n != 1 {
+		t.Errorf("the running job did not finish during the shutdown")
+	}
+}
