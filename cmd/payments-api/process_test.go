@@ -31,7 +31,7 @@ var (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	if binaryDir != "" {
-		os.RemoveAll(binaryDir)
+		_ = os.RemoveAll(binaryDir)
 	}
 	os.Exit(code)
 }
@@ -45,9 +45,9 @@ func buildBinary(t testing.TB) string {
 			return
 		}
 		binaryPath = filepath.Join(binaryDir, "payments-api")
-		out, err := exec.Command("go", "build", "-o", binaryPath, ".").CombinedOutput()
+		out, err := exec.CommandContext(context.Background(), "go", "build", "-o", binaryPath, ".").CombinedOutput()
 		if err != nil {
-			binaryErr = fmt.Errorf("go build: %v\n%s", err, out)
+			binaryErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
 	})
 	if binaryErr != nil {
@@ -87,7 +87,8 @@ const processKey = "sk_test_processes"
 // is ready (its HTTP server answers, or, for a worker, it logged that it runs jobs).
 func startProcess(t testing.TB, dbURL string, env map[string]string) *process {
 	t.Helper()
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,7 +101,8 @@ func startProcess(t testing.TB, dbURL string, env map[string]string) *process {
 	for k, v := range env {
 		cfg[k] = v
 	}
-	p := &process{cmd: exec.Command(buildBinary(t)), logs: &logBuffer{}}
+	// Not the test's context: the tests kill the process themselves, when they choose to.
+	p := &process{cmd: exec.CommandContext(context.Background(), buildBinary(t)), logs: &logBuffer{}}
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for k, v := range cfg {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)
@@ -121,16 +123,12 @@ func startProcess(t testing.TB, dbURL string, env map[string]string) *process {
 	if cfg["PROCESS_ROLE"] != roleWorker {
 		p.base = "http://" + addr
 	}
-	client := &http.Client{Timeout: time.Second}
 	waitFor(t, func() bool {
 		if p.base == "" {
 			return strings.Contains(p.logs.String(), "running jobs only")
 		}
-		res, err := client.Get(p.base + "/readyz")
-		if err == nil {
-			res.Body.Close()
-		}
-		return err == nil && res.StatusCode == http.StatusOK
+		status, err := get(context.Background(), p.base+"/readyz")
+		return err == nil && status == http.StatusOK
 	})
 	return p
 }

@@ -21,7 +21,8 @@ func TestShutdownFinishesRunningJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	var lc net.ListenConfig
+	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -41,7 +42,7 @@ func TestShutdownFinishesRunningJobs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer hold.Rollback(context.Background())
+	defer func() { _ = hold.Rollback(context.Background()) }() // a no-op once committed
 	if _, err := hold.Exec(context.Background(), `LOCK TABLE report_chunks IN SHARE MODE`); err != nil {
 		t.Fatal(err)
 	}
