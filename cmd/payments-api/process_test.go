@@ -7,7 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
+	osexec "os/exec" // exec is the migrate tests' SQL helper
 	"path/filepath"
 	"strings"
 	"sync"
@@ -45,7 +45,7 @@ func buildBinary(t testing.TB) string {
 			return
 		}
 		binaryPath = filepath.Join(binaryDir, "payments-api")
-		out, err := exec.CommandContext(context.Background(), "go", "build", "-o", binaryPath, ".").CombinedOutput()
+		out, err := osexec.CommandContext(context.Background(), "go", "build", "-o", binaryPath, ".").CombinedOutput()
 		if err != nil {
 			binaryErr = fmt.Errorf("go build: %w\n%s", err, out)
 		}
@@ -58,7 +58,7 @@ func buildBinary(t testing.TB) string {
 
 // process is one running payments-api.
 type process struct {
-	cmd  *exec.Cmd
+	cmd  *osexec.Cmd
 	base string // http://127.0.0.1:port, empty for a worker
 	logs *logBuffer
 }
@@ -102,7 +102,7 @@ func startProcess(t testing.TB, dbURL string, env map[string]string) *process {
 		cfg[k] = v
 	}
 	// Not the test's context: the tests kill the process themselves, when they choose to.
-	p := &process{cmd: exec.CommandContext(context.Background(), buildBinary(t)), logs: &logBuffer{}}
+	p := &process{cmd: osexec.CommandContext(context.Background(), buildBinary(t)), logs: &logBuffer{}}
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for k, v := range cfg {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)
