@@ -9,6 +9,7 @@
 package jobs
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -60,7 +61,7 @@ func NewClient(pool *pgxpool.Pool, c Config) (*river.Client[pgx.Tx], error) {
 		return nil, err
 	}
 	rc := &river.Config{
-		Logger:               c.Logger,
+		Logger:               riverLogs(c.Logger),
 		JobTimeout:           c.Timeout,
 		RescueStuckJobsAfter: c.RescueAfter, // River's default (1 h) is far too long for a demo backend
 		Workers:              c.Registry,
@@ -74,4 +75,31 @@ func NewClient(pool *pgxpool.Pool, c Config) (*river.Client[pgx.Tx], error) {
 		return nil, fmt.Errorf("create job client: %w", err)
 	}
 	return client, nil
+}
+
+// riverLogs is the logger River writes to: the process's, with River's records capped at
+// WARN. River logs a lost database connection at ERROR and then reconnects and retries on its
+// own; in this server ERROR means an internal error someone must look at, and a database
+// outage is not one (the API answers 503 meanwhile). A job that fails for good is recorded on
+// the job itself and in the outbox.
+func riverLogs(logger *slog.Logger) *slog.Logger {
+	return slog.New(capLevel{Handler: logger.Handler(), max: slog.LevelWarn})
+}
+
+type capLevel struct {
+	slog.Handler
+	max slog.Level
+}
+
+func (h capLevel) Handle(ctx context.Context, r slog.Record) error {
+	r.Level = min(r.Level, h.max)
+	return h.Handler.Handle(ctx, r)
+}
+
+func (h capLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return capLevel{Handler: h.Handler.WithAttrs(attrs), max: h.max}
+}
+
+func (h capLevel) WithGroup(name string) slog.Handler {
+	return capLevel{Handler: h.Handler.WithGroup(name), max: h.max}
 }
