@@ -4833,7 +4833,9 @@ type ListJobsResponseObject interface {
 }
 
 type ListJobs200ResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type ListJobs200JSONResponse struct {
@@ -4848,6 +4850,12 @@ func (response ListJobs200JSONResponse) VisitListJobsResponse(w http.ResponseWri
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -4897,6 +4905,30 @@ func (response ListJobs401ApplicationProblemPlusJSONResponse) VisitListJobsRespo
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ListJobs429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ListJobs429ApplicationProblemPlusJSONResponse) VisitListJobsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4957,7 +4989,9 @@ type CancelJobResponseObject interface {
 }
 
 type CancelJob200ResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type CancelJob200JSONResponse struct {
@@ -4972,6 +5006,12 @@ func (response CancelJob200JSONResponse) VisitCancelJobResponse(w http.ResponseW
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -5109,6 +5149,30 @@ func (response CancelJob409ApplicationProblemPlusJSONResponse) VisitCancelJobRes
 	return err
 }
 
+type CancelJob429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CancelJob429ApplicationProblemPlusJSONResponse) VisitCancelJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CancelJob500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -5165,8 +5229,10 @@ type GetJobResponseObject interface {
 }
 
 type GetJob200ResponseHeaders struct {
-	RequestId  string
-	RetryAfter *int
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      *int
 }
 
 type GetJob200JSONResponse struct {
@@ -5181,6 +5247,12 @@ func (response GetJob200JSONResponse) VisitGetJobResponse(w http.ResponseWriter)
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	if response.Headers.RetryAfter != nil {
 		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
@@ -5256,6 +5328,30 @@ func (response GetJob404ApplicationProblemPlusJSONResponse) VisitGetJobResponse(
 	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetJob429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetJob429ApplicationProblemPlusJSONResponse) VisitGetJobResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -7334,6 +7430,8 @@ type CreateReportResponseObject interface {
 type CreateReport202ResponseHeaders struct {
 	IdempotentReplayed *string
 	Location           string
+	RateLimit          *string
+	RateLimitPolicy    *string
 	RequestId          string
 	RetryAfter         int
 }
@@ -7354,6 +7452,12 @@ func (response CreateReport202JSONResponse) VisitCreateReportResponse(w http.Res
 		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
 	}
 	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(202)
@@ -7501,6 +7605,30 @@ func (response CreateReport422ApplicationProblemPlusJSONResponse) VisitCreateRep
 	return err
 }
 
+type CreateReport429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateReport429ApplicationProblemPlusJSONResponse) VisitCreateReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateReport500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -7557,7 +7685,9 @@ type GetReportResponseObject interface {
 }
 
 type GetReport200ResponseHeaders struct {
-	RequestId string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type GetReport200JSONResponse struct {
@@ -7572,6 +7702,12 @@ func (response GetReport200JSONResponse) VisitGetReportResponse(w http.ResponseW
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -7648,6 +7784,30 @@ func (response GetReport404ApplicationProblemPlusJSONResponse) VisitGetReportRes
 	return err
 }
 
+type GetReport429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response GetReport429ApplicationProblemPlusJSONResponse) VisitGetReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetReport500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -7707,6 +7867,8 @@ type DownloadReportResponseObject interface {
 type DownloadReport200ResponseHeaders struct {
 	ContentDisposition string
 	ETag               string
+	RateLimit          *string
+	RateLimitPolicy    *string
 	RequestId          string
 }
 
@@ -7724,6 +7886,12 @@ func (response DownloadReport200JSONResponse) VisitDownloadReportResponse(w http
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
@@ -7744,6 +7912,12 @@ func (response DownloadReport200TextcsvResponse) VisitDownloadReportResponse(w h
 	}
 	w.Header().Set("Content-Disposition", fmt.Sprint(response.Headers.ContentDisposition))
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
 
@@ -7755,8 +7929,10 @@ func (response DownloadReport200TextcsvResponse) VisitDownloadReportResponse(w h
 }
 
 type DownloadReport304ResponseHeaders struct {
-	ETag      string
-	RequestId string
+	ETag            string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
 }
 
 type DownloadReport304Response struct {
@@ -7765,6 +7941,12 @@ type DownloadReport304Response struct {
 
 func (response DownloadReport304Response) VisitDownloadReportResponse(w http.ResponseWriter) error {
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(304)
 	return nil
@@ -7836,6 +8018,30 @@ func (response DownloadReport404ApplicationProblemPlusJSONResponse) VisitDownloa
 	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DownloadReport429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DownloadReport429ApplicationProblemPlusJSONResponse) VisitDownloadReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -10308,304 +10514,305 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3vchs3ti/6KijuU2XS06QpWcokVOWDYisTTfxvW/L23jf0UYPdIAmrCTANtCgmUdV9mvv9vsJ9lPsk",
-	"p9ZaALqbbFKULSf2jKdqFJrsRqOBhfV//dbvrUTP5loJZU1r8HtrKngqcvx4nGV6AR9SYZJczq3UqjVo",
-	"nU8Fmwk71alhdipYrgsrmCnmc51bE7H4p5PjpzHjKmXxy1fnpy9fnMVMqiQrUpH2WlErF78WMhdpa2Dz",
-	"QkQtk0zFjMOD7HIuWoOWsblUk9bNTdQ6OeeT9SkcM2NzrSZMKCvtklk+YWOd03TEPBdGKMvh4gi/j0/H",
-	"3efcJlM3rdNx94VWwn/Xfv3jE/bd3l6/s316c26tyGEC/3vY+uV/D1vvHg5b/6sVNcz7NBWzubZC2ddi",
-	"nvElDLf6Fq9onhFbSDvFuV/xrBAshufGEVtMhXKvZOZaGcGkYRxeMONLpsf4m1aCGatzkcKbDpWdSsPi",
-	"8Phk2f1ZLOPeULWqbyJUMWsNfmnBk1rvml7gmU44zbNp/9+8fuYnkOSCW5HCJHWRJyJiOve/vdcjZqfc",
-	"wpyBOJimF1ro/PKulPCaW/FMzqRtnpGx3Ap4ruDJlM11JpPlA8NGRXIpLGunOR/brhR23J1aO+dz2c25",
-	"FRkM2HU0393b6wwYHypj8yKxRS7S7liKLGWZNJZ2CZZ7JmYjkbM5/B+fEzHRm/RYPGylYsyLzA5bR/n3",
-	"B/tH9vu9uMfiPGbSDNVUL9iMqyWD1xbGGrbQRZayOTeG5XIytUzpxRGLLVxPCzXVmWBGJFqlJoKjplKR",
-	"smIesUJZmcF+C/+S0rBxkWWMT7hUrA2PFb8WPKOhwpLEv8adHnPEBzsirkS+LIlMj2ENcGVEyvRc5EgI",
-	"rFCZMDQWfalzlkrDRxnsPqw+3mOOmBGCDXHD3FfD1hoBXvPZPBMGiLBp2SI2bC1yaYXBLx/Dd82EGuji",
-	"Fb5gM3Xgy0thiBr5fJ4tmdXucOFm/AUk8uv3e/3+0YJo5FeiEZjRr4W2PKpODo49bq3b6anOUnPE4kVM",
-	"VCJVqhdMKk8pTF+JnC2mMpkyroZKzOZ26W/OxVhmmbmNBNg2ChiqT0cCYVlqNPDr9/uH8OUGIqB1Om3g",
-	"sqcpCIkxbb40Yb8lsSIj8iuRPzAs0xPTY8csySQsyowvmREqZRLY1kINVXuvu7f/LUumPOeJFbmBZYqP",
-	"u/8X7/7W737Xuxh0484R03Yq8oU0ojI8m/FLAdxP0CLsJGJ+qQ397ve9aG//25tmcfNa2Hx5PLYiX1+A",
-	"M0cTVrMFl5aNxFjngtl8KdXEM4sdJeBMKjkD0dEPs5DKionIcRpv3749LuwUFjzhVjSfRV5eAUSFgwuY",
-	"XWFEZSIR49mCLw2LfxA8F3m8s2ym6xvW6SZqzXnOZ8I6DefkSih7+hQ+Srh1zu20FbUUn+Gbpbs+UVzZ",
-	"i3K73v3tFp0gWf4slk1aTaHkr4Vgl2Lp1BlpyuMXsWSqjVBstCTBS4Ta5uzNm9OnpBtMtE7hMpmITm+o",
-	"9rr7h4dsnktl4Yyy47Mnp6cVCo4YMoARzwVrx3yUxB2Q3hyGWuNw9CZD1Y6HLT5Khi0QI0h4QEdBhzF8",
-	"Rm8Amlb4YqRT4C+2yBWJEKezeJYzVDhAqbjYrlecBgz1oaP66Hg5Z6kcj0WOLwFPkIYd7O+Xlw4VXjuV",
-	"GR3HscyNLVmAYcbKLANeMM5QAMMA/e96DM8S4+zw+hpWRGnGlVnAV5bxLIuGKoc3X3/tAZPWqWjGK29F",
-	"ZpkcVyYAlDObW5bo2UxaK9Ie+1ksDRPXc5kLtn/AprrIDeM4C7xnqPB4JFqN5aTIcTsdIXhWDEcGbyDG",
-	"Dz/B2wMnGwk4XSmdduJBSPAk1kqSX9Ebt/MCfv1MqImdtgb7h3+PgDf4f+81kv8Y1e1mphCDoh+zpS5Y",
-	"xnGLeOoUY2DAIBKFGYD8vHo8bMWsDWSK68e7RsCpBlGFQhh0Tz4x0VCB5v8wxqPE1RKplV5mgCPrwsJm",
-	"wToV8xREFYqHMa4UPvpg/9sjxp1ajqoDyGilLY6LU/CPxBmm+GQ6igf9fo+dwz/hdIGRxYHgR0srcEbw",
-	"IcJDshD8cqjwznb89tGw1ev14HQxJUh22GRaMkZv+tCI0mjV2bahzvBpbVeuT8dgD23Yn2Plt2dlP7bs",
-	"AloB8UNgEW/BjJGW3kM49SEp8px0DzqY7nRJwx73DyovC2tTedUBwwUiGvADeqKAdTiubxbbfa+2rmFp",
-	"Ld6ykP/Uo3uQJ+/1aAd5ssEa+smbGdKKGYp94rsMFJg+SXic3a+FyJfl9FBPq72e08lag71+BMedRP9e",
-	"vx+VisBeoyLwii9nHyFaK6zlm4OoujJzvtxhZV6juXkPG5HPdxHsb8VoqvXliUrnWt6LQrEQuz/29OlP",
-	"RLAbPDXG8IlgEuSol1MVjR+EGFrr0rBUZBK/bgNb0gqdDeFLtJeA/wn3np2oIn6BpdGYqACDdaETsBbQ",
-	"HpcwXCIG5SPg3FmWCWD28NOW87eg9+zuvnwzM9l9/c7kRHFQdDYtY3y1F4EUyTK9QA6OCzniRnxzwH56",
-	"fvyke/bT8f7hN2gP/F7O9qYX/mHlTBjLZ/Ob3u+gqNzEQ9VG7YAvSHMBcWBA88pFIuSVSDsRSG8vicon",
-	"dlOR6FSkbM5z6x0tfksemKEyIsmFdapAvJgakVzEPfa0yFHfZ+73XJOHjNmFZsavAUkrckuZOU8EjOcY",
-	"+xHjSSLmtmY2yzHIVs+LSaA5YQdqVaKVsVxZBiuwwx6Hiey61Vd7UbnTf3v0/bu/tdn6d52HW0ng3G/P",
-	"JhJ4S644JFpS3Rbc4KqJNIL3dMwvGOBGqoQk2xslr5mY62R6xMa5MNNw+obKDQaKCWgdjLNAKGyGRtqU",
-	"K3bIZlIVQB7jXM9AR8pZkunkckBibqQLeKRTOndY5PCQnU3RjafoBkYgFR4tqh946mxx+FeiFajy8JHP",
-	"55kz+R7Ncz3KxOxv7w35F8tn8ix7OW4Nfvm99b9yMW4NWv/xqHRPP6LrzKNXdH/rJvq9Nc9B/bWSHm8s",
-	"t4Vxj4Y5HPT7N37WpdvTz8A8kuqKZzLtOnJuRQ2/yYpSfCmWrXc3Nzfv8NXX2W3FtJjxbKzzmUhB+XBj",
-	"geyteNhrPs2mN3bXPiovrHq8uqXLa6eb3eWlv6RLDpOtNwfPCr7xT4Jndvry5y27u76r2/aSBmw1LCf9",
-	"slxdsg+ded36PlVvjPhcSPS7Com6L6tkWCe/rlTdwojWBiI8DiTo5EZTOKDB8j1yukDGrci/aDJ13rBu",
-	"cIdtvy84zhqo5LUAW/AzIZP9/TuRSU5z38Kr1skChBp5KEobuOpjcaT1xXOxUwWSjWcnea7zz2N7D2uC",
-	"qmF73ZS7Aue86fQrVihxPRcJGLh4aY89FZbLjDS7TE8mImWFSgWFS+NyEePIeRxA/fvi9/g5hqhfaHtM",
-	"evvnwuwPt24zBda7Stsud/Pepm1g6F1cS2MNGxWWpVqQz8OF43GLacweOy/jEeRucRERMPTUcqhSnRRg",
-	"taNtYacRM5pJVGUyaTASBDrtVORgtoCRR+op0RKaecFXTUpoUy7Bth2ki1ZjvV8Etb3Q9kdQwz8XKjvY",
-	"SmVAXmOc7gbieqGZKZJpCOpTtAzMnyTRxb8Ad3jFl5nm6bnWz3g++Vw0wb3HW7dtTpPuWq27GU57B0vE",
-	"x0XwBndkK5FJMukNa++x5/KHzr/CxgIPeyqSTKrPh+vv37axMOlu6mdNdrW3zH9puQsu0AU25jIrcnGR",
-	"6FS03m0kgITnKWp0flSSAG4ocmBQEK5NE2YxjCzSuONidxgOCalHQ1XmGfkkpIoe0ZxyVKGlhtDebXvb",
-	"kEW1kpq07e5w3RcpUV7l6EqS8AY/4r58LkzqFlquzLtLBLVGzi76cyEsn2yg4ErKXlBqKBKGsW8XPqK4",
-	"FNiu3VzwFOkW7dgvn49VlvF1WLrPwxD9dncCCLu+RVK54Ku71FSyNb/4XTwT+ZVMxBvFr7jM+CgTn4u1",
-	"uV3TMDTvblGZ+JYdTLnlI24ESzChEc7qCDaUJ1Nyf6aSvnVh3oW0U6mqcYQHIKZ4CnIqYpTHGlQUaZiZ",
-	"FtZKNWGpXiiXdeIjHBVvT+z972vC59/IhXWu9XOulm4487kwje1Ozpxb0XUZh2vi4krqjFuRXvg0zg0y",
-	"45iVw1AWJdAOurKKOWvHa+PETPGZMEzazhHQ5xQzmUBl0ko4MhuqLXTG2iGIudfpsTgQgEs0XyWgmE3k",
-	"laAUiKaM5S2Jk/+exPxG8cJOdS5/+3x0+b2tlFxUZ7yBZz6Xxkg1iVihLpVeKIYa9ZW+FCk7fnXKLsXy",
-	"C3fBv337truaCrrt5tXMUbf5zo0l0ucilfy8XPS/XAk+vIUIwsy7M5h6F6/d0Vx/YFj8hN6xC+8c+0wm",
-	"ny1VpmQ78x3TrYiXcczvNMJSIgYZ/G/Of+x++8VrUyt5Nk9d5vmXEcbzwXefqtH1ifNr4s5fAdb+ZvPe",
-	"jRdSP4BG/JBHTCjMEJWWteNXx+dPfnLJe3FI1x/zzIi4Q/GeL5w0bnzeAvmayUeJOQy1PXOlShccfxvr",
-	"fAafWmB9YE7Een5D1JLpaq0CTxJ78Xj8Hd9L+un+6O/igB8m34m9cZ/vj1rvaulqeO3tmUjV3UcXT2Wm",
-	"Zb2DHr0XCa70E/zZuboq+RY8JbOLZ68qL447Ha2sBZ/5NVopl1AVAxvrhWZS6ZwVCmjpsN/vs+/ZYb/X",
-	"77M3Z0/RXxgWUir7zUGrkir4nfvf9nzBqOWfdluywBN/3eqJqKUM7vX7/YadnAnLwVC57SHP/XVYLkB+",
-	"NwqhNKXsW2Da6Gqz+lIor8Cd+69Bf2tFIfNkPruAby+upOGtKPwzOP7Kr6QyxXgMaqqyF+NCpaby45yS",
-	"66SaXFA88N1tZOX2u7LWa2+3mdJeC5jAvRNaSVmmx55SsikmrGJ6FGnjIPaWVLWEtW/3Q3AfQwvEET4q",
-	"RRW2hjuR5CkjLUhsARca57xIi0zghjnNQKQXo+VFUhirZ2KHDa9Md9vGgpLyYRvredSkqdDnpcqWLNcL",
-	"E+pDucUkbLSl0LWMGYHV3dzKh/3TMrvLw3yNk3/OkXcWVCYdU7Iit2ymjWWPv/mGpXzpiy6k3X1u/qpK",
-	"xnQrMVeVY0//Qi3kXcMAXmtYTTrkPtcSY7mZNNbUmAltsUEiIRZxK1ngr1Ft82qLu5lWVrSvDyOaO3Nt",
-	"UmTSC3HlK9Tri4QlXAxuIyU4/mXYejhsvYsrGcnwa+RK0IGn4NWMp6lIy3wnzJavHsiHJYfsmSJJhEiJ",
-	"QbvvnG+7/IL8mGnYjdpdtIdNX7lxmuhixq9PaVr7lHPv/lXyNJ7nHFg5VY65n21eiJuoVeRZYyZrjtV2",
-	"r16enTNaVRJasdvgN6+fxTXaL3JJPDaU+/QPvr293qdKdTCVtb1sJLWKJrCW2nJ69pId7O/9PWgnLNEp",
-	"xqYzvRB5wo0YoI3kS9N1Kgz8fHr28oEJQQMsA2mjDwb2mo1EphcRuxRzSwXTsDzSstGScZTvnR57K+00",
-	"zflCuUHb8TS/jCMWX4mxi5fRD3bK7VDxXKDkchOVeMc1L+CO6+truCMXvtaI/Due7DjSBh/DdzyDZeMz",
-	"/EaDwsBzOO28wG8WE/j7G1w54jP4O4LvRymIjdEUP8sx/MURRgr/6hH+BYY0wm0ZGfze4jiLOfxd4uff",
-	"UBXl+DeFcZIpcospfV7A3ww/Z3BXooASE42fdYF8JUGNA7+5wnt/u2xFrfQ93JVe4me8PsVniQl8Bjka",
-	"tYSFeYoiB1J8j3HPS/h1MsK/AmY+mcJqTCR+g+84UTDyxP4Kf5fwzfQS/yq4fmphxaYFXCNTGFlmBrOl",
-	"8fOvcKXM8bOBub3HMd9r/DuHt7sUcP3lBP9O4crLGYx2OYfVuMzx7wKuv8SnX/4Ge5FxGC3DmWeXcFeW",
-	"w6+ZgVlleOUM13mWwjezCez1DGc+m8G9M1QFZrhWsxzWdoYrM7vCvwu85lrhX9jZ2RK/R9pQOLKa4Gep",
-	"4a+G69Ucc8Nx5fUsR04Gaz4XcOV8AtfMp/DEOc55nuH3S1jDXzl8k2usZkb6yQu4N1/Aahj81SA1mgQ/",
-	"p3CXETCmmeD3OLLJgCqMhvU0uCbG4PdIjeYK6Mcs8ZvfYGXsFJ5i38P1dgZrYpGqLa6MxXoma/Eb3AX7",
-	"G1xZ8Cn8nVzDX5xtYWD8Yinxb4F/Ye8KvP4Kz+AV7vUVjn9VwKouMEP8GtfzmsObXif4OYG3u9b4zRz+",
-	"LjHv/jdch99mMPJviwlwvKolCVNZY/tR67o70d01WXBCzPPkqxy8qxzEpbnNG9BY7yFYMuVqIjAmEIp1",
-	"qbzY+19cUs4Dw+JQVxHvrjt6K6TJI+hyrzgVEh+/OmVmiiVI0jq8EK9O+4kOGGex8wvEBAgT+215CAov",
-	"i8mWI7KI3QbBT6Wi+cAgcIu7APfmYYzJI0MVu9c2GAJBF+REXglX5gVv98Awcc0TS4X9nITbmpwnI+pu",
-	"JfSlnrzNZMPdPidva4NnZUX/5XCgcQ+atBEc65k0DdTj9y0cl1vnVL6Ao9abqDXl5mKmc1EpJh1pnQmu",
-	"1maPD6zcsXG+55uNiSmfz4VC/6DfLnQb4pUjICyi+vVdbjA7/ipm8KMUWRoyt+u7gkgFG5XeqaCUaCYN",
-	"HJR/nr18wdCWAXtPOTwYzJdrx4/IbxF3kJvCDworJxEcBytnWcCSgCvIL8naMUbtQM9bTYjq9NixB4bB",
-	"sTKtfEbeUO0ffuNqACVoqmj45QIVyxnPL302fvz//9//T1w7U1UHF5Z6NhcmV0mJVqm8oYmUXF3OYLPf",
-	"25ODvrzd6nR3NT3on3q0vmHPtJp080IpDMjq/DJic51l5EaIH73XI/Pod5neIKP9eCev8NR0x6jAu6gZ",
-	"0otplS1L/C7kpkjQR1g9H1sf1InL+MB7PXLpUnEP54RYEGa7eBpLJc1UpPgI7tBqnLtgIbOMjQRLRSbs",
-	"iuNsfTV+KfUPVWRZ691N1PKjb58DPDqc4Mi9KBwJFJpcJSL7oKeviYgdquKRGCa5MGadcnO9MN5x2gTH",
-	"9lovDFvkIOIVM5qNeX6EuAUa5FuJIQLvmxfKNHsitwPkVM/EynyazgZhh9wmXf6pR6/pwhtQnHm+Vavh",
-	"eJ48rAhz1/s3+4B9KjnCLZM8owtv93fBCqdamCOvf8RsVMgsdeh3QNztGP0XjxywXNypCij68nauVFUI",
-	"3FtUCGhFSagsbP1k1I7qBg53DzoE8MlPr0GUtLQJrrCBt4XTv86NU71QoB5fbHdG+csqWmjEcpFxi+ky",
-	"2ivADwxWwbM3r5/hhleMKU8Kj/L5enjukX9Ao0ZBd16sMZzd0B9qZzqMFNVffcNan4Wzs5L9+mshCpHG",
-	"rL3gEhPfEMTGHd1OxGInHJ0T28kCnhEOomFx2BNQRZxcGSpMSvI8Oa47nuiRaMnj0EDzFcUsaHb+9sal",
-	"fF4JrDS7hWtO38NGn299Ld7MgQAO+w6AigBeEHwNK+H1QiFSgmEFXnjQrwFcuasLN0i/R67M6owO+4Fq",
-	"ly/4bG2SB/26s/OmYS+dzbV+xsvw15qsWA9L0cUXPta1410fovHcQ8R1i95QLVBoOPRLxr2aUK1GCHUK",
-	"1cDJSnS0KSoKz313J01ipxDd/cSL14bdTVw6eipFprOj7rDJTcKuKQocJN8q9a29zsrO1imismArkrMy",
-	"9Xebjw7VOLgYxGZZucOioZgMEBc7H4nV1J0Vk3ZDIK2KpbHRj+Amdg9aQPUVt2gCa2IWU8G4opSwOZ8I",
-	"h2djjthY2GQKii4ZmKjnSDW54D7T1XoBjMhsBGJxD6pGncQrBmWj1KlRZW4lz7JlSapNosiP70f7DEmr",
-	"fNN7oK43dMw+w9f0PqCPeklnczfFBREt7uDw78wZ0yx1Fe90+7pWWuN0viqjPuyPpXu0K65hl0zXvU8c",
-	"MYRyLpKpjzR6MZZw5YA1RmJ7ysqmJChXFNU8n4baquC5JWdxJcxJtVG9Rqczrk/jWorrecaVg2adi0SO",
-	"ZeKhv5hOnNwQjcNWExebX2BjEqR7jZDMmGiViNwpA83+GrPhGSuQPnGEIWGhbL5EQGb3O0MvWBTyP/b7",
-	"tejHtlNS8UCuBSdWuTJN9UJT6GDnKQes8HGRI8+uzdqwBRhOWMKNdf9KW1+kLxWL6aG499vzoLZrakRz",
-	"K7WpCEzvEGjXKkwbMygRASwRm6IclPc85x6txh9iR2wp0+qIZWJsmS5saXjiDdJUvagsOFF7KwkLh980",
-	"uYpqCV27vDoVdfivlbbdkoU4Cg6cYCsBu7dufPT5CiqH5zHuHupo4NLLGwc3G4xKGPin8/NXzJX7wqb3",
-	"qtlzh7XEuYN+v4lkrLRN/PKYmanOLTPFbMbz0J7AbyaMU0HwraAFbmcpzZ6i49I38Ob1qQP7rOJ8rz44",
-	"/sfJeQw6DpnRldHW3AgNIAlN2sV6TdIGEVIpbPK8uixSCrj0i6k2Dvm9Bq9HokekQ9WOXXIZGPQEi46w",
-	"pjEVnPjKiTTuRIwbH8lBUPsHhoXap26ofXJAcZ7hbVh6z8k2iW6bVbxnTYL7tUeQxODUh2WNbRUsZwLB",
-	"KrOAUBmkSI+9hEW2mpDcfWIpM8XIB7xcSlJ5Syu6Mw5nwyuPHRTIR/gC/iyrft3rJT6tbfxh1vhHJ8ze",
-	"7iYwWyyR3XzJNZiGrba2e51NRvO7jVR1DzakI89P70ymB92PAVaZ9McbJmuh6I+xTCiHev2tQBG5MPK3",
-	"DYrPWGagrcMFwKyD2vKpWEM9W/tDkq53TGj5pB7/dVNglzCpDxr5COl7PercMT7amO69Y3r3hwQWotZ7",
-	"Pbr4sBhorhcXSXPVhTPwDVWcogPVqwpAkDsS4Cqe6ockoktKrRxdVKNw7tlb8tOrbxdVztgK4a24IG+J",
-	"0NER3tEDuVuOAIbr3jVXelaSrLhB3ZRVUhowycsw6RuDkTVHSQH3wvuqCTYfz/h2Z+9/+sJR+Py+V+5+",
-	"pAZ56z6qhG+3WoomTWf2wVG6xtHuKZz2i1+eMPbNxoX7E4tRml45rZQerypKTTUrW5MDa4m9Zd3GtnvK",
-	"Uo1mC8T9fkz44g2WSPlD/ZzthT6K9U41zpz38P0RQw4s1QTRI5NcG1P2CpDOAbPV9eRGvqMakxZU+H5B",
-	"au62dJtKWldDnskCo465VpMjFsO+xtV+iwjB72EyRcr2r697W5NgPE7axTbnix/3gan6YerPV7rEXEv4",
-	"TLA2LIUuUDui1jQ8TXNhDOyBUi4JF1+1U52jX4fqYaoVhDoSWNmJ9VepL7pf1Xebqe6pI5KmQj1BJUfU",
-	"d8pq55qlQzyg5DiZhvaHcdlMIXYZltF6F4sKjn48FyqVahJTe0TGVaDgicA2evvX16xdyY7osNA31OZL",
-	"TFoGQxLx7hxyDD3SrXq1R5C7s6kCn7UDmB75WRrPX3Mef74Mk6Y0tIjpLBXGlrX6O9l5K0ygwd77oFzJ",
-	"ui/mTs6SqIW7f/Fh2d907x1zwBu07x26g0QtJa7thduG7cYFXBk2DEigEOFIa98FIvQ9CZQH1EMk8lE5",
-	"d0EFJ8JvTtppMkruJ6GgSg2V3a1tVsXtsbqqUXkS7pY0sMJqfvCdqz7CLbLKvW5zgW5U7VYGugePza1T",
-	"u3fXzYp+dT9YGjsnEFXVq1XPf+CwVbaL4sQBeEUYDQP6o6KmyEcbwOz1BeIzwRWm9DYlM5QTuCjdjutJ",
-	"TJt4/wAsD+eCjFl7tGRLXXQiFk+0EjFrS1sqFgd7ffYPrUQnGiqUGCi82uSnDkzDJUvBexxikXqnVyoN",
-	"MhPejV1P6AuTaEUteLTjB7jWtzpDP1KH/SDhMM/FldSFuaAWRRfbfDu+QaNvY+QaIlfig24w3++IwvJG",
-	"TpRhI2FkKhz3XmBf1rvz4Lsz0KDa78BYyYlRT7Ba2ZPKOVmn2K2r+UG81vOC++Nngbv86fzsrbTTM1yW",
-	"3R0T65Neq40JIzb0J5cTLGaha6LQmIv9zXcS02P2eJ/lXKV65tzB7GyK6HDVjOuy/xpWCnl0DZWWpO8o",
-	"HjRVOB2eL1RPIz682iTr3d++/70f7d/cnuPs3nJ9ld+V6wyG6U7QAwMWT62dm5iKVuFzHN43F/Vu49gR",
-	"wbB5Lq+4FUOlhF3o/NKwdqYTnrFUXIlMz2dC2U6PvcBeFtxfHrFM6/mIJ5cRy6S67NI9OmfeGzJUTscf",
-	"hPaRyVQkl5iCwHIxkcZ62DXleqmWrfS8fZBKnpWsuBJZxvccPHrkvusleuZBwQICOPpNPxZ4wYikyKVd",
-	"nmFnZYpFYEvk48I2t/d0mIOuHTA3LD52GIb4ugNGLZXZsOj3HyeXYokfROza1mLLOMIGx63jhp39dNzd",
-	"P/xmqKbcTIGS4QzQijtUVyNEii2xfU8BTM65FEvMYHl68vzlxfGr04ufT/7nLB6qtgt+s9hcXlhh7EUq",
-	"ZtobV9RDGljESutnWHPCjpNqrD1QHE/wkLquaH7pu3wu2YxLZblUIjetBnxRMxdJlzwj8HwG5CQUSeaz",
-	"pz8zgn40EcsEz2EQhwyhbM4Ti2ASIje9oRqq//gP9kQrOARSKzNUXVYFQHQezG3bANOtbgVZjrCAI5Fp",
-	"NTHOvh4qFpYYZhN6vbvODoaZRM9FSqgXg5Al6u55YJhMQ8OQg/5BD+aKtZOSDoIubI8910pQV8eyGZ6s",
-	"QTz5dkIBq2Mdz6MHc32bSyv8GNgScZ7BScukFTnPDGvH+4f9fkx6Hn7u9SkVYv9Q7CNNdN1q4DR9BwQE",
-	"QWRtvgqu2ICXGBd23P02dt1h9w4J4UMamF+tQzD2jiXOKy1T2Kuf+CFtPcozw1Ih5n7sx/ssA0ZlIpaL",
-	"ueBwJYxbKQ2NqMM/cr8Xb56VBQ2sHQ9hw/t916mbZXCC4M32vmGmyHM9AerBy9Jv8TKpkALU0hVQRHSj",
-	"KvBx1fSpbw5q3e1z94qYFIjCkI3EUquU/X//L3XM7bLTlI6/z6KrDYFXHOMKraW4EZpRJfuOMtvIkWWO",
-	"fA6bT5yLyeEYWmpbJBWXFGqYSKa6HCuU0mpqTkkjU/1ujoljFRKpeNvyXApTy73qsf8stEUcRdxjCgFQ",
-	"H02XKERD4WRxJTYmo7bjTciUcafHTngyrRSGcqK0SpKTS+9DsJojxl1Kk1bUb5waq3OXhDUtZlwhIj6i",
-	"QM75RDQdisjP0ThQCJFGYNGEo6rEIpNKeH71jACJ1XlVKPuO5JR3ZVyWV+rR3FA2gBbjiMEnNk25YY/7",
-	"JY5y/PrkP9+cnJ1fnJ8+P3n55jzuAD+iOrsee6lcS+e8UIbyAMu6KFgqW0Uh98zqsP+4WmHbAGruUTGr",
-	"2M71iT4wzvFo2KwwFg407IhDMD+svcDx04ufTo6fnrwuX6Isz1pMdSZoV10eH/GlsPBuyL21Mf1gsOt4",
-	"T1JYpsdjNlqyYEsiazro9zs99oNOpagfS2zuwtoHe487PfaTe5/qBY/32c9wRfz8+L/9S/zwP+cnZ3Hn",
-	"CEZ23WO08gN7A9Z1w0V/dsaXiJxmRDaOPAYbHEDsUzWAceKDx3vMHTA3EfYjpbSea82wGU/syQ/5fteK",
-	"a4LFdRtzKcS8y8EyrjrAZZpRWuE3VaI6ffrspEJRoNFl2oi0x34gTrbX7/eBlpFHlsMZtxJPXr54cfLk",
-	"/PTlizPsx74oV4AGAvFkNGiESP5LWhwE5RVpBIP6TvNcuUUbOFczviQoEHo89ifsVSVr0QzVHwTR8IfP",
-	"2PwD/RZA9n/Aj91ul9X+wpfxxuamMfsDefEfbFun0jEyK7wROVVgxR4sHaEjkKX2Nj5xpRlh+eTGVpQz",
-	"gsN2Kr+3NSImZnO7jFYyfA9XZBQoAfMctDZgdcdnT05P1+e1nskLE9p3S3FLpxwZGuWEChlbmIHzysRH",
-	"ISP4QvoU4WpedcwMB3NGJlNnpi17zPezYZm8FE444yO8OFp/hyqwOM1/j/3BXuhSe9e5Q4gm42UdXHx9",
-	"0JDkSiMe0Ihbe38R1rS/CE72+rDrbexo/ENPfKuN62AXy4aldLuDpcOucPHmPV1Jw8bnfOee47eQtgo7",
-	"2hGuBgFqI8IoNsiH21c20rcGWH/yez3Cp1Il7PpTMT8hA/G7LBEa2rdiJHSO1ieHee9Wu2saDlxjc9hy",
-	"Oh/aDnaXHhtrk9lc3VFbnu3I1XElpFDdhJOAaE1RsHV6aCiOgefu7SPfuUs7obhaixOjroKOCH+4Frpo",
-	"4n5r/dno+Y9XOO5uHdmaGEATqDw943DDM+A9wUxjeAOJky0I8nQ1ocXfSmvUYRafv0+stJG4dmwq64B3",
-	"gIf5uXXW57ChIqsyB193tbrCC8cVqZKkVrZ1xOK1ijDk2qYs9JLmForzYovm8q2bi+ttpNDZAYZlSYcO",
-	"MSi09yfiY0tdUKEl8I+GBajWE+Cj3DHf3PnkiG3rfPJBJ73ejRbmcYji/UwD60a93LE4xXSRMyNT0WMv",
-	"HFPjI1CIqLUomJbGY6rVyl7GEpMTkSJhjExPTDMvLg87zeKFtogUQpJ0QEO7mYJJiAwaD7KbJb07BwZo",
-	"Q4t/0wuKKlpCzvhbn0KjXfEHWh9EBPfeHol9XHck1oZzj27YqKQ/zKloQq1aJ3vErNH55jdGjSpc55fZ",
-	"6Tpgv4FFGuihbEVIqRaXYonfwZI4Gq4pzZtni5NFTbryy1A5sBjv6YsjFuBjMFvVaW11SBmviNKxXXvQ",
-	"OU10qDAhJNF5WuKn4eTCrtucK8PJTHGSxM0k8rxK50CTqJ8IiW6okbbToUINCTmz+xqEV9XrGjx3mKJS",
-	"8fLVmPygnBWsrVawnX4x4PKhisu1IM5gF3qdSeOZoGNFULclKuJQccXEeCwSy9r7/T2Hrh10av/ODwxo",
-	"3p2q05i69jmFeLS0ZMjhB9jvoYobekcOmM0LgUaxlyDeM+csT2kdKiI8wcHJtzk7uL4m3ZWjm6W0dFwS",
-	"FcsEv3JVZLBaBeYB4d5wR4XohUD/f2+ocDMouMYePtw/YFNd5ObhQ3cCg+hDyOGK34Qrjy6JWpl/06cn",
-	"z1+9PD958eR/Ln4++Z+L8/NncecoAD06hCSY14wvgY1QShjGIqi4jVgVNWqHw3DMDq+vI8aZSyQj91+a",
-	"6zmQTsWEDoqRFVmGcmjhgAOqFWlW68uhoo0muqrSN0xqytE0d3RBDmFjOboPHSx7zXQn6h0qf2CIw2mY",
-	"QcRGub4UPfZU48wmBYZnmngBLIknfPwCXQbsdEy95OrpjGF2USX3i0jQoAxYscaOmBzDBCL0tsHuK73o",
-	"DRWqPLB51Y2RBnbCm/SUJU3e4Pd6ZIbqmXagdq7dOvl6eWVJemu8yLu04v3+Pjt2/oUYQfVV4qIFfKiQ",
-	"iWAWnW9+GrN2FS+v4/qSVaTCEULrBTAnCqPjGGToxuj3rqTMISErn17dq+bdl7ryWGaiU0IPsbYXwKhW",
-	"LabLDrb5q4ARsfjpybOT85NaSjf9bKoye+okg7esBowzwi7Ca3BNhwo2CYjegwiC7m6snpuSOxhK3UI0",
-	"DD3GBgI99k89qgW0fB2lo82h8lQnc3oqVZYH9oDwGSzTBs8SiGuaOhV4Oui1VArUT/NC0dEdqjas5qz0",
-	"gkiL052L1PkQDbxXGT7zwHHGERECpOFbumIXu5CJ6A0VvRAdDJm7X+kVXeULe/jw75hVEngWerJofWHj",
-	"QuJAfEQndSsTY/Hrk1cvX59fvD45P3lxfvryBYZkfMSrgt2ubK6zoQo1KQnPQXFhxuZwRByAgfN009Cn",
-	"4+4LrYTXof2xeNw/IAd9oRzL74HUp8ZHDY1FWRtUdO+akzZCMxFHMJYj5RqNIjDJJM7NkZW+EjkW37qG",
-	"98AeHxi3BqbHjpl/KklH+j6Y8+3495s4aHAOmwqX1HsqvN9gyk0HXZ10nK5EbjDLJS6TNeLA72ilIidI",
-	"QReBR1KIvQcSwKkZfjpA+/6B7XgF9we0I3fyiVsYTeyAjOOgTQV9wfJLgcaNnlPifXWhA5Muxb+fbXC8",
-	"uOpdWAb3niQicOlZprEvHidpVhkaOdkKQcBcWPwwJiEHbJ53jZjzHLMkEPlfj+HISrtklk9MRBsJRzDV",
-	"xSijImxhvKbmrDJnrPkKk0H5igM2bF09HrZi1sbQz95ev9Njx17hEBkwjXZ89TgO9EZPiFg8bNG9wxY5",
-	"pymaqDjyAXg6PbbHzvnEeZ31bM7zipo0VPBpAGNd9XEazuqP3bR61d0ojFNs3BGj4aTRCjSjheCXLH77",
-	"yL+Qo3n0kwjTOVpfbfTm8EvMoHJHHCMB5MAjvvPk5eszjBkZ4V4hRL1xL64IS9dOwYYNEdiguxof+aJe",
-	"47BbgzKWRbyBZ8B9vYj86eT4aexUXvKbwzR8FAc3lTgKWmNYGt7GuBYL8t5QnK0Tle77MgRxUs44PPPl",
-	"KwoSODa13z9gLzRzcWZHquTIxNeB/YUz5dYJHt2meRP7vyImTL5AF+uj4x2eVJ1bmTiAysOxR9PgFkYO",
-	"eh1ZE7KM4v8AMg9DW3zJEu60gONXp2yc6xnZELmcSGUaE3HaMeztxfGzZy/fnjy9ePn69B+nL85iDHuM",
-	"lj4GCMp3p8de5YJciwa9IcCffKvLik1B7oCK+hJ5doHRowY7AK6ouA2iunITVXuyRg0NWWncMxSq3XM5",
-	"w/xLsgZzgcZPIrrH83kmQYuxmlFCSMjhcAlPZqheY4IQVo2Urk2PU7rqGjWhyX4w5OFCF12hGglphypA",
-	"FRhmNQI7xL8PMbtl2IrYsKw1o39iGlPrxlERi+HfoZpiBVB+qDyiPLmB/Js4ZDD2y5nlKgVD3v/yru1z",
-	"mBaLRc+4n30OEyY0dfBsPnx4JidKpA8fDmo1HFH5rxIrn1bbf2/kRHFb5MLzXBOV+OSwVxshyunI9th/",
-	"iVyOKSoZBmP6ypsxfEGeRqcGznlupJrgyNZLUDAjWZihYTOyWrhih2wmVYG5BVnao3c99i2AQRWHV+bK",
-	"72AJKFz1DDQ4BJwS1ZbulCJLkGPKrwHpKMfV64L94pRDkmHGZwyTSwC/XMe6gJEDfaL14OamdD7jGUvQ",
-	"BBshz0tybqY+0QQt7JAsoYhzShsMYVav1zEWNP21ah0ytgZegXVTT3EmbkHhAEuiHq6WWLIjDVVOGHPE",
-	"cpHKnDJsXJsdoliRHpWGPshdH6kiLu2Dse5tvTXc3uszU2FXnYhKfHAKTh8+ZCairY/Y4z79d59N4bsp",
-	"MpC9Pvxr7wD+7vcZBfr2D9iUtVEgvIfNyo/qXBSZrleeRSg96qBN6nI9WT0J3PRWPHroyDvY/w7e9LD/",
-	"GKY+1UoXuUh7LPbZ5bGPrxg/aiAAZ0Ee1bgWGStlNR+Z9CAf1jLRq8Ebt33/JY0cZXgSqER3jfmhcfeo",
-	"HN9nA62kvVN7NrTYMQnB8VLKHKUxQs1hjORoyrPnqRK5ER/jdCrclqwmkHnm9gzRJNNFWskTZT7bE7S4",
-	"So5otU6MJ7bgWbb0CaFHzum0sqF+A1CevNCuMm4p0LcijVf8g1pf2ZR2iET7qrcOHtsg78G8JM+KfyTZ",
-	"n8E1UekyrkirKeNC5Gvyqr0T1Xg0KhEIzNkMcWGv6xsRgI2Gqu71MsLlcGGQwmxKFgIxMlR/uK7o7A8X",
-	"0/jDZ4FtSX/wKEnsD7bX7+MEye3N/vCZulW4pDIdhzCV6L0DwBLJgjI/yj3E//wH2z+sP+KDXM0Rxuhc",
-	"4TKw7spb4PNWMZ7YH8CH4MF7ZbrLH8FLS+qbVsGG8kQZgh4rOiNrH/T3OuQ8Pynb0ZP2OSqSS4F2U/xr",
-	"XD6D8rHEWMIRgjOXLUnMxotKpAH2dyKUyGUyVInIMqQfxrOJzqWdzjoDEDM0S2CIZi6qCVNu490hcZyR",
-	"vBwONw4Ye7yIH8HcQrxqJbUPgz6eZEsSb+9fX0foD4Y9AS7KM3kpOj4VkDyH3nDQY0LT6kphx13QhPhc",
-	"duFtcOSuu667t4d6mrF5kYDukXYp/5BYHJ4RzMp1+Z6wibTag3X1FIxLRwrD1tGv3+/1+0eL7/dA1SMS",
-	"xG/3D+FL78gPY9Rvzr//7u9HduXe/Pv9A/gSQf1QY8xjkiEOftDv9lCRtTTnxrjeQ0oviJZtXNkvv/Hk",
-	"RsSGKkQ+0rBxkWWOL7Nj5YlyqEjc+FhcjTBDELPhDFQqcSs+PeJSQ+XcBsUcXTkIEJ5w5WJv6EembiI4",
-	"KTMXvjnHQX/Pe6KQwmlvyjRAZJ4vqbSgxGtzkTuwrfa/2xyvXc82ZO3aukVDxb06ueectevB26PgUMKs",
-	"JXQzUmoL6Vr+cOCBkrN5BuruUJkgF5uig2A3wuSldyk6DyjZ3c1BsLdBUWnKB30tUmmiChF4Du88GB6O",
-	"rebRPKq55XQ+pDo9GozSmjByChqHc954VdIJB8yJNYxyTlHQVboxAzetw1oDM9WFTfRMrMkVurzSsxku",
-	"dp5ws/JzNbfMfx6wg/5+FHxttTSyao7YgK0OURt6HfX8wx7SOE7tSauNpeE5ZRyXArcD0DSjQILueSg7",
-	"qNJpViC9Vm5ccPQgvnr98snJ2dnL1xfPjjHEFbNQ2NHvlCZCMuX5BGl6qKTqkt/A6eR4jOEM6xESjqu0",
-	"yWQilMFysYAEmbcGreen59gCEUs94B83UcthVDogSWfk+/UzqOvg0U/FTCus+QENoCT+CD2dM2msTBDo",
-	"07m0ge8vVYJhHvKcohXMgoUcEBPrVSfYaxDVvNag1e/t9fqI/2S0whIe/lTyTCTW1bOA/Q2/dV2DNZ1P",
-	"HqFgerTf3+939/ZdxVoraum5UDD+oPUYR8UasClWBD3iZZf8SVPR2k9cpUtU9FHBpZx39NY4TRF9dc1l",
-	"JNV0wR7Ng0TuadoatP4hrG/RX6JN4KT2+31fo+OaKVRT5t+7Slz3erfUGPpHYPXPej1eZXaOscOAQXZu",
-	"Gt1d+6i88CZqrUrtnW92lyOWkvdg3XozXXma0psd9Pc23RGW9tGbSuooPO1g/7vbbzrX+jlXS/c8LIc6",
-	"pP3Zft+pyw0KAMmH/ce333VGSTRvyowSqmULR7WyacFLWS92gtPFJ1hr5zcfUU8elTXMjZR+Unabt9Uu",
-	"ed4vEuwbJRYlCgdoMBu8PEN1i5tH2uDTMgMWfD6bHT5DVetASSyvfqqeSWNPfGFwaE1nNpa1lpc88oTc",
-	"VLcqU58sh0lp9MYB3NeVWGOBCXbnaA1a2Byv5Ln1fgK+WI/fHQBkfX7Y990V9uOUpMEMx01T8WgUO/GP",
-	"ah/Jd5+QT5U9Jhs41XGITtNr/guwqx04yA889YBe/04cDoiAhdp+z8rcma5yMnR9bWRnr10xmA5gS+64",
-	"bhPI1KH0U5P5JmFMgeqvtL0jbfcPbr/phbY/aoeY+yUehn8IG3y5TafhrjIObzx9SigFzS5kEkkfNmjU",
-	"mmvTcBj/sxAuxaPqlgbjaRH5VPhxLsx0BX9sgF7AWikEZqdM5JVQQ9VeTLlFIx3tqjowCPasBe18IY0o",
-	"Uc9Xoc6roSGrydeFAzxwUhRTXGshHaynDQM8MEzwPJMiL33ajtV4xWioLsXchuQoB6uHWpZPdAkdMDFf",
-	"kyvMPmxScOpA8iXO9w86Xd4bm2pGq7+5ublZ44379/bQRjCrDayy4v93SW9tBZzegweu7TJGzvxGd74y",
-	"2U/GZPs7MNkVDJmnHr8H7t/bgW2+ogqjc62xUpbuO9zl7ULp0HORSu6x8b5EyYD9Huphvk3q0hSbWP+2",
-	"UVU6duk7+4jh4Bv8enci4orlV1JNeuy0ElazunB1Yz4rtFGlch20m3Wq7WtAt778+UOXugIC0xr88q6u",
-	"ZF4JRe1t/ZK9DKlWbtne69Fma/lFxQimxpvCdud8IpVLsbsUTuBk0jQom6Dl/hMe8Amt1Pd69Als1B2w",
-	"1zfYqC632oRSWgrcbpkOwSXuJj4qrZU/qaXq+xhvtVPhNVeFzOfO6/9yo+89nQd/IPF4lEcxmHuUr71+",
-	"JJ+EJPnQNxhbD7kWwaE5vM9WrPZ6xPyBShL+sVMrsJbABYLyQpmjO+fS4yMpgxlBjbF4bqhosuRODjn9",
-	"a9XSJd7Qd026IA3yTz1qfVp636SF+QXzLdO/JGr/UM1mw5pWgWzqa7sbrJ5v7NgApxdAbh0C/0H/uwZY",
-	"/m11+bCy7zbsYXOV/vYy/859bfZfyXLo8NDxW+c6UbPYdyv2wFRzqn2v/B57i9oTlfQ2MyGXgVrDWhqq",
-	"WgR6QJVI1Qg1cgfMRPC5HQ3c4B/C/nWs4J44AJhEYSWampytplUQv4X1koYtdG6nbMYvpZocgc6Dof5S",
-	"pQVa37QzvZqisQ1R//NmU3+5t2rTebqbmvtPPQpuqpmwuUw26+LnIZ/xAdYSwMU+avUqx1p8URiGCEqY",
-	"WU8JZgQwyfq9fu8gclWjJsn5HFMDfdG7R/3H5FgCbLFiNs8wfUulng+0EbTzwne0DL0C3HmNO9FQVWLn",
-	"PtUCbqx87e83F1ZbnsUDlmRczkQahcrgiEl1QakA0VDNpMG6FMqWLYut51pnrB3PJ9fw6eJh3IlQvYoC",
-	"7EjFg4LZ3iFBZ6gwnYhnpkTt+ocGrcfKmfAMD03DdjzRFw/jiMXuG3hQj73QK+lLA3KrGeESF/J8CcqQ",
-	"TA2ZTphajeVX5gh1JbJZdE4AX/iPYpTJhBHiApBZlrlB+Uxs4IbPHd3cyhGBMh4hzNaRzzT9HsmizhpX",
-	"rZxmnciBqGBVW1nZY0I/kL9Kbm6xhiuHZBbWbKNd7NIpel52bD6TfCbYy7nACotUJ8XM46piPrQfZ8ln",
-	"WRxRQVRuKXXin2cvXzS6E9xw8PvHSro1/Fc/1ce9vTDdCjC6B/ht3ve196xkWS+4wcpUixmpnykRYBG3",
-	"x2jF3E23yLcSAmzgVkLYfW2iOvDBNhL4n+Pnz+5GAn6edyQBXAt4GkqQ3r8RAbgl3kgAAa55Fy9Zj73i",
-	"E+GryhHFinIqQ+qYZVIZkVvD2uRQY86hBtJaKzTUKw4qMkPW3WqvyjZ8n8y15rMM78m9VgG3/uYgumNX",
-	"WJjwPfjP3LIFH1qzDy+kBwbIdULScGaKNFhRtGkJ6v0My3nt1ndltwkFdI0d54LdFO84lU/pX3T7cLuP",
-	"0b/512DWv3o2TKWxqOfFgcmhadUYdH+C6cOGcQRcx9TqHjvjY0GQAzvgSA0CMC6WalSQQKlszJ04h1jf",
-	"Y8clzBFCXxGaIl0G8whgC8SaXK8XbD9Wdcwe9PcbvZ04jnvxOzP3yrv9LJYtOsL3HzmvTbISOK82j7B5",
-	"IdYD6Xv3zUE2KSohQ95D2awwkJNzPrntBOM1N1GroRL9tlvLW8IdN1HLV7rfdne4rsqzvnK6Na/R/k5R",
-	"dKCDp+7I7hy9r5+kU/XGiL8wcr9/1wm/RrzOv0we/PXxg8P+44bm1bcAG7ai1laoR7AINsYYdsFBrMUc",
-	"mrEVOwNfbUOJ4FRy02Mv87rza0d8SalQPxyq9i0olp1BFbqnCdytgujmSo16Q3VCWIULvoycuN0GRnmL",
-	"KHaQU3WItuqsKFGeoFIIh+ZLVgvX4gDb77P5kq4k53wlyIPiuFQ9mjWoqi27W1ZxdeVx5wgtrwbYdUYl",
-	"vNwDKiPKPbb1qeMHDZXVbCIswXfVgHaq6Til8lVF92pykHywijSGWT2nvLs/wcS5RUH5CLXky9MMHlOc",
-	"Z8V9okH9TuVYBmhgoiRDzpI1JCppvP/532rxvqac33sQbyu/vCtjcbf6FHHfpXbVsYEdeWYinwALsMmU",
-	"oOT+/vi7bzoDxkdI9AQXQF5ExDDnGdZ9uz6guZjpK2F6QxV7nBLqrQGjplQpR93B2vHvw1bAMmkN2O/D",
-	"1iX8Fwa6uQlDsfgS0f5Wrsaryot4lnUIKHsVYjHI9Tq6PuIRzh30fgNEIq/mZK6AB1IXroBFuF0evEGg",
-	"xA8XCVVxcP/mcm12pbkc1YbEzeviYv3tXobfwRr/04SdA7IssbCDOqHEwhPLV2b+OTDzvV2M6kozhB+p",
-	"7fhfZxt/e7f5vvZn4guVXHTaS+GF7QLCeav2ON1iBnhD8Hf36WZ7wXTob+ea1lWCfoTElQujMxARvu3r",
-	"tu50jdo8PeCcqnZX2Pc6P8HwlBETH57iKzOMmOhNeiwuWx6FAMmcY6K+bwjqPAqrvHJDWvgvvPtb993v",
-	"e9E3B43dc9/tloUxtasx2luzLo7dgmJcxBWUe+TYeaWT2F+aofonZHFtCe0+dWX2FWpwVeAbY7uYEbpr",
-	"zYhQza0HOZsjPI/DG1zoAPCDMH2hPK+R8F8LnkpXpPHnF498JFPasBHVd9qy9AhK80lrT167Z3zCGLlH",
-	"tf7UIfJcfEQ9ilvrAJxQ8T00TbDsjHaP8ftP6Wqhfb49mOzW4Wss+V89lpyHg+/5j2cFmyPJ7gqEPsXW",
-	"wblXLdxpWW0UmWnEAi29l2UzMocTOlQlSr9rK1PJA/KnMuHKFd/wFOHvrK6gEFdM4t5Q3SmyjS0Kqm0O",
-	"0Qinlj9K+1GHqo4ZUYLTE1ZfrSVo2UwIBtwcwKbF/Oj49TpLc20HBhv6DJDa50Htg5VJKPwOww7r6iMf",
-	"asAtIxggU0PjqbUElVnGsO0LtwGmtX2wt19K9w7szlJZfu36wAe0fY49YlyzCFb3wbslRC5Mh71kw969",
-	"UmPCjWz1U0X4aRf/ogC/I6ENHgW3cZvC+19D9p+pO+KzLC9rCA83NpytxYeb27FuDRF7llKCk/pGLPXA",
-	"cHO3247r5u/Oe2hPtGOb19ojNvSSjdygteht518tzFrfmFe+ggpf/NYlumsJ1RfnT9v/TE7o/v7WE9rc",
-	"HXbrCaUmtltPqBMrbtRtjWRrx2lDq9pwnNZbznZCZ6g7d9EFrYXKttq3d+z90g/vzRdqhpD20hhjLE2R",
-	"ih9kd5y3usdhG9DbJiW8wQ+Kpv5mF+hH+SU+veW/XUn8au5/jfyvRv5zfzQ2HUps1oDe/0ZnwZnluaVy",
-	"p5TwLcYyEyuH8oEpCzd0Xtr7LqNcqqH6Ja5Ui8QRi8uCjbjD2j4z/fE332AHFpAaWVoDpi17hYYWoWXj",
-	"yhJ1A2dqmLSuBWilaWhZZw5XO3gEQ+6O0GQUq8mHChtglr0I10QXZQsyqyfYTXYQ2ug2NXClqZcguvQS",
-	"bfxMLZLx2zBTSqD3gPW4Adx343ivR9u8EbCdn3c2Pc3xTrb2/p+EeVCjIHJ0wVwdJUlsLFTu0mdlif/J",
-	"aZl/uiX9b5LE/tdqcqRsc0f2NaFBYqImNLZrcm9992jXujfRV9j3DlNr5W+C4AgWPo7uGy4zuUnFc1P6",
-	"hBoWPmGjhoVQT//qsEifg8ICC03QH6vZHSUZ3lXC0Z0Bg6RKwY886W0tegetJ/IwJA5rRFq0YJ2oREVn",
-	"wJ6c/Zc3ZF1/3VwvWDvGfIjEXHnv1lBhgiTPc76s1n9WFSgHsF+2tLRTMWPteJXI406PHbuVGyrXBY5S",
-	"EKN6p2OnVKRamMFavrGLIlQbUDepGk/den2osnGfeenSihneqJXYxS3js/ei3aytd8Ez08KNQor1O7kN",
-	"fOD1j0/Ywd63/WZy6DUYj1u4DhLfCutxXXi7T6XxEDjrs4i5tTyZoosmADOD+g7GsI8hldcc4Y/w2/fD",
-	"Vj63F3v7j3uJuRq2UNfZbDWvBejvltT4l2fZl2LqgfmY7Myv4uAexYFnM9v1kY8UBGtdPO8rTYediST3",
-	"zcGI6VLL7+YEnhUM5U/b7iT0yb13NNnFX+skW1nFHRqQ+PX+6jr7V8+U8UhponLEPDvxvcC3Js1QI3TD",
-	"OHvz+hmlpiD0f9kbwKBcxRZLq90LWDv+Zdh6OGy9iwmbLss6PWot5+pXHXokjVY2IzBygvC0sUF+Eh85",
-	"PErsKEtpHGhCUYulocq1xZODeh+W1GIfdHgQTHtWGAzHIr4dTAtx0uifMQ3nTLJKg9uhcr3xXU9hpoRd",
-	"6PzSEM4edRROxZXI9Bz0CNe/mxaKcmumrtE2JU/Dc7BO8tYmxd4IKHsTVzpkbvaDrTCC1qf0Z6086y9K",
-	"IlmZxVtppySBNrancVdWSlSIxD5CAfqaQ3KvrPZr84RdHVfEmxlf4/LNTL5R87sVkfwpfl/n0KF4LzSL",
-	"mUrgussj37+8Bs2ZC5bmej5vUgNp+CbOVWMZB5sm9jX89zX8VysSAaLY+UhEtyMkBJpvl82MvdDohINQ",
-	"h01ocuXeSuKfzCC4TRZ+rcz8eto+xne961G7m2m/QsQfUXcPJm9c5FkcrRkoEYsrA4G9giX4Q+Vr4qU7",
-	"43Hq+jvFvfLzgIF+G7sGGhWJ13aGkYv2D9VMcNf7HB0j2pJfLuNW5J2j6ohjnhkRu95fptqjzfeb45nR",
-	"hGVXqdP0A9y1fn9Dqf06s/ocS+432iD3W3r/MabOn87UfSl+g6HztRb/ay3+11r8D6nF/1j76lEpGzZ6",
-	"2l8qUZpTc5G7pngoJ7APf9V5oWpuecGTKR1zcsVza8VsbodqxlMxwNLmqN60hdKxIzbVC5aB4opJXfrS",
-	"ZSdwyxaYMw9K7aYO5fVWl/Bqn9B7v9qV9B699zMz+Rzc975l6O3u+5KYvtq+X7XxFYd/vanvSoMUOxUy",
-	"9+zBfDo9fQsnRE+96JL9fPc2zRusgsbgxakxBUI2g+JDD6Q2Mc66l5a10eGPdfRyJqpBhk6P/egqOLA9",
-	"0/4Bm+oiN0NFPNaLhBDAWGiMWnBbgPItVdluOXwdR8zMeQJKO7ySBX0fFfmgn6/MFLsBB+Asx/IwxuEb",
-	"MFN5sVlI60SALuxQZdpQ1rKbQo/F/u4LGv5CXM/BSrjgNmaGL00JgKGztNIW0EViekP1GmMsMCw29fJ4",
-	"GBjo8KsDa4vGhxtIII4LvQ8lLze2g0aaWNla58f/8zTqDwoelBv2Vaf+yrc/0JGP5E/Z8y7uaTzxN6mZ",
-	"dWiW31sjwXORHxd22hr88g74ITkFmtCVnmGI0TkN2vEEe2Kx3qNklobK9S6fy7jTilpFnrUGram188Gj",
-	"RxicnGpjB9/2v+0j23WT24TZj+gKJWx/qZcFuKp11e+5VmLpOLRIsdNMWWQVuZSSEj0B+8zPgbdWx/fF",
-	"HuvD/ygzmlhD3mHkutu4bMcRTy4nOdAVGy2pI1ztEZSKs/6IZ1pNur696kLnl6C9z3WWRZgKQ+gB2Lax",
-	"Mhw2mGtWhD1sA1eYEYnojwJ0dsOsrgxxTNc1jBLSayjR3wfwgdZE6mL4ZZs0grMom355zbvyqECM68/C",
-	"/GeCW6CUgEq9DNkgRhd5Umkq5kVUObzr+70+OMEhRSz3AERR6JTnZ+9b/wBzFtm4oY9b5UEV0CIg54V/",
-	"LdRKCJKDYL43Fwodh3pRupKAKxArfMFNaCXRY3HKLe85YO2LRKciyN0lwiyjlUdLstb4v+z6DxfF9cnF",
-	"rK1zFj/0taB12equJdeB27jWB+p4p09/IgyLTYmk67ecy5kwls/md77zzGtN/s5P5Ep81bRAu/j2/vu/",
-	"mwJHeLbSHjtWS7Z/fc0S1xEQWYpOl6BgyolC0HfyyPTXh/mHVoKyVwIJSBN8vF6VotaNQDkecBUYI46a",
-	"ijEvskbIsyVdKjIjMCVbaZ+LEzQ6gdqwLmxEaSc2lwJ0Qjq/yVSkRQbPqUmxlROzyUPiLwvIHrucrXAx",
-	"a8evXp6dlygrIcEXjxzyNzh3fD7P9ZVIOx96tMITdzpdZ/7qrwdsc0+u1TX6esY++IyVh+e2Y+bCAbsc",
-	"Moe/PHCJHY2Yo3D+js+f/FQBK8FqdXfvChICnB4MnpG7Mf7Qw+heYqejSD7brwdx80FcWaGvx/CDj6E/",
-	"XJsOocMn2EnUrQFeVcDdygMw1jkez6B0akxRvevBWp3Y9pNFV3+VcbdWTn0VcR9/ttbOzObDhaWptxto",
-	"oRK30lAJLf0jZ5QhAGJMuIgeWdjwJdrvdzfOavO67WDBpV9Ns+21yV8ts48+UtWTcst52lFYuQJNxBJJ",
-	"/UHKhSky2/OVxRdFnsVsLGwyxUyqDzxJO0spuPqrlLr1PH2VUvd2pG6TUjc3/ycAAP//",
+	"7L3vchs3ti/6KijuU2XK06QpWcokVOWDYisTTfxvW/L23jf0UYPdIAmrCTANtCgmUdV9mvv9vsJ9lPsk",
+	"p9ZaALqbbFKULCf2jKZqFJrsRqOBhfV//dbvrURPZ1oJZU2r/3trIngqcvx4lGV6Dh9SYZJczqzUqtVv",
+	"nU0Emwo70alhdiJYrgsrmClmM51bE7H4p+Oj5zHjKmXx6zdnJ69fncZMqiQrUpF2W1ErF78WMhdpq2/z",
+	"QkQtk0zElMOD7GImWv2WsblU49b1ddQ6PuPj1SkcMWNzrcZMKCvtglk+ZiOd03TELBdGKMvh4gi/j09G",
+	"nZfcJhM3rZNR55VWwn/XfvvjM/bd7m5vZ/P0ZtxakcME/veg9cv/HrQ+PB60/lcrapj3SSqmM22Fsm/F",
+	"LOMLGG75Ld7QPCM2l3aCc7/kWSFYDM+NIzafCOVeycy0MoJJwzi8YMYXTI/wN60EM1bnIoU3HSg7kYbF",
+	"4fHJovOzWMTdgWpV30SoYtrq/9KCJ7U+NL3AC51wmmfT/r97+8JPIMkFtyKFSeoiT0TEdO5/+6iHzE64",
+	"hTkDcTBNLzTX+cVtKeEtt+KFnErbPCNjuRXwXMGTCZvpTCaLR4YNi+RCWNZOcz6yHSnsqDOxdsZnspNz",
+	"KzIYsONovrO7u9NnfKCMzYvEFrlIOyMpspRl0ljaJVjuqZgORc5m8H98TsREd9xl8aCVihEvMjtoHebf",
+	"7+8d2u934y6L85hJM1ATPWdTrhYMXlsYa9hcF1nKZtwYlsvxxDKl54cstnA9LdREZ4IZkWiVmgiOmkpF",
+	"yopZxAplZQb7LfxLSsNGRZYxPuZSsTY8Vvxa8IyGCksS/xrvdJkjPtgRcSnyRUlkegRrgCsjUqZnIkdC",
+	"YIXKhKGx6Euds1QaPsxg92H18R5zyIwQbIAb5r4atFYI8IpPZ5kwQIRNyxaxQWueSysMfvkUvmsm1EAX",
+	"b/AFm6kDX14KQ9TIZ7Nswax2hws34y8gkV+/3+31DudEI78SjcCMfi205VF1cnDscWvdTk90lppDFs9j",
+	"ohKpUj1nUnlKYfpS5Gw+kcmEcTVQYjqzC39zLkYyy8xNJMA2UcBAfT4SCMtSo4Ffv987gC/XEAGt00kD",
+	"lz1JQUiMaPOlCfstiRUZkV+K/JFhmR6bLjtiSSZhUaZ8wYxQKZPAtuZqoNq7nd29b1ky4TlPrMgNLFN8",
+	"1Pm/eOe3Xue77nm/E+8cMm0nIp9LIyrDsym/EMD9BC3CViLml9rQH37fjXb3vr1uFjdvhc0XRyMr8tUF",
+	"OHU0YTWbc2nZUIx0LpjNF1KNPbPYUgJOpZJTEB29MAuprBiLHKfx/v37o8JOYMETbkXzWeTlFUBUOLiA",
+	"2RVGVCYSMZ7N+cKw+AfBc5HHW8tmur5hna6j1oznfCqs03COL4WyJ8/ho4RbZ9xOWlFL8Sm+WbrtE8Wl",
+	"PS+368PfbtAJksXPYtGk1RRK/loIdiEWTp2Rpjx+EUsm2gjFhgsSvESobc7evTt5TrrBWOsULpOJ2OkO",
+	"1G5n7+CAzXKpLJxRdnT67OSkQsERQwYw5Llg7ZgPk3gHpDeHoVY4HL3JQLXjQYsPk0ELxAgSHtBR0GEM",
+	"n9IbgKYVvhjqFPiLLXJFIsTpLJ7lDBQOUCoutuMVpz5DfeiwPjpezlkqRyOR40vAE6Rh+3t75aUDhddO",
+	"ZEbHcSRzY0sWYJixMsuAF4wyFMAwQO+7LsOzxDg7uLqCFVGacWXm8JVlPMuigcrhzVdfu8+kdSqa8cpb",
+	"kVkmR5UJAOVMZ5YlejqV1oq0y34WC8PE1Uzmgu3ts4kucsM4zgLvGSg8HolWIzkuctxORwieFcORwRuI",
+	"8cNP8PbAyYYCTldKp514EBI8ibWS5Jf0xs28gF+9EGpsJ63+3sHfI+AN/t+7jeQ/QnW7mSnEoOjHbKEL",
+	"lnHcIp46xRgYMIhEYfogPy+fDloxawOZ4vrxjhFwqkFUoRAG3ZOPTTRQoPk/jvEocbVAaqWX6ePIurCw",
+	"WbBOxSwFUYXiYYQrhY/e3/v2kHGnlqPqADJaaYvj4hT8I3GGKT6ZjuJ+r9dlZ/BPOF1gZHEg+OHCCpwR",
+	"fIjwkMwFvxgovLMdv38yaHW7XThdTAmSHTaZlIzRmz40ojRa7WzaUGf4tDYr1ycjsIfW7M+R8tuztB8b",
+	"dgGtgPgxsIj3YMZIS+8hnPqQFHlOugcdTHe6pGFPe/uVl4W1qbxqn+ECEQ34AT1RwDoc1TeLbb9XG9ew",
+	"tBZvWMh/6uE9yJOPeriFPFljDf3kzQxpxRTFPvFdBgpMjyQ8zu7XQuSLcnqop9Vez+lkrf5uL4LjTqJ/",
+	"t9eLSkVgt1EReMMX008QrRXW8s1+VF2ZGV9ssTJv0dy8h43IZ9sI9vdiONH64lilMy3vRaGYi+0fe/L8",
+	"JyLYNZ4aY/hYMAly1MupisYPQgytdWlYKjKJX7eBLWmFzobwJdpLwP+Ee8+dqCJ+gaXRmKgAg3WhE7AW",
+	"0B6XMFwi+uUj4NxZlglg9vDThvM3p/fsbL98UzPefv1O5VhxUHTWLWN8uRuBFMkyPUcOjgs55EZ8s89+",
+	"enn0rHP609HewTdoD/xezva6G/5h5VQYy6ez6+7voKhcxwPVRu2Az0lzAXFgQPPKRSLkpUh3IpDeXhKV",
+	"T+ykItGpSNmM59Y7WvyWPDIDZUSSC+tUgXg+MSI5j7vseZGjvs/c77kmDxmzc82MXwOSVuSWMjOeCBjP",
+	"MfZDxpNEzGzNbJYjkK2eF5NAc8IO1KpEK2O5sgxWYIs9DhPZdqsvd6Nyp//25PsPf2uz1e92Hm8kgTO/",
+	"PetI4D254pBoSXWbc4OrJtII3tMxv2CAG6kSkmzvlLxiYqaTySEb5cJMwukbKDcYKCagdTDOAqGwKRpp",
+	"E67YAZtKVQB5jHI9BR0pZ0mmk4s+ibmhLuCRTuncYpHDQ7Y2RdeeomsYgVR4tKh+4KmzxeFfiVagysNH",
+	"PptlzuR7Msv1MBPTv3005F8sn8mz7PWo1f/l99b/ysWo1W/9x5PSPf2ErjNP3tD9revo99YsB/XXSnq8",
+	"sdwWxj0a5rDf6137WZduTz8D80SqS57JtOPIuRU1/CYrSvGFWLQ+XF9ff8BXX2W3FdNiyrORzqciBeXD",
+	"jQWyt+Jhr/k0m97YXfukvLDq8eqULq+tbnaXl/6SDjlMNt4cPCv4xj8JntnJ65837O7qrm7aSxqw1bCc",
+	"9MtiecnuOvO69X2i3hnxpZDodxUSdV9WybBOfh2pOoURrTVEeBRI0MmNpnBAg+V76HSBjFuRf9Vk6rxh",
+	"neAO23xfcJw1UMlbAbbgF0Ime3u3IpOc5r6BV62SBQg18lCUNnDVx+JI66vnYicKJBvPjvNc51/G9h7U",
+	"BFXD9ropdwTOed3pV6xQ4momEjBw8dIuey4slxlpdpkej0XKCpUKCpfG5SLGkfM4gPr31e/xSwxRv9L2",
+	"iPT2L4XZH2zcZgqsd5S2He7mvUnbwNC7uJLGGjYsLEu1IJ+HC8fjFtOYXXZWxiPI3eIiImDoqcVApTop",
+	"wGpH28JOImY0k6jKZNJgJAh02onIwWwBI4/UU6IlNPOCr5qU0KZcgk07SBctx3q/Cmp7pe2PoIZ/KVS2",
+	"v5HKgLxGON01xPVKM1MkkxDUp2gZmD9Joot/Ae7whi8yzdMzrV/wfPylaIK7Tzdu24wm3bFadzKc9haW",
+	"iI+L4A3uyFYik2TSG9beZS/lDzv/ChsLPOy5SDKpvhyuv3fTxsKkO6mfNdnV3jL/peUuOEcX2IjLrMjF",
+	"eaJT0fqwlgASnqeo0flRSQK4ociBQUG4Nk2YxTCySOMdF7vDcEhIPRqoMs/IJyFV9IjmlKMKLTWE9m7a",
+	"24YsqqXUpE13h+u+SonyJkdXkoQ3+BH35UthUjfQcmXeHSKoFXJ20Z9zYfl4DQVXUvaCUkORMIx9u/AR",
+	"xaXAdu3kgqdIt2jHfv18rLKMb8PSfRmG6LfbE0DY9Q2SygVf3aWmkq351e/iqcgvZSLeKX7JZcaHmfhS",
+	"rM3NmoaheXeKysQ37GDKLR9yI1iCCY1wVoewoTyZkPszlfStC/POpZ1IVY0jPAIxxVOQUxGjPNagokjD",
+	"zKSwVqoxS/VcuawTH+GoeHti739fET7/Ri6sM61fcrVww5kvhWlsdnLm3IqOyzhcEReXUmfcivTcp3Gu",
+	"kRlHrByGsiiBdtCVVcxYO14ZJ2aKT4Vh0u4cAn1OMJMJVCathCOzgdpAZ6wdgpi7O10WBwJwiebLBBSz",
+	"sbwUlALRlLG8IXHy35OY3yle2InO5W9fji6/u5GSi+qM1/DMl9IYqcYRK9SF0nPFUKO+1BciZUdvTtiF",
+	"WHzlLvj37993llNBN928nDnqNt+5sUT6UqSSn5WL/pcrwQc3EEGYeWcKU+/gtVua648Mi5/RO3bgnWOf",
+	"yeSzpcqUbGe+Y7oV8TKO+Z1GWErEIIP/3dmPnW+/em1qKc/mucs8/zrCeD747lM1Oj5xfkXc+SvA2l9v",
+	"3rvxQuoH0Igf8pAJhRmi0rJ2/Obo7NlPLnkvDun6I54ZEe9QvOcrJ41rn7dAvmbyUWIOQ23PXKnSOcff",
+	"RjqfwqcWWB+YE7Ga3xC1ZLpcq8CTxJ4/HX3Hd5Neujf8u9jnB8l3YnfU43vD1odauhpee3MmUnX30cVT",
+	"mWlZ76CHH0WCK/0Mf3aurkq+BU/J7OLZm8qL405HS2vBp36NlsolVMXAxnqhqVQ6Z4UCWjro9Xrse3bQ",
+	"6/Z67N3pc/QXhoWUyn6z36qkCn7n/rc5XzBq+afdlCzwzF+3fCJqKYO7vV6vYSenwnIwVG56yEt/HZYL",
+	"kN+NQihNKfsWmDa62qy+EMorcGf+a9DfWlHIPJlNz+Hb80tpeCsK/wyOv/IrqUwxGoGaquz5qFCpqfw4",
+	"o+Q6qcbnFA/8cBNZuf2urPXK262ntLcCJnDvhFZSlumy55RsigmrmB5F2jiIvQVVLWHt2/0Q3KfQAnGE",
+	"T0pRha3hTiR5ykgLElvAhUY5L9IiE7hhTjMQ6flwcZ4Uxuqp2GLDK9PdtLGgpNxtYz2PGjcV+rxW2YLl",
+	"em5CfSi3mISNthS6ljEjsLqbG/mwf1pmt3mYr3Hyzzn0zoLKpGNKVuSWTbWx7Ok337CUL3zRhbTbz81f",
+	"VcmYbiXmsnLs6V+ohXxoGMBrDctJh9znWmIsN5PGmhozoS02SCTEIm4kC/w1qm1ebXHX08qS9nU3ork1",
+	"1yZFJj0Xl75Cvb5IWMLF4DZSguNfBq3Hg9aHuJKRDL9GrgQdeApezXiairTMd8Js+eqBfFxyyK4pkkSI",
+	"lBi0+875tssvyI+Zht2o3UV72PSVG6eJLqb86oSmtUc59+5fJU/jec6BlVPlmPvZ5oW4jlpFnjVmsuZY",
+	"bffm9ekZo1UloRW7DX739kVco/0il8RjQ7lPb//bm+t9qlQHU1nZy0ZSq2gCK6ktJ6ev2f7e7t+DdsIS",
+	"nWJsOtNzkSfciD7aSL40XafCwM8np68fmRA0wDKQNvpgYK/ZUGR6HrELMbNUMA3LIy0bLhhH+b7TZe+l",
+	"naQ5nys3aDue5BdxxOJLMXLxMvrBTrgdKJ4LlFxuohLvuOIF3HF1dQV35MLXGpF/x5MdR9rgI/iOZ7Bs",
+	"fIrfaFAYeA6nnRf4zXwMf3+DK4d8Cn+H8P0wBbExnOBnOYK/OMJQ4V89xL/AkIa4LUOD31scZz6Dvwv8",
+	"/Buqohz/pjBOMkFuMaHPc/ib4ecM7koUUGKi8bMukK8kqHHgN5d4728XraiVfoS70gv8jNen+Cwxhs8g",
+	"R6OWsDBPUeRAih8x7nkBv46H+FfAzMcTWI2xxG/wHccKRh7bX+HvAr6ZXOBfBddPLKzYpIBrZAojy8xg",
+	"tjR+/hWulDl+NjC3jzjmR41/Z/B2FwKuvxjj3wlceTGF0S5msBoXOf6dw/UX+PSL32AvMg6jZTjz7ALu",
+	"ynL4NTMwqwyvnOI6T1P4ZjqGvZ7izKdTuHeKqsAU12qaw9pOcWWml/h3jtdcKfwLOztd4PdIGwpHVmP8",
+	"LDX81XC9mmFuOK68nubIyWDNZwKunI3hmtkEnjjDOc8y/H4Ba/grh29yjdXMSD95Affmc1gNg78apEaT",
+	"4OcU7jICxjRj/B5HNhlQhdGwngbXxBj8HqnRXAL9mAV+8xusjJ3AU+xHuN5OYU0sUrXFlbFYz2QtfoO7",
+	"YH+DKws+gb/jK/iLsy0MjF8sJP4t8C/sXYHXX+IZvMS9vsTxLwtY1TlmiF/hel5xeNOrBD8n8HZXGr+Z",
+	"wd8F5t3/huvw2xRG/m0+Bo5XtSRhKitsP2pddca6syILjol5Hj/IwdvKQVyam7wBjfUegiUTrsYCYwKh",
+	"WJfKi73/xSXlPDIsDnUV8fa6o7dCmjyCLveKUyHx0ZsTZiZYgiStwwvx6rSfaJ9xFju/QEyAMLHflseg",
+	"8LKYbDkii9htEPxUKpqPDAK3uAtwbx7HmDwyULF7bYMhEHRBjuWlcGVe8HaPDBNXPLFU2M9JuK3IeTKi",
+	"bldCX+rJm0w23O0z8rY2eFaW9F8OBxr3oEkbwbFeSNNAPX7fwnG5cU7lCzhqvY5aE27OpzoXlWLSodaZ",
+	"4Gpl9vjAyh1r53u23piY8NlMKPQP+u1CtyFeOQTCIqpf3eUGs+OvYgY/SpGlIXO7viuIVLBW6Z0ISolm",
+	"0sBB+efp61cMbRmw95TDg8F8uXb8hPwW8Q5yU/hBYeUkguNg5SwLWBJwBfklWTvGqB3oecsJUTtdduSB",
+	"YXCsTCufkTdQewffuBpACZoqGn65QMVyyvMLn40f////9/8T185U1cGFpZ7NhclVUqJVKm9oIiVXl9Nf",
+	"7/f25KAvbrY63V1ND/qnHq5u2Autxp28UAoDsjq/iNhMZxm5EeInH/XQPPldptfIaD/dySs8Nd0yKvAh",
+	"aob0YlplixK/C7kpEvQhVs/H1gd14jI+8FEPXbpU3MU5IRaE2SyeRlJJMxEpPoI7tBrnLpjLLGNDwVKR",
+	"CbvkOFtdjV9K/UMVWdb6cB21/Oib5wCPDic4ci8KRwKFJleJyO709BURsUVVPBLDOBfGrFJurufGO06b",
+	"4Nje6rlh8xxEvGJGsxHPDxG3QIN8KzFE4H3zQplmT+RmgJzqmViaT9PZIOyQm6TLP/XwLV14DYozzzdq",
+	"NRzPk4cVYe56/2Z32KeSI9wwyVO68GZ/F6xwqoU59PpHzIaFzFKHfgfE3Y7Rf/HEAcvFO1UBRV/ezJWq",
+	"CoF7iwoBLSkJlYWtn4zaUV3D4e5BhwA++fk1iJKW1sEVNvC2cPpXuXGq5wrU4/PNzih/WUULjVguMm4x",
+	"XUZ7BfiRwSp49u7tC9zwijHlSeFJPlsNzz3xD2jUKOjO8xWGsx36Q+1Mh5Gi+quvWevTcHaWsl9/LUQh",
+	"0pi151xi4huC2LijuxOx2AlH58R2soBnhINoWBz2BFQRJ1cGCpOSPE+O644neiRa8jg00HxFMQuanb+9",
+	"cSlfVgIrzW7hmtP3oNHnW1+LdzMggIOeA6AigBcEX8NKeD1XiJRgWIEX7vdqAFfu6sIN0uuSK7M6o4Ne",
+	"oNrFKz5dmeR+r+7svG7YS2dzrZ7xMvy1IitWw1J08bmPdW151100nnuIuG7QG6oFCg2HfsG4VxOq1Qih",
+	"TqEaOFmKjjZFReG5H26lSWwVorufePHKsNuJS0dPpch0dtQtNrlJ2DVFgYPkW6a+lddZ2tk6RVQWbEly",
+	"Vqb+Yf3RoRoHF4NYLyu3WDQUkwHiYusjsZy6s2TSrgmkVbE01voR3MTuQQuovuIGTWBFzGIqGFeUEjbj",
+	"Y+HwbMwhGwmbTEDRJQMT9RypxufcZ7paL4ARmY1ALO5B1aiTeMWgbJQ6NarMreRZtihJtUkU+fH9aF8g",
+	"aZVveg/U9Y6O2Rf4mt4H9Ekv6WzuprggosXtH/ydOWOapa7inW5f1UprnM5XZdSH/bF0j3bEFeyS6bj3",
+	"iSOGUM5FMvGRRi/GEq4csMZQbE5ZWZcE5YqimufTUFsVPLfkLK6EOak2qtvodMb1aVxLcTXLuHLQrDOR",
+	"yJFMPPQX04mTG6Jx2GriYvMLrE2CdK8RkhkTrRKRO2Wg2V9j1jxjCdInjjAkLJTNFwjI7H5n6AWLQv7H",
+	"Xq8W/dh0SioeyJXgxDJXpqmeawodbD3lgBU+KnLk2bVZGzYHwwlLuLHuX2nri/SlYjE9FPd+cx7UZk2N",
+	"aG6pNhWB6R0C7UqFaWMGJSKAJWJdlIPynmfco9X4Q+yILWVaHbJMjCzThS0NT7xBmqoXlQUnancpYeHg",
+	"myZXUS2ha5tXp6IO/7XStlOyEEfBgRNsJGD31o2PPltC5fA8xt1DHQ1cennj4GaNUQkD/3R29oa5cl/Y",
+	"9G41e+6glji33+s1kYyVtolfHjEz0bllpphOeR7aE/jNhHEqCL4VtMDNLKXZU3RU+gbevT1xYJ9VnO/l",
+	"B8f/OD6LQcchM7oy2ooboQEkoUm7WK1JWiNCKoVNnleXRUoBl34+0cYhv9fg9Uj0iHSg2rFLLgODnmDR",
+	"EdY0poITXzmRxjsR48ZHchDU/pFhofapE2qfHFCcZ3hrlt5zsnWi22YV71mT4H7rESQxOHW3rLGNguVU",
+	"IFhlFhAqgxTpstewyFYTkrtPLGWmGPqAl0tJKm9pRbfG4Wx45ZGDAvkEX8CfZdWver3E57WN72aNf3LC",
+	"7M1uArPBEtnOl1yDadhoa7vXWWc0f1hLVfdgQzry/PzOZHrQ/RhglUl/umGyEor+FMuEcqhX3woUkXMj",
+	"f1uj+IxkBto6XADMOqgtn4s11LO175J0vWVCy2f1+K+aAtuESX3QyEdIP+rhzi3jo43p3lumd98lsBC1",
+	"Purh+d1ioLmenyfNVRfOwDdUcYoOVK8qAEFuSYDLeKp3SUSXlFo5PK9G4dyzN+SnV98uqpyxJcJbckHe",
+	"EKGjI7ylB3K7HAEM131orvSsJFlxg7opq6Q0YJKXYdI3BiNrjpIC7oX3VRNsPp3xbc/e//SFo/D5fa/c",
+	"/UgN8tZ9UgnfdrUUTZrO9M5RusbR7imc9otfnjD29dqF+xOLUZpeOa2UHi8rSk01KxuTA2uJvWXdxqZ7",
+	"ylKNZgvE/X5E+OINlkj5Q/2c7YY+ivVONc6c9/D9EUMOLNUY0SOTXBtT9gqQzgGz0fXkRr6lGpMWVPh+",
+	"TmrupnSbSlpXQ57JHKOOuVbjQxbDvsbVfosIwe9hMkXK9q6uuhuTYDxO2vkm54sf95Gp+mHqz1e6xFxL",
+	"+FSwNiyFLlA7otY0PE1zYQzsgVIuCRdfdac6R78O1cNUKwh1JLC0E6uvUl90v6of1lPdc0ckTYV6gkqO",
+	"qO+U1c41S4e4T8lxMg3tD+OymULsMiyj1S4WFRz9eCZUKtU4pvaIjKtAwWOBbfT2rq5Yu5IdscNC31Cb",
+	"LzBpGQxJxLtzyDH0SLfq1R5B7s6mCnzWDmB65GdpPH/Nefz5Ikya0tAiprNUGFvW6m9l5y0xgQZ77065",
+	"knVfzK2cJVELd//8btnfdO8tc8AbtO8tuoNELSWu7Lnbhs3GBVwZNgxIoBDhSGvfBSL0PQmUB9RDJPJJ",
+	"OXdBBSfCb07aaTJK7iehoEoNld2tbVbF7bG8qlF5Em6XNLDEan7wnas+wS2yzL1ucoGuVe2WBroHj82N",
+	"U7t3182SfnU/WBpbJxBV1atlz3/gsFW2i+LEAXhFGA0D+qOipshHG8Ds9QXiU8EVpvQ2JTOUEzgv3Y6r",
+	"SUzreH8fLA/ngoxZe7hgC13sRCweayVi1pa2VCz2d3vsH1qJnWigUGKg8GqTnzowDZcsBe9xgEXqO91S",
+	"aZCZ8G7sekJfmEQrasGjHT/Atb7RGfqJOuydhMMsF5dSF+acWhSdb/Lt+AaNvo2Ra4hciQ+6wXy/IwrL",
+	"GzlWhg2Fkalw3HuOfVlvz4Nvz0CDar8FYyUnRj3BamlPKudklWI3ruadeK3nBffHzwJ3+dP52XtpJ6e4",
+	"LNs7JlYnvVIbE0Zs6E8ux1jMQtdEoTEX+5vvJKZH7Okey7lK9dS5g9npBNHhqhnXZf81rBTy6BoqLUnf",
+	"UTxoqnA6PF+onkZ8eLVJ1oe/ff97L9q7vjnH2b3l6ip/KNcZDNOtoAf6LJ5YOzMxFa3C5zi8by7q3cax",
+	"I4Jhs1xecisGSgk71/mFYe1MJzxjqbgUmZ5NhbI7XfYKe1lwf3nEMq1nQ55cRCyT6qJD9+iceW/IQDkd",
+	"vx/aRyYTkVxgCgLLxVga62HXlOulWrbS8/ZBKnlWsuJKZBnfs//kifuum+ipBwULCODoN/1U4AUjkiKX",
+	"dnGKnZUpFoEtkY8K29ze02EOunbA3LD4yGEY4uv2GbVUZoOi13uaXIgFfhCxa1uLLeMIGxy3jht2+tNR",
+	"Z+/gm4GacDMBSoYzQCvuUF2NECm2xPY9BTA550IsMIPl+fHL1+dHb07Ofz7+n9N4oNou+M1ic3FuhbHn",
+	"qZhqb1xRD2lgEUutn2HNCTtOqpH2QHE8wUPquqL5pe/wmWRTLpXlUonctBrwRc1MJB3yjMDzGZCTUCSZ",
+	"T5//zAj60UQsEzyHQRwyhLI5TyyCSYjcdAdqoP7jP9gzreAQSK3MQHVYFQDReTA3bQNMt7oVZDnCAg5F",
+	"ptXYOPt6oFhYYphN6PXuOjsYZhI9EymhXvRDlqi755FhMg0NQ/Z7+12YK9ZOSjoIurBd9lIrQV0dy2Z4",
+	"sgbx5NsJBayOVTyPLsz1fS6t8GNgS8RZBictk1bkPDOsHe8d9Hox6Xn4udujVIi9A7GHNNFxq4HT9B0Q",
+	"EASRtfkyuGIDXmJc2FHn29h1h909IIQPaWB+tQ7B2DuWOK+0TGGvfuKHtPUozwxLhZj5sZ/usQwYlYlY",
+	"LmaCw5UwbqU0NKIO/8j9Xr17URY0sHY8gA3v9VynbpbBCYI32/2GmSLP9RioBy9Lv8XLpEIKUAtXQBHR",
+	"jarAx1XTp77Zr3W3z90rYlIgCkM2FAutUvb//b/UMbfDTlI6/j6LrjYEXnGEK7SS4kZoRpXsO8psI0eW",
+	"OfQ5bD5xLiaHY2ipbZFUXFKoYSKZ6HKsUEqrqTkljUz1uzkmjlVIpOJty3MpTC33qsv+s9AWcRRxjykE",
+	"QH00XaIQDYWTxZVYm4zajtchU8Y7XXbMk0mlMJQTpVWSnFx6H4LVHDLuUpq0on7j1FiduySsSTHlChHx",
+	"EQVyxsei6VBEfo7GgUKINAKLJhxVJeaZVMLzqxcESKzOqkLZdySnvCvjsrxSj+aGsgG0GEcMPrFpwg17",
+	"2itxlOO3x//57vj07Pzs5OXx63dn8Q7wI6qz67LXyrV0zgtlKA+wrIuCpbJVFHLPrA56T6sVtg2g5h4V",
+	"s4rtXJ/oI+Mcj4ZNC2PhQMOOOATzg9oLHD0//+n46Pnx2/IlyvKs+URngnbV5fERXwoL74bcXRnTDwa7",
+	"jvckhWV6NGLDBQu2JLKm/V5vp8t+0KkU9WOJzV1Ye3/36U6X/eTep3rB0z32M1wRvzz6b/8SP/zP2fFp",
+	"vHMII7vuMVr5gb0B67rhoj874wtETjMiG0Uegw0OIPap6sM48f7TXeYOmJsI+5FSWs+0ZtiMJ/bkh3y/",
+	"Y8UVweK6jbkQYtbhYBlXHeAyzSit8JsqUZ08f3FcoSjQ6DJtRNplPxAn2+31ekDLyCPL4YxbiWevX706",
+	"fnZ28vrVKfZjn5crQAOBeDIaNEIk/wUtDoLyijSCQX2nea7covWdqxlfEhQIPRr5E/amkrVoBuoPgmj4",
+	"w2ds/oF+CyD7P+DHTqfDan/hy3htc9OY/YG8+A+2qVPpCJkV3oicKrBiD5aO0BHIUrtrn7jUjLB8cmMr",
+	"yinBYTuV39saERPTmV1ESxm+B0syCpSAWQ5aG7C6o9NnJyer81rN5IUJ7bmluKFTjgyNckKFjC1M33ll",
+	"4sOQEXwufYpwNa86ZoaDOSOTiTPTFl3m+9mwTF4IJ5zxEV4crb5DFVic5r/L/mCvdKm969whRJPxsgou",
+	"vjpoSHKlEfdpxI29vwhr2l8EJ3t12NU2djT+gSe+5cZ1sItlw1K63cHSYVe4eP2eLqVh43O+c8/xW0hb",
+	"hR3tCFeDALURYRQb5MPtSxvpWwOsPvmjHuJTqRJ29amYn5CB+F2UCA3tGzESdg5XJ4d571a7axoOXGNz",
+	"2HI6d20Hu02PjZXJrK/uqC3PZuTquBJSqG7CcUC0pijYKj00FMfAc3f3kO/cpp1QXK3FiVFXQUeEP1xz",
+	"XTRxv5X+bPT8p0scd7uObE0MoAlUnp5xsOYZ8J5gpjG8gcTJBgR5uprQ4m+kNeowi8/fI1baSFxbNpV1",
+	"wDvAw/zcdlbnsKYiqzIHX3e1vMJzxxWpkqRWtnXI4pWKMOTapiz0kuYGivNii+byrZuL622k0NkBhmVJ",
+	"hw4xKLT3J+JjC11QoSXwj4YFqNYT4KPcMV/f+eSQbep8cqeTXu9GC/M4QPF+qoF1o17uWJxiusiZkano",
+	"sleOqfEhKETUWhRMS+Mx1WplLyOJyYlIkTBGpsemmReXh51m8UpbRAohSdqnod1MwSREBo0H2c2S3p0D",
+	"A7Shxb/pBkUVLSFn/K1OodGu+AOtDyKCe2+PxD6tOxJrw7lHN2xU0h/mVDShVq2SPWLW6Hz9G6NGFa7z",
+	"y+x0HbDfwCIN9FC2IqRUiwuxwO9gSRwN15Tm9bPFyaImXflloBxYjPf0xREL8DGYreq0tjqkjFdE6diu",
+	"POiMJjpQmBCS6Dwt8dNwcmHXbc6V4WSmOEniZhJ5XqVzoEnUT4REN9RQ28lAoYaEnNl9DcKr6nUNnjtM",
+	"Ual4+WpMvl/OCtZWK9hOvxhw+UDF5VoQZ7Bzvcqk8UzQsSKo2xIVcaC4YmI0Eoll7b3erkPXDjq1f+dH",
+	"BjTvnarTmLr2OYV4uLBkyOEH2O+Biht6R/aZzQuBRrGXIN4z5yxPaR0qIjzBwcm3Odu/uiLdlaObpbR0",
+	"XBIVywS/dFVksFoF5gHh3nBHheiFQP9/d6BwMyi4xh4/3ttnE13k5vFjdwKD6EPI4YrfhCuPLolamX/T",
+	"58cv37w+O3717H/Ofz7+n/OzsxfxzmEAenQISTCvKV8AG6GUMIxFUHEbsSpq1A6H4YgdXF1FjDOXSEbu",
+	"vzTXMyCdigkdFCMrsgzl0NwBB1Qr0qzWFwNFG010VaVvmNSEo2nu6IIcwsZydB86WPaa6U7UO1D+wBCH",
+	"0zCDiA1zfSG67LnGmY0LDM808QJYEk/4+AW6DNjJiHrJ1dMZw+yiSu4XkaBBGbBkjR0yOYIJROhtg91X",
+	"et4dKFR5YPOqGyMN7IQ36SlLmrzBH/XQDNQL7UDtXLt18vXyypJ0V3iRd2nFe709duT8CzGC6qvERQv4",
+	"QCETwSw63/w0Zu0qXt6O60tWkQqHCK0XwJwojI5jkKEbo9+7kjKHhKx8enW3mndf6sojmYmdEnqItb0A",
+	"RrVqPlnsYJu/ChgRi58fvzg+O66ldNPPpiqzJ04yeMuqzzgj7CK8Btd0oGCTgOg9iCDo7sbqmSm5g6HU",
+	"LUTD0CNsINBl/9TDWkDL11E62hwoT3Uyp6dSZXlgDwifwTJt8CyBuKapU4Gng15LpUD9NC8UHd2BasNq",
+	"TksviLQ43ZlInQ/RwHuV4TMPHGccESFAGr6lK3axc5mI7kDRC9HBkLn7lV7RVb6wx4//jlklgWehJ4vW",
+	"FzYuJA7Eh3RSNzIxFr89fvP67dn52+Oz41dnJ69fYUjGR7wq2O3K5jobqFCTkvAcFBdmbA5HxAEYOE83",
+	"DX0y6rzSSngd2h+Lp719ctAXyrH8Lkh9anzU0FiUtUFF9645aSM0E3EEYzlSrtEoApNM4twcWelLkWPx",
+	"rWt4D+zxkXFrYLrsiPmnknSk74M5345/v46DBuewqXBJvafC+w0m3Oygq5OO06XIDWa5xGWyRhz4Ha1U",
+	"5AQp6CLwSAqxd0ECODXDTwdo3z+wHS/h/oB25E4+cQujiR2QcRy0qaAvWH4h0LjRM0q8ry50YNKl+Pez",
+	"DY4XV70Ly+Dek0QELj3LNPbF4yTNKkMjJ1siCJgLix/HJOSAzfOOETOeY5YEIv/rERxZaRfM8rGJaCPh",
+	"CKa6GGZUhC2M19ScVeaMNV9h0i9fsc8Grcung1bM2hj62d3t7XTZkVc4RAZMox1fPo0DvdETIhYPWnTv",
+	"oEXOaYomKo58AJ5Oj+2yMz52Xmc9nfG8oiYNFHzqw1iXPZyGs/pjN61udTcK4xQbd8RoOGm0As1oLvgF",
+	"i98/8S/kaB79JMLsHK6uNnpz+AVmULkjjpEAcuAR33n2+u0pxoyMcK8Qot64F5eEpWsnYMOGCGzQXY2P",
+	"fFGvcditfhnLIt7AM+C+XkT+dHz0PHYqL/nNYRo+ioObShwFrTEsDW9jXIsFeW8ozrYTle77MgRxXM44",
+	"PPP1GwoSODa119tnrzRzcWZHquTIxNeB/YUz5dYJHt2meRP7vyQmTL5AF+uj4x2eVJ1bmTiAysORR9Pg",
+	"FkYOeh1ZE7KM4v8AMg9DW3zBEu60gKM3J2yU6ynZELkcS2UaE3HaMezt+dGLF6/fHz8/f/325B8nr05j",
+	"DHsMFz4GCMr3Tpe9yQW5Fg16Q4A/+VaXFZuC3AEV9SXy7AKjRw12AFxRcRtEdeUmqvZkjRoastK4pyhU",
+	"O2dyivmXZA3mAo2fRHSOZrNMghZjNaOEkJDD4RKezEC9xQQhrBopXZsep3TZNWpCk/1gyMOFLrpCNRLS",
+	"DlSAKjDMagR2iH8fYHbLoBWxQVlrRv/ENKbWtaMiFsO/QzXFEqD8QHlEeXID+TdxyGDsl1PLVQqGvP/l",
+	"Q9vnMM3n865xP/scJkxo2sGz+fjxqRwrkT5+3K/VcETlv0qsfFpt/72RY8VtkQvPc01U4pPDXq2FKKcj",
+	"22X/JXI5oqhkGIzpS2/G8Dl5Gp0aOOO5kWqMI1svQcGMZGGGhk3JauGKHbCpVAXmFmRpl971yLcABlUc",
+	"Xpkrv4MloHDVM9DgEHBKVFu6U4osQY4ovwakoxxVrwv2i1MOSYYZnzFMLgH8chXrAkYO9InWg5ub0vmU",
+	"ZyxBE2yIPC/JuZn4RBO0sEOyhCLOKW0whFm9XsdY0PRXqnXI2Op7BdZNPcWZuAWFAyyJerhaYMmONFQ5",
+	"Ycwhy0Uqc8qwcW12iGJFelga+iB3faSKuLQPxrq39dZwe7fHTIVd7URU4oNTcPrwATMRbX3Envbov3ts",
+	"At9NkIHs9uBfu/vwd6/HKNC3t88mrI0C4SNsVn5Y56LIdL3yLELp0Q7apC7Xk9WTwE13yaOHjrz9ve/g",
+	"TQ96T2HqE610kYu0y2KfXR77+IrxowYCcBbkYY1rkbFSVvORSQ/yYSUTvRq8cdv3X9LIYYYngUp0V5gf",
+	"GndPyvF9NtBS2ju1Z0OLHZMQHC+lzFEaI9QcxkiOpjx7niqRG/ERTqfCbclqAplnbs4QTTJdpJU8Ueaz",
+	"PUGLq+SIVuvEeGILnmULnxB66JxOSxvqNwDlySvtKuMWAn0r0njFP6j1lU1ph0i0r3rbwWMb5D2Yl+RZ",
+	"8Y8k+zO4JipdxhVpNWVciHxNXrV3ohqPRiUCgTmbIS7sdX0jArDRQNW9Xka4HC4MUph1yUIgRgbqD9cV",
+	"nf3hYhp/+CywDekPHiWJ/cF2ez2cILm92R8+U7cKl1Sm4xCmEr13AFgiWVDmR7mH+J//YHsH9UfcydUc",
+	"YYzOFS4D6668BT5vGeOJ/QF8CB68W6a7/BG8tKS+aRVsKE+UIeixpDOy9n5vd4ec58dlO3rSPodFciHQ",
+	"bop/jctnUD6WGEk4QnDmsgWJ2XheiTTA/o6FErlMBioRWYb0w3g21rm0k+lOH8QMzRIYopmJasKU23h3",
+	"SBxnJC+Hw40Dxh7P4ycwtxCvWkrtw6CPJ9mSxNt7V1cR+oNhT4CL8kxeiB2fCkieQ2846BGhaXWksKMO",
+	"aEJ8JjvwNjhyx13X2d1FPc3YvEhA90g7lH9ILA7PCGblunxP2ERa7f6qegrGpSOFQevw1+93e73D+fe7",
+	"oOoRCeK3ewfwpXfkhzHqN+fff/f3Q7t0b/793j58iaB+qDHmMckQBz/od3ugyFqacWNc7yGl50TLNq7s",
+	"l994ciNiQxUiH2nYqMgyx5fZkfJEOVAkbnwsrkaYIYjZcAYqlbgVnx5xqYFyboNihq4cBAhPuHKxN/Qj",
+	"UzcRnJSZCd+cY7+36z1RSOG0N2UaIDLP11RaUOK1ucgd2FZ7362P165mG7J2bd2igeJendx1ztrV4O1h",
+	"cChh1hK6GSm1hXQtfzjwQMnpLAN1d6BMkItN0UGwG2Hy0rsUnQeU7O7mINj7oKg05YO+Fak0UYUIPId3",
+	"HgwPx1bzaB7W3HI6H1CdHg1GaU0YOQWNwzlvvCrphAPmxBpGOaco6CrdmIGb1mGtgZnqwiZ6KlbkCl1e",
+	"6dkMFztPuFn6uZpb5j/32X5vLwq+tloaWTVHrM+Wh6gNvYp6freHNI5Te9JyY2l4ThnHpcBtHzTNKJCg",
+	"ex7KDqp0mhZIr5Ub5xw9iG/evn52fHr6+u35iyMMccUsFHb0dkoTIZnwfIw0PVBSdchv4HRyPMZwhvUQ",
+	"CcdV2mQyEcpguVhAgsxb/dbLkzNsgYilHvCP66jlMCodkKQz8v36GdR18OinYqoV1vyABlASf4Sezqk0",
+	"ViYI9Olc2sD3FyrBMA95TtEKZsFCDoiJ9aoT7DWIal6r3+p1d7s9xH8yWmEJD38ueSYS6+pZwP6G3zqu",
+	"wZrOx09QMD3Z6+31Ort7rmKtFbX0TCgYv996iqNiDdgEK4Ke8LJL/ripaO0nrtIFKvqo4FLOO3prnKaI",
+	"vrrmMpJqumCX5kEi9yRt9Vv/ENa36C/RJnBSe72er9FxzRSqKfMfXSWue70bagz9I7D6Z7UerzI7x9hh",
+	"wCA7143urn1SXngdtZal9tY3u8sRS8l7sG68ma48SenN9nu76+4IS/vkXSV1FJ62v/fdzTedaf2Sq4V7",
+	"HpZDHdD+bL7vxOUGBYDkg97Tm+86pSSad2VGCdWyhaNa2bTgpawXO8Hp4mOstfObj6gnT8oa5kZKPy67",
+	"zdtqlzzvFwn2jRLzEoUDNJg1Xp6BusHNI23waZk+Cz6f9Q6fgap1oCSWVz9VL6Sxx74wOLSmM2vLWstL",
+	"nnhCbqpblalPlsOkNHrjAO7rSqyxwAS7c7T6LWyOV/Lcej8BX6zHbw8Asjo/7PvuCvtxStJghuO6qXg0",
+	"iq34R7WP5IfPyKfKHpMNnOooRKfpNf8F2NUWHOQHnnpAr38nDgdEwEJtv2dl7kxXORm6vtays7euGEwH",
+	"sCV3XDcJZOpQ+rnJfJ0wpkD1A21vSdu9/ZtveqXtj9oh5n6Nh+EfwgZfbtNpuK2MwxtPnhNKQbMLmUTS",
+	"3QaNWjNtGg7jfxbCpXhU3dJgPM0jnwo/yoWZLOGP9dELWCuFwOyUsbwUaqDa8wm3aKSjXVUHBsGetaCd",
+	"z6URJer5MtR5NTRkNfm6cIBHTopiimstpIP1tGGAR4YJnmdS5KVP27EarxgN1IWY2ZAc5WD1UMvyiS6h",
+	"Aybma3KF2YdNCk4dSL7E+f5Bp4t7Y1PNaPXX19fXK7xx794e2ghmtYZVVvz/LumtrYDTe/DAlV3GyJnf",
+	"6J0HJvvZmGxvCya7hCHz3OP3wP27W7DNN1RhdKY1VsrSfQfbvF0oHXopUsk9Nt7XKBmw30M9zLdOXZpg",
+	"E+vf1qpKRy59Zw8xHHyDX+9ORFyx/FKqcZedVMJqVheubsxnhTaqVK6DdrNOtXkN6NbXP991qSsgMK3+",
+	"Lx/qSualUNTe1i/Z65Bq5Zbtox6ut5ZfVYxgarwpbGfGx1K5FLsL4QROJk2Dsgla7j/hAZ/RSv2oh5/B",
+	"Rt0Ce32Njepyq00opaXA7YbpEFziduKj0lr5s1qqvo/xRjsVXvNByPyrW6kf6QB7DoLnueQdwT6lBPNV",
+	"HvIsZPWHRsfYK8n1NA7d7H16ZbU5JSY8VKoGjpwehMUPLnKVF8oc3jr5Hx9JKdeIwozVfgNFkyX/dyhC",
+	"WCnvLgGSvmtSXmmQf+ph6/Me0HVqo18w3+P94Xh+Rh1wzWZWIX/qm7odAKFvgdkAPBjggF2vgv3edw0N",
+	"DDYhGMDKflhDPM14BpsBEVYsjTtv9lfII+m0E79YZZNRs2LlVvqRqWatz3I9zoUxXfYe9VMqmm7mmi7H",
+	"t4ZmNVC1GH+far2qOQDIzjDXw2fPNLCvfwj71/Gur51lwW1hC5r61y1nzJBkgo2Shs11bidsyi+kGh+C",
+	"OotZHKW1AodzHUl0azrkpmYJDw7Mz+LAXMcAbmf5/FMPg+dyKmwuk/Xm2VlIcX2E5SVwsQ9kvskRnkEU",
+	"hiGoFhZbUM4hYY6yXrfX3Y9cIbFJcj7DbFGPg+AbQWC+NGH4WDGdZZjRp1LPuNqI43rum5yG9hGOwcQ7",
+	"0UBV0il89g3cWPna32/OrbY8i/ssybicijQKxeIRk+qcskOigZpKg6VKlEBd1t/PtM5YO56Nr+DT+eN4",
+	"J0IFNgpINBWnGhYAhJytgcIMM56ZEsjtHxr0SiunwnNo9Ba047E+fxxHLHbfwIO67JVeymjrk6fVCJfL",
+	"kucLUDdlasiaxmx7rMgzh6iNkhmrc8J8w38Uw0wmjEA4gMyyzA3Kp2IN+37p6OZGFg6U8QSR1w598vH3",
+	"SBZ1Xr5s+DZrnQ5XBwsdy2IvE1rE3IeCcM8OksohmYY1W+sqcRk2XS/s1p9JPhXs9Uxg0U2qk2LqoXYx",
+	"Rd6Ps+DTLI6oRi63lE3zz9PXrxo9TG44+P1TRfMKJLCf6tPubphuBSvfYz437/vKe1YS7+fcYLGyxSTl",
+	"L5QIsK7fw/ZiOq9b5BsJATZwIyFsvzZRHQtjEwn8z9HLF7cjAT/PW5IArgU8DSVI99+IANwSryWAgOC9",
+	"jeO0y97wsfBAAwhsRmm2IZvQMqmMyK1hbfKxMudjBWmtFbpCKj5LsrdWPa1vys6Mn83b6hNP78njWsE7",
+	"/2Y/umWjYJjwPbhU3bIFt2qzWzdkjAYUfgJXcXaVNFhktm4J6i0uy3lt14pnuwkFwJUt54INNm85lc/p",
+	"cnb7cLPb2b/5g2/rX931XOk163lxYHJoWjXmYTzDjHLDOGLwY7Z9l53ykSAUii2gxfoBKxmrdyrgsFRJ",
+	"6E6ca2LQZUcl8hWioRHAJl0G8wj4G8SaXPsf7EhXdX3v9/Ya/ck4jnvxWzP3yrv9LBYtOsL3n0xRm2Ql",
+	"l6LaT8TmhVjNrdi9bw6yTlEJRRMe3WiJgRyf8fFNJxivuY5aDeAEN91a3hLuuI5aHvzgprvDdVWe9cDp",
+	"VrxNe1slVgAdPHdHduuEjvpJOlHvjPgLkzn2bjvhtwjh+pfJg78+UHLQe9rQz/wGrMtW1NqI/gkWwdpg",
+	"yjbQmLXgSjPc5k7fF2BRbQBVYXXZ67zu/NoSclQq1A8Hqn0DsOlOv4rm1IT3VwH5c9Vn3YE6JvjKOV9E",
+	"Ttxuwie9QRQ7FLI6al91VlQ7Qeg5BE30LxU/2HyfzRd0JTn1K1EpFMel6tGsQVVt2e0SzasrjztHAIo1",
+	"DLdTqurmHmMbGx9gp6c6pNRAWc3GwhKiWw17qZqhVSpfVcC3JgfJnVWkEczqJaVi/gkmzg0KyieoJV+f",
+	"ZvCU4kNL7hMN6ncqRzKgRRMlGXKWrICTSeP9z/9Wi/cQxLv3IN5GfnlbxuJu9VUDvnHxsmMDmzRNRT4G",
+	"FmCTCaEL/v3pd9/s9BkfItETggR5ERHWnmcIBeBaw+Ziqi+F6Q5U7KFrqN0KjJpS8SQ1jGvHvw9aAd6m",
+	"1We/D1oX8F8Y6Po6DMXiCwSAXLoaryov4lm2Q9jpy6ibQa7XGy4gROXMdWNoQM3k1TTdJTxJaswW4Ck3",
+	"y4N3iJ15d5FQFQf3by7XZleay1FtSNy8Di7W3+5l+C2s8T9N2Dls0xIePagTSsw9sTww8y+Bme9uY1RX",
+	"+mP8SJ3o/zrb+NvbzfetPxNfqeSi014KL+wgEc5bte3tBjPAG4K/u0/Xm2voQ8tD18ewEvQjcLZcGJ2B",
+	"iPCdgDc1LGzU5ukBZ1TIvcS+V/kJhqeMGPvwFF+aYcREd9xlcdkFKwRIZhxrN3yPWOdRWOaVayoFfuGd",
+	"3zofft+NvtlvbKj8YbssjIldjtHemHVx5BYU4yIOY8CDCc8qzeXuLTvzLgzqlrzmnkO7zx3yQoUaHDDA",
+	"2tgupr5uW0YkVHM3Ss5miNjkICjnOmA+IXJjqNhsJPy3gqfS1e38+fVEn8iU1mxE9Z02LD3iFH3WcqS3",
+	"7hmfMUbugc4/d4g8F59QouTWOmBpVHwPTRMsm+XdY/z+c7paaJ9vDia7dXiIJf+rx5LzcPA9//GsYH0k",
+	"2V2BaLjYTTr3qoU7Lcu9QzON8LCl97LsT+egYweqbNzgOg1V8oD8qUy4cuVNPEVERKsrwNQVk7g7ULeK",
+	"bGPXimrnSzTCqQuU0n7UgarDiJT9Cgi+sdYltuwvBQOuD2DTYn5y/HqVpblOFP01rSdI7fN9DoKVSY0Z",
+	"HKwhQi1EPtSAW0bIUKYG0FTrEiuzjGEnIG4Dcm97f3evlO47sDsLZTmBjlYaMHBsG+T6h7C6D94tIXJh",
+	"OuwlG/bulRoTbmSrnyvCT7v4FwX4HQmt8Si4jVsX3n8I2X+h7ogvso6uITzc2IO4Fh9u7tC7MUTsWUqJ",
+	"V+t789QDw80NkHciAux35z10rNqy82/tEWvaC0du0Fr0dudfLcxa35g3vvIKX/zGJbpt6dVX50/b+0JO",
+	"6N7exhPa3DB44wmlvsYbT6gTK27UTb2Fa8dpTfficJxWuxDvhGZht26sDFoLlW21b27i/LUf3q+1Upi0",
+	"l8YYY2mKVPwg20P/1T0Om7D/1inhDX5QNPXXu0A/yS/x+S3/zUrig7n/EPlfjvzn/misO5TYvwO9/43O",
+	"glPLc0vlTikhiIxkJpYO5SNTFm7ovLT3XUa5VAP1S1ypFokjFpcFG/EOa/vM9KfffINNeUBqZGkNq7hs",
+	"Hxu6xpa9TEtcE5ypYdK6rrCVPrJlfTpc7XAgDLk7Qt9ZrEIfKOyJWranXBFdlC3IrB5jg+F+6Kzc1NOX",
+	"pl7iKtNLtPEzdc3Gb8NMKYHe9zDADeC+QctHPdzkjYDt/LKz6WmOt7K19/4kkIYaBZGjC+bqKElir6ly",
+	"lx4s8b8gH/RPN+Efsue/YNWTrAPuzmlNypFcq0m5zarne98B3bWfTvQl9m7EXGD5myD8hLkP/Pum4Uyu",
+	"00ndlD6jSohPWKsSIvrXg0r4oBKuqIRAGQSuspw/U56b2+oQdGdAeakeuSf+rGyEFQC9MvJALw7NRVr0",
+	"EThlBFXJPnt2+l/eVeCaWud6ztoxZpwk5tL7DwcKU1B5nvNFtcK2qqK6rhZlH1k7EVPWjpdPZbzTZUdu",
+	"5QbKtV6kJM+o3l7cqW2pFqa/ktHt4jTVru9Nytxzt153VefuM/NfWjHFG7US2zi+fH5ktJ09+yH4vlq4",
+	"UUixfic3wTu8/fEZ29/9ttdMDt0G83wDm0TiW+KVrvV157k0HmRodRYxt5YnE3SCBTR0MJAUnwofpSuv",
+	"OcQf4bfvB618Zs939552E3M5aKE2ud4vsZIC8VBAsV0BRSnQH5mHxNsHwXk3wekZ8mZV8xNF5kqT4ftK",
+	"GWOnIsl970IST/A9xZJXk8mWIN4/bzem0Mb73sGu53+tw3ZpFbfoj+TX+0Fn/1fP2vKofaJyxDw7cXSz",
+	"OYFrDMcXM3LfvX1BaVLYmaRsXWJQA8EOcMvNVVg7/mXQejxofYgJJzHLdrrU+dLVUjvoVRqt7JVi5BjB",
+	"qGOD/CQ+dGCu2PCaUorQOqYOcAOVa4snBzVkLO8GYxndrTDtaWEwNQCxFmFaiNlH/4xpOGdtV/pvDxTP",
+	"MlDUXctzpoSd6/zCEOYjNTxPxaXI9Aw0rh0y22mhKM9rojFxziXyw3OwZvfGHureXCpbp1ca+K73yS4x",
+	"gtbn9K0uPesvSmhamsV7aSckgdZ2z3JXVsqliMQ+QWN7yGe6V1b70NtlW58k8WbGV7h8M5Nv1Pxu7D/w",
+	"HL+vc+hQSBp6WU0kcN3FIZsJhdG7KkxsLlia69msSQ2k4Zs4V41l7K+b2EMo+sF8qhUsAVFsfSSim9E6",
+	"As23y17rXmjshINQh/Bo8tLfSOKfzSC4SRY+OCseTtunePm3PWq3M+2XiPgTMCDA5I2LPIujFQMlYnFl",
+	"ILBXEA5ioDw+g3RnPE5d+7m4W37uM9BvY9cupyLx2s4wcpknAzUVXFFRCzpGtCVHYsatyHcOqyOOeGZE",
+	"7FoTmmoLSd8Ok2dGE65ipWbYD3BbLIk1sA+rzOpLhH9Ya4PcLwzEp5g6fzpT97AQDYbOAy7EAy7EAy7E",
+	"XXAhPtW+elLKhrWe9tdKlObUTOSuZyfKCatrqmgER7nilhc8mdAxJ1c8t1ZMZ3agpjwVfSyzj+odj6g0",
+	"IGITPWcZKK6YYKgvXOIJt2yO9Rug1DZJiYrz/nn5ap/Re7/cNPkevfdTM/4S3Pe+o/HN7vuSmB5s3wdt",
+	"fMnhX+85vtSsx06EzD17MJ9PT9/ACdFTLzpkP9++i/waq6AxeHFiTIHw4aD40AOpZZGz7qVlbXT4I6aD",
+	"nIpqkGGny3501UTYYmxvn010kZuBIh7rRUIIYMw1Ri24LUD5lqrsBh++jiNmZjwBpR1eyYK+j4p80M+X",
+	"ZorNygOIm2N5GOPw/eGp1N3MpXUiQBd2oDJtKIPeTaHLYn/3OQ1/Lq5mYCWccxszwxemBGPRWVppAuoi",
+	"Md2BeosxFhgWO+J5bBYMdPjVgbVF48MNJBBTiN6HEukbu9UjTSxtrfPj/3ka9Z2CB+WGPejUD3z7jo58",
+	"JH+q5HBxT+OJv0nNrMME/d4aCp6L/Kiwk1b/lw/AD8kp0IT09QJDjM5p0I7H2J+NdZ8k0zSgKHT4TMY7",
+	"rahV5Fmr35pYO+s/eYLByYk2tv9t79sesl03uXX9IxDpo2whUeplATptVfV7qZVYOA4tUux6VBb8RS6l",
+	"pETykDD2DHhrdXxfeLQ6/I8yo4k1ZGhGrtOSywsd8uRinANdseGCuhPWHkGpOKuPeKHVuOObKc91fgHa",
+	"+0xnWYSpMIRkgT1PK8Nhs8NmRdhDiHCFuaOIRCpAZzfM6soQR3RdwyghvYaKTnwAH2hNpC6GX7bsI2iV",
+	"sgGd17wrjwrEuPosTG0n6A9KCajUbpENYnSRJ5UGd15ElcMfX64hDoLmiljuwbCi0LXRz963oQLmLLJR",
+	"Q0/ByoMqAFpAznP/WqiVEDwMQc6vL1o7CrXLdCWBqCBu/Zyb0Naky+KUW951IO/niU5FkLsLhPxGK4+W",
+	"xDkpS8+fKYaEw4Y97uL65GLW1jmLH/u65LpsddeS68BtXOuOOt7J858IT2Vdyu3qLWdyKozl09mt7zz1",
+	"WpO/8zO5Et80LdA2vr3//u+mwBGerbTLjtSC7V1dscR1p0SWotMFKJhyrLABAXlkeqvD/EMrQdkrgQSk",
+	"CT5er0pRG1GgHA/+C4wRR03FiBdZI/zegi4VmRGYvK60z8UJGp1AbVgXNqK0E5tLATohnd9kItIig+fU",
+	"pNjSiVnnIfGXBZSZbc5WuJi14zevT89KxJ+QCo1HDvkbnDs+m+X6UqQ7dz1a4Ylbna5Tf/XDAVvfH255",
+	"jR7O2J3PWHl4bjpmLhywzSFzWOB9l9jRiH8L5+/o7NlPFeAcRE5w9y6hcsDpweAZuRvjux5G9xJbHUXy",
+	"2T4cxPUHcWmFHo7hnY+hP1zrDqHDythK1K2Ar1WABssDMNI5Hs+gdGpMUb3twVqe2OaTRVc/yLgba8we",
+	"RNynn62VM7P+cGHV8c0GWiiyrjT3Qkv/0BllCMYZE0anR7k2fIH2++2Ns9q8bjpYcOmDaba57PzBMvvk",
+	"I1U9KTecpy2FlStlRVyb1B+kXJgis11fg31e5FnMRsImE8ykuuNJ2lpKwdUPUurG8/Qgpe7tSN0kpa6v",
+	"/08AAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
