@@ -75,3 +75,15 @@ WHERE id IN (
     LIMIT @batch_size
     FOR UPDATE SKIP LOCKED
 );
+
+-- name: JobListAbandoned :many
+-- Unfinished jobs whose River job will never run again: discarded without our worker
+-- failing the job (its attempts used up by crashes or rescues, so Work never saw its last
+-- attempt end), cancelled, or already cleaned out of river_job. Unfinished jobs are few (the
+-- table keeps finished ones for REPORT_RETENTION), so this scan is cheap.
+SELECT jobs.id FROM jobs
+LEFT JOIN river_job ON river_job.id = jobs.river_job_id
+WHERE jobs.status IN ('queued', 'running')
+  AND (river_job.id IS NULL OR river_job.state IN ('discarded', 'cancelled'))
+ORDER BY jobs.id
+LIMIT @batch_size;

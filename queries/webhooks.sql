@@ -18,7 +18,9 @@ LIMIT @row_limit;
 
 -- name: WebhookEndpointUpdate :one
 -- The If-Match check and the write are one statement, as PaymentUpdate. Enabling an endpoint
--- forgets its failures, so it is not disabled again at once for failing since long ago.
+-- forgets its failures, so it is not disabled again at once for failing since long ago. A
+-- patch that would leave what the API shows as it is updates nothing, so the version and the
+-- ETag stay: a no-op must not make other clients' tags stale (as PaymentUpdate).
 UPDATE webhook_endpoints
 SET url = coalesce(sqlc.narg(url), url),
     enabled_events = coalesce(sqlc.narg(enabled_events)::text[], enabled_events),
@@ -32,7 +34,18 @@ SET url = coalesce(sqlc.narg(url), url),
 WHERE account_id = @account_id
   AND id = @id
   AND (@any_version::boolean OR version = ANY (@versions::integer[]))
+  AND (url, enabled_events, description, disabled_reason IS NULL) IS DISTINCT FROM (
+        coalesce(sqlc.narg(url), url),
+        coalesce(sqlc.narg(enabled_events)::text[], enabled_events),
+        CASE WHEN @set_description::boolean THEN sqlc.narg(description) ELSE description END,
+        coalesce(NOT sqlc.narg(disabled)::boolean, disabled_reason IS NULL))
 RETURNING *;
+
+-- name: WebhookEndpointGetForUpdate :one
+-- Locks the endpoint until the transaction ends: to tell a stale If-Match from a no-op.
+SELECT * FROM webhook_endpoints
+WHERE account_id = @account_id AND id = @id
+FOR UPDATE;
 
 -- name: WebhookEndpointDelete :execrows
 DELETE FROM webhook_endpoints

@@ -13,6 +13,7 @@ import (
 	"github.com/caarlos0/env/v11"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/ratelimit"
+	"github.com/payments-api/payments-api/internal/webhooks"
 	"github.com/redis/go-redis/v9"
 )
 
@@ -40,6 +41,7 @@ type config struct {
 	WebhookAllowPrivateNetworks bool            `env:"WEBHOOK_ALLOW_PRIVATE_NETWORKS" envDefault:"false"`
 	WebhookRetrySchedule        []time.Duration `env:"WEBHOOK_RETRY_SCHEDULE" envDefault:"5s,5m,30m,2h,5h,10h,14h,20h,24h"`
 	WebhookTimeout              time.Duration   `env:"WEBHOOK_TIMEOUT" envDefault:"10s"`
+	WebhookWorkers              int             `env:"WEBHOOK_WORKERS" envDefault:"20"`
 	CORSOrigins                 []string        `env:"CORS_ALLOWED_ORIGINS" envDefault:"*"`
 	RedisURL                    string          `env:"REDIS_URL"`
 	RateLimitDefault            ratelimit.Rate  `env:"RATE_LIMIT_DEFAULT" envDefault:"100/1s"`
@@ -214,6 +216,14 @@ func (c config) validateWebhooks() []error {
 	var errs []error
 	if c.WebhookTimeout < 100*time.Millisecond || c.WebhookTimeout > time.Minute {
 		errs = append(errs, fmt.Errorf("WEBHOOK_TIMEOUT: must be between 100ms and 1m, got %s", c.WebhookTimeout))
+	}
+	if c.WebhookWorkers < webhooks.MaxInFlightPerEndpoint || c.WebhookWorkers > 1000 {
+		// Fewer workers than one endpoint may hold would let a single hung endpoint stop them all.
+		errs = append(errs, fmt.Errorf("WEBHOOK_WORKERS: must be between %d and 1000, got %d", webhooks.MaxInFlightPerEndpoint, c.WebhookWorkers))
+	}
+	if attempt := c.WebhookTimeout + webhooks.AttemptOverhead; c.JobRescueAfter <= attempt {
+		// A live attempt must time out before its job is presumed dead and run again.
+		errs = append(errs, fmt.Errorf("JOB_RESCUE_AFTER: must exceed WEBHOOK_TIMEOUT plus %s (%s), got %s", webhooks.AttemptOverhead, attempt, c.JobRescueAfter))
 	}
 	if len(c.WebhookRetrySchedule) > maxRetries {
 		errs = append(errs, fmt.Errorf("WEBHOOK_RETRY_SCHEDULE: at most %d retries, got %d", maxRetries, len(c.WebhookRetrySchedule)))

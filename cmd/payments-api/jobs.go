@@ -9,42 +9,79 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/jobs"
+	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/reports"
+	"github.com/payments-api/payments-api/internal/webhooks"
 	"github.com/riverqueue/river"
 )
 
-// sweepInterval is how often expired idempotency keys and reports are deleted.
+// sweepInterval is how often expired idempotency keys and reports are deleted, and jobs
+// whose River job gave up without them are failed.
 const sweepInterval = time.Minute
 
-// newJobClient registers every worker and the periodic sweep, and builds the River client:
-// one that works (fetches jobs, runs the sweep when elected leader) unless PROCESS_ROLE=api.
-func newJobClient(pool *pgxpool.Pool, cfg config, logger *slog.Logger, keys *idempotency.Store) (*river.Client[pgx.Tx], *reports.Service, error) {
+// background is the job machinery a process has: what requests and workers enqueue through,
+// and the client that runs jobs.
+type background struct {
+	// runner fetches and runs jobs (when cfg.works()) and runs the sweep when elected leader.
+	runner *river.Client[pgx.Tx]
+	// outbox records events and enqueues their webhook deliveries, deliveries enqueues
+	// redeliveries, and reports enqueues and cancels report builds, all in the caller's
+	// transaction through an insert-only client.
+	outbox     *events.Outbox
+	deliveries *webhooks.JobQueue
+	reports    *reports.Service
+}
+
+// newBackground builds the River clients and registers every worker and the periodic sweep.
+// Enqueuing goes through a client of its own that never runs a job: the workers need the
+// outbox, the outbox a client, and the running client its workers when it is built.
+func newBackground(pool *pgxpool.Pool, cfg config, logger *slog.Logger, keys *idempotency.Store, m *metrics.Metrics) (*background, error) {
+	inserter, err := jobs.NewClient(pool, jobs.Config{
+		Timeout: cfg.JobTimeout, RescueAfter: cfg.JobRescueAfter, Logger: logger,
+	})
+	if err != nil {
+		return nil, err
+	}
+	bg := &background{deliveries: webhooks.NewJobQueue(inserter)}
+	bg.outbox = events.NewOutbox(bg.deliveries)
+	bg.reports = reports.NewService(pool, inserter, cfg.ReportRetention)
+
 	registry := river.NewWorkers()
-	river.AddWorker(registry, reports.NewWorker(pool, cfg.ReportRetention, reports.DefaultPageSize))
-	// The sweep needs the reports service, which needs the client: it is filled in below,
-	// before the client can run a job.
-	sweep := &jobs.SweepWorker{Logger: logger}
-	river.AddWorker(registry, sweep)
-	client, err := jobs.NewClient(pool, jobs.Config{
+	builds := reports.NewWorker(pool, bg.outbox, cfg.ReportRetention, reports.DefaultPageSize)
+	river.AddWorker(registry, builds)
+	river.AddWorker(registry, webhooks.NewWorker(newDeliverer(pool, cfg, m)))
+	river.AddWorker(registry, &jobs.SweepWorker{Logger: logger, Sweeps: []jobs.Sweep{
+		{Name: "idempotency keys", Run: keys.Sweep},
+		{Name: "expired jobs and reports", Run: bg.reports.SweepExpired},
+		{Name: "abandoned report jobs (failed)", Run: builds.FailAbandoned},
+	}})
+	bg.runner, err = jobs.NewClient(pool, jobs.Config{
 		Workers:     cfg.JobWorkers,
+		Queues:      map[string]river.QueueConfig{webhooks.QueueName: webhooks.QueueConfig(cfg.WebhookWorkers)},
 		Timeout:     cfg.JobTimeout,
 		RescueAfter: cfg.JobRescueAfter,
 		Work:        cfg.works(),
 		Registry:    registry,
 		Periodic:    []*river.PeriodicJob{jobs.SweepEvery(sweepInterval)},
 		Logger:      logger,
+		Observer:    m,
 	})
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	rep := reports.NewService(pool, client, cfg.ReportRetention)
-	sweep.Sweeps = []jobs.Sweep{
-		{Name: "idempotency keys", Run: keys.Sweep},
-		{Name: "expired jobs and reports", Run: rep.SweepExpired},
-	}
-	return client, rep, nil
+	return bg, nil
+}
+
+// newDeliverer sends webhooks as WEBHOOK_TIMEOUT, WEBHOOK_ALLOW_PRIVATE_NETWORKS and
+// WEBHOOK_RETRY_SCHEDULE say.
+func newDeliverer(pool *pgxpool.Pool, cfg config, m *metrics.Metrics) *webhooks.Deliverer {
+	sender := webhooks.NewSender(webhooks.SenderOptions{
+		Timeout: cfg.WebhookTimeout, AllowPrivateNetworks: cfg.WebhookAllowPrivateNetworks,
+	})
+	return webhooks.NewDeliverer(pool, sender, cfg.WebhookRetrySchedule).WithObserver(m)
 }
 
 // stopJobs stops fetching and waits for running jobs until ctx ends; then it cancels them.

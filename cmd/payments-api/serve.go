@@ -56,24 +56,24 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		return err
 	}
 	keys := idempotency.NewStore(pool, cfg.IdempotencyTTL).WithObserver(metricsReg)
-	jobClient, rep, err := newJobClient(pool, cfg, logger, keys)
+	bg, err := newBackground(pool, cfg, logger, keys, metricsReg)
 	if err != nil {
 		return err
 	}
 	e, err := handlers.New(handlers.Options{
 		Pool:               pool,
 		Logger:             logger,
-		Payments:           payments.NewService(pool, processor.Simulated{Latency: cfg.ProcessorLatency}),
+		Payments:           payments.NewService(pool, processor.Simulated{Latency: cfg.ProcessorLatency}, bg.outbox),
 		Idempotency:        keys,
 		Events:             events.NewService(pool),
-		Webhooks:           webhooks.NewService(pool, webhooks.URLPolicy{AllowPrivateNetworks: cfg.WebhookAllowPrivateNetworks}),
+		Webhooks:           webhooks.NewService(pool, webhooks.URLPolicy{AllowPrivateNetworks: cfg.WebhookAllowPrivateNetworks}, bg.deliveries),
 		CORSAllowedOrigins: cfg.CORSOrigins,
 		RequestTimeout:     cfg.RequestTimeout,
 		Draining:           ctx,
 		RateLimits:         limits,
 		APIKeys:            apiKeys,
 		Metrics:            metricsReg,
-		Reports:            rep,
+		Reports:            bg.reports,
 	})
 	if err != nil {
 		return err
@@ -89,7 +89,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 
 	if cfg.works() {
 		// Not ctx: the workers must outlive SIGTERM long enough to finish their jobs.
-		if err := jobClient.Start(context.WithoutCancel(ctx)); err != nil {
+		if err := bg.runner.Start(context.WithoutCancel(ctx)); err != nil {
 			return fmt.Errorf("start job workers: %w", err)
 		}
 	}
@@ -116,7 +116,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		wg.Go(func() { httpErr = srv.Shutdown(shutdownCtx) })
 	}
 	if cfg.works() {
-		wg.Go(func() { jobsErr = stopJobs(shutdownCtx, jobClient, logger) })
+		wg.Go(func() { jobsErr = stopJobs(shutdownCtx, bg.runner, logger) })
 	}
 	wg.Wait()
 	if err := errors.Join(err, httpErr, jobsErr); err != nil {

@@ -20,6 +20,7 @@ import (
 	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/jobs"
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
@@ -40,13 +41,18 @@ func startServer(t *testing.T) (baseURL, databaseURL string) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	queue, err := jobs.NewClient(pool, jobs.Config{Timeout: time.Minute, RescueAfter: 2 * time.Minute, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliveries := webhooks.NewJobQueue(queue)
 	e, err := handlers.New(handlers.Options{
 		Pool:        pool,
 		Logger:      slog.New(slog.DiscardHandler),
-		Payments:    payments.NewService(pool, processor.Simulated{}),
+		Payments:    payments.NewService(pool, processor.Simulated{}, events.NewOutbox(deliveries)),
 		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL).WithObserver(m),
 		Events:      events.NewService(pool),
-		Webhooks:    webhooks.NewService(pool, webhooks.URLPolicy{}),
+		Webhooks:    webhooks.NewService(pool, webhooks.URLPolicy{}, deliveries),
 		APIKeys:     apiKeys,
 		Metrics:     m,
 	})

@@ -253,6 +253,39 @@ func (q *Queries) JobList(ctx context.Context, arg JobListParams) ([]Job, error)
 	return items, nil
 }
 
+const jobListAbandoned = `-- name: JobListAbandoned :many
+SELECT jobs.id FROM jobs
+LEFT JOIN river_job ON river_job.id = jobs.river_job_id
+WHERE jobs.status IN ('queued', 'running')
+  AND (river_job.id IS NULL OR river_job.state IN ('discarded', 'cancelled'))
+ORDER BY jobs.id
+LIMIT $1
+`
+
+// Unfinished jobs whose River job will never run again: discarded without our worker
+// failing the job (its attempts used up by crashes or rescues, so Work never saw its last
+// attempt end), cancelled, or already cleaned out of river_job. Unfinished jobs are few (the
+// table keeps finished ones for REPORT_RETENTION), so this scan is cheap.
+func (q *Queries) JobListAbandoned(ctx context.Context, batchSize int32) ([]string, error) {
+	rows, err := q.db.Query(ctx, jobListAbandoned, batchSize)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []string
+	for rows.Next() {
+		var id string
+		if err := rows.Scan(&id); err != nil {
+			return nil, err
+		}
+		items = append(items, id)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobLock = `-- name: JobLock :exec
 SELECT pg_advisory_xact_lock(hashtextextended('job|' || $1::text, 0))
 `

@@ -392,6 +392,39 @@ func (q *Queries) WebhookEndpointGetByID(ctx context.Context, arg WebhookEndpoin
 	return i, err
 }
 
+const webhookEndpointGetForUpdate = `-- name: WebhookEndpointGetForUpdate :one
+SELECT id, account_id, url, description, enabled_events, disabled_reason, secret, previous_secret, previous_secret_expires_at, failing_since, version, created_at, updated_at FROM webhook_endpoints
+WHERE account_id = $1 AND id = $2
+FOR UPDATE
+`
+
+type WebhookEndpointGetForUpdateParams struct {
+	AccountID string
+	ID        string
+}
+
+// Locks the endpoint until the transaction ends: to tell a stale If-Match from a no-op.
+func (q *Queries) WebhookEndpointGetForUpdate(ctx context.Context, arg WebhookEndpointGetForUpdateParams) (WebhookEndpoint, error) {
+	row := q.db.QueryRow(ctx, webhookEndpointGetForUpdate, arg.AccountID, arg.ID)
+	var i WebhookEndpoint
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.Url,
+		&i.Description,
+		&i.EnabledEvents,
+		&i.DisabledReason,
+		&i.Secret,
+		&i.PreviousSecret,
+		&i.PreviousSecretExpiresAt,
+		&i.FailingSince,
+		&i.Version,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
 const webhookEndpointInsert = `-- name: WebhookEndpointInsert :one
 INSERT INTO webhook_endpoints (id, account_id, url, description, enabled_events, secret)
 VALUES ($1, $2, $3, $4, $5, $6)
@@ -621,6 +654,11 @@ SET url = coalesce($1, url),
 WHERE account_id = $6
   AND id = $7
   AND ($8::boolean OR version = ANY ($9::integer[]))
+  AND (url, enabled_events, description, disabled_reason IS NULL) IS DISTINCT FROM (
+        coalesce($1, url),
+        coalesce($2::text[], enabled_events),
+        CASE WHEN $3::boolean THEN $4 ELSE description END,
+        coalesce(NOT $5::boolean, disabled_reason IS NULL))
 RETURNING id, account_id, url, description, enabled_events, disabled_reason, secret, previous_secret, previous_secret_expires_at, failing_since, version, created_at, updated_at
 `
 
@@ -637,7 +675,9 @@ type WebhookEndpointUpdateParams struct {
 }
 
 // The If-Match check and the write are one statement, as PaymentUpdate. Enabling an endpoint
-// forgets its failures, so it is not disabled again at once for failing since long ago.
+// forgets its failures, so it is not disabled again at once for failing since long ago. A
+// patch that would leave what the API shows as it is updates nothing, so the version and the
+// ETag stay: a no-op must not make other clients' tags stale (as PaymentUpdate).
 func (q *Queries) WebhookEndpointUpdate(ctx context.Context, arg WebhookEndpointUpdateParams) (WebhookEndpoint, error) {
 	row := q.db.QueryRow(ctx, webhookEndpointUpdate,
 		arg.Url,

@@ -1,7 +1,11 @@
 // Package events writes the transactional outbox: an event row committed in the same
 // transaction as the change it describes, so an event exists if and only if the change does,
-// with a delivery row for each webhook endpoint subscribed to it. Webhook workers send those
-// later; nothing is sent from a request. It imports the database layer and the domain only.
+// with a delivery row for each webhook endpoint subscribed to it and the queue entry that
+// will send it. Webhook workers send those later; nothing is sent from a request.
+//
+// It imports the database layer and the domain only. The queue it enqueues on is an
+// interface (DeliveryQueue) that cmd fills with the webhooks package's River queue, so no
+// domain package that records events ever imports webhooks, River or net/http.
 package events
 
 import (
@@ -23,11 +27,34 @@ const (
 	ReportFailed     = "report.failed"
 )
 
+// Delivery names one delivery row the fan-out wrote: what the queue needs to send it and to
+// keep one endpoint's deliveries from holding every worker.
+type Delivery struct {
+	ID         string // the delivery's id, its webhook-id
+	EndpointID string
+}
+
+// DeliveryQueue enqueues the sending of deliveries in tx, the transaction that writes them,
+// so a delivery is queued if and only if it commits.
+type DeliveryQueue interface {
+	EnqueueTx(ctx context.Context, tx db.Tx, deliveries []Delivery) error
+}
+
+// Outbox records events and queues their deliveries.
+type Outbox struct {
+	queue DeliveryQueue
+}
+
+// NewOutbox queues deliveries on queue.
+func NewOutbox(queue DeliveryQueue) *Outbox {
+	return &Outbox{queue: queue}
+}
+
 // Record writes an event whose data is the resource as the API shows it. tx must be the
 // transaction that makes the change. Nothing reads an event or its deliveries back in the
 // transaction that writes them, so both inserts wait for the commit's round trip
 // (db.Tx.Later), the deliveries queued after the event they reference.
-func Record(ctx context.Context, tx db.Tx, accountID, eventType string, data any) error {
+func (o *Outbox) Record(ctx context.Context, tx db.Tx, accountID, eventType string, data any) error {
 	payload, err := json.Marshal(data)
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", eventType, err)
@@ -42,5 +69,5 @@ func Record(ctx context.Context, tx db.Tx, accountID, eventType string, data any
 	if err != nil {
 		return fmt.Errorf("record %s event: %w", eventType, err)
 	}
-	return fanOut(ctx, tx, accountID, id, eventType)
+	return o.fanOut(ctx, tx, accountID, id, eventType)
 }

@@ -9,9 +9,15 @@ import (
 )
 
 // fanOut writes one pending delivery of the event for every enabled endpoint of the account
-// subscribed to its type, in the event's transaction: a delivery exists if and only if its
-// event does. An endpoint disabled now never receives this event, even once enabled again.
-func fanOut(ctx context.Context, tx db.Tx, accountID, eventID, eventType string) error {
+// subscribed to its type, and enqueues their sending, in the event's transaction: a delivery
+// and its queue entry exist if and only if the event does. An endpoint disabled now never
+// receives this event, even once enabled again.
+//
+// The delivery rows wait for the commit's batch while the queue entries are inserted now:
+// a worker cannot fetch an entry before the transaction commits, and then the rows commit
+// with it, so the order inside the transaction does not matter. An account without
+// subscribed endpoints pays for the lookup only.
+func (o *Outbox) fanOut(ctx context.Context, tx db.Tx, accountID, eventID, eventType string) error {
 	endpoints, err := tx.WebhookEndpointListSubscribed(ctx, db.WebhookEndpointListSubscribedParams{
 		AccountID: accountID, Type: eventType,
 	})
@@ -22,14 +28,19 @@ func fanOut(ctx context.Context, tx db.Tx, accountID, eventID, eventType string)
 		return nil
 	}
 	ids := make([]string, len(endpoints))
-	for i := range ids {
+	deliveries := make([]Delivery, len(endpoints))
+	for i, endpoint := range endpoints {
 		ids[i] = domain.NewID("msg")
+		deliveries[i] = Delivery{ID: ids[i], EndpointID: endpoint}
 	}
 	err = tx.Later.WebhookDeliveryInsertMany(ctx, db.WebhookDeliveryInsertManyParams{
 		Ids: ids, AccountID: accountID, EndpointIds: endpoints, EventID: eventID,
 	})
 	if err != nil {
 		return fmt.Errorf("queue deliveries of %s: %w", eventID, err)
+	}
+	if err := o.queue.EnqueueTx(ctx, tx, deliveries); err != nil {
+		return fmt.Errorf("enqueue deliveries of %s: %w", eventID, err)
 	}
 	return nil
 }

@@ -3,17 +3,23 @@ package events_test
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"testing"
+	"time"
 
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/events"
+	"github.com/payments-api/payments-api/internal/jobs"
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
 // TestEventAndDeliveriesCommitWithTheChange: a payment whose transaction rolls back leaves no
-// event and no delivery; the same payment committed leaves one of each.
+// event, no delivery and no queued delivery job; the same payment committed leaves one of
+// each.
 func TestEventAndDeliveriesCommitWithTheChange(t *testing.T) {
 	ctx := context.Background()
 	pool, _ := dbtest.NewPool(t)
@@ -31,7 +37,11 @@ func TestEventAndDeliveriesCommitWithTheChange(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc := payments.NewService(pool, processor.Simulated{})
+	queue, err := jobs.NewClient(pool, jobs.Config{Timeout: time.Minute, RescueAfter: 2 * time.Minute, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := payments.NewService(pool, processor.Simulated{}, events.NewOutbox(webhooks.NewJobQueue(queue)))
 	charge := func(tx db.Tx) error {
 		_, err := svc.Create(ctx, tx, accountID, payments.CreateParams{Amount: 100, Currency: "usd", PaymentMethod: processor.CardVisa})
 		return err
@@ -48,14 +58,24 @@ func TestEventAndDeliveriesCommitWithTheChange(t *testing.T) {
 	if err := db.InTx(ctx, pool, func(tx db.Tx) error { return errors.Join(charge(tx), boom) }); !errors.Is(err, boom) {
 		t.Fatalf("rolled-back transaction: %v", err)
 	}
-	if p, e, d := count("payments"), count("events"), count("webhook_deliveries"); p+e+d != 0 {
-		t.Fatalf("after a rollback: %d payments, %d events, %d deliveries; want none", p, e, d)
+	if p, e, d, j := count("payments"), count("events"), count("webhook_deliveries"), count("river_job"); p+e+d+j != 0 {
+		t.Fatalf("after a rollback: %d payments, %d events, %d deliveries, %d jobs; want none", p, e, d, j)
 	}
 
 	if err := db.InTx(ctx, pool, charge); err != nil {
 		t.Fatal(err)
 	}
-	if p, e, d := count("payments"), count("events"), count("webhook_deliveries"); p != 1 || e != 1 || d != 1 {
-		t.Fatalf("after a commit: %d payments, %d events, %d deliveries; want one each", p, e, d)
+	if p, e, d, j := count("payments"), count("events"), count("webhook_deliveries"), count("river_job"); p != 1 || e != 1 || d != 1 || j != 1 {
+		t.Fatalf("after a commit: %d payments, %d events, %d deliveries, %d jobs; want one each", p, e, d, j)
+	}
+	var jobDelivery, deliveryID string
+	if err := pool.QueryRow(ctx, `SELECT args->>'delivery_id' FROM river_job`).Scan(&jobDelivery); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT id FROM webhook_deliveries`).Scan(&deliveryID); err != nil {
+		t.Fatal(err)
+	}
+	if jobDelivery != deliveryID {
+		t.Fatalf("the queued job sends %q, the delivery is %q", jobDelivery, deliveryID)
 	}
 }

@@ -9,8 +9,10 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/jobs"
 	"github.com/payments-api/payments-api/internal/reports"
+	"github.com/payments-api/payments-api/internal/webhooks"
 	"github.com/riverqueue/river"
 )
 
@@ -31,7 +33,7 @@ func insertOnlyQueue(tb testing.TB, pool *pgxpool.Pool) *river.Client[pgx.Tx] {
 func startWorkers(tb testing.TB, pool *pgxpool.Pool, pageSize int) {
 	tb.Helper()
 	registry := river.NewWorkers()
-	river.AddWorker(registry, reports.NewWorker(pool, reports.DefaultRetention, pageSize))
+	river.AddWorker(registry, reports.NewWorker(pool, events.NewOutbox(webhooks.NewJobQueue(insertOnlyQueue(tb, pool))), reports.DefaultRetention, pageSize))
 	client, err := jobs.NewClient(pool, jobs.Config{
 		Workers: 2, Timeout: time.Minute, RescueAfter: 2 * time.Minute, Work: true, Registry: registry,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn})),

@@ -137,16 +137,18 @@ func testOptions(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, lo
 	if err != nil {
 		tb.Fatal(err)
 	}
+	queue := insertOnlyQueue(tb, pool)
+	deliveries := webhooks.NewJobQueue(queue)
 	return handlers.Options{
 		Pool:        pool,
 		Logger:      logger,
-		Payments:    payments.NewService(pool, proc),
+		Payments:    payments.NewService(pool, proc, events.NewOutbox(deliveries)),
 		Events:      events.NewService(pool),
-		Webhooks:    webhooks.NewService(pool, webhooks.URLPolicy{}),
+		Webhooks:    webhooks.NewService(pool, webhooks.URLPolicy{}, deliveries),
 		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL).WithObserver(m),
 		APIKeys:     apiKeys,
 		Metrics:     m,
-		Reports:     reports.NewService(pool, insertOnlyQueue(tb, pool), reports.DefaultRetention),
+		Reports:     reports.NewService(pool, queue, reports.DefaultRetention),
 	}
 }
 

@@ -13,12 +13,14 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"github.com/riverqueue/river/rivertype"
 )
 
 // Config is how a process runs jobs.
@@ -33,10 +35,15 @@ type Config struct {
 	// Work is false in an API-only process: its client inserts and cancels jobs but never
 	// fetches one, runs no periodic job and takes no part in leader election.
 	Work bool
+	// Queues are the queues this process works besides the default one (which has
+	// Workers), each with workers of its own, so no kind of job waits behind another.
+	Queues map[string]river.QueueConfig
 	// Workers' registry and the periodic jobs the elected leader enqueues.
 	Registry *river.Workers
 	Periodic []*river.PeriodicJob
 	Logger   *slog.Logger
+	// Observer, when set, is told of every job run.
+	Observer Observer
 }
 
 // Validate reports what is wrong with c, before River would.
@@ -68,7 +75,11 @@ func NewClient(pool *pgxpool.Pool, c Config) (*river.Client[pgx.Tx], error) {
 	}
 	if c.Work {
 		rc.Queues = map[string]river.QueueConfig{river.QueueDefault: {MaxWorkers: c.Workers}}
+		maps.Copy(rc.Queues, c.Queues)
 		rc.PeriodicJobs = c.Periodic
+	}
+	if c.Observer != nil {
+		rc.Middleware = []rivertype.Middleware{observeRuns(c.Observer)}
 	}
 	client, err := river.NewClient(riverpgxv5.New(pool), rc)
 	if err != nil {

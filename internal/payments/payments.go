@@ -28,11 +28,12 @@ const MaxMetadataKeys = 50
 type Service struct {
 	pool      *pgxpool.Pool
 	processor processor.Processor
+	outbox    *events.Outbox
 }
 
-// NewService charges cards through proc.
-func NewService(pool *pgxpool.Pool, proc processor.Processor) *Service {
-	return &Service{pool: pool, processor: proc}
+// NewService charges cards through proc and records every change's event in outbox.
+func NewService(pool *pgxpool.Pool, proc processor.Processor, outbox *events.Outbox) *Service {
+	return &Service{pool: pool, processor: proc, outbox: outbox}
 }
 
 // CreateParams is a validated POST /payments body.
@@ -89,7 +90,7 @@ func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p Crea
 	if err != nil {
 		return db.Payment{}, fmt.Errorf("insert payment: %w", err)
 	}
-	return pay, recordEvent(ctx, tx, eventType, pay)
+	return pay, s.recordEvent(ctx, tx, eventType, pay)
 }
 
 // Get returns one payment of the account.
@@ -144,10 +145,10 @@ func page[T any](rows []T, limit int) ([]T, bool) {
 	return rows, false
 }
 
-func recordEvent(ctx context.Context, tx db.Tx, eventType string, p db.Payment) error {
+func (s *Service) recordEvent(ctx context.Context, tx db.Tx, eventType string, p db.Payment) error {
 	res, err := Resource(p)
 	if err != nil {
 		return err
 	}
-	return events.Record(ctx, tx, p.AccountID, eventType, res)
+	return s.outbox.Record(ctx, tx, p.AccountID, eventType, res)
 }

@@ -61,10 +61,10 @@ func (s *Service) Refund(ctx context.Context, tx db.Tx, accountID string, p Refu
 	if err != nil {
 		return db.Refund{}, err
 	}
-	if err := events.Record(ctx, tx, accountID, events.RefundSucceeded, res); err != nil {
+	if err := s.outbox.Record(ctx, tx, accountID, events.RefundSucceeded, res); err != nil {
 		return db.Refund{}, err
 	}
-	return refund, recordEvent(ctx, tx, events.PaymentUpdated, pay)
+	return refund, s.recordEvent(ctx, tx, events.PaymentUpdated, pay)
 }
 
 // refundAmount checks a refund against the locked payment and returns its amount.

@@ -52,7 +52,7 @@ func (s *Service) Update(ctx context.Context, accountID, id string, pre domain.P
 			return err // rolls the update back
 		}
 		result = updated
-		return recordEvent(ctx, tx, events.PaymentUpdated, updated)
+		return s.recordEvent(ctx, tx, events.PaymentUpdated, updated)
 	})
 	return result, err
 }

@@ -38,13 +38,15 @@ func (BuildArgs) InsertOpts() river.InsertOpts { return river.InsertOpts{MaxAtte
 type Worker struct {
 	river.WorkerDefaults[BuildArgs]
 	pool      *pgxpool.Pool
+	outbox    *events.Outbox
 	retention time.Duration
 	pageSize  int32
 }
 
-// NewWorker keeps finished jobs for retention and reads pageSize rows per transaction.
-func NewWorker(pool *pgxpool.Pool, retention time.Duration, pageSize int) *Worker {
-	return &Worker{pool: pool, retention: retention, pageSize: int32(pageSize)}
+// NewWorker records report.succeeded and report.failed in outbox, keeps finished jobs for
+// retention and reads pageSize rows per transaction.
+func NewWorker(pool *pgxpool.Pool, outbox *events.Outbox, retention time.Duration, pageSize int) *Worker {
+	return &Worker{pool: pool, outbox: outbox, retention: retention, pageSize: int32(pageSize)}
 }
 
 // errCanceled stops a build whose job a client canceled.
@@ -198,7 +200,7 @@ func (w *Worker) finish(ctx context.Context, tx db.Tx, job *river.Job[BuildArgs]
 	if err != nil {
 		return fmt.Errorf("finish job %s: %w", j.ID, err)
 	}
-	if err := events.Record(ctx, tx, j.AccountID, events.ReportSucceeded, JobResource(finished)); err != nil {
+	if err := w.outbox.Record(ctx, tx, j.AccountID, events.ReportSucceeded, JobResource(finished)); err != nil {
 		return err
 	}
 	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx.PgxTx, job); err != nil {
@@ -212,18 +214,24 @@ func (w *Worker) finish(ctx context.Context, tx db.Tx, job *river.Job[BuildArgs]
 func (w *Worker) fail(ctx context.Context, job *river.Job[BuildArgs]) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
+	detail := fmt.Sprintf("The report could not be built in %d attempts. Request a new one.", job.Attempt)
+	return w.failJob(ctx, job.Args.JobID, detail)
+}
+
+// failJob marks an unfinished job failed with detail and records report.failed, in one
+// transaction that takes the job's lock first, as every step of a build does.
+func (w *Worker) failJob(ctx context.Context, jobID, detail string) error {
 	return db.InTx(ctx, w.pool, func(tx db.Tx) error {
-		j, err := lockForWork(ctx, tx, job.Args.JobID)
+		j, err := lockForWork(ctx, tx, jobID)
 		if err != nil || Finished(j) {
 			return nil // canceled or finished meanwhile: nothing to fail
 		}
-		detail := fmt.Sprintf("The report could not be built in %d attempts. Request a new one.", job.Attempt)
 		failed, err := tx.JobFinish(ctx, db.JobFinishParams{
 			ID: j.ID, Status: StatusFailed, ErrorDetail: &detail, RetentionSeconds: w.retention.Seconds(),
 		})
 		if err != nil {
 			return fmt.Errorf("fail job %s: %w", j.ID, err)
 		}
-		return events.Record(ctx, tx, j.AccountID, events.ReportFailed, JobResource(failed))
+		return w.outbox.Record(ctx, tx, j.AccountID, events.ReportFailed, JobResource(failed))
 	})
 }

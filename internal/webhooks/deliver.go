@@ -28,12 +28,30 @@ type Deliverer struct {
 	pool     *pgxpool.Pool
 	sender   *Sender
 	schedule Schedule
+	observer Observer
+}
+
+// Observer is told of every attempt: *metrics.Metrics is one.
+type Observer interface {
+	// WebhookDelivered records one attempt: outcome is "succeeded" (a 2xx), "failed"
+	// (another status) or "error" (no answer: a timeout, a refused connection or address).
+	WebhookDelivered(outcome string, d time.Duration)
 }
 
 // NewDeliverer sends with sender and spaces retries by schedule.
 func NewDeliverer(pool *pgxpool.Pool, sender *Sender, schedule Schedule) *Deliverer {
 	return &Deliverer{pool: pool, sender: sender, schedule: schedule}
 }
+
+// WithObserver reports every attempt to o.
+func (d *Deliverer) WithObserver(o Observer) *Deliverer {
+	d.observer = o
+	return d
+}
+
+// dueSlack is how early an attempt may start before its delivery's next_attempt_at: the job
+// that runs it is scheduled for that time, by a clock that may differ slightly.
+const dueSlack = 500 * time.Millisecond
 
 // Attempt makes the next attempt of a delivery and records it. It returns when the attempt
 // after it is due, or nil when the delivery is over (succeeded, failed, gone or deleted).
@@ -53,18 +71,39 @@ func (d *Deliverer) Attempt(ctx context.Context, deliveryID string) (*time.Time,
 	if endpoint.DisabledReason != nil {
 		return nil, db.New(d.pool).WebhookDeliveryFail(ctx, delivery.ID)
 	}
+	now := time.Now()
+	if due := delivery.NextAttemptAt; due != nil && due.After(now.Add(dueSlack)) {
+		// Not due yet: a job run again after its process died just after recording the
+		// previous attempt. Wait for the time that attempt set.
+		return due, nil
+	}
 	body, err := Payload(row.Event)
 	if err != nil {
 		return nil, err
 	}
-	now := time.Now()
 	res := d.sender.Send(ctx, Message{URL: endpoint.Url, ID: delivery.ID, Body: body, Secrets: SigningSecrets(endpoint, now)}, now)
+	d.observe(res)
 	var next *time.Time
 	err = db.InTx(ctx, d.pool, func(tx db.Tx) error {
 		next, err = d.record(ctx, tx, delivery, now, res)
 		return err
 	})
 	return next, err
+}
+
+// observe reports an attempt's outcome to the observer, if any.
+func (d *Deliverer) observe(res Result) {
+	if d.observer == nil {
+		return
+	}
+	outcome := "error"
+	switch {
+	case res.Outcome == Delivered:
+		outcome = "succeeded"
+	case res.Status != 0:
+		outcome = "failed"
+	}
+	d.observer.WebhookDelivered(outcome, res.Duration)
 }
 
 // record writes the attempt and what follows from it, in one transaction.

@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"strings"
 	"sync/atomic"
@@ -13,6 +14,7 @@ import (
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/dbtest"
 	"github.com/payments-api/payments-api/internal/events"
+	"github.com/payments-api/payments-api/internal/jobs"
 	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
@@ -21,6 +23,7 @@ import (
 type deliverBundle struct {
 	pool       *pgxpool.Pool
 	service    *webhooks.Service
+	outbox     *events.Outbox
 	deliverer  *webhooks.Deliverer
 	accountID  string
 	endpoint   db.WebhookEndpoint
@@ -35,13 +38,21 @@ func setupDelivery(t *testing.T, reply http.HandlerFunc, schedule webhooks.Sched
 	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{"sk_test_deliver"}); err != nil {
 		t.Fatal(err)
 	}
-	b := &deliverBundle{pool: pool, service: webhooks.NewService(pool, webhooks.URLPolicy{AllowPrivateNetworks: true})}
+	queue, err := jobs.NewClient(pool, jobs.Config{Timeout: time.Minute, RescueAfter: 2 * time.Minute, Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	deliveries := webhooks.NewJobQueue(queue)
+	b := &deliverBundle{
+		pool:    pool,
+		service: webhooks.NewService(pool, webhooks.URLPolicy{AllowPrivateNetworks: true}, deliveries),
+		outbox:  events.NewOutbox(deliveries),
+	}
 	if err := pool.QueryRow(ctx, `SELECT id FROM accounts`).Scan(&b.accountID); err != nil {
 		t.Fatal(err)
 	}
 	srv, got := receiver(t, reply)
 	b.received = got
-	var err error
 	b.endpoint, err = b.service.CreateEndpoint(ctx, b.accountID, webhooks.EndpointParams{URL: srv.URL + "/hook", EnabledEvents: []string{"*"}})
 	if err != nil {
 		t.Fatal(err)
@@ -56,7 +67,7 @@ func (b *deliverBundle) recordEvent(t *testing.T) string {
 	t.Helper()
 	ctx := context.Background()
 	err := db.InTx(ctx, b.pool, func(tx db.Tx) error {
-		return events.Record(ctx, tx, b.accountID, events.PaymentSucceeded, map[string]any{"id": "pay_1", "amount": 100})
+		return b.outbox.Record(ctx, tx, b.accountID, events.PaymentSucceeded, map[string]any{"id": "pay_1", "amount": 100})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -66,6 +77,18 @@ func (b *deliverBundle) recordEvent(t *testing.T) string {
 		t.Fatalf("deliveries %v, %v", ds, err)
 	}
 	return ds[0].ID
+}
+
+// attemptNow makes the delivery's next attempt due, as if its retry's time had come, and
+// makes it.
+func (b *deliverBundle) attemptNow(t *testing.T, deliveryID string) (*time.Time, error) {
+	t.Helper()
+	ctx := context.Background()
+	_, err := b.pool.Exec(ctx, `UPDATE webhook_deliveries SET next_attempt_at = now() WHERE id = $1 AND status = 'pending'`, deliveryID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b.deliverer.Attempt(ctx, deliveryID)
 }
 
 func (b *deliverBundle) delivery(t *testing.T) webhooks.Delivery {
@@ -95,7 +118,7 @@ func TestDeliveredOnTheThirdAttemptWithOneWebhookID(t *testing.T) {
 	b := setupDelivery(t, replies(500, 500, 200), webhooks.Schedule{time.Second, time.Second, time.Second})
 	for i := range 3 {
 		before := time.Now()
-		next, err := b.deliverer.Attempt(context.Background(), b.deliveryID)
+		next, err := b.attemptNow(t, b.deliveryID)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -132,10 +155,27 @@ func TestDeliveredOnTheThirdAttemptWithOneWebhookID(t *testing.T) {
 	}
 }
 
+// TestAnAttemptBeforeItsTimeWaits: a job run again before its delivery's retry is due (its
+// process died after recording the previous attempt) sends nothing and returns the time.
+func TestAnAttemptBeforeItsTimeWaits(t *testing.T) {
+	b := setupDelivery(t, replies(500), webhooks.Schedule{time.Hour})
+	due, err := b.deliverer.Attempt(context.Background(), b.deliveryID)
+	if err != nil || due == nil {
+		t.Fatalf("first attempt: next %v, err %v", due, err)
+	}
+	again, err := b.deliverer.Attempt(context.Background(), b.deliveryID)
+	if err != nil || again == nil || again.Sub(*due).Abs() > time.Millisecond {
+		t.Fatalf("early run: next %v, err %v; want %v", again, err, due)
+	}
+	if d := b.delivery(t); len(d.Attempts) != 1 || len(b.received) != 1 {
+		t.Fatalf("%d attempts recorded, %d requests received; want 1 each", len(d.Attempts), len(b.received))
+	}
+}
+
 func TestGoneDisablesTheEndpointAtOnce(t *testing.T) {
 	b := setupDelivery(t, replies(http.StatusGone), webhooks.DefaultSchedule)
 	other := b.recordEvent(t) // a second pending delivery to the same endpoint
-	next, err := b.deliverer.Attempt(context.Background(), b.deliveryID)
+	next, err := b.attemptNow(t, b.deliveryID)
 	if err != nil || next != nil {
 		t.Fatalf("next %v, err %v; want the delivery over", next, err)
 	}
@@ -150,14 +190,14 @@ func TestGoneDisablesTheEndpointAtOnce(t *testing.T) {
 	if d := b.delivery(t); d.Status != webhooks.StatusFailed {
 		t.Fatalf("the endpoint's other delivery is %s, want failed", d.Status)
 	}
-	if _, err := b.deliverer.Attempt(context.Background(), other); err != nil || len(b.received) != 1 {
+	if _, err := b.attemptNow(t, other); err != nil || len(b.received) != 1 {
 		t.Fatalf("the disabled endpoint was called again (%d requests, %v)", len(b.received), err)
 	}
 }
 
 func TestFailingForFiveDaysDisablesTheEndpoint(t *testing.T) {
 	b := setupDelivery(t, replies(500), webhooks.DefaultSchedule)
-	if _, err := b.deliverer.Attempt(context.Background(), b.deliveryID); err != nil {
+	if _, err := b.attemptNow(t, b.deliveryID); err != nil {
 		t.Fatal(err)
 	}
 	if e, _ := b.service.GetEndpoint(context.Background(), b.accountID, b.endpoint.ID); e.DisabledReason != nil || e.FailingSince == nil {
@@ -167,7 +207,7 @@ func TestFailingForFiveDaysDisablesTheEndpoint(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if next, err := b.deliverer.Attempt(context.Background(), b.deliveryID); err != nil || next != nil {
+	if next, err := b.attemptNow(t, b.deliveryID); err != nil || next != nil {
 		t.Fatalf("next %v, err %v", next, err)
 	}
 	if e, _ := b.service.GetEndpoint(context.Background(), b.accountID, b.endpoint.ID); e.DisabledReason == nil || *e.DisabledReason != "failing" {
@@ -178,7 +218,7 @@ func TestFailingForFiveDaysDisablesTheEndpoint(t *testing.T) {
 func TestASuccessEndsTheFailureStreak(t *testing.T) {
 	b := setupDelivery(t, replies(500, 200), webhooks.DefaultSchedule)
 	for range 2 {
-		if _, err := b.deliverer.Attempt(context.Background(), b.deliveryID); err != nil {
+		if _, err := b.attemptNow(t, b.deliveryID); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -190,7 +230,7 @@ func TestASuccessEndsTheFailureStreak(t *testing.T) {
 func TestUsedUpScheduleFailsTheDelivery(t *testing.T) {
 	b := setupDelivery(t, replies(500), webhooks.Schedule{time.Second})
 	for i, wantNext := range []bool{true, false} {
-		next, err := b.deliverer.Attempt(context.Background(), b.deliveryID)
+		next, err := b.attemptNow(t, b.deliveryID)
 		if err != nil || (next != nil) != wantNext {
 			t.Fatalf("attempt %d: next %v, err %v", i+1, next, err)
 		}
@@ -201,7 +241,7 @@ func TestUsedUpScheduleFailsTheDelivery(t *testing.T) {
 	if _, err := b.service.Redeliver(context.Background(), b.accountID, b.delivery(t).EventID, nil); err != nil {
 		t.Fatal(err)
 	}
-	next, err := b.deliverer.Attempt(context.Background(), b.deliveryID)
+	next, err := b.attemptNow(t, b.deliveryID)
 	if d := b.delivery(t); err != nil || next == nil || d.Status != webhooks.StatusPending || len(d.Attempts) != 3 {
 		t.Fatalf("after a redelivery: %s with %d attempts, next %v, err %v; want a fresh schedule", d.Status, len(d.Attempts), next, err)
 	}
@@ -228,7 +268,7 @@ func TestDuringRotationAttemptsCarryBothSignatures(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := b.deliverer.Attempt(context.Background(), b.deliveryID); err != nil {
+	if _, err := b.attemptNow(t, b.deliveryID); err != nil {
 		t.Fatal(err)
 	}
 	r := <-b.received

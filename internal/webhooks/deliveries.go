@@ -7,6 +7,7 @@ import (
 
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
+	"github.com/payments-api/payments-api/internal/events"
 )
 
 // Delivery is one event sent to one endpoint, with its attempts, oldest first.
@@ -78,6 +79,7 @@ func (s *Service) Redeliver(ctx context.Context, accountID, eventID string, endp
 			return err
 		}
 		queued = make([]Delivery, 0, len(endpoints))
+		jobs := make([]events.Delivery, 0, len(endpoints))
 		for _, id := range endpoints {
 			d, err := tx.WebhookDeliveryRequeue(ctx, db.WebhookDeliveryRequeueParams{
 				ID: domain.NewID("msg"), AccountID: accountID, EndpointID: id, EventID: eventID,
@@ -86,6 +88,12 @@ func (s *Service) Redeliver(ctx context.Context, accountID, eventID string, endp
 				return fmt.Errorf("requeue %s for %s: %w", eventID, id, err)
 			}
 			queued = append(queued, Delivery{WebhookDelivery: d, EventType: event.Type})
+			jobs = append(jobs, events.Delivery{ID: d.ID, EndpointID: d.EndpointID})
+		}
+		if len(jobs) > 0 {
+			if err := s.queue.EnqueueTx(ctx, tx, jobs); err != nil {
+				return fmt.Errorf("enqueue redelivery of %s: %w", eventID, err)
+			}
 		}
 		return withAttempts(ctx, tx.Queries, queued)
 	})

@@ -2,9 +2,12 @@
 // specifies (and ships a verifier a Go receiver can copy), refuses to dial private, loopback,
 // link-local and metadata addresses (checked on the address actually dialled), sends one
 // attempt with a timeout and no redirects, classifies its outcome, and spaces retries on the
-// Standard Webhooks schedule. It also owns webhook endpoints and delivery records.
+// Standard Webhooks schedule. It also owns webhook endpoints and delivery records, and the
+// River job that sends a delivery: enqueued in the transaction that writes the delivery
+// (JobQueue, which the events outbox calls through its DeliveryQueue interface), run by
+// Worker on its own queue, one attempt per run, snoozed until each retry.
 //
-// It imports the domain and database layers and the standard library; domain packages
-// (payments, events) never import it, so no outgoing HTTP call can happen inside their
-// transactions. cmd wires it to the job runner.
+// It imports the domain, database and events layers, River and the standard library; domain
+// packages (payments, events, reports) never import it, so no outgoing HTTP call can happen
+// inside their transactions. cmd wires it to the job runner.
 package webhooks

@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
+	"github.com/payments-api/payments-api/internal/events"
 )
 
 // RotationOverlap is how long the previous secret keeps signing beside a new one, so a
@@ -17,13 +18,14 @@ const RotationOverlap = 24 * time.Hour
 
 // Service owns webhook endpoints and their deliveries.
 type Service struct {
-	pool *pgxpool.Pool
-	urls URLPolicy
+	pool  *pgxpool.Pool
+	urls  URLPolicy
+	queue events.DeliveryQueue
 }
 
-// NewService checks endpoint URLs with urls.
-func NewService(pool *pgxpool.Pool, urls URLPolicy) *Service {
-	return &Service{pool: pool, urls: urls}
+// NewService checks endpoint URLs with urls and enqueues redeliveries on queue.
+func NewService(pool *pgxpool.Pool, urls URLPolicy, queue events.DeliveryQueue) *Service {
+	return &Service{pool: pool, urls: urls, queue: queue}
 }
 
 // EndpointParams is a validated POST /webhook-endpoints body.
@@ -96,15 +98,15 @@ type EndpointPatch struct {
 }
 
 // UpdateEndpoint applies patch if the endpoint's version still satisfies pre, in one
-// conditional UPDATE as payments do.
+// conditional UPDATE as payments do. A patch that changes nothing returns the endpoint as it
+// is, with its version.
 func (s *Service) UpdateEndpoint(ctx context.Context, accountID, id string, pre domain.Precondition, patch EndpointPatch) (db.WebhookEndpoint, error) {
 	if patch.URL != nil {
 		if err := s.urls.Check(ctx, *patch.URL); err != nil {
 			return db.WebhookEndpoint{}, err
 		}
 	}
-	q := db.New(s.pool)
-	e, err := q.WebhookEndpointUpdate(ctx, db.WebhookEndpointUpdateParams{
+	args := db.WebhookEndpointUpdateParams{
 		Url:            patch.URL,
 		EnabledEvents:  patch.EnabledEvents,
 		SetDescription: patch.SetDescription,
@@ -114,18 +116,44 @@ func (s *Service) UpdateEndpoint(ctx context.Context, accountID, id string, pre 
 		ID:             id,
 		AnyVersion:     pre.Any,
 		Versions:       pre.Versions,
+	}
+	var result db.WebhookEndpoint
+	err := db.InTx(ctx, s.pool, func(tx db.Tx) error {
+		var err error
+		result, err = updateOrExplain(ctx, tx, args, pre)
+		return err
 	})
-	if errors.Is(db.Translate(err), domain.ErrNotFound) {
-		current, err := q.WebhookEndpointGetByID(ctx, db.WebhookEndpointGetByIDParams{AccountID: accountID, ID: id})
-		if err != nil {
-			return db.WebhookEndpoint{}, fmt.Errorf("update webhook endpoint %s: %w", id, db.Translate(err))
-		}
+	return result, err
+}
+
+// updateOrExplain runs the conditional UPDATE. When it matches no row, the endpoint is
+// missing (404), the precondition is stale (412) or the patch changes nothing (the endpoint
+// is returned unchanged): the row is locked and read to tell which, and the UPDATE runs
+// again under the lock in case the endpoint changed in between, as payments do.
+func updateOrExplain(ctx context.Context, tx db.Tx, args db.WebhookEndpointUpdateParams, pre domain.Precondition) (db.WebhookEndpoint, error) {
+	e, err := tx.WebhookEndpointUpdate(ctx, args)
+	if !errors.Is(db.Translate(err), domain.ErrNotFound) {
+		return e, wrapUpdate(args.ID, err)
+	}
+	current, err := tx.WebhookEndpointGetForUpdate(ctx, db.WebhookEndpointGetForUpdateParams{AccountID: args.AccountID, ID: args.ID})
+	if err != nil {
+		return db.WebhookEndpoint{}, wrapUpdate(args.ID, db.Translate(err))
+	}
+	if !pre.Matches(current.Version) {
 		return db.WebhookEndpoint{}, &domain.PreconditionFailedError{CurrentVersion: current.Version}
 	}
-	if err != nil {
-		return db.WebhookEndpoint{}, fmt.Errorf("update webhook endpoint %s: %w", id, err)
+	e, err = tx.WebhookEndpointUpdate(ctx, args)
+	if errors.Is(db.Translate(err), domain.ErrNotFound) {
+		return current, nil // a no-op
 	}
-	return e, nil
+	return e, wrapUpdate(args.ID, err)
+}
+
+func wrapUpdate(id string, err error) error {
+	if err == nil {
+		return nil
+	}
+	return fmt.Errorf("update webhook endpoint %s: %w", id, err)
 }
 
 // DeleteEndpoint deletes an endpoint with its deliveries.
