@@ -7,7 +7,9 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/reports"
+	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
 // riverState is the state of the queue entry of our job id.
@@ -183,5 +185,41 @@ func TestSweepDeletesExpiredJobsAndReports(t *testing.T) {
 	}
 	if n := b.count(t, `SELECT count(*) FROM report_chunks WHERE job_id = $1`, expired.ID); n != 0 {
 		t.Errorf("%d chunks of the expired report remain", n)
+	}
+}
+
+// TestSweepFailsJobsRiverGaveUpOn: a job whose River job was discarded without our worker
+// finishing it (its attempts used up by crashes) is failed by the sweep, with report.failed
+// recorded; a job still waiting in River is left alone.
+func TestSweepFailsJobsRiverGaveUpOn(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	abandoned := requestReport(t, b.client, reportBody("payments", "csv"))
+	waiting := requestReport(t, b.client, reportBody("payments", "csv"))
+	_, err := b.pool.Exec(context.Background(),
+		`UPDATE river_job SET state = 'discarded', finalized_at = now() WHERE id = (SELECT river_job_id FROM jobs WHERE id = $1)`, abandoned.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	outbox := events.NewOutbox(webhooks.NewJobQueue(insertOnlyQueue(t, b.pool)))
+	builds := reports.NewWorker(b.pool, outbox, reports.DefaultRetention, reports.DefaultPageSize)
+	n, err := builds.FailAbandoned(context.Background())
+	if err != nil || n != 1 {
+		t.Fatalf("failed %d abandoned jobs (%v), want 1", n, err)
+	}
+	var got job
+	b.client.Get("/jobs/"+abandoned.ID).Decode(t, &got)
+	if got.Status != "failed" {
+		t.Fatalf("abandoned job is %s, want failed", got.Status)
+	}
+	b.client.Get("/jobs/"+waiting.ID).Decode(t, &got)
+	if got.Status != "queued" {
+		t.Fatalf("waiting job is %s, want queued", got.Status)
+	}
+	if n := b.count(t, `SELECT count(*) FROM events WHERE type = 'report.failed' AND data->>'id' = $1`, abandoned.ID); n != 1 {
+		t.Fatalf("%d report.failed events for the abandoned job, want 1", n)
+	}
+	if n, err := builds.FailAbandoned(context.Background()); err != nil || n != 0 {
+		t.Fatalf("a second sweep failed %d jobs (%v), want none", n, err)
 	}
 }

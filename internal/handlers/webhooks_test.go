@@ -98,9 +98,17 @@ func TestWebhookEndpointLifecycle(t *testing.T) {
 	if res := patch(v1, `{"disabled":false}`); res.Status != http.StatusPreconditionFailed || res.Problem(t).Raw["current_etag"] != v2 {
 		t.Fatalf("stale PATCH: %d %s", res.Status, res.Body)
 	}
+	// A patch that changes nothing keeps the version, so other clients' tags stay fresh.
+	res = patch(v2, `{"disabled":true,"description":"paused","enabled_events":["*"],"url":"`+publicURL+`"}`)
+	if res.Status != http.StatusOK || res.Header.Get("ETag") != v2 {
+		t.Fatalf("no-op PATCH: %d ETag %s, want 200 with %s", res.Status, res.Header.Get("ETag"), v2)
+	}
+	if res := patch(v1, `{}`); res.Status != http.StatusPreconditionFailed {
+		t.Fatalf("stale no-op PATCH: %d %s", res.Status, res.Body)
+	}
 	res = patch(v2, `{"disabled":false,"description":null}`)
 	res.Decode(t, &got)
-	if res.Status != http.StatusOK || got.Disabled || got.DisabledReason != nil || got.Description != nil {
+	if res.Status != http.StatusOK || got.Disabled || got.DisabledReason != nil || got.Description != nil || res.Header.Get("ETag") != `"v3"` {
 		t.Fatalf("re-enable: %d %s", res.Status, res.Body)
 	}
 

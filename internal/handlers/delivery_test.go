@@ -1,0 +1,246 @@
+package handlers_test
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/webhooks"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+)
+
+// TestPaymentWebhookArrivesSigned: a payment's event reaches a subscribed receiver, signed so
+// that our verifier and the official Standard Webhooks library both accept it.
+func TestPaymentWebhookArrivesSigned(t *testing.T) {
+	t.Parallel()
+	b := setupDelivery(t, defaultDelivery)
+	url, got := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) })
+	e, _ := createEndpoint(t, b.client, url, "payment.succeeded")
+	p, _ := createPayment(t, b.client, 5000)
+
+	h := next(t, got, 5*time.Second)
+	ours, err := webhooks.NewVerifier(*e.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := ours.Verify(h.header, h.body); err != nil {
+		t.Fatalf("our verifier: %v", err)
+	}
+	official, err := standardwebhooks.NewWebhook(*e.Secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := official.Verify(h.body, h.header); err != nil {
+		t.Fatalf("official library: %v", err)
+	}
+	var event struct {
+		Type string `json:"type"`
+		Data struct {
+			ID     string `json:"id"`
+			Amount int    `json:"amount"`
+		} `json:"data"`
+	}
+	if err := json.Unmarshal(h.body, &event); err != nil {
+		t.Fatal(err)
+	}
+	if event.Type != "payment.succeeded" || event.Data.ID != p.ID || event.Data.Amount != 5000 {
+		t.Fatalf("received %s", h.body)
+	}
+	waitDelivered(t, b, e.ID, 1)
+}
+
+// TestRetriedUntilDeliveredWithOneWebhookID: 500, 500, 200 with WEBHOOK_RETRY_SCHEDULE=1s,1s,1s
+// is delivered on the third attempt, one webhook-id throughout, and the three attempts are
+// listed.
+func TestRetriedUntilDeliveredWithOneWebhookID(t *testing.T) {
+	t.Parallel()
+	b := setupDelivery(t, defaultDelivery)
+	var mu sync.Mutex
+	codes := []int{500, 500, 200}
+	url, got := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		mu.Lock()
+		defer mu.Unlock()
+		w.WriteHeader(codes[0])
+		codes = codes[1:]
+	})
+	e, _ := createEndpoint(t, b.client, url, "payment.succeeded")
+	createPayment(t, b.client, 100)
+
+	ids := map[string]bool{}
+	var times []time.Time
+	for range 3 {
+		h := next(t, got, 5*time.Second)
+		ids[h.header.Get(webhooks.HeaderID)] = true
+		times = append(times, h.at)
+	}
+	for i := 1; i < 3; i++ {
+		if gap := times[i].Sub(times[i-1]); gap < 800*time.Millisecond {
+			t.Errorf("retry %d came %s after the attempt before it; want about 1s", i, gap)
+		}
+	}
+	d := waitDelivered(t, b, e.ID, 1)[0]
+	if len(ids) != 1 || !ids[d.ID] {
+		t.Fatalf("webhook-ids %v; want only the delivery's %s", ids, d.ID)
+	}
+	if len(d.Attempts) != 3 {
+		t.Fatalf("%d attempts listed, want 3", len(d.Attempts))
+	}
+	for i, a := range d.Attempts {
+		want := []int{500, 500, 200}[i]
+		if a.Attempt != i+1 || a.ResponseStatus == nil || *a.ResponseStatus != want {
+			t.Errorf("attempt %d: %+v, want status %d", i+1, a, want)
+		}
+	}
+	select {
+	case h := <-got:
+		t.Fatalf("a fourth request after the success: %s", h.body)
+	case <-time.After(1500 * time.Millisecond):
+	}
+}
+
+// TestGoneDisablesTheEndpoint: a receiver answering 410 disables its endpoint at once, and
+// is not called again.
+func TestGoneDisablesTheEndpoint(t *testing.T) {
+	t.Parallel()
+	b := setupDelivery(t, defaultDelivery)
+	url, got := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusGone) })
+	e, _ := createEndpoint(t, b.client, url, "payment.succeeded")
+	createPayment(t, b.client, 100)
+	next(t, got, 5*time.Second)
+
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		var ep endpoint
+		b.client.Get("/webhook-endpoints/"+e.ID).Decode(t, &ep)
+		if ep.Disabled && ep.DisabledReason != nil && *ep.DisabledReason == "gone" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("endpoint %+v five seconds after a 410", ep)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if ds := deliveries(t, b.client, e.ID); len(ds) != 1 || ds[0].Status != "failed" || len(ds[0].Attempts) != 1 {
+		t.Fatalf("deliveries after 410: %+v", ds)
+	}
+	createPayment(t, b.client, 200)
+	select {
+	case h := <-got:
+		t.Fatalf("the disabled endpoint was called again: %s", h.body)
+	case <-time.After(1500 * time.Millisecond):
+	}
+}
+
+// waitDelivered waits until the endpoint has n deliveries, all succeeded, and returns them.
+func waitDelivered(t *testing.T, b *testBundle, endpointID string, n int) []delivery {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ds := deliveries(t, b.client, endpointID)
+		done := len(ds) == n
+		for _, d := range ds {
+			done = done && d.Status == "succeeded"
+		}
+		if done {
+			return ds
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries of %s: %+v; want %d succeeded", endpointID, ds, n)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestHungReceiverDelaysOnlyItsOwnDeliveries: with fifty deliveries queued for an endpoint
+// whose receiver never answers (within a WEBHOOK_TIMEOUT longer than the test), another
+// endpoint's event still arrives within 2 s, and the hung endpoint is never sent more than
+// MaxInFlightPerEndpoint attempts at once.
+func TestHungReceiverDelaysOnlyItsOwnDeliveries(t *testing.T) {
+	t.Parallel()
+	opts := defaultDelivery
+	opts.timeout = time.Minute
+	b := setupDelivery(t, opts)
+	release := make(chan struct{})
+	hungURL, hung := newReceiver(t, func(_ http.ResponseWriter, r *http.Request) {
+		select {
+		case <-release:
+		case <-r.Context().Done():
+		}
+	})
+	t.Cleanup(func() { close(release) }) // before the receiver closes: it waits for its requests
+	createEndpoint(t, b.client, hungURL, "payment.succeeded")
+	for range 50 {
+		createPayment(t, b.client, 100)
+	}
+	for range webhooks.MaxInFlightPerEndpoint {
+		next(t, hung, 5*time.Second)
+	}
+	// Let the workers go through the backlog first, so the next event queues behind it.
+	waitBacklogFetched(t, b, 3*time.Second)
+
+	fastURL, fast := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	createEndpoint(t, b.client, fastURL, "payment.succeeded")
+	createPayment(t, b.client, 100)
+	committed := time.Now()
+	h := next(t, fast, 2*time.Second)
+	t.Logf("the other endpoint's webhook arrived %s after its payment", h.at.Sub(committed))
+	if n := len(hung); n != 0 {
+		t.Fatalf("the hung endpoint got %d attempts beyond its %d in flight", n, webhooks.MaxInFlightPerEndpoint)
+	}
+}
+
+// waitBacklogFetched waits, for at most within, until every webhook job has been fetched at
+// least once. Without a per-endpoint cap that never happens (every worker hangs on one
+// endpoint), and the test goes on to fail on the delay it measures.
+func waitBacklogFetched(t *testing.T, b *testBundle, within time.Duration) {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	for time.Now().Before(deadline) {
+		if b.count(t, `SELECT count(*) FROM river_job WHERE queue = 'webhooks' AND attempted_at IS NULL`) == 0 {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	t.Logf("webhook jobs never fetched after %s: %d", within,
+		b.count(t, `SELECT count(*) FROM river_job WHERE queue = 'webhooks' AND attempted_at IS NULL`))
+}
+
+// TestTwoProcessesDeliverEachEventOnce: two processes' workers on one database send each
+// event to each endpoint once (at-least-once is the promise; once is the normal case).
+func TestTwoProcessesDeliverEachEventOnce(t *testing.T) {
+	t.Parallel()
+	b := setupDelivery(t, defaultDelivery)
+	second, err := db.Open(context.Background(), b.dbURL, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(second.Close)
+	startDeliveryWorkers(t, second, defaultDelivery)
+
+	const events = 30
+	url, got := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	e, _ := createEndpoint(t, b.client, url, "payment.succeeded")
+	for range events {
+		createPayment(t, b.client, 100)
+	}
+	waitDelivered(t, b, e.ID, events)
+	time.Sleep(time.Second) // room for a duplicate to show up
+	seen := map[string]int{}
+	for len(got) > 0 {
+		seen[(<-got).header.Get(webhooks.HeaderID)]++
+	}
+	if len(seen) != events {
+		t.Fatalf("%d webhook-ids received, want %d", len(seen), events)
+	}
+	for id, n := range seen {
+		if n != 1 {
+			t.Errorf("%s received %d times", id, n)
+		}
+	}
+	workedBy := b.count(t, `SELECT count(DISTINCT attempted_by[1]) FROM river_job WHERE queue = 'webhooks'`)
+	t.Logf("the deliveries were made by %d processes", workedBy)
+}
