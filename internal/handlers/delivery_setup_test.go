@@ -35,7 +35,7 @@ var defaultDelivery = deliveryOptions{
 
 // setupDelivery is a server that accepts receivers on this machine
 // (WEBHOOK_ALLOW_PRIVATE_NETWORKS=true), with webhook workers running on its database.
-func setupDelivery(t *testing.T, opts deliveryOptions) *testBundle {
+func setupDelivery(t testing.TB, opts deliveryOptions) *testBundle {
 	t.Helper()
 	pool, url := seededDB(t)
 	b := servePrivateReceivers(t, pool)
@@ -45,7 +45,7 @@ func setupDelivery(t *testing.T, opts deliveryOptions) *testBundle {
 }
 
 // servePrivateReceivers starts a server on pool whose endpoints may be on this machine.
-func servePrivateReceivers(t *testing.T, pool *pgxpool.Pool) *testBundle {
+func servePrivateReceivers(t testing.TB, pool *pgxpool.Pool) *testBundle {
 	t.Helper()
 	logs := &syncBuffer{}
 	opts := testOptions(t, pool, processor.Simulated{}, slog.New(slog.NewJSONHandler(logs, nil)))
@@ -63,7 +63,7 @@ func servePrivateReceivers(t *testing.T, pool *pgxpool.Pool) *testBundle {
 
 // startDeliveryWorkers runs the webhooks queue on pool, as a server process does, until the
 // test ends.
-func startDeliveryWorkers(t *testing.T, pool *pgxpool.Pool, opts deliveryOptions) *river.Client[pgx.Tx] {
+func startDeliveryWorkers(t testing.TB, pool *pgxpool.Pool, opts deliveryOptions) *river.Client[pgx.Tx] {
 	t.Helper()
 	sender := webhooks.NewSender(webhooks.SenderOptions{Timeout: opts.timeout, AllowPrivateNetworks: true})
 	registry := river.NewWorkers()
@@ -98,7 +98,7 @@ type hook struct {
 
 // newReceiver is a webhook receiver on this machine: it hands every request to the returned
 // channel, then answers with reply.
-func newReceiver(t *testing.T, reply http.HandlerFunc) (url string, got <-chan hook) {
+func newReceiver(t testing.TB, reply http.HandlerFunc) (url string, got <-chan hook) {
 	t.Helper()
 	ch := make(chan hook, 1000)
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

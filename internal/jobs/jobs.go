@@ -61,6 +61,13 @@ func (c Config) Validate() error {
 	return errors.Join(errs...)
 }
 
+// fetchCooldown is the least time between two fetches of one queue, and between two insert
+// notifications a client sends for one queue. River's default (100 ms) delayed most webhook
+// first attempts by about that much (measured: median 96 ms from commit to arrival, 8 ms at
+// 10 ms). A fetch is one indexed query, so fetching up to 100 times a second when jobs keep
+// arriving costs little.
+const fetchCooldown = 10 * time.Millisecond
+
 // NewClient builds the River client for pool. Call Start on it to run workers (when
 // c.Work); an insert-only client needs no Start.
 func NewClient(pool *pgxpool.Pool, c Config) (*river.Client[pgx.Tx], error) {
@@ -70,6 +77,7 @@ func NewClient(pool *pgxpool.Pool, c Config) (*river.Client[pgx.Tx], error) {
 	rc := &river.Config{
 		Logger:               riverLogs(c.Logger),
 		JobTimeout:           c.Timeout,
+		FetchCooldown:        fetchCooldown,
 		RescueStuckJobsAfter: c.RescueAfter, // River's default (1 h) is far too long for a demo backend
 		Workers:              c.Registry,
 	}

@@ -35,13 +35,13 @@ const busySnooze = time.Second
 // recording the attempt after. A job's timeout is WEBHOOK_TIMEOUT plus this.
 const AttemptOverhead = 15 * time.Second
 
-// fetchPollInterval is how often an idle webhooks queue looks for due jobs. River fetches
-// at once on an insert's notification (LISTEN/NOTIFY), but a client notifies each queue at
-// most once per FetchCooldown (100 ms): a job inserted right after another, by the same
-// process, is seen on the next poll. Half a second keeps a first attempt within a second of
-// its commit, for one cheap indexed query twice a second. It is also when a snoozed job that
-// became due is picked up.
-const fetchPollInterval = 500 * time.Millisecond
+// fetchPollInterval is how often the webhooks queue looks for due jobs besides River's
+// insert notifications (LISTEN/NOTIFY), which start most first attempts within milliseconds
+// of the commit. Some inserts are still found only by a poll (a notification within the
+// client's fetch cooldown of another, or one handled before its fetch could see the job), so
+// the poll bounds a first attempt's delay: measured, median 8 ms, slowest 204 ms of 50. It is
+// also when a job snoozed until a retry is picked up. One indexed query five times a second.
+const fetchPollInterval = 200 * time.Millisecond
 
 // QueueConfig is the webhooks queue's River configuration with workers workers.
 func QueueConfig(workers int) river.QueueConfig {
