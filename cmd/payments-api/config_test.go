@@ -45,7 +45,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"JOB_RESCUE_AFTER": "1m"}, "JOB_RESCUE_AFTER"},
 		{map[string]string{"REPORT_RETENTION": "1s"}, "REPORT_RETENTION"},
 		{map[string]string{"WEBHOOK_TIMEOUT": "0s"}, "WEBHOOK_TIMEOUT"},
-		{map[string]string{"WEBHOOK_TIMEOUT": "1m", "JOB_RESCUE_AFTER": "70s"}, "JOB_RESCUE_AFTER"}, // a live attempt would be rescued
+		{map[string]string{"WEBHOOK_TIMEOUT": "1m", "JOB_RESCUE_AFTER": "62s"}, "JOB_RESCUE_AFTER"}, // a live attempt would be rescued
 		{map[string]string{"WEBHOOK_WORKERS": "1"}, "WEBHOOK_WORKERS"},                              // one hung endpoint would hold them all
 		{map[string]string{"WEBHOOK_RETRY_SCHEDULE": "1s,soon"}, "WEBHOOK_RETRY_SCHEDULE"},
 		{map[string]string{"WEBHOOK_RETRY_SCHEDULE": "1s,-1s"}, "WEBHOOK_RETRY_SCHEDULE"},

@@ -96,7 +96,7 @@ func startProcess(t testing.TB, dbURL string, env map[string]string) *process {
 	ln.Close()
 	cfg := map[string]string{
 		"DATABASE_URL": dbURL, "LISTEN_ADDR": addr, "DEMO_API_KEYS": processKey, "LOG_LEVEL": "info",
-		"JOB_TIMEOUT": "5s", "JOB_RESCUE_AFTER": "6s", "SHUTDOWN_TIMEOUT": "5s",
+		"JOB_TIMEOUT": "5s", "JOB_RESCUE_AFTER": "6s", "SHUTDOWN_TIMEOUT": "5s", "WEBHOOK_TIMEOUT": "500ms",
 	}
 	for k, v := range env {
 		cfg[k] = v

@@ -33,7 +33,7 @@ const busySnooze = time.Second
 
 // AttemptOverhead is what an attempt may take beyond sending: reading the delivery before,
 // recording the attempt after. A job's timeout is WEBHOOK_TIMEOUT plus this.
-const AttemptOverhead = 15 * time.Second
+const AttemptOverhead = 5 * time.Second
 
 // fetchPollInterval is how often the webhooks queue looks for due jobs besides River's
 // insert notifications (LISTEN/NOTIFY), which start most first attempts within milliseconds
