@@ -18,7 +18,7 @@ import (
 // it, a hung endpoint holds at most this many workers; its other jobs are snoozed briefly
 // (snoozing does not use up a job's attempts, and a snoozed job goes behind the jobs already
 // due, so other endpoints' deliveries are fetched first). The queue then stays open to other
-// endpoints until WebhookWorkers / MaxInFlightPerEndpoint endpoints hang at once.
+// endpoints until WEBHOOK_WORKERS / MaxInFlightPerEndpoint endpoints hang at once.
 //
 // The cap is per process, not global: what it protects is each process's workers, and
 // counting in memory costs no query per attempt. N processes make at most N times this many
