@@ -22,9 +22,14 @@ import (
 // `go test`; scripts/test also fuzzes each target for a few seconds. Any request fails the
 // target when the server answers 5xx (but the documented processor outage), takes longer than
 // fuzzSlow, answers more than fuzzLargest bytes, or answers something the spec does not document.
+//
+// fuzzSlow catches requests whose cost runs away with their input (the quadratic and deep
+// bodies took seconds to minutes); it is not a latency target. The fuzzer's workers share the
+// cores with the server and the database, so an ordinary request can take a few hundred
+// milliseconds under load: the bound leaves room for that.
 const (
 	fuzzLargest = 256 << 10
-	fuzzSlow    = time.Second
+	fuzzSlow    = 3 * time.Second
 )
 
 // fuzzServer is one server per fuzzing process, with one payment to patch and refund.
