@@ -21,6 +21,7 @@ func rateLimits(cfg config, logger *slog.Logger) (limits *handlers.RateLimits, r
 		if err != nil {
 			return nil, nil, err
 		}
+		ratelimit.LogRedisThrough(logger)
 		limiter = ratelimit.NewFallback(shared, limiter, logger)
 		release = func() {
 			if err := shared.Close(); err != nil {

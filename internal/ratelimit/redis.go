@@ -3,6 +3,7 @@ package ratelimit
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/go-redis/redis_rate/v10"
@@ -62,3 +63,17 @@ func (r *Redis) Allow(ctx context.Context, p Policy, key string) (Decision, erro
 
 // Close closes the connections to Redis.
 func (r *Redis) Close() error { return r.client.Close() }
+
+// LogRedisThrough sends go-redis's own log lines (one per failed dial while Redis is down)
+// to logger at debug level, instead of as plain text on stderr beside the JSON logs. The
+// Fallback already reports an outage once, at warn, so these add detail, not alarms.
+// go-redis has one logger per process, so this sets it for every client.
+func LogRedisThrough(logger *slog.Logger) {
+	redis.SetLogger(redisLogger{logger})
+}
+
+type redisLogger struct{ logger *slog.Logger }
+
+func (l redisLogger) Printf(ctx context.Context, format string, v ...any) {
+	l.logger.DebugContext(ctx, "redis: "+fmt.Sprintf(format, v...))
+}
