@@ -1970,9 +1970,15 @@ func (t *DownloadReport200JSONResponseBody_Item) UnmarshalJSON(b []byte) error {
 
 // ServerInterface represents all server handlers.
 type ServerInterface interface {
+	// GetRoot The API reference (the root)
+	// (GET /)
+	GetRoot(ctx echo.Context) error
 	// GetAccount The account the API key belongs to
 	// (GET /account)
 	GetAccount(ctx echo.Context) error
+	// GetAPIReference The API reference, as HTML
+	// (GET /docs)
+	GetAPIReference(ctx echo.Context) error
 	// ListEvents List events
 	// (GET /events)
 	ListEvents(ctx echo.Context, params ListEventsParams) error
@@ -2067,12 +2073,30 @@ type ServerInterfaceWrapper struct {
 	Handler ServerInterface
 }
 
+// GetRoot converts echo context to params.
+func (w *ServerInterfaceWrapper) GetRoot(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetRoot(ctx)
+	return err
+}
+
 // GetAccount converts echo context to params.
 func (w *ServerInterfaceWrapper) GetAccount(ctx echo.Context) error {
 	var err error
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetAccount(ctx)
+	return err
+}
+
+// GetAPIReference converts echo context to params.
+func (w *ServerInterfaceWrapper) GetAPIReference(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetAPIReference(ctx)
 	return err
 }
 
@@ -2817,6 +2841,8 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/metrics", wrapper.GetMetrics, options.OperationMiddlewares["getMetrics"]...)
 	router.GET(options.BaseURL+"/openapi.yaml", wrapper.GetOpenAPIYAML, options.OperationMiddlewares["getOpenAPIYAML"]...)
 	router.GET(options.BaseURL+"/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
+	router.GET(options.BaseURL+"/", wrapper.GetRoot, options.OperationMiddlewares["getRoot"]...)
+	router.GET(options.BaseURL+"/docs", wrapper.GetAPIReference, options.OperationMiddlewares["getAPIReference"]...)
 	router.GET(options.BaseURL+"/problems/:problem", wrapper.GetProblemType, options.OperationMiddlewares["getProblemType"]...)
 
 }
@@ -3295,6 +3321,16 @@ func ReportSucceededWebhookWebhookHandler(si WebhookReceiverInterface, middlewar
 		h = mw(h)
 	}
 	return h
+}
+
+type APIReferenceResponseHeaders struct {
+	RequestId string
+}
+type APIReferenceTexthtmlResponse struct {
+	Body io.Reader
+
+	Headers       APIReferenceResponseHeaders
+	ContentLength int64
 }
 
 type BadRequestResponseHeaders struct {
@@ -4063,6 +4099,54 @@ type WebhookEndpointDisabledApplicationProblemPlusJSONResponse struct {
 	Headers WebhookEndpointDisabledResponseHeaders
 }
 
+type GetRootRequestObject struct {
+}
+
+type GetRootResponseObject interface {
+	VisitGetRootResponse(w http.ResponseWriter) error
+}
+
+type GetRoot200TexthtmlResponse struct{ APIReferenceTexthtmlResponse }
+
+func (response GetRoot200TexthtmlResponse) VisitGetRootResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetRoot500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetRoot500ApplicationProblemPlusJSONResponse) VisitGetRootResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetAccountRequestObject struct {
 }
 
@@ -4191,6 +4275,54 @@ func (response GetAccount503ApplicationProblemPlusJSONResponse) VisitGetAccountR
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAPIReferenceRequestObject struct {
+}
+
+type GetAPIReferenceResponseObject interface {
+	VisitGetAPIReferenceResponse(w http.ResponseWriter) error
+}
+
+type GetAPIReference200TexthtmlResponse struct{ APIReferenceTexthtmlResponse }
+
+func (response GetAPIReference200TexthtmlResponse) VisitGetAPIReferenceResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetAPIReference500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetAPIReference500ApplicationProblemPlusJSONResponse) VisitGetAPIReferenceResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -9454,9 +9586,15 @@ func (response RotateWebhookEndpointSecret503ApplicationProblemPlusJSONResponse)
 
 // StrictServerInterface represents all server handlers.
 type StrictServerInterface interface {
+	// GetRoot The API reference (the root)
+	// (GET /)
+	GetRoot(ctx context.Context, request GetRootRequestObject) (GetRootResponseObject, error)
 	// GetAccount The account the API key belongs to
 	// (GET /account)
 	GetAccount(ctx context.Context, request GetAccountRequestObject) (GetAccountResponseObject, error)
+	// GetAPIReference The API reference, as HTML
+	// (GET /docs)
+	GetAPIReference(ctx context.Context, request GetAPIReferenceRequestObject) (GetAPIReferenceResponseObject, error)
 	// ListEvents List events
 	// (GET /events)
 	ListEvents(ctx context.Context, request ListEventsRequestObject) (ListEventsResponseObject, error)
@@ -9558,6 +9696,29 @@ type strictHandler struct {
 	middlewares []StrictMiddlewareFunc
 }
 
+// GetRoot operation middleware
+func (sh *strictHandler) GetRoot(ctx echo.Context) error {
+	var request GetRootRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetRoot(ctx.Request().Context(), request.(GetRootRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetRoot")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetRootResponseObject); ok {
+		return validResponse.VisitGetRootResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // GetAccount operation middleware
 func (sh *strictHandler) GetAccount(ctx echo.Context) error {
 	var request GetAccountRequestObject
@@ -9575,6 +9736,29 @@ func (sh *strictHandler) GetAccount(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetAccountResponseObject); ok {
 		return validResponse.VisitGetAccountResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetAPIReference operation middleware
+func (sh *strictHandler) GetAPIReference(ctx echo.Context) error {
+	var request GetAPIReferenceRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetAPIReference(ctx.Request().Context(), request.(GetAPIReferenceRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetAPIReference")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetAPIReferenceResponseObject); ok {
+		return validResponse.VisitGetAPIReferenceResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -10558,271 +10742,275 @@ var swaggerSpec = []string{
 	"xE4qEp2KlM14br2jxW/JIzNQRiS5sE4ViOcTI5LzuMueFznq+8z9nmvykDE718z4NSBpRW4pM+OJgPEc",
 	"Yz9kPEnEzNbMZjkC2ep5MQk0J+xArUq0MpYry2AFttjjciLbbvXlblTt9N+efPv+b222+t3O440kcOa3",
 	"Zx0J/ESuOCRaUt3m3OCqiTSC93TMrzTAjVQJSbZ3Sl4xMdPJ5JCNcmEm5ekbKDcYKCagdTDOSkJhUzTS",
-	"JlyxAzaVqgDyGOV6CjpSzpJMJxd9EnNDXcAjndK5xSKXD9naFF17iq5hBFLh0aL6jqfOFod/JVqBKg8f",
-	"+WyWOZPvySzXw0xM//bBkH+xeibPstejVv/n31r/mYtRq9/6jyeVe/oJXWeevKH7W9fRb61ZDuqvlfR4",
-	"Y7ktjHs0zGG/17v2s67cnn4G5olUlzyTaceRcytq+E0GSvGFWLTeX19fv8dXX2W3gWkx5dlI51ORgvLh",
-	"xgLZG3jYaz7Npjd21z6pLgw9Xp3K5bXVze7yyl/SIYfJxptLzwq+8Q+CZ3by+scNu7u6q5v2kgZsNSwn",
-	"/bJYXrK7zrxufZ+od0Z8LiT6TUCi7suQDOvk15GqUxjRWkOERyUJOrnRFA5osHwPnS6QcSvyL5pMnTes",
-	"U7rDNt9XOs4aqOStAFvwMyGTvb1bkUlOc9/Aq1bJAoQaeSgqGzj0sTjS+uK52IkCycaz4zzX+eexvQc1",
-	"QdWwvW7KHYFzXnf6FSuUuJqJBAxcvLTLngvLZUaaXabHY5GyQqWCwqVxtYhx5DwOoP598Xv8EkPUr7Q9",
-	"Ir39c2H2Bxu3mQLrHaVth7t5b9I2MPQurqSxhg0Ly1ItyOfhwvG4xTRml51V8Qhyt7iICBh6ajFQqU4K",
-	"sNrRtrCTiBnNJKoymTQYCQKddiJyMFvAyCP1lGgJzbzSV01KaFMuwaYdpIuWY71fBLW90vZ7UMM/Fyrb",
-	"30hlQF4jnO4a4nqlmSmSSRnUp2gZmD9Joou/AHd4wxeZ5umZ1i94Pv5cNMHdpxu3bUaT7litOxlOewtL",
-	"xMdF8AZ3ZIPIJJn0hrV32Uv53c5fYWOBhz0XSSbV58P1927aWJh0J/WzJrvaW+Y/t9wF5+gCG3GZFbk4",
-	"T3QqWu/XEkDC8xQ1Oj8qSQA3FDkwKAjXpgmzGEYWabzjYncYDilTjwaqyjPySUiBHtGcchTQUkNo76a9",
-	"bciiWkpN2nR3ed0XKVHe5OhKkvAG3+O+fC5M6gZaDubdIYJaIWcX/TkXlo/XUHCQslcqNRQJw9i3Cx9R",
-	"XAps104ueIp0i3bsl8/HgmV8Wy7d52GIfr09AZS7vkFSueCru9QE2Zpf/C6eivxSJuKd4pdcZnyYic/F",
-	"2tysaRiad6cIJr5hB1Nu+ZAbwRJMaISzOoQN5cmE3J+ppG9dmHcu7USqMI7wCMQUT0FORYzyWEsVRRpm",
-	"JoW1Uo1ZqufKZZ34CEfg7Ym9/31F+PwbubDOtH7J1cINZz4XprHZyZlzKzou43BFXFxKnXEr0nOfxrlG",
-	"ZhyxahjKogTaQVdWMWPteGWcmCk+FYZJu3MI9DnBTCZQmbQSjswGagOdsXYZxNzd6bK4JACXaL5MQDEb",
-	"y0tBKRBNGcsbEif/PYn5neKFnehc/vr56PK7Gym5CGe8hme+lMZINY5YoS6UniuGGvWlvhApO3pzwi7E",
-	"4gt3wf/000+d5VTQTTcvZ466zXduLJG+FKnkZ9Wi/+lK8MENRFDOvDOFqXfw2i3N9UeGxc/oHTvwzrHP",
-	"ZPLZUlVKtjPfMd2KeBnH/E4jLCVikMH/7uz7ztdfvDa1lGfz3GWefxlhPB9896kaHZ84vyLu/BVg7a83",
-	"7914ZeoH0Igf8pAJhRmi0rJ2/Obo7NkPLnkvLtP1RzwzIt6heM8XThrXPm+BfM3ko8QchtqeuVKlc46/",
-	"jXQ+hU8tsD4wJ2I1vyFqyXS5VoEniT1/OvqG7ya9dG/4d7HPD5JvxO6ox/eGrfe1dDW89uZMpHD30cUT",
-	"zLSqd9DDDyLBlX6GPztXV5BvwVMyu3j2Jnhx3OloaS341K/RUrmECgxsrBeaSqVzViigpYNer8e+ZQe9",
-	"bq/H3p0+R39huZBS2a/2W0Gq4Dfuf5vzBaOWf9pNyQLP/HXLJ6KWMrjb6/UadnIqLAdD5aaHvPTXYbkA",
-	"+d0ohNKUsm+BaaOrzeoLobwCd+a/Bv2tFZWZJ7PpOXx7fikNb0XlP0vHX/WVVKYYjUBNVfZ8VKjUBD/O",
-	"KLlOqvE5xQPf30RWbr+DtV55u/WU9lbABO6d0CrKMl32nJJNMWEV06NIGwext6CqJax9ux+C+xhaII7w",
-	"USmqsDXciSRPGWlBYgu40CjnRVpkAjfMaQYiPR8uzpPCWD0VW2x4MN1NGwtKyt021vOocVOhz2uVLViu",
-	"56asD+UWk7DRlkLXMmYEhru5kQ/7p2V2m4f5Gif/nEPvLAgmHVOyIrdsqo1lT7/6iqV84YsupN1+bv6q",
-	"IGO6lZjL4NjTv1ALed8wgNcalpMOuc+1xFhuJo01NWZCW2yQSIhF3EgW+GtU27za4q6nlSXt625Ec2uu",
-	"TYpMei4ufYV6fZGwhIvBbaQExz8PWo8HrfdxkJEMv0auBB14Cl7NeJqKtMp3wmz58EA+rjhk1xRJIkRK",
-	"DNp953zb1Rfkx0zL3ajdRXvY9JUbp4kupvzqhKa1Rzn37l8VT+N5zoGVU+WY+9nmhbiOWkWeNWay5lht",
-	"9+b16RmjVSWhFbsNfvf2RVyj/SKXxGPLcp/e/tc31/uEVAdTWdnLRlILNIGV1JaT09dsf2/376V2whKd",
-	"Ymw603ORJ9yIPtpIvjRdp8LAzyenrx+ZMmiAZSBt9MHAXrOhyPQ8YhdiZqlgGpZHWjZcMI7yfafLfpJ2",
-	"kuZ8rtyg7XiSX8QRiy/FyMXL6Ac74XageC5QcrmJSrzjihdwx9XVFdyRC19rRP4dT3YcaYOP4DuewbLx",
-	"KX6jQWHgOZx2XuA38zH8/RWuHPIp/B3C98MUxMZwgp/lCP7iCEOFf/UQ/wJDGuK2DA1+b3Gc+Qz+LvDz",
-	"r6iKcvybwjjJBLnFhD7P4W+GnzO4K1FAiYnGz7pAvpKgxoHfXOK9v160olb6Ae5KL/AzXp/is8QYPoMc",
-	"jVrCwjxFkQMpfsC45wX8Oh7iXwEzH09gNcYSv8F3HCsYeWx/gb8L+GZygX8VXD+xsGKTAq6RKYwsM4PZ",
-	"0vj5F7hS5vjZwNw+4JgfNP6dwdtdCLj+Yox/J3DlxRRGu5jBalzk+HcO11/g0y9+hb3IOIyW4cyzC7gr",
-	"y+HXzMCsMrxyius8TeGb6Rj2eoozn07h3imqAlNcq2kOazvFlZle4t85XnOl8C/s7HSB3yNtKBxZjfGz",
-	"1PBXw/VqhrnhuPJ6miMngzWfCbhyNoZrZhN44gznPMvw+wWs4S8cvsk1VjMj/eQF3JvPYTUM/mqQGk2C",
-	"n1O4ywgY04zxexzZZEAVRsN6GlwTY/B7pEZzCfRjFvjNr7AydgJPsR/gejuFNbFI1RZXxmI9k7X4De6C",
-	"/RWuLPgE/o6v4C/OtjAwfrGQ+LfAv7B3BV5/iWfwEvf6Ese/LGBV55ghfoXrecXhTa8S/JzA211p/GYG",
-	"fxeYd/8rrsOvUxj51/kYOF5oScJUVth+1LrqjHVnRRYcE/M8fpCDt5WDuDQ3eQMa6z0ESyZcjQXGBMpi",
-	"XSov9v4Xl5TzyLC4rKuIt9cdvRXS5BF0uVecComP3pwwM8ESJGkdXohXp/1E+4yz2PkFYgKEif22PAaF",
-	"l8VkyxFZxG6D4KdK0XxkELjFXYB78zjG5JGBit1rGwyBoAtyLC+FK/OCt3tkmLjiiaXCfk7CbUXOkxF1",
-	"uxL6Sk/eZLLhbp+Rt7XBs7Kk/3I40LgHTdoIjvVCmgbq8ftWHpcb51S9gKPW66g14eZ8qnMRFJMOtc4E",
-	"VyuzxwcGd6yd79l6Y2LCZzOh0D/otwvdhnjlEAiLqH51lxvMjj+LGXwvRZaWmdv1XUGkgrVK70RQSjST",
-	"Bg7KP09fv2Joy4C9pxweDObLteMn5LeId5Cbwg8KKycRHAcrZ1mJJQFXkF+StWOM2oGet5wQtdNlRx4Y",
-	"BsfKtPIZeQO1d/CVqwGUoKmi4ZcLVCynPL/w2fjx//9//z9x7UyFDi4s9WwuTA5JiVapuqGJlFxdTn+9",
-	"39uTg7642ep0dzU96J96uLphL7Qad/JCKQzI6vwiYjOdZeRGiJ980EPz5DeZXiOj/Xgnr/DUdMuowPuo",
-	"GdKLaZUtKvwu5KZI0IdYPR9bH9SJq/jABz106VJxF+eEWBBms3gaSSXNRKT4CO7Qapy7YC6zjA0FS0Um",
-	"7JLjbHU1fq70D1VkWev9ddTyo2+eAzy6PMGRe1E4Eig0uUpEdqenr4iILarikRjGuTBmlXJzPTfecdoE",
-	"x/ZWzw2b5yDiFTOajXh+iLgFGuRbhSEC75sXyjR7IjcD5IRnYmk+TWeDsENuki7/1MO3dOE1KM4836jV",
-	"cDxPHlaEuev9m91hnyqOcMMkT+nCm/1dsMKpFubQ6x8xGxYySx36HRB3O0b/xRMHLBfvhAKKvryZK4UK",
-	"gXuLgICWlIRgYesno3ZU13C4e9AhgE9+eg2ioqV1cIUNvK08/avcONVzBerx+WZnlL8s0EIjlouMW0yX",
-	"0V4BfmSwCp69e/sCNzwwpjwpPMlnq+G5J/4BjRoF3Xm+wnC2Q3+onelypKj+6mvW+rQ8O0vZr78UohBp",
-	"zNpzLjHxDUFs3NHdiVjshKNzYjtZwDPCQTQsLvcEVBEnVwYKk5I8T47rjid6JFryODTQfKCYlZqdv71x",
-	"KV8GgZVmt3DN6XvQ6POtr8W7GRDAQc8BUBHAC4KvYSW8nitESjCswAv3ezWAK3d14QbpdcmVGc7ooFdS",
-	"7eIVn65Mcr9Xd3ZeN+yls7lWz3gV/lqRFathKbr43Me6trzrLhrPPURcN+gNYYFCw6FfMO7VhLAaoaxT",
-	"CAMnS9HRpqgoPPf9rTSJrUJ09xMvXhl2O3Hp6KkSmc6OusUmNwm7pihwKfmWqW/ldZZ2tk4RwYItSc5g",
-	"6u/XHx2qcXAxiPWycotFQzFZQlxsfSSWU3eWTNo1gbQQS2OtH8FN7B60gPAVN2gCK2IWU8G4opSwGR8L",
-	"h2djDtlI2GQCii4ZmKjnSDU+5z7T1XoBjMhsBGJxD6pGncQDg7JR6tSoMreSZ9miItUmUeTH96N9hqRV",
-	"vek9UNc7Omaf4Wt6H9BHvaSzuZvigogWt3/wd+aMaZa6ine6fVUrrXE6X5VRH/b7yj3aEVewS6bj3ieO",
-	"GEI5F8nERxq9GEu4csAaQ7E5ZWVdEpQrimqeT0NtVem5JWdxEOak2qhuo9MZ16dxLcXVLOPKQbPORCJH",
-	"MvHQX0wnTm6IxmHDxMXmF1ibBOleo0xmTLRKRO6UgWZ/jVnzjCVInzjCkLBQNl8gILP7naEXLCrzP/Z6",
-	"tejHplMSeCBXghPLXJmmeq4pdLD1lEus8FGRI8+uzdqwORhOWMKNdf9KW1+kLxWL6aG495vzoDZrakRz",
-	"S7WpCEzvEGhXKkwbMygRASwR66IclPc84x6txh9iR2wp0+qQZWJkmS5sZXjiDdKEXlRWOlG7SwkLB181",
-	"uYpqCV3bvDoVdfivlbadioU4Ci45wUYCdm/d+OizJVQOz2PcPdTRwKWXNw5u1hiVMPAPZ2dvmCv3hU3v",
-	"htlzB7XEuf1er4lkrLRN/PKImYnOLTPFdMrzsj2B30wYJ0DwDdACN7OUZk/RUeUbePf2xIF9hjjfyw+O",
-	"/3F8FoOOQ2Z0MNqKG6EBJKFJu1itSVojQoLCJs+rqyKlEpd+PtHGIb/X4PVI9Ih0oNqxSy4Dg55g0RHW",
-	"NKaCE185kcY7EePGR3IQ1P6RYWXtU6esfXJAcZ7hrVl6z8nWiW6bBd6zJsH91iNIYnDqblljGwXLqUCw",
-	"yqxEqCylSJe9hkW2mpDcfWIpM8XQB7xcSlJ1Syu6NQ5nwyuPHBTIR/gC/iirftXrJT6tbXw3a/yjE2Zv",
-	"dhOYDZbIdr7kGkzDRlvbvc46o/n9Wqq6BxvSkeendybTg+7HAAsm/fGGyUoo+mMsE8qhXn0rUETOjfx1",
-	"jeIzkhlo63ABMOtSbflUrKGerX2XpOstE1o+qcd/1RTYJkzqg0Y+QvpBD3duGR9tTPfeMr37LoGFqPVB",
-	"D8/vFgPN9fw8aa66cAa+oYpTdKB6VQEIcksCXMZTvUsiuqTUyuF5GIVzz96Qnx6+XRScsSXCW3JB3hCh",
-	"oyO8pQdyuxwBDNe9b670DJKsuEHdlAUpDZjkZZj0jcHImqOkgHvhfWGCzcczvu3Z+x++cBQ+v++Vux+p",
-	"Qd66jyrh266WoknTmd45Stc42j2F0372y1OOfb124f7AYpSmV06D0uNlRampZmVjcmAtsbeq29h0T1Wq",
-	"0WyBuN+PCF+8wRKpfqifs92yj2K9U40z5z18f8SQA0s1RvTIJNfGVL0CpHPAbHQ9uZFvqcakBRW+n5Oa",
-	"uyndJkjrasgzmWPUMddqfMhi2Nc47LeIEPweJlOkbO/qqrsxCcbjpJ1vcr74cR+Z0A9Tf77SFeZawqeC",
-	"tWEpdIHaEbWm4WmaC2NgD5RySbj4qjvhHP06hIepVhDqSGBpJ1Zfpb7oflXfr6e6545Imgr1BJUcUd8p",
-	"q51rlg5xn5LjZFq2P4yrZgqxy7CMVrtYBDj68UyoVKpxTO0RGVclBY8FttHbu7pi7SA7YoeVfUNtvsCk",
-	"ZTAkEe/OIcfQI92qhz2C3J1NFfisXYLpkZ+l8fw15/Hni3LSlIYWMZ2lwtiqVn8rO2+JCTTYe3fKlaz7",
-	"Ym7lLIlauPvnd8v+pntvmQPeoH1v0R0kailxZc/dNmw2LuDKcsOABApRHmntu0CUfU9KygPqIRL5qJy7",
-	"UgUnwm9O2mkySu4noSCkhmB3a5sVuD2WVzWqTsLtkgaWWM13vnPVR7hFlrnXTS7Qtard0kD34LG5cWr3",
-	"7rpZ0q/uB0tj6wSiUL1a9vyXHDZkuyhOHIBXhNEwoD8qaop8tAHMXl8gPhVcYUpvUzJDNYHzyu24msS0",
-	"jvf3wfJwLsiYtYcLttDFTsTisVYiZm1pK8Vif7fH/qGV2IkGCiUGCq82+alLpuGSpeA9DrBIfadbKQ0y",
-	"E96NXU/oKyfRilrwaMcPcK1vdIZ+pA57J+Ewy8Wl1IU5pxZF55t8O75Bo29j5BoiB/FBN5jvd0RheSPH",
-	"yrChMDIVjnvPsS/r7Xnw7RloqdpvwVjJiVFPsFrak+CcrFLsxtW8E6/1vOD++FnJXf5wfvaTtJNTXJbt",
-	"HROrk16pjSlHbOhPLsdYzELXRGVjLvY330lMj9jTPZZzleqpcwez0wmiw4UZ11X/NawU8ugaKq1I31E8",
-	"aKpwOjxfCE8jPjxskvX+b9/+1ov2rm/OcXZvubrK76t1BsN0K+iBPosn1s5MTEWr8Dku3zcX9W7j2BHB",
-	"sFkuL7kVA6WEnev8wrB2phOesVRcikzPpkLZnS57hb0suL88YpnWsyFPLiKWSXXRoXt0zrw3ZKCcjt8v",
-	"20cmE5FcYAoCy8VYGuth15TrpVq10vP2QSp5VrHiILKM79l/8sR910301IOClQjg6Df9WOAFI5Iil3Zx",
-	"ip2VKRaBLZGPCtvc3tNhDrp2wNyw+MhhGOLr9hm1VGaDotd7mlyIBX4QsWtbiy3jCBsct44bdvrDUWfv",
-	"4KuBmnAzAUqGM0Ar7lBdjRAptsT2PQUwOedCLDCD5fnxy9fnR29Ozn88/tdpPFBtF/xmsbk4t8LY81RM",
-	"tTeuqIc0sIil1s+w5oQdJ9VIe6A4nuAhdV3R/NJ3+EyyKZfKcqlEbloN+KJmJpIOeUbg+QzISSiSzKfP",
-	"f2QE/WgilgmewyAOGULZnCcWwSREbroDNVD/8R/smVZwCKRWZqA6LARAdB7MTdsA0w23gixHWMChyLQa",
-	"G2dfDxQrlxhmU/Z6d50dDDOJnomUUC/6ZZaou+eRYTItG4bs9/a7MFesnZR0EHRhu+ylVoK6OlbN8GQN",
-	"4sm3EyqxOlbxPLow159yaYUfA1sizjI4aZm0IueZYe1476DXi0nPw8/dHqVC7B2IPaSJjlsNnKbvgIAg",
-	"iKzNl8EVG/AS48KOOl/Hrjvs7gEhfEgD86t1CMbescR5pWUKe/UTP6StR3lmWCrEzI/9dI9lwKhMxHIx",
-	"ExyuhHGD0tCIOvwj93v17kVV0MDa8QA2vNdznbpZBicI3mz3K2aKPNdjoB68LP0aL5MKKUAtXAFFRDeq",
-	"Ah8Xpk99tV/rbp+7V8SkQBSGbCgWWqXs//t/qWNuh52kdPx9Fl1tCLziCFdoJcWN0IyC7DvKbCNHljn0",
-	"OWw+cS4mh2PZUtsiqbikUMNEMtHVWGUprabmlDQy1e/mmDgWkEjgbctzKUwt96rL/qvQFnEUcY8pBEB9",
-	"NF2iEA2Fk8WVWJuM2o7XIVPGO112zJNJUBjKidKCJCeX3odgNYeMu5QmrajfODVW5y4Ja1JMuUJEfESB",
-	"nPGxaDoUkZ+jcaAQIo3AoimPqhLzTCrh+dULAiRWZ6FQ9h3JKe/KuCyv1KO5oWwALcYRg09smnDDnvYq",
-	"HOX47fF/vTs+PTs/O3l5/PrdWbwD/Ijq7LrstXItnfNCGcoDrOqiYKlsiELumdVB72lYYdsAau5RMUNs",
-	"5/pEHxnneDRsWhgLBxp2xCGYH9Re4Oj5+Q/HR8+P31YvUZVnzSc6E7SrLo+P+FK58G7I3ZUx/WCw63hP",
-	"UlimRyM2XLDSlkTWtN/r7XTZdzqVon4ssbkLa+/vPt3psh/c+4QXPN1jP8IV8cuj//Ev8d2/zo5P451D",
-	"GNl1j9HKD+wNWNcNF/3ZGV8gcpoR2SjyGGxwALFPVR/Gifef7jJ3wNxE2PeU0nqmNcNmPLEnP+T7HSuu",
-	"CBbXbcyFELMOB8s4dIDLNKO0wq9Cojp5/uI4oCjQ6DJtRNpl3xEn2+31ekDLyCOr4YxbiWevX706fnZ2",
-	"8vrVKfZjn1crQAOBeDIaNEIk/wUtDoLyijSCQX2nea7covWdqxlfEhQIPRr5E/YmyFo0A/U7QTT87jM2",
-	"f0e/BZD97/Bjp9Nhtb/wZby2uWnMfkde/Dvb1Kl0hMwKb0ROVbJiD5aO0BHIUrtrn7jUjLB6cmMryinB",
-	"YTuV39saERPTmV1ESxm+B0syCpSAWQ5aG7C6o9NnJyer81rN5IUJ7bmluKFTjiwb5ZQVMrYwfeeViQ/L",
-	"jOBz6VOEw7zqmBkO5oxMJs5MW3SZ72fDMnkhnHDGR3hxtPoOIbA4zX+X/c5e6Up717lDiCbjZRVcfHXQ",
-	"MsmVRtynETf2/iKsaX8RnOzVYVfb2NH4B574lhvXwS5WDUvpdgdLh13h4vV7upSGjc/5xj3HbyFtFXa0",
-	"I1wNAtRGhFFskA+3L22kbw2w+uQPeohPpUrY1adifkIG4ndRITS0b8RI2DlcnRzmvVvtrmk4cI3NYavp",
-	"3LUd7DY9NlYms766o7Y8m5Gr4yCkEG7CcYloTVGwVXpoKI6B5+7uId+5TTuhOKzFiVFXQUeEP1xzXTRx",
-	"v5X+bPT8p0scd7uObE0MoAlUnp5xsOYZ8J5gpjG8gcTJBgR5uprQ4m+kNeowi8/fI1baSFxbNpV1wDvA",
-	"w/zcdlbnsKYiK5iDr7taXuG544pUSVIr2zpk8UpFGHJtUxV6SXMDxXmxRXP52s3F9TZS6OwAw7KiQ4cY",
-	"VLb3J+JjC11QoSXwj4YFCOsJ8FHumK/vfHLINnU+udNJr3ejhXkcoHg/1cC6US93LE4xXeTMyFR02SvH",
-	"1PgQFCJqLQqmpfGYarWyl5HE5ESkSBgj02PTzIurw06zeKUtIoWQJO3T0G6mYBIig8aD7GZJ786BAdqy",
-	"xb/plooqWkLO+FudQqNd8TtaH0QE994eiX1cdyTWhnOPbtiooj/MqWhCrVole8Ss0fn6N0aNqrzOL7PT",
-	"dcB+A4u0pIeqFSGlWlyIBX4HS+JouKY0r58tThY16eCXgXJgMd7TF0eshI/BbFWntdUhZbwiSsd25UFn",
-	"NNGBwoSQROdphZ+Gkyt33eZcGU5mipMkbiaR51U6B5pE/URIdEMNtZ0MFGpIyJnd1yC8Qq9r6bnDFJXA",
-	"y1dj8v1qVrC2WsF2+sWAywcqrtaCOIOd61UmjWeCjhVB3VaoiAPFFROjkUgsa+/1dh26dqlT+3d+ZEDz",
-	"3gmdxtS1zynEw4UlQw4/wH4PVNzQO7LPbF4INIq9BPGeOWd5SutQEeEJDk6+zdn+1RXprhzdLJWl45Ko",
-	"WCb4pasig9UqMA8I94Y7KkQvBPr/uwOFm0HBNfb48d4+m+giN48fuxNYij6EHA78Jlx5dEnUyvybPj9+",
-	"+eb12fGrZ/86//H4X+dnZy/incMS6NEhJMG8pnwBbIRSwjAWQcVtxKqoUTschiN2cHUVMc5cIhm5/9Jc",
-	"z4B0AhO6VIysyDKUQ3MHHBBWpFmtLwaKNproKqRvmNSEo2nu6IIcwsZydB86WPaa6U7UO1D+wBCH0zCD",
-	"iA1zfSG67LnGmY0LDM808QJYEk/4+AW6DNjJiHrJ1dMZy9lFQe4XkaBBGbBkjR0yOYIJROhtg91Xet4d",
-	"KFR5YPPCjZEGdsKb9JQlTd7gD3poBuqFdqB2rt06+Xp5sCTdFV7kXVrxXm+PHTn/Qoyg+ipx0QI+UMhE",
-	"MIvONz+NWTvEy9txfckCqXCI0HolmBOF0XEMMnRj9HsHKXNIyMqnV3fDvPtKVx7JTOxU0EOs7QUwqlXz",
-	"yWIH2/wFYEQsfn784vjsuJbSTT+bUGZPnGTwllWfcUbYRXgNrulAwSYB0XsQQdDdjdUzU3EHQ6lbiIah",
-	"R9hAoMv+qYe1gJavo3S0OVCe6mROT6XK8pI9IHwGy7TBswTimqZOBZ4Oei2VAvXTvFB0dAeqDas5rbwg",
-	"0uJ0ZyJ1PkQD71WFzzxwnHFEhABp+Jau2MXOZSK6cPyrx9NFcywPtSLPixlCv2nN9MgKRb7fcsucGkLa",
-	"GmdTqcDWHyhaIjpqMnfPo0VztTTs8eO/Y55KyQXRN0Y7BqRQpiLEh3T2N7JFFr89fvP67dn52+Oz41dn",
-	"J69fYZDHx9ACNHhlc50NVFnlkvAcVCFmbA6HzkEiON85DX0y6rzSSnit3B+0p719cvkXygmRLugR1Eqp",
-	"oVUpa4PS75190kZoeOIIxnI8C0ajUE0yiXNzhKovRY7lvK6FPjDcR8atgemyI+afSvKWvi8dBO34t+u4",
-	"1Akd2hUuqfd9eE/EhJsddJ7SAb0UucG8mbhK/4hLDkorFTnRDNoNPJKC9khUTnHx04HT5B/YjpeQhEDf",
-	"cryE+I/RxGDI3C71s1IDsfxCoLmkZ5TKHy50yfYrhcLPtnTluHpgWAb3niR0cOlZprHTHif5GAyNvHGJ",
-	"IGAuLH4ck9gEwcE7Rsx4jnkX2EtAj4AJSLtglo9NRBsJhzrVxTCjsm5hvO7n7Dxn/vmalX71in02aF0+",
-	"HbRi1sZg0u5ub6fLjrwKIzJgQ+348mlc0hs9IWLxoEX3Dlrk7qb4pOLIWeDp9NguO+Nj58fW0xnPA8Vr",
-	"oOBTH8a67OE0nB8hdtPqhrtRGKcquSNGw0mjFehac8EvWPzTE/9CjubR8yLMzuHqaqN/iF9gTpY74hhb",
-	"IJcg8Z1nr9+eYhTKCPcKZRwd9+KS0HntBKziMqZbasPGx9KoeznsVr+KjhFv4Bnwcy90fzg+eh47JZo8",
-	"8TANHxfCTSWOgvYdFpu3MVLGSg3CUORuJ6oCAlVQ47iacfnM128o7ODY1F5vn73SzEWuHamSaxRfB/YX",
-	"zpRbJ3h0m+ZNAuWSmDB5F130kI53+aRwblUqAqojRx6fg1sYudQUyT6RVV7AdyBFMVjGFyzhTq84enPC",
-	"RrmeklWSy7FUpjG1px3D3p4fvXjx+qfj5+ev35784+TVaYyBlOHCRxVBnd/psje5IGelQf8K8CffPDOw",
-	"UsjBEChEkWcXGI9qsCzgisAREdXVpSjs8ho1tHilcU9RTHfO5BQzOsm+zAWaU4noHM1mmQQhazWjFJMy",
-	"K8SlUJmBeospR1iHUjlLPfLpsrPVlG37S9cAXOjiNVR1Ie1AleAHhlmNUBHxbwPMlxm0Ijaoqtfon5gY",
-	"1bp2VMRi+HdZn7EEUT9QHqOeHEv+TRzWGPv51HKV8jwtf3nf9llR8/m8a9zPPisKU6R28Gw+fnwqx0qk",
-	"jx/3a1UhUfWvCn2fVtt/b+RYcVvkwvNcE1WI57BXa0HP6ch22X+LXI4ozlkOxvSlN4z4nHyXTrGc8dxI",
-	"NcaRrZegYJiycoaGTckO4oodOMXKMJ2lXXrXI99UGJR7eGWu/A5WEMWhr6HBxeCUqLZ0pxRZghxRxg5I",
-	"RzkKrystIqdukgwzPgeZnAz45Sp6Boxc0ifaI25uSudTnrEEjboh8rwk52biU1fQZi/TLxRxTmlL05rV",
-	"K4CMBdthpf6HzLe+V4nd1FOciVtQOMCSqIerBRYBSUO1GMYcslykMqecHde4hyhWpIeV6wDkro99EZf2",
-	"4V33tt6+bu/2mAnY1U5ERUM4BacPHzAT0dZH7GmP/rvHJvDdBBnIbg/+tbsPf/d6jEKHe/tswtooED7A",
-	"ZuWHdS6KTNcrz6IsZtpBK9dlj7J6WrnpLvkI0TW4v/cNvOlB7ylMfaKVLnKRdlns89VjH7ExftSSAJxN",
-	"eljjWmR/VPWB5CQA+bCS2x6Gg9z2/bc0cpjhSaCi3xXmh+bik2p8n1+0lEhPDd/QB4BpDY6XUi4qjVFW",
-	"McZIjqY6e54qkRvxEU4n4LZkh4HMMzfnnCaZLtIg85T5/FHQ4oKs07DyjCe24Fm28Cmmh86NtbShfgPc",
-	"TN/kejqzLn+NogB+4nWfCFquZtnqI5exC5hgkgTS1yPfD8VlLtWtUjYlBd4nZJUu9eWSP7gE3x7OjrOh",
-	"DYgKnTN4Dpy7shozFeieIeZlDdNzFVJUG23MOZeWDFMctsjVYfV04sU2XxArxtPudEGfv0EtMkrzMmzE",
-	"rkhNq0Jn5I7ztorTPfCsB0EaTGstQ+feeDGixH4aqLpj0AiX5oZxHLMunwrk4kD97hrHs99d2Od3nyi3",
-	"IUPEA0mx39lur4cTdNv8u09mDhGlqowlgp2i9y4xqEi4VSlk7iH+59/Z3kH9EXfyxkcYxnS13UBGwVvg",
-	"85ZhsNjvwFjhwbtVRtDvpSOb9FGgRWcU+lNWxoWWlGDW3u/t7lB84bjq2E/q9LBILgQagvEvcfUMSlkT",
-	"Iwk8AZhItiC9IZ4HwRjY37FQIpfJQCUiy5B+GM/GOpd2Mt3pg9ykWQKHNzMR5pS5jXen3rF6cgQ5aD2Q",
-	"VPE8fgJzK0N6S9mPGBfzJFuReHvv6ipClznsCYgFnskLseOzJcm56i0hPSLAsY4UdtQB1Y7PZAfeBkfu",
-	"uOs6u7uoeBqbFwkoU2mHUjSJZ+MZwcRllxILm0ir3V/Vt8FadqQwaB3+8u1ur3c4/3YXdFciQfx27wC+",
-	"9LGOcoz6zfm33/z90C7dm3+7tw9fIu4hqsB5TELRITT63R4oMv9m3BjXnknpOdGyjYP98htPnlbsOUPk",
-	"Iw0bFVnmBA07Up4oB4rkpw9X1gizjPM2nIGgWDlwexKXGijnBylmyHkRQz3hyoUn0dVODVdwUmYmfP+S",
-	"/d6ud60hhdPeVJmSyDxfU/VFBWnngptgLO59sz6kvZqQydq1dYsGinv9eNf5s1fj24elhwwTu9ATS9k/",
-	"pDz6w4EHSk5nGejvA2VKQd8UQAVDGCYvvdfVOYnJkdAcJ/yp1LyaUmbfilSaKCACz+GdS8Yj1tXE62HN",
-	"z6jzAZUy0mCU+YXBZVChnDfKC2YnHDBtGCWoF3RBw2rgpnXkb2CmurCJnooVuUKXB22t4WIXLDBLP4fp",
-	"d/5zn+339qLSeVjLtAvT6PpseYja0KvA8Hd7SOM4tSct996G51Shbopt90F1jkoSdM9D2UHFYNMC6TW4",
-	"ERQXw+I3b18/Oz49ff32/MURRgFjVta+9HYqmyeZ8HyMND1QUnXIEeKMDDzGcIb1EAnHFSNlMhHKYEVd",
-	"CZaZt/qtlydn2CUSq2HgH9dRy8F4OqxN57Xw62dQ18Gjn4qpVlgWBRpARfwRum6n0liZIBaq89ED31+o",
-	"BCNh5ApGs56VJn8JKlkvzMF2jOjIbfVbve5ut4cQWUYrrHLizyXPRGJdyY/pP3kCv3VcDzqdj5+gYHqy",
-	"19vrdXb3XFFfK2rpmVAwfr/1FEfFMrkJFk09cVobfB431fX9wFW6QMsFNXYqC0D3k9MU0fnYXGkTZlR2",
-	"aR4kck/SVr/1D2GPEg9yVboQYQZ7vZ4vY3L9JsKqgg+uWNm93g1lmP4RWCC1WrIYzM4xdhiwlJ3rRnfX",
-	"PqkuvI5ay1J765vd5Qg35V1yN95MV56k9Gb7vd11d5RL++RdkF0LT9vf++bmm860fsnVwj0PK8YOaH82",
-	"33fi0qdKDOmD3tOb7zqlPKN3VdINlfuVRzXYtNLtWq8Hg9PFx1iO6DcfgWGeVGXejZR+XDXkt2EjQe/o",
-	"Ke0bJeYVUAloMGvcVgN1g99K2tJJZ/qsdGKt92ANVK1JJ7G8+ql6IY099rXTZfc+s7byt7rkiSfkptJe",
-	"6c1jytujNy7xj10VOtbgYAOTVr+F/QMrnltvueDrGfntMVJW54et8R32AU5JGkwCXTcVD9ixFf8IW22+",
-	"/4R8qmrD2cCpjsoAPr3mX4BdbcFBvuOpxzz7d+JwQASshD/wrMyd6ZCToS9vLTt76+rldIlH5Y7rJoFM",
-	"TVw/NZmvE8YUeX+g7S1pu7d/802vtP1eO1DhL/Ew/EPY0jnddBpuK+PwxpPnBOTQ7BMnkXS3QaPWTJuG",
-	"w/hfhXA5K6GfHYyneeSrBUa5MJMliLY+egFr1SKYbjOWl0INVHs+4RaNdLSr6tgp2NYXtPO5NKIChl9G",
-	"gw9jXVaTrwsHeOSkKGYB12JUWHJcDvDIMMHzTJL3mpz0jtV4xWigLsTMlvljzteNWpbP3CmbhGJKK1eY",
-	"oOk8CwHCHQ7M7UCVj5KmquhhmKGILnlKPUYHgDPqnVuA+7CuH+GRK92oIPYa1Ko6wn8FwP6dThf3xhyb",
-	"2whcX19fr3DkvXt7aCPK2BoGHUQiXDZiW4F88aiOK7SFAUhPXjsPrP2TsfbeFqx9CdznuQdWgvt3t2DW",
-	"b6j060xrLGGm+w62ebuypuulSCX3oIVfojzCRhz1aOk6JW2C3cV/XaugHbksqD0E1/Cdl70TEwHf8kup",
-	"xl12YoO8dV24gj6frtuoyLnW5s2a3OY1oFtf/3jXpQ7QeVr9n9/XVdtLoajvsF+y12XGmlu2D3q43kZ/",
-	"FZje1BFV2M6Mj6VymYoXwom5TJoGFRd063/CAz6hbfxBDz+BZbwFKP4ay9glvZuyxpnS+zZMh3AstxMf",
-	"Qc/rT2of+wbTG61jeM0HIfNXt40/0AH2HATPc8U7SquY8vRXecizstyi7ECNTaxcs2mqbFcVHFTYNRQx",
-	"EYJyjiOnB2FViouX5YUyh7euysBHUuY6wmNjGeZA0WTJ615Wh6zU3VfIVd80Ka80yD/1sPVpD+g6tdEv",
-	"mG++/3A8P6EOuGYzQyym+qZuhwzpe5M2IEKWOM2uicR+75uGzhKboCVgZd+vIZ5moInNSBV/AUvjC2TO",
-	"xGaIUa3y56hZo3Nb/MiEVQezXI9zYQzY/5IAMaRZw65djnYN32ygaikNfar+C1MeyEuAmDQuWaiBb/5D",
-	"2D+PaX7pvBJuK7egqaPhcoIQiUTYKGnYXOd2wqb8QqrxIejRmLRSmUnAFdaRRLemvG5qn/Hgr/0k/tp1",
-	"DOB2Jtc/9bB01E6FzWWy3i48K1OUH2F5EFzs47ZvcgTsEIVhCLOGxTKUYkkotKzX7XX3I1dabpKcz0Te",
-	"HSiPjOFbg2C+O6E6WTGdZZjAqFLPuNqI7Hvu296WDUUcg4l3ooEKske8XxJuDL7295tzqy3P4j5LMi6n",
-	"Io1K+ICISXVODs9ooKbSYKkZJcBXiAwzrTPWjmfjK/h0/jjeiVBzjkpsosCbh0nDZYraQGFCHc9MBe33",
-	"Dw0KrZVT4Tk0uina8VifP44jFrtv4EFd9kovJfD1ybFshEvdyfMF6LkyNWTGY7UEVlSaQ1SDyX7WOaEA",
-	"4j+KYSYTqupVQGZZ5gblU7GGfb90dHMjCwfKeIJYfIe+avRbJIs6L1+2uJvVXYe0hIWqVbGeKZsGhTz9",
-	"rgrCPXtmgkMyLddsrY/GJRR1vbBbfyb5VLDXM4FFU6lOiqkHX8YSBz/Ogk+zOKIax5zKtRHBs9G15YaD",
-	"3z9WNK+ARPupPu3ultMNuid4FPDmfV95z6BwYs4NVqZbzMn+TIkAkR48kDNmL7tFvpEQYAM3EsL2axPV",
-	"0VE2kcC/jl6+uB0J+HnekgRwLeBpKEG6/0YE4JZ4LQGUmO7beGy77A0fCw89gVB3lFVcJk9aJpURuTWs",
-	"Tc5d5py7IK21Qh9M4CwlQ2/Vxfum6tX5ydy8Ps/2nly9AQL+V/vRLVtHw4TvwZfrlq305zb7k8sE2bIv",
-	"A8HtOLtKGiw8WrcE9aan1by2a8603YRKCJ4t54ItV285lU/p63b7cLO/27/5g1Ptr+7zDroPe15cMjk0",
-	"rRrTTp5hAr1hHLsyYHFBl53ykSAUkS3A5vplgSMWKwVwwVQJ6k6ca2vRZUcVFhri4xHkKl0G8yjxU4g1",
-	"uYZQ2KMw9Lnv9/YaHdk4jnvxWzP34N1+FIsWHeH7z+KoTTJI4gg7zNi8EKtJHbv3zUHWKSpljYjHu1pi",
-	"IMdnfHzTCcZrrqNWA7jETbdWt5R3XEctD15x093ldSHPeuB0K96mva0yOoAOnrsju3UmSf0knah3RvyJ",
-	"WSR7t53wWwT1/dPkwZ8foTnoPW3ocH8D+mkram3EgwWLYG0UZxuw1FpUpxmAdafv682oFIKKzrrsdV53",
-	"fm0JQisV6ocD1b4B6nanH6JxNSFABrCPrtiuO1DHBGg654vIidtNiLU3iGKHIlfHcQxnRaUihH5E0FJ/",
-	"qfjB5vtsvqAryakfRKVQHFeqR7MGFdqy2+XVhyuPO0eQmjUMvlMqYucedR1bYWDvrzok2EBZzcbCEiJf",
-	"DTsrTA2rlK8QsK/JQXJnFWkEs3pJOaB/gIlzg4LyEWrJl6cZPKX40JL7RIP6ncqRLPHDiZIMOUtWwOWk",
-	"8f7nf6vFewji3XsQbyO/vC1jcbf6IgnfynrZsYFtu6YiHwMLsMmE0CH//vSbr3b6jA+R6AkwwwHbiJFl",
-	"PEPkA9csOBdTfSlMd6BiDz1EDXhg1JRqRamFYDv+bdAq4YlaffbboHUB/4WBrq/LoVh8gQCeS1fjVdVF",
-	"PMt2CE1/GTW1lOv1FhwIMTpz/TkaUE95mB+8hAdKUEclvOhmefAOsU/vLhJCcXD/5nJtdpW5HNWGxM3r",
-	"4GL97V6G38Ia/8OEncOmrQDzS3VCibknlgdm/jkw891tjOqgY8r3aOf8ibbx17eb71t/Jr5QyUWnvRJe",
-	"2FOkPG9hI+QNZoA3BH9zn643QwaUTTBdZ8sg6EfgerkwOgMR4XtDb2ph2ajN0wPOqG59iX2v8hMMTxkx",
-	"9uEpvjTDiInuuMviqi9aGSCZcSwa8V2DnUdhmVeuKVH4mXd+7bz/bTf6ar+xxfb77bIwJnY5Rntj1sWR",
-	"W1CMizhIBQ8GPQvaDd5X2PVODOqWvOaeQ7vPHdBEQA0OB2FtbBdzbretXxKquT8pZzMEqHIQonNdQlwh",
-	"8mZZoNpI+G8FT6UrGPrjC5k+kimt2YjwnTYsPcIyfdI6qLfuGZ8wRu6B6j91iDwXH1Eb5da6hA4JfA9N",
-	"E6zaJ95j/P5Tulpon28OJrt1eIgl/9VjyXl58D3/8axgfSTZXYFoxthfPPeqhTsty91kM43wvpX3supY",
-	"6KB/B6pqvOF6TwV5QP5UJly5uiqeIgCk1QGweGASdwfqVpFt7DoS9kJFI5z6gintRx2oOmpK1W+C0Cpr",
-	"fYOrjmMw4PoANi3mR8evV1ma6yTSX9M6hNQ+36eitDKpsYbDWkBkiciHGnDLCAjL1PCoan2DZZaVyAu+",
-	"FUl7f3evku47sDsLZTlhrAYNNDg2knL9X1jdB++WELkwHfaKDXv3So0JN7LVTxXhp138kwL8joTWeBTc",
-	"xq0L7z+E7D9Td8RnWcDXEB5u7Epdiw8392zeGCL2LKWC5/W9leqB4eaW2DsRNVxw573sYbZlL+jaI9Y0",
-	"nI7coLXo7c5fLcxa35g3vvIKX/zGJbpt6dUX50/b+0xO6N7exhPa3EJ64wmlTtcbT6gTK27UTd2ma8dp",
-	"TT/r8jit9qXeKZu93brVNmgtVLbVvrmt95d+eL/USmHSXhpjjJUpEvhBtkc6rHscNkEdrlPCG/ygaOqv",
-	"d4F+lF/i01v+m5XEB3P/IfK/HPnP/dFYdyixXQl6/xudBafUZQc7sRJ0yUhmYulQPjJV4YbOK3vfZZRL",
-	"NVA/x0G1SByxuCrYiHdY22emP/3qK2yqBFIjS2vQzFVD4bKPcNXdtgJUwZkaJq3rExx0Fq7q0+FqB0Bh",
-	"yN1RdiLGKvSBwi65VXvRFdFF2YLM6jG2nO6XvbabujzT1CsYaXqJNn6mPur4bTlTSqD3LRtwA8rORh/0",
-	"cJM3Arbz886mpzneytbe+4NAGmoURI4umKujJImYlNUuPVjif0I+6B9uwj9kz3/GqidZB9yd05qUI7lW",
-	"k3KbVc+ffE9815A80ZfYexNzgeWvgvAT5j7w79vIM7lOJ3VT+oQqIT5hrUqIsGMPKuGDSriiEgJlELjK",
-	"cv5MdW5uq0PQnSXKS3jknvizshFWAPTKyAO9ODQXadFH4JQRVCX77Nnpf3tXgWtKnus5a8eYcZKYS+8/",
-	"HChMQeV5zhdhhW2oojoE6aoPsJ2IKWvHy6cy3umyI7dyA+VaZ1KSZ1RvD+/UtlQL01/J6HZxmrBrf5My",
-	"99yt113VufvM/JdWTPFGrcQ2ji+fHxltZ8++L31fLdwopFi/k5vgHd5+/4zt737dayaHboN5voFNIvEt",
-	"8UrXurzzXBoPMrQ6i5hby5MJOsFK8HcwkBSfCh+lq645xB/ht28HrXxmz3f3nnYTczlooTa53i+xkgLx",
-	"UECxXQFFJdAfmYfE2wfBeTfB6RnyZlXzI0XmSpPo+0oZY6ciyX2rRhJP1EW4OZlsCVv+0zafKtuw3zvK",
-	"9vzPddgureIW7aD8ej/o7H/1rC2P2ieCI+bZiaObzQlcYzi+mJH77u0LSpPCRixVpxaDGgg2vFvuJcPa",
-	"8c+D1uNB631MOIlZttOlRp+ultpBr9JoVWsYI8eIgh0b5CfxoQNzxf7elFKE1jE1vBuoXFs8OaghY3k3",
-	"GMvoboVpTwuDqQGItQjTQsw++mdMwzlrO2g3PlA8y0BRdy3rmRJ2rvMLQ5iP1LA+FZci0zPQuHbIbKeF",
-	"ojyvicbEOZfID8/Bmt0be+B7c6lqfR/0K17vk11iBK1P6VtdetaflNC0NIufpJ2QBFrbLMxdGZRLEYl9",
-	"hMb2kM90r6z2oanMtj5J4s2Mr3D5ZibfqPnd2PjgOX5f59BlIWnZT2sigesuDtlMKIzehTCxuWBprmez",
-	"JjWQhm/iXDWWsb9uYg+h6AfzqVawBESx9ZGIbkbrKGm+XbWW90JjpzwIdQiPJi/9jST+yQyCm2Thg7Pi",
-	"4bR9jJd/26N2O9N+iYg/AgMCTN64yLM4WjFQIhYHA4G9gnAQA+XxGaQ743Hq+t7F3epzn4F+G7s+PYHE",
-	"azvDyGWeDNRUcEVFLegY0ZYciRm3It85DEcc8cyI2PVENGHHTN/9k2dGE65iUDPsB7gdlgQLoSQGah2W",
-	"RLzX68XLlTEejWINcMQqu/scASTWWjH3CyTxMcbSHy4WPLBEg6n0gCzxgCzxgCxxF2SJj7XQnlTSZa2v",
-	"/rUSlUE2E7lrN4qSxuqaMhvBUQ4c+4InEzrm5Mx3PY0HaspT0cdC/ajeM4mKCyI20XOWgeqLKYr6wqWu",
-	"cMvmWAECanGTlAjc/8+rV/uE/v/lLtP36P+fmvHnEADwzZhvDgBUxPRgPT/o80shg3qT9qV2P3YiZO7Z",
-	"g/l0mv4GToi+ftEhC/z2bffX2BWN4Y8TYwoEIAfFhx5ITY+cf0Ba1saQAaJCyKkIwxQ7Xfa9q0fCJmV7",
-	"+2yii9wMFPFYLxLKEMhcY9yD2wLUd6mq9vnl13HEzIwnoPbDK1mwGNAUKJXzpZlin/USBs6xPIyS+Ib6",
-	"VCxv5tI6EaALO1CZNpSD76bQZbG/+5yGPxdXM7AzzrmNmeELU8G56CwN+pe6WE53oN5ilAaGxZ56Ht0F",
-	"QyV+dWBt0XxxAwlEJaL3oVT8xkb7SBNLW+siAX+cRn2n8EO1YQ869QPfvmMoAMmfjHMXOTWe+JvUzDrQ",
-	"0G+toeC5yI8KO2n1f34P/JDcCk1YYS8wSOncDu14jB3eWPdJMk1LHIYOn8l4pxW1ijxr9VsTa2f9J08w",
-	"vDnRxva/7n3dQ7brJreuAwVihVRNKCq9rARfW1X9XmolFo5DixT7JlUlg5FLSqmwQCSMPQPeGo7vS5dW",
-	"h/9eZjSxhhzPyPVqcpmlQ55cjHOgKzZcUH/D2iMomWf1ES+0Gnd8H+i5zi9Ae5/pLIswmYawMLBrajAc",
-	"tktsVoQ9CAlXmH2KWKYCdHbDrA6GOKLrGkYpE3SobMWnAACtidRlAVRN/wicpWph5zXv4FElMa4+C5Pj",
-	"CTyEkgqC6i+yQYwu8iRokedFVDX88eUa4iBwr4jlHk4rKvs++tn7RlbAnEU2auhKGDwogOACcp7710Kt",
-	"hABmCLR+fdnbUVn9TFcSDAsi38+5KRujdFmccsu7Dib+PNGpKOXuAkHD0cqjJXFuzsp3aIohIblhl7y4",
-	"PrmYtXXO4se+srkuW9215DpwG9e6o4538vwHQmRZl7S7esuZnApj+XR26ztPvdbk7/xErsQ3TQu0jW/v",
-	"f/6nKfSEZyvtsiO1YHtXVyxx/S2Rpeh0AQqmHCtsYUAemd7qMP/QSlD+S0kC0pReYq9KUSNSoBzv8gXG",
-	"iKOmYsSLrBHAb0GXiswITH9X2mfzlBqdQG1YFzaixBWbSwE6IZ3fZCLSIoPn1KTY0olZ5yHxl5U4Nduc",
-	"rfJi1o7fvD49qzCDymRqPHLI3+Dc8dks15ci3bnr0SqfuNXpOvVXPxyw9R3mltfo4Yzd+YxVh+emY+bC",
-	"AdscMocm3nepIY0IunD+js6e/RBA7yD2grt3CdcDTg+G38jdGN/1MLqX2Oooks/24SCuP4hLK/RwDO98",
-	"DP3hWncIHdrGVqJuBb4tgCqsDsBI53g8S6VTY5LrbQ/W8sQ2nyy6+kHG3Vil9iDiPv5srZyZ9YcL65Zv",
-	"NtDKMu2gPRha+ofOKEM4z5hQPj1OtuELtN9vb5zV5nXTwYJLH0yzzYXrD5bZRx+p8KTccJ62FFauGBaR",
-	"cVJ/kHJhisx2fRX3eZFnMRsJm0wwF+uOJ2lrKQVXP0ipG8/Tg5S6tyN1k5S6vv4/AQAA//8=",
+	"JlyxAzaVqgDyGOV6CjpSzpJMJxd9EnNDXcAjndK5xSKXD9naFF17iq5hBFLhyWf85uStQJaQoPmXaAXK",
+	"PApLcWWfTOw0g3+sl6HXUQMXO3pzApoZjRuxXKhUoMsTFgT3BR4EVg1It8CH7RwDHfIM/GcuRq1+6z+e",
+	"VD7vJ+7iJ5ULAefwHU/dN0uvwWezzNmuT2a5HmZi+rcPhhyl1VvxLHs9avV/bn4mXWeevKH7W9fRb61Z",
+	"Dnq8lbSOxnJbGPdomMN+r3ftl7/y3/oZmCdSXfJMph13LltRw28y0O4vxKL1/vr6+v2aFQ9spCnPRjqf",
+	"ihS0KDfW8jKHztmNq1xeGLruOpXvbqub3eWV4+f2+/uD4JmdvP5xw+6u7uqmvaQBmwiYflncF2XW3Qgn",
+	"6p0RnwuJfhOQqPsyJMM6+XWk6hRGtNYQ4VFJgk4ANsU1Gkz4Q6fUZNyK/IsmU+fW65R+vc33lR7ABip5",
+	"K8Co/UzIZG/vVmSS09w38KpVsgDpTK6WypgPnUWOtL54LnaiQETz7DjPdf55bO9BTVA1bK+bckfgnNed",
+	"fsUKJa5mIgFLHS/tsufCcpmRiprp8VikrABFAPWsuFrEOHKuE9Bjv/g9fomx9lfaHpEB8rkw+4ON20wZ",
+	"Ah2lbYe7eW/SNjCHQFxJYw0bFpalWpDzxuUV4BbTmF12VgVWyG/kQjtgsarFQKU6KaZCWTSS7CRiRjOJ",
+	"qkwmDYa0QDmfiBzsL7BWSc8mWkJ7tXS6kzbdlBSxaQfpouWg9RdBba+0/R7sic+FyvY3UhmQ1winu4a4",
+	"XmlmimRSZidQ2A/suCTRxV+AO7zhi0zz9EzrFzwffy6a4O7Tjds2o0l3rNadDKe9hSXiAzx4gzuyQYiV",
+	"fBOGtXfZS/ndzl9hY4GHPRdJJtXnw/X3btpYmHQn9bMmB4F3Mfzcchecoy9vxGVW5OI80alovV9LAAnP",
+	"U9To/KgkAdxQ5ImhaGKbJsxiGFmk8Y4LQmJcp8yhGqgqYcpnUwV6RHPuVEBLDTHKm/a2IR1sKcdq093l",
+	"dV+kRHmTo09Mwht8j/vyuTCpG2g5mHeHCGqFnF0Y61xYPl5DwUHuYanUUEgPg/guDkYBNrBdO7ngKdIt",
+	"2rFfPh8LlvFtuXSfhyH69fYEUO76BknlosjuUhOknX7xu3gq8kuZiHeKX3KZ8WEmPhdrc7OmYWjenSKY",
+	"+IYdTLnlQ24ESzAzE87qEDaUJxNyf6aSvnXx6rm0E6nCgMgjEFM8BTkVMUrILVUUaZiZFNZKNWapniuX",
+	"PuNDNYG3J/aBhBXh82/kwjrT+iVXCzec+VyYxmYnZ86t6LjUyRVxcSl1xq1Iz30+6hqZccSqYSgdFGgH",
+	"XVnFjLXjlXFipvhUGCbtziHQ5wRTskBl0ko4MhuoDXTG2mU0dneny+KSAFzG/DIBxWwsLwXlcjSlXm/I",
+	"AP33JOZ3ihd2onP56+ejy+9upOQinPEanvlSGiPVOGKFulB6rhhq1Jf6QqQYs7sQiy/cBf/TTz91lnNa",
+	"N928nALrNt+5sUT6UqSSn1WL/qcrwQc3EEE5884Upt7Ba7c01x8ZFj+jd+zAO8c+JcunfVW55c58x7wx",
+	"4mUcE1WNsJRRQgb/u7PvO19/8drUUsLQc5dC/2WE8XwWgc856fgKgBVx568Aa3+9ee/GK3NYgEb8kIdM",
+	"KEx1lZa14zdHZ89+cFmIcVl3MOKZEfEOxXu+cNK49gkY5GsmHyUmY9T2zNVcnXP8baTzKXxqgfWByR2r",
+	"iRpRS6bLRRc8Sez509E3fDfppXvDv4t9fpB8I3ZHPb43bL2v5d3htTenVIW7jy6eYKZV4YYefhAJrvQz",
+	"/Nm5uoJ8C56S2cWzN8GL405HS2vBp36Nluo+VGBgY+HTVCqds0IBLR30ej32LTvodXs99u70OfoLy4WU",
+	"yn613wpyHr9x/9uc+Bi1/NNuShZ45q9bPhG13MfdXq/XsJNTYTkYKjc95KW/DuseyO9GIZSm2gMLTBtd",
+	"bVZfCOUVuDP/NehvrajMPJlNz+Hb80tpeCsq/1k6/qqvpDLFaARqqrLno0KlJvhxRlmCUo3PKR74/iay",
+	"cvsdrPXK262ntLcCJnDvhFZRlumy55Q1i5m3mOdF2jiIvQWVX2ER3/0Q3MfQAnGEj8q1ha3hTiR5ykgL",
+	"ElvAhUY5L9IiE7hhTjMQ6flwcZ4Uxuqp2GLDg+lu2lhQUu62sZ5HjZsqll6rbMFyPTdloSu3mE2OthS6",
+	"ljG1MdzNjXzYPy2z2zzMF2v55xx6Z0Ew6ZiyLrllU20se/rVVyzlC189Iu32c/NXBanfrcRcBsee/oVa",
+	"yPuGAbzWsJw9yX3SKMZyM2msqTET2mKDREIs4kaywF+j2ubVFnc9rSxpX3cjmltzbVJk0nNx6Uvt64uE",
+	"tWgMbiMlOP550Ho8aL2Pg9Rq+DVytfTAU/BqxtNUpFW+E6b9hwfyccUhu6ZIEiFSYtDuO+fbrr4gP2Za",
+	"7kbtLtrDpq/cOE10MeVXJzStPSoecP+qeBrPcw6snErg3M82L8R11CryrDElN8eywTevT88YrSoJrdht",
+	"8Lu3L+Ia7Re5JB5b1i319r++uXAppDqYyspeNpJaoAmspLacnL5m+3u7fy+1E5boFGPTmZ6LPOFG9NFG",
+	"8jX2OhUGfj45ff3IlEEDrGdpow8G9poNRabnEbsQM0uV37A80rLhgnGU7ztd9pO0kzTnc+UGbceT/CKO",
+	"WHwpRi5eRj/YCbcDxXOBkstNVOIdV7yAO66uruCOXPiiKfLveLLjSBt8BN/xDJaNT/EbDQoDz+G08wK/",
+	"mY/h769w5ZBP4e8Qvh+mIDaGE/wsR/AXRxgq/KuH+BcY0hC3ZWjwe4vjzGfwd4Gff0VVlOPfFMZJJsgt",
+	"JvR5Dn8z/JzBXYkCSkw0ftYF8pUENQ785hLv/fWiFbXSD3BXeoGf8foUnyXG8BnkaNQSFuYpihxI8QPG",
+	"PS/g1/EQ/wqY+XgCqzGW+A2+41jByGP7C/xdwDeTC/yr4PqJhRWbFHCNTGFkmRlM+8bPv8CVMsfPBub2",
+	"Acf8oPHvDN7uQsD1F2P8O4ErL6Yw2sUMVuMix79zuP4Cn37xK+xFxmG0DGeeXcBdWQ6/ZgZmleGVU1zn",
+	"aQrfTMew11Oc+XQK905RFZjiWk1zWNsprsz0Ev/O8ZorhX9hZ6cL/B5pQ+HIaoyfpYa/Gq5XM0xyx5XX",
+	"0xw5Gaz5TMCVszFcM5vAE2c451mG3y9gDX/h8E2usSwb6Scv4N58Dqth8FeD1GgS/JzCXUbAmGaM3+PI",
+	"JgOqMBrW0+CaGIPfIzWaS6Afs8BvfoWVsRN4iv0A19sprIlFqra4MhYLs6zFb3AX7K9wZcEn8Hd8BX9x",
+	"toWB8YuFxL8F/oW9K/D6SzyDl7jXlzj+ZQGrOscM8StczysOb3qV4OcE3u5K4zcz+LvAAoJfcR1+ncLI",
+	"v87HwPFCSxKmssL2o9ZVZ6w7K7LgmJjn8YMcvK0cxKW5yRvQWLgiWDLhaiwwJlBWHVOdtPe/uKScR4bF",
+	"ZYFIvL3u6K2QJo+gy73iVBF99OaEmQnWUknrgE+8Ou0n2mecxc4vEBOyTey35TEovCwmW47IInYbBD9V",
+	"iuYjgwg07gLcm8cxJo8MVOxe22AIBF2QY3kpXL0avN0jw8QVTywhFHASbitynoyo22EBVHryJpMNd/uM",
+	"vK0NnpUl/ZfDgcY9aNJGcKwX0jRQj9+38rjcOKfqBRy1XketCTfnU52LoKJnqHUmuFqZPT4wuGPtfM/W",
+	"GxMTPpsJhf5Bv13oNsQrh0BYRPWru9xgdvxZzOB7KbK0zNyu7wpCLqxVeieCUqKZNHBQ/nn6+hVDWwbs",
+	"PeWAbTBfrh0/Ib9FvIPcFH5QWAKKKD9YAsxKUAy4gvySrB1j1A70vOWEqJ0uO/IINzhWppXPyBuovYOv",
+	"XDGjBE0VDb9coGI55fmFz8aP////+/+Ja2cqdHBhzWpzhXVISrRK1Q1NpOTqcvrr/d6eHPTFzVanu6vp",
+	"Qf/Uw9UNe6HVuJMXSmFAVucXEZvpLCM3Qvzkgx6aJ7/J9BoZ7cc7eYWnpltGBd5HzdhkTKtsUQGRITdF",
+	"gj5EGIDY+qBOXMUHPuihS5eKuzgnBLUwm8XTSCppJiLFR3AHu+PcBXOZZWwoWCoyYZccZ6ur8XOlf6gi",
+	"y1rvr6OWH33zHODR5QmO3IvCkUChyVUisjs9fUVEbFHej8QwzoUxq5Sb67nxjtMmXLm3em7YPAcRr5jR",
+	"bMTzQwRg0CDfKjAUeN+8UKbZE7kZ6Sc8E0vzaTobBIJyk3T5px6+pQuvQXHm+UathuN58vgozF3v3+wO",
+	"+1RxhBsmeUoX3uzvghVOtTCHXv+I2bCQWepg/IC42zH6L544hLx4JxRQ9OXNXClUCNxbBAS0pCQEC1s/",
+	"GbWjuobD3YMOAXzy02sQFS2tw11s4G3l6V/lxqmeK1CPzzc7o/xlgRYasVxk3GK6jPYK8COD5fzs3dsX",
+	"uOGBMeVJ4Uk+Ww3PPfEPaNQo6M7zFYazHYxF7UyXI0X1V1+z1qfl2VnKfv2lEIVIY9aec4mJb4jG447u",
+	"TsRiJxydE9vJAp4RoKNhcbknoIo4uTJQmJTkeXJcdzzRI9GSx6GB5gPFrNTs/O2NS/kyCKw0u4VrTt+D",
+	"Rp9vfS3ezYAADnoOSYuQahBFDkv69Vwh5INhBV6436shdbmrCzdIr0uuzHBGB72Sahev+HRlkvu9urPz",
+	"umEvnc21esar8NeKrFgNS9HF5z7WteVdd9F47iHiukFvCAsUGg79gnGvJoTVCGWdQhg4WYqONkVF4bnv",
+	"b6VJbBWiu5948cqw24lLR0+VyHR21C02uUnYNUWBS8m3TH0rr7O0s3WKCBZsSXIGU3+//uhQjYOLQayX",
+	"lVssGorJEqtj6yOxnLqzZNKuCaSFoCBr/QhuYvegBYSvuEETWBGzmArGFaWEzfhYOGAec8hGwiYTUHTJ",
+	"wEQ9R6rxOfeZrtYLYISYIxCLe1A16iQeGJSNUqdGlbmVPMsWFak2iSI/vh/tMySt6k3vgbre0TH7DF/T",
+	"+4A+6iWdzd0UF0TYu/2DvzNnTLPUVbzT7ataaY3T+aqM+rDfV+7RjriCXTId9z5xxBCTukgmPtLoxVjC",
+	"lQPWGIrNKSvrkqBcUVTzfBpqq0rPLTmLgzAn1UZ1G53OuD6NaymuZhlXDmN2JhI5konHMGM6cXJDNA4b",
+	"Ji42v8DaJEj3GmUyY6JVInKnDDT7a8yaZyxB+sQRhoSFsvkCkaXd7wy9YFGZ/7HXq0U/Np2SwAO5EpxY",
+	"5so01XNNoYOtp1yCno+KHHl2bdaGzcFwwhJurPtX2voifalYTA/Fvd+cB7VZUyOaW6pNRYR9B6W7UmHa",
+	"mEGJUGaJWBfloLznGfdoNf4QO2JLmVaHLBMjy3RhK8MTb5Am9KKy0onaXUpYOPiqyVVUS+ja5tWpqMN/",
+	"rbTtVCzEUXDJCTYSsHvrxkefLaFyeB7j7qHWDC69vHFws8aohIF/ODt7w1y5L2x6N8yeO6glzu33ek0k",
+	"Y6Vt4pdHzEx0bpkpplOel30W/GbCOAEUcQB7uJmlNHuKjirfwLu3Jw61NAQsX35w/I/jsxh0HDKjg9FW",
+	"3AgNIAlN2sVqTdIaERIUNnleXRUplQD784k2DsK+hhNIokekA9WOXXIZGPSE7474rDEVnPjKiTTeiRg3",
+	"PpKD6PyPDCtrnzpl7ZNDvPMMb83Se062TnTbLPCeNQnutx4KE4NTd8sa2yhYTgWibmYl1GYpRbrsNSyy",
+	"1QRJ7xNLmSmGPuDlUpKqW1rRrQFFG1555KBAPsIX8EdZ9ateL/FpbeO7WeMfnTB7s5vAbLBEtvMl12Aa",
+	"Ntra7nXWGc3v11LVPdiQjjw/vTOZHnQ/Blgw6Y83TFZC0R9jmVAO9epbgSJybuSvaxSfkcxAW4cLgFmX",
+	"asunYg31bO27JF1vmdDyST3+q6bANmFSHzTyEdIPerhzy/hoY7r3lunddwksRK0Penh+txhorufnSXPV",
+	"hTPwDVWcogPVqwpAkFsS4DKe6l0S0SWlVg7Pwyice/aG/PTw7aLgjC0R3pIL8oYIHR3hLT2Q2+UIYLju",
+	"fXOlZ5BkxQ3qpixIacAkL8Ok73BG1hwlBdwL7wsTbD6e8W3P3v/whaPw+X2v3P1IDfLWfVQJ33a1FE2a",
+	"zvTOUbrG0e4pnPazX55y7Ou1C/cHFqM0vXIalB4vK0pNNSsbkwNrib1V3came6pSjWYLxP1+REDpDZZI",
+	"9UP9nO2WDSHrLXecOe/7EEQMObBUY0SPTHJtTNX0QDoHzEbXkxv5lmpMWlDh+zmpuZvSbYK0roY8kzlG",
+	"HXOtxocshn2Nw8aR2EvAw2SKlO1dXXU3JsF4nLTzTc4XP+4jE/ph6s9XusJcS/hUsDYshS5QO6IeOzxN",
+	"c2EM7IFSLgkXX3UnnKNfh/Aw1QpCHQks7cTqq9QX3a/q+/VU99wRSVOhnqCSI2qgZbVzzdIh7lNynEzL",
+	"Po5x1RUidhmW0Wo7jqAhQDwTKpVqHFOfR8ZVScFjgf0A966uWDvIjthhZQNUmy8waRkMScS7c8gx9Ei3",
+	"6mGzI3dnUwU+a5dgeuRnaTx/zXn8+aKcNKWhRUxnqTC2qtXfys5bYgIN9t6dciXrvphbOUuiFu7++d2y",
+	"v+neW+aAN2jfW7Q5iVpKXNlztw2bjQu4stwwIIFClEda+3YWZQOXkvKAeohEPirnrlTBifCbk3aajJL7",
+	"SSgIqSHY3dpmBW6P5VWNqpNwu6SBJVbznW/B9RFukWXudZMLdK1qtzTQPXhsbpzavbtulvSr+8HS2DqB",
+	"KFSvlj3/JYcN2S6KEwfgFWE0DOiPipoiH20As9cXiE8FV5jS25TMUE3gvHI7riYxreP9fbA8nAsyZu3h",
+	"gi10sROxeKyViFlb2kqx2N/tsX9oJXaigUKJgcKrTX7qkmm4ZCl4jwMsUt/pVkqDzIR3Y9cT+spJtKIW",
+	"PNrxA1zrG52hH6nD3kk4zHJxKXVhzqnX0vkm347vNOn7MbnOzkF80A3mGzdRWN7IsTJsKIxMhePec2ww",
+	"e3sefHsGWqr2WzBWcmLUE6yW9iQ4J6sUu3E178RrPS+4P35Wcpc/nJ/9JO3kFJdle8fE6qRXamPKERsa",
+	"rcsxFrPQNVHZYYz9zbdE0yP2dI/lXKV66tzB7HSC6HBhxnXVSA4rhTy6hkor0ncUD5oqnA7PF8LTiA8P",
+	"u329/9u3v/Wiveubc5zdW66u8vtqncEw3Qp6oM/iibUzE1PRKnyOy/fNRb1tOnZEMGyWy0tuxUApYec6",
+	"vzCsnemEZywVlyLTs6lQdqfLXmEvC+4vj1im9WzIk4uIZVJddOgenTPvDRkop+P3yz6YyUQkF5iCwHIx",
+	"lsZ62DXlmsJWPQG9fZBKnlWsOIgs43v2nzxx33UTPfWgYCUCOPpNPxZ4wYikyKVdnGKLaIpFYG/no8I2",
+	"9yl1mIOurzE3LD5yGIb4un1GvaHZoOj1niYXYoEfROz672LvO8IGx63jhp3+cNTZO/hqoCbcTICS4QzQ",
+	"ijtUVyNEir29fU8BTM65EAvMYHl+/PL1+dGbk/Mfj/91Gg9U2wW/WWwuzq0w9jwVU+2NK2qGDSxiqYc1",
+	"rDlhx0k10h4ojid4SF17N7/0HT6TbMqlslwqkZtWA76omYmkQ54ReD4DchKKJPPp8x8ZQT+aiGWC5zCI",
+	"Q4agJmsIJiFy0x2ogfqP/2DPtIJDILUyA9VhIQCi82Bu2gaYbrgVZDnCAg5FptXYOPt6oFi5xDCbsmm9",
+	"6+xgmEn0TKSEetEvs0TdPY8Mk2nZMGS/t9+FuWLtpKSDoAvbZS+1EtSesurqJ2sQT76dUInVsYrn0YW5",
+	"/pRLK/wY2NtxlsFJy6QVOc8Ma8d7B71eTHoefu72KBVi70DsIU103GrgNH0HBARBZG2+DK7YgJcYF3bU",
+	"+Tp2bW53DwjhQxqYX63VMTbBJc4rLVPCWJ91SFuP8sywVIiZH/vpHsuAUZmI5WImOFwJ4waloRGb6Cwl",
+	"H8irdy+qggbWjgew4b2eaznOMjhB8Ga7XzFT5LkeA/XgZenXeJlUSAFq4QooIrpRFfi4MH3qq/1am/7c",
+	"vSImBaIwZEOx0Cpl/9//S61/O+wkpePvs+hqQ+AVR7hCKyluhGYUZN9RZhs5ssyhz2HziXMxORzL3uAW",
+	"ScUlhRomkomuxipLaTV12aSRqX43x8SxgEQCb1ueS2FquVdd9l+FtoijiHtMIQBqCOoShWgonCyuxNpk",
+	"1Ha8Dpky3umyY55MgsJQTpQWJDm59D4Eqzlk3KU0aUWN06lDPHdJWJNiyhUi4iMK5IyPRdOhiPwcjQOF",
+	"EGkEFk15VJWYZ1IJz69eECCxOguFsm+tTnlXxmV5pR7NDWUDaDGOGHxi04Qb9rRX4SjHb4//693x6dn5",
+	"2cnL49fvzuId4EdUZ9dlr5XrTZ0XylAeYFUXBUtlQxRyz6wOek/DCtsGUHOPihliO9cn+sg4x6Nh08JY",
+	"ONCwIw7B/KD2AkfPz384Pnp+/LZ6iao8az7RmaBddXl8xJfKhXdD7q6M6QeDXcd7ksIyPRqx4YKVtiSy",
+	"pv1eb6fLvtOpFPVjic1dWHt/9+lOl/3g3ie84Oke+xGuiF8e/Y9/ie/+dXZ8Gu8cwsiue4xWfmBvwLq2",
+	"vujPzvgCkdOMyEaRx2CDA4h9qvowTrz/dJe5A+Ymwr6nlNYzrRk244k9+SHf71hxRbC4bmMuhJh1OFjG",
+	"oQNcphmlFX4VEtXJ8xfHAUWBRpdpI9Iu+4442W6v1wNaRh5ZDWfcSjx7/erV8bOzk9evTrGx/LxaARoI",
+	"xJPRoBEi+S9ocRCUV6QRDOpb5nPlFq3vXM34kqBA6NHIn7A3QdaiGajfCaLhd5+x+Tv6LYDsf4cfO50O",
+	"q/2FL+O1zU1j9jvy4t/Zpk6lI2RWeCNyqpIVe7B0hI5Altpd+8SlZoTVkxtbUU4JDtup/N7WiJiYzuwi",
+	"WsrwPViSUaAEzHLQ2oDVHZ0+OzlZnddqJi9MaM8txQ2dcmTZKKeskLGF6TuvTHxYZgSfS58iHOZVx8xw",
+	"MGdkMnFm2qLLfD8blskL4YQzPsKLo9V3CIHFaf677Hf2Slfau84dQjQZL6vg4quDlkmuNOI+jbix9xdh",
+	"TfuL4GSvDrvaxo7GP/DEt9y4DnaxalhKtztYOuwKF6/f06U0bHzON+45fgtpq7CjHeFqEKA2Ioxip3+4",
+	"fWkjfWuA1Sd/0EN8KlXCrj4V8xMyEL+LCqGhfSNGws7h6uQw791qd03DgWtsDltN567tYLfpsbEymfXV",
+	"HbXl2YxcHQchhXATjktEa4qCrdJDQ3EMPHd3D/nObdoJxWEtToy6Cjoi/OGa66KJ+630Z6PnP13iuNt1",
+	"ZGtiAE2g8vSMgzXPgPcEM43hDSRONiDI09WEFn8jrVGHWXz+HrHSRuLasqmsA94BHubntrM6hzUVWcEc",
+	"fN3V8grPHVekSpJa2dYhi1cqwpBrm6rQS5obKM6LLZrL124urreRQmcHGJYVHTrEIHcuhSM+ttAFFVoC",
+	"/2hYgLCeAB/ljvn6zieHbFPnkzud9Ho3WpjHAYr3Uw2sG/Vyx+IU00XOjExFl71yTI0PQSGi1qJgWhqP",
+	"qVYrexlJTE5EioQxMj02zby4Ouw0i1faIlIISdI+De1mCiYhMmg8yG6W9O4cGCDapBSS7JaKKlpCzvhb",
+	"nUKjXfE7Wh9EBPfeHol9XHck1oZzj27YqKI/zKloQq1aJXvErNH5+jdGjaq8zi+z03XAfgOLtKSHqhUh",
+	"pVpciAV+B0viaLimNK+fLU4WNengl4FyYDHe0xdHrISPwWxVp7XVIWW8IkrHduVBZzTRgcKEkETnaYWf",
+	"hpMrd93mXBlOZoqTJG4mkedVOgeaRP1ESHRDDbWdDBRqSMiZ3dcgvEKva+m5wxSVwMtXY/L9alawtlrB",
+	"dvrFgMsHKq7WgjiDnetVJo1ngo4VQd1WqIgDxRUTo5FILGvv9XYdunapU/t3fmRA894JncbUtc8pxMOF",
+	"JUMOP8B+D1Tc0Duyz2xeCDSKvQTxnjlneUrrUBHhCQ5Ovs3Z/tUV6a4c3SyVpeOSqFgm+KWrIoPVKjAP",
+	"CPeGOypELwT6/7sDhZtBwTX2+PHePpvoIjePH7sTWIo+hBwO/CZceXRJ1Mr8mz4/fvnm9dnxq2f/Ov/x",
+	"+F/nZ2cv4p3DEujRISTBvKZ8AWyEUsIwFkHFbcSqqFE7HIYjdnB1FTHOXCIZuf/SXM+AdAITulSMrMgy",
+	"lENzBxwQVqRZrS8Gijaa6Cqkb5jUhKNp7uiCHMLGcnQfOlj2mulO1DtQ/sAQh9Mwg4gNc30huuy5xpmN",
+	"CwzPNPECWBJP+PgFugzYyYh6ydXTGcvZRUHuF5GgQRmwZI0dMjmCCUTobYPdV3reHShUeWDzwo2RBnbC",
+	"m/SUJU3e4A96aAbqhXagdq7dOvl6ebAk3RVe5F1a8V5vjx05/0KMoPoqcdECPlDIRDCLzjc/jVk7xMvb",
+	"cX3JAqlwiNB6JZgThdFxDDJ0Y/R7BylzSMjKp1d3w7z7SlceyUzsVNBDrO0FMKpV88liB9v8BWBELH5+",
+	"/OL47LiW0k0/m1BmT5xk8JZVn3FG2EV4Da7pQMEmAdF7EEHQ3Y3VM1NxB0OpW4iGoUfYQKDL/qmHtYCW",
+	"r6N0tDlQnupkTk+lyvKSPSB8Bsu0wbME4pqmTgWeDnotlQL107xQdHQHqg2rOa28INLidGcidT5EA+9V",
+	"hc88cJxxRIQAafiWrtjFzmUiunD8q8fTRXMsD7Uiz4sZQr9pzfTICkW+33LLnBpC2hpnU6nA1h8oWiI6",
+	"ajJ3z6NFc7U07PHjv2OeSskF0TdGOwakUKYixId09jeyRRa/PX7z+u3Z+dvjs+NXZyevX2GQx8fQAjR4",
+	"ZXOdDVRZ5ZLwHFQhZmwOh85BIjjfOQ19Muq80kp4rdwftKe9fXL5F8oJkS7oEdRKqaFVKWuD0u+dfdJG",
+	"aHjiCMZyPAtGo1BNMolzc4SqL0WO5byuhT4w3EfGrYHpsiPmn0rylr4vHQTt+LfruNQJHdoVLqn3fXhP",
+	"xISbHXSe0gG9FLnBvJm4Sv+ISw5KKxU50QzaDTySgvZIVE5x8dOB0+Qf2I6XkIRA33K8hPiP0cRgyNwu",
+	"9bNSA7H8QqC5pGeUyh8udMn2K4XCz7Z05bh6YFgG954kdHDpWaax0x4n+RgMjbxxiSBgLix+HJPYBMHB",
+	"O0bMeI55F9hLQI+ACUi7YJaPTUQbCYc61cUwo7JuYbzu5+w8Z/75mpV+9Yp9NmhdPh20YtbGYNLubm+n",
+	"y468CiMyYEPt+PJpXNIbPSFi8aBF9w5a5O6m+KTiyFng6fTYLjvjY+fH1tMZzwPFa6DgUx/GuuzhNJwf",
+	"IXbT6oa7URinKrkjRsNJoxXoWnPBL1j80xP/Qo7m0fMizM7h6mqjf4hfYE6WO+IYWyCXIPGdZ6/fnmIU",
+	"ygj3CmUcHffiktB57QSs4jKmW2rDxsfSqHs57Fa/io4Rb+AZ8HMvdH84PnoeOyWaPPEwDR8Xwk0ljoL2",
+	"HRabtzFSxkoNwlDkbieqAgJVUOO4mnH5zNdvKOzg2NReb5+90sxFrh2pkmsUXwf2F86UWyd4dJvmTQLl",
+	"kpgweRdd9JCOd/mkcG5VKgKqI0cen4NbGLnUFMk+kVVewHcgRTFYxhcs4U6vOHpzwka5npJVksuxVKYx",
+	"tacdw96eH7148fqn4+fnr9+e/OPk1WmMgZThwkcVQZ3f6bI3uSBnpUH/CvAn3zwzsFLIwRAoRJFnFxiP",
+	"arAs4IrAERHV1aUo7PIaNbR4pXFPUUx3zuQUMzrJvswFmlOJ6BzNZpkEIWs1oxSTMivEpVCZgXqLKUdY",
+	"h1I5Sz3y6bKz1ZRt+0vXAFzo4jVUdSHtQJXgB4ZZjVAR8W8DzJcZtCI2qKrX6J+YGNW6dlTEYvh3WZ+x",
+	"BFE/UB6jnhxL/k0c1hj7+dRylfI8LX953/ZZUfP5vGvczz4rClOkdvBsPn58KsdKpI8f92tVIVH1rwp9",
+	"n1bbf2/kWHFb5MLzXBNViOewV2tBz+nIdtl/i1yOKM5ZDsb0pTeM+Jx8l06xnPHcSDXGka2XoGCYsnKG",
+	"hk3JDuKKHTjFyjCdpV161yPfVBiUe3hlrvwOVhDFoa+hwcXglKi2dKcUWYIcUcYOSEc5Cq8rLSKnbpIM",
+	"Mz4HmZwM+OUqegaMXNIn2iNubkrnU56xBI26IfK8JOdm4lNX0GYv0y8UcU5pS9Oa1SuAjAXbYaX+h8y3",
+	"vleJ3dRTnIlbUDjAkqiHqwUWAUlDtRjGHLJcpDKnnB3XuIcoVqSHlesA5K6PfRGX9uFd97bevm7v9pgJ",
+	"2NVOREVDOAWnDx8wE9HWR+xpj/67xybw3QQZyG4P/rW7D3/3eoxCh3v7bMLaKBA+wGblh3UuikzXK8+i",
+	"LGbaQSvXZY+yelq56S75CNE1uL/3DbzpQe8pTH2ilS5ykXZZ7PPVYx+xMX7UkgCcTXpY41pkf1T1geQk",
+	"APmwktsehoPc9v23NHKY4Umgot8V5ofm4pNqfJ9ftJRITw3f0AeAaQ2Ol1IuKo1RVjHGSI6mOnueKpEb",
+	"8RFOJ+C2ZIeBzDM355wmmS7SIPOU+fxR0OKCrNOw8owntuBZtvAppofOjbW0oX4D3Ezf5Ho6sy5/jaIA",
+	"fuJ1nwharmbZ6iOXsQuYYJIE0tcj3w/FZS7VrVI2JQXeJ2SVLvXlkj+4BN8ezo6zoQ2ICp0zeA6cu7Ia",
+	"MxXoniHmZQ3TcxVSVBttzDmXlgxTHLbI1WH1dOLFNl8QK8bT7nRBn79BLTJK8zJsxK5ITatCZ+SO87aK",
+	"0z3wrAdBGkxrLUPn3ngxosR+Gqi6Y9AIl+aGcRyzLp8K5OJA/e4ax7PfXdjnd58otyFDxANJsd/Zbq+H",
+	"E3Tb/LtPZg4RpaqMJYKdovcuMahIuFUpZO4h/uff2d5B/RF38sZHGMZ0td1ARsFb4POWYbDY78BY4cG7",
+	"VUbQ76Ujm/RRoEVnFPpTVsaFlpRg1t7v7e5QfOG46thP6vSwSC4EGoLxL3H1DEpZEyMJPAGYSLYgvSGe",
+	"B8EY2N+xUCKXyUAlIsuQfhjPxjqXdjLd6YPcpFkChzczEeaUuY13p96xenIEOWg9kFTxPH4CcytDekvZ",
+	"jxgX8yRbkXh77+oqQpc57AmIBZ7JC7HjsyXJueotIT0iwLGOFHbUAdWOz2QH3gZH7rjrOru7qHgamxcJ",
+	"KFNph1I0iWfjGcHEZZcSC5tIq91f1bfBWnakMGgd/vLtbq93OP92F3RXIkH8du8AvvSxjnKM+s35t9/8",
+	"/dAu3Zt/u7cPXyLuIarAeUxC0SE0+t0eKDL/ZtwY155J6TnRso2D/fIbT55W7DlD5CMNGxVZ5gQNO1Ke",
+	"KAeK5KcPV9YIs4zzNpyBoFg5cHsSlxoo5wcpZsh5EUM94cqFJ9HVTg1XcFJmJnz/kv3ernetIYXT3lSZ",
+	"ksg8X1P1RQVp54KbYCzufbM+pL2akMnatXWLBop7/XjX+bNX49uHpYcME7vQE0vZP6Q8+sOBB0pOZxno",
+	"7wNlSkHfFEAFQxgmL73X1TmJyZHQHCf8qdS8mlJm34pUmiggAs/hnUvGI9bVxOthzc+o8wGVMtJglPmF",
+	"wWVQoZw3ygtmJxwwbRglqBd0QcNq4KZ15G9gprqwiZ6KFblClwdtreFiFywwSz+H6Xf+c5/t9/ai0nlY",
+	"y7QL0+j6bHmI2tCrwPB3e0jjOLUnLffehudUoW6KbfdBdY5KEnTPQ9lBxWDTAuk1uBEUF8PiN29fPzs+",
+	"PX399vzFEUYBY1bWvvR2KpsnmfB8jDQ9UFJ1yBHijAw8xnCG9RAJxxUjZTIRymBFXQmWmbf6rZcnZ9gl",
+	"Eqth4B/XUcvBeDqsTee18OtnUNfBo5+KqVZYFgUaQEX8Ebpup9JYmSAWqvPRA99fqAQjYeQKRrOelSZ/",
+	"CSpZL8zBdozoyG31W73ubreHEFlGK6xy4s8lz0RiXcmP6T95Ar91XA86nY+foGB6stfb63V291xRXytq",
+	"6ZlQMH6/9RRHxTK5CRZNPYE/47UFfcBFMHZUQhGlOgFFBbXYITnCXH8xZKOBrUC5LeRCcYvbpcmQ3D1J",
+	"W/3WP4R9q3UIyYHT2uv11tVXltc9OXpz8taPDCt1sM1NJy6rx0EbB6Vkrf7P70OiOHNOvYo0UIvJtbY7",
+	"sIN8jCVvr0uXK+GPPHF68NqF/YGrdIG2INpAVGiBDj2ne6M7t7l2KcxRbVzMo8TDhjWtZ0KeVawHDeo0",
+	"Prjyb0cwNxS2+kdgydkqzQSzc6ISBiy1kXWju2ufVBdeR61lPWjrm93lCODlnZw33kxXnqT0Zvu93Zup",
+	"6V2QrwxP29/75uabzrR+ydXCPc/clXThrqc333VKmVvvqjQmovoanfusGu/IrlfYBdTuN59IHZjBBgYi",
+	"TVUWmAvQH0jevxWpTqgbIYasRTbqYM0i5tD8cPbyBTGdtvMaExO1iwx0cakoQ6zMHtYcDDI0dURmBCqw",
+	"OxHGgW3lkTczkQTZFMiiSGSsnqGQr3wJjAkNDVi2TWypAjlo3C3kPS5ZPGyj6d2cpXWvxLyC6QH9fY3T",
+	"dqBu8NpKW7qoTZ+VLtz1/tuBqrWobdq9F9LYY48cUPauNGvr3qtLnnim0yQHpXcOUdYqvXGJ/u0wGLAC",
+	"Ddv3tPot7J5ZaRz1hiO+mpffHiFodX6vYZ0c8gdOSRpMgV43FQ9XsxWvDxvNvv+EMqVqQtsgVY7K9BV6",
+	"zb+AaNmCH3zHU4/49+8kjYAIWAn+4bmZO9MhJ0NP9lp29tZVi+oSjc0d103KE7Uw/tRkvk5xoryTB9re",
+	"krZ7+zff9Erb77WD1P4SD8M/hC1DM02n4bYyDm88eU4wJs0RIRJJdxs0as20aTiM/1UIl7EVRplAhZtH",
+	"vlZmlAszWQIo7KMPvFYrhclmY3kp1EC15xNu0UWFXoU6chA2tQZLai6NqNoiLPdCCCO9VpOnFwd45KQo",
+	"5sDXIrRYcF8O8MgwwfNMUuyGQlSO1XjFaKAuxMyW2ZMu0oNals9bK1vkYkI3V5ie7PxqAb4jDsztQJWP",
+	"kqaqZyP7GwNSlHiP7i/n0nJOMe4tcj/CI1e4VAFMNqhV9f4WVfuB73S6uDfm2NxE4/r6+nqFI+/d20Mb",
+	"MfbWMOggDudycdsK5IvHNF2hLQy/e/LaeWDtn4y197Zg7UvQVs89rBjcv7sFs35DhY9nWmMBP913sM3b",
+	"lRWNL0UquYfs/BLlEbahqecKrFPSJthb/9e1CtqRywHcQ2gZ33fcu/AR7jC/lGrcZSc2qNrQhStn9cnq",
+	"jYqca+x/F9udbn394yew21+A2KKu22ut9A96uN5GfxWY3tQPWNjOjI+lcnm6F8KJuUyaBhUXdOt/wgM+",
+	"oW38QQ8/gWW8RUuINZaxK/kwZYU/JbdumA6huG4nPoKO75/UPvbt1Tdax/CaD0Lmr24bf6AD7DkInueK",
+	"d5RWMVWprPKQZ2WxUdl/HVu4uVbrhOugKjC0sGcuIoIExUxHTg/CmiwXLc4LZQ5vXZOEj6S6DQSHxyLk",
+	"gaLJUoSkrI1aQZ2ocNu+aVJeaZB/6mHr0x7QdWqjXzB4g4fj+Yl1wDWbGSKR1Td1O1xU35m3AQ+1RCl3",
+	"LVT2e9809FXZBKwCK/t+DfE0w6xsxmn5C1gaXyBzJjZDjGqVP0frg+wf9PCRCWtuZrke58IYsP8lwcFI",
+	"s4ZduwqFGrrfQNUSevpU+xom/JCXABGZXKpccyTsz2OaXzqvhNvKLWjq57mcHkciETZKGjbXuZ2wKb+Q",
+	"anwIejSmbFVmEnCFdSTRrSmvm5rHPPhrP4m/dh0DuJ3J9U89LB21U2FzuTHS7iPaj7A4Di72cds3OcLV",
+	"iMIwBBnEUjFKMCYMZtbr9rr7kQNWMEnOZxgZ97gwvjEOVnsQppkV01mG6bsYl0fG1UZc63Pf9Llsp+MY",
+	"TLwTDVSQO+X9knBj8LW/35xbbXkW91mScTkVaVSCZ0RMqnNyeEYDNZUGCy2p/KPCI5lpnbF2PBtfwafz",
+	"x/FOhJpzVCJzBd48TJkvEzQHCtNJeWYqYMt/aFBorZwKz6HRTdGOx/r8cRyx2H0DD+qyV3opfbVPjmUj",
+	"XOJani9Az5WpITMea4WwntgcohpM9rPOCQMT/1EMM5lQTbsCMssyNyifijXs+6WjmxtZOFDGE0SiPPQ1",
+	"098iWdR5+bLF3azuOpwxLNOuSlVN2TIr5Ol3VRDu2TMTHJJpuWZrfTQuna7rhd3m9LnXM4Elg6lOiqmH",
+	"HsdUOj/Ogk+zOKIK35zAChC/ttG15YaD3z9WNK9ApPupPu3ultMNeod4DPzmfV95zyAVcM5NkI/zmRJB",
+	"LV8JU2rcIt9ICLCBGwlh+7WJ6thAm0jgX0eY8HMLEvDzvCUJ4FrA01CCdP+NCMAt8VoCKDsabOOx7bI3",
+	"fCw88AoCPVJOfZk6bJlURuTWsDY5d5lz7oK01gp9MIGzlAy9VRfvm6pT7Sdz8/os83ty9Qb9H77aj27Z",
+	"OB0mfA++XLdspT+32Z9cpoeXXUkIbMrZVdJg2d26Jai3/K3mtV1rsu0mVAJQbTkXbDh8y6l8Sl+324eb",
+	"/d3+zR+can91n3fQe9vz4pLJoWnVmHbyDMtHDOPYkwRLa7rslI8EYehsAbXYL8t7sVQvAMumOmh34lxT",
+	"ly47qpAAER2SAIfpMphHiR5ErMm1Q8MOnaHPfb+31+jIxnHci9+auQfv9qNYtOgI338WR22SQRJH2F/J",
+	"5oVYTerYvW8Osk5RKSukPNrbEgM5PuPjm04wXnMdtRqgVW66tbqlvOM6annolpvuLq8LedYDp1vxNu1t",
+	"ldEBdPDcHdmtM0nqJ+lEvTPiT8wi2bvthN8ipPWfJg/+/AjNQe9pEKHxnSRvwP5tRa2NaMhgEayN4mwD",
+	"FVyL6jTDD+/0fdULlUJQyWWXvc7rzq8tIZilQv1woNo3AD3v9EMsuib80wD01JWadgfqmOB853wROXG7",
+	"Ca/5BlHsMBTrKKbhrKhUhLC/CFjtLxU/2HyfzRd0JTn1g6gUiuNK9WjWoEJbdru8+nDlcecIULaGQHlK",
+	"EA7c9xzARjDY+a4OiDdQVrOxsIRHWUOOC1PDKuUrhKtscpDcWUUawaxeUg7oH2Di3KCgfIRa8uVpBk8p",
+	"PrTkPtGgfqdyJEv0fKIkQ86SFWhFabz/+d9q8R6CePcexNvIL2/LWNytvkjCN3Jfdmxg07qpyMfAAmwy",
+	"IWzUvz/95qudPuNDJHqCi3GwTmJkGc8Q98O1ys7FVF8K0x2o2ANvUfspGDWlul5qoNmOfxu0SnCuVp/9",
+	"NmhdwH9hoOvrcigWXyB87dLVeFV1Ec+yHeolsYwZXMr1egMaBNidue40DZi/PMwPXkLDJaCvElx3szx4",
+	"h8i/dxcJoTi4f3O5NrvKXI5qQ+LmdXCx/nYvw29hjf9hws4hM1ftIkp1Qom5J5YHZv45MPPdbYzqoF/Q",
+	"92jn/Im28de3m+9bfya+UMlFp70SXthRpzxvYRvwDWaANwR/c5+uN0MGlC1gXV/XIOhH0JK5MDoDEeE7",
+	"o29q4NqozdMDzqhufYl9r/ITDE8ZMfbhKb40w4iJ7rjL4qorYBkgmXEsGvE9s51HYZlXrilR+Jl3fu28",
+	"/203+mq/scH8++2yMCZ2OUZ7Y9bFkVtQjIs4SAUPhT4Lmm3eV9j1TgzqlrzmnkO7zx3QREANDgdhbWwX",
+	"c263rV8Sqrk7L2czhGdzALpzXQK8Ie5sWaDaDIwkeCpdwdAfX8j0kUxpzUaE77Rh6RGU7JPWQb11z/iE",
+	"MXLfpuFTh8hz8RG1UW6tS+iQwPfQNMGqeeg9xu8/pauF9vnmYLJbh4dY8l89lpyXB9/zH88K1keS3RWI",
+	"5Y3d9XOvWrjTstxLOdMIbl15L6t+nQ74eqCqtjOu81qQB+RPZcKVq6viKcKfWh3A6gcmcXegbhXZxp47",
+	"YSdgNMKpK57SftSBqqOmVN1WCKu11jW76rcHA64PYNNifnT8epWluT46/TWNc0jt811aSiuT2so4rAVE",
+	"loh8qAG3jICwTA2PqtY1W2ZZibzgG/G093f3Kum+A7uzUJYTwnDQPoZjGzXX/YjVffBuCZEL02Gv2LB3",
+	"r9SYcCNb/VQRftrFPynA70hojUfBbdy68P5DyP4zdUd8lgV8DeHhxp7stfhwc8fyjSFiz1IqcGrfWawe",
+	"GG5uCL8TUbsRd97LDn5bdkKvPWJNu/XIDVqL3u781cKs9Y154yuv8MVvXKLbll59cf60vc/khO7tbTyh",
+	"zQ3UN55Q6vO+8YQ6seJG3dRrvXac1nRzL4/Talf2nbLV4a0bzYPWQmVb7Zub2n/ph/dLrRQm7aUxxliZ",
+	"IoEfZHukw7rHYRPU4TolvMEPiqb+ehfoR/klPr3lv1lJfDD3HyL/y5H/3B+NdYcSm/Wg97/RWXBKPaaw",
+	"DzFBl4xkJpYO5SNTFW7ovLL3XUa5VAP1cxxUi8QRi6uCjXiHtX1m+tOvvsKWYiA1srQGzVy10y67aFe9",
+	"nStAFZypYdK6LtlBX+2qPh2udgAUhtwdZR9urEIfKOwRXTXXXRFdlC3IrB5jw/V+2Wm+qcc5Tb2CkaaX",
+	"aONnfDB9W86UEuh9wxLcgLKv1wc93OSNgO38vLPpaY63srX3/iCQhhoFkaML5uooSSImZbVLD5b4n5AP",
+	"+oeb8A/Z85+x6knWAXfntCblSK7VpNxm1fOniev44trxJ/oSO89iLrD8VRB+wtwH/lM9V7B9TK7TSd2U",
+	"PqFKiE9YqxIi7NiDSvigEq6ohEAZBK6ynD9TnZvb6hB0Z4nyEh65J/6sbIQVAL0y8kAvDs1FWvQROGUE",
+	"Vck+e3b6395V4Fry53rO2jFmnCTm0vsPBwpTUHme80VYYRuqqA5BuuqCbSdiytrx8qmMd7rsyK3cQLnG",
+	"sZTkidGuIH+Tfky1MP2VjG4XpylVwqfYhH2FfTx363VXde4+M/+lFVO8USuxjePL50dG29mz70vfVws3",
+	"CinW7+QmeIe33z9j+7tf95rJodtgnm9gk0h8S7zSNe7vPJfGgwytziLm1vJkgk6wEvwdDCTFp8JH6apr",
+	"DvFH+O3bQSuf2fPdvafdxFwOWqhNrvdLrKRAPBRQbFdAUQn0R+Yh8fZBcN5NcHqGvFnV/EiRudIi/b5S",
+	"xtipSHLfqJTEE/XQbk4mW8KW/7TNp3x3gftH2Z7/uQ7bpVXcoh2UX+8Hnf2vnrXlUftEcMQ8O3F0szmB",
+	"awzHFzNy3719QWlS2Iil6tRiUAPBhnfLvWRYO/550Ho8aL2PCScxy3a61ObW1VI76FUarWoNY+QYUbBj",
+	"g/wkPnRgrtjdnlKK0DqmhncDlWuLJwc1ZCzvBmMZ3a0w7WlhMDUAsRZhWojZR/+MaThnbQfN9geKZxko",
+	"6rNcXnIL/MzOdX5hCPMx0wnPWCouRaZnoHHtkNlOC0V5XhONiXMukR+egzW7bsCIZVrPhjy5iFgm1UWH",
+	"hgzKDXyPb2GCbt3rfbJLjKD1KX2rS8/6kxKalmbxk7QTkkBrm4W5K4NyKSKxj9DYHvKZ7pXVPjSV2dYn",
+	"SbyZ8RUu38zkGzW/GxsfPMfv6xy6LCQt+2lNJHDdxSGbCYXRuxAmNhcszfVs1qQG0vBNnKvGMvbXTewh",
+	"FP1gPtUKloAotj4S0c1oHSXNtz3ERiU0dsqDUIfwaPLS30jin8wguEkWPjgrHk7bx3j5tz1qtzPtl4j4",
+	"IzAgwOSNizyLoxUDJWJxMBDYKwgHMVAen0G6Mx6nru9d3K0+9xnot7Hr0xNIvLYzjFzmyUBNBVdU1IKO",
+	"EW3JkZhxK/Kdw3DEEc+MiF1PRBN2zPTdP3lmNOEqBjXDfoDbYUmwEEpioNZhScR7vV68XBnj0SjWAEes",
+	"srvPEUBirRVzv0ASH2Ms/eFiwQNLNJhKD8gSD8gSD8gSd0GW+FgL7UklXdb66l8rURlkM5G7dqMoaayu",
+	"KbMRHOXAsS94MqFjTs5819N4oKY8FX0s1I/qPZOouCBiEz1nGai+mKKoL1zqCrdsjhUgoBY3SYnA/f+8",
+	"erVP6P9f7jJ9j/7/qRl/DgEA34z55gBARUwP1vODPr8UMqg3aV9q92MnQuaePZhPp+lv4ITo6xcdssBv",
+	"33Z/jV3RGP44MaZAAHJQfOiB1PTI+QekZW0MGSAqhJyKMEyx02Xfu3okbFK2t88musjNQBGP9SKhDIHM",
+	"NcY9uC1AfZeqap9ffh1HzMx4Amo/vJIFiwFNgVI5X5op9lkvYeAcy8MoiW+oT8XyZi6tEwG6sAOVaUM5",
+	"+G4KXRb7u89p+HNxNQM745zbmBm+MBWci87SoH+pi+V0B+otRmlgWOyp59FdMFTiVwfWFs0XN5BAVCJ6",
+	"H0rFb2y0jzSxtLUuEvDHadR3Cj9UG/agUz/w7TuGApD8yTh3kVPjib9JzawDDf3WGgqei/yosJNW/+f3",
+	"wA/JrdCEFfYCg5TO7dCOx9jhjXWfJNO0xGHo8JmMd1pRq8izVr81sXbWf/IEw5sTbWz/697XPWS7bnLr",
+	"OlAgVkjVhKLSy0rwtVXV76VWYuE4tEixb1JVMhi5pJQKC0TC2DPgreH4vnRpdfjvZUYTa8jxjFyvJpdZ",
+	"OuTJxTgHumLDBfU3rD2CknlWH/FCq3HH94Ge6/wCtPeZzrIIk2kICwO7pgbDYbvEZkXYg5BwhdmniGUq",
+	"QGc3zOpgiCO6rmGUMkGHylZ8CgDQmkhdFkDV9I/AWaoWdl7zDh5VEuPqszA5nsBDKKkgqP4iG8ToIk+C",
+	"FnleRFXDH1+uIQ4C94pY7uG0orLvo5+9b2QFzFlko4auhMGDAgguIOe5fy3USghghkDr15e9HZXVz3Ql",
+	"wbAg8v2cm7IxSpfFKbe862DizxOdilLuLhA0HK08WhLn5qx8h6YYEpIbdsmL65OLWVvnLH7sK5vrstVd",
+	"S64Dt3GtO+p4J89/IESWdUm7q7ecyakwlk9nt77z1GtN/s5P5Ep807RA2/j2/ud/mkJPeLbSLjtSC7Z3",
+	"dcUS198SWYpOF6BgyrHCFgbkkemtDvMPrQTlv5QkIE3pJfaqFDUiBcrxLl9gjDhqKka8yBoB/BZ0qciM",
+	"wPR3pX02T6nRCdSGdWEjSlyxuRSgE9L5TSYiLTJ4Tk2KLZ2YdR4Sf1mJU7PN2SovZu34zevTswozqEym",
+	"xiOH/A3OHZ/Ncn0p0p27Hq3yiVudrlN/9cMBW99hbnmNHs7Ync9YdXhuOmYuHLDNIXNo4n2XGtKIoAvn",
+	"7+js2Q8B9A5iL7h7l3A94PRg+I3cjfFdD6N7ia2OIvlsHw7i+oO4tEIPx/DOx9AfrnWH0KFtbCXqVuDb",
+	"AqjC6gCMdI7Hs1Q6NSa53vZgLU9s88miqx9k3I1Vag8i7uPP1sqZWX+4sG75ZgOtLNMO2oOhpX/ojDKE",
+	"84wJ5dPjZBu+QPv99sZZbV43HSy49ME021y4/mCZffSRCk/KDedpS2HlimERGSf1BykXpshs11dxnxd5",
+	"FrORsMkEc7HueJK2llJw9YOUuvE8PUipeztSN0mp6+v/EwAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -7,3 +7,9 @@ import _ "embed"
 //
 //go:embed openapi.yaml
 var SpecYAML []byte
+
+// ReferenceHTML is the contract rendered by Redoc (redocly build-docs, pinned in .ci/lint)
+// into one HTML page with its scripts and styles inline, served at GET /docs and GET /.
+//
+//go:embed reference.html
+var ReferenceHTML []byte

@@ -43,6 +43,23 @@ func (s *Server) GetOpenAPIJSON(ctx context.Context, _ api.GetOpenAPIJSONRequest
 	return api.GetOpenAPIJSON200JSONResponse{Body: s.specJSON}, nil
 }
 
+// GetAPIReference serves the contract rendered as one self-contained HTML page.
+func (s *Server) GetAPIReference(ctx context.Context, _ api.GetAPIReferenceRequestObject) (api.GetAPIReferenceResponseObject, error) {
+	return api.GetAPIReference200TexthtmlResponse{APIReferenceTexthtmlResponse: apiReference()}, nil
+}
+
+// GetRoot serves the API reference at the root too, for a browser pointed at the server.
+func (s *Server) GetRoot(ctx context.Context, _ api.GetRootRequestObject) (api.GetRootResponseObject, error) {
+	return api.GetRoot200TexthtmlResponse{APIReferenceTexthtmlResponse: apiReference()}, nil
+}
+
+func apiReference() api.APIReferenceTexthtmlResponse {
+	return api.APIReferenceTexthtmlResponse{
+		Body:          bytes.NewReader(api.ReferenceHTML),
+		ContentLength: int64(len(api.ReferenceHTML)),
+	}
+}
+
 var problemPage = template.Must(template.New("problem").Parse(`<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title></head>
 <body><h1>{{.Title}}</h1><p>HTTP status {{.Status}}.</p><p>{{.Description}}</p>

@@ -56,7 +56,7 @@ func TestAuthentication(t *testing.T) {
 		}
 	})
 	t.Run("public operations need no key", func(t *testing.T) {
-		for _, path := range []string{"/healthz", "/readyz", "/openapi.yaml", "/openapi.json", "/problems/not-found"} {
+		for _, path := range []string{"/healthz", "/readyz", "/openapi.yaml", "/openapi.json", "/problems/not-found", "/docs", "/"} {
 			if res := b.client.Get(path, apitest.NoAuth()); res.Status != http.StatusOK {
 				t.Errorf("GET %s: %d", path, res.Status)
 			}
@@ -258,4 +258,25 @@ func mustRead(t *testing.T, path string) []byte {
 		t.Fatal(err)
 	}
 	return data
+}
+
+// TestServesItsReference checks GET /docs and GET / serve the rendered contract as one page
+// that loads nothing from elsewhere: no external script, stylesheet, font or image.
+func TestServesItsReference(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	external := regexp.MustCompile(`(?i)<(script|link|img|iframe)\b[^>]*\b(src|href)\s*=\s*["']?(https?:)?//`)
+	for _, path := range []string{"/docs", "/"} {
+		res := b.client.Get(path, apitest.NoAuth())
+		if res.Status != http.StatusOK || !strings.HasPrefix(res.Header.Get("Content-Type"), "text/html") {
+			t.Fatalf("GET %s: %d %s", path, res.Status, res.Header.Get("Content-Type"))
+		}
+		page := string(res.Body)
+		if !strings.Contains(page, "<title>payments-api</title>") || !strings.Contains(page, "createPayment") {
+			t.Errorf("GET %s is not the reference of this contract", path)
+		}
+		if m := external.FindString(page); m != "" {
+			t.Errorf("GET %s loads from elsewhere: %s", path, m)
+		}
+	}
 }

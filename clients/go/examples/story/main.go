@@ -1,0 +1,149 @@
+// Command story walks through payments-api's patterns with the generated Go client, and
+// exits non-zero at the first answer that differs from the contract's:
+//
+//	PAYMENTS_API_URL=http://localhost:8080 PAYMENTS_API_KEY=sk_test_demo go run ./examples/story
+//
+// Start the server with a small write quota (RATE_LIMIT_WRITES=3/1s) to see a 429 honoured.
+package main
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"time"
+
+	"github.com/oapi-codegen/nullable"
+	paymentsapi "github.com/payments-api/payments-api/clients/go"
+)
+
+func main() {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	err := story(ctx, os.Getenv("PAYMENTS_API_URL"), os.Getenv("PAYMENTS_API_KEY"))
+	cancel()
+	if err != nil {
+		log.Fatal(err)
+	}
+	fmt.Println("story: every answer was the contract's")
+}
+
+func story(ctx context.Context, baseURL, apiKey string) error {
+	retries := 0
+	httpClient := &http.Client{
+		Timeout: 10 * time.Second,
+		// 429 Too Many Requests: wait for Retry-After, then send the same request again.
+		Transport: &paymentsapi.RetryAfter{OnRetry: func(_ *http.Response, wait time.Duration) {
+			retries++
+			fmt.Printf("429: retrying after %s\n", wait)
+		}},
+	}
+	api, err := paymentsapi.NewClientWithResponses(baseURL,
+		paymentsapi.WithHTTPClient(httpClient), paymentsapi.WithRequestEditorFn(paymentsapi.BearerAuth(apiKey)))
+	if err != nil {
+		return err
+	}
+	payment, err := idempotentPayment(ctx, api)
+	if err != nil {
+		return err
+	}
+	if err := refund(ctx, api, payment.JSON201.Id); err != nil {
+		return err
+	}
+	// The refund changed the payment, so the ETag the create answered is stale now.
+	if err := conditionalUpdate(ctx, api, payment.JSON201.Id, payment.HTTPResponse.Header.Get("ETag")); err != nil {
+		return err
+	}
+	return rateLimit(ctx, api, &retries)
+}
+
+// idempotentPayment creates a payment, retries it as a client would after losing the answer,
+// then reuses the key for another body.
+func idempotentPayment(ctx context.Context, api *paymentsapi.ClientWithResponses) (*paymentsapi.CreatePaymentResponse, error) {
+	key := &paymentsapi.CreatePaymentParams{IdempotencyKey: "order-" + rand.Text()}
+	body := paymentsapi.CreatePaymentRequest{Amount: 5000, Currency: "usd", PaymentMethod: "pm_card_visa"}
+	first, err := api.CreatePaymentWithResponse(ctx, key, body)
+	if err := expect("create payment", first, err, http.StatusCreated); err != nil {
+		return nil, err
+	}
+	again, err := api.CreatePaymentWithResponse(ctx, key, body)
+	if err := expect("retry with the same key", again, err, http.StatusCreated); err != nil {
+		return nil, err
+	}
+	if again.HTTPResponse.Header.Get("Idempotent-Replayed") != "true" || again.JSON201.Id != first.JSON201.Id {
+		return nil, fmt.Errorf("retry: not a replay of %s", first.JSON201.Id)
+	}
+	body.Amount = 7000
+	reused, err := api.CreatePaymentWithResponse(ctx, key, body)
+	if err := expect("same key, another body", reused, err, http.StatusUnprocessableEntity); err != nil {
+		return nil, err
+	}
+	fmt.Printf("payment %s created once, replayed once; %s\n", first.JSON201.Id, reused.ApplicationproblemJSON422.Type)
+	return first, nil
+}
+
+func refund(ctx context.Context, api *paymentsapi.ClientWithResponses, paymentID string) error {
+	amount := int64(1000)
+	res, err := api.CreateRefundWithResponse(ctx,
+		&paymentsapi.CreateRefundParams{IdempotencyKey: "refund-" + rand.Text()},
+		paymentsapi.CreateRefundRequest{PaymentId: paymentID, Amount: &amount})
+	if err := expect("refund", res, err, http.StatusCreated); err != nil {
+		return err
+	}
+	fmt.Printf("refund %s of %d\n", res.JSON201.Id, res.JSON201.Amount)
+	return nil
+}
+
+// conditionalUpdate reads the payment with its ETag, revalidates it (304), and updates it
+// with If-Match: a stale tag is refused (412), the current one wins.
+func conditionalUpdate(ctx context.Context, api *paymentsapi.ClientWithResponses, id, stale string) error {
+	read, err := api.GetPaymentWithResponse(ctx, id, nil)
+	if err := expect("read payment", read, err, http.StatusOK); err != nil {
+		return err
+	}
+	etag := read.HTTPResponse.Header.Get("ETag")
+	unchanged, err := api.GetPaymentWithResponse(ctx, id, &paymentsapi.GetPaymentParams{IfNoneMatch: &etag})
+	if err := expect("read with If-None-Match", unchanged, err, http.StatusNotModified); err != nil {
+		return err
+	}
+	update := paymentsapi.UpdatePaymentRequest{Description: nullable.NewNullableWithValue("Order 1001")}
+	res, err := api.UpdatePaymentWithApplicationMergePatchPlusJSONBodyWithResponse(ctx, id, &paymentsapi.UpdatePaymentParams{IfMatch: &stale}, update)
+	if err := expect("update with a stale If-Match", res, err, http.StatusPreconditionFailed); err != nil {
+		return err
+	}
+	res, err = api.UpdatePaymentWithApplicationMergePatchPlusJSONBodyWithResponse(ctx, id, &paymentsapi.UpdatePaymentParams{IfMatch: &etag}, update)
+	if err := expect("update with the current If-Match", res, err, http.StatusOK); err != nil {
+		return err
+	}
+	fmt.Printf("payment %s updated: ETag %s -> %s\n", id, etag, res.HTTPResponse.Header.Get("ETag"))
+	return nil
+}
+
+// rateLimit sends writes faster than the quota allows: the transport honours each 429's
+// Retry-After, so every one of them succeeds in the end.
+func rateLimit(ctx context.Context, api *paymentsapi.ClientWithResponses, retries *int) error {
+	for i := range 6 {
+		res, err := api.CreatePaymentWithResponse(ctx,
+			&paymentsapi.CreatePaymentParams{IdempotencyKey: "burst-" + rand.Text()},
+			paymentsapi.CreatePaymentRequest{Amount: int64(100 + i), Currency: "usd", PaymentMethod: "pm_card_visa"})
+		if err := expect("write in a burst", res, err, http.StatusCreated); err != nil {
+			return err
+		}
+	}
+	if *retries == 0 {
+		return fmt.Errorf("burst: no 429 to honour (start the server with RATE_LIMIT_WRITES=3/1s)")
+	}
+	return nil
+}
+
+// expect checks a response's status.
+func expect(step string, res interface{ StatusCode() int }, err error, want int) error {
+	if err != nil {
+		return fmt.Errorf("%s: %w", step, err)
+	}
+	if got := res.StatusCode(); got != want {
+		return fmt.Errorf("%s: status %d, want %d", step, got, want)
+	}
+	return nil
+}

@@ -1,0 +1,72 @@
+// The story of payments-api with the TypeScript client; exits non-zero at the first answer
+// that differs from the contract's:
+//
+//   PAYMENTS_API_URL=http://localhost:8080 PAYMENTS_API_KEY=sk_test_demo npm run story
+//
+// Start the server with a small write quota (RATE_LIMIT_WRITES=3/1s) to see a 429 honoured.
+import { randomUUID } from "node:crypto";
+import { createPaymentsClient, retryAfter } from "../src/index.js";
+
+let retries = 0;
+const api = createPaymentsClient(process.env.PAYMENTS_API_URL ?? "http://localhost:8080", process.env.PAYMENTS_API_KEY ?? "sk_test_demo", {
+  // 429 Too Many Requests: wait for Retry-After, then send the same request again.
+  fetch: retryAfter(globalThis.fetch, {
+    onRetry: (_, waitMs) => {
+      retries++;
+      console.log(`429: retrying after ${waitMs} ms`);
+    },
+  }),
+});
+
+function expect(step: string, response: Response, want: number) {
+  if (response.status !== want) throw new Error(`${step}: status ${response.status}, want ${want}`);
+}
+
+// Idempotency: a retry after a lost answer replays it; the same key with another body is refused.
+const key = { "Idempotency-Key": `order-${randomUUID()}` };
+const body = { amount: 5000, currency: "usd", payment_method: "pm_card_visa" } as const;
+const created = await api.POST("/payments", { params: { header: key }, body });
+expect("create payment", created.response, 201);
+const payment = created.data!;
+const again = await api.POST("/payments", { params: { header: key }, body });
+expect("retry with the same key", again.response, 201);
+if (again.response.headers.get("Idempotent-Replayed") !== "true" || again.data!.id !== payment.id) {
+  throw new Error(`retry: not a replay of ${payment.id}`);
+}
+const reused = await api.POST("/payments", { params: { header: key }, body: { ...body, amount: 7000 } });
+expect("same key, another body", reused.response, 422);
+console.log(`payment ${payment.id} created once, replayed once; ${reused.error!.type}`);
+
+// A refund, which changes the payment and so its ETag.
+const refund = await api.POST("/refunds", {
+  params: { header: { "Idempotency-Key": `refund-${randomUUID()}` } },
+  body: { payment_id: payment.id, amount: 1000 },
+});
+expect("refund", refund.response, 201);
+console.log(`refund ${refund.data!.id} of ${refund.data!.amount}`);
+
+// Conditional requests: revalidate with If-None-Match (304), update with If-Match (412 when stale).
+const path = { params: { path: { id: payment.id } } };
+const read = await api.GET("/payments/{id}", path);
+expect("read payment", read.response, 200);
+const etag = read.response.headers.get("ETag")!;
+const unchanged = await api.GET("/payments/{id}", { params: { path: { id: payment.id }, header: { "If-None-Match": etag } } });
+expect("read with If-None-Match", unchanged.response, 304);
+const update = { description: "Order 1001" };
+const staleTag = created.response.headers.get("ETag")!;
+const stale = await api.PATCH("/payments/{id}", { params: { path: { id: payment.id }, header: { "If-Match": staleTag } }, body: update });
+expect("update with a stale If-Match", stale.response, 412);
+const updated = await api.PATCH("/payments/{id}", { params: { path: { id: payment.id }, header: { "If-Match": etag } }, body: update });
+expect("update with the current If-Match", updated.response, 200);
+console.log(`payment ${payment.id} updated: ETag ${etag} -> ${updated.response.headers.get("ETag")}`);
+
+// Rate limits: writes faster than the quota; each 429's Retry-After is honoured.
+for (let i = 0; i < 6; i++) {
+  const burst = await api.POST("/payments", {
+    params: { header: { "Idempotency-Key": `burst-${randomUUID()}` } },
+    body: { amount: 100 + i, currency: "usd", payment_method: "pm_card_visa" },
+  });
+  expect("write in a burst", burst.response, 201);
+}
+if (retries === 0) throw new Error("burst: no 429 to honour (start the server with RATE_LIMIT_WRITES=3/1s)");
+console.log("story: every answer was the contract's");

@@ -1,0 +1,164 @@
+package main
+
+import (
+	"context"
+	"net"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+// repoRoot is the repository's root, from this package's directory (where go test runs).
+const repoRoot = "../.."
+
+// TestClientStories runs the story example of each generated client (clients/go and
+// clients/typescript) against the real server, through the Prism validation proxy: a
+// client, the server and the spec that disagree fail the example (its own checks) or Prism
+// (every request and response checked against api/openapi.yaml; --errors turns a violation
+// into an error answer, and its log is read for any).
+func TestClientStories(t *testing.T) {
+	const goKey, tsKey = "sk_test_story_go", "sk_test_story_ts"
+	srv := startServe(t, map[string]string{
+		"DEMO_API_KEYS": goKey + "," + tsKey,
+		// Small enough that the story's burst of writes meets a 429 and honours it.
+		"RATE_LIMIT_WRITES": "3/1s",
+	}, true)
+	prism := startPrism(t, srv.base)
+
+	story := filepath.Join(t.TempDir(), "story")
+	runCommand(t, repoRoot, nil, "go", "-C", "clients/go", "build", "-o", story, "./examples/story")
+	tsDir := filepath.Join(repoRoot, "clients/typescript")
+	runCommand(t, tsDir, nil, nodeTool(t, tsDir, "tsc"), "-p", ".")
+
+	t.Run("go", func(t *testing.T) {
+		t.Parallel()
+		out := runCommand(t, repoRoot, storyEnv(prism.base, goKey), story)
+		checkStory(t, out)
+	})
+	t.Run("typescript", func(t *testing.T) {
+		t.Parallel()
+		out := runCommand(t, tsDir, storyEnv(prism.base, tsKey), "node", "dist/examples/story.js")
+		checkStory(t, out)
+	})
+	t.Cleanup(func() { prism.checkClean(t) })
+}
+
+func storyEnv(baseURL, apiKey string) []string {
+	return []string{"PAYMENTS_API_URL=" + baseURL, "PAYMENTS_API_KEY=" + apiKey}
+}
+
+// checkStory asserts the example reached its end and met a 429 on the way.
+func checkStory(t *testing.T, out string) {
+	t.Helper()
+	for _, want := range []string{"replayed once; /problems/idempotency-key-reused", "429: retrying after", "story: every answer was the contract's"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("story output lacks %q:\n%s", want, out)
+		}
+	}
+}
+
+// prismProxy is Prism's validation proxy in front of a server.
+type prismProxy struct {
+	base string
+	logs *syncBuffer
+	stop context.CancelFunc
+	done chan error
+}
+
+// startPrism starts `prism proxy` (pinned in .ci/lint) in front of upstream and waits until
+// it forwards requests. It is stopped when t ends.
+func startPrism(t *testing.T, upstream string) *prismProxy {
+	t.Helper()
+	bin := nodeTool(t, filepath.Join(repoRoot, ".ci/lint"), "prism")
+	port := freePort(t)
+	ctx, stop := context.WithCancel(context.Background())
+	cmd := osexec.CommandContext(ctx, bin, "proxy", filepath.Join(repoRoot, "api/openapi.yaml"), upstream,
+		"--host", "127.0.0.1", "--port", port, "--errors")
+	p := &prismProxy{base: "http://127.0.0.1:" + port, logs: &syncBuffer{}, stop: stop, done: make(chan error, 1)}
+	cmd.Stdout, cmd.Stderr = p.logs, p.logs
+	cmd.WaitDelay = 5 * time.Second
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start prism: %v", err)
+	}
+	go func() { p.done <- cmd.Wait() }()
+	t.Cleanup(func() {
+		stop()
+		if err := <-p.done; err != nil {
+			t.Logf("prism stopped: %v", err) // killed by stop, as it should be
+		}
+	})
+	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if status, err := get(context.Background(), p.base+"/healthz"); err == nil && status == 200 {
+			return p
+		}
+		select {
+		case err := <-p.done:
+			t.Fatalf("prism exited: %v\n%s", err, p.logs)
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("prism did not answer within 90s:\n%s", p.logs)
+		}
+	}
+}
+
+// checkClean fails t if Prism reported any violation, or forwarded nothing.
+func (p *prismProxy) checkClean(t *testing.T) {
+	t.Helper()
+	logs := p.logs.String()
+	if strings.Count(logs, "Received forward response") < 10 {
+		t.Errorf("prism forwarded too few responses to have seen the stories:\n%s", logs)
+	}
+	for _, line := range strings.Split(logs, "\n") {
+		if strings.Contains(line, "Violation") || strings.Contains(line, "✖") {
+			t.Errorf("prism: %s", line)
+		}
+	}
+}
+
+// runCommand runs a command in dir with extra environment and a deadline, and returns its output,
+// failing t if it fails.
+func runCommand(t *testing.T, dir string, env []string, name string, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), 3*time.Minute)
+	defer cancel()
+	cmd := osexec.CommandContext(ctx, name, args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	cmd.WaitDelay = 5 * time.Second
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("%s %s: %v\n%s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out)
+}
+
+// nodeTool is the path of an npm-installed command, failing t if dir's packages are not
+// installed (scripts/test installs them).
+func nodeTool(t *testing.T, dir, name string) string {
+	t.Helper()
+	bin, err := filepath.Abs(filepath.Join(dir, "node_modules/.bin", name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Fatalf("%s is not installed: run npm ci in %s (scripts/test does): %v", name, dir, err)
+	}
+	return bin
+}
+
+// freePort is a TCP port free on 127.0.0.1 a moment ago, for a process that takes a port
+// number rather than a listener.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := new(net.ListenConfig).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, port, _ := net.SplitHostPort(ln.Addr().String())
+	return port
+}
