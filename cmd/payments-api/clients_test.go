@@ -53,7 +53,8 @@ func storyEnv(baseURL, apiKey string) []string {
 // checkStory asserts the example reached its end and met a 429 on the way.
 func checkStory(t *testing.T, out string) {
 	t.Helper()
-	for _, want := range []string{"replayed once; /problems/idempotency-key-reused", "429: retrying after", "story: every answer was the contract's"} {
+	t.Log(out)
+	for _, want := range []string{"replayed once; /problems/idempotency-key-reused", "report rpt_", "429: retrying after", "story: every answer was the contract's"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("story output lacks %q:\n%s", want, out)
 		}

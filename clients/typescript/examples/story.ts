@@ -60,6 +60,28 @@ const updated = await api.PATCH("/payments/{id}", { params: { path: { id: paymen
 expect("update with the current If-Match", updated.response, 200);
 console.log(`payment ${payment.id} updated: ETag ${etag} -> ${updated.response.headers.get("ETag")}`);
 
+// Async jobs: 202 with the job that builds the report, polled as its Retry-After says, then the file.
+const now = Date.now();
+const requested = await api.POST("/reports", {
+  params: { header: { "Idempotency-Key": `report-${randomUUID()}` } },
+  body: { type: "payments", created_gte: new Date(now - 3_600_000).toISOString(), created_lt: new Date(now + 60_000).toISOString() },
+});
+expect("request a report", requested.response, 202);
+let job = requested.data!;
+let retryAfterHeader = requested.response.headers.get("Retry-After");
+while (job.status === "queued" || job.status === "running") {
+  if (retryAfterHeader === null) throw new Error(`job ${job.id} is ${job.status} without a Retry-After`);
+  await new Promise((resolve) => setTimeout(resolve, Number(retryAfterHeader) * 1000));
+  const poll = await api.GET("/jobs/{id}", { params: { path: { id: job.id } } });
+  expect("poll the job", poll.response, 200);
+  job = poll.data!;
+  retryAfterHeader = poll.response.headers.get("Retry-After");
+}
+if (job.status !== "succeeded") throw new Error(`job ${job.id} ${job.status}`);
+const file = await api.GET("/reports/{id}/download", { params: { path: { id: job.result!.report_id } }, parseAs: "text" });
+expect("download the report", file.response, 200);
+console.log(`report ${job.result!.report_id}: ${String(file.data).split("\n").length - 1} lines of ${file.response.headers.get("Content-Type")}`);
+
 // Rate limits: writes faster than the quota; each 429's Retry-After is honoured.
 for (let i = 0; i < 6; i++) {
   const burst = await api.POST("/payments", {

@@ -1004,7 +1004,7 @@ export interface components {
              * @default csv
              * @enum {string}
              */
-            format: "csv" | "json";
+            format?: "csv" | "json";
         };
         /**
          * @description `queued` (waiting for a worker), `running`, and the final states `succeeded`, `failed`

@@ -7,12 +7,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"fmt"
 	"log"
 	"net/http"
 	"os"
+	"strconv"
 	"time"
 
 	"github.com/oapi-codegen/nullable"
@@ -53,6 +55,9 @@ func story(ctx context.Context, baseURL, apiKey string) error {
 	}
 	// The refund changed the payment, so the ETag the create answered is stale now.
 	if err := conditionalUpdate(ctx, api, payment.JSON201.Id, payment.HTTPResponse.Header.Get("ETag")); err != nil {
+		return err
+	}
+	if err := report(ctx, api); err != nil {
 		return err
 	}
 	return rateLimit(ctx, api, &retries)
@@ -117,6 +122,39 @@ func conditionalUpdate(ctx context.Context, api *paymentsapi.ClientWithResponses
 		return err
 	}
 	fmt.Printf("payment %s updated: ETag %s -> %s\n", id, etag, res.HTTPResponse.Header.Get("ETag"))
+	return nil
+}
+
+// report asks for a report of the last hour's payments: the answer is 202 with the job that
+// builds it, polled as its Retry-After says until it has finished, then the file downloaded.
+func report(ctx context.Context, api *paymentsapi.ClientWithResponses) error {
+	now := time.Now().UTC()
+	res, err := api.CreateReportWithResponse(ctx, &paymentsapi.CreateReportParams{IdempotencyKey: "report-" + rand.Text()},
+		paymentsapi.CreateReportRequest{Type: "payments", CreatedGte: now.Add(-time.Hour), CreatedLt: now.Add(time.Minute)})
+	if err := expect("request a report", res, err, http.StatusAccepted); err != nil {
+		return err
+	}
+	job, header := res.JSON202, res.HTTPResponse.Header
+	for job.Status == paymentsapi.JobStatusQueued || job.Status == paymentsapi.JobStatusRunning {
+		seconds, err := strconv.Atoi(header.Get("Retry-After"))
+		if err != nil {
+			return fmt.Errorf("job %s is %s without a Retry-After", job.Id, job.Status)
+		}
+		time.Sleep(time.Duration(seconds) * time.Second)
+		poll, err := api.GetJobWithResponse(ctx, job.Id)
+		if err := expect("poll the job", poll, err, http.StatusOK); err != nil {
+			return err
+		}
+		job, header = poll.JSON200, poll.HTTPResponse.Header
+	}
+	if job.Status != paymentsapi.JobStatusSucceeded {
+		return fmt.Errorf("job %s %s", job.Id, job.Status)
+	}
+	file, err := api.DownloadReportWithResponse(ctx, job.Result.ReportId, nil)
+	if err := expect("download the report", file, err, http.StatusOK); err != nil {
+		return err
+	}
+	fmt.Printf("report %s: %d lines of %s\n", job.Result.ReportId, bytes.Count(file.Body, []byte("\n")), file.HTTPResponse.Header.Get("Content-Type"))
 	return nil
 }
 
