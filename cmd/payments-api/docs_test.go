@@ -169,7 +169,7 @@ func runScript(t *testing.T, curlHome, script string) string {
 }
 
 // TestDocumentationLinksToCode checks every link to code in the docs names a file that exists
-// and a function or method it declares, and that each pattern page draws its exchange.
+// and a function, type or method it declares, and that each pattern page draws its exchange.
 func TestDocumentationLinksToCode(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(repoRoot, "docs/*.md"))
 	if err != nil {
@@ -192,7 +192,7 @@ func TestDocumentationLinksToCode(t *testing.T) {
 	}
 }
 
-// declares reports whether the Go file declares func name, or a method name on receiver.
+// declares reports whether the Go file declares func or type name, or a method name on receiver.
 func declares(t *testing.T, file, receiver, name string) bool {
 	t.Helper()
 	f, err := os.Open(file)
@@ -201,7 +201,7 @@ func declares(t *testing.T, file, receiver, name string) bool {
 		return false
 	}
 	defer f.Close()
-	decl := regexp.MustCompile(fmt.Sprintf(`^func %s\b`, regexp.QuoteMeta(name)))
+	decl := regexp.MustCompile(fmt.Sprintf(`^(func|type) %s\b`, regexp.QuoteMeta(name)))
 	if receiver != "" {
 		decl = regexp.MustCompile(fmt.Sprintf(`^func \(\w+ \*?%s(\[[^]]*\])?\) %s\b`, regexp.QuoteMeta(receiver), regexp.QuoteMeta(name)))
 	}
