@@ -597,7 +597,7 @@ type JobStatus string
 // Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
 type Metadata map[string]string
 
-// Payment defines model for Payment.
+// Payment Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
 type Payment struct {
 	Amount         int64     `json:"amount"`
 	AmountRefunded int64     `json:"amount_refunded"`
@@ -628,6 +628,7 @@ type PaymentFailureCode string
 
 // PaymentFailedWebhook defines model for PaymentFailedWebhook.
 type PaymentFailedWebhook struct {
+	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
 	Data      Payment     `json:"data"`
 	Timestamp time.Time   `json:"timestamp"`
 	Type      interface{} `json:"type"`
@@ -646,6 +647,7 @@ type PaymentStatus string
 
 // PaymentSucceededWebhook defines model for PaymentSucceededWebhook.
 type PaymentSucceededWebhook struct {
+	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
 	Data      Payment     `json:"data"`
 	Timestamp time.Time   `json:"timestamp"`
 	Type      interface{} `json:"type"`
@@ -653,12 +655,15 @@ type PaymentSucceededWebhook struct {
 
 // PaymentUpdatedWebhook defines model for PaymentUpdatedWebhook.
 type PaymentUpdatedWebhook struct {
+	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
 	Data      Payment     `json:"data"`
 	Timestamp time.Time   `json:"timestamp"`
 	Type      interface{} `json:"type"`
 }
 
 // Problem An RFC 9457 problem details object.
+//
+// Examples: {"detail":"This Idempotency-Key was first used with a different request body. Use a new key for a new request.","instance":"/payments","request_id":"req_DVGQVEWFTWRKV4GYWHEY5W3GX4","status":422,"title":"Idempotency-Key reused","type":"/problems/idempotency-key-reused"}
 type Problem struct {
 	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
 	AmountRefundable *int64 `json:"amount_refundable,omitempty"`

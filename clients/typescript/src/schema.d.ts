@@ -755,6 +755,23 @@ export interface components {
                 [key: string]: string | null;
             } | null;
         };
+        /**
+         * @example {
+         *       "id": "pay_EFSIZ42PB7QPTPO62PD7HCCN7M",
+         *       "amount": 5000,
+         *       "currency": "usd",
+         *       "status": "partially_refunded",
+         *       "amount_refunded": 1000,
+         *       "payment_method": "pm_card_visa",
+         *       "failure_code": null,
+         *       "description": "Order 1001",
+         *       "metadata": {
+         *         "order_id": "1001"
+         *       },
+         *       "created_at": "2026-11-30T15:30:54.467418Z",
+         *       "updated_at": "2026-11-30T15:31:02.118204Z"
+         *     }
+         */
         Payment: {
             id: string;
             /** Format: int64 */
@@ -1093,7 +1110,17 @@ export interface components {
              */
             expires_at: string;
         };
-        /** @description An RFC 9457 problem details object. */
+        /**
+         * @description An RFC 9457 problem details object.
+         * @example {
+         *       "type": "/problems/idempotency-key-reused",
+         *       "title": "Idempotency-Key reused",
+         *       "status": 422,
+         *       "detail": "This Idempotency-Key was first used with a different request body. Use a new key for a new request.",
+         *       "instance": "/payments",
+         *       "request_id": "req_DVGQVEWFTWRKV4GYWHEY5W3GX4"
+         *     }
+         */
         Problem: {
             /**
              * @description A relative URI that identifies the problem type; `GET` it for a description.
