@@ -121,6 +121,8 @@ func (c *Client) Do(method, path string, body any, opts ...Option) *Response {
 	r := &Response{Status: res.StatusCode, Header: res.Header, Body: resBody}
 	if err := c.contract.ValidateResponse(req, r.Status, r.Header, r.Body); err != nil {
 		c.t.Errorf("%s %s answered %d, which breaks api/openapi.yaml: %v\nbody: %s", method, path, r.Status, err, resBody)
+	} else {
+		c.record(req, r.Status)
 	}
 	return r
 }

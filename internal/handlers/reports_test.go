@@ -273,3 +273,43 @@ func TestListJobsPagesAndFilters(t *testing.T) {
 		t.Errorf("another account sees %d jobs", len(page.Data))
 	}
 }
+
+// TestReportKeyReusedAndInFlight: a report request's Idempotency-Key refuses another body
+// (422), and a retry while the first still holds the key answers 409 with Retry-After at once.
+// The test holds the key's advisory lock itself, as the first request's transaction would.
+func TestReportKeyReusedAndInFlight(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	key := newKey()
+	if res := b.client.Post("/reports", reportBody("payments", "csv"), apitest.Header("Idempotency-Key", key)); res.Status != http.StatusAccepted {
+		t.Fatalf("first request: %d %s", res.Status, res.Body)
+	}
+	res := b.client.Post("/reports", reportBody("refunds", "csv"), apitest.Header("Idempotency-Key", key))
+	if res.Status != http.StatusUnprocessableEntity || res.Problem(t).Type != "/problems/idempotency-key-reused" {
+		t.Errorf("same key, another body: %d %s", res.Status, res.Body)
+	}
+
+	var acct struct{ ID string }
+	b.client.Get("/account").Decode(t, &acct)
+	ctx := context.Background()
+	conn, err := b.pool.Acquire(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Release()
+	held := newKey()
+	lock := acct.ID + "|reports.create|" + held
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_lock(hashtextextended($1, 0))`, lock); err != nil {
+		t.Fatal(err)
+	}
+	res = b.client.Post("/reports", reportBody("payments", "csv"), apitest.Header("Idempotency-Key", held))
+	if res.Status != http.StatusConflict || res.Header.Get("Retry-After") == "" || res.Problem(t).Type != "/problems/idempotency-key-in-use" {
+		t.Errorf("while the key is held: %d Retry-After %q %s", res.Status, res.Header.Get("Retry-After"), res.Body)
+	}
+	if _, err := conn.Exec(ctx, `SELECT pg_advisory_unlock(hashtextextended($1, 0))`, lock); err != nil {
+		t.Fatal(err)
+	}
+	if res := b.client.Post("/reports", reportBody("payments", "csv"), apitest.Header("Idempotency-Key", held)); res.Status != http.StatusAccepted {
+		t.Errorf("once the key is free: %d %s", res.Status, res.Body)
+	}
+}
