@@ -25,6 +25,8 @@ func TestClientStories(t *testing.T) {
 		"DEMO_API_KEYS": goKey + "," + tsKey,
 		// Small enough that the story's burst of writes meets a 429 and honours it.
 		"RATE_LIMIT_WRITES": "3/1s",
+		// The stories receive webhooks on this machine.
+		"WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
 	}, true)
 	prism := startPrism(t, srv.base)
 
@@ -54,7 +56,7 @@ func storyEnv(baseURL, apiKey string) []string {
 func checkStory(t *testing.T, out string) {
 	t.Helper()
 	t.Log(out)
-	for _, want := range []string{"replayed once; /problems/idempotency-key-reused", "report rpt_", "429: retrying after", "story: every answer was the contract's"} {
+	for _, want := range []string{"replayed once; /problems/idempotency-key-reused", "report rpt_", "webhook payment.succeeded for pay_", "429: retrying after", "story: every answer was the contract's"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("story output lacks %q:\n%s", want, out)
 		}

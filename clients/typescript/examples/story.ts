@@ -3,8 +3,12 @@
 //
 //   PAYMENTS_API_URL=http://localhost:8080 PAYMENTS_API_KEY=sk_test_demo npm run story
 //
-// Start the server with a small write quota (RATE_LIMIT_WRITES=3/1s) to see a 429 honoured.
+// Start the server with WEBHOOK_ALLOW_PRIVATE_NETWORKS=true, so that it may deliver webhooks to
+// this program, and a small write quota (RATE_LIMIT_WRITES=3/1s) to see a 429 honoured.
 import { randomUUID } from "node:crypto";
+import { createServer } from "node:http";
+import type { AddressInfo } from "node:net";
+import { Webhook } from "standardwebhooks";
 import { createPaymentsClient, retryAfter } from "../src/index.js";
 
 let retries = 0;
@@ -81,6 +85,47 @@ if (job.status !== "succeeded") throw new Error(`job ${job.id} ${job.status}`);
 const file = await api.GET("/reports/{id}/download", { params: { path: { id: job.result!.report_id } }, parseAs: "text" });
 expect("download the report", file.response, 200);
 console.log(`report ${job.result!.report_id}: ${String(file.data).split("\n").length - 1} lines of ${file.response.headers.get("Content-Type")}`);
+
+// Webhooks: a receiver on this machine (the server must run with WEBHOOK_ALLOW_PRIVATE_NETWORKS=true)
+// hears of a new payment, and verifies the signature with the Standard Webhooks library.
+let verifier: Webhook | undefined;
+let heard: (event: { type: string; data: { id: string } }) => void = () => {};
+const receiver = createServer((req, res) => {
+  const chunks: Buffer[] = [];
+  req.on("data", (chunk: Buffer) => chunks.push(chunk));
+  req.on("end", () => {
+    try {
+      const headers = Object.fromEntries(Object.entries(req.headers).map(([k, v]) => [k, String(v)]));
+      heard(verifier!.verify(Buffer.concat(chunks).toString("utf8"), headers) as { type: string; data: { id: string } });
+      res.writeHead(204).end();
+    } catch (err) {
+      res.writeHead(400).end(String(err));
+    }
+  });
+});
+await new Promise<void>((resolve) => receiver.listen(0, "127.0.0.1", resolve));
+const { port } = receiver.address() as AddressInfo;
+const endpoint = await api.POST("/webhook-endpoints", {
+  body: { url: `http://127.0.0.1:${port}/webhooks`, enabled_events: ["payment.succeeded"] },
+});
+expect("register a webhook endpoint", endpoint.response, 201);
+verifier = new Webhook(endpoint.data!.secret);
+const delivered = new Promise<{ type: string; data: { id: string } }>((resolve, reject) => {
+  const timer = setTimeout(() => reject(new Error("no payment.succeeded webhook within 10 s")), 10_000);
+  heard = (event) => {
+    clearTimeout(timer);
+    resolve(event);
+  };
+});
+const paid = await api.POST("/payments", {
+  params: { header: { "Idempotency-Key": `order-${randomUUID()}` } },
+  body: { amount: 2500, currency: "usd", payment_method: "pm_card_visa" },
+});
+expect("create a payment to hear about", paid.response, 201);
+const event = await delivered;
+receiver.close();
+if (event.data.id !== paid.data!.id) throw new Error(`webhook for ${event.data.id}, want ${paid.data!.id}`);
+console.log(`webhook ${event.type} for ${event.data.id} verified`);
 
 // Rate limits: writes faster than the quota; each 429's Retry-After is honoured.
 for (let i = 0; i < 6; i++) {

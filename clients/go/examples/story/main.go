@@ -3,15 +3,19 @@
 //
 //	PAYMENTS_API_URL=http://localhost:8080 PAYMENTS_API_KEY=sk_test_demo go run ./examples/story
 //
-// Start the server with a small write quota (RATE_LIMIT_WRITES=3/1s) to see a 429 honoured.
+// Start the server with WEBHOOK_ALLOW_PRIVATE_NETWORKS=true, so that it may deliver webhooks to
+// this program, and a small write quota (RATE_LIMIT_WRITES=3/1s) to see a 429 honoured.
 package main
 
 import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"fmt"
+	"io"
 	"log"
+	"net"
 	"net/http"
 	"os"
 	"strconv"
@@ -19,6 +23,7 @@ import (
 
 	"github.com/oapi-codegen/nullable"
 	paymentsapi "github.com/payments-api/payments-api/clients/go"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
 
 func main() {
@@ -58,6 +63,9 @@ func story(ctx context.Context, baseURL, apiKey string) error {
 		return err
 	}
 	if err := report(ctx, api); err != nil {
+		return err
+	}
+	if err := webhook(ctx, api); err != nil {
 		return err
 	}
 	return rateLimit(ctx, api, &retries)
@@ -156,6 +164,66 @@ func report(ctx context.Context, api *paymentsapi.ClientWithResponses) error {
 	}
 	fmt.Printf("report %s: %d lines of %s\n", job.Result.ReportId, bytes.Count(file.Body, []byte("\n")), file.HTTPResponse.Header.Get("Content-Type"))
 	return nil
+}
+
+// webhook registers a receiver on this machine (the server must allow private networks,
+// WEBHOOK_ALLOW_PRIVATE_NETWORKS=true), creates a payment, and waits for its
+// payment.succeeded event, verified with the Standard Webhooks library.
+func webhook(ctx context.Context, api *paymentsapi.ClientWithResponses) error {
+	ln, err := new(net.ListenConfig).Listen(ctx, "tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	defer ln.Close()
+	received := make(chan paymentsapi.PaymentSucceededWebhook, 1)
+	var verifier *standardwebhooks.Webhook
+	receiver := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, err := io.ReadAll(r.Body)
+		var event paymentsapi.PaymentSucceededWebhook
+		if err == nil {
+			err = verifier.Verify(body, r.Header) // the signature over the exact bytes received
+		}
+		if err == nil {
+			err = json.Unmarshal(body, &event)
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+		select {
+		case received <- event:
+		default: // a redelivery of what we already have
+		}
+	})}
+
+	endpoint, err := api.CreateWebhookEndpointWithResponse(ctx, paymentsapi.CreateWebhookEndpointRequest{
+		Url: "http://" + ln.Addr().String() + "/webhooks", EnabledEvents: []paymentsapi.CreateWebhookEndpointRequestEnabledEvents{"payment.succeeded"},
+	})
+	if err := expect("register a webhook endpoint", endpoint, err, http.StatusCreated); err != nil {
+		return err
+	}
+	if verifier, err = standardwebhooks.NewWebhook(endpoint.JSON201.Secret); err != nil {
+		return err
+	}
+	go receiver.Serve(ln) //nolint:errcheck // until Close; deliveries wait in the listener's queue till then
+	defer receiver.Close()
+	payment, err := api.CreatePaymentWithResponse(ctx, &paymentsapi.CreatePaymentParams{IdempotencyKey: "order-" + rand.Text()},
+		paymentsapi.CreatePaymentRequest{Amount: 2500, Currency: "usd", PaymentMethod: "pm_card_visa"})
+	if err := expect("create a payment to hear about", payment, err, http.StatusCreated); err != nil {
+		return err
+	}
+	for {
+		select {
+		case event := <-received:
+			if event.Data.Id == payment.JSON201.Id {
+				fmt.Printf("webhook %s for %s verified\n", event.Type, event.Data.Id)
+				return nil
+			}
+		case <-time.After(10 * time.Second):
+			return fmt.Errorf("no payment.succeeded webhook for %s within 10s", payment.JSON201.Id)
+		}
+	}
 }
 
 // rateLimit sends writes faster than the quota allows: the transport honours each 429's
