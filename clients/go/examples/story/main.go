@@ -174,7 +174,7 @@ func webhook(ctx context.Context, api *paymentsapi.ClientWithResponses) error {
 	if err != nil {
 		return err
 	}
-	defer ln.Close()
+	defer func() { _ = ln.Close() }() // closed by the receiver once it serves; this covers an early return
 	received := make(chan paymentsapi.PaymentSucceededWebhook, 1)
 	var verifier *standardwebhooks.Webhook
 	receiver := &http.Server{ReadHeaderTimeout: 5 * time.Second, Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -207,7 +207,7 @@ func webhook(ctx context.Context, api *paymentsapi.ClientWithResponses) error {
 		return err
 	}
 	go receiver.Serve(ln) //nolint:errcheck // until Close; deliveries wait in the listener's queue till then
-	defer receiver.Close()
+	defer func() { _ = receiver.Close() }()
 	payment, err := api.CreatePaymentWithResponse(ctx, &paymentsapi.CreatePaymentParams{IdempotencyKey: "order-" + rand.Text()},
 		paymentsapi.CreatePaymentRequest{Amount: 2500, Currency: "usd", PaymentMethod: "pm_card_visa"})
 	if err := expect("create a payment to hear about", payment, err, http.StatusCreated); err != nil {
