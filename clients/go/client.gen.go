@@ -23,8 +23,12 @@ import (
 // Defines values for CreatePaymentRequestPaymentMethod.
 const (
 	PmCardDeclined          CreatePaymentRequestPaymentMethod = "pm_card_declined"
+	PmCardExpired           CreatePaymentRequestPaymentMethod = "pm_card_expired"
+	PmCardFraudulent        CreatePaymentRequestPaymentMethod = "pm_card_fraudulent"
+	PmCardIncorrectCvc      CreatePaymentRequestPaymentMethod = "pm_card_incorrect_cvc"
 	PmCardInsufficientFunds CreatePaymentRequestPaymentMethod = "pm_card_insufficient_funds"
 	PmCardProcessingError   CreatePaymentRequestPaymentMethod = "pm_card_processing_error"
+	PmCardSlow              CreatePaymentRequestPaymentMethod = "pm_card_slow"
 	PmCardVisa              CreatePaymentRequestPaymentMethod = "pm_card_visa"
 )
 
@@ -33,9 +37,17 @@ func (e CreatePaymentRequestPaymentMethod) Valid() bool {
 	switch e {
 	case PmCardDeclined:
 		return true
+	case PmCardExpired:
+		return true
+	case PmCardFraudulent:
+		return true
+	case PmCardIncorrectCvc:
+		return true
 	case PmCardInsufficientFunds:
 		return true
 	case PmCardProcessingError:
+		return true
+	case PmCardSlow:
 		return true
 	case PmCardVisa:
 		return true
@@ -224,6 +236,9 @@ func (e JobStatus) Valid() bool {
 // Defines values for PaymentFailureCode.
 const (
 	PaymentFailureCodeCardDeclined      PaymentFailureCode = "card_declined"
+	PaymentFailureCodeExpiredCard       PaymentFailureCode = "expired_card"
+	PaymentFailureCodeFraudulent        PaymentFailureCode = "fraudulent"
+	PaymentFailureCodeIncorrectCvc      PaymentFailureCode = "incorrect_cvc"
 	PaymentFailureCodeInsufficientFunds PaymentFailureCode = "insufficient_funds"
 	PaymentFailureCodeLessThannil       PaymentFailureCode = "<nil>"
 )
@@ -232,6 +247,12 @@ const (
 func (e PaymentFailureCode) Valid() bool {
 	switch e {
 	case PaymentFailureCodeCardDeclined:
+		return true
+	case PaymentFailureCodeExpiredCard:
+		return true
+	case PaymentFailureCodeFraudulent:
+		return true
+	case PaymentFailureCodeIncorrectCvc:
 		return true
 	case PaymentFailureCodeInsufficientFunds:
 		return true
@@ -435,11 +456,11 @@ type CreatePaymentRequest struct {
 	// Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
 	Metadata *Metadata `json:"metadata,omitempty"`
 
-	// PaymentMethod A test card token; see "Test cards".
+	// PaymentMethod A test card token; each has a fixed outcome (see "Test cards").
 	PaymentMethod CreatePaymentRequestPaymentMethod `json:"payment_method"`
 }
 
-// CreatePaymentRequestPaymentMethod A test card token; see "Test cards".
+// CreatePaymentRequestPaymentMethod A test card token; each has a fixed outcome (see "Test cards").
 type CreatePaymentRequestPaymentMethod string
 
 // CreateRefundRequest defines model for CreateRefundRequest.
@@ -612,7 +633,7 @@ type Payment struct {
 	Currency    Currency                  `json:"currency"`
 	Description nullable.Nullable[string] `json:"description"`
 
-	// FailureCode Why a failed payment was declined.
+	// FailureCode Why a failed payment was declined; `null` unless `status` is `failed`.
 	FailureCode nullable.Nullable[PaymentFailureCode] `json:"failure_code"`
 	Id          string                                `json:"id"`
 
@@ -623,7 +644,7 @@ type Payment struct {
 	UpdatedAt     time.Time     `json:"updated_at"`
 }
 
-// PaymentFailureCode Why a failed payment was declined.
+// PaymentFailureCode Why a failed payment was declined; `null` unless `status` is `failed`.
 type PaymentFailureCode string
 
 // PaymentFailedWebhook defines model for PaymentFailedWebhook.
@@ -961,6 +982,9 @@ type Limit = int
 
 // PaymentID defines model for PaymentID.
 type PaymentID = string
+
+// Prefer Examples: fault=lost-response, latency=2s, fault=error-before, latency=500ms
+type Prefer = string
 
 // ReportID defines model for ReportID.
 type ReportID = string
@@ -1610,6 +1634,20 @@ type WebhookEndpointDisabled struct {
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
+// GetAccountParams defines parameters for GetAccount.
+type GetAccountParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
 // ListEventsParams defines parameters for ListEvents.
 type ListEventsParams struct {
 	// Limit How many items to return (1-100).
@@ -1620,6 +1658,45 @@ type ListEventsParams struct {
 
 	// Type Only events of this type.
 	Type *EventType `form:"type,omitempty" json:"type,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// GetEventParams defines parameters for GetEvent.
+type GetEventParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// RedeliverEventParams defines parameters for RedeliverEvent.
+type RedeliverEventParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // ListJobsParams defines parameters for ListJobs.
@@ -1648,6 +1725,17 @@ type ListPaymentsParams struct {
 
 	// CreatedLt Only payments created before this time.
 	CreatedLt *time.Time `form:"created_lt,omitempty" json:"created_lt,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // CreatePaymentParams defines parameters for CreatePayment.
@@ -1660,6 +1748,17 @@ type CreatePaymentParams struct {
 	// retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
 	// use (configurable by the operator), after which the key may be used again.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // GetPaymentParams defines parameters for GetPayment.
@@ -1668,6 +1767,17 @@ type GetPaymentParams struct {
 	// current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
 	// A value that is not `*` or a list of quoted tags is a 400.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // UpdatePaymentParams defines parameters for UpdatePayment.
@@ -1677,6 +1787,17 @@ type UpdatePaymentParams struct {
 	// not `*` or a list of quoted tags is a 400. Tags are compared byte for byte, and weak
 	// tags (`W/"..."`) never match (RFC 9110 strong comparison).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // ListRefundsParams defines parameters for ListRefunds.
@@ -1689,6 +1810,17 @@ type ListRefundsParams struct {
 
 	// PaymentId Only the refunds of this payment.
 	PaymentId *string `form:"payment_id,omitempty" json:"payment_id,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // CreateRefundParams defines parameters for CreateRefund.
@@ -1706,6 +1838,31 @@ type CreateRefundParams struct {
 	// refund happens only if the payment is still at that version (412 otherwise).
 	// Syntax and comparison as for `PATCH /payments/{id}`.
 	IfMatch *string `json:"If-Match,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// GetRefundParams defines parameters for GetRefund.
+type GetRefundParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // CreateReportParams defines parameters for CreateReport.
@@ -1740,6 +1897,59 @@ type ListWebhookEndpointsParams struct {
 
 	// StartingAfter The id of the last endpoint of the previous page.
 	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// CreateWebhookEndpointParams defines parameters for CreateWebhookEndpoint.
+type CreateWebhookEndpointParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// DeleteWebhookEndpointParams defines parameters for DeleteWebhookEndpoint.
+type DeleteWebhookEndpointParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// GetWebhookEndpointParams defines parameters for GetWebhookEndpoint.
+type GetWebhookEndpointParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // UpdateWebhookEndpointParams defines parameters for UpdateWebhookEndpoint.
@@ -1749,6 +1959,17 @@ type UpdateWebhookEndpointParams struct {
 	// not `*` or a list of quoted tags is a 400. Tags are compared byte for byte, and weak
 	// tags (`W/"..."`) never match (RFC 9110 strong comparison).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
@@ -1758,6 +1979,31 @@ type ListWebhookDeliveriesParams struct {
 
 	// StartingAfter The id of the last delivery of the previous page.
 	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// RotateWebhookEndpointSecretParams defines parameters for RotateWebhookEndpointSecret.
+type RotateWebhookEndpointSecretParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // PaymentFailedWebhookParams defines parameters for PaymentFailedWebhook.
@@ -2055,7 +2301,7 @@ type ClientInterface interface {
 	// Handy for checking a key. Every other resource is scoped to this account.
 	//
 	// Corresponds with GET /account (the `GetAccount` operationId).
-	GetAccount(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetAccount(ctx context.Context, params *GetAccountParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetAPIReference The API reference, as HTML
 	//
@@ -2079,7 +2325,7 @@ type ClientInterface interface {
 	// Returns one event of the account.
 	//
 	// Corresponds with GET /events/{id} (the `GetEvent` operationId).
-	GetEvent(ctx context.Context, id EventID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetEvent(ctx context.Context, id EventID, params *GetEventParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RedeliverEventWithBody Send an event again
 	//
@@ -2093,7 +2339,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /events/{id}/redeliver (the `RedeliverEvent` operationId).
-	RedeliverEventWithBody(ctx context.Context, id EventID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RedeliverEventWithBody(ctx context.Context, id EventID, params *RedeliverEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RedeliverEvent Send an event again
 	//
@@ -2107,7 +2353,7 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /events/{id}/redeliver (the `RedeliverEvent` operationId).
-	RedeliverEvent(ctx context.Context, id EventID, body RedeliverEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RedeliverEvent(ctx context.Context, id EventID, params *RedeliverEventParams, body RedeliverEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetHealth Liveness
 	//
@@ -2290,7 +2536,7 @@ type ClientInterface interface {
 	// Returns one refund of the account.
 	//
 	// Corresponds with GET /refunds/{id} (the `GetRefund` operationId).
-	GetRefund(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetRefund(ctx context.Context, id string, params *GetRefundParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateReportWithBody Request a report
 	//
@@ -2352,7 +2598,7 @@ type ClientInterface interface {
 	// Takes any type of body and a specified content type.
 	//
 	// Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
-	CreateWebhookEndpointWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateWebhookEndpointWithBody(ctx context.Context, params *CreateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateWebhookEndpoint Register a webhook endpoint
 	//
@@ -2365,21 +2611,21 @@ type ClientInterface interface {
 	// Takes a body of the `application/json` content type.
 	//
 	// Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
-	CreateWebhookEndpoint(ctx context.Context, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateWebhookEndpoint(ctx context.Context, params *CreateWebhookEndpointParams, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DeleteWebhookEndpoint Delete a webhook endpoint
 	//
 	// Deletes the endpoint and its delivery history; pending deliveries are dropped.
 	//
 	// Corresponds with DELETE /webhook-endpoints/{id} (the `DeleteWebhookEndpoint` operationId).
-	DeleteWebhookEndpoint(ctx context.Context, id WebhookEndpointID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	DeleteWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *DeleteWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetWebhookEndpoint Get a webhook endpoint
 	//
 	// Returns the endpoint (without its secret) and its strong `ETag`.
 	//
 	// Corresponds with GET /webhook-endpoints/{id} (the `GetWebhookEndpoint` operationId).
-	GetWebhookEndpoint(ctx context.Context, id WebhookEndpointID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *GetWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// UpdateWebhookEndpointWithBody Update a webhook endpoint
 	//
@@ -2437,7 +2683,7 @@ type ClientInterface interface {
 	// Rotating again within those 24 hours retires the oldest secret at once.
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookEndpointSecret` operationId).
-	RotateWebhookEndpointSecret(ctx context.Context, id WebhookEndpointID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	RotateWebhookEndpointSecret(ctx context.Context, id WebhookEndpointID, params *RotateWebhookEndpointSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 }
 
 // GetRoot The API reference (the root)
@@ -2462,8 +2708,8 @@ func (c *Client) GetRoot(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // Handy for checking a key. Every other resource is scoped to this account.
 //
 // Corresponds with GET /account (the `GetAccount` operationId).
-func (c *Client) GetAccount(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetAccountRequest(c.Server)
+func (c *Client) GetAccount(ctx context.Context, params *GetAccountParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetAccountRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2516,8 +2762,8 @@ func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEd
 // Returns one event of the account.
 //
 // Corresponds with GET /events/{id} (the `GetEvent` operationId).
-func (c *Client) GetEvent(ctx context.Context, id EventID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetEventRequest(c.Server, id)
+func (c *Client) GetEvent(ctx context.Context, id EventID, params *GetEventParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetEventRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -2540,8 +2786,8 @@ func (c *Client) GetEvent(ctx context.Context, id EventID, reqEditors ...Request
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /events/{id}/redeliver (the `RedeliverEvent` operationId).
-func (c *Client) RedeliverEventWithBody(ctx context.Context, id EventID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRedeliverEventRequestWithBody(c.Server, id, contentType, body)
+func (c *Client) RedeliverEventWithBody(ctx context.Context, id EventID, params *RedeliverEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRedeliverEventRequestWithBody(c.Server, id, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2564,8 +2810,8 @@ func (c *Client) RedeliverEventWithBody(ctx context.Context, id EventID, content
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /events/{id}/redeliver (the `RedeliverEvent` operationId).
-func (c *Client) RedeliverEvent(ctx context.Context, id EventID, body RedeliverEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRedeliverEventRequest(c.Server, id, body)
+func (c *Client) RedeliverEvent(ctx context.Context, id EventID, params *RedeliverEventParams, body RedeliverEventJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRedeliverEventRequest(c.Server, id, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -2947,8 +3193,8 @@ func (c *Client) CreateRefund(ctx context.Context, params *CreateRefundParams, b
 // Returns one refund of the account.
 //
 // Corresponds with GET /refunds/{id} (the `GetRefund` operationId).
-func (c *Client) GetRefund(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetRefundRequest(c.Server, id)
+func (c *Client) GetRefund(ctx context.Context, id string, params *GetRefundParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetRefundRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3069,8 +3315,8 @@ func (c *Client) ListWebhookEndpoints(ctx context.Context, params *ListWebhookEn
 // Takes any type of body and a specified content type.
 //
 // Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
-func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateWebhookEndpointRequestWithBody(c.Server, contentType, body)
+func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, params *CreateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWebhookEndpointRequestWithBody(c.Server, params, contentType, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3092,8 +3338,8 @@ func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, contentType 
 // Takes a body of the `application/json` content type.
 //
 // Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
-func (c *Client) CreateWebhookEndpoint(ctx context.Context, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateWebhookEndpointRequest(c.Server, body)
+func (c *Client) CreateWebhookEndpoint(ctx context.Context, params *CreateWebhookEndpointParams, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateWebhookEndpointRequest(c.Server, params, body)
 	if err != nil {
 		return nil, err
 	}
@@ -3109,8 +3355,8 @@ func (c *Client) CreateWebhookEndpoint(ctx context.Context, body CreateWebhookEn
 // Deletes the endpoint and its delivery history; pending deliveries are dropped.
 //
 // Corresponds with DELETE /webhook-endpoints/{id} (the `DeleteWebhookEndpoint` operationId).
-func (c *Client) DeleteWebhookEndpoint(ctx context.Context, id WebhookEndpointID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewDeleteWebhookEndpointRequest(c.Server, id)
+func (c *Client) DeleteWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *DeleteWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteWebhookEndpointRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3126,8 +3372,8 @@ func (c *Client) DeleteWebhookEndpoint(ctx context.Context, id WebhookEndpointID
 // Returns the endpoint (without its secret) and its strong `ETag`.
 //
 // Corresponds with GET /webhook-endpoints/{id} (the `GetWebhookEndpoint` operationId).
-func (c *Client) GetWebhookEndpoint(ctx context.Context, id WebhookEndpointID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetWebhookEndpointRequest(c.Server, id)
+func (c *Client) GetWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *GetWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetWebhookEndpointRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3234,8 +3480,8 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, id WebhookEndpointID
 // Rotating again within those 24 hours retires the oldest secret at once.
 //
 // Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookEndpointSecret` operationId).
-func (c *Client) RotateWebhookEndpointSecret(ctx context.Context, id WebhookEndpointID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewRotateWebhookEndpointSecretRequest(c.Server, id)
+func (c *Client) RotateWebhookEndpointSecret(ctx context.Context, id WebhookEndpointID, params *RotateWebhookEndpointSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRotateWebhookEndpointSecretRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3274,7 +3520,7 @@ func NewGetRootRequest(server string) (*http.Request, error) {
 }
 
 // NewGetAccountRequest constructs an http.Request for the GetAccount method
-func NewGetAccountRequest(server string) (*http.Request, error) {
+func NewGetAccountRequest(server string, params *GetAccountParams) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -3295,6 +3541,21 @@ func NewGetAccountRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -3402,11 +3663,26 @@ func NewListEventsRequest(server string, params *ListEventsParams) (*http.Reques
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewGetEventRequest constructs an http.Request for the GetEvent method
-func NewGetEventRequest(server string, id EventID) (*http.Request, error) {
+func NewGetEventRequest(server string, id EventID, params *GetEventParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3436,22 +3712,37 @@ func NewGetEventRequest(server string, id EventID) (*http.Request, error) {
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewRedeliverEventRequest calls the generic RedeliverEvent builder with application/json body
-func NewRedeliverEventRequest(server string, id EventID, body RedeliverEventJSONRequestBody) (*http.Request, error) {
+func NewRedeliverEventRequest(server string, id EventID, params *RedeliverEventParams, body RedeliverEventJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewRedeliverEventRequestWithBody(server, id, "application/json", bodyReader)
+	return NewRedeliverEventRequestWithBody(server, id, params, "application/json", bodyReader)
 }
 
 // NewRedeliverEventRequestWithBody constructs an http.Request for the RedeliverEvent method, with any body, and a specified content type
-func NewRedeliverEventRequestWithBody(server string, id EventID, contentType string, body io.Reader) (*http.Request, error) {
+func NewRedeliverEventRequestWithBody(server string, id EventID, params *RedeliverEventParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -3482,6 +3773,21 @@ func NewRedeliverEventRequestWithBody(server string, id EventID, contentType str
 	}
 
 	req.Header.Add("Content-Type", contentType)
+
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
 
 	return req, nil
 }
@@ -3839,6 +4145,21 @@ func NewListPaymentsRequest(server string, params *ListPaymentsParams) (*http.Re
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -3890,6 +4211,17 @@ func NewCreatePaymentRequestWithBody(server string, params *CreatePaymentParams,
 
 		req.Header.Set("Idempotency-Key", headerParam0)
 
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
+		}
+
 	}
 
 	return req, nil
@@ -3937,6 +4269,17 @@ func NewGetPaymentRequest(server string, id PaymentID, params *GetPaymentParams)
 			}
 
 			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
 		}
 
 	}
@@ -4010,6 +4353,17 @@ func NewUpdatePaymentRequestWithBody(server string, id PaymentID, params *Update
 			}
 
 			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
 		}
 
 	}
@@ -4153,6 +4507,21 @@ func NewListRefundsRequest(server string, params *ListRefundsParams) (*http.Requ
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
@@ -4215,13 +4584,24 @@ func NewCreateRefundRequestWithBody(server string, params *CreateRefundParams, c
 			req.Header.Set("If-Match", headerParam1)
 		}
 
+		if params.Prefer != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam2)
+		}
+
 	}
 
 	return req, nil
 }
 
 // NewGetRefundRequest constructs an http.Request for the GetRefund method
-func NewGetRefundRequest(server string, id string) (*http.Request, error) {
+func NewGetRefundRequest(server string, id string, params *GetRefundParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4249,6 +4629,21 @@ func NewGetRefundRequest(server string, id string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -4453,22 +4848,37 @@ func NewListWebhookEndpointsRequest(server string, params *ListWebhookEndpointsP
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewCreateWebhookEndpointRequest calls the generic CreateWebhookEndpoint builder with application/json body
-func NewCreateWebhookEndpointRequest(server string, body CreateWebhookEndpointJSONRequestBody) (*http.Request, error) {
+func NewCreateWebhookEndpointRequest(server string, params *CreateWebhookEndpointParams, body CreateWebhookEndpointJSONRequestBody) (*http.Request, error) {
 	var bodyReader io.Reader
 	buf, err := json.Marshal(body)
 	if err != nil {
 		return nil, err
 	}
 	bodyReader = bytes.NewReader(buf)
-	return NewCreateWebhookEndpointRequestWithBody(server, "application/json", bodyReader)
+	return NewCreateWebhookEndpointRequestWithBody(server, params, "application/json", bodyReader)
 }
 
 // NewCreateWebhookEndpointRequestWithBody constructs an http.Request for the CreateWebhookEndpoint method, with any body, and a specified content type
-func NewCreateWebhookEndpointRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
+func NewCreateWebhookEndpointRequestWithBody(server string, params *CreateWebhookEndpointParams, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -4493,11 +4903,26 @@ func NewCreateWebhookEndpointRequestWithBody(server string, contentType string, 
 
 	req.Header.Add("Content-Type", contentType)
 
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewDeleteWebhookEndpointRequest constructs an http.Request for the DeleteWebhookEndpoint method
-func NewDeleteWebhookEndpointRequest(server string, id WebhookEndpointID) (*http.Request, error) {
+func NewDeleteWebhookEndpointRequest(server string, id WebhookEndpointID, params *DeleteWebhookEndpointParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4527,11 +4952,26 @@ func NewDeleteWebhookEndpointRequest(server string, id WebhookEndpointID) (*http
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewGetWebhookEndpointRequest constructs an http.Request for the GetWebhookEndpoint method
-func NewGetWebhookEndpointRequest(server string, id WebhookEndpointID) (*http.Request, error) {
+func NewGetWebhookEndpointRequest(server string, id WebhookEndpointID, params *GetWebhookEndpointParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4559,6 +4999,21 @@ func NewGetWebhookEndpointRequest(server string, id WebhookEndpointID) (*http.Re
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -4630,6 +5085,17 @@ func NewUpdateWebhookEndpointRequestWithBody(server string, id WebhookEndpointID
 			}
 
 			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
 		}
 
 	}
@@ -4707,11 +5173,26 @@ func NewListWebhookDeliveriesRequest(server string, id WebhookEndpointID, params
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewRotateWebhookEndpointSecretRequest constructs an http.Request for the RotateWebhookEndpointSecret method
-func NewRotateWebhookEndpointSecretRequest(server string, id WebhookEndpointID) (*http.Request, error) {
+func NewRotateWebhookEndpointSecretRequest(server string, id WebhookEndpointID, params *RotateWebhookEndpointSecretParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4739,6 +5220,21 @@ func NewRotateWebhookEndpointSecretRequest(server string, id WebhookEndpointID) 
 	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -4804,7 +5300,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /account (the `GetAccount` operationId).
-	GetAccountWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAccountResponse, error)
+	GetAccountWithResponse(ctx context.Context, params *GetAccountParams, reqEditors ...RequestEditorFn) (*GetAccountResponse, error)
 
 	// GetAPIReferenceWithResponse The API reference, as HTML
 	//
@@ -4834,7 +5330,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /events/{id} (the `GetEvent` operationId).
-	GetEventWithResponse(ctx context.Context, id EventID, reqEditors ...RequestEditorFn) (*GetEventResponse, error)
+	GetEventWithResponse(ctx context.Context, id EventID, params *GetEventParams, reqEditors ...RequestEditorFn) (*GetEventResponse, error)
 
 	// RedeliverEventWithBodyWithResponse Send an event again
 	//
@@ -4848,7 +5344,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /events/{id}/redeliver (the `RedeliverEvent` operationId).
-	RedeliverEventWithBodyWithResponse(ctx context.Context, id EventID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RedeliverEventResponse, error)
+	RedeliverEventWithBodyWithResponse(ctx context.Context, id EventID, params *RedeliverEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RedeliverEventResponse, error)
 
 	// RedeliverEventWithResponse Send an event again
 	//
@@ -4862,7 +5358,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /events/{id}/redeliver (the `RedeliverEvent` operationId).
-	RedeliverEventWithResponse(ctx context.Context, id EventID, body RedeliverEventJSONRequestBody, reqEditors ...RequestEditorFn) (*RedeliverEventResponse, error)
+	RedeliverEventWithResponse(ctx context.Context, id EventID, params *RedeliverEventParams, body RedeliverEventJSONRequestBody, reqEditors ...RequestEditorFn) (*RedeliverEventResponse, error)
 
 	// GetHealthWithResponse Liveness
 	//
@@ -5071,7 +5567,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /refunds/{id} (the `GetRefund` operationId).
-	GetRefundWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetRefundResponse, error)
+	GetRefundWithResponse(ctx context.Context, id string, params *GetRefundParams, reqEditors ...RequestEditorFn) (*GetRefundResponse, error)
 
 	// CreateReportWithBodyWithResponse Request a report
 	//
@@ -5139,7 +5635,7 @@ type ClientWithResponsesInterface interface {
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
-	CreateWebhookEndpointWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error)
+	CreateWebhookEndpointWithBodyWithResponse(ctx context.Context, params *CreateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error)
 
 	// CreateWebhookEndpointWithResponse Register a webhook endpoint
 	//
@@ -5152,7 +5648,7 @@ type ClientWithResponsesInterface interface {
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
-	CreateWebhookEndpointWithResponse(ctx context.Context, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error)
+	CreateWebhookEndpointWithResponse(ctx context.Context, params *CreateWebhookEndpointParams, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error)
 
 	// DeleteWebhookEndpointWithResponse Delete a webhook endpoint
 	//
@@ -5161,7 +5657,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /webhook-endpoints/{id} (the `DeleteWebhookEndpoint` operationId).
-	DeleteWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, reqEditors ...RequestEditorFn) (*DeleteWebhookEndpointResponse, error)
+	DeleteWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, params *DeleteWebhookEndpointParams, reqEditors ...RequestEditorFn) (*DeleteWebhookEndpointResponse, error)
 
 	// GetWebhookEndpointWithResponse Get a webhook endpoint
 	//
@@ -5170,7 +5666,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /webhook-endpoints/{id} (the `GetWebhookEndpoint` operationId).
-	GetWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, reqEditors ...RequestEditorFn) (*GetWebhookEndpointResponse, error)
+	GetWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, params *GetWebhookEndpointParams, reqEditors ...RequestEditorFn) (*GetWebhookEndpointResponse, error)
 
 	// UpdateWebhookEndpointWithBodyWithResponse Update a webhook endpoint
 	//
@@ -5232,7 +5728,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookEndpointSecret` operationId).
-	RotateWebhookEndpointSecretWithResponse(ctx context.Context, id WebhookEndpointID, reqEditors ...RequestEditorFn) (*RotateWebhookEndpointSecretResponse, error)
+	RotateWebhookEndpointSecretWithResponse(ctx context.Context, id WebhookEndpointID, params *RotateWebhookEndpointSecretParams, reqEditors ...RequestEditorFn) (*RotateWebhookEndpointSecretResponse, error)
 }
 
 // GetRootResponse200Headers the declared response headers of an HTTP 200 response for GetRoot
@@ -5299,6 +5795,13 @@ type GetAccountResponse200Headers struct {
 	RequestId       string
 }
 
+// GetAccountResponse400Headers the declared response headers of an HTTP 400 response for GetAccount
+type GetAccountResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
 // GetAccountResponse401Headers the declared response headers of an HTTP 401 response for GetAccount
 type GetAccountResponse401Headers struct {
 	RateLimit       *string
@@ -5335,6 +5838,8 @@ type GetAccountResponse struct {
 	HTTPResponse *http.Response
 	// JSON200 the response for an HTTP 200 `application/json` response
 	JSON200 *Account
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -5345,6 +5850,8 @@ type GetAccountResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetAccountResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *GetAccountResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *GetAccountResponse401Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -5358,6 +5865,11 @@ type GetAccountResponse struct {
 // GetJSON200 returns the response for an HTTP 200 `application/json` response
 func (r GetAccountResponse) GetJSON200() *Account {
 	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r GetAccountResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
 }
 
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
@@ -9986,8 +10498,8 @@ func (c *ClientWithResponses) GetRootWithResponse(ctx context.Context, reqEditor
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /account (the `GetAccount` operationId).
-func (c *ClientWithResponses) GetAccountWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetAccountResponse, error) {
-	rsp, err := c.GetAccount(ctx, reqEditors...)
+func (c *ClientWithResponses) GetAccountWithResponse(ctx context.Context, params *GetAccountParams, reqEditors ...RequestEditorFn) (*GetAccountResponse, error) {
+	rsp, err := c.GetAccount(ctx, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10034,8 +10546,8 @@ func (c *ClientWithResponses) ListEventsWithResponse(ctx context.Context, params
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /events/{id} (the `GetEvent` operationId).
-func (c *ClientWithResponses) GetEventWithResponse(ctx context.Context, id EventID, reqEditors ...RequestEditorFn) (*GetEventResponse, error) {
-	rsp, err := c.GetEvent(ctx, id, reqEditors...)
+func (c *ClientWithResponses) GetEventWithResponse(ctx context.Context, id EventID, params *GetEventParams, reqEditors ...RequestEditorFn) (*GetEventResponse, error) {
+	rsp, err := c.GetEvent(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10054,8 +10566,8 @@ func (c *ClientWithResponses) GetEventWithResponse(ctx context.Context, id Event
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /events/{id}/redeliver (the `RedeliverEvent` operationId).
-func (c *ClientWithResponses) RedeliverEventWithBodyWithResponse(ctx context.Context, id EventID, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RedeliverEventResponse, error) {
-	rsp, err := c.RedeliverEventWithBody(ctx, id, contentType, body, reqEditors...)
+func (c *ClientWithResponses) RedeliverEventWithBodyWithResponse(ctx context.Context, id EventID, params *RedeliverEventParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*RedeliverEventResponse, error) {
+	rsp, err := c.RedeliverEventWithBody(ctx, id, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10074,8 +10586,8 @@ func (c *ClientWithResponses) RedeliverEventWithBodyWithResponse(ctx context.Con
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /events/{id}/redeliver (the `RedeliverEvent` operationId).
-func (c *ClientWithResponses) RedeliverEventWithResponse(ctx context.Context, id EventID, body RedeliverEventJSONRequestBody, reqEditors ...RequestEditorFn) (*RedeliverEventResponse, error) {
-	rsp, err := c.RedeliverEvent(ctx, id, body, reqEditors...)
+func (c *ClientWithResponses) RedeliverEventWithResponse(ctx context.Context, id EventID, params *RedeliverEventParams, body RedeliverEventJSONRequestBody, reqEditors ...RequestEditorFn) (*RedeliverEventResponse, error) {
+	rsp, err := c.RedeliverEvent(ctx, id, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10403,8 +10915,8 @@ func (c *ClientWithResponses) CreateRefundWithResponse(ctx context.Context, para
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /refunds/{id} (the `GetRefund` operationId).
-func (c *ClientWithResponses) GetRefundWithResponse(ctx context.Context, id string, reqEditors ...RequestEditorFn) (*GetRefundResponse, error) {
-	rsp, err := c.GetRefund(ctx, id, reqEditors...)
+func (c *ClientWithResponses) GetRefundWithResponse(ctx context.Context, id string, params *GetRefundParams, reqEditors ...RequestEditorFn) (*GetRefundResponse, error) {
+	rsp, err := c.GetRefund(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10507,8 +11019,8 @@ func (c *ClientWithResponses) ListWebhookEndpointsWithResponse(ctx context.Conte
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
-func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error) {
-	rsp, err := c.CreateWebhookEndpointWithBody(ctx, contentType, body, reqEditors...)
+func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx context.Context, params *CreateWebhookEndpointParams, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error) {
+	rsp, err := c.CreateWebhookEndpointWithBody(ctx, params, contentType, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10526,8 +11038,8 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx cont
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhook-endpoints (the `CreateWebhookEndpoint` operationId).
-func (c *ClientWithResponses) CreateWebhookEndpointWithResponse(ctx context.Context, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error) {
-	rsp, err := c.CreateWebhookEndpoint(ctx, body, reqEditors...)
+func (c *ClientWithResponses) CreateWebhookEndpointWithResponse(ctx context.Context, params *CreateWebhookEndpointParams, body CreateWebhookEndpointJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateWebhookEndpointResponse, error) {
+	rsp, err := c.CreateWebhookEndpoint(ctx, params, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10541,8 +11053,8 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithResponse(ctx context.Cont
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /webhook-endpoints/{id} (the `DeleteWebhookEndpoint` operationId).
-func (c *ClientWithResponses) DeleteWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, reqEditors ...RequestEditorFn) (*DeleteWebhookEndpointResponse, error) {
-	rsp, err := c.DeleteWebhookEndpoint(ctx, id, reqEditors...)
+func (c *ClientWithResponses) DeleteWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, params *DeleteWebhookEndpointParams, reqEditors ...RequestEditorFn) (*DeleteWebhookEndpointResponse, error) {
+	rsp, err := c.DeleteWebhookEndpoint(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10556,8 +11068,8 @@ func (c *ClientWithResponses) DeleteWebhookEndpointWithResponse(ctx context.Cont
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /webhook-endpoints/{id} (the `GetWebhookEndpoint` operationId).
-func (c *ClientWithResponses) GetWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, reqEditors ...RequestEditorFn) (*GetWebhookEndpointResponse, error) {
-	rsp, err := c.GetWebhookEndpoint(ctx, id, reqEditors...)
+func (c *ClientWithResponses) GetWebhookEndpointWithResponse(ctx context.Context, id WebhookEndpointID, params *GetWebhookEndpointParams, reqEditors ...RequestEditorFn) (*GetWebhookEndpointResponse, error) {
+	rsp, err := c.GetWebhookEndpoint(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10648,8 +11160,8 @@ func (c *ClientWithResponses) ListWebhookDeliveriesWithResponse(ctx context.Cont
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookEndpointSecret` operationId).
-func (c *ClientWithResponses) RotateWebhookEndpointSecretWithResponse(ctx context.Context, id WebhookEndpointID, reqEditors ...RequestEditorFn) (*RotateWebhookEndpointSecretResponse, error) {
-	rsp, err := c.RotateWebhookEndpointSecret(ctx, id, reqEditors...)
+func (c *ClientWithResponses) RotateWebhookEndpointSecretWithResponse(ctx context.Context, id WebhookEndpointID, params *RotateWebhookEndpointSecretParams, reqEditors ...RequestEditorFn) (*RotateWebhookEndpointSecretResponse, error) {
+	rsp, err := c.RotateWebhookEndpointSecret(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -10740,6 +11252,13 @@ func ParseGetAccountResponse(rsp *http.Response) (*GetAccountResponse, error) {
 		}
 		response.JSON200 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
 		var dest Unauthorized
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -10795,6 +11314,30 @@ func ParseGetAccountResponse(rsp *http.Response) (*GetAccountResponse, error) {
 			headers.RequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers GetAccountResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 401:
 		var headers GetAccountResponse401Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

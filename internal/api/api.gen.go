@@ -27,8 +27,12 @@ import (
 // Defines values for CreatePaymentRequestPaymentMethod.
 const (
 	PmCardDeclined          CreatePaymentRequestPaymentMethod = "pm_card_declined"
+	PmCardExpired           CreatePaymentRequestPaymentMethod = "pm_card_expired"
+	PmCardFraudulent        CreatePaymentRequestPaymentMethod = "pm_card_fraudulent"
+	PmCardIncorrectCvc      CreatePaymentRequestPaymentMethod = "pm_card_incorrect_cvc"
 	PmCardInsufficientFunds CreatePaymentRequestPaymentMethod = "pm_card_insufficient_funds"
 	PmCardProcessingError   CreatePaymentRequestPaymentMethod = "pm_card_processing_error"
+	PmCardSlow              CreatePaymentRequestPaymentMethod = "pm_card_slow"
 	PmCardVisa              CreatePaymentRequestPaymentMethod = "pm_card_visa"
 )
 
@@ -37,9 +41,17 @@ func (e CreatePaymentRequestPaymentMethod) Valid() bool {
 	switch e {
 	case PmCardDeclined:
 		return true
+	case PmCardExpired:
+		return true
+	case PmCardFraudulent:
+		return true
+	case PmCardIncorrectCvc:
+		return true
 	case PmCardInsufficientFunds:
 		return true
 	case PmCardProcessingError:
+		return true
+	case PmCardSlow:
 		return true
 	case PmCardVisa:
 		return true
@@ -228,6 +240,9 @@ func (e JobStatus) Valid() bool {
 // Defines values for PaymentFailureCode.
 const (
 	PaymentFailureCodeCardDeclined      PaymentFailureCode = "card_declined"
+	PaymentFailureCodeExpiredCard       PaymentFailureCode = "expired_card"
+	PaymentFailureCodeFraudulent        PaymentFailureCode = "fraudulent"
+	PaymentFailureCodeIncorrectCvc      PaymentFailureCode = "incorrect_cvc"
 	PaymentFailureCodeInsufficientFunds PaymentFailureCode = "insufficient_funds"
 	PaymentFailureCodeLessThannil       PaymentFailureCode = "<nil>"
 )
@@ -236,6 +251,12 @@ const (
 func (e PaymentFailureCode) Valid() bool {
 	switch e {
 	case PaymentFailureCodeCardDeclined:
+		return true
+	case PaymentFailureCodeExpiredCard:
+		return true
+	case PaymentFailureCodeFraudulent:
+		return true
+	case PaymentFailureCodeIncorrectCvc:
 		return true
 	case PaymentFailureCodeInsufficientFunds:
 		return true
@@ -439,11 +460,11 @@ type CreatePaymentRequest struct {
 	// Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
 	Metadata *Metadata `json:"metadata,omitempty"`
 
-	// PaymentMethod A test card token; see "Test cards".
+	// PaymentMethod A test card token; each has a fixed outcome (see "Test cards").
 	PaymentMethod CreatePaymentRequestPaymentMethod `json:"payment_method"`
 }
 
-// CreatePaymentRequestPaymentMethod A test card token; see "Test cards".
+// CreatePaymentRequestPaymentMethod A test card token; each has a fixed outcome (see "Test cards").
 type CreatePaymentRequestPaymentMethod string
 
 // CreateRefundRequest defines model for CreateRefundRequest.
@@ -616,7 +637,7 @@ type Payment struct {
 	Currency    Currency                  `json:"currency"`
 	Description nullable.Nullable[string] `json:"description"`
 
-	// FailureCode Why a failed payment was declined.
+	// FailureCode Why a failed payment was declined; `null` unless `status` is `failed`.
 	FailureCode nullable.Nullable[PaymentFailureCode] `json:"failure_code"`
 	Id          string                                `json:"id"`
 
@@ -627,7 +648,7 @@ type Payment struct {
 	UpdatedAt     time.Time     `json:"updated_at"`
 }
 
-// PaymentFailureCode Why a failed payment was declined.
+// PaymentFailureCode Why a failed payment was declined; `null` unless `status` is `failed`.
 type PaymentFailureCode string
 
 // PaymentFailedWebhook defines model for PaymentFailedWebhook.
@@ -965,6 +986,9 @@ type Limit = int
 
 // PaymentID defines model for PaymentID.
 type PaymentID = string
+
+// Prefer Examples: fault=lost-response, latency=2s, fault=error-before, latency=500ms
+type Prefer = string
 
 // ReportID defines model for ReportID.
 type ReportID = string
@@ -1614,6 +1638,20 @@ type WebhookEndpointDisabled struct {
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
+// GetAccountParams defines parameters for GetAccount.
+type GetAccountParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
 // ListEventsParams defines parameters for ListEvents.
 type ListEventsParams struct {
 	// Limit How many items to return (1-100).
@@ -1624,6 +1662,45 @@ type ListEventsParams struct {
 
 	// Type Only events of this type.
 	Type *EventType `form:"type,omitempty" json:"type,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// GetEventParams defines parameters for GetEvent.
+type GetEventParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// RedeliverEventParams defines parameters for RedeliverEvent.
+type RedeliverEventParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // ListJobsParams defines parameters for ListJobs.
@@ -1652,6 +1729,17 @@ type ListPaymentsParams struct {
 
 	// CreatedLt Only payments created before this time.
 	CreatedLt *time.Time `form:"created_lt,omitempty" json:"created_lt,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // CreatePaymentParams defines parameters for CreatePayment.
@@ -1664,6 +1752,17 @@ type CreatePaymentParams struct {
 	// retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
 	// use (configurable by the operator), after which the key may be used again.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // GetPaymentParams defines parameters for GetPayment.
@@ -1672,6 +1771,17 @@ type GetPaymentParams struct {
 	// current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
 	// A value that is not `*` or a list of quoted tags is a 400.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // UpdatePaymentParams defines parameters for UpdatePayment.
@@ -1681,6 +1791,17 @@ type UpdatePaymentParams struct {
 	// not `*` or a list of quoted tags is a 400. Tags are compared byte for byte, and weak
 	// tags (`W/"..."`) never match (RFC 9110 strong comparison).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // ListRefundsParams defines parameters for ListRefunds.
@@ -1693,6 +1814,17 @@ type ListRefundsParams struct {
 
 	// PaymentId Only the refunds of this payment.
 	PaymentId *string `form:"payment_id,omitempty" json:"payment_id,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // CreateRefundParams defines parameters for CreateRefund.
@@ -1710,6 +1842,31 @@ type CreateRefundParams struct {
 	// refund happens only if the payment is still at that version (412 otherwise).
 	// Syntax and comparison as for `PATCH /payments/{id}`.
 	IfMatch *string `json:"If-Match,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// GetRefundParams defines parameters for GetRefund.
+type GetRefundParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // CreateReportParams defines parameters for CreateReport.
@@ -1744,6 +1901,59 @@ type ListWebhookEndpointsParams struct {
 
 	// StartingAfter The id of the last endpoint of the previous page.
 	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// CreateWebhookEndpointParams defines parameters for CreateWebhookEndpoint.
+type CreateWebhookEndpointParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// DeleteWebhookEndpointParams defines parameters for DeleteWebhookEndpoint.
+type DeleteWebhookEndpointParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// GetWebhookEndpointParams defines parameters for GetWebhookEndpoint.
+type GetWebhookEndpointParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // UpdateWebhookEndpointParams defines parameters for UpdateWebhookEndpoint.
@@ -1753,6 +1963,17 @@ type UpdateWebhookEndpointParams struct {
 	// not `*` or a list of quoted tags is a 400. Tags are compared byte for byte, and weak
 	// tags (`W/"..."`) never match (RFC 9110 strong comparison).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // ListWebhookDeliveriesParams defines parameters for ListWebhookDeliveries.
@@ -1762,6 +1983,31 @@ type ListWebhookDeliveriesParams struct {
 
 	// StartingAfter The id of the last delivery of the previous page.
 	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// RotateWebhookEndpointSecretParams defines parameters for RotateWebhookEndpointSecret.
+type RotateWebhookEndpointSecretParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // PaymentFailedWebhookParams defines parameters for PaymentFailedWebhook.
@@ -1980,7 +2226,7 @@ type ServerInterface interface {
 	GetRoot(ctx echo.Context) error
 	// GetAccount The account the API key belongs to
 	// (GET /account)
-	GetAccount(ctx echo.Context) error
+	GetAccount(ctx echo.Context, params GetAccountParams) error
 	// GetAPIReference The API reference, as HTML
 	// (GET /docs)
 	GetAPIReference(ctx echo.Context) error
@@ -1989,10 +2235,10 @@ type ServerInterface interface {
 	ListEvents(ctx echo.Context, params ListEventsParams) error
 	// GetEvent Get an event
 	// (GET /events/{id})
-	GetEvent(ctx echo.Context, id EventID) error
+	GetEvent(ctx echo.Context, id EventID, params GetEventParams) error
 	// RedeliverEvent Send an event again
 	// (POST /events/{id}/redeliver)
-	RedeliverEvent(ctx echo.Context, id EventID) error
+	RedeliverEvent(ctx echo.Context, id EventID, params RedeliverEventParams) error
 	// GetHealth Liveness
 	// (GET /healthz)
 	GetHealth(ctx echo.Context) error
@@ -2040,7 +2286,7 @@ type ServerInterface interface {
 	CreateRefund(ctx echo.Context, params CreateRefundParams) error
 	// GetRefund Get a refund
 	// (GET /refunds/{id})
-	GetRefund(ctx echo.Context, id string) error
+	GetRefund(ctx echo.Context, id string, params GetRefundParams) error
 	// CreateReport Request a report
 	// (POST /reports)
 	CreateReport(ctx echo.Context, params CreateReportParams) error
@@ -2055,13 +2301,13 @@ type ServerInterface interface {
 	ListWebhookEndpoints(ctx echo.Context, params ListWebhookEndpointsParams) error
 	// CreateWebhookEndpoint Register a webhook endpoint
 	// (POST /webhook-endpoints)
-	CreateWebhookEndpoint(ctx echo.Context) error
+	CreateWebhookEndpoint(ctx echo.Context, params CreateWebhookEndpointParams) error
 	// DeleteWebhookEndpoint Delete a webhook endpoint
 	// (DELETE /webhook-endpoints/{id})
-	DeleteWebhookEndpoint(ctx echo.Context, id WebhookEndpointID) error
+	DeleteWebhookEndpoint(ctx echo.Context, id WebhookEndpointID, params DeleteWebhookEndpointParams) error
 	// GetWebhookEndpoint Get a webhook endpoint
 	// (GET /webhook-endpoints/{id})
-	GetWebhookEndpoint(ctx echo.Context, id WebhookEndpointID) error
+	GetWebhookEndpoint(ctx echo.Context, id WebhookEndpointID, params GetWebhookEndpointParams) error
 	// UpdateWebhookEndpoint Update a webhook endpoint
 	// (PATCH /webhook-endpoints/{id})
 	UpdateWebhookEndpoint(ctx echo.Context, id WebhookEndpointID, params UpdateWebhookEndpointParams) error
@@ -2070,7 +2316,7 @@ type ServerInterface interface {
 	ListWebhookDeliveries(ctx echo.Context, id WebhookEndpointID, params ListWebhookDeliveriesParams) error
 	// RotateWebhookEndpointSecret Rotate the signing secret
 	// (POST /webhook-endpoints/{id}/rotate-secret)
-	RotateWebhookEndpointSecret(ctx echo.Context, id WebhookEndpointID) error
+	RotateWebhookEndpointSecret(ctx echo.Context, id WebhookEndpointID, params RotateWebhookEndpointSecretParams) error
 }
 
 // ServerInterfaceWrapper converts echo contexts to parameters.
@@ -2091,8 +2337,28 @@ func (w *ServerInterfaceWrapper) GetRoot(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) GetAccount(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetAccountParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetAccount(ctx)
+	err = w.Handler.GetAccount(ctx, params)
 	return err
 }
 
@@ -2132,6 +2398,23 @@ func (w *ServerInterfaceWrapper) ListEvents(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter type: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListEvents(ctx, params)
 	return err
@@ -2148,8 +2431,28 @@ func (w *ServerInterfaceWrapper) GetEvent(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetEventParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetEvent(ctx, id)
+	err = w.Handler.GetEvent(ctx, id, params)
 	return err
 }
 
@@ -2164,8 +2467,28 @@ func (w *ServerInterfaceWrapper) RedeliverEvent(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RedeliverEventParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.RedeliverEvent(ctx, id)
+	err = w.Handler.RedeliverEvent(ctx, id, params)
 	return err
 }
 
@@ -2310,6 +2633,23 @@ func (w *ServerInterfaceWrapper) ListPayments(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter created_lt: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListPayments(ctx, params)
 	return err
@@ -2339,6 +2679,21 @@ func (w *ServerInterfaceWrapper) CreatePayment(ctx echo.Context) error {
 		params.IdempotencyKey = IdempotencyKey
 	} else {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
+	}
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -2376,6 +2731,21 @@ func (w *ServerInterfaceWrapper) GetPayment(ctx echo.Context) error {
 
 		params.IfNoneMatch = &IfNoneMatch
 	}
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetPayment(ctx, id, params)
@@ -2411,6 +2781,21 @@ func (w *ServerInterfaceWrapper) UpdatePayment(ctx echo.Context) error {
 		}
 
 		params.IfMatch = &IfMatch
+	}
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -2470,6 +2855,23 @@ func (w *ServerInterfaceWrapper) ListRefunds(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter payment_id: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListRefunds(ctx, params)
 	return err
@@ -2515,6 +2917,21 @@ func (w *ServerInterfaceWrapper) CreateRefund(ctx echo.Context) error {
 
 		params.IfMatch = &IfMatch
 	}
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CreateRefund(ctx, params)
@@ -2532,8 +2949,28 @@ func (w *ServerInterfaceWrapper) GetRefund(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetRefundParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetRefund(ctx, id)
+	err = w.Handler.GetRefund(ctx, id, params)
 	return err
 }
 
@@ -2640,6 +3077,23 @@ func (w *ServerInterfaceWrapper) ListWebhookEndpoints(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter starting_after: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListWebhookEndpoints(ctx, params)
 	return err
@@ -2649,8 +3103,28 @@ func (w *ServerInterfaceWrapper) ListWebhookEndpoints(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) CreateWebhookEndpoint(ctx echo.Context) error {
 	var err error
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CreateWebhookEndpointParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CreateWebhookEndpoint(ctx)
+	err = w.Handler.CreateWebhookEndpoint(ctx, params)
 	return err
 }
 
@@ -2665,8 +3139,28 @@ func (w *ServerInterfaceWrapper) DeleteWebhookEndpoint(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteWebhookEndpointParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.DeleteWebhookEndpoint(ctx, id)
+	err = w.Handler.DeleteWebhookEndpoint(ctx, id, params)
 	return err
 }
 
@@ -2681,8 +3175,28 @@ func (w *ServerInterfaceWrapper) GetWebhookEndpoint(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetWebhookEndpointParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetWebhookEndpoint(ctx, id)
+	err = w.Handler.GetWebhookEndpoint(ctx, id, params)
 	return err
 }
 
@@ -2715,6 +3229,21 @@ func (w *ServerInterfaceWrapper) UpdateWebhookEndpoint(ctx echo.Context) error {
 		}
 
 		params.IfMatch = &IfMatch
+	}
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -2749,6 +3278,23 @@ func (w *ServerInterfaceWrapper) ListWebhookDeliveries(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter starting_after: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListWebhookDeliveries(ctx, id, params)
 	return err
@@ -2765,8 +3311,28 @@ func (w *ServerInterfaceWrapper) RotateWebhookEndpointSecret(ctx echo.Context) e
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RotateWebhookEndpointSecretParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.RotateWebhookEndpointSecret(ctx, id)
+	err = w.Handler.RotateWebhookEndpointSecret(ctx, id, params)
 	return err
 }
 
@@ -4153,6 +4719,7 @@ func (response GetRoot500ApplicationProblemPlusJSONResponse) VisitGetRootRespons
 }
 
 type GetAccountRequestObject struct {
+	Params GetAccountParams
 }
 
 type GetAccountResponseObject interface {
@@ -4185,6 +4752,29 @@ func (response GetAccount200JSONResponse) VisitGetAccountResponse(w http.Respons
 	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetAccount400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response GetAccount400ApplicationProblemPlusJSONResponse) VisitGetAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -4489,7 +5079,8 @@ func (response ListEvents503ApplicationProblemPlusJSONResponse) VisitListEventsR
 }
 
 type GetEventRequestObject struct {
-	Id EventID `json:"id"`
+	Id     EventID `json:"id"`
+	Params GetEventParams
 }
 
 type GetEventResponseObject interface {
@@ -4668,8 +5259,9 @@ func (response GetEvent503ApplicationProblemPlusJSONResponse) VisitGetEventRespo
 }
 
 type RedeliverEventRequestObject struct {
-	Id   EventID `json:"id"`
-	Body *RedeliverEventJSONRequestBody
+	Id     EventID `json:"id"`
+	Params RedeliverEventParams
+	Body   *RedeliverEventJSONRequestBody
 }
 
 type RedeliverEventResponseObject interface {
@@ -7385,7 +7977,8 @@ func (response CreateRefund503ApplicationProblemPlusJSONResponse) VisitCreateRef
 }
 
 type GetRefundRequestObject struct {
-	Id string `json:"id"`
+	Id     string `json:"id"`
+	Params GetRefundParams
 }
 
 type GetRefundResponseObject interface {
@@ -8395,7 +8988,8 @@ func (response ListWebhookEndpoints503ApplicationProblemPlusJSONResponse) VisitL
 }
 
 type CreateWebhookEndpointRequestObject struct {
-	Body *CreateWebhookEndpointJSONRequestBody
+	Params CreateWebhookEndpointParams
+	Body   *CreateWebhookEndpointJSONRequestBody
 }
 
 type CreateWebhookEndpointResponseObject interface {
@@ -8601,7 +9195,8 @@ func (response CreateWebhookEndpoint503ApplicationProblemPlusJSONResponse) Visit
 }
 
 type DeleteWebhookEndpointRequestObject struct {
-	Id WebhookEndpointID `json:"id"`
+	Id     WebhookEndpointID `json:"id"`
+	Params DeleteWebhookEndpointParams
 }
 
 type DeleteWebhookEndpointResponseObject interface {
@@ -8772,7 +9367,8 @@ func (response DeleteWebhookEndpoint503ApplicationProblemPlusJSONResponse) Visit
 }
 
 type GetWebhookEndpointRequestObject struct {
-	Id WebhookEndpointID `json:"id"`
+	Id     WebhookEndpointID `json:"id"`
+	Params GetWebhookEndpointParams
 }
 
 type GetWebhookEndpointResponseObject interface {
@@ -9409,7 +10005,8 @@ func (response ListWebhookDeliveries503ApplicationProblemPlusJSONResponse) Visit
 }
 
 type RotateWebhookEndpointSecretRequestObject struct {
-	Id WebhookEndpointID `json:"id"`
+	Id     WebhookEndpointID `json:"id"`
+	Params RotateWebhookEndpointSecretParams
 }
 
 type RotateWebhookEndpointSecretResponseObject interface {
@@ -9725,8 +10322,10 @@ func (sh *strictHandler) GetRoot(ctx echo.Context) error {
 }
 
 // GetAccount operation middleware
-func (sh *strictHandler) GetAccount(ctx echo.Context) error {
+func (sh *strictHandler) GetAccount(ctx echo.Context, params GetAccountParams) error {
 	var request GetAccountRequestObject
+
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetAccount(ctx.Request().Context(), request.(GetAccountRequestObject))
@@ -9796,10 +10395,11 @@ func (sh *strictHandler) ListEvents(ctx echo.Context, params ListEventsParams) e
 }
 
 // GetEvent operation middleware
-func (sh *strictHandler) GetEvent(ctx echo.Context, id EventID) error {
+func (sh *strictHandler) GetEvent(ctx echo.Context, id EventID, params GetEventParams) error {
 	var request GetEventRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetEvent(ctx.Request().Context(), request.(GetEventRequestObject))
@@ -9821,10 +10421,11 @@ func (sh *strictHandler) GetEvent(ctx echo.Context, id EventID) error {
 }
 
 // RedeliverEvent operation middleware
-func (sh *strictHandler) RedeliverEvent(ctx echo.Context, id EventID) error {
+func (sh *strictHandler) RedeliverEvent(ctx echo.Context, id EventID, params RedeliverEventParams) error {
 	var request RedeliverEventRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	var body RedeliverEventJSONRequestBody
 	var err error
@@ -10335,10 +10936,11 @@ func (sh *strictHandler) CreateRefund(ctx echo.Context, params CreateRefundParam
 }
 
 // GetRefund operation middleware
-func (sh *strictHandler) GetRefund(ctx echo.Context, id string) error {
+func (sh *strictHandler) GetRefund(ctx echo.Context, id string, params GetRefundParams) error {
 	var request GetRefundRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetRefund(ctx.Request().Context(), request.(GetRefundRequestObject))
@@ -10484,8 +11086,10 @@ func (sh *strictHandler) ListWebhookEndpoints(ctx echo.Context, params ListWebho
 }
 
 // CreateWebhookEndpoint operation middleware
-func (sh *strictHandler) CreateWebhookEndpoint(ctx echo.Context) error {
+func (sh *strictHandler) CreateWebhookEndpoint(ctx echo.Context, params CreateWebhookEndpointParams) error {
 	var request CreateWebhookEndpointRequestObject
+
+	request.Params = params
 
 	var body CreateWebhookEndpointJSONRequestBody
 	var err error
@@ -10530,10 +11134,11 @@ func (sh *strictHandler) CreateWebhookEndpoint(ctx echo.Context) error {
 }
 
 // DeleteWebhookEndpoint operation middleware
-func (sh *strictHandler) DeleteWebhookEndpoint(ctx echo.Context, id WebhookEndpointID) error {
+func (sh *strictHandler) DeleteWebhookEndpoint(ctx echo.Context, id WebhookEndpointID, params DeleteWebhookEndpointParams) error {
 	var request DeleteWebhookEndpointRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.DeleteWebhookEndpoint(ctx.Request().Context(), request.(DeleteWebhookEndpointRequestObject))
@@ -10555,10 +11160,11 @@ func (sh *strictHandler) DeleteWebhookEndpoint(ctx echo.Context, id WebhookEndpo
 }
 
 // GetWebhookEndpoint operation middleware
-func (sh *strictHandler) GetWebhookEndpoint(ctx echo.Context, id WebhookEndpointID) error {
+func (sh *strictHandler) GetWebhookEndpoint(ctx echo.Context, id WebhookEndpointID, params GetWebhookEndpointParams) error {
 	var request GetWebhookEndpointRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetWebhookEndpoint(ctx.Request().Context(), request.(GetWebhookEndpointRequestObject))
@@ -10682,10 +11288,11 @@ func (sh *strictHandler) ListWebhookDeliveries(ctx echo.Context, id WebhookEndpo
 }
 
 // RotateWebhookEndpointSecret operation middleware
-func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id WebhookEndpointID) error {
+func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id WebhookEndpointID, params RotateWebhookEndpointSecretParams) error {
 	var request RotateWebhookEndpointSecretRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.RotateWebhookEndpointSecret(ctx.Request().Context(), request.(RotateWebhookEndpointSecretRequestObject))
@@ -10711,315 +11318,346 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3vctu21jd6Kxi970ykbEqRFTtt5ekHN3Eb7+aPH9vZefZT5TUhEpIYU4BKgJbV1jPnas73cwvnUs6V",
-	"nFlrASQoUbLsOG3S7T2zXUUiQRBYWP/Xb/3eiNR0pqSQRjf6vzcmgsciw48Haarm8CEWOsqSmUmUbPQb",
-	"ZxPBpsJMVKyZmQiWqdwIpvPZTGVGByx8eXjwImRcxix8e3x29PbNacgSGaV5LOJOI2hk4tc8yUTc6Jss",
-	"F0FDRxMx5fAgs5iJRr+hTZbIceP6OmgcnvHx6hQOmDaZkmMmpEnMghk+ZiOV0XTELBNaSMPh4gC/D49G",
-	"7dfcRBM7raNR+42Swn3XPPnxOftuZ6fb2jy9GTdGZDCB/zNo/PJ/Bo0PjweN/90IauZ9FIvpTBkhzYmY",
-	"pXwBwy2/xTHNM2DzxExw7pc8zQUL4blhwOYTIe0r6ZmSWrBEMw4vmPIFUyP8TUnBtFGZiOFNB9JMEs3C",
-	"4vHRov2zWISdgWz4byJkPm30f2nAkxof6l7glYo4zbNu/9+dvHITiDLBjYhhkirPIhEwlbnfPqohMxNu",
-	"YM5AHEzRC81VdnFbSjjhRrxKpompn5E23Ah4ruDRhM1UmkSLR5oN8+hCGNaMMz4y7USYUXtizIzPknbG",
-	"jUhhwLal+fbOTqvP+EBqk+WRyTMRt0eJSGOWJtrQLsFyT8V0KDI2g//jcwImOuMOCweNWIx4nppBYz/7",
-	"fre3b77fCTsszEKW6IGcqDmbcrlg8NpCG83mKk9jNuNasywZTwyTar7PQgPX00JNVCqYFpGSsQ7gqMlY",
-	"xCyfBSyXJklhv4V7yUSzUZ6mjI95IlkTHit+zXlKQxVLEv4atjrMEh/siLgU2aIkMjWCNcCVETFTM5Eh",
-	"IbBcpkLTWPSlylicaD5MYfdh9fEevc+0EGyAG2a/GjRWCPCKT2ep0ECEdcsWsEFjniVGaPzyKXxXT6gF",
-	"XRzjC9ZTB758IjRRI5/N0gUzyh4u3Iy/gER+/X6n292fE438SjQCM/o1V4YH/uTg2OPW2p2eqDTW+yyc",
-	"h0QliYzVnCXSUQpTlyJj80kSTRiXAymmM7NwN2dilKSpvokE2CYKGMjPRwLFslRo4Nfve3vw5RoioHU6",
-	"quGyRzEIiRFtfqKL/U6IFWmRXYrskWapGusOO2BRmsCiTPmCaSFjlgDbmsuBbO60d3rfsmjCMx4ZkWlY",
-	"pvCg/T+8/Vu3/V3nvN8OW/tMmYnI5okW3vBsyi8EcD9Bi7CViPmlMvSH33eCnd631/Xi5kSYbHEwMiJb",
-	"XYBTSxNGsTlPDBuKkcoEM9kikWPHLLaUgNNEJlMQHd1iFok0YiwynMb79+8PcjOBBY+4EfVnkZdXAFHh",
-	"4AJml2vhTSRgPJ3zhWbhD4JnIgu3ls10fc06XQeNGc/4VBir4RxeCmmOXsDHBG6dcTNpBA3Jp/hm8bZP",
-	"FJfmvNyuD/+4QSeIFj+LRZ1Wk8vk11ywC7Gw6kyiy+MXsGiitJBsuCDBS4Ta5Ozdu6MXpBuMlYrhsiQS",
-	"rc5A7rR7e3tsliXSwBllB6fPj448Cg4YMoAhzwRrhnwYhS2Q3hyGWuFw9CYD2QwHDT6MBg0QI0h4QEeF",
-	"DqP5lN4ANK3ii6GKgb+YPJMkQqzO4ljOQOIApeJi2k5x6jPUh/aro+PlnMXJaCQyfAl4QqLZbq9XXjqQ",
-	"eO0kSek4jpJMm5IFaKZNkqbAC0YpCmAYoPtdh+FZYpztXV3BikjFuNRz+MownqbBQGbw5quv3WeJsSqa",
-	"dspbnhqWjLwJAOVMZ4ZFajpNjBFxh/0sFpqJq1mSCdbbZROVZ5pxnAXeM5B4PCIlR8k4z3A7LSE4VgxH",
-	"Bm8gxg8/wdsDJxsKOF0xnXbiQUjwJNZKkl/SGzfzAn71SsixmTT6vb1vAuAN7t87teQ/QnW7nimEoOiH",
-	"bKFylnLcIh5bxRgYMIhEofsgPy+fDhohawKZ4vrxthZwqkFUoRAG3ZOPdTCQoPk/DvEocblAaqWX6ePI",
-	"KjewWbBO+SwGUYXiYYQrhY/e7X27z7hVy1F1ABktlcFxcQrukTjDGJ9MR3G32+2wM/gnnC4wsjgQ/HBh",
-	"BM4IPgR4SOaCXwwk3tkM3z8ZNDqdDpwuJgXJDhNNSsboTB8aMdFKtjZtqDV8GpuV66MR2ENr9udAuu1Z",
-	"2o8Nu4BWQPgYWMR7MGMSQ+8hrPoQ5VlGugcdTHu6Es2edne9l4W18V61z3CBiAbcgI4oYB0OqpvFtt+r",
-	"jWtYWos3LOQ/1fAe5MlHNdxCnqyxhl46MyMxYopin/guAwWmSxIeZ/drLrJFOT3U0yqvZ3WyRn+nG8Bx",
-	"J9G/0+0GpSKwU6sIHPPF9BNEq8danu0G/srM+GKLlTlBc/MeNiKbbSPY34vhRKmLQxnPVHIvCsVcbP/Y",
-	"oxcviWDXeGq05mPBEpCjTk55Gj8IMbTWE81ikSb4dRPYkpLobCi+RHsJ+J+w79kKPPELLI3GRAUYrAsV",
-	"gbWA9ngCw0WiXz4Czp1hqQBmDz9tOH9zes/29ss31ePt1+80GUsOis66ZQwvdwKQImmq5sjBcSGHXItn",
-	"u+zl64Pn7dOXB729Z2gP/F7O9rpT/MMkU6ENn86uO7+DonIdDmQTtQM+J80FxIEGzSsTkUguRdwKQHo7",
-	"SVQ+sR2LSMUiZjOeGedocVvySA+kFlEmjFUFwvlEi+g87LAXeYb6PrO/Z4o8ZMzMFdNuDUhakVtKz3gk",
-	"YDzL2PcZjyIxMxWzORmBbHW8mASaFXagVkVKasOlYbACW+xxMZFtt/pyJyh3+h9Pvv/wjyZb/a71eCMJ",
-	"nLntWUcC78kVh0RLqtuca1w1EQfwnpb5FQa4TmREku2dTK6YmKloss9GmdCT4vQNpB0MFBPQOhhnBaGw",
-	"KRppEy7ZHpsmMgfyGGVqCjpSxqJURRd9EnNDlcMjrdK5xSIXD9naFF17iq5hBFLhyWd8fHQikCVEaP5F",
-	"SoIyj8JSXJknEzNN4R/rZeh1UMPFDo6PQDOjcQOWCRkLdHnCguC+wIPAqgHp5vmwrWOgTZ6B/52JUaPf",
-	"+F9PSp/3E3vxk9KFgHP4gcf2m6XX4LNZam3XJ7NMDVMx/cdHTY7S8q14mr4dNfq/1D+TrtNPjun+xnXw",
-	"e2OWgR5vElpHbbjJtX00zGG32712y1/6b90M9JNEXvI0idv2XDaCmt8ST7u/EIvGh+vr6w9rVtyzkaY8",
-	"HalsKmLQouxYy8vsO2c3rnJxoe+6a5e+u61utpeXjp/b7+9LwVMzefvzht1d3dVNe0kD1hEw/bK4L8qs",
-	"uhGO5DstvhQS/c4jUfulT4ZV8msnsp1r0VhDhAcFCVoBWBfXqDHh961Sk3Ijsq+aTK1br1349TbfV3gA",
-	"a6jkRIBR+4WQSa93KzLJaO4beNUqWYB0JldLacz7ziJLWl89FzuSIKJ5ephlKvsytnevIqhqttdOuS1w",
-	"zutOv2S5FFczEYGljpd22AtheJKSipqq8VjELAdFAPWssFzEMLCuE9Bjv/o9fo2x9jfKHJAB8qUw+72N",
-	"20wZAm2pTJvbeW/SNjCHQFwl2mg2zA2LlSDnjc0rwC2mMTvsrAyskN/IhnbAYpWLgYxVlE+FNGgkmUnA",
-	"tGIJqjJpojGkBcr5RGRgf4G1Sno20RLaq4XTnbTpuqSITTtIFy0Hrb8KanujzI9gT3wpVLa7kcqAvEY4",
-	"3TXE9UYxnUeTIjuBwn5gx0WRyv8G3OGYL1LF4zOlXvFs/KVogjtPN27bjCbdNkq1U5z2FpaIC/DgDfbI",
-	"eiFW8k1o1txhr5MfWn+HjQUe9kJEaSK/HK7fu2ljYdLt2M2aHATOxfBLw15wjr68EU/SPBPnkYpF48Na",
-	"Aoh4FqNG50YlCWCHIk8MRRObNGEWwsgiDls2CIlxnSKHaiDLhCmXTeXpEfW5Ux4t1cQob9rbmnSwpRyr",
-	"TXcX132VEuU4Q59YAm/wI+7Ll8KkbqBlb95tIqgVcrZhrHNh+HgNBXu5h4VSQyE9DOLbOBgF2MB2bWeC",
-	"x0i3aMd+/XzMW8aTYum+DEP02+0JoNj1DZLKRpHtpdpLO/3qd/FUZJdJJN5JfsmTlA9T8aVYm5s1DU3z",
-	"bufexDfsYMwNH3ItWISZmXBWh7ChPJqQ+zNO6Fsbr54nZpJIPyDyCMQUj0FOBYwScgsVJdFMT3JjEjlm",
-	"sZpLmz7jQjWetyd0gYQV4fMf5MI6U+o1lws7nP5SmMZmJ2fGjWjb1MkVcXGZqJQbEZ+7fNQ1MuOAlcNQ",
-	"OijQDrqy8hlrhivjhEzyqdAsMa19oM8JpmSByqSksGQ2kBvojDWLaOxOq8PCggBsxvwyAYVsnFwKyuWo",
-	"S73ekAH6n0nM7yTPzURlyW9fji6/s5GSc3/Ga3jm60TrRI4DlssLqeaSoUZ9qS5EjDG7C7H4yl3w79+/",
-	"by/ntG66eTkF1m6+dWOJ+LWIE35WLvpfrgTv3UAExczbU5h6G6/d0lx/pFn4nN6xDe8cupQsl/ZV5pZb",
-	"8x3zxoiXcUxU1cJQRgkZ/O/Ofmx/+9VrU0sJQy9sCv3XEcZzWQQu56TtKgBWxJ27Aqz99ea9Ha/IYQEa",
-	"cUPuMyEx1TUxrBkeH5w9f2mzEMOi7mDEUy3CFsV7vnLSuHYJGORrJh8lJmNU9szWXJ1z/G2ksil8aoD1",
-	"gckdq4kaQSOJl4sueBSZ86ej7/hO1I17w2/ELt+LvhM7oy7vDRsfKnl3eO3NKVX+7qOLx5tpWbihhh9F",
-	"hCv9HH+2ri4v34LHZHbx9Nh7cdzpYGkt+NSt0VLdh/QMbCx8miZSZSyXQEt73W6Xfc/2up1ul707fYH+",
-	"wmIhE2me7Ta8nMfv7P82Jz4GDfe0m5IFnrvrlk9EJfdxp9vt1uzkVBgOhspND3ntrsO6B/K7UQilrvbA",
-	"ANNGV5tRF0I6Be7MfQ36WyMoMk9m03P49vwy0bwRFP8sHH/lV4nU+WgEaqo056Ncxtr7cUZZgokcn1M8",
-	"8MNNZGX321vrlbdbT2knAiZw74RWUpbusBeUNYuZt5jnRdo4iL0FlV9hEd/9ENyn0AJxhE/KtYWt4VYk",
-	"OcqIcxJbwIVGGc/jPBW4YVYzEPH5cHEe5dqoqdhiw73pbtpYUFLutrGOR43rKpbeynTBMjXXRaErN5hN",
-	"jrYUupYxtdHfzY182D0tNds8zBVruefsO2eBN+mQsi65YVOlDXv67BmL+cJVjyRm+7m5q7zU70akL71j",
-	"T/9CLeRDzQBOa1jOnuQuaRRjuWmija4wE9pijURCLOJGssBfg8rmVRZ3Pa0saV93I5pbc21SZOJzcelK",
-	"7auLhLVoDG4jJTj8ZdB4PGh8CL3Uavg1sLX0wFPwasbjWMRlvhOm/fsH8nHJITs6jyIhYmLQ9jvr2y6/",
-	"ID9mXOxG5S7aw7qv7Dh1dDHlV0c0rR4VD9h/lTyNZxkHVk4lcPZnk+XiOmjkWVqbkpth2eDx29MzRqtK",
-	"Qiu0G/zu5FVYof08S4jHFnVL3d1vby5c8qkOprKyl7Wk5mkCK6ktR6dv2W5v55tCO2GRijE2naq5yCKu",
-	"RR9tJFdjr2Kh4eej07ePdBE0wHqWJvpgYK/ZUKRqHrALMTNU+Q3Lkxg2XDCO8r3VYe8TM4kzPpd20GY4",
-	"yS7CgIWXYmTjZfSDmXAzkDwTKLnsRBO844rncMfV1RXckQlXNEX+HUd2HGmDj+A7nsKy8Sl+o0Bh4Bmc",
-	"dp7jN/Mx/P0NrhzyKfwdwvfDGMTGcIKfkxH8xRGGEv+qIf4FhjTEbRlq/N7gOPMZ/F3g599QFeX4N4Zx",
-	"oglyiwl9nsPfFD+ncFckgRIjhZ9VjnwlQo0Dv7nEe3+7aASN+CPcFV/gZ7w+xmeJMXwGORo0hIF5ijwD",
-	"UvyIcc8L+HU8xL8CZj6ewGqME/wG33EsYeSx+RX+LuCbyQX+lXD9xMCKTXK4Jolh5CTVmPaNn3+FK5MM",
-	"P2uY20cc86PCvzN4uwsB11+M8e8ErryYwmgXM1iNiwz/zuH6C3z6xW+wFymH0VKceXoBd6UZ/JpqmFWK",
-	"V05xnacxfDMdw15PcebTKdw7RVVgims1zWBtp7gy00v8O8drriT+hZ2dLvB7pA2JI8sxfk4U/FVwvZxh",
-	"kjuuvJpmyMlgzWcCrpyN4ZrZBJ44wznPUvx+AWv4K4dvMoVl2Ug/WQ73ZnNYDY2/aqRGHeHnGO7SAsbU",
-	"Y/weR9YpUIVWsJ4a10Rr/B6pUV8C/egFfvMbrIyZwFPMR7jeTGFNDFK1wZUxWJhlDH6Du2B+gytzPoG/",
-	"4yv4i7PNNYyfLxL8m+Nf2Lscr7/EM3iJe32J41/msKpzzBC/wvW84vCmVxF+juDtrhR+M4O/Cywg+A3X",
-	"4bcpjPzbfAwcz7ckYSorbD9oXLXHqr0iCw6JeR4+yMHbykFcmpu8AbWFK4JFEy7HAmMCRdUx1Uk7/4tN",
-	"ynmkWVgUiITb647OCqnzCNrcK04V0QfHR0xPsJYqMRb4xKnTbqJ9xllo/QIhIduEblseg8LLQrLliCxC",
-	"u0HwU6loPtKIQGMvwL15HGLyyECG9rU1hkDQBTlOLoWtV4O3e6SZuOKRIYQCTsJtRc6TEXU7LIBST95k",
-	"suFun5G3tcazsqT/cjjQuAd12giO9SrRNdTj9q04LjfOqXwBS63XQWPC9flUZcKr6BkqlQouV2aPD/Tu",
-	"WDvfs/XGxITPZkKif9BtF7oN8cohEBZR/eou15gdfxUz+DERaVxkbld3BSEX1iq9E0Ep0SzRcFD+efr2",
-	"DUNbBuw9aYFtMF+uGT4hv0XYQm4KP0gsAUWUHywBZgUoBlxBfknWDDFqB3reckJUq8MOHMINjpUq6TLy",
-	"BrK398wWMyagqaLhlwlULKc8u3DZ+OH/93/932HlTPkOLqxZra+w9kmJVqm8oY6UbF1Of73f25GDurjZ",
-	"6rR31T3on2q4umGvlBy3s1xKDMiq7CJgM5Wm5EYIn3xUQ/3k9yS+Rkb76U5e4ajpllGBD0E9NhlTMl2U",
-	"QGTITZGg9xEGIDQuqBOW8YGPamjTpcIOzglBLfRm8TRKZKInIsZHcAu7Y90F8yRN2VCwWKTCLDnOVlfj",
-	"l1L/kHmaNj5cBw03+uY5wKOLExzYF4UjgUKTy0ikd3r6iojYorwfiWGcCa1XKTdTc+0cp3W4cidqrtk8",
-	"AxEvmVZsxLN9BGBQIN9KMBR43yyXut4TuRnpxz8TS/OpOxsEgnKTdPmnGp7QhdegOPNso1bD8Tw5fBRm",
-	"r3dvdod9KjnCDZM8pQtv9nfBCsdK6H2nf4RsmCdpbGH8gLibIfovnliEvLDlCyj68mau5CsE9i08AlpS",
-	"EryFrZ6MylFdw+HuQYcAPvn5NYiSltbhLtbwtuL0r3LjWM0lqMfnm51R7jJPCw1YJlJuMF1GOQX4kcZy",
-	"fvbu5BVuuGdMOVJ4ks1Ww3NP3ANqNQq683yF4WwHY1E508VIQfXV16z1aXF2lrJff81FLuKQNec8wcQ3",
-	"ROOxR7cVsNAKR+vEtrKApwToqFlY7AmoIlauDCQmJTmeHFYdT/RItORxaKB5TzErNDt3e+1SvvYCK/Vu",
-	"4YrTd6/W51tdi3czIIC9rkXSIqQaRJHDkn41lwj5oFmOF+52K0hd9urcDtLtkCvTn9Fet6DaxRs+XZnk",
-	"brfq7Lyu2Utrcy3Fisvo1x56t+lf5y6W5ZzevsrS6HV7z9o7O+2n3bOdvf7Tbn9vt7P77JvdnW//x4/e",
-	"9a0jYykSkoESutPt7izXCfSBX5NQBd38/PDH06P/2e0d//DNfx2fHb991jt+8c3L58/ffPO6UQ2PKRgS",
-	"z0YDx62Jii5HNZ1EaMx4ZhKepovylYOGtQhq33an3+11dna+7XV3/wfVq3WxxBXBuxrjW1nsre66i/p4",
-	"D+HrDUpYZRdXOeiCcadz+aUdRdGHH4VaCjXXhZjhuR9upZZtFe+8n+D7yrDb6R72cJb6h0+C221yneZQ",
-	"F1Iv1Ihl6lt5naWdrVKEt2BLaog39Q/r+RAVjNiAznrFY4tFQ52jAD7Z+kgs50Et+QfWRCV9hJW1Thk7",
-	"sXtQqfxX3KBWregsmFfHJeXXzfhYWJQjvc9GwkQTsBrIWkelMZHjc+7Sho3TZhCvjxBB7kFvq5K4Z53X",
-	"ivAKVa6w6Dq57sZ3o32BpFW+6T1Q1zs6Zl/gazqH2ie9pHVg1AVZEUNwd+8bZj0TLLbwAXT7ktoNA8DP",
-	"6LNONFtyem2LKIFetw57h2BOUswLLFf6l4c7kSAwViQwt9LPf8ArSE/JxK/nL/7103/96/D9j2fvT37+",
-	"1+5P/37/8vDfe++f/vTfu56CstvrwYqZtAbEk1kAjWL5bobaWKOv2JPlqn+qK/5j6YZviysgYN227xUG",
-	"DLHP82jiItpOwkdcWgCXodicGrUu2c4W39XPp6aGr4gQUFDCC6dTDV6nNrhhaaOGzMTVLOXSYhnPRJSM",
-	"kshh5TEVWZEqaof1E2TrX2Btsq19jSJpNlIyEpnVk+r9gnrNM5ago8IAUw+ENNkCEczt7wy9rUGRZ9Tr",
-	"VqJsmxiI5+leCYItCyya6rmiENXWUy7A9Ud5huKsMmvN5mCgI1QA4ktIZRwYRCJZSA/Fvd+cb7dZiSWa",
-	"W6qBxk4OFrJ5pZK5NlO34Ay/b8ivn3GHiuT4myW2mCm5z1IxMkzlpnRw4A2J9r31rHDWd5YSY/ae1bkk",
-	"K4mD27w6FQ+5r6Uy7ZKFWAouOMFGAvbZYi1+sIf+4niMvYdagNgyhtrB9RrnBQz88uzsmNmyctj0jp+l",
-	"uVdJ0NztdutIxrLlmh4mE5UZpvPplGdFPw+3mTCOB3ntwWtuZin1HsmD0gf17uTIouP6wPjLDw5/OjwL",
-	"Qf0j2eWNtuKuqgHjqFO8Vmvf1ogQr4DO8eqyGK5o5DCfKG1bJVTwKEn0iHggm6FNYgwDFlIfAcQBDqmw",
-	"yVXoxGErYFy7iCF2gXikWVFj1y5q7CyyomN4a5becbJ1Wo1JPS9tnU5z4iBXMQh6t+zEjYLlVCC6a1pA",
-	"uhZSpMPewiIbRa0PXAIz0/nQBVZt6lt5SyO4NXBtzSuPLOTMJ7hJ/iyHx6p3VXxet8HdHBWfnJh9swdF",
-	"bzDStotZVOBANroh7Ous8yd8WEtV92BeW/L8/EELetD92KbepD/dZltJefgUo41y9VffChSRc538tkbx",
-	"GSUpaOtwATDrQm35XKyhWhVwl+T+LROnPmtkadUU2CYc74KTLhL/UQ1bt4zD15YVbFlGcJcAVtD4qIbn",
-	"d4u1Z2p+HtVX91jfh6bKZvQtO1UBCHJLAlzG7b1LwUNCKbzDcz/aa5+9oQ7Cf7vAO2NLhLfknb0hEkxH",
-	"eEvn7Ha5KBgW/lBfUewl83GNuinzUmcwmVCzxHXSI2uOkk/uhff5iVyfzvi2Z+9/+sJRmsZ9r9z9SA1y",
-	"ZH5Sqeh2NTt1ms70ztHg2tHuKWz7i1ueYuzrtQv3JxY91b1y7JW4LytKdbVRG5NQKwnkZX3QpnvKkqB6",
-	"C8T+fkCA/DWWSPlD9ZztFI1Hq62drDnv+l0EDDlwIseIUhplSuuyuUZiHTAbXU925FuqMXFOAAvnpOZu",
-	"Suvy0gdr8pnmGJDNlBzvsxD2NfQblGLPCgfHKmLWu7rqbEy2cnh855ucL27cR9r3w1SfL1WJ7RfxqWBN",
-	"WAqVo3ZEvZx4HGdCa9gDKW2yN75qy5+jWwf/MFUKjy0JLO3E6qtUF92t6of1VPfCEkldQaig0jZq1GaU",
-	"dc3SIe5TEmYSF/1Cw7L7SGgzeYPVti9e44lwJmScyHFI/UQZlwUFjwX2nexdXbGml4XTYkWjXZMtMDke",
-	"DEnEVbQIRfRIu+p+Uy17Zx3SA2sWoI3kZ6k9f/X1ItmimDSlOwZMpbHQpsSE2MrOW2ICNfbenXJyq76Y",
-	"WzlLggbu/vndqgzo3lvWGtRo31u00wkaUlyZc7sNm40LuLLYMCCBXBRHWrm2KUWjoILygHqIRD4pt7NQ",
-	"wYnw65PD6oyS+8m18KnB293KZnluj+VVDcqTcLt8iiVW84Nr9fYJbpFl7nWTC3Starc00D14bG6c2r27",
-	"bpb0q/vBbNk6t8pXr5Y9/wWH9dkuihMLFBdgNAzoj4rnAhdtALPXARFMBZeYOl6X51FO4Lx0O67md63j",
-	"/X2wPKwLMmTN4YItVN4KWDhWUoSsmZhSsdjd6bKflBStYCBRYqDwapKfumAaNo8M3mMPwRBanVJpSFLh",
-	"3NjVxNFiEo2gAY+2/ADX+kZn6CfqsHcSDrNMXCYq1+fU0+t8k2/HdTR1fb9sB3EvPmgHcw3CKCyvk7HU",
-	"bCh0EgvLvefYyPj2PPj2DLRQ7bdgrOTEqOaeLe2Jd05WKXbjat6J1zpecH/8rOAufzo/e5+YySkuy/aO",
-	"idVJr9RgFSPWNPRPxlg0RdcERSc79g/Xek+N2NMey7iM1dS6g9npBFEI/cz+smEhVqQ5FBcZl6RvKR40",
-	"VTgdji/4pxEf7neV+/CP73/vBr3rm3Pp7VuurvKHcp3BMN0K4qLPwokxMx1ScTR8Dov3zUS1PT923tBs",
-	"liWX3IiBlMLMVXahWTNVEU9ZLC5FqmZTIU2rw95gzxTuLg9YqtRsyKOLgKWJvGjTPSpjzhsykFbH7xf9",
-	"VqOJiC4wBYFlYpxo4+D9pG0+XPaedPZBnPC0ZMVeZBnfs//kif2uE6mpA5/TZcrUh08H+NAiyrPELE6x",
-	"FTnFIrCH+EFu6vvhWmxL2z+baxYeWKxMfN0+ox7kbJB3u0+jC7HADyK0fZ6xxyJh0OPWcc1OXx60e3vP",
-	"BnLC9QQoGc4ArbhFD9ZCxNhD3vWuwOScC7HADJYXh6/fnh8cH53/fPjv03Agmzb4zUJ9cW6ENuexmCpn",
-	"XFHTdWARS73SYc0JozCRI+UACXmEh9S2EXRL3+azhE15Ig1PpMh0owbHVs9E1CbPCDyfATkJSZL59MXP",
-	"jCBGdcBSwTMYxCKQUDM/BC0Rme4M5ED+r//FnisJhyBRUg9km/lAm9aDuWkbYLr+VpDlCAs4FKmSY23t",
-	"64FkxRLDbFyrVNdBRDMdqZmICV2lXyTQ2nseaZbERWOa3e5uB+aKNboJHQSVmw57raSgNqhl98ikAiXm",
-	"kgwLTJhV3JgOzPV9lhjhxsAeorMUTlqaGJHxVLNm2NvrdkPS8/Bzp0upEL090UOaaNvVwGm6ThsItsma",
-	"fBnEswaXM8zNqP1taNsp7+wRkkyiYX6VltrYbJk4b2KYFNq4hEzaepRnmsVCzNzYT3ssBUalA5aJmeBw",
-	"JYzrlSAHbKLSmHwgb969KgtnWDMcwIZ3u7a1PUvhBMGb7TxjOs8yNQbqwcvib/GyRCIFyIUt1AnoRpnj",
-	"4/z0qWe7XokOVoriK2JSIApDNhQLJWP2//4/1GK6zY5iOv4ui64yBF5xgCu0kuJGqFle9h1ltpEjS++7",
-	"HDaXOBeSw7HoQW+QVGy+rGYimqhyrKJkW1E3VxqZ6sQzTBzzSMTztmVZInQl96rD/itXBvE6cY8pBECN",
-	"Z22iEA2Fk8WVWJun2wzXIaCGrQ475NHEK0DmRGlekpNN70NQpH3GbUqTktSg3+SZBFqlJKxJPuUSOy8g",
-	"2uiMj0XdoQjcHLUFHxFxABZNcVSlmKeJFI5fvSLga3nmC2XXwp/yrrTN8oodaiDKBtBiLDG4xKYJ1+xp",
-	"t8TrDk8O/+vd4enZ+dnR68O3787CFvAjqufssLfS9kDPcqkpD7Csv4OlMj7avWNWe92nfiV3DXi+Q1/1",
-	"McSrE32kreNRs2muDRxo2BGLlL9XeYGDF+cvDw9eHJ6UL1GWAc4nKhW0qzaPj/hSsfB2yJ2VMd1gsOt4",
-	"T5QbpkYjNlywwpZE1rTb7bY67AcVJ6J6LLGJEGvu7jxtddhL+z7+BU977Ge4Inx98N/uJX7499nhadja",
-	"h5FtlyIl3cDOgLXto9GfnfIFIvRpkY4Ch/UHBxD7ofVhnHD36Q6zB8xOhP1IKa1nSjFs+hQ68kO+3zbi",
-	"yuah08ZcCDFrc7CMfQd4EqeUVvjMJ6qjF68OPYoCjS5VWsQd9gNxsp1utwu0jDyyHE7blXj+9s2bw+dn",
-	"R2/fnIYtZyvSCtBAIJ60Ao0QyX9Bi4PgzyIOYFB4FyBYLu2i9a2rGV8SFAg1GrkTduxlLeqB/IOgQP5w",
-	"GZt/oN8CyP4P+LHdbrPKX/gyXNtEN2R/IC/+g23qiDtCZoU3IqcqWLED5UeIEmSpnbVPXMrEL59c2/J0",
-	"SrDrVuV3tkbAxHRmFsFShu/ekowCJWCWgdYGrO7g9PnR0eq8VjN5YUI9uxQ3dGRKioZMRfGQyXXfemXC",
-	"/SIj+DxxKcJ+XnXINAdzJokm1kxbdJjrm8TS5EJY4YyPcOJo9R18AHua/w77g71RpfauMotETsbLKoj9",
-	"6qBFkiuNuEsjbuwxR5jm7iI42avDrrZLpPH3HPEtN0iEXSwb49LtFv4Quw+G6/d0KQ0bn/OdfY7bQtoq",
-	"7JxI+C0E3I5ItkbZTJiljXQtKFaf/FEN8alUcb36VMxPSEH8LkokkOaNWByt/dXJYd67UfaamgNX24S4",
-	"nM5d2w5v08tlZTLrqzsqy7MZIT30Qgr+JhwWyOkUBVulh5riGHjuTg/5zm3aVoV+LU6Iugo6Itzhmqu8",
-	"jvut9AGk5z9d4rjbdf6rYwB1zQvoGXtrngHvCWYawxtInGzoVEBXU1eCG2mNyqvw+T1ipbXEdZtSM9YE",
-	"Hubm1lqdw5qKLG8Oru5qeYXnlitSJUmlbGufhSsVYci1dVnolegbKM6JLZrLt3YutoeWRGcHGJYlHVpk",
-	"KnsuhSU+tlA51aAC/6hZAL+eAB9lj/n6Djv7bFOHnTud9GrXY5jHHor3UwWsG/Vyy+IkU3nGdBKLDntj",
-	"mRofgkJELWzBtNQOu69S9jJKMDkRKRLGSNVY1/Pi8rDTLN4og4g0JEn7NLSdKZiEyKDxINtZ0rtzYIBo",
-	"k1JIslMoqq7aEfO/VqZQa1f8gdYHEcG9t+Fin9aFizXh3KMbNijpD3Mq6tDRVskesZFUtv6NUaMqrnPL",
-	"bHUdsN/AIi3ooWx5SakWF7ZAFZbE0nBFaV4/W5wsatLeLwNpQYmcpy8MWAFThNmqVmurQhc5RZSO7cqD",
-	"zmiiA4kJIZHK4hKnDydX7LrJuNSczBQrSexMAserVAY0ifqJSNANNVRmMpCoISFntl+D8PK9roXnDlNU",
-	"PC9fhcn3y1nB2ioJ2+kWAy4fyLBcC+IMZq5WmTSeCTpWBKlcom8OJJdMjEYiMqzZ6+5YFPdCp3bv/EiD",
-	"5t3yncbUHdIqxMOFIUMOP8B+D2RY06O0z0yWCzSKnQRxnjlreSbGom/CE2zbgiZnu1dXpLtydLOUlo5N",
-	"omKp4Je2igxWK8c8INwbbqkQvRDo/+8MJG4GBdfY48e9XTZReaYfP7YnsBB9CG3t+U24dCimqJW5N31x",
-	"+Pr47dnhm+f/Pv/58N/nZ2evwtZ+AShqkbhgXlO+ADZCKWEYi1gtzIbDcMD2rq4CxplNJCP3X5ypGZCO",
-	"Z0IXipERaYpyaG4xFfyKNKPUxUDSRhNd+fQNk5pwNM0tXZBDWBuO7kML/18x3Yl6B9IdGOJwCmYQsGGm",
-	"LkSHvVA4s3GO4Zk6XgBL4ggfv6DS9aMR9SyspjMWswu83C8iQY0yYMka22fJCCYQoLcNdl+qeWcgUeWB",
-	"zfM3JtGwE86kpyxp8gZ/VEM9kK+UBU+0bf3J18u9Jems8CLn0gp73R47sP6FEJs3yMhGC/hAIhPBLDrX",
-	"ZDdkTR+XsWX733lSYR8hHAvQMAqj4xhk6Ibo9/ZS5pCQpUuv7vh596WuPEpS0SohrljTCWBUq+aTRQvb",
-	"SXqgVyx8cfjq8OywktJNP2tfZk+sZHCWVZ9xRhhZeA2u6UDCJgHRO7BK0N21UTNdcgdNqVsIFKJG2Kii",
-	"w/6phpWAlqujtLQ5kI7qkoyeSpXlBXtAZBGWKo1nCcQ1TZ0KPC3EX5wI1E+zXNLRHcgmrOa09IIkBqc7",
-	"E7H1IWp4rzJ85gAKtSUiBOLDt7TFLmaeRKIDx798PF00x/JQI7IsnyHEoFJMjYyQ5PsttsyqIaStcTZN",
-	"JNj6A0lLREctyezzaNFsLQ17/PgbzFMpuCD6xmjHgBSKVIRwn87+RrbIwpPD47cnZ+cnh2eHb86O3r7B",
-	"II+LoXldB6TJVDqQRZVLxDNQhZg2GRw6C4lgfec09NGo/UZJ4bRyd9CednfJ5Z9LK0Q6oEdQy66alris",
-	"CUq/c/YlJkDDE0fQhuNZ0AqFapQmODdLqOpSZFjOS441DEI90nYNdIcdMPdUkrf0feEgaIa/X4eFTmhR",
-	"1XBJne/DeSImXLfQeUoH9FJkGvNmwjL9Iyw4KK1UYEUzaDfwSAraI1FZxcVNB06Te2AzXAJZAn3L8hLi",
-	"P1oRgyFzu9DPCg3E8AuB5pKaUSq/v9AF2y8VCjfbwpVj64FhGex7ktDBpWepwo6OnOSjNzTyxiWCgLmw",
-	"8HFIYhMEB29rMeMZ5l1gzwo1AiaQmAUzfKwD2kg41LHKhymVdQvtdD9r51nzz9Ws9MtX7LNB4/LpoBGy",
-	"JgaTdna6rQ47cCqMSIENNcPLp2FBb/SEgIWDBt07aJC7m+KTkiNngafTYzvsjI+tH1tNZzzzFK+BhE99",
-	"GOuyi9OwfoTQTqvj70aurapkjxgNl2glQdeaC37BwvdP3AtZmkfPi9Ct/dXVRv8Qv8CcLHvEMbZALkHi",
-	"O8/fnpxiFEoL+wpFHB334pJQoM0ErOIipltow9rF0qhLPuxWv4yOEW/gKfBzJ3RfHh68CK0STZ54mIaL",
-	"C+GmEkdB+w6LzZsYKWOFBqEpctcKyoBAGdQ4LGdcPPPtMYUdLJvqdXfZG8Vs5NqSKrlG8XVgf+FM2XWC",
-	"Rzdp3iRQLokJk3fRRg/peBdP8udWpiKgOnLg8Dm4gZELTZHsk6TMC/gBpCgGy/iCRdzqFQfHR2yUqSlZ",
-	"JVkyTqSuTe1phrC35wevXr19f/ji/O3J0U9Hb05DDKQMFy6qCOp8q8OOM0HOSo3+FeBPrkmrZ6WQg8FT",
-	"iALHLjAeVWNZwBWeIyKoqkuB3004qGklTOOeophunyVTzOgk+zITaE5Fon0wm6UJCFmjGKWYFFkhNoVK",
-	"D+QJphxhHUrpLHUIu8vOVsdbPdcAXGjjNVR1kZiBLMAPNDMKoSLC3weYLzNoBGxQVq/RPzExqnFtqYiF",
-	"8O+iPmOpFcJAul4I5Fhyb2Jh2Ngvp4bLmGdx8cuHpsuKms/nHW1/dllRmCLVwrP5+PFpMpYifvy4X6kK",
-	"Ccp/lV0eaLXd9zoZS27yTDieq4MSWR/2ai24Ph3ZDvuXyJIRxTmLwZi6dIYRn5Pv0iqWM57pRI5xZOMk",
-	"KBimrJihZlOyg7hke1ax0kylcYfe9cA1rwblHl6ZS7eDJRS272uocTFYJaqZ2FOKLCEZUcYOSMdk5F9X",
-	"WERW3SQZpl0OMjkZ8MtV9AwYuaBPtEfs3KTKpjxlERp1Q+R5Ucb1xKWuoM1epF9I4pyJKUxrVq0A0gZs",
-	"h5X6HzLf+k4ltlOPcSZ2QeEAJ0Q9XC6wCCjRVIuh9T7LRJxklLNjG0QRxYp4v3QdgNx1sS/i0i68a9/W",
-	"2dfNnS7THrtqBVQ0hFOw+vAe0wFtfcCedum/PTaB7ybIQHa68K+dXfjb6zIKHfZ22YQ1USB8hM3K9qtc",
-	"FJmuU55FUczUQivXZo+yalq57iz5CNE1uNv7Dt50r/sUpj5RUuWZiDssdPnqoYvYaDdqQQDWJt2vcC2y",
-	"P8r6QHISgHxYyW33w0F2+/6V6GSY4kmgot8V5ofm4pNyfJdftJRIT40F0QeAaQ2Wl1IuKo1RVDGGSI66",
-	"PHuOKpEb8RFOx+O2ZIeBzNM355xGqcpjL/OUufxR0OK8rFO/8oxHJudpunAppvvWjbW0oW4D7EyPMzWd",
-	"GZu/RlEAN/GqTwQtV71s9ZHL2AZMMEkC6euR67tjM5eqVimbkgLvErIKl/pyyR9cgm8PZ8fa0BpEhcoY",
-	"PAfOXVGNGQt0zxDzMpqpufQpqok25pwnhgxTHDbP5H75dOLFJlsQK8bTbnVBl79BrVgK89Jv+C9JTStD",
-	"Z+SOc7aK1T3wrHtBGkxrLULnznjRosB+GsiqY1ALm+aGcRy9Lp8K5OJA/kHDLNgfNuzzh0uU25Ah4oCk",
-	"2B9sp9vFCdpt/sMlM/uIUmXGEsFO0XsXGFQk3MoUMvsQ9/MfrLdXfcSdvPEBhjFtbTeQkfcW+LxlGCz2",
-	"BzDWGcJuF4GPPwpHNumjQIvWKHSnrIgLLSnBrLnb3WlRfAFJ3i48qtPDPLoQaAiGv4blMyhlTYwS4AnA",
-	"RNIF6Q3h3AvGwP6OhRRZEg1kJNIU6YfxdKyyxEymrT7ITZolcHg9E35Omd14e+otqydHkIXWA0kVzsMn",
-	"MLcipLeU/YhxMUeyJYk3e1dXAbrMYU9ALPA0uRAtly1JzlVnCakRAY61E2FGbVDt+Cxpw9vgyG17XXtn",
-	"BxVPbbI8AmUqblOKJvFsPCOYuGxTYmETabX7q/o2WMuWFAaN/V+/3+l29+ff74DuSiSI3/b24EsX6yjG",
-	"qN6cff/dN/tm6d7s+94ufIm4h6gCZyEJRYvQ6HZ7IMn8m3GtbRswqeZEyyb09sttPHlasbcRkU+i2ShP",
-	"Uyto2IF0RDmQJD9duLJCmEWct+YMeMXKntuTuNRAWj9IPkPOi1j9EZc2PImudmrsg5PSM+H65Ox2d5xr",
-	"DSmc9qbMlETm+ZaqL0pIOxvcBGOx9936kPZqQiZrVtYtGEju9OMd689ejW/vFx4yTOxCTyxl/5Dy6A4H",
-	"HqhkOktBfx9IXQj6ugAqGMIw+cR5Xa2TmBwJ9XHC94XmVZcyeyLiRAceETgOb10yDrGuIl73K35GlQ2o",
-	"lJEGo8wvDC6DCmW9UU4wW+GAacMoQZ2g8xqjAzetgqIDM1W5idRUrMgVutxrNAAX22CBXvrZT79zn/ts",
-	"t9sLCudhJdPOT6Prs+UhKkOvYubf7SG141SetNzjHZ5Throptt0H1TkoSNA+D2UHFYNNc6RX70ZQXDQL",
-	"j0/ePj88PX17cv7qAKOAIStqX7qt0uaJJjwbI00PZCLb5AixRgYeYzjDaoiEY4uR0iQSUmNFXQGWmTX6",
-	"jddHZ9iNFKth4B/XQcPCeFqsTeu1cOunUdfBox+LqZJYFgUaQEn8Abpup4k2SYRYqNZHD3x/ISOMhJEr",
-	"GM16Vpj8jRL42S/Mwbaf6Mht9Bvdzk6nixBZWkmscuIvEp6KyNiSH91/8gR+a9tehyobP0HB9KTX7XXb",
-	"Oz1b1NcIGmomJIzfbzzFUbFMboJFU0/gz3htQR9wEYwdFVBEsYpAUUEtdkiOMNvHDtmoZytQbgu5UOzi",
-	"dmgyJHeP4ka/8ZMwJ0r5kBw4rV63u66+srjuycHx0YkbGVZqb5ubjmxWj4U29krJGv1fPvhEcWadeiVp",
-	"oBaTKWVasIN8jCVvbwuXK+GPPLF68NqFfcllTADjaANRoQU69Kzuje7c+tolP0e1djEPIgcbVreeEXlW",
-	"sR7Uq9P4aMu/LcHcUNjqHoElZ6s0483OikoYsNBG1o1ur31SXngdNJb1oK1vtpcjgJdzct54M115FNOb",
-	"7XZ3bqamd16+Mjxtt/fdzTedKfWay4V9nr4r6cJdT2++65Qyt96VaUxE9RU6d1k1zpFdrbDzqN1tPpE6",
-	"MIMNDCTRZVlgJkB/IHl/ImIVUddLDFmLdNTGmkXMoXl59voVMZ2m9RoTEzWLFHTxRFKGWJE9rDgYZGjq",
-	"iFQLVGBbAcaBTemR1zMRedkUyKJIZKyeIZ+vfA2MCQ0NWLZNbKkEOajdLeQ9Nlncb9fq3JyFdS/FvITp",
-	"Af19jdN2IG/w2iamcFHrPitcuOv9twNZaYVct3uvEm0OHXJA0SNVr617Ly954phOnRxMnHOIslbpjQv0",
-	"b4vBgBVo2CWi0W9gl9ZS46j2YnHVvPz2CEGr83sL62SRP3BKicYU6HVTcXA1W/F6v6Hxh88oU8pmxzVS",
-	"5aBIX6HX/BuIli34wQ88doh//0nSCIiAFeAfjpvZM+1zMvRkr2VnJ7ZaVBVobPa4blKeqFX25ybzdYoT",
-	"5Z080PaWtN3dvfmmN8r8qCyk9td4GH4SpgjN1J2G28o4vPHoBcGY1EeESCTdbdCgMVO65jD+Vy5sxpYf",
-	"ZQIVbh64WplRJvRkCaCwjz7wSq0UJpuNk0shB7I5n3CDLir0KlSRg7B5OlhS80SLsi3Cci8EP9JrFHl6",
-	"cYBHVopiDnwlQosF98UAjzQTPEsTit1QiMqyGqcYDeSFmJkie9JGelDLcnlrRStmTOjmEtOTrV/Nw3fE",
-	"gbkZyOJRiS7r2cj+xoAUJd6j+8u6tKxTjDuL3I3wyBYulQCTNWpVtb9F2X7gBxUv7o051jfRuL6+vl7h",
-	"yL17e2gtxt4aBu3F4WwublOCfHGYpiu0heF3R16tB9b+2Vh7dwvWvgRt9cLBisH9O1sw62MqfDxTCgv4",
-	"6b69bd6uqGh8LeKEO8jOr1EeYRuaaq7AOiVtInhqJr+tVdAObA5gD6FlXH9758JHuMPsMpHjDjsyXtWG",
-	"ym05q0tWr1XkXuLD72S7061vf/4MdvsrEFvU3X2tlf5RDdfb6G8805v6TgvTnvFxIm2e7oWwYi5NdI2K",
-	"C7r1P+EBn9E2/qiGn8Ey3qIlxBrL2JZ86KLCn5JbN0yHUFy3Ex9lG/XPax+7Nv4brWN4zQch83e3jT/S",
-	"AXYcBM9zyTsKq5iqVFZ5yPOi2Kjo848t3GxLf8J1kCUYmt9OGBFBvGKmA6sHYU2WjRZnudT7t65JwkdS",
-	"3QaCw2MR8kDSZClCUtRGraBOlLht39UprzTIP9Ww8XkP6Dq10S0YvMHD8fzMOuCazfSRyKqbuh0uqmta",
-	"XIOHWqCU2xYqu93vavqqbAJWgZX9sIZ46mFWNuO0/A0sja+QORObIUa1yp+D9UH2j2r4SPs1N7NMjTOh",
-	"Ndj/CcHBJHoNu7YVChV0v4GsJPT0qfbVT/ghLwEiMtlUufpI2F/HNL92Xgm3FVtQ189zOT2ORCJsVKLZ",
-	"XGVmwqb8IpHjfdCjMWWrNJOAK6wjiU5Fed3UPObBX/tZ/LXrGMDtTK5/qmHhqJ0KkyUbI+0uov0Ii+Pg",
-	"Yhe3Pc4QrkbkmiHIIJaKUYIxYTCzbqfb2Q0ssIKOMj7DyLjDhXGNcbDagzDNjJjOUkzfxbg8Mq4m4lqf",
-	"u6bPRTsdy2DCVjCQXu6U80vCjd7X7n59bpThadhnUcqTqYiDAjwjYIk8J4dnMJDTRGOhJZV/lHgkM6VS",
-	"1gxn4yv4dP44bAWoOQcFMpfnzcOU+SJBcyAxnZSnugS2/EmBQmuSqXAcGt0UzXCszh+HAQvtN/CgDnuj",
-	"ltJX++RY1sImrmXZAvTcJNZkxmOtENYT631Ug8l+VhlhYOI/8mGaRFTTLoHM0tQOyqdiDft+benmRhYO",
-	"lPEEkSj3Xc3090gWVV6+bHHXq7sWZwzLtMtSVV20zPJ5+l0VhHv2zHiHZFqs2VofjU2n6zhhtzl97u1M",
-	"YMlgrKJ86qDHMZXOjbPg0zQMqMI3I7ACxK+tdW3Z4eD3TxXNKxDpbqpPOzvFdL3eIQ4Dv37fV97TSwWc",
-	"c+3l43yhRFDJV8KUGrvINxICbOBGQth+bYIqNtAmEvj3ASb83IIE3DxvSQK4FvA0lCCd/yACsEu8lgCK",
-	"jgbbeGw77JiPhQNeQaBHyqkvUocNS6QWmdGsSc5dZp27IK2VRB+M5ywlQ2/VxXtcdqr9bG5el2V+T65e",
-	"r//Ds93glo3TYcL34Mu1y1b4c+v9yUV6eNGVhMCmrF2VaCy7W7cE1Za/5by2a0223YQKAKot54INh285",
-	"lc/p67b7cLO/2735g1Pt7+7z9npvO15cMDk0rWrTTp5j+YhmHHuSYGlNh53ykSAMnS2gFvtFeS+W6nlg",
-	"2VQHbU+cberSYQclEiCiQxLgMF0G8yjQg4g12XZo2KHT97nvdnu1jmwcx774rZm7924/i0WDjvD9Z3FU",
-	"Juklcfj9lUyWi9Wkjp375iDrFJWiQsqhvS0xkMMzPr7pBOM110GjBlrlplvLW4o7roOGg2656e7iOp9n",
-	"PXC6FW9Tb6uMDqCDF/bIbp1JUj1JR/KdFn9hFknvthM+QUjrv0we/PURmr3uUy9C4zpJ3oD92wgaG9GQ",
-	"wSJYG8XZBiq4EtWphx9u9V3VC5VCUMllh73Nqs6vLSGYE4n64UA2bwB6bvV9LLo6/FMP9NSWmnYG8pDg",
-	"fOd8EVhxuwmv+QZRbDEUqyim/qyoVISwvwhY7W8VP9h8n8kWdCU59b2oFIrjUvWo16B8W3a7vHp/5XHn",
-	"CFC2gkB5ShAO3PUcwEYw2PmuCog3kEaxsTCER1lBjvNTw0rly4errHOQ3FlFGsGsXlMO6J9g4tygoHyC",
-	"WvL1aQZPKT605D5RoH7HySgp0POJkjQ5S1agFRPt/M//UYv3EMS79yDeRn55W8Zib3VFEq6R+7JjA5vW",
-	"TUU2BhZgoglho37z9LtnrT7jQyR6gouxsE5iZBhPEffDtsrOxFRdCt0ZyNABb1H7KRg1prpeaqDZDH8f",
-	"NApwrkaf/T5oXMB/YaDr62IoFl4gfO3S1XhVeRFP0xb1kljGDC7kerUBDQLszmx3mhrMX+7nBy+h4RLQ",
-	"VwGuu1kevEPk37uLBF8c3L+5XJldaS4HlSFx89q4WP+4l+G3sMb/NGFnkZnLdhGFOiHF3BHLAzP/Epj5",
-	"zjZGtdcv6Ee0c/5C2/jb2833xJ2Jr1Ry0WkvhRd21CnOm98GfIMZ4AzB3+2n682QAUULWNvX1Qv6EbRk",
-	"JrRKQUS4zuibGrjWavP0gDOqW19i36v8BMNTWoxdeIovzTBgojPusLDsClgESGYci0Zcz2zrUVjmlWtK",
-	"FH7h7d/aH37fCZ7t1jaY/7BdFsbELMdob8y6OLALinERC6ngoNBnXrPN+wq73olB3ZLX3HNo94UFmvCo",
-	"weIgrI3tYs7ttvVLQtZ35+VshvBsFkB3rgqAN8SdLQpU64GRBI8TWzD05xcyfSJTWrMR/jttWHoEJfus",
-	"dVAn9hmfMUbu2jR87hB5Jj6hNsqudQEd4vke6iZYNg+9x/j953S10D7fHEy26/AQS/67x5Kz4uA7/uNY",
-	"wfpIsr0Csbyxu37mVAt7WpZ7KacKwa1L72XZr9MCXw9k2XbGdl7z8oDcqYy4tHVVPEb4U6M8WH3PJO4M",
-	"5K0i29hzx+8EjEY4dcWTyo06kFXUlLLbCmG1Vrpml/32YMD1AWxazE+OX6+yNNtHp7+mcQ6pfa5LS2Fl",
-	"UlsZi7WAyBKBCzXglhEQlq7gUVW6ZidpWiAvuEY8zd2dXindW7A7C2k4IQx77WM4tlGz3Y9Y1QdvlxC5",
-	"MB32kg0790qFCdey1c8V4add/IsC/JaE1ngU7MatC+8/hOy/UHfEF1nAVxMeru3JXokP13cs3xgidiyl",
-	"BKd2ncWqgeH6hvCtgNqN2PNedPDbshN65RFr2q0HdtBK9Lb1dwuzVjfm2FVe4YvfuES3Lb366vxpvS/k",
-	"hPZ6G09ofQP1jSeU+rxvPKFWrNhRN/VarxynNd3ci+O02pW9VbQ6vHWjedBaqGyreXNT+6/98H6tlcKk",
-	"vdTGGEtTxPODbI90WPU4bII6XKeE1/hB0dRf7wL9JL/E57f8NyuJD+b+Q+R/OfKfuaOx7lBisx70/tc6",
-	"C06pxxT2ISboklGSiqVD+UiXhRsqK+19m1GeyIH8JfSqRcKAhWXBRthiTZeZ/vTZM2wpBlIjjSvQzGU7",
-	"7aKLdtnbuQRUwZlqlhjbJdvrq13Wp8PVFoBCk7uj6MONVegDiT2iy+a6K6KLsgWZUWNsuN4vOs3X9Tin",
-	"qZcw0vQSTfyMD6Zvi5lSAr1rWIIbUPT1+qiGm7wRsJ1fdjY9zfFWtnbvTwJpqFAQObpgrpaSEsSkLHfp",
-	"wRL/C/JB/3QT/iF7/gtWPck64PacVqQcybWKlNuser6f2I4vth1/pC6x8yzmAie/CcJPmLvAf6zmEraP",
-	"Jet0Ujulz6gS4hPWqoQIO/agEj6ohCsqIVAGgass58+U5+a2OgTdWaC8+EfuiTsrG2EFQK8MHNCLRXNJ",
-	"DPoIrDKCqmSfPT/9l3MV2Jb8mZqzZogZJ5G+dP7DgcQUVJ5lfOFX2PoqqkWQLrtgm4mYsma4fCrDVocd",
-	"2JUbSNs4lpI8Mdrl5W/Sj7ESur+S0W3jNIVK+BSbsK+wjxd2ve6qzt1n5n9ixBRvVFJs4/hy+ZHBdvbs",
-	"h8L31cCNQop1O7kJ3uHkx+dsd+fbbj05dGrM8w1sEolviVfaxv3tF4l2IEOrswi5MTyaoBOsAH8HA0ny",
-	"qXBRuvKaffwRfvt+0Mhm5nyn97QT6ctBA7XJ9X6JlRSIhwKK7QooSoH+SD8k3j4IzrsJTseQN6uanygy",
-	"V1qk31fKGDsVUeYalZJ4oh7a9clkS9jyn7f5lOsucP8o2/O/1mG7tIpbtINy6/2gs//ds7Ycap/wjphj",
-	"J5ZuNidwjeH4Ykbuu5NXlCaFjVjKTi0aNRBseLfcS4Y1w18GjceDxoeQcBLTtNWhNre2ltpCr9JoZWsY",
-	"nYwRBTvUyE/CfQvmit3tKaUIrWNqeDeQmTJ4clBDxvJuMJbR3QrTnuYaUwMQaxGmhZh99M+QhrPWttds",
-	"fyB5moKiPsuSS26An5m5yi40YT6mKuIpi8WlSNUMNK4Wme20UJTnNVGYOGcT+eE5WLNrBwxYqtRsyKOL",
-	"gKWJvGjTkF65gevxLbTXrXu9T3aJETQ+p2916Vl/UULT0izeJ2ZCEmhtszB7pVcuRST2CRrbQz7TvbLa",
-	"h6Yy2/okiTczvsLl65l8reZ3Y+ODF/h9lUMXhaRFP61JAlx3sc9mQmL0zoeJzQSLMzWb1amBNHwd56qw",
-	"jN11E3sIRT+YT5WCJSCKrY9EcDNaR0HzTQexUQqNVnEQqhAedV76G0n8sxkEN8nCB2fFw2n7FC//tkft",
-	"dqb9EhF/AgYEmLxhnqVhsGKgBCz0BgJ7BeEgBtLhMyT2jIex7XsXdsrPfQb6bWj79HgSr2kNI5t5MpBT",
-	"wSUVtaBjRBlyJKbciKy174844qkWoe2JqP2Oma77J0+1IlxFr2bYDXA7LAnmQ0kM5DosibDX7YbLlTEO",
-	"jWINcMQqu/sSASTWWjH3CyTxKcbSny4WHLBEjan0gCzxgCzxgCxxF2SJT7XQnpTSZa2v/q0UpUE2E5lt",
-	"N4qSxqiKMhvAUfYc+4JHEzrm5My3PY0Hcspj0cdC/aDaM4mKCwI2UXOWguqLKYrqwqaucMPmWAECanGd",
-	"lPDc/y/KV/uM/v/lLtP36P+f6vGXEABwzZhvDgCUxPRgPT/o80shg2qT9qV2P2YiksyxB/35NP0NnBB9",
-	"/aJNFvjt2+6vsStqwx9HWucIQA6KDz2Qmh5Z/0BiWBNDBogKkUyFH6ZoddiPth4Jm5T1dtlE5ZkeSOKx",
-	"TiQUIZC5wrgHNzmo74ks2+cXX4cB0zMegdoPr2TAYkBToFDOl2aKfdYLGDjL8jBK4hrqU7G8nifGigCV",
-	"m4FMlaYcfDuFDgvd3ec0/Lm4moGdcc5NyDRf6BLORaWx17/UxnI6A3mCURoYFnvqOXQXDJW41YG1RfPF",
-	"DiQQlYjeh1LxaxvtI00sba2NBPx5GvWdwg/lhj3o1A98+46hACR/Ms5t5FQ74q9TM6tAQ783hoJnIjvI",
-	"zaTR/+UD8ENyK9Rhhb3CIKV1OzTDMXZ4Y50n0TQucBjafJaErUbQyLO00W9MjJn1nzzB8OZEadP/tvtt",
-	"F9mundy6DhSIFVI2oSj1sgJ8bVX1e62kWFgOLWLsm1SWDAY2KaXEAklg7BnwVn98V7q0OvyPSUoTq8nx",
-	"DGyvJptZOuTRxTgDumLDBfU3rDyCknlWH/FKyXHb9YGeq+wCtPeZStMAk2kICwO7pnrDYbvEekXYgZBw",
-	"idmniGUqQGfXzChviAO6rmaUIkGHylZcCgDQmohtFkDZ9I/AWcoWdk7z9h5VEOPqszA5nsBDKKnAq/4i",
-	"G0SrPIu8FnlORJXDH16uIQ4C9wpY5uC0gqLvo5u9a2QFzFmko5quhN6DPAguIOe5ey3USghghkDr15e9",
-	"HRTVz3QlwbAg8v2c66IxSoeFMTe8Y2HizyMVi0LuLhA0HK08WhLr5ix9hzofEpIbdskLq5MLWVNlLHzs",
-	"KpurstVeS64Du3GNO+p4Ry9eEiLLuqTd1VvOkqnQhk9nt77z1GlN7s7P5Eo8rlugbXx7//3fdaEnPFtx",
-	"hx3IBetdXbHI9rdElqLiBSiYyVhiCwPyyHRXh/lJSUH5LwUJJLrwEjtVihqRAuU4ly8wRhw1FiOep7UA",
-	"fgu6VKRaYPq7VC6bp9DoBGrDKjcBJa6YLBGgE9L5jSYizlN4TkWKLZ2YdR4Sd1mBU7PN2SouZs3w+O3p",
-	"WYkZVCRT45FD/gbnjs9mmboUceuuR6t44lan69Rd/XDA1neYW16jhzN25zNWHp6bjpkNB2xzyCyaeN+m",
-	"htQi6ML5Ozh7/tKD3kHsBXvvEq4HnB4Mv5G7MbzrYbQvsdVRJJ/tw0FcfxCXVujhGN75GLrDte4QWrSN",
-	"rUTdCnybB1VYHoCRyvB4FkqnwiTX2x6s5YltPll09YOMu7FK7UHEffrZWjkz6w8X1i3fbKAVZdpeezC0",
-	"9PetUYZwniGhfDqcbM0XaL/f3jirzOumgwWXPphmmwvXHyyzTz5S/km54TxtKaxsMSwi48TuIGVC56np",
-	"uCru8zxLQzYSJppgLtYdT9LWUgqufpBSN56nByl1b0fqJil1ff3/BwAA//8=",
+	"7L3fctvGsjf6KlPcX5VJL5CmKMlJqMqFYiuJEv/RtuTlvXboTxgCQxIWOMNgBqKYWFXnac79uTgv8D3K",
+	"eZJT3T0DDEiQomR5xc7WqloKTQKDwUx3T//99Z+NSE1nSgppdKP/Z2MieCwy/HiYpmoOH2KhoyyZmUTJ",
+	"Rr9xNhFsKsxExZqZiWCZyo1gOp/NVGZ0wMKfjw6fh4zLmIWvT86OX786DVkiozSPRdxpBI1M/J4nmYgb",
+	"fZPlImjoaCKmHB5kFjPR6De0yRI5blxfB42jMz5encIh0yZTcsyENIlZMMPHbKQymo6YZUILaThcHOD3",
+	"4fGo/ZKbaGKndTxqv1JSuO+ab358xr7b2em2Nk9vxo0RGUzgfw8av/3vQeP940HjfzWCmnkfx2I6U0ZI",
+	"80bMUr6A4Zbf4oTmGbB5YiY490ue5oKF8NwwYPOJkPaV9ExJLViiGYcXTPmCqRH+pqRg2qhMxPCmA2km",
+	"iWZh8fho0f5VLMLOQDb8NxEynzb6vzXgSY33dS/wQkWc5lm3/2/fvHATiDLBjYhhkirPIhEwlbnfPqgh",
+	"MxNuYM5AHEzRC81VdnFbSjjJxEhkQkbicDZLk7oFhZmFdF3IZsX1QKawclLPRcY43U2b/k1vr9sKmOiM",
+	"Oywc8Tw134ssU1l7KEYqE+FAAvWkHFfy+54OO+xwCJtGmyNh9edcLy+vRyhNGrXpD/sx40a002SaGBG3",
+	"Prrhf+u2v+u8/0dT6o//5//VH6f6o261mgH71CFaj+tp9A034gWMUL+S2nAjYCcFjyZsptIkWjzSbJhH",
+	"F8KwZpzxkWknwozaE2NmfJa0YU44pbaVIu2dnVaf8YHUJssjk2cibo8SkcYsTbQhuoclnIrpUGRsBv/H",
+	"57gtGTRigW8/aBxk3+/1Dsz3O2GHhVnIEj2QEzVnUy4XDAhJaKPZXOVpzGZca5Yl44lhUs0PWGjgeiK9",
+	"iUoF0yJSMtYBCC8Zi5jls4Dl0iQpcJBwL5loNsrTlPExTyRrwmPF7zlPaahiScLfw1aHWXYGGheXIluU",
+	"bKtGsAZ2s5iaiQxZi+UyFZrGoi9VxuJE82EK/ASrj/foA6aFYAPcMPvVoLHC0ld8OkuFBrauW7aADRrz",
+	"LDFC45e78F096xd0cYIvWE8d+PIJ8hY3yFQLZpQVV7gZfwGJ/P79Trd7MCca+Z1oBGb0e64MD/zJgSDF",
+	"rbU7PVFprA9YOA+JShIZqzlLpKMUpi5FxuaTJJowLgdSTGdm4W7OxChJU30TCbBNFDCQn48EimWp0MDv",
+	"3/f24cs1REDrdFwjZo9jOHZHiROsbr8TEu5aZJcie6RZqsa6ww5ZlCawKFO+YFrImCVwEMzlQDZ32ju9",
+	"b1k04RmPjMg0LFN42P5v3v4DBNl5vx22DpgyE5HNEy284dmUXwg4TwQtwlaH9m+Vod//uRPs9L69XiMc",
+	"hckWhyMjstUFOLU0YRSb88QwEsnMZItEjp2w2FKnmCYymcJh3C1mkUgjxiLDaZzi254lU5jXykTeAe/5",
+	"LKdnsNKwwCaZgnLAmu92nzEahdEwwG6sntvUaCBnE66FdpupsligXrVgAgRlQKcBsiU8Js4tJSeSTZM0",
+	"TQrJaiZCDmRolOFp6JiV52ZyEOfZ993O3k7ACmlgv+v2ApYJHrt/7gagEiUxN8J99V0wkFHKk6n94tsA",
+	"6WdcXLAfsEhN3Zg7nV7AcA74z90OiIYTfMU+TSdkzcOT44G8EAuWKnWRz1oBC4uZhfAPweOQNfFgUPEC",
+	"fnfTgp9xOvT7QK6oXjgaqmwha6aKx0AjsHRWa3MiAq6jN7GPingWD+QsU5HQWmX4O76Y/d1kXGoewerD",
+	"b1YFCFkzkR9EBHJmuCjUoVaHnZJkGsiqaHKShWikTTTiZMt6uvVlzdKurm4Z+6QdqxdQ7969O8yByEwS",
+	"cSPqTyleXgFEitMXwLe5Fh6LBoync77QLPxB8Exk4dZ2AF1fI0Gug8aMZ3wqjLWmji6FNMfP4WMCt864",
+	"mTSChuRT5Pl42yeKS3NeCrL3/7jB/ogWv4pFnQWVy+T3XDAgezKdEl0eTLBFSgsJJIS0SCK8ydnbt8fP",
+	"yQ4ZKxXDZUkkWp2B3Gn39vfZLEukgdOLHZ4+Oz72ZHvA8Ggc8kywZsiHUdgCS4HrOmlEbzKQzXDQ4MNo",
+	"0AACRpEM3FPYS5pP6Q3Aqiu+AB5lmTB5Jkm5WuK0gcQBSk41bWek9RnaXgfV0fFyzuJkhBaFoSckmu31",
+	"euWlJELmkySlg2qUZNqUhyMwfJKmIChHKaqmMED3uw7DU4Zxtn91BSsiVWGqGMbTNBjIDN589bX7LDHW",
+	"HNTOUMxTw5KRNwGgnOnMWBYzIu6wX8VCM3E1SzLBentsovJMM46zwHsGEtkjUnKUjPMMt9MSglNSgGXw",
+	"BlKJ4Cd4ezjjhwK4K6ZzkMQIEjwpfCXJLwnKzackv3oh5NhMGv3e/jcBnJru3zu15D9C036NiXh0xsch",
+	"W6icpRy3iMdBeaSBsoinw6BxuTtohKwJZIrrx9taAFeDcLUHJjN8rAOyEx+HyEpcLpBa6WX6OLLK4VjG",
+	"dcpnIBwZKk4jXCl89F7v2wPGrQsAlWrQXqUyOC5OwT0SZxjjk4kV97rdDjuDfwJ3RWo64xnKfyNwRvAh",
+	"QCaZC34xkHhnM3z3ZNDodDrAXQxPBTaFVSsFo3Oz0IiJVrK1aUOtk6Wx2ZA/Hr1SUqzZn0PptmdpPzbs",
+	"AnocwscgIt6BVZ4Yeg9hFesozzI6+4gxLXclmu1297yXhbXxXrXPcIGIBtyAjihgHQ6rm8W236uNa1h6",
+	"pm5YyF/U8B7Okw9quMV5ssZP8LMzwBMjpqgQk9xloNp3SffF2f2ei2xRTg9Vq8rrWWul0d/pBsDupBTv",
+	"dLtBqSLv1KrIJ3wx/YSj1RMtT/cCf2VmfLHFypCCtbo0P3IUxaiLFY5II7SBE4zOU91nzgnlu6uCFSpv",
+	"aiEGcrA85qDRKtxWqdKm7U64kMVK6MLVhpxP8t8q5ixKlS74Q0lJAxaiikvLJQe1bjH7o2b73d2BDJ/M",
+	"MjVMxVQ/AeMsiUQ7l/ySJymcHJaTQzy923jW9dlO6IymWKHNJBdmksjxwUDa5/n+rfJ58EZ7ve/osCtM",
+	"YTiGVJ7GB6WrbpB3u7uRs07wXyIcyKbOwYDXLOztd6caeTXs6TCAs3aqtGHhbleHLfIH+NJiyKML4vQU",
+	"JCIdfrh86Mxkr8FIrTgdQRQnYwmqBwh2ei96YqGrewZtxFHYT5RUeTaQXDOw1A3IMys2mOSgmxc6fYcd",
+	"FstifTAJnLveLJgGo1uxBEyx0oPati7UcIMksnS9TuevobpG0Cg9pY2gsUo4AXMX7He7Uw2Kvcd+O93e",
+	"Xr0pPlPZfajO2Wwb1fmdGE6UujiS8Uwl96Kyz8X2jz1+/jNtxJq4i9Z8LFgCmqrTBD1vE6iJ6HtPNItF",
+	"muDXTWB/JTF0UHyJvjrQMIR9z1bgKbggq2hMdL502AmZoWT9JzBcJPrlI4BEDUsFqFPw0wa6mtN7trdf",
+	"vqkeb79+p8lYcjAl1i1jeLkTgJ6WpmpONjLa9VyLp3vs55eHz9qnPx/29p+iL+rPcrbXneIfJpkKbfh0",
+	"dt35E0yBa5AsJJLmZBuAwqVBzmQiEsmliFsB6MdO1yuf2I5FpGIRsxnPjAubuC15pAdSiygTxsqbcD7R",
+	"IjoPO+x5nqHcZPb3TFG8i5m5YtqtAQkhCjLpGY8EjGcPlQPGo0jMqv6jZASi2Gk7gTs4ZijLJIuU1IZL",
+	"g96lLfa4mMi2W325E5Q7/Y8n37//R5OtfrcuoGFJ4MxtzzoSeEeBNSRaMo7mXOOqiTiA97TqReH81QnI",
+	"UliotzK5YmKmoskBG2VCTwruG0g7GKj+oNczzgpCYVN0EE64ZPtsmsgcyGOUqSlYIRmcxtFFn8T4UOXw",
+	"SGvWbbHIxUO2doOu5aJrGIGEOUWAT47fuDMD/h0pCeYyqqPiyjyZmGkK/1ivpV4HNVLs8OSYFWdRwDIh",
+	"Y4EBTFgQ3Bd4UMYjA/qjF5G2Tuk2eaX/VyZGjX7jP56UEewn9uInpfsa5/ADj+03S6+BhyZ5h5wW848P",
+	"msKe5VvxNH09avR/q38mXaefnND9jevgz8YsA0vZJLSO2nCTa/tomMNet3vtlr+MxpZ6VCLRida2fNkI",
+	"an5LPPv5Qiwa76+vr9+vWXHPCzHl6UhlUxGDJmLHWl5mPzC4cZWLC/2wUbuMG211s728DDrcfn9/Fjw1",
+	"k9e/btjd1V3dtJc0YB0B0y+L+6LMqqPuWL7V4ksh0e88ErVf+mRYJb92Itu5Fo01RHhYkKA9AOuyFGqc",
+	"ZAdWqQG9MfuqydSGlNpFTGnzfUX0qYZK3ohcU/7DF0Amvd6tyCSjuW+QVatkAaczOTNLd5nvjrWk9dVL",
+	"sWMJRzRPj8Bk+jK2d79yUNVsr51yG828tdwvWS7F1YzCUnhphz0XhicpqaipGo9FzHJpo40sLBcxDKxz",
+	"EvTYr36PX2Lm3CtlDskA+VKE/f7GbaZ8v7ZUps3tvDdpG5gRKK4SbTQb5oa8UVIZlyWIW0xjdthZ6QMp",
+	"3TwJ5opxuRjIWEX5VEiDRpKZBOjPQFUmTTSmU4ByPhEZuoQmSEBcWlpCe7UIa5E2XZfiuGkH6aLlhKmv",
+	"gtpeKfMj2BNfCpXtbaQyIK8RTncNcb1SDB14LteQshTAjosilf8NpMMJX6SKx2dKveDZ+EvRBHd2N27b",
+	"jCbdNkq1U5z2FpaIC6HiDZZlPW8o+SY0a+6wl8kPrb/DxoIMey6iNJFfjtTv3bSxMOl27GZNDgLnYvit",
+	"YS84R1/eiCdpnonzSMWi8X4tAUQ8i1Gjc6PSCWCHIk8MxeubNGEWwsgiDls2zI+R0yIjeiDL9GeXG+3p",
+	"EfWZ0B4t1WQB3LS3NcndSxnTm+4urvsqT5STDH1iCbzBj7gvX4qQuoGWvXm3iaBWyNkGis+F4eM1FOxV",
+	"EhRKDQXNMU3GRpophA22azsTPEa6RTv265dj3jK+KZbuyzBEv92eAIpd33BS2TwNe6n2iki++l08pTDt",
+	"2zJK+6VYm5s1jZrw8qYdjLnhQ64Fi7AqAHh1CBvKowm5P+OEvrUx3nliJon0AyKP4JjiMZxTAaPymkJF",
+	"STTTk9xgPD9Wc2kT1FyoxvP2hC6QsHL4/A9yYZ0p9ZLLhR1OfylCY7OT089CWDkuLhOVciPic1cLsebM",
+	"OGTlMFSKALSDrqx8xprhyjghk3wqNEtM6wDoc4JJj6AyKSksmQ3kBjpjzSIau9PqsLAgAFv/tkxAIRsn",
+	"l4LSGerKfjZUH/zPJOa3kudmorLkjy9Hl9/ZSMm5P+M1MvNlonUixwHL5YVUc8lQo75UFyLGmN2FWHzl",
+	"Lvh37961l7PGN928nGRuN9+6sUT8UsQJPysX/S9XgvdvIIJi5u0pTL2N125prj/SLHxG79iGdw5d0qNL",
+	"rCzrmqz5jpmZJMs4poJrYSijhAz+t2c/tr/96rWppYSh57Z86+sI47ksApdz0nbVZyvHnbsCrP315r0d",
+	"r8hhARpxQx4wITGZPDGsGZ4cnj372WUHFjVvI55qEbYo3vOVk8a1S8AgXzP5KDEZo7JntoL6nONvI5VN",
+	"4VMDrA9M7lhN1AgaSbxShBNF5nx39B3fibpxb/iN2OP70XdiZ9TlvWHjfSWzFa+9OaXK33108XgzLWty",
+	"1PCDiHCln+HP1tXl5VvwmMwunp54L447HSytBZ+6NVqqOZSegY1Ft9NEqozlEmhpv9vtsu/ZfrfT7bK3",
+	"p8/RX1gsZCLN072Gl1X8nf3f5tTioOGedlOywDN33TJH/FlNb+x2a3ZyKgwHQ+Wmh7x012FlEfndKIRS",
+	"V91jQGijq82oCyEPSJubYLXNKLkC8yc3kZoKzC1mg8aZu0EPGrh8LillNj2Hr88vE80bQfHPwidYfpVI",
+	"nY9GoMFKcz7KZay9H6ncpHp5pLJMROY8uoy870cZz+M8BbFZfmnL4BI5PqdIY/mTTtV8tUQsaFy14RWe",
+	"lwuDBLYy/37DOWX7bK/boyph5420rkWSUb6Ds88qo6BLYPlVV0ZeGsFehzdVBvBW4KYxyksrI1TX9qZB",
+	"KlcvjbOypTcPtnxLZcSVjew3TlyJI9AkH4s+2+/ustB33dgLKnnlQWEa0S65VJGVMqnOMrH0G6d5FAkB",
+	"hlKvu9Mqs7lZ8ahH2uUqs1maa9YrMQO0wlRaeBaWtE0Fl1T2NRXC6Lrir6Lmq7nX/a7lTwjZanlCHZeL",
+	"V8pfKxg9obQiBtaL5DcCNuLeJXIpgnWHPacCDiwCwYRI2hvQDxdUI49IC/cjmT9FaNLR+UllH7A13Opu",
+	"Tk7GOel3cFxXRJglAhGfDxfnUa6NmoqsvqZ1TWxl08aCNn+3jXWH+biuePa1TBcsU3Nd4Ltwg4VNllMS",
+	"qjCv7OZGhcU9LTXbPMxV1LvnHDivmjfpkNKTXeHG7tOnLOYLV8iYmO3n5q7yqpAakb70DkH6F6rr72sG",
+	"cOr12up8THpIE2105WilLdZIJCRdbyQL/DWobF5lcdfTypKZcjeiubV6Qxp/fC4uHcJUdZGwLJrBbWQt",
+	"hr8NGo8HjfehV4MAvwYWQgpkCl7NeByLuEwMxAo0nyEflxKyo0m8kv5hv7NBoPILcvjHxW5U7qI9rPvK",
+	"jlNHF1N+dUzT6lEdm/1XKdN4lnEQ5VSNbX82WS6ug0aepbW56xlWsJ+8Pj1jtKrkngvtBr998yKs0H6e",
+	"JY1KoU2vu/ftzTW0PtXBVFb2spbUPJV5JQfs+PQ12+vtfFOo8QxUBjgdUzUXWcS16KMzwUFLqZiQKI5P",
+	"Xz/SRXQNSysJbQH2mg1FquYBuxAzQ/A8sDyJYcMF46gItzrsXWImccbn0g7aDCfZRRiw8FKMbGCZfjAT",
+	"bgaSZwJPLjvRBO+44jnccXV1BXdkwtXvkiPUkR1H2uAj+I6nsGx8it8oUJ95BtzOc/xmDmoq/wOuHPIp",
+	"/B3C98MYjo3hBD8nI/iLIwwl/lVD/AsCaYjbMtT4vcFx5jP4u8DPf6DNxvFvDONEE5QWE/o8h78pfk7h",
+	"rkgCJUYKP6sc5UqEGgd+c4n3/nHRCBrxB7grvsDPeH2MzxJj+AznaNAQBuYpclDVRx8wQeACfh0P8a+A",
+	"mY8nsBrjBL/BdxxLGHlsfoe/C/hmcoF/JVw/MbBikxyuSWIYOUk11kfg59/hyiTDzxrm9gHH/KDw7wze",
+	"7kLA9Rdj/DuBKy+mMNrFDFbjIsO/c7j+Ap9+8YfBsjYYLcWZpxdwV5rBr6mGWaV45RTXeRrDN9Mx7PUU",
+	"Zz6dwr1TVAWmuFbTDNZ2iiszvcS/c7zmSuJf2NnpAr9H2pA4shzj50TBXwXXyxlWg+DKqymaRBzWfCbg",
+	"ytkYrplN4IkznPMsxe8XsIa/c/gmUwjygfST5XBvNofV0PirRmrUEX6O4S4tYEw9xu9xZJ0CVWgF66lx",
+	"TbTG75EaNRp2eoHf/AErYybwFPMBrjdTWBODVG1wZQzWCBuD3+AumD/gypxP4O/4Cv7ibHMN4+eLBP/m",
+	"+Bf2LsfrL5EHL3GvL3H8yxxWdY6lFFe4nlcc3vQqws8RGowKv5nB3wVW2vyB6/DHFEb+Yz4Giee7XGAq",
+	"tYbnWLVXzoIjEp5HD+fgbc9BXJqb3Ga1FV6CRRMux4jRVwJgEGSHc1Ta7LVHmoVFJVW4ve7orJA617lN",
+	"UuRkEh6eHDM9waLDxFh0utLwpIn2GWehdaCFBOgYum15DAovC8mWI7II7QbBT6Wi+Ugj8KK9APfmcYhZ",
+	"VgMZ2tfWGCtEX/04uRS2sBPe7pFm4opHhsByOB1uK+c8GVG3g6Up9eRNJhvu9hmFJWpckEv6LweGxj2o",
+	"00ZwrBeJrqEet28Fu9w4p/IFLLVeB40J1+dTlQmv9G2oVCq4XJk9PtC7Y+18z9YbExM+mwmJjnS3Xehf",
+	"xyuHQFhE9au7XGN2/FXC4MdEpHFR4lDdFUT/Wav0TgTVDrBEA6P8cvr6FUNbBuw9adEHMbG0GT4hv0XY",
+	"QmkKP0islUYoRkSjYAU+E1xBDnzWDAvUrxUgrw47dDCEOFaqpEtdHcje/lNb9ZuApoqGXyZQsZzy7KJw",
+	"Iv5//9f/HVZ4yvcEY3F3PdiHT0q0SuUNdaRkC9j66wNEjhzUxc1Wp72r7kG/qOHqhr1QctzOcikxc0Fl",
+	"FwGbqTQlN0L45IMa6id/JvE1uQY/ORoiHDXdMnz2PqiH5GVKposSfxelKRL0ASLShMZFPz0n5Qc1tHmF",
+	"YQfnhN5dvfl4GiUy0RMR4yO4xUa07oJ5kqZsKFgsUmGWHGerq/FbqX/IPE0b76+Dhht98xzg0QUHB/ZF",
+	"gSXw0OQyEumdnr5yRGyBNIPEMM6E1quUm6m5du7jOvTfN2peYmZoxUY8O0AsIAXnW4nLBe+b5VLXeyI3",
+	"wzH6PLE0nzreIDyum06XX9TwDV14DYozzzZqNRz5yUF1MXu9e7M77FMpEW6Y5CldeLO/C1Y4VkIfOP0j",
+	"ZMM8SWOLXg3E3QzRf/HEAkOHlZATfXmzVPIVAvsWHgEtKQnewlY5o8KqayTcPegQICc/vwZR0tI6uPEa",
+	"2VZw/6o0jtVcgnp8vtkZ5S7ztNCAZSLlBvPKlFOAH2nEvWBv37zADfeMKUcKT7LZahz7iXtArUZBd56v",
+	"CJzt8F4qPF2MFFRffc1anxa8s5Qm/nsuchGHrDnnCWaIIjCcZV2EBKXD0Tqx7VnAU0Ld1iws9iQMigKI",
+	"gcTsPSeTw6rjiR6JljwODTTvKWaFZudur13Kl15gpd4tXHH67tf6fKtr8XYGBLDftaCOBJqGUL+IfaHm",
+	"ErFRNMvxwr1uBTTSXp3bQbodcmX6M9rvFlS7eMWnK5Pc61adndc1e2ltrqWkijL6tY/ebfrXuYtlOae3",
+	"r7I0et3e0/bOTnu3e7az39/t9vf3OntPv9nb+fa//ehd3zoyliIhCLe70+3uLBfU9EFe06EKuvn50Y+n",
+	"x/+91zv54Zv/PDk7ef20d/L8m5+fPXv1zctGNTyGCL7IGw0ctyZ9YDnG706ExoxnJuFpuihfOWhYi6D2",
+	"bXf63V5nZ+fbXnfvv1G9WhdLXDl4V2N8K4u91V13UR/vIc9jgxJW2cVVCbpg3Olcfg2Uyyw4YCEMFTqo",
+	"8JA2h7TPQt/0IlVLyRm1SRl+5gFeU83E8MOX8PD3t1Lztoqf3k/Wy8qw2+kyltlLfcYn6e2Ipk4TqQvR",
+	"F2rJMjWvvM4SpVQpzFuwJbXGm/r79XKNKrVsgGi9IrPFoqEOUyAObc1iywmIS/6GNVFOH9porZPHTuwe",
+	"VDT/FTeoaSs6ECa0ckmJrTM+FhZeTB+wkTDRBKwQsv5RCU3k+Jy7fH3jtCOEoiUonnvQA6sk7ln7tSpB",
+	"hSpXRH6dnuDGd6N9gaRVvuk9UNdbYrMv8DWdg+6TXtI6ROqCtgiPu7f/DbOeDhZb3A66fUmNhwHgZ/SB",
+	"J5otOdG2hXJBL16HvUUUNSnmBUw5/csDfEkQkS4SmNTs51PgFaT3ZOL38+f//Ok//3n07sezd29+/efe",
+	"T/969/PRv/bf7f70X3uewrPX68GKmbQGn5pZ5Jpi+W7GuFmj/1jOcmV3S7CxpVu/La4wJ6xt3ysMGDa8",
+	"yaOJi5A7jSHi0iInDcXmVKt1Wa626rV+PjXFs0XEgYIcXnieil87tcESSxs1ZCauZimXFqZ/JqJklEQO",
+	"pJKpyB6ponZYPzO9/gXWZrnb1yiy1SMlI5FJEXfW+hn1mmcsYbaFAaYyCGmyBbatsb8z9N6WgLO9biVq",
+	"t0mAeJ7zlaDa8oFFUz1XFPLaespFR6VRnuFxVpm1ZnMw+BGjA4FdpDIOhSWRLKSH4t5vzt/brBQTzS2B",
+	"D2BDNNuNYAVCoDZFvpAMf24obJlxB0fm5JsltpgpecBSMTJM5aZ0mOANifa9/6xw/neWEm32n9a5OCuJ",
+	"iNu8OlXtua+lMu1ShITVjOXNBOyLxVpofA92yckYew8BWNv6odrB9RpnCAz889nZCbN4DrDpHT/rc7+S",
+	"8LnX7daRjBXLNa0AJyozTOfTKc+KtnhuM2Ecr5uDh2u7WaTUezgPS5/W2zfHFvjd74a0/ODwp6OzENQ/",
+	"Oru80VbcXzUoOHWK12rR6ZojxMfPDgrAbFuFWnTvmk+Utv2xKkCwdPSIeCCboU2KDAMWUvMoArGmikJX",
+	"GheHrYDxom8Qtv56pFlR3NouilstpKkTeGuW3kmydVqNST2vb51O88ZhHWNQ9W7ZjhsPllOBsMppgaVc",
+	"nCId9hoW2Sjqd+USopnOhy5Qa1Ppylsawa0Ro2teeWSxnj7B7fLvcqCsemvF53Ub3M1R8cmJ3jd7UPQG",
+	"I227GEgFh2ejG8K+zjp/wvu1VHUP5rUlz88fBKEH3Y9t6k360222lRSKTzHaKPd/9a1AETnXyR9rFJ9R",
+	"koK2DheAsC7Uls8lGqpVBncpFtgyEeuzRqpWTYFtwvsu2Oki+x/UsHXLuH5tmcKWZQl3CYgFjQ9qeH63",
+	"2H2m5udRfbWQ9X1oghRAP7RTFYAgtyTAZcDsuxRQJJQSPDz3o8f22RvqKvy3CzweWyK8Je/sDZFlYuEt",
+	"nbPb5bZgmPl9fSm/lxzINeqmzEvFweREzRLXkJqsOUpmuRfZ5yeGfbrg2168/9sXjtI+7nvl7ufUIEfm",
+	"J9Vob1cDVKfpTO8cXa4d7Z7CwL+55SnGvl67cP/GIqq6V449bIllRamu1mpjUmslIb2sN9p0T1liVG+B",
+	"2N8PqRNGjSVS/lDls52if3+1a6E1512jmYChBE7kGOGBo0xpXXa1SawDZqPryY58SzXGdZI6JzV3U5qY",
+	"l45Ykx81xwBvpuS4iOx6ff6xWYzDQRYx611ddTYmbzkgzPNNzhc37iPt+2Gqz5eqBNWM+FSwJiyFylE7",
+	"ojaFPI4zobE9WdEwDF+15c/RrYPPTJVCZksCSzux+irVRXer+n491T23RFJXYCqoVI4Kto2yrlli4j4l",
+	"dSZx0SQ+LNv+hDYzOFjtt+R1fAlnQsaJHIfURB77p1kKHgtsNt67umJNL6un5dKSbSF5NBFgSCKgqYUG",
+	"o0faVff7Rdo76yBWWLNASyU/Sy3/1defZIti0pQ+GTCVxkKbEoxlKztvSQjU2Ht3yvGt+mJu5SwJGrj7",
+	"53erWqB7b1m7UKN9b9HHKmhIcWXO7TZsNi7gymLDgARyUbC0cv2Kig5dBeUB9RCJfFKuaKGCE+HXJ5vV",
+	"GSX3k2vhU4O3u5XN8twey6salJxwu3yKJVHzg+ti+glukWXpdZMLdK1qtzTQPXhsbpzavbtulvSr+wFL",
+	"2jpXy1evlj3/hYT1xS4eJxaGBPFI8JihYrzARRvA7HXABgVWSF2eRzmB89LtuJovtk7298HysC7IkDWH",
+	"C7ZQeStg4VhJEbJmYkrFYm+ny35SUrQC7LiZpHh4NclPXQgNm5cG77GP4AqtTqk0JKlwbuxqImoxiUbQ",
+	"gEdbeYBrfaMz9BN12DsdDrNMXCYq1+fUTO98k2/HNet2DfcCe+KX8UE7mOvMR2F5nYylZkOhk1hY6T0H",
+	"JeQOMvj2ArRQ7bcQrOTEqOaeLe2JxyerFLtxNe8ka50suD95VkiXf7s8e5eYySkuy/aOidVJr9R0FSOu",
+	"6v5AeIiRhNcERQtJ9g/X81KN2G6PZVzGamrdwex0gvCffqVA2SkUK9wcKoyMS9K3FA+aKnCHkws+N+LD",
+	"/XaO7//x/Z/doHd9c26+fcvVVX5frjMYpltBZvRZODFmpkMqtobPYfG+maj0umfY8kazWZZcciMGUgoz",
+	"V9mFZs1URTxlsbgUqZpNhTStDnuFzYq4uzxgqVKzIY8uApYm8qJN96iMOW/IQFodv1+0Eo8mIrrAFASW",
+	"iXGijcPVlLavftn01dkHccLTUhR7kWV8z/6TJ/a7TqSmDvVRlylT7z8dMESLKM8SszgFwrWxCMEzkR3m",
+	"pr7VuwWVDegc5ZqFhxakFl+3z37A+xl1c74QC9vIucN+FQvb3JQQ2nDruGanPx+2e/tPB3LC9QQoGXiA",
+	"VtzCdmuE2QL7zzaNweScC7HADJbnRy9fnx+eHJ//evSv03Agmzb4zUJ9cW6ENuexmCpnXCGLoojAeZYk",
+	"DGtOGF6JHCmHBMojZFLbv9MtfZvPEjbliTQ8kSLTjRoAaT0TUZs8I/B87EYtJJ3Mp89/ZYTtqwOWCp7B",
+	"IBbRhLpoIgiKyHRnIAfyP/6DPVMSmCBRUg9km/kIt9aDuWkbYLr+VpDlCAs4FKmSY23t64FkxRLDbFyP",
+	"Yte6RzMdqZmICa2lXyTQ2nseaZbERUeove5eB+aKNb8JMYLKTYe9VFJQ/+GybWtSgSZzSYYFxswqDk0H",
+	"5vouS4xwY2Dz3lkKnJYmRmQ81awZ9va7XcKdwwbi3U7XdhDfFz2kibZdDZyma3GDKLesyZfRc2sAccPc",
+	"jNrfhrbl984+IdMkGubnrH/7OnvdLknexDAptHEJmbT1eJ5pFgsxc2Pv9lgKgkoHLBMzweFKGNcraQ68",
+	"vuev3r4oC3FYMxzAhne75LiA1ZQC32znKdN5lqkxUA9eFn+LlyUSKUAubOFPQDfKHB/np0893fNKfrDy",
+	"FF8RkwLxMGRDsVAyZv/n/9nrdnGZj2Nif5dFVxkCrzjEFVpJcSMULi/7jjLbyJGlD1wOm0ucC8nhqF2y",
+	"o0FSsfmymoloosqxihJwRW2UaWSqO88wccwjEc/blmWJ0JXcqw77z1wZBMrFPaYQAHV8tolCNBROFldi",
+	"bZ5uM1wHPRy2OuyIRxOvoJkTpXlJTja9D0GWsI89pjQppLtMmDyTQKuUhDXJp1xiyxOE+Z3xsahjisDN",
+	"UVswExEHYNEUrCrFPE2kcPLqBSHOyzP/UI6UHCVjbHJtJkLbLK/YoRDi2QBajCUGl9g04Zrtdkug/PDN",
+	"0X++PTo9Oz87fnn0+u1Z2AJ5RPWhHfYaka25wYJhygMs6/lgqYzfZsIJqyX4ypquFQ722Afvr070kbaO",
+	"R82muTbA0LAjtkXFfuUFDp+f/3x0+PzoTfkSZVnhfKJSQbtq8/hILhULb4fcWRnTDQa7jvdEuWFqNGLD",
+	"BStsSRRNe91uq8N+UHEiqmyJ3btYc29nt9VhP9v38S/Y7bFf4Yrw5eF/uZf44V9nR6dh6wBGtu3BlHQD",
+	"OwPW9m1Hf3bKF4j4p0U6Chx2IDAgNiLswzjh3u4OswxmJ8J+pJTWM6UYdlsLHfmh3G8bcWXz0GljLoSY",
+	"tTlYxr4DPIlTSit86hPV8fMXRx5FgUaXKi3iDvuBJNlOt9sFWkYZWQ6n7Uo8e/3q1dGzs+PXr07DlrMV",
+	"aQVoIDietAKNEMl/QYuDqOsiDmBQeBcgWC7tovV9fFRQINRo5DjsxMta1AP5kaBFPrqMzY/otwCy/wg/",
+	"ttttVvkLX4Zru1eH7CPK4o9sUyvqEQorvBElVSGKXTcMhDxBkdpZ+8SlTPzyybW9hqfU78Cq/M7WCJiY",
+	"zswiWMrw3V86o0AJmGWgtYGoOzx9dny8Oq/VTF6YUM8uxQ2t0BJdxR+mzehbr0x4UGQEnycuRdjPqw6Z",
+	"5mDOJNHEmmmLDnMNy1iaXAh7OOMj3HG0+g5+5wia/w77yF6pUntXmW0BQMbLaveI1UGLJFcacY9G3Njc",
+	"kZoJuIuAs1eHXe1TSuPvO+Jb7kwKu1h2pKbbLZwitv0M1+/pUho2Puc7+xy3hbRVCBlMeDDUMQGRcY2y",
+	"mTBLG+l6v6w++YMa4lOpgnv1qZifkMLxuyiRRZo3Ynu0DlYnh3nvRtlrahiutvt3OZ279vveponSymTW",
+	"V3dUlmdza4LQCyn4m3BUtCygKNgqPdQUx8Bzd3ood27TLy70a3FC1FXQEeGYa67yOum30oCTnr+7JHG3",
+	"a7lZJwDquobQM/bXPAPeE8w0hjfQcbKhRQhdTe1AbqQ1Kq/C5/dIlNYS121KzVgTZJibW2t1Dmsqsrw5",
+	"uLqr5RWeW6lIlSSVsq0DFq5UhKHU1mWhV6JvoDh3bNFcvrVzsc3rJDo7wLAs6dAiXRUw6UR8bKFyqkEF",
+	"+VGzAH49AT7Ksvn61lYHbFNrqztxerXdOMxjH4/3UwWiG/VyK+IkU3nGdBKLDntlhRofgkJEvaPBtNQO",
+	"C7BS9jJKMDkRKRLGSNVY18viktlpFq+UQYQbOkn7NLSdKZiEKKCRke0s6d05CEC0SSkk2SkUVVftiPlf",
+	"K1OotSs+ovVBRHDv/e/Yp7W/Y03ge3TDBksw/XVoa6tkX9cGoPLGqFEV17lltrqObS9Q0kPZa5ZSLS5s",
+	"gSosiaXhfm1TgdWusjBZ1KS9XwbSghw5T18YsAL2iDojkNZWhUJyiiix7cqDzmiiA4kJIZHK4hL3DydX",
+	"7LrJuNSczBR7ktiZBE5WqQxoEvUTkaAbaqjMZCBRQ0LJbL+Gw8v3uhaeO0xR8bx8FSHfr/RhAKYMy8WA",
+	"ywcyLNeCJIOZq1UhjTxBbEUQzSWa50ByycRoJCKDzRMsKnyhU7t3fqRB8275TmNqy2oV4uHCkCGHH2C/",
+	"BzKsaQ7cZybLBRrF7gRxnjlreSbGonnCE2wbhCZne1dXpLtydLOUlo5NomKp4Je2igxWK8c8oEq7CfRC",
+	"oP+/M5C4GRRcY48f9/bYROWZfvzYcmBx9CFUtuc34dKhoqJW5t70+dHLk9dnR6+e/ev816N/nZ+dvQhb",
+	"BwVAqUX2gnlN+QLECKWEYSxitTAbmOGQ7V9dBYwzm0hG7r84UzMgHc+ELhQjI9IUz6G5xVTwK9KMUhcD",
+	"SRtNdOXTN0xqwtE0t3RBDmFtOLoPbTuBiulO1DuQjmFIwimYQcCGmboQHfZc4czGOYZn1jQYKQgfv6DS",
+	"9eMRNQutpjMWswu83C8iQY1nwJI1dsCSEUwgQG8b7L5U885AosoDm+dvTKJhJ5xJT1nS5A3+oIZ6IF8o",
+	"C8bIJIaoyNfLvSXprMgi59IKe90eO7T+hRCbQcjIRgv4QKIQwSw61906ZE0f57FlG096p8IBQkIWIGQU",
+	"RscxSoibgfRS5pCQpUuv7vh596WuPEpS0Sohs1jTHcCoVs0nixb2cfVAtFj4/OjF0dlRJaWbftb+mT2x",
+	"J4OzrPqMM8LcwmtwTQcSNgmI3oFfgu6ujZrpUjpoSt1CoBA1wsYXHfaLGlYCWq6O0tLmQDqqSzJ6KlWW",
+	"F+IBkUVYqjTyEhzXNHUq8LSQgXEiUD/NckmsO5BNWM1p6QVJsOkRsKj1IWp4rzJ85gAPtSUiBPbDt7TF",
+	"LmaeRKID7F8+ni6aY3moEVmWzxCyUCmmRkZI8v0WW2bVENLWOJsmEmz9gaQlIlZLMvs8WjRbS8MeP/4G",
+	"81QKKYi+MdoxIIUiFSE8IN7fKBZZ+Obo5PWbs/M3R2dHr86OX7/CII+LoXldDKTJVDqQRZVLxDNQhZg2",
+	"GTCdhUSwvnMa+njUfqWkcFq5Y7Td7h65/HNpD5EO6BHUK6+mFzVrgtLvnH2JCdDwxBG04cgLWuGhGqUJ",
+	"zs0SqroUGZbzkmMNg1CPtF0D3WGHzD2Vzlv6vnAQNMM/r8NCJ7QobbikzvfhPBETrlvoPCUGvRSZxryZ",
+	"sEz/CAsJSisV2KMZtBt4JAXtkais4uKmA9zkHtgMl0CWQN+ysoTkj1YkYMjcLvSzQgMx/EKguaRmlMrv",
+	"L3Qh9kuFws22cOXYemBYBvuedOjg0rNUYStVTuejNzTKxiWCgLmw8HFIxyYcHLytxYxnmHeBPTDUCIRA",
+	"YhbM8LEOaCOBqWOVD1Mq6xba6X7WzrPmn6tZ6Zev2GeDxuXuoBGyJgaTdna6rQ47dCqMSEEMNcPL3bCg",
+	"N3pCwMJBg+4dNMjdTfFJyVGywNPpsR12xsfWj62mM555itdAwqc+jHXZxWlYP0Jop9XxdyPXVlWyLEbD",
+	"JVpJ0LXmgl+w8N0T90KW5tHzInTrYHW10T/ELzAny7I4xhbIJUhy59nrN6cYhdLCvkIRR8e9uCRUaTMB",
+	"q7iI6RbasHaxNCDODHerX0bHSDbwFOS5O3R/Pjp8HlolmjzxMA0XF8JNJYmC9h0WmzcxUsYKDUJT5K4V",
+	"lAGBMqhxVM64eObrEwo7WDHV6+6xV4rZyLUlVXKN4uvA/gJP2XWCRzdp3nSgXJIQJu+ijR4SexdP8udW",
+	"piKgOnLo8Dm4gZELTZHsk6TMC/gBTlEMlvEFi7jVKw5PjtkoU1OySrJknEhdm9rTDGFvzw9fvHj97uj5",
+	"+es3xz8dvzoNMZAyXLioIqjzrQ47yQQ5KzX6V0A+ue7InpVCDgZPIQqcuMB4VI1lAVd4joigqi4Ffhvv",
+	"oKaHN417isd0+yyZYkYn2ZeZQHMqEu3D2SxN4JA1ilGKSZEV8iO+YiI/kC44kEQdpceOrAAnIu0rOz8e",
+	"Ni7A5xQiBqXIN729botuneKtKBxtnAK1T5KNGOTUeXaZXAqLcw/2YiymXNq4SOWsNnlmwwNqNAKx9OPh",
+	"2xdn58evfqG42fe2keyB9fco6W1kwHRCGfKYw4uKDcFES8WmSgpiD/tCfYY3fZ8qbdqOryxbFiYgWmaY",
+	"cwMaPgrdXOc8RUXf97NiwI/0tCV7pIzYAStixgTXdJSXXiWCngHhT4PO+aLoCM9uclNQJTKwf6tfY4CQ",
+	"nKmGg2rWARXqNqmzYf9u0e4+27HcVURr6ZRJqMs9nHqurWPF+pUqm/I0rd2gio+SXnCv9916L6YDRaGW",
+	"9pgbhkkIEwrLVlwZj7T1bzZLEBTJahw8S76dwpQi9nRYKniaooBseR7TZa+YlfQB8c8wjy6EoawGilGi",
+	"KwuzbIity1TMgleAT2A/y879jOK+3urZRpff97RdNesPTDSbiDTGYDFNIYWjtmxagsak27Gmjenje+52",
+	"tRXzZCbMuDZrHIutDjtGy3iYSKHLFUCNFLSazhiTbjZQYVC8wn63O9Wh9UjoVM2BPFHCnRXvBYpbnUgk",
+	"/xP5602xpM2whuqDgQy9VWt12Fsb9JwVA5Oak4ylpWJZBEZDSwM4STdO6OKnA4kuWeaq3yz2MS5pqVpt",
+	"CrdbtcvJ4w6Jdj2Q8E7OQ1s9agsFPBM89aklKKLjPGWF2NYmSy4KRaly5rhzYzW/aeloar7bfWZvZfQd",
+	"WJwwdB6ZPBNxm/KnrKpL7pTZhDvJWQQYsaRvkql8PAmc3Yyox2T9CVmkuVjL0a2sRmV5mqRpUjR3JReD",
+	"UYanIegfUszLbsCoM4dRypMp1lOsCztJMcfCimhC0TiC7caTITxwPR5Svlga0bk34Ce6SSrmBinyZ2Ah",
+	"uKH8FrfGpPWgzZkJp2YqGWG7KBZeteHhGCyiG9pWsoSBVVVxUOlppv4JgJtsM6z1QL7BjGQsUy1jqQ7Q",
+	"fzkW60wvL3IAF9p0DirKTMxAFthImhmFB1/45wDTaQeNgA3K4nb6J+ZNN66tkslC+HdRvrnUeWkgXesl",
+	"iju5N7Eorey3U8NlzLO4+OV90yVNz+fzjrY/u6RpzKBuoer++PFpMpYifvy4XykaDcp/lU2liAzc9zoZ",
+	"Sw50HpZivmjkA/JubS8f0ug77J8iS0aUBlUMxtSl85vyOYU27Qk745lG9mToJSADe5RrwYoZajYlNymX",
+	"bN/6XTRTadyhdz00LBVck+8PXplLt4Nl5w0/FFETgbA+lmZilXi0GJIRJfSC8ZyM/OsKh6n1RpGJq12J",
+	"EsUg8MtVcC0YuaBPdFfauZEOwSL0+Q7RJIoyricusxVd+oX0kmRYwZFgPe+sWiCsTaE8+eXBpLX0ncfM",
+	"Tp3Y0i4oKEQJUQ+wc+/qCsNqeQQ3HLBMxElGKb22HyVRLB0nnlnuUmPofHOKoH1b535v7nSZ9pTgVkA1",
+	"xTgFeyjsMx3Q1gdst0v/7bEJfDdBBWanC//a2YO/vS6jzKLeHpuwJgrYD7BZ2UFVB0Hp5Hxroqh1bpW6",
+	"MRp3ftWZ7iyFEDFyCNqcylDjBN1ESQXnRIeFrpwtdAkd2o1aEIB1WR9UpBa5J0v4AIohgPm4UvrmZ4vY",
+	"7ftnopNhipxAmCArwg+9yU/K8V368VKdHfUxxhDBAak6KEupVIXGKEAOQqulFrznqBKlER/hdDxpS/oX",
+	"mMT65pKUKFV57BWmMFdeInTgF6X4hek8Mjlo5K4C5cBGuZY21G2AnelJpqYzY9PbKUnATbwaMkHHtl52",
+	"CtN5bfMp0KRC+nrk2vzZxOaq09paoEW+dhFxX0YEgEvw7YF3rIsdlUmVMXgO8F0B1hALNJ5IeIF6PZc+",
+	"RTVRCZnzxJD2gcPmmTwon06yGEwcFMX+Ge7SO8kiLrzPb0oFbVs7HXjds36w6qXIrHPKkRYFNORAVuOG",
+	"2rW2RzNIr0u3hnNxID/SMAv20VpNH10e/YYE0sI2+sh2ul2coN3mj67WyQecLBOaySCj9y6sMzrcygxz",
+	"+xD380fW268+4k7BetSvHPQLqunlW+DzllEy2UcQrDPs8lHkRXws4tzkrgJatH4Rx2VF2siy4t7c6+60",
+	"KP0ASd4uPBoK1mJUIxb+HpbPoIx2MUpAJoAQSRekN4RzL1cD9ncspMiSaCAjkVqzgKdjlSVmMm31Pe8N",
+	"6LIz4aec2423XG9FPcWJLPIunFThPHwCcysyfpaMB0ybcSRbknizd3UVYEQd9gSOBZ4mF6LljA0yFpyj",
+	"VI0Ij7SdCDNqg2rHZ0kb3gZHdspwe2cHFc9aC8QapljXZCtmYBNptfur7rg+KKlECoPGwe/f73S7B/Pv",
+	"d0B3JRLEb3v78KVLhSjGqN6cff/dNwdm6d7s+94efBk6Ay3MQjoULYCz2+2BJO/wjGttu45KNSdaNqG3",
+	"X27jKRCLrRSJfBLNRnma2oOGHUpHlANJ56fLZqoQZuHUqOEBD8vEi4qSlBpIGybJZyh5sTVQxKXNXsJI",
+	"PPURxEnpmXBt+fa6Oy7yhhROe1MWUqDwfE3FmSXibenr2OgrWq3XYM3KugUDyZ1+vGPD3avpbwdFAA3z",
+	"vjFQS8nBpDw65kCGSqZgrg/FQOrioK/LrwI7FSafuKCsdeKRNVefRvSu0LzqKmreiDghY9gSgZPwNmLj",
+	"AG0rx+tBJQypsgEhHdBglBiOuWegQtlglTuY7eGAVUV4grqD7gwWI+JZjFUJYbVnCghTlZtITcXKuUKX",
+	"e32N4GKbS6CXfvaz893nPtvr9oLS9PcT8f0s+z5bHqIy9Gr7nbs9pHacypNsT5+7De83BFp9Ba870F1n",
+	"Xx2iMn6JoXu3wSv3V0a21JXI8XmRL1omB1I2IPqvg4Ir7XOq42iMdpXkAzaRk5alM7QY+ZF27sh+4btG",
+	"Bi7APwgUCjPTnWtSJ9McZYU3Q1AaNQtP3rx+dnR6+vrN+YtDTNAKWVGW3G2V9iY5ikCeDGQi2xSjsgYe",
+	"ilCQn2qITGvrxNMkElIj2EGBY541+o2Xx2fYeB4LleEf10HDIqxbGHTr5HQbpFHPRLEbi6mSWLEO2lcp",
+	"eAKMqk8TbZIIYept+gScuQsZYZISRenRpcIKd0uj7Mnh10xjh3eMsTf6jW5np9NF9FKtJBag8+cJT0Vk",
+	"bDW27j95Ar+1bVtrlY2foFLwpNftdds7PYu30AgaaiYkjN9v7OKoiGAwwXr2J/BnvBZrASQ4pvUUKJGx",
+	"ikBJRAtiSDFK27IYjzDPTqO0Y3Jf2cXt0GRI5zmOG/3GT8K8UcpHS8Np9brdddAXxXVPDk+O37iRYaX2",
+	"t7np2CZc264TXpV/o//be58ozmy8tSQN1CAzpUwLdpCPEY3gdRENJ2i4J9YGWbuwP3MZU+8XtD+pBhZj",
+	"rdbuwUh7fVm5Xz5Uu5iHkUN0LZpB67WAHOUlT8izjnihdRsRUbQcMT682tsPFtLHUtoNYCVubggjsEps",
+	"3mtZ/QYGLFTIdaPba5+UF14HjWXldeub7eUIyuoC1zfeTFcex/Rme9uQ4Q88dlCbeMvOzbe89crW8Kbe",
+	"dzffdKbUSy4X9ln6rmwCd+3efNcphUrflpFS4rAKT7nkapfPUAVa8DjL0QuxFQieDcIq0SU6RCZATyS9",
+	"7o2IVUTN1DFzUaSjNkJXYCr1z2cvX5CAa9rkARLYZpGCzZVIKhQoisgUB8MbTdoy3hlgOqApEzP0TERe",
+	"4BPFIR1Pq/zqy7CvQQiiQQnLtkkEllhXtbuFcs7WDFIi6mwmZJkjWnhxpJiXaI1gp61xzg/kDd75xBSh",
+	"CN1nhat+vZ9+ILGg0Dnr63bvRaLNkQOQup20dXKq7sxNnBOQipfojYsmMBaKC4EIsFlYo9/A5v+ldlNt",
+	"yedAXfjtgSJX5/ca1skCwOGUEo2VcOum4lALtzoePKxJePIXcGDhjBClq+bIOizynWlBHs6tv/G5BUTA",
+	"CrQ4J/cs9/syD2MbawXfGwsvogr4XsvYm1Q6fMoXqdDRzNaoc5Th/MAUWzJFd+/mm14p86OyzVu+Ri76",
+	"SZgiylfHRrelcbzx+DkB5tUHF+nUu9ugQWOmdA0X/2cubG2AH7AELXEeuKrsUSb0ZAkKu4/hlEpVPqa3",
+	"jZNLIQeyOZ9wg95OdJJUMSrDVkCG4TzRomzAtdx1y08aMIqCBjjAI3tQY95pJdiP0E7FAI80EzxLEwoD",
+	"UrTTyiinew3khZiZok7HBg0phcdWSLiaGkwywORWkabWReshiePA3Axk8ahEl8gJ5E7A2CaVeKIn1XpH",
+	"rX+VOweDG+GRLZEvocxrNLdqJ7VPE63IWT+oeHFvUrW+z9v19fX1iijv3dtDa2Gg10h2LxZsy8WaEk40",
+	"B7u/QpSYAuLosvVwJny2M6G7xZmwhL763CHfwv07W0j5E8LmOFMKMabovv1t3q4A3Xgp4oQ7VPmv8SDD",
+	"TonVfJV1auFE8NRM/lirEh7aMpUeoh8mqfBd78xm8ydyjDnFZWGxyi3iiqunrFUdf8aH38mvQLe+/vUz",
+	"+BRewHkntN7kQfighuv9B688t0CA8VRh2jM+TqQtJbsQ9nxME12jVIM2/ws84DPa7R/U8DNY7Vt0LVtj",
+	"tduqZF2AUFH91YbpUKOB7Y6PX9TQdua//qwWxy9qeLM9Dq/5cMj83a3xD8TAToIgP5eyo7DDqZB6VYY8",
+	"K+rhQ1JiCPjWVrmHBD0mS7zexCyB1nn19odWD0LYAJuxkOVSH9y6bB4fSaXF2L8IcXIGkiZLkaKifH8F",
+	"GK2EFv6uTuulQX5Rw8bnZdB1aqNbMHiDB/b8zDrgms30wXKrm7oddL+F1ayD7C8a6dguf3vd72pa/23C",
+	"/oOVfb+GeOqRADdDCf4NLI2vUDiTmCFBtSqfg/XJBh/U8JH2y8JnmRpnQusOe4eKMdW91otrWyVTKdAa",
+	"yEpSWZ/gWfykM1vFKxdFumZ9lO6vE5pfu6yE24otqGs5v5yiSUcibFSi2VxlZsKm/CKR4wPQozHrqDST",
+	"QCqsI4lORXnd1N/wwdH7WRy96wTA7UyuX9Sw8PBOhcmSjVkALtr+CPEb4GIXUz7JEFFR5JohDjaiGVCS",
+	"O7UJYd1Ot7MXuErbKOMzjNo76MKyxnJocbiZEdNZiinkmDOAgquJrVfOrWPwvOj4aAVM2AoG0sshcw5N",
+	"uNH72t2vz6lws8+wolLEQYHvFrBEnpOnNBjIaaIRC4RKkErIvJlSKWuGs/EVfDp/HLYC1JyDAjzW8+Zh",
+	"2UaRJDyQmNLMU11ir/+kQKE1yVQ4CY1uimY4VuePw4CF9ht4UIe9Uksp1H3ySGthE/iybAF6bhJrMuOx",
+	"Xg0hb/QBqsFkP6uMYNrxH/kwTSKCXZJAZmlqB+VTsUZ8v7R0c6MIB8p4gmDpBw7W53ski6osX7a469Vd",
+	"C4WLSEIlmoouurr6Mv2uCsI9e2Y8JpkWa7bWR2PTCjvusNucRvh6JrBsNVZRPnXdcTCl0I2z4NM0DAiE",
+	"JiM8LWyxUOvassPB7596NK908XFT3e3sFNP12tu5Nk31+77ynl5K5JxrL1foCyWCSi4VpvvYRb6REGAD",
+	"NxLC9msTVOErN5HAvw4xGekWJODmeUsSwLWAp+EJ0vkfRAB2idcSQNF0axuPbYed8LFw2ICIRU51HUUK",
+	"tWGJ1CIzmjXJucuscxdOayXRB+M5S8nQW3XxOvC6z+nmden89+Tq9VqUPd2rNJqb8cU2nt978OXaZSv8",
+	"ufX+5CJNvmicR3io1q5KNJZ+rlsC1zVxbKr5Ydt1z91uQgVG6pZzSc2dpvIF5OHYHbvZM+7W6MH99nf3",
+	"js9K2eekdiEO0QirzWx5hgU3mnFssIeFYB12ykeCACG3wA3vF8XoWFjqdX6hqn3Lm7ZDYYcdlrDWCHVO",
+	"3TPoMphHAYVJQsz29sV28753fq/bq3V54zj2xW99DHjv9qtYNG7L7PefGVJ5HS8xxG8rarJcrCaK7Ny3",
+	"rFmn/BTlbQ7keEnUHJ3x8U28jtdcB40aRMGbbi1vKe64DhoOsfCmu4vrfOn2IBNXPFi9rbJEgA6eW+be",
+	"OjulynPH8q0Wf2FmSu+2E36DnVz+spPjr4/67Hd3vaiPa6B+Q8uLRtDYCLcIVsbayNA2HTIqkaL6rhut",
+	"vqvyodIPqpvtsNdZ1aG2ZeeRRKLOOZDNG5AkLW6lk5s1sP8e1r+tE+4M5BF1sZjzRWAP5k1tSm44tC10",
+	"+Cp2ZnF8j0rIW8IT/lvFJDbfZ7IFXUmBAi/ShcdxqaTU61q+fbxddYC/8rhz1EehArx+StAk3LXaIkjL",
+	"RC7jQA+kUWwsDMGwVwCT/XSzUk3zUdrrnC53VqZGMKuXlFf6RZlNN6gyn6DAfH06xC5Fp5acNwpU+jgZ",
+	"JUV7KaI5Ta6aFezxRDvv9/+oxXsIId57CHGjZL113j7d6mo7UBSt+n6pq/NUZGMQASaaWNjv3e+etvqM",
+	"Dy3wxXToOv9iHzyeIvJNKPM0DVkmEHy7M5Chg56j/qwwakwVz9Rhvhn+OWgU8HSNPvtz0LiA/8JA19fF",
+	"UCy8wP4OS1fjVeVFPE1b1GxtualGoQFUOzRiB4qZbd9Y0xSD+9nJS+0iCOqu6D6x+eR4i60x7n543O3g",
+	"uH8TvPIepQkeVIbEbW7jsv7jXobfwsL/tx2LtslJ2XmtUFGkmDuyehD7X4LY39nGUPdab/6IttNfaG9/",
+	"e7v5vnE88ZWeccTt5TGHGPIFv4FV6WT9BtPCGZd/2k/Xm2EXmL2MhdTz1gtOEgxrJrRK4TBBg88gUuhE",
+	"ZYZN8imX7UxwbOtaRLhWLQR6wBnV/i8J+lV5gmE0LcYujMaXZkh4+SwsG2wXgZwZx+IWG8extzWWZeWa",
+	"UorfePuP9vs/d4Kne9d1wbT322WLTMxyLPnG7JBDu6AYlbGwFK6r0MzrW39f4eE7Cahbypp7DkE/t2Ad",
+	"HjVYLIm1MWjMDd62zkpUm9EVeg5nM4QytGDTc1WAISJGc1GBWw9kJXic2MKmf3/B1ScKpTUb4b/ThqVH",
+	"AL/PWq/1xj7jM8byXcezzx3Kz8Qn1HDZtS7gVzwvRd0Eyz7895tn8AW4b4gibg562xV7iHn/3WPeWSEi",
+	"nKRyQmN9xNtegQj5KmMznjklxPIVO6v6R1OFkPGl77Rskm/h5Aey7PVo2x17mU2OfyMubaUYj2PbEads",
+	"VuGZ2Z2BvFUEHhtdlmxvu/BQKyCp3KgDWUWeKfvwEAIyNZm1PazLJtcw4PpAOy3mfcTZl4SfbV7ZX9Ot",
+	"khRE1xqxsEepl6OFnUCQjcAFOnDLCHZMV9C/vJ2mVAQHQuG6Xzb3dnqlHtCC3VlIw69crzTXs5Fj72Lb",
+	"cpRVIwB2CVFeE7OXAtu5bCri+hMF8OfKRKD9/osSESyxrfFS2C1el4bwkFrwhbo4vsjixZowNrEzVhwS",
+	"qa3Esb1qjvaFWLQT2c715lC2Ez4lOLxr/FsNYNc+HBGCsrKJf9FgO6lr6lXItxJux39E/eTDwA5aiTK3",
+	"/m7h4OrGnLiqM3zxG5fotmVnX52PrveFcGivt5FDiTHa4goBzttlIGn9DmaUvLOJQ+2xYke1rRU1hYBU",
+	"VYPw2al+MiU7Vdp8e8yMsdbahnzUUggbTljEsTgZIUQr1m1RydomjqaX/eqZ92utkibtpTbCWRotnm9l",
+	"e1zJqhdjE7DkOnW9xreK7oP1btVP9XV8Md6EzerkgwvhIUNhOUMhc0y0jn2xrRbGHmodEKfUDW6YJ2lM",
+	"AC+jJBVL7PtIl+UtKit9CDabPpED+Vvo1dSEAQvLspawVbQyZrtPn2LzPzhf0rgCrm3b5fe6vdA1uSp0",
+	"SFHCzuBMNUvMAZXpl/3gvSp+uNrCdGhyoXxQw8Ba5SIXA1ht2yew/pCj/Edm1FiAsV02Hqm6P7Bhu516",
+	"CQROL9HEz/hg+raYactr5Gzb8RUd+D6o4SYPB2znJ3s4PrNVDnO8lVXe+zdBWVQoiJxnMFdLSQlCfpa7",
+	"9GCz/wUZrv92Y/+hHuALVlLJjuCWTyunHJ1rlVNus5L6bsKNx/QsUpfYIxqzm5M/BKFMzF3aQazmEraP",
+	"Jeu0Vzulz6gS4hPWqoQIzvagEj6ohCsqIVAGQdAsZ++UfHNbHYLuLLBwfJZ74nhlI/gC6JWBg8OxmDeJ",
+	"QW+CVUZQleyzZ6f/dE4FIhqWqTlrhpjvEulL52kcSEyV5VnGF351sa+iWoDusl+9mYgpa4bLXBm2OuzQ",
+	"rtxA2hbPlIyKETQvz5R+jJXQ/ZXMcxv7KVTC3e5enTL33K7XXdU5v5bhU43SxIgp3qik2MZF5rIzg+3s",
+	"2feFl6yBG4UU63ZyEwjGmx+fsb2db7v15NCpMeQ3iEkkviVZ+YxWqP080Q6KaXUWITeGRxN0lxXY+mAg",
+	"ST4VLvJXXnOAP8Jv3w8a2cyc7/R2O5G+HDRQm1zvwVhxSjwUemxX6FEe6I/0Q9rvw8F5t4PTCeTNquYn",
+	"Hpmu64XrS3BvCWvsVESZaylMxxN1u69PZVtC4P+87cNcD4b7xyKffy2u3aX13qKhl9uZB+3+754z5lAQ",
+	"hceMTvBYutmcPjYGRsfM4bdvXlCSFnbEKVvmaNRVsLnhclMf1gx/GzQeDxrvQ8KdTNNWh9on2zpyC2VL",
+	"o5U9enQyRlTxUKPkCQ8sOC7o2JISmtCOpuaGA5kpg5yDujSWtoNZjY5ZmPY015hugNiVMC3EQKR/hjSc",
+	"tcsngrn26gPJ0xRU+lmWXHIDks/MVXahCUMzVRFPWSwuRapmoJu1yMCnhaIss4nCtD1bcADPwXplO2DA",
+	"UqVmQx5dBCxN5EWbhvTKIlzffqG9DvzrvbdLguBLa/xTO8m/KLtqaRbvEjOhQ25tuzd7pVcPRrT5CUrh",
+	"Q3LVvcroh+4+27o9SagzvnI81J8OtcrljR0onuP3VdFe1NQWHdEmCYjrxQGbCYkBQh+vNxMsztRsVqdp",
+	"0vD3KvIqsmZv3Rs9hMkfTLtKKRcQxda8FNyMjVIwS9MBmpSnTavgoCpgSl0E4fPxxmezXW46fR88MA9s",
+	"+imhi2159HaMskTEnwDAAdZ5mGdpGKzYUgELvYHAtEIsjoF04BiJFQ5hbFsehp3yc5+BRh3aFk3eGdu0",
+	"NpxNpxnIqeCSqn/Q26MMeUdTbkTWOvBHHPFUi9C2w9R+l1XXMZanWhFQpleG7Qa4HZAH83E8BnIdkEfY",
+	"63bD5RIiBwWyBrXjU+Xkl4besdbCul8Uj08x5P7tB4hD9agx4x5gPR5gPR5gPe4C6/Gp1uOT8hxaG6p4",
+	"LUVpLM5EZnvS4plkVEVfDoCVvbiG4NGE2JxiGbZj9kBOeSz6iJIQVBtrURVGwCZqzlLQrjFDU13YzB1u",
+	"2BxLZUDzrjtPvOjH8/LVPmP4Y7mH+T2GP6Z6/HXFP1xv75vjHyXZPZjyDzbCUsTEU2Mf6eXuUWYikswJ",
+	"Ev35rIcNMhNDHaJN7gDi2XuwVWqjP8da54hSDyoSPZB6aFlnRWJYEyMmCN6RTIUfpWl12I+2xAt73vX2",
+	"2ETlmR5Iksbu8CgiQHOFYR9ucjAJEslCtwLF12HA9IxHYErAKxmwQtC8KBT+pZli2/4C188KRwwS2TBW",
+	"RkgFep4Ye1io3AxkqjQVK9gpdFjo7j6n4c/F1Qxsl3NuQqb5QpeoOyqNvXa4NpTVGcg3GKSCYbFFowPh",
+	"wUiRWx1YWzSJ7EACwaPofahmoe7cwZGXFXIbz/gKvD53ir6UO/2gtj8I/DtGQpBvyFNgI87acU2dJlsF",
+	"kvqzMRQ8E9lhbiaN/m/vgWXIx1GHBfcCg7vWB9IMx9hpkHWeRNO4QM9o81kSthpBI8/SRr8xMWbWf/IE",
+	"w8ITpU3/2+63XeRMO7l1/U0Q4aVscVKqfgW43qp2+VJJsbCiXcTYv6ss3wxs2k+J4JLA2DMQyv74rjhs",
+	"dfgfk5QmVpNFG9ieYTZ3d8iji3EGdMWGC+qzWXkEpUutPuKFkuO260c+V9kFGAgzlaYBpisRggl27/WG",
+	"w7ad9bq2g47hEvN7EdVWgFmgmVHeEId0Xc0oRQoUFQa51AmgNRHb7Imy+SRB6pStFJ1y7z2qIMbVZ2H5",
+	"AUG+UDKGV19HZo5WeRZ5rRrd2VYOf3S5hjgIvC1gmYNLC4r+o272rqEaCGeRjmq6Y3oP8iDWgJzn7rVQ",
+	"nSFYIGp0sL6w8LCoRKcrCTwHuyXMuS7a7nRYGHPDO7a1wHmkYlEc2AsEmkdDkpbE+lxLR6bOh4TUh90a",
+	"w+rkQtZUGQsfuyrz6qFsryXvhN24xh2Vw+PnPxOOzhYml73lLJkKbfh0dus7T5265e78TN7Kk7oF2sZ9",
+	"+F//VRdAQ96KO+xQLljv6opFts8qihQVL0AzTcYS216Q06e7OsxPSgrKGypIINGFy9rpYNQQFyjH+Z9B",
+	"MOKosRjxPK0FaFzQpSLVAgsMpHJZUIUqKFCNVrkJKOHHZIkAZZL4N5qIOE/hOZVTbIlj1jlh3GUFZtA2",
+	"vFVczJrhyevTsxLpqUhXR5ZD+QZ8x2ezTF2KuHVX1iqeuBV3nbqrHxhsfafD5TV64LE781jJPDexmY04",
+	"bMNkFle+bzNjahGSgf8Oz5797MEgIQ6GvXcJYwW4B2OB5NEM78qM9iW2YkVyCz8w4npGXFqhBza8Mxs6",
+	"5lrHhBbPZKujbgVKzwOYLBlgpDJkz0LpVJgcfFvGWp7YZs6iqx/OuBvrAB+OuE/nrRWeWc9cWBl+s4FW",
+	"FMJ7LeXQ0j+wRhmCsIaEzepw0DVfoP1+e+OsMq+bGAsufTDNNkMDPFhmn8xSPqfcwE9bHla23Bixh2LH",
+	"SJnQeWo6rk7+PM/SkI2EiSaYGHZHTtr6lIKrH06pG/np4ZS6N5a66ZS6DhpX7UhNp0q23Xq2vSARRbmE",
+	"jET7EHb1Zqyl8g53w3XQOEV3fvssmSbyxqATXWyvvb6+/v8DAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -37,6 +37,7 @@ type Contract struct {
 	router     routers.Router
 	operations map[*openapi3.Operation]*operation
 	unrouted   map[int]*response // the shared 404 and 405 responses, for requests no operation matches
+	common     []*value          // x-common-response-headers: headers any response may carry
 }
 
 // schemasCompiled counts every schema compiled in this process. Only New compiles, so it stays
@@ -108,6 +109,9 @@ func New(spec *openapi3.T) (*Contract, error) {
 			}
 			c.operations[op] = compiled
 		}
+	}
+	if c.common, err = b.commonHeaders(spec); err != nil {
+		return nil, err
 	}
 	for status, name := range map[int]string{http.StatusNotFound: "NotFound", http.StatusMethodNotAllowed: "MethodNotAllowed"} {
 		ref := spec.Components.Responses[name]
@@ -276,6 +280,34 @@ func (b *builder) response(ref *openapi3.ResponseRef, written string) (*response
 	var err error
 	r.media, err = b.content(ref.Value.Content, loc+"/content")
 	return r, err
+}
+
+// commonHeadersExtension lists the headers any response may carry, each a $ref to
+// components/headers, so they are described once instead of under every response.
+const commonHeadersExtension = "x-common-response-headers"
+
+// commonHeaders compiles the headers of the x-common-response-headers extension.
+func (b *builder) commonHeaders(spec *openapi3.T) ([]*value, error) {
+	raw, ok := spec.Extensions[commonHeadersExtension].(map[string]any)
+	if !ok {
+		return nil, nil
+	}
+	var common []*value
+	for _, name := range slices.Sorted(maps.Keys(raw)) {
+		entry, _ := raw[name].(map[string]any)
+		ref, _ := entry["$ref"].(string)
+		component, ok := strings.CutPrefix(ref, "#/components/headers/")
+		h := spec.Components.Headers[component]
+		if !ok || h == nil {
+			return nil, fmt.Errorf("%s.%s: want a $ref to a header in components/headers, got %v", commonHeadersExtension, name, raw[name])
+		}
+		v, err := b.value(name, openapi3.ParameterInHeader, h.Value.Required, h.Value.Schema, ref)
+		if err != nil {
+			return nil, err
+		}
+		common = append(common, v)
+	}
+	return common, nil
 }
 
 // parse converts a parameter's or header's text to the type its schema expects. ok is false

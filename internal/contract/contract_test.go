@@ -240,7 +240,7 @@ func TestMediaTypesAndRoutes(t *testing.T) {
 func TestValidateResponse(t *testing.T) {
 	c := load(t)
 	req := httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/account", nil)
-	h := http.Header{"Content-Type": {"application/json"}, "Request-Id": {"r-1"}}
+	h := http.Header{"Content-Type": {"application/json"}, "Request-Id": {"r-1"}, "Server-Timing": {"auth;dur=0.2, total;dur=1.5"}}
 	if err := c.ValidateResponse(req, 200, h, []byte(`{"id":"acct_1","created_at":"2026-01-02T15:04:05Z"}`)); err != nil {
 		t.Errorf("a valid account: %v", err)
 	}
@@ -252,7 +252,10 @@ func TestValidateResponse(t *testing.T) {
 		"an undocumented status":     {418, h, `{}`},
 		"a missing required header":  {200, http.Header{"Content-Type": {"application/json"}}, `{"id":"acct_1","created_at":"2026-01-02T15:04:05Z"}`},
 		"a body breaking its schema": {200, h, `{"id":"nope","created_at":"2026-01-02T15:04:05Z"}`},
-		"an undocumented media type": {200, http.Header{"Content-Type": {"text/plain"}, "Request-Id": {"r"}}, `x`},
+		"an undocumented media type": {200, http.Header{"Content-Type": {"text/plain"}, "Request-Id": {"r"}, "Server-Timing": {"total;dur=1"}}, `x`},
+		// x-common-response-headers, checked on every response:
+		"no Server-Timing":                   {200, http.Header{"Content-Type": {"application/json"}, "Request-Id": {"r"}}, `{"id":"acct_1","created_at":"2026-01-02T15:04:05Z"}`},
+		"a Preference-Applied never applied": {200, withHeader(h, "Preference-Applied", "fault=lost-response"), `{"id":"acct_1","created_at":"2026-01-02T15:04:05Z"}`},
 	} {
 		if err := c.ValidateResponse(req, tt.status, tt.header, []byte(tt.body)); err == nil {
 			t.Errorf("%s: accepted", name)
@@ -260,6 +263,34 @@ func TestValidateResponse(t *testing.T) {
 	}
 	if err := c.ValidateResponse(httptest.NewRequestWithContext(t.Context(), http.MethodGet, "/nowhere", nil), 200, h, nil); err == nil {
 		t.Error("a 200 for an unrouted request: accepted")
+	}
+}
+
+func withHeader(h http.Header, name, value string) http.Header {
+	h = h.Clone()
+	h.Set(name, value)
+	return h
+}
+
+// TestSecuredOperationsTakePrefer: every operation that takes an API key lists the Prefer
+// parameter, and documents the answers fault injection can give it (400 for a malformed
+// Prefer, 429, 503), so a new operation cannot forget them.
+func TestSecuredOperationsTakePrefer(t *testing.T) {
+	spec := load(t).Spec()
+	for path, item := range spec.Paths.Map() {
+		for method, op := range item.Operations() {
+			if op.Security != nil && len(*op.Security) == 0 {
+				continue
+			}
+			if op.Parameters.GetByInAndName("header", "Prefer") == nil {
+				t.Errorf("%s %s does not take the Prefer parameter", method, path)
+			}
+			for _, status := range []int{400, 429, 503} {
+				if op.Responses.Status(status) == nil {
+					t.Errorf("%s %s does not document %d", method, path, status)
+				}
+			}
+		}
 	}
 }
 

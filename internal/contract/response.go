@@ -21,7 +21,19 @@ import (
 // convention the spec states instead of listing them as operations: HEAD answers what the GET
 // would, without a body; OPTIONS answers 204 with Allow. The tests' client calls it on every
 // response it sees.
+//
+// Headers the spec lists under x-common-response-headers are checked on every response,
+// whatever its operation: present if required, and matching their schemas.
 func (c *Contract) ValidateResponse(req *http.Request, status int, header http.Header, body []byte) error {
+	var common collector
+	checkHeaders(&common, c.common, header)
+	if err := common.err(); err != nil {
+		return fmt.Errorf("common response headers: %w", summarise(err))
+	}
+	return c.validateResponse(req, status, header, body)
+}
+
+func (c *Contract) validateResponse(req *http.Request, status int, header http.Header, body []byte) error {
 	withBody := true
 	switch req.Method {
 	case http.MethodOptions:
@@ -92,17 +104,7 @@ func (c *Contract) validateOptions(req *http.Request, status int, header http.He
 // Content-Type is one the response documents.
 func (r *response) check(header http.Header, body []byte, withBody bool) error {
 	var errs collector
-	for _, h := range r.headers {
-		values := header.Values(h.name)
-		if msg := h.check(values); msg != "" {
-			errs.add(h.name, msg)
-		} else if len(values) == 1 {
-			v, _ := h.parse(values[0])
-			if err := h.schema.Validate(v); err != nil {
-				addSchemaErrors(&errs, err, h.name, nil)
-			}
-		}
-	}
+	checkHeaders(&errs, r.headers, header)
 	if !withBody {
 		if ct := header.Get("Content-Type"); len(r.media) > 0 && r.media[mediaTypeOf(ct)] == nil {
 			return fmt.Errorf("Content-Type %q is not documented", ct)
@@ -111,11 +113,32 @@ func (r *response) check(header http.Header, body []byte, withBody bool) error {
 		return err
 	}
 	if err := errs.err(); err != nil {
-		var e *Error
-		errors.As(err, &e)
-		return fmt.Errorf("%v: %v (and %d more)", e.Summary, e.Fields, e.Omitted)
+		return summarise(err)
 	}
 	return nil
+}
+
+// checkHeaders checks each documented header of a response: present if required, sent once,
+// and matching its schema.
+func checkHeaders(errs *collector, documented []*value, header http.Header) {
+	for _, h := range documented {
+		values := header.Values(h.name)
+		if msg := h.check(values); msg != "" {
+			errs.add(h.name, msg)
+		} else if len(values) == 1 {
+			v, _ := h.parse(values[0])
+			if err := h.schema.Validate(v); err != nil {
+				addSchemaErrors(errs, err, h.name, nil)
+			}
+		}
+	}
+}
+
+// summarise writes a collector's *Error on one line, for a test's failure message.
+func summarise(err error) error {
+	var e *Error
+	errors.As(err, &e)
+	return fmt.Errorf("%v: %v (and %d more)", e.Summary, e.Fields, e.Omitted)
 }
 
 func (r *response) checkBody(errs *collector, contentType string, body []byte) error {

@@ -1,6 +1,6 @@
 // Package db is the database layer: the sqlc-generated queries (*.gen.go, from queries/*.sql),
-// the one transaction helper, error translation and migrations. It imports the domain package
-// and pgx; nothing above it sees pgx.
+// the one transaction helper, error translation and migrations. It imports the domain package,
+// trace (the transaction helper reports its commit) and pgx; nothing above it sees pgx.
 package db
 
 import (
@@ -11,6 +11,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/trace"
 )
 
 // rollbackTimeout bounds a rollback that runs after the caller's context is gone.
@@ -54,8 +55,20 @@ func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx Tx) error) (err er
 	}()
 	later := &laterQueue{}
 	if err := fn(Tx{Queries: New(tx), Later: New(later), PgxTx: tx}); err != nil {
+		trace.Decide(ctx, trace.Transaction, "rolled_back")
 		return err
 	}
+	if err := commit(ctx, tx, later); err != nil {
+		trace.Decide(ctx, trace.Transaction, "rolled_back")
+		return err
+	}
+	trace.Decide(ctx, trace.Transaction, "committed")
+	return nil
+}
+
+// commit sends the deferred writes and commits: the "commit" phase of the request's trace.
+func commit(ctx context.Context, tx pgx.Tx, later *laterQueue) error {
+	defer trace.Start(ctx, "commit")()
 	if err := later.send(ctx, tx); err != nil {
 		return fmt.Errorf("deferred writes: %w", err)
 	}

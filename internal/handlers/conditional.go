@@ -1,10 +1,13 @@
 package handlers
 
 import (
+	"context"
+	"errors"
 	"strconv"
 	"strings"
 
 	"github.com/payments-api/payments-api/internal/domain"
+	"github.com/payments-api/payments-api/internal/trace"
 )
 
 // etag is the strong entity tag of a versioned resource. The version changes with every
@@ -128,4 +131,28 @@ func versionOf(opaque string) (int32, bool) {
 		return 0, false // "v01", "v+1": not byte for byte the tag of any version
 	}
 	return int32(v), true
+}
+
+// traceIfMatch records in the request's trace what became of a conditional write, and
+// returns err: matched (the write ran), stale (412), missing (428).
+func traceIfMatch(ctx context.Context, err error) error {
+	var stale *domain.PreconditionFailedError
+	switch {
+	case err == nil:
+		trace.Decide(ctx, trace.ETag, "matched")
+	case errors.As(err, &stale):
+		trace.Decide(ctx, trace.ETag, "stale")
+	case errors.Is(err, domain.ErrPreconditionRequired):
+		trace.Decide(ctx, trace.ETag, "missing")
+	}
+	return err
+}
+
+// traceIfNoneMatch records whether a conditional read answered 304.
+func traceIfNoneMatch(ctx context.Context, notModified bool) {
+	decision := "modified"
+	if notModified {
+		decision = "not_modified"
+	}
+	trace.Decide(ctx, trace.ETag, decision)
 }

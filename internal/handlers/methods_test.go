@@ -74,7 +74,7 @@ func assertSameAnswer(t *testing.T, get, head *apitest.Response) {
 	if len(head.Body) != 0 {
 		t.Errorf("HEAD has a %d-byte body", len(head.Body))
 	}
-	perRequest := []string{"Request-Id", "Date"}
+	perRequest := []string{"Request-Id", "Date", "Server-Timing"}
 	for name := range get.Header {
 		if slices.Contains(perRequest, name) {
 			continue

@@ -18,6 +18,7 @@ import (
 	"github.com/labstack/echo/v4/middleware"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
+	"github.com/payments-api/payments-api/internal/trace"
 )
 
 // validRequestID is what we accept from a client's Request-Id: short and safe to log.
@@ -96,7 +97,11 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 			if acct, ok := ctx.Value(accountKey).(db.Account); ok {
 				attrs = append(attrs, slog.String("account", acct.ID))
 			}
+			if c.Get(lostResponseKey) == true {
+				attrs = append(attrs, slog.Bool("response_dropped", true)) // Prefer: fault=lost-response
+			}
 			s.logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
+			s.logDecisions(c)
 			return nil
 		},
 	})
@@ -114,7 +119,9 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if !strings.EqualFold(scheme, "Bearer") || key == "" {
 			return echo.NewHTTPError(http.StatusUnauthorized, "Send an API key as Authorization: Bearer <key>.")
 		}
+		endAuth := trace.Start(c.Request().Context(), "auth")
 		acct, err := s.apiKeys.Authenticate(c.Request().Context(), key)
+		endAuth()
 		if errors.Is(err, domain.ErrNotFound) {
 			return echo.NewHTTPError(http.StatusUnauthorized, "The API key is unknown or revoked.")
 		}
@@ -135,7 +142,9 @@ func (s *Server) readBody(limit int64) echo.MiddlewareFunc {
 			if req.Body == nil || req.Body == http.NoBody {
 				return next(c)
 			}
+			endRead := trace.Start(req.Context(), "read")
 			body, err := s.receiveBody(c, limit)
+			endRead()
 			if err != nil {
 				return err
 			}

@@ -78,6 +78,7 @@ func (s *Server) GetPayment(ctx context.Context, req api.GetPaymentRequestObject
 		if err != nil {
 			return nil, err
 		}
+		traceIfNoneMatch(ctx, notModified)
 		if notModified {
 			return api.GetPayment304Response{Headers: api.GetPayment304ResponseHeaders{ETag: etag(p.Version)}}, nil
 		}
@@ -115,7 +116,7 @@ func (s *Server) ListPayments(ctx context.Context, req api.ListPaymentsRequestOb
 // UpdatePayment applies a merge patch under If-Match: 428 without it, 412 when stale.
 func (s *Server) UpdatePayment(ctx context.Context, req api.UpdatePaymentRequestObject) (api.UpdatePaymentResponseObject, error) {
 	if req.Params.IfMatch == nil {
-		return nil, domain.ErrPreconditionRequired
+		return nil, traceIfMatch(ctx, domain.ErrPreconditionRequired)
 	}
 	pre, err := ifMatch(*req.Params.IfMatch)
 	if err != nil {
@@ -129,7 +130,7 @@ func (s *Server) UpdatePayment(ctx context.Context, req api.UpdatePaymentRequest
 		return nil, &domain.ValidationError{Field: "/", Message: "the body could not be read as a merge patch"}
 	}
 	p, err := s.payments.Update(ctx, accountFrom(ctx).ID, req.Id, pre, mergePatch(body))
-	if err != nil {
+	if err := traceIfMatch(ctx, err); err != nil {
 		return nil, err
 	}
 	res, err := payments.Resource(p)

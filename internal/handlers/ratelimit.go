@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
@@ -14,6 +15,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/ratelimit"
+	"github.com/payments-api/payments-api/internal/trace"
 )
 
 // RateLimits are the quotas the server enforces.
@@ -103,25 +105,63 @@ func (l *rateLimiter) limitAccount(next echo.HandlerFunc) echo.HandlerFunc {
 		if !ok {
 			return next(c) // a public route
 		}
-		policies, policyHeader := []ratelimit.Policy{l.Default}, l.readsPolicy
-		if writeRoutes[c.Request().Method+" "+c.Path()] {
-			policies, policyHeader = append(policies, l.Writes), l.writesPolicy
-		}
-		items := make([]httpsfv.Member, 0, len(policies))
-		for _, p := range policies {
-			d, err := l.Limiter.Allow(c.Request().Context(), p, acct.ID)
-			if err != nil {
-				return err
-			}
-			items = append(items, rateLimitItem(p, d))
-			if !d.Allowed {
-				setRateLimitHeaders(c, policyHeader, items...)
-				return &ratelimit.ExceededError{Policy: p, Decision: d}
-			}
+		policies, policyHeader := l.routePolicies(c)
+		endLimit := trace.Start(c.Request().Context(), "ratelimit")
+		items, err := l.spend(c, policies, acct.ID)
+		endLimit()
+		if exceeded := new(*ratelimit.ExceededError); err != nil && !errors.As(err, exceeded) {
+			return err
 		}
 		setRateLimitHeaders(c, policyHeader, items...)
+		if err != nil {
+			return err
+		}
+		c.Set(rateLimitItemsKey, items)
 		return next(c)
 	}
+}
+
+// rateLimitItemsKey keeps, in the echo.Context, the RateLimit members of a request that
+// passed, for refuse.
+const rateLimitItemsKey = "ratelimit.items"
+
+// routePolicies are the policies the request's route spends, and their RateLimit-Policy.
+func (l *rateLimiter) routePolicies(c echo.Context) ([]ratelimit.Policy, string) {
+	if writeRoutes[c.Request().Method+" "+c.Path()] {
+		return []ratelimit.Policy{l.Default, l.Writes}, l.writesPolicy
+	}
+	return []ratelimit.Policy{l.Default}, l.readsPolicy
+}
+
+// spend spends one request of key under each policy in turn, up to the first that refuses
+// it (a *ratelimit.ExceededError), and returns the RateLimit members of those it asked.
+func (l *rateLimiter) spend(c echo.Context, policies []ratelimit.Policy, key string) ([]httpsfv.Member, error) {
+	items := make([]httpsfv.Member, 0, len(policies))
+	for _, p := range policies {
+		d, err := l.Limiter.Allow(c.Request().Context(), p, key)
+		if err != nil {
+			return items, err
+		}
+		items = append(items, rateLimitItem(p, d))
+		if !d.Allowed {
+			return items, &ratelimit.ExceededError{Policy: p, Decision: d}
+		}
+	}
+	return items, nil
+}
+
+// refuse answers a request that limitAccount let through as limitAccount answers one whose
+// route's last policy (writes on a write route, default otherwise) is used up: the same
+// headers, with that policy's bucket shown empty, and the same 429. It is what
+// Prefer: fault=rate-limited asks for.
+func (l *rateLimiter) refuse(c echo.Context) error {
+	policies, policyHeader := l.routePolicies(c)
+	p := policies[len(policies)-1]
+	d := ratelimit.Decision{ResetAfter: p.Window, RetryAfter: p.Window / time.Duration(p.Quota)}
+	items, _ := c.Get(rateLimitItemsKey).([]httpsfv.Member)
+	items = append(slices.Clone(items[:min(len(items), len(policies)-1)]), rateLimitItem(p, d))
+	setRateLimitHeaders(c, policyHeader, items...)
+	return &ratelimit.ExceededError{Policy: p, Decision: d}
 }
 
 // setRateLimitHeaders sets RateLimit-Policy (already serialised) and RateLimit.

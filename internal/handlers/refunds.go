@@ -34,6 +34,9 @@ func (s *Server) CreateRefund(ctx context.Context, req api.CreateRefundRequestOb
 	}
 	res, err := s.idempotency.Do(ctx, idem, func(tx db.Tx) (idempotency.Response, error) {
 		refund, err := s.payments.Refund(ctx, tx, acct.ID, params)
+		if params.IfMatch != nil {
+			_ = traceIfMatch(ctx, err)
+		}
 		if err != nil {
 			return idempotency.Response{}, err
 		}

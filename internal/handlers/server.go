@@ -60,6 +60,8 @@ type Options struct {
 	Metrics    *metrics.Metrics
 
 	Reports *reports.Service
+	// FaultInjection honours Prefer: fault=... and latency=... (see injectFaults).
+	FaultInjection bool
 }
 
 // Server implements api.StrictServerInterface.
@@ -77,6 +79,7 @@ type Server struct {
 	reports        *reports.Service
 	specJSON       map[string]any
 	publicPaths    map[string]bool // "/problems/:problem": paths whose operations all have `security: []`
+	faultInjection bool
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -109,6 +112,7 @@ func New(opts Options) (*echo.Echo, error) {
 		reports:        opts.Reports,
 		specJSON:       specJSON,
 		publicPaths:    publicPaths(spec),
+		faultInjection: opts.FaultInjection,
 	}
 	if s.draining == nil {
 		s.draining = context.Background()
@@ -120,7 +124,9 @@ func New(opts Options) (*echo.Echo, error) {
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
 	e.Use(
+		dropLostResponses, // first: it closes connections once everything else is done
 		requestID,
+		traceRequests,
 		s.measureRequests,
 		s.deadline, // outside the logger, so the logger still sees the context the client left
 		s.logRequests(),
@@ -130,6 +136,7 @@ func New(opts Options) (*echo.Echo, error) {
 		limits.limitFailedAuth(s.publicPaths),
 		s.authenticate,
 		limits.limitAccount,
+		s.injectFaults(limits),
 		s.readBody(MaxBodyBytes),
 		validateRequests(compiled),
 	)

@@ -149,6 +149,8 @@ func testOptions(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, lo
 		APIKeys:     apiKeys,
 		Metrics:     m,
 		Reports:     reports.NewService(pool, queue, reports.DefaultRetention),
+		// On, as the server's configuration has it by default.
+		FaultInjection: true,
 	}
 }
 

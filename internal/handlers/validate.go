@@ -10,6 +10,7 @@ import (
 	"github.com/payments-api/payments-api/internal/contract"
 	"github.com/payments-api/payments-api/internal/domain"
 	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/trace"
 )
 
 // validateRequests checks every request against api/openapi.yaml before a handler sees it:
@@ -31,7 +32,9 @@ func validateRequests(spec *contract.Contract) echo.MiddlewareFunc {
 					return req.Context().Err()
 				}
 			}
+			endValidate := trace.Start(req.Context(), "validate")
 			valid, err := spec.ValidateRequest(req, body)
+			endValidate()
 			if err != nil {
 				return requestError(c, err)
 			}

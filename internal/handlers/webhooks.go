@@ -52,7 +52,7 @@ func (s *Server) ListWebhookEndpoints(ctx context.Context, req api.ListWebhookEn
 // UpdateWebhookEndpoint applies a merge patch under If-Match: 428 without it, 412 when stale.
 func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req api.UpdateWebhookEndpointRequestObject) (api.UpdateWebhookEndpointResponseObject, error) {
 	if req.Params.IfMatch == nil {
-		return nil, domain.ErrPreconditionRequired
+		return nil, traceIfMatch(ctx, domain.ErrPreconditionRequired)
 	}
 	pre, err := ifMatch(*req.Params.IfMatch)
 	if err != nil {
@@ -76,7 +76,7 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req api.UpdateWebhoo
 		}
 	}
 	e, err := s.webhooks.UpdateEndpoint(ctx, accountFrom(ctx).ID, req.Id, pre, patch)
-	if err != nil {
+	if err := traceIfMatch(ctx, err); err != nil {
 		return nil, err
 	}
 	return api.UpdateWebhookEndpoint200JSONResponse{Body: endpointResource(e), Headers: api.UpdateWebhookEndpoint200ResponseHeaders{ETag: etag(e.Version)}}, nil

@@ -11,5 +11,6 @@
 //     or 422 if its body differs.
 //  4. sweep.go: keys expire (24 h by default) and are deleted in small batches.
 //
-// It imports the database layer and the domain package; handlers call it.
+// It imports the database layer, the domain package and trace (to report its phases and
+// outcome to the request's trace); handlers call it.
 package idempotency

@@ -11,6 +11,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
+	"github.com/payments-api/payments-api/internal/trace"
 )
 
 // DefaultTTL is how long a key is remembered, as Stripe does.
@@ -93,6 +94,7 @@ func (s *Store) WithObserver(o Observer) *Store {
 func (s *Store) Do(ctx context.Context, req Request, op func(tx db.Tx) (Response, error)) (Response, error) {
 	var res Response
 	err := db.InTx(ctx, s.pool, func(tx db.Tx) error {
+		endClaim := trace.Start(ctx, "claim")
 		claim, err := tx.IdempotencyKeyClaim(ctx, db.IdempotencyKeyClaimParams{
 			LockKey:     req.AccountID + "|" + req.Operation + "|" + req.Key, // ids and operations contain no "|"
 			AccountID:   req.AccountID,
@@ -101,6 +103,7 @@ func (s *Store) Do(ctx context.Context, req Request, op func(tx db.Tx) (Response
 			Fingerprint: req.Fingerprint,
 			TtlSeconds:  s.ttl.Seconds(),
 		})
+		endClaim()
 		switch {
 		case err != nil:
 			return fmt.Errorf("claim idempotency key: %w", err)
@@ -123,16 +126,14 @@ func (s *Store) Do(ctx context.Context, req Request, op func(tx db.Tx) (Response
 		// The response is queued, not sent: it goes with the transaction's last round trip.
 		return s.save(ctx, tx.Later, req, res)
 	})
-	s.observe(req.Operation, res, err)
+	s.observe(ctx, req.Operation, res, err)
 	return res, err
 }
 
-// observe tells the observer how Do answered. An error other than the key's own (a failed
-// operation, which rolled its claim back) is no outcome: the key stays free.
-func (s *Store) observe(operation string, res Response, err error) {
-	if s.observer == nil {
-		return
-	}
+// observe tells the observer and the request's trace how Do answered. An error other than
+// the key's own (a failed operation, which rolled its claim back) is no outcome: the key
+// stays free.
+func (s *Store) observe(ctx context.Context, operation string, res Response, err error) {
 	var outcome string
 	switch {
 	case errors.Is(err, domain.ErrIdempotencyKeyInUse):
@@ -146,11 +147,15 @@ func (s *Store) observe(operation string, res Response, err error) {
 	default:
 		outcome = OutcomeClaimed
 	}
-	s.observer.IdempotencyOutcome(operation, outcome)
+	trace.Decide(ctx, trace.Idempotency, outcome)
+	if s.observer != nil {
+		s.observer.IdempotencyOutcome(operation, outcome)
+	}
 }
 
 // stored loads the committed response of a used key (domain.ErrNotFound when there is none).
 func (s *Store) stored(ctx context.Context, q *db.Queries, req Request) (Response, error) {
+	defer trace.Start(ctx, "replay")()
 	row, err := q.IdempotencyKeyGetCompleted(ctx, db.IdempotencyKeyGetCompletedParams{
 		AccountID: req.AccountID, Operation: req.Operation, Key: req.Key,
 	})

@@ -3,5 +3,6 @@
 // concurrency (a version that every change bumps). Each exported method either owns its
 // transaction or, when it must join the caller's (the idempotency claim), takes q.
 // It imports the database layer, the processor, events, the domain and the generated API types
-// (for the resource's public shape, which events carry too); handlers call it.
+// (for the resource's public shape, which events carry too), and trace (it times the charge);
+// handlers call it.
 package payments

@@ -11,6 +11,7 @@ import (
 	"github.com/payments-api/payments-api/internal/domain"
 	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/trace"
 )
 
 // Payment statuses.
@@ -58,9 +59,11 @@ type CreateParams struct {
 // key as its idempotency key, commit the result ("charge_created"), and let a completer
 // resume keys left mid-way.
 func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p CreateParams) (db.Payment, error) {
+	endCharge := trace.Start(ctx, "charge")
 	result, err := s.processor.Charge(ctx, processor.Charge{
 		Amount: p.Amount, Currency: p.Currency, PaymentMethod: p.PaymentMethod,
 	})
+	endCharge()
 	if err != nil {
 		return db.Payment{}, fmt.Errorf("charge %s: %w", p.PaymentMethod, err)
 	}

@@ -742,10 +742,10 @@ export interface components {
             amount: number;
             currency: components["schemas"]["Currency"];
             /**
-             * @description A test card token; see "Test cards".
+             * @description A test card token; each has a fixed outcome (see "Test cards").
              * @enum {string}
              */
-            payment_method: "pm_card_visa" | "pm_card_declined" | "pm_card_insufficient_funds" | "pm_card_processing_error";
+            payment_method: "pm_card_visa" | "pm_card_declined" | "pm_card_insufficient_funds" | "pm_card_expired" | "pm_card_incorrect_cvc" | "pm_card_fraudulent" | "pm_card_processing_error" | "pm_card_slow";
             description?: string;
             metadata?: components["schemas"]["Metadata"];
         };
@@ -782,10 +782,10 @@ export interface components {
             amount_refunded: number;
             payment_method: string;
             /**
-             * @description Why a failed payment was declined.
+             * @description Why a failed payment was declined; `null` unless `status` is `failed`.
              * @enum {string|null}
              */
-            failure_code: "card_declined" | "insufficient_funds" | null;
+            failure_code: "card_declined" | "insufficient_funds" | "expired_card" | "incorrect_cvc" | "fraudulent" | null;
             description: string | null;
             metadata: components["schemas"]["Metadata"];
             /** Format: date-time */
@@ -1506,6 +1506,18 @@ export interface components {
          *     use (configurable by the operator), after which the key may be used again.
          */
         IdempotencyKey: string;
+        /**
+         * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+         *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+         *     connection without an answer; `fault=error-before` answers 503
+         *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+         *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+         *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+         *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+         *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+         *     `Preference-Applied`.
+         */
+        Prefer: string;
         WebhookEndpointID: string;
         EventID: string;
         /**
@@ -1560,6 +1572,22 @@ export interface components {
          *     operator disabled rate limits; see "Rate limits".
          */
         RateLimitPolicy: string;
+        /**
+         * @description What the request spent its time on (W3C Server Timing): a structured-field list of
+         *     phases in the order they ended, each with its duration in milliseconds, then
+         *     `total`, e.g. `auth;dur=0.41, ratelimit;dur=0.02, read;dur=0.03, validate;dur=0.09,
+         *     claim;dur=0.8, charge;dur=0.05, commit;dur=1.2, total;dur=3.1`. Phases: `auth` (API
+         *     key lookup), `ratelimit`, `read` (the body), `validate`, `claim` (the
+         *     `Idempotency-Key`), `replay` (loading its stored response), `charge` (the card
+         *     processor), `commit` (the transaction), `latency` (injected by `Prefer`). Sent on
+         *     every response; see "Server-Timing".
+         */
+        ServerTiming: string;
+        /**
+         * @description The `Prefer` preferences this answer applied (RFC 7240), e.g. `fault=error-before`
+         *     or `latency=2s`. Absent when none was.
+         */
+        PreferenceApplied: string;
         /** @description The authentication scheme to use (RFC 9110), always `Bearer`. */
         WWWAuthenticate: string;
         /** @description The methods the route supports, `HEAD` and `OPTIONS` included. */
@@ -1582,7 +1610,20 @@ export interface operations {
                 /** @description Only payments created before this time. */
                 created_lt?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1621,6 +1662,18 @@ export interface operations {
                  *     use (configurable by the operator), after which the key may be used again.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path?: never;
             cookie?: never;
@@ -1691,6 +1744,18 @@ export interface operations {
                  *     A value that is not `*` or a list of quoted tags is a 400.
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path: {
                 id: components["parameters"]["PaymentID"];
@@ -1742,6 +1807,18 @@ export interface operations {
                  *     tags (`W/"..."`) never match (RFC 9110 strong comparison).
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path: {
                 id: components["parameters"]["PaymentID"];
@@ -1790,7 +1867,20 @@ export interface operations {
                 /** @description Only the refunds of this payment. */
                 payment_id?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1835,6 +1925,18 @@ export interface operations {
                  *     Syntax and comparison as for `PATCH /payments/{id}`.
                  */
                 "If-Match"?: string;
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path?: never;
             cookie?: never;
@@ -1916,7 +2018,20 @@ export interface operations {
     getRefund: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
                 id: string;
             };
@@ -1952,7 +2067,20 @@ export interface operations {
                 /** @description The id of the last endpoint of the previous page. */
                 starting_after?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -1980,7 +2108,20 @@ export interface operations {
     createWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2016,7 +2157,20 @@ export interface operations {
     getWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
                 id: components["parameters"]["WebhookEndpointID"];
             };
@@ -2048,7 +2202,20 @@ export interface operations {
     deleteWebhookEndpoint: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
                 id: components["parameters"]["WebhookEndpointID"];
             };
@@ -2085,6 +2252,18 @@ export interface operations {
                  *     tags (`W/"..."`) never match (RFC 9110 strong comparison).
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path: {
                 id: components["parameters"]["WebhookEndpointID"];
@@ -2126,7 +2305,20 @@ export interface operations {
     rotateWebhookEndpointSecret: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
                 id: components["parameters"]["WebhookEndpointID"];
             };
@@ -2163,7 +2355,20 @@ export interface operations {
                 /** @description The id of the last delivery of the previous page. */
                 starting_after?: string;
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
                 id: components["parameters"]["WebhookEndpointID"];
             };
@@ -2201,7 +2406,20 @@ export interface operations {
                 /** @description Only events of this type. */
                 type?: components["schemas"]["EventType"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2229,7 +2447,20 @@ export interface operations {
     getEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
                 id: components["parameters"]["EventID"];
             };
@@ -2260,7 +2491,20 @@ export interface operations {
     redeliverEvent: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
                 id: components["parameters"]["EventID"];
             };
@@ -2548,7 +2792,20 @@ export interface operations {
     getAccount: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2566,6 +2823,7 @@ export interface operations {
                     "application/json": components["schemas"]["Account"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
