@@ -13,3 +13,41 @@ ON CONFLICT (id) DO NOTHING;
 INSERT INTO api_keys (id, account_id, key_hash, prefix)
 VALUES (@id, @account_id, @key_hash, @prefix)
 ON CONFLICT (key_hash) DO NOTHING;
+
+-- name: AccountGetForUpdate :one
+-- Locks the account row first thing when it is deleted: requests of the account still
+-- inserting rows hold a key-share lock on it through their foreign keys, so the deletion
+-- waits for them to commit, and new ones wait for the deletion (and then find no account).
+SELECT * FROM accounts WHERE id = @id FOR UPDATE;
+
+-- Deleting an account: one statement per table, children before their parents, all in one
+-- transaction. Every table with an account_id is here (the tests check that against the
+-- schema); webhook_attempts has none and goes through its deliveries.
+
+-- name: WebhookAttemptDeleteByAccount :exec
+DELETE FROM webhook_attempts
+WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE account_id = @account_id);
+
+-- name: WebhookDeliveryDeleteByAccount :exec
+DELETE FROM webhook_deliveries WHERE account_id = @account_id;
+
+-- name: WebhookEndpointDeleteByAccount :exec
+DELETE FROM webhook_endpoints WHERE account_id = @account_id;
+
+-- name: EventDeleteByAccount :exec
+DELETE FROM events WHERE account_id = @account_id;
+
+-- name: RefundDeleteByAccount :exec
+DELETE FROM refunds WHERE account_id = @account_id;
+
+-- name: PaymentDeleteByAccount :exec
+DELETE FROM payments WHERE account_id = @account_id;
+
+-- name: IdempotencyKeyDeleteByAccount :exec
+DELETE FROM idempotency_keys WHERE account_id = @account_id;
+
+-- name: APIKeyDeleteByAccount :exec
+DELETE FROM api_keys WHERE account_id = @account_id;
+
+-- name: AccountDelete :exec
+DELETE FROM accounts WHERE id = @id;

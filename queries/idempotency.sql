@@ -52,3 +52,8 @@ WHERE (account_id, operation, key) IN (
     LIMIT @batch_size
     FOR UPDATE SKIP LOCKED
 );
+
+-- name: IdempotencyKeyExpireByAccount :execrows
+-- A test helper: every key of the account expires now, as if its TTL had passed.
+UPDATE idempotency_keys SET expires_at = now()
+WHERE account_id = @account_id AND expires_at > now();

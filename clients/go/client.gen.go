@@ -822,6 +822,20 @@ type ReportSucceededWebhook struct {
 	Type      interface{} `json:"type"`
 }
 
+// TestAccount defines model for TestAccount.
+type TestAccount struct {
+	AccountId string `json:"account_id"`
+
+	// ApiKey The account's API key, for `Authorization: Bearer`. Shown only here.
+	ApiKey string `json:"api_key"`
+}
+
+// TestHelperResult defines model for TestHelperResult.
+type TestHelperResult struct {
+	// Affected How many things the helper changed.
+	Affected int `json:"affected"`
+}
+
 // UpdatePaymentRequest defines model for UpdatePaymentRequest.
 type UpdatePaymentRequest struct {
 	Description nullable.Nullable[string]             `json:"description,omitempty"`
@@ -1634,6 +1648,20 @@ type WebhookEndpointDisabled struct {
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
+// DeleteAccountParams defines parameters for DeleteAccount.
+type DeleteAccountParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
 // GetAccountParams defines parameters for GetAccount.
 type GetAccountParams struct {
 	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
@@ -1888,6 +1916,34 @@ type DownloadReportParams struct {
 // DownloadReport200JSONResponseBody_Item defines parameters for DownloadReport.
 type DownloadReport200JSONResponseBody_Item struct {
 	union json.RawMessage
+}
+
+// ExpireIdempotencyKeysParams defines parameters for ExpireIdempotencyKeys.
+type ExpireIdempotencyKeysParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// RetryWebhookDeliveriesNowParams defines parameters for RetryWebhookDeliveriesNow.
+type RetryWebhookDeliveriesNowParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // ListWebhookEndpointsParams defines parameters for ListWebhookEndpoints.
@@ -2296,6 +2352,18 @@ type ClientInterface interface {
 	// Corresponds with GET / (the `GetRoot` operationId).
 	GetRoot(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// DeleteAccount Delete the account and all its data
+	//
+	// Deletes the account the API key belongs to and everything in it, at once and in one
+	// transaction: payments, refunds, events, webhook endpoints with their deliveries and
+	// attempts, idempotency keys, jobs, reports and API keys. Nothing of any other account
+	// is touched. The key answers 401 from then on (on every server process within
+	// `API_KEY_CACHE_TTL`, at once on the one that answered). Meant for throwaway accounts
+	// (`POST /test/accounts`); it works on any account.
+	//
+	// Corresponds with DELETE /account (the `DeleteAccount` operationId).
+	DeleteAccount(ctx context.Context, params *DeleteAccountParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetAccount The account the API key belongs to
 	//
 	// Handy for checking a key. Every other resource is scoped to this account.
@@ -2580,6 +2648,35 @@ type ClientInterface interface {
 	// Corresponds with GET /reports/{id}/download (the `DownloadReport` operationId).
 	DownloadReport(ctx context.Context, id ReportID, params *DownloadReportParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CreateTestAccount Create a throwaway account
+	//
+	// Creates an empty account with one API key, without authentication, so that every test
+	// of a client can run in an account of its own, in parallel with the others. The key is
+	// shown only here. Delete the account with `DELETE /account` when done. Each client
+	// address may create a limited number (the `test_accounts` policy, 10 per minute by
+	// default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
+	// answers 404.
+	//
+	// Corresponds with POST /test/accounts (the `CreateTestAccount` operationId).
+	CreateTestAccount(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// ExpireIdempotencyKeys Expire the account's idempotency keys now
+	//
+	// Makes every `Idempotency-Key` of the account expire now, as if 24 hours had passed:
+	// a key sent again runs as a new request. Only the caller's account is touched.
+	//
+	// Corresponds with POST /test/idempotency-keys/expire (the `ExpireIdempotencyKeys` operationId).
+	ExpireIdempotencyKeys(ctx context.Context, params *ExpireIdempotencyKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RetryWebhookDeliveriesNow Make every scheduled webhook retry due now
+	//
+	// Every pending delivery of the account whose next attempt is scheduled for later is
+	// made due now, so a test need not wait for the retry schedule. Only the caller's account
+	// is touched.
+	//
+	// Corresponds with POST /test/webhook-deliveries/retry-now (the `RetryWebhookDeliveriesNow` operationId).
+	RetryWebhookDeliveriesNow(ctx context.Context, params *RetryWebhookDeliveriesNowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// ListWebhookEndpoints List webhook endpoints
 	//
 	// Newest first, keyset-paginated like every list. Secrets are never listed.
@@ -2693,6 +2790,28 @@ type ClientInterface interface {
 // Corresponds with GET / (the `GetRoot` operationId).
 func (c *Client) GetRoot(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRootRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// DeleteAccount Delete the account and all its data
+//
+// Deletes the account the API key belongs to and everything in it, at once and in one
+// transaction: payments, refunds, events, webhook endpoints with their deliveries and
+// attempts, idempotency keys, jobs, reports and API keys. Nothing of any other account
+// is touched. The key answers 401 from then on (on every server process within
+// `API_KEY_CACHE_TTL`, at once on the one that answered). Meant for throwaway accounts
+// (`POST /test/accounts`); it works on any account.
+//
+// Corresponds with DELETE /account (the `DeleteAccount` operationId).
+func (c *Client) DeleteAccount(ctx context.Context, params *DeleteAccountParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewDeleteAccountRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3287,6 +3406,65 @@ func (c *Client) DownloadReport(ctx context.Context, id ReportID, params *Downlo
 	return c.Client.Do(req)
 }
 
+// CreateTestAccount Create a throwaway account
+//
+// Creates an empty account with one API key, without authentication, so that every test
+// of a client can run in an account of its own, in parallel with the others. The key is
+// shown only here. Delete the account with `DELETE /account` when done. Each client
+// address may create a limited number (the `test_accounts` policy, 10 per minute by
+// default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
+// answers 404.
+//
+// Corresponds with POST /test/accounts (the `CreateTestAccount` operationId).
+func (c *Client) CreateTestAccount(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTestAccountRequest(c.Server)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// ExpireIdempotencyKeys Expire the account's idempotency keys now
+//
+// Makes every `Idempotency-Key` of the account expire now, as if 24 hours had passed:
+// a key sent again runs as a new request. Only the caller's account is touched.
+//
+// Corresponds with POST /test/idempotency-keys/expire (the `ExpireIdempotencyKeys` operationId).
+func (c *Client) ExpireIdempotencyKeys(ctx context.Context, params *ExpireIdempotencyKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewExpireIdempotencyKeysRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RetryWebhookDeliveriesNow Make every scheduled webhook retry due now
+//
+// Every pending delivery of the account whose next attempt is scheduled for later is
+// made due now, so a test need not wait for the retry schedule. Only the caller's account
+// is touched.
+//
+// Corresponds with POST /test/webhook-deliveries/retry-now (the `RetryWebhookDeliveriesNow` operationId).
+func (c *Client) RetryWebhookDeliveriesNow(ctx context.Context, params *RetryWebhookDeliveriesNowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRetryWebhookDeliveriesNowRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // ListWebhookEndpoints List webhook endpoints
 //
 // Newest first, keyset-paginated like every list. Secrets are never listed.
@@ -3514,6 +3692,48 @@ func NewGetRootRequest(server string) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewDeleteAccountRequest constructs an http.Request for the DeleteAccount method
+func NewDeleteAccountRequest(server string, params *DeleteAccountParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/account")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodDelete, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -4785,6 +5005,117 @@ func NewDownloadReportRequest(server string, id ReportID, params *DownloadReport
 	return req, nil
 }
 
+// NewCreateTestAccountRequest constructs an http.Request for the CreateTestAccount method
+func NewCreateTestAccountRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/test/accounts")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	return req, nil
+}
+
+// NewExpireIdempotencyKeysRequest constructs an http.Request for the ExpireIdempotencyKeys method
+func NewExpireIdempotencyKeysRequest(server string, params *ExpireIdempotencyKeysParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/test/idempotency-keys/expire")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRetryWebhookDeliveriesNowRequest constructs an http.Request for the RetryWebhookDeliveriesNow method
+func NewRetryWebhookDeliveriesNowRequest(server string, params *RetryWebhookDeliveriesNowParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/test/webhook-deliveries/retry-now")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
 // NewListWebhookEndpointsRequest constructs an http.Request for the ListWebhookEndpoints method
 func NewListWebhookEndpointsRequest(server string, params *ListWebhookEndpointsParams) (*http.Request, error) {
 	var err error
@@ -5293,6 +5624,20 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET / (the `GetRoot` operationId).
 	GetRootWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetRootResponse, error)
 
+	// DeleteAccountWithResponse Delete the account and all its data
+	//
+	// Deletes the account the API key belongs to and everything in it, at once and in one
+	// transaction: payments, refunds, events, webhook endpoints with their deliveries and
+	// attempts, idempotency keys, jobs, reports and API keys. Nothing of any other account
+	// is touched. The key answers 401 from then on (on every server process within
+	// `API_KEY_CACHE_TTL`, at once on the one that answered). Meant for throwaway accounts
+	// (`POST /test/accounts`); it works on any account.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with DELETE /account (the `DeleteAccount` operationId).
+	DeleteAccountWithResponse(ctx context.Context, params *DeleteAccountParams, reqEditors ...RequestEditorFn) (*DeleteAccountResponse, error)
+
 	// GetAccountWithResponse The account the API key belongs to
 	//
 	// Handy for checking a key. Every other resource is scoped to this account.
@@ -5615,6 +5960,41 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /reports/{id}/download (the `DownloadReport` operationId).
 	DownloadReportWithResponse(ctx context.Context, id ReportID, params *DownloadReportParams, reqEditors ...RequestEditorFn) (*DownloadReportResponse, error)
 
+	// CreateTestAccountWithResponse Create a throwaway account
+	//
+	// Creates an empty account with one API key, without authentication, so that every test
+	// of a client can run in an account of its own, in parallel with the others. The key is
+	// shown only here. Delete the account with `DELETE /account` when done. Each client
+	// address may create a limited number (the `test_accounts` policy, 10 per minute by
+	// default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
+	// answers 404.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /test/accounts (the `CreateTestAccount` operationId).
+	CreateTestAccountWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CreateTestAccountResponse, error)
+
+	// ExpireIdempotencyKeysWithResponse Expire the account's idempotency keys now
+	//
+	// Makes every `Idempotency-Key` of the account expire now, as if 24 hours had passed:
+	// a key sent again runs as a new request. Only the caller's account is touched.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /test/idempotency-keys/expire (the `ExpireIdempotencyKeys` operationId).
+	ExpireIdempotencyKeysWithResponse(ctx context.Context, params *ExpireIdempotencyKeysParams, reqEditors ...RequestEditorFn) (*ExpireIdempotencyKeysResponse, error)
+
+	// RetryWebhookDeliveriesNowWithResponse Make every scheduled webhook retry due now
+	//
+	// Every pending delivery of the account whose next attempt is scheduled for later is
+	// made due now, so a test need not wait for the retry schedule. Only the caller's account
+	// is touched.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /test/webhook-deliveries/retry-now (the `RetryWebhookDeliveriesNow` operationId).
+	RetryWebhookDeliveriesNowWithResponse(ctx context.Context, params *RetryWebhookDeliveriesNowParams, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveriesNowResponse, error)
+
 	// ListWebhookEndpointsWithResponse List webhook endpoints
 	//
 	// Newest first, keyset-paginated like every list. Secrets are never listed.
@@ -5782,6 +6162,132 @@ func (r GetRootResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetRootResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// DeleteAccountResponse204Headers the declared response headers of an HTTP 204 response for DeleteAccount
+type DeleteAccountResponse204Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// DeleteAccountResponse400Headers the declared response headers of an HTTP 400 response for DeleteAccount
+type DeleteAccountResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// DeleteAccountResponse401Headers the declared response headers of an HTTP 401 response for DeleteAccount
+type DeleteAccountResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	WWWAuthenticate string
+}
+
+// DeleteAccountResponse429Headers the declared response headers of an HTTP 429 response for DeleteAccount
+type DeleteAccountResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+
+// DeleteAccountResponse500Headers the declared response headers of an HTTP 500 response for DeleteAccount
+type DeleteAccountResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// DeleteAccountResponse503Headers the declared response headers of an HTTP 503 response for DeleteAccount
+type DeleteAccountResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+
+type DeleteAccountResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers204 the parsed response headers for an HTTP 204 response
+	Headers204 *DeleteAccountResponse204Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *DeleteAccountResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *DeleteAccountResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *DeleteAccountResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *DeleteAccountResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *DeleteAccountResponse503Headers
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r DeleteAccountResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r DeleteAccountResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r DeleteAccountResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r DeleteAccountResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r DeleteAccountResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r DeleteAccountResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r DeleteAccountResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r DeleteAccountResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r DeleteAccountResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -9371,6 +9877,388 @@ func (r DownloadReportResponse) ContentType() string {
 	return ""
 }
 
+// CreateTestAccountResponse201Headers the declared response headers of an HTTP 201 response for CreateTestAccount
+type CreateTestAccountResponse201Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// CreateTestAccountResponse404Headers the declared response headers of an HTTP 404 response for CreateTestAccount
+type CreateTestAccountResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// CreateTestAccountResponse429Headers the declared response headers of an HTTP 429 response for CreateTestAccount
+type CreateTestAccountResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+
+// CreateTestAccountResponse500Headers the declared response headers of an HTTP 500 response for CreateTestAccount
+type CreateTestAccountResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// CreateTestAccountResponse503Headers the declared response headers of an HTTP 503 response for CreateTestAccount
+type CreateTestAccountResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+
+type CreateTestAccountResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON201 the response for an HTTP 201 `application/json` response
+	JSON201 *TestAccount
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers201 the parsed response headers for an HTTP 201 response
+	Headers201 *CreateTestAccountResponse201Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *CreateTestAccountResponse404Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *CreateTestAccountResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *CreateTestAccountResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *CreateTestAccountResponse503Headers
+}
+
+// GetJSON201 returns the response for an HTTP 201 `application/json` response
+func (r CreateTestAccountResponse) GetJSON201() *TestAccount {
+	return r.JSON201
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r CreateTestAccountResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r CreateTestAccountResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r CreateTestAccountResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r CreateTestAccountResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r CreateTestAccountResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r CreateTestAccountResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r CreateTestAccountResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r CreateTestAccountResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// ExpireIdempotencyKeysResponse200Headers the declared response headers of an HTTP 200 response for ExpireIdempotencyKeys
+type ExpireIdempotencyKeysResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// ExpireIdempotencyKeysResponse400Headers the declared response headers of an HTTP 400 response for ExpireIdempotencyKeys
+type ExpireIdempotencyKeysResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// ExpireIdempotencyKeysResponse401Headers the declared response headers of an HTTP 401 response for ExpireIdempotencyKeys
+type ExpireIdempotencyKeysResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	WWWAuthenticate string
+}
+
+// ExpireIdempotencyKeysResponse429Headers the declared response headers of an HTTP 429 response for ExpireIdempotencyKeys
+type ExpireIdempotencyKeysResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+
+// ExpireIdempotencyKeysResponse500Headers the declared response headers of an HTTP 500 response for ExpireIdempotencyKeys
+type ExpireIdempotencyKeysResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// ExpireIdempotencyKeysResponse503Headers the declared response headers of an HTTP 503 response for ExpireIdempotencyKeys
+type ExpireIdempotencyKeysResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+
+type ExpireIdempotencyKeysResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TestHelperResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *ExpireIdempotencyKeysResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *ExpireIdempotencyKeysResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *ExpireIdempotencyKeysResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *ExpireIdempotencyKeysResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *ExpireIdempotencyKeysResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *ExpireIdempotencyKeysResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r ExpireIdempotencyKeysResponse) GetJSON200() *TestHelperResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r ExpireIdempotencyKeysResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r ExpireIdempotencyKeysResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r ExpireIdempotencyKeysResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r ExpireIdempotencyKeysResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r ExpireIdempotencyKeysResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r ExpireIdempotencyKeysResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r ExpireIdempotencyKeysResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r ExpireIdempotencyKeysResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r ExpireIdempotencyKeysResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// RetryWebhookDeliveriesNowResponse200Headers the declared response headers of an HTTP 200 response for RetryWebhookDeliveriesNow
+type RetryWebhookDeliveriesNowResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// RetryWebhookDeliveriesNowResponse400Headers the declared response headers of an HTTP 400 response for RetryWebhookDeliveriesNow
+type RetryWebhookDeliveriesNowResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// RetryWebhookDeliveriesNowResponse401Headers the declared response headers of an HTTP 401 response for RetryWebhookDeliveriesNow
+type RetryWebhookDeliveriesNowResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	WWWAuthenticate string
+}
+
+// RetryWebhookDeliveriesNowResponse429Headers the declared response headers of an HTTP 429 response for RetryWebhookDeliveriesNow
+type RetryWebhookDeliveriesNowResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+
+// RetryWebhookDeliveriesNowResponse500Headers the declared response headers of an HTTP 500 response for RetryWebhookDeliveriesNow
+type RetryWebhookDeliveriesNowResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// RetryWebhookDeliveriesNowResponse503Headers the declared response headers of an HTTP 503 response for RetryWebhookDeliveriesNow
+type RetryWebhookDeliveriesNowResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+
+type RetryWebhookDeliveriesNowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TestHelperResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RetryWebhookDeliveriesNowResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RetryWebhookDeliveriesNowResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RetryWebhookDeliveriesNowResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RetryWebhookDeliveriesNowResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RetryWebhookDeliveriesNowResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RetryWebhookDeliveriesNowResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RetryWebhookDeliveriesNowResponse) GetJSON200() *TestHelperResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RetryWebhookDeliveriesNowResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RetryWebhookDeliveriesNowResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RetryWebhookDeliveriesNowResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RetryWebhookDeliveriesNowResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RetryWebhookDeliveriesNowResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RetryWebhookDeliveriesNowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RetryWebhookDeliveriesNowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RetryWebhookDeliveriesNowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RetryWebhookDeliveriesNowResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // ListWebhookEndpointsResponse200Headers the declared response headers of an HTTP 200 response for ListWebhookEndpoints
 type ListWebhookEndpointsResponse200Headers struct {
 	RateLimit       *string
@@ -10491,6 +11379,26 @@ func (c *ClientWithResponses) GetRootWithResponse(ctx context.Context, reqEditor
 	return ParseGetRootResponse(rsp)
 }
 
+// DeleteAccountWithResponse Delete the account and all its data
+//
+// Deletes the account the API key belongs to and everything in it, at once and in one
+// transaction: payments, refunds, events, webhook endpoints with their deliveries and
+// attempts, idempotency keys, jobs, reports and API keys. Nothing of any other account
+// is touched. The key answers 401 from then on (on every server process within
+// `API_KEY_CACHE_TTL`, at once on the one that answered). Meant for throwaway accounts
+// (`POST /test/accounts`); it works on any account.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with DELETE /account (the `DeleteAccount` operationId).
+func (c *ClientWithResponses) DeleteAccountWithResponse(ctx context.Context, params *DeleteAccountParams, reqEditors ...RequestEditorFn) (*DeleteAccountResponse, error) {
+	rsp, err := c.DeleteAccount(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseDeleteAccountResponse(rsp)
+}
+
 // GetAccountWithResponse The account the API key belongs to
 //
 // Handy for checking a key. Every other resource is scoped to this account.
@@ -10993,6 +11901,59 @@ func (c *ClientWithResponses) DownloadReportWithResponse(ctx context.Context, id
 	return ParseDownloadReportResponse(rsp)
 }
 
+// CreateTestAccountWithResponse Create a throwaway account
+//
+// Creates an empty account with one API key, without authentication, so that every test
+// of a client can run in an account of its own, in parallel with the others. The key is
+// shown only here. Delete the account with `DELETE /account` when done. Each client
+// address may create a limited number (the `test_accounts` policy, 10 per minute by
+// default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
+// answers 404.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /test/accounts (the `CreateTestAccount` operationId).
+func (c *ClientWithResponses) CreateTestAccountWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CreateTestAccountResponse, error) {
+	rsp, err := c.CreateTestAccount(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTestAccountResponse(rsp)
+}
+
+// ExpireIdempotencyKeysWithResponse Expire the account's idempotency keys now
+//
+// Makes every `Idempotency-Key` of the account expire now, as if 24 hours had passed:
+// a key sent again runs as a new request. Only the caller's account is touched.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /test/idempotency-keys/expire (the `ExpireIdempotencyKeys` operationId).
+func (c *ClientWithResponses) ExpireIdempotencyKeysWithResponse(ctx context.Context, params *ExpireIdempotencyKeysParams, reqEditors ...RequestEditorFn) (*ExpireIdempotencyKeysResponse, error) {
+	rsp, err := c.ExpireIdempotencyKeys(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseExpireIdempotencyKeysResponse(rsp)
+}
+
+// RetryWebhookDeliveriesNowWithResponse Make every scheduled webhook retry due now
+//
+// Every pending delivery of the account whose next attempt is scheduled for later is
+// made due now, so a test need not wait for the retry schedule. Only the caller's account
+// is touched.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /test/webhook-deliveries/retry-now (the `RetryWebhookDeliveriesNow` operationId).
+func (c *ClientWithResponses) RetryWebhookDeliveriesNowWithResponse(ctx context.Context, params *RetryWebhookDeliveriesNowParams, reqEditors ...RequestEditorFn) (*RetryWebhookDeliveriesNowResponse, error) {
+	rsp, err := c.RetryWebhookDeliveriesNow(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRetryWebhookDeliveriesNowResponse(rsp)
+}
+
 // ListWebhookEndpointsWithResponse List webhook endpoints
 //
 // Newest first, keyset-paginated like every list. Secrets are never listed.
@@ -11226,6 +12187,231 @@ func ParseGetRootResponse(rsp *http.Response) (*GetRootResponse, error) {
 			headers.RequestId = value
 		}
 		response.Headers500 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseDeleteAccountResponse parses an HTTP response from a DeleteAccountWithResponse call
+func ParseDeleteAccountResponse(rsp *http.Response) (*DeleteAccountResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &DeleteAccountResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		break // No content-type
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 204:
+		var headers DeleteAccountResponse204Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers204 = &headers
+	case rsp.StatusCode == 400:
+		var headers DeleteAccountResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers DeleteAccountResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers DeleteAccountResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers DeleteAccountResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers DeleteAccountResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
 	}
 
 	return response, nil
@@ -16973,6 +18159,655 @@ func ParseDownloadReportResponse(rsp *http.Response) (*DownloadReportResponse, e
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers DownloadReportResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseCreateTestAccountResponse parses an HTTP response from a CreateTestAccountWithResponse call
+func ParseCreateTestAccountResponse(rsp *http.Response) (*CreateTestAccountResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &CreateTestAccountResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 201:
+		var dest TestAccount
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON201 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 201:
+		var headers CreateTestAccountResponse201Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers201 = &headers
+	case rsp.StatusCode == 404:
+		var headers CreateTestAccountResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 429:
+		var headers CreateTestAccountResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers CreateTestAccountResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers CreateTestAccountResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseExpireIdempotencyKeysResponse parses an HTTP response from a ExpireIdempotencyKeysWithResponse call
+func ParseExpireIdempotencyKeysResponse(rsp *http.Response) (*ExpireIdempotencyKeysResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &ExpireIdempotencyKeysResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TestHelperResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers ExpireIdempotencyKeysResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers ExpireIdempotencyKeysResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers ExpireIdempotencyKeysResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers ExpireIdempotencyKeysResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers ExpireIdempotencyKeysResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers ExpireIdempotencyKeysResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRetryWebhookDeliveriesNowResponse parses an HTTP response from a RetryWebhookDeliveriesNowWithResponse call
+func ParseRetryWebhookDeliveriesNowResponse(rsp *http.Response) (*RetryWebhookDeliveriesNowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RetryWebhookDeliveriesNowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TestHelperResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RetryWebhookDeliveriesNowResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RetryWebhookDeliveriesNowResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RetryWebhookDeliveriesNowResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RetryWebhookDeliveriesNowResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RetryWebhookDeliveriesNowResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RetryWebhookDeliveriesNowResponse503Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

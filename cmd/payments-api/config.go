@@ -47,6 +47,7 @@ type config struct {
 	RateLimitDefault            ratelimit.Rate  `env:"RATE_LIMIT_DEFAULT" envDefault:"100/1s"`
 	RateLimitWrites             ratelimit.Rate  `env:"RATE_LIMIT_WRITES" envDefault:"25/1s"`
 	RateLimitUnauthenticated    ratelimit.Rate  `env:"RATE_LIMIT_UNAUTHENTICATED" envDefault:"30/10s"`
+	RateLimitTestAccounts       ratelimit.Rate  `env:"RATE_LIMIT_TEST_ACCOUNTS" envDefault:"10/1m"`
 	RateLimitDisabled           bool            `env:"RATE_LIMIT_DISABLED" envDefault:"false"`
 	APIKeyCacheTTL              time.Duration   `env:"API_KEY_CACHE_TTL" envDefault:"10s"`
 	APIKeyCacheSize             int             `env:"API_KEY_CACHE_SIZE" envDefault:"1000"`
@@ -57,6 +58,10 @@ type config struct {
 	JobTimeout      time.Duration `env:"JOB_TIMEOUT" envDefault:"1m"`
 	JobRescueAfter  time.Duration `env:"JOB_RESCUE_AFTER" envDefault:"2m"`
 	ReportRetention time.Duration `env:"REPORT_RETENTION" envDefault:"168h"`
+
+	// The sandbox: fault injection by Prefer, and throwaway accounts for anyone.
+	FaultInjection   bool `env:"FAULT_INJECTION" envDefault:"true"`
+	OpenTestAccounts bool `env:"OPEN_TEST_ACCOUNTS" envDefault:"true"`
 }
 
 // Process roles (PROCESS_ROLE): what one process does, so API and workers scale separately.

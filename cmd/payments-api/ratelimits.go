@@ -34,5 +34,6 @@ func rateLimits(cfg config, logger *slog.Logger) (limits *handlers.RateLimits, r
 		Default:         ratelimit.Policy{Name: "default", Rate: cfg.RateLimitDefault},
 		Writes:          ratelimit.Policy{Name: "writes", Rate: cfg.RateLimitWrites},
 		Unauthenticated: ratelimit.Policy{Name: "unauthenticated", Rate: cfg.RateLimitUnauthenticated},
+		TestAccounts:    ratelimit.Policy{Name: "test_accounts", Rate: cfg.RateLimitTestAccounts},
 	}, release, nil
 }

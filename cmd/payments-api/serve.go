@@ -74,6 +74,8 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		APIKeys:            apiKeys,
 		Metrics:            metricsReg,
 		Reports:            bg.reports,
+		FaultInjection:     cfg.FaultInjection,
+		OpenTestAccounts:   cfg.OpenTestAccounts,
 	})
 	if err != nil {
 		return err
@@ -97,6 +99,11 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 	if ln != nil {
 		go func() { serveErr <- srv.Serve(limitConnections(ln, cfg.MaxConnections, logger)) }()
 		logger.Info("serving", "addr", ln.Addr().String(), "demo_keys", len(cfg.DemoAPIKeys), "role", cfg.ProcessRole)
+		if slow := cfg.ProcessorLatency + processor.SlowCardDelay; slow >= cfg.RequestTimeout {
+			// Not refused: a tight REQUEST_TIMEOUT is a fair choice, and only this card suffers.
+			logger.Warn("pm_card_slow will not fit in REQUEST_TIMEOUT: its charges will answer 503",
+				"charge_takes", slow, "request_timeout", cfg.RequestTimeout)
+		}
 	} else {
 		logger.Info("running jobs only", "workers", cfg.JobWorkers)
 	}

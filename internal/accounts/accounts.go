@@ -1,5 +1,5 @@
-// Package accounts turns API keys into accounts: hashing, lookup (cached briefly, see
-// Authenticator) and seeding the demo keys.
+// Package accounts turns API keys into accounts (hashing, lookup cached briefly, see
+// Authenticator, and seeding the demo keys) and makes and deletes throwaway accounts.
 // It imports the database layer and the domain package.
 package accounts
 

@@ -826,6 +826,20 @@ type ReportSucceededWebhook struct {
 	Type      interface{} `json:"type"`
 }
 
+// TestAccount defines model for TestAccount.
+type TestAccount struct {
+	AccountId string `json:"account_id"`
+
+	// ApiKey The account's API key, for `Authorization: Bearer`. Shown only here.
+	ApiKey string `json:"api_key"`
+}
+
+// TestHelperResult defines model for TestHelperResult.
+type TestHelperResult struct {
+	// Affected How many things the helper changed.
+	Affected int `json:"affected"`
+}
+
 // UpdatePaymentRequest defines model for UpdatePaymentRequest.
 type UpdatePaymentRequest struct {
 	Description nullable.Nullable[string]             `json:"description,omitempty"`
@@ -1638,6 +1652,20 @@ type WebhookEndpointDisabled struct {
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
+// DeleteAccountParams defines parameters for DeleteAccount.
+type DeleteAccountParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
 // GetAccountParams defines parameters for GetAccount.
 type GetAccountParams struct {
 	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
@@ -1892,6 +1920,34 @@ type DownloadReportParams struct {
 // DownloadReport200JSONResponseBody_Item defines parameters for DownloadReport.
 type DownloadReport200JSONResponseBody_Item struct {
 	union json.RawMessage
+}
+
+// ExpireIdempotencyKeysParams defines parameters for ExpireIdempotencyKeys.
+type ExpireIdempotencyKeysParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// RetryWebhookDeliveriesNowParams defines parameters for RetryWebhookDeliveriesNow.
+type RetryWebhookDeliveriesNowParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // ListWebhookEndpointsParams defines parameters for ListWebhookEndpoints.
@@ -2224,6 +2280,9 @@ type ServerInterface interface {
 	// GetRoot The API reference (the root)
 	// (GET /)
 	GetRoot(ctx echo.Context) error
+	// DeleteAccount Delete the account and all its data
+	// (DELETE /account)
+	DeleteAccount(ctx echo.Context, params DeleteAccountParams) error
 	// GetAccount The account the API key belongs to
 	// (GET /account)
 	GetAccount(ctx echo.Context, params GetAccountParams) error
@@ -2296,6 +2355,15 @@ type ServerInterface interface {
 	// DownloadReport Download a report
 	// (GET /reports/{id}/download)
 	DownloadReport(ctx echo.Context, id ReportID, params DownloadReportParams) error
+	// CreateTestAccount Create a throwaway account
+	// (POST /test/accounts)
+	CreateTestAccount(ctx echo.Context) error
+	// ExpireIdempotencyKeys Expire the account's idempotency keys now
+	// (POST /test/idempotency-keys/expire)
+	ExpireIdempotencyKeys(ctx echo.Context, params ExpireIdempotencyKeysParams) error
+	// RetryWebhookDeliveriesNow Make every scheduled webhook retry due now
+	// (POST /test/webhook-deliveries/retry-now)
+	RetryWebhookDeliveriesNow(ctx echo.Context, params RetryWebhookDeliveriesNowParams) error
 	// ListWebhookEndpoints List webhook endpoints
 	// (GET /webhook-endpoints)
 	ListWebhookEndpoints(ctx echo.Context, params ListWebhookEndpointsParams) error
@@ -2330,6 +2398,35 @@ func (w *ServerInterfaceWrapper) GetRoot(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetRoot(ctx)
+	return err
+}
+
+// DeleteAccount converts echo context to params.
+func (w *ServerInterfaceWrapper) DeleteAccount(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params DeleteAccountParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.DeleteAccount(ctx, params)
 	return err
 }
 
@@ -3057,6 +3154,73 @@ func (w *ServerInterfaceWrapper) DownloadReport(ctx echo.Context) error {
 	return err
 }
 
+// CreateTestAccount converts echo context to params.
+func (w *ServerInterfaceWrapper) CreateTestAccount(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.CreateTestAccount(ctx)
+	return err
+}
+
+// ExpireIdempotencyKeys converts echo context to params.
+func (w *ServerInterfaceWrapper) ExpireIdempotencyKeys(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params ExpireIdempotencyKeysParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.ExpireIdempotencyKeys(ctx, params)
+	return err
+}
+
+// RetryWebhookDeliveriesNow converts echo context to params.
+func (w *ServerInterfaceWrapper) RetryWebhookDeliveriesNow(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RetryWebhookDeliveriesNowParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RetryWebhookDeliveriesNow(ctx, params)
+	return err
+}
+
 // ListWebhookEndpoints converts echo context to params.
 func (w *ServerInterfaceWrapper) ListWebhookEndpoints(ctx echo.Context) error {
 	var err error
@@ -3406,7 +3570,11 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/jobs", wrapper.ListJobs, options.OperationMiddlewares["listJobs"]...)
 	router.DELETE(options.BaseURL+"/jobs/:id", wrapper.CancelJob, options.OperationMiddlewares["cancelJob"]...)
 	router.GET(options.BaseURL+"/jobs/:id", wrapper.GetJob, options.OperationMiddlewares["getJob"]...)
+	router.DELETE(options.BaseURL+"/account", wrapper.DeleteAccount, options.OperationMiddlewares["deleteAccount"]...)
 	router.GET(options.BaseURL+"/account", wrapper.GetAccount, options.OperationMiddlewares["getAccount"]...)
+	router.POST(options.BaseURL+"/test/accounts", wrapper.CreateTestAccount, options.OperationMiddlewares["createTestAccount"]...)
+	router.POST(options.BaseURL+"/test/idempotency-keys/expire", wrapper.ExpireIdempotencyKeys, options.OperationMiddlewares["expireIdempotencyKeys"]...)
+	router.POST(options.BaseURL+"/test/webhook-deliveries/retry-now", wrapper.RetryWebhookDeliveriesNow, options.OperationMiddlewares["retryWebhookDeliveriesNow"]...)
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
 	router.GET(options.BaseURL+"/metrics", wrapper.GetMetrics, options.OperationMiddlewares["getMetrics"]...)
@@ -4714,6 +4882,154 @@ func (response GetRoot500ApplicationProblemPlusJSONResponse) VisitGetRootRespons
 	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAccountRequestObject struct {
+	Params DeleteAccountParams
+}
+
+type DeleteAccountResponseObject interface {
+	VisitDeleteAccountResponse(w http.ResponseWriter) error
+}
+
+type DeleteAccount204ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+type DeleteAccount204Response struct {
+	Headers DeleteAccount204ResponseHeaders
+}
+
+func (response DeleteAccount204Response) VisitDeleteAccountResponse(w http.ResponseWriter) error {
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(204)
+	return nil
+}
+
+type DeleteAccount400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteAccount400ApplicationProblemPlusJSONResponse) VisitDeleteAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAccount401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteAccount401ApplicationProblemPlusJSONResponse) VisitDeleteAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAccount429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteAccount429ApplicationProblemPlusJSONResponse) VisitDeleteAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAccount500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteAccount500ApplicationProblemPlusJSONResponse) VisitDeleteAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type DeleteAccount503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteAccount503ApplicationProblemPlusJSONResponse) VisitDeleteAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8831,6 +9147,449 @@ func (response DownloadReport503ApplicationProblemPlusJSONResponse) VisitDownloa
 	return err
 }
 
+type CreateTestAccountRequestObject struct {
+}
+
+type CreateTestAccountResponseObject interface {
+	VisitCreateTestAccountResponse(w http.ResponseWriter) error
+}
+
+type CreateTestAccount201ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+type CreateTestAccount201JSONResponse struct {
+	Body    TestAccount
+	Headers CreateTestAccount201ResponseHeaders
+}
+
+func (response CreateTestAccount201JSONResponse) VisitCreateTestAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(201)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTestAccount404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTestAccount404ApplicationProblemPlusJSONResponse) VisitCreateTestAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTestAccount429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTestAccount429ApplicationProblemPlusJSONResponse) VisitCreateTestAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTestAccount500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTestAccount500ApplicationProblemPlusJSONResponse) VisitCreateTestAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTestAccount503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTestAccount503ApplicationProblemPlusJSONResponse) VisitCreateTestAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExpireIdempotencyKeysRequestObject struct {
+	Params ExpireIdempotencyKeysParams
+}
+
+type ExpireIdempotencyKeysResponseObject interface {
+	VisitExpireIdempotencyKeysResponse(w http.ResponseWriter) error
+}
+
+type ExpireIdempotencyKeys200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+type ExpireIdempotencyKeys200JSONResponse struct {
+	Body    TestHelperResult
+	Headers ExpireIdempotencyKeys200ResponseHeaders
+}
+
+func (response ExpireIdempotencyKeys200JSONResponse) VisitExpireIdempotencyKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExpireIdempotencyKeys400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response ExpireIdempotencyKeys400ApplicationProblemPlusJSONResponse) VisitExpireIdempotencyKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExpireIdempotencyKeys401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response ExpireIdempotencyKeys401ApplicationProblemPlusJSONResponse) VisitExpireIdempotencyKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExpireIdempotencyKeys429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response ExpireIdempotencyKeys429ApplicationProblemPlusJSONResponse) VisitExpireIdempotencyKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExpireIdempotencyKeys500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response ExpireIdempotencyKeys500ApplicationProblemPlusJSONResponse) VisitExpireIdempotencyKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type ExpireIdempotencyKeys503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response ExpireIdempotencyKeys503ApplicationProblemPlusJSONResponse) VisitExpireIdempotencyKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDeliveriesNowRequestObject struct {
+	Params RetryWebhookDeliveriesNowParams
+}
+
+type RetryWebhookDeliveriesNowResponseObject interface {
+	VisitRetryWebhookDeliveriesNowResponse(w http.ResponseWriter) error
+}
+
+type RetryWebhookDeliveriesNow200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+type RetryWebhookDeliveriesNow200JSONResponse struct {
+	Body    TestHelperResult
+	Headers RetryWebhookDeliveriesNow200ResponseHeaders
+}
+
+func (response RetryWebhookDeliveriesNow200JSONResponse) VisitRetryWebhookDeliveriesNowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDeliveriesNow400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RetryWebhookDeliveriesNow400ApplicationProblemPlusJSONResponse) VisitRetryWebhookDeliveriesNowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDeliveriesNow401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RetryWebhookDeliveriesNow401ApplicationProblemPlusJSONResponse) VisitRetryWebhookDeliveriesNowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDeliveriesNow429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RetryWebhookDeliveriesNow429ApplicationProblemPlusJSONResponse) VisitRetryWebhookDeliveriesNowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDeliveriesNow500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response RetryWebhookDeliveriesNow500ApplicationProblemPlusJSONResponse) VisitRetryWebhookDeliveriesNowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDeliveriesNow503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RetryWebhookDeliveriesNow503ApplicationProblemPlusJSONResponse) VisitRetryWebhookDeliveriesNowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ListWebhookEndpointsRequestObject struct {
 	Params ListWebhookEndpointsParams
 }
@@ -10191,6 +10950,9 @@ type StrictServerInterface interface {
 	// GetRoot The API reference (the root)
 	// (GET /)
 	GetRoot(ctx context.Context, request GetRootRequestObject) (GetRootResponseObject, error)
+	// DeleteAccount Delete the account and all its data
+	// (DELETE /account)
+	DeleteAccount(ctx context.Context, request DeleteAccountRequestObject) (DeleteAccountResponseObject, error)
 	// GetAccount The account the API key belongs to
 	// (GET /account)
 	GetAccount(ctx context.Context, request GetAccountRequestObject) (GetAccountResponseObject, error)
@@ -10263,6 +11025,15 @@ type StrictServerInterface interface {
 	// DownloadReport Download a report
 	// (GET /reports/{id}/download)
 	DownloadReport(ctx context.Context, request DownloadReportRequestObject) (DownloadReportResponseObject, error)
+	// CreateTestAccount Create a throwaway account
+	// (POST /test/accounts)
+	CreateTestAccount(ctx context.Context, request CreateTestAccountRequestObject) (CreateTestAccountResponseObject, error)
+	// ExpireIdempotencyKeys Expire the account's idempotency keys now
+	// (POST /test/idempotency-keys/expire)
+	ExpireIdempotencyKeys(ctx context.Context, request ExpireIdempotencyKeysRequestObject) (ExpireIdempotencyKeysResponseObject, error)
+	// RetryWebhookDeliveriesNow Make every scheduled webhook retry due now
+	// (POST /test/webhook-deliveries/retry-now)
+	RetryWebhookDeliveriesNow(ctx context.Context, request RetryWebhookDeliveriesNowRequestObject) (RetryWebhookDeliveriesNowResponseObject, error)
 	// ListWebhookEndpoints List webhook endpoints
 	// (GET /webhook-endpoints)
 	ListWebhookEndpoints(ctx context.Context, request ListWebhookEndpointsRequestObject) (ListWebhookEndpointsResponseObject, error)
@@ -10315,6 +11086,31 @@ func (sh *strictHandler) GetRoot(ctx echo.Context) error {
 		return err
 	} else if validResponse, ok := response.(GetRootResponseObject); ok {
 		return validResponse.VisitGetRootResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// DeleteAccount operation middleware
+func (sh *strictHandler) DeleteAccount(ctx echo.Context, params DeleteAccountParams) error {
+	var request DeleteAccountRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.DeleteAccount(ctx.Request().Context(), request.(DeleteAccountRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "DeleteAccount")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(DeleteAccountResponseObject); ok {
+		return validResponse.VisitDeleteAccountResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -11060,6 +11856,79 @@ func (sh *strictHandler) DownloadReport(ctx echo.Context, id ReportID, params Do
 	return nil
 }
 
+// CreateTestAccount operation middleware
+func (sh *strictHandler) CreateTestAccount(ctx echo.Context) error {
+	var request CreateTestAccountRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.CreateTestAccount(ctx.Request().Context(), request.(CreateTestAccountRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "CreateTestAccount")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(CreateTestAccountResponseObject); ok {
+		return validResponse.VisitCreateTestAccountResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// ExpireIdempotencyKeys operation middleware
+func (sh *strictHandler) ExpireIdempotencyKeys(ctx echo.Context, params ExpireIdempotencyKeysParams) error {
+	var request ExpireIdempotencyKeysRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.ExpireIdempotencyKeys(ctx.Request().Context(), request.(ExpireIdempotencyKeysRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "ExpireIdempotencyKeys")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(ExpireIdempotencyKeysResponseObject); ok {
+		return validResponse.VisitExpireIdempotencyKeysResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RetryWebhookDeliveriesNow operation middleware
+func (sh *strictHandler) RetryWebhookDeliveriesNow(ctx echo.Context, params RetryWebhookDeliveriesNowParams) error {
+	var request RetryWebhookDeliveriesNowRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RetryWebhookDeliveriesNow(ctx.Request().Context(), request.(RetryWebhookDeliveriesNowRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RetryWebhookDeliveriesNow")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RetryWebhookDeliveriesNowResponseObject); ok {
+		return validResponse.VisitRetryWebhookDeliveriesNowResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
 // ListWebhookEndpoints operation middleware
 func (sh *strictHandler) ListWebhookEndpoints(ctx echo.Context, params ListWebhookEndpointsParams) error {
 	var request ListWebhookEndpointsRequestObject
@@ -11318,346 +12187,361 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3fctvGsjf6KlPcX5VJL5CmKMlJqMqFYiuJEv/RtuTlvXboTxgCQxIWOMNgBqKYWFXnac79uTgv8D3K",
-	"eZJT3T0DDEiQomR5xc7WqloKTQKDwUx3T//99Z+NSE1nSgppdKP/Z2MieCwy/HiYpmoOH2KhoyyZmUTJ",
-	"Rr9xNhFsKsxExZqZiWCZyo1gOp/NVGZ0wMKfjw6fh4zLmIWvT86OX786DVkiozSPRdxpBI1M/J4nmYgb",
-	"fZPlImjoaCKmHB5kFjPR6De0yRI5blxfB42jMz5encIh0yZTcsyENIlZMMPHbKQymo6YZUILaThcHOD3",
-	"4fGo/ZKbaGKndTxqv1JSuO+ab358xr7b2em2Nk9vxo0RGUzgfw8av/3vQeP940HjfzWCmnkfx2I6U0ZI",
-	"80bMUr6A4Zbf4oTmGbB5YiY490ue5oKF8NwwYPOJkPaV9ExJLViiGYcXTPmCqRH+pqRg2qhMxPCmA2km",
-	"iWZh8fho0f5VLMLOQDb8NxEynzb6vzXgSY33dS/wQkWc5lm3/2/fvHATiDLBjYhhkirPIhEwlbnfPqgh",
-	"MxNuYM5AHEzRC81VdnFbSjjJxEhkQkbicDZLk7oFhZmFdF3IZsX1QKawclLPRcY43U2b/k1vr9sKmOiM",
-	"Oywc8Tw134ssU1l7KEYqE+FAAvWkHFfy+54OO+xwCJtGmyNh9edcLy+vRyhNGrXpD/sx40a002SaGBG3",
-	"Prrhf+u2v+u8/0dT6o//5//VH6f6o261mgH71CFaj+tp9A034gWMUL+S2nAjYCcFjyZsptIkWjzSbJhH",
-	"F8KwZpzxkWknwozaE2NmfJa0YU44pbaVIu2dnVaf8YHUJssjk2cibo8SkcYsTbQhuoclnIrpUGRsBv/H",
-	"57gtGTRigW8/aBxk3+/1Dsz3O2GHhVnIEj2QEzVnUy4XDAhJaKPZXOVpzGZca5Yl44lhUs0PWGjgeiK9",
-	"iUoF0yJSMtYBCC8Zi5jls4Dl0iQpcJBwL5loNsrTlPExTyRrwmPF7zlPaahiScLfw1aHWXYGGheXIluU",
-	"bKtGsAZ2s5iaiQxZi+UyFZrGoi9VxuJE82EK/ASrj/foA6aFYAPcMPvVoLHC0ld8OkuFBrauW7aADRrz",
-	"LDFC45e78F096xd0cYIvWE8d+PIJ8hY3yFQLZpQVV7gZfwGJ/P79Trd7MCca+Z1oBGb0e64MD/zJgSDF",
-	"rbU7PVFprA9YOA+JShIZqzlLpKMUpi5FxuaTJJowLgdSTGdm4W7OxChJU30TCbBNFDCQn48EimWp0MDv",
-	"3/f24cs1REDrdFwjZo9jOHZHiROsbr8TEu5aZJcie6RZqsa6ww5ZlCawKFO+YFrImCVwEMzlQDZ32ju9",
-	"b1k04RmPjMg0LFN42P5v3v4DBNl5vx22DpgyE5HNEy284dmUXwg4TwQtwlaH9m+Vod//uRPs9L69XiMc",
-	"hckWhyMjstUFOLU0YRSb88QwEsnMZItEjp2w2FKnmCYymcJh3C1mkUgjxiLDaZzi254lU5jXykTeAe/5",
-	"LKdnsNKwwCaZgnLAmu92nzEahdEwwG6sntvUaCBnE66FdpupsligXrVgAgRlQKcBsiU8Js4tJSeSTZM0",
-	"TQrJaiZCDmRolOFp6JiV52ZyEOfZ993O3k7ACmlgv+v2ApYJHrt/7gagEiUxN8J99V0wkFHKk6n94tsA",
-	"6WdcXLAfsEhN3Zg7nV7AcA74z90OiIYTfMU+TSdkzcOT44G8EAuWKnWRz1oBC4uZhfAPweOQNfFgUPEC",
-	"fnfTgp9xOvT7QK6oXjgaqmwha6aKx0AjsHRWa3MiAq6jN7GPingWD+QsU5HQWmX4O76Y/d1kXGoewerD",
-	"b1YFCFkzkR9EBHJmuCjUoVaHnZJkGsiqaHKShWikTTTiZMt6uvVlzdKurm4Z+6QdqxdQ7969O8yByEwS",
-	"cSPqTyleXgFEitMXwLe5Fh6LBoync77QLPxB8Exk4dZ2AF1fI0Gug8aMZ3wqjLWmji6FNMfP4WMCt864",
-	"mTSChuRT5Pl42yeKS3NeCrL3/7jB/ogWv4pFnQWVy+T3XDAgezKdEl0eTLBFSgsJJIS0SCK8ydnbt8fP",
-	"yQ4ZKxXDZUkkWp2B3Gn39vfZLEukgdOLHZ4+Oz72ZHvA8Ggc8kywZsiHUdgCS4HrOmlEbzKQzXDQ4MNo",
-	"0AACRpEM3FPYS5pP6Q3Aqiu+AB5lmTB5Jkm5WuK0gcQBSk41bWek9RnaXgfV0fFyzuJkhBaFoSckmu31",
-	"euWlJELmkySlg2qUZNqUhyMwfJKmIChHKaqmMED3uw7DU4Zxtn91BSsiVWGqGMbTNBjIDN589bX7LDHW",
-	"HNTOUMxTw5KRNwGgnOnMWBYzIu6wX8VCM3E1SzLBentsovJMM46zwHsGEtkjUnKUjPMMt9MSglNSgGXw",
-	"BlKJ4Cd4ezjjhwK4K6ZzkMQIEjwpfCXJLwnKzackv3oh5NhMGv3e/jcBnJru3zu15D9C036NiXh0xsch",
-	"W6icpRy3iMdBeaSBsoinw6BxuTtohKwJZIrrx9taAFeDcLUHJjN8rAOyEx+HyEpcLpBa6WX6OLLK4VjG",
-	"dcpnIBwZKk4jXCl89F7v2wPGrQsAlWrQXqUyOC5OwT0SZxjjk4kV97rdDjuDfwJ3RWo64xnKfyNwRvAh",
-	"QCaZC34xkHhnM3z3ZNDodDrAXQxPBTaFVSsFo3Oz0IiJVrK1aUOtk6Wx2ZA/Hr1SUqzZn0PptmdpPzbs",
-	"AnocwscgIt6BVZ4Yeg9hFesozzI6+4gxLXclmu1297yXhbXxXrXPcIGIBtyAjihgHQ6rm8W236uNa1h6",
-	"pm5YyF/U8B7Okw9quMV5ssZP8LMzwBMjpqgQk9xloNp3SffF2f2ei2xRTg9Vq8rrWWul0d/pBsDupBTv",
-	"dLtBqSLv1KrIJ3wx/YSj1RMtT/cCf2VmfLHFypCCtbo0P3IUxaiLFY5II7SBE4zOU91nzgnlu6uCFSpv",
-	"aiEGcrA85qDRKtxWqdKm7U64kMVK6MLVhpxP8t8q5ixKlS74Q0lJAxaiikvLJQe1bjH7o2b73d2BDJ/M",
-	"MjVMxVQ/AeMsiUQ7l/ySJymcHJaTQzy923jW9dlO6IymWKHNJBdmksjxwUDa5/n+rfJ58EZ7ve/osCtM",
-	"YTiGVJ7GB6WrbpB3u7uRs07wXyIcyKbOwYDXLOztd6caeTXs6TCAs3aqtGHhbleHLfIH+NJiyKML4vQU",
-	"JCIdfrh86Mxkr8FIrTgdQRQnYwmqBwh2ei96YqGrewZtxFHYT5RUeTaQXDOw1A3IMys2mOSgmxc6fYcd",
-	"FstifTAJnLveLJgGo1uxBEyx0oPati7UcIMksnS9TuevobpG0Cg9pY2gsUo4AXMX7He7Uw2Kvcd+O93e",
-	"Xr0pPlPZfajO2Wwb1fmdGE6UujiS8Uwl96Kyz8X2jz1+/jNtxJq4i9Z8LFgCmqrTBD1vE6iJ6HtPNItF",
-	"muDXTWB/JTF0UHyJvjrQMIR9z1bgKbggq2hMdL502AmZoWT9JzBcJPrlI4BEDUsFqFPw0wa6mtN7trdf",
-	"vqkeb79+p8lYcjAl1i1jeLkTgJ6WpmpONjLa9VyLp3vs55eHz9qnPx/29p+iL+rPcrbXneIfJpkKbfh0",
-	"dt35E0yBa5AsJJLmZBuAwqVBzmQiEsmliFsB6MdO1yuf2I5FpGIRsxnPjAubuC15pAdSiygTxsqbcD7R",
-	"IjoPO+x5nqHcZPb3TFG8i5m5YtqtAQkhCjLpGY8EjGcPlQPGo0jMqv6jZASi2Gk7gTs4ZijLJIuU1IZL",
-	"g96lLfa4mMi2W325E5Q7/Y8n37//R5OtfrcuoGFJ4MxtzzoSeEeBNSRaMo7mXOOqiTiA97TqReH81QnI",
-	"UliotzK5YmKmoskBG2VCTwruG0g7GKj+oNczzgpCYVN0EE64ZPtsmsgcyGOUqSlYIRmcxtFFn8T4UOXw",
-	"SGvWbbHIxUO2doOu5aJrGIGEOUWAT47fuDMD/h0pCeYyqqPiyjyZmGkK/1ivpV4HNVLs8OSYFWdRwDIh",
-	"Y4EBTFgQ3Bd4UMYjA/qjF5G2Tuk2eaX/VyZGjX7jP56UEewn9uInpfsa5/ADj+03S6+BhyZ5h5wW848P",
-	"msKe5VvxNH09avR/q38mXaefnND9jevgz8YsA0vZJLSO2nCTa/tomMNet3vtlr+MxpZ6VCLRida2fNkI",
-	"an5LPPv5Qiwa76+vr9+vWXHPCzHl6UhlUxGDJmLHWl5mPzC4cZWLC/2wUbuMG211s728DDrcfn9/Fjw1",
-	"k9e/btjd1V3dtJc0YB0B0y+L+6LMqqPuWL7V4ksh0e88ErVf+mRYJb92Itu5Fo01RHhYkKA9AOuyFGqc",
-	"ZAdWqQG9MfuqydSGlNpFTGnzfUX0qYZK3ohcU/7DF0Amvd6tyCSjuW+QVatkAaczOTNLd5nvjrWk9dVL",
-	"sWMJRzRPj8Bk+jK2d79yUNVsr51yG828tdwvWS7F1YzCUnhphz0XhicpqaipGo9FzHJpo40sLBcxDKxz",
-	"EvTYr36PX2Lm3CtlDskA+VKE/f7GbaZ8v7ZUps3tvDdpG5gRKK4SbTQb5oa8UVIZlyWIW0xjdthZ6QMp",
-	"3TwJ5opxuRjIWEX5VEiDRpKZBOjPQFUmTTSmU4ByPhEZuoQmSEBcWlpCe7UIa5E2XZfiuGkH6aLlhKmv",
-	"gtpeKfMj2BNfCpXtbaQyIK8RTncNcb1SDB14LteQshTAjosilf8NpMMJX6SKx2dKveDZ+EvRBHd2N27b",
-	"jCbdNkq1U5z2FpaIC6HiDZZlPW8o+SY0a+6wl8kPrb/DxoIMey6iNJFfjtTv3bSxMOl27GZNDgLnYvit",
-	"YS84R1/eiCdpnonzSMWi8X4tAUQ8i1Gjc6PSCWCHIk8MxeubNGEWwsgiDls2zI+R0yIjeiDL9GeXG+3p",
-	"EfWZ0B4t1WQB3LS3NcndSxnTm+4urvsqT5STDH1iCbzBj7gvX4qQuoGWvXm3iaBWyNkGis+F4eM1FOxV",
-	"EhRKDQXNMU3GRpophA22azsTPEa6RTv265dj3jK+KZbuyzBEv92eAIpd33BS2TwNe6n2iki++l08pTDt",
-	"2zJK+6VYm5s1jZrw8qYdjLnhQ64Fi7AqAHh1CBvKowm5P+OEvrUx3nliJon0AyKP4JjiMZxTAaPymkJF",
-	"STTTk9xgPD9Wc2kT1FyoxvP2hC6QsHL4/A9yYZ0p9ZLLhR1OfylCY7OT089CWDkuLhOVciPic1cLsebM",
-	"OGTlMFSKALSDrqx8xprhyjghk3wqNEtM6wDoc4JJj6AyKSksmQ3kBjpjzSIau9PqsLAgAFv/tkxAIRsn",
-	"l4LSGerKfjZUH/zPJOa3kudmorLkjy9Hl9/ZSMm5P+M1MvNlonUixwHL5YVUc8lQo75UFyLGmN2FWHzl",
-	"Lvh37961l7PGN928nGRuN9+6sUT8UsQJPysX/S9XgvdvIIJi5u0pTL2N125prj/SLHxG79iGdw5d0qNL",
-	"rCzrmqz5jpmZJMs4poJrYSijhAz+t2c/tr/96rWppYSh57Z86+sI47ksApdz0nbVZyvHnbsCrP315r0d",
-	"r8hhARpxQx4wITGZPDGsGZ4cnj372WUHFjVvI55qEbYo3vOVk8a1S8AgXzP5KDEZo7JntoL6nONvI5VN",
-	"4VMDrA9M7lhN1AgaSbxShBNF5nx39B3fibpxb/iN2OP70XdiZ9TlvWHjfSWzFa+9OaXK33108XgzLWty",
-	"1PCDiHCln+HP1tXl5VvwmMwunp54L447HSytBZ+6NVqqOZSegY1Ft9NEqozlEmhpv9vtsu/ZfrfT7bK3",
-	"p8/RX1gsZCLN072Gl1X8nf3f5tTioOGedlOywDN33TJH/FlNb+x2a3ZyKgwHQ+Wmh7x012FlEfndKIRS",
-	"V91jQGijq82oCyEPSJubYLXNKLkC8yc3kZoKzC1mg8aZu0EPGrh8LillNj2Hr88vE80bQfHPwidYfpVI",
-	"nY9GoMFKcz7KZay9H6ncpHp5pLJMROY8uoy870cZz+M8BbFZfmnL4BI5PqdIY/mTTtV8tUQsaFy14RWe",
-	"lwuDBLYy/37DOWX7bK/boyph5420rkWSUb6Ds88qo6BLYPlVV0ZeGsFehzdVBvBW4KYxyksrI1TX9qZB",
-	"KlcvjbOypTcPtnxLZcSVjew3TlyJI9AkH4s+2+/ustB33dgLKnnlQWEa0S65VJGVMqnOMrH0G6d5FAkB",
-	"hlKvu9Mqs7lZ8ahH2uUqs1maa9YrMQO0wlRaeBaWtE0Fl1T2NRXC6Lrir6Lmq7nX/a7lTwjZanlCHZeL",
-	"V8pfKxg9obQiBtaL5DcCNuLeJXIpgnWHPacCDiwCwYRI2hvQDxdUI49IC/cjmT9FaNLR+UllH7A13Opu",
-	"Tk7GOel3cFxXRJglAhGfDxfnUa6NmoqsvqZ1TWxl08aCNn+3jXWH+biuePa1TBcsU3Nd4Ltwg4VNllMS",
-	"qjCv7OZGhcU9LTXbPMxV1LvnHDivmjfpkNKTXeHG7tOnLOYLV8iYmO3n5q7yqpAakb70DkH6F6rr72sG",
-	"cOr12up8THpIE2105WilLdZIJCRdbyQL/DWobF5lcdfTypKZcjeiubV6Qxp/fC4uHcJUdZGwLJrBbWQt",
-	"hr8NGo8HjfehV4MAvwYWQgpkCl7NeByLuEwMxAo0nyEflxKyo0m8kv5hv7NBoPILcvjHxW5U7qI9rPvK",
-	"jlNHF1N+dUzT6lEdm/1XKdN4lnEQ5VSNbX82WS6ug0aepbW56xlWsJ+8Pj1jtKrkngvtBr998yKs0H6e",
-	"JY1KoU2vu/ftzTW0PtXBVFb2spbUPJV5JQfs+PQ12+vtfFOo8QxUBjgdUzUXWcS16KMzwUFLqZiQKI5P",
-	"Xz/SRXQNSysJbQH2mg1FquYBuxAzQ/A8sDyJYcMF46gItzrsXWImccbn0g7aDCfZRRiw8FKMbGCZfjAT",
-	"bgaSZwJPLjvRBO+44jnccXV1BXdkwtXvkiPUkR1H2uAj+I6nsGx8it8oUJ95BtzOc/xmDmoq/wOuHPIp",
-	"/B3C98MYjo3hBD8nI/iLIwwl/lVD/AsCaYjbMtT4vcFx5jP4u8DPf6DNxvFvDONEE5QWE/o8h78pfk7h",
-	"rkgCJUYKP6sc5UqEGgd+c4n3/nHRCBrxB7grvsDPeH2MzxJj+AznaNAQBuYpclDVRx8wQeACfh0P8a+A",
-	"mY8nsBrjBL/BdxxLGHlsfoe/C/hmcoF/JVw/MbBikxyuSWIYOUk11kfg59/hyiTDzxrm9gHH/KDw7wze",
-	"7kLA9Rdj/DuBKy+mMNrFDFbjIsO/c7j+Ap9+8YfBsjYYLcWZpxdwV5rBr6mGWaV45RTXeRrDN9Mx7PUU",
-	"Zz6dwr1TVAWmuFbTDNZ2iiszvcS/c7zmSuJf2NnpAr9H2pA4shzj50TBXwXXyxlWg+DKqymaRBzWfCbg",
-	"ytkYrplN4IkznPMsxe8XsIa/c/gmUwjygfST5XBvNofV0PirRmrUEX6O4S4tYEw9xu9xZJ0CVWgF66lx",
-	"TbTG75EaNRp2eoHf/AErYybwFPMBrjdTWBODVG1wZQzWCBuD3+AumD/gypxP4O/4Cv7ibHMN4+eLBP/m",
-	"+Bf2LsfrL5EHL3GvL3H8yxxWdY6lFFe4nlcc3vQqws8RGowKv5nB3wVW2vyB6/DHFEb+Yz4Giee7XGAq",
-	"tYbnWLVXzoIjEp5HD+fgbc9BXJqb3Ga1FV6CRRMux4jRVwJgEGSHc1Ta7LVHmoVFJVW4ve7orJA617lN",
-	"UuRkEh6eHDM9waLDxFh0utLwpIn2GWehdaCFBOgYum15DAovC8mWI7II7QbBT6Wi+Ugj8KK9APfmcYhZ",
-	"VgMZ2tfWGCtEX/04uRS2sBPe7pFm4opHhsByOB1uK+c8GVG3g6Up9eRNJhvu9hmFJWpckEv6LweGxj2o",
-	"00ZwrBeJrqEet28Fu9w4p/IFLLVeB40J1+dTlQmv9G2oVCq4XJk9PtC7Y+18z9YbExM+mwmJjnS3Xehf",
-	"xyuHQFhE9au7XGN2/FXC4MdEpHFR4lDdFUT/Wav0TgTVDrBEA6P8cvr6FUNbBuw9adEHMbG0GT4hv0XY",
-	"QmkKP0islUYoRkSjYAU+E1xBDnzWDAvUrxUgrw47dDCEOFaqpEtdHcje/lNb9ZuApoqGXyZQsZzy7KJw",
-	"Iv5//9f/HVZ4yvcEY3F3PdiHT0q0SuUNdaRkC9j66wNEjhzUxc1Wp72r7kG/qOHqhr1QctzOcikxc0Fl",
-	"FwGbqTQlN0L45IMa6id/JvE1uQY/ORoiHDXdMnz2PqiH5GVKposSfxelKRL0ASLShMZFPz0n5Qc1tHmF",
-	"YQfnhN5dvfl4GiUy0RMR4yO4xUa07oJ5kqZsKFgsUmGWHGerq/FbqX/IPE0b76+Dhht98xzg0QUHB/ZF",
-	"gSXw0OQyEumdnr5yRGyBNIPEMM6E1quUm6m5du7jOvTfN2peYmZoxUY8O0AsIAXnW4nLBe+b5VLXeyI3",
-	"wzH6PLE0nzreIDyum06XX9TwDV14DYozzzZqNRz5yUF1MXu9e7M77FMpEW6Y5CldeLO/C1Y4VkIfOP0j",
-	"ZMM8SWOLXg3E3QzRf/HEAkOHlZATfXmzVPIVAvsWHgEtKQnewlY5o8KqayTcPegQICc/vwZR0tI6uPEa",
-	"2VZw/6o0jtVcgnp8vtkZ5S7ztNCAZSLlBvPKlFOAH2nEvWBv37zADfeMKUcKT7LZahz7iXtArUZBd56v",
-	"CJzt8F4qPF2MFFRffc1anxa8s5Qm/nsuchGHrDnnCWaIIjCcZV2EBKXD0Tqx7VnAU0Ld1iws9iQMigKI",
-	"gcTsPSeTw6rjiR6JljwODTTvKWaFZudur13Kl15gpd4tXHH67tf6fKtr8XYGBLDftaCOBJqGUL+IfaHm",
-	"ErFRNMvxwr1uBTTSXp3bQbodcmX6M9rvFlS7eMWnK5Pc61adndc1e2ltrqWkijL6tY/ebfrXuYtlOae3",
-	"r7I0et3e0/bOTnu3e7az39/t9vf3OntPv9nb+fa//ehd3zoyliIhCLe70+3uLBfU9EFe06EKuvn50Y+n",
-	"x/+91zv54Zv/PDk7ef20d/L8m5+fPXv1zctGNTyGCL7IGw0ctyZ9YDnG706ExoxnJuFpuihfOWhYi6D2",
-	"bXf63V5nZ+fbXnfvv1G9WhdLXDl4V2N8K4u91V13UR/vIc9jgxJW2cVVCbpg3Olcfg2Uyyw4YCEMFTqo",
-	"8JA2h7TPQt/0IlVLyRm1SRl+5gFeU83E8MOX8PD3t1Lztoqf3k/Wy8qw2+kyltlLfcYn6e2Ipk4TqQvR",
-	"F2rJMjWvvM4SpVQpzFuwJbXGm/r79XKNKrVsgGi9IrPFoqEOUyAObc1iywmIS/6GNVFOH9porZPHTuwe",
-	"VDT/FTeoaSs6ECa0ckmJrTM+FhZeTB+wkTDRBKwQsv5RCU3k+Jy7fH3jtCOEoiUonnvQA6sk7ln7tSpB",
-	"hSpXRH6dnuDGd6N9gaRVvuk9UNdbYrMv8DWdg+6TXtI6ROqCtgiPu7f/DbOeDhZb3A66fUmNhwHgZ/SB",
-	"J5otOdG2hXJBL16HvUUUNSnmBUw5/csDfEkQkS4SmNTs51PgFaT3ZOL38+f//Ok//3n07sezd29+/efe",
-	"T/969/PRv/bf7f70X3uewrPX68GKmbQGn5pZ5Jpi+W7GuFmj/1jOcmV3S7CxpVu/La4wJ6xt3ysMGDa8",
-	"yaOJi5A7jSHi0iInDcXmVKt1Wa626rV+PjXFs0XEgYIcXnieil87tcESSxs1ZCauZimXFqZ/JqJklEQO",
-	"pJKpyB6ponZYPzO9/gXWZrnb1yiy1SMlI5FJEXfW+hn1mmcsYbaFAaYyCGmyBbatsb8z9N6WgLO9biVq",
-	"t0mAeJ7zlaDa8oFFUz1XFPLaespFR6VRnuFxVpm1ZnMw+BGjA4FdpDIOhSWRLKSH4t5vzt/brBQTzS2B",
-	"D2BDNNuNYAVCoDZFvpAMf24obJlxB0fm5JsltpgpecBSMTJM5aZ0mOANifa9/6xw/neWEm32n9a5OCuJ",
-	"iNu8OlXtua+lMu1ShITVjOXNBOyLxVpofA92yckYew8BWNv6odrB9RpnCAz889nZCbN4DrDpHT/rc7+S",
-	"8LnX7daRjBXLNa0AJyozTOfTKc+KtnhuM2Ecr5uDh2u7WaTUezgPS5/W2zfHFvjd74a0/ODwp6OzENQ/",
-	"Oru80VbcXzUoOHWK12rR6ZojxMfPDgrAbFuFWnTvmk+Utv2xKkCwdPSIeCCboU2KDAMWUvMoArGmikJX",
-	"GheHrYDxom8Qtv56pFlR3NouilstpKkTeGuW3kmydVqNST2vb51O88ZhHWNQ9W7ZjhsPllOBsMppgaVc",
-	"nCId9hoW2Sjqd+USopnOhy5Qa1Ppylsawa0Ro2teeWSxnj7B7fLvcqCsemvF53Ub3M1R8cmJ3jd7UPQG",
-	"I227GEgFh2ejG8K+zjp/wvu1VHUP5rUlz88fBKEH3Y9t6k360222lRSKTzHaKPd/9a1AETnXyR9rFJ9R",
-	"koK2DheAsC7Uls8lGqpVBncpFtgyEeuzRqpWTYFtwvsu2Oki+x/UsHXLuH5tmcKWZQl3CYgFjQ9qeH63",
-	"2H2m5udRfbWQ9X1oghRAP7RTFYAgtyTAZcDsuxRQJJQSPDz3o8f22RvqKvy3CzweWyK8Je/sDZFlYuEt",
-	"nbPb5bZgmPl9fSm/lxzINeqmzEvFweREzRLXkJqsOUpmuRfZ5yeGfbrg2168/9sXjtI+7nvl7ufUIEfm",
-	"J9Vob1cDVKfpTO8cXa4d7Z7CwL+55SnGvl67cP/GIqq6V449bIllRamu1mpjUmslIb2sN9p0T1liVG+B",
-	"2N8PqRNGjSVS/lDls52if3+1a6E1512jmYChBE7kGOGBo0xpXXa1SawDZqPryY58SzXGdZI6JzV3U5qY",
-	"l45Ykx81xwBvpuS4iOx6ff6xWYzDQRYx611ddTYmbzkgzPNNzhc37iPt+2Gqz5eqBNWM+FSwJiyFylE7",
-	"ojaFPI4zobE9WdEwDF+15c/RrYPPTJVCZksCSzux+irVRXer+n491T23RFJXYCqoVI4Kto2yrlli4j4l",
-	"dSZx0SQ+LNv+hDYzOFjtt+R1fAlnQsaJHIfURB77p1kKHgtsNt67umJNL6un5dKSbSF5NBFgSCKgqYUG",
-	"o0faVff7Rdo76yBWWLNASyU/Sy3/1defZIti0pQ+GTCVxkKbEoxlKztvSQjU2Ht3yvGt+mJu5SwJGrj7",
-	"53erWqB7b1m7UKN9b9HHKmhIcWXO7TZsNi7gymLDgARyUbC0cv2Kig5dBeUB9RCJfFKuaKGCE+HXJ5vV",
-	"GSX3k2vhU4O3u5XN8twey6salJxwu3yKJVHzg+ti+glukWXpdZMLdK1qtzTQPXhsbpzavbtulvSr+wFL",
-	"2jpXy1evlj3/hYT1xS4eJxaGBPFI8JihYrzARRvA7HXABgVWSF2eRzmB89LtuJovtk7298HysC7IkDWH",
-	"C7ZQeStg4VhJEbJmYkrFYm+ny35SUrQC7LiZpHh4NclPXQgNm5cG77GP4AqtTqk0JKlwbuxqImoxiUbQ",
-	"gEdbeYBrfaMz9BN12DsdDrNMXCYq1+fUTO98k2/HNet2DfcCe+KX8UE7mOvMR2F5nYylZkOhk1hY6T0H",
-	"JeQOMvj2ArRQ7bcQrOTEqOaeLe2JxyerFLtxNe8ka50suD95VkiXf7s8e5eYySkuy/aOidVJr9R0FSOu",
-	"6v5AeIiRhNcERQtJ9g/X81KN2G6PZVzGamrdwex0gvCffqVA2SkUK9wcKoyMS9K3FA+aKnCHkws+N+LD",
-	"/XaO7//x/Z/doHd9c26+fcvVVX5frjMYpltBZvRZODFmpkMqtobPYfG+maj0umfY8kazWZZcciMGUgoz",
-	"V9mFZs1URTxlsbgUqZpNhTStDnuFzYq4uzxgqVKzIY8uApYm8qJN96iMOW/IQFodv1+0Eo8mIrrAFASW",
-	"iXGijcPVlLavftn01dkHccLTUhR7kWV8z/6TJ/a7TqSmDvVRlylT7z8dMESLKM8SszgFwrWxCMEzkR3m",
-	"pr7VuwWVDegc5ZqFhxakFl+3z37A+xl1c74QC9vIucN+FQvb3JQQ2nDruGanPx+2e/tPB3LC9QQoGXiA",
-	"VtzCdmuE2QL7zzaNweScC7HADJbnRy9fnx+eHJ//evSv03Agmzb4zUJ9cW6ENuexmCpnXCGLoojAeZYk",
-	"DGtOGF6JHCmHBMojZFLbv9MtfZvPEjbliTQ8kSLTjRoAaT0TUZs8I/B87EYtJJ3Mp89/ZYTtqwOWCp7B",
-	"IBbRhLpoIgiKyHRnIAfyP/6DPVMSmCBRUg9km/kIt9aDuWkbYLr+VpDlCAs4FKmSY23t64FkxRLDbFyP",
-	"Yte6RzMdqZmICa2lXyTQ2nseaZbERUeove5eB+aKNb8JMYLKTYe9VFJQ/+GybWtSgSZzSYYFxswqDk0H",
-	"5vouS4xwY2Dz3lkKnJYmRmQ81awZ9va7XcKdwwbi3U7XdhDfFz2kibZdDZyma3GDKLesyZfRc2sAccPc",
-	"jNrfhrbl984+IdMkGubnrH/7OnvdLknexDAptHEJmbT1eJ5pFgsxc2Pv9lgKgkoHLBMzweFKGNcraQ68",
-	"vuev3r4oC3FYMxzAhne75LiA1ZQC32znKdN5lqkxUA9eFn+LlyUSKUAubOFPQDfKHB/np0893fNKfrDy",
-	"FF8RkwLxMGRDsVAyZv/n/9nrdnGZj2Nif5dFVxkCrzjEFVpJcSMULi/7jjLbyJGlD1wOm0ucC8nhqF2y",
-	"o0FSsfmymoloosqxihJwRW2UaWSqO88wccwjEc/blmWJ0JXcqw77z1wZBMrFPaYQAHV8tolCNBROFldi",
-	"bZ5uM1wHPRy2OuyIRxOvoJkTpXlJTja9D0GWsI89pjQppLtMmDyTQKuUhDXJp1xiyxOE+Z3xsahjisDN",
-	"UVswExEHYNEUrCrFPE2kcPLqBSHOyzP/UI6UHCVjbHJtJkLbLK/YoRDi2QBajCUGl9g04Zrtdkug/PDN",
-	"0X++PTo9Oz87fnn0+u1Z2AJ5RPWhHfYaka25wYJhygMs6/lgqYzfZsIJqyX4ypquFQ722Afvr070kbaO",
-	"R82muTbA0LAjtkXFfuUFDp+f/3x0+PzoTfkSZVnhfKJSQbtq8/hILhULb4fcWRnTDQa7jvdEuWFqNGLD",
-	"BStsSRRNe91uq8N+UHEiqmyJ3btYc29nt9VhP9v38S/Y7bFf4Yrw5eF/uZf44V9nR6dh6wBGtu3BlHQD",
-	"OwPW9m1Hf3bKF4j4p0U6Chx2IDAgNiLswzjh3u4OswxmJ8J+pJTWM6UYdlsLHfmh3G8bcWXz0GljLoSY",
-	"tTlYxr4DPIlTSit86hPV8fMXRx5FgUaXKi3iDvuBJNlOt9sFWkYZWQ6n7Uo8e/3q1dGzs+PXr07DlrMV",
-	"aQVoIDietAKNEMl/QYuDqOsiDmBQeBcgWC7tovV9fFRQINRo5DjsxMta1AP5kaBFPrqMzY/otwCy/wg/",
-	"ttttVvkLX4Zru1eH7CPK4o9sUyvqEQorvBElVSGKXTcMhDxBkdpZ+8SlTPzyybW9hqfU78Cq/M7WCJiY",
-	"zswiWMrw3V86o0AJmGWgtYGoOzx9dny8Oq/VTF6YUM8uxQ2t0BJdxR+mzehbr0x4UGQEnycuRdjPqw6Z",
-	"5mDOJNHEmmmLDnMNy1iaXAh7OOMj3HG0+g5+5wia/w77yF6pUntXmW0BQMbLaveI1UGLJFcacY9G3Njc",
-	"kZoJuIuAs1eHXe1TSuPvO+Jb7kwKu1h2pKbbLZwitv0M1+/pUho2Puc7+xy3hbRVCBlMeDDUMQGRcY2y",
-	"mTBLG+l6v6w++YMa4lOpgnv1qZifkMLxuyiRRZo3Ynu0DlYnh3nvRtlrahiutvt3OZ279vveponSymTW",
-	"V3dUlmdza4LQCyn4m3BUtCygKNgqPdQUx8Bzd3ood27TLy70a3FC1FXQEeGYa67yOum30oCTnr+7JHG3",
-	"a7lZJwDquobQM/bXPAPeE8w0hjfQcbKhRQhdTe1AbqQ1Kq/C5/dIlNYS121KzVgTZJibW2t1Dmsqsrw5",
-	"uLqr5RWeW6lIlSSVsq0DFq5UhKHU1mWhV6JvoDh3bNFcvrVzsc3rJDo7wLAs6dAiXRUw6UR8bKFyqkEF",
-	"+VGzAH49AT7Ksvn61lYHbFNrqztxerXdOMxjH4/3UwWiG/VyK+IkU3nGdBKLDntlhRofgkJEvaPBtNQO",
-	"C7BS9jJKMDkRKRLGSNVY18viktlpFq+UQYQbOkn7NLSdKZiEKKCRke0s6d05CEC0SSkk2SkUVVftiPlf",
-	"K1OotSs+ovVBRHDv/e/Yp7W/Y03ge3TDBksw/XVoa6tkX9cGoPLGqFEV17lltrqObS9Q0kPZa5ZSLS5s",
-	"gSosiaXhfm1TgdWusjBZ1KS9XwbSghw5T18YsAL2iDojkNZWhUJyiiix7cqDzmiiA4kJIZHK4hL3DydX",
-	"7LrJuNSczBR7ktiZBE5WqQxoEvUTkaAbaqjMZCBRQ0LJbL+Gw8v3uhaeO0xR8bx8FSHfr/RhAKYMy8WA",
-	"ywcyLNeCJIOZq1UhjTxBbEUQzSWa50ByycRoJCKDzRMsKnyhU7t3fqRB8275TmNqy2oV4uHCkCGHH2C/",
-	"BzKsaQ7cZybLBRrF7gRxnjlreSbGonnCE2wbhCZne1dXpLtydLOUlo5NomKp4Je2igxWK8c8oEq7CfRC",
-	"oP+/M5C4GRRcY48f9/bYROWZfvzYcmBx9CFUtuc34dKhoqJW5t70+dHLk9dnR6+e/ev816N/nZ+dvQhb",
-	"BwVAqUX2gnlN+QLECKWEYSxitTAbmOGQ7V9dBYwzm0hG7r84UzMgHc+ELhQjI9IUz6G5xVTwK9KMUhcD",
-	"SRtNdOXTN0xqwtE0t3RBDmFtOLoPbTuBiulO1DuQjmFIwimYQcCGmboQHfZc4czGOYZn1jQYKQgfv6DS",
-	"9eMRNQutpjMWswu83C8iQY1nwJI1dsCSEUwgQG8b7L5U885AosoDm+dvTKJhJ5xJT1nS5A3+oIZ6IF8o",
-	"C8bIJIaoyNfLvSXprMgi59IKe90eO7T+hRCbQcjIRgv4QKIQwSw61906ZE0f57FlG096p8IBQkIWIGQU",
-	"RscxSoibgfRS5pCQpUuv7vh596WuPEpS0Sohs1jTHcCoVs0nixb2cfVAtFj4/OjF0dlRJaWbftb+mT2x",
-	"J4OzrPqMM8LcwmtwTQcSNgmI3oFfgu6ujZrpUjpoSt1CoBA1wsYXHfaLGlYCWq6O0tLmQDqqSzJ6KlWW",
-	"F+IBkUVYqjTyEhzXNHUq8LSQgXEiUD/NckmsO5BNWM1p6QVJsOkRsKj1IWp4rzJ85gAPtSUiBPbDt7TF",
-	"LmaeRKID7F8+ni6aY3moEVmWzxCyUCmmRkZI8v0WW2bVENLWOJsmEmz9gaQlIlZLMvs8WjRbS8MeP/4G",
-	"81QKKYi+MdoxIIUiFSE8IN7fKBZZ+Obo5PWbs/M3R2dHr86OX7/CII+LoXldDKTJVDqQRZVLxDNQhZg2",
-	"GTCdhUSwvnMa+njUfqWkcFq5Y7Td7h65/HNpD5EO6BHUK6+mFzVrgtLvnH2JCdDwxBG04cgLWuGhGqUJ",
-	"zs0SqroUGZbzkmMNg1CPtF0D3WGHzD2Vzlv6vnAQNMM/r8NCJ7QobbikzvfhPBETrlvoPCUGvRSZxryZ",
-	"sEz/CAsJSisV2KMZtBt4JAXtkais4uKmA9zkHtgMl0CWQN+ysoTkj1YkYMjcLvSzQgMx/EKguaRmlMrv",
-	"L3Qh9kuFws22cOXYemBYBvuedOjg0rNUYStVTuejNzTKxiWCgLmw8HFIxyYcHLytxYxnmHeBPTDUCIRA",
-	"YhbM8LEOaCOBqWOVD1Mq6xba6X7WzrPmn6tZ6Zev2GeDxuXuoBGyJgaTdna6rQ47dCqMSEEMNcPL3bCg",
-	"N3pCwMJBg+4dNMjdTfFJyVGywNPpsR12xsfWj62mM555itdAwqc+jHXZxWlYP0Jop9XxdyPXVlWyLEbD",
-	"JVpJ0LXmgl+w8N0T90KW5tHzInTrYHW10T/ELzAny7I4xhbIJUhy59nrN6cYhdLCvkIRR8e9uCRUaTMB",
-	"q7iI6RbasHaxNCDODHerX0bHSDbwFOS5O3R/Pjp8HlolmjzxMA0XF8JNJYmC9h0WmzcxUsYKDUJT5K4V",
-	"lAGBMqhxVM64eObrEwo7WDHV6+6xV4rZyLUlVXKN4uvA/gJP2XWCRzdp3nSgXJIQJu+ijR4SexdP8udW",
-	"piKgOnLo8Dm4gZELTZHsk6TMC/gBTlEMlvEFi7jVKw5PjtkoU1OySrJknEhdm9rTDGFvzw9fvHj97uj5",
-	"+es3xz8dvzoNMZAyXLioIqjzrQ47yQQ5KzX6V0A+ue7InpVCDgZPIQqcuMB4VI1lAVd4joigqi4Ffhvv",
-	"oKaHN417isd0+yyZYkYn2ZeZQHMqEu3D2SxN4JA1ilGKSZEV8iO+YiI/kC44kEQdpceOrAAnIu0rOz8e",
-	"Ni7A5xQiBqXIN729botuneKtKBxtnAK1T5KNGOTUeXaZXAqLcw/2YiymXNq4SOWsNnlmwwNqNAKx9OPh",
-	"2xdn58evfqG42fe2keyB9fco6W1kwHRCGfKYw4uKDcFES8WmSgpiD/tCfYY3fZ8qbdqOryxbFiYgWmaY",
-	"cwMaPgrdXOc8RUXf97NiwI/0tCV7pIzYAStixgTXdJSXXiWCngHhT4PO+aLoCM9uclNQJTKwf6tfY4CQ",
-	"nKmGg2rWARXqNqmzYf9u0e4+27HcVURr6ZRJqMs9nHqurWPF+pUqm/I0rd2gio+SXnCv9916L6YDRaGW",
-	"9pgbhkkIEwrLVlwZj7T1bzZLEBTJahw8S76dwpQi9nRYKniaooBseR7TZa+YlfQB8c8wjy6EoawGilGi",
-	"KwuzbIity1TMgleAT2A/y879jOK+3urZRpff97RdNesPTDSbiDTGYDFNIYWjtmxagsak27Gmjenje+52",
-	"tRXzZCbMuDZrHIutDjtGy3iYSKHLFUCNFLSazhiTbjZQYVC8wn63O9Wh9UjoVM2BPFHCnRXvBYpbnUgk",
-	"/xP5602xpM2whuqDgQy9VWt12Fsb9JwVA5Oak4ylpWJZBEZDSwM4STdO6OKnA4kuWeaq3yz2MS5pqVpt",
-	"CrdbtcvJ4w6Jdj2Q8E7OQ1s9agsFPBM89aklKKLjPGWF2NYmSy4KRaly5rhzYzW/aeloar7bfWZvZfQd",
-	"WJwwdB6ZPBNxm/KnrKpL7pTZhDvJWQQYsaRvkql8PAmc3Yyox2T9CVmkuVjL0a2sRmV5mqRpUjR3JReD",
-	"UYanIegfUszLbsCoM4dRypMp1lOsCztJMcfCimhC0TiC7caTITxwPR5Svlga0bk34Ce6SSrmBinyZ2Ah",
-	"uKH8FrfGpPWgzZkJp2YqGWG7KBZeteHhGCyiG9pWsoSBVVVxUOlppv4JgJtsM6z1QL7BjGQsUy1jqQ7Q",
-	"fzkW60wvL3IAF9p0DirKTMxAFthImhmFB1/45wDTaQeNgA3K4nb6J+ZNN66tkslC+HdRvrnUeWkgXesl",
-	"iju5N7Eorey3U8NlzLO4+OV90yVNz+fzjrY/u6RpzKBuoer++PFpMpYifvy4XykaDcp/lU2liAzc9zoZ",
-	"Sw50HpZivmjkA/JubS8f0ug77J8iS0aUBlUMxtSl85vyOYU27Qk745lG9mToJSADe5RrwYoZajYlNymX",
-	"bN/6XTRTadyhdz00LBVck+8PXplLt4Nl5w0/FFETgbA+lmZilXi0GJIRJfSC8ZyM/OsKh6n1RpGJq12J",
-	"EsUg8MtVcC0YuaBPdFfauZEOwSL0+Q7RJIoyricusxVd+oX0kmRYwZFgPe+sWiCsTaE8+eXBpLX0ncfM",
-	"Tp3Y0i4oKEQJUQ+wc+/qCsNqeQQ3HLBMxElGKb22HyVRLB0nnlnuUmPofHOKoH1b535v7nSZ9pTgVkA1",
-	"xTgFeyjsMx3Q1gdst0v/7bEJfDdBBWanC//a2YO/vS6jzKLeHpuwJgrYD7BZ2UFVB0Hp5Hxroqh1bpW6",
-	"MRp3ftWZ7iyFEDFyCNqcylDjBN1ESQXnRIeFrpwtdAkd2o1aEIB1WR9UpBa5J0v4AIohgPm4UvrmZ4vY",
-	"7ftnopNhipxAmCArwg+9yU/K8V368VKdHfUxxhDBAak6KEupVIXGKEAOQqulFrznqBKlER/hdDxpS/oX",
-	"mMT65pKUKFV57BWmMFdeInTgF6X4hek8Mjlo5K4C5cBGuZY21G2AnelJpqYzY9PbKUnATbwaMkHHtl52",
-	"CtN5bfMp0KRC+nrk2vzZxOaq09paoEW+dhFxX0YEgEvw7YF3rIsdlUmVMXgO8F0B1hALNJ5IeIF6PZc+",
-	"RTVRCZnzxJD2gcPmmTwon06yGEwcFMX+Ge7SO8kiLrzPb0oFbVs7HXjds36w6qXIrHPKkRYFNORAVuOG",
-	"2rW2RzNIr0u3hnNxID/SMAv20VpNH10e/YYE0sI2+sh2ul2coN3mj67WyQecLBOaySCj9y6sMzrcygxz",
-	"+xD380fW268+4k7BetSvHPQLqunlW+DzllEy2UcQrDPs8lHkRXws4tzkrgJatH4Rx2VF2siy4t7c6+60",
-	"KP0ASd4uPBoK1mJUIxb+HpbPoIx2MUpAJoAQSRekN4RzL1cD9ncspMiSaCAjkVqzgKdjlSVmMm31Pe8N",
-	"6LIz4aec2423XG9FPcWJLPIunFThPHwCcysyfpaMB0ybcSRbknizd3UVYEQd9gSOBZ4mF6LljA0yFpyj",
-	"VI0Ij7SdCDNqg2rHZ0kb3gZHdspwe2cHFc9aC8QapljXZCtmYBNptfur7rg+KKlECoPGwe/f73S7B/Pv",
-	"d0B3JRLEb3v78KVLhSjGqN6cff/dNwdm6d7s+94efBk6Ay3MQjoULYCz2+2BJO/wjGttu45KNSdaNqG3",
-	"X27jKRCLrRSJfBLNRnma2oOGHUpHlANJ56fLZqoQZuHUqOEBD8vEi4qSlBpIGybJZyh5sTVQxKXNXsJI",
-	"PPURxEnpmXBt+fa6Oy7yhhROe1MWUqDwfE3FmSXibenr2OgrWq3XYM3KugUDyZ1+vGPD3avpbwdFAA3z",
-	"vjFQS8nBpDw65kCGSqZgrg/FQOrioK/LrwI7FSafuKCsdeKRNVefRvSu0LzqKmreiDghY9gSgZPwNmLj",
-	"AG0rx+tBJQypsgEhHdBglBiOuWegQtlglTuY7eGAVUV4grqD7gwWI+JZjFUJYbVnCghTlZtITcXKuUKX",
-	"e32N4GKbS6CXfvaz893nPtvr9oLS9PcT8f0s+z5bHqIy9Gr7nbs9pHacypNsT5+7De83BFp9Ba870F1n",
-	"Xx2iMn6JoXu3wSv3V0a21JXI8XmRL1omB1I2IPqvg4Ir7XOq42iMdpXkAzaRk5alM7QY+ZF27sh+4btG",
-	"Bi7APwgUCjPTnWtSJ9McZYU3Q1AaNQtP3rx+dnR6+vrN+YtDTNAKWVGW3G2V9iY5ikCeDGQi2xSjsgYe",
-	"ilCQn2qITGvrxNMkElIj2EGBY541+o2Xx2fYeB4LleEf10HDIqxbGHTr5HQbpFHPRLEbi6mSWLEO2lcp",
-	"eAKMqk8TbZIIYept+gScuQsZYZISRenRpcIKd0uj7Mnh10xjh3eMsTf6jW5np9NF9FKtJBag8+cJT0Vk",
-	"bDW27j95Ar+1bVtrlY2foFLwpNftdds7PYu30AgaaiYkjN9v7OKoiGAwwXr2J/BnvBZrASQ4pvUUKJGx",
-	"ikBJRAtiSDFK27IYjzDPTqO0Y3Jf2cXt0GRI5zmOG/3GT8K8UcpHS8Np9brdddAXxXVPDk+O37iRYaX2",
-	"t7np2CZc264TXpV/o//be58ozmy8tSQN1CAzpUwLdpCPEY3gdRENJ2i4J9YGWbuwP3MZU+8XtD+pBhZj",
-	"rdbuwUh7fVm5Xz5Uu5iHkUN0LZpB67WAHOUlT8izjnihdRsRUbQcMT682tsPFtLHUtoNYCVubggjsEps",
-	"3mtZ/QYGLFTIdaPba5+UF14HjWXldeub7eUIyuoC1zfeTFcex/Rme9uQ4Q88dlCbeMvOzbe89crW8Kbe",
-	"dzffdKbUSy4X9ln6rmwCd+3efNcphUrflpFS4rAKT7nkapfPUAVa8DjL0QuxFQieDcIq0SU6RCZATyS9",
-	"7o2IVUTN1DFzUaSjNkJXYCr1z2cvX5CAa9rkARLYZpGCzZVIKhQoisgUB8MbTdoy3hlgOqApEzP0TERe",
-	"4BPFIR1Pq/zqy7CvQQiiQQnLtkkEllhXtbuFcs7WDFIi6mwmZJkjWnhxpJiXaI1gp61xzg/kDd75xBSh",
-	"CN1nhat+vZ9+ILGg0Dnr63bvRaLNkQOQup20dXKq7sxNnBOQipfojYsmMBaKC4EIsFlYo9/A5v+ldlNt",
-	"yedAXfjtgSJX5/ca1skCwOGUEo2VcOum4lALtzoePKxJePIXcGDhjBClq+bIOizynWlBHs6tv/G5BUTA",
-	"CrQ4J/cs9/syD2MbawXfGwsvogr4XsvYm1Q6fMoXqdDRzNaoc5Th/MAUWzJFd+/mm14p86OyzVu+Ri76",
-	"SZgiylfHRrelcbzx+DkB5tUHF+nUu9ugQWOmdA0X/2cubG2AH7AELXEeuKrsUSb0ZAkKu4/hlEpVPqa3",
-	"jZNLIQeyOZ9wg95OdJJUMSrDVkCG4TzRomzAtdx1y08aMIqCBjjAI3tQY95pJdiP0E7FAI80EzxLEwoD",
-	"UrTTyiinew3khZiZok7HBg0phcdWSLiaGkwywORWkabWReshiePA3Axk8ahEl8gJ5E7A2CaVeKIn1XpH",
-	"rX+VOweDG+GRLZEvocxrNLdqJ7VPE63IWT+oeHFvUrW+z9v19fX1iijv3dtDa2Gg10h2LxZsy8WaEk40",
-	"B7u/QpSYAuLosvVwJny2M6G7xZmwhL763CHfwv07W0j5E8LmOFMKMabovv1t3q4A3Xgp4oQ7VPmv8SDD",
-	"TonVfJV1auFE8NRM/lirEh7aMpUeoh8mqfBd78xm8ydyjDnFZWGxyi3iiqunrFUdf8aH38mvQLe+/vUz",
-	"+BRewHkntN7kQfighuv9B688t0CA8VRh2jM+TqQtJbsQ9nxME12jVIM2/ws84DPa7R/U8DNY7Vt0LVtj",
-	"tduqZF2AUFH91YbpUKOB7Y6PX9TQdua//qwWxy9qeLM9Dq/5cMj83a3xD8TAToIgP5eyo7DDqZB6VYY8",
-	"K+rhQ1JiCPjWVrmHBD0mS7zexCyB1nn19odWD0LYAJuxkOVSH9y6bB4fSaXF2L8IcXIGkiZLkaKifH8F",
-	"GK2EFv6uTuulQX5Rw8bnZdB1aqNbMHiDB/b8zDrgms30wXKrm7oddL+F1ayD7C8a6dguf3vd72pa/23C",
-	"/oOVfb+GeOqRADdDCf4NLI2vUDiTmCFBtSqfg/XJBh/U8JH2y8JnmRpnQusOe4eKMdW91otrWyVTKdAa",
-	"yEpSWZ/gWfykM1vFKxdFumZ9lO6vE5pfu6yE24otqGs5v5yiSUcibFSi2VxlZsKm/CKR4wPQozHrqDST",
-	"QCqsI4lORXnd1N/wwdH7WRy96wTA7UyuX9Sw8PBOhcmSjVkALtr+CPEb4GIXUz7JEFFR5JohDjaiGVCS",
-	"O7UJYd1Ot7MXuErbKOMzjNo76MKyxnJocbiZEdNZiinkmDOAgquJrVfOrWPwvOj4aAVM2AoG0sshcw5N",
-	"uNH72t2vz6lws8+wolLEQYHvFrBEnpOnNBjIaaIRC4RKkErIvJlSKWuGs/EVfDp/HLYC1JyDAjzW8+Zh",
-	"2UaRJDyQmNLMU11ir/+kQKE1yVQ4CY1uimY4VuePw4CF9ht4UIe9Uksp1H3ySGthE/iybAF6bhJrMuOx",
-	"Xg0hb/QBqsFkP6uMYNrxH/kwTSKCXZJAZmlqB+VTsUZ8v7R0c6MIB8p4gmDpBw7W53ski6osX7a469Vd",
-	"C4WLSEIlmoouurr6Mv2uCsI9e2Y8JpkWa7bWR2PTCjvusNucRvh6JrBsNVZRPnXdcTCl0I2z4NM0DAiE",
-	"JiM8LWyxUOvassPB7596NK908XFT3e3sFNP12tu5Nk31+77ynl5K5JxrL1foCyWCSi4VpvvYRb6REGAD",
-	"NxLC9msTVOErN5HAvw4xGekWJODmeUsSwLWAp+EJ0vkfRAB2idcSQNF0axuPbYed8LFw2ICIRU51HUUK",
-	"tWGJ1CIzmjXJucuscxdOayXRB+M5S8nQW3XxOvC6z+nmden89+Tq9VqUPd2rNJqb8cU2nt978OXaZSv8",
-	"ufX+5CJNvmicR3io1q5KNJZ+rlsC1zVxbKr5Ydt1z91uQgVG6pZzSc2dpvIF5OHYHbvZM+7W6MH99nf3",
-	"js9K2eekdiEO0QirzWx5hgU3mnFssIeFYB12ykeCACG3wA3vF8XoWFjqdX6hqn3Lm7ZDYYcdlrDWCHVO",
-	"3TPoMphHAYVJQsz29sV28753fq/bq3V54zj2xW99DHjv9qtYNG7L7PefGVJ5HS8xxG8rarJcrCaK7Ny3",
-	"rFmn/BTlbQ7keEnUHJ3x8U28jtdcB40aRMGbbi1vKe64DhoOsfCmu4vrfOn2IBNXPFi9rbJEgA6eW+be",
-	"OjulynPH8q0Wf2FmSu+2E36DnVz+spPjr4/67Hd3vaiPa6B+Q8uLRtDYCLcIVsbayNA2HTIqkaL6rhut",
-	"vqvyodIPqpvtsNdZ1aG2ZeeRRKLOOZDNG5AkLW6lk5s1sP8e1r+tE+4M5BF1sZjzRWAP5k1tSm44tC10",
-	"+Cp2ZnF8j0rIW8IT/lvFJDbfZ7IFXUmBAi/ShcdxqaTU61q+fbxddYC/8rhz1EehArx+StAk3LXaIkjL",
-	"RC7jQA+kUWwsDMGwVwCT/XSzUk3zUdrrnC53VqZGMKuXlFf6RZlNN6gyn6DAfH06xC5Fp5acNwpU+jgZ",
-	"JUV7KaI5Ta6aFezxRDvv9/+oxXsIId57CHGjZL113j7d6mo7UBSt+n6pq/NUZGMQASaaWNjv3e+etvqM",
-	"Dy3wxXToOv9iHzyeIvJNKPM0DVkmEHy7M5Chg56j/qwwakwVz9Rhvhn+OWgU8HSNPvtz0LiA/8JA19fF",
-	"UCy8wP4OS1fjVeVFPE1b1GxtualGoQFUOzRiB4qZbd9Y0xSD+9nJS+0iCOqu6D6x+eR4i60x7n543O3g",
-	"uH8TvPIepQkeVIbEbW7jsv7jXobfwsL/tx2LtslJ2XmtUFGkmDuyehD7X4LY39nGUPdab/6IttNfaG9/",
-	"e7v5vnE88ZWeccTt5TGHGPIFv4FV6WT9BtPCGZd/2k/Xm2EXmL2MhdTz1gtOEgxrJrRK4TBBg88gUuhE",
-	"ZYZN8imX7UxwbOtaRLhWLQR6wBnV/i8J+lV5gmE0LcYujMaXZkh4+SwsG2wXgZwZx+IWG8extzWWZeWa",
-	"UorfePuP9vs/d4Kne9d1wbT322WLTMxyLPnG7JBDu6AYlbGwFK6r0MzrW39f4eE7Cahbypp7DkE/t2Ad",
-	"HjVYLIm1MWjMDd62zkpUm9EVeg5nM4QytGDTc1WAISJGc1GBWw9kJXic2MKmf3/B1ScKpTUb4b/ThqVH",
-	"AL/PWq/1xj7jM8byXcezzx3Kz8Qn1HDZtS7gVzwvRd0Eyz7895tn8AW4b4gibg562xV7iHn/3WPeWSEi",
-	"nKRyQmN9xNtegQj5KmMznjklxPIVO6v6R1OFkPGl77Rskm/h5Aey7PVo2x17mU2OfyMubaUYj2PbEads",
-	"VuGZ2Z2BvFUEHhtdlmxvu/BQKyCp3KgDWUWeKfvwEAIyNZm1PazLJtcw4PpAOy3mfcTZl4SfbV7ZX9Ot",
-	"khRE1xqxsEepl6OFnUCQjcAFOnDLCHZMV9C/vJ2mVAQHQuG6Xzb3dnqlHtCC3VlIw69crzTXs5Fj72Lb",
-	"cpRVIwB2CVFeE7OXAtu5bCri+hMF8OfKRKD9/osSESyxrfFS2C1el4bwkFrwhbo4vsjixZowNrEzVhwS",
-	"qa3Esb1qjvaFWLQT2c715lC2Ez4lOLxr/FsNYNc+HBGCsrKJf9FgO6lr6lXItxJux39E/eTDwA5aiTK3",
-	"/m7h4OrGnLiqM3zxG5fotmVnX52PrveFcGivt5FDiTHa4goBzttlIGn9DmaUvLOJQ+2xYke1rRU1hYBU",
-	"VYPw2al+MiU7Vdp8e8yMsdbahnzUUggbTljEsTgZIUQr1m1RydomjqaX/eqZ92utkibtpTbCWRotnm9l",
-	"e1zJqhdjE7DkOnW9xreK7oP1btVP9XV8Md6EzerkgwvhIUNhOUMhc0y0jn2xrRbGHmodEKfUDW6YJ2lM",
-	"AC+jJBVL7PtIl+UtKit9CDabPpED+Vvo1dSEAQvLspawVbQyZrtPn2LzPzhf0rgCrm3b5fe6vdA1uSp0",
-	"SFHCzuBMNUvMAZXpl/3gvSp+uNrCdGhyoXxQw8Ba5SIXA1ht2yew/pCj/Edm1FiAsV02Hqm6P7Bhu516",
-	"CQROL9HEz/hg+raYactr5Gzb8RUd+D6o4SYPB2znJ3s4PrNVDnO8lVXe+zdBWVQoiJxnMFdLSQlCfpa7",
-	"9GCz/wUZrv92Y/+hHuALVlLJjuCWTyunHJ1rlVNus5L6bsKNx/QsUpfYIxqzm5M/BKFMzF3aQazmEraP",
-	"Jeu0Vzulz6gS4hPWqoQIzvagEj6ohCsqIVAGQdAsZ++UfHNbHYLuLLBwfJZ74nhlI/gC6JWBg8OxmDeJ",
-	"QW+CVUZQleyzZ6f/dE4FIhqWqTlrhpjvEulL52kcSEyV5VnGF351sa+iWoDusl+9mYgpa4bLXBm2OuzQ",
-	"rtxA2hbPlIyKETQvz5R+jJXQ/ZXMcxv7KVTC3e5enTL33K7XXdU5v5bhU43SxIgp3qik2MZF5rIzg+3s",
-	"2feFl6yBG4UU63ZyEwjGmx+fsb2db7v15NCpMeQ3iEkkviVZ+YxWqP080Q6KaXUWITeGRxN0lxXY+mAg",
-	"ST4VLvJXXnOAP8Jv3w8a2cyc7/R2O5G+HDRQm1zvwVhxSjwUemxX6FEe6I/0Q9rvw8F5t4PTCeTNquYn",
-	"Hpmu64XrS3BvCWvsVESZaylMxxN1u69PZVtC4P+87cNcD4b7xyKffy2u3aX13qKhl9uZB+3+754z5lAQ",
-	"hceMTvBYutmcPjYGRsfM4bdvXlCSFnbEKVvmaNRVsLnhclMf1gx/GzQeDxrvQ8KdTNNWh9on2zpyC2VL",
-	"o5U9enQyRlTxUKPkCQ8sOC7o2JISmtCOpuaGA5kpg5yDujSWtoNZjY5ZmPY015hugNiVMC3EQKR/hjSc",
-	"tcsngrn26gPJ0xRU+lmWXHIDks/MVXahCUMzVRFPWSwuRapmoJu1yMCnhaIss4nCtD1bcADPwXplO2DA",
-	"UqVmQx5dBCxN5EWbhvTKIlzffqG9DvzrvbdLguBLa/xTO8m/KLtqaRbvEjOhQ25tuzd7pVcPRrT5CUrh",
-	"Q3LVvcroh+4+27o9SagzvnI81J8OtcrljR0onuP3VdFe1NQWHdEmCYjrxQGbCYkBQh+vNxMsztRsVqdp",
-	"0vD3KvIqsmZv3Rs9hMkfTLtKKRcQxda8FNyMjVIwS9MBmpSnTavgoCpgSl0E4fPxxmezXW46fR88MA9s",
-	"+imhi2159HaMskTEnwDAAdZ5mGdpGKzYUgELvYHAtEIsjoF04BiJFQ5hbFsehp3yc5+BRh3aFk3eGdu0",
-	"NpxNpxnIqeCSqn/Q26MMeUdTbkTWOvBHHPFUi9C2w9R+l1XXMZanWhFQpleG7Qa4HZAH83E8BnIdkEfY",
-	"63bD5RIiBwWyBrXjU+Xkl4besdbCul8Uj08x5P7tB4hD9agx4x5gPR5gPR5gPe4C6/Gp1uOT8hxaG6p4",
-	"LUVpLM5EZnvS4plkVEVfDoCVvbiG4NGE2JxiGbZj9kBOeSz6iJIQVBtrURVGwCZqzlLQrjFDU13YzB1u",
-	"2BxLZUDzrjtPvOjH8/LVPmP4Y7mH+T2GP6Z6/HXFP1xv75vjHyXZPZjyDzbCUsTEU2Mf6eXuUWYikswJ",
-	"Ev35rIcNMhNDHaJN7gDi2XuwVWqjP8da54hSDyoSPZB6aFlnRWJYEyMmCN6RTIUfpWl12I+2xAt73vX2",
-	"2ETlmR5Iksbu8CgiQHOFYR9ucjAJEslCtwLF12HA9IxHYErAKxmwQtC8KBT+pZli2/4C188KRwwS2TBW",
-	"RkgFep4Ye1io3AxkqjQVK9gpdFjo7j6n4c/F1Qxsl3NuQqb5QpeoOyqNvXa4NpTVGcg3GKSCYbFFowPh",
-	"wUiRWx1YWzSJ7EACwaPofahmoe7cwZGXFXIbz/gKvD53ir6UO/2gtj8I/DtGQpBvyFNgI87acU2dJlsF",
-	"kvqzMRQ8E9lhbiaN/m/vgWXIx1GHBfcCg7vWB9IMx9hpkHWeRNO4QM9o81kSthpBI8/SRr8xMWbWf/IE",
-	"w8ITpU3/2+63XeRMO7l1/U0Q4aVscVKqfgW43qp2+VJJsbCiXcTYv6ss3wxs2k+J4JLA2DMQyv74rjhs",
-	"dfgfk5QmVpNFG9ieYTZ3d8iji3EGdMWGC+qzWXkEpUutPuKFkuO260c+V9kFGAgzlaYBpisRggl27/WG",
-	"w7ad9bq2g47hEvN7EdVWgFmgmVHeEId0Xc0oRQoUFQa51AmgNRHb7Imy+SRB6pStFJ1y7z2qIMbVZ2H5",
-	"AUG+UDKGV19HZo5WeRZ5rRrd2VYOf3S5hjgIvC1gmYNLC4r+o272rqEaCGeRjmq6Y3oP8iDWgJzn7rVQ",
-	"nSFYIGp0sL6w8LCoRKcrCTwHuyXMuS7a7nRYGHPDO7a1wHmkYlEc2AsEmkdDkpbE+lxLR6bOh4TUh90a",
-	"w+rkQtZUGQsfuyrz6qFsryXvhN24xh2Vw+PnPxOOzhYml73lLJkKbfh0dus7T5265e78TN7Kk7oF2sZ9",
-	"+F//VRdAQ96KO+xQLljv6opFts8qihQVL0AzTcYS216Q06e7OsxPSgrKGypIINGFy9rpYNQQFyjH+Z9B",
-	"MOKosRjxPK0FaFzQpSLVAgsMpHJZUIUqKFCNVrkJKOHHZIkAZZL4N5qIOE/hOZVTbIlj1jlh3GUFZtA2",
-	"vFVczJrhyevTsxLpqUhXR5ZD+QZ8x2ezTF2KuHVX1iqeuBV3nbqrHxhsfafD5TV64LE781jJPDexmY04",
-	"bMNkFle+bzNjahGSgf8Oz5797MEgIQ6GvXcJYwW4B2OB5NEM78qM9iW2YkVyCz8w4npGXFqhBza8Mxs6",
-	"5lrHhBbPZKujbgVKzwOYLBlgpDJkz0LpVJgcfFvGWp7YZs6iqx/OuBvrAB+OuE/nrRWeWc9cWBl+s4FW",
-	"FMJ7LeXQ0j+wRhmCsIaEzepw0DVfoP1+e+OsMq+bGAsufTDNNkMDPFhmn8xSPqfcwE9bHla23Bixh2LH",
-	"SJnQeWo6rk7+PM/SkI2EiSaYGHZHTtr6lIKrH06pG/np4ZS6N5a66ZS6DhpX7UhNp0q23Xq2vSARRbmE",
-	"jET7EHb1Zqyl8g53w3XQOEV3fvssmSbyxqATXWyvvb6+/v8DAAD//w==",
+	"7L3tchu3sjZ6Kyjut8qk15CmaMlJqPIPxVZiJf7QtuTlvXboVwPOgCSsIcAMMKKYWFXnas7/8+PcwHsp",
+	"50pOdTcwH+SQomR5xc5WqiJL5AwGA3Q3+vPpPxuRns60EsqaRv/PxkTwWKT460GS6Dn8EgsTpXJmpVaN",
+	"fuN0IthU2ImODbMTwVKdWcFMNpvp1JqAhS8OD56HjKuYhW+OT4/evD4JmVRRksUi7jSCRip+z2Qq4kbf",
+	"ppkIGiaaiCmHB9nFTDT6DWNTqcaNq6ugcXjKx6tTOGDGplqNmVBW2gWzfMxGOqXpiFkqjFCWw8UBfh4e",
+	"jdqvuI0mblpHo/ZrrYT/rPn2p2fsh52dbmvz9GbcWpHCBP73oPHb/x40PjwcNP5XI6iZ91EspjNthbJv",
+	"xSzhCxhu+S2OaZ4Bm0s7wblf8CQTLITnhgGbT4Ryr2RmWhnBpGEcXjDhC6ZH+J1WghmrUxHDmw6UnUjD",
+	"wvzx0aL9q1iEnYFqlN9EqGza6P/WgCc1PtS9wEsdcZpn3f6/e/vSTyBKBbcihknqLI1EwHTqv/uoh8xO",
+	"uIU5A3EwTS801+n5TSnhOBUjkQoViYPZLJF1CwozC+m6kM3y64FMYeWUmYuUcbqbNv273m63FTDRGXdY",
+	"OOJZYp+KNNVpeyhGOhXhQAH1JBxX8mnPhB12MIRNo81RsPpzbpaXt0QoTRq1WR72U8qtaCdyKq2IW5/8",
+	"8L912z90Pvyjqcyn//P/mk9T88m0Ws2Afe4QrYf1NPqWW/ESRqhfSWO5FbCTgkcTNtOJjBYPDBtm0bmw",
+	"rBmnfGTbUthRe2LtjM9kG+aEU2o7KdLe2Wn1GR8oY9Msslkq4vZIiiRmiTSW6B6WcCqmQ5GyGfyPz/Fb",
+	"MmjEAt9+0NhPn+729u3TnbDDwjRk0gzURM/ZlKsFA0ISxho211kSsxk3hqVyPLFM6fk+Cy1cT6Q30Ylg",
+	"RkRaxSYA4aViEbNsFrBMWZkABwn/ktKwUZYkjI+5VKwJjxW/ZzyhofIlCX8PWx3m2BloXFyIdFGwrR7B",
+	"GrjNYnomUmQtlqlEGBqLPtQpi6XhwwT4CVYf7zH7zAjBBrhh7qNBY4WlL/l0lggDbF23bAEbNOaptMLg",
+	"h4/hs3rWz+niGF+wnjrw5SXyFrfIVAtmtRNXuBl/AYn8/nSn292fE438TjQCM/o905YH5cmBIMWtdTs9",
+	"0Uls9lk4D4lKpIr1nEnlKYXpC5Gy+URGE8bVQInpzC78zakYySQx15EA20QBA/XlSCBflgoN/P60twcf",
+	"riECWqejGjF7FMOxO5JesPr9liTcjUgvRPrAsESPTYcdsCiRsChTvmBGqJhJOAjmaqCaO+2d3vcsmvCU",
+	"R1akBpYpPGj/N2//AYLsrN8OW/tM24lI59KI0vBsys8FnCeCFmGrQ/u3ytAf/twJdnrfX60RjsKmi4OR",
+	"FenqApw4mrCazbm0jEQys+lCqrEXFlvqFFOp5BQO424+C6msGIsUp3GCb3sqpzCvlYm8B94rs5yZwUrD",
+	"Als5BeWANd8/fsZoFEbDALuxem7To4GaTbgRxm+mTmOBetWCCRCUAZ0GyJbwmDhzlCwVm8okkblktROh",
+	"Biq02vIk9MzKMzvZj7P0abezuxOwXBq4z7q9gKWCx/7PxwGoRDLmVviPfggGKkq4nLoPvg+Qfsb5BXsB",
+	"i/TUj7nT6QUM54B/Pu6AaDjGV+zTdELWPDg+GqhzsWCJ1ufZrBWwMJ9ZCH8IHoesiQeDjhfwvZ8WfI3T",
+	"oe8HakX1wtFQZQtZM9E8BhqBpXNamxcRcB29iXtUxNN4oGapjoQxOsXv8cXc9zblyvAIVh++cypAyJpS",
+	"fRQRyJnhIleHWh12QpJpoKqiyUsWopE20YiXLevptixrlnZ1dcvYZ+1YvYB6//79QQZEZmXErag/pXhx",
+	"BRApTl8A32ZGlFg0YDyZ84Vh4Y+CpyINt7YD6PoaCXIVNGY85VNhnTV1eCGUPXoOv0q4dcbtpBE0FJ8i",
+	"z8fbPlFc2LNCkH34xzX2R7T4VSzqLKhMyd8zwYDsyXSSpjiYYIu0EQpICGmRRHiTs3fvjp6THTLWOobL",
+	"ZCRanYHaaff29tgslcrC6cUOTp4dHZVke8DwaBzyVLBmyIdR2AJLgZs6aURvMlDNcNDgw2jQAAJGkQzc",
+	"k9tLhk/pDcCqyz8AHmWpsFmqSLla4rSBwgEKTrVtb6T1Gdpe+9XR8XLOYjlCi8LSE6Rhu71ecSmJkPlE",
+	"JnRQjWRqbHE4AsPLJAFBOUpQNYUBuj90GJ4yjLO9y0tYEaVzU8UyniTBQKXw5quv3WfSOnPQeEMxSyyT",
+	"o9IEgHKmM+tYzIq4w34VC8PE5UymgvV22URnqWEcZ4H3DBSyR6TVSI6zFLfTEYJXUoBl8AZSieAreHs4",
+	"44cCuCumc5DECBI8KXwFyS8Jys2nJL98KdTYThr93t53AZya/u+dWvIfoWm/xkQ8POXjkC10xhKOW8Tj",
+	"oDjSQFnE02HQuHg8aISsCWSK68fbRgBXg3B1ByazfGwCshMfhshKXC2QWull+jiyzuBYxnXKZiAcGSpO",
+	"I1wpfPRu7/t9xp0LAJVq0F6VtjguTsE/EmcY45OJFXe73Q47hT+BuyI9nfEU5b8VOCP4JUAmmQt+PlB4",
+	"ZzN8/2jQ6HQ6wF0MTwU2hVUrBKN3s9CI0mjV2rShzsnS2GzIH41eayXW7M+B8tuztB8bdgE9DuFDEBHv",
+	"wSqXlt5DOMU6ytKUzj5iTMdd0rDH3d3Sy8LalF61z3CBiAb8gJ4oYB0OqpvFtt+rjWtYeKauWchf9PAO",
+	"zpOPerjFebLGT/DCG+DSiikqxCR3Gaj2XdJ9cXa/ZyJdFNND1aryes5aafR3ugGwOynFO91uUKjIO7Uq",
+	"8jFfTD/jaC2Jlie7QXllZnyxxcqQgrW6ND9xFMWoi+WOSCuMhROMzlPTZ94JVXZXBStU3jRCDNRgecxB",
+	"o5W7rRJtbNufcCGLtTC5qw05n+S/U8xZlGiT84dWigbMRRVXjkv2a91i7kvD9rqPByp8NEv1MBFT8wiM",
+	"MxmJdqb4BZcJnByOk0M8vdt41vXZTuiNplijzaQWdiLVeH+g3PPK/q3iefBGu70f6LDLTWE4hnSWxPuF",
+	"q26QdbuPI2+d4F8iHKimycCANyzs7XWnBnk17JkwgLN2qo1l4eOuCVvkDyhLiyGPzonTE5CIdPjh8qEz",
+	"k70BI7XidARRLMcKVA8Q7PRe9MRcVy8ZtBFHYT/RSmfpQHHDwFK3IM+c2GCKg26e6/QddpAvi/PBSDh3",
+	"S7NgBoxuzSSYYoUHte1cqOEGSeToep3OX0N1jaBReEobQWOVcALmL9jrdqcGFPsS++10e7v1pvhMp3eh",
+	"OqezbVTn92I40fr8UMUzLe9EZZ+L7R979PwFbcSauIsxfCyYBE3Va4IlbxOoieh7l4bFIpH4cRPYXysM",
+	"HeQfoq8ONAzh3rMVlBRckFU0JjpfOuyYzFCy/iUMF4l+8QggUcsSAeoUfLWBrub0nu3tl29qxtuv34kc",
+	"Kw6mxLplDC92AtDTkkTPyUZGu54b8WSXvXh18Kx98uKgt/cEfVF/FrO96uR/WDkVxvLp7KrzJ5gCVyBZ",
+	"SCTNyTYAhcuAnElFJOSFiFsB6Mde1yue2I5FpGMRsxlPrQ+b+C15YAbKiCgV1smbcD4xIjoLO+x5lqLc",
+	"ZO77VFO8i9m5ZsavAQkhCjKZGY8EjOcOlX3Go0jMqv4jOQJR7LWdwB8cM5RlikVaGcuVRe/SFnucT2Tb",
+	"rb7YCYqd/sejpx/+0WSrn60LaDgSOPXbs44E3lNgDYmWjKM5N7hqIg7gPZ16kTt/jQRZCgv1TslLJmY6",
+	"muyzUSrMJOe+gXKDgeoPej3jLCcUNkUH4YQrtsemUmVAHqNUT8EKSeE0js77JMaHOoNHOrNui0XOH7K1",
+	"G3QtF13BCCTMKQJ8fPTWnxnwd6QVmMuojopL+2hipwn8sV5LvQpqpNjB8RHLz6KApULFAgOYsCC4L/Cg",
+	"lEcW9MdSRNo5pdvklf5fqRg1+o3/eFREsB+5ix8V7mucw488dp8svQYemuQd8lrMPz4aCnsWb8WT5M2o",
+	"0f+t/pl0nXl0TPc3roI/G7MULGUraR2N5TYz7tEwh91u98ovfxGNLfQoqdCJ1nZ82QhqvpMl+/lcLBof",
+	"rq6uPqxZ8ZIXYsqTkU6nIgZNxI21vMzlwODGVc4vLIeN2kXcaKub3eVF0OHm+/tC8MRO3vy6YXdXd3XT",
+	"XtKAdQRM3yzuijKrjroj9c6Ir4VEfyiRqPuwTIZV8mtL1c6MaKwhwoOcBN0BWJelUOMk23dKDeiN6TdN",
+	"pi6k1M5jSpvvy6NPNVTyVmSG8h++AjLp9W5EJinNfYOsWiULOJ3JmVm4y8ruWEda37wUO1JwRPPkEEym",
+	"r2N79yoHVc32uim30cxby/2KZUpczigshZd22HNhuUxIRU30eCxilikXbWRhsYhh4JyToMd+83v8CjPn",
+	"Xmt7QAbI1yLs9zZuM+X7tZW2be7mvUnbwIxAcSmNNWyYWfJGKW19liBuMY3ZYaeFD6Rw80jMFeNqMVCx",
+	"jrKpUBaNJDsJ0J+BqkwiDaZTgHI+ESm6hCZIQFw5WkJ7NQ9rkTZdl+K4aQfpouWEqW+C2l5r+xPYE18L",
+	"le1upDIgrxFOdw1xvdYMHXg+15CyFMCOiyKd/Q2kwzFfJJrHp1q/5On4a9EEdx5v3LYZTbpttW4nOO0t",
+	"LBEfQsUbHMuWvKHkmzCsucNeyR9bf4eNBRn2XESJVF+P1O9dt7Ew6XbsZ00OAu9i+K3hLjhDX96IyyRL",
+	"xVmkY9H4sJYAIp7GqNH5UekEcEORJ4bi9U2aMAthZBGHLRfmx8hpnhE9UEX6s8+NLukR9ZnQJVqqyQK4",
+	"bm9rkruXMqY33Z1f902eKMcp+sQkvMFPuC9fi5C6hpZL824TQa2QswsUnwnLx2souFRJkCs1FDTHNBkX",
+	"aaYQNtiu7VTwGOkW7dhvX46VlvFtvnRfhyH6/fYEkO/6hpPK5Wm4S02piOSb38UTCtO+K6K0X4u1uVnT",
+	"qAkvb9rBmFs+5EawCKsCgFeHsKE8mpD7M5b0qYvxzqWdSFUOiDyAY4rHcE4FjMprchVFGmYmmcV4fqzn",
+	"yiWo+VBNydsT+kDCyuHzP8iFdar1K64WbjjztQiNzU7OchbCynFxIXXCrYjPfC3EmjPjgBXDUCkC0A66",
+	"srIZa4Yr44RM8akwTNrWPtDnBJMeQWXSSjgyG6gNdMaaeTR2p9VhYU4Arv5tmYBCNpYXgtIZ6sp+NlQf",
+	"/M8k5neKZ3aiU/nH16PL72yk5Kw84zUy85U0RqpxwDJ1rvRcMdSoL/S5iDFmdy4W37gL/v379+3lrPFN",
+	"Ny8nmbvNd24sEb8SseSnxaL/5Urw3jVEkM+8PYWpt/HaLc31B4aFz+gd2/DOoU969ImVRV2TM98xM5Nk",
+	"GcdUcCMsZZSQwf/u9Kf299+8NrWUMPTclW99G2E8n0Xgc07avvps5bjzV4C1v968d+PlOSxAI37IfSYU",
+	"JpNLy5rh8cHpsxc+OzCveRvxxIiwRfGeb5w0rnwCBvmayUeJyRiVPXMV1GccvxvpdAq/NcD6wOSO1USN",
+	"oCHjlSKcKLJnj0c/8J2oG/eG34ldvhf9IHZGXd4bNj5UMlvx2utTqsq7jy6e0kyLmhw9/CgiXOln+LVz",
+	"dZXyLXhMZhdPjksvjjsdLK0Fn/o1Wqo5VCUDG4tup1LplGUKaGmv2+2yp2yv2+l22buT5+gvzBdSKvtk",
+	"t1HKKv7B/bc5tTho+KddlyzwzF+3zBF/VtMbu92anZwKy8FQue4hr/x1WFlEfjcKodRV91gQ2uhqs/pc",
+	"qH3S5iZYbTOSl2D+ZDbSU4G5xWzQOPU3mEEDl88npcymZ/Dx2YU0vBHkf+Y+weIjqUw2GoEGq+zZKFOx",
+	"KX1J5SbVyyOdpiKyZ9FFVPp8lPIszhIQm8WHrgxOqvEZRRqLr0yi56slYkHjsg2v8LxYGCSwlfn3G94p",
+	"22e73R5VCXtvpHMtkowqOzj7rDIKugSWX3Vl5KUR3HV4U2WA0gpcN0ZxaWWE6tpeN0jl6qVxVrb0+sGW",
+	"b6mMuLKR/caxL3EEmuRj0Wd73ccsLLtu3AWVvPIgN41ol3yqyEqZVGeZWPqNkyyKhABDqdfdaRXZ3Cx/",
+	"1APjc5XZLMkM6xWYAUZjKi08C0vapoIrKvuaCmFNXfFXXvPV3O3+0CpPCNlqeUIdn4tXyF8nGEtCaUUM",
+	"rBfJbwVsxJ1L5EIEmw57TgUcWASCCZG0N6AfLqhGHpEW7kYyf47QpKPzs8o+YGu40928nIwz0u/guK6I",
+	"MEcEIj4bLs6izFg9FWl9Teua2MqmjQVt/nYb6w/zcV3x7BuVLFiq5ybHd+EWC5scp0iqMK/s5kaFxT8t",
+	"sds8zFfU++fse69aadIhpSf7wo3HT56wmC98IaO028/NX1WqQmpE5qJ0CNJfqK5/qBnAq9drq/Mx6SGR",
+	"xprK0UpbbJBISLpeSxb4bVDZvMrirqeVJTPldkRzY/WGNP74TFx4hKnqImFZNIPbyFoMfxs0Hg4aH8JS",
+	"DQJ8GzgIKZApeDXjcSziIjEQK9DKDPmwkJAdQ+KV9A/3mQsCFR+Qwz/Od6NyF+1h3UdunDq6mPLLI5pW",
+	"j+rY3F+FTONpykGUUzW2+9qmmbgKGlma1Oaup1jBfvzm5JTRqpJ7LnQb/O7ty7BC+1kqG5VCm1539/vr",
+	"a2jLVAdTWdnLWlIrqcwrOWBHJ2/Ybm/nu1yNZ6AywOmY6LlII25EH50JHlpKx4REcXTy5oHJo2tYWklo",
+	"C7DXbCgSPQ/YuZhZgueB5ZGWDReMoyLc6rD30k7ilM+VG7QZTtLzMGDhhRi5wDJ9YSfcDhRPBZ5cbqIS",
+	"77jkGdxxeXkJd6TC1++SI9STHUfa4CP4jCewbHyKn2hQn3kK3M4z/GQOair/A64c8in8HMLnwxiOjeEE",
+	"f5cj+IkjDBX+1EP8CQJpiNsyNPi5xXHmM/i5wN//QJuN488YxokmKC0m9Pscfib4ewJ3RQooMdL4u85Q",
+	"rkSoceAnF3jvH+eNoBF/hLvic/wdr4/xWWIMv8M5GjSEhXmKDFT10UdMEDiHb8dD/Clg5uMJrMZY4if4",
+	"jmMFI4/t7/BzAZ9MzvGngusnFlZsksE1MoaRZWKwPgJ//x2ulCn+bmBuH3HMjxp/zuDtzgVcfz7GnxO4",
+	"8nwKo53PYDXOU/w5h+vP8ennf1gsa4PREpx5cg53JSl8mxiYVYJXTnGdpzF8Mh3DXk9x5tMp3DtFVWCK",
+	"azVNYW2nuDLTC/w5x2suFf6EnZ0u8HOkDYUjqzH+LjX81HC9mmE1CK68nqJJxGHNZwKunI3hmtkEnjjD",
+	"Oc8S/HwBa/g7h09SjSAfSD9pBvemc1gNg98apEYT4e8x3GUEjGnG+DmObBKgCqNhPQ2uiTH4OVKjQcPO",
+	"LPCTP2Bl7ASeYj/C9XYKa2KRqi2ujMUaYWvxE9wF+wdcmfEJ/Bxfwk+cbWZg/Gwh8WeGP2HvMrz+Annw",
+	"Avf6Ase/yGBV51hKcYnrecnhTS8j/D1Cg1HjJzP4ucBKmz9wHf6Ywsh/zMcg8couF5hKreE51u2Vs+CQ",
+	"hOfh/Tl403MQl+Y6t1lthZdg0YSrMWL0FQAYBNnhHZUue+2BYWFeSRVurzt6K6TOde6SFDmZhAfHR8xM",
+	"sOhQWodOVxieNNE+4yx0DrSQAB1Dvy0PQeFlIdlyRBah2yD4qlA0HxgEXnQX4N48DDHLaqBC99oGY4Xo",
+	"qx/LC+EKO+HtHhgmLnlkCSyH0+G2cs6TEXUzWJpCT95ksuFun1JYosYFuaT/cmBo3IM6bQTHeilNDfX4",
+	"fcvZ5do5FS/gqPUqaEy4OZvqVJRK34ZaJ4KrldnjA0t3rJ3v6XpjYsJnM6HQke63C/3reOUQCIuofnWX",
+	"a8yOv0oY/CRFEuclDtVdQfSftUrvRFDtAJMGGOWXkzevGdoyYO8phz6IiaXN8BH5LcIWSlP4QmGtNEIx",
+	"IhoFy/GZ4Apy4LNmmKN+rQB5ddiBhyHEsRKtfOrqQPX2nriqXwmaKhp+qUDFcsrT89yJ+P/9X/93WOGp",
+	"sicYi7vrwT7KpESrVNxQR0qugK2/PkDkyUGfX291urvqHvSLHq5u2Eutxu00UwozF3R6HrCZThJyI4SP",
+	"PuqhefSnjK/INfjZ0RDhqemG4bMPQT0kL9MqWRT4uyhNkaD3EZEmtD76WXJSftRDl1cYdnBO6N01m4+n",
+	"kVTSTESMj+AOG9G5C+YySdhQsFgkwi45zlZX47dC/1BZkjQ+XAUNP/rmOcCjcw4O3IsCS+ChyVUkkls9",
+	"feWI2AJpBolhnApjVik31XPj3cd16L9v9bzAzDCajXi6j1hAGs63ApcL3jfNlKn3RG6GYyzzxNJ86niD",
+	"8LiuO11+0cO3dOEVKM483ajVcOQnD9XF3PX+zW6xT4VEuGaSJ3Th9f4uWOFYC7Pv9Y+QDTOZxA69Goi7",
+	"GaL/4pEDhg4rISf68HqpVFYI3FuUCGhJSSgtbJUzKqy6RsLdgQ4BcvLLaxAFLa2DG6+RbTn3r0rjWM8V",
+	"qMdnm51R/rKSFhqwVCTcYl6Z9grwA4O4F+zd25e44SVjypPCo3S2Gsd+5B9Qq1HQnWcrAmc7vJcKT+cj",
+	"BdVXX7PWJznvLKWJ/56JTMQha865xAxRBIZzrIuQoHQ4Oie2Owt4QqjbhoX5noRBXgAxUJi952VyWHU8",
+	"0SPRksehgeZLilmu2fnba5fyVSmwUu8Wrjh992p9vtW1eDcDAtjrOlBHAk1DqF/EvtBzhdgohmV44W63",
+	"Ahrprs7cIN0OuTLLM9rr5lS7eM2nK5Pc7VadnVc1e+lsrqWkiiL6tYfebfrrzMeyvNO7rLI0et3ek/bO",
+	"Tvtx93Rnr/+429/b7ew++W535/v/Lkfv+s6RsRQJQbjdnW53Z7mgpg/ymg5V0M3PDn86Ofrv3d7xj9/9",
+	"5/Hp8ZsnvePn37149uz1d68a1fAYIvgibzRw3Jr0geUYvz8RGjOeWsmTZFG8ctBwFkHt2+70u73Ozs73",
+	"ve7uf6N6tS6WuHLwrsb4VhZ7q7tuoz7eQZ7HBiWssourEnTBuNe5yjVQPrNgn4UwVOihwkPaHNI+c32z",
+	"FKlaSs6oTcooZx7gNdVMjHL4Eh7+4UZq3lbx07vJelkZdjtdxjF7oc+USXo7oqnTROpC9LlaskzNK6+z",
+	"RClVCist2JJaU5r6h/VyjSq1XIBovSKzxaKhDpMjDm3NYssJiEv+hjVRzjK00Vonj5vYHaho5VfcoKat",
+	"6ECY0MoVJbbO+Fg4eDGzz0bCRhOwQsj6RyVUqvEZ9/n61mtHCEVLUDx3oAdWSbxk7deqBBWqXBH5dXqC",
+	"H9+P9hWSVvGmd0Bd74jNvsLX9A66z3pJ5xCpC9oiPO7u3nfMeTpY7HA76PYlNR4GgK/RBy4NW3KibQvl",
+	"gl68DnuHKGpKzHOYcvqrBPgiEZEuEpjUXM6nwCtI70nF72fP//nzf/7z8P1Pp+/f/vrP3Z//9f7F4b/2",
+	"3j/++b92SwrPbq8HK2aTGnxq5pBr8uW7HuNmjf7jOMuX3S3BxhZu/ba4xJywtnuvMGDY8CaLJj5C7jWG",
+	"iCuHnDQUm1Ot1mW5uqrX+vnUFM/mEQcKcpTC81T82qkNljjaqCEzcTlLuHIw/TMRyZGMPEgl05E7UkXt",
+	"sOXM9PoXWJvl7l4jz1aPtIpEqkTcWetnNGuesYTZFgaYyiCUTRfYtsZ9z9B7WwDO9rqVqN0mAVLynK8E",
+	"1ZYPLJrqmaaQ19ZTzjsqjbIUj7PKrA2bg8GPGB0I7KK09SgsUrGQHop7vzl/b7NSTDS3BD6ADdFcN4IV",
+	"CIHaFPlcMvy5obBlxj0cmZdvjthiptU+S8TIMp3ZwmGCN0hT9v6z3PnfWUq02XtS5+KsJCJu8+pUtec/",
+	"Vtq2CxESVjOWNxNwWSzWQuOXYJe8jHH3EIC1qx+qHdyscYbAwC9OT4+Zw3OATe+Usz73Kgmfu91uHck4",
+	"sVzTCnCiU8tMNp3yNG+L5zcTxil1cyjh2m4WKfUezoPCp/Xu7ZEDfi93Q1p+cPjz4WkI6h+dXaXRVtxf",
+	"NSg4dYrXatHpmiOkjJ8d5IDZrgo17941n2jj+mNVgGDp6BHxQDVDlxQZBiyk5lEEYk0Vhb40Lg5bAeN5",
+	"3yBs/fXAsLy4tZ0XtzpIUy/w1iy9l2TrtBqblLy+dTrNW491jEHV22U7bjxYTgTCKic5lnJ+inTYG1hk",
+	"q6nflU+IZiYb+kCtS6UrbmkEN0aMrnnlkcN6+gy3y7/LgbLqrRVf1m1wO0fFZyd6X+9BMRuMtO1iIBUc",
+	"no1uCPc66/wJH9ZS1R2Y1448v3wQhB50N7ZpadKfb7OtpFB8jtFGuf+rbwWKyJmRf6xRfEYyAW0dLgBh",
+	"nastX0o0VKsMblMssGUi1heNVK2aAtuE932w00f2P+ph64Zx/doyhS3LEm4TEAsaH/Xw7Hax+1TPz6L6",
+	"aiHn+zAEKYB+aK8qAEFuSYDLgNm3KaCQlBI8PCtHj92zN9RVlN8uKPHYEuEteWeviSwTC2/pnN0utwXD",
+	"zB/qS/lLyYHcoG7KSqk4mJxomPQNqcmao2SWO5F95cSwzxd824v3f/vCUdrHXa/c3Zwap8LYtZXoDkZz",
+	"lf23KRgPGnwmz87FmobBbuwHxkOJuNbsBw6WBF0/feYbMLKTCSKQgH4NsntJQTbnZxYM2ZuF90vvV8x2",
+	"3Sq9EMlMpEU2xdJSjUaIZryhJxYWQJJVOMGxXJJv3LlZolH+qLqZkmP6s2rut6vpqtNcp7fOFqgd7Y7C",
+	"+r/55cnHvlq7cP/Gori6V45LWCHLim9d7dzGJOVKgUFRP7bpnqJkrN6idN8fUGeTGi4ovqgywY5rKrrc",
+	"hdK5Z3zjoIAhQ0o1RrjnKNXGFF2KpHOobXQlupFvqJb6zmBnZLZs4sZSemlNvtscA/apVuM8Uj8v1D9s",
+	"/uNxrUXMepeXnY3JeB7Y9GyTM82P+8CU/WrV5ytdgKRGfCpYE5ZCZ6jtUttJHsepMNhuLm8Ah6/aKs/R",
+	"r0OZmSrSyZHA0k6svkp10f2qflhPdc8dkdQVDAsqfaQCfKudq52YuE9JujLOm/6HRRun0GV6B6v9s0od",
+	"fMKZULFU45ABdSbYD89R8Fhg8/je5SVrlrK0Wj7N3AEDRBMRZwkB1DqoN3qkW/Vy/093Zx1kDmvm6Lfk",
+	"N6vlv/p6onSRT5rSYQOmk1gYW4DrbGW3LwmBGvv9VjnbVd/ajZxfQQN3/+x2VSh07w1rUWqsqS36kgUN",
+	"JS7tmduGzcYiXJlvGJBAJnKW1r7/VN5xLac8oB4ikc/K/c1NKiL8+uTBOiPzbnJnytRQ2t3KZpXcWMur",
+	"GhSccLP8mCVR86PvSvsZbq5l6XWdS3utqr400B144K6d2p274pb0q7sBv9o6966sXi1HcnIJWxa7eJw4",
+	"WBnEl8FjhoorAx89UrYAqsixX+rydooJnBVu5NX8v3Wyvw+WpHMph6w5XLCFzloBC8daiZA1pS0Ui92d",
+	"LvtZK9EKsIOqTPDwalLcIRcaLs8Q3mMPwTJanUJpkInwYYlqYnE+iUbQgEc7eYBrfa1z+zN12FsdDrNU",
+	"XEidmTNqjni2yVfnm6/7BoqBO/GLeK8bzHdapDQLI8fKsKEwMhZOes9BCbmFDL65AM1V+y0EKzmlqrmE",
+	"S3tS4pNVit24mreStV4W3J08y6XLv12evZd2coLLsr2jaXXSKzV6+Yiruj8QHmJe4TVB3hKU/cP3MNUj",
+	"9rjHUq5iPXXu/bIzxRN20fkVKxY9yo+KC9J3FA+aKnCHlwtlbsSHl9tzfvjH0z+7Qe/qemeMe8vVVf5Q",
+	"rDMYpltBoPRZOLF2ZkIqnoffw/x90zI8qU4ZtjAybJbKC27FQClh5zo9N6yZ6IgnLBYXItGzqVC21WGv",
+	"sfkU95cHLNF6NuTRecASqc7bdI9OmfeGDJTT8ft5a/hoIqJzTClhqRhLYz1OqooZH3Opiia+3j6IJU8K",
+	"UVzKFMD37D965D7rRHrqUTxNkQL34fMBYIyIslTaxQkQrostoXfuILP1rftzzx6eo9ys8e4x6s59Lhau",
+	"MXeH/SoWrlktIe7h1nHDTl4ctHt7TwZqws0EKBl4gFbcwbAbhE0D+8959zDZ6lwsMCPp+eGrN2cHx0dn",
+	"vx7+6yQcqKZLZmCh9yDGYqq9cYUsiiIC51mQMKw5YbJJNdIe2ZVHyKSuH6tf+jafSTblUlkulUhNowYQ",
+	"3MxE1CbPCDwfu4sLRSfzyfNfGWE1m4AlgqcwiEOooa6oCGojUtMZqIH6j/9gz7QCJpBamYFqszJisfNI",
+	"b9oGmG55K8hyhAUcikSjBxPt64Fi+RLDbHzPad+KyTAT6ZmICX2nnydEF45fGecdvna7ux2YK9ZwS2IE",
+	"ndkOe6WVoH7SRRteWYGa80mjOWbQKq5QB+b6PpVW+DGwGfMsAU5LpBUpTwxrhr29bpdwBLEhfLfTdR3h",
+	"90QPaaLtVgOn6VsWIWoxa/JlNOQagOMws6P296Fr4b6zR0hD0sD8vPXvXme32yXJKy1TwlifYEtbj+eZ",
+	"YbEQMz/24x5LQFCZgKViJjhcCeOWStSDUh/71+9eFoVVrBkOYMO7XXJcwGoqgW+284SZLE31GKgHL4u/",
+	"x8ukQgpQC1fIFdCNKsPHldPhnuyWSriwkhhfEZM88TBkQ7HQKmb/5//Z7XZxmY9iYn+fFVkZAq84wBVa",
+	"SVkkVLVSNiVlKpIjy+z7nESfCBmSw9H45FWLpOLynw0T0UQXY+Ul/ZraYtPIhCOQYiJgiURK3rY0lcJU",
+	"cuk67D8zbRH4GPeYQjrUwdslftFQOFlcibV5181wHZR02OqwQx5NSgXqnCitlLTm0jURNGufcZeippHu",
+	"UmGzVAGtUlLdJJtyhS1sELZ5xseijikCP0fjwGlEHIBFk7OqEvNEKuHl1UvqIKBOy4dypNVIjrFpuZ0I",
+	"47L2Yo8qiWcDaDGOGHyi2oQb9rhbND4I3x7+57vDk9Oz06NXh2/enYYtkEdU79thbxCpnFssAKe8zqI+",
+	"E5bKltuGeGG1BEda04XEw1iXmzFUJ/rAOMejYdPMWGBo2BHXcmSv8gIHz89eHB48P3xbvERRJjqf6ETQ",
+	"rrq8TJJL+cK7IXdWxvSDwa7jPVFmmR6N2HDBclsSRdNut9vqsB91LEWVLbEbG2vu7jxuddgL9z7lCx73",
+	"2K9wRfjq4L/8S/z4r9PDk7C1DyO7dm9a+YG9Aev68KM/O+ELRHA0IhkFHgsSGBAbS/ZhnHD38Q5zDOYm",
+	"wn6iFOVTrRl2zws9+aHcb1tx6eoKaGPOhZi1OVjGZQe4jBNKE31SJqqj5y8PSxQFGl2ijYg77EeSZDvd",
+	"bhdoGWVkMZxxK/HszevXh89Oj968Pglb3lakFaCB4HgyGjRCJP8FLQ6i6Is4gEHhXYBguXKL1i/j3YIC",
+	"oUcjz2HHpSxUM1CfCCrmk8/A/YR+CyD7T/Blu91mlZ/wYbi2G3nIPqEs/sQ2tRYfobDCG1FS5aLYdzdB",
+	"CBsUqZ21T1yqrCieXNs7ekr9K5zK722NgInpzC6CpYztvaUzCpSAWQpaG4i6g5NnR0er81rNzIYJ9dxS",
+	"XNPaTpoqnjRtRt95ZcL9PMP7TPqU73KefMgMB3NGRhNnpi06zDegY4k8F+5wxkf442j1HcqdQGj+O+wT",
+	"e60L7V2nrqUDGS+r3UBWB82TlmnEXRpxY7NOag7hLwLOXh12te8sjb/niW+50yzsYtFhnG538JjYxjVc",
+	"v6dLafX4nB/cc/wW0lYhBDTh+1AHDEQ6ttplNi1tpO/ls/rkj3qIT6WK/NWnYr5JAsfvokCKaV6L1dLa",
+	"X50c1jFY7a6pYbjabu7FdG7bv32bplgrk1lfrVNZns2tJsJSSKG8CYd5CwqKgq3SQ02xEzx3p4dy5yb9",
+	"/8JybVWIugo6IjxzzXVWJ/1WGqrS8x8vSdztWqjWCYC6LjD0jL01z4D3BDON4Q10nGxo+UJXU3uXa2mN",
+	"yuXw+T0SpbXEdZPSQdYEGebn1lqdw5oKu9IcfB3d8grPnVSkyqBKGd4+C1cq/FBqm6JwT5prKM4fWzSX",
+	"791cXDNChc4OMCwLOnTIZTnsPREfW+iMaopBftQsQLk+BB/l2Hx9q7J9tqlV2a04vdo+Huaxh8f7iQbR",
+	"jXq5E3GK6SxlRsaiw147ocaHoBBRL3AwLY3HdqyUMY0kJpsiRcIYiR6bellcMDvN4rW2iFhEJ2mfhnYz",
+	"BZMQBTQyspslvTsHAYg2KYUkO7mi6qtXMZ9vZQq1dsUntD6ICO68nyH7vHaGrAl8j27YYKntQh163irZ",
+	"17V1qLwxalT5dX6Zna7j2kUU9FD0DqZUi3NXcAxL4mi4X9skYrVLMEwWNenSNwPlQKu8py8MWA5jRZ0u",
+	"SGurQlt5RZTYduVBpzTRgcKEkEincYHjiJPLd92mXBlOZoo7SdxMAi+rdAo0ifqJkOiGGmo7GSjUkFAy",
+	"u4/h8Cp7XXPPnS1SNXOTMxek/UpfDWDKsFgMuHygwmItSDLYuV4V0sgTxFYEuV2gsw4UV0xgyiM2w3Ao",
+	"/7lO7d/5gQHNu1V2GlObXacQDxeWDDn8BfZ7oMKaZs99ZtNMoFHsTxDvmXOWp7Q+cRMUbCK1Jme7l5ek",
+	"u3J0sxSWjkuiYongF64qEFYrwzygSvsQ9EKg/78zULgZFFxjDx/2dtlEZ6l5+NBxYH70IfR5yW/ClUe5",
+	"Ra3Mv+nzw1fHb04PXz/719mvh/86Oz19Gbb2c8BZh9QG85ryBYgRSgnDWMRqoT0wwwHbu7wMGGcukYzc",
+	"f3GqZ0A6JRM6V4ysSBI8h+YOI6NcYWi1Ph8o2miiqzJ9w6QmHE1zRxfkEDaWo/vQtYeomO5EvQPlGYYk",
+	"nIYZBGyY6nPRYc81zmycYXhmTcOYnPDxA4IiOBpR89dqOmM+u6CU+0UkaPAMWLLG9pkcwQQC9LbB7is9",
+	"7wwUqjyweeWNkQZ2wpv0lPVO3uCPemgG6qV24JpMYYiKfL28tCSdFVnkXVphr9tjB86/EGJzDxW5aAEf",
+	"KBQimEXnu5WHrFnG7Wy5RqKlU2EfIT5zUDkKo+MYBWTRQJVS5pCQlU+X75TrKApdeSQT0Sog0FjTH8Co",
+	"Vs0nixb25S2BorHw+eHLw9PDSoo+fW3KZ/bEnQzesuozzghDDa/BNR0o2CQgeg9mCrq7sXpmCulgKHUL",
+	"gV/0CBuZdNgvelgJaPm6WEebA+WpTqb0VEIKyMUDIsWwRBvkJTiuaepUsOsgIGMpUD9NM0WsO1BNWM1p",
+	"4QWR2MQKWNT5EA28VxE+8wCWxhERAjXiW7riJTuXkegA+xePp4vmWO5rRZpmM4Sg1JrpkRWKfL/5ljk1",
+	"hLQ1zqZSga0/ULRExGoydc+jRXO1Uezhw+8wTyWXgugbox0DUshTEcJ94v2NYpGFbw+P37w9PXt7eHr4",
+	"+vTozWsM8vgYWqkrhbKpTgYqr1qKeAqqEDM2BaZzEBfOd05DH43ar7USXiv3jPa4u0su/0z57H/QI6j3",
+	"YU1vcdYEpd87+6QN0PDEEYzlyAtG46EaJRLn5ghVX4gUy7PJsYZBqAfGrYHpsAPmn0rnLX2eOwia4Z9X",
+	"Ya4TOtQ9XFLv+/CeiAk3LXSeEoNeiNRg3kxYpH+EuQSllQrc0QzaDTySgvZIVE5x8dMBbvIPbIZLoFmg",
+	"bzlZQvLHaBIwZG7n+lmugVh+LtBc0jNK5S8vdC72C4XCzzZ35bj6blgG95506ODSs0Rja1xO52NpaJSN",
+	"SwQBc2Hhw5COTTg4eNuIGU8x7wJ7mugRCAFpF8zysQloI4GpY50NEyrTF8brfs7Oc+afr0HqF6/YZ4PG",
+	"xeNBI2RNDCbt7HRbHXbgVRiRgBhqhhePw5ze6AkBCwcNunfQIHc3xScVR8lCFS3w2A475WPnx9bTGU9L",
+	"itdAwW99GOuii9NwfoTQTatT3o3MOFXJsRgNJ41WoGvNBT9n4ftH/oUczaPnRZjW/upqo3+In2NOlmNx",
+	"jC2QS5DkzrM3b08wCmWEe4U8jo57cUEo4XYCVnEe0821YeNjaUCcKe5Wv4iOkWzgCchzf+i+ODx4Hjol",
+	"mjzxMA0fF8JNJYmC9h2CBzQxUsZyDcJQ5K4VFAGBIqhxWMw4f+abYwo7ODHV6+6y15q5yLUjVXKN4uvA",
+	"/gJPuXWCRzdp3nSgXJAQJu+iix4Se+dPKs+tSEVAdeTA461wCyPnmiLZJ7LIC/gRTlEMlvEFi7jTKw6O",
+	"j9go1VOySlI5lsrUpvY0Q9jbs4OXL9+8P3x+9ubt0c9Hr09CDKQMFz6qCOp8q8OOU0HOSoP+FZBPvtt1",
+	"yUohB0NJIQq8uMB4VI1lAVeUHBFBVV0Kym3Zg5qe7DTuCR7T7VM5xYxOsi9TgeZUJNoHs1ki4ZC1mlGK",
+	"SZ4V8hO+olQfSRccKKKOwmNHVoAXke6VvR8PG1Hgc3IRg1Lku95ut0W3TvFWFI4uToHaJ8lGDHKaLL2Q",
+	"F8L1LQB7MRZTrlxcpHJW2yx14QE9GoFY+ung3cvTs6PXv1Dc7KlrDLzv/D1alTYyYEZShjzm8KJiQ7Df",
+	"SrOpVoLYw71Qn+FNTxNtbNvzlWPL3AREywxzbkDDR6GbmYwnqOiX/awY8CM9bckeKSJ2wIqYMcENHeWF",
+	"V4mghED406Bzvsg7/LPr3BRUWQ7s3+rXGCAkZ6rhoJp1QIW6Teps2L9dtLvPdhx35dFaOmWkYTG29Erz",
+	"Np0V61fpdMqTpHaDKj5KesHd3g/rvZge5IbRJylKUFpxH9vPqf+Bcf7NZgFqo1iNg2fJt5ObUsSeHhsH",
+	"T1MUkK2Sx3TZK+YkfUD8M8yic2Epq4FilOjKwiwbYusiFTPnFeAT2M/8NZFhqqvnGpc+7Rm3as4fKA2b",
+	"iCTGYDFNIYGjtmhCg8ak37Gmi+njez7uGifmyUyYcWPXOBZbHXaElvFQKmGKFUCNFLSazhiTbjZQYZC/",
+	"wl63OzWh80iYRM+BPFHCnebvBYpbnUgk/xP5622+pM2whuqDgQpLq9bqsHcu6DnLByY1R46Vo2KVB0ZD",
+	"RwM4ST9O6OOnA4UuWear3xyWNS5poVptCrc7tcvL4w6JdjNQ8E7eQ1s9anMFPBU8KVNLkEfHecJysW1s",
+	"Ks9zRaly5vhzYzW/aeloar5//MzdyugzsDhh6CyyWSriNuVPOVWX3CmzCfeSMw8wYknfJNXZeBJ4uxlR",
+	"rMn6EypPc3GWo19Zg8ryVCaJzJv1kovBasuTEPQPJeZFd2fUmcMo4XKK9RTrwk5KzLGwIppQNI5g2PFk",
+	"CPd9z46EL5ZG9O4N+IpuUpr5QfL8GVgIbim/xa8xaT1oc6bCq5laRdj+i4WXbXg4BovohraTLGHgVFUc",
+	"VJU00/IJgJvsMqzNQL3FjGQsUy1iqb5Bw3Is1ptepcgBXOjSOagoU9qByrGuDLMaD77wzwGm0w4aARsU",
+	"YAX0J+ZNN66ckslC+Dsv31zqpDVQvpUWxZ38mzjUXfbbieUq5mmcf/Oh6ZOm5/N5x7ivfdI0ZlC3UHV/",
+	"+PBEjpWIHz7sV4pGg+KvokkYkYH/3Mix4kDnYSHm88ZMIO/W9mYijb7D/ilSOaI0qHwwpi+835TPKbTp",
+	"TtgZTw2yJ0MvARnYo8wIls/QsCm5Sblie87vYphO4g6964FlieCGfH/wylz5HSw6qZRDETURCOdjaUqn",
+	"xKPFIEeU0AvGsxyVr8sdps4bRSau8SVKFIPAD1fB0mDknD7RXenmRjoEi9DnO0STKEq5mfjMVnTp59JL",
+	"kWEFR4LzvLNqgbCxufJULg8mraXvPWZu6sSWbkFBIZJEPcDOvctLDKtlEdywz1IRy5RSel1/UaJYOk5K",
+	"ZrlPjaHzzSuC7m29+72502WmpAS3Aqopxim4Q2GPmYC2PmCPu/Rvj03gswkqMDtd+GtnF372uowyi3q7",
+	"bMKaKGA/wmal+1UdBKWT962JvNa5VejGaNyVq85MZymEiJFD0OZ0ihon6CZaaTgnOiz05WyhT+gwftSc",
+	"AJzLer8itcg9WcAHUAwBzMeV0rdytojbvn9KI4cJcgJhvKwIP/QmPyrG9+nHS3V21JcaQwT7pOqgLKVS",
+	"FRojBzkInZaa856nSpRGfITTKUlb0r/AJDbXl6REic7iUmEK8+UlwgTlopRyYTqPbAYaua9A2XdRrqUN",
+	"9RvgZnqc6unMuvR2ShLwE6+GTNCxbZadwnReu3wKNKmQvh74to0usbnqtHYWaJ6vnUfclxEB4BJ8e+Ad",
+	"52JHZVKnDJ4DfJeDNcQCjScSXqBez1WZopqohMy5tKR94LBZqvaLp5MsBhMHRXH5DPfpnWQR597nt4WC",
+	"tq2dDrxesn6w6iXPrPPKkRE51OdAVeOGRrgseDSDzLp0azgXB+oTDbNgn5zV9Mnn0W9IIM1to09sp9vF",
+	"Cbpt/uRrncoAokVCMxlk9N65dUaHW5Fh7h7iv/7EenvVR9wqWI/6lYd+QTW9eAt83jLqKfsEgnWGXVvy",
+	"vIhPeZyb3FVAi84v4rksTxtZVtybu92dFqUfIMm7hUdDwVmMesTC38PiGZTRLkYSZAIIkWRBekM4L+Vq",
+	"wP6OhRKpjAYqEokzC3gy1qm0k2mrX/LegC47E+WUc7fxjuudqKc4kUNShpMqnIePYG55xs+S8YBpM55k",
+	"CxJv9i4vA4yow57AscATeS5a3tggY8E7SvWI8GXbUthRG1Q7PpNteBsc2SvD7Z0dVDxrLRBnmGJdk6uY",
+	"gU2k1e6vuuP6oKQSKQwa+78/3el29+dPd0B3JRLET3t78KFPhcjHqN6cPv3hu327dG/6tLcLH4beQAvT",
+	"kA5Fhybld3ugyDs848a4LrJKz4mWbVjaL7/xFIjF1phEPtKwUZYk7qBhB8oT5UDR+emzmSqEmTs1anig",
+	"hGVSioqSlBooFybJZih5sdVTxJXLXsJIPPWFxEmZmfBtFne7Oz7yhhROe1MUUqDwfEPFmQWCceHr2Ogr",
+	"Wq3XYM3KugUDxb1+vOPC3avpb/t5AA3zvjFQS8nBpDx65kCGklMw14dioEx+0NflV4GdCpOXPijrnHhk",
+	"zdWnEb3PNa+6ipq3IpZkDDsi8BLeRWw8QHHleN2vhCF1OiCkAxqMEsMx9wxUKBes8gezOxywqghPUH/Q",
+	"ncJiRDyNsSohrPbAAWGqMxvpqVg5V+jyUp8quNjlEpilr8vZ+f73Ptvt9oLC9C8n4pez7PtseYjK0Kvt",
+	"lG73kNpxKk9yPZpuN3y5wdPqK5S6Pd129tUhKuMXmMi3G7xyf2VkR11Sjc/yfNEiOZCyAdF/HeRc6Z5T",
+	"HcdgtKsgH7CJvLQsnKH5yA+Md0f2c981MnAO/kGgUJiZ7l2TRk4zlBWlGYLSaFh4/PbNs8OTkzdvz14e",
+	"YIJWyPKy5G6rsDfJUQTyZKCkalOMyhl4KEJBfuohMq2rE09kJJRBsIMclz5t9Buvjk4bgS9Uhj+ugoZD",
+	"zHew9s7J6TeIUBpR7MZiqhVWrIP2VQieAKPqU2msjLDtgEufgDN3oSJMUqIoPbpUWO5uaRQ9Vso109ix",
+	"H2PsjX6j29npdBGN1miFBej8ueSJiKyrxjb9R4/gu7ZrU67T8SNUCh71ur1ue6fn8BYaQUPPhILx+43H",
+	"OCoiGEywnv0R/BivxVoACY5pPTnqZ6wjUBLRghhSjNK1oMYjrGSnUdoxua/c4nZoMqTzHMWNfuNnYd9q",
+	"XUZLw2n1ut110Bf5dY8Ojo/e+pFhpfa2uenIJVy7LiKlKv9G/7cPZaI4dfHWgjRQg0y1ti3YQT5GNII3",
+	"eTScoOEe8agEAZwIWwND/Rw/N5VcUx/eXao7zwvNXTRJkbPL+X/Q2lSkxJV8U/2cin1irAkcTkSwUjVi",
+	"Kp7kws5DFc6bdEGZ8FGFCZC+gyJrScV+/qbISHaFw5VCeMz0tTqLJr5AjFIOfWH8Th7ixohpM5cHS8Yv",
+	"WdADFTp4g7NnB89eHGKiZ7FCzrbPK058vWWrw14JrqyDaUz1nM/5wk8RjEVnGFlhrN9T48KvBJaBQYb8",
+	"FpI/VeqmffZos9hbjBqum7UgKcUljyjagZi8S8yxuxFhlrwvLgc/5mCzpIKNHTiP0x1hhFw9X8c27tpH",
+	"xYVXQWPZMNj6Znc5Ahj7pIBrb6Yrj2ICn9jdhsV/5LGHMcVbdq6/5V2pJBBv6v1w/U2nWr/iauGeZW4r",
+	"guCux9ffdUJh6HdFFJqkVy6viNhW8tfLhFASW54oP1wF9fL/BVcxtRxDNxmV6mNKiHPPIEvXo1+Uqxxr",
+	"Zf7ds0TXY5K4JrZliICPDnnMHYjXYCr5uSHBrWWye1b6G7PS6bXnci0nwekP+tEGnUqaAsQmFWDOkvn5",
+	"VsQ6YlI5v60RyaiNCDtY8fHi9NVL0sOaLseJ9Eq7SIQB3ZjqmfJaV81jEdMpWqRlBJi1bIv8MTMTUSk/",
+	"Aw/XulMM+LWsan0Luhr6vWDZNmlqBSRf7W4dFmqXy5efzYQqUtlzZ7MS8wJUlh2sjSEO1DVBRGnziKnp",
+	"szyiuD6cOFBY9+xjinW791Iae+hx7m4mbb2cqtM1pI9VUI0lvXHee8whBiJeCvaobPQbv2ciXRRGWLUT",
+	"rMee4jfHs12d3xtYJ4dTiVMCfXMxWzsVD6661fFQgsSFJ38FBxbOCMEEa46sg7wsgxbk/tz6G59bQAQs",
+	"B7X0cs9xf1nmYQh2reB761CQdI4y7hh7k0qHT/kqFTqa2Rp1jgox7pliS6Yg03PzTa+1/Um7nmHfIhf9",
+	"LGyejFDHRjelcbzx6DnhetbnQNCpd7tBg8ZMmxou/s9MuBKmcl4FaInzwINHjFJhJkuI/X2M+lbAQzAL",
+	"dywvhBqo5nzCLQZl0JdbhdINWwEZhnNpRNH3cbnZYzm3yWqKbeIAD9xBjV6hSk4SOpLyAR4YJniaSJEW",
+	"SRlORnnda6DOxczm5YQut4F8QK6Qy5f+YS4U5uCLJHGRpFLDAxyY24HKHyVNAfBCXk9MwaBKdAz4uCCO",
+	"CwNx7wf1IzxwSB5Fx4Uaza3awPPzRCty1o86XtyZVK1vL3p1dXW1Isp7d/bQWrT6NZK95Mp0Va1NBSea",
+	"7w6yQpSYqebpsnV/JnyxM6G7xZmwBBL93AN0w/07W0j5Y4IQOtUaofDovr1t3i7HBnolYsl984tv8SDD",
+	"Br3VtLp1auFE8MRO/lirEh4473wPQVplIsoRQuaKjqQaY+lDgX+gMwcM5cu+a1XHF/jwW/kV6NY3v34B",
+	"n8JLOO+EMZs8CB/1cL3/4HXJLRBgXETY9oyPpXIVr+fCnY+JNDVKNWjzv8ADvqDd/lEPv4DVvkWzzDVW",
+	"uwNPMDlWHpWJbpgO9UPZ7vj4RQ9P6I6rL2px/KKH19vj8Jr3h8zf3Rr/SAzsJQjycyE7cjt8XaT4WQ7b",
+	"EZISQ/jcDowjJIREVcCKS7uErVmCBTlwehCim7jEqjRTZv/G6B74SEJAwDZrCOc1UDRZihTlKCMr+I1F",
+	"oPeHOq2XBvlFDxtflkHXqY1+weAN7tnzC+uAazazjOld3dTtOow49N+6ziJ5vy/XXHa3+0NNx9lNEKWw",
+	"sh/WEE89YOlmxNO/gaXxDQpnEjMkqFblc7A+J+qjHj4wZfSKWarHqTCmw96jYkzl+fXi2hXzVepIB6qS",
+	"+9onFKlybqwDG1CLPKu8Pkr31wnNb11Wwm35Fqzu+8lKJjkdibBR0rC5Tu2ETfm5VON90KMxObIwk0Aq",
+	"rCOJTkV53dgU+d7R+yUcvesEwM1Mrl/0MPfwToVN5cYsAB9tf4AwM3Cxjykfpwj8KjLDEK4fQVeoFoe6",
+	"GbFup9vZDTwgQJTyGUbtPcJqUQo+dO0CmBXTWYKVLpgzgIKriR2izpxj8CxvTOsETNgKBqqc8eccmnBj",
+	"6WN/vzmj+vI+w8JvEQc5DGXApDojT2kwUFNpELKIKiULZM+Z1glrhrPxJfx29jBs+fRCn61YTUwsVX4N",
+	"FFZe8MQULSJ+1qDQWjkVXkKjm6IZjvXZwzBgofsEHtRhr/VSpUefPNJGuDzjNF2AnitjQ2Y8ltUiMpfZ",
+	"RzWY7GedUjcJ/CMbJjIidDgFZJYkblA+FWvE9ytHN9eKcKCMR9jTYd+jjz1FsqjK8mWLu17ddYjdCHhW",
+	"gD6ZvPl0WabfVkG4Y89MiUmm+Zqt9dG47OeOP+w2Zzu/mQmsro91lE19Ey/MfPbjLPg0CQPCykoJ9g87",
+	"wdS6ttxw8P3nHs0rzcb8VB93dvLplrpw+m5y9fu+8p6lzO05N6Vcoa+UCCq5VJju4xb5WkKADdxICNuv",
+	"TVBF2d1EAv86wGSkG5CAn+cNSQDXAp6GJ0jnfxABuCVeSwB5b8BtPLYddszHwkOYYssEKj/LKz0sk8qI",
+	"1BrWJOcuc85dOK21Qh9MyVlKht6qi9djbH5JN6+vOrojV2+pk+KT3Uo/zBlfbOP5vQNfrlu23J9b70/O",
+	"q3ny/p4E2+zsKmmwQn3dEvjmrmNbzQ/brsn3dhPKoZy3nEtibzWVryAPx+3Y9Z5xv0b37re/u3d8Vsg+",
+	"L7VzcYhGWG1myzOsCzSMYx9QrFftsBM+EoRbu0V7g36OmYGlU6UGVQQu4njTNVLtsIMCfR87MlCTH7oM",
+	"5pEj9pIQcy3IReywogqXd6/W5Y3juBe/8TFQerdfxaJxU2a/+8yQyuuUEkPK3Y9tmonVRJGdu5Y165Sf",
+	"vArXY7EviZrDUz6+jtfxmqugUQN8et2txS35HVdBwwOrXnd3fl1Zut3LxBUPVm+rLBGgg+eOubfOTqny",
+	"3JF6Z8RfmJnSu+mE32LDqb/s5Pjroz573celqI9Q2RSOnms68zSCxkZUWLAy1kaGtmnkU4kU1TcHavV9",
+	"lQ+VflB5f4e9SasOtS0bJEmFOudANa8BvHXwul5u1nQnKbUkcXAGnYE6pGY7c74I3MG8qZvSNYe263Cw",
+	"CvGbH9+jApmbYM//VjGJzffZdEFXUqCgFOnC47hQUup1rbJ9vF11QHnlceeo3UulP8QJIShx3xGQkHel",
+	"WoarHyir2VhY6hZRwXUvp5sValq5mUSd0+XWytQIZvWK8kq/KrPpGlXmMxSYb0+HeFxXAf9ag0ofy5HM",
+	"u+ARzRly1ay0SJDGe7//Ry3efQjxzkOIGyXrjfP26VZf24GiaNX3S83npyIdgwiw0cR1J3j8w5NWn/Gh",
+	"w+eZDn2DcmzXyRME6ApVliQhSwX2COgMVOgRMqmNNIwaU8Uzgn2wZvjnoJGjaDb67M9B4xz+hYGurvKh",
+	"WHiObWiWrsariot4krSoJ+Ry759cA6g2ksVGOTPXZbamdw8vZycvdbUhjJS8Sc7mk+MddvC5/eFxu4Pj",
+	"7k3wynsUJnhQGRK3uY3L+o87GX4LC//fdiy6XkxFg8hcRVFi7snqXux/DWJ/ZxtDvdQh+Ce0nf5Ce/v7",
+	"m833reeJb/SMI24vjjlsdZHzG1iVXtZvMC28cfmn++1qM+wCc5exkFpzl4KThBadCqMTOEzQ4LMIaDzR",
+	"qWWTbMpVOxUcu0/nEa5VC4EecEq1/0uCflWeYBjNiLEPo/GlGVJbDxYqbdsjIO0wD+TMOBa3uDiOu62x",
+	"LCvXlFL8xtt/tD/8uRM82b2qC6Z92C5bZGKXY8nXZoccuAXFqIyDpfDNz/y7e1SFuwgP30pA3VDW3HEI",
+	"+rkD6yhRg8OSWBuDxtzgbeusRLVnZq7ncDZDxFWHiT/XOWYrQsnnFbj1eHuCx9IVNv37C64+Uyit2Yjy",
+	"O21YekTC+6L1Wm/dM75gLN83ZvzSofxUfEYNl1vrHH6l5KWom6CHwZXx3eYZfAXuG6KI64PebsXuY95/",
+	"95h3mosIL6m80Fgf8XZXIJifTtmMp14JcXzFTqv+0URjZ4vCd+qkhjS+68VAFS1pXVf2UmaT59+IK1cp",
+	"xuPYNe4qeuqUzOzOQN0oAo/9eAu2d83CqGOZ0n7UgaoizxTtwgionXphu1b7RS9+GHB9oJ0W8y7i7EvC",
+	"z/XY7a9pqksKou/gmtuj1HLWwU4gyEbgAx24ZQQ7ZiroX6WdplQED0Lhm/Q2d3d6hR7Qgt1ZKMsvfUtH",
+	"31qWY4t11xmZVSMAbglRXhOzFwLbu2wq4vozBfCXykSg/f6LEhEcsa3xUrgtXpeGcJ9a8JW6OL7K4sWa",
+	"MDaxM1YcEqmtxLFL1Rztc7FoS9XOzOZQthc+RQ8L35+8GsCufTgiBKUIyYObMFDuoJB1vQdz+VbA7ZQf",
+	"UT/5MHCDVqLMrb9bOLi6Mce+6gxf/NolumnZ2Tfno+t9JRza623kUGKMtrjEPgztIpC0fgdTSt7ZxKHu",
+	"WHGjug6whkJAuqpBlNmpfjIFO1HN09kKM2OstbZvKHU+w744DnEsliOEaMW6LSpZ28TR9LLfPPN+q1XS",
+	"pL3URjgLo6XkW9keV7LqxdgELLlOXa/xraL7YL1b9XN9HV+NN2GzOnnvQrjPUFjOUEg9E61jX2zigbGH",
+	"WgfECTWtHGYyiQngZSQTscS+D0xR3qLTwofgsumlGqjfwlJNTRiwsChrCVt5x3X2+MkT7FEK50sSV8C1",
+	"yQMe9rq90Df5yHVIUcDO4EwNk3afyvRDb9qEpSp+uNrBdBhyoXzUw8BZ5SITA1ht1860/pCj/Edm9ViA",
+	"sV30R6q6P8oNTgogcHqJJv6OD6ZP85m2Sv3mXdfQvFHoRz3c5OGA7fxsD8cXtsphjjeyynv/JiiLCgWR",
+	"8wzm6ihJIuRnsUv3NvtfkOH6bzf27+sBvmIllewI7vi0csrRuVY55TYrqe8nro0ZXc0ifYGt7DG7Wf4h",
+	"CGVi7tMOYj1XsH1MrtNe3ZS+oEqIT1irEiI4271KeK8SrqiEQBkEQbOcvVPwzU11CLozx8Ips9wjzysb",
+	"wRdArww8HI7DvJEWvQlOGUFVss+enfzTOxWIaFiq56wZYr5LZC68p3GgMFWWpylflKuLyyqqA+g+OD7C",
+	"pt/415Q1w2WuDFsdduBWbqBcJ3pKRsUIWinPlL6MtTD9lcxzF/vJVcLH3d3a9nFuvW6rzpVrGT7XKJVW",
+	"TPFGrcQ2LjKfnRlsZ89+yL1kDdwopFi/k5tAMN7+9Izt7nzfrSeHTo0hv0FMIvEtycpntELt59J4KKbV",
+	"WYTcWh5N0F2WY+uDgaT4VPjIX3HNPn4J3z0dNNKZPdvpPe5E5mLQQG1yvQdjxSlxX+ixXaFHcaA/MPdp",
+	"v/cH5y1bLHplb6Oq+ZlHZqXh6HqPzDMPPqCYmM5s3oc0b+vvu9YFRUFdBeXM9Wnn1iW1WYzGYVZJlEgX",
+	"4GNpht3LuMrH1yPf0xyPaXiRJBFJ4fHAtANTdHaVZqDgVFWUwgCac4fVdKukIMPzw5eHp4fMr4BrPhJr",
+	"JTrskEcTN7mBcj37sRY18jWOrr09U9l0KFLq2BvCm53lLVxdG/2A7XQR4GEqVWYFGy4GyjWhbtHciz7y",
+	"XDGbpQ6RXI9GrBm+OT58fXZ6eHJ6dvDs2Zt3r09Pno54YrBSVqIBoQaqwH3YXe+sORWm1A/ziyUilB+z",
+	"5hBUYl5pHSpdF+xzsfgbGBB/X/m0Jik2L/xdaW9cEltAFmwikhnsLJnJKICWAnHmEXXUXy+PXvFzYZwo",
+	"WfWTLqVx0WDUiohjf8PeLpvoLDVswmM248aIuD9Q2HGWznUCxE0zhdo6R2J1BkGH5XmnEcii9IEpJ4z5",
+	"VtM1HHiI86g6Q8xX2cQM9ukFbtNbYbKklodf6DnBBCNIJa3xfTTo75xQSvS7FINZ7tQObLYFx/tuWwXS",
+	"6iMMZbTh9rVs76p1hMKw0HIzrvxox2xNBE32XbWwYTR1HIsxBzHhVqSoLEx5LFicOfmADbwQ6EkJQegV",
+	"cy5943ax1L1sgyyo9J2v7bdl00W1w5QU5jUu3jcuEErouXORCuZX+F44/I2FA5zIHs435zSPp0xc45hs",
+	"s3TwgsE3SruzChp2IqJUWKpPJ38ZfE5n1mptzVJLsC/bz9g3hbv75kjzbyXXZGm9t+gw7HfmXqz83YtY",
+	"vBgRJWb0IsTRzeZ6ljEwOpYyvnv7kqpGsEVn0cPToPMUu60vdxllzfC3QePhoPEhJCD8JGl1Bgrb9hOw",
+	"leutQaMVTUONHGObo9Cg5An3XbeOJfeE67Y+UKm2ha8EsbaYdMU2MO1pZjD/GcH0YVoIyk5/hjScCxSW",
+	"3AkDxZNEzw2bpfICDDQl7Fyn54ZA/RMd8YTF4kIkejYVyrYo4kgLRYrURGMdkauAhucggJIbMGCJ1rMh",
+	"j84Dlkh13qYhS3XazPlOBLbuQ/z8epWITMglQfC1dSKtneRfVO6xNIv30k7okFvbf9pdWQKoINr8DC/1",
+	"fbXHncro+3aj2+ZhkFBnfOV4qD8dapXLa1vikee4Ktpzd2VugE4kiOvF/rJpKh2ke5zq2axO06Th71Tk",
+	"VWTN7ro3uvfU3MeaKtgSGCDZlpeC68Eac2Zp+oBQcdq0cg6qIjjWpTR9Od74YrbLdafvfUj4nk0/J5dq",
+	"Wx69GaMsEfFnIAKCdR5maRIGK7ZUwMLSQGBaITjgQHm0PumEQxi7Huxhp/i9z0CjDl3P2NIZ23Q2nMvv",
+	"H6ip4IrgCNDboy2FddDr29ovj0hxVNefnwLc+TE/5lIFjCdGE3J/CRfKD3AzZEFWBhYcqHXIgmGv2w2X",
+	"MQ08NuEaGMHPlZNfG5zgWgvrbmEFP8eQ+7cfIB5msMaMu8cZvMcZvMcZvA3O4Odaj4+Kc2htqOKNEoWx",
+	"OBMp+RzpTLK6oi8HwMqluIbg0YTYnGIZLqJJccs+5isF1U6/VBYesImeswS0aywZ0+eulIBbNsfafdC8",
+	"686TUvSjCEx+yfDHchz3DsMfUzP+tuIfbsUX18c/CrK7N+XvbYSliElJjX1gltvZ2omQqRck5stZDxtk",
+	"JoY6RJvcAcSzd2Cr1EZ/jozJhM/hogdSU1/nrJCWEjcxgIJdfEtRmlaH/eQyPzCfxCeODRRJY3945BGg",
+	"ucawD7cZmARSsdCvQP5xGDAz4xGYEvBKFqwQNC9yhX9pplqJEtC4E44YJHJhrJSg08xcWndY6MwOVKIN",
+	"VU+7KXRY6O8+o+HPKG3LnHEbMsMXpoAB1Qk9mGwtF8rqDNRbDFLBsJgi51FBMVKUp9WlwqJJ5AYSiGZL",
+	"70NF1LUZMUgTS1vr4hnfgNfnVtGXYqfv1fZ7gX/LSAjyDXkKXMTZeK6p02SrSbx/NoaCpyI9yOyk0f/t",
+	"A7AM+TjqwKlfYnDX+UCa4Rhbn7POo2ga53B+bT6TYasRNLI0afQbE2tn/UePMCw80cb2v+9+30XOdJNb",
+	"13ARiwOKnouF6pejfa9ql6+0Egsn2kWMDYULPJnApf0UkJISxp6BUC6P79EqVof/SSY0sZqyvsA1MXbF",
+	"hEMenY9ToCs2XFDj/8ojqH5j9REvtRq300zhPs51eg4GwkwnSYDpSgSpyFUkktJwv+ihWaNrFyn2Prue",
+	"DQWYBYZZXRoiz9ZfGSVPgaL6DZ86AbQmYpc9UXTDJ4zPore7V+5Lj8qJcfVZWA9NGJSUjFHK6yQzx+gs",
+	"jUq94/3ZVgx/eLGGOAhNOmCpx28OfEf3fPa+wzMIZ5GMatr1lx5UwnyuIRWnNgABI8lQJYnprybIu9VD",
+	"APQow3VOdTaekDbSxDMae7CdiwXMmZ8DbaQwdWFYnIkW7QzMW6v6zHTQbujQdZOvpN4BN879rqA2RjCr",
+	"1DhufT7uQY7sRVf23cPTGEtofRvTDgtjbnnHtWo7i3Qscn1jgY270A6mHXUu48IPa7IhIZ9j9/uwOrmQ",
+	"NXXKwocetauqU7hrybni6K5xS9326PkLwiXdwmJ0t5zKqTCWT2c3vvPEa4v+zi/kbD2uW6BtvJ//9V91",
+	"8T8UDXGHHagF611eMqJvqpvE/mrSMDlW2EaQfFbd1WF+xvKrssYEt3mPu1chiWeAcrz7HOQ6juoqq+oA",
+	"7xd0qUiMwIJtpX0SV67JCuQ7ndmA8pWAzWLPWHnm99IhvMQx63xI/rIcg3Ub3sovZs3w+M3JaYGcm5f/",
+	"IsuhEAC+47NZqi9E3Lota+VP3Iq7TvzV9wy2vnP88hrd89iteaxgnuvYzAVMtmEy16er7xJ7ajvOAP8d",
+	"nD57UYKVRVxBd+8SZiVwD4YyySEb3pYZ3UtsxYrk1b5nxPWMuLRC92x4azb0zLWOCR0+5FZH3Qo0eQmw",
+	"v2CAkU6RPXOlU2Nu800Za3limzmLrr4/467FVbk/4j6ft1Z4Zj1zIdLW9QZaDixWatGNjop9Z5RhU4uQ",
+	"el34vlKGL9D9cHPjrDKv6xgLLr03zTZDrd1bZp/NUmVOuYaftjysHHwTYrnGnpFSrIzteNyxsyxNQjYS",
+	"NppgXtstOWnrUwquvj+lruWn+1PqzljqulPqKmhctiM9nWrV9uvZLsW4KEgnVCTaB7Cr12PXFnf4G66C",
+	"xglGI9qncirVtTEzuthde3V19f8HAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -89,6 +89,20 @@ func (q *Queries) IdempotencyKeyDeleteExpired(ctx context.Context, batchSize int
 	return result.RowsAffected(), nil
 }
 
+const idempotencyKeyExpireByAccount = `-- name: IdempotencyKeyExpireByAccount :execrows
+UPDATE idempotency_keys SET expires_at = now()
+WHERE account_id = $1 AND expires_at > now()
+`
+
+// A test helper: every key of the account expires now, as if its TTL had passed.
+func (q *Queries) IdempotencyKeyExpireByAccount(ctx context.Context, accountID string) (int64, error) {
+	result, err := q.db.Exec(ctx, idempotencyKeyExpireByAccount, accountID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const idempotencyKeyGetCompleted = `-- name: IdempotencyKeyGetCompleted :one
 SELECT account_id, operation, key, fingerprint, response_status, response_headers, response_body, created_at, expires_at FROM idempotency_keys
 WHERE account_id = $1 AND operation = $2 AND key = $3

@@ -331,6 +331,21 @@ func (q *Queries) WebhookDeliveryRequeue(ctx context.Context, arg WebhookDeliver
 	return i, err
 }
 
+const webhookDeliveryRetryNowByAccount = `-- name: WebhookDeliveryRetryNowByAccount :execrows
+UPDATE webhook_deliveries
+SET next_attempt_at = clock_timestamp(), updated_at = clock_timestamp()
+WHERE account_id = $1 AND status = 'pending' AND next_attempt_at > clock_timestamp()
+`
+
+// A test helper: every pending delivery of the account scheduled for later is due now.
+func (q *Queries) WebhookDeliveryRetryNowByAccount(ctx context.Context, accountID string) (int64, error) {
+	result, err := q.db.Exec(ctx, webhookDeliveryRetryNowByAccount, accountID)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const webhookEndpointDelete = `-- name: WebhookEndpointDelete :execrows
 DELETE FROM webhook_endpoints
 WHERE account_id = $1 AND id = $2

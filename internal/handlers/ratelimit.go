@@ -30,6 +30,9 @@ type RateLimits struct {
 	// lives in this process's memory: it is checked before the key lookup on every request,
 	// and a shared check would add a Redis round trip to every one.
 	Unauthenticated ratelimit.Policy
+	// TestAccounts counts, per client address, the throwaway accounts created
+	// (POST /test/accounts), in Limiter. A zero quota leaves them unlimited.
+	TestAccounts ratelimit.Policy
 }
 
 // writeRoutes are the operations under the Writes policy: the ones that move money or
@@ -47,7 +50,13 @@ type rateLimiter struct {
 	RateLimits
 	failures *ratelimit.Memory
 	// The RateLimit-Policy values never change, so they are serialised once.
-	readsPolicy, writesPolicy, failuresPolicy string
+	readsPolicy, writesPolicy, failuresPolicy, testAccountsPolicy string
+}
+
+// addressRoutes are the operations without a key that cost something, limited per client
+// address instead of per account.
+var addressRoutes = map[string]bool{
+	http.MethodPost + " /test/accounts": true,
 }
 
 // newRateLimiter returns nil for nil limits: its middleware then passes every request on.
@@ -56,11 +65,12 @@ func newRateLimiter(limits *RateLimits) *rateLimiter {
 		return nil
 	}
 	return &rateLimiter{
-		RateLimits:     *limits,
-		failures:       ratelimit.NewMemory(),
-		readsPolicy:    structuredList(policyItem(limits.Default)),
-		writesPolicy:   structuredList(policyItem(limits.Default), policyItem(limits.Writes)),
-		failuresPolicy: structuredList(policyItem(limits.Unauthenticated)),
+		RateLimits:         *limits,
+		failures:           ratelimit.NewMemory(),
+		readsPolicy:        structuredList(policyItem(limits.Default)),
+		writesPolicy:       structuredList(policyItem(limits.Default), policyItem(limits.Writes)),
+		failuresPolicy:     structuredList(policyItem(limits.Unauthenticated)),
+		testAccountsPolicy: structuredList(policyItem(limits.TestAccounts)),
 	}
 }
 
@@ -103,6 +113,9 @@ func (l *rateLimiter) limitAccount(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		acct, ok := c.Request().Context().Value(accountKey).(db.Account)
 		if !ok {
+			if addressRoutes[c.Request().Method+" "+c.Path()] && l.TestAccounts.Quota > 0 {
+				return l.limitAddress(c, next)
+			}
 			return next(c) // a public route
 		}
 		policies, policyHeader := l.routePolicies(c)
@@ -119,6 +132,19 @@ func (l *rateLimiter) limitAccount(next echo.HandlerFunc) echo.HandlerFunc {
 		c.Set(rateLimitItemsKey, items)
 		return next(c)
 	}
+}
+
+// limitAddress spends the client address's TestAccounts bucket.
+func (l *rateLimiter) limitAddress(c echo.Context, next echo.HandlerFunc) error {
+	items, err := l.spend(c, []ratelimit.Policy{l.TestAccounts}, clientAddress(c.Request()))
+	if exceeded := new(*ratelimit.ExceededError); err != nil && !errors.As(err, exceeded) {
+		return err
+	}
+	setRateLimitHeaders(c, l.testAccountsPolicy, items...)
+	if err != nil {
+		return err
+	}
+	return next(c)
 }
 
 // rateLimitItemsKey keeps, in the echo.Context, the RateLimit members of a request that

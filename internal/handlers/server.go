@@ -62,24 +62,27 @@ type Options struct {
 	Reports *reports.Service
 	// FaultInjection honours Prefer: fault=... and latency=... (see injectFaults).
 	FaultInjection bool
+	// OpenTestAccounts lets anyone create a throwaway account (POST /test/accounts).
+	OpenTestAccounts bool
 }
 
 // Server implements api.StrictServerInterface.
 type Server struct {
-	pool           *pgxpool.Pool
-	logger         *slog.Logger
-	payments       *payments.Service
-	idempotency    *idempotency.Store
-	events         *events.Service
-	webhooks       *webhooks.Service
-	requestTimeout time.Duration
-	draining       context.Context
-	apiKeys        *accounts.Authenticator
-	metrics        *metrics.Metrics
-	reports        *reports.Service
-	specJSON       map[string]any
-	publicPaths    map[string]bool // "/problems/:problem": paths whose operations all have `security: []`
-	faultInjection bool
+	pool             *pgxpool.Pool
+	logger           *slog.Logger
+	payments         *payments.Service
+	idempotency      *idempotency.Store
+	events           *events.Service
+	webhooks         *webhooks.Service
+	requestTimeout   time.Duration
+	draining         context.Context
+	apiKeys          *accounts.Authenticator
+	metrics          *metrics.Metrics
+	reports          *reports.Service
+	specJSON         map[string]any
+	publicPaths      map[string]bool // "/problems/:problem": paths whose operations all have `security: []`
+	faultInjection   bool
+	openTestAccounts bool
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -99,20 +102,21 @@ func New(opts Options) (*echo.Echo, error) {
 		return nil, err
 	}
 	s := &Server{
-		pool:           opts.Pool,
-		logger:         opts.Logger,
-		payments:       opts.Payments,
-		idempotency:    opts.Idempotency,
-		events:         opts.Events,
-		webhooks:       opts.Webhooks,
-		requestTimeout: cmp.Or(opts.RequestTimeout, DefaultRequestTimeout),
-		draining:       opts.Draining,
-		apiKeys:        opts.APIKeys,
-		metrics:        opts.Metrics,
-		reports:        opts.Reports,
-		specJSON:       specJSON,
-		publicPaths:    publicPaths(spec),
-		faultInjection: opts.FaultInjection,
+		pool:             opts.Pool,
+		logger:           opts.Logger,
+		payments:         opts.Payments,
+		idempotency:      opts.Idempotency,
+		events:           opts.Events,
+		webhooks:         opts.Webhooks,
+		requestTimeout:   cmp.Or(opts.RequestTimeout, DefaultRequestTimeout),
+		draining:         opts.Draining,
+		apiKeys:          opts.APIKeys,
+		metrics:          opts.Metrics,
+		reports:          opts.Reports,
+		specJSON:         specJSON,
+		publicPaths:      publicPaths(spec),
+		faultInjection:   opts.FaultInjection,
+		openTestAccounts: opts.OpenTestAccounts,
 	}
 	if s.draining == nil {
 		s.draining = context.Background()

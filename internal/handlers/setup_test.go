@@ -113,6 +113,7 @@ func generousLimits() *handlers.RateLimits {
 		Default:         ratelimit.Policy{Name: "default", Rate: huge},
 		Writes:          ratelimit.Policy{Name: "writes", Rate: huge},
 		Unauthenticated: ratelimit.Policy{Name: "unauthenticated", Rate: huge},
+		TestAccounts:    ratelimit.Policy{Name: "test_accounts", Rate: huge},
 	}
 }
 
@@ -149,8 +150,9 @@ func testOptions(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, lo
 		APIKeys:     apiKeys,
 		Metrics:     m,
 		Reports:     reports.NewService(pool, queue, reports.DefaultRetention),
-		// On, as the server's configuration has it by default.
-		FaultInjection: true,
+		// On, as the server's configuration has them by default.
+		FaultInjection:   true,
+		OpenTestAccounts: true,
 	}
 }
 

@@ -25,3 +25,13 @@ func (s *Store) Sweep(ctx context.Context) (int64, error) {
 		}
 	}
 }
+
+// ExpireAccount makes every key of the account expire now (a test helper: the next use of a
+// key runs as a new request) and reports how many did.
+func (s *Store) ExpireAccount(ctx context.Context, accountID string) (int64, error) {
+	n, err := db.New(s.pool).IdempotencyKeyExpireByAccount(ctx, accountID)
+	if err != nil {
+		return 0, fmt.Errorf("expire idempotency keys of %s: %w", accountID, err)
+	}
+	return n, nil
+}

@@ -123,3 +123,13 @@ func redeliveryTargets(ctx context.Context, tx db.Tx, event db.Event, endpointID
 	}
 	return []string{e.ID}, nil
 }
+
+// RetryNow makes every pending delivery of the account that waits for a later attempt due
+// now (a test helper, so a test need not wait for the retry schedule), and reports how many.
+func (s *Service) RetryNow(ctx context.Context, accountID string) (int64, error) {
+	n, err := db.New(s.pool).WebhookDeliveryRetryNowByAccount(ctx, accountID)
+	if err != nil {
+		return 0, fmt.Errorf("make deliveries of %s due: %w", accountID, err)
+	}
+	return n, nil
+}

@@ -422,6 +422,83 @@ export interface paths {
         get: operations["getAccount"];
         put?: never;
         post?: never;
+        /**
+         * Delete the account and all its data
+         * @description Deletes the account the API key belongs to and everything in it, at once and in one
+         *     transaction: payments, refunds, events, webhook endpoints with their deliveries and
+         *     attempts, idempotency keys, jobs, reports and API keys. Nothing of any other account
+         *     is touched. The key answers 401 from then on (on every server process within
+         *     `API_KEY_CACHE_TTL`, at once on the one that answered). Meant for throwaway accounts
+         *     (`POST /test/accounts`); it works on any account.
+         */
+        delete: operations["deleteAccount"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/test/accounts": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Create a throwaway account
+         * @description Creates an empty account with one API key, without authentication, so that every test
+         *     of a client can run in an account of its own, in parallel with the others. The key is
+         *     shown only here. Delete the account with `DELETE /account` when done. Each client
+         *     address may create a limited number (the `test_accounts` policy, 10 per minute by
+         *     default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
+         *     answers 404.
+         */
+        post: operations["createTestAccount"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/test/idempotency-keys/expire": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Expire the account's idempotency keys now
+         * @description Makes every `Idempotency-Key` of the account expire now, as if 24 hours had passed:
+         *     a key sent again runs as a new request. Only the caller's account is touched.
+         */
+        post: operations["expireIdempotencyKeys"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/test/webhook-deliveries/retry-now": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Make every scheduled webhook retry due now
+         * @description Every pending delivery of the account whose next attempt is scheduled for later is
+         *     made due now, so a test need not wait for the retry schedule. Only the caller's account
+         *     is touched.
+         */
+        post: operations["retryWebhookDeliveriesNow"];
         delete?: never;
         options?: never;
         head?: never;
@@ -1174,6 +1251,15 @@ export interface components {
             id: string;
             /** Format: date-time */
             created_at: string;
+        };
+        TestAccount: {
+            account_id: string;
+            /** @description The account's API key, for `Authorization: Bearer`. Shown only here. */
+            api_key: string;
+        };
+        TestHelperResult: {
+            /** @description How many things the helper changed. */
+            affected: number;
         };
         Health: {
             /** @enum {string} */
@@ -2821,6 +2907,154 @@ export interface operations {
                 };
                 content: {
                     "application/json": components["schemas"]["Account"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    deleteAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The account and all its data are gone. */
+            204: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    createTestAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The new account and its API key. */
+            201: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestAccount"];
+                };
+            };
+            404: components["responses"]["NotFound"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    expireIdempotencyKeys: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How many keys expired. */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestHelperResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    retryWebhookDeliveriesNow: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How many deliveries were made due. */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestHelperResult"];
                 };
             };
             400: components["responses"]["BadRequest"];

@@ -1,0 +1,51 @@
+package handlers
+
+import (
+	"context"
+
+	"github.com/payments-api/payments-api/internal/accounts"
+	"github.com/payments-api/payments-api/internal/api"
+)
+
+// CreateTestAccount makes a throwaway account, without authentication, so each test of a
+// client can run in an account of its own. The rate limiter bounds it per client address
+// (the TestAccounts policy); OPEN_TEST_ACCOUNTS=false makes it a 404.
+func (s *Server) CreateTestAccount(ctx context.Context, _ api.CreateTestAccountRequestObject) (api.CreateTestAccountResponseObject, error) {
+	if !s.openTestAccounts {
+		return nil, newProblem(probNotFound, "Throwaway accounts are turned off on this server.")
+	}
+	acct, err := accounts.CreateTestAccount(ctx, s.pool)
+	if err != nil {
+		return nil, err
+	}
+	return api.CreateTestAccount201JSONResponse{Body: api.TestAccount{AccountId: acct.AccountID, ApiKey: acct.APIKey}}, nil
+}
+
+// DeleteAccount deletes the caller's account and all its data, and makes this server forget
+// its keys at once.
+func (s *Server) DeleteAccount(ctx context.Context, _ api.DeleteAccountRequestObject) (api.DeleteAccountResponseObject, error) {
+	id := accountFrom(ctx).ID
+	if err := accounts.Delete(ctx, s.pool, id); err != nil {
+		return nil, err
+	}
+	s.apiKeys.ForgetAccount(id)
+	return api.DeleteAccount204Response{}, nil
+}
+
+// ExpireIdempotencyKeys expires the caller's keys now.
+func (s *Server) ExpireIdempotencyKeys(ctx context.Context, _ api.ExpireIdempotencyKeysRequestObject) (api.ExpireIdempotencyKeysResponseObject, error) {
+	n, err := s.idempotency.ExpireAccount(ctx, accountFrom(ctx).ID)
+	if err != nil {
+		return nil, err
+	}
+	return api.ExpireIdempotencyKeys200JSONResponse{Body: api.TestHelperResult{Affected: int(n)}}, nil
+}
+
+// RetryWebhookDeliveriesNow makes the caller's scheduled webhook retries due now.
+func (s *Server) RetryWebhookDeliveriesNow(ctx context.Context, _ api.RetryWebhookDeliveriesNowRequestObject) (api.RetryWebhookDeliveriesNowResponseObject, error) {
+	n, err := s.webhooks.RetryNow(ctx, accountFrom(ctx).ID)
+	if err != nil {
+		return nil, err
+	}
+	return api.RetryWebhookDeliveriesNow200JSONResponse{Body: api.TestHelperResult{Affected: int(n)}}, nil
+}
