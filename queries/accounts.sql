@@ -34,6 +34,14 @@ DELETE FROM webhook_deliveries WHERE account_id = @account_id;
 -- name: WebhookEndpointDeleteByAccount :exec
 DELETE FROM webhook_endpoints WHERE account_id = @account_id;
 
+-- name: ReportDeleteByAccount :exec
+DELETE FROM reports WHERE account_id = @account_id;
+
+-- name: JobDeleteByAccount :exec
+-- Their report requests and chunks cascade. A build still queued in River finds no job and
+-- cancels itself (see reports.lockForWork).
+DELETE FROM jobs WHERE account_id = @account_id;
+
 -- name: EventDeleteByAccount :exec
 DELETE FROM events WHERE account_id = @account_id;
 

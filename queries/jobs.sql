@@ -87,3 +87,9 @@ WHERE jobs.status IN ('queued', 'running')
   AND (river_job.id IS NULL OR river_job.state IN ('discarded', 'cancelled'))
 ORDER BY jobs.id
 LIMIT @batch_size;
+
+-- name: JobListUnfinishedByAccount :many
+-- A test helper's targets: the account's jobs still waiting for (or between) attempts.
+SELECT * FROM jobs
+WHERE account_id = @account_id AND status IN ('queued', 'running')
+ORDER BY created_at, id;

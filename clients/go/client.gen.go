@@ -1737,6 +1737,45 @@ type ListJobsParams struct {
 
 	// Status Only the jobs in this status.
 	Status *JobStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// CancelJobParams defines parameters for CancelJob.
+type CancelJobParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// GetJobParams defines parameters for GetJob.
+type GetJobParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // ListPaymentsParams defines parameters for ListPayments.
@@ -1903,6 +1942,31 @@ type CreateReportParams struct {
 	// retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
 	// use (configurable by the operator), after which the key may be used again.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// GetReportParams defines parameters for GetReport.
+type GetReportParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // DownloadReportParams defines parameters for DownloadReport.
@@ -1911,6 +1975,17 @@ type DownloadReportParams struct {
 	// current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
 	// A value that is not `*` or a list of quoted tags is a 400.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // DownloadReport200JSONResponseBody_Item defines parameters for DownloadReport.
@@ -1920,6 +1995,20 @@ type DownloadReport200JSONResponseBody_Item struct {
 
 // ExpireIdempotencyKeysParams defines parameters for ExpireIdempotencyKeys.
 type ExpireIdempotencyKeysParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// RunJobsNowParams defines parameters for RunJobsNow.
+type RunJobsNowParams struct {
 	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
 	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
@@ -2444,7 +2533,7 @@ type ClientInterface interface {
 	// Canceling a job that already finished answers 409.
 	//
 	// Corresponds with DELETE /jobs/{id} (the `CancelJob` operationId).
-	CancelJob(ctx context.Context, id JobID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CancelJob(ctx context.Context, id JobID, params *CancelJobParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetJob Get a job
 	//
@@ -2452,7 +2541,7 @@ type ClientInterface interface {
 	// `Retry-After`: poll again after that many seconds.
 	//
 	// Corresponds with GET /jobs/{id} (the `GetJob` operationId).
-	GetJob(ctx context.Context, id JobID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetJob(ctx context.Context, id JobID, params *GetJobParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetMetrics Prometheus metrics
 	//
@@ -2637,7 +2726,7 @@ type ClientInterface interface {
 	// What the report covers, its size, and where to download it.
 	//
 	// Corresponds with GET /reports/{id} (the `GetReport` operationId).
-	GetReport(ctx context.Context, id ReportID, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetReport(ctx context.Context, id ReportID, params *GetReportParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// DownloadReport Download a report
 	//
@@ -2667,6 +2756,16 @@ type ClientInterface interface {
 	//
 	// Corresponds with POST /test/idempotency-keys/expire (the `ExpireIdempotencyKeys` operationId).
 	ExpireIdempotencyKeys(ctx context.Context, params *ExpireIdempotencyKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+
+	// RunJobsNow Run the account's queued report jobs and the sweep now
+	//
+	// Every report job of the account that waits in the queue (not yet started, or waiting
+	// between attempts after a failure) becomes due now, and the sweep of expired data
+	// (idempotency keys, finished jobs and reports past their retention) is queued to run
+	// now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
+	//
+	// Corresponds with POST /test/jobs/run-now (the `RunJobsNow` operationId).
+	RunJobsNow(ctx context.Context, params *RunJobsNowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// RetryWebhookDeliveriesNow Make every scheduled webhook retry due now
 	//
@@ -2982,8 +3081,8 @@ func (c *Client) ListJobs(ctx context.Context, params *ListJobsParams, reqEditor
 // Canceling a job that already finished answers 409.
 //
 // Corresponds with DELETE /jobs/{id} (the `CancelJob` operationId).
-func (c *Client) CancelJob(ctx context.Context, id JobID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCancelJobRequest(c.Server, id)
+func (c *Client) CancelJob(ctx context.Context, id JobID, params *CancelJobParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCancelJobRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3000,8 +3099,8 @@ func (c *Client) CancelJob(ctx context.Context, id JobID, reqEditors ...RequestE
 // `Retry-After`: poll again after that many seconds.
 //
 // Corresponds with GET /jobs/{id} (the `GetJob` operationId).
-func (c *Client) GetJob(ctx context.Context, id JobID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetJobRequest(c.Server, id)
+func (c *Client) GetJob(ctx context.Context, id JobID, params *GetJobParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetJobRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3375,8 +3474,8 @@ func (c *Client) CreateReport(ctx context.Context, params *CreateReportParams, b
 // What the report covers, its size, and where to download it.
 //
 // Corresponds with GET /reports/{id} (the `GetReport` operationId).
-func (c *Client) GetReport(ctx context.Context, id ReportID, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewGetReportRequest(c.Server, id)
+func (c *Client) GetReport(ctx context.Context, id ReportID, params *GetReportParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetReportRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
 	}
@@ -3436,6 +3535,26 @@ func (c *Client) CreateTestAccount(ctx context.Context, reqEditors ...RequestEdi
 // Corresponds with POST /test/idempotency-keys/expire (the `ExpireIdempotencyKeys` operationId).
 func (c *Client) ExpireIdempotencyKeys(ctx context.Context, params *ExpireIdempotencyKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewExpireIdempotencyKeysRequest(c.Server, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// RunJobsNow Run the account's queued report jobs and the sweep now
+//
+// Every report job of the account that waits in the queue (not yet started, or waiting
+// between attempts after a failure) becomes due now, and the sweep of expired data
+// (idempotency keys, finished jobs and reports past their retention) is queued to run
+// now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
+//
+// Corresponds with POST /test/jobs/run-now (the `RunJobsNow` operationId).
+func (c *Client) RunJobsNow(ctx context.Context, params *RunJobsNowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewRunJobsNowRequest(c.Server, params)
 	if err != nil {
 		return nil, err
 	}
@@ -4114,11 +4233,26 @@ func NewListJobsRequest(server string, params *ListJobsParams) (*http.Request, e
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewCancelJobRequest constructs an http.Request for the CancelJob method
-func NewCancelJobRequest(server string, id JobID) (*http.Request, error) {
+func NewCancelJobRequest(server string, id JobID, params *CancelJobParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4148,11 +4282,26 @@ func NewCancelJobRequest(server string, id JobID) (*http.Request, error) {
 		return nil, err
 	}
 
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
+
 	return req, nil
 }
 
 // NewGetJobRequest constructs an http.Request for the GetJob method
-func NewGetJobRequest(server string, id JobID) (*http.Request, error) {
+func NewGetJobRequest(server string, id JobID, params *GetJobParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4180,6 +4329,21 @@ func NewGetJobRequest(server string, id JobID) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -4917,13 +5081,24 @@ func NewCreateReportRequestWithBody(server string, params *CreateReportParams, c
 
 		req.Header.Set("Idempotency-Key", headerParam0)
 
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
+		}
+
 	}
 
 	return req, nil
 }
 
 // NewGetReportRequest constructs an http.Request for the GetReport method
-func NewGetReportRequest(server string, id ReportID) (*http.Request, error) {
+func NewGetReportRequest(server string, id ReportID, params *GetReportParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -4951,6 +5126,21 @@ func NewGetReportRequest(server string, id ReportID) (*http.Request, error) {
 	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
 	if err != nil {
 		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
 	}
 
 	return req, nil
@@ -5000,6 +5190,17 @@ func NewDownloadReportRequest(server string, id ReportID, params *DownloadReport
 			req.Header.Set("If-None-Match", headerParam0)
 		}
 
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
+		}
+
 	}
 
 	return req, nil
@@ -5042,6 +5243,48 @@ func NewExpireIdempotencyKeysRequest(server string, params *ExpireIdempotencyKey
 	}
 
 	operationPath := fmt.Sprintf("/test/idempotency-keys/expire")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+
+	if params != nil {
+
+		if params.Prefer != nil {
+			var headerParam0 string
+
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam0)
+		}
+
+	}
+
+	return req, nil
+}
+
+// NewRunJobsNowRequest constructs an http.Request for the RunJobsNow method
+func NewRunJobsNowRequest(server string, params *RunJobsNowParams) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/test/jobs/run-now")
 	if operationPath[0] == '/' {
 		operationPath = "." + operationPath
 	}
@@ -5732,7 +5975,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with DELETE /jobs/{id} (the `CancelJob` operationId).
-	CancelJobWithResponse(ctx context.Context, id JobID, reqEditors ...RequestEditorFn) (*CancelJobResponse, error)
+	CancelJobWithResponse(ctx context.Context, id JobID, params *CancelJobParams, reqEditors ...RequestEditorFn) (*CancelJobResponse, error)
 
 	// GetJobWithResponse Get a job
 	//
@@ -5742,7 +5985,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /jobs/{id} (the `GetJob` operationId).
-	GetJobWithResponse(ctx context.Context, id JobID, reqEditors ...RequestEditorFn) (*GetJobResponse, error)
+	GetJobWithResponse(ctx context.Context, id JobID, params *GetJobParams, reqEditors ...RequestEditorFn) (*GetJobResponse, error)
 
 	// GetMetricsWithResponse Prometheus metrics
 	//
@@ -5947,7 +6190,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /reports/{id} (the `GetReport` operationId).
-	GetReportWithResponse(ctx context.Context, id ReportID, reqEditors ...RequestEditorFn) (*GetReportResponse, error)
+	GetReportWithResponse(ctx context.Context, id ReportID, params *GetReportParams, reqEditors ...RequestEditorFn) (*GetReportResponse, error)
 
 	// DownloadReportWithResponse Download a report
 	//
@@ -5983,6 +6226,18 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with POST /test/idempotency-keys/expire (the `ExpireIdempotencyKeys` operationId).
 	ExpireIdempotencyKeysWithResponse(ctx context.Context, params *ExpireIdempotencyKeysParams, reqEditors ...RequestEditorFn) (*ExpireIdempotencyKeysResponse, error)
+
+	// RunJobsNowWithResponse Run the account's queued report jobs and the sweep now
+	//
+	// Every report job of the account that waits in the queue (not yet started, or waiting
+	// between attempts after a failure) becomes due now, and the sweep of expired data
+	// (idempotency keys, finished jobs and reports past their retention) is queued to run
+	// now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /test/jobs/run-now (the `RunJobsNow` operationId).
+	RunJobsNowWithResponse(ctx context.Context, params *RunJobsNowParams, reqEditors ...RequestEditorFn) (*RunJobsNowResponse, error)
 
 	// RetryWebhookDeliveriesNowWithResponse Make every scheduled webhook retry due now
 	//
@@ -10126,6 +10381,139 @@ func (r ExpireIdempotencyKeysResponse) ContentType() string {
 	return ""
 }
 
+// RunJobsNowResponse200Headers the declared response headers of an HTTP 200 response for RunJobsNow
+type RunJobsNowResponse200Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// RunJobsNowResponse400Headers the declared response headers of an HTTP 400 response for RunJobsNow
+type RunJobsNowResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// RunJobsNowResponse401Headers the declared response headers of an HTTP 401 response for RunJobsNow
+type RunJobsNowResponse401Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	WWWAuthenticate string
+}
+
+// RunJobsNowResponse429Headers the declared response headers of an HTTP 429 response for RunJobsNow
+type RunJobsNowResponse429Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+
+// RunJobsNowResponse500Headers the declared response headers of an HTTP 500 response for RunJobsNow
+type RunJobsNowResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// RunJobsNowResponse503Headers the declared response headers of an HTTP 503 response for RunJobsNow
+type RunJobsNowResponse503Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+
+type RunJobsNowResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// JSON200 the response for an HTTP 200 `application/json` response
+	JSON200 *TestHelperResult
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
+	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
+	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
+	ApplicationproblemJSON429 *TooManyRequests
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// ApplicationproblemJSON503 the response for an HTTP 503 `application/problem+json` response
+	ApplicationproblemJSON503 *ServiceUnavailable
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *RunJobsNowResponse200Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *RunJobsNowResponse400Headers
+	// Headers401 the parsed response headers for an HTTP 401 response
+	Headers401 *RunJobsNowResponse401Headers
+	// Headers429 the parsed response headers for an HTTP 429 response
+	Headers429 *RunJobsNowResponse429Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *RunJobsNowResponse500Headers
+	// Headers503 the parsed response headers for an HTTP 503 response
+	Headers503 *RunJobsNowResponse503Headers
+}
+
+// GetJSON200 returns the response for an HTTP 200 `application/json` response
+func (r RunJobsNowResponse) GetJSON200() *TestHelperResult {
+	return r.JSON200
+}
+
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r RunJobsNowResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
+// GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
+func (r RunJobsNowResponse) GetApplicationproblemJSON401() *Unauthorized {
+	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
+func (r RunJobsNowResponse) GetApplicationproblemJSON429() *TooManyRequests {
+	return r.ApplicationproblemJSON429
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r RunJobsNowResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetApplicationproblemJSON503 returns the response for an HTTP 503 `application/problem+json` response
+func (r RunJobsNowResponse) GetApplicationproblemJSON503() *ServiceUnavailable {
+	return r.ApplicationproblemJSON503
+}
+
+// GetBody returns the raw response body bytes
+func (r RunJobsNowResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r RunJobsNowResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r RunJobsNowResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r RunJobsNowResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
 // RetryWebhookDeliveriesNowResponse200Headers the declared response headers of an HTTP 200 response for RetryWebhookDeliveriesNow
 type RetryWebhookDeliveriesNowResponse200Headers struct {
 	RateLimit       *string
@@ -11541,8 +11929,8 @@ func (c *ClientWithResponses) ListJobsWithResponse(ctx context.Context, params *
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with DELETE /jobs/{id} (the `CancelJob` operationId).
-func (c *ClientWithResponses) CancelJobWithResponse(ctx context.Context, id JobID, reqEditors ...RequestEditorFn) (*CancelJobResponse, error) {
-	rsp, err := c.CancelJob(ctx, id, reqEditors...)
+func (c *ClientWithResponses) CancelJobWithResponse(ctx context.Context, id JobID, params *CancelJobParams, reqEditors ...RequestEditorFn) (*CancelJobResponse, error) {
+	rsp, err := c.CancelJob(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -11557,8 +11945,8 @@ func (c *ClientWithResponses) CancelJobWithResponse(ctx context.Context, id JobI
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /jobs/{id} (the `GetJob` operationId).
-func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, id JobID, reqEditors ...RequestEditorFn) (*GetJobResponse, error) {
-	rsp, err := c.GetJob(ctx, id, reqEditors...)
+func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, id JobID, params *GetJobParams, reqEditors ...RequestEditorFn) (*GetJobResponse, error) {
+	rsp, err := c.GetJob(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -11876,8 +12264,8 @@ func (c *ClientWithResponses) CreateReportWithResponse(ctx context.Context, para
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /reports/{id} (the `GetReport` operationId).
-func (c *ClientWithResponses) GetReportWithResponse(ctx context.Context, id ReportID, reqEditors ...RequestEditorFn) (*GetReportResponse, error) {
-	rsp, err := c.GetReport(ctx, id, reqEditors...)
+func (c *ClientWithResponses) GetReportWithResponse(ctx context.Context, id ReportID, params *GetReportParams, reqEditors ...RequestEditorFn) (*GetReportResponse, error) {
+	rsp, err := c.GetReport(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -11935,6 +12323,24 @@ func (c *ClientWithResponses) ExpireIdempotencyKeysWithResponse(ctx context.Cont
 		return nil, err
 	}
 	return ParseExpireIdempotencyKeysResponse(rsp)
+}
+
+// RunJobsNowWithResponse Run the account's queued report jobs and the sweep now
+//
+// Every report job of the account that waits in the queue (not yet started, or waiting
+// between attempts after a failure) becomes due now, and the sweep of expired data
+// (idempotency keys, finished jobs and reports past their retention) is queued to run
+// now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /test/jobs/run-now (the `RunJobsNow` operationId).
+func (c *ClientWithResponses) RunJobsNowWithResponse(ctx context.Context, params *RunJobsNowParams, reqEditors ...RequestEditorFn) (*RunJobsNowResponse, error) {
+	rsp, err := c.RunJobsNow(ctx, params, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseRunJobsNowResponse(rsp)
 }
 
 // RetryWebhookDeliveriesNowWithResponse Make every scheduled webhook retry due now
@@ -18579,6 +18985,235 @@ func ParseExpireIdempotencyKeysResponse(rsp *http.Response) (*ExpireIdempotencyK
 		response.Headers500 = &headers
 	case rsp.StatusCode == 503:
 		var headers ExpireIdempotencyKeysResponse503Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseRunJobsNowResponse parses an HTTP response from a RunJobsNowWithResponse call
+func ParseRunJobsNowResponse(rsp *http.Response) (*RunJobsNowResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &RunJobsNowResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 200:
+		var dest TestHelperResult
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.JSON200 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 401:
+		var dest Unauthorized
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON401 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
+		var dest TooManyRequests
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON429 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 503:
+		var dest ServiceUnavailable
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON503 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers RunJobsNowResponse200Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 400:
+		var headers RunJobsNowResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers400 = &headers
+	case rsp.StatusCode == 401:
+		var headers RunJobsNowResponse401Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("WWW-Authenticate"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "WWW-Authenticate", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.WWWAuthenticate = value
+		}
+		response.Headers401 = &headers
+	case rsp.StatusCode == 429:
+		var headers RunJobsNowResponse429Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers429 = &headers
+	case rsp.StatusCode == 500:
+		var headers RunJobsNowResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers500 = &headers
+	case rsp.StatusCode == 503:
+		var headers RunJobsNowResponse503Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

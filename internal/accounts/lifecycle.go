@@ -51,6 +51,8 @@ func Delete(ctx context.Context, pool *pgxpool.Pool, accountID string) error {
 			q.WebhookAttemptDeleteByAccount,
 			q.WebhookDeliveryDeleteByAccount,
 			q.WebhookEndpointDeleteByAccount,
+			q.ReportDeleteByAccount,
+			q.JobDeleteByAccount,
 			q.EventDeleteByAccount,
 			q.RefundDeleteByAccount,
 			q.PaymentDeleteByAccount,

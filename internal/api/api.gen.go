@@ -1741,6 +1741,45 @@ type ListJobsParams struct {
 
 	// Status Only the jobs in this status.
 	Status *JobStatus `form:"status,omitempty" json:"status,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// CancelJobParams defines parameters for CancelJob.
+type CancelJobParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// GetJobParams defines parameters for GetJob.
+type GetJobParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // ListPaymentsParams defines parameters for ListPayments.
@@ -1907,6 +1946,31 @@ type CreateReportParams struct {
 	// retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
 	// use (configurable by the operator), after which the key may be used again.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// GetReportParams defines parameters for GetReport.
+type GetReportParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // DownloadReportParams defines parameters for DownloadReport.
@@ -1915,6 +1979,17 @@ type DownloadReportParams struct {
 	// current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
 	// A value that is not `*` or a list of quoted tags is a 400.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
 }
 
 // DownloadReport200JSONResponseBody_Item defines parameters for DownloadReport.
@@ -1924,6 +1999,20 @@ type DownloadReport200JSONResponseBody_Item struct {
 
 // ExpireIdempotencyKeysParams defines parameters for ExpireIdempotencyKeys.
 type ExpireIdempotencyKeysParams struct {
+	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// connection without an answer; `fault=error-before` answers 503
+	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+	// (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+	// work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+	// as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+	// `Preference-Applied`.
+	Prefer *Prefer `json:"Prefer,omitempty"`
+}
+
+// RunJobsNowParams defines parameters for RunJobsNow.
+type RunJobsNowParams struct {
 	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
 	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
@@ -2306,10 +2395,10 @@ type ServerInterface interface {
 	ListJobs(ctx echo.Context, params ListJobsParams) error
 	// CancelJob Cancel a job
 	// (DELETE /jobs/{id})
-	CancelJob(ctx echo.Context, id JobID) error
+	CancelJob(ctx echo.Context, id JobID, params CancelJobParams) error
 	// GetJob Get a job
 	// (GET /jobs/{id})
-	GetJob(ctx echo.Context, id JobID) error
+	GetJob(ctx echo.Context, id JobID, params GetJobParams) error
 	// GetMetrics Prometheus metrics
 	// (GET /metrics)
 	GetMetrics(ctx echo.Context) error
@@ -2351,7 +2440,7 @@ type ServerInterface interface {
 	CreateReport(ctx echo.Context, params CreateReportParams) error
 	// GetReport Get a report's metadata
 	// (GET /reports/{id})
-	GetReport(ctx echo.Context, id ReportID) error
+	GetReport(ctx echo.Context, id ReportID, params GetReportParams) error
 	// DownloadReport Download a report
 	// (GET /reports/{id}/download)
 	DownloadReport(ctx echo.Context, id ReportID, params DownloadReportParams) error
@@ -2361,6 +2450,9 @@ type ServerInterface interface {
 	// ExpireIdempotencyKeys Expire the account's idempotency keys now
 	// (POST /test/idempotency-keys/expire)
 	ExpireIdempotencyKeys(ctx echo.Context, params ExpireIdempotencyKeysParams) error
+	// RunJobsNow Run the account's queued report jobs and the sweep now
+	// (POST /test/jobs/run-now)
+	RunJobsNow(ctx echo.Context, params RunJobsNowParams) error
 	// RetryWebhookDeliveriesNow Make every scheduled webhook retry due now
 	// (POST /test/webhook-deliveries/retry-now)
 	RetryWebhookDeliveriesNow(ctx echo.Context, params RetryWebhookDeliveriesNowParams) error
@@ -2625,6 +2717,23 @@ func (w *ServerInterfaceWrapper) ListJobs(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter status: %s", err))
 	}
 
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ListJobs(ctx, params)
 	return err
@@ -2641,8 +2750,28 @@ func (w *ServerInterfaceWrapper) CancelJob(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params CancelJobParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.CancelJob(ctx, id)
+	err = w.Handler.CancelJob(ctx, id, params)
 	return err
 }
 
@@ -2657,8 +2786,28 @@ func (w *ServerInterfaceWrapper) GetJob(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetJobParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetJob(ctx, id)
+	err = w.Handler.GetJob(ctx, id, params)
 	return err
 }
 
@@ -3096,6 +3245,21 @@ func (w *ServerInterfaceWrapper) CreateReport(ctx echo.Context) error {
 	} else {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Header parameter Idempotency-Key is required, but not found"))
 	}
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.CreateReport(ctx, params)
@@ -3113,8 +3277,28 @@ func (w *ServerInterfaceWrapper) GetReport(ctx echo.Context) error {
 		return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter id: %s", err))
 	}
 
+	// Parameter object where we will unmarshal all parameters from the context
+	var params GetReportParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
 	// Invoke the callback with all the unmarshaled arguments
-	err = w.Handler.GetReport(ctx, id)
+	err = w.Handler.GetReport(ctx, id, params)
 	return err
 }
 
@@ -3147,6 +3331,21 @@ func (w *ServerInterfaceWrapper) DownloadReport(ctx echo.Context) error {
 		}
 
 		params.IfNoneMatch = &IfNoneMatch
+	}
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
 	}
 
 	// Invoke the callback with all the unmarshaled arguments
@@ -3189,6 +3388,35 @@ func (w *ServerInterfaceWrapper) ExpireIdempotencyKeys(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.ExpireIdempotencyKeys(ctx, params)
+	return err
+}
+
+// RunJobsNow converts echo context to params.
+func (w *ServerInterfaceWrapper) RunJobsNow(ctx echo.Context) error {
+	var err error
+
+	// Parameter object where we will unmarshal all parameters from the context
+	var params RunJobsNowParams
+
+	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Prefer" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
+		var Prefer Prefer
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Prefer, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Prefer", valueList[0], &Prefer, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Prefer: %s", err))
+		}
+
+		params.Prefer = &Prefer
+	}
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.RunJobsNow(ctx, params)
 	return err
 }
 
@@ -3575,6 +3803,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.POST(options.BaseURL+"/test/accounts", wrapper.CreateTestAccount, options.OperationMiddlewares["createTestAccount"]...)
 	router.POST(options.BaseURL+"/test/idempotency-keys/expire", wrapper.ExpireIdempotencyKeys, options.OperationMiddlewares["expireIdempotencyKeys"]...)
 	router.POST(options.BaseURL+"/test/webhook-deliveries/retry-now", wrapper.RetryWebhookDeliveriesNow, options.OperationMiddlewares["retryWebhookDeliveriesNow"]...)
+	router.POST(options.BaseURL+"/test/jobs/run-now", wrapper.RunJobsNow, options.OperationMiddlewares["runJobsNow"]...)
 	router.GET(options.BaseURL+"/healthz", wrapper.GetHealth, options.OperationMiddlewares["getHealth"]...)
 	router.GET(options.BaseURL+"/readyz", wrapper.GetReadiness, options.OperationMiddlewares["getReadiness"]...)
 	router.GET(options.BaseURL+"/metrics", wrapper.GetMetrics, options.OperationMiddlewares["getMetrics"]...)
@@ -6026,7 +6255,8 @@ func (response ListJobs503ApplicationProblemPlusJSONResponse) VisitListJobsRespo
 }
 
 type CancelJobRequestObject struct {
-	Id JobID `json:"id"`
+	Id     JobID `json:"id"`
+	Params CancelJobParams
 }
 
 type CancelJobResponseObject interface {
@@ -6274,7 +6504,8 @@ func (response CancelJob503ApplicationProblemPlusJSONResponse) VisitCancelJobRes
 }
 
 type GetJobRequestObject struct {
-	Id JobID `json:"id"`
+	Id     JobID `json:"id"`
+	Params GetJobParams
 }
 
 type GetJobResponseObject interface {
@@ -8731,7 +8962,8 @@ func (response CreateReport503ApplicationProblemPlusJSONResponse) VisitCreateRep
 }
 
 type GetReportRequestObject struct {
-	Id ReportID `json:"id"`
+	Id     ReportID `json:"id"`
+	Params GetReportParams
 }
 
 type GetReportResponseObject interface {
@@ -9415,6 +9647,162 @@ type ExpireIdempotencyKeys503ApplicationProblemPlusJSONResponse struct {
 }
 
 func (response ExpireIdempotencyKeys503ApplicationProblemPlusJSONResponse) VisitExpireIdempotencyKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunJobsNowRequestObject struct {
+	Params RunJobsNowParams
+}
+
+type RunJobsNowResponseObject interface {
+	VisitRunJobsNowResponse(w http.ResponseWriter) error
+}
+
+type RunJobsNow200ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+type RunJobsNow200JSONResponse struct {
+	Body    TestHelperResult
+	Headers RunJobsNow200ResponseHeaders
+}
+
+func (response RunJobsNow200JSONResponse) VisitRunJobsNowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunJobsNow400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response RunJobsNow400ApplicationProblemPlusJSONResponse) VisitRunJobsNowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunJobsNow401ApplicationProblemPlusJSONResponse struct {
+	UnauthorizedApplicationProblemPlusJSONResponse
+}
+
+func (response RunJobsNow401ApplicationProblemPlusJSONResponse) VisitRunJobsNowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
+	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunJobsNow429ApplicationProblemPlusJSONResponse struct {
+	TooManyRequestsApplicationProblemPlusJSONResponse
+}
+
+func (response RunJobsNow429ApplicationProblemPlusJSONResponse) VisitRunJobsNowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(429)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunJobsNow500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response RunJobsNow500ApplicationProblemPlusJSONResponse) VisitRunJobsNowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RunJobsNow503ApplicationProblemPlusJSONResponse struct {
+	ServiceUnavailableApplicationProblemPlusJSONResponse
+}
+
+func (response RunJobsNow503ApplicationProblemPlusJSONResponse) VisitRunJobsNowResponse(w http.ResponseWriter) error {
 
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
@@ -11031,6 +11419,9 @@ type StrictServerInterface interface {
 	// ExpireIdempotencyKeys Expire the account's idempotency keys now
 	// (POST /test/idempotency-keys/expire)
 	ExpireIdempotencyKeys(ctx context.Context, request ExpireIdempotencyKeysRequestObject) (ExpireIdempotencyKeysResponseObject, error)
+	// RunJobsNow Run the account's queued report jobs and the sweep now
+	// (POST /test/jobs/run-now)
+	RunJobsNow(ctx context.Context, request RunJobsNowRequestObject) (RunJobsNowResponseObject, error)
 	// RetryWebhookDeliveriesNow Make every scheduled webhook retry due now
 	// (POST /test/webhook-deliveries/retry-now)
 	RetryWebhookDeliveriesNow(ctx context.Context, request RetryWebhookDeliveriesNowRequestObject) (RetryWebhookDeliveriesNowResponseObject, error)
@@ -11317,10 +11708,11 @@ func (sh *strictHandler) ListJobs(ctx echo.Context, params ListJobsParams) error
 }
 
 // CancelJob operation middleware
-func (sh *strictHandler) CancelJob(ctx echo.Context, id JobID) error {
+func (sh *strictHandler) CancelJob(ctx echo.Context, id JobID, params CancelJobParams) error {
 	var request CancelJobRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.CancelJob(ctx.Request().Context(), request.(CancelJobRequestObject))
@@ -11342,10 +11734,11 @@ func (sh *strictHandler) CancelJob(ctx echo.Context, id JobID) error {
 }
 
 // GetJob operation middleware
-func (sh *strictHandler) GetJob(ctx echo.Context, id JobID) error {
+func (sh *strictHandler) GetJob(ctx echo.Context, id JobID, params GetJobParams) error {
 	var request GetJobRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetJob(ctx.Request().Context(), request.(GetJobRequestObject))
@@ -11806,10 +12199,11 @@ func (sh *strictHandler) CreateReport(ctx echo.Context, params CreateReportParam
 }
 
 // GetReport operation middleware
-func (sh *strictHandler) GetReport(ctx echo.Context, id ReportID) error {
+func (sh *strictHandler) GetReport(ctx echo.Context, id ReportID, params GetReportParams) error {
 	var request GetReportRequestObject
 
 	request.Id = id
+	request.Params = params
 
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.GetReport(ctx.Request().Context(), request.(GetReportRequestObject))
@@ -11898,6 +12292,31 @@ func (sh *strictHandler) ExpireIdempotencyKeys(ctx echo.Context, params ExpireId
 		return err
 	} else if validResponse, ok := response.(ExpireIdempotencyKeysResponseObject); ok {
 		return validResponse.VisitExpireIdempotencyKeysResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// RunJobsNow operation middleware
+func (sh *strictHandler) RunJobsNow(ctx echo.Context, params RunJobsNowParams) error {
+	var request RunJobsNowRequestObject
+
+	request.Params = params
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.RunJobsNow(ctx.Request().Context(), request.(RunJobsNowRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "RunJobsNow")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(RunJobsNowResponseObject); ok {
+		return validResponse.VisitRunJobsNowResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
@@ -12187,24 +12606,24 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3tchu3sjZ6Kyjut8qk15CmaMlJqPIPxVZiJf7QtuTlvXboVwPOgCSsIcAMMKKYWFXnas7/8+PcwHsp",
-	"50pOdTcwH+SQomR5xc5WqiJL5AwGA3Q3+vPpPxuRns60EsqaRv/PxkTwWKT460GS6Dn8EgsTpXJmpVaN",
-	"fuN0IthU2ImODbMTwVKdWcFMNpvp1JqAhS8OD56HjKuYhW+OT4/evD4JmVRRksUi7jSCRip+z2Qq4kbf",
+	"7L3tchu3sjZ6Kyjut8qk15CmaMlJqPIPxVaWlfhD25KX99qhXw04A5KwhgAzwIhiYlWdqzn/z49zA++l",
+	"nCs51d3AfJBDipLlxM5WqiJL5AwGA3Q3+vPpPxqRns60EsqaRv+PxkTwWKT460GS6Dn8EgsTpXJmpVaN",
+	"fuN0IthU2ImODbMTwVKdWcFMNpvp1JqAhS8OD56HjKuYhW+OT4/evD4JmVRRksUi7jSCRip+y2Qq4kbf",
 	"ppkIGiaaiCmHB9nFTDT6DWNTqcaNq6ugcXjKx6tTOGDGplqNmVBW2gWzfMxGOqXpiFkqjFCWw8UBfh4e",
-	"jdqvuI0mblpHo/ZrrYT/rPn2p2fsh52dbmvz9GbcWpHCBP73oPHb/x40PjwcNP5XI6iZ91EspjNthbJv",
+	"jdqvuI0mblpHo/ZrrYT/rPn2p2fsh52dbmvz9GbcWpHCBP73oPHr/x40PjwcNP5XI6iZ91EspjNthbJv",
 	"xSzhCxhu+S2OaZ4Bm0s7wblf8CQTLITnhgGbT4Ryr2RmWhnBpGEcXjDhC6ZH+J1WghmrUxHDmw6UnUjD",
-	"wvzx0aL9q1iEnYFqlN9EqGza6P/WgCc1PtS9wEsdcZpn3f6/e/vSTyBKBbcihknqLI1EwHTqv/uoh8xO",
+	"wvzx0aL9i1iEnYFqlN9EqGza6P/agCc1PtS9wEsdcZpn3f6/e/vSTyBKBbcihknqLI1EwHTqv/uoh8xO",
 	"uIU5A3EwTS801+n5TSnhOBUjkQoViYPZLJF1CwozC+m6kM3y64FMYeWUmYuUcbqbNv273m63FTDRGXdY",
 	"OOJZYp+KNNVpeyhGOhXhQAH1JBxX8mnPhB12MIRNo81RsPpzbpaXt0QoTRq1WR72U8qtaCdyKq2IW5/8",
-	"8L912z90Pvyjqcyn//P/mk9T88m0Ws2Afe4QrYf1NPqWW/ESRqhfSWO5FbCTgkcTNtOJjBYPDBtm0bmw",
+	"8L922z90Pvyjqcyn//P/mk9T88m0Ws2Afe4QrYf1NPqWW/ESRqhfSWO5FbCTgkcTNtOJjBYPDBtm0bmw",
 	"rBmnfGTbUthRe2LtjM9kG+aEU2o7KdLe2Wn1GR8oY9Msslkq4vZIiiRmiTSW6B6WcCqmQ5GyGfyPz/Fb",
 	"MmjEAt9+0NhPn+729u3TnbDDwjRk0gzURM/ZlKsFA0ISxho211kSsxk3hqVyPLFM6fk+Cy1cT6Q30Ylg",
-	"RkRaxSYA4aViEbNsFrBMWZkABwn/ktKwUZYkjI+5VKwJjxW/ZzyhofIlCX8PWx3m2BloXFyIdFGwrR7B",
+	"RkRaxSYA4aViEbNsFrBMWZkABwn/ktKwUZYkjI+5VKwJjxW/ZTyhofIlCX8LWx3m2BloXFyIdFGwrR7B",
 	"GrjNYnomUmQtlqlEGBqLPtQpi6XhwwT4CVYf7zH7zAjBBrhh7qNBY4WlL/l0lggDbF23bAEbNOaptMLg",
-	"h4/hs3rWz+niGF+wnjrw5SXyFrfIVAtmtRNXuBl/AYn8/nSn292fE438TjQCM/o905YH5cmBIMWtdTs9",
-	"0Uls9lk4D4lKpIr1nEnlKYXpC5Gy+URGE8bVQInpzC78zakYySQx15EA20QBA/XlSCBflgoN/P60twcf",
+	"h4/hs3rWz+niGF+wnjrw5SXyFrfIVAtmtRNXuBl/AYn89nSn292fE438RjQCM/ot05YH5cmBIMWtdTs9",
+	"0Uls9lk4D4lKpIr1nEnlKYXpC5Gy+URGE8bVQInpzC78zakYySQx15EA20QBA/XlSCBflgoN/Pa0twcf",
 	"riECWqejGjF7FMOxO5JesPr9liTcjUgvRPrAsESPTYcdsCiRsChTvmBGqJhJOAjmaqCaO+2d3vcsmvCU",
-	"R1akBpYpPGj/N2//AYLsrN8OW/tM24lI59KI0vBsys8FnCeCFmGrQ/u3ytAf/twJdnrfX60RjsKmi4OR",
+	"R1akBpYpPGj/N2//DoLsrN8OW/tM24lI59KI0vBsys8FnCeCFmGrQ/vXytAf/tgJdnrfX60RjsKmi4OR",
 	"FenqApw4mrCazbm0jEQys+lCqrEXFlvqFFOp5BQO424+C6msGIsUp3GCb3sqpzCvlYm8B94rs5yZwUrD",
 	"Als5BeWANd8/fsZoFEbDALuxem7To4GaTbgRxm+mTmOBetWCCRCUAZ0GyJbwmDhzlCwVm8okkblktROh",
 	"Biq02vIk9MzKMzvZj7P0abezuxOwXBq4z7q9gKWCx/7PxwGoRDLmVviPfggGKkq4nLoPvg+Qfsb5BXsB",
@@ -12212,17 +12631,17 @@ var swaggerSpec = []string{
 	"oe8HakX1wtFQZQtZM9E8BhqBpXNamxcRcB29iXtUxNN4oGapjoQxOsXv8cXc9zblyvAIVh++cypAyJpS",
 	"fRQRyJnhIleHWh12QpJpoKqiyUsWopE20YiXLevptixrlnZ1dcvYZ+1YvYB6//79QQZEZmXErag/pXhx",
 	"BRApTl8A32ZGlFg0YDyZ84Vh4Y+CpyINt7YD6PoaCXIVNGY85VNhnTV1eCGUPXoOv0q4dcbtpBE0FJ8i",
-	"z8fbPlFc2LNCkH34xzX2R7T4VSzqLKhMyd8zwYDsyXSSpjiYYIu0EQpICGmRRHiTs3fvjp6THTLWOobL",
+	"z8fbPlFc2LNCkH34xzX2R7T4RSzqLKhMyd8ywYDsyXSSpjiYYIu0EQpICGmRRHiTs3fvjp6THTLWOobL",
 	"ZCRanYHaaff29tgslcrC6cUOTp4dHZVke8DwaBzyVLBmyIdR2AJLgZs6aURvMlDNcNDgw2jQAAJGkQzc",
 	"k9tLhk/pDcCqyz8AHmWpsFmqSLla4rSBwgEKTrVtb6T1Gdpe+9XR8XLOYjlCi8LSE6Rhu71ecSmJkPlE",
 	"JnRQjWRqbHE4AsPLJAFBOUpQNYUBuj90GJ4yjLO9y0tYEaVzU8UyniTBQKXw5quv3WfSOnPQeEMxSyyT",
-	"o9IEgHKmM+tYzIq4w34VC8PE5UymgvV22URnqWEcZ4H3DBSyR6TVSI6zFLfTEYJXUoBl8AZSieAreHs4",
+	"o9IEgHKmM+tYzIq4w34RC8PE5UymgvV22URnqWEcZ4H3DBSyR6TVSI6zFLfTEYJXUoBl8AZSieAreHs4",
 	"44cCuCumc5DECBI8KXwFyS8Jys2nJL98KdTYThr93t53AZya/u+dWvIfoWm/xkQ8POXjkC10xhKOW8Tj",
 	"oDjSQFnE02HQuHg8aISsCWSK68fbRgBXg3B1ByazfGwCshMfhshKXC2QWull+jiyzuBYxnXKZiAcGSpO",
 	"I1wpfPRu7/t9xp0LAJVq0F6VtjguTsE/EmcY45OJFXe73Q47hT+BuyI9nfEU5b8VOCP4JUAmmQt+PlB4",
 	"ZzN8/2jQ6HQ6wF0MTwU2hVUrBKN3s9CI0mjV2rShzsnS2GzIH41eayXW7M+B8tuztB8bdgE9DuFDEBHv",
-	"wSqXlt5DOMU6ytKUzj5iTMdd0rDH3d3Sy8LalF61z3CBiAb8gJ4oYB0OqpvFtt+rjWtYeKauWchf9PAO",
-	"zpOPerjFebLGT/DCG+DSiikqxCR3Gaj2XdJ9cXa/ZyJdFNND1aryes5aafR3ugGwOynFO91uUKjIO7Uq",
+	"wSqXlt5DOMU6ytKUzj5iTMdd0rDH3d3Sy8LalF61z3CBiAb8gJ4oYB0OqpvFtt+rjWtYeKauWcif9fAO",
+	"zpOPerjFebLGT/DCG+DSiikqxCR3Gaj2XdJ9cXa/ZSJdFNND1aryes5aafR3ugGwOynFO91uUKjIO7Uq",
 	"8jFfTD/jaC2Jlie7QXllZnyxxcqQgrW6ND9xFMWoi+WOSCuMhROMzlPTZ94JVXZXBStU3jRCDNRgecxB",
 	"o5W7rRJtbNufcCGLtTC5qw05n+S/U8xZlGiT84dWigbMRRVXjkv2a91i7kvD9rqPByp8NEv1MBFT8wiM",
 	"MxmJdqb4BZcJnByOk0M8vdt41vXZTuiNplijzaQWdiLVeH+g3PPK/q3iefBGu70f6LDLTWE4hnSWxPuF",
@@ -12231,35 +12650,35 @@ var swaggerSpec = []string{
 	"S7NgBoxuzSSYYoUHte1cqOEGSeToep3OX0N1jaBReEobQWOVcALmL9jrdqcGFPsS++10e7v1pvhMp3eh",
 	"OqezbVTn92I40fr8UMUzLe9EZZ+L7R979PwFbcSauIsxfCyYBE3Va4IlbxOoieh7l4bFIpH4cRPYXysM",
 	"HeQfoq8ONAzh3rMVlBRckFU0JjpfOuyYzFCy/iUMF4l+8QggUcsSAeoUfLWBrub0nu3tl29qxtuv34kc",
-	"Kw6mxLplDC92AtDTkkTPyUZGu54b8WSXvXh18Kx98uKgt/cEfVF/FrO96uR/WDkVxvLp7KrzJ5gCVyBZ",
+	"Kw6mxLplDC92AtDTkkTPyUZGu54b8WSXvXh18Kx98uKgt/cEfVF/FLO96uR/WDkVxvLp7KrzB5gCVyBZ",
 	"SCTNyTYAhcuAnElFJOSFiFsB6Mde1yue2I5FpGMRsxlPrQ+b+C15YAbKiCgV1smbcD4xIjoLO+x5lqLc",
 	"ZO77VFO8i9m5ZsavAQkhCjKZGY8EjOcOlX3Go0jMqv4jOQJR7LWdwB8cM5RlikVaGcuVRe/SFnucT2Tb",
 	"rb7YCYqd/sejpx/+0WSrn60LaDgSOPXbs44E3lNgDYmWjKM5N7hqIg7gPZ16kTt/jQRZCgv1TslLJmY6",
 	"muyzUSrMJOe+gXKDgeoPej3jLCcUNkUH4YQrtsemUmVAHqNUT8EKSeE0js77JMaHOoNHOrNui0XOH7K1",
 	"G3QtF13BCCTMKQJ8fPTWnxnwd6QVmMuojopL+2hipwn8sV5LvQpqpNjB8RHLz6KApULFAgOYsCC4L/Cg",
 	"lEcW9MdSRNo5pdvklf5fqRg1+o3/eFREsB+5ix8V7mucw488dp8svQYemuQd8lrMPz4aCnsWb8WT5M2o",
-	"0f+t/pl0nXl0TPc3roI/G7MULGUraR2N5TYz7tEwh91u98ovfxGNLfQoqdCJ1nZ82QhqvpMl+/lcLBof",
-	"rq6uPqxZ8ZIXYsqTkU6nIgZNxI21vMzlwODGVc4vLIeN2kXcaKub3eVF0OHm+/tC8MRO3vy6YXdXd3XT",
+	"0f+1/pl0nXl0TPc3roI/GrMULGUraR2N5TYz7tEwh91u98ovfxGNLfQoqdCJ1nZ82QhqvpMl+/lcLBof",
+	"rq6uPqxZ8ZIXYsqTkU6nIgZNxI21vMzlwODGVc4vLIeN2kXcaKub3eVF0OHm+/tC8MRO3vyyYXdXd3XT",
 	"XtKAdQRM3yzuijKrjroj9c6Ir4VEfyiRqPuwTIZV8mtL1c6MaKwhwoOcBN0BWJelUOMk23dKDeiN6TdN",
 	"pi6k1M5jSpvvy6NPNVTyVmSG8h++AjLp9W5EJinNfYOsWiULOJ3JmVm4y8ruWEda37wUO1JwRPPkEEym",
 	"r2N79yoHVc32uim30cxby/2KZUpczigshZd22HNhuUxIRU30eCxilikXbWRhsYhh4JyToMd+83v8CjPn",
 	"Xmt7QAbI1yLs9zZuM+X7tZW2be7mvUnbwIxAcSmNNWyYWfJGKW19liBuMY3ZYaeFD6Rw80jMFeNqMVCx",
 	"jrKpUBaNJDsJ0J+BqkwiDaZTgHI+ESm6hCZIQFw5WkJ7NQ9rkTZdl+K4aQfpouWEqW+C2l5r+xPYE18L",
 	"le1upDIgrxFOdw1xvdYMHXg+15CyFMCOiyKd/Q2kwzFfJJrHp1q/5On4a9EEdx5v3LYZTbpttW4nOO0t",
-	"LBEfQsUbHMuWvKHkmzCsucNeyR9bf4eNBRn2XESJVF+P1O9dt7Ew6XbsZ00OAu9i+K3hLjhDX96IyyRL",
+	"LBEfQsUbHMuWvKHkmzCsucNeyR9bf4eNBRn2XESJVF+P1O9dt7Ew6XbsZ00OAu9i+LXhLjhDX96IyyRL",
 	"xVmkY9H4sJYAIp7GqNH5UekEcEORJ4bi9U2aMAthZBGHLRfmx8hpnhE9UEX6s8+NLukR9ZnQJVqqyQK4",
 	"bm9rkruXMqY33Z1f902eKMcp+sQkvMFPuC9fi5C6hpZL824TQa2QswsUnwnLx2souFRJkCs1FDTHNBkX",
 	"aaYQNtiu7VTwGOkW7dhvX46VlvFtvnRfhyH6/fYEkO/6hpPK5Wm4S02piOSb38UTCtO+K6K0X4u1uVnT",
 	"qAkvb9rBmFs+5EawCKsCgFeHsKE8mpD7M5b0qYvxzqWdSFUOiDyAY4rHcE4FjMprchVFGmYmmcV4fqzn",
 	"yiWo+VBNydsT+kDCyuHzP8iFdar1K64WbjjztQiNzU7OchbCynFxIXXCrYjPfC3EmjPjgBXDUCkC0A66",
 	"srIZa4Yr44RM8akwTNrWPtDnBJMeQWXSSjgyG6gNdMaaeTR2p9VhYU4Arv5tmYBCNpYXgtIZ6sp+NlQf",
-	"/M8k5neKZ3aiU/nH16PL72yk5Kw84zUy85U0RqpxwDJ1rvRcMdSoL/S5iDFmdy4W37gL/v379+3lrPFN",
+	"/M8k5neKZ3aiU/n716PL72yk5Kw84zUy85U0RqpxwDJ1rvRcMdSoL/S5iDFmdy4W37gL/v379+3lrPFN",
 	"Ny8nmbvNd24sEb8SseSnxaL/5Urw3jVEkM+8PYWpt/HaLc31B4aFz+gd2/DOoU969ImVRV2TM98xM5Nk",
 	"GcdUcCMsZZSQwf/u9Kf299+8NrWUMPTclW99G2E8n0Xgc07avvps5bjzV4C1v968d+PlOSxAI37IfSYU",
 	"JpNLy5rh8cHpsxc+OzCveRvxxIiwRfGeb5w0rnwCBvmayUeJyRiVPXMV1GccvxvpdAq/NcD6wOSO1USN",
 	"oCHjlSKcKLJnj0c/8J2oG/eG34ldvhf9IHZGXd4bNj5UMlvx2utTqsq7jy6e0kyLmhw9/CgiXOln+LVz",
 	"dZXyLXhMZhdPjksvjjsdLK0Fn/o1Wqo5VCUDG4tup1LplGUKaGmv2+2yp2yv2+l22buT5+gvzBdSKvtk",
-	"t1HKKv7B/bc5tTho+KddlyzwzF+3zBF/VtMbu92anZwKy8FQue4hr/x1WFlEfjcKodRV91gQ2uhqs/pc",
+	"t1HKKv7B/bc5tTho+KddlyzwzF+3zBF/VNMbu92anZwKy8FQue4hr/x1WFlEfjcKodRV91gQ2uhqs/pc",
 	"qH3S5iZYbTOSl2D+ZDbSU4G5xWzQOPU3mEEDl88npcymZ/Dx2YU0vBHkf+Y+weIjqUw2GoEGq+zZKFOx",
 	"KX1J5SbVyyOdpiKyZ9FFVPp8lPIszhIQm8WHrgxOqvEZRRqLr0yi56slYkHjsg2v8LxYGCSwlfn3G94p",
 	"22e73R5VCXtvpHMtkowqOzj7rDIKugSWX3Vl5KUR3HV4U2WA0gpcN0ZxaWWE6tpeN0jl6qVxVrb0+sGW",
@@ -12268,34 +12687,34 @@ var swaggerSpec = []string{
 	"rBfJbwVsxJ1L5EIEmw57TgUcWASCCZG0N6AfLqhGHpEW7kYyf47QpKPzs8o+YGu40928nIwz0u/guK6I",
 	"MEcEIj4bLs6izFg9FWl9Teua2MqmjQVt/nYb6w/zcV3x7BuVLFiq5ybHd+EWC5scp0iqMK/s5kaFxT8t",
 	"sds8zFfU++fse69aadIhpSf7wo3HT56wmC98IaO028/NX1WqQmpE5qJ0CNJfqK5/qBnAq9drq/Mx6SGR",
-	"xprK0UpbbJBISLpeSxb4bVDZvMrirqeVJTPldkRzY/WGNP74TFx4hKnqImFZNIPbyFoMfxs0Hg4aH8JS",
+	"xprK0UpbbJBISLpeSxb4bVDZvMrirqeVJTPldkRzY/WGNP74TFx4hKnqImFZNIPbyFoMfx00Hg4aH8JS",
 	"DQJ8GzgIKZApeDXjcSziIjEQK9DKDPmwkJAdQ+KV9A/3mQsCFR+Qwz/Od6NyF+1h3UdunDq6mPLLI5pW",
 	"j+rY3F+FTONpykGUUzW2+9qmmbgKGlma1Oaup1jBfvzm5JTRqpJ7LnQb/O7ty7BC+1kqG5VCm1539/vr",
 	"a2jLVAdTWdnLWlIrqcwrOWBHJ2/Ybm/nu1yNZ6AywOmY6LlII25EH50JHlpKx4REcXTy5oHJo2tYWklo",
 	"C7DXbCgSPQ/YuZhZgueB5ZGWDReMoyLc6rD30k7ilM+VG7QZTtLzMGDhhRi5wDJ9YSfcDhRPBZ5cbqIS",
-	"77jkGdxxeXkJd6TC1++SI9STHUfa4CP4jCewbHyKn2hQn3kK3M4z/GQOair/A64c8in8HMLnwxiOjeEE",
-	"f5cj+IkjDBX+1EP8CQJpiNsyNPi5xXHmM/i5wN//QJuN488YxokmKC0m9Pscfib4ewJ3RQooMdL4u85Q",
-	"rkSoceAnF3jvH+eNoBF/hLvic/wdr4/xWWIMv8M5GjSEhXmKDFT10UdMEDiHb8dD/Clg5uMJrMZY4if4",
-	"jmMFI4/t7/BzAZ9MzvGngusnFlZsksE1MoaRZWKwPgJ//x2ulCn+bmBuH3HMjxp/zuDtzgVcfz7GnxO4",
-	"8nwKo53PYDXOU/w5h+vP8ennf1gsa4PREpx5cg53JSl8mxiYVYJXTnGdpzF8Mh3DXk9x5tMp3DtFVWCK",
+	"77jkGdxxeXkJd6TC1++SI9STHUfa4CP4jCewbHyKn2hQn3kK3M4z/GQOair/Ha4c8in8HMLnwxiOjeEE",
+	"f5cj+IkjDBX+1EP8CQJpiNsyNPi5xXHmM/i5wN9/R5uN488YxokmKC0m9Pscfib4ewJ3RQooMdL4u85Q",
+	"rkSoceAnF3jv7+eNoBF/hLvic/wdr4/xWWIMv8M5GjSEhXmKDFT10UdMEDiHb8dD/Clg5uMJrMZY4if4",
+	"jmMFI4/tb/BzAZ9MzvGngusnFlZsksE1MoaRZWKwPgJ//w2ulCn+bmBuH3HMjxp/zuDtzgVcfz7GnxO4",
+	"8nwKo53PYDXOU/w5h+vP8ennv1ssa4PREpx5cg53JSl8mxiYVYJXTnGdpzF8Mh3DXk9x5tMp3DtFVWCK",
 	"azVNYW2nuDLTC/w5x2suFf6EnZ0u8HOkDYUjqzH+LjX81HC9mmE1CK68nqJJxGHNZwKunI3hmtkEnjjD",
-	"Oc8S/HwBa/g7h09SjSAfSD9pBvemc1gNg98apEYT4e8x3GUEjGnG+DmObBKgCqNhPQ2uiTH4OVKjQcPO",
-	"LPCTP2Bl7ASeYj/C9XYKa2KRqi2ujMUaYWvxE9wF+wdcmfEJ/Bxfwk+cbWZg/Gwh8WeGP2HvMrz+Annw",
-	"Avf6Ase/yGBV51hKcYnrecnhTS8j/D1Cg1HjJzP4ucBKmz9wHf6Ywsh/zMcg8couF5hKreE51u2Vs+CQ",
+	"Oc8S/HwBa/gbh09SjSAfSD9pBvemc1gNg98apEYT4e8x3GUEjGnG+DmObBKgCqNhPQ2uiTH4OVKjQcPO",
+	"LPCT32Fl7ASeYj/C9XYKa2KRqi2ujMUaYWvxE9wF+ztcmfEJ/Bxfwk+cbWZg/Gwh8WeGP2HvMrz+Annw",
+	"Avf6Ase/yGBV51hKcYnrecnhTS8j/D1Cg1HjJzP4ucBKm99xHX6fwsi/z8cg8couF5hKreE51u2Vs+CQ",
 	"hOfh/Tl403MQl+Y6t1lthZdg0YSrMWL0FQAYBNnhHZUue+2BYWFeSRVurzt6K6TOde6SFDmZhAfHR8xM",
 	"sOhQWodOVxieNNE+4yx0DrSQAB1Dvy0PQeFlIdlyRBah2yD4qlA0HxgEXnQX4N48DDHLaqBC99oGY4Xo",
 	"qx/LC+EKO+HtHhgmLnlkCSyH0+G2cs6TEXUzWJpCT95ksuFun1JYosYFuaT/cmBo3IM6bQTHeilNDfX4",
 	"fcvZ5do5FS/gqPUqaEy4OZvqVJRK34ZaJ4KrldnjA0t3rJ3v6XpjYsJnM6HQke63C/3reOUQCIuofnWX",
-	"a8yOv0oY/CRFEuclDtVdQfSftUrvRFDtAJMGGOWXkzevGdoyYO8phz6IiaXN8BH5LcIWSlP4QmGtNEIx",
+	"a8yOv0oY/CRFEuclDtVdQfSftUrvRFDtAJMGGOXnkzevGdoyYO8phz6IiaXN8BH5LcIWSlP4QmGtNEIx",
 	"IhoFy/GZ4Apy4LNmmKN+rQB5ddiBhyHEsRKtfOrqQPX2nriqXwmaKhp+qUDFcsrT89yJ+P/9X/93WOGp",
-	"sicYi7vrwT7KpESrVNxQR0qugK2/PkDkyUGfX291urvqHvSLHq5u2Eutxu00UwozF3R6HrCZThJyI4SP",
-	"PuqhefSnjK/INfjZ0RDhqemG4bMPQT0kL9MqWRT4uyhNkaD3EZEmtD76WXJSftRDl1cYdnBO6N01m4+n",
-	"kVTSTESMj+AOG9G5C+YySdhQsFgkwi45zlZX47dC/1BZkjQ+XAUNP/rmOcCjcw4O3IsCS+ChyVUkkls9",
+	"sicYi7vrwT7KpESrVNxQR0qugK2/PkDkyUGfX291urvqHvSzHq5u2Eutxu00UwozF3R6HrCZThJyI4SP",
+	"PuqhefSHjK/INfjZ0RDhqemG4bMPQT0kL9MqWRT4uyhNkaD3EZEmtD76WXJSftRDl1cYdnBO6N01m4+n",
+	"kVTSTESMj+AOG9G5C+YySdhQsFgkwi45zlZX49dC/1BZkjQ+XAUNP/rmOcCjcw4O3IsCS+ChyVUkkls9",
 	"feWI2AJpBolhnApjVik31XPj3cd16L9v9bzAzDCajXi6j1hAGs63ApcL3jfNlKn3RG6GYyzzxNJ86niD",
-	"8LiuO11+0cO3dOEVKM483ajVcOQnD9XF3PX+zW6xT4VEuGaSJ3Th9f4uWOFYC7Pv9Y+QDTOZxA69Goi7",
+	"8LiuO11+1sO3dOEVKM483ajVcOQnD9XF3PX+zW6xT4VEuGaSJ3Th9f4uWOFYC7Pv9Y+QDTOZxA69Goi7",
 	"GaL/4pEDhg4rISf68HqpVFYI3FuUCGhJSSgtbJUzKqy6RsLdgQ4BcvLLaxAFLa2DG6+RbTn3r0rjWM8V",
 	"qMdnm51R/rKSFhqwVCTcYl6Z9grwA4O4F+zd25e44SVjypPCo3S2Gsd+5B9Qq1HQnWcrAmc7vJcKT+cj",
-	"BdVXX7PWJznvLKWJ/56JTMQha865xAxRBIZzrIuQoHQ4Oie2Owt4QqjbhoX5noRBXgAxUJi952VyWHU8",
+	"BdVXX7PWJznvLKWJ/5aJTMQha865xAxRBIZzrIuQoHQ4Oie2Owt4QqjbhoX5noRBXgAxUJi952VyWHU8",
 	"0SPRksehgeZLilmu2fnba5fyVSmwUu8Wrjh992p9vtW1eDcDAtjrOlBHAk1DqF/EvtBzhdgohmV44W63",
 	"Ahrprs7cIN0OuTLLM9rr5lS7eM2nK5Pc7VadnVc1e+lsrqWkiiL6tYfebfrrzMeyvNO7rLI0et3ek/bO",
 	"Tvtx93Rnr/+429/b7ew++W535/v/Lkfv+s6RsRQJQbjdnW53Z7mgpg/ymg5V0M3PDn86Ofrv3d7xj9/9",
@@ -12305,243 +12724,246 @@ var swaggerSpec = []string{
 	"RClVCist2JJaU5r6h/VyjSq1XIBovSKzxaKhDpMjDm3NYssJiEv+hjVRzjK00Vonj5vYHaho5VfcoKat",
 	"6ECY0MoVJbbO+Fg4eDGzz0bCRhOwQsj6RyVUqvEZ9/n61mtHCEVLUDx3oAdWSbxk7deqBBWqXBH5dXqC",
 	"H9+P9hWSVvGmd0Bd74jNvsLX9A66z3pJ5xCpC9oiPO7u3nfMeTpY7HA76PYlNR4GgK/RBy4NW3KibQvl",
-	"gl68DnuHKGpKzHOYcvqrBPgiEZEuEpjUXM6nwCtI70nF72fP//nzf/7z8P1Pp+/f/vrP3Z//9f7F4b/2",
-	"3j/++b92SwrPbq8HK2aTGnxq5pBr8uW7HuNmjf7jOMuX3S3BxhZu/ba4xJywtnuvMGDY8CaLJj5C7jWG",
-	"iCuHnDQUm1Ot1mW5uqrX+vnUFM/mEQcKcpTC81T82qkNljjaqCEzcTlLuHIw/TMRyZGMPEgl05E7UkXt",
-	"sOXM9PoXWJvl7l4jz1aPtIpEqkTcWetnNGuesYTZFgaYyiCUTRfYtsZ9z9B7WwDO9rqVqN0mAVLynK8E",
-	"1ZYPLJrqmaaQ19ZTzjsqjbIUj7PKrA2bg8GPGB0I7KK09SgsUrGQHop7vzl/b7NSTDS3BD6ADdFcN4IV",
-	"CIHaFPlcMvy5obBlxj0cmZdvjthiptU+S8TIMp3ZwmGCN0hT9v6z3PnfWUq02XtS5+KsJCJu8+pUtec/",
-	"Vtq2CxESVjOWNxNwWSzWQuOXYJe8jHH3EIC1qx+qHdyscYbAwC9OT4+Zw3OATe+Usz73Kgmfu91uHck4",
-	"sVzTCnCiU8tMNp3yNG+L5zcTxil1cyjh2m4WKfUezoPCp/Xu7ZEDfi93Q1p+cPjz4WkI6h+dXaXRVtxf",
-	"NSg4dYrXatHpmiOkjJ8d5IDZrgo17941n2jj+mNVgGDp6BHxQDVDlxQZBiyk5lEEYk0Vhb40Lg5bAeN5",
-	"3yBs/fXAsLy4tZ0XtzpIUy/w1iy9l2TrtBqblLy+dTrNW491jEHV22U7bjxYTgTCKic5lnJ+inTYG1hk",
-	"q6nflU+IZiYb+kCtS6UrbmkEN0aMrnnlkcN6+gy3y7/LgbLqrRVf1m1wO0fFZyd6X+9BMRuMtO1iIBUc",
-	"no1uCPc66/wJH9ZS1R2Y1448v3wQhB50N7ZpadKfb7OtpFB8jtFGuf+rbwWKyJmRf6xRfEYyAW0dLgBh",
-	"nastX0o0VKsMblMssGUi1heNVK2aAtuE932w00f2P+ph64Zx/doyhS3LEm4TEAsaH/Xw7Hax+1TPz6L6",
-	"aiHn+zAEKYB+aK8qAEFuSYDLgNm3KaCQlBI8PCtHj92zN9RVlN8uKPHYEuEteWeviSwTC2/pnN0utwXD",
-	"zB/qS/lLyYHcoG7KSqk4mJxomPQNqcmao2SWO5F95cSwzxd824v3f/vCUdrHXa/c3Zwap8LYtZXoDkZz",
-	"lf23KRgPGnwmz87FmobBbuwHxkOJuNbsBw6WBF0/feYbMLKTCSKQgH4NsntJQTbnZxYM2ZuF90vvV8x2",
-	"3Sq9EMlMpEU2xdJSjUaIZryhJxYWQJJVOMGxXJJv3LlZolH+qLqZkmP6s2rut6vpqtNcp7fOFqgd7Y7C",
-	"+r/55cnHvlq7cP/Gori6V45LWCHLim9d7dzGJOVKgUFRP7bpnqJkrN6idN8fUGeTGi4ovqgywY5rKrrc",
-	"hdK5Z3zjoIAhQ0o1RrjnKNXGFF2KpHOobXQlupFvqJb6zmBnZLZs4sZSemlNvtscA/apVuM8Uj8v1D9s",
-	"/uNxrUXMepeXnY3JeB7Y9GyTM82P+8CU/WrV5ytdgKRGfCpYE5ZCZ6jtUttJHsepMNhuLm8Ah6/aKs/R",
-	"r0OZmSrSyZHA0k6svkp10f2qflhPdc8dkdQVDAsqfaQCfKudq52YuE9JujLOm/6HRRun0GV6B6v9s0od",
-	"fMKZULFU45ABdSbYD89R8Fhg8/je5SVrlrK0Wj7N3AEDRBMRZwkB1DqoN3qkW/Vy/093Zx1kDmvm6Lfk",
-	"N6vlv/p6onSRT5rSYQOmk1gYW4DrbGW3LwmBGvv9VjnbVd/ajZxfQQN3/+x2VSh07w1rUWqsqS36kgUN",
-	"JS7tmduGzcYiXJlvGJBAJnKW1r7/VN5xLac8oB4ikc/K/c1NKiL8+uTBOiPzbnJnytRQ2t3KZpXcWMur",
-	"GhSccLP8mCVR86PvSvsZbq5l6XWdS3utqr400B144K6d2p274pb0q7sBv9o6966sXi1HcnIJWxa7eJw4",
-	"WBnEl8FjhoorAx89UrYAqsixX+rydooJnBVu5NX8v3Wyvw+WpHMph6w5XLCFzloBC8daiZA1pS0Ui92d",
-	"LvtZK9EKsIOqTPDwalLcIRcaLs8Q3mMPwTJanUJpkInwYYlqYnE+iUbQgEc7eYBrfa1z+zN12FsdDrNU",
-	"XEidmTNqjni2yVfnm6/7BoqBO/GLeK8bzHdapDQLI8fKsKEwMhZOes9BCbmFDL65AM1V+y0EKzmlqrmE",
-	"S3tS4pNVit24mreStV4W3J08y6XLv12evZd2coLLsr2jaXXSKzV6+Yiruj8QHmJe4TVB3hKU/cP3MNUj",
-	"9rjHUq5iPXXu/bIzxRN20fkVKxY9yo+KC9J3FA+aKnCHlwtlbsSHl9tzfvjH0z+7Qe/qemeMe8vVVf5Q",
-	"rDMYpltBoPRZOLF2ZkIqnoffw/x90zI8qU4ZtjAybJbKC27FQClh5zo9N6yZ6IgnLBYXItGzqVC21WGv",
-	"sfkU95cHLNF6NuTRecASqc7bdI9OmfeGDJTT8ft5a/hoIqJzTClhqRhLYz1OqooZH3Opiia+3j6IJU8K",
-	"UVzKFMD37D965D7rRHrqUTxNkQL34fMBYIyIslTaxQkQrostoXfuILP1rftzzx6eo9ys8e4x6s59Lhau",
-	"MXeH/SoWrlktIe7h1nHDTl4ctHt7TwZqws0EKBl4gFbcwbAbhE0D+8959zDZ6lwsMCPp+eGrN2cHx0dn",
-	"vx7+6yQcqKZLZmCh9yDGYqq9cYUsiiIC51mQMKw5YbJJNdIe2ZVHyKSuH6tf+jafSTblUlkulUhNowYQ",
-	"3MxE1CbPCDwfu4sLRSfzyfNfGWE1m4AlgqcwiEOooa6oCGojUtMZqIH6j/9gz7QCJpBamYFqszJisfNI",
-	"b9oGmG55K8hyhAUcikSjBxPt64Fi+RLDbHzPad+KyTAT6ZmICX2nnydEF45fGecdvna7ux2YK9ZwS2IE",
-	"ndkOe6WVoH7SRRteWYGa80mjOWbQKq5QB+b6PpVW+DGwGfMsAU5LpBUpTwxrhr29bpdwBLEhfLfTdR3h",
-	"90QPaaLtVgOn6VsWIWoxa/JlNOQagOMws6P296Fr4b6zR0hD0sD8vPXvXme32yXJKy1TwlifYEtbj+eZ",
-	"YbEQMz/24x5LQFCZgKViJjhcCeOWStSDUh/71+9eFoVVrBkOYMO7XXJcwGoqgW+284SZLE31GKgHL4u/",
-	"x8ukQgpQC1fIFdCNKsPHldPhnuyWSriwkhhfEZM88TBkQ7HQKmb/5//Z7XZxmY9iYn+fFVkZAq84wBVa",
-	"SVkkVLVSNiVlKpIjy+z7nESfCBmSw9H45FWLpOLynw0T0UQXY+Ul/ZraYtPIhCOQYiJgiURK3rY0lcJU",
-	"cuk67D8zbRH4GPeYQjrUwdslftFQOFlcibV5181wHZR02OqwQx5NSgXqnCitlLTm0jURNGufcZeippHu",
-	"UmGzVAGtUlLdJJtyhS1sELZ5xseijikCP0fjwGlEHIBFk7OqEvNEKuHl1UvqIKBOy4dypNVIjrFpuZ0I",
-	"47L2Yo8qiWcDaDGOGHyi2oQb9rhbND4I3x7+57vDk9Oz06NXh2/enYYtkEdU79thbxCpnFssAKe8zqI+",
-	"E5bKltuGeGG1BEda04XEw1iXmzFUJ/rAOMejYdPMWGBo2BHXcmSv8gIHz89eHB48P3xbvERRJjqf6ETQ",
-	"rrq8TJJL+cK7IXdWxvSDwa7jPVFmmR6N2HDBclsSRdNut9vqsB91LEWVLbEbG2vu7jxuddgL9z7lCx73",
-	"2K9wRfjq4L/8S/z4r9PDk7C1DyO7dm9a+YG9Aev68KM/O+ELRHA0IhkFHgsSGBAbS/ZhnHD38Q5zDOYm",
-	"wn6iFOVTrRl2zws9+aHcb1tx6eoKaGPOhZi1OVjGZQe4jBNKE31SJqqj5y8PSxQFGl2ijYg77EeSZDvd",
-	"bhdoGWVkMZxxK/HszevXh89Oj968Pglb3lakFaCB4HgyGjRCJP8FLQ6i6Is4gEHhXYBguXKL1i/j3YIC",
-	"oUcjz2HHpSxUM1CfCCrmk8/A/YR+CyD7T/Blu91mlZ/wYbi2G3nIPqEs/sQ2tRYfobDCG1FS5aLYdzdB",
-	"CBsUqZ21T1yqrCieXNs7ekr9K5zK722NgInpzC6CpYztvaUzCpSAWQpaG4i6g5NnR0er81rNzIYJ9dxS",
-	"XNPaTpoqnjRtRt95ZcL9PMP7TPqU73KefMgMB3NGRhNnpi06zDegY4k8F+5wxkf442j1HcqdQGj+O+wT",
-	"e60L7V2nrqUDGS+r3UBWB82TlmnEXRpxY7NOag7hLwLOXh12te8sjb/niW+50yzsYtFhnG538JjYxjVc",
-	"v6dLafX4nB/cc/wW0lYhBDTh+1AHDEQ6ttplNi1tpO/ls/rkj3qIT6WK/NWnYr5JAsfvokCKaV6L1dLa",
-	"X50c1jFY7a6pYbjabu7FdG7bv32bplgrk1lfrVNZns2tJsJSSKG8CYd5CwqKgq3SQ02xEzx3p4dy5yb9",
-	"/8JybVWIugo6IjxzzXVWJ/1WGqrS8x8vSdztWqjWCYC6LjD0jL01z4D3BDON4Q10nGxo+UJXU3uXa2mN",
-	"yuXw+T0SpbXEdZPSQdYEGebn1lqdw5oKu9IcfB3d8grPnVSkyqBKGd4+C1cq/FBqm6JwT5prKM4fWzSX",
-	"791cXDNChc4OMCwLOnTIZTnsPREfW+iMaopBftQsQLk+BB/l2Hx9q7J9tqlV2a04vdo+Huaxh8f7iQbR",
-	"jXq5E3GK6SxlRsaiw147ocaHoBBRL3AwLY3HdqyUMY0kJpsiRcIYiR6bellcMDvN4rW2iFhEJ2mfhnYz",
-	"BZMQBTQyspslvTsHAYg2KYUkO7mi6qtXMZ9vZQq1dsUntD6ICO68nyH7vHaGrAl8j27YYKntQh163irZ",
-	"17V1qLwxalT5dX6Zna7j2kUU9FD0DqZUi3NXcAxL4mi4X9skYrVLMEwWNenSNwPlQKu8py8MWA5jRZ0u",
-	"SGurQlt5RZTYduVBpzTRgcKEkEincYHjiJPLd92mXBlOZoo7SdxMAi+rdAo0ifqJkOiGGmo7GSjUkFAy",
-	"u4/h8Cp7XXPPnS1SNXOTMxek/UpfDWDKsFgMuHygwmItSDLYuV4V0sgTxFYEuV2gsw4UV0xgyiM2w3Ao",
-	"/7lO7d/5gQHNu1V2GlObXacQDxeWDDn8BfZ7oMKaZs99ZtNMoFHsTxDvmXOWp7Q+cRMUbCK1Jme7l5ek",
-	"u3J0sxSWjkuiYongF64qEFYrwzygSvsQ9EKg/78zULgZFFxjDx/2dtlEZ6l5+NBxYH70IfR5yW/ClUe5",
-	"Ra3Mv+nzw1fHb04PXz/719mvh/86Oz19Gbb2c8BZh9QG85ryBYgRSgnDWMRqoT0wwwHbu7wMGGcukYzc",
-	"f3GqZ0A6JRM6V4ysSBI8h+YOI6NcYWi1Ph8o2miiqzJ9w6QmHE1zRxfkEDaWo/vQtYeomO5EvQPlGYYk",
-	"nIYZBGyY6nPRYc81zmycYXhmTcOYnPDxA4IiOBpR89dqOmM+u6CU+0UkaPAMWLLG9pkcwQQC9LbB7is9",
-	"7wwUqjyweeWNkQZ2wpv0lPVO3uCPemgG6qV24JpMYYiKfL28tCSdFVnkXVphr9tjB86/EGJzDxW5aAEf",
-	"KBQimEXnu5WHrFnG7Wy5RqKlU2EfIT5zUDkKo+MYBWTRQJVS5pCQlU+X75TrKApdeSQT0Sog0FjTH8Co",
-	"Vs0nixb25S2BorHw+eHLw9PDSoo+fW3KZ/bEnQzesuozzghDDa/BNR0o2CQgeg9mCrq7sXpmCulgKHUL",
-	"gV/0CBuZdNgvelgJaPm6WEebA+WpTqb0VEIKyMUDIsWwRBvkJTiuaepUsOsgIGMpUD9NM0WsO1BNWM1p",
-	"4QWR2MQKWNT5EA28VxE+8wCWxhERAjXiW7riJTuXkegA+xePp4vmWO5rRZpmM4Sg1JrpkRWKfL/5ljk1",
-	"hLQ1zqZSga0/ULRExGoydc+jRXO1Uezhw+8wTyWXgugbox0DUshTEcJ94v2NYpGFbw+P37w9PXt7eHr4",
-	"+vTozWsM8vgYWqkrhbKpTgYqr1qKeAqqEDM2BaZzEBfOd05DH43ar7USXiv3jPa4u0su/0z57H/QI6j3",
-	"YU1vcdYEpd87+6QN0PDEEYzlyAtG46EaJRLn5ghVX4gUy7PJsYZBqAfGrYHpsAPmn0rnLX2eOwia4Z9X",
-	"Ya4TOtQ9XFLv+/CeiAk3LXSeEoNeiNRg3kxYpH+EuQSllQrc0QzaDTySgvZIVE5x8dMBbvIPbIZLoFmg",
-	"bzlZQvLHaBIwZG7n+lmugVh+LtBc0jNK5S8vdC72C4XCzzZ35bj6blgG95506ODSs0Rja1xO52NpaJSN",
-	"SwQBc2Hhw5COTTg4eNuIGU8x7wJ7mugRCAFpF8zysQloI4GpY50NEyrTF8brfs7Oc+afr0HqF6/YZ4PG",
-	"xeNBI2RNDCbt7HRbHXbgVRiRgBhqhhePw5ze6AkBCwcNunfQIHc3xScVR8lCFS3w2A475WPnx9bTGU9L",
-	"itdAwW99GOuii9NwfoTQTatT3o3MOFXJsRgNJ41WoGvNBT9n4ftH/oUczaPnRZjW/upqo3+In2NOlmNx",
-	"jC2QS5DkzrM3b08wCmWEe4U8jo57cUEo4XYCVnEe0821YeNjaUCcKe5Wv4iOkWzgCchzf+i+ODx4Hjol",
-	"mjzxMA0fF8JNJYmC9h2CBzQxUsZyDcJQ5K4VFAGBIqhxWMw4f+abYwo7ODHV6+6y15q5yLUjVXKN4uvA",
-	"/gJPuXWCRzdp3nSgXJAQJu+iix4Se+dPKs+tSEVAdeTA461wCyPnmiLZJ7LIC/gRTlEMlvEFi7jTKw6O",
-	"j9go1VOySlI5lsrUpvY0Q9jbs4OXL9+8P3x+9ubt0c9Hr09CDKQMFz6qCOp8q8OOU0HOSoP+FZBPvtt1",
-	"yUohB0NJIQq8uMB4VI1lAVeUHBFBVV0Kym3Zg5qe7DTuCR7T7VM5xYxOsi9TgeZUJNoHs1ki4ZC1mlGK",
-	"SZ4V8hO+olQfSRccKKKOwmNHVoAXke6VvR8PG1Hgc3IRg1Lku95ut0W3TvFWFI4uToHaJ8lGDHKaLL2Q",
-	"F8L1LQB7MRZTrlxcpHJW2yx14QE9GoFY+ung3cvTs6PXv1Dc7KlrDLzv/D1alTYyYEZShjzm8KJiQ7Df",
-	"SrOpVoLYw71Qn+FNTxNtbNvzlWPL3AREywxzbkDDR6GbmYwnqOiX/awY8CM9bckeKSJ2wIqYMcENHeWF",
-	"V4mghED406Bzvsg7/LPr3BRUWQ7s3+rXGCAkZ6rhoJp1QIW6Teps2L9dtLvPdhx35dFaOmWkYTG29Erz",
-	"Np0V61fpdMqTpHaDKj5KesHd3g/rvZge5IbRJylKUFpxH9vPqf+Bcf7NZgFqo1iNg2fJt5ObUsSeHhsH",
-	"T1MUkK2Sx3TZK+YkfUD8M8yic2Epq4FilOjKwiwbYusiFTPnFeAT2M/8NZFhqqvnGpc+7Rm3as4fKA2b",
-	"iCTGYDFNIYGjtmhCg8ak37Gmi+njez7uGifmyUyYcWPXOBZbHXaElvFQKmGKFUCNFLSazhiTbjZQYZC/",
-	"wl63OzWh80iYRM+BPFHCnebvBYpbnUgk/xP5622+pM2whuqDgQpLq9bqsHcu6DnLByY1R46Vo2KVB0ZD",
-	"RwM4ST9O6OOnA4UuWear3xyWNS5poVptCrc7tcvL4w6JdjNQ8E7eQ1s9anMFPBU8KVNLkEfHecJysW1s",
-	"Ks9zRaly5vhzYzW/aeloar5//MzdyugzsDhh6CyyWSriNuVPOVWX3CmzCfeSMw8wYknfJNXZeBJ4uxlR",
-	"rMn6EypPc3GWo19Zg8ryVCaJzJv1kovBasuTEPQPJeZFd2fUmcMo4XKK9RTrwk5KzLGwIppQNI5g2PFk",
-	"CPd9z46EL5ZG9O4N+IpuUpr5QfL8GVgIbim/xa8xaT1oc6bCq5laRdj+i4WXbXg4BovohraTLGHgVFUc",
-	"VJU00/IJgJvsMqzNQL3FjGQsUy1iqb5Bw3Is1ptepcgBXOjSOagoU9qByrGuDLMaD77wzwGm0w4aARsU",
-	"YAX0J+ZNN66ckslC+Dsv31zqpDVQvpUWxZ38mzjUXfbbieUq5mmcf/Oh6ZOm5/N5x7ivfdI0ZlC3UHV/",
-	"+PBEjpWIHz7sV4pGg+KvokkYkYH/3Mix4kDnYSHm88ZMIO/W9mYijb7D/ilSOaI0qHwwpi+835TPKbTp",
-	"TtgZTw2yJ0MvARnYo8wIls/QsCm5Sblie87vYphO4g6964FlieCGfH/wylz5HSw6qZRDETURCOdjaUqn",
-	"xKPFIEeU0AvGsxyVr8sdps4bRSau8SVKFIPAD1fB0mDknD7RXenmRjoEi9DnO0STKEq5mfjMVnTp59JL",
-	"kWEFR4LzvLNqgbCxufJULg8mraXvPWZu6sSWbkFBIZJEPcDOvctLDKtlEdywz1IRy5RSel1/UaJYOk5K",
-	"ZrlPjaHzzSuC7m29+72502WmpAS3Aqopxim4Q2GPmYC2PmCPu/Rvj03gswkqMDtd+GtnF372uowyi3q7",
-	"bMKaKGA/wmal+1UdBKWT962JvNa5VejGaNyVq85MZymEiJFD0OZ0ihon6CZaaTgnOiz05WyhT+gwftSc",
-	"AJzLer8itcg9WcAHUAwBzMeV0rdytojbvn9KI4cJcgJhvKwIP/QmPyrG9+nHS3V21JcaQwT7pOqgLKVS",
-	"FRojBzkInZaa856nSpRGfITTKUlb0r/AJDbXl6REic7iUmEK8+UlwgTlopRyYTqPbAYaua9A2XdRrqUN",
-	"9RvgZnqc6unMuvR2ShLwE6+GTNCxbZadwnReu3wKNKmQvh74to0usbnqtHYWaJ6vnUfclxEB4BJ8e+Ad",
-	"52JHZVKnDJ4DfJeDNcQCjScSXqBez1WZopqohMy5tKR94LBZqvaLp5MsBhMHRXH5DPfpnWQR597nt4WC",
-	"tq2dDrxesn6w6iXPrPPKkRE51OdAVeOGRrgseDSDzLp0azgXB+oTDbNgn5zV9Mnn0W9IIM1to09sp9vF",
-	"Cbpt/uRrncoAokVCMxlk9N65dUaHW5Fh7h7iv/7EenvVR9wqWI/6lYd+QTW9eAt83jLqKfsEgnWGXVvy",
-	"vIhPeZyb3FVAi84v4rksTxtZVtybu92dFqUfIMm7hUdDwVmMesTC38PiGZTRLkYSZAIIkWRBekM4L+Vq",
-	"wP6OhRKpjAYqEokzC3gy1qm0k2mrX/LegC47E+WUc7fxjuudqKc4kUNShpMqnIePYG55xs+S8YBpM55k",
-	"CxJv9i4vA4yow57AscATeS5a3tggY8E7SvWI8GXbUthRG1Q7PpNteBsc2SvD7Z0dVDxrLRBnmGJdk6uY",
-	"gU2k1e6vuuP6oKQSKQwa+78/3el29+dPd0B3JRLET3t78KFPhcjHqN6cPv3hu327dG/6tLcLH4beQAvT",
-	"kA5Fhybld3ugyDs848a4LrJKz4mWbVjaL7/xFIjF1phEPtKwUZYk7qBhB8oT5UDR+emzmSqEmTs1anig",
-	"hGVSioqSlBooFybJZih5sdVTxJXLXsJIPPWFxEmZmfBtFne7Oz7yhhROe1MUUqDwfEPFmQWCceHr2Ogr",
-	"Wq3XYM3KugUDxb1+vOPC3avpb/t5AA3zvjFQS8nBpDx65kCGklMw14dioEx+0NflV4GdCpOXPijrnHhk",
-	"zdWnEb3PNa+6ipq3IpZkDDsi8BLeRWw8QHHleN2vhCF1OiCkAxqMEsMx9wxUKBes8gezOxywqghPUH/Q",
-	"ncJiRDyNsSohrPbAAWGqMxvpqVg5V+jyUp8quNjlEpilr8vZ+f73Ptvt9oLC9C8n4pez7PtseYjK0Kvt",
-	"lG73kNpxKk9yPZpuN3y5wdPqK5S6Pd129tUhKuMXmMi3G7xyf2VkR11Sjc/yfNEiOZCyAdF/HeRc6Z5T",
-	"HcdgtKsgH7CJvLQsnKH5yA+Md0f2c981MnAO/kGgUJiZ7l2TRk4zlBWlGYLSaFh4/PbNs8OTkzdvz14e",
-	"YIJWyPKy5G6rsDfJUQTyZKCkalOMyhl4KEJBfuohMq2rE09kJJRBsIMclz5t9Buvjk4bgS9Uhj+ugoZD",
-	"zHew9s7J6TeIUBpR7MZiqhVWrIP2VQieAKPqU2msjLDtgEufgDN3oSJMUqIoPbpUWO5uaRQ9Vso109ix",
-	"H2PsjX6j29npdBGN1miFBej8ueSJiKyrxjb9R4/gu7ZrU67T8SNUCh71ur1ue6fn8BYaQUPPhILx+43H",
-	"OCoiGEywnv0R/BivxVoACY5pPTnqZ6wjUBLRghhSjNK1oMYjrGSnUdoxua/c4nZoMqTzHMWNfuNnYd9q",
-	"XUZLw2n1ut110Bf5dY8Ojo/e+pFhpfa2uenIJVy7LiKlKv9G/7cPZaI4dfHWgjRQg0y1ti3YQT5GNII3",
-	"eTScoOEe8agEAZwIWwND/Rw/N5VcUx/eXao7zwvNXTRJkbPL+X/Q2lSkxJV8U/2cin1irAkcTkSwUjVi",
-	"Kp7kws5DFc6bdEGZ8FGFCZC+gyJrScV+/qbISHaFw5VCeMz0tTqLJr5AjFIOfWH8Th7ixohpM5cHS8Yv",
-	"WdADFTp4g7NnB89eHGKiZ7FCzrbPK058vWWrw14JrqyDaUz1nM/5wk8RjEVnGFlhrN9T48KvBJaBQYb8",
-	"FpI/VeqmffZos9hbjBqum7UgKcUljyjagZi8S8yxuxFhlrwvLgc/5mCzpIKNHTiP0x1hhFw9X8c27tpH",
-	"xYVXQWPZMNj6Znc5Ahj7pIBrb6Yrj2ICn9jdhsV/5LGHMcVbdq6/5V2pJBBv6v1w/U2nWr/iauGeZW4r",
-	"guCux9ffdUJh6HdFFJqkVy6viNhW8tfLhFASW54oP1wF9fL/BVcxtRxDNxmV6mNKiHPPIEvXo1+Uqxxr",
-	"Zf7ds0TXY5K4JrZliICPDnnMHYjXYCr5uSHBrWWye1b6G7PS6bXnci0nwekP+tEGnUqaAsQmFWDOkvn5",
-	"VsQ6YlI5v60RyaiNCDtY8fHi9NVL0sOaLseJ9Eq7SIQB3ZjqmfJaV81jEdMpWqRlBJi1bIv8MTMTUSk/",
-	"Aw/XulMM+LWsan0Luhr6vWDZNmlqBSRf7W4dFmqXy5efzYQqUtlzZ7MS8wJUlh2sjSEO1DVBRGnziKnp",
-	"szyiuD6cOFBY9+xjinW791Iae+hx7m4mbb2cqtM1pI9VUI0lvXHee8whBiJeCvaobPQbv2ciXRRGWLUT",
-	"rMee4jfHs12d3xtYJ4dTiVMCfXMxWzsVD6661fFQgsSFJ38FBxbOCMEEa46sg7wsgxbk/tz6G59bQAQs",
-	"B7X0cs9xf1nmYQh2reB761CQdI4y7hh7k0qHT/kqFTqa2Rp1jgox7pliS6Yg03PzTa+1/Um7nmHfIhf9",
-	"LGyejFDHRjelcbzx6DnhetbnQNCpd7tBg8ZMmxou/s9MuBKmcl4FaInzwINHjFJhJkuI/X2M+lbAQzAL",
-	"dywvhBqo5nzCLQZl0JdbhdINWwEZhnNpRNH3cbnZYzm3yWqKbeIAD9xBjV6hSk4SOpLyAR4YJniaSJEW",
-	"SRlORnnda6DOxczm5YQut4F8QK6Qy5f+YS4U5uCLJHGRpFLDAxyY24HKHyVNAfBCXk9MwaBKdAz4uCCO",
-	"CwNx7wf1IzxwSB5Fx4Uaza3awPPzRCty1o86XtyZVK1vL3p1dXW1Isp7d/bQWrT6NZK95Mp0Va1NBSea",
-	"7w6yQpSYqebpsnV/JnyxM6G7xZmwBBL93AN0w/07W0j5Y4IQOtUaofDovr1t3i7HBnolYsl984tv8SDD",
-	"Br3VtLp1auFE8MRO/lirEh4473wPQVplIsoRQuaKjqQaY+lDgX+gMwcM5cu+a1XHF/jwW/kV6NY3v34B",
-	"n8JLOO+EMZs8CB/1cL3/4HXJLRBgXETY9oyPpXIVr+fCnY+JNDVKNWjzv8ADvqDd/lEPv4DVvkWzzDVW",
-	"uwNPMDlWHpWJbpgO9UPZ7vj4RQ9P6I6rL2px/KKH19vj8Jr3h8zf3Rr/SAzsJQjycyE7cjt8XaT4WQ7b",
-	"EZISQ/jcDowjJIREVcCKS7uErVmCBTlwehCim7jEqjRTZv/G6B74SEJAwDZrCOc1UDRZihTlKCMr+I1F",
-	"oPeHOq2XBvlFDxtflkHXqY1+weAN7tnzC+uAazazjOld3dTtOow49N+6ziJ5vy/XXHa3+0NNx9lNEKWw",
-	"sh/WEE89YOlmxNO/gaXxDQpnEjMkqFblc7A+J+qjHj4wZfSKWarHqTCmw96jYkzl+fXi2hXzVepIB6qS",
-	"+9onFKlybqwDG1CLPKu8Pkr31wnNb11Wwm35Fqzu+8lKJjkdibBR0rC5Tu2ETfm5VON90KMxObIwk0Aq",
-	"rCOJTkV53dgU+d7R+yUcvesEwM1Mrl/0MPfwToVN5cYsAB9tf4AwM3Cxjykfpwj8KjLDEK4fQVeoFoe6",
-	"GbFup9vZDTwgQJTyGUbtPcJqUQo+dO0CmBXTWYKVLpgzgIKriR2izpxj8CxvTOsETNgKBqqc8eccmnBj",
-	"6WN/vzmj+vI+w8JvEQc5DGXApDojT2kwUFNpELKIKiULZM+Z1glrhrPxJfx29jBs+fRCn61YTUwsVX4N",
-	"FFZe8MQULSJ+1qDQWjkVXkKjm6IZjvXZwzBgofsEHtRhr/VSpUefPNJGuDzjNF2AnitjQ2Y8ltUiMpfZ",
-	"RzWY7GedUjcJ/CMbJjIidDgFZJYkblA+FWvE9ytHN9eKcKCMR9jTYd+jjz1FsqjK8mWLu17ddYjdCHhW",
-	"gD6ZvPl0WabfVkG4Y89MiUmm+Zqt9dG47OeOP+w2Zzu/mQmsro91lE19Ey/MfPbjLPg0CQPCykoJ9g87",
-	"wdS6ttxw8P3nHs0rzcb8VB93dvLplrpw+m5y9fu+8p6lzO05N6Vcoa+UCCq5VJju4xb5WkKADdxICNuv",
-	"TVBF2d1EAv86wGSkG5CAn+cNSQDXAp6GJ0jnfxABuCVeSwB5b8BtPLYddszHwkOYYssEKj/LKz0sk8qI",
-	"1BrWJOcuc85dOK21Qh9MyVlKht6qi9djbH5JN6+vOrojV2+pk+KT3Uo/zBlfbOP5vQNfrlu23J9b70/O",
-	"q3ny/p4E2+zsKmmwQn3dEvjmrmNbzQ/brsn3dhPKoZy3nEtibzWVryAPx+3Y9Z5xv0b37re/u3d8Vsg+",
-	"L7VzcYhGWG1myzOsCzSMYx9QrFftsBM+EoRbu0V7g36OmYGlU6UGVQQu4njTNVLtsIMCfR87MlCTH7oM",
-	"5pEj9pIQcy3IReywogqXd6/W5Y3juBe/8TFQerdfxaJxU2a/+8yQyuuUEkPK3Y9tmonVRJGdu5Y165Sf",
-	"vArXY7EviZrDUz6+jtfxmqugUQN8et2txS35HVdBwwOrXnd3fl1Zut3LxBUPVm+rLBGgg+eOubfOTqny",
-	"3JF6Z8RfmJnSu+mE32LDqb/s5Pjroz573celqI9Q2RSOnms68zSCxkZUWLAy1kaGtmnkU4kU1TcHavV9",
-	"lQ+VflB5f4e9SasOtS0bJEmFOudANa8BvHXwul5u1nQnKbUkcXAGnYE6pGY7c74I3MG8qZvSNYe263Cw",
-	"CvGbH9+jApmbYM//VjGJzffZdEFXUqCgFOnC47hQUup1rbJ9vF11QHnlceeo3UulP8QJIShx3xGQkHel",
-	"WoarHyir2VhY6hZRwXUvp5sValq5mUSd0+XWytQIZvWK8kq/KrPpGlXmMxSYb0+HeFxXAf9ag0ofy5HM",
-	"u+ARzRly1ay0SJDGe7//Ry3efQjxzkOIGyXrjfP26VZf24GiaNX3S83npyIdgwiw0cR1J3j8w5NWn/Gh",
-	"w+eZDn2DcmzXyRME6ApVliQhSwX2COgMVOgRMqmNNIwaU8Uzgn2wZvjnoJGjaDb67M9B4xz+hYGurvKh",
-	"WHiObWiWrsariot4krSoJ+Ry759cA6g2ksVGOTPXZbamdw8vZycvdbUhjJS8Sc7mk+MddvC5/eFxu4Pj",
-	"7k3wynsUJnhQGRK3uY3L+o87GX4LC//fdiy6XkxFg8hcRVFi7snqXux/DWJ/ZxtDvdQh+Ce0nf5Ce/v7",
-	"m833reeJb/SMI24vjjlsdZHzG1iVXtZvMC28cfmn++1qM+wCc5exkFpzl4KThBadCqMTOEzQ4LMIaDzR",
-	"qWWTbMpVOxUcu0/nEa5VC4EecEq1/0uCflWeYBjNiLEPo/GlGVJbDxYqbdsjIO0wD+TMOBa3uDiOu62x",
-	"LCvXlFL8xtt/tD/8uRM82b2qC6Z92C5bZGKXY8nXZoccuAXFqIyDpfDNz/y7e1SFuwgP30pA3VDW3HEI",
-	"+rkD6yhRg8OSWBuDxtzgbeusRLVnZq7ncDZDxFWHiT/XOWYrQsnnFbj1eHuCx9IVNv37C64+Uyit2Yjy",
-	"O21YekTC+6L1Wm/dM75gLN83ZvzSofxUfEYNl1vrHH6l5KWom6CHwZXx3eYZfAXuG6KI64PebsXuY95/",
-	"95h3mosIL6m80Fgf8XZXIJifTtmMp14JcXzFTqv+0URjZ4vCd+qkhjS+68VAFS1pXVf2UmaT59+IK1cp",
-	"xuPYNe4qeuqUzOzOQN0oAo/9eAu2d83CqGOZ0n7UgaoizxTtwgionXphu1b7RS9+GHB9oJ0W8y7i7EvC",
-	"z/XY7a9pqksKou/gmtuj1HLWwU4gyEbgAx24ZQQ7ZiroX6WdplQED0Lhm/Q2d3d6hR7Qgt1ZKMsvfUtH",
-	"31qWY4t11xmZVSMAbglRXhOzFwLbu2wq4vozBfCXykSg/f6LEhEcsa3xUrgtXpeGcJ9a8JW6OL7K4sWa",
-	"MDaxM1YcEqmtxLFL1Rztc7FoS9XOzOZQthc+RQ8L35+8GsCufTgiBKUIyYObMFDuoJB1vQdz+VbA7ZQf",
-	"UT/5MHCDVqLMrb9bOLi6Mce+6gxf/NolumnZ2Tfno+t9JRza623kUGKMtrjEPgztIpC0fgdTSt7ZxKHu",
-	"WHGjug6whkJAuqpBlNmpfjIFO1HN09kKM2OstbZvKHU+w744DnEsliOEaMW6LSpZ28TR9LLfPPN+q1XS",
-	"pL3URjgLo6XkW9keV7LqxdgELLlOXa/xraL7YL1b9XN9HV+NN2GzOnnvQrjPUFjOUEg9E61jX2zigbGH",
-	"WgfECTWtHGYyiQngZSQTscS+D0xR3qLTwofgsumlGqjfwlJNTRiwsChrCVt5x3X2+MkT7FEK50sSV8C1",
-	"yQMe9rq90Df5yHVIUcDO4EwNk3afyvRDb9qEpSp+uNrBdBhyoXzUw8BZ5SITA1ht1860/pCj/Edm9ViA",
-	"sV30R6q6P8oNTgogcHqJJv6OD6ZP85m2Sv3mXdfQvFHoRz3c5OGA7fxsD8cXtsphjjeyynv/JiiLCgWR",
-	"8wzm6ihJIuRnsUv3NvtfkOH6bzf27+sBvmIllewI7vi0csrRuVY55TYrqe8nro0ZXc0ifYGt7DG7Wf4h",
-	"CGVi7tMOYj1XsH1MrtNe3ZS+oEqIT1irEiI4271KeK8SrqiEQBkEQbOcvVPwzU11CLozx8Ips9wjzysb",
-	"wRdArww8HI7DvJEWvQlOGUFVss+enfzTOxWIaFiq56wZYr5LZC68p3GgMFWWpylflKuLyyqqA+g+OD7C",
-	"pt/415Q1w2WuDFsdduBWbqBcJ3pKRsUIWinPlL6MtTD9lcxzF/vJVcLH3d3a9nFuvW6rzpVrGT7XKJVW",
-	"TPFGrcQ2LjKfnRlsZ89+yL1kDdwopFi/k5tAMN7+9Izt7nzfrSeHTo0hv0FMIvEtycpntELt59J4KKbV",
-	"WYTcWh5N0F2WY+uDgaT4VPjIX3HNPn4J3z0dNNKZPdvpPe5E5mLQQG1yvQdjxSlxX+ixXaFHcaA/MPdp",
-	"v/cH5y1bLHplb6Oq+ZlHZqXh6HqPzDMPPqCYmM5s3oc0b+vvu9YFRUFdBeXM9Wnn1iW1WYzGYVZJlEgX",
-	"4GNpht3LuMrH1yPf0xyPaXiRJBFJ4fHAtANTdHaVZqDgVFWUwgCac4fVdKukIMPzw5eHp4fMr4BrPhJr",
-	"JTrskEcTN7mBcj37sRY18jWOrr09U9l0KFLq2BvCm53lLVxdG/2A7XQR4GEqVWYFGy4GyjWhbtHciz7y",
-	"XDGbpQ6RXI9GrBm+OT58fXZ6eHJ6dvDs2Zt3r09Pno54YrBSVqIBoQaqwH3YXe+sORWm1A/ziyUilB+z",
-	"5hBUYl5pHSpdF+xzsfgbGBB/X/m0Jik2L/xdaW9cEltAFmwikhnsLJnJKICWAnHmEXXUXy+PXvFzYZwo",
-	"WfWTLqVx0WDUiohjf8PeLpvoLDVswmM248aIuD9Q2HGWznUCxE0zhdo6R2J1BkGH5XmnEcii9IEpJ4z5",
-	"VtM1HHiI86g6Q8xX2cQM9ukFbtNbYbKklodf6DnBBCNIJa3xfTTo75xQSvS7FINZ7tQObLYFx/tuWwXS",
-	"6iMMZbTh9rVs76p1hMKw0HIzrvxox2xNBE32XbWwYTR1HIsxBzHhVqSoLEx5LFicOfmADbwQ6EkJQegV",
-	"cy5943ax1L1sgyyo9J2v7bdl00W1w5QU5jUu3jcuEErouXORCuZX+F44/I2FA5zIHs435zSPp0xc45hs",
-	"s3TwgsE3SruzChp2IqJUWKpPJ38ZfE5n1mptzVJLsC/bz9g3hbv75kjzbyXXZGm9t+gw7HfmXqz83YtY",
-	"vBgRJWb0IsTRzeZ6ljEwOpYyvnv7kqpGsEVn0cPToPMUu60vdxllzfC3QePhoPEhJCD8JGl1Bgrb9hOw",
-	"leutQaMVTUONHGObo9Cg5An3XbeOJfeE67Y+UKm2ha8EsbaYdMU2MO1pZjD/GcH0YVoIyk5/hjScCxSW",
-	"3AkDxZNEzw2bpfICDDQl7Fyn54ZA/RMd8YTF4kIkejYVyrYo4kgLRYrURGMdkauAhucggJIbMGCJ1rMh",
-	"j84Dlkh13qYhS3XazPlOBLbuQ/z8epWITMglQfC1dSKtneRfVO6xNIv30k7okFvbf9pdWQKoINr8DC/1",
-	"fbXHncro+3aj2+ZhkFBnfOV4qD8dapXLa1vikee4Ktpzd2VugE4kiOvF/rJpKh2ke5zq2axO06Th71Tk",
-	"VWTN7ro3uvfU3MeaKtgSGCDZlpeC68Eac2Zp+oBQcdq0cg6qIjjWpTR9Od74YrbLdafvfUj4nk0/J5dq",
-	"Wx69GaMsEfFnIAKCdR5maRIGK7ZUwMLSQGBaITjgQHm0PumEQxi7Huxhp/i9z0CjDl3P2NIZ23Q2nMvv",
-	"H6ip4IrgCNDboy2FddDr29ovj0hxVNefnwLc+TE/5lIFjCdGE3J/CRfKD3AzZEFWBhYcqHXIgmGv2w2X",
-	"MQ08NuEaGMHPlZNfG5zgWgvrbmEFP8eQ+7cfIB5msMaMu8cZvMcZvMcZvA3O4Odaj4+Kc2htqOKNEoWx",
-	"OBMp+RzpTLK6oi8HwMqluIbg0YTYnGIZLqJJccs+5isF1U6/VBYesImeswS0aywZ0+eulIBbNsfafdC8",
-	"686TUvSjCEx+yfDHchz3DsMfUzP+tuIfbsUX18c/CrK7N+XvbYSliElJjX1gltvZ2omQqRck5stZDxtk",
-	"JoY6RJvcAcSzd2Cr1EZ/jozJhM/hogdSU1/nrJCWEjcxgIJdfEtRmlaH/eQyPzCfxCeODRRJY3945BGg",
-	"ucawD7cZmARSsdCvQP5xGDAz4xGYEvBKFqwQNC9yhX9pplqJEtC4E44YJHJhrJSg08xcWndY6MwOVKIN",
-	"VU+7KXRY6O8+o+HPKG3LnHEbMsMXpoAB1Qk9mGwtF8rqDNRbDFLBsJgi51FBMVKUp9WlwqJJ5AYSiGZL",
-	"70NF1LUZMUgTS1vr4hnfgNfnVtGXYqfv1fZ7gX/LSAjyDXkKXMTZeK6p02SrSbx/NoaCpyI9yOyk0f/t",
-	"A7AM+TjqwKlfYnDX+UCa4Rhbn7POo2ga53B+bT6TYasRNLI0afQbE2tn/UePMCw80cb2v+9+30XOdJNb",
-	"13ARiwOKnouF6pejfa9ql6+0Egsn2kWMDYULPJnApf0UkJISxp6BUC6P79EqVof/SSY0sZqyvsA1MXbF",
-	"hEMenY9ToCs2XFDj/8ojqH5j9REvtRq300zhPs51eg4GwkwnSYDpSgSpyFUkktJwv+ihWaNrFyn2Prue",
-	"DQWYBYZZXRoiz9ZfGSVPgaL6DZ86AbQmYpc9UXTDJ4zPore7V+5Lj8qJcfVZWA9NGJSUjFHK6yQzx+gs",
-	"jUq94/3ZVgx/eLGGOAhNOmCpx28OfEf3fPa+wzMIZ5GMatr1lx5UwnyuIRWnNgABI8lQJYnprybIu9VD",
-	"APQow3VOdTaekDbSxDMae7CdiwXMmZ8DbaQwdWFYnIkW7QzMW6v6zHTQbujQdZOvpN4BN879rqA2RjCr",
-	"1DhufT7uQY7sRVf23cPTGEtofRvTDgtjbnnHtWo7i3Qscn1jgY270A6mHXUu48IPa7IhIZ9j9/uwOrmQ",
-	"NXXKwocetauqU7hrybni6K5xS9326PkLwiXdwmJ0t5zKqTCWT2c3vvPEa4v+zi/kbD2uW6BtvJ//9V91",
-	"8T8UDXGHHagF611eMqJvqpvE/mrSMDlW2EaQfFbd1WF+xvKrssYEt3mPu1chiWeAcrz7HOQ6juoqq+oA",
-	"7xd0qUiMwIJtpX0SV67JCuQ7ndmA8pWAzWLPWHnm99IhvMQx63xI/rIcg3Ub3sovZs3w+M3JaYGcm5f/",
-	"IsuhEAC+47NZqi9E3Lota+VP3Iq7TvzV9wy2vnP88hrd89iteaxgnuvYzAVMtmEy16er7xJ7ajvOAP8d",
-	"nD57UYKVRVxBd+8SZiVwD4YyySEb3pYZ3UtsxYrk1b5nxPWMuLRC92x4azb0zLWOCR0+5FZH3Qo0eQmw",
-	"v2CAkU6RPXOlU2Nu800Za3limzmLrr4/467FVbk/4j6ft1Z4Zj1zIdLW9QZaDixWatGNjop9Z5RhU4uQ",
-	"el34vlKGL9D9cHPjrDKv6xgLLr03zTZDrd1bZp/NUmVOuYaftjysHHwTYrnGnpFSrIzteNyxsyxNQjYS",
-	"NppgXtstOWnrUwquvj+lruWn+1PqzljqulPqKmhctiM9nWrV9uvZLsW4KEgnVCTaB7Cr12PXFnf4G66C",
-	"xglGI9qncirVtTEzuthde3V19f8HAAD//w==",
+	"gl68DnuHKGpKzHOYcvqrBPgiEZEuEpjUXM6nwCtI70nFb2fP//XP//zX4fufTt+//eVfu//89/sXh//e",
+	"e//4n/+1W1J4dns9WDGb1OBTM4dcky/f9Rg3a/Qfx1m+7G4JNrZw67fFJeaEtd17hQHDhjdZNPERcq8x",
+	"RFw55KSh2JxqtS7L1VW91s+npng2jzhQkKMUnqfi105tsMTRRg2ZictZwpWD6Z+JSI5k5EEqmY7ckSpq",
+	"hy1npte/wNosd/caebZ6pFUkUiXizlo/o1nzjCXMtjDAVAahbLrAtjXue4be2wJwttetRO02CZCS53wl",
+	"qLZ8YNFUzzSFvLaect5RaZSleJxVZm3YHAx+xOhAYBelrUdhkYqF9FDc+835e5uVYqK5JfABbIjmuhGs",
+	"QAjUpsjnkuGPDYUtM+7hyLx8c8QWM632WSJGlunMFg4TvEGasvef5c7/zlKizd6TOhdnJRFxm1enqj3/",
+	"sdK2XYiQsJqxvJmAy2KxFhq/BLvkZYy7hwCsXf1Q7eBmjTMEBn5xenrMHJ4DbHqnnPW5V0n43O1260jG",
+	"ieWaVoATnVpmsumUp3lbPL+ZME6pm0MJ13azSKn3cB4UPq13b48c8Hu5G9Lyg8N/Hp6GoP7R2VUabcX9",
+	"VYOCU6d4rRadrjlCyvjZQQ6Y7apQ8+5d84k2rj9WBQiWjh4RD1QzdEmRYcBCah5FINZUUehL4+KwFTCe",
+	"9w3C1l8PDMuLW9t5cauDNPUCb83Se0m2TquxScnrW6fTvPVYxxhUvV2248aD5UQgrHKSYynnp0iHvYFF",
+	"tpr6XfmEaGayoQ/UulS64pZGcGPE6JpXHjmsp89wu/xZDpRVb634sm6D2zkqPjvR+3oPitlgpG0XA6ng",
+	"8Gx0Q7jXWedP+LCWqu7AvHbk+eWDIPSgu7FNS5P+fJttJYXic4w2yv1ffStQRM6M/H2N4jOSCWjrcAEI",
+	"61xt+VKioVplcJtigS0Tsb5opGrVFNgmvO+DnT6y/1EPWzeM69eWKWxZlnCbgFjQ+KiHZ7eL3ad6fhbV",
+	"Vws534chSAH0Q3tVAQhySwJcBsy+TQGFpJTg4Vk5euyevaGuovx2QYnHlghvyTt7TWSZWHhL5+x2uS0Y",
+	"Zv5QX8pfSg7kBnVTVkrFweREw6RvSE3WHCWz3InsKyeGfb7g2168/+kLR2kfd71yd3NqnApj11aiOxjN",
+	"VfbfpmA8aPCZPDsXaxoGu7EfGA8l4lqzHzhYEnT99JlvwMhOJohAAvo1yO4lBdmcn1kwZG8W3i+9XzHb",
+	"dav0QiQzkRbZFEtLNRohmvGGnlhYAElW4QTHckm+cedmiUb5o+pmSo7pz6q5366mq05znd46W6B2tDsK",
+	"6//qlycf+2rtwv2JRXF1rxyXsEKWFd+62rmNScqVAoOifmzTPUXJWL1F6b4/oM4mNVxQfFFlgh3XVHS5",
+	"C6Vzz/jGQQFDhpRqjHDPUaqNKboUSedQ2+hKdCPfUC31ncHOyGzZxI2l9NKafLc5BuxTrcZ5pH5eqH/Y",
+	"/MfjWouY9S4vOxuT8Tyw6dkmZ5of94Ep+9Wqz1e6AEmN+FSwJiyFzlDbpbaTPI5TYbDdXN4ADl+1VZ6j",
+	"X4cyM1WkkyOBpZ1YfZXqovtV/bCe6p47IqkrGBZU+kgF+FY7VzsxcZ+SdGWcN/0PizZOocv0Dlb7Z5U6",
+	"+IQzoWKpxiED6kywH56j4LHA5vG9y0vWLGVptXyauQMGiCYizhICqHVQb/RIt+rl/p/uzjrIHNbM0W/J",
+	"b1bLf/X1ROkinzSlwwZMJ7EwtgDX2cpuXxICNfb7rXK2q761Gzm/ggbu/tntqlDo3hvWotRYU1v0JQsa",
+	"SlzaM7cNm41FuDLfMCCBTOQsrX3/qbzjWk55QD1EIp+V+5ubVET49cmDdUbm3eTOlKmhtLuVzSq5sZZX",
+	"NSg44Wb5MUui5kfflfYz3FzL0us6l/ZaVX1poDvwwF07tTt3xS3pV3cDfrV17l1ZvVqO5OQStix28Thx",
+	"sDKIL4PHDBVXBj56pGwBVJFjv9Tl7RQTOCvcyKv5f+tkfx8sSedSDllzuGALnbUCFo61EiFrSlsoFrs7",
+	"XfZPrUQrwA6qMsHDq0lxh1xouDxDeI89BMtodQqlQSbChyWqicX5JBpBAx7t5AGu9bXO7c/UYW91OMxS",
+	"cSF1Zs6oOeLZJl+db77uGygG7sQv4r1uMN9pkdIsjBwrw4bCyFg46T0HJeQWMvjmAjRX7bcQrOSUquYS",
+	"Lu1JiU9WKXbjat5K1npZcHfyLJcuf7o8ey/t5ASXZXtH0+qkV2r08hFXdX8gPMS8wmuCvCUo+4fvYapH",
+	"7HGPpVzFeurc+2VniifsovMrVix6lB8VF6TvKB40VeAOLxfK3IgPL7fn/PCPp390g97V9c4Y95arq/yh",
+	"WGcwTLeCQOmzcGLtzIRUPA+/h/n7pmV4Up0ybGFk2CyVF9yKgVLCznV6blgz0RFPWCwuRKJnU6Fsq8Ne",
+	"Y/Mp7i8PWKL1bMij84AlUp236R6dMu8NGSin4/fz1vDRRETnmFLCUjGWxnqcVBUzPuZSFU18vX0QS54U",
+	"oriUKYDv2X/0yH3WifTUo3iaIgXuw+cDwBgRZam0ixMgXBdbQu/cQWbrW/fnnj08R7lZ491j1J37XCxc",
+	"Y+4O+0UsXLNaQtzDreOGnbw4aPf2ngzUhJsJUDLwAK24g2E3CJsG9p/z7mGy1blYYEbS88NXb84Ojo/O",
+	"fjn890k4UE2XzMBC70GMxVR74wpZFEUEzrMgYVhzwmSTaqQ9siuPkEldP1a/9G0+k2zKpbJcKpGaRg0g",
+	"uJmJqE2eEXg+dhcXik7mk+e/MMJqNgFLBE9hEIdQQ11REdRGpKYzUAP1H//BnmkFTCC1MgPVZmXEYueR",
+	"3rQNMN3yVpDlCAs4FIlGDyba1wPF8iWG2fie074Vk2Em0jMRE/pOP0+ILhy/Ms47fO12dzswV6zhlsQI",
+	"OrMd9korQf2kiza8sgI155NGc8ygVVyhDsz1fSqt8GNgM+ZZApyWSCtSnhjWDHt73S7hCGJD+G6n6zrC",
+	"74ke0kTbrQZO07csQtRi1uTLaMg1AMdhZkft70PXwn1nj5CGpIH5eevfvc5ut0uSV1qmhLE+wZa2Hs8z",
+	"w2IhZn7sxz2WgKAyAUvFTHC4EsYtlagHpT72r9+9LAqrWDMcwIZ3u+S4gNVUAt9s5wkzWZrqMVAPXhZ/",
+	"j5dJhRSgFq6QK6AbVYaPK6fDPdktlXBhJTG+IiZ54mHIhmKhVcz+z/+z2+3iMh/FxP4+K7IyBF5xgCu0",
+	"krJIqGqlbErKVCRHltn3OYk+ETIkh6PxyasWScXlPxsmookuxspL+jW1xaaRCUcgxUTAEomUvG1pKoWp",
+	"5NJ12H9m2iLwMe4xhXSog7dL/KKhcLK4EmvzrpvhOijpsNVhhzyalArUOVFaKWnNpWsiaNY+4y5FTSPd",
+	"pcJmqQJapaS6STblClvYIGzzjI9FHVMEfo7GgdOIOACLJmdVJeaJVMLLq5fUQUCdlg/lSKuRHGPTcjsR",
+	"xmXtxR5VEs8G0GIcMfhEtQk37HG3aHwQvj38z3eHJ6dnp0evDt+8Ow1bII+o3rfD3iBSObdYAE55nUV9",
+	"JiyVLbcN8cJqCY60pguJh7EuN2OoTvSBcY5Hw6aZscDQsCOu5che5QUOnp+9ODx4fvi2eImiTHQ+0Ymg",
+	"XXV5mSSX8oV3Q+6sjOkHg13He6LMMj0aseGC5bYkiqbdbrfVYT/qWIoqW2I3Ntbc3Xnc6rAX7n3KFzzu",
+	"sV/givDVwX/5l/jx36eHJ2FrH0Z27d608gN7A9b14Ud/dsIXiOBoRDIKPBYkMCA2luzDOOHu4x3mGMxN",
+	"hP1EKcqnWjPsnhd68kO537bi0tUV0MacCzFrc7CMyw5wGSeUJvqkTFRHz18eligKNLpEGxF32I8kyXa6",
+	"3S7QMsrIYjjjVuLZm9evD5+dHr15fRK2vK1IK0ADwfFkNGiESP4LWhxE0RdxAIPCuwDBcuUWrV/GuwUF",
+	"Qo9GnsOOS1moZqA+EVTMJ5+B+wn9FkD2n+DLdrvNKj/hw3BtN/KQfUJZ/Iltai0+QmGFN6KkykWx726C",
+	"EDYoUjtrn7hUWVE8ubZ39JT6VziV39saARPTmV0ESxnbe0tnFCgBsxS0NhB1ByfPjo5W57WamQ0T6rml",
+	"uKa1nTRVPGnajL7zyoT7eYb3mfQp3+U8+ZAZDuaMjCbOTFt0mG9AxxJ5LtzhjI/wx9HqO5Q7gdD8d9gn",
+	"9loX2rtOXUsHMl5Wu4GsDponLdOIuzTixmad1BzCXwScvTrsat9ZGn/PE99yp1nYxaLDON3u4DGxjWu4",
+	"fk+X0urxOT+45/gtpK1CCGjC96EOGIh0bLXLbFraSN/LZ/XJH/UQn0oV+atPxXyTBI7fRYEU07wWq6W1",
+	"vzo5rGOw2l1Tw3C13dyL6dy2f/s2TbFWJrO+WqeyPJtbTYSlkEJ5Ew7zFhQUBVulh5piJ3juTg/lzk36",
+	"/4Xl2qoQdRV0RHjmmuusTvqtNFSl5z9ekrjbtVCtEwB1XWDoGXtrngHvCWYawxvoONnQ8oWupvYu19Ia",
+	"lcvh83skSmuJ6yalg6wJMszPrbU6hzUVdqU5+Dq65RWeO6lIlUGVMrx9Fq5U+KHUNkXhnjTXUJw/tmgu",
+	"37u5uGaECp0dYFgWdOiQy3LYeyI+ttAZ1RSD/KhZgHJ9CD7Ksfn6VmX7bFOrsltxerV9PMxjD4/3Ew2i",
+	"G/VyJ+IU01nKjIxFh712Qo0PQSGiXuBgWhqP7VgpYxpJTDZFioQxEj029bK4YHaaxWttEbGITtI+De1m",
+	"CiYhCmhkZDdLencOAhBtUgpJdnJF1VevYj7fyhRq7YpPaH0QEdx5P0P2ee0MWRP4Ht2wwVLbhTr0vFWy",
+	"r2vrUHlj1Kjy6/wyO13HtYso6KHoHUypFueu4BiWxNFwv7ZJxGqXYJgsatKlbwbKgVZ5T18YsBzGijpd",
+	"kNZWhbbyiiix7cqDTmmiA4UJIZFO4wLHESeX77pNuTKczBR3kriZBF5W6RRoEvUTIdENNdR2MlCoIaFk",
+	"dh/D4VX2uuaeO1ukauYmZy5I+5W+GsCUYbEYcPlAhcVakGSwc70qpJEniK0IcrtAZx0orpjAlEdshuFQ",
+	"/nOd2r/zAwOad6vsNKY2u04hHi4sGXL4C+z3QIU1zZ77zKaZQKPYnyDeM+csT2l94iYo2ERqTc52Ly9J",
+	"d+XoZiksHZdExRLBL1xVIKxWhnlAlfYh6IVA/39noHAzKLjGHj7s7bKJzlLz8KHjwPzoQ+jzkt+EK49y",
+	"i1qZf9Pnh6+O35wevn7277NfDv99dnr6Mmzt54CzDqkN5jXlCxAjlBKGsYjVQntghgO2d3kZMM5cIhm5",
+	"/+JUz4B0SiZ0rhhZkSR4Ds0dRka5wtBqfT5QtNFEV2X6hklNOJrmji7IIWwsR/ehaw9RMd2JegfKMwxJ",
+	"OA0zCNgw1eeiw55rnNk4w/DMmoYxOeHjBwRFcDSi5q/VdMZ8dkEp94tI0OAZsGSN7TM5ggkE6G2D3Vd6",
+	"3hkoVHlg88obIw3shDfpKeudvMEf9dAM1EvtwDWZwhAV+Xp5aUk6K7LIu7TCXrfHDpx/IcTmHipy0QI+",
+	"UChEMIvOdysPWbOM29lyjURLp8I+QnzmoHIURscxCsiigSqlzCEhK58u3ynXURS68kgmolVAoLGmP4BR",
+	"rZpPFi3sy1sCRWPh88OXh6eHlRR9+tqUz+yJOxm8ZdVnnBGGGl6DazpQsElA9B7MFHR3Y/XMFNLBUOoW",
+	"Ar/oETYy6bCf9bAS0PJ1sY42B8pTnUzpqYQUkIsHRIphiTbIS3Bc09SpYNdBQMZSoH6aZopYd6CasJrT",
+	"wgsisYkVsKjzIRp4ryJ85gEsjSMiBGrEt3TFS3YuI9EB9i8eTxfNsdzXijTNZghBqTXTIysU+X7zLXNq",
+	"CGlrnE2lAlt/oGiJiNVk6p5Hi+Zqo9jDh99hnkouBdE3RjsGpJCnIoT7xPsbxSIL3x4ev3l7evb28PTw",
+	"9enRm9cY5PExtFJXCmVTnQxUXrUU8RRUIWZsCkznIC6c75yGPhq1X2slvFbuGe1xd5dc/pny2f+gR1Dv",
+	"w5re4qwJSr939kkboOGJIxjLkReMxkM1SiTOzRGqvhAplmeTYw2DUA+MWwPTYQfMP5XOW/o8dxA0wz+u",
+	"wlwndKh7uKTe9+E9ERNuWug8JQa9EKnBvJmwSP8IcwlKKxW4oxm0G3gkBe2RqJzi4qcD3OQf2AyXQLNA",
+	"33KyhOSP0SRgyNzO9bNcA7H8XKC5pGeUyl9e6FzsFwqFn23uynH13bAM7j3p0MGlZ4nG1riczsfS0Cgb",
+	"lwgC5sLChyEdm3Bw8LYRM55i3gX2NNEjEALSLpjlYxPQRgJTxzobJlSmL4zX/Zyd58w/X4PUL16xzwaN",
+	"i8eDRsiaGEza2em2OuzAqzAiATHUDC8ehzm90RMCFg4adO+gQe5uik8qjpKFKlrgsR12ysfOj62nM56W",
+	"FK+Bgt/6MNZFF6fh/Aihm1anvBuZcaqSYzEaThqtQNeaC37OwveP/As5mkfPizCt/dXVRv8QP8ecLMfi",
+	"GFsglyDJnWdv3p5gFMoI9wp5HB334oJQwu0ErOI8pptrw8bH0oA4U9ytfhEdI9nAE5Dn/tB9cXjwPHRK",
+	"NHniYRo+LoSbShIF7TsED2hipIzlGoShyF0rKAICRVDjsJhx/sw3xxR2cGKq191lrzVzkWtHquQaxdeB",
+	"/QWecusEj27SvOlAuSAhTN5FFz0k9s6fVJ5bkYqA6siBx1vhFkbONUWyT2SRF/AjnKIYLOMLFnGnVxwc",
+	"H7FRqqdklaRyLJWpTe1phrC3ZwcvX755f/j87M3bo38evT4JMZAyXPioIqjzrQ47TgU5Kw36V0A++W7X",
+	"JSuFHAwlhSjw4gLjUTWWBVxRckQEVXUpKLdlD2p6stO4J3hMt0/lFDM6yb5MBZpTkWgfzGaJhEPWakYp",
+	"JnlWyE/4ilJ9JF1woIg6Co8dWQFeRLpX9n48bESBz8lFDEqR73q73RbdOsVbUTi6OAVqnyQbMchpsvRC",
+	"XgjXtwDsxVhMuXJxkcpZbbPUhQf0aARi6aeDdy9Pz45e/0xxs6euMfC+8/doVdrIgBlJGfKYw4uKDcF+",
+	"K82mWgliD/dCfYY3PU20sW3PV44tcxMQLTPMuQENH4VuZjKeoKJf9rNiwI/0tCV7pIjYAStixgQ3dJQX",
+	"XiWCEgLhT4PO+SLv8M+uc1NQZTmwf6tfY4CQnKmGg2rWARXqNqmzYf920e4+23HclUdr6ZSRhsXY0ivN",
+	"23RWrF+l0ylPktoNqvgo6QV3ez+s92J6kBtGn6QoQWnFfWw/p/4Hxvk3mwWojWI1Dp4l305uShF7emwc",
+	"PE1RQLZKHtNlr5iT9AHxzzCLzoWlrAaKUaIrC7NsiK2LVMycV4BPYD/z10SGqa6ea1z6tGfcqjl/oDRs",
+	"IpIYg8U0hQSO2qIJDRqTfseaLqaP7/m4a5yYJzNhxo1d41hsddgRWsZDqYQpVgA1UtBqOmNMutlAhUH+",
+	"Cnvd7tSEziNhEj0H8kQJd5q/FyhudSKR/E/kr7f5kjbDGqoPBiosrVqrw965oOcsH5jUHDlWjopVHhgN",
+	"HQ3gJP04oY+fDhS6ZJmvfnNY1rikhWq1Kdzu1C4vjzsk2s1AwTt5D231qM0V8FTwpEwtQR4d5wnLxbax",
+	"qTzPFaXKmePPjdX8pqWjqfn+8TN3K6PPwOKEobPIZqmI25Q/5VRdcqfMJtxLzjzAiCV9k1Rn40ng7WZE",
+	"sSbrT6g8zcVZjn5lDSrLU5kkMm/WSy4Gqy1PQtA/lJgX3Z1RZw6jhMsp1lOsCzspMcfCimhC0TiCYceT",
+	"Idz3PTsSvlga0bs34Cu6SWnmB8nzZ2AhuKX8Fr/GpPWgzZkKr2ZqFWH7LxZetuHhGCyiG9pOsoSBU1Vx",
+	"UFXSTMsnAG6yy7A2A/UWM5KxTLWIpfoGDcuxWG96lSIHcKFL56CiTGkHKse6MsxqPPjCPwaYTjtoBGxQ",
+	"gBXQn5g33bhySiYL4e+8fHOpk9ZA+VZaFHfyb+JQd9mvJ5armKdx/s2Hpk+ans/nHeO+9knTmEHdQtX9",
+	"4cMTOVYifviwXykaDYq/iiZhRAb+cyPHigOdh4WYzxszgbxb25uJNPoO+5dI5YjSoPLBmL7wflM+p9Cm",
+	"O2FnPDXIngy9BGRgjzIjWD5Dw6bkJuWK7Tm/i2E6iTv0rgeWJYIb8v3BK3Pld7DopFIORdREIJyPpSmd",
+	"Eo8WgxxRQi8Yz3JUvi53mDpvFJm4xpcoUQwCP1wFS4ORc/pEd6WbG+kQLEKf7xBNoijlZuIzW9Gln0sv",
+	"RYYVHAnO886qBcLG5spTuTyYtJa+95i5qRNbugUFhUgS9QA79y4vMayWRXDDPktFLFNK6XX9RYli6Tgp",
+	"meU+NYbON68Iurf17vfmTpeZkhLcCqimGKfgDoU9ZgLa+oA97tK/PTaBzyaowOx04a+dXfjZ6zLKLOrt",
+	"sglrooD9CJuV7ld1EJRO3rcm8lrnVqEbo3FXrjoznaUQIkYOQZvTKWqcoJtopeGc6LDQl7OFPqHD+FFz",
+	"AnAu6/2K1CL3ZAEfQDEEMB9XSt/K2SJu+/4ljRwmyAmE8bIi/NCb/KgY36cfL9XZUV9qDBHsk6qDspRK",
+	"VWiMHOQgdFpqznueKlEa8RFOpyRtSf8Ck9hcX5ISJTqLS4UpzJeXCBOUi1LKhek8shlo5L4CZd9FuZY2",
+	"1G+Am+lxqqcz69LbKUnAT7waMkHHtll2CtN57fIp0KRC+nrg2za6xOaq09pZoHm+dh5xX0YEgEvw7YF3",
+	"nIsdlUmdMngO8F0O1hALNJ5IeIF6PVdlimqiEjLn0pL2gcNmqdovnk6yGEwcFMXlM9ynd5JFnHuf3xYK",
+	"2rZ2OvB6yfrBqpc8s84rR0bkUJ8DVY0bGuGy4NEMMuvSreFcHKhPNMyCfXJW0yefR78hgTS3jT6xnW4X",
+	"J+i2+ZOvdSoDiBYJzWSQ0Xvn1hkdbkWGuXuI//oT6+1VH3GrYD3qVx76BdX04i3wecuop+wTCNYZdm3J",
+	"8yI+5XFuclcBLTq/iOeyPG1kWXFv7nZ3WpR+gCTvFh4NBWcx6hELfwuLZ1BGuxhJkAkgRJIF6Q3hvJSr",
+	"Afs7FkqkMhqoSCTOLODJWKfSTqatfsl7A7rsTJRTzt3GO653op7iRA5JGU6qcB4+grnlGT9LxgOmzXiS",
+	"LUi82bu8DDCiDnsCxwJP5LloeWODjAXvKNUjwpdtS2FHbVDt+Ey24W1wZK8Mt3d2UPGstUCcYYp1Ta5i",
+	"BjaRVru/6o7rg5JKpDBo7P/2dKfb3Z8/3QHdlUgQP+3twYc+FSIfo3pz+vSH7/bt0r3p094ufBh6Ay1M",
+	"QzoUHZqU3+2BIu/wjBvjusgqPSdatmFpv/zGUyAWW2MS+UjDRlmSuIOGHShPlANF56fPZqoQZu7UqOGB",
+	"EpZJKSpKUmqgXJgkm6HkxVZPEVcuewkj8dQXEidlZsK3Wdzt7vjIG1I47U1RSIHC8w0VZxYIxoWvY6Ov",
+	"aLVegzUr6xYMFPf68Y4Ld6+mv+3nATTM+8ZALSUHk/LomQMZSk7BXB+KgTL5QV+XXwV2Kkxe+qCsc+KR",
+	"NVefRvQ+17zqKmreiliSMeyIwEt4F7HxAMWV43W/EobU6YCQDmgwSgzH3DNQoVywyh/M7nDAqiI8Qf1B",
+	"dwqLEfE0xqqEsNoDB4Spzmykp2LlXKHLS32q4GKXS2CWvi5n5/vf+2y32wsK07+ciF/Osu+z5SEqQ6+2",
+	"U7rdQ2rHqTzJ9Wi63fDlBk+rr1Dq9nTb2VeHqIxfYCLfbvDK/ZWRHXVJNT7L80WL5EDKBkT/dZBzpXtO",
+	"dRyD0a6CfMAm8tKycIbmIz8w3h3Zz33XyMA5+AeBQmFmundNGjnNUFaUZghKo2Hh8ds3zw5PTt68PXt5",
+	"gAlaIcvLkrutwt4kRxHIk4GSqk0xKmfgoQgF+amHyLSuTjyRkVAGwQ5yXPq00W+8OjptBL5QGf64ChoO",
+	"Md/B2jsnp98gQmlEsRuLqVZYsQ7aVyF4AoyqT6WxMsK2Ay59As7chYowSYmi9OhSYbm7pVH0WCnXTGPH",
+	"foyxN/qNbmen00U0WqMVFqDz55InIrKuGtv0Hz2C79quTblOx49QKXjU6/a67Z2ew1toBA09EwrG7zce",
+	"46iIYDDBevZH8GO8FmsBJDim9eSon7GOQElEC2JIMUrXghqPsJKdRmnH5L5yi9uhyZDOcxQ3+o1/CvtW",
+	"6zJaGk6r1+2ug77Ir3t0cHz01o8MK7W3zU1HLuHadREpVfk3+r9+KBPFqYu3FqSBGmSqtW3BDvIxohG8",
+	"yaPhBA33iEclCOBE2BoY6uf4uankmvrw7lLdeV5o7qJJipxdzv+D1qYiJa7km+rnVOwTY03gcCKClaoR",
+	"U/EkF3YeqnDepAvKhI8qTID0HRRZSyr28zdFRrIrHK4UwmOmr9VZNPEFYpRy6Avjd/IQN0ZMm7k8WDJ+",
+	"yYIeqNDBG5w9O3j24hATPYsVcrZ9XnHi6y1bHfZKcGUdTGOq53zOF36KYCw6w8gKY/2eGhd+JbAMDDLk",
+	"t5D8qVI37bNHm8XeYtRw3awFSSkueUTRDsTkXWKO3Y0Is+R9cTn4MQebJRVs7MB5nO4II+Tq+Tq2cdc+",
+	"Ki68ChrLhsHWN7vLEcDYJwVcezNdeRQT+MTuNiz+I489jCnesnP9Le9KJYF4U++H62861foVVwv3LHNb",
+	"EQR3Pb7+rhMKQ78rotAkvXJ5RcS2kr9eJoSS2PJE+eEqqJf/L7iKqeUYusmoVB9TQpx7Blm6Hv2iXOVY",
+	"K/PvniW6HpPENbEtQwR8dMhj7kC8BlPJzw0Jbi2T3bPS35iVTq89l2s5CU5/0I826FTSFCA2qQBzlszP",
+	"tyLWEZPK+W2NSEZtRNjBio8Xp69ekh7WdDlOpFfaRSIM6MZUz5TXumoei5hO0SItI8CsZVvkj5mZiEr5",
+	"GXi41p1iwK9lVetb0NXQ7wXLtklTKyD5anfrsFC7XL78bCZUkcqeO5uVmBegsuxgbQxxoK4JIkqbR0xN",
+	"n+URxfXhxIHCumcfU6zbvZfS2EOPc3czaevlVJ2uIX2sgmos6Y3z3mMOMRDxUrBHZaPf+C0T6aIwwqqd",
+	"YD32FL85nu3q/N7AOjmcSpwS6JuL2dqpeHDVrY6HEiQuPPkrOLBwRggmWHNkHeRlGbQg9+fW3/jcAiJg",
+	"Oaill3uO+8syD0OwawXfW4eCpHOUccfYm1Q6fMpXqdDRzNaoc1SIcc8UWzIFmZ6bb3qt7U/a9Qz7Frno",
+	"n8LmyQh1bHRTGscbj54Trmd9DgSdercbNGjMtKnh4v/MhCthKudVgJY4Dzx4xCgVZrKE2N/HqG8FPASz",
+	"cMfyQqiBas4n3GJQBn25VSjdsBWQYTiXRhR9H5ebPZZzm6ym2CYO8MAd1OgVquQkoSMpH+CBYYKniRRp",
+	"kZThZJTXvQbqXMxsXk7ochvIB+QKuXzpH+ZCYQ6+SBIXSSo1PMCBuR2o/FHSFAAv5PXEFAyqRMeAjwvi",
+	"uDAQ935QP8IDh+RRdFyo0dyqDTw/T7QiZ/2o48WdSdX69qJXV1dXK6K8d2cPrUWrXyPZS65MV9XaVHCi",
+	"+e4gK0SJmWqeLlv3Z8IXOxO6W5wJSyDRzz1AN9y/s4WUPyYIoVOtEQqP7tvb5u1ybKBXIpbcN7/4Fg8y",
+	"bNBbTatbpxZOBE/s5Pe1KuGB8873EKRVJqIcIWSu6EiqMZY+FPgHOnPAUL7su1Z1fIEPv5VfgW5988sX",
+	"8Cm8hPNOGLPJg/BRD9f7D16X3AIBxkWEbc/4WCpX8Xou3PmYSFOjVIM2/zM84Ava7R/18AtY7Vs0y1xj",
+	"tTvwBJNj5VGZ6IbpUD+U7Y6Pn/XwhO74Wmz3n/XwessdFuT+OPq72+0fidW9rEHOL6RMbrGviyk/ywE+",
+	"QlJ3CMnbwXaEhKWoCgByaZdQOEsAIgdOY0IcFJeClWbK7N8YBwQfSVgJ2JANgb8GiiZLMaUcj2QF6bEI",
+	"Cf9Qpx/TID/r4VfpdcB2qvWaqV9pePV7vv7CauaazSzDhlc3dbsmJg5guK55Sd5SzPWv3e3+UNPUdhMK",
+	"KqzshzXEU4+JuhlU9W9gzHyDUp3kE0m4VcEerE+7+qiHD0wZIGOW6nEqjOmw96h7EwJAvZx39YKVUtWB",
+	"qqTX9gmoqpx+6/AM1CJPXK8PBH6D0vZbF7JwW753qwRzspLlTocw7LA0bK5TO2FTfi7VeB90fEzcLEw4",
+	"ECfraKlTUaw3Nmy+d0J/CSf0OslxM/77WQ9z7/NU2FRuzFDwmQAPEAIHLvbx7uMUQWlFZhi2EkBAGKoT",
+	"ok5LrNvpdnYDD1YQpXyGGQUe/bUoUx+6VgbMiukswSoczGdAidfE7lVnzml5ljfNdZIpbAUDVc5GdM5W",
+	"uLH0sb/fnFHte59hUbqIgxwiM2BSnZEXNxioqTQIp0RVnAXq6EzrhDXD2fgSfjt7GLZ86qPPpKwmTZaq",
+	"0gYKq0J4Yor2Ff/UoEJbORVetKMLpRmO9dnDMGCh+wQe1GGv9VIVSp+85Ua4HOg0XYBmLWNDLgYs+UXU",
+	"MLOPijfZ9jqlThf4RzZMZETIdQrILEncoHwq1sj9V45urhXhQBmPsN/EvkdGe4pkUZXly96Aej3ZoYkj",
+	"GFsBSGXyxthlmX5bzeKOvUYlJpnma7bWf+Qyszv+sNucif1mJrDyP9ZRNvUNxjAr24+z4NMkDAjHKyVI",
+	"QuxSU+t2c8PB943PPJpXGqH5qT7u7OTTLXUI9Z3u6vd95T1LWeVzbkp5TF8pEVTyvDAVyS3ytYQAG7iR",
+	"ELZfm6CKALyJBP59gIlSNyABP88bkgCuBTwNT5DO/yACcEu8lgDyvoXbeJM77JiPhYdXxXYOVBqXV6FY",
+	"JpURqTWsSY5n5hzPcFprhV6fkiOXLMRV97PH//ySLmhfEXVHbuhSl8cnu5VenTO+2MYrfQd+ZrdsZV9z",
+	"ja87rzTKe48SpLQzyKTB6vl1S+Abz45tNXdtuwbk200oh5neci6JvdVUvgL70e3Y9b54v0b3fru/uz9+",
+	"Vsg+L7VzcYhGWG3WzTOsWTSMY49SrKXtsBM+EoSpu0XrhX6O54FlXaXmWQR84njTNXntsIOiMwB2i6AG",
+	"RHQZzCNHEyYh5tqji9jhWBVO9l6tkx3HcS9+42Og9G6/iEXjpsx+91krldcpJa2UOzPbNBOrSSw7dy1r",
+	"1ik/eYWwx4lfEjWHp3x8Ha/jNVdBowaU9bpbi1vyO66Chgd9ve7u/LqydLuXiSserN5WGSxAB88dc2+d",
+	"OVPluSP1zoi/MGumd9MJv8VmWH/ZyfHXh4v2uo9L4SKhsikcPdd0DWoEjY2ItWBlrA0pbdNkqBJiqm9c",
+	"1Or7CiQqSyHogQ57k1Ydals2b5IKdc6Bal4Dxuugf73crOmcUmqX4qAWOgN1SI2A5nwRuIN5U6enaw5t",
+	"131hFX44P75HBWo4QbL/rWISm++z6YKupEBBKUSGx3GhpNTrWmX7eLvKhfLK485RK5pK74oTQnfivlsh",
+	"oQJLtQylP1BWs7Gw1MmigjlfToUr1LRyo4s6p8utlakRzOoV5bx+VWbTNarMZygw354O8biuOv+1BpU+",
+	"liOZd+gjmjPkqllp3yCN937/j1q8+xDinYcQN0rWG4fy6VZfd4KiaNX3S43xpyIdgwiw0cR1Tnj8w5NW",
+	"n/Ghww6aDn3zdGwlyhMEDwtVliQhSwX2L+gMVOjRO6nFNYwaUzU2ApGwZvjHoJEjfDb67I9B4xz+hYGu",
+	"rvKhWHiOLXKWrsariot4krSoX+VyX6JcA6g2ucUmPjPXAbemrxAvZ04vddwh/Ja8gc/mk+Mddhe6/eFx",
+	"u4Pj7k3wynsUJnhQGRK3uY3L+o87GX4LC/9POxZdn6iieWWuoigx92R1L/a/BrG/s42hXupe/BPaTn+h",
+	"vf39zeb71vPEN3rGEbcXxxy24cj5DaxKL+s3mBbeuPzD/Xa1GRKCuctYSG3DS8FJQrJOhdEJHCZo8FkE",
+	"W57o1LJJNuWqnQqOnbHzCNeqhUAPOCVcgiVBvypPMIxmxNiH0fjSDKnlCAuVtu0RkHaYB3JmHAtvXBzH",
+	"3dZYlpVryjx+5e3f2x/+2Ame7F7VBdM+bJctMrHLseRrs0MO3IJiVMZBZvjGbP7dPeLDXYSHbyWgbihr",
+	"7jgE/dwBiZSoweFcrI1BY1LxtjVgotrPM9dzOJshGqzD65/rHE8WYe7z6uB6LEDBY+mKrv78YrDPFEpr",
+	"NqL8ThuWHlH6vmgt2Vv3jC8Yy/dNI790KD8Vn1Ff5tY6h4YpeSnqJughemV8t3kGX4H7hiji+qC3W7H7",
+	"mPffPead5iLCSyovNNZHvN0VCDSoUzbjqVdCHF+x06p/NNHYdaPwnTqpIY3vyDFQRbtc1zG+lNnk+Tfi",
+	"ytWm8Th2TcWKfj8lM7szUDeKwGOv4ILtXSMz6qamtB91oKqoOEUrMwKRpz7dhtqwsfBRacD1gXZazLuI",
+	"sy8JP9f/t7+m4S8piL67bG6PUjtcB4mBACCBD3TglhEkmqkgk5V2mlIRPECGbyDc3N3pFXpAC3ZnoSy/",
+	"9O0mfdtbju3fXddmVo0AuCVEeU3MXghs77KpiOvPFMBfKhOB9vsvSkRwxLbGS+G2eF0awn1qwVfq4vgq",
+	"qx5rwtjEzliqSKS2EscuVXO0z8WiLVU7M5tD2V74FP01fO/0agC79uGIXpQiXBBuwkC5g0LW9UXM5VsB",
+	"BVR+RP3kw8ANWokyt/5u4eDqxhz7qjN88WuX6KZlZ9+cj673lXBor7eRQ4kx2uISe0S0i0DS+h1MKXln",
+	"E4e6Y8WN6rrTGgoB6aoGUWan+skU7EQ1T2crzIyx1tqeptSVDXv2ODS0WI4QPhbrtqhkbRNH08t+88z7",
+	"rZZXk/ZSG+EsjJaSb2V7zMuqF2MT6OU6db3Gt4rug/Vu1c/1dXw13oTN6uS9C+E+Q2E5QyH1TLSOfbHB",
+	"CMYeah0QJ9RQc5jJJCZImZFMxBL7PjBFeYtOCx+Cy6aXaqB+DUs1NWHAwqKsJWzl3eDZ4ydPsH8qnC9J",
+	"XAH+Jg942Ov2Qt+AJNchRQF0gzM1TNp9KtMPvWkTlqr44WqH72HIhfJRDwNnlYtMDGC1XavV+kOO8h+Z",
+	"1WMBxnbRu6nq/ig3XylAyuklmvg7Ppg+zWfaKvXCdx1N8yamH/Vwk4cDtvPvUklAb3Mj+733J4FeVGiN",
+	"3GwwV0dzEoFLi/28t+7/glzYP90tcF858BWrs2RxcMenlfOQTsDKebhZnX0/cc3Y6GoW6QtsyI950PJ3",
+	"QXgUc5+gEOu5gu1jcp2eeyuh/edonTi1tVonIs7da533WueK1gmUQSg3ywlCBcPdlOLpzhxup8yrjzyT",
+	"bcR3ANU18Ig7DlZHWnRYOC0GtdU+e3byL++3IKJhqZ6zZogpNZG58M7MgcJsXJ6mfFEuYC5rwQ6f/OD4",
+	"CHue419T1gyXuTJsddiBW7mBco34Kd8Vg3SlVFb6MtbC9FeS2114Kdc6H3d3a7vnufW6rcb415RLSCum",
+	"eKNWYht/nU8VDbYzrj/kLrsGbinStt/zTYgcb396xnZ3vu/WE06nxquwQaAimS5J1We0Qu3n0nhcqNVZ",
+	"hNxaHk3Qd5c3IQBrTfGp8GHI4pp9/BK+ezpopDN7ttN73InMxaCBCut6d8qKh+S+6mS7qpNCZ3hg7nOQ",
+	"74/YW/ai9PrkRm32Mw/XSmfW9e6hZx4JQTExndm8YSuJH63y9n5BUd1XgVxzDe25dRl2FkODmOISJdJF",
+	"G1maYZs3rvLx9cg3f8cDHV4kSURSuF8wB8IULXClGSg4fxXlU4By3mE1bT0p4vH88OXh6SHzK+C6tMRa",
+	"iQ475NHETW6geBynwhgsjI18wSXi04mYqWw6FCm1Ng7hzc7yXrcMm/wvArbTRbSJqVSZFWy4GCjXrbtF",
+	"cy8a7nPFbJY66HY9GrFm+Ob48PXZ6eHJ6dnBs2dv3r0+PXk64onBsl2JNooaqAKEYne95+hUmFLj0C+W",
+	"FVF+zJpDUIl5pceqdO3Cz8Xib2Bq/H3l05oM3bwKeaUPdElsAVmwiUhmsLNkiaMAWooKmkficiZTsV4e",
+	"veLnwjhRsuq0Xcopo8GoZxPHRpC9XTbRWWrYhMdsxo0RcX+gsDUvnesE65tmCvV6jsTqTIcOy5NgI5BF",
+	"6QNTzl7zPblrOPAQ51H1t5iv0h8A+/QCt+mtMFlSy8Mv9JzAjhExk9b4PjT1d85uJfpdCggtt7QHNtuC",
+	"47EdQ5qpNly+ls2pVMiZS6U2K0VfYQ5mPRwdztrHsA5rKm3ZQliKqogYrXi4DnE1hsLOhch7kxmHWcE9",
+	"rkWLDQWB4caZFxsuQGTmQswQRZXoHUs3Bqq52tg/h5XHTiyUiktN/mfc4JEtU5YK4FWpVQtEh+uwZRHc",
+	"dqCUnnfYQQWr3veN8LkeWO7bYccYAEMQ07zNRQiCKzMZT2rbomXqZz00r3GvvnH5U5CHYXORCjblsYCt",
+	"uxdGf2Nh9DZTS5LIsU+ZHKpsu51k8g0TC0DqRxjx3UZSzYTC6PlyP8Xc6MCkdsSW940Rsec/NY2MMVU7",
+	"4SCMwIzxdEwiCHswIh6eEoJAfkCi4T3kcCg3oNygpQzUZjUFw2vVJoFS/D1ERQlk/F5S/E+RFGAreNTz",
+	"nNM87DxxjWOyzdLBCwbf6/LOCg3ZiYhSYQnGg3z+8Dlp06sliEtdHb9sS3rf1/Pu+9vNv5WUvKX13qJJ",
+	"vN+Ze7Hyd6/182JElJjRixBHN5vL/sbA6Fjx/e7tSyquwy7LRRtmg2GdGEMNS42iWTP8ddB4OGh8CKlf",
+	"SJK0OgMFfOzw/1zvIhqt6Pts5BjtiNCg5An3XTekJccp6k9aDVSqbeHFRUhCJl1NIkx7mhksE8GeIzAt",
+	"7F1Bf4Y0nMuSKDk6B4oniZ4bNkvlBbcg+excp+eGep8kOuIJi8WFSPRsKpRtkRVGC0WK1ERjuaUDioDn",
+	"IM6cGzBgidazIY/OA5ZIdd6mIUtwFsx5dQV2X8U2I/UqETm3lgTB19ZMunaSf1FV3NIs3ks7oUNunTfY",
+	"E2cJx4do8zPiZ/dFcXcqo+87Rm+bhEZCnfGV46H+dKhVLq/tVUoxrapozwMpuQE6kSCuF/vLpql0nS/i",
+	"VM9mdZomDX+nIq8ia3bXvdG9D/k+Cl6B4MHQ7ba8FFyPaZszS9OHqovTppVzUBXoti6f88vxxhezXa47",
+	"fe+TVe7Z9HPyQbfl0ZsxyhIRfwZwKljnYZYmYbBiSwUsLA0EphViqA6UBzWVTjiEsTR4Z9gpfu8z0KhD",
+	"18y7dMY2nQ3nyqAGaiq4ItQW9PZoSwFn9Pq29ssjUoYHo3lS6k1+zI+5VAHjidHU4KQEn+cHuBkAKyvj",
+	"rw7UOgDWsNfthsvQLx7CdQ3a6ufKya8NdXWthXW36KufY8j96QeIR2OtMePu4Vjv4Vjv4VhvA8f6udbj",
+	"o+IcWhuqeKNEYSzOREo+RzqTrK7oywGwcimuIXg0ITanWIaLaFLcso+ZlEG1kzqhZwRsoucsAe0aK2v1",
+	"uauj4pbNEeIENO+686QU/SgCk18y/LEcx73D8MfUjL+t+Idb8cX18Y+C7O5N+XsbYSliUlJjH5jlrt+U",
+	"FeXzsr6c9bBBZmKoQ7TJHUA8ewe2Sm3058iYTPjsUnqgSxQjZ4W0lFKOARRsdl6K0rQ67CeX+YH5JD6l",
+	"daBIGvvDI48AzTWGfbjNwCSQioV+BfKPw4CZGY/AlIBXsmCFoHmRK/xLM9VKlPoxOOGIQSIXxkoJYdLM",
+	"pXWHhc7sQCXaEMiEm0KHhf7uMxr+jBLszBm3ITN8YQq0ZJ3Qg8nWcqGszkC9xSAVDIvJux48GSNFecJv",
+	"KiyaRG4ggaDf9D6ENVGbEYM0sbS1Lp7xDXh9bhV9KXb6Xm2/F/i3jIQg35CnwEWcjeeaOk22Wl7wR2Mo",
+	"eCrSg8xOGv1fPwDLkI+jDsP/JQZ3nQ+kGY4xiZZ1HkXTOEc9bfOZDFuNoJGlSaPfmFg76z96hGHhiTa2",
+	"/333+y5yppvcur60WLZUtKYtVL+8KcKqdvlKK7Fwol3E2He9gN0KXNpPgbwrYewZCOXy+B7UZ3X4n2RC",
+	"E6spTQ5cr3eXIj3k0fk4BbpiwwXjiDRTfgRVlq0+4qVW47bPQJ7r9BwMhJlOkgDTlQh5lqtIJKXhftZD",
+	"s0bXLop/fN0PGwowCwyzujREXke0MkqeAkWJ4D51AmhNxC57osjdJihkTNDBE9Ir96VH5cS4+iwEgyCo",
+	"XkrGKOV1kpljdJZGohjfn23F8IcXa4iDQPcDlnqY+4BNhU1lVKSw+kb4IJxFMuqw13qpxK70oBI0fg2p",
+	"OLUBCBhJhmrcTH+1dMetHvaJiDJc51Rn4wlpI008ozGlnnLep/wcaCOFqVP2fIt2BuatVX3NDGg3dOi6",
+	"yVdS74Ab535XUBsjNGrqr7k+H/cgB0CkK/vu4WmMMAC+23OHhTG3vOMy/88iHYtc31hgf0O0g2lHncu4",
+	"8MOabEgNIjBrP6xOLmRNnbLwoQc3rOoU7lpyrji6a9xStz16/oLgm7ewGN0tp3IqjOXT2Y3vPPHaor/z",
+	"Czlbj+sWaBvv53/9V138D0VD3GEHasF6l5eM6JsqurENpTRMjhV2WyWfVXd1mH9iuUVZY4LbvMfdq5DE",
+	"M0A53n0Och1HdTWfdX1BFnSpSIzAchWlfRJXrskK5Dud2YDylYDNYs9Yeeb30iG8xDHrfEj+shyqehve",
+	"yi9mzfD4zclpATCeAxMgy7k6HcP4bJbqCxG3bsta+RO34q4Tf/U9g61lsJU1uuexW/NYwTzXsZkLmGzD",
+	"ZK6dYd8l9tQ25gL+Ozh99qKEvo3wq+7eJWhf4B4MZZJDNrwtM7qX2IoVyat9z4jrGXFphe7Z8NZs6Jlr",
+	"HRM6GN2tjrqVDg6lviYFA4x0iuyZK50ac5tvyljLE9vMWXT1/Rl3LeLT/RH3+by1wjPrmQvRAq830HJU",
+	"xSyhcsahIEfFvjPKsPdPSC2BfPs9wxfofri5cVaZ13WMBZfem2ab4SLvLbPPZqkyp1zDT1seVg5YjrAH",
+	"PCOlWBnb8diJZ1mahGwkbDTBvLZbctLWpxRcfX9KXctP96fUnbHUdafUVdC4bEd6OtWq7dezXYpxUZBO",
+	"qEi0D2BXrwfuLu7wN1wFjROMRrRP5VSqa2NmdLG79urq6v8PAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -107,6 +107,17 @@ func (q *Queries) IdempotencyKeyDeleteByAccount(ctx context.Context, accountID s
 	return err
 }
 
+const jobDeleteByAccount = `-- name: JobDeleteByAccount :exec
+DELETE FROM jobs WHERE account_id = $1
+`
+
+// Their report requests and chunks cascade. A build still queued in River finds no job and
+// cancels itself (see reports.lockForWork).
+func (q *Queries) JobDeleteByAccount(ctx context.Context, accountID string) error {
+	_, err := q.db.Exec(ctx, jobDeleteByAccount, accountID)
+	return err
+}
+
 const paymentDeleteByAccount = `-- name: PaymentDeleteByAccount :exec
 DELETE FROM payments WHERE account_id = $1
 `
@@ -122,6 +133,15 @@ DELETE FROM refunds WHERE account_id = $1
 
 func (q *Queries) RefundDeleteByAccount(ctx context.Context, accountID string) error {
 	_, err := q.db.Exec(ctx, refundDeleteByAccount, accountID)
+	return err
+}
+
+const reportDeleteByAccount = `-- name: ReportDeleteByAccount :exec
+DELETE FROM reports WHERE account_id = $1
+`
+
+func (q *Queries) ReportDeleteByAccount(ctx context.Context, accountID string) error {
+	_, err := q.db.Exec(ctx, reportDeleteByAccount, accountID)
 	return err
 }
 

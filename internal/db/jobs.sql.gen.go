@@ -286,6 +286,46 @@ func (q *Queries) JobListAbandoned(ctx context.Context, batchSize int32) ([]stri
 	return items, nil
 }
 
+const jobListUnfinishedByAccount = `-- name: JobListUnfinishedByAccount :many
+SELECT id, account_id, type, status, river_job_id, rows_processed, error_detail, report_id, created_at, started_at, finished_at, expires_at FROM jobs
+WHERE account_id = $1 AND status IN ('queued', 'running')
+ORDER BY created_at, id
+`
+
+// A test helper's targets: the account's jobs still waiting for (or between) attempts.
+func (q *Queries) JobListUnfinishedByAccount(ctx context.Context, accountID string) ([]Job, error) {
+	rows, err := q.db.Query(ctx, jobListUnfinishedByAccount, accountID)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Job
+	for rows.Next() {
+		var i Job
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.Type,
+			&i.Status,
+			&i.RiverJobID,
+			&i.RowsProcessed,
+			&i.ErrorDetail,
+			&i.ReportID,
+			&i.CreatedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.ExpiresAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const jobLock = `-- name: JobLock :exec
 SELECT pg_advisory_xact_lock(hashtextextended('job|' || $1::text, 0))
 `

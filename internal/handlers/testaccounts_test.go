@@ -79,9 +79,12 @@ func accountTables(t *testing.T, b *testBundle) []string {
 }
 
 // fillAccount gives an account a row in every kind of table: a payment with a refund, a
-// declined payment, events, an endpoint with deliveries and an attempt, idempotency keys.
+// declined payment, events, an endpoint with deliveries and an attempt, idempotency keys,
+// a finished report job (workers must run) with its report, and a queued one.
 func fillAccount(t *testing.T, b *testBundle, c *apitest.Client) {
 	t.Helper()
+	built := requestReport(t, c, reportBody("payments", "csv"))
+	waitForJob(t, c, built.ID, "succeeded")
 	e, _ := createEndpoint(t, c, publicURL, "*")
 	p, _ := createPayment(t, c, 900)
 	c.Post("/refunds", refundOf(p.ID, 100), apitest.Header("Idempotency-Key", newKey()))
@@ -100,6 +103,7 @@ func fillAccount(t *testing.T, b *testBundle, c *apitest.Client) {
 func TestDeleteAccountRemovesAllItsDataAndNothingElse(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
+	startWorkers(t, b.pool, 100)
 	doomed, doomedID := throwaway(t, b.client)
 	kept, keptID := throwaway(t, b.client)
 	fillAccount(t, b, doomed)
@@ -110,7 +114,7 @@ func TestDeleteAccountRemovesAllItsDataAndNothingElse(t *testing.T) {
 	for _, table := range tables {
 		before[table] = b.count(t, `SELECT count(*) FROM `+table+` WHERE account_id = $1`, keptID)
 		if n := b.count(t, `SELECT count(*) FROM `+table+` WHERE account_id = $1`, doomedID); n == 0 && table != "accounts" {
-			t.Logf("%s holds no row of the account before the deletion: not proven here", table)
+			t.Errorf("%s holds no row of the account before the deletion: fillAccount must fill it", table)
 		}
 	}
 	keptAttempts := b.count(t, attempts, keptID)
@@ -226,4 +230,34 @@ func accountOf(t *testing.T, c *apitest.Client) string {
 	var a struct{ ID string }
 	c.Get("/account").Decode(t, &a)
 	return a.ID
+}
+
+// TestRunJobsNowMakesTheCallersJobsDue: a report job waiting in the queue (here scheduled an
+// hour ahead, as after a failed attempt) is due at once, the other account's is not, and a
+// sweep is queued.
+func TestRunJobsNowMakesTheCallersJobsDue(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	mine := requestReport(t, b.client, reportBody("payments", "json"))
+	theirs := requestReport(t, b.other, reportBody("payments", "json"))
+	_, err := b.pool.Exec(context.Background(), `UPDATE river_job SET state = 'scheduled', scheduled_at = now() + interval '1 hour'`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var result struct{ Affected int }
+	b.client.Post("/test/jobs/run-now", nil).Decode(t, &result)
+	if result.Affected != 1 {
+		t.Errorf("made %d jobs due, want the caller's 1", result.Affected)
+	}
+	waiting := `SELECT count(*) FROM river_job r JOIN jobs j ON j.river_job_id = r.id
+		WHERE j.id = $1 AND (r.state <> 'available' OR r.scheduled_at > now())`
+	if n := b.count(t, waiting, mine.ID); n != 0 {
+		t.Errorf("the caller's job still waits")
+	}
+	if n := b.count(t, waiting, theirs.ID); n != 1 {
+		t.Errorf("the other account's job was made due")
+	}
+	if n := b.count(t, `SELECT count(*) FROM river_job WHERE kind = 'sweep' AND state = 'available'`); n != 1 {
+		t.Errorf("%d sweeps queued, want 1", n)
+	}
 }

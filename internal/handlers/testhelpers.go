@@ -5,6 +5,7 @@ import (
 
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/api"
+	"github.com/payments-api/payments-api/internal/jobs"
 )
 
 // CreateTestAccount makes a throwaway account, without authentication, so each test of a
@@ -48,4 +49,13 @@ func (s *Server) RetryWebhookDeliveriesNow(ctx context.Context, _ api.RetryWebho
 		return nil, err
 	}
 	return api.RetryWebhookDeliveriesNow200JSONResponse{Body: api.TestHelperResult{Affected: int(n)}}, nil
+}
+
+// RunJobsNow makes the caller's queued report jobs due now and queues a sweep.
+func (s *Server) RunJobsNow(ctx context.Context, _ api.RunJobsNowRequestObject) (api.RunJobsNowResponseObject, error) {
+	n, err := s.reports.RunNow(ctx, accountFrom(ctx).ID, jobs.SweepArgs{})
+	if err != nil {
+		return nil, err
+	}
+	return api.RunJobsNow200JSONResponse{Body: api.TestHelperResult{Affected: int(n)}}, nil
 }

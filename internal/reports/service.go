@@ -26,6 +26,7 @@ const MaxRange = 366 * 24 * time.Hour
 type Queue interface {
 	InsertTx(ctx context.Context, tx pgx.Tx, args river.JobArgs, opts *river.InsertOpts) (*rivertype.JobInsertResult, error)
 	JobCancelTx(ctx context.Context, tx pgx.Tx, jobID int64) (*rivertype.JobRow, error)
+	JobRetryTx(ctx context.Context, tx pgx.Tx, jobID int64) (*rivertype.JobRow, error)
 }
 
 // Service owns report jobs and reports.
@@ -172,4 +173,36 @@ func (s *Service) SweepExpired(ctx context.Context) (int64, error) {
 			return total, nil
 		}
 	}
+}
+
+// RunNow is a test helper: every unfinished report job of the account that waits in the
+// queue (not yet fetched, or between attempts after a failure) becomes due now, and a sweep
+// job is enqueued to run now as well. The sweep is not the account's own, but it only ever
+// deletes what has expired. It reports how many report jobs were made due; one a worker is
+// running is left alone.
+func (s *Service) RunNow(ctx context.Context, accountID string, sweep river.JobArgs) (int64, error) {
+	var due int64
+	err := db.InTx(ctx, s.pool, func(tx db.Tx) error {
+		unfinished, err := tx.JobListUnfinishedByAccount(ctx, accountID)
+		if err != nil {
+			return fmt.Errorf("list unfinished jobs: %w", err)
+		}
+		for _, j := range unfinished {
+			row, err := s.queue.JobRetryTx(ctx, tx.PgxTx, j.RiverJobID)
+			if errors.Is(err, river.ErrNotFound) {
+				continue
+			}
+			if err != nil {
+				return fmt.Errorf("make job %s due: %w", j.ID, err)
+			}
+			if row.State != rivertype.JobStateRunning {
+				due++
+			}
+		}
+		if _, err := s.queue.InsertTx(ctx, tx.PgxTx, sweep, nil); err != nil {
+			return fmt.Errorf("enqueue a sweep: %w", err)
+		}
+		return nil
+	})
+	return due, err
 }

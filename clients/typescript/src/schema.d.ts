@@ -505,6 +505,29 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/test/jobs/run-now": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Run the account's queued report jobs and the sweep now
+         * @description Every report job of the account that waits in the queue (not yet started, or waiting
+         *     between attempts after a failure) becomes due now, and the sweep of expired data
+         *     (idempotency keys, finished jobs and reports past their retention) is queued to run
+         *     now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
+         */
+        post: operations["runJobsNow"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/healthz": {
         parameters: {
             query?: never;
@@ -2639,6 +2662,18 @@ export interface operations {
                  *     use (configurable by the operator), after which the key may be used again.
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path?: never;
             cookie?: never;
@@ -2678,7 +2713,20 @@ export interface operations {
     getReport: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
                 id: components["parameters"]["ReportID"];
             };
@@ -2716,6 +2764,18 @@ export interface operations {
                  *     A value that is not `*` or a list of quoted tags is a 400.
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
             };
             path: {
                 id: components["parameters"]["ReportID"];
@@ -2769,7 +2829,20 @@ export interface operations {
                 /** @description Only the jobs in this status. */
                 status?: components["schemas"]["JobStatus"];
             };
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path?: never;
             cookie?: never;
         };
@@ -2797,7 +2870,20 @@ export interface operations {
     getJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
                 id: components["parameters"]["JobID"];
             };
@@ -2830,7 +2916,20 @@ export interface operations {
     cancelJob: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
             path: {
                 id: components["parameters"]["JobID"];
             };
@@ -3046,6 +3145,47 @@ export interface operations {
         requestBody?: never;
         responses: {
             /** @description How many deliveries were made due. */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["TestHelperResult"];
+                };
+            };
+            400: components["responses"]["BadRequest"];
+            401: components["responses"]["Unauthorized"];
+            429: components["responses"]["TooManyRequests"];
+            500: components["responses"]["InternalError"];
+            503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    runJobsNow: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
+                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description How many report jobs were made due. */
             200: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];
