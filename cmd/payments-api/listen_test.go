@@ -1,0 +1,141 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+)
+
+// received is one request the test receiver got.
+type received struct {
+	header http.Header
+	body   []byte
+}
+
+// createPayment makes a succeeded payment on the running server and returns its id.
+func createPayment(t *testing.T, r *running, card string) string {
+	t.Helper()
+	body := `{"amount":700,"currency":"usd","payment_method":"` + card + `"}`
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, r.base+"/payments", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", card+time.Now().String())
+	res, err := httpClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = res.Body.Close() }()
+	var p struct{ ID string }
+	if err := json.NewDecoder(res.Body).Decode(&p); err != nil || res.StatusCode != http.StatusCreated {
+		t.Fatalf("create payment: %d %v", res.StatusCode, err)
+	}
+	return p.ID
+}
+
+// TestListenForwardsSignedEvents runs `payments-api listen --forward-to` against a real
+// server and an httptest receiver: events that happen after it starts are printed and
+// arrive, and their signatures verify with the official Standard Webhooks library under the
+// secret listen printed. Events from before it started are not sent.
+func TestListenForwardsSignedEvents(t *testing.T) {
+	t.Parallel()
+	r := startServe(t, map[string]string{}, true)
+	before := createPayment(t, r, "pm_card_visa")
+
+	got := make(chan received, 10)
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		body, _ := io.ReadAll(req.Body)
+		got <- received{req.Header.Clone(), body}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+
+	out := &syncBuffer{}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	opts, err := parseListen([]string{"--api-url", r.base, "--api-key", testKey, "--forward-to", receiver.URL, "--interval", "50ms"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	go func() { done <- listen(ctx, opts, out) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("listen: %v", err)
+		}
+	})
+	waitFor(t, func() bool { return strings.Contains(out.String(), "Listening for") })
+	secret := regexp.MustCompile(`whsec_[A-Za-z0-9+/=]+`).FindString(out.String())
+	wh, err := standardwebhooks.NewWebhook(secret)
+	if err != nil {
+		t.Fatalf("the secret listen printed (%q): %v", secret, err)
+	}
+
+	succeeded := createPayment(t, r, "pm_card_visa")
+	var messages []received
+	for len(messages) < 1 {
+		select {
+		case m := <-got:
+			messages = append(messages, m)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("no event forwarded within 10s; listen printed:\n%s", out.String())
+		}
+	}
+	m := messages[0]
+	if err := wh.Verify(m.body, m.header); err != nil {
+		t.Errorf("the official library refuses the signature: %v\n%s %v", err, m.body, m.header)
+	}
+	tampered := bytes.Replace(m.body, []byte("700"), []byte("701"), 1)
+	if err := wh.Verify(tampered, m.header); err == nil {
+		t.Error("a tampered body verifies: the check proves nothing")
+	}
+	var payload struct {
+		Type string
+		Data struct{ ID string }
+	}
+	if err := json.Unmarshal(m.body, &payload); err != nil || payload.Type != "payment.succeeded" || payload.Data.ID != succeeded {
+		t.Errorf("forwarded %s (%v), want payment.succeeded of %s", m.body, err, succeeded)
+	}
+	if !strings.HasPrefix(m.header.Get("webhook-id"), "msg_") {
+		t.Errorf("webhook-id %q", m.header.Get("webhook-id"))
+	}
+	waitFor(t, func() bool { return strings.Contains(out.String(), succeeded) })
+	line := regexp.MustCompile(`(?m)^\S+Z  payment\.succeeded\s+evt_\S+  ` + succeeded + `  -> 204 No Content$`)
+	if !line.MatchString(out.String()) {
+		t.Errorf("no line with time, type, event id, payment id and the receiver's answer:\n%s", out.String())
+	}
+	select {
+	case extra := <-got:
+		t.Errorf("a second message arrived: %s", extra.body)
+	case <-time.After(300 * time.Millisecond): // six more polls
+	}
+	if strings.Contains(out.String(), before) {
+		t.Errorf("the payment made before listen started was shown:\n%s", out.String())
+	}
+}
+
+func TestListenFlags(t *testing.T) {
+	t.Parallel()
+	for _, args := range [][]string{
+		{"--forward-to", "localhost:3000"}, {"--interval", "0s"}, {"--secret", "nope"}, {"extra"}, {"--nope"},
+	} {
+		if _, err := parseListen(args); err == nil {
+			t.Errorf("listen %v: accepted", args)
+		}
+	}
+	cmd, err := parseCommand([]string{"listen", "--help"})
+	if err != nil || !strings.Contains(cmd.help, "--forward-to") {
+		t.Errorf("listen --help: %q, %v", cmd.help, err)
+	}
+}
