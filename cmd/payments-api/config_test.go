@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/payments-api/payments-api/internal/processor"
 )
 
 func TestConfigDefaultsWork(t *testing.T) {
@@ -142,5 +144,20 @@ func TestConfigWebhookDefaultsAreStandardWebhooks(t *testing.T) {
 	cfg, err = loadConfig(map[string]string{"WEBHOOK_RETRY_SCHEDULE": "1s,1s,1s"})
 	if err != nil || !slices.Equal(cfg.WebhookRetrySchedule, []time.Duration{time.Second, time.Second, time.Second}) {
 		t.Errorf("WEBHOOK_RETRY_SCHEDULE=1s,1s,1s: %v, %v", cfg.WebhookRetrySchedule, err)
+	}
+}
+
+// TestSlowCardFitsTheDefaultDeadline: with the defaults, pm_card_slow answers well within
+// REQUEST_TIMEOUT (serve warns when a configuration makes it not fit).
+func TestSlowCardFitsTheDefaultDeadline(t *testing.T) {
+	cfg, err := loadConfig(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if slow := cfg.ProcessorLatency + processor.SlowCardDelay; slow >= cfg.RequestTimeout {
+		t.Errorf("pm_card_slow takes %s, REQUEST_TIMEOUT is %s", slow, cfg.RequestTimeout)
+	}
+	if !cfg.FaultInjection || !cfg.OpenTestAccounts {
+		t.Errorf("the sandbox is off by default: FAULT_INJECTION %v, OPEN_TEST_ACCOUNTS %v", cfg.FaultInjection, cfg.OpenTestAccounts)
 	}
 }

@@ -101,12 +101,12 @@ func listen(ctx context.Context, o listenOptions, out io.Writer) error {
 		if l.secret == "" {
 			l.secret = webhooks.NewSecret()
 		}
-		fmt.Fprintf(out, "Forwarding to %s, signed per Standard Webhooks with %s\n", l.forwardTo, l.secret)
+		_, _ = fmt.Fprintf(out, "Forwarding to %s, signed per Standard Webhooks with %s\n", l.forwardTo, l.secret)
 	}
 	if _, err := l.poll(ctx); err != nil { // what is already there is history: mark it seen
 		return err
 	}
-	fmt.Fprintf(out, "Listening for the events of %s (Ctrl-C to stop)\n", l.apiURL)
+	_, _ = fmt.Fprintf(out, "Listening for the events of %s (Ctrl-C to stop)\n", l.apiURL)
 	ticker := time.NewTicker(l.interval)
 	defer ticker.Stop()
 	for {
@@ -124,7 +124,7 @@ func listen(ctx context.Context, o listenOptions, out io.Writer) error {
 			if errors.As(err, &fatal) {
 				return err
 			}
-			fmt.Fprintf(out, "poll: %v\n", err) // the server may be restarting: try again
+			_, _ = fmt.Fprintf(out, "poll: %v\n", err) // the server may be restarting: try again
 			continue
 		}
 		for _, e := range fresh {
@@ -219,7 +219,7 @@ func (l *eventListener) show(ctx context.Context, e event) {
 	if l.forwardTo != "" {
 		line += "  -> " + l.forward(ctx, e)
 	}
-	fmt.Fprintln(l.out, line)
+	_, _ = fmt.Fprintln(l.out, line)
 }
 
 // forward POSTs the event as the server's webhooks carry it ({"type", "timestamp",

@@ -23,7 +23,7 @@ import (
 // expects no answer at all needs the transport error, which apitest would report as a
 // failure. Keep-alives are off because Go's transport resends by itself, once, a request
 // that carries Idempotency-Key when a reused connection closes without an answer.
-func sendRaw(t *testing.T, url string, body []byte, header http.Header) (*http.Response, error) {
+func sendRaw(t *testing.T, url string, body []byte, header http.Header) (status int, err error) {
 	t.Helper()
 	client := &http.Client{Timeout: apitest.RequestTimeout, Transport: &http.Transport{DisableKeepAlives: true}}
 	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, url, bytes.NewReader(body))
@@ -32,11 +32,11 @@ func sendRaw(t *testing.T, url string, body []byte, header http.Header) (*http.R
 	}
 	req.Header = header
 	res, err := client.Do(req)
-	if err == nil {
-		_, _ = io.Copy(io.Discard, res.Body)
-		_ = res.Body.Close()
+	if err != nil {
+		return 0, err
 	}
-	return res, err
+	_, _ = io.Copy(io.Discard, res.Body)
+	return res.StatusCode, res.Body.Close()
 }
 
 // TestLostResponseCommitsAndTheRetryReplays is the opening story of idempotency on demand:
@@ -56,8 +56,8 @@ func TestLostResponseCommitsAndTheRetryReplays(t *testing.T) {
 		"Idempotency-Key": {key},
 		"Prefer":          {"fault=lost-response"},
 	}
-	if res, err := sendRaw(t, b.client.BaseURL+"/payments", body, header); err == nil {
-		t.Fatalf("the lost response arrived: %d %v", res.StatusCode, res.Header)
+	if status, err := sendRaw(t, b.client.BaseURL+"/payments", body, header); err == nil {
+		t.Fatalf("the lost response arrived: %d", status)
 	}
 	if n := b.count(t, `SELECT count(*) FROM payments`); n != 1 {
 		t.Fatalf("%d payments after the lost response, want 1", n)

@@ -112,7 +112,7 @@ func TestRoutingProblems(t *testing.T) {
 	if res.Status != http.StatusNotFound || res.Problem(t).Type != "/problems/not-found" {
 		t.Errorf("unknown route: %d %s", res.Status, res.Body)
 	}
-	res = b.client.Do(http.MethodDelete, "/account", nil)
+	res = b.client.Do(http.MethodPut, "/account", nil)
 	if res.Status != http.StatusMethodNotAllowed || res.Problem(t).Type != "/problems/method-not-allowed" {
 		t.Errorf("wrong method: %d %s", res.Status, res.Body)
 	}
