@@ -165,8 +165,10 @@ UPDATE webhook_endpoints
 SET disabled_reason = 'gone', version = version + 1, updated_at = clock_timestamp()
 WHERE id = @id AND disabled_reason IS NULL;
 
--- name: WebhookDeliveryRetryNowByAccount :execrows
--- A test helper: every pending delivery of the account scheduled for later is due now.
+-- name: WebhookDeliveryRetryNowByAccount :many
+-- A test helper: every pending delivery of the account scheduled for later is due now. The
+-- caller makes their snoozed jobs due too.
 UPDATE webhook_deliveries
 SET next_attempt_at = clock_timestamp(), updated_at = clock_timestamp()
-WHERE account_id = @account_id AND status = 'pending' AND next_attempt_at > clock_timestamp();
+WHERE account_id = @account_id AND status = 'pending' AND next_attempt_at > clock_timestamp()
+RETURNING id, endpoint_id;

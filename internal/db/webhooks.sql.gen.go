@@ -331,19 +331,38 @@ func (q *Queries) WebhookDeliveryRequeue(ctx context.Context, arg WebhookDeliver
 	return i, err
 }
 
-const webhookDeliveryRetryNowByAccount = `-- name: WebhookDeliveryRetryNowByAccount :execrows
+const webhookDeliveryRetryNowByAccount = `-- name: WebhookDeliveryRetryNowByAccount :many
 UPDATE webhook_deliveries
 SET next_attempt_at = clock_timestamp(), updated_at = clock_timestamp()
 WHERE account_id = $1 AND status = 'pending' AND next_attempt_at > clock_timestamp()
+RETURNING id, endpoint_id
 `
 
-// A test helper: every pending delivery of the account scheduled for later is due now.
-func (q *Queries) WebhookDeliveryRetryNowByAccount(ctx context.Context, accountID string) (int64, error) {
-	result, err := q.db.Exec(ctx, webhookDeliveryRetryNowByAccount, accountID)
+type WebhookDeliveryRetryNowByAccountRow struct {
+	ID         string
+	EndpointID string
+}
+
+// A test helper: every pending delivery of the account scheduled for later is due now. The
+// caller makes their snoozed jobs due too.
+func (q *Queries) WebhookDeliveryRetryNowByAccount(ctx context.Context, accountID string) ([]WebhookDeliveryRetryNowByAccountRow, error) {
+	rows, err := q.db.Query(ctx, webhookDeliveryRetryNowByAccount, accountID)
 	if err != nil {
-		return 0, err
+		return nil, err
 	}
-	return result.RowsAffected(), nil
+	defer rows.Close()
+	var items []WebhookDeliveryRetryNowByAccountRow
+	for rows.Next() {
+		var i WebhookDeliveryRetryNowByAccountRow
+		if err := rows.Scan(&i.ID, &i.EndpointID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
 }
 
 const webhookEndpointDelete = `-- name: WebhookEndpointDelete :execrows

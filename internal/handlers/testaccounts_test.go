@@ -196,7 +196,12 @@ func TestHelpersActOnTheCallersAccountOnly(t *testing.T) {
 	}
 	createPayment(t, b.client, 300) // an event, and its deliveries
 	createPayment(t, b.other, 300)
+	// As after a failed attempt: the delivery waits an hour, its job snoozed until then.
 	if _, err := b.pool.Exec(context.Background(), `UPDATE webhook_deliveries SET next_attempt_at = now() + interval '1 hour'`); err != nil {
+		t.Fatal(err)
+	}
+	_, err := b.pool.Exec(context.Background(), `UPDATE river_job SET state = 'scheduled', scheduled_at = now() + interval '1 hour' WHERE kind = 'webhook.deliver'`)
+	if err != nil {
 		t.Fatal(err)
 	}
 
@@ -222,6 +227,14 @@ func TestHelpersActOnTheCallersAccountOnly(t *testing.T) {
 	}
 	if n := b.count(t, later, accountOf(t, b.other)); n != 1 {
 		t.Errorf("%d of the other account's deliveries wait, want 1", n)
+	}
+	jobWaits := `SELECT count(*) FROM river_job j JOIN webhook_deliveries d ON d.id = j.args->>'delivery_id'
+		WHERE d.account_id = $1 AND (j.state <> 'available' OR j.scheduled_at > now())`
+	if n := b.count(t, jobWaits, accountOf(t, b.client)); n != 0 {
+		t.Errorf("%d of the caller's delivery jobs still wait", n)
+	}
+	if n := b.count(t, jobWaits, accountOf(t, b.other)); n != 1 {
+		t.Errorf("%d of the other account's delivery jobs wait, want 1", n)
 	}
 }
 

@@ -126,10 +126,24 @@ func redeliveryTargets(ctx context.Context, tx db.Tx, event db.Event, endpointID
 
 // RetryNow makes every pending delivery of the account that waits for a later attempt due
 // now (a test helper, so a test need not wait for the retry schedule), and reports how many.
+// Each one's job, snoozed until the retry, is made due through the queue, as a redelivery's
+// is: the unique insert finds the waiting job and makes it due now.
 func (s *Service) RetryNow(ctx context.Context, accountID string) (int64, error) {
-	n, err := db.New(s.pool).WebhookDeliveryRetryNowByAccount(ctx, accountID)
+	var due int64
+	err := db.InTx(ctx, s.pool, func(tx db.Tx) error {
+		rows, err := tx.WebhookDeliveryRetryNowByAccount(ctx, accountID)
+		if err != nil || len(rows) == 0 {
+			return err
+		}
+		jobs := make([]events.Delivery, len(rows))
+		for i, r := range rows {
+			jobs[i] = events.Delivery{ID: r.ID, EndpointID: r.EndpointID}
+		}
+		due = int64(len(rows))
+		return s.queue.EnqueueTx(ctx, tx, jobs)
+	})
 	if err != nil {
 		return 0, fmt.Errorf("make deliveries of %s due: %w", accountID, err)
 	}
-	return n, nil
+	return due, nil
 }
