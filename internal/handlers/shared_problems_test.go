@@ -142,6 +142,8 @@ func malformed(c *apitest.Client, o sharedOperation) *apitest.Response {
 		return o.send(c, o.url("bad!id"), nil)
 	case o.op.Parameters.GetByInAndName("query", "limit") != nil:
 		return o.send(c, o.path+"?limit=0", nil)
+	case !o.hasBody() && o.op.Parameters.GetByInAndName("header", "Prefer") != nil:
+		return o.send(c, o.path, nil, apitest.Header("Prefer", "fault=unknown")) // refused before any work
 	default:
 		return o.send(c, o.path, "{")
 	}

@@ -182,6 +182,9 @@ func TestTestAccountsLimitsAndSwitch(t *testing.T) {
 	if res := closed.Post("/test/accounts", nil); res.Status != http.StatusNotFound {
 		t.Errorf("with OPEN_TEST_ACCOUNTS=false: %d, want 404", res.Status)
 	}
+	if res := unreachableDatabase(t).Post("/test/accounts", nil, apitest.NoAuth()); res.Status != http.StatusServiceUnavailable {
+		t.Errorf("with the database down: %d, want 503", res.Status)
+	}
 }
 
 // TestHelpersActOnTheCallersAccountOnly: expiring keys frees them for new requests, and

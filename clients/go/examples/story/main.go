@@ -149,7 +149,7 @@ func report(ctx context.Context, api *paymentsapi.ClientWithResponses) error {
 			return fmt.Errorf("job %s is %s without a Retry-After", job.Id, job.Status)
 		}
 		time.Sleep(time.Duration(seconds) * time.Second)
-		poll, err := api.GetJobWithResponse(ctx, job.Id)
+		poll, err := api.GetJobWithResponse(ctx, job.Id, nil)
 		if err := expect("poll the job", poll, err, http.StatusOK); err != nil {
 			return err
 		}
@@ -197,7 +197,7 @@ func webhook(ctx context.Context, api *paymentsapi.ClientWithResponses) error {
 		}
 	})}
 
-	endpoint, err := api.CreateWebhookEndpointWithResponse(ctx, paymentsapi.CreateWebhookEndpointRequest{
+	endpoint, err := api.CreateWebhookEndpointWithResponse(ctx, nil, paymentsapi.CreateWebhookEndpointRequest{
 		Url: "http://" + ln.Addr().String() + "/webhooks", EnabledEvents: []paymentsapi.CreateWebhookEndpointRequestEnabledEvents{"payment.succeeded"},
 	})
 	if err := expect("register a webhook endpoint", endpoint, err, http.StatusCreated); err != nil {
