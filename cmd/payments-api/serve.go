@@ -45,12 +45,12 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		return err
 	}
 
-	limits, closeLimits, err := rateLimits(cfg, logger)
+	metricsReg := metrics.New(pool)
+	limits, closeLimits, err := rateLimits(cfg, logger, metricsReg)
 	if err != nil {
 		return err
 	}
 	defer closeLimits()
-	metricsReg := metrics.New(pool)
 	apiKeys, err := accounts.NewAuthenticator(db.New(pool), cfg.APIKeyCacheSize, cfg.APIKeyCacheTTL)
 	if err != nil {
 		return err

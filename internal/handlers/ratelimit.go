@@ -14,6 +14,7 @@ import (
 	"github.com/dunglas/httpsfv"
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/trace"
 )
@@ -49,6 +50,7 @@ var writeRoutes = map[string]bool{
 type rateLimiter struct {
 	RateLimits
 	failures *ratelimit.Memory
+	metrics  *metrics.Metrics // counts refusals by policy
 	// The RateLimit-Policy values never change, so they are serialised once.
 	readsPolicy, writesPolicy, failuresPolicy, testAccountsPolicy string
 }
@@ -60,13 +62,14 @@ var addressRoutes = map[string]bool{
 }
 
 // newRateLimiter returns nil for nil limits: its middleware then passes every request on.
-func newRateLimiter(limits *RateLimits) *rateLimiter {
+func newRateLimiter(limits *RateLimits, m *metrics.Metrics) *rateLimiter {
 	if limits == nil {
 		return nil
 	}
 	return &rateLimiter{
 		RateLimits:         *limits,
 		failures:           ratelimit.NewMemory(),
+		metrics:            m,
 		readsPolicy:        structuredList(policyItem(limits.Default)),
 		writesPolicy:       structuredList(policyItem(limits.Default), policyItem(limits.Writes)),
 		failuresPolicy:     structuredList(policyItem(limits.Unauthenticated)),
@@ -89,6 +92,7 @@ func (l *rateLimiter) limitFailedAuth(public map[string]bool) echo.MiddlewareFun
 			}
 			p, addr := l.Unauthenticated, clientAddress(c.Request())
 			if d := l.failures.Peek(p, addr); !d.Allowed {
+				l.metrics.RateLimitRefused(p.Name)
 				setRateLimitHeaders(c, l.failuresPolicy, rateLimitItem(p, d))
 				return &ratelimit.ExceededError{Policy: p, Decision: d}
 			}
@@ -170,6 +174,7 @@ func (l *rateLimiter) spend(c echo.Context, policies []ratelimit.Policy, key str
 		}
 		items = append(items, rateLimitItem(p, d))
 		if !d.Allowed {
+			l.metrics.RateLimitRefused(p.Name)
 			return items, &ratelimit.ExceededError{Policy: p, Decision: d}
 		}
 	}

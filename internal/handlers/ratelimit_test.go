@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -140,6 +141,10 @@ func TestRateLimitWritesBurst(t *testing.T) {
 	}
 	if n := b.count(t, `SELECT count(*) FROM payments`); n != quota {
 		t.Errorf("%d payments, want %d", n, quota)
+	}
+	refusals := fmt.Sprintf(`ratelimit_refusals_total{policy="writes"} %d`, len(keys)-quota)
+	if m := string(b.client.Get("/metrics", apitest.NoAuth()).Body); !strings.Contains(m, refusals) {
+		t.Errorf("GET /metrics lacks %q", refusals)
 	}
 
 	// The refused request did nothing, so the same key runs it, not replays a 429.

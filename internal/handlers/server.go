@@ -122,7 +122,7 @@ func New(opts Options) (*echo.Echo, error) {
 		s.draining = context.Background()
 	}
 
-	limits := newRateLimiter(opts.RateLimits)
+	limits := newRateLimiter(opts.RateLimits, opts.Metrics)
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true

@@ -17,14 +17,28 @@ const probeInterval = time.Second
 type Fallback struct {
 	primary, backup Limiter
 	logger          *slog.Logger
+	observer        FallbackObserver
 	probeEvery      time.Duration
 	down            atomic.Bool
 	nextProbe       atomic.Int64 // unix nanoseconds: when a request may try the primary again
 }
 
+// FallbackObserver is told of every decision the backup makes because the primary failed
+// (the metrics package implements it), so this package counts without knowing how counts
+// are exported.
+type FallbackObserver interface {
+	RateLimitFellBack()
+}
+
 // NewFallback decides with primary, and with backup while primary fails.
 func NewFallback(primary, backup Limiter, logger *slog.Logger) *Fallback {
 	return &Fallback{primary: primary, backup: backup, logger: logger, probeEvery: probeInterval}
+}
+
+// WithObserver returns the fallback telling o of every decision made by the backup.
+func (f *Fallback) WithObserver(o FallbackObserver) *Fallback {
+	f.observer = o
+	return f
 }
 
 // Allow spends one request of key's quota under p, in the primary if it answers.
@@ -39,6 +53,9 @@ func (f *Fallback) Allow(ctx context.Context, p Policy, key string) (Decision, e
 			return Decision{}, err // the client went away; the primary is not to blame
 		}
 		f.failed(ctx, err)
+	}
+	if f.observer != nil {
+		f.observer.RateLimitFellBack()
 	}
 	return f.backup.Allow(ctx, p, key)
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -153,7 +154,8 @@ func TestFallbackSurvivesRedisOutage(t *testing.T) {
 	}
 	defer r.Close()
 	var logs syncBuffer
-	f := NewFallback(r, NewMemory(), slog.New(slog.NewTextHandler(&logs, nil)))
+	var fellBack countingObserver
+	f := NewFallback(r, NewMemory(), slog.New(slog.NewTextHandler(&logs, nil))).WithObserver(&fellBack)
 	f.probeEvery = 20 * time.Millisecond
 	p := Policy{Name: "default", Rate: Rate{Quota: 1000, Window: time.Second}}
 	allow := func() Decision {
@@ -166,9 +168,15 @@ func TestFallbackSurvivesRedisOutage(t *testing.T) {
 	}
 
 	allow()
+	if n := fellBack.n.Load(); n != 0 {
+		t.Errorf("%d decisions counted as fallbacks while Redis answered", n)
+	}
 	srv.Stop()
 	for range 50 {
 		allow()
+	}
+	if n := fellBack.n.Load(); n != 50 {
+		t.Errorf("%d of 50 decisions made in memory were counted as fallbacks", n)
 	}
 	if !f.Degraded() {
 		t.Error("the fallback did not notice Redis is gone")
@@ -190,6 +198,11 @@ func TestFallbackSurvivesRedisOutage(t *testing.T) {
 		t.Errorf("the recovery was not logged:\n%s", logs.String())
 	}
 }
+
+// countingObserver counts the decisions a Fallback makes with its backup.
+type countingObserver struct{ n atomic.Int64 }
+
+func (o *countingObserver) RateLimitFellBack() { o.n.Add(1) }
 
 // failing is a primary that is always down, to count how often the Fallback tries it.
 type failing struct {
