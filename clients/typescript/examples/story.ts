@@ -3,6 +3,10 @@
 //
 //   PAYMENTS_API_URL=http://localhost:8080 PAYMENTS_API_KEY=sk_test_demo npm run story
 //
+// When PAYMENTS_API_URL is a proxy, PAYMENTS_API_DIRECT_URL names the server behind it: the
+// answer the story has the server drop must be dropped on the story's own connection, and a
+// proxy answers a dropped connection itself (Prism with a 500).
+//
 // Start the server with WEBHOOK_ALLOW_PRIVATE_NETWORKS=true, so that it may deliver webhooks to
 // this program, and a small write quota (RATE_LIMIT_WRITES=3/1s) to see a 429 honoured.
 import { randomUUID } from "node:crypto";
@@ -11,8 +15,10 @@ import type { AddressInfo } from "node:net";
 import { Webhook } from "standardwebhooks";
 import { createPaymentsClient, retryAfter } from "../src/index.js";
 
+const baseUrl = process.env.PAYMENTS_API_URL ?? "http://localhost:8080";
+const apiKey = process.env.PAYMENTS_API_KEY ?? "sk_test_demo";
 let retries = 0;
-const api = createPaymentsClient(process.env.PAYMENTS_API_URL ?? "http://localhost:8080", process.env.PAYMENTS_API_KEY ?? "sk_test_demo", {
+const api = createPaymentsClient(baseUrl, apiKey, {
   // 429 Too Many Requests: wait for Retry-After, then send the same request again.
   fetch: retryAfter(globalThis.fetch, {
     onRetry: (_, waitMs) => {
@@ -26,16 +32,28 @@ function expect(step: string, response: Response, want: number) {
   if (response.status !== want) throw new Error(`${step}: status ${response.status}, want ${want}`);
 }
 
-// Idempotency: a retry after a lost answer replays it; the same key with another body is refused.
+// Idempotency: the answer to a create is lost (Prefer: fault=lost-response: the server commits,
+// then closes the connection); the retry with the same key replays it; another body is refused.
 const key = { "Idempotency-Key": `order-${randomUUID()}` };
 const body = { amount: 5000, currency: "usd", payment_method: "pm_card_visa" } as const;
+const direct = createPaymentsClient(process.env.PAYMENTS_API_DIRECT_URL ?? baseUrl, apiKey);
+const lost = await direct.POST("/payments", { params: { header: { ...key, Prefer: "fault=lost-response" } }, body }).then(
+  (answered) => `status ${answered.response.status}`,
+  (err: unknown) => err,
+);
+// Node's fetch rejects with TypeError("fetch failed"), caused by undici's "other side closed".
+const cause = lost instanceof TypeError ? (lost.cause as { code?: string } | undefined) : undefined;
+if (cause?.code !== "UND_ERR_SOCKET") throw new Error(`create payment, answer lost: got ${lost}, want the connection closed`);
+console.log(`create payment: no answer (${lost}: ${cause})`);
 const created = await api.POST("/payments", { params: { header: key }, body });
-expect("create payment", created.response, 201);
+expect("retry with the same key", created.response, 201);
+if (created.response.headers.get("Idempotent-Replayed") !== "true") throw new Error("retry: not a replay");
+// The replay is the payment the lost request made, and no other was made since.
 const payment = created.data!;
-const again = await api.POST("/payments", { params: { header: key }, body });
-expect("retry with the same key", again.response, 201);
-if (again.response.headers.get("Idempotent-Replayed") !== "true" || again.data!.id !== payment.id) {
-  throw new Error(`retry: not a replay of ${payment.id}`);
+const since = await api.GET("/payments", { params: { query: { created_gte: payment.created_at } } });
+expect("list payments", since.response, 200);
+if (since.data!.data.length !== 1 || since.data!.data[0]?.id !== payment.id) {
+  throw new Error(`retry: ${since.data!.data.length} payments since ${payment.created_at}, want only ${payment.id}`);
 }
 const reused = await api.POST("/payments", { params: { header: key }, body: { ...body, amount: 7000 } });
 expect("same key, another body", reused.response, 422);

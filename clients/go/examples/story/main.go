@@ -3,6 +3,10 @@
 //
 //	PAYMENTS_API_URL=http://localhost:8080 PAYMENTS_API_KEY=sk_test_demo go run ./examples/story
 //
+// When PAYMENTS_API_URL is a proxy, PAYMENTS_API_DIRECT_URL names the server behind it: the
+// answer the story has the server drop must be dropped on the story's own connection, and a
+// proxy answers a dropped connection itself (Prism with a 500).
+//
 // Start the server with WEBHOOK_ALLOW_PRIVATE_NETWORKS=true, so that it may deliver webhooks to
 // this program, and a small write quota (RATE_LIMIT_WRITES=3/1s) to see a 429 honoured.
 package main
@@ -12,6 +16,7 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"log"
@@ -28,7 +33,11 @@ import (
 
 func main() {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	err := story(ctx, os.Getenv("PAYMENTS_API_URL"), os.Getenv("PAYMENTS_API_KEY"))
+	baseURL, directURL := os.Getenv("PAYMENTS_API_URL"), os.Getenv("PAYMENTS_API_DIRECT_URL")
+	if directURL == "" {
+		directURL = baseURL
+	}
+	err := story(ctx, baseURL, directURL, os.Getenv("PAYMENTS_API_KEY"))
 	cancel()
 	if err != nil {
 		log.Fatal(err)
@@ -36,7 +45,7 @@ func main() {
 	fmt.Println("story: every answer was the contract's")
 }
 
-func story(ctx context.Context, baseURL, apiKey string) error {
+func story(ctx context.Context, baseURL, directURL, apiKey string) error {
 	retries := 0
 	httpClient := &http.Client{
 		Timeout: 10 * time.Second,
@@ -51,7 +60,15 @@ func story(ctx context.Context, baseURL, apiKey string) error {
 	if err != nil {
 		return err
 	}
-	payment, err := idempotentPayment(ctx, api)
+	// http.Transport sends a request with an Idempotency-Key again, once and silently, when a
+	// connection it reused closes without an answer. A connection of its own shows the loss.
+	lossy, err := paymentsapi.NewClientWithResponses(directURL,
+		paymentsapi.WithHTTPClient(&http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}),
+		paymentsapi.WithRequestEditorFn(paymentsapi.BearerAuth(apiKey)))
+	if err != nil {
+		return err
+	}
+	payment, err := idempotentPayment(ctx, api, lossy)
 	if err != nil {
 		return err
 	}
@@ -71,29 +88,44 @@ func story(ctx context.Context, baseURL, apiKey string) error {
 	return rateLimit(ctx, api, &retries)
 }
 
-// idempotentPayment creates a payment, retries it as a client would after losing the answer,
+// idempotentPayment creates a payment whose answer is lost (Prefer: fault=lost-response: the
+// server commits, then closes the connection), retries it with the same key as a client must,
 // then reuses the key for another body.
-func idempotentPayment(ctx context.Context, api *paymentsapi.ClientWithResponses) (*paymentsapi.CreatePaymentResponse, error) {
-	key := &paymentsapi.CreatePaymentParams{IdempotencyKey: "order-" + rand.Text()}
+func idempotentPayment(ctx context.Context, api, lossy *paymentsapi.ClientWithResponses) (*paymentsapi.CreatePaymentResponse, error) {
+	key := "order-" + rand.Text()
 	body := paymentsapi.CreatePaymentRequest{Amount: 5000, Currency: "usd", PaymentMethod: "pm_card_visa"}
-	first, err := api.CreatePaymentWithResponse(ctx, key, body)
-	if err := expect("create payment", first, err, http.StatusCreated); err != nil {
+	lostResponse := "fault=lost-response"
+	answered, err := lossy.CreatePaymentWithResponse(ctx, &paymentsapi.CreatePaymentParams{IdempotencyKey: key, Prefer: &lostResponse}, body)
+	if err == nil {
+		return nil, fmt.Errorf("create payment, answer lost: status %d, want the connection closed", answered.StatusCode())
+	}
+	if !errors.Is(err, io.EOF) {
+		return nil, fmt.Errorf("create payment, answer lost: %w", err)
+	}
+	fmt.Printf("create payment: no answer (%v)\n", err)
+	retry, err := api.CreatePaymentWithResponse(ctx, &paymentsapi.CreatePaymentParams{IdempotencyKey: key}, body)
+	if err := expect("retry with the same key", retry, err, http.StatusCreated); err != nil {
 		return nil, err
 	}
-	again, err := api.CreatePaymentWithResponse(ctx, key, body)
-	if err := expect("retry with the same key", again, err, http.StatusCreated); err != nil {
+	if retry.HTTPResponse.Header.Get("Idempotent-Replayed") != "true" {
+		return nil, errors.New("retry: not a replay")
+	}
+	// The replay is the payment the lost request made, and no other was made since.
+	since, created := retry.JSON201.CreatedAt, retry.JSON201.Id
+	list, err := api.ListPaymentsWithResponse(ctx, &paymentsapi.ListPaymentsParams{CreatedGte: &since})
+	if err := expect("list payments", list, err, http.StatusOK); err != nil {
 		return nil, err
 	}
-	if again.HTTPResponse.Header.Get("Idempotent-Replayed") != "true" || again.JSON201.Id != first.JSON201.Id {
-		return nil, fmt.Errorf("retry: not a replay of %s", first.JSON201.Id)
+	if len(list.JSON200.Data) != 1 || list.JSON200.Data[0].Id != created {
+		return nil, fmt.Errorf("retry: %d payments since %s, want only %s", len(list.JSON200.Data), since, created)
 	}
 	body.Amount = 7000
-	reused, err := api.CreatePaymentWithResponse(ctx, key, body)
+	reused, err := api.CreatePaymentWithResponse(ctx, &paymentsapi.CreatePaymentParams{IdempotencyKey: key}, body)
 	if err := expect("same key, another body", reused, err, http.StatusUnprocessableEntity); err != nil {
 		return nil, err
 	}
-	fmt.Printf("payment %s created once, replayed once; %s\n", first.JSON201.Id, reused.ApplicationproblemJSON422.Type)
-	return first, nil
+	fmt.Printf("payment %s created once, replayed once; %s\n", created, reused.ApplicationproblemJSON422.Type)
+	return retry, nil
 }
 
 func refund(ctx context.Context, api *paymentsapi.ClientWithResponses, paymentID string) error {
