@@ -141,7 +141,7 @@ func TestMessages(t *testing.T) {
 	}
 }
 
-// TestHostileBodies: every body issue 7 found costly or unsafe is refused with a bounded
+// TestHostileBodies: every body a robustness review found costly or unsafe is refused with a bounded
 // answer that names where the problem is.
 func TestHostileBodies(t *testing.T) {
 	c := load(t)

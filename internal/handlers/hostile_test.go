@@ -15,8 +15,8 @@ import (
 // maxProblemBytes bounds every problem answer, whatever the request held.
 const maxProblemBytes = 16 << 10
 
-// hostileBodies are the request bodies that once cost seconds, gigabytes or a 500 (issue 7),
-// by name. The fuzz targets start from them too.
+// hostileBodies are the request bodies that once cost seconds, gigabytes or a 500, by name.
+// The fuzz targets start from them too.
 func hostileBodies() map[string]string {
 	valid := `"amount":100,"currency":"usd","payment_method":"pm_card_visa"`
 	return map[string]string{
@@ -160,7 +160,7 @@ func TestContentTypeCharset(t *testing.T) {
 	}
 }
 
-// TestValidationMessages: what a person reads, for the cases issue 8 found unreadable.
+// TestValidationMessages: what a person reads, for the cases a review found unreadable.
 func TestValidationMessages(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
