@@ -93,3 +93,12 @@ LIMIT @batch_size;
 SELECT * FROM jobs
 WHERE account_id = @account_id AND status IN ('queued', 'running')
 ORDER BY created_at, id;
+
+-- name: RiverJobCountWaiting :many
+-- Jobs waiting to run, by queue: due now, scheduled for later, or waiting for a retry. Read
+-- when /metrics is scraped, so every process reports the depth, whichever one runs the jobs.
+SELECT queue, count(*)::int AS waiting
+FROM river_job
+WHERE state IN ('available', 'scheduled', 'retryable')
+GROUP BY queue
+ORDER BY queue;

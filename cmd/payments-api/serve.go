@@ -16,6 +16,7 @@ import (
 	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/jobs"
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
@@ -46,6 +47,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 	}
 
 	metricsReg := metrics.New(pool)
+	metricsReg.CountJobsOnScrape(jobs.WaitingByQueue(pool))
 	limits, closeLimits, err := rateLimits(cfg, logger, metricsReg)
 	if err != nil {
 		return err

@@ -397,3 +397,38 @@ func (q *Queries) JobStart(ctx context.Context, id string) (Job, error) {
 	)
 	return i, err
 }
+
+const riverJobCountWaiting = `-- name: RiverJobCountWaiting :many
+SELECT queue, count(*)::int AS waiting
+FROM river_job
+WHERE state IN ('available', 'scheduled', 'retryable')
+GROUP BY queue
+ORDER BY queue
+`
+
+type RiverJobCountWaitingRow struct {
+	Queue   string
+	Waiting int32
+}
+
+// Jobs waiting to run, by queue: due now, scheduled for later, or waiting for a retry. Read
+// when /metrics is scraped, so every process reports the depth, whichever one runs the jobs.
+func (q *Queries) RiverJobCountWaiting(ctx context.Context) ([]RiverJobCountWaitingRow, error) {
+	rows, err := q.db.Query(ctx, riverJobCountWaiting)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RiverJobCountWaitingRow
+	for rows.Next() {
+		var i RiverJobCountWaitingRow
+		if err := rows.Scan(&i.Queue, &i.Waiting); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}

@@ -44,7 +44,7 @@ func routeTemplate(c echo.Context) string {
 // GetMetrics exports the server's metrics for a Prometheus scraper.
 func (s *Server) GetMetrics(ctx context.Context, _ api.GetMetricsRequestObject) (api.GetMetricsResponseObject, error) {
 	var body bytes.Buffer
-	if err := s.metrics.WriteText(&body); err != nil {
+	if err := s.metrics.WriteText(ctx, &body); err != nil {
 		return nil, err
 	}
 	return api.GetMetrics200TextplainVersion004Response{Body: &body, ContentLength: int64(body.Len())}, nil

@@ -93,3 +93,32 @@ func TestMetricsNameUnmatchedRoutesOnce(t *testing.T) {
 		t.Error("an unmatched path became a label")
 	}
 }
+
+// TestMetricsCountWaitingJobs: jobs_queued is counted from the queue when /metrics is
+// scraped. The test server only enqueues (no worker runs), so a requested report waits in
+// River's default queue until it is canceled.
+func TestMetricsCountWaitingJobs(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	scrape := func() string { return string(b.client.Get("/metrics", apitest.NoAuth()).Body) }
+	if m := scrape(); strings.Contains(m, "jobs_queued{") {
+		t.Fatalf("jobs_queued before any job was requested:\n%s", m)
+	}
+	j := requestReport(t, b.client, reportBody("payments", "csv"))
+	j2 := requestReport(t, b.client, reportBody("refunds", "json"))
+	if m := scrape(); !slices.Contains(strings.Split(m, "\n"), `jobs_queued{queue="default"} 2`) {
+		t.Errorf("two reports requested, but GET /metrics lacks jobs_queued 2 for the default queue:\n%s", m)
+	}
+	if res := b.client.Do(http.MethodDelete, "/jobs/"+j.ID, nil); res.Status != http.StatusOK {
+		t.Fatalf("cancel %s: %d %s", j.ID, res.Status, res.Body)
+	}
+	if m := scrape(); !slices.Contains(strings.Split(m, "\n"), `jobs_queued{queue="default"} 1`) {
+		t.Errorf("one of two reports canceled, but GET /metrics lacks jobs_queued 1:\n%s", m)
+	}
+	if res := b.client.Do(http.MethodDelete, "/jobs/"+j2.ID, nil); res.Status != http.StatusOK {
+		t.Fatalf("cancel %s: %d %s", j2.ID, res.Status, res.Body)
+	}
+	if m := scrape(); strings.Contains(m, `jobs_queued{queue="default"}`) {
+		t.Errorf("every report canceled, but GET /metrics still counts the default queue:\n%s", m)
+	}
+}

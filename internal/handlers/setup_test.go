@@ -18,6 +18,7 @@ import (
 	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/jobs"
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
@@ -134,6 +135,7 @@ func startServerWithLimits(tb testing.TB, pool *pgxpool.Pool, proc processor.Pro
 func testOptions(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, logger *slog.Logger) handlers.Options {
 	tb.Helper()
 	m := metrics.New(pool)
+	m.CountJobsOnScrape(jobs.WaitingByQueue(pool)) // as serve wires it
 	apiKeys, err := accounts.NewAuthenticator(db.New(pool), accounts.DefaultCacheSize, accounts.DefaultCacheTTL)
 	if err != nil {
 		tb.Fatal(err)

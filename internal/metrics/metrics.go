@@ -7,6 +7,7 @@
 package metrics
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"strconv"
@@ -34,6 +35,8 @@ type Metrics struct {
 	webhookDeliveries  *prometheus.HistogramVec // outcome
 	rateLimitRefusals  *prometheus.CounterVec   // policy
 	rateLimitFallbacks prometheus.Counter
+
+	countJobs func(context.Context) (map[string]int, error) // see CountJobsOnScrape
 }
 
 // New registers the server's series, the Go runtime's and the process's (RSS, CPU, file
@@ -103,7 +106,7 @@ func (m *Metrics) IdempotencyOutcome(operation, outcome string) {
 	m.idempotency.WithLabelValues(operation, outcome).Inc()
 }
 
-// JobsQueued sets how many jobs wait in queue; the jobs package calls it when it counts them.
+// JobsQueued sets how many jobs wait in queue (CountJobsOnScrape keeps it current).
 func (m *Metrics) JobsQueued(queue string, n int) {
 	if m == nil {
 		return
@@ -144,9 +147,31 @@ func (m *Metrics) RateLimitFellBack() {
 	m.rateLimitFallbacks.Inc()
 }
 
+// CountJobsOnScrape makes every scrape set jobs_queued from count (queue → jobs waiting),
+// so the gauge is current in every process, not only in the one that runs the jobs. A
+// failed count (the database is away) leaves the last values: the scrape still answers.
+func (m *Metrics) CountJobsOnScrape(count func(context.Context) (map[string]int, error)) {
+	m.countJobs = count
+}
+
+// scrapeTimeout bounds the queries a scrape makes.
+const scrapeTimeout = 2 * time.Second
+
 // WriteText writes every series in the Prometheus text format 0.0.4 (what GET /metrics
-// answers). Gathering reads the collectors at this moment: the pool's counters are current.
-func (m *Metrics) WriteText(w io.Writer) error {
+// answers). Gathering reads the collectors at this moment: the pool's counters are current,
+// and so is the queue depth when CountJobsOnScrape is set.
+func (m *Metrics) WriteText(ctx context.Context, w io.Writer) error {
+	if m.countJobs != nil {
+		ctx, cancel := context.WithTimeout(ctx, scrapeTimeout)
+		waiting, err := m.countJobs(ctx)
+		cancel()
+		if err == nil {
+			m.jobsQueued.Reset() // a queue that emptied reads 0 by being absent, not stale
+			for queue, n := range waiting {
+				m.JobsQueued(queue, n)
+			}
+		}
+	}
 	families, err := m.registry.Gather()
 	if err != nil {
 		return fmt.Errorf("gather metrics: %w", err)

@@ -23,7 +23,7 @@ func TestHooksExportTheirSeries(t *testing.T) {
 	m.RateLimitFellBack()
 
 	var out bytes.Buffer
-	if err := m.WriteText(&out); err != nil {
+	if err := m.WriteText(t.Context(), &out); err != nil {
 		t.Fatal(err)
 	}
 	lines := strings.Split(out.String(), "\n")
