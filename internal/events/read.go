@@ -2,12 +2,10 @@ package events
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/db"
-	"github.com/payments-api/payments-api/internal/domain"
 )
 
 // Service reads the account's events.
@@ -38,11 +36,8 @@ func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]d
 	args := db.EventListParams{AccountID: accountID, Type: p.Type, RowLimit: int32(p.Limit) + 1}
 	if p.StartingAfter != nil {
 		cursor, err := q.EventGetByID(ctx, db.EventGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
-		if errors.Is(db.Translate(err), domain.ErrNotFound) {
-			return nil, false, &domain.ValidationError{Field: "starting_after", Message: "no such event"}
-		}
-		if err != nil {
-			return nil, false, fmt.Errorf("look up starting_after: %w", err)
+		if err := db.NotFoundAsInvalid(err, "starting_after", "no such event"); err != nil {
+			return nil, false, err
 		}
 		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
 	}
@@ -50,8 +45,6 @@ func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]d
 	if err != nil {
 		return nil, false, fmt.Errorf("list events: %w", err)
 	}
-	if len(rows) > p.Limit {
-		return rows[:p.Limit], true, nil
-	}
-	return rows, false, nil
+	rows, hasMore := db.Page(rows, p.Limit)
+	return rows, hasMore, nil
 }

@@ -126,7 +126,7 @@ func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]d
 	}
 	if p.StartingAfter != nil {
 		cursor, err := q.PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
-		if err := notFoundAsInvalid(err, "starting_after", "no such payment"); err != nil {
+		if err := db.NotFoundAsInvalid(err, "starting_after", "no such payment"); err != nil {
 			return nil, false, err
 		}
 		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
@@ -135,17 +135,8 @@ func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]d
 	if err != nil {
 		return nil, false, fmt.Errorf("list payments: %w", err)
 	}
-	rows, hasMore := page(rows, p.Limit)
+	rows, hasMore := db.Page(rows, p.Limit)
 	return rows, hasMore, nil
-}
-
-// page cuts a list query's result, fetched with limit+1 rows, to limit rows and tells
-// whether the extra row, and so another page, was there.
-func page[T any](rows []T, limit int) ([]T, bool) {
-	if len(rows) > limit {
-		return rows[:limit], true
-	}
-	return rows, false
 }
 
 func (s *Service) recordEvent(ctx context.Context, tx db.Tx, eventType string, p db.Payment) error {

@@ -3,7 +3,6 @@ package payments
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 
 	"github.com/payments-api/payments-api/internal/db"
@@ -27,7 +26,7 @@ type RefundParams struct {
 // amount_refunded in the schema would refuse it anyway.)
 func (s *Service) Refund(ctx context.Context, tx db.Tx, accountID string, p RefundParams) (db.Refund, error) {
 	pay, err := tx.PaymentGetForUpdate(ctx, db.PaymentGetForUpdateParams{AccountID: accountID, ID: p.PaymentID})
-	if err := notFoundAsInvalid(err, "/payment_id", "no payment with this id in your account"); err != nil {
+	if err := db.NotFoundAsInvalid(err, "/payment_id", "no payment with this id in your account"); err != nil {
 		return db.Refund{}, err
 	}
 	amount, err := refundAmount(pay, p)
@@ -108,13 +107,13 @@ func (s *Service) ListRefunds(ctx context.Context, accountID string, p RefundLis
 	args := db.RefundListParams{AccountID: accountID, PaymentID: p.PaymentID, RowLimit: int32(p.Limit) + 1}
 	if p.PaymentID != nil {
 		_, err := q.PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: *p.PaymentID})
-		if err := notFoundAsInvalid(err, "payment_id", "no such payment"); err != nil {
+		if err := db.NotFoundAsInvalid(err, "payment_id", "no such payment"); err != nil {
 			return nil, false, err
 		}
 	}
 	if p.StartingAfter != nil {
 		cursor, err := q.RefundGetByID(ctx, db.RefundGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
-		if err := notFoundAsInvalid(err, "starting_after", "no such refund"); err != nil {
+		if err := db.NotFoundAsInvalid(err, "starting_after", "no such refund"); err != nil {
 			return nil, false, err
 		}
 		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
@@ -123,18 +122,6 @@ func (s *Service) ListRefunds(ctx context.Context, accountID string, p RefundLis
 	if err != nil {
 		return nil, false, fmt.Errorf("list refunds: %w", err)
 	}
-	rows, hasMore := page(rows, p.Limit)
+	rows, hasMore := db.Page(rows, p.Limit)
 	return rows, hasMore, nil
-}
-
-// notFoundAsInvalid turns a missing row named by a query parameter or a body member into a
-// 400 for that field: the request, not the resource it was sent to, is what is wrong.
-func notFoundAsInvalid(err error, field, message string) error {
-	switch {
-	case errors.Is(db.Translate(err), domain.ErrNotFound):
-		return &domain.ValidationError{Field: field, Message: message}
-	case err != nil:
-		return fmt.Errorf("look up %s: %w", field, err)
-	}
-	return nil
 }

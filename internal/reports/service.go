@@ -140,11 +140,8 @@ func (s *Service) ListJobs(ctx context.Context, accountID string, p JobListParam
 	args := db.JobListParams{AccountID: accountID, Status: p.Status, RowLimit: int32(p.Limit) + 1}
 	if p.StartingAfter != nil {
 		cursor, err := q.JobGetByID(ctx, db.JobGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
-		if errors.Is(err, pgx.ErrNoRows) {
-			return nil, false, &domain.ValidationError{Field: "starting_after", Message: "no such job"}
-		}
-		if err != nil {
-			return nil, false, fmt.Errorf("list jobs: %w", err)
+		if err := db.NotFoundAsInvalid(err, "starting_after", "no such job"); err != nil {
+			return nil, false, err
 		}
 		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
 	}
@@ -152,10 +149,8 @@ func (s *Service) ListJobs(ctx context.Context, accountID string, p JobListParam
 	if err != nil {
 		return nil, false, fmt.Errorf("list jobs: %w", err)
 	}
-	if len(rows) > p.Limit {
-		return rows[:p.Limit], true, nil
-	}
-	return rows, false, nil
+	rows, hasMore := db.Page(rows, p.Limit)
+	return rows, hasMore, nil
 }
 
 // SweepExpired deletes finished jobs past their retention, with their reports and chunks,

@@ -27,7 +27,7 @@ func (s *Service) ListDeliveries(ctx context.Context, accountID, endpointID stri
 	args := db.WebhookDeliveryListByEndpointParams{EndpointID: endpointID, RowLimit: int32(p.Limit) + 1}
 	if p.StartingAfter != nil {
 		cursor, err := q.WebhookDeliveryGetByID(ctx, db.WebhookDeliveryGetByIDParams{EndpointID: endpointID, ID: *p.StartingAfter})
-		if err := cursorError(err, "no such delivery of this endpoint"); err != nil {
+		if err := db.NotFoundAsInvalid(err, "starting_after", "no such delivery of this endpoint"); err != nil {
 			return nil, false, err
 		}
 		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
@@ -36,7 +36,7 @@ func (s *Service) ListDeliveries(ctx context.Context, accountID, endpointID stri
 	if err != nil {
 		return nil, false, fmt.Errorf("list deliveries of %s: %w", endpointID, err)
 	}
-	rows, hasMore := page(rows, p.Limit)
+	rows, hasMore := db.Page(rows, p.Limit)
 	deliveries := make([]Delivery, len(rows))
 	for i, r := range rows {
 		deliveries[i] = Delivery{WebhookDelivery: r.WebhookDelivery, EventType: r.EventType}

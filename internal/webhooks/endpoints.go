@@ -75,7 +75,7 @@ func (s *Service) ListEndpoints(ctx context.Context, accountID string, p ListPar
 	args := db.WebhookEndpointListParams{AccountID: accountID, RowLimit: int32(p.Limit) + 1}
 	if p.StartingAfter != nil {
 		cursor, err := q.WebhookEndpointGetByID(ctx, db.WebhookEndpointGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
-		if err := cursorError(err, "no such webhook endpoint"); err != nil {
+		if err := db.NotFoundAsInvalid(err, "starting_after", "no such webhook endpoint"); err != nil {
 			return nil, false, err
 		}
 		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
@@ -84,7 +84,7 @@ func (s *Service) ListEndpoints(ctx context.Context, accountID string, p ListPar
 	if err != nil {
 		return nil, false, fmt.Errorf("list webhook endpoints: %w", err)
 	}
-	rows, hasMore := page(rows, p.Limit)
+	rows, hasMore := db.Page(rows, p.Limit)
 	return rows, hasMore, nil
 }
 
@@ -191,24 +191,4 @@ func SigningSecrets(e db.WebhookEndpoint, now time.Time) []string {
 		secrets = append(secrets, *e.PreviousSecret)
 	}
 	return secrets
-}
-
-// page cuts a list query's result, fetched with limit+1 rows, to limit rows and tells
-// whether the extra row, and so another page, was there.
-func page[T any](rows []T, limit int) ([]T, bool) {
-	if len(rows) > limit {
-		return rows[:limit], true
-	}
-	return rows, false
-}
-
-// cursorError turns a missing starting_after row into a 400 on that parameter.
-func cursorError(err error, message string) error {
-	switch {
-	case errors.Is(db.Translate(err), domain.ErrNotFound):
-		return &domain.ValidationError{Field: "starting_after", Message: message}
-	case err != nil:
-		return fmt.Errorf("look up starting_after: %w", err)
-	}
-	return nil
 }
