@@ -86,6 +86,15 @@ func scanEntityTag(s string) (entityTag, int) {
 	return entityTag{}, 0 // no closing quote
 }
 
+// requiredIfMatch is the If-Match of an update, which must carry one: absent is 428
+// Precondition Required, so an update never overwrites a change its sender has not seen.
+func requiredIfMatch(ctx context.Context, value *string) (domain.Precondition, error) {
+	if value == nil {
+		return domain.Precondition{}, traceIfMatch(ctx, domain.ErrPreconditionRequired)
+	}
+	return ifMatch(*value)
+}
+
 // ifMatch turns If-Match into a precondition with RFC 9110's strong comparison: the opaque
 // tags must be equal byte for byte and neither may be weak. A tag is kept as the version it
 // names only when it is exactly the tag this server issues for that version, so "v01" or

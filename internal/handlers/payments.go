@@ -115,10 +115,7 @@ func (s *Server) ListPayments(ctx context.Context, req api.ListPaymentsRequestOb
 
 // UpdatePayment applies a merge patch under If-Match: 428 without it, 412 when stale.
 func (s *Server) UpdatePayment(ctx context.Context, req api.UpdatePaymentRequestObject) (api.UpdatePaymentResponseObject, error) {
-	if req.Params.IfMatch == nil {
-		return nil, traceIfMatch(ctx, domain.ErrPreconditionRequired)
-	}
-	pre, err := ifMatch(*req.Params.IfMatch)
+	pre, err := requiredIfMatch(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}

@@ -51,10 +51,7 @@ func (s *Server) ListWebhookEndpoints(ctx context.Context, req api.ListWebhookEn
 
 // UpdateWebhookEndpoint applies a merge patch under If-Match: 428 without it, 412 when stale.
 func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req api.UpdateWebhookEndpointRequestObject) (api.UpdateWebhookEndpointResponseObject, error) {
-	if req.Params.IfMatch == nil {
-		return nil, traceIfMatch(ctx, domain.ErrPreconditionRequired)
-	}
-	pre, err := ifMatch(*req.Params.IfMatch)
+	pre, err := requiredIfMatch(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err
 	}
