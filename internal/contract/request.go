@@ -33,7 +33,32 @@ func (c *Contract) ValidateRequest(req *http.Request, body []byte) (*Request, er
 	case err != nil:
 		return nil, ErrNoRoute
 	}
-	op := c.operations[route.Operation]
+	return c.operations[route.Operation].Validate(req, paramMap(pathParams), body)
+}
+
+// PathParams are the path parameters a router matched, by name, as they appear in the
+// request's path (still percent-encoded). An echo.Context is one.
+type PathParams interface {
+	Param(name string) string
+}
+
+type paramMap map[string]string
+
+func (m paramMap) Param(name string) string { return m[name] }
+
+// Validate checks a request that a router matched to op, as ValidateRequest does, but for the
+// route. The spec's {name} is one path segment, never empty: a router that matched a path
+// parameter empty or across a slash (echo does, for /payments//x) matched no operation of the
+// spec, so that is ErrNoRoute.
+func (op *Operation) Validate(req *http.Request, pathParams PathParams, body []byte) (*Request, error) {
+	for _, p := range op.params {
+		if p.in != "path" {
+			continue
+		}
+		if v := pathParams.Param(p.name); v == "" || strings.Contains(v, "/") {
+			return nil, ErrNoRoute
+		}
+	}
 	valid := &Request{OperationID: op.id}
 	var errs collector
 	op.checkParams(&errs, req, pathParams)
@@ -60,13 +85,15 @@ func (c *Contract) ValidateRequest(req *http.Request, body []byte) (*Request, er
 
 // checkParams checks every parameter the operation declares. Unknown query parameters are
 // ignored, as HTTP APIs usually do.
-func (op *operation) checkParams(errs *collector, req *http.Request, pathParams map[string]string) {
+func (op *Operation) checkParams(errs *collector, req *http.Request, pathParams PathParams) {
 	var query url.Values
 	for _, p := range op.params {
 		var values []string
+		var one [1]string
 		switch p.in {
 		case "path":
-			values = []string{pathParams[p.name]}
+			one[0] = pathParams.Param(p.name)
+			values = one[:]
 		case "query":
 			if query == nil {
 				query = req.URL.Query()

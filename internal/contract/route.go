@@ -12,3 +12,13 @@ func (c *Contract) Route(req *http.Request) (path, method string, ok bool) {
 	}
 	return route.Path, route.Method, true
 }
+
+// route is an operation's method and path template, as the spec writes them.
+type route struct{ method, path string }
+
+// Operation is the operation at method and path, the path template written as in the spec
+// (/payments/{id}), or nil. A server whose router already matched a request to its operation
+// validates it with Operation(...).Validate and so routes each request once.
+func (c *Contract) Operation(method, path string) *Operation {
+	return c.byRoute[route{method, path}]
+}

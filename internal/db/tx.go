@@ -68,7 +68,7 @@ func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx Tx) error) (err er
 
 // commit sends the deferred writes and commits: the "commit" phase of the request's trace.
 func commit(ctx context.Context, tx pgx.Tx, later *laterQueue) error {
-	defer trace.Start(ctx, "commit")()
+	defer trace.Start(ctx, "commit").End()
 	if err := later.send(ctx, tx); err != nil {
 		return fmt.Errorf("deferred writes: %w", err)
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"net/http/httptest"
 	"runtime"
 	"slices"
 	"sync/atomic"
@@ -264,3 +265,42 @@ func percentile(sorted []time.Duration, p float64) time.Duration {
 }
 
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
+
+// BenchmarkGetPaymentServeHTTP sends GET /payments/{id} (200, and 304 with If-None-Match)
+// through the whole server in process, without sockets: every middleware, validation, the
+// query and the encoding. Its allocs/op is the server's own allocation per read, which the
+// collector pays for under load (docs/performance.md).
+func BenchmarkGetPaymentServeHTTP(b *testing.B) {
+	pool, _ := seededDB(b)
+	e, srv := startServer(b, pool, processor.Simulated{}, slog.New(slog.DiscardHandler))
+	res := apitest.NewClient(b, srv.URL, testKey).Post("/payments", benchBody, apitest.Header("Idempotency-Key", newKey()))
+	if res.Status != http.StatusCreated {
+		b.Fatalf("create: %d %s", res.Status, res.Body)
+	}
+	var p struct{ ID string }
+	res.Decode(b, &p)
+	for _, bb := range []struct {
+		name        string
+		ifNoneMatch string
+		want        int
+	}{
+		{"200", "", http.StatusOK},
+		{"304", res.Header.Get("ETag"), http.StatusNotModified},
+	} {
+		b.Run(bb.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				req := httptest.NewRequestWithContext(context.Background(), http.MethodGet, "/payments/"+p.ID, nil)
+				req.Header.Set("Authorization", "Bearer "+testKey)
+				if bb.ifNoneMatch != "" {
+					req.Header.Set("If-None-Match", bb.ifNoneMatch)
+				}
+				rec := httptest.NewRecorder()
+				e.ServeHTTP(rec, req)
+				if rec.Code != bb.want {
+					b.Fatalf("status %d, want %d: %s", rec.Code, bb.want, rec.Body)
+				}
+			}
+		})
+	}
+}

@@ -112,11 +112,11 @@ type delayingWriter struct {
 func (w *delayingWriter) WriteHeader(status int) {
 	if !w.wrote {
 		w.wrote = true
-		end := trace.Start(w.ctx, "latency")
+		span := trace.Start(w.ctx, "latency")
 		if sleep(w.ctx, w.prefs.latency) {
 			applyPreference(w.Header(), preferLatency+"="+w.prefs.latency.String())
 		}
-		end()
+		span.End()
 	}
 	w.ResponseWriter.WriteHeader(status)
 }

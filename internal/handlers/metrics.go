@@ -3,7 +3,6 @@ package handlers
 import (
 	"bytes"
 	"context"
-	"strings"
 	"time"
 
 	"github.com/labstack/echo/v4"
@@ -20,25 +19,18 @@ func (s *Server) measureRequests(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil && !c.Response().Committed {
 			c.Error(err)
 		}
-		s.metrics.ObserveRequest(c.Request().Method, routeTemplate(c), c.Response().Status, time.Since(start))
+		s.metrics.ObserveRequest(c.Request().Method, s.routeTemplate(c), c.Response().Status, time.Since(start))
 		return err
 	}
 }
 
 // routeTemplate names the route as the spec does ("/payments/{id}"). A request that matched
 // no route is "unmatched": its path is the client's choice and must not become a series.
-func routeTemplate(c echo.Context) string {
-	path := c.Path()
-	if path == "" || strings.HasSuffix(path, "*") {
-		return "unmatched"
+func (s *Server) routeTemplate(c echo.Context) string {
+	if template, ok := s.routeTemplates[c.Path()]; ok {
+		return template
 	}
-	parts := strings.Split(path, "/")
-	for i, p := range parts {
-		if name, ok := strings.CutPrefix(p, ":"); ok {
-			parts[i] = "{" + name + "}"
-		}
-	}
-	return strings.Join(parts, "/")
+	return "unmatched"
 }
 
 // GetMetrics exports the server's metrics for a Prometheus scraper.

@@ -80,6 +80,9 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 		LogLatency:   true,
 		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
 			ctx := c.Request().Context()
+			if !s.logger.Enabled(ctx, slog.LevelInfo) {
+				return nil // LOG_LEVEL=warn or error: no request lines (and no debug decisions)
+			}
 			status, gone := v.Status, c.Get(clientGoneKey) == true
 			if gone {
 				status = statusClientGone
@@ -119,9 +122,9 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if !strings.EqualFold(scheme, "Bearer") || key == "" {
 			return echo.NewHTTPError(http.StatusUnauthorized, "Send an API key as Authorization: Bearer <key>.")
 		}
-		endAuth := trace.Start(c.Request().Context(), "auth")
+		span := trace.Start(c.Request().Context(), "auth")
 		acct, err := s.apiKeys.Authenticate(c.Request().Context(), key)
-		endAuth()
+		span.End()
 		if errors.Is(err, domain.ErrNotFound) {
 			return echo.NewHTTPError(http.StatusUnauthorized, "The API key is unknown or revoked.")
 		}
@@ -142,9 +145,9 @@ func (s *Server) readBody(limit int64) echo.MiddlewareFunc {
 			if req.Body == nil || req.Body == http.NoBody {
 				return next(c)
 			}
-			endRead := trace.Start(req.Context(), "read")
+			span := trace.Start(req.Context(), "read")
 			body, err := s.receiveBody(c, limit)
-			endRead()
+			span.End()
 			if err != nil {
 				return err
 			}

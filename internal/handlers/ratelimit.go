@@ -123,9 +123,9 @@ func (l *rateLimiter) limitAccount(next echo.HandlerFunc) echo.HandlerFunc {
 			return next(c) // a public route
 		}
 		policies, policyHeader := l.routePolicies(c)
-		endLimit := trace.Start(c.Request().Context(), "ratelimit")
+		span := trace.Start(c.Request().Context(), "ratelimit")
 		items, err := l.spend(c, policies, acct.ID)
-		endLimit()
+		span.End()
 		if exceeded := new(*ratelimit.ExceededError); err != nil && !errors.As(err, exceeded) {
 			return err
 		}

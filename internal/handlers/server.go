@@ -12,7 +12,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"strings"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -80,7 +79,8 @@ type Server struct {
 	metrics          *metrics.Metrics
 	reports          *reports.Service
 	specJSON         map[string]any
-	publicPaths      map[string]bool // "/problems/:problem": paths whose operations all have `security: []`
+	publicPaths      map[string]bool   // "/problems/:problem": paths whose operations all have `security: []`
+	routeTemplates   map[string]string // echo's "/payments/:id" to the spec's "/payments/{id}"
 	faultInjection   bool
 	openTestAccounts bool
 }
@@ -115,6 +115,7 @@ func New(opts Options) (*echo.Echo, error) {
 		reports:          opts.Reports,
 		specJSON:         specJSON,
 		publicPaths:      publicPaths(spec),
+		routeTemplates:   routeTemplates(spec),
 		faultInjection:   opts.FaultInjection,
 		openTestAccounts: opts.OpenTestAccounts,
 	}
@@ -158,9 +159,18 @@ func publicPaths(spec *openapi3.T) map[string]bool {
 		for _, op := range item.Operations() {
 			all = all && op.Security != nil && len(*op.Security) == 0
 		}
-		public[strings.NewReplacer("{", ":", "}", "").Replace(path)] = all
+		public[echoPath(path)] = all
 	}
 	return public
+}
+
+// routeTemplates maps each path as echo names it to the path as the spec writes it.
+func routeTemplates(spec *openapi3.T) map[string]string {
+	templates := map[string]string{}
+	for path := range spec.Paths.Map() {
+		templates[echoPath(path)] = path
+	}
+	return templates
 }
 
 func specAsJSON(spec *openapi3.T) (map[string]any, error) {

@@ -4,7 +4,6 @@ import (
 	"log/slog"
 	"net/http"
 
-	"github.com/dunglas/httpsfv"
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/trace"
 )
@@ -35,7 +34,7 @@ type timingWriter struct {
 func (w *timingWriter) WriteHeader(status int) {
 	if !w.wrote {
 		w.wrote = true
-		w.Header().Set("Server-Timing", serverTiming(w.trace))
+		w.Header().Set("Server-Timing", w.trace.ServerTiming())
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
@@ -49,30 +48,6 @@ func (w *timingWriter) Write(b []byte) (int, error) {
 
 // Unwrap lets http.ResponseController reach the connection (flushes, read deadlines).
 func (w *timingWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
-
-// serverTiming is the header's value: one member per phase, in the order the phases ended,
-// then total. Server-Timing's syntax is a structured-field list (RFC 8941) of tokens with a
-// decimal dur parameter, so httpsfv writes it.
-func serverTiming(t *trace.Trace) string {
-	phases := t.Phases()
-	members := make([]httpsfv.Member, 0, len(phases)+1)
-	add := func(name string, ms float64) {
-		item := httpsfv.NewItem(httpsfv.Token(name))
-		item.Params.Add("dur", ms)
-		members = append(members, item)
-	}
-	for _, p := range phases {
-		add(p.Name, milliseconds(p.Duration.Seconds()))
-	}
-	add("total", milliseconds(t.Elapsed().Seconds()))
-	return structuredList(members...)
-}
-
-// milliseconds converts seconds to milliseconds with the three decimals a structured-field
-// decimal holds.
-func milliseconds(seconds float64) float64 {
-	return float64(int64(seconds*1e6)) / 1e3
-}
 
 // logDecisions writes, at debug level, the decisions the request met: the line a learner
 // reads beside Server-Timing. "none" marks a decision the request never had to take.

@@ -18,8 +18,18 @@ import (
 // schemas say additionalProperties: false). A request that matches no operation is answered
 // 404 or 405 here and never reaches a handler. The contract is enforced in one place, so
 // handlers only check what a schema cannot say.
+//
+// echo has routed the request already, so the operation is looked up by echo's route (its
+// method and "/payments/:id") rather than routed a second time; only a request echo matched to
+// no route goes through the contract's own router, for its 404 or 405.
 func validateRequests(spec *contract.Contract) echo.MiddlewareFunc {
 	large := make(chan struct{}, 1) // see largeBody
+	operations := map[echoRoute]*contract.Operation{}
+	for path, item := range spec.Spec().Paths.Map() {
+		for method := range item.Operations() {
+			operations[echoRoute{method, echoPath(path)}] = spec.Operation(method, path)
+		}
+	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
@@ -32,9 +42,15 @@ func validateRequests(spec *contract.Contract) echo.MiddlewareFunc {
 					return req.Context().Err()
 				}
 			}
-			endValidate := trace.Start(req.Context(), "validate")
-			valid, err := spec.ValidateRequest(req, body)
-			endValidate()
+			span := trace.Start(req.Context(), "validate")
+			var valid *contract.Request
+			var err error
+			if op := operations[echoRoute{req.Method, c.Path()}]; op != nil {
+				valid, err = op.Validate(req, c, body)
+			} else {
+				valid, err = spec.ValidateRequest(req, body)
+			}
+			span.End()
 			if err != nil {
 				return requestError(c, err)
 			}
@@ -47,6 +63,14 @@ func validateRequests(spec *contract.Contract) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// echoRoute is a route as echo names it: method and path with :params.
+type echoRoute struct{ method, path string }
+
+// echoPath is a spec path template as echo writes it: /payments/{id} is /payments/:id.
+func echoPath(specPath string) string {
+	return strings.NewReplacer("{", ":", "}", "").Replace(specPath)
 }
 
 // largeBody is the size above which bodies are validated one at a time. The largest valid

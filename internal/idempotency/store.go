@@ -94,7 +94,7 @@ func (s *Store) WithObserver(o Observer) *Store {
 func (s *Store) Do(ctx context.Context, req Request, op func(tx db.Tx) (Response, error)) (Response, error) {
 	var res Response
 	err := db.InTx(ctx, s.pool, func(tx db.Tx) error {
-		endClaim := trace.Start(ctx, "claim")
+		span := trace.Start(ctx, "claim")
 		claim, err := tx.IdempotencyKeyClaim(ctx, db.IdempotencyKeyClaimParams{
 			LockKey:     req.AccountID + "|" + req.Operation + "|" + req.Key, // ids and operations contain no "|"
 			AccountID:   req.AccountID,
@@ -103,7 +103,7 @@ func (s *Store) Do(ctx context.Context, req Request, op func(tx db.Tx) (Response
 			Fingerprint: req.Fingerprint,
 			TtlSeconds:  s.ttl.Seconds(),
 		})
-		endClaim()
+		span.End()
 		switch {
 		case err != nil:
 			return fmt.Errorf("claim idempotency key: %w", err)
@@ -155,7 +155,7 @@ func (s *Store) observe(ctx context.Context, operation string, res Response, err
 
 // stored loads the committed response of a used key (domain.ErrNotFound when there is none).
 func (s *Store) stored(ctx context.Context, q *db.Queries, req Request) (Response, error) {
-	defer trace.Start(ctx, "replay")()
+	defer trace.Start(ctx, "replay").End()
 	row, err := q.IdempotencyKeyGetCompleted(ctx, db.IdempotencyKeyGetCompletedParams{
 		AccountID: req.AccountID, Operation: req.Operation, Key: req.Key,
 	})

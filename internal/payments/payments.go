@@ -59,11 +59,11 @@ type CreateParams struct {
 // key as its idempotency key, commit the result ("charge_created"), and let a completer
 // resume keys left mid-way.
 func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p CreateParams) (db.Payment, error) {
-	endCharge := trace.Start(ctx, "charge")
+	span := trace.Start(ctx, "charge")
 	result, err := s.processor.Charge(ctx, processor.Charge{
 		Amount: p.Amount, Currency: p.Currency, PaymentMethod: p.PaymentMethod,
 	})
-	endCharge()
+	span.End()
 	if err != nil {
 		return db.Payment{}, fmt.Errorf("charge %s: %w", p.PaymentMethod, err)
 	}
