@@ -7,6 +7,11 @@ RETURNING *;
 SELECT * FROM payments
 WHERE account_id = @account_id AND id = @id;
 
+-- name: PaymentVersion :one
+-- The version alone, which is all a conditional read needs to answer 304.
+SELECT version FROM payments
+WHERE account_id = @account_id AND id = @id;
+
 -- name: PaymentList :many
 -- Keyset pagination: rows strictly after the cursor (created_at, id) in newest-first order,
 -- so concurrent inserts never shift a page the way OFFSET would.

@@ -289,3 +289,21 @@ func (q *Queries) PaymentUpdate(ctx context.Context, arg PaymentUpdateParams) (P
 	)
 	return i, err
 }
+
+const paymentVersion = `-- name: PaymentVersion :one
+SELECT version FROM payments
+WHERE account_id = $1 AND id = $2
+`
+
+type PaymentVersionParams struct {
+	AccountID string
+	ID        string
+}
+
+// The version alone, which is all a conditional read needs to answer 304.
+func (q *Queries) PaymentVersion(ctx context.Context, arg PaymentVersionParams) (int32, error) {
+	row := q.db.QueryRow(ctx, paymentVersion, arg.AccountID, arg.ID)
+	var version int32
+	err := row.Scan(&version)
+	return version, err
+}

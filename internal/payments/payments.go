@@ -105,6 +105,15 @@ func (s *Service) Get(ctx context.Context, accountID, id string) (db.Payment, er
 	return p, nil
 }
 
+// Version is the payment's current version, without the rest of the row.
+func (s *Service) Version(ctx context.Context, accountID, id string) (int32, error) {
+	v, err := db.New(s.pool).PaymentVersion(ctx, db.PaymentVersionParams{AccountID: accountID, ID: id})
+	if err != nil {
+		return 0, fmt.Errorf("get payment %s: %w", id, db.Translate(err))
+	}
+	return v, nil
+}
+
 // ListParams filters and pages a list. StartingAfter is the last id of the previous page.
 type ListParams struct {
 	Limit         int
