@@ -33,11 +33,13 @@ type Trace struct {
 	start     time.Time
 	mu        sync.Mutex
 	phases    []Phase
-	decisions map[string]string // made on the first decision: most requests meet none
-	// buf holds the first phases, so a request's trace is one allocation: it is on every
-	// request's path, and the server's throughput is counted in allocations.
+	decisions [3]decision // one per constant above
+	// buf holds the first phases, so that a request's trace is one allocation: it is on
+	// every request's path.
 	buf [8]Phase
 }
+
+type decision struct{ what, decision string }
 
 type contextKey struct{}
 
@@ -78,15 +80,18 @@ func (s Span) End() {
 	}
 }
 
-// Decide records the decision taken on what (one of the constants above).
-func Decide(ctx context.Context, what, decision string) {
+// Decide records the decision taken on what, one of the constants above (the Trace has room
+// for those three).
+func Decide(ctx context.Context, what, taken string) {
 	if t := From(ctx); t != nil {
 		t.mu.Lock()
-		if t.decisions == nil {
-			t.decisions = make(map[string]string, 3)
+		defer t.mu.Unlock()
+		for i, d := range t.decisions {
+			if d.what == what || d.what == "" {
+				t.decisions[i] = decision{what, taken}
+				return
+			}
 		}
-		t.decisions[what] = decision
-		t.mu.Unlock()
 	}
 }
 
@@ -101,7 +106,12 @@ func (t *Trace) Add(name string, d time.Duration) {
 func (t *Trace) Decision(what string) string {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	return t.decisions[what]
+	for _, d := range t.decisions {
+		if d.what == what {
+			return d.decision
+		}
+	}
+	return ""
 }
 
 // Elapsed is the time since the Trace began.
