@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/trace"
 )
 
@@ -38,7 +37,7 @@ func (s *Server) injectFaults(limits *rateLimiter) echo.MiddlewareFunc {
 			return next
 		}
 		return func(c echo.Context) error {
-			if _, ok := c.Request().Context().Value(accountKey).(db.Account); !ok {
+			if _, ok := authenticatedAccount(c.Request().Context()); !ok {
 				return next(c) // a public route
 			}
 			prefs, err := parsePrefer(c.Request().Header.Values("Prefer"))

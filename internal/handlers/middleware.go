@@ -16,7 +16,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
-	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
 	"github.com/payments-api/payments-api/internal/trace"
 )
@@ -24,9 +23,11 @@ import (
 // validRequestID is what we accept from a client's Request-Id: short and safe to log.
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
-// requestID gives every request an id: the client's, when it is sane, or a new one. It is
-// echoed in the Request-Id response header, in problem bodies and in every log line.
-func requestID(next echo.HandlerFunc) echo.HandlerFunc {
+// startRequest gives every request its id and its trace. The id is the client's Request-Id
+// when it is sane, or a new one; it is echoed in the Request-Id response header, in problem
+// bodies and in every log line. The trace (internal/trace) is what the code doing the work
+// reports its phases and decisions to; its phases go out as Server-Timing (see timingWriter).
+func startRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id := c.Request().Header.Get("Request-Id")
 		if !validRequestID.MatchString(id) {
@@ -37,7 +38,9 @@ func requestID(next echo.HandlerFunc) echo.HandlerFunc {
 		// Generated strict responses set every header the spec documents from their Headers
 		// field, so restore ours just before the status line is written.
 		res.Before(func() { res.Header().Set("Request-Id", id) })
-		c.SetRequest(c.Request().WithContext(withRequestID(c.Request().Context(), id)))
+		ctx, t := trace.New(withRequestState(c.Request().Context(), id))
+		c.SetRequest(c.Request().WithContext(ctx))
+		res.Writer = &timingWriter{ResponseWriter: res.Writer, trace: t}
 		return next(c)
 	}
 }
@@ -97,7 +100,7 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 			if gone {
 				attrs = append(attrs, slog.Bool("client_gone", true))
 			}
-			if acct, ok := ctx.Value(accountKey).(db.Account); ok {
+			if acct, ok := authenticatedAccount(ctx); ok {
 				attrs = append(attrs, slog.String("account", acct.ID))
 			}
 			if c.Get(lostResponseKey) == true {
@@ -131,7 +134,8 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if err != nil {
 			return err
 		}
-		c.SetRequest(c.Request().WithContext(withAccount(c.Request().Context(), acct)))
+		st := stateFrom(c.Request().Context())
+		st.account, st.authenticated = acct, true
 		return next(c)
 	}
 }
@@ -152,7 +156,7 @@ func (s *Server) readBody(limit int64) echo.MiddlewareFunc {
 				return err
 			}
 			req.Body = io.NopCloser(bytes.NewReader(body))
-			c.SetRequest(req.WithContext(withRawBody(req.Context(), body)))
+			stateFrom(req.Context()).body = body
 			return next(c)
 		}
 	}

@@ -13,7 +13,6 @@ import (
 
 	"github.com/dunglas/httpsfv"
 	"github.com/labstack/echo/v4"
-	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/trace"
@@ -115,7 +114,7 @@ func (l *rateLimiter) limitAccount(next echo.HandlerFunc) echo.HandlerFunc {
 		return next
 	}
 	return func(c echo.Context) error {
-		acct, ok := c.Request().Context().Value(accountKey).(db.Account)
+		acct, ok := authenticatedAccount(c.Request().Context())
 		if !ok {
 			if addressRoutes[c.Request().Method+" "+c.Path()] && l.TestAccounts.Quota > 0 {
 				return l.limitAddress(c, next)

@@ -130,8 +130,7 @@ func New(opts Options) (*echo.Echo, error) {
 	e.HTTPErrorHandler = s.handleError
 	e.Use(
 		dropLostResponses, // first: it closes connections once everything else is done
-		requestID,
-		traceRequests,
+		startRequest,
 		s.measureRequests,
 		s.deadline, // outside the logger, so the logger still sees the context the client left
 		s.logRequests(),

@@ -8,23 +8,10 @@ import (
 	"github.com/payments-api/payments-api/internal/trace"
 )
 
-// traceRequests gives every request a trace (internal/trace) that the code doing the work
-// reports its phases and decisions to, and sends the phases as Server-Timing (W3C) on every
-// response: `auth;dur=0.4, validate;dur=0.1, claim;dur=0.9, charge;dur=0.1, commit;dur=1.2,
-// total;dur=3.1`, durations in milliseconds. The header is set by the response writer at the
-// moment the status line is written, so it covers everything up to then, an injected latency
-// included.
-func traceRequests(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		ctx, t := trace.New(c.Request().Context())
-		c.SetRequest(c.Request().WithContext(ctx))
-		res := c.Response()
-		res.Writer = &timingWriter{ResponseWriter: res.Writer, trace: t}
-		return next(c)
-	}
-}
-
-// timingWriter sets Server-Timing just before the status line goes out.
+// timingWriter sends the trace's phases as Server-Timing (W3C) on every response:
+// `auth;dur=0.4, validate;dur=0.1, claim;dur=0.9, charge;dur=0.1, commit;dur=1.2,
+// total;dur=3.1`, durations in milliseconds. It sets the header at the moment the status line
+// is written, so the header covers everything up to then, an injected latency included.
 type timingWriter struct {
 	http.ResponseWriter
 	trace *trace.Trace
