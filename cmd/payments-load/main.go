@@ -13,13 +13,11 @@ package main
 
 import (
 	"context"
-	"crypto/rand"
 	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"net"
-	"net/http"
 	"net/url"
 	"os"
 	"os/signal"
@@ -141,14 +139,8 @@ func envOr(name, fallback string) string {
 // run measures every configured scenario, prints the table to out, writes the chart and
 // returns the results.
 func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
-	transport := &http.Transport{MaxIdleConnsPerHost: max(cfg.Concurrency, cfg.RaceSize)}
-	defer transport.CloseIdleConnections()
-	c := &client{
-		base:   strings.TrimSuffix(cfg.URL, "/"),
-		apiKey: cfg.APIKey,
-		http:   &http.Client{Transport: transport, Timeout: 10 * time.Second},
-		run:    "load-" + rand.Text()[:10],
-	}
+	c := newClient(cfg.URL, cfg.APIKey, max(cfg.Concurrency, cfg.RaceSize))
+	defer c.http.CloseIdleConnections()
 	var base *baselines
 	if cfg.DatabaseURL != "" {
 		pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
