@@ -8,8 +8,11 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
+
+	"github.com/payments-api/payments-api/internal/dbtest"
 )
 
 // TestLogDurationsAreReadable: durations are logged as "30s", not as integer nanoseconds.
@@ -54,5 +57,43 @@ func TestHTTPServerErrorsAreJSONLogs(t *testing.T) {
 	}
 	if line["level"] != "ERROR" || !strings.Contains(fmt.Sprint(line["msg"]), "http: panic serving") {
 		t.Errorf("logged %v", line)
+	}
+}
+
+// TestBufferedLogWritesEveryLine: the log's lines are batched, but each reaches the output:
+// on the flush interval while the server runs, and on Stop, when it shuts down.
+func TestBufferedLogWritesEveryLine(t *testing.T) {
+	t.Parallel()
+	var out syncBuffer
+	w := bufferedLog(&out)
+	logger := newLogger(w, slog.LevelInfo)
+	logger.Info("first")
+	waitFor(t, func() bool { return strings.Contains(out.String(), `"msg":"first"`) }) // the interval
+
+	for i := range 100 {
+		logger.Info("request", "n", i)
+	}
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+	if len(lines) != 101 || !strings.Contains(lines[100], `"n":99`) {
+		t.Errorf("after Stop, the output has %d lines, want 101 ending with n=99:\n%s", len(lines), out.String())
+	}
+}
+
+// TestProcessWritesItsLastLinesOnSIGTERM: the binary's log is buffered, and a graceful
+// shutdown writes what the buffer holds, down to the last line it logs.
+func TestProcessWritesItsLastLinesOnSIGTERM(t *testing.T) {
+	t.Parallel()
+	p := startProcess(t, dbtest.NewURL(t), nil)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	if err := p.cmd.Wait(); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logs)
+	}
+	if !strings.Contains(p.logs.String(), `"msg":"stopped"`) {
+		t.Errorf("the last line, stopped, is not in the output:\n%s", p.logs)
 	}
 }
