@@ -172,6 +172,8 @@ func TestHostileBodies(t *testing.T) {
 		{"a duplicate member", `{` + valid + `,"amount":2}`, "/", `duplicate member "amount"`, 1, 0},
 		{"malformed JSON", `{"amount":`, "/", "not valid JSON", 1, 0},
 		{"two JSON values", `{` + valid + `} {}`, "/", "follows the JSON value", 1, 0},
+		// Found by FuzzBodies: a broken body whose scan names a member written with a raw NUL.
+		{"a raw NUL in a member name", `{` + strings.Repeat(`"`, 10) + `,"` + "\x00" + strings.Repeat(`"`, 4) + `\u0000`, "/\uFFFD", "NUL", 1, 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,6 +190,9 @@ func TestHostileBodies(t *testing.T) {
 			for _, f := range e.Fields {
 				if len(f.Field) > MaxEchoLength+len("…") || len(f.Message) > MaxEchoLength+len("…") {
 					t.Errorf("an error echoes %d + %d bytes", len(f.Field), len(f.Message))
+				}
+				if strings.ContainsFunc(f.Field, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+					t.Errorf("field %q holds a control character", f.Field)
 				}
 			}
 		})

@@ -96,9 +96,21 @@ func pointer(path []string) string {
 		if b.Len() > MaxEchoLength { // the rest would be cut anyway
 			break
 		}
-		b.WriteString(escapePointer(truncate(p, MaxEchoLength)))
+		b.WriteString(escapePointer(printable(truncate(p, MaxEchoLength))))
 	}
 	return b.String()
+}
+
+// printable is s with every control character and invalid byte replaced by U+FFFD. A path
+// names members the client wrote, and a body that fails to parse can still have named one
+// with a raw NUL; an answer must never carry that back.
+func printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 0x20 || r == 0x7f {
+			return utf8.RuneError
+		}
+		return r
+	}, s)
 }
 
 // bounded cuts s to MaxEchoLength bytes, on a rune boundary, marking the cut with "…".
