@@ -48,7 +48,9 @@ func TestSlowCardShowsTheInFlightConflict(t *testing.T) {
 	first := make(chan *apitest.Response, 1)
 	go func() { first <- b.client.Post("/payments", body, apitest.Header("Idempotency-Key", key)) }()
 	waitUntil(t, func() bool {
-		return b.count(t, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted`) > 0
+		// This test's database only: other packages' tests hold advisory locks of their own.
+		return b.count(t, `SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted
+			AND database = (SELECT oid FROM pg_database WHERE datname = current_database())`) > 0
 	})
 
 	retry := b.client.Post("/payments", body, apitest.Header("Idempotency-Key", key))
