@@ -40,7 +40,7 @@ func TestKilledWorkerJobFinishesExactlyOnce(t *testing.T) {
 	}
 	worker := startProcess(t, url, map[string]string{"PROCESS_ROLE": roleWorker})
 	waitFor(t, func() bool {
-		return count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO report_chunks%'`) == 1
+		return count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO report_chunks%'`) == 1
 	})
 	if n := count(t, pool, `SELECT rows_processed FROM jobs WHERE id = $1 AND status = 'running'`, jobID); n != 1000 {
 		t.Fatalf("%d rows written before the kill, want the first page's 1000", n)

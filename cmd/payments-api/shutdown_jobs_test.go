@@ -48,7 +48,7 @@ func TestShutdownFinishesRunningJobs(t *testing.T) {
 	}
 	jobID := requestReport(t, apitest.NewClient(t, base, processKey))
 	waitFor(t, func() bool {
-		return count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO report_chunks%'`) == 1
+		return count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO report_chunks%'`) == 1
 	})
 
 	stop() // SIGTERM

@@ -41,7 +41,7 @@ func waitUntilBlocked(t *testing.T, pool *pgxpool.Pool, fragment string) {
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
 		var n int
 		err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, fragment).Scan(&n)
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%' || $1 || '%'`, fragment).Scan(&n)
 		if err != nil {
 			t.Fatal(err)
 		}
