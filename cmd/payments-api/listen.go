@@ -16,6 +16,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
@@ -226,11 +227,7 @@ func (l *eventListener) show(ctx context.Context, e event) {
 // "data"}), signed per Standard Webhooks, and says how the receiver answered. The message id
 // is derived from the event id, so a receiver that dedupes by webhook-id sees one message.
 func (l *eventListener) forward(ctx context.Context, e event) string {
-	body, err := json.Marshal(struct {
-		Type      string          `json:"type"`
-		Timestamp time.Time       `json:"timestamp"`
-		Data      json.RawMessage `json:"data"`
-	}{e.Type, e.CreatedAt.UTC(), e.Data})
+	body, err := webhooks.Payload(db.Event{ID: e.ID, Type: e.Type, CreatedAt: e.CreatedAt, Data: e.Data})
 	if err != nil {
 		return err.Error()
 	}
