@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
@@ -59,26 +58,8 @@ func buildBinary(t testing.TB) string {
 // process is one running payments-api.
 type process struct {
 	cmd  *osexec.Cmd
-	base string // http://127.0.0.1:port, empty for a worker
-	logs *logBuffer
-}
-
-// logBuffer collects a process's output, written by exec's copying goroutines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *logBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+	base string      // http://127.0.0.1:port, empty for a worker
+	logs *syncBuffer // written by exec's copying goroutines
 }
 
 const processKey = "sk_test_processes"
@@ -102,7 +83,7 @@ func startProcess(t testing.TB, dbURL string, env map[string]string) *process {
 		cfg[k] = v
 	}
 	// Not the test's context: the tests kill the process themselves, when they choose to.
-	p := &process{cmd: osexec.CommandContext(context.Background(), buildBinary(t)), logs: &logBuffer{}}
+	p := &process{cmd: osexec.CommandContext(context.Background(), buildBinary(t)), logs: &syncBuffer{}}
 	p.cmd.Env = []string{"PATH=" + os.Getenv("PATH")}
 	for k, v := range cfg {
 		p.cmd.Env = append(p.cmd.Env, k+"="+v)

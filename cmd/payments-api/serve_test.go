@@ -3,8 +3,6 @@ package main
 import (
 	"context"
 	"io"
-	"log/slog"
-	"net"
 	"net/http"
 	"testing"
 	"time"
@@ -19,28 +17,9 @@ import (
 // payment still completes and commits, serve returns cleanly, and new connections are refused.
 func TestShutdownDrainsInFlightRequests(t *testing.T) {
 	url := dbtest.NewURL(t)
-	cfg, err := loadConfig(map[string]string{
-		"DATABASE_URL": url, "PROCESSOR_LATENCY": "500ms", "DEMO_API_KEYS": "sk_test_shutdown",
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	served := make(chan error, 1)
-	go func() { served <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), ln) }()
-
-	base := "http://" + ln.Addr().String()
-	waitFor(t, func() bool {
-		status, err := get(ctx, base+"/readyz")
-		return err == nil && status == http.StatusOK
-	})
-	client := apitest.NewClient(t, base, "sk_test_shutdown")
+	r := startServe(t, map[string]string{"DATABASE_URL": url, "PROCESSOR_LATENCY": "500ms"}, true)
+	base := r.base
+	client := apitest.NewClient(t, base, testKey)
 	inFlight := make(chan *apitest.Response, 1)
 	go func() {
 		inFlight <- client.Post("/payments", map[string]any{"amount": 100, "currency": "usd", "payment_method": "pm_card_visa"},
@@ -61,11 +40,13 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 		return n > 0
 	})
 
-	stop() // SIGTERM
+	r.stop() // SIGTERM
 	if res := <-inFlight; res.Status != http.StatusCreated {
 		t.Errorf("in-flight request during shutdown: %d %s", res.Status, res.Body)
 	}
-	if err := <-served; err != nil {
+	err = <-r.done
+	r.done <- err // for the cleanup
+	if err != nil {
 		t.Errorf("serve: %v", err)
 	}
 	var n int

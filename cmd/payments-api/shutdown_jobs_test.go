@@ -2,9 +2,6 @@ package main
 
 import (
 	"context"
-	"io"
-	"log/slog"
-	"net"
 	"testing"
 
 	"github.com/payments-api/payments-api/internal/apitest"
@@ -17,24 +14,7 @@ import (
 // after the shutdown has begun.
 func TestShutdownFinishesRunningJobs(t *testing.T) {
 	url := dbtest.NewURL(t)
-	cfg, err := loadConfig(map[string]string{"DATABASE_URL": url, "DEMO_API_KEYS": processKey, "SHUTDOWN_TIMEOUT": "20s"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var lc net.ListenConfig
-	ln, err := lc.Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, stop := context.WithCancel(context.Background())
-	defer stop()
-	served := make(chan error, 1)
-	go func() { served <- serve(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil)), ln) }()
-	base := "http://" + ln.Addr().String()
-	waitFor(t, func() bool {
-		status, err := get(context.Background(), base+"/readyz")
-		return err == nil && status == 200
-	})
+	r := startServe(t, map[string]string{"DATABASE_URL": url, "DEMO_API_KEYS": processKey, "SHUTDOWN_TIMEOUT": "20s"}, true)
 
 	pool := newPool(t, url)
 	seedPayments(t, pool, 10)
@@ -46,22 +26,25 @@ func TestShutdownFinishesRunningJobs(t *testing.T) {
 	if _, err := hold.Exec(context.Background(), `LOCK TABLE report_chunks IN SHARE MODE`); err != nil {
 		t.Fatal(err)
 	}
-	jobID := requestReport(t, apitest.NewClient(t, base, processKey))
+	jobID := requestReport(t, apitest.NewClient(t, r.base, processKey))
 	waitFor(t, func() bool {
 		return count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO report_chunks%'`) == 1
 	})
 
-	stop() // SIGTERM
-	waitFor(t, func() bool { _, err := get(context.Background(), base+"/healthz"); return err != nil })
+	r.stop() // SIGTERM
+	waitFor(t, func() bool { return r.status("/healthz") == 0 })
 	select {
-	case err := <-served:
+	case err := <-r.done:
+		r.done <- err // for the cleanup
 		t.Fatalf("serve returned (%v) while a job was running", err)
 	default:
 	}
 	if err := hold.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-served; err != nil {
+	err = <-r.done
+	r.done <- err // for the cleanup
+	if err != nil {
 		t.Errorf("serve: %v", err)
 	}
 	if n := count(t, pool, `SELECT count(*) FROM jobs JOIN river_job ON river_job.id = jobs.river_job_id
