@@ -120,9 +120,6 @@ func (d *Deliverer) record(ctx context.Context, tx db.Tx, delivery db.WebhookDel
 	if res.Error != "" {
 		attempt.Error = &res.Error
 	}
-	if err := tx.WebhookAttemptInsert(ctx, attempt); err != nil {
-		return nil, fmt.Errorf("record attempt %d of %s: %w", attempt.Attempt, delivery.ID, err)
-	}
 	status, next, disabled, err := d.outcome(ctx, tx, delivery, now, res)
 	if err != nil {
 		return nil, err
@@ -135,6 +132,11 @@ func (d *Deliverer) record(ctx context.Context, tx db.Tx, delivery db.WebhookDel
 	}
 	if n == 0 { // another attempt was recorded meanwhile: it, not this one, decides what follows
 		return nil, errAttemptRaced
+	}
+	// The attempt's row comes after that check: a second run of the same attempt waits on
+	// the delivery's row above and ends there, rather than on this row's key.
+	if err := tx.WebhookAttemptInsert(ctx, attempt); err != nil {
+		return nil, fmt.Errorf("record attempt %d of %s: %w", attempt.Attempt, delivery.ID, err)
 	}
 	if disabled { // a disabled endpoint is sent nothing more
 		if err := tx.WebhookDeliveryFailPendingByEndpoint(ctx, delivery.EndpointID); err != nil {

@@ -2,6 +2,7 @@ package webhooks_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"net/http"
 	"strings"
@@ -285,5 +286,52 @@ func TestDuringRotationAttemptsCarryBothSignatures(t *testing.T) {
 	}
 	if got := webhooks.SigningSecrets(rotated, time.Now().Add(webhooks.RotationOverlap+time.Minute)); len(got) != 1 || got[0] != rotated.Secret {
 		t.Errorf("after the overlap the attempt is signed with %d secrets, want only the new one", len(got))
+	}
+}
+
+// TestTwoRunsOfOneAttemptRecordItOnce: two runs of a delivery's job (a rescued job beside
+// the one it replaced) both read it and call the receiver; the receiver holds both until
+// both have arrived. One records the attempt; the other ends with ErrAttemptRaced, which
+// the worker takes as done, and records nothing.
+func TestTwoRunsOfOneAttemptRecordItOnce(t *testing.T) {
+	var arrived atomic.Int32
+	both := make(chan struct{})
+	hold := func(w http.ResponseWriter, _ *http.Request) {
+		if arrived.Add(1) == 2 {
+			close(both)
+		}
+		select {
+		case <-both:
+		case <-time.After(5 * time.Second):
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+	}
+	b := setupDelivery(t, hold, webhooks.Schedule{time.Second})
+	errs := make(chan error, 2)
+	for range 2 {
+		go func() {
+			_, err := b.deliverer.Attempt(context.Background(), b.deliveryID)
+			errs <- err
+		}()
+	}
+	var raced int
+	for range 2 {
+		switch err := <-errs; {
+		case errors.Is(err, webhooks.ErrAttemptRaced):
+			raced++
+		case err != nil:
+			t.Errorf("attempt: %v", err)
+		}
+	}
+	if raced != 1 {
+		t.Errorf("%d runs lost the race, want 1", raced)
+	}
+	var attempts, count int
+	if err := b.pool.QueryRow(context.Background(), `SELECT (SELECT count(*) FROM webhook_attempts WHERE delivery_id = $1),
+		(SELECT attempt_count FROM webhook_deliveries WHERE id = $1)`, b.deliveryID).Scan(&attempts, &count); err != nil {
+		t.Fatal(err)
+	}
+	if attempts != 1 || count != 1 {
+		t.Errorf("%d attempts recorded and attempt_count %d, want 1 and 1", attempts, count)
 	}
 }
