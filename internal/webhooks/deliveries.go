@@ -2,7 +2,6 @@ package webhooks
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/payments-api/payments-api/internal/db"
@@ -112,11 +111,8 @@ func redeliveryTargets(ctx context.Context, tx db.Tx, event db.Event, endpointID
 		return ids, nil
 	}
 	e, err := tx.WebhookEndpointGetByID(ctx, db.WebhookEndpointGetByIDParams{AccountID: event.AccountID, ID: *endpointID})
-	if errors.Is(db.Translate(err), domain.ErrNotFound) {
-		return nil, &domain.ValidationError{Field: "/endpoint_id", Message: "no such webhook endpoint"}
-	}
-	if err != nil {
-		return nil, fmt.Errorf("get webhook endpoint %s: %w", *endpointID, err)
+	if err := db.NotFoundAsInvalid(err, "/endpoint_id", "no such webhook endpoint"); err != nil {
+		return nil, err
 	}
 	if e.DisabledReason != nil {
 		return nil, &domain.WebhookEndpointDisabledError{EndpointID: e.ID}
