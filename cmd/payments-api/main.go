@@ -115,8 +115,8 @@ func parseCommand(args []string) (command, error) {
 }
 
 // bufferedLog batches the log's lines into one write every 100 ms or 64 KiB, whichever comes
-// first. At info, every request logs a line, and a write(2) per line cost a tenth of the
-// server's throughput in reads (docs/performance.md). The price: a line reaches w up to
+// first. At info, every request logs a line, and a write(2) per line cost about a tenth of
+// the server's GETs a second (docs/performance.md). The price: a line reaches w up to
 // 100 ms late, and a process killed outright loses those lines; shutting down writes them.
 func bufferedLog(w io.Writer) *zapcore.BufferedWriteSyncer {
 	return &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(w), Size: 64 << 10, FlushInterval: 100 * time.Millisecond}
