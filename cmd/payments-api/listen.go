@@ -144,6 +144,11 @@ func (l *eventListener) poll(ctx context.Context) ([]event, error) {
 		if err != nil {
 			return nil, err
 		}
+		if l.newest.IsZero() && after == "" && len(page) > 0 {
+			// The first poll: the newest event sets the horizon, so the account's history
+			// beyond lookback is not read page by page only to be forgotten.
+			horizon = page[0].CreatedAt.Add(-l.lookback)
+		}
 		for _, e := range page {
 			if _, ok := l.seen[e.ID]; !ok && !e.CreatedAt.Before(horizon) {
 				fresh = append(fresh, e)
