@@ -79,8 +79,8 @@ WHERE id IN (
 -- name: JobListAbandoned :many
 -- Unfinished jobs whose River job will never run again: discarded without our worker
 -- failing the job (its attempts used up by crashes or rescues, so Work never saw its last
--- attempt end), cancelled, or already cleaned out of river_job. Unfinished jobs are few (the
--- table keeps finished ones for REPORT_RETENTION), so this scan is cheap.
+-- attempt end), cancelled, or already cleaned out of river_job. jobs_unfinished_idx holds
+-- only unfinished jobs (the table keeps finished ones for REPORT_RETENTION).
 SELECT jobs.id FROM jobs
 LEFT JOIN river_job ON river_job.id = jobs.river_job_id
 WHERE jobs.status IN ('queued', 'running')

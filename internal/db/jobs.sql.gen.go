@@ -264,8 +264,8 @@ LIMIT $1
 
 // Unfinished jobs whose River job will never run again: discarded without our worker
 // failing the job (its attempts used up by crashes or rescues, so Work never saw its last
-// attempt end), cancelled, or already cleaned out of river_job. Unfinished jobs are few (the
-// table keeps finished ones for REPORT_RETENTION), so this scan is cheap.
+// attempt end), cancelled, or already cleaned out of river_job. jobs_unfinished_idx holds
+// only unfinished jobs (the table keeps finished ones for REPORT_RETENTION).
 func (q *Queries) JobListAbandoned(ctx context.Context, batchSize int32) ([]string, error) {
 	rows, err := q.db.Query(ctx, jobListAbandoned, batchSize)
 	if err != nil {
