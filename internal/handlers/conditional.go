@@ -113,14 +113,14 @@ func ifMatch(value string) (domain.Precondition, error) {
 	return pre, nil
 }
 
-// ifNoneMatch reports whether If-None-Match matches the current version, with RFC 9110's
-// weak comparison: W/"v3" matches "v3", the opaque tags still compared byte for byte.
-func ifNoneMatch(value string, version int32) (bool, error) {
+// ifNoneMatch reports whether If-None-Match matches the current entity tag, given by its
+// opaque part, with RFC 9110's weak comparison: W/"v3" matches "v3", the opaque tags still
+// compared byte for byte.
+func ifNoneMatch(value, current string) (bool, error) {
 	tags, any, err := parseEntityTags("If-None-Match", value)
 	if err != nil || any {
 		return any, err
 	}
-	current := opaqueTag(version)
 	for _, t := range tags {
 		if t.opaque == current {
 			return true, nil

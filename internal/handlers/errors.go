@@ -22,9 +22,7 @@ var errorProblems = []errorRule{
 	typed(func(p *problem) *problem { return p }), // already a problem (a handler built it)
 	typed(func(e *contract.Error) *problem {
 		p := newProblem(probInvalidRequest, e.Summary)
-		for _, f := range e.Fields {
-			p.Errors = append(p.Errors, fieldError(f))
-		}
+		p.Errors = e.Fields
 		p.ErrorsOmitted = e.Omitted
 		return p
 	}),

@@ -78,7 +78,7 @@ func (s *Server) GetPayment(ctx context.Context, req api.GetPaymentRequestObject
 		if err != nil {
 			return nil, err
 		}
-		notModified, err := ifNoneMatch(*req.Params.IfNoneMatch, version)
+		notModified, err := ifNoneMatch(*req.Params.IfNoneMatch, opaqueTag(version))
 		if err != nil {
 			return nil, err
 		}

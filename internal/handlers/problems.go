@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"strings"
 
+	"github.com/payments-api/payments-api/internal/contract"
 	"github.com/payments-api/payments-api/internal/reports"
 )
 
@@ -84,11 +85,8 @@ func indexProblemTypes(types ...problemType) map[string]problemType {
 	return m
 }
 
-// fieldError is one entry of an invalid-request problem's errors member.
-type fieldError struct {
-	Field   string `json:"field"`
-	Message string `json:"message"`
-}
+// fieldError is one entry of an invalid-request problem's errors member: the contract's own.
+type fieldError = contract.FieldError
 
 // problem is an RFC 9457 problem details body plus the extension members this API uses.
 // Headers are response headers that belong with it (Retry-After, WWW-Authenticate, ETag).

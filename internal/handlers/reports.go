@@ -65,7 +65,7 @@ func (s *Server) DownloadReport(ctx context.Context, req api.DownloadReportReque
 	}
 	tag := `"` + r.ID + `"`
 	if req.Params.IfNoneMatch != nil {
-		match, err := reportTagMatches(*req.Params.IfNoneMatch, r.ID)
+		match, err := ifNoneMatch(*req.Params.IfNoneMatch, r.ID) // a report's tag is its quoted id
 		if err != nil {
 			return nil, err
 		}
@@ -74,20 +74,6 @@ func (s *Server) DownloadReport(ctx context.Context, req api.DownloadReportReque
 		}
 	}
 	return reportFile{report: r, etag: tag, body: s.reports.Content(ctx, r)}, nil
-}
-
-// reportTagMatches is If-None-Match's weak comparison with a report's tag, its quoted id.
-func reportTagMatches(value, reportID string) (bool, error) {
-	tags, any, err := parseEntityTags("If-None-Match", value)
-	if err != nil || any {
-		return any, err
-	}
-	for _, t := range tags {
-		if t.opaque == reportID {
-			return true, nil
-		}
-	}
-	return false, nil
 }
 
 // reportFile writes a report's bytes as they are read from the database, in the format
