@@ -23,11 +23,16 @@ import (
 // validRequestID is what we accept from a client's Request-Id: short and safe to log.
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
-// startRequest gives every request its id and its trace. The id is the client's Request-Id
-// when it is sane, or a new one; it is echoed in the Request-Id response header, in problem
-// bodies and in every log line. The trace (internal/trace) is what the code doing the work
-// reports its phases and decisions to; its phases go out as Server-Timing (see timingWriter).
-func startRequest(next echo.HandlerFunc) echo.HandlerFunc {
+// startRequest gives every request its id, its trace and its deadline, with one copy of the
+// request (http.Request.WithContext copies the whole request).
+//
+// The id is the client's Request-Id when it is sane, or a new one; it is echoed in the
+// Request-Id response header, in problem bodies and in every log line. The trace
+// (internal/trace) is what the code doing the work reports its phases and decisions to; its
+// phases go out as Server-Timing (see timingWriter). The deadline, REQUEST_TIMEOUT, travels
+// in the context into every database call, so a frozen database costs a request its
+// deadline, not forever; the error it ends with answers 503.
+func (s *Server) startRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id := c.Request().Header.Get("Request-Id")
 		if !validRequestID.MatchString(id) {
@@ -38,21 +43,11 @@ func startRequest(next echo.HandlerFunc) echo.HandlerFunc {
 		// Generated strict responses set every header the spec documents from their Headers
 		// field, so restore ours just before the status line is written.
 		res.Before(func() { res.Header().Set("Request-Id", id) })
-		ctx, t := trace.New(withRequestState(c.Request().Context(), id))
+		ctx, cancel := context.WithTimeout(withRequestState(c.Request().Context(), id), s.requestTimeout)
+		defer cancel()
+		ctx, t := trace.New(ctx)
 		c.SetRequest(c.Request().WithContext(ctx))
 		res.Writer = &timingWriter{ResponseWriter: res.Writer, trace: t}
-		return next(c)
-	}
-}
-
-// deadline gives every request REQUEST_TIMEOUT to finish. The deadline travels in the
-// context into every database call, so a frozen database costs a request its deadline, not
-// forever; the error it ends with answers 503.
-func (s *Server) deadline(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		ctx, cancel := context.WithTimeout(c.Request().Context(), s.requestTimeout)
-		defer cancel()
-		c.SetRequest(c.Request().WithContext(ctx))
 		return next(c)
 	}
 }

@@ -130,9 +130,8 @@ func New(opts Options) (*echo.Echo, error) {
 	e.HTTPErrorHandler = s.handleError
 	e.Use(
 		dropLostResponses, // first: it closes connections once everything else is done
-		startRequest,
+		s.startRequest,    // outside the logger, so the logger still sees the context the client left
 		s.measureRequests,
-		s.deadline, // outside the logger, so the logger still sees the context the client left
 		s.logRequests(),
 		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: s.logPanic, DisableErrorHandler: true}),
 		cors(opts.CORSAllowedOrigins),
