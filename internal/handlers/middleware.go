@@ -124,7 +124,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		acct, err := s.apiKeys.Authenticate(c.Request().Context(), key)
 		span.End()
 		if errors.Is(err, domain.ErrNotFound) {
-			return echo.NewHTTPError(http.StatusUnauthorized, "The API key is unknown or revoked.")
+			return unknownKey()
 		}
 		if err != nil {
 			return err
@@ -133,6 +133,11 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		st.account, st.authenticated = acct, true
 		return next(c)
 	}
+}
+
+// unknownKey is the 401 for a key that is not, or is no longer, any account's.
+func unknownKey() error {
+	return echo.NewHTTPError(http.StatusUnauthorized, "The API key is unknown or revoked.")
 }
 
 // readBody reads the whole body once, up to limit bytes (413 beyond), so that the validator,

@@ -277,3 +277,30 @@ func TestRunJobsNowMakesTheCallersJobsDue(t *testing.T) {
 		t.Errorf("%d sweeps queued, want 1", n)
 	}
 }
+
+// TestDeletingADeletedAccountIs401: a second DELETE /account, sent to a process that still
+// has the key cached (within API_KEY_CACHE_TTL), answers 401 like every request with that key
+// from then on, not a 404 the operation does not document.
+func TestDeletingADeletedAccountIs401(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	other := b.secondInstance(t)
+	res := b.client.Post("/test/accounts", nil, apitest.NoAuth())
+	if res.Status != http.StatusCreated {
+		t.Fatalf("create test account: %d %s", res.Status, res.Body)
+	}
+	var acct struct {
+		APIKey string `json:"api_key"`
+	}
+	res.Decode(t, &acct)
+	here, there := b.client.WithKey(acct.APIKey), other.client.WithKey(acct.APIKey)
+	if res := there.Get("/account"); res.Status != http.StatusOK { // now in that process's key cache
+		t.Fatalf("GET /account: %d", res.Status)
+	}
+	if res := here.Do(http.MethodDelete, "/account", nil); res.Status != http.StatusNoContent {
+		t.Fatalf("DELETE /account: %d %s", res.Status, res.Body)
+	}
+	if res := there.Do(http.MethodDelete, "/account", nil); res.Status != http.StatusUnauthorized {
+		t.Errorf("DELETE /account again, elsewhere: %d %s, want 401", res.Status, res.Body)
+	}
+}

@@ -2,9 +2,11 @@ package handlers
 
 import (
 	"context"
+	"errors"
 
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/api"
+	"github.com/payments-api/payments-api/internal/domain"
 	"github.com/payments-api/payments-api/internal/jobs"
 )
 
@@ -26,7 +28,13 @@ func (s *Server) CreateTestAccount(ctx context.Context, _ api.CreateTestAccountR
 // its keys at once.
 func (s *Server) DeleteAccount(ctx context.Context, _ api.DeleteAccountRequestObject) (api.DeleteAccountResponseObject, error) {
 	id := accountFrom(ctx).ID
-	if err := accounts.Delete(ctx, s.pool, id); err != nil {
+	err := accounts.Delete(ctx, s.pool, id)
+	if errors.Is(err, domain.ErrNotFound) {
+		// Deleted meanwhile, by a request this process's key cache had not heard of: the key
+		// is revoked, as it is for every request from now on.
+		return nil, unknownKey()
+	}
+	if err != nil {
 		return nil, err
 	}
 	s.apiKeys.ForgetAccount(id)
