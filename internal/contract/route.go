@@ -22,3 +22,6 @@ type route struct{ method, path string }
 func (c *Contract) Operation(method, path string) *Operation {
 	return c.byRoute[route{method, path}]
 }
+
+// TakesBody reports whether the operation declares a request body.
+func (op *Operation) TakesBody() bool { return op.body != nil }

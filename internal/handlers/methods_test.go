@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"bytes"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -215,4 +216,30 @@ func corsClient(t *testing.T, pool *pgxpool.Pool, origins []string) *apitest.Cli
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
 	return apitest.NewClient(t, srv.URL, testKey)
+}
+
+// TestNoOperationIsAnsweredBeforeAnythingElse: a request that matches no operation is 404 or
+// 405 whoever sends it, before authentication, rate limits, injected faults or its body could
+// answer; and a body sent to an operation that takes none is not read, so it cannot cost a
+// 413 that operation does not document.
+func TestNoOperationIsAnsweredBeforeAnythingElse(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for _, tt := range []struct {
+		name, method, path string
+		opts               []apitest.Option
+		want               int
+	}{
+		{"unknown route, no key", http.MethodGet, "/no/such/route", []apitest.Option{apitest.NoAuth()}, http.StatusNotFound},
+		{"unknown route, a fault asked for", http.MethodGet, "/no/such/route", []apitest.Option{apitest.Header("Prefer", "fault=error-before")}, http.StatusNotFound},
+		{"wrong method on a secured path, no key", http.MethodPut, "/account", []apitest.Option{apitest.NoAuth()}, http.StatusMethodNotAllowed},
+	} {
+		if res := b.client.Do(tt.method, tt.path, nil, tt.opts...); res.Status != tt.want {
+			t.Errorf("%s: %d %s, want %d", tt.name, res.Status, res.Body, tt.want)
+		}
+	}
+	big := bytes.Repeat([]byte("x"), handlers.MaxBodyBytes+1)
+	if res := b.client.Do(http.MethodGet, "/payments", big); res.Status != http.StatusOK {
+		t.Errorf("a 1 MiB body on GET /payments: %d %s, want 200 (the body is not read)", res.Status, res.Body)
+	}
 }

@@ -141,12 +141,14 @@ func unknownKey() error {
 }
 
 // readBody reads the whole body once, up to limit bytes (413 beyond), so that the validator,
-// the handler and the idempotency fingerprint all see the same bytes.
+// the handler and the idempotency fingerprint all see the same bytes. A body sent to an
+// operation that takes none is left unread: nothing would read it, and reading it could
+// only answer what that operation does not document (413, or a timeout's 400).
 func (s *Server) readBody(limit int64) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
-			if req.Body == nil || req.Body == http.NoBody {
+			if req.Body == nil || req.Body == http.NoBody || !operationOf(c).TakesBody() {
 				return next(c)
 			}
 			span := trace.Start(req.Context(), "read")

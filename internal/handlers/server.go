@@ -136,12 +136,13 @@ func New(opts Options) (*echo.Echo, error) {
 		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: s.logPanic, DisableErrorHandler: true}),
 		cors(opts.CORSAllowedOrigins),
 		answerMethods,
+		findOperation(compiled), // 404 and 405 before anything a route's operation would answer
 		limits.limitFailedAuth(s.publicPaths),
 		s.authenticate,
 		limits.limitAccount,
 		s.injectFaults(limits),
 		s.readBody(MaxBodyBytes),
-		validateRequests(compiled),
+		validateRequests(),
 	)
 	api.RegisterHandlers(withHead{e}, api.NewStrictHandler(s, nil))
 	return e, nil

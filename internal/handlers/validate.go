@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"cmp"
 	"errors"
 	"io"
 	"net/http"
@@ -13,23 +14,47 @@ import (
 	"github.com/payments-api/payments-api/internal/trace"
 )
 
-// validateRequests checks every request against api/openapi.yaml before a handler sees it:
-// route, parameters, headers, media type and body (unknown members included, since the
-// schemas say additionalProperties: false). A request that matches no operation is answered
-// 404 or 405 here and never reaches a handler. The contract is enforced in one place, so
-// handlers only check what a schema cannot say.
-//
-// echo has routed the request already, so the operation is looked up by echo's route (its
-// method and "/payments/:id") rather than routed a second time; only a request echo matched to
-// no route goes through the contract's own router, for its 404 or 405.
-func validateRequests(spec *contract.Contract) echo.MiddlewareFunc {
-	large := make(chan struct{}, 1) // see largeBody
+// operationKey holds, in the echo context, the operation findOperation found.
+const operationKey = "operation"
+
+// findOperation answers a request that matches no operation of the spec at once, 404 or 405,
+// before authentication, rate limits, injected faults or its body can answer anything else:
+// a route that does not exist is not found, whoever asks and however often. echo has routed
+// the request already, so the operation is looked up by echo's route (its method and
+// "/payments/:id"); only a request echo matched to no operation goes through the contract's
+// own router, for its 404 or 405.
+func findOperation(spec *contract.Contract) echo.MiddlewareFunc {
 	operations := map[echoRoute]*contract.Operation{}
 	for path, item := range spec.Spec().Paths.Map() {
 		for method := range item.Operations() {
 			operations[echoRoute{method, echoPath(path)}] = spec.Operation(method, path)
 		}
 	}
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			op := operations[echoRoute{c.Request().Method, c.Path()}]
+			if op == nil {
+				_, err := spec.ValidateRequest(c.Request(), nil)
+				return requestError(c, cmp.Or(err, contract.ErrNoRoute))
+			}
+			c.Set(operationKey, op)
+			return next(c)
+		}
+	}
+}
+
+// operationOf is the operation findOperation found for the request.
+func operationOf(c echo.Context) *contract.Operation {
+	op, _ := c.Get(operationKey).(*contract.Operation)
+	return op
+}
+
+// validateRequests checks every request against its operation in api/openapi.yaml before a
+// handler sees it: parameters, headers, media type and body (unknown members included, since
+// the schemas say additionalProperties: false). The contract is enforced in one place, so
+// handlers only check what a schema cannot say.
+func validateRequests() echo.MiddlewareFunc {
+	large := make(chan struct{}, 1) // see largeBody
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			req := c.Request()
@@ -43,13 +68,7 @@ func validateRequests(spec *contract.Contract) echo.MiddlewareFunc {
 				}
 			}
 			span := trace.Start(req.Context(), "validate")
-			var valid *contract.Request
-			var err error
-			if op := operations[echoRoute{req.Method, c.Path()}]; op != nil {
-				valid, err = op.Validate(req, c, body)
-			} else {
-				valid, err = spec.ValidateRequest(req, body)
-			}
+			valid, err := operationOf(c).Validate(req, c, body)
 			span.End()
 			if err != nil {
 				return requestError(c, err)
