@@ -36,12 +36,11 @@ import (
 
 // Contract is the compiled spec. It is safe for concurrent use.
 type Contract struct {
-	spec       *openapi3.T
-	router     routers.Router
-	operations map[*openapi3.Operation]*Operation
-	byRoute    map[route]*Operation
-	unrouted   map[int]*response // the shared 404 and 405 responses, for requests no operation matches
-	common     []*value          // x-common-response-headers: headers any response may carry
+	spec     *openapi3.T
+	router   routers.Router
+	byRoute  map[route]*Operation
+	unrouted map[int]*response // the shared 404 and 405 responses, for requests no operation matches
+	common   []*value          // x-common-response-headers: headers any response may carry
 }
 
 // schemasCompiled counts every schema compiled in this process. Only New compiles, so it stays
@@ -102,7 +101,7 @@ func New(spec *openapi3.T) (*Contract, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Contract{spec: spec, router: router, operations: map[*openapi3.Operation]*Operation{}, byRoute: map[route]*Operation{}, unrouted: map[int]*response{}}
+	c := &Contract{spec: spec, router: router, byRoute: map[route]*Operation{}, unrouted: map[int]*response{}}
 	for _, path := range spec.Paths.InMatchingOrder() {
 		item := spec.Paths.Value(path)
 		for method, op := range item.Operations() {
@@ -111,7 +110,6 @@ func New(spec *openapi3.T) (*Contract, error) {
 			if err != nil {
 				return nil, fmt.Errorf("%s %s: %w", method, path, err)
 			}
-			c.operations[op] = compiled
 			c.byRoute[route{method, path}] = compiled
 		}
 	}

@@ -26,14 +26,14 @@ type Request struct {
 // are ErrNoRoute, *MethodNotAllowedError, *MediaTypeError and *Error. The cost is linear in
 // the request's size, and no schema is compiled.
 func (c *Contract) ValidateRequest(req *http.Request, body []byte) (*Request, error) {
-	route, pathParams, err := c.router.FindRoute(req)
+	found, pathParams, err := c.router.FindRoute(req)
 	switch {
 	case errors.Is(err, routers.ErrMethodNotAllowed):
 		return nil, &MethodNotAllowedError{Allow: c.AllowedMethods(req)}
 	case err != nil:
 		return nil, ErrNoRoute
 	}
-	return c.operations[route.Operation].Validate(req, paramMap(pathParams), body)
+	return c.Operation(found.Method, found.Path).Validate(req, paramMap(pathParams), body)
 }
 
 // PathParams are the path parameters a router matched, by name, as they appear in the

@@ -46,7 +46,7 @@ func (c *Contract) validateResponse(req *http.Request, status int, header http.H
 		get.Method = http.MethodGet
 		req, withBody = get, false
 	}
-	route, _, err := c.router.FindRoute(req)
+	found, _, err := c.router.FindRoute(req)
 	if err != nil {
 		want := http.StatusNotFound
 		if errors.Is(err, routers.ErrMethodNotAllowed) {
@@ -57,7 +57,7 @@ func (c *Contract) validateResponse(req *http.Request, status int, header http.H
 		}
 		return c.unrouted[want].check(header, body, withBody)
 	}
-	op := c.operations[route.Operation]
+	op := c.Operation(found.Method, found.Path)
 	r := op.responses[strconv.Itoa(status)]
 	if r == nil {
 		r = op.responses["default"]
