@@ -707,7 +707,7 @@ type Problem struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1038,7 +1038,7 @@ type BadRequest struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1083,7 +1083,7 @@ type IdempotencyKeyInUse struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1125,7 +1125,7 @@ type IdempotencyKeyReused struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1167,7 +1167,7 @@ type InternalError struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1209,7 +1209,7 @@ type MethodNotAllowed struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1251,7 +1251,7 @@ type NotFound struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1293,7 +1293,7 @@ type PayloadTooLarge struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1335,7 +1335,7 @@ type PaymentDeclined struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode string `json:"failure_code"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1377,7 +1377,7 @@ type PreconditionFailed struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1419,7 +1419,7 @@ type PreconditionRequired struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1461,7 +1461,7 @@ type ServiceUnavailable struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1503,7 +1503,7 @@ type TooManyRequests struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1545,7 +1545,7 @@ type Unauthorized struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1587,7 +1587,7 @@ type UnsupportedMediaType struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1629,7 +1629,7 @@ type WebhookEndpointDisabled struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -7508,7 +7508,7 @@ type CancelJobResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -7593,7 +7593,7 @@ func (r CancelJobResponse) GetApplicationproblemJSON409() *struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -8258,7 +8258,7 @@ type CreatePaymentResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -8373,7 +8373,7 @@ func (r CreatePaymentResponse) GetApplicationproblemJSON503() *struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -9215,7 +9215,7 @@ type CreateRefundResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -9262,7 +9262,7 @@ type CreateRefundResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -9348,7 +9348,7 @@ func (r CreateRefundResponse) GetApplicationproblemJSON409() *struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -9407,7 +9407,7 @@ func (r CreateRefundResponse) GetApplicationproblemJSON422() *struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -14321,7 +14321,7 @@ func ParseCancelJobResponse(rsp *http.Response) (*CancelJobResponse, error) {
 			// FailureCode For `payment-declined`, why the card was declined.
 			FailureCode *string `json:"failure_code,omitempty"`
 
-			// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+			// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 			Instance *string `json:"instance,omitempty"`
 
 			// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -15392,7 +15392,7 @@ func ParseCreatePaymentResponse(rsp *http.Response) (*CreatePaymentResponse, err
 			// FailureCode For `payment-declined`, why the card was declined.
 			FailureCode *string `json:"failure_code,omitempty"`
 
-			// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+			// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 			Instance *string `json:"instance,omitempty"`
 
 			// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -16962,7 +16962,7 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 			// FailureCode For `payment-declined`, why the card was declined.
 			FailureCode *string `json:"failure_code,omitempty"`
 
-			// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+			// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 			Instance *string `json:"instance,omitempty"`
 
 			// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -17029,7 +17029,7 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 			// FailureCode For `payment-declined`, why the card was declined.
 			FailureCode *string `json:"failure_code,omitempty"`
 
-			// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+			// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 			Instance *string `json:"instance,omitempty"`
 
 			// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.

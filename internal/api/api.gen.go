@@ -711,7 +711,7 @@ type Problem struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1042,7 +1042,7 @@ type BadRequest struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1087,7 +1087,7 @@ type IdempotencyKeyInUse struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1129,7 +1129,7 @@ type IdempotencyKeyReused struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1171,7 +1171,7 @@ type InternalError struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1213,7 +1213,7 @@ type MethodNotAllowed struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1255,7 +1255,7 @@ type NotFound struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1297,7 +1297,7 @@ type PayloadTooLarge struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1339,7 +1339,7 @@ type PaymentDeclined struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode string `json:"failure_code"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1381,7 +1381,7 @@ type PreconditionFailed struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1423,7 +1423,7 @@ type PreconditionRequired struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1465,7 +1465,7 @@ type ServiceUnavailable struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1507,7 +1507,7 @@ type TooManyRequests struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1549,7 +1549,7 @@ type Unauthorized struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1591,7 +1591,7 @@ type UnsupportedMediaType struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -1633,7 +1633,7 @@ type WebhookEndpointDisabled struct {
 	// FailureCode For `payment-declined`, why the card was declined.
 	FailureCode *string `json:"failure_code,omitempty"`
 
-	// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 	Instance *string `json:"instance,omitempty"`
 
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -4329,7 +4329,7 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -4389,7 +4389,7 @@ type IdempotencyKeyInUseApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -4439,7 +4439,7 @@ type IdempotencyKeyReusedApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -4489,7 +4489,7 @@ type InternalErrorApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -4540,7 +4540,7 @@ type MethodNotAllowedApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -4590,7 +4590,7 @@ type NotFoundApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -4640,7 +4640,7 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -4692,7 +4692,7 @@ type PaymentDeclinedApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode string `json:"failure_code"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -4742,7 +4742,7 @@ type PreconditionFailedApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -4792,7 +4792,7 @@ type PreconditionRequiredApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -4843,7 +4843,7 @@ type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -4894,7 +4894,7 @@ type TooManyRequestsApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -4945,7 +4945,7 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -4995,7 +4995,7 @@ type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -5045,7 +5045,7 @@ type WebhookEndpointDisabledApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -6392,7 +6392,7 @@ type CancelJob409ApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -7298,7 +7298,7 @@ type CreatePayment503ApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -8271,7 +8271,7 @@ type CreateRefund409ApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -8412,7 +8412,7 @@ type CreateRefund422ApplicationProblemPlusJSONResponse struct {
 		// FailureCode For `payment-declined`, why the card was declined.
 		FailureCode *string `json:"failure_code,omitempty"`
 
-		// Instance The request path this problem occurred on; left out when the path is longer than 256 bytes.
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
 		Instance *string `json:"instance,omitempty"`
 
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
@@ -12729,241 +12729,241 @@ var swaggerSpec = []string{
 	"RFw55KSh2JxqtS7L1VW91s+npng2jzhQkKMUnqfi105tsMTRRg2ZictZwpWD6Z+JSI5k5EEqmY7ckSpq",
 	"hy1npte/wNosd/caebZ6pFUkUiXizlo/o1nzjCXMtjDAVAahbLrAtjXue4be2wJwttetRO02CZCS53wl",
 	"qLZ8YNFUzzSFvLaect5RaZSleJxVZm3YHAx+xOhAYBelrUdhkYqF9FDc+835e5uVYqK5JfABbIjmuhGs",
-	"QAjUpsjnkuGPDYUtM+7hyLx8c8QWM632WSJGlunMFg4TvEGasvef5c7/zlKizd6TOhdnJRFxm1enqj3/",
-	"sdK2XYiQsJqxvJmAy2KxFhq/BLvkZYy7hwCsXf1Q7eBmjTMEBn5xenrMHJ4DbHqnnPW5V0n43O1260jG",
-	"ieWaVoATnVpmsumUp3lbPL+ZME6pm0MJ13azSKn3cB4UPq13b48c8Hu5G9Lyg8N/Hp6GoP7R2VUabcX9",
-	"VYOCU6d4rRadrjlCyvjZQQ6Y7apQ8+5d84k2rj9WBQiWjh4RD1QzdEmRYcBCah5FINZUUehL4+KwFTCe",
-	"9w3C1l8PDMuLW9t5cauDNPUCb83Se0m2TquxScnrW6fTvPVYxxhUvV2248aD5UQgrHKSYynnp0iHvYFF",
-	"tpr6XfmEaGayoQ/UulS64pZGcGPE6JpXHjmsp89wu/xZDpRVb634sm6D2zkqPjvR+3oPitlgpG0XA6ng",
-	"8Gx0Q7jXWedP+LCWqu7AvHbk+eWDIPSgu7FNS5P+fJttJYXic4w2yv1ffStQRM6M/H2N4jOSCWjrcAEI",
-	"61xt+VKioVplcJtigS0Tsb5opGrVFNgmvO+DnT6y/1EPWzeM69eWKWxZlnCbgFjQ+KiHZ7eL3ad6fhbV",
-	"Vws534chSAH0Q3tVAQhySwJcBsy+TQGFpJTg4Vk5euyevaGuovx2QYnHlghvyTt7TWSZWHhL5+x2uS0Y",
-	"Zv5QX8pfSg7kBnVTVkrFweREw6RvSE3WHCWz3InsKyeGfb7g2168/+kLR2kfd71yd3NqnApj11aiOxjN",
-	"VfbfpmA8aPCZPDsXaxoGu7EfGA8l4lqzHzhYEnT99JlvwMhOJohAAvo1yO4lBdmcn1kwZG8W3i+9XzHb",
-	"dav0QiQzkRbZFEtLNRohmvGGnlhYAElW4QTHckm+cedmiUb5o+pmSo7pz6q5366mq05znd46W6B2tDsK",
-	"6//qlycf+2rtwv2JRXF1rxyXsEKWFd+62rmNScqVAoOifmzTPUXJWL1F6b4/oM4mNVxQfFFlgh3XVHS5",
-	"C6Vzz/jGQQFDhpRqjHDPUaqNKboUSedQ2+hKdCPfUC31ncHOyGzZxI2l9NKafLc5BuxTrcZ5pH5eqH/Y",
-	"/MfjWouY9S4vOxuT8Tyw6dkmZ5of94Ep+9Wqz1e6AEmN+FSwJiyFzlDbpbaTPI5TYbDdXN4ADl+1VZ6j",
-	"X4cyM1WkkyOBpZ1YfZXqovtV/bCe6p47IqkrGBZU+kgF+FY7VzsxcZ+SdGWcN/0PizZOocv0Dlb7Z5U6",
-	"+IQzoWKpxiED6kywH56j4LHA5vG9y0vWLGVptXyauQMGiCYizhICqHVQb/RIt+rl/p/uzjrIHNbM0W/J",
-	"b1bLf/X1ROkinzSlwwZMJ7EwtgDX2cpuXxICNfb7rXK2q761Gzm/ggbu/tntqlDo3hvWotRYU1v0JQsa",
-	"SlzaM7cNm41FuDLfMCCBTOQsrX3/qbzjWk55QD1EIp+V+5ubVET49cmDdUbm3eTOlKmhtLuVzSq5sZZX",
-	"NSg44Wb5MUui5kfflfYz3FzL0us6l/ZaVX1poDvwwF07tTt3xS3pV3cDfrV17l1ZvVqO5OQStix28Thx",
-	"sDKIL4PHDBVXBj56pGwBVJFjv9Tl7RQTOCvcyKv5f+tkfx8sSedSDllzuGALnbUCFo61EiFrSlsoFrs7",
-	"XfZPrUQrwA6qMsHDq0lxh1xouDxDeI89BMtodQqlQSbChyWqicX5JBpBAx7t5AGu9bXO7c/UYW91OMxS",
-	"cSF1Zs6oOeLZJl+db77uGygG7sQv4r1uMN9pkdIsjBwrw4bCyFg46T0HJeQWMvjmAjRX7bcQrOSUquYS",
-	"Lu1JiU9WKXbjat5K1npZcHfyLJcuf7o8ey/t5ASXZXtH0+qkV2r08hFXdX8gPMS8wmuCvCUo+4fvYapH",
-	"7HGPpVzFeurc+2VniifsovMrVix6lB8VF6TvKB40VeAOLxfK3IgPL7fn/PCPp390g97V9c4Y95arq/yh",
-	"WGcwTLeCQOmzcGLtzIRUPA+/h/n7pmV4Up0ybGFk2CyVF9yKgVLCznV6blgz0RFPWCwuRKJnU6Fsq8Ne",
-	"Y/Mp7i8PWKL1bMij84AlUp236R6dMu8NGSin4/fz1vDRRETnmFLCUjGWxnqcVBUzPuZSFU18vX0QS54U",
-	"oriUKYDv2X/0yH3WifTUo3iaIgXuw+cDwBgRZam0ixMgXBdbQu/cQWbrW/fnnj08R7lZ491j1J37XCxc",
-	"Y+4O+0UsXLNaQtzDreOGnbw4aPf2ngzUhJsJUDLwAK24g2E3CJsG9p/z7mGy1blYYEbS88NXb84Ojo/O",
-	"fjn890k4UE2XzMBC70GMxVR74wpZFEUEzrMgYVhzwmSTaqQ9siuPkEldP1a/9G0+k2zKpbJcKpGaRg0g",
-	"uJmJqE2eEXg+dhcXik7mk+e/MMJqNgFLBE9hEIdQQ11REdRGpKYzUAP1H//BnmkFTCC1MgPVZmXEYueR",
-	"3rQNMN3yVpDlCAs4FIlGDyba1wPF8iWG2fie074Vk2Em0jMRE/pOP0+ILhy/Ms47fO12dzswV6zhlsQI",
-	"OrMd9korQf2kiza8sgI155NGc8ygVVyhDsz1fSqt8GNgM+ZZApyWSCtSnhjWDHt73S7hCGJD+G6n6zrC",
-	"74ke0kTbrQZO07csQtRi1uTLaMg1AMdhZkft70PXwn1nj5CGpIH5eevfvc5ut0uSV1qmhLE+wZa2Hs8z",
-	"w2IhZn7sxz2WgKAyAUvFTHC4EsYtlagHpT72r9+9LAqrWDMcwIZ3u+S4gNVUAt9s5wkzWZrqMVAPXhZ/",
-	"j5dJhRSgFq6QK6AbVYaPK6fDPdktlXBhJTG+IiZ54mHIhmKhVcz+z/+z2+3iMh/FxP4+K7IyBF5xgCu0",
-	"krJIqGqlbErKVCRHltn3OYk+ETIkh6PxyasWScXlPxsmookuxspL+jW1xaaRCUcgxUTAEomUvG1pKoWp",
-	"5NJ12H9m2iLwMe4xhXSog7dL/KKhcLK4EmvzrpvhOijpsNVhhzyalArUOVFaKWnNpWsiaNY+4y5FTSPd",
-	"pcJmqQJapaS6STblClvYIGzzjI9FHVMEfo7GgdOIOACLJmdVJeaJVMLLq5fUQUCdlg/lSKuRHGPTcjsR",
-	"xmXtxR5VEs8G0GIcMfhEtQk37HG3aHwQvj38z3eHJ6dnp0evDt+8Ow1bII+o3rfD3iBSObdYAE55nUV9",
-	"JiyVLbcN8cJqCY60pguJh7EuN2OoTvSBcY5Hw6aZscDQsCOu5che5QUOnp+9ODx4fvi2eImiTHQ+0Ymg",
-	"XXV5mSSX8oV3Q+6sjOkHg13He6LMMj0aseGC5bYkiqbdbrfVYT/qWIoqW2I3Ntbc3Xnc6rAX7n3KFzzu",
-	"sV/givDVwX/5l/jx36eHJ2FrH0Z27d608gN7A9b14Ud/dsIXiOBoRDIKPBYkMCA2luzDOOHu4x3mGMxN",
-	"hP1EKcqnWjPsnhd68kO537bi0tUV0MacCzFrc7CMyw5wGSeUJvqkTFRHz18eligKNLpEGxF32I8kyXa6",
-	"3S7QMsrIYjjjVuLZm9evD5+dHr15fRK2vK1IK0ADwfFkNGiESP4LWhxE0RdxAIPCuwDBcuUWrV/GuwUF",
-	"Qo9GnsOOS1moZqA+EVTMJ5+B+wn9FkD2n+DLdrvNKj/hw3BtN/KQfUJZ/Iltai0+QmGFN6KkykWx726C",
-	"EDYoUjtrn7hUWVE8ubZ39JT6VziV39saARPTmV0ESxnbe0tnFCgBsxS0NhB1ByfPjo5W57WamQ0T6rml",
-	"uKa1nTRVPGnajL7zyoT7eYb3mfQp3+U8+ZAZDuaMjCbOTFt0mG9AxxJ5LtzhjI/wx9HqO5Q7gdD8d9gn",
-	"9loX2rtOXUsHMl5Wu4GsDponLdOIuzTixmad1BzCXwScvTrsat9ZGn/PE99yp1nYxaLDON3u4DGxjWu4",
-	"fk+X0urxOT+45/gtpK1CCGjC96EOGIh0bLXLbFraSN/LZ/XJH/UQn0oV+atPxXyTBI7fRYEU07wWq6W1",
-	"vzo5rGOw2l1Tw3C13dyL6dy2f/s2TbFWJrO+WqeyPJtbTYSlkEJ5Ew7zFhQUBVulh5piJ3juTg/lzk36",
-	"/4Xl2qoQdRV0RHjmmuusTvqtNFSl5z9ekrjbtVCtEwB1XWDoGXtrngHvCWYawxvoONnQ8oWupvYu19Ia",
-	"lcvh83skSmuJ6yalg6wJMszPrbU6hzUVdqU5+Dq65RWeO6lIlUGVMrx9Fq5U+KHUNkXhnjTXUJw/tmgu",
-	"37u5uGaECp0dYFgWdOiQy3LYeyI+ttAZ1RSD/KhZgHJ9CD7Ksfn6VmX7bFOrsltxerV9PMxjD4/3Ew2i",
-	"G/VyJ+IU01nKjIxFh712Qo0PQSGiXuBgWhqP7VgpYxpJTDZFioQxEj029bK4YHaaxWttEbGITtI+De1m",
-	"CiYhCmhkZDdLencOAhBtUgpJdnJF1VevYj7fyhRq7YpPaH0QEdx5P0P2ee0MWRP4Ht2wwVLbhTr0vFWy",
-	"r2vrUHlj1Kjy6/wyO13HtYso6KHoHUypFueu4BiWxNFwv7ZJxGqXYJgsatKlbwbKgVZ5T18YsBzGijpd",
-	"kNZWhbbyiiix7cqDTmmiA4UJIZFO4wLHESeX77pNuTKczBR3kriZBF5W6RRoEvUTIdENNdR2MlCoIaFk",
-	"dh/D4VX2uuaeO1ukauYmZy5I+5W+GsCUYbEYcPlAhcVakGSwc70qpJEniK0IcrtAZx0orpjAlEdshuFQ",
-	"/nOd2r/zAwOad6vsNKY2u04hHi4sGXL4C+z3QIU1zZ77zKaZQKPYnyDeM+csT2l94iYo2ERqTc52Ly9J",
-	"d+XoZiksHZdExRLBL1xVIKxWhnlAlfYh6IVA/39noHAzKLjGHj7s7bKJzlLz8KHjwPzoQ+jzkt+EK49y",
-	"i1qZf9Pnh6+O35wevn7277NfDv99dnr6Mmzt54CzDqkN5jXlCxAjlBKGsYjVQntghgO2d3kZMM5cIhm5",
-	"/+JUz4B0SiZ0rhhZkSR4Ds0dRka5wtBqfT5QtNFEV2X6hklNOJrmji7IIWwsR/ehaw9RMd2JegfKMwxJ",
-	"OA0zCNgw1eeiw55rnNk4w/DMmoYxOeHjBwRFcDSi5q/VdMZ8dkEp94tI0OAZsGSN7TM5ggkE6G2D3Vd6",
-	"3hkoVHlg88obIw3shDfpKeudvMEf9dAM1EvtwDWZwhAV+Xp5aUk6K7LIu7TCXrfHDpx/IcTmHipy0QI+",
-	"UChEMIvOdysPWbOM29lyjURLp8I+QnzmoHIURscxCsiigSqlzCEhK58u3ynXURS68kgmolVAoLGmP4BR",
-	"rZpPFi3sy1sCRWPh88OXh6eHlRR9+tqUz+yJOxm8ZdVnnBGGGl6DazpQsElA9B7MFHR3Y/XMFNLBUOoW",
-	"Ar/oETYy6bCf9bAS0PJ1sY42B8pTnUzpqYQUkIsHRIphiTbIS3Bc09SpYNdBQMZSoH6aZopYd6CasJrT",
-	"wgsisYkVsKjzIRp4ryJ85gEsjSMiBGrEt3TFS3YuI9EB9i8eTxfNsdzXijTNZghBqTXTIysU+X7zLXNq",
-	"CGlrnE2lAlt/oGiJiNVk6p5Hi+Zqo9jDh99hnkouBdE3RjsGpJCnIoT7xPsbxSIL3x4ev3l7evb28PTw",
-	"9enRm9cY5PExtFJXCmVTnQxUXrUU8RRUIWZsCkznIC6c75yGPhq1X2slvFbuGe1xd5dc/pny2f+gR1Dv",
-	"w5re4qwJSr939kkboOGJIxjLkReMxkM1SiTOzRGqvhAplmeTYw2DUA+MWwPTYQfMP5XOW/o8dxA0wz+u",
-	"wlwndKh7uKTe9+E9ERNuWug8JQa9EKnBvJmwSP8IcwlKKxW4oxm0G3gkBe2RqJzi4qcD3OQf2AyXQLNA",
-	"33KyhOSP0SRgyNzO9bNcA7H8XKC5pGeUyl9e6FzsFwqFn23uynH13bAM7j3p0MGlZ4nG1riczsfS0Cgb",
-	"lwgC5sLChyEdm3Bw8LYRM55i3gX2NNEjEALSLpjlYxPQRgJTxzobJlSmL4zX/Zyd58w/X4PUL16xzwaN",
-	"i8eDRsiaGEza2em2OuzAqzAiATHUDC8ehzm90RMCFg4adO+gQe5uik8qjpKFKlrgsR12ysfOj62nM56W",
-	"FK+Bgt/6MNZFF6fh/Aihm1anvBuZcaqSYzEaThqtQNeaC37OwveP/As5mkfPizCt/dXVRv8QP8ecLMfi",
-	"GFsglyDJnWdv3p5gFMoI9wp5HB334oJQwu0ErOI8pptrw8bH0oA4U9ytfhEdI9nAE5Dn/tB9cXjwPHRK",
-	"NHniYRo+LoSbShIF7TsED2hipIzlGoShyF0rKAICRVDjsJhx/sw3xxR2cGKq191lrzVzkWtHquQaxdeB",
-	"/QWecusEj27SvOlAuSAhTN5FFz0k9s6fVJ5bkYqA6siBx1vhFkbONUWyT2SRF/AjnKIYLOMLFnGnVxwc",
-	"H7FRqqdklaRyLJWpTe1phrC3ZwcvX755f/j87M3bo38evT4JMZAyXPioIqjzrQ47TgU5Kw36V0A++W7X",
-	"JSuFHAwlhSjw4gLjUTWWBVxRckQEVXUpKLdlD2p6stO4J3hMt0/lFDM6yb5MBZpTkWgfzGaJhEPWakYp",
-	"JnlWyE/4ilJ9JF1woIg6Co8dWQFeRLpX9n48bESBz8lFDEqR73q73RbdOsVbUTi6OAVqnyQbMchpsvRC",
-	"XgjXtwDsxVhMuXJxkcpZbbPUhQf0aARi6aeDdy9Pz45e/0xxs6euMfC+8/doVdrIgBlJGfKYw4uKDcF+",
-	"K82mWgliD/dCfYY3PU20sW3PV44tcxMQLTPMuQENH4VuZjKeoKJf9rNiwI/0tCV7pIjYAStixgQ3dJQX",
-	"XiWCEgLhT4PO+SLv8M+uc1NQZTmwf6tfY4CQnKmGg2rWARXqNqmzYf920e4+23HclUdr6ZSRhsXY0ivN",
-	"23RWrF+l0ylPktoNqvgo6QV3ez+s92J6kBtGn6QoQWnFfWw/p/4Hxvk3mwWojWI1Dp4l305uShF7emwc",
-	"PE1RQLZKHtNlr5iT9AHxzzCLzoWlrAaKUaIrC7NsiK2LVMycV4BPYD/z10SGqa6ea1z6tGfcqjl/oDRs",
-	"IpIYg8U0hQSO2qIJDRqTfseaLqaP7/m4a5yYJzNhxo1d41hsddgRWsZDqYQpVgA1UtBqOmNMutlAhUH+",
-	"Cnvd7tSEziNhEj0H8kQJd5q/FyhudSKR/E/kr7f5kjbDGqoPBiosrVqrw965oOcsH5jUHDlWjopVHhgN",
-	"HQ3gJP04oY+fDhS6ZJmvfnNY1rikhWq1Kdzu1C4vjzsk2s1AwTt5D231qM0V8FTwpEwtQR4d5wnLxbax",
-	"qTzPFaXKmePPjdX8pqWjqfn+8TN3K6PPwOKEobPIZqmI25Q/5VRdcqfMJtxLzjzAiCV9k1Rn40ng7WZE",
-	"sSbrT6g8zcVZjn5lDSrLU5kkMm/WSy4Gqy1PQtA/lJgX3Z1RZw6jhMsp1lOsCzspMcfCimhC0TiCYceT",
-	"Idz3PTsSvlga0bs34Cu6SWnmB8nzZ2AhuKX8Fr/GpPWgzZkKr2ZqFWH7LxZetuHhGCyiG9pOsoSBU1Vx",
-	"UFXSTMsnAG6yy7A2A/UWM5KxTLWIpfoGDcuxWG96lSIHcKFL56CiTGkHKse6MsxqPPjCPwaYTjtoBGxQ",
-	"gBXQn5g33bhySiYL4e+8fHOpk9ZA+VZaFHfyb+JQd9mvJ5armKdx/s2Hpk+ans/nHeO+9knTmEHdQtX9",
-	"4cMTOVYifviwXykaDYq/iiZhRAb+cyPHigOdh4WYzxszgbxb25uJNPoO+5dI5YjSoPLBmL7wflM+p9Cm",
-	"O2FnPDXIngy9BGRgjzIjWD5Dw6bkJuWK7Tm/i2E6iTv0rgeWJYIb8v3BK3Pld7DopFIORdREIJyPpSmd",
-	"Eo8WgxxRQi8Yz3JUvi53mDpvFJm4xpcoUQwCP1wFS4ORc/pEd6WbG+kQLEKf7xBNoijlZuIzW9Gln0sv",
-	"RYYVHAnO886qBcLG5spTuTyYtJa+95i5qRNbugUFhUgS9QA79y4vMayWRXDDPktFLFNK6XX9RYli6Tgp",
-	"meU+NYbON68Iurf17vfmTpeZkhLcCqimGKfgDoU9ZgLa+oA97tK/PTaBzyaowOx04a+dXfjZ6zLKLOrt",
-	"sglrooD9CJuV7ld1EJRO3rcm8lrnVqEbo3FXrjoznaUQIkYOQZvTKWqcoJtopeGc6LDQl7OFPqHD+FFz",
-	"AnAu6/2K1CL3ZAEfQDEEMB9XSt/K2SJu+/4ljRwmyAmE8bIi/NCb/KgY36cfL9XZUV9qDBHsk6qDspRK",
-	"VWiMHOQgdFpqznueKlEa8RFOpyRtSf8Ck9hcX5ISJTqLS4UpzJeXCBOUi1LKhek8shlo5L4CZd9FuZY2",
-	"1G+Am+lxqqcz69LbKUnAT7waMkHHtll2CtN57fIp0KRC+nrg2za6xOaq09pZoHm+dh5xX0YEgEvw7YF3",
-	"nIsdlUmdMngO8F0O1hALNJ5IeIF6PVdlimqiEjLn0pL2gcNmqdovnk6yGEwcFMXlM9ynd5JFnHuf3xYK",
-	"2rZ2OvB6yfrBqpc8s84rR0bkUJ8DVY0bGuGy4NEMMuvSreFcHKhPNMyCfXJW0yefR78hgTS3jT6xnW4X",
-	"J+i2+ZOvdSoDiBYJzWSQ0Xvn1hkdbkWGuXuI//oT6+1VH3GrYD3qVx76BdX04i3wecuop+wTCNYZdm3J",
-	"8yI+5XFuclcBLTq/iOeyPG1kWXFv7nZ3WpR+gCTvFh4NBWcx6hELfwuLZ1BGuxhJkAkgRJIF6Q3hvJSr",
-	"Afs7FkqkMhqoSCTOLODJWKfSTqatfsl7A7rsTJRTzt3GO653op7iRA5JGU6qcB4+grnlGT9LxgOmzXiS",
-	"LUi82bu8DDCiDnsCxwJP5LloeWODjAXvKNUjwpdtS2FHbVDt+Ey24W1wZK8Mt3d2UPGstUCcYYp1Ta5i",
-	"BjaRVru/6o7rg5JKpDBo7P/2dKfb3Z8/3QHdlUgQP+3twYc+FSIfo3pz+vSH7/bt0r3p094ufBh6Ay1M",
-	"QzoUHZqU3+2BIu/wjBvjusgqPSdatmFpv/zGUyAWW2MS+UjDRlmSuIOGHShPlANF56fPZqoQZu7UqOGB",
-	"EpZJKSpKUmqgXJgkm6HkxVZPEVcuewkj8dQXEidlZsK3Wdzt7vjIG1I47U1RSIHC8w0VZxYIxoWvY6Ov",
-	"aLVegzUr6xYMFPf68Y4Ld6+mv+3nATTM+8ZALSUHk/LomQMZSk7BXB+KgTL5QV+XXwV2Kkxe+qCsc+KR",
-	"NVefRvQ+17zqKmreiliSMeyIwEt4F7HxAMWV43W/EobU6YCQDmgwSgzH3DNQoVywyh/M7nDAqiI8Qf1B",
-	"dwqLEfE0xqqEsNoDB4Spzmykp2LlXKHLS32q4GKXS2CWvi5n5/vf+2y32wsK07+ciF/Osu+z5SEqQ6+2",
-	"U7rdQ2rHqTzJ9Wi63fDlBk+rr1Dq9nTb2VeHqIxfYCLfbvDK/ZWRHXVJNT7L80WL5EDKBkT/dZBzpXtO",
-	"dRyD0a6CfMAm8tKycIbmIz8w3h3Zz33XyMA5+AeBQmFmundNGjnNUFaUZghKo2Hh8ds3zw5PTt68PXt5",
-	"gAlaIcvLkrutwt4kRxHIk4GSqk0xKmfgoQgF+amHyLSuTjyRkVAGwQ5yXPq00W+8OjptBL5QGf64ChoO",
-	"Md/B2jsnp98gQmlEsRuLqVZYsQ7aVyF4AoyqT6WxMsK2Ay59As7chYowSYmi9OhSYbm7pVH0WCnXTGPH",
-	"foyxN/qNbmen00U0WqMVFqDz55InIrKuGtv0Hz2C79quTblOx49QKXjU6/a67Z2ew1toBA09EwrG7zce",
-	"46iIYDDBevZH8GO8FmsBJDim9eSon7GOQElEC2JIMUrXghqPsJKdRmnH5L5yi9uhyZDOcxQ3+o1/CvtW",
-	"6zJaGk6r1+2ug77Ir3t0cHz01o8MK7W3zU1HLuHadREpVfk3+r9+KBPFqYu3FqSBGmSqtW3BDvIxohG8",
-	"yaPhBA33iEclCOBE2BoY6uf4uankmvrw7lLdeV5o7qJJipxdzv+D1qYiJa7km+rnVOwTY03gcCKClaoR",
-	"U/EkF3YeqnDepAvKhI8qTID0HRRZSyr28zdFRrIrHK4UwmOmr9VZNPEFYpRy6Avjd/IQN0ZMm7k8WDJ+",
-	"yYIeqNDBG5w9O3j24hATPYsVcrZ9XnHi6y1bHfZKcGUdTGOq53zOF36KYCw6w8gKY/2eGhd+JbAMDDLk",
-	"t5D8qVI37bNHm8XeYtRw3awFSSkueUTRDsTkXWKO3Y0Is+R9cTn4MQebJRVs7MB5nO4II+Tq+Tq2cdc+",
-	"Ki68ChrLhsHWN7vLEcDYJwVcezNdeRQT+MTuNiz+I489jCnesnP9Le9KJYF4U++H62861foVVwv3LHNb",
-	"EQR3Pb7+rhMKQ78rotAkvXJ5RcS2kr9eJoSS2PJE+eEqqJf/L7iKqeUYusmoVB9TQpx7Blm6Hv2iXOVY",
-	"K/PvniW6HpPENbEtQwR8dMhj7kC8BlPJzw0Jbi2T3bPS35iVTq89l2s5CU5/0I826FTSFCA2qQBzlszP",
-	"tyLWEZPK+W2NSEZtRNjBio8Xp69ekh7WdDlOpFfaRSIM6MZUz5TXumoei5hO0SItI8CsZVvkj5mZiEr5",
-	"GXi41p1iwK9lVetb0NXQ7wXLtklTKyD5anfrsFC7XL78bCZUkcqeO5uVmBegsuxgbQxxoK4JIkqbR0xN",
-	"n+URxfXhxIHCumcfU6zbvZfS2EOPc3czaevlVJ2uIX2sgmos6Y3z3mMOMRDxUrBHZaPf+C0T6aIwwqqd",
-	"YD32FL85nu3q/N7AOjmcSpwS6JuL2dqpeHDVrY6HEiQuPPkrOLBwRggmWHNkHeRlGbQg9+fW3/jcAiJg",
-	"Oaill3uO+8syD0OwawXfW4eCpHOUccfYm1Q6fMpXqdDRzNaoc1SIcc8UWzIFmZ6bb3qt7U/a9Qz7Frno",
-	"n8LmyQh1bHRTGscbj54Trmd9DgSdercbNGjMtKnh4v/MhCthKudVgJY4Dzx4xCgVZrKE2N/HqG8FPASz",
-	"cMfyQqiBas4n3GJQBn25VSjdsBWQYTiXRhR9H5ebPZZzm6ym2CYO8MAd1OgVquQkoSMpH+CBYYKniRRp",
-	"kZThZJTXvQbqXMxsXk7ochvIB+QKuXzpH+ZCYQ6+SBIXSSo1PMCBuR2o/FHSFAAv5PXEFAyqRMeAjwvi",
-	"uDAQ935QP8IDh+RRdFyo0dyqDTw/T7QiZ/2o48WdSdX69qJXV1dXK6K8d2cPrUWrXyPZS65MV9XaVHCi",
-	"+e4gK0SJmWqeLlv3Z8IXOxO6W5wJSyDRzz1AN9y/s4WUPyYIoVOtEQqP7tvb5u1ybKBXIpbcN7/4Fg8y",
-	"bNBbTatbpxZOBE/s5Pe1KuGB8873EKRVJqIcIWSu6EiqMZY+FPgHOnPAUL7su1Z1fIEPv5VfgW5988sX",
-	"8Cm8hPNOGLPJg/BRD9f7D16X3AIBxkWEbc/4WCpX8Xou3PmYSFOjVIM2/zM84Ava7R/18AtY7Vs0y1xj",
-	"tTvwBJNj5VGZ6IbpUD+U7Y6Pn/XwhO74Wmz3n/XwessdFuT+OPq72+0fidW9rEHOL6RMbrGviyk/ywE+",
-	"QlJ3CMnbwXaEhKWoCgByaZdQOEsAIgdOY0IcFJeClWbK7N8YBwQfSVgJ2JANgb8GiiZLMaUcj2QF6bEI",
-	"Cf9Qpx/TID/r4VfpdcB2qvWaqV9pePV7vv7CauaazSzDhlc3dbsmJg5guK55Sd5SzPWv3e3+UNPUdhMK",
-	"KqzshzXEU4+JuhlU9W9gzHyDUp3kE0m4VcEerE+7+qiHD0wZIGOW6nEqjOmw96h7EwJAvZx39YKVUtWB",
-	"qqTX9gmoqpx+6/AM1CJPXK8PBH6D0vZbF7JwW753qwRzspLlTocw7LA0bK5TO2FTfi7VeB90fEzcLEw4",
-	"ECfraKlTUaw3Nmy+d0J/CSf0OslxM/77WQ9z7/NU2FRuzFDwmQAPEAIHLvbx7uMUQWlFZhi2EkBAGKoT",
-	"ok5LrNvpdnYDD1YQpXyGGQUe/bUoUx+6VgbMiukswSoczGdAidfE7lVnzml5ljfNdZIpbAUDVc5GdM5W",
-	"uLH0sb/fnFHte59hUbqIgxwiM2BSnZEXNxioqTQIp0RVnAXq6EzrhDXD2fgSfjt7GLZ86qPPpKwmTZaq",
-	"0gYKq0J4Yor2Ff/UoEJbORVetKMLpRmO9dnDMGCh+wQe1GGv9VIVSp+85Ua4HOg0XYBmLWNDLgYs+UXU",
-	"MLOPijfZ9jqlThf4RzZMZETIdQrILEncoHwq1sj9V45urhXhQBmPsN/EvkdGe4pkUZXly96Aej3ZoYkj",
-	"GFsBSGXyxthlmX5bzeKOvUYlJpnma7bWf+Qyszv+sNucif1mJrDyP9ZRNvUNxjAr24+z4NMkDAjHKyVI",
-	"QuxSU+t2c8PB943PPJpXGqH5qT7u7OTTLXUI9Z3u6vd95T1LWeVzbkp5TF8pEVTyvDAVyS3ytYQAG7iR",
-	"ELZfm6CKALyJBP59gIlSNyABP88bkgCuBTwNT5DO/yACcEu8lgDyvoXbeJM77JiPhYdXxXYOVBqXV6FY",
-	"JpURqTWsSY5n5hzPcFprhV6fkiOXLMRV97PH//ySLmhfEXVHbuhSl8cnu5VenTO+2MYrfQd+ZrdsZV9z",
-	"ja87rzTKe48SpLQzyKTB6vl1S+Abz45tNXdtuwbk200oh5neci6JvdVUvgL70e3Y9b54v0b3fru/uz9+",
-	"Vsg+L7VzcYhGWG3WzTOsWTSMY49SrKXtsBM+EoSpu0XrhX6O54FlXaXmWQR84njTNXntsIOiMwB2i6AG",
-	"RHQZzCNHEyYh5tqji9jhWBVO9l6tkx3HcS9+42Og9G6/iEXjpsx+91krldcpJa2UOzPbNBOrSSw7dy1r",
-	"1ik/eYWwx4lfEjWHp3x8Ha/jNVdBowaU9bpbi1vyO66Chgd9ve7u/LqydLuXiSserN5WGSxAB88dc2+d",
-	"OVPluSP1zoi/MGumd9MJv8VmWH/ZyfHXh4v2uo9L4SKhsikcPdd0DWoEjY2ItWBlrA0pbdNkqBJiqm9c",
-	"1Or7CiQqSyHogQ57k1Ydals2b5IKdc6Bal4Dxuugf73crOmcUmqX4qAWOgN1SI2A5nwRuIN5U6enaw5t",
-	"131hFX44P75HBWo4QbL/rWISm++z6YKupEBBKUSGx3GhpNTrWmX7eLvKhfLK485RK5pK74oTQnfivlsh",
-	"oQJLtQylP1BWs7Gw1MmigjlfToUr1LRyo4s6p8utlakRzOoV5bx+VWbTNarMZygw354O8biuOv+1BpU+",
-	"liOZd+gjmjPkqllp3yCN937/j1q8+xDinYcQN0rWG4fy6VZfd4KiaNX3S43xpyIdgwiw0cR1Tnj8w5NW",
-	"n/Ghww6aDn3zdGwlyhMEDwtVliQhSwX2L+gMVOjRO6nFNYwaUzU2ApGwZvjHoJEjfDb67I9B4xz+hYGu",
-	"rvKhWHiOLXKWrsariot4krSoX+VyX6JcA6g2ucUmPjPXAbemrxAvZ04vddwh/Ja8gc/mk+Mddhe6/eFx",
-	"u4Pj7k3wynsUJnhQGRK3uY3L+o87GX4LC/9POxZdn6iieWWuoigx92R1L/a/BrG/s42hXupe/BPaTn+h",
-	"vf39zeb71vPEN3rGEbcXxxy24cj5DaxKL+s3mBbeuPzD/Xa1GRKCuctYSG3DS8FJQrJOhdEJHCZo8FkE",
-	"W57o1LJJNuWqnQqOnbHzCNeqhUAPOCVcgiVBvypPMIxmxNiH0fjSDKnlCAuVtu0RkHaYB3JmHAtvXBzH",
-	"3dZYlpVryjx+5e3f2x/+2Ame7F7VBdM+bJctMrHLseRrs0MO3IJiVMZBZvjGbP7dPeLDXYSHbyWgbihr",
-	"7jgE/dwBiZSoweFcrI1BY1LxtjVgotrPM9dzOJshGqzD65/rHE8WYe7z6uB6LEDBY+mKrv78YrDPFEpr",
-	"NqL8ThuWHlH6vmgt2Vv3jC8Yy/dNI790KD8Vn1Ff5tY6h4YpeSnqJughemV8t3kGX4H7hiji+qC3W7H7",
-	"mPffPead5iLCSyovNNZHvN0VCDSoUzbjqVdCHF+x06p/NNHYdaPwnTqpIY3vyDFQRbtc1zG+lNnk+Tfi",
-	"ytWm8Th2TcWKfj8lM7szUDeKwGOv4ILtXSMz6qamtB91oKqoOEUrMwKRpz7dhtqwsfBRacD1gXZazLuI",
-	"sy8JP9f/t7+m4S8piL67bG6PUjtcB4mBACCBD3TglhEkmqkgk5V2mlIRPECGbyDc3N3pFXpAC3ZnoSy/",
-	"9O0mfdtbju3fXddmVo0AuCVEeU3MXghs77KpiOvPFMBfKhOB9vsvSkRwxLbGS+G2eF0awn1qwVfq4vgq",
-	"qx5rwtjEzliqSKS2EscuVXO0z8WiLVU7M5tD2V74FP01fO/0agC79uGIXpQiXBBuwkC5g0LW9UXM5VsB",
-	"BVR+RP3kw8ANWokyt/5u4eDqxhz7qjN88WuX6KZlZ9+cj673lXBor7eRQ4kx2uISe0S0i0DS+h1MKXln",
-	"E4e6Y8WN6rrTGgoB6aoGUWan+skU7EQ1T2crzIyx1tqeptSVDXv2ODS0WI4QPhbrtqhkbRNH08t+88z7",
-	"rZZXk/ZSG+EsjJaSb2V7zMuqF2MT6OU6db3Gt4rug/Vu1c/1dXw13oTN6uS9C+E+Q2E5QyH1TLSOfbHB",
-	"CMYeah0QJ9RQc5jJJCZImZFMxBL7PjBFeYtOCx+Cy6aXaqB+DUs1NWHAwqKsJWzl3eDZ4ydPsH8qnC9J",
-	"XAH+Jg942Ov2Qt+AJNchRQF0gzM1TNp9KtMPvWkTlqr44WqH72HIhfJRDwNnlYtMDGC1XavV+kOO8h+Z",
-	"1WMBxnbRu6nq/ig3XylAyuklmvg7Ppg+zWfaKvXCdx1N8yamH/Vwk4cDtvPvUklAb3Mj+733J4FeVGiN",
-	"3GwwV0dzEoFLi/28t+7/glzYP90tcF858BWrs2RxcMenlfOQTsDKebhZnX0/cc3Y6GoW6QtsyI950PJ3",
-	"QXgUc5+gEOu5gu1jcp2eeyuh/edonTi1tVonIs7da533WueK1gmUQSg3ywlCBcPdlOLpzhxup8yrjzyT",
-	"bcR3ANU18Ig7DlZHWnRYOC0GtdU+e3byL++3IKJhqZ6zZogpNZG58M7MgcJsXJ6mfFEuYC5rwQ6f/OD4",
-	"CHue419T1gyXuTJsddiBW7mBco34Kd8Vg3SlVFb6MtbC9FeS2114Kdc6H3d3a7vnufW6rcb415RLSCum",
-	"eKNWYht/nU8VDbYzrj/kLrsGbinStt/zTYgcb396xnZ3vu/WE06nxquwQaAimS5J1We0Qu3n0nhcqNVZ",
-	"hNxaHk3Qd5c3IQBrTfGp8GHI4pp9/BK+ezpopDN7ttN73InMxaCBCut6d8qKh+S+6mS7qpNCZ3hg7nOQ",
-	"74/YW/ai9PrkRm32Mw/XSmfW9e6hZx4JQTExndm8YSuJH63y9n5BUd1XgVxzDe25dRl2FkODmOISJdJF",
-	"G1maYZs3rvLx9cg3f8cDHV4kSURSuF8wB8IULXClGSg4fxXlU4By3mE1bT0p4vH88OXh6SHzK+C6tMRa",
-	"iQ475NHETW6geBynwhgsjI18wSXi04mYqWw6FCm1Ng7hzc7yXrcMm/wvArbTRbSJqVSZFWy4GCjXrbtF",
-	"cy8a7nPFbJY66HY9GrFm+Ob48PXZ6eHJ6dnBs2dv3r0+PXk64onBsl2JNooaqAKEYne95+hUmFLj0C+W",
-	"FVF+zJpDUIl5pceqdO3Cz8Xib2Bq/H3l05oM3bwKeaUPdElsAVmwiUhmsLNkiaMAWooKmkficiZTsV4e",
-	"veLnwjhRsuq0Xcopo8GoZxPHRpC9XTbRWWrYhMdsxo0RcX+gsDUvnesE65tmCvV6jsTqTIcOy5NgI5BF",
-	"6QNTzl7zPblrOPAQ51H1t5iv0h8A+/QCt+mtMFlSy8Mv9JzAjhExk9b4PjT1d85uJfpdCggtt7QHNtuC",
-	"47EdQ5qpNly+ls2pVMiZS6U2K0VfYQ5mPRwdztrHsA5rKm3ZQliKqogYrXi4DnE1hsLOhch7kxmHWcE9",
-	"rkWLDQWB4caZFxsuQGTmQswQRZXoHUs3Bqq52tg/h5XHTiyUiktN/mfc4JEtU5YK4FWpVQtEh+uwZRHc",
-	"dqCUnnfYQQWr3veN8LkeWO7bYccYAEMQ07zNRQiCKzMZT2rbomXqZz00r3GvvnH5U5CHYXORCjblsYCt",
-	"uxdGf2Nh9DZTS5LIsU+ZHKpsu51k8g0TC0DqRxjx3UZSzYTC6PlyP8Xc6MCkdsSW940Rsec/NY2MMVU7",
-	"4SCMwIzxdEwiCHswIh6eEoJAfkCi4T3kcCg3oNygpQzUZjUFw2vVJoFS/D1ERQlk/F5S/E+RFGAreNTz",
-	"nNM87DxxjWOyzdLBCwbf6/LOCg3ZiYhSYQnGg3z+8Dlp06sliEtdHb9sS3rf1/Pu+9vNv5WUvKX13qJJ",
-	"vN+Ze7Hyd6/182JElJjRixBHN5vL/sbA6Fjx/e7tSyquwy7LRRtmg2GdGEMNS42iWTP8ddB4OGh8CKlf",
-	"SJK0OgMFfOzw/1zvIhqt6Pts5BjtiNCg5An3XTekJccp6k9aDVSqbeHFRUhCJl1NIkx7mhksE8GeIzAt",
-	"7F1Bf4Y0nMuSKDk6B4oniZ4bNkvlBbcg+excp+eGep8kOuIJi8WFSPRsKpRtkRVGC0WK1ERjuaUDioDn",
-	"IM6cGzBgidazIY/OA5ZIdd6mIUtwFsx5dQV2X8U2I/UqETm3lgTB19ZMunaSf1FV3NIs3ks7oUNunTfY",
-	"E2cJx4do8zPiZ/dFcXcqo+87Rm+bhEZCnfGV46H+dKhVLq/tVUoxrapozwMpuQE6kSCuF/vLpql0nS/i",
-	"VM9mdZomDX+nIq8ia3bXvdG9D/k+Cl6B4MHQ7ba8FFyPaZszS9OHqovTppVzUBXoti6f88vxxhezXa47",
-	"fe+TVe7Z9HPyQbfl0ZsxyhIRfwZwKljnYZYmYbBiSwUsLA0EphViqA6UBzWVTjiEsTR4Z9gpfu8z0KhD",
-	"18y7dMY2nQ3nyqAGaiq4ItQW9PZoSwFn9Pq29ssjUoYHo3lS6k1+zI+5VAHjidHU4KQEn+cHuBkAKyvj",
-	"rw7UOgDWsNfthsvQLx7CdQ3a6ufKya8NdXWthXW36KufY8j96QeIR2OtMePu4Vjv4Vjv4VhvA8f6udbj",
-	"o+IcWhuqeKNEYSzOREo+RzqTrK7oywGwcimuIXg0ITanWIaLaFLcso+ZlEG1kzqhZwRsoucsAe0aK2v1",
-	"uauj4pbNEeIENO+686QU/SgCk18y/LEcx73D8MfUjL+t+Idb8cX18Y+C7O5N+XsbYSliUlJjH5jlrt+U",
-	"FeXzsr6c9bBBZmKoQ7TJHUA8ewe2Sm3058iYTPjsUnqgSxQjZ4W0lFKOARRsdl6K0rQ67CeX+YH5JD6l",
-	"daBIGvvDI48AzTWGfbjNwCSQioV+BfKPw4CZGY/AlIBXsmCFoHmRK/xLM9VKlPoxOOGIQSIXxkoJYdLM",
-	"pXWHhc7sQCXaEMiEm0KHhf7uMxr+jBLszBm3ITN8YQq0ZJ3Qg8nWcqGszkC9xSAVDIvJux48GSNFecJv",
-	"KiyaRG4ggaDf9D6ENVGbEYM0sbS1Lp7xDXh9bhV9KXb6Xm2/F/i3jIQg35CnwEWcjeeaOk22Wl7wR2Mo",
-	"eCrSg8xOGv1fPwDLkI+jDsP/JQZ3nQ+kGY4xiZZ1HkXTOEc9bfOZDFuNoJGlSaPfmFg76z96hGHhiTa2",
-	"/333+y5yppvcur60WLZUtKYtVL+8KcKqdvlKK7Fwol3E2He9gN0KXNpPgbwrYewZCOXy+B7UZ3X4n2RC",
-	"E6spTQ5cr3eXIj3k0fk4BbpiwwXjiDRTfgRVlq0+4qVW47bPQJ7r9BwMhJlOkgDTlQh5lqtIJKXhftZD",
-	"s0bXLop/fN0PGwowCwyzujREXke0MkqeAkWJ4D51AmhNxC57osjdJihkTNDBE9Ir96VH5cS4+iwEgyCo",
-	"XkrGKOV1kpljdJZGohjfn23F8IcXa4iDQPcDlnqY+4BNhU1lVKSw+kb4IJxFMuqw13qpxK70oBI0fg2p",
-	"OLUBCBhJhmrcTH+1dMetHvaJiDJc51Rn4wlpI008ozGlnnLep/wcaCOFqVP2fIt2BuatVX3NDGg3dOi6",
-	"yVdS74Ab535XUBsjNGrqr7k+H/cgB0CkK/vu4WmMMAC+23OHhTG3vOMy/88iHYtc31hgf0O0g2lHncu4",
-	"8MOabEgNIjBrP6xOLmRNnbLwoQc3rOoU7lpyrji6a9xStz16/oLgm7ewGN0tp3IqjOXT2Y3vPPHaor/z",
-	"Czlbj+sWaBvv53/9V138D0VD3GEHasF6l5eM6JsqurENpTRMjhV2WyWfVXd1mH9iuUVZY4LbvMfdq5DE",
-	"M0A53n0Och1HdTWfdX1BFnSpSIzAchWlfRJXrskK5Dud2YDylYDNYs9Yeeb30iG8xDHrfEj+shyqehve",
-	"yi9mzfD4zclpATCeAxMgy7k6HcP4bJbqCxG3bsta+RO34q4Tf/U9g61lsJU1uuexW/NYwTzXsZkLmGzD",
-	"ZK6dYd8l9tQ25gL+Ozh99qKEvo3wq+7eJWhf4B4MZZJDNrwtM7qX2IoVyat9z4jrGXFphe7Z8NZs6Jlr",
-	"HRM6GN2tjrqVDg6lviYFA4x0iuyZK50ac5tvyljLE9vMWXT1/Rl3LeLT/RH3+by1wjPrmQvRAq830HJU",
-	"xSyhcsahIEfFvjPKsPdPSC2BfPs9wxfofri5cVaZ13WMBZfem2ab4SLvLbPPZqkyp1zDT1seVg5YjrAH",
-	"PCOlWBnb8diJZ1mahGwkbDTBvLZbctLWpxRcfX9KXctP96fUnbHUdafUVdC4bEd6OtWq7dezXYpxUZBO",
-	"qEi0D2BXrwfuLu7wN1wFjROMRrRP5VSqa2NmdLG79urq6v8PAAD//w==",
+	"QAjUpsjnkuGPDYUtM+7hyLx8c8QWM60C2LgIZiEUwXRygzmf+ywRI8t05hqBOTyaIiDA8nhAZyn3Zu9J",
+	"ndezkpu4zWpQIZ//WGnbLqRKWE1i3kzTZUlZi5ZfQmLyYsfdQ5jWrqSodnCzxj8CA784PT1mDuIBFrdT",
+	"TgTdq+SA7na7dVTkJHVNd8CJTi0z2XTK07xTnt9fGKfU4KEEdbtZytQ7PQ8KN9e7t0cOC77cIGn5weE/",
+	"D09DIBg6zkqjrXjEaoBx6nSx1TrUNadKGVI7yDG0XWFq3tBrPtHGtcyqYMPSaSTigWqGLk8yDFhI/aQI",
+	"15qKDH21XBy2AmAYF5TEbmAPDMvrXdt5vatDOfUycM3Se+G2TtGxSckRXKfmvPXwxxhnvV0C5Maz5kQg",
+	"0nKSwyvnB0uHvYFFtppaYPkcaWayoY/duuy64pZGcGMQ6ZpXHjn4p8/wxPxZPpVVB674sp6E2/kuPjv3",
+	"+3qnitlgt20XFqlA82z0TLjXWedi+LCWqu7A4nbk+eXjIvSguzFXS5P+fDNuJavic+w4KgdYfStQRM6M",
+	"/H2NLjSSCSjwcAEI61xt+VKioVp4cJv6gS1zs75o8GrVOtgm4u/jnz7Y/1EPWzcM9ddWLmxZqXCbGFnQ",
+	"+KiHZ7cL56d6fhbVFxA5d4ghlAF0TXtVAQhySwJcxtC+TU2FpCzh4Vk5oOyevaHUovx2QYnHlghvyWF7",
+	"TbCZWHhLf+126S4Yef5QX91fyhfkBnVTVsrOwXxFw6TvUU0GHuW33InsK+eKfb7g2168/+kLR5kgd71y",
+	"d3NqnApj1xanO2TNVfbfpoY8aPCZPDsXa3oIu7EfGI8u4rq1HzikEvQG9ZnvychOJghKAvo1yO4lBdmc",
+	"n1kwZG8W8S+9XzHbdav0QiQzkRYJFktLNRohwPGGNllYE0lW4QTHcnm/cedmuUf5o+pmSr7qzyrD367M",
+	"q05znd46gaB2tDuK9P/qlycf+2rtwv2JdXJ1rxyX4EOWFd+6crqNecuVmoOipGzTPUUVWb1F6b4/oGYn",
+	"NVxQfFFlgh3XZ3S5MaVzz/heQgFDhpRqjAjQUaqNKRoXSedQ2+hddCPfUC31zcLOyGzZxI2ljNOaFLg5",
+	"xvBTrcZ58H5eqH/YD8hDXYuY9S4vOxvz8zzW6dkmZ5of94Ep+9Wqz1e6wE2N+FSwJiyFzlDbpU6UPI5T",
+	"YbADXd4TDl+1VZ6jX4cyM1WkkyOBpZ1YfZXqovtV/bCe6p47IqmrIRZUDUk1+VY77zsxcZ/ydmWMeRPl",
+	"FPk2fEbJ38FqS61SU59wJlQs1ThkQJ0JtshzFDwW2E++d3nJmqXErZbPPHdYAdFExFlCmLUO/Y0e6Va9",
+	"3BLU3VmHosOaOSAu+c1q+a++xChd5JOmDNmA6SQWxhZ4O1vZ7UtCoMZ+v1Uad9W3diPnV9DA3T+7XWEK",
+	"3XvD8pQaa2qLVmVBQ4lLe+a2YbOxCFfmGwYkkImcpbVvSZU3YcspD6iHSOSz0oFzk4oIvz6fsM7IvJt0",
+	"mjI1lHa3slklN9byqgYFJ9wsZWZJ1PzoG9V+hptrWXpd59Jeq6ovDXQHHrhrp3bnrrgl/epu8LC2Tscr",
+	"q1fLkZxcwpbFLh4nDmkGIWfwmKF6y8BHj5QtsCtyOJi6VJ5iAmeFG3k1JXCd7O+DJelcyiFrDhdsobNW",
+	"wMKxViJkTWkLxWJ3p8v+qZVoBdhUVSZ4eDUp7pALDZd6CO+xh/gZrU6hNMhE+LBENdc4n0QjaMCjnTzA",
+	"tb7Wuf2ZOuytDodZKi6kzswZ9Us82+Sr8/3YfU/FwJ34uRLnB/PNFynzwsixMmwojIyFk95zUEJuIYNv",
+	"LkBz1X4LwUpOqWp64dKelPhklWI3ruatZK2XBXcnz3Lp8qfLs/fSTk5wWbZ3NK1OeqVsLx9xVfcHwkMY",
+	"LLwmyLuEsn/4tqZ6xB73WMpVrKfOvV92pnjCLprBYhGjB/5RcUH6juJBUwXu8HKhzI348HLHzg//ePpH",
+	"N+hdXe+McW+5usofinUGw3QrVJQ+CyfWzkxI9fTwe5i/b1pGLNUpw65Ghs1SecGtGCgl7Fyn54Y1Ex3x",
+	"hMXiQiR6NhXKtjrsNfaj4v7ygCVaz4Y8Og9YItV5m+7RKfPekIFyOn4/7xYfTUR0jlkmLBVjaayHTlUx",
+	"42MuVdHX19sHseRJIYpLmQL4nv1Hj9xnnUhPPbCnKbLiPnw+JowRUZZKuzgBwnWxJfTOHWS2vpt/7tnD",
+	"c5SbNd49Rg27z8XC9erusF/EwvWvJRA+3Dpu2MmLg3Zv78lATbiZACUDD9CKO2R2g0hqYP857x7mX52L",
+	"BSYpPT989ebs4Pjo7JfDf5+EA9V0yQws9B7EWEy1N66QRVFE4DwLEoY1J5g2qUbag73yCJnUtWj1S9/m",
+	"M8mmXCrLpRKpadRghJuZiNrkGYHnY8NxoehkPnn+CyP4ZhOwRPAUBnGgNdQoFXFuRGo6AzVQ//Ef7JlW",
+	"wARSKzNQbVYGMXYe6U3bANMtbwVZjrCAQ5Fo9GCifT1QLF9imI1vQ+27MxlmIj0TMQHy9PMc6cLxK+O8",
+	"6ddud7cDc8WybkmMoDPbYa+0EtRiuujMKyvocz6PNIcRWoUa6sBc36fSCj8G9meeJcBpibQi5YlhzbC3",
+	"1+0StCD2iO92uq5J/J7oIU203WrgNH0XIwQyZk2+DJBcg3kcZnbU/j50Xd139gh8SBqYn7f+3evsdrt5",
+	"epkSxvqcW9p6PM8Mi4WY+bEf91gCgsoELBUzweFKGLdUtR6UWtu/fveyqLVizXAAG97tkuMCVlMJfLOd",
+	"J8xkaarHQD14Wfw9XiYVUoBauNqugG5UGT6unA73ZLdU1YXFxfiKmPeJhyEbioVWMfs//89ut4vLfBQT",
+	"+/tEycoQeMUBrtBKFiMBrZUSLCl5kRxZZt+nKfrcyJAcjsbns1okFZcSbZiIJroYK6/y19Qpm0YmaIEU",
+	"kwlLJFLytqWpFKaSS9dh/5lpi1jIuMcU0qGm3i7xi4bCyeJKrE3Fbobr0KXDVocd8mhSqlnnRGmlpDWX",
+	"wYk4WvuMuxQ1jXSXCpulCmiVkuom2ZQr7GqDSM4zPhZ1TBH4ORqHVyPiACyanFWVmCdSCS+vXlJTAXVa",
+	"PpQjrUZyjH3M7UQYl7UXe6BJPBtAi3HE4BPVJtywx92iF0L49vA/3x2enJ6dHr06fPPuNGyBPKIS4A57",
+	"g+Dl3GJNOGV0FiWbsFS23EnEC6slhNKaxiQe2brcn6E60QfGOR4Nm2bGAkPDjrguJHuVFzh4fvbi8OD5",
+	"4dviJYrK0flEJ4J21eVlklzKF94NubMyph8Mdh3viTLL9GjEhguW25Iomna73VaH/ahjKapsiQ3aWHN3",
+	"53Grw1649ylf8LjHfoErwlcH/+Vf4sd/nx6ehK19GNl1gNPKD+wNWNeaH/3ZCV8gqKMRySjw8JDAgNhr",
+	"sg/jhLuPd5hjMDcR9hNlLZ9qzbChXujJD+V+24pLV2pAG3MuxKzNwTIuO8BlnFCa6JMyUR09f3lYoijQ",
+	"6BJtRNxhP5Ik2+l2u0DLKCOL4YxbiWdvXr8+fHZ69Ob1SdjytiKtAA2EucYaNEIk/wUtDgLriziAQeFd",
+	"gGC5covWL0PgggKhRyPPYcelLFQzUJ8IPeaTz8D9hH4LIPtP8GW73WaVn/BhuLZBecg+oSz+xDZ1Gx+h",
+	"sMIbUVLlotg3PEFUGxSpnbVPXCq2KJ5c2056Si0tnMrvbY2AienMLoKljO29pTMKlIBZClobiLqDk2dH",
+	"R6vzWs3Mhgn13FJc0+1OmirENG1G33llwv08w/tM+pTvcup8yAwHc0ZGE2emLTrM96RjiTwX7nDGR/jj",
+	"aPUdys1BaP477BN7rQvtXaeuywMZL6sNQlYHzZOWacRdGnFj/07qF+EvAs5eHXa1FS2Nv+eJb7n5LOxi",
+	"0XScbneImdjZNVy/p0tp9ficH9xz/BbSViEqNEH+UFMMBD+22mU2LW2kb++z+uSPeohPpSL91adivkkC",
+	"x++iAI9pXgvf0tpfnRxWMFjtrqlhuNoG78V0btvSfZs+WSuTWV/AU1mezd0nwlJIobwJh3lXCoqCrdJD",
+	"Tf0TPHenh3LnJi0Bw3K5VYi6CjoiPHPNdVYn/VZ6rNLzHy9J3O26qtYJgLrGMPSMvTXPgPcEM43hDXSc",
+	"bOgCQ1dTx5draY0q6PD5PRKltcR1k2pC1gQZ5ufWWp3DmqK70hx8ad3yCs+dVKSaoEpl3j4LV4r+UGqb",
+	"opZPmmsozh9bNJfv3Vxcf0KFzg4wLAs6dGBmORI+ER9b6IzKjEF+1CxAuT4EH+XYfH33sn22qXvZrTi9",
+	"2lEe5rGHx/uJBtGNerkTcYrpLGVGxqLDXjuhxoegEFE5FpiWxsM9VsqYRhKTTZEiYYxEj029LC6YnWbx",
+	"WlsEMaKTtE9Du5mCSYgCGhnZzZLenYMARJuUQpKdXFH1Ba2Yz7cyhVq74hNaH0QEd97ikH1eh0PWBL5H",
+	"N2yw1ImhDlBvlezrOj1U3hg1qvw6v8xO13EdJAp6KNoJU6rFuatBhiVxNNyv7Rux2jgYJouadOmbgXI4",
+	"Vt7TFwYsR7ai5hektVXRrrwiSmy78qBTmuhAYUJIpNO4gHbEyeW7blOuDCczxZ0kbiaBl1U6BZpE/URI",
+	"dEMNtZ0MFGpIKJndx3B4lb2uuefOFqmaucmZC9J+pdUGMGVYLAZcPlBhsRYkGexcrwpp5AliK0LhLgBb",
+	"B4orJjDlEftjOOD/XKf27/zAgObdKjuNqfOuU4iHC0uGHP4C+z1QYU3/5z6zaSbQKPYniPfMOctTWp+4",
+	"CQo2kVqTs93LS9JdObpZCkvHJVGxRPALVxUIq5VhHlClowh6IdD/3xko3AwKrrGHD3u7bKKz1Dx86Dgw",
+	"P/oQDb3kN+HKA9+iVubf9Pnhq+M3p4evn/377JfDf5+dnr4MW/s5Bq0Db4N5TfkCxAilhGEsYrX2Hpjh",
+	"gO1dXgaMM5dIRu6/ONUzIJ2SCZ0rRlYkCZ5DcwebUa4wtFqfDxRtNNFVmb5hUhOOprmjC3IIG8vRfeg6",
+	"RlRMd6LegfIMQxJOwwwCNkz1ueiw5xpnNs4wPLOmh0xO+PgBoRMcjagfbDWdMZ9dUMr9IhI0eAYsWWP7",
+	"TI5gAgF622D3lZ53BgpVHti88sZIAzvhTXrKeidv8Ec9NAP1Uju8TaYwREW+Xl5aks6KLPIurbDX7bED",
+	"518Isd+Hily0gA8UChHMovMNzEPWLEN5tlxv0dKpsI+onznOHIXRcYwCxWigSilzSMjKp8t3ynUUha48",
+	"koloFahorOkPYFSr5pNFC1v1lnDSWPj88OXh6WElRZ++NuUze+JOBm9Z9RlnBKuG1+CaDhRsEhC9xzcF",
+	"3d1YPTOFdDCUuoVYMHqEvU067Gc9rAS0fF2so82B8lQnU3oqgQfk4gHBY1iiDfISHNc0dSrYdaiQsRSo",
+	"n6aZItYdqCas5rTwgkjsawUs6nyIBt6rCJ95TEvjiAixG/EtXfGSnctIdID9i8fTRXMs97UiTbMZolJq",
+	"zfTICkW+33zLnBpC2hpnU6nA1h8oWiJiNZm659Giudoo9vDhd5inkktB9I3RjgEp5KkI4T7x/kaxyMK3",
+	"h8dv3p6evT08PXx9evTmNQZ5fAyt1KhC2VQnA5VXLUU8BVWIGZsC0znUC+c7p6GPRu3XWgmvlXtGe9zd",
+	"JZd/pnz2P+gR1A6xpt04a4LS75190gZoeOIIxnLkBaPxUI0SiXNzhKovRIrl2eRYwyDUA+PWwHTYAfNP",
+	"pfOWPs8dBM3wj6sw1wkdEB8uqfd9eE/EhJsWOk+JQS9EajBvJizSP8JcgtJKBe5oBu0GHklBeyQqp7j4",
+	"6QA3+Qc2wyUcLdC3nCwh+WM0CRgyt3P9LNdALD8XaC7pGaXylxc6F/uFQuFnm7tyXH03LIN7Tzp0cOlZ",
+	"orFbLqfzsTQ0ysYlgoC5sPBhSMcmHBy8bcSMp5h3gW1O9AiEgLQLZvnYBLSRwNSxzoYJlekL43U/Z+c5",
+	"88/XIPWLV+yzQePi8aARsiYGk3Z2uq0OO/AqjEhADDXDi8dhTm/0hICFgwbdO2iQu5vik4qjZKGKFnhs",
+	"h53ysfNj6+mMpyXFa6Dgtz6MddHFaTg/Quim1SnvRmacquRYjIaTRivQteaCn7Pw/SP/Qo7m0fMiTGt/",
+	"dbXRP8TPMSfLsTjGFsglSHLn2Zu3JxiFMsK9Qh5Hx724IOBwOwGrOI/p5tqw8bE0IM4Ud6tfRMdINvAE",
+	"5Lk/dF8cHjwPnRJNnniYho8L4aaSREH7DsEDmhgpY7kGYShy1wqKgEAR1DgsZpw/880xhR2cmOp1d9lr",
+	"zVzk2pEquUbxdWB/gafcOsGjmzRvOlAuSAiTd9FFD4m98yeV51akIqA6cuAhWLiFkXNNkewTWeQF/Ain",
+	"KAbL+IJF3OkVB8dHbJTqKVklqRxLZWpTe5oh7O3ZwcuXb94fPj978/bon0evT0IMpAwXPqoI6nyrw45T",
+	"Qc5Kg/4VkE++AXbJSiEHQ0khCry4wHhUjWUBV5QcEUFVXQrKndqDmjbtNO4JHtPtUznFjE6yL1OB5lQk",
+	"2gezWSLhkLWaUYpJnhXyE76iVB9JFxwooo7CY0dWgBeR7pW9Hw97U+BzchGDUuS73m63RbdO8VYUji5O",
+	"gdonyUYMcposvZAXwrUyAHsxFlOuXFykclbbLHXhAT0agVj66eDdy9Ozo9c/U9zsqesVvO/8PVqVNjJg",
+	"RlKGPObwomJDSOBKs6lWgtjDvVCf4U1PE21s2/OVY8vcBETLDHNuQMNHoZuZjCeo6Jf9rBjwIz1tyR4p",
+	"InbAipgxwQ0d5YVXiaCEQPjToHO+yJv+s+vcFFRZDuzf6tcYICRnquGgmnVAhbpN6mzYv120u892HHfl",
+	"0Vo6ZaRhMXb5SvPOnRXrV+l0ypOkdoMqPkp6wd3eD+u9mB7khtEnKUpQWnEf28+p/4Fx/s1mAWqjWI2D",
+	"Z8m3k5tSxJ4eGwdPUxSQrZLHdNkr5iR9QPwzzKJzYSmrgWKU6MrCLBti6yIVM+cV4BPYz/w1kWGqq+d6",
+	"mT7tGbdqzh8oDZuIJMZgMU0hgaO26EuDxqTfsaaL6eN7Pu4aJ+bJTJhxY9c4FlsddoSW8VAqYYoVQI0U",
+	"tJrOGJNuNlBhkL/CXrc7NaHzSJhEz4E8UcKd5u8FiludSCT/E/nrbb6kzbCG6oOBCkur1uqwdy7oOcsH",
+	"JjVHjpWjYpUHRkNHAzhJP07o46cDhS5Z5qvfHLw1LmmhWm0Ktzu1y8vjDol2M1DwTt5DWz1qcwU8FTwp",
+	"U0uQR8d5wnKxbWwqz3NFqXLm+HNjNb9p6Whqvn/8zN3K6DOwOGHoLLJZKuI25U85VZfcKbMJ95IzDzBi",
+	"Sd8k1dl4Eni7GYGtyfoTKk9zcZajX1mDyvJUJonM+/eSi8Fqy5MQ9A8l5kXDZ9SZwyjhcor1FOvCTkrM",
+	"sbAimlA0jpDZ8WQI930bj4Qvlkb07g34im5SmvlB8vwZWAhuKb/FrzFpPWhzpsKrmVpF2BGMhZdteDgG",
+	"i+iGtpMsYeBUVRxUlTTT8gmAm+wyrM1AvcWMZCxTLWKpvmfDcizWm16lyAFc6NI5qChT2oHKsa4MsxoP",
+	"vvCPAabTDhoBGxRgBfQn5k03rpySyUL4Oy/fXGquNVC+uxbFnfybOCBe9uuJ5SrmaZx/86Hpk6bn83nH",
+	"uK990jRmULdQdX/48ESOlYgfPuxXikaD4q+ibxiRgf/cyLHiQOdhIebzXk0g79a2ayKNvsP+JVI5ojSo",
+	"fDCmL7zflM8ptOlO2BlPDbInQy8BGdijzAiWz9CwKblJuWJ7zu9imE7iDr3rgWWJ4IZ8f/DKXPkdLJqr",
+	"lEMRNREI52NpSqfEo8UgR5TQC8azHJWvyx2mzhtFJq7xJUoUg8APV8HSYOScPtFd6eZGOgSL0Oc7RJMo",
+	"SrmZ+MxWdOnn0kuRYQVHgvO8s2qBsLG58lQuDyatpe89Zm7qxJZuQUEhkkQ9wM69y0sMq2UR3LDPUhHL",
+	"lFJ6XctRolg6TkpmuU+NofPNK4Lubb37vbnTZaakBLcCqinGKbhDYY+ZgLY+YI+79G+PTeCzCSowO134",
+	"a2cXfva6jDKLertswpooYD/CZqX7VR0EpZP3rYm81rlV6MZo3JWrzkxnKYSIkUPQ5nSKGifoJlppOCc6",
+	"LPTlbKFP6DB+1JwAnMt6vyK1yD1ZwAdQDAHMx5XSt3K2iNu+f0kjhwlyAmG8rAg/9CY/Ksb36cdLdXbU",
+	"qhpDBPuk6qAspVIVGiMHOQidlprznqdKlEZ8hNMpSVvSv8AkNteXpESJzuJSYQrz5SXCBOWilHJhOo9s",
+	"Bhq5r0DZd1GupQ31G+Bmepzq6cy69HZKEvATr4ZM0LFtlp3CdF67fAo0qZC+HvhOji6xueq0dhZonq+d",
+	"R9yXEQHgEnx74B3nYkdlUqcMngN8l4M1xAKNJxJeoF7PVZmimqiEzLm0pH3gsFmq9ounkywGEwdFcfkM",
+	"9+mdZBHn3ue3hYK2rZ0OvF6yfrDqJc+s88qRETnU50BV44ZGuCx4NIPMunRrOBcH6hMNs2CfnNX0yefR",
+	"b0ggzW2jT2yn28UJum3+5GudygCiRUIzGWT03rl1RodbkWHuHuK//sR6e9VH3CpYj/qVh35BNb14C3ze",
+	"Muop+wSCdYaNXPK8iE95nJvcVUCLzi/iuSxPG1lW3Ju73Z0WpR8gybuFR0PBWYx6xMLfwuIZlNEuRhJk",
+	"AgiRZEF6Qzgv5WrA/o6FEqmMBioSiTMLeDLWqbSTaatf8t6ALjsT5ZRzt/GO652opziRA1eGkyqch49g",
+	"bnnGz5LxgGkznmQLEm/2Li8DjKjDnsCxwBN5Llre2CBjwTtK9YjwZdtS2FEbVDs+k214GxzZK8PtnR1U",
+	"PGstEGeYYl2Tq5iBTaTV7q+64/qgpBIpDBr7vz3d6Xb35093QHclEsRPe3vwoU+FyMeo3pw+/eG7fbt0",
+	"b/q0twsfht5AC9OQDkWHJuV3e6DIOzzjxrjGskrPiZZtWNovv/EUiMVumUQ+0rBRliTuoGEHyhPlQNH5",
+	"6bOZKoSZOzVqeKCEZVKKipKUGigXJslmKHmx+1PElctewkg8tYrESZmZ8J0Xd7s7PvKGFE57UxRSoPB8",
+	"Q8WZBYJx4evY6Ctarddgzcq6BQPFvX6848Ldq+lv+3kADfO+MVBLycGkPHrmQIaSUzDXh2KgTH7Q1+VX",
+	"gZ0Kk5c+KOuceGTN1acRvc81r7qKmrcilmQMOyLwEt5FbDxAceV43a+EIXU6IKQDGowSwzH3DFQoF6zy",
+	"B7M7HLCqCE9Qf9CdwmJEPI2xKiGstsUBYaozG+mpWDlX6PJS6yq42OUSmKWvy9n5/vc+2+32gsL0Lyfi",
+	"l7Ps+2x5iMrQqx2WbveQ2nEqT3Jtm243fLnn0+orlBpA3Xb21SEq4xeYyLcbvHJ/ZWRHXVKNz/J80SI5",
+	"kLIB0X8d5FzpnlMdx2C0qyAfsIm8tCycofnID4x3R/Zz3zUycA7+QaBQmJnuXZNGTjOUFaUZgtJoWHj8",
+	"9s2zw5OTN2/PXh5gglbI8rLkbquwN8lRBPJkoKRqU4zKGXgoQkF+6iEyrasTT2QklEGwgxyXPm30G6+O",
+	"ThuBL1SGP66ChkPMd7D2zsnpN4hQGlHsxmKqFVasg/ZVCJ4Ao+pTaayMsO2AS5+AM3ehIkxSoig9ulRY",
+	"7m5pFG1XyjXT2MQfY+yNfqPb2el0EY3WaIUF6Py55ImIrKvGNv1Hj+C7tutcrtPxI1QKHvW6vW57p+fw",
+	"FhpBQ8+EgvH7jcc4KiIYTLCe/RH8GK/FWgAJjmk9OepnrCNQEtGCGFKM0nWlxiOsZKdR2jG5r9zidmgy",
+	"pPMcxY1+45/CvtW6jJaG0+p1u+ugL/LrHh0cH731I8NK7W1z05FLuHaNRUpV/o3+rx/KRHHq4q0FaaAG",
+	"mWptW7CDfIxoBG/yaDhBwz3iUQkCOBG2Bob6OX5uKrmmPry7VHeeF5q7aJIiZ5fz/6C1qUiJK/mm+jkV",
+	"+8RYEziciGClasRUPMmFnYcqnDfpgjLhowoTIH0HRdaSiv38TZGR7AqHK4XwmOlrdRZNfIEYpRz6wvid",
+	"PMSNEdNmLg+WjF+yoAcqdPAGZ88Onr04xETPYoWcbZ9XnPh6y1aHvRJcWQfTmOo5n/OFnyIYi84wssJY",
+	"v6fGhV8JLAODDPktJH+q1E377NFmsd0Y9WA3a0FSikseUbQDMXmXmGN3I8IseV9cDn7MwWZJBRs7cB6n",
+	"O8IIuXq+jm3ctY+KC6+CxrJhsPXN7nIEMPZJAdfeTFcexQQ+sbsNi//IYw9jirfsXH/Lu1JJIN7U++H6",
+	"m061fsXVwj3L3FYEwV2Pr7/rhMLQ74ooNEmvXF4Rsa3kr5cJoSS2PFF+uArq5f8LrmLqQoZuMirVx5QQ",
+	"555Blq5HvyhXOdbK/Ltnia7HJHF9bcsQAR8d8pg7EK/BVPJzQ4Jby2T3rPQ3ZqXTa8/lWk6C0x/0ow06",
+	"lTQFiE0qwJwl8/OtiHXEpHJ+WyOSURsRdrDi48Xpq5ekhzVdjhPplXaRCAO6MdUz5bWumsciplO0SMsI",
+	"MGvZFvljZiaiUn4GHq51pxjwa1nV+hZ0NfR7wbJt0tQKSL7a3Tos1C6XLz+bCVWksufOZiXmBagsO1gb",
+	"Qxyoa4KI0uYRU9NneURxfThxoLDu2ccU63bvpTT20OPc3UzaejlVp2tIH6ugGkt647z3mEMMRLwUbFvZ",
+	"6Dd+y0S6KIywanNYjz3Fb45nuzq/N7BODqcSpwT65mK2dioeXHWr46EEiQtP/goOLJwRggnWHFkHeVkG",
+	"Lcj9ufU3PreACFgOaunlnuP+sszDEOxawffWoSDpHGXcMfYmlQ6f8lUqdDSzNeocFWLcM8WWTEGm5+ab",
+	"Xmv7k3Y9w75FLvqnsHkyQh0b3ZTG8caj54TrWZ8DQafe7QYNGjNtarj4PzPhSpjKeRWgJc4DDx4xSoWZ",
+	"LCH29zHqWwEPwSzcsbwQaqCa8wm3GJRBX24VSjdsBWQYzqURRd/H5WaP5dwmqym2iQM8cAc1eoUqOUno",
+	"SMoHeGCY4GkiRVokZTgZ5XWvgToXM5uXE7rcBvIBuUIuX/qHuVCYgy+SxEWSSg0PcGBuByp/lDQFwAt5",
+	"PTEFgyrRMeDjgjguDMS9H9SP8MAheRQdF2o0t2oDz88TrchZP+p4cWdStb696NXV1dWKKO/d2UNr0erX",
+	"SPaSK9NVtTYVnGi+O8gKUWKmmqfL1v2Z8MXOhO4WZ8ISSPRzD9AN9+9sIeWPCULoVGuEwqP79rZ5uxwb",
+	"6JWIJffNL77Fgwwb9FbT6taphRPBEzv5fa1KeOC88z0EaZWJKEcImSs6kmqMpQ8F/oHOHDCUL/uuVR1f",
+	"4MNv5VegW9/88gV8Ci/hvBPGbPIgfNTD9f6D1yW3QIBxEWHbMz6WylW8ngt3PibS1CjVoM3/DA/4gnb7",
+	"Rz38Alb7Fs0y11jtDjzB5Fh5VCa6YTrUD2W74+NnPTyhO74W2/1nPbzecocFuT+O/u52+0didS9rkPML",
+	"KZNb7Otiys9ygI+Q1B1C8nawHSFhKaoCgFzaJRTOEoDIgdOYEAfFpWClmTL7N8YBwUcSVgI2ZEPgr4Gi",
+	"yVJMKccjWUF6LELCP9TpxzTIz3r4VXodsJ1qvWbqVxpe/Z6vv7CauWYzy7Dh1U3dromJAxiua16StxRz",
+	"/Wt3uz/UNLXdhIIKK/thDfHUY6JuBlX9Gxgz36BUJ/lEEm5VsAfr064+6uEDUwbImKV6nApjOuw96t6E",
+	"AFAv5129YKVUdaAq6bV9Aqoqp986PAO1yBPX6wOB36C0/daFLNyW790qwZysZLnTIQw7LA2b69RO2JSf",
+	"SzXeBx0fEzcLEw7EyTpa6lQU640Nm++d0F/CCb1OctyM/37Ww9z7PBU2lRszFHwmwAOEwIGLfbz7OEVQ",
+	"WpEZhq0EEBCG6oSo0xLrdrqd3cCDFUQpn2FGgUd/LcrUh66VAbNiOkuwCgfzGVDiNbF71ZlzWp7lTXOd",
+	"ZApbwUCVsxGdsxVuLH3s7zdnVPveZ1iULuIgh8gMmFRn5MUNBmoqDcIpURVngTo60zphzXA2voTfzh6G",
+	"LZ/66DMpq0mTpaq0gcKqEJ6Yon3FPzWo0FZOhRft6EJphmN99jAMWOg+gQd12Gu9VIXSJ2+5ES4HOk0X",
+	"oFnL2JCLAUt+ETXM7KPiTba9TqnTBf6RDRMZEXKdAjJLEjcon4o1cv+Vo5trRThQxiPsN7HvkdGeIllU",
+	"ZfmyN6BeT3Zo4gjGVgBSmbwxdlmm31azuGOvUYlJpvmarfUfuczsjj/sNmdiv5kJrPyPdZRNfYMxzMr2",
+	"4yz4NAkDwvFKCZIQu9TUut3ccPB94zOP5pVGaH6qjzs7+XRLHUJ9p7v6fV95z1JW+ZybUh7TV0oElTwv",
+	"TEVyi3wtIcAGbiSE7dcmqCIAbyKBfx9gotQNSMDP84YkgGsBT8MTpPM/iADcEq8lgLxv4Tbe5A475mPh",
+	"4VWxnQOVxuVVKJZJZURqDWuS45k5xzOc1lqh16fkyCULcdX97PE/v6QL2ldE3ZEbutTl8clupVfnjC+2",
+	"8UrfgZ/ZLVvZ11zj684rjfLeowQp7QwyabB6ft0S+MazY1vNXduuAfl2E8phprecS2JvNZWvwH50O3a9",
+	"L96v0b3f7u/uj58Vss9L7VwcohFWm3XzDGsWDePYoxRraTvshI8EYepu0Xqhn+N5YFlXqXkWAZ843nRN",
+	"XjvsoOgMgN0iqAERXQbzyNGESYi59ugidjhWhZO9V+tkx3Hci9/4GCi92y9i0bgps9991krldUpJK+XO",
+	"zDbNxGoSy85dy5p1yk9eIexx4pdEzeEpH1/H63jNVdCoAWW97tbilvyOq6DhQV+vuzu/rizd7mXiiger",
+	"t1UGC9DBc8fcW2fOVHnuSL0z4i/MmunddMJvsRnWX3Zy/PXhor3u41K4SKhsCkfPNV2DGkFjI2ItWBlr",
+	"Q0rbNBmqhJjqGxe1+r4CicpSCHqgw96kVYfals2bpEKdc6Ca14DxOuhfLzdrOqeU2qU4qIXOQB1SI6A5",
+	"XwTuYN7U6emaQ9t1X1iFH86P71GBGk6Q7H+rmMTm+2y6oCspUFAKkeFxXCgp9bpW2T7ernKhvPK4c9SK",
+	"ptK74oTQnbjvVkiowFItQ+kPlNVsLCx1sqhgzpdT4Qo1rdzoos7pcmtlagSzekU5r1+V2XSNKvMZCsy3",
+	"p0M8rqvOf61BpY/lSOYd+ojmDLlqVto3SOO93/+jFu8+hHjnIcSNkvXGoXy61dedoCha9f1SY/ypSMcg",
+	"Amw0cZ0THv/wpNVnfOiwg6ZD3zwdW4nyBMHDQpUlSchSgf0LOgMVevROanENo8ZUjY1AJKwZ/jFo5Aif",
+	"jT77Y9A4h39hoKurfCgWnmOLnKWr8ariIp4kLepXudyXKNcAqk1usYnPzHXArekrxMuZ00sddwi/JW/g",
+	"s/nkeIfdhW5/eNzu4Lh7E7zyHoUJHlSGxG1u47L+406G38LC/9OORdcnqmhemasoSsw9Wd2L/a9B7O9s",
+	"Y6iXuhf/hLbTX2hvf3+z+b71PPGNnnHE7cUxh204cn4Dq9LL+g2mhTcu/3C/XW2GhGDuMhZS2/BScJKQ",
+	"rFNhdAKHCRp8FsGWJzq1bJJNuWqngmNn7DzCtWoh0ANOCZdgSdCvyhMMoxkx9mE0vjRDajnCQqVtewSk",
+	"HeaBnBnHwhsXx3G3NZZl5Zoyj195+/f2hz92gie7V3XBtA/bZYtM7HIs+drskAO3oBiVcZAZvjGbf3eP",
+	"+HAX4eFbCagbypo7DkE/d0AiJWpwOBdrY9CYVLxtDZio9vPM9RzOZogG6/D65zrHk0WY+7w6uB4LUPBY",
+	"uqKrP78Y7DOF0pqNKL/ThqVHlL4vWkv21j3jC8byfdPILx3KT8Vn1Je5tc6hYUpeiroJeoheGd9tnsFX",
+	"4L4hirg+6O1W7D7m/XePeae5iPCSyguN9RFvdwUCDeqUzXjqlRDHV+y06h9NNHbdKHynTmpI4ztyDFTR",
+	"Ltd1jC9lNnn+jbhytWk8jl1TsaLfT8nM7gzUjSLw2Cu4YHvXyIy6qSntRx2oKipO0cqMQOSpT7ehNmws",
+	"fFQacH2gnRbzLuLsS8LP9f/tr2n4Swqi7y6b26PUDtdBYiAASOADHbhlBIlmKshkpZ2mVAQPkOEbCDd3",
+	"d3qFHtCC3Vkoyy99u0nf9pZj+3fXtZlVIwBuCVFeE7MXAtu7bCri+jMF8JfKRKD9/osSERyxrfFSuC1e",
+	"l4Zwn1rwlbo4vsqqx5owNrEzlioSqa3EsUvVHO1zsWhL1c7M5lC2Fz5Ffw3fO70awK59OKIXpQgXhJsw",
+	"UO6gkHV9EXP5VkABlR9RP/kwcINWosytv1s4uLoxx77qDF/82iW6adnZN+ej630lHNrrbeRQYoy2uMQe",
+	"Ee0ikLR+B1NK3tnEoe5YcaO67rSGQkC6qkGU2al+MgU7Uc3T2QozY6y1tqcpdWXDnj0ODS2WI4SPxbot",
+	"KlnbxNH0st88836r5dWkvdRGOAujpeRb2R7zsurF2AR6uU5dr/GtovtgvVv1c30dX403YbM6ee9CuM9Q",
+	"WM5QSD0TrWNfbDCCsYdaB8QJNdQcZjKJCVJmJBOxxL4PTFHeotPCh+Cy6aUaqF/DUk1NGLCwKGsJW3k3",
+	"ePb4yRPsnwrnSxJXgL/JAx72ur3QNyDJdUhRAN3gTA2Tdp/K9ENv2oSlKn642uF7GHKhfNTDwFnlIhMD",
+	"WG3XarX+kKP8R2b1WICxXfRuqro/ys1XCpByeokm/o4Ppk/zmbZKvfBdR9O8ielHPdzk4YDt/LtUEtDb",
+	"3Mh+7/1JoBcVWiM3G8zV0ZxE4NJiP++t+78gF/ZPdwvcVw58xeosWRzc8WnlPKQTsHIeblZn309cMza6",
+	"mkX6AhvyYx60/F0QHsXcJyjEeq5g+5hcp+feSmj/OVonTm2t1omIc/da573WuaJ1AmUQys1yglDBcDel",
+	"eLozh9sp8+ojz2Qb8R1AdQ084o6D1ZEWHRZOi0Fttc+enfzL+y2IaFiq56wZYkpNZC68M3OgMBuXpylf",
+	"lAuYy1qwwyc/OD7Cnuf415Q1w2WuDFsdduBWbqBcI37Kd8UgXSmVlb6MtTD9leR2F17Ktc7H3d3a7nlu",
+	"vW6rMf415RLSiineqJXYxl/nU0WD7YzrD7nLroFbirTt93wTIsfbn56x3Z3vu/WE06nxKmwQqEimS1L1",
+	"Ga1Q+7k0HhdqdRYht5ZHE/Td5U0IwFpTfCp8GLK4Zh+/hO+eDhrpzJ7t9B53InMxaKDCut6dsuIhua86",
+	"2a7qpNAZHpj7HOT7I/aWvSi9PrlRm/3Mw7XSmXW9e+iZR0JQTExnNm/YSuJHq7y9X1BU91Ug11xDe25d",
+	"hp3F0CCmuESJdNFGlmbY5o2rfHw98s3f8UCHF0kSkRTuF8yBMEULXGkGCs5fRfkUoJx3WE1bT4p4PD98",
+	"eXh6yPwKuC4tsVaiww55NHGTGygex6kwBgtjI19wifh0ImYqmw5FSq2NQ3izs7zXLcMm/4uA7XQRbWIq",
+	"VWYFGy4GynXrbtHci4b7XDGbpQ66XY9GrBm+OT58fXZ6eHJ6dvDs2Zt3r09Pno54YrBsV6KNogaqAKHY",
+	"Xe85OhWm1Dj0i2VFlB+z5hBUYl7psSpdu/BzsfgbmBp/X/m0JkM3r0Je6QNdEltAFmwikhnsLFniKICW",
+	"ooLmkbicyVSsl0ev+LkwTpSsOm2XcspoMOrZxLERZG+XTXSWGjbhMZtxY0TcHyhszUvnOsH6pplCvZ4j",
+	"sTrTocPyJNgIZFH6wJSz13xP7hoOPMR5VP0t5qv0B8A+vcBteitMltTy8As9J7BjRMykNb4PTf2ds1uJ",
+	"fpcCQsst7YHNtuB4bMeQZqoNl69lcyoVcuZSqc1K0VeYg1kPR4ez9jGsw5pKW7YQlqIqIkYrHq5DXI2h",
+	"sHMh8t5kxmFWcI9r0WJDQWC4cebFhgsQmbkQM0RRJXrH0o2Baq429s9h5bETC6XiUpP/GTd4ZMuUpQJ4",
+	"VWrVAtHhOmxZBLcdKKXnHXZQwar3fSN8rgeW+3bYMQbAEMQ0b3MRguDKTMaT2rZomfpZD81r3KtvXP4U",
+	"5GHYXKSCTXksYOvuhdHfWBi9zdSSJHLsUyaHKttuJ5l8w8QCkPoRRny3kVQzoTB6vtxPMTc6MKkdseV9",
+	"Y0Ts+U9NI2NM1U44CCMwYzwdkwjCHoyIh6eEIJAfkGh4Dzkcyg0oN2gpA7VZTcHwWrVJoBR/D1FRAhm/",
+	"lxT/UyQF2Aoe9TznNA87T1zjmGyzdPCCwfe6vLNCQ3YiolRYgvEgnz98Ttr0agniUlfHL9uS3vf1vPv+",
+	"dvNvJSVvab23aBLvd+ZerPzda/28GBElZvQixNHN5rK/MTA6Vny/e/uSiuuwy3LRhtlgWCfGUMNSo2jW",
+	"DH8dNB4OGh9C6heSJK3OQAEfO/w/17uIRiv6Phs5RjsiNCh5wn3XDWnJcYr6k1YDlWpbeHERkpBJV5MI",
+	"055mBstEsOcITAt7V9CfIQ3nsiRKjs6B4kmi54bNUnnBLUg+O9fpuaHeJ4mOeMJicSESPZsKZVtkhdFC",
+	"kSI10Vhu6YAi4DmIM+cGDFii9WzIo/OAJVKdt2nIEpwFc15dgd1Xsc1IvUpEzq0lQfC1NZOuneRfVBW3",
+	"NIv30k7okFvnDfbEWcLxIdr8jPjZfVHcncro+47R2yahkVBnfOV4qD8dapXLa3uVUkyrKtrzQEpugE4k",
+	"iOvF/rJpKl3nizjVs1mdpknD36nIq8ia3XVvdO9Dvo+CVyB4MHS7LS8F12Pa5szS9KHq4rRp5RxUBbqt",
+	"y+f8crzxxWyX607f+2SVezb9nHzQbXn0ZoyyRMSfAZwK1nmYpUkYrNhSAQtLA4FphRiqA+VBTaUTDmEs",
+	"Dd4Zdorf+ww06tA18y6dsU1nw7kyqIGaCq4ItQW9PdpSwBm9vq398oiU4cFonpR6kx/zYy5VwHhiNDU4",
+	"KcHn+QFuBsDKyvirA7UOgDXsdbvhMvSLh3Bdg7b6uXLya0NdXWth3S366ucYcn/6AeLRWGvMuHs41ns4",
+	"1ns41tvAsX6u9fioOIfWhireKFEYizORks+RziSrK/pyAKxcimsIHk2IzSmW4SKaFLfsYyZlUO2kTugZ",
+	"AZvoOUtAu8bKWn3u6qi4ZXOEOAHNu+48KUU/isDklwx/LMdx7zD8MTXjbyv+4VZ8cX38oyC7e1P+3kZY",
+	"ipiU1NgHZrnrN2VF+bysL2c9bJCZGOoQbXIHEM/ega1SG/05MiYTPruUHugSxchZIS2llGMABZudl6I0",
+	"rQ77yWV+YD6JT2kdKJLG/vDII0BzjWEfbjMwCaRioV+B/OMwYGbGIzAl4JUsWCFoXuQK/9JMtRKlfgxO",
+	"OGKQyIWxUkKYNHNp3WGhMztQiTYEMuGm0GGhv/uMhj+jBDtzxm3IDF+YAi1ZJ/RgsrVcKKszUG8xSAXD",
+	"YvKuB0/GSFGe8JsKiyaRG0gg6De9D2FN1GbEIE0sba2LZ3wDXp9bRV+Knb5X2+8F/i0jIcg35ClwEWfj",
+	"uaZOk62WF/zRGAqeivQgs5NG/9cPwDLk46jD8H+JwV3nA2mGY0yiZZ1H0TTOUU/bfCbDViNoZGnS6Dcm",
+	"1s76jx5hWHiije1/3/2+i5zpJreuLy2WLRWtaQvVL2+KsKpdvtJKLJxoFzH2XS9gtwKX9lMg70oYewZC",
+	"uTy+B/VZHf4nmdDEakqTA9fr3aVID3l0Pk6BrthwwTgizZQfQZVlq494qdW47TOQ5zo9BwNhppMkwHQl",
+	"Qp7lKhJJabif9dCs0bWL4h9f98OGAswCw6wuDZHXEa2MkqdAUSK4T50AWhOxy54ocrcJChkTdPCE9Mp9",
+	"6VE5Ma4+C8EgCKqXkjFKeZ1k5hidpZEoxvdnWzH84cUa4iDQ/YClHuY+YFNhUxkVKay+ET4IZ5GMOuy1",
+	"XiqxKz2oBI1fQypObQACRpKhGjfTXy3dcauHfSKiDNc51dl4QtpIE89oTKmnnPcpPwfaSGHqlD3fop2B",
+	"eWtVXzMD2g0dum7yldQ74Ma53xXUxgiNmvprrs/HPcgBEOnKvnt4GiMMgO/23GFhzC3vuMz/s0jHItc3",
+	"FtjfEO1g2lHnMi78sCYbUoMIzNoPq5MLWVOnLHzowQ2rOoW7lpwrju4at9Rtj56/IPjmLSxGd8upnApj",
+	"+XR24ztPvLbo7/xCztbjugXaxvv5X/9VF/9D0RB32IFasN7lJSP6popubEMpDZNjhd1WyWfVXR3mn1hu",
+	"UdaY4DbvcfcqJPEMUI53n4Ncx1FdzWddX5AFXSoSI7BcRWmfxJVrsgL5Tmc2oHwlYLPYM1ae+b10CC9x",
+	"zDofkr8sh6rehrfyi1kzPH5zcloAjOfABMhyrk7HMD6bpfpCxK3bslb+xK2468Rffc9gaxlsZY3ueezW",
+	"PFYwz3Vs5gIm2zCZa2fYd4k9tY25gP8OTp+9KKFvI/yqu3cJ2he4B0OZ5JANb8uM7iW2YkXyat8z4npG",
+	"XFqheza8NRt65lrHhA5Gd6ujbqWDQ6mvScEAI50ie+ZKp8bc5psy1vLENnMWXX1/xl2L+HR/xH0+b63w",
+	"zHrmQrTA6w20HFUxS6iccSjIUbHvjDLs/RNSSyDffs/wBbofbm6cVeZ1HWPBpfem2Wa4yHvL7LNZqswp",
+	"1/DTloeVA5Yj7AHPSClWxnY8duJZliYhGwkbTTCv7ZactPUpBVffn1LX8tP9KXVnLHXdKXUVNC7bkZ5O",
+	"tWr79WyXYlwUpBMqEu0D2NXrgbuLO/wNV0HjBKMR7VM5leramBld7K69urr6/wMAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

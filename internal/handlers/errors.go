@@ -137,8 +137,11 @@ func (s *Server) handleError(err error, c echo.Context) {
 		return
 	}
 	p := s.problemFor(c, err)
-	if path := c.Request().URL.Path; len(path) <= contract.MaxEchoLength {
-		p.Instance = path // a longer path is not echoed: a problem stays small whatever was sent
+	// The instance is a URI reference, so the path goes out percent-encoded as it came: a
+	// decoded path could hold a NUL or a control character. A longer path is not echoed: a
+	// problem stays small whatever was sent.
+	if path := c.Request().URL.EscapedPath(); len(path) <= contract.MaxEchoLength {
+		p.Instance = path
 	}
 	p.RequestID = requestIDFrom(c.Request().Context())
 	if writeErr := p.write(c.Response()); writeErr != nil {

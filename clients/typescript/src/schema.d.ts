@@ -1233,7 +1233,7 @@ export interface components {
             status: number;
             /** @description An explanation specific to this occurrence. */
             detail?: string;
-            /** @description The request path this problem occurred on; left out when the path is longer than 256 bytes. */
+            /** @description The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes. */
             instance?: string;
             /** @description The `Request-Id` of the request, for support. */
             request_id?: string;
