@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io/fs"
 	"net/url"
+	"strings"
 
 	"github.com/golang-migrate/migrate/v4"
 	"github.com/golang-migrate/migrate/v4/database"
@@ -32,6 +33,16 @@ func NewMigrator(databaseURL string) (*Migrator, error) {
 		return nil, fmt.Errorf("parse database URL: %w", err)
 	}
 	u.Scheme = "pgx5" // the driver golang-migrate registers for pgx v5
+	// pgxpool's own settings (pool_max_conns, ...) configure the server's pool, not this one
+	// connection: the migration driver would send them to PostgreSQL, which refuses unknown
+	// parameters and the server would not start.
+	query := u.Query()
+	for name := range query {
+		if strings.HasPrefix(name, "pool_") {
+			query.Del(name)
+		}
+	}
+	u.RawQuery = query.Encode()
 	m, err := migrate.NewWithSourceInstance("iofs", src, u.String())
 	if err != nil {
 		return nil, fmt.Errorf("open migrations: %w", err)

@@ -52,6 +52,20 @@ func TestMigrationsUpDownUp(t *testing.T) {
 	mustVersion("up again", latest)
 }
 
+// TestMigratorIgnoresPoolSettings: DATABASE_URL may carry pgxpool's settings, which are not
+// PostgreSQL parameters; the migrator's own connection must not send them.
+func TestMigratorIgnoresPoolSettings(t *testing.T) {
+	t.Parallel()
+	m, err := db.NewMigrator(dbtest.NewEmptyURL(t) + "&pool_max_conns=4&pool_min_conns=1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Up(); err != nil {
+		t.Fatalf("migrate with pool settings in the URL: %v", err)
+	}
+}
+
 // upMigrations returns the highest migration version and how many there are. Versions need
 // not be contiguous: parallel branches reserve ranges of numbers.
 func upMigrations(t *testing.T) (latest uint, count int) {
