@@ -233,6 +233,8 @@ func TestNoOperationIsAnsweredBeforeAnythingElse(t *testing.T) {
 		{"unknown route, no key", http.MethodGet, "/no/such/route", []apitest.Option{apitest.NoAuth()}, http.StatusNotFound},
 		{"unknown route, a fault asked for", http.MethodGet, "/no/such/route", []apitest.Option{apitest.Header("Prefer", "fault=error-before")}, http.StatusNotFound},
 		{"wrong method on a secured path, no key", http.MethodPut, "/account", []apitest.Option{apitest.NoAuth()}, http.StatusMethodNotAllowed},
+		// echo matches "/payments/:id" with the id "/x"; no spec path can hold that id
+		{"an empty segment, no key", http.MethodGet, "/payments//x", []apitest.Option{apitest.NoAuth()}, http.StatusNotFound},
 	} {
 		if res := b.client.Do(tt.method, tt.path, nil, tt.opts...); res.Status != tt.want {
 			t.Errorf("%s: %d %s, want %d", tt.name, res.Status, res.Body, tt.want)

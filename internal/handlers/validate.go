@@ -33,7 +33,7 @@ func findOperation(spec *contract.Contract) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			op := operations[echoRoute{c.Request().Method, c.Path()}]
-			if op == nil {
+			if op == nil || slashInParam(c) {
 				_, err := spec.ValidateRequest(c.Request(), nil)
 				return requestError(c, cmp.Or(err, contract.ErrNoRoute))
 			}
@@ -41,6 +41,18 @@ func findOperation(spec *contract.Contract) echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
+}
+
+// slashInParam reports whether echo filled a path parameter with a slash: it matches
+// "/payments//x" to "/payments/:id" with the id "/x", but a spec path parameter is one
+// segment, so that request matches no operation.
+func slashInParam(c echo.Context) bool {
+	for _, v := range c.ParamValues() {
+		if strings.Contains(v, "/") {
+			return true
+		}
+	}
+	return false
 }
 
 // operationOf is the operation findOperation found for the request.
