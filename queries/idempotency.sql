@@ -6,6 +6,9 @@
 --     key (its writer would hold the lock), so it never blocks either. claimed = false
 --     means a committed row exists: the caller replays it or answers 422.
 --   * An expired row is taken over as if it were new.
+--   * The key's committed, unexpired row comes back with the claim, so a replay needs no
+--     second statement. It is read from the statement's snapshot: a row committed after
+--     that (by the lock's previous holder) is not in it, and the caller reads again.
 -- The lock is a hash: a collision can only cause a false 409, never a double effect,
 -- because the primary key still guards the row. Both end with the transaction.
 WITH lock AS (
@@ -25,8 +28,12 @@ WITH lock AS (
         WHERE idempotency_keys.expires_at <= now()
     RETURNING 1
 )
-SELECT lock.acquired, EXISTS (SELECT 1 FROM claimed) AS claimed
-FROM lock;
+SELECT lock.acquired, EXISTS (SELECT 1 FROM claimed) AS claimed,
+       used.fingerprint, used.response_status, used.response_headers, used.response_body
+FROM lock
+LEFT JOIN idempotency_keys used
+    ON used.account_id = @account_id AND used.operation = @operation AND used.key = @key
+    AND used.expires_at > now();
 
 -- name: IdempotencyKeyGetCompleted :one
 -- A committed, unexpired key and its response. Rows are only ever visible committed (with

@@ -11,10 +11,10 @@ import (
 
 const idempotencyKeyClaim = `-- name: IdempotencyKeyClaim :one
 WITH lock AS (
-    SELECT pg_try_advisory_xact_lock(hashtextextended($1::text, 0)) AS acquired
+    SELECT pg_try_advisory_xact_lock(hashtextextended($4::text, 0)) AS acquired
 ), claimed AS (
     INSERT INTO idempotency_keys (account_id, operation, key, fingerprint, expires_at)
-    SELECT $2, $3, $4, $5, now() + make_interval(secs => $6::float8)
+    SELECT $1, $2, $3, $5, now() + make_interval(secs => $6::float8)
     FROM lock
     WHERE lock.acquired
     ON CONFLICT (account_id, operation, key) DO UPDATE
@@ -27,22 +27,30 @@ WITH lock AS (
         WHERE idempotency_keys.expires_at <= now()
     RETURNING 1
 )
-SELECT lock.acquired, EXISTS (SELECT 1 FROM claimed) AS claimed
+SELECT lock.acquired, EXISTS (SELECT 1 FROM claimed) AS claimed,
+       used.fingerprint, used.response_status, used.response_headers, used.response_body
 FROM lock
+LEFT JOIN idempotency_keys used
+    ON used.account_id = $1 AND used.operation = $2 AND used.key = $3
+    AND used.expires_at > now()
 `
 
 type IdempotencyKeyClaimParams struct {
-	LockKey     string
 	AccountID   string
 	Operation   string
 	Key         string
+	LockKey     string
 	Fingerprint []byte
 	TtlSeconds  float64
 }
 
 type IdempotencyKeyClaimRow struct {
-	Acquired bool
-	Claimed  bool
+	Acquired        bool
+	Claimed         bool
+	Fingerprint     []byte
+	ResponseStatus  *int32
+	ResponseHeaders []byte
+	ResponseBody    []byte
 }
 
 // Claims a key as the first statement of the operation's transaction, without ever waiting:
@@ -52,20 +60,30 @@ type IdempotencyKeyClaimRow struct {
 //     key (its writer would hold the lock), so it never blocks either. claimed = false
 //     means a committed row exists: the caller replays it or answers 422.
 //   - An expired row is taken over as if it were new.
+//   - The key's committed, unexpired row comes back with the claim, so a replay needs no
+//     second statement. It is read from the statement's snapshot: a row committed after
+//     that (by the lock's previous holder) is not in it, and the caller reads again.
 //
 // The lock is a hash: a collision can only cause a false 409, never a double effect,
 // because the primary key still guards the row. Both end with the transaction.
 func (q *Queries) IdempotencyKeyClaim(ctx context.Context, arg IdempotencyKeyClaimParams) (IdempotencyKeyClaimRow, error) {
 	row := q.db.QueryRow(ctx, idempotencyKeyClaim,
-		arg.LockKey,
 		arg.AccountID,
 		arg.Operation,
 		arg.Key,
+		arg.LockKey,
 		arg.Fingerprint,
 		arg.TtlSeconds,
 	)
 	var i IdempotencyKeyClaimRow
-	err := row.Scan(&i.Acquired, &i.Claimed)
+	err := row.Scan(
+		&i.Acquired,
+		&i.Claimed,
+		&i.Fingerprint,
+		&i.ResponseStatus,
+		&i.ResponseHeaders,
+		&i.ResponseBody,
+	)
 	return i, err
 }
 

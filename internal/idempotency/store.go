@@ -107,17 +107,20 @@ func (s *Store) Do(ctx context.Context, req Request, op func(tx db.Tx) (Response
 		switch {
 		case err != nil:
 			return fmt.Errorf("claim idempotency key: %w", err)
-		case !claim.Acquired:
-			// Another transaction holds the key's lock: its first use is still running, or
-			// another retry of a finished request is reading it. Only in the second case is
-			// there a committed row to answer from.
+		case claim.ResponseStatus != nil:
+			// The key was used and its response committed: answer from it.
+			span := trace.Start(ctx, "replay")
+			res, err = replay(req, claim.Fingerprint, *claim.ResponseStatus, claim.ResponseHeaders, claim.ResponseBody)
+			span.End()
+			return err
+		case !claim.Claimed:
+			// Another transaction holds the key's lock (its first use is still running, or
+			// another retry is reading it), or the row was committed too late for the
+			// claim's snapshot. Only a committed row can answer; without one, it is in flight.
 			res, err = s.stored(ctx, tx.Queries, req)
 			if errors.Is(err, domain.ErrNotFound) {
 				return domain.ErrIdempotencyKeyInUse
 			}
-			return err
-		case !claim.Claimed:
-			res, err = s.stored(ctx, tx.Queries, req)
 			return err
 		}
 		if res, err = op(tx); err != nil {
@@ -162,11 +165,17 @@ func (s *Store) stored(ctx context.Context, q *db.Queries, req Request) (Respons
 	if err != nil {
 		return Response{}, fmt.Errorf("load idempotency key: %w", db.Translate(err))
 	}
-	if !bytes.Equal(row.Fingerprint, req.Fingerprint) {
+	return replay(req, row.Fingerprint, *row.ResponseStatus, row.ResponseHeaders, row.ResponseBody)
+}
+
+// replay is the stored response of a used key, or domain.ErrIdempotencyKeyReused when the
+// key was first used for a different request.
+func replay(req Request, fingerprint []byte, status int32, headers, body []byte) (Response, error) {
+	if !bytes.Equal(fingerprint, req.Fingerprint) {
 		return Response{}, domain.ErrIdempotencyKeyReused
 	}
-	res := Response{Status: int(*row.ResponseStatus), Body: row.ResponseBody, Replayed: true}
-	if err := json.Unmarshal(row.ResponseHeaders, &res.Header); err != nil {
+	res := Response{Status: int(status), Body: body, Replayed: true}
+	if err := json.Unmarshal(headers, &res.Header); err != nil {
 		return Response{}, fmt.Errorf("decode stored headers: %w", err)
 	}
 	return res, nil

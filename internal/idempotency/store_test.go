@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
@@ -177,5 +178,60 @@ func TestConcurrentReplaysOfACompletedKey(t *testing.T) {
 	if n := inUse.Load(); n > 0 {
 		t.Errorf("%d of %d retries of a completed key were refused as in flight (%d replayed)",
 			n, clients*retries, replays.Load())
+	}
+}
+
+// statementCounter counts the statements a pool sends (BEGIN and COMMIT included).
+type statementCounter struct{ n atomic.Int32 }
+
+func (c *statementCounter) TraceQueryStart(ctx context.Context, _ *pgx.Conn, _ pgx.TraceQueryStartData) context.Context {
+	c.n.Add(1)
+	return ctx
+}
+
+func (*statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQueryEndData) {}
+
+// TestAReplayIsAnsweredFromTheClaim: the claim brings back a used key's stored response, so
+// a replay costs the transaction's BEGIN, the claim and its COMMIT, and no read after them.
+func TestAReplayIsAnsweredFromTheClaim(t *testing.T) {
+	t.Parallel()
+	_, url := dbtest.NewPool(t)
+	cfg, err := pgxpool.ParseConfig(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	statements := &statementCounter{}
+	cfg.ConnConfig.Tracer = statements
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	store := idempotency.NewStore(pool, time.Hour)
+	ctx := context.Background()
+	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{"sk_test_replay_statements"}); err != nil {
+		t.Fatal(err)
+	}
+	acct, err := accounts.Authenticate(ctx, db.New(pool), "sk_test_replay_statements")
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, err := idempotency.NewRequest(acct.ID, "payments.create", "key-counted", []byte(`{"amount":100}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := func(db.Tx) (idempotency.Response, error) {
+		return idempotency.Response{Status: 201, Header: map[string]string{"Content-Type": "application/json"}, Body: []byte(`{"id":"once"}`)}, nil
+	}
+	if _, err := store.Do(ctx, req, op); err != nil {
+		t.Fatal(err)
+	}
+	statements.n.Store(0)
+	res, err := store.Do(ctx, req, op)
+	if err != nil || !res.Replayed || string(res.Body) != `{"id":"once"}` {
+		t.Fatalf("replay: %+v, %v", res, err)
+	}
+	if n := statements.n.Load(); n != 3 {
+		t.Errorf("a replay sent %d statements, want 3: BEGIN, the claim, COMMIT", n)
 	}
 }

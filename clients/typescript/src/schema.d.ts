@@ -1687,7 +1687,7 @@ export interface components {
          *     `total`, e.g. `auth;dur=0.41, ratelimit;dur=0.02, read;dur=0.03, validate;dur=0.09,
          *     claim;dur=0.8, charge;dur=0.05, commit;dur=1.2, total;dur=3.1`. Phases: `auth` (API
          *     key lookup), `ratelimit`, `read` (the body), `validate`, `claim` (the
-         *     `Idempotency-Key`), `replay` (loading its stored response), `charge` (the card
+         *     `Idempotency-Key`), `replay` (answering from its stored response), `charge` (the card
          *     processor), `commit` (the transaction), `latency` (injected by `Prefer`). Sent on
          *     every response; see "Server-Timing".
          */
