@@ -22,8 +22,14 @@ import (
 // id it returns.
 func setupStore(t *testing.T) (*idempotency.Store, *pgxpool.Pool, string) {
 	t.Helper()
-	ctx := context.Background()
 	pool, _ := dbtest.NewPool(t)
+	return idempotency.NewStore(pool, time.Hour), pool, seedAccount(t, pool)
+}
+
+// seedAccount adds one account to pool's database and returns its id.
+func seedAccount(t *testing.T, pool *pgxpool.Pool) string {
+	t.Helper()
+	ctx := context.Background()
 	const key = "sk_test_idempotency_store"
 	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{key}); err != nil {
 		t.Fatal(err)
@@ -32,7 +38,7 @@ func setupStore(t *testing.T) (*idempotency.Store, *pgxpool.Pool, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return idempotency.NewStore(pool, time.Hour), pool, acct.ID
+	return acct.ID
 }
 
 func TestSweepDeletesExpiredKeysInBatches(t *testing.T) {
@@ -195,8 +201,7 @@ func (*statementCounter) TraceQueryEnd(context.Context, *pgx.Conn, pgx.TraceQuer
 // a replay costs the transaction's BEGIN, the claim and its COMMIT, and no read after them.
 func TestAReplayIsAnsweredFromTheClaim(t *testing.T) {
 	t.Parallel()
-	_, url := dbtest.NewPool(t)
-	cfg, err := pgxpool.ParseConfig(url)
+	cfg, err := pgxpool.ParseConfig(dbtest.NewURL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -209,14 +214,7 @@ func TestAReplayIsAnsweredFromTheClaim(t *testing.T) {
 	defer pool.Close()
 	store := idempotency.NewStore(pool, time.Hour)
 	ctx := context.Background()
-	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{"sk_test_replay_statements"}); err != nil {
-		t.Fatal(err)
-	}
-	acct, err := accounts.Authenticate(ctx, db.New(pool), "sk_test_replay_statements")
-	if err != nil {
-		t.Fatal(err)
-	}
-	req, err := idempotency.NewRequest(acct.ID, "payments.create", "key-counted", []byte(`{"amount":100}`))
+	req, err := idempotency.NewRequest(seedAccount(t, pool), "payments.create", "key-counted", []byte(`{"amount":100}`))
 	if err != nil {
 		t.Fatal(err)
 	}
