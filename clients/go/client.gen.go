@@ -1650,8 +1650,8 @@ type WebhookEndpointDisabled struct {
 
 // DeleteAccountParams defines parameters for DeleteAccount.
 type DeleteAccountParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1664,8 +1664,8 @@ type DeleteAccountParams struct {
 
 // GetAccountParams defines parameters for GetAccount.
 type GetAccountParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1687,8 +1687,8 @@ type ListEventsParams struct {
 	// Type Only events of this type.
 	Type *EventType `form:"type,omitempty" json:"type,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1701,8 +1701,8 @@ type ListEventsParams struct {
 
 // GetEventParams defines parameters for GetEvent.
 type GetEventParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1715,8 +1715,8 @@ type GetEventParams struct {
 
 // RedeliverEventParams defines parameters for RedeliverEvent.
 type RedeliverEventParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1738,8 +1738,8 @@ type ListJobsParams struct {
 	// Status Only the jobs in this status.
 	Status *JobStatus `form:"status,omitempty" json:"status,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1752,8 +1752,8 @@ type ListJobsParams struct {
 
 // CancelJobParams defines parameters for CancelJob.
 type CancelJobParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1766,8 +1766,8 @@ type CancelJobParams struct {
 
 // GetJobParams defines parameters for GetJob.
 type GetJobParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1793,8 +1793,8 @@ type ListPaymentsParams struct {
 	// CreatedLt Only payments created before this time.
 	CreatedLt *time.Time `form:"created_lt,omitempty" json:"created_lt,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1816,8 +1816,8 @@ type CreatePaymentParams struct {
 	// use (configurable by the operator), after which the key may be used again.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1835,8 +1835,8 @@ type GetPaymentParams struct {
 	// A value that is not `*` or a list of quoted tags is a 400.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1855,8 +1855,8 @@ type UpdatePaymentParams struct {
 	// tags (`W/"..."`) never match (RFC 9110 strong comparison).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1878,8 +1878,8 @@ type ListRefundsParams struct {
 	// PaymentId Only the refunds of this payment.
 	PaymentId *string `form:"payment_id,omitempty" json:"payment_id,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1906,8 +1906,8 @@ type CreateRefundParams struct {
 	// Syntax and comparison as for `PATCH /payments/{id}`.
 	IfMatch *string `json:"If-Match,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1920,8 +1920,8 @@ type CreateRefundParams struct {
 
 // GetRefundParams defines parameters for GetRefund.
 type GetRefundParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1943,8 +1943,8 @@ type CreateReportParams struct {
 	// use (configurable by the operator), after which the key may be used again.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1957,8 +1957,8 @@ type CreateReportParams struct {
 
 // GetReportParams defines parameters for GetReport.
 type GetReportParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1976,8 +1976,8 @@ type DownloadReportParams struct {
 	// A value that is not `*` or a list of quoted tags is a 400.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1995,8 +1995,8 @@ type DownloadReport200JSONResponseBody_Item struct {
 
 // ExpireIdempotencyKeysParams defines parameters for ExpireIdempotencyKeys.
 type ExpireIdempotencyKeysParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2009,8 +2009,8 @@ type ExpireIdempotencyKeysParams struct {
 
 // RunJobsNowParams defines parameters for RunJobsNow.
 type RunJobsNowParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2023,8 +2023,8 @@ type RunJobsNowParams struct {
 
 // RetryWebhookDeliveriesNowParams defines parameters for RetryWebhookDeliveriesNow.
 type RetryWebhookDeliveriesNowParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2043,8 +2043,8 @@ type ListWebhookEndpointsParams struct {
 	// StartingAfter The id of the last endpoint of the previous page.
 	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2057,8 +2057,8 @@ type ListWebhookEndpointsParams struct {
 
 // CreateWebhookEndpointParams defines parameters for CreateWebhookEndpoint.
 type CreateWebhookEndpointParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2071,8 +2071,8 @@ type CreateWebhookEndpointParams struct {
 
 // DeleteWebhookEndpointParams defines parameters for DeleteWebhookEndpoint.
 type DeleteWebhookEndpointParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2085,8 +2085,8 @@ type DeleteWebhookEndpointParams struct {
 
 // GetWebhookEndpointParams defines parameters for GetWebhookEndpoint.
 type GetWebhookEndpointParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2105,8 +2105,8 @@ type UpdateWebhookEndpointParams struct {
 	// tags (`W/"..."`) never match (RFC 9110 strong comparison).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2125,8 +2125,8 @@ type ListWebhookDeliveriesParams struct {
 	// StartingAfter The id of the last delivery of the previous page.
 	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2139,8 +2139,8 @@ type ListWebhookDeliveriesParams struct {
 
 // RotateWebhookEndpointSecretParams defines parameters for RotateWebhookEndpointSecret.
 type RotateWebhookEndpointSecretParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2552,6 +2552,10 @@ type ClientInterface interface {
 	// refusals, and the Go runtime and process (`go_*`, `process_*`). No authentication:
 	// the series carry no ids, keys or amounts; keep the port off the public internet all
 	// the same.
+	// Sandbox only on this address: in production the metrics are served only on a
+	// listener of their own (`METRICS_ADDR`, by default 127.0.0.1:9090), and this path
+	// answers 404 as a path that does not exist would. The sandbox serves them here too,
+	// and on `METRICS_ADDR` when it is set.
 	//
 	// Corresponds with GET /metrics (the `GetMetrics` operationId).
 	GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2745,6 +2749,8 @@ type ClientInterface interface {
 	// address may create a limited number (the `test_accounts` policy, 10 per minute by
 	// default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
 	// answers 404.
+	// Sandbox only: in production (`RUN_MODE=production`) it answers 404, as a path that
+	// does not exist would.
 	//
 	// Corresponds with POST /test/accounts (the `CreateTestAccount` operationId).
 	CreateTestAccount(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2753,6 +2759,7 @@ type ClientInterface interface {
 	//
 	// Makes every `Idempotency-Key` of the account expire now, as if 24 hours had passed:
 	// a key sent again runs as a new request. Only the caller's account is touched.
+	// Sandbox only: in production it answers 404, as a path that does not exist would.
 	//
 	// Corresponds with POST /test/idempotency-keys/expire (the `ExpireIdempotencyKeys` operationId).
 	ExpireIdempotencyKeys(ctx context.Context, params *ExpireIdempotencyKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2763,6 +2770,7 @@ type ClientInterface interface {
 	// between attempts after a failure) becomes due now, and the sweep of expired data
 	// (idempotency keys, finished jobs and reports past their retention) is queued to run
 	// now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
+	// Sandbox only: in production it answers 404, as a path that does not exist would.
 	//
 	// Corresponds with POST /test/jobs/run-now (the `RunJobsNow` operationId).
 	RunJobsNow(ctx context.Context, params *RunJobsNowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -2772,6 +2780,7 @@ type ClientInterface interface {
 	// Every pending delivery of the account whose next attempt is scheduled for later is
 	// made due now, so a test need not wait for the retry schedule. Only the caller's account
 	// is touched.
+	// Sandbox only: in production it answers 404, as a path that does not exist would.
 	//
 	// Corresponds with POST /test/webhook-deliveries/retry-now (the `RetryWebhookDeliveriesNow` operationId).
 	RetryWebhookDeliveriesNow(ctx context.Context, params *RetryWebhookDeliveriesNowParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3120,6 +3129,10 @@ func (c *Client) GetJob(ctx context.Context, id JobID, params *GetJobParams, req
 // refusals, and the Go runtime and process (`go_*`, `process_*`). No authentication:
 // the series carry no ids, keys or amounts; keep the port off the public internet all
 // the same.
+// Sandbox only on this address: in production the metrics are served only on a
+// listener of their own (`METRICS_ADDR`, by default 127.0.0.1:9090), and this path
+// answers 404 as a path that does not exist would. The sandbox serves them here too,
+// and on `METRICS_ADDR` when it is set.
 //
 // Corresponds with GET /metrics (the `GetMetrics` operationId).
 func (c *Client) GetMetrics(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3513,6 +3526,8 @@ func (c *Client) DownloadReport(ctx context.Context, id ReportID, params *Downlo
 // address may create a limited number (the `test_accounts` policy, 10 per minute by
 // default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
 // answers 404.
+// Sandbox only: in production (`RUN_MODE=production`) it answers 404, as a path that
+// does not exist would.
 //
 // Corresponds with POST /test/accounts (the `CreateTestAccount` operationId).
 func (c *Client) CreateTestAccount(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3531,6 +3546,7 @@ func (c *Client) CreateTestAccount(ctx context.Context, reqEditors ...RequestEdi
 //
 // Makes every `Idempotency-Key` of the account expire now, as if 24 hours had passed:
 // a key sent again runs as a new request. Only the caller's account is touched.
+// Sandbox only: in production it answers 404, as a path that does not exist would.
 //
 // Corresponds with POST /test/idempotency-keys/expire (the `ExpireIdempotencyKeys` operationId).
 func (c *Client) ExpireIdempotencyKeys(ctx context.Context, params *ExpireIdempotencyKeysParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3551,6 +3567,7 @@ func (c *Client) ExpireIdempotencyKeys(ctx context.Context, params *ExpireIdempo
 // between attempts after a failure) becomes due now, and the sweep of expired data
 // (idempotency keys, finished jobs and reports past their retention) is queued to run
 // now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
+// Sandbox only: in production it answers 404, as a path that does not exist would.
 //
 // Corresponds with POST /test/jobs/run-now (the `RunJobsNow` operationId).
 func (c *Client) RunJobsNow(ctx context.Context, params *RunJobsNowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -3570,6 +3587,7 @@ func (c *Client) RunJobsNow(ctx context.Context, params *RunJobsNowParams, reqEd
 // Every pending delivery of the account whose next attempt is scheduled for later is
 // made due now, so a test need not wait for the retry schedule. Only the caller's account
 // is touched.
+// Sandbox only: in production it answers 404, as a path that does not exist would.
 //
 // Corresponds with POST /test/webhook-deliveries/retry-now (the `RetryWebhookDeliveriesNow` operationId).
 func (c *Client) RetryWebhookDeliveriesNow(ctx context.Context, params *RetryWebhookDeliveriesNowParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -5996,6 +6014,10 @@ type ClientWithResponsesInterface interface {
 	// refusals, and the Go runtime and process (`go_*`, `process_*`). No authentication:
 	// the series carry no ids, keys or amounts; keep the port off the public internet all
 	// the same.
+	// Sandbox only on this address: in production the metrics are served only on a
+	// listener of their own (`METRICS_ADDR`, by default 127.0.0.1:9090), and this path
+	// answers 404 as a path that does not exist would. The sandbox serves them here too,
+	// and on `METRICS_ADDR` when it is set.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6211,6 +6233,8 @@ type ClientWithResponsesInterface interface {
 	// address may create a limited number (the `test_accounts` policy, 10 per minute by
 	// default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
 	// answers 404.
+	// Sandbox only: in production (`RUN_MODE=production`) it answers 404, as a path that
+	// does not exist would.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6221,6 +6245,7 @@ type ClientWithResponsesInterface interface {
 	//
 	// Makes every `Idempotency-Key` of the account expire now, as if 24 hours had passed:
 	// a key sent again runs as a new request. Only the caller's account is touched.
+	// Sandbox only: in production it answers 404, as a path that does not exist would.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6233,6 +6258,7 @@ type ClientWithResponsesInterface interface {
 	// between attempts after a failure) becomes due now, and the sweep of expired data
 	// (idempotency keys, finished jobs and reports past their retention) is queued to run
 	// now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
+	// Sandbox only: in production it answers 404, as a path that does not exist would.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6244,6 +6270,7 @@ type ClientWithResponsesInterface interface {
 	// Every pending delivery of the account whose next attempt is scheduled for later is
 	// made due now, so a test need not wait for the retry schedule. Only the caller's account
 	// is touched.
+	// Sandbox only: in production it answers 404, as a path that does not exist would.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7813,6 +7840,13 @@ type GetMetricsResponse200Headers struct {
 	RequestId string
 }
 
+// GetMetricsResponse404Headers the declared response headers of an HTTP 404 response for GetMetrics
+type GetMetricsResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
 // GetMetricsResponse500Headers the declared response headers of an HTTP 500 response for GetMetrics
 type GetMetricsResponse500Headers struct {
 	RateLimit       *string
@@ -7823,12 +7857,21 @@ type GetMetricsResponse500Headers struct {
 type GetMetricsResponse struct {
 	Body         []byte
 	HTTPResponse *http.Response
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
 	ApplicationproblemJSON500 *InternalError
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetMetricsResponse200Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetMetricsResponse404Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
 	Headers500 *GetMetricsResponse500Headers
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetMetricsResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
@@ -10270,6 +10313,13 @@ type ExpireIdempotencyKeysResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// ExpireIdempotencyKeysResponse404Headers the declared response headers of an HTTP 404 response for ExpireIdempotencyKeys
+type ExpireIdempotencyKeysResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
 // ExpireIdempotencyKeysResponse429Headers the declared response headers of an HTTP 429 response for ExpireIdempotencyKeys
 type ExpireIdempotencyKeysResponse429Headers struct {
 	RateLimit       *string
@@ -10302,6 +10352,8 @@ type ExpireIdempotencyKeysResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -10314,6 +10366,8 @@ type ExpireIdempotencyKeysResponse struct {
 	Headers400 *ExpireIdempotencyKeysResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *ExpireIdempotencyKeysResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *ExpireIdempotencyKeysResponse404Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *ExpireIdempotencyKeysResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -10335,6 +10389,11 @@ func (r ExpireIdempotencyKeysResponse) GetApplicationproblemJSON400() *BadReques
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r ExpireIdempotencyKeysResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r ExpireIdempotencyKeysResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -10403,6 +10462,13 @@ type RunJobsNowResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// RunJobsNowResponse404Headers the declared response headers of an HTTP 404 response for RunJobsNow
+type RunJobsNowResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
 // RunJobsNowResponse429Headers the declared response headers of an HTTP 429 response for RunJobsNow
 type RunJobsNowResponse429Headers struct {
 	RateLimit       *string
@@ -10435,6 +10501,8 @@ type RunJobsNowResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -10447,6 +10515,8 @@ type RunJobsNowResponse struct {
 	Headers400 *RunJobsNowResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RunJobsNowResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RunJobsNowResponse404Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RunJobsNowResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -10468,6 +10538,11 @@ func (r RunJobsNowResponse) GetApplicationproblemJSON400() *BadRequest {
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r RunJobsNowResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RunJobsNowResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -10536,6 +10611,13 @@ type RetryWebhookDeliveriesNowResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// RetryWebhookDeliveriesNowResponse404Headers the declared response headers of an HTTP 404 response for RetryWebhookDeliveriesNow
+type RetryWebhookDeliveriesNowResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
 // RetryWebhookDeliveriesNowResponse429Headers the declared response headers of an HTTP 429 response for RetryWebhookDeliveriesNow
 type RetryWebhookDeliveriesNowResponse429Headers struct {
 	RateLimit       *string
@@ -10568,6 +10650,8 @@ type RetryWebhookDeliveriesNowResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -10580,6 +10664,8 @@ type RetryWebhookDeliveriesNowResponse struct {
 	Headers400 *RetryWebhookDeliveriesNowResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *RetryWebhookDeliveriesNowResponse401Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *RetryWebhookDeliveriesNowResponse404Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RetryWebhookDeliveriesNowResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -10601,6 +10687,11 @@ func (r RetryWebhookDeliveriesNowResponse) GetApplicationproblemJSON400() *BadRe
 // GetApplicationproblemJSON401 returns the response for an HTTP 401 `application/problem+json` response
 func (r RetryWebhookDeliveriesNowResponse) GetApplicationproblemJSON401() *Unauthorized {
 	return r.ApplicationproblemJSON401
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r RetryWebhookDeliveriesNowResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -11962,6 +12053,10 @@ func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, id JobID, 
 // refusals, and the Go runtime and process (`go_*`, `process_*`). No authentication:
 // the series carry no ids, keys or amounts; keep the port off the public internet all
 // the same.
+// Sandbox only on this address: in production the metrics are served only on a
+// listener of their own (`METRICS_ADDR`, by default 127.0.0.1:9090), and this path
+// answers 404 as a path that does not exist would. The sandbox serves them here too,
+// and on `METRICS_ADDR` when it is set.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12297,6 +12392,8 @@ func (c *ClientWithResponses) DownloadReportWithResponse(ctx context.Context, id
 // address may create a limited number (the `test_accounts` policy, 10 per minute by
 // default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
 // answers 404.
+// Sandbox only: in production (`RUN_MODE=production`) it answers 404, as a path that
+// does not exist would.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12313,6 +12410,7 @@ func (c *ClientWithResponses) CreateTestAccountWithResponse(ctx context.Context,
 //
 // Makes every `Idempotency-Key` of the account expire now, as if 24 hours had passed:
 // a key sent again runs as a new request. Only the caller's account is touched.
+// Sandbox only: in production it answers 404, as a path that does not exist would.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12331,6 +12429,7 @@ func (c *ClientWithResponses) ExpireIdempotencyKeysWithResponse(ctx context.Cont
 // between attempts after a failure) becomes due now, and the sweep of expired data
 // (idempotency keys, finished jobs and reports past their retention) is queued to run
 // now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
+// Sandbox only: in production it answers 404, as a path that does not exist would.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -12348,6 +12447,7 @@ func (c *ClientWithResponses) RunJobsNowWithResponse(ctx context.Context, params
 // Every pending delivery of the account whose next attempt is scheduled for later is
 // made due now, so a test need not wait for the retry schedule. Only the caller's account
 // is touched.
+// Sandbox only: in production it answers 404, as a path that does not exist would.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14867,6 +14967,13 @@ func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
 	}
 
 	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
 		var dest InternalError
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -14887,6 +14994,30 @@ func ParseGetMetricsResponse(rsp *http.Response) (*GetMetricsResponse, error) {
 			headers.RequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetMetricsResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 500:
 		var headers GetMetricsResponse500Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -18825,6 +18956,13 @@ func ParseExpireIdempotencyKeysResponse(rsp *http.Response) (*ExpireIdempotencyK
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18928,6 +19066,30 @@ func ParseExpireIdempotencyKeysResponse(rsp *http.Response) (*ExpireIdempotencyK
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers ExpireIdempotencyKeysResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 429:
 		var headers ExpireIdempotencyKeysResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -19054,6 +19216,13 @@ func ParseRunJobsNowResponse(rsp *http.Response) (*RunJobsNowResponse, error) {
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19157,6 +19326,30 @@ func ParseRunJobsNowResponse(rsp *http.Response) (*RunJobsNowResponse, error) {
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers RunJobsNowResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 429:
 		var headers RunJobsNowResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -19283,6 +19476,13 @@ func ParseRetryWebhookDeliveriesNowResponse(rsp *http.Response) (*RetryWebhookDe
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -19386,6 +19586,30 @@ func ParseRetryWebhookDeliveriesNowResponse(rsp *http.Response) (*RetryWebhookDe
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 404:
+		var headers RetryWebhookDeliveriesNowResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers404 = &headers
 	case rsp.StatusCode == 429:
 		var headers RetryWebhookDeliveriesNowResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

@@ -23,11 +23,13 @@ type config struct {
 	DatabaseURL            string        `env:"DATABASE_URL" envDefault:"postgres://postgres@localhost:5432/payments?sslmode=disable"`
 	DatabaseConnectTimeout time.Duration `env:"DATABASE_CONNECT_TIMEOUT" envDefault:"30s"`
 	ListenAddr             string        `env:"LISTEN_ADDR" envDefault:":8080"`
-	DemoAPIKeys            []string      `env:"DEMO_API_KEYS" envDefault:"sk_test_demo"`
-	ShutdownTimeout        time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
-	ProcessorLatency       time.Duration `env:"PROCESSOR_LATENCY" envDefault:"0s"`
-	IdempotencyTTL         time.Duration `env:"IDEMPOTENCY_KEY_TTL" envDefault:"24h"`
-	LogLevel               string        `env:"LOG_LEVEL" envDefault:"info"`
+	// DemoAPIKeys has no envDefault: the env library would put the default in place of an
+	// empty value, and DEMO_API_KEYS= must mean "no key" (see applyModeDefaults).
+	DemoAPIKeys      []string      `env:"DEMO_API_KEYS"`
+	ShutdownTimeout  time.Duration `env:"SHUTDOWN_TIMEOUT" envDefault:"30s"`
+	ProcessorLatency time.Duration `env:"PROCESSOR_LATENCY" envDefault:"0s"`
+	IdempotencyTTL   time.Duration `env:"IDEMPOTENCY_KEY_TTL" envDefault:"24h"`
+	LogLevel         string        `env:"LOG_LEVEL" envDefault:"info"`
 
 	// What one request and one connection may cost (see newHTTPServer).
 	RequestTimeout    time.Duration `env:"REQUEST_TIMEOUT" envDefault:"30s"`
@@ -59,10 +61,41 @@ type config struct {
 	JobRescueAfter  time.Duration `env:"JOB_RESCUE_AFTER" envDefault:"2m"`
 	ReportRetention time.Duration `env:"REPORT_RETENTION" envDefault:"168h"`
 
+	// RunMode opens or shuts the sandbox's doors (see runMode); the next fields default by it.
+	RunMode runMode `env:"RUN_MODE" envDefault:"sandbox"`
 	// The sandbox: fault injection by Prefer, and throwaway accounts for anyone.
-	FaultInjection   bool `env:"FAULT_INJECTION" envDefault:"true"`
-	OpenTestAccounts bool `env:"OPEN_TEST_ACCOUNTS" envDefault:"true"`
+	FaultInjection   bool `env:"FAULT_INJECTION"`
+	OpenTestAccounts bool `env:"OPEN_TEST_ACCOUNTS"`
+	// MetricsAddr is the listener of its own that serves /metrics; empty serves none.
+	MetricsAddr string `env:"METRICS_ADDR"`
 }
+
+// runMode is RUN_MODE. The sandbox is a demo for SDK authors and learners: a published key,
+// throwaway accounts for anyone, faults on request, metrics beside the API. Production shuts
+// each of those doors, so a deployment for other people cannot leave one open by omission.
+type runMode string
+
+const (
+	modeSandbox    runMode = "sandbox"
+	modeProduction runMode = "production"
+)
+
+// publishedDemoKey is the key the README gives everyone: the sandbox's default DEMO_API_KEYS.
+const publishedDemoKey = "sk_test_demo"
+
+// defaultMetricsAddr is where production serves /metrics, off the API port and the network.
+const defaultMetricsAddr = "127.0.0.1:9090"
+
+func (m *runMode) UnmarshalText(text []byte) error {
+	switch mode := runMode(text); mode {
+	case modeSandbox, modeProduction:
+		*m = mode
+		return nil
+	}
+	return fmt.Errorf("%q is not one of sandbox, production", text)
+}
+
+func (c config) sandbox() bool { return c.RunMode == modeSandbox }
 
 // Process roles (PROCESS_ROLE): what one process does, so API and workers scale separately.
 const (
@@ -81,7 +114,41 @@ func loadConfig(environ map[string]string) (config, error) {
 	if err != nil {
 		return config{}, nameVariables(err)
 	}
-	return cfg, cfg.validate()
+	modeErr := cfg.applyModeDefaults(environ)
+	return cfg, errors.Join(modeErr, cfg.validate())
+}
+
+// applyModeDefaults fills in the settings whose default depends on RUN_MODE, from whether
+// the variable is set at all (set and empty is a choice, unset is not), and refuses a
+// production configuration that would open a sandbox door.
+func (c *config) applyModeDefaults(environ map[string]string) error {
+	_, keysSet := environ["DEMO_API_KEYS"]
+	_, faultsSet := environ["FAULT_INJECTION"]
+	_, accountsSet := environ["OPEN_TEST_ACCOUNTS"]
+	_, metricsSet := environ["METRICS_ADDR"]
+	if c.sandbox() {
+		if !keysSet {
+			c.DemoAPIKeys = []string{publishedDemoKey}
+		}
+		c.FaultInjection = c.FaultInjection || !faultsSet
+		c.OpenTestAccounts = c.OpenTestAccounts || !accountsSet
+		return nil
+	}
+	if !metricsSet {
+		c.MetricsAddr = defaultMetricsAddr
+	}
+	var errs []error
+	for name, open := range map[string]bool{
+		"FAULT_INJECTION":                c.FaultInjection,
+		"OPEN_TEST_ACCOUNTS":             c.OpenTestAccounts,
+		"WEBHOOK_ALLOW_PRIVATE_NETWORKS": c.WebhookAllowPrivateNetworks,
+	} {
+		if open {
+			errs = append(errs, fmt.Errorf("%s: must not be true with RUN_MODE=production (it is a sandbox door)", name))
+		}
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
 }
 
 // nameVariables rewrites the env library's parse errors, which name the Go field
@@ -141,6 +208,11 @@ func (c config) validate() error {
 	if c.PprofAddr != "" {
 		if _, _, err := net.SplitHostPort(c.PprofAddr); err != nil {
 			errs = append(errs, fmt.Errorf("PPROF_ADDR: %w", err))
+		}
+	}
+	if c.MetricsAddr != "" {
+		if _, _, err := net.SplitHostPort(c.MetricsAddr); err != nil {
+			errs = append(errs, fmt.Errorf("METRICS_ADDR: %w", err))
 		}
 	}
 	errs = append(errs, c.validateJobs()...)

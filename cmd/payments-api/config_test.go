@@ -161,3 +161,45 @@ func TestSlowCardFitsTheDefaultDeadline(t *testing.T) {
 		t.Errorf("the sandbox is off by default: FAULT_INJECTION %v, OPEN_TEST_ACCOUNTS %v", cfg.FaultInjection, cfg.OpenTestAccounts)
 	}
 }
+
+// TestRunModeDefaults: the sandbox opens its doors unless told not to; production opens none,
+// refuses a setting that would open one, and serves metrics on a listener of its own.
+func TestRunModeDefaults(t *testing.T) {
+	sandbox, err := loadConfig(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sandbox.RunMode != modeSandbox || !slices.Equal(sandbox.DemoAPIKeys, []string{publishedDemoKey}) ||
+		!sandbox.FaultInjection || !sandbox.OpenTestAccounts || sandbox.MetricsAddr != "" {
+		t.Errorf("sandbox defaults: mode %q, keys %q, faults %v, test accounts %v, metrics %q",
+			sandbox.RunMode, sandbox.DemoAPIKeys, sandbox.FaultInjection, sandbox.OpenTestAccounts, sandbox.MetricsAddr)
+	}
+	noKeys, err := loadConfig(map[string]string{"DEMO_API_KEYS": ""})
+	if err != nil || len(noKeys.DemoAPIKeys) != 0 {
+		t.Errorf("DEMO_API_KEYS= in the sandbox: %q, %v; want no key", noKeys.DemoAPIKeys, err)
+	}
+	closed, err := loadConfig(map[string]string{"FAULT_INJECTION": "false", "OPEN_TEST_ACCOUNTS": "false"})
+	if err != nil || closed.FaultInjection || closed.OpenTestAccounts {
+		t.Errorf("sandbox with its switches off: faults %v, test accounts %v, %v", closed.FaultInjection, closed.OpenTestAccounts, err)
+	}
+
+	prod, err := loadConfig(map[string]string{"RUN_MODE": "production"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(prod.DemoAPIKeys) != 0 || prod.FaultInjection || prod.OpenTestAccounts || prod.MetricsAddr != defaultMetricsAddr {
+		t.Errorf("production defaults: keys %q, faults %v, test accounts %v, metrics %q",
+			prod.DemoAPIKeys, prod.FaultInjection, prod.OpenTestAccounts, prod.MetricsAddr)
+	}
+	for _, door := range []string{"FAULT_INJECTION", "OPEN_TEST_ACCOUNTS", "WEBHOOK_ALLOW_PRIVATE_NETWORKS"} {
+		_, err := loadConfig(map[string]string{"RUN_MODE": "production", door: "true"})
+		if err == nil || !strings.Contains(err.Error(), door) {
+			t.Errorf("RUN_MODE=production with %s=true: %v, want an error naming it", door, err)
+		}
+	}
+	for _, bad := range []map[string]string{{"RUN_MODE": "staging"}, {"RUN_MODE": "production", "METRICS_ADDR": "9090"}} {
+		if _, err := loadConfig(bad); err == nil {
+			t.Errorf("%v: accepted", bad)
+		}
+	}
+}

@@ -30,14 +30,15 @@ type running struct {
 }
 
 // startServe runs serve with the configuration in env (on a fresh database unless env names
-// one) and, unless wait is false, waits until it is ready. It is stopped when t ends.
+// one, with testKey unless env sets DEMO_API_KEYS) and, unless wait is false, waits until it
+// is ready. It is stopped when t ends.
 func startServe(t *testing.T, env map[string]string, wait bool) *running {
 	t.Helper()
 	env = maps.Clone(env)
 	if env["DATABASE_URL"] == "" {
 		env["DATABASE_URL"] = dbtest.NewURL(t)
 	}
-	if env["DEMO_API_KEYS"] == "" {
+	if _, set := env["DEMO_API_KEYS"]; !set {
 		env["DEMO_API_KEYS"] = testKey
 	}
 	cfg, err := loadConfig(env)

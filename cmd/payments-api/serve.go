@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"slices"
 	"sync"
 	"time"
 
@@ -57,6 +58,9 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 	if err != nil {
 		return err
 	}
+	if !cfg.sandbox() {
+		apiKeys = apiKeys.OnlyKeys(cfg.DemoAPIKeys)
+	}
 	keys := idempotency.NewStore(pool, cfg.IdempotencyTTL).WithObserver(metricsReg)
 	bg, err := newBackground(pool, cfg, logger, keys, metricsReg)
 	if err != nil {
@@ -76,6 +80,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		APIKeys:            apiKeys,
 		Metrics:            metricsReg,
 		Reports:            bg.reports,
+		Sandbox:            cfg.sandbox(),
 		FaultInjection:     cfg.FaultInjection,
 		OpenTestAccounts:   cfg.OpenTestAccounts,
 	})
@@ -89,6 +94,13 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		}
 		defer stopPprof()
 	}
+	if cfg.MetricsAddr != "" {
+		stopMetrics, err := serveMetrics(ctx, cfg.MetricsAddr, metricsReg, logger)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	srv := newHTTPServer(cfg, e, logger)
 
 	if cfg.works() {
@@ -100,7 +112,8 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 	serveErr := make(chan error, 1)
 	if ln != nil {
 		go func() { serveErr <- srv.Serve(limitConnections(ln, cfg.MaxConnections, logger)) }()
-		logger.Info("serving", "addr", ln.Addr().String(), "demo_keys", len(cfg.DemoAPIKeys), "role", cfg.ProcessRole)
+		logger.Info("serving", "addr", ln.Addr().String(), "mode", cfg.RunMode, "demo_keys", len(cfg.DemoAPIKeys), "role", cfg.ProcessRole)
+		warnOfOpenDoors(cfg, ln.Addr(), logger)
 		if slow := cfg.ProcessorLatency + processor.SlowCardDelay; slow >= cfg.RequestTimeout {
 			// Not refused: a tight REQUEST_TIMEOUT is a fair choice, and only this card suffers.
 			logger.Warn("pm_card_slow will not fit in REQUEST_TIMEOUT: its charges will answer 503",
@@ -172,5 +185,20 @@ func openDatabase(ctx context.Context, cfg config, logger *slog.Logger) (*pgxpoo
 			return nil, fmt.Errorf("database unreachable for DATABASE_CONNECT_TIMEOUT (%s): %w", cfg.DatabaseConnectTimeout, err)
 		case <-time.After(wait):
 		}
+	}
+}
+
+// warnOfOpenDoors says, at start-up, what a configuration exposes that its operator may not
+// mean to: the sandbox reachable from other machines, or the published key in production.
+func warnOfOpenDoors(cfg config, addr net.Addr, logger *slog.Logger) {
+	if cfg.sandbox() {
+		if tcp, ok := addr.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+			logger.Warn("RUN_MODE=sandbox is listening beyond loopback: anyone who can reach it may use the demo keys, create test accounts and inject faults; set RUN_MODE=production to shut those doors",
+				"addr", addr.String())
+		}
+		return
+	}
+	if slices.Contains(cfg.DemoAPIKeys, publishedDemoKey) {
+		logger.Warn("DEMO_API_KEYS names the published demo key in production: anyone who read the README can use it", "key_prefix", publishedDemoKey[:8])
 	}
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/maypok86/otter/v2"
 	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/domain"
 )
 
 // Default cache bounds: a key looked up in the last 10 seconds costs no round trip, for at
@@ -27,6 +28,7 @@ const (
 type Authenticator struct {
 	queries *db.Queries
 	cache   *otter.Cache[string, db.Account] // nil when TTL is 0: every request looks up its key
+	only    map[string]bool                  // by hash; nil allows every active key (see OnlyKeys)
 }
 
 // NewAuthenticator caches up to size keys for ttl each. A ttl of 0 turns the cache off.
@@ -46,13 +48,28 @@ func NewAuthenticator(q *db.Queries, size int, ttl time.Duration) (*Authenticato
 	return a, nil
 }
 
+// OnlyKeys returns the authenticator accepting none but these keys, whatever else the
+// database holds. Production uses it: a database that once served as a sandbox still holds
+// the published demo key and throwaway accounts' keys, and none of them may open it.
+func (a *Authenticator) OnlyKeys(keys []string) *Authenticator {
+	cp := *a
+	cp.only = make(map[string]bool, len(keys))
+	for _, key := range keys {
+		cp.only[string(HashKey(key))] = true
+	}
+	return &cp
+}
+
 // Authenticate returns the account an active key belongs to, or domain.ErrNotFound.
 func (a *Authenticator) Authenticate(ctx context.Context, key string) (db.Account, error) {
+	// Keyed by the hash, so neither the allow-list nor the cache holds a key in clear.
+	hash := string(HashKey(key))
+	if a.only != nil && !a.only[hash] {
+		return db.Account{}, fmt.Errorf("authenticate key: %w", domain.ErrNotFound)
+	}
 	if a.cache == nil {
 		return Authenticate(ctx, a.queries, key)
 	}
-	// Keyed by the hash, so the cache never holds a key in clear.
-	hash := string(HashKey(key))
 	if acct, ok := a.cache.GetIfPresent(hash); ok {
 		return acct, nil
 	}

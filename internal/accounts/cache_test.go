@@ -97,3 +97,35 @@ func TestUnknownKeysAreNotRemembered(t *testing.T) {
 		t.Errorf("key created after a refusal: %v", err)
 	}
 }
+
+// TestOnlyKeysRefusesEveryOtherKey: an authenticator limited to some keys refuses an active
+// key of the database that it does not name, with or without its cache, and even after the
+// unrestricted authenticator it was made from has cached that key.
+func TestOnlyKeysRefusesEveryOtherKey(t *testing.T) {
+	t.Parallel()
+	pool := setup(t)
+	ctx := context.Background()
+	const named = "sk_live_named_key"
+	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{named}); err != nil {
+		t.Fatal(err)
+	}
+	for _, ttl := range []time.Duration{0, time.Hour} {
+		all, err := accounts.NewAuthenticator(db.New(pool), 10, ttl)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := all.Authenticate(ctx, testKey); err != nil {
+			t.Fatalf("unrestricted, ttl %s: %v", ttl, err)
+		}
+		only := all.OnlyKeys([]string{named})
+		if _, err := only.Authenticate(ctx, testKey); !errors.Is(err, domain.ErrNotFound) {
+			t.Errorf("ttl %s: a key OnlyKeys does not name: %v, want ErrNotFound", ttl, err)
+		}
+		if _, err := only.Authenticate(ctx, named); err != nil {
+			t.Errorf("ttl %s: the named key: %v", ttl, err)
+		}
+		if _, err := all.Authenticate(ctx, testKey); err != nil {
+			t.Errorf("ttl %s: OnlyKeys changed the authenticator it was made from: %v", ttl, err)
+		}
+	}
+}

@@ -1654,8 +1654,8 @@ type WebhookEndpointDisabled struct {
 
 // DeleteAccountParams defines parameters for DeleteAccount.
 type DeleteAccountParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1668,8 +1668,8 @@ type DeleteAccountParams struct {
 
 // GetAccountParams defines parameters for GetAccount.
 type GetAccountParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1691,8 +1691,8 @@ type ListEventsParams struct {
 	// Type Only events of this type.
 	Type *EventType `form:"type,omitempty" json:"type,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1705,8 +1705,8 @@ type ListEventsParams struct {
 
 // GetEventParams defines parameters for GetEvent.
 type GetEventParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1719,8 +1719,8 @@ type GetEventParams struct {
 
 // RedeliverEventParams defines parameters for RedeliverEvent.
 type RedeliverEventParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1742,8 +1742,8 @@ type ListJobsParams struct {
 	// Status Only the jobs in this status.
 	Status *JobStatus `form:"status,omitempty" json:"status,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1756,8 +1756,8 @@ type ListJobsParams struct {
 
 // CancelJobParams defines parameters for CancelJob.
 type CancelJobParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1770,8 +1770,8 @@ type CancelJobParams struct {
 
 // GetJobParams defines parameters for GetJob.
 type GetJobParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1797,8 +1797,8 @@ type ListPaymentsParams struct {
 	// CreatedLt Only payments created before this time.
 	CreatedLt *time.Time `form:"created_lt,omitempty" json:"created_lt,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1820,8 +1820,8 @@ type CreatePaymentParams struct {
 	// use (configurable by the operator), after which the key may be used again.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1839,8 +1839,8 @@ type GetPaymentParams struct {
 	// A value that is not `*` or a list of quoted tags is a 400.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1859,8 +1859,8 @@ type UpdatePaymentParams struct {
 	// tags (`W/"..."`) never match (RFC 9110 strong comparison).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1882,8 +1882,8 @@ type ListRefundsParams struct {
 	// PaymentId Only the refunds of this payment.
 	PaymentId *string `form:"payment_id,omitempty" json:"payment_id,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1910,8 +1910,8 @@ type CreateRefundParams struct {
 	// Syntax and comparison as for `PATCH /payments/{id}`.
 	IfMatch *string `json:"If-Match,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1924,8 +1924,8 @@ type CreateRefundParams struct {
 
 // GetRefundParams defines parameters for GetRefund.
 type GetRefundParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1947,8 +1947,8 @@ type CreateReportParams struct {
 	// use (configurable by the operator), after which the key may be used again.
 	IdempotencyKey IdempotencyKey `json:"Idempotency-Key"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1961,8 +1961,8 @@ type CreateReportParams struct {
 
 // GetReportParams defines parameters for GetReport.
 type GetReportParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1980,8 +1980,8 @@ type DownloadReportParams struct {
 	// A value that is not `*` or a list of quoted tags is a 400.
 	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1999,8 +1999,8 @@ type DownloadReport200JSONResponseBody_Item struct {
 
 // ExpireIdempotencyKeysParams defines parameters for ExpireIdempotencyKeys.
 type ExpireIdempotencyKeysParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2013,8 +2013,8 @@ type ExpireIdempotencyKeysParams struct {
 
 // RunJobsNowParams defines parameters for RunJobsNow.
 type RunJobsNowParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2027,8 +2027,8 @@ type RunJobsNowParams struct {
 
 // RetryWebhookDeliveriesNowParams defines parameters for RetryWebhookDeliveriesNow.
 type RetryWebhookDeliveriesNowParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2047,8 +2047,8 @@ type ListWebhookEndpointsParams struct {
 	// StartingAfter The id of the last endpoint of the previous page.
 	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2061,8 +2061,8 @@ type ListWebhookEndpointsParams struct {
 
 // CreateWebhookEndpointParams defines parameters for CreateWebhookEndpoint.
 type CreateWebhookEndpointParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2075,8 +2075,8 @@ type CreateWebhookEndpointParams struct {
 
 // DeleteWebhookEndpointParams defines parameters for DeleteWebhookEndpoint.
 type DeleteWebhookEndpointParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2089,8 +2089,8 @@ type DeleteWebhookEndpointParams struct {
 
 // GetWebhookEndpointParams defines parameters for GetWebhookEndpoint.
 type GetWebhookEndpointParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2109,8 +2109,8 @@ type UpdateWebhookEndpointParams struct {
 	// tags (`W/"..."`) never match (RFC 9110 strong comparison).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2129,8 +2129,8 @@ type ListWebhookDeliveriesParams struct {
 	// StartingAfter The id of the last delivery of the previous page.
 	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2143,8 +2143,8 @@ type ListWebhookDeliveriesParams struct {
 
 // RotateWebhookEndpointSecretParams defines parameters for RotateWebhookEndpointSecret.
 type RotateWebhookEndpointSecretParams struct {
-	// Prefer Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-	// "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
 	// `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
 	// `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -6720,6 +6720,29 @@ func (response GetMetrics200TextplainVersion004Response) VisitGetMetricsResponse
 	return err
 }
 
+type GetMetrics404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetMetrics404ApplicationProblemPlusJSONResponse) VisitGetMetricsResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetMetrics500ApplicationProblemPlusJSONResponse struct {
 	InternalErrorApplicationProblemPlusJSONResponse
 }
@@ -9595,6 +9618,29 @@ func (response ExpireIdempotencyKeys401ApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type ExpireIdempotencyKeys404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response ExpireIdempotencyKeys404ApplicationProblemPlusJSONResponse) VisitExpireIdempotencyKeysResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type ExpireIdempotencyKeys429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -9751,6 +9797,29 @@ func (response RunJobsNow401ApplicationProblemPlusJSONResponse) VisitRunJobsNowR
 	return err
 }
 
+type RunJobsNow404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RunJobsNow404ApplicationProblemPlusJSONResponse) VisitRunJobsNowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type RunJobsNow429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -9903,6 +9972,29 @@ func (response RetryWebhookDeliveriesNow401ApplicationProblemPlusJSONResponse) V
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("WWW-Authenticate", fmt.Sprint(response.Headers.WWWAuthenticate))
 	w.WriteHeader(401)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RetryWebhookDeliveriesNow404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response RetryWebhookDeliveriesNow404ApplicationProblemPlusJSONResponse) VisitRetryWebhookDeliveriesNowResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12606,364 +12698,373 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7L3tchu3sjZ6Kyjut8qk15CmaMlJqPIPxVaWlfhD25KX99qhXw04A5KwhgAzwIhiYlWdqzn/z49zA++l",
-	"nCs51d3AfJBDipLlxM5WqiJL5AwGA3Q3+vPpPxqRns60EsqaRv+PxkTwWKT460GS6Dn8EgsTpXJmpVaN",
-	"fuN0IthU2ImODbMTwVKdWcFMNpvp1JqAhS8OD56HjKuYhW+OT4/evD4JmVRRksUi7jSCRip+y2Qq4kbf",
-	"ppkIGiaaiCmHB9nFTDT6DWNTqcaNq6ugcXjKx6tTOGDGplqNmVBW2gWzfMxGOqXpiFkqjFCWw8UBfh4e",
-	"jdqvuI0mblpHo/ZrrYT/rPn2p2fsh52dbmvz9GbcWpHCBP73oPHr/x40PjwcNP5XI6iZ91EspjNthbJv",
-	"xSzhCxhu+S2OaZ4Bm0s7wblf8CQTLITnhgGbT4Ryr2RmWhnBpGEcXjDhC6ZH+J1WghmrUxHDmw6UnUjD",
-	"wvzx0aL9i1iEnYFqlN9EqGza6P/agCc1PtS9wEsdcZpn3f6/e/vSTyBKBbcihknqLI1EwHTqv/uoh8xO",
-	"uIU5A3EwTS801+n5TSnhOBUjkQoViYPZLJF1CwozC+m6kM3y64FMYeWUmYuUcbqbNv273m63FTDRGXdY",
-	"OOJZYp+KNNVpeyhGOhXhQAH1JBxX8mnPhB12MIRNo81RsPpzbpaXt0QoTRq1WR72U8qtaCdyKq2IW5/8",
-	"8L922z90Pvyjqcyn//P/mk9T88m0Ws2Afe4QrYf1NPqWW/ESRqhfSWO5FbCTgkcTNtOJjBYPDBtm0bmw",
-	"rBmnfGTbUthRe2LtjM9kG+aEU2o7KdLe2Wn1GR8oY9Msslkq4vZIiiRmiTSW6B6WcCqmQ5GyGfyPz/Fb",
-	"MmjEAt9+0NhPn+729u3TnbDDwjRk0gzURM/ZlKsFA0ISxho211kSsxk3hqVyPLFM6fk+Cy1cT6Q30Ylg",
-	"RkRaxSYA4aViEbNsFrBMWZkABwn/ktKwUZYkjI+5VKwJjxW/ZTyhofIlCX8LWx3m2BloXFyIdFGwrR7B",
-	"GrjNYnomUmQtlqlEGBqLPtQpi6XhwwT4CVYf7zH7zAjBBrhh7qNBY4WlL/l0lggDbF23bAEbNOaptMLg",
-	"h4/hs3rWz+niGF+wnjrw5SXyFrfIVAtmtRNXuBl/AYn89nSn292fE438RjQCM/ot05YH5cmBIMWtdTs9",
-	"0Uls9lk4D4lKpIr1nEnlKYXpC5Gy+URGE8bVQInpzC78zakYySQx15EA20QBA/XlSCBflgoN/Pa0twcf",
-	"riECWqejGjF7FMOxO5JesPr9liTcjUgvRPrAsESPTYcdsCiRsChTvmBGqJhJOAjmaqCaO+2d3vcsmvCU",
-	"R1akBpYpPGj/N2//DoLsrN8OW/tM24lI59KI0vBsys8FnCeCFmGrQ/vXytAf/tgJdnrfX60RjsKmi4OR",
-	"FenqApw4mrCazbm0jEQys+lCqrEXFlvqFFOp5BQO424+C6msGIsUp3GCb3sqpzCvlYm8B94rs5yZwUrD",
-	"Als5BeWANd8/fsZoFEbDALuxem7To4GaTbgRxm+mTmOBetWCCRCUAZ0GyJbwmDhzlCwVm8okkblktROh",
-	"Biq02vIk9MzKMzvZj7P0abezuxOwXBq4z7q9gKWCx/7PxwGoRDLmVviPfggGKkq4nLoPvg+Qfsb5BXsB",
-	"i/TUj7nT6QUM54B/Pu6AaDjGV+zTdELWPDg+GqhzsWCJ1ufZrBWwMJ9ZCH8IHoesiQeDjhfwvZ8WfI3T",
-	"oe8HakX1wtFQZQtZk3QQoJJRqqe4gk5585ICLqcXck+MeBoP1CzVkTBGp/g9vp/73qZcGR7BJsB3ThMI",
-	"WVOqjyICcTNc5FpRq8NOSEANVFVCeQFDpNImUvEiZj35lkXO0uau7hz7rI2rl1Pv378/yIDWrIy4FfWH",
-	"FS+uAFrF6Qtg38yIEqcGjCdzvjAs/FHwVKTh1uYAXV8jSK6CxoynfCqsM6oOL4SyR8/hVwm3zridNIKG",
-	"4lNk/XjbJ4oLe1bIsw//uMYMiRa/iEWdIZUp+VsmGFA/WVDSFOcTbJE2QgEJIS2SJG9y9u7d0XMyR8Za",
-	"x3CZjESrM1A77d7eHpulUlk4xNjBybOjo5KIDxiekEOeCtYM+TAKW2AwcFMnlOhNBqoZDhp8GA0aQMAo",
-	"mYGFcrPJ8Cm9ARh3+QfAqiwVNksV6VhLnDZQOEDBsLbtbbU+QxNsvzo6Xs5ZLEdoWFh6gjRst9crLiVJ",
-	"Mp/IhM6rkUyNLc5IYHiZJCAvRwlqqDBA94cOw8OGcbZ3eQkronRusVjGkyQYqBTefPW1+0xaZxUaby9m",
-	"iWVyVJoAUM50Zh2LWRF32C9iYZi4nMlUsN4um+gsNYzjLPCegUL2iLQayXGW4nY6QvC6CrAM3kCaEXwF",
-	"bw9H/VAAd8V0HJIYQYInva8g+SV5ufmw5JcvhRrbSaPf2/sugMPT/71TS/4jtPDXWIqHp3wcsoXOWMJx",
-	"i3gcFCcb6Ix4SAwaF48HjZA1gUxx/XjbCOBqEK7u3GSWj01A5uLDEFmJqwVSK71MH0fWGZzOuE7ZDIQj",
-	"Q/1phCuFj97tfb/PuPMEoG4NSqzSFsfFKfhH4gxjfDKx4m6322Gn8CdwV6SnM56i/LcCZwS/BMgkc8HP",
-	"BwrvbIbvHw0anU4HuIvhqcCmsGqFYPTeFhpRGq1amzbU+Voam+35o9FrrcSa/TlQfnuW9mPDLqDjIXwI",
-	"IuI9GOfS0nsIp19HWZrS2UeM6bhLGva4u1t6WVib0qv2GS4Q0YAf0BMFrMNBdbPY9nu1cQ0LB9U1C/mz",
-	"Ht7BefJRD7c4T9a4C154O1xaMUW9mOQuAw2/Syowzu63TKSLYnqoYVVezxktjf5ONwB2J914p9sNCk15",
-	"p1ZTPuaL6WccrSXR8mQ3KK/MjC+2WBlSsFaX5ieOohh1sdwfaYWxcILReWr6zPuiyl6rYIXKm0aIgRos",
-	"jzlotHLvVaKNbfsTLmSxFib3uCHnk/x3+jmLEm1y/tBK0YC5qOLKccl+rXfMfWnYXvfxQIWPZqkeJmJq",
-	"HoGNJiPRzhS/4DKBk8NxcoindxvPuj7bCb3tFGs0ndTCTqQa7w+Ue17ZzVU8D95ot/cDHXa5RQzHkM6S",
-	"eL/w2A2ybvdx5I0U/EuEA9U0GdjxhoW9ve7UIK+GPRMGcNZOtbEsfNw1YYvcAmVpMeTROXF6AhKRDj9c",
-	"PvRpsjdgq1Z8jyCK5ViB6gGCnd6Lnpjr6iW7NuIo7Cda6SwdKG4YGOwW5JkTG0xx0M1znb7DDvJlca4Y",
-	"CeduaRbMgO2tmQSLrHCktp0nNdwgiRxdr9P5a6iuETQKh2kjaKwSTsD8BXvd7tSAYl9iv51ub7feIp/p",
-	"9C5U53S2jer8XgwnWp8fqnim5Z2o7HOx/WOPnr+gjVgTfjGGjwWToKl6TbDkdAI1EV3w0rBYJBI/bgL7",
-	"a4URhPxDdNmBhiHce7aCkoILsorGRB9Mhx2TGUpOAAnDRaJfPAJI1LJEgDoFX22gqzm9Z3v75Zua8fbr",
-	"dyLHioMpsW4Zw4udAPS0JNFzspHRvOdGPNllL14dPGufvDjo7T1Bl9QfxWyvOvkfVk6FsXw6u+r8AabA",
-	"FUgWEklzsg1A4TIgZ1IRCXkh4lYA+rHX9YontmMR6VjEbMZT66MnfksemIEyIkqFdfImnE+MiM7CDnue",
-	"oTOBM/d9qinsxexcM+PXgIQQxZrMjEcCxnOHyj7jUSRmVTeSHIEo9tpO4A+OGcoyxSKtjOXKopNpiz3O",
-	"J7LtVl/sBMVO/+PR0w//aLLVz9bFNRwJnPrtWUcC7ym+hkRLxtGcG1w1EQfwnk69yH3ARoIshYV6p+Ql",
-	"EzMdTfbZKBVmknPfQLnBQPUHvZ5xlhMKm6KfcMIV22NTqTIgD/QELXSWwmkcnfdJjA91Bo90Zt0Wi5w/",
-	"ZGtv6FouuoIRSJhTIPj46K0/M+DvSCswl1EdFZf20cROE/hjvZZ6FdRIsYPjI5afRQFLhYoFxjFhQXBf",
-	"4EEpjyzoj6XAtPNNt8k5/b9SMWr0G//xqAhkP3IXPyq82DiHH3nsPll6DTw0yTvktZh/fDQU/SzeiifJ",
-	"m1Gj/2v9M+k68+iY7m9cBX80ZilYylbSOhrLbWbco2EOu93ulV/+Iihb6FFSoROt7fiyEdR8J0v287lY",
-	"ND5cXV19WLPiJS/ElCcjnU5FDJqIG2t5mcvxwY2rnF9Yjh61i/DRVje7y4vYw83394XgiZ28+WXD7q7u",
-	"6qa9pAHrCJi+WdwVZVYddUfqnRFfC4n+UCJR92GZDKvk15aqnRnRWEOEBzkJugOwLlmhxkm275Qa0BvT",
-	"b5pMXWSpnYeWNt+XB6FqqOStyAylQXwFZNLr3YhMUpr7Blm1ShZwOpMzs3CXld2xjrS+eSl2pOCI5skh",
-	"mExfx/buVQ6qmu11U26jmbeW+xXLlLicUVgKL+2w58JymZCKmujxWMQsUy7oyMJiEcPAOSdBj/3m9/gV",
-	"JtC91vaADJCvRdjvbdxmSvtrK23b3M17k7aBiYHiUhpr2DCz5I1S2vpkQdxiGrPDTgsfSOHmkZgyxtVi",
-	"oGIdZVOhLBpJdhKgPwNVmUQazKoA5XwiUnQJTZCAuHK0hPZqHtYibbou03HTDtJFy3lT3wS1vdb2J7An",
-	"vhYq291IZUBeI5zuGuJ6rRk68HzKISUrgB0XRTr7G0iHY75INI9PtX7J0/HXognuPN64bTOadNtq3U5w",
-	"2ltYIj6Eijc4li15Q8k3YVhzh72SP7b+DhsLMuy5iBKpvh6p37tuY2HS7djPmhwE3sXwa8NdcIa+vBGX",
-	"SZaKs0jHovFhLQFEPI1Ro/Oj0gnghiJPDMXrmzRhFsLIIg5bLsyPkdM8MXqgiixonyJd0iPqE6JLtFST",
-	"BXDd3tbkeC8lTm+6O7/umzxRjlP0iUl4g59wX74WIXUNLZfm3SaCWiFnFyg+E5aP11BwqaAgV2ooaI5p",
-	"Mi7STCFssF3bqeAx0i3asd++HCst49t86b4OQ/T77Qkg3/UNJ5XL03CXmlItyTe/iycUpn1XRGm/Fmtz",
-	"s6ZRE17etIMxt3zIjWARFgcArw5hQ3k0IfdnLOlTF+OdSzuRqhwQeQDHFI/hnAoYVdnkKoo0zEwyi/H8",
-	"WM+VS1DzoZqStyf0gYSVw+d/kAvrVOtXXC3ccOZrERqbnZzlLISV4+JC6oRbEZ/5kog1Z8YBK4ahigSg",
-	"HXRlZTPWDFfGCZniU2GYtK19oM8JJj2CyqSVcGQ2UBvojDXzaOxOq8PCnABcGdwyAYVsLC8EpTPUVf9s",
-	"KEL4n0nM7xTP7ESn8vevR5ff2UjJWXnGa2TmK2mMVOOAZepc6bliqFFf6HMRY8zuXCy+cRf8+/fv28tZ",
-	"45tuXk4yd5vv3FgifiViyU+LRf/LleC9a4ggn3l7ClNv47VbmusPDAuf0Tu24Z1Dn/ToEyuL8iZnvmNm",
-	"JskyjqngRljKKCGD/93pT+3vv3ltailh6Lmr4vo2wng+i8DnnLR9EdrKceevAGt/vXnvxstzWIBG/JD7",
-	"TChMJpeWNcPjg9NnL3x2YF76NuKJEWGL4j3fOGlc+QQM8jWTjxKTMSp75gqpzzh+N9LpFH5rgPWByR2r",
-	"iRpBQ8YrRThRZM8ej37gO1E37g2/E7t8L/pB7Iy6vDdsfKhktuK116dUlXcfXTylmRY1OXr4UUS40s/w",
-	"a+fqKuVb8JjMLp4cl14cdzpYWgs+9Wu0VHqoSgY21t5OpdIpyxTQ0l6322VP2V630+2ydyfP0V+YL6RU",
-	"9sluo5RV/IP7b3NqcdDwT7suWeCZv26ZI/6opjd2uzU7ORWWg6Fy3UNe+euwsoj8bhRCqavusSC00dVm",
-	"9blQ+6TNTbDaZiQvwfzJbKSnAnOL2aBx6m8wgwYun09KmU3P4OOzC2l4I8j/zH2CxUdSmWw0Ag1W2bNR",
-	"pmJT+pLKTaqXRzpNRWTPoouo9Pko5VmcJSA2iw9dGZxU4zOKNBZfmUTPV0vEgsZlG17hebEwSGAr8+83",
-	"vFO2z3a7PSoW9t5I51okGVV2cPZZZRR0CSy/6srISyO46/CmygClFbhujOLSygjVtb1ukMrVS+OsbOn1",
-	"gy3fUhlxZSP7jWNf4gg0yceiz/a6j1lYdt24Cyp55UFuGtEu+VSRlTKpzjKx9BsnWRQJAYZSr7vTKrK5",
-	"Wf6oB8bnKrNZkhnWK6ADjMZUWngWlrRNBVdU9jUVwpq64q+85qu52/2hVZ4QstXyhDo+F6+Qv04wloTS",
-	"ihhYL5LfCtiIO5fIhQg2HfacCjiwCAQTImlvQD9cUKk8Ai7cjWT+HKFJR+dnlX3A1nCnu3k5GWek38Fx",
-	"XRFhjghEfDZcnEWZsXoq0vqa1jWxlU0bC9r87TbWH+bjuuLZNypZsFTPTQ7zwi0WNjlOkVRoXtnNjQqL",
-	"f1pit3mYL6z3z9n3XrXSpENKT/aFG4+fPGExX/hCRmm3n5u/qlSF1IjMRekQpL9QXf9QM4BXr9cW6WPS",
-	"QyKNNZWjlbbYIJGQdL2WLPDboLJ5lcVdTytLZsrtiObG6g1p/PGZuPBAU9VFwrJoBreRtRj+Omg8HDQ+",
-	"hKUaBPg2cEhSIFPwasbjWMRFYiBWoJUZ8mEhITuGxCvpH+4zFwQqPiCHf5zvRuUu2sO6j9w4dXQx5ZdH",
-	"NK0e1bG5vwqZxtOUgyinamz3tU0zcRU0sjSpzV1PsYL9+M3JKaNVJfdc6Db43duXYYX2s1Q2KoU2ve7u",
-	"99fX0JapDqayspe1pFZSmVdywI5O3rDd3s53uRrPQGWA0zHRc5FG3Ig+OhM8wpSOCZDi6OTNA5NH17C0",
-	"kkAXYK/ZUCR6HrBzMbOE0gPLIy0bLhhHRbjVYe+lncQpnys3aDOcpOdhwMILMXKBZfrCTrgdKJ4KPLnc",
-	"RCXecckzuOPy8hLuSIWv3yVHqCc7jrTBR/AZT2DZ+BQ/0aA+8xS4nWf4yRzUVP47XDnkU/g5hM+HMRwb",
-	"wwn+LkfwE0cYKvyph/gTBNIQt2Vo8HOL48xn8HOBv/+ONhvHnzGME01QWkzo9zn8TPD3BO6KFFBipPF3",
-	"naFciVDjwE8u8N7fzxtBI/4Id8Xn+DteH+OzxBh+h3M0aAgL8xQZqOqjj5ggcA7fjof4U8DMxxNYjbHE",
-	"T/AdxwpGHtvf4OcCPpmc408F108srNgkg2tkDCPLxGB9BP7+G1wpU/zdwNw+4pgfNf6cwdudC7j+fIw/",
-	"J3Dl+RRGO5/Bapyn+HMO15/j089/t1jWBqMlOPPkHO5KUvg2MTCrBK+c4jpPY/hkOoa9nuLMp1O4d4qq",
-	"wBTXaprC2k5xZaYX+HOO11wq/Ak7O13g50gbCkdWY/xdavip4Xo1w2oQXHk9RZOIw5rPBFw5G8M1swk8",
-	"cYZzniX4+QLW8DcOn6QaQT6QftIM7k3nsBoGvzVIjSbC32O4ywgY04zxcxzZJEAVRsN6GlwTY/BzpEaD",
-	"hp1Z4Ce/w8rYCTzFfoTr7RTWxCJVW1wZizXC1uInuAv2d7gy4xP4Ob6EnzjbzMD42ULizwx/wt5leP0F",
-	"8uAF7vUFjn+RwarOsZTiEtfzksObXkb4e4QGo8ZPZvBzgZU2v+M6/D6FkX+fj0HilV0uMJVaw3Os2ytn",
-	"wSEJz8P7c/Cm5yAuzXVus9oKL8GiCVdjhOorADAIssM7Kl322gPDwrySKtxed/RWSJ3r3CUpcjIJD46P",
-	"mJlg0aG0DqSuMDxpon3GWegcaCHhOoZ+Wx6CwstCsuWILEK3QfBVoWg+MIi/6C7AvXkYYpbVQIXutQ3G",
-	"CtFXP5YXwhV2wts9MExc8sgSWA6nw23lnCcj6mawNIWevMlkw90+pbBEjQtySf/lwNC4B3XaCI71Upoa",
-	"6vH7lrPLtXMqXsBR61XQmHBzNtWpKJW+DbVOBFcrs8cHlu5YO9/T9cbEhM9mQqEj3W8X+tfxyiEQFlH9",
-	"6i7XmB1/lTD4SYokzkscqruC6D9rld6JoNoBJg0wys8nb14ztGXA3lMOhBATS5vhI/JbhC2UpvCFwlpp",
-	"RGRENAqW4zPBFeTAZ80wB/9awfPqsAOPRohjJVr51NWB6u09cVW/EjRVNPxSgYrllKfnuRPx//u//u+w",
-	"wlNlTzAWd9eDfZRJiVapuKGOlFwBW399gMiTgz6/3up0d9U96Gc9XN2wl1qN22mmFGYu6PQ8YDOdJORG",
-	"CB991EPz6A8ZX5Fr8LOjIcJT0w3DZx+CemReplWyKGB4UZoiQe8jIk1offSz5KT8qIcurzDs4JzQu2s2",
-	"H08jqaSZiBgfwR1EonMXzGWSsKFgsUiEXXKcra7Gr4X+obIkaXy4Chp+9M1zgEfnHBy4FwWWwEOTq0gk",
-	"t3r6yhGxBdIMEsM4FcasUm6q58a7j+tAgN/qeYGZYTQb8XQfsYA0nG8FLhe8b5opU++J3IzKWOaJpfnU",
-	"8QbhcV13uvysh2/pwitQnHm6UavhyE8eqou56/2b3WKfColwzSRP6MLr/V2wwrEWZt/rHyEbZjKJHYg1",
-	"EHczRP/FI4cPHVZCTvTh9VKprBC4tygR0JKSUFrYKmdUWHWNhLsDHQLk5JfXIApaWoc6XiPbcu5flcax",
-	"nitQj882O6P8ZSUtNGCpSLjFvDLtFeAHBnEv2Lu3L3HDS8aUJ4VH6Ww1jv3IP6BWo6A7z1YEznZ4LxWe",
-	"zkcKqq++Zq1Pct5ZShP/LROZiEPWnHOJGaIIDOdYF5FB6XB0Tmx3FvCEwLcNC/M9CYO8AGKgMHvPy+Sw",
-	"6niiR6Ilj0MDzZcUs1yz87fXLuWrUmCl3i1ccfru1fp8q2vxbgYEsNd1oI4EmoaIv4h9oecKsVEMy/DC",
-	"3W4FNNJdnblBuh1yZZZntNfNqXbxmk9XJrnbrTo7r2r20tlcS0kVRfRrD73b9NeZj2V5p3dZZWn0ur0n",
-	"7Z2d9uPu6c5e/3G3v7fb2X3y3e7O9/9djt71nSNjKRKCqLs73e7OckFNH+Q1Haqgm58d/nRy9N+7veMf",
-	"v/vP49PjN096x8+/e/Hs2evvXjWq4TEE8kXeaOC4NekDyzF+fyI0Zjy1kifJonjloOEsgtq33el3e52d",
-	"ne973d3/RvVqXSxx5eBdjfGtLPZWd91GfbyDPI8NSlhlF1cl6IJxr3OVa6B8ZsE+C2Go0COGh7Q5pH3m",
-	"+mYpUrWUnFGblFHOPMBrqpkY5fAlPPzDjdS8reKnd5P1sjLsdrqMY/ZCnymT9HZEU6eJ1IXoc7VkmZpX",
-	"XmeJUqoUVlqwJbWmNPUP6+UaVWq5ANF6RWaLRUMdJkcc2prFlhMQl/wNa6KcZWijtU4eN7E7UNHKr7hB",
-	"TVvRgTChlStKbJ3xsXDwYmafjYSNJmCFkPWPSqhU4zPu8/Wt144QipageO5AD6ySeMnar1UJKlS5IvLr",
-	"9AQ/vh/tKySt4k3vgLreEZt9ha/pHXSf9ZLOIVIXtEV43N2975jzdLDY4XbQ7UtqPAwAX6MPXBq25ETb",
-	"FsoFvXgd9g5R1JSY5zDl9FcJ8EUiIl0kMKm5nE+BV5Dek4rfzp7/65//+a/D9z+dvn/7y792//nv9y8O",
-	"/733/vE//2u3pPDs9nqwYjapwadmDrkmX77rMW7W6D+Os3zZ3RJsbOHWb4tLzAlru/cKA4Z9b7Jo4iPk",
-	"XmOIuHLISUOxOdVqXZarq3qtn09N8WwecaAgRyk8T8WvndpgiaONGjITl7OEKwfTPxORHMnIg1QyHbkj",
-	"VdQOW85Mr3+BtVnu7jXybPVIq0ikSsSdtX5Gs+YZS5htYYCpDELZdIHda9z3DL23BeBsr1uJ2m0SICXP",
-	"+UpQbfnAoqmeaQp5bT3lvLHSKEvxOKvM2rA5GPyI0YHALkpbj8IiFQvpobj3m/P3NivFRHNL4APYF811",
-	"I1iBEKhNkc8lwx8bCltm3MORefnmiC1mWgWwcRHMQiiC6eQGcz73WSJGlunM9QNzeDRFQIDl8YDOUu7N",
-	"3pM6r2clN3Gb1aBCPv+x0rZdSJWwmsS8mabLkrIWLb+ExOTFjruHMK1dSVHt4GaNfwQGfnF6eswcxAMs",
-	"bqecCLpXyQHd7XbrqMhJ6pomgROdWmay6ZSnecM8v78wTqnBQwnqdrOUqXd6HhRurndvjxwWfLlP0vKD",
-	"w38enoZAMHSclUZb8YjVAOPU6WKrdahrTpUypHaQY2i7wtS8r9d8oo3rnFXBhqXTSMQD1QxdnmQYsJDa",
-	"ShGuNRUZ+mq5OGwFwDAuKIlNwR4Ylte7tvN6V4dy6mXgmqX3wm2domOTkiO4Ts156+GPMc56uwTIjWfN",
-	"iUCk5SSHV84Plg57A4tsNXXC8jnSzGRDH7t12XXFLY3gxiDSNa88cvBPn+GJ+bN8KqsOXPFlPQm38118",
-	"du739U4Vs8Fu2y4sUoHm2eiZcK+zzsXwYS1V3YHF7cjzy8dF6EF3Y66WJv35ZtxKVsXn2HFUDrD6VqCI",
-	"nBn5+xpdaCQTUODhAhDWudrypURDtfDgNvUDW+ZmfdHg1ap1sE3E38c/fbD/ox62bhjqr61c2LJS4TYx",
-	"sqDxUQ/PbhfOT/X8LKovIHLuEEMoA+ia9qoCEOSWBLiMoX2bmgpJWcLDs3JA2T17Q6lF+e2CEo8tEd6S",
-	"w/aaYDOx8Jb+2u3SXTDy/KG+ur+UL8gN6qaslJ2D+YqGSd+qmgw8ym+5E9lXzhX7fMG3vXj/0xeOMkHu",
-	"euXu5tQ4FcauLU53yJqr7L9NDXnQ4DN5di7WtBJ2Yz8wHl3ENW0/cEgl6A3qM9+TkZ1MEJQE9GuQ3UsK",
-	"sjk/s2DI3iziX3q/YrbrVumFSGYiLRIslpZqNEKA4w1tsrAmkqzCCY7l8n7jzs1yj/JH1c2UfNWfVYa/",
-	"XZlXneY6vXUCQe1odxTp/9UvTz721dqF+xPr5OpeOS7BhywrvnXldBvzlis1B0VJ2aZ7iiqyeovSfX9A",
-	"zU5quKD4osoEO67P6HJjSuee8b2EAoYMKdUYEaCjVBtTNC6SzqG20bvoRr6hWuqbhZ2R2bKJG0sZpzUp",
-	"cHOM4adajfPg/bxQ/7AfkIe6FjHrXV52NubneazTs03OND/uA1P2q1Wfr3SBmxrxqWBNWAqdobZLnSh5",
-	"HKfCYAe6vCccvmqrPEe/DmVmqkgnRwJLO7H6KtVF96v6YT3VPXdEUldDLKgakmryrXbed2LiPuXtyhjz",
-	"Jsop8m34jJK/g9WWWqWmPuFMqFiqcciAOhNskecoeCywrXzv8pI1S4lbLZ957rACoomIs4Qwax36Gz3S",
-	"rXq5Jai7sw5FhzVzQFzym9XyX32JUbrIJ00ZsgHTSSyMLfB2trLbl4RAjf1+qzTuqm/tRs6voIG7f3a7",
-	"whS694blKTXW1BatyoKGEpf2zG3DZmMRrsw3DEggEzlLa9+SKm/CllMeUA+RyGelA+cmFRF+fT5hnZF5",
-	"N+k0ZWoo7W5ls0purOVVDQpOuFnKzJKo+dE3qv0MN9ey9LrOpb1WVV8a6A48cNdO7c5dcUv61d3gYW2d",
-	"jldWr5YjObmELYtdPE4c0gxCzuAxQ/WWgY8eKVtgV+RwMHWpPMUEzgo38mpK4DrZ3wdL0rmUQ9YcLthC",
-	"Z62AhWOtRMia0haKxe5Ol/1TK9EKsKmqTPDwalLcIRcaLvUQ3mMP8TNanUJpkInwYYlqrnE+iUbQgEc7",
-	"eYBrfa1z+zN12FsdDrNUXEidmTPql3i2yVfn+7H7noqBO/FzJc4P5psvUuaFkWNl2FAYGQsnveeghNxC",
-	"Bt9cgOaq/RaClZxS1fTCpT0p8ckqxW5czVvJWi8L7k6e5dLlT5dn76WdnOCybO9oWp30StlePuKq7g+E",
-	"hzBYeE2Qdwll//BtTfWIPe6xlKtYT517v+xM8YRdNIPFIkYP/KPigvQdxYOmCtzh5UKZG/Hh5Y6dH/7x",
-	"9I9u0Lu63hnj3nJ1lT8U6wyG6VaoKH0WTqydmZDq6eH3MH/ftIxYqlOGXY0Mm6XyglsxUErYuU7PDWsm",
-	"OuIJi8WFSPRsKpRtddhr7EfF/eUBS7SeDXl0HrBEqvM23aNT5r0hA+V0/H7eLT6aiOgcs0xYKsbSWA+d",
-	"qmLGx1yqoq+vtw9iyZNCFJcyBfA9+48euc86kZ56YE9TZMV9+HxMGCOiLJV2cQKE62JL6J07yGx9N//c",
-	"s4fnKDdrvHuMGnafi4Xr1d1hv4iF619LIHy4ddywkxcH7d7ek4GacDMBSgYeoBV3yOwGkdTA/nPePcy/",
-	"OhcLTFJ6fvjqzdnB8dHZL4f/PgkHqumSGVjoPYixmGpvXCGLoojAeRYkDGtOMG1SjbQHe+URMqlr0eqX",
-	"vs1nkk25VJZLJVLTqMEINzMRtckzAs/HhuNC0cl88vwXRvDNJmCJ4CkM4kBrqFEq4tyI1HQGaqD+4z/Y",
-	"M62ACaRWZqDarAxi7DzSm7YBplveCrIcYQGHItHowUT7eqBYvsQwG9+G2ndnMsxEeiZiAuTp5znSheNX",
-	"xnnTr93ubgfmimXdkhhBZ7bDXmklqMV00ZlXVtDnfB5pDiO0CjXUgbm+T6UVfgzszzxLgNMSaUXKE8Oa",
-	"YW+v2yVoQewR3+10XZP4PdFDmmi71cBp+i5GCGTMmnwZILkG8zjM7Kj9fei6uu/sEfiQNDA/b/2719nt",
-	"dvP0MiWM9Tm3tPV4nhkWCzHzYz/usQQElQlYKmaCw5UwbqlqPSi1tn/97mVRa8Wa4QA2vNslxwWsphL4",
-	"ZjtPmMnSVI+BevCy+Hu8TCqkALVwtV0B3agyfFw5He7JbqmqC4uL8RUx7xMPQzYUC61i9n/+n91uF5f5",
-	"KCb294mSlSHwigNcoZUsRgJaKyVYUvIiObLMvk9T9LmRITkcjc9ntUgqLiXaMBFNdDFWXuWvqVM2jUzQ",
-	"AikmE5ZIpORtS1MpTCWXrsP+M9MWsZBxjymkQ029XeIXDYWTxZVYm4rdDNehS4etDjvk0aRUs86J0kpJ",
-	"ay6DE3G09hl3KWoa6S4VNksV0Col1U2yKVfY1QaRnGd8LOqYIvBzNA6vRsQBWDQ5qyoxT6QSXl69pKYC",
-	"6rR8KEdajeQY+5jbiTAuay/2QJN4NoAW44jBJ6pNuGGPu0UvhPDt4X++Ozw5PTs9enX45t1p2AJ5RCXA",
-	"HfYGwcu5xZpwyugsSjZhqWy5k4gXVksIpTWNSTyydbk/Q3WiD4xzPBo2zYwFhoYdcV1I9iovcPD87MXh",
-	"wfPDt8VLFJWj84lOBO2qy8skuZQvvBtyZ2VMPxjsOt4TZZbp0YgNFyy3JVE07Xa7rQ77UcdSVNkSG7Sx",
-	"5u7O41aHvXDvU77gcY/9AleErw7+y7/Ej/8+PTwJW/swsusAp5Uf2BuwrjU/+rMTvkBQRyOSUeDhIYEB",
-	"sddkH8YJdx/vMMdgbiLsJ8paPtWaYUO90JMfyv22FZeu1IA25lyIWZuDZVx2gMs4oTTRJ2WiOnr+8rBE",
-	"UaDRJdqIuMN+JEm20+12gZZRRhbDGbcSz968fn347PTozeuTsOVtRVoBGghzjTVohEj+C1ocBNYXcQCD",
-	"wrsAwXLlFq1fhsAFBUKPRp7DjktZqGagPhF6zCefgfsJ/RZA9p/gy3a7zSo/4cNwbYPykH1CWfyJbeo2",
-	"PkJhhTeipMpFsW94gqg2KFI7a5+4VGxRPLm2nfSUWlo4ld/bGgET05ldBEsZ23tLZxQoAbMUtDYQdQcn",
-	"z46OVue1mpkNE+q5pbim2500VYhp2oy+88qE+3mG95n0Kd/l1PmQGQ7mjIwmzkxbdJjvSccSeS7c4YyP",
-	"8MfR6juUm4PQ/HfYJ/ZaF9q7Tl2XBzJeVhuErA6aJy3TiLs04sb+ndQvwl8EnL067GorWhp/zxPfcvNZ",
-	"2MWi6Tjd7hAzsbNruH5Pl9Lq8Tk/uOf4LaStQlRogvyhphgIfmy1y2xa2kjf3mf1yR/1EJ9KRfqrT8V8",
-	"kwSO30UBHtO8Fr6ltb86OaxgsNpdU8NwtQ3ei+nctqX7Nn2yViazvoCnsjybu0+EpZBCeRMO864UFAVb",
-	"pYea+id47k4P5c5NWgKG5XKrEHUVdER45prrrE76rfRYpec/XpK423VVrRMAdY1h6Bl7a54B7wlmGsMb",
-	"6DjZ0AWGrqaOL9fSGlXQ4fN7JEpriesm1YSsCTLMz621Ooc1RXelOfjSuuUVnjupSDVBlcq8fRauFP2h",
-	"1DZFLZ8011CcP7ZoLt+7ubj+hAqdHWBYFnTowMxyJHwiPrbQGZUZg/yoWYByfQg+yrH5+u5l+2xT97Jb",
-	"cXq1ozzMYw+P9xMNohv1cifiFNNZyoyMRYe9dkKND0EhonIsMC2Nh3uslDGNJCabIkXCGIkem3pZXDA7",
-	"zeK1tghiRCdpn4Z2MwWTEAU0MrKbJb07BwGINimFJDu5ouoLWjGfb2UKtXbFJ7Q+iAjuvMUh+7wOh6wJ",
-	"fI9u2GCpE0MdoN4q2dd1eqi8MWpU+XV+mZ2u4zpIFPRQtBOmVItzV4MMS+JouF/bN2K1cTBMFjXp0jcD",
-	"5XCsvKcvDFiObEXNL0hrq6JdeUWU2HblQac00YHChJBIp3EB7YiTy3fdplwZTmaKO0ncTAIvq3QKNIn6",
-	"iZDohhpqOxko1JBQMruP4fAqe11zz50tUjVzkzMXpP1Kqw1gyrBYDLh8oMJiLUgy2LleFdLIE8RWhMJd",
-	"ALYOFFdMYMoj9sdwwP+5Tu3f+YEBzbtVdhpT512nEA8Xlgw5/AX2e6DCmv7PfWbTTKBR7E8Q75lzlqe0",
-	"PnETFGwitSZnu5eXpLtydLMUlo5LomKJ4BeuKhBWK8M8oEpHEfRCoP+/M1C4GRRcYw8f9nbZRGepefjQ",
-	"cWB+9CEaeslvwpUHvkWtzL/p88NXx29OD18/+/fZL4f/Pjs9fRm29nMMWgfeBvOa8gWIEUoJw1jEau09",
-	"MMMB27u8DBhnLpGM3H9xqmdAOiUTOleMrEgSPIfmDjajXGFotT4fKNpooqsyfcOkJhxNc0cX5BA2lqP7",
-	"0HWMqJjuRL0D5RmGJJyGGQRsmOpz0WHPNc5snGF4Zk0PmZzw8QNCJzgaUT/YajpjPruglPtFJGjwDFiy",
-	"xvaZHMEEAvS2we4rPe8MFKo8sHnljZEGdsKb9JT1Tt7gj3poBuqldnibTGGIiny9vLQknRVZ5F1aYa/b",
-	"YwfOvxBivw8VuWgBHygUIphF5xuYh6xZhvJsud6ipVNhH1E/c5w5CqPjGAWK0UCVUuaQkJVPl++U6ygK",
-	"XXkkE9EqUNFY0x/AqFbNJ4sWtuot4aSx8Pnhy8PTw0qKPn1tymf2xJ0M3rLqM84IVg2vwTUdKNgkIHqP",
-	"bwq6u7F6ZgrpYCh1C7Fg9Ah7m3TYz3pYCWj5ulhHmwPlqU6m9FQCD8jFA4LHsEQb5CU4rmnqVLDrUCFj",
-	"KVA/TTNFrDtQTVjNaeEFkdjXCljU+RANvFcRPvOYlsYREWI34lu64iU7l5HoAPsXj6eL5ljua0WaZjNE",
-	"pdSa6ZEViny/+ZY5NYS0Nc6mUoGtP1C0RMRqMnXPo0VztVHs4cPvME8ll4LoG6MdA1LIUxHCfeL9jWKR",
-	"hW8Pj9+8PT17e3h6+Pr06M1rDPL4GFqpUYWyqU4GKq9aingKqhAzNgWmc6gXzndOQx+N2q+1El4r94z2",
-	"uLtLLv9M+ex/0COoHWJNu3HWBKXfO/ukDdDwxBGM5cgLRuOhGiUS5+YIVV+IFMuzybGGQagHxq2B6bAD",
-	"5p9K5y19njsImuEfV2GuEzogPlxS7/vwnogJNy10nhKDXojUYN5MWKR/hLkEpZUK3NEM2g08koL2SFRO",
-	"cfHTAW7yD2yGSzhaoG85WULyx2gSMGRu5/pZroFYfi7QXNIzSuUvL3Qu9guFws82d+W4+m5YBveedOjg",
-	"0rNEY7dcTudjaWiUjUsEAXNh4cOQjk04OHjbiBlPMe8C25zoEQgBaRfM8rEJaCOBqWOdDRMq0xfG637O",
-	"znPmn69B6hev2GeDxsXjQSNkTQwm7ex0Wx124FUYkYAYaoYXj8Oc3ugJAQsHDbp30CB3N8UnFUfJQhUt",
-	"8NgOO+Vj58fW0xlPS4rXQMFvfRjroovTcH6E0E2rU96NzDhVybEYDSeNVqBrzQU/Z+H7R/6FHM2j50WY",
-	"1v7qaqN/iJ9jTpZjcYwtkEuQ5M6zN29PMAplhHuFPI6Oe3FBwOF2AlZxHtPNtWHjY2lAnCnuVr+IjpFs",
-	"4AnIc3/ovjg8eB46JZo88TANHxfCTSWJgvYdggc0MVLGcg3CUOSuFRQBgSKocVjMOH/mm2MKOzgx1evu",
-	"steauci1I1VyjeLrwP4CT7l1gkc3ad50oFyQECbvooseEnvnTyrPrUhFQHXkwEOwcAsj55oi2SeyyAv4",
-	"EU5RDJbxBYu40ysOjo/YKNVTskpSOZbK1Kb2NEPY27ODly/fvD98fvbm7dE/j16fhBhIGS58VBHU+VaH",
-	"HaeCnJUG/Ssgn3wD7JKVQg6GkkIUeHGB8agaywKuKDkigqq6FJQ7tQc1bdpp3BM8ptuncooZnWRfpgLN",
-	"qUi0D2azRMIhazWjFJM8K+QnfEWpPpIuOFBEHYXHjqwALyLdK3s/HvamwOfkIgalyHe93W6Lbp3irSgc",
-	"XZwCtU+SjRjkNFl6IS+Ea2UA9mIsply5uEjlrLZZ6sIDejQCsfTTwbuXp2dHr3+muNlT1yt43/l7tCpt",
-	"ZMCMpAx5zOFFxYaQwJVmU60EsYd7oT7Dm54m2ti25yvHlrkJiJYZ5tyAho9CNzMZT1DRL/tZMeBHetqS",
-	"PVJE7IAVMWOCGzrKC68SQQmB8KdB53yRN/1n17kpqLIc2L/VrzFASM5Uw0E164AKdZvU2bB/u2h3n+04",
-	"7sqjtXTKSMNi7PKV5p07K9av0umUJ0ntBlV8lPSCu70f1nsxPcgNo09SlKC04j62n1P/A+P8m80C1Eax",
-	"GgfPkm8nN6WIPT02Dp6mKCBbJY/pslfMSfqA+GeYRefCUlYDxSjRlYVZNsTWRSpmzivAJ7Cf+Wsiw1RX",
-	"z/UyfdozbtWcP1AaNhFJjMFimkICR23RlwaNSb9jTRfTx/d83DVOzJOZMOPGrnEstjrsCC3joVTCFCuA",
-	"GiloNZ0xJt1soMIgf4W9bndqQueRMImeA3mihDvN3wsUtzqRSP4n8tfbfEmbYQ3VBwMVllat1WHvXNBz",
-	"lg9Mao4cK0fFKg+Mho4GcJJ+nNDHTwcKXbLMV785eGtc0kK12hRud2qXl8cdEu1moOCdvIe2etTmCngq",
-	"eFKmliCPjvOE5WLb2FSe54pS5czx58ZqftPS0dR8//iZu5XRZ2BxwtBZZLNUxG3Kn3KqLrlTZhPuJWce",
-	"YMSSvkmqs/Ek8HYzAluT9SdUnubiLEe/sgaV5alMEpn37yUXg9WWJyHoH0rMi4bPqDOHUcLlFOsp1oWd",
-	"lJhjYUU0oWgcIbPjyRDu+zYeCV8sjejdG/AV3aQ084Pk+TOwENxSfotfY9J60OZMhVcztYqwIxgLL9vw",
-	"cAwW0Q1tJ1nCwKmqOKgqaablEwA32WVYm4F6ixnJWKZaxFJ9z4blWKw3vUqRA7jQpXNQUaa0A5VjXRlm",
-	"NR584R8DTKcdNAI2KMAK6E/Mm25cOSWThfB3Xr651FxroHx3LYo7+TdxQLzs1xPLVczTOP/mQ9MnTc/n",
-	"845xX/ukacygbqHq/vDhiRwrET982K8UjQbFX0XfMCID/7mRY8WBzsNCzOe9mkDerW3XRBp9h/1LpHJE",
-	"aVD5YExfeL8pn1No052wM54aZE+GXgIysEeZESyfoWFTcpNyxfac38UwncQdetcDyxLBDfn+4JW58jtY",
-	"NFcphyJqIhDOx9KUTolHi0GOKKEXjGc5Kl+XO0ydN4pMXONLlCgGgR+ugqXByDl9orvSzY10CBahz3eI",
-	"JlGUcjPxma3o0s+llyLDCo4E53ln1QJhY3PlqVweTFpL33vM3NSJLd2CgkIkiXqAnXuXlxhWyyK4YZ+l",
-	"IpYppfS6lqNEsXSclMxynxpD55tXBN3bevd7c6fLTEkJbgVUU4xTcIfCHjMBbX3AHnfp3x6bwGcTVGB2",
-	"uvDXzi787HUZZRb1dtmENVHAfoTNSverOghKJ+9bE3mtc6vQjdG4K1edmc5SCBEjh6DN6RQ1TtBNtNJw",
-	"TnRY6MvZQp/QYfyoOQE4l/V+RWqRe7KAD6AYApiPK6Vv5WwRt33/kkYOE+QEwnhZEX7oTX5UjO/Tj5fq",
-	"7KhVNYYI9knVQVlKpSo0Rg5yEDotNec9T5UojfgIp1OStqR/gUlsri9JiRKdxaXCFObLS4QJykUp5cJ0",
-	"HtkMNHJfgbLvolxLG+o3wM30ONXTmXXp7ZQk4CdeDZmgY9ssO4XpvHb5FGhSIX098J0cXWJz1WntLNA8",
-	"XzuPuC8jAsAl+PbAO87FjsqkThk8B/guB2uIBRpPJLxAvZ6rMkU1UQmZc2lJ+8Bhs1TtF08nWQwmDori",
-	"8hnu0zvJIs69z28LBW1bOx14vWT9YNVLnlnnlSMjcqjPgarGDY1wWfBoBpl16dZwLg7UJxpmwT45q+mT",
-	"z6PfkECa20af2E63ixN02/zJ1zqVAUSLhGYyyOi9c+uMDrciw9w9xH/9ifX2qo+4VbAe9SsP/YJqevEW",
-	"+Lxl1FP2CQTrDBu55HkRn/I4N7mrgBadX8RzWZ42sqy4N3e7Oy1KP0CSdwuPhoKzGPWIhb+FxTMoo12M",
-	"JMgEECLJgvSGcF7K1YD9HQslUhkNVCQSZxbwZKxTaSfTVr/kvQFddibKKedu4x3XO1FPcSIHrgwnVTgP",
-	"H8Hc8oyfJeMB02Y8yRYk3uxdXgYYUYc9gWOBJ/JctLyxQcaCd5TqEeHLtqWwozaodnwm2/A2OLJXhts7",
-	"O6h41logzjDFuiZXMQObSKvdX3XH9UFJJVIYNPZ/e7rT7e7Pn+6A7kokiJ/29uBDnwqRj1G9OX36w3f7",
-	"dune9GlvFz4MvYEWpiEdig5Nyu/2QJF3eMaNcY1llZ4TLduwtF9+4ykQi90yiXykYaMsSdxBww6UJ8qB",
-	"ovPTZzNVCDN3atTwQAnLpBQVJSk1UC5Mks1Q8mL3p4grl72EkXhqFYmTMjPhOy/udnd85A0pnPamKKRA",
-	"4fmGijMLBOPC17HRV7Rar8GalXULBop7/XjHhbtX09/28wAa5n1joJaSg0l59MyBDCWnYK4PxUCZ/KCv",
-	"y68COxUmL31Q1jnxyJqrTyN6n2tedRU1b0UsyRh2ROAlvIvYeIDiyvG6XwlD6nRASAc0GCWGY+4ZqFAu",
-	"WOUPZnc4YFURnqD+oDuFxYh4GmNVQlhtiwPCVGc20lOxcq7Q5aXWVXCxyyUwS1+Xs/P973222+0Fhelf",
-	"TsQvZ9n32fIQlaFXOyzd7iG141Se5No23W74cs+n1VcoNYC67eyrQ1TGLzCRbzd45f7KyI66pBqf5fmi",
-	"RXIgZQOi/zrIudI9pzqOwWhXQT5gE3lpWThD85EfGO+O7Oe+a2TgHPyDQKEwM927Jo2cZigrSjMEpdGw",
-	"8Pjtm2eHJydv3p69PMAErZDlZcndVmFvkqMI5MlASdWmGJUz8FCEgvzUQ2RaVyeeyEgog2AHOS592ug3",
-	"Xh2dNgJfqAx/XAUNh5jvYO2dk9NvEKE0otiNxVQrrFgH7asQPAFG1afSWBlh2wGXPgFn7kJFmKREUXp0",
-	"qbDc3dIo2q6Ua6axiT/G2Bv9Rrez0+kiGq3RCgvQ+XPJExFZV41t+o8ewXdt17lcp+NHqBQ86nV73fZO",
-	"z+EtNIKGngkF4/cbj3FURDCYYD37I/gxXou1ABIc03py1M9YR6AkogUxpBil60qNR1jJTqO0Y3JfucXt",
-	"0GRI5zmKG/3GP4V9q3UZLQ2n1et210Ff5Nc9Ojg+eutHhpXa2+amI5dw7RqLlKr8G/1fP5SJ4tTFWwvS",
-	"QA0y1dq2YAf5GNEI3uTRcIKGe8SjEgRwImwNDPVz/NxUck19eHep7jwvNHfRJEXOLuf/QWtTkRJX8k31",
-	"cyr2ibEmcDgRwUrViKl4kgs7D1U4b9IFZcJHFSZA+g6KrCUV+/mbIiPZFQ5XCuEx09fqLJr4AjFKOfSF",
-	"8Tt5iBsjps1cHiwZv2RBD1To4A3Onh08e3GIiZ7FCjnbPq848fWWrQ57JbiyDqYx1XM+5ws/RTAWnWFk",
-	"hbF+T40LvxJYBgYZ8ltI/lSpm/bZo81iuzHqwW7WgqQUlzyiaAdi8i4xx+5GhFnyvrgc/JiDzZIKNnbg",
-	"PE53hBFy9Xwd27hrHxUXXgWNZcNg65vd5Qhg7JMCrr2ZrjyKCXxidxsW/5HHHsYUb9m5/pZ3pZJAvKn3",
-	"w/U3nWr9iquFe5a5rQiCux5ff9cJhaHfFVFokl65vCJiW8lfLxNCSWx5ovxwFdTL/xdcxdSFDN1kVKqP",
-	"KSHOPYMsXY9+Ua5yrJX5d88SXY9J4vraliECPjrkMXcgXoOp5OeGBLeWye5Z6W/MSqfXnsu1nASnP+hH",
-	"G3QqaQoQm1SAOUvm51sR64hJ5fy2RiSjNiLsYMXHi9NXL0kPa7ocJ9Ir7SIRBnRjqmfKa101j0VMp2iR",
-	"lhFg1rIt8sfMTESl/Aw8XOtOMeDXsqr1Lehq6PeCZdukqRWQfLW7dVioXS5ffjYTqkhlz53NSswLUFl2",
-	"sDaGOFDXBBGlzSOmps/yiOL6cOJAYd2zjynW7d5Laeyhx7m7mbT1cqpO15A+VkE1lvTGee8xhxiIeCnY",
-	"trLRb/yWiXRRGGHV5rAee4rfHM92dX5vYJ0cTiVOCfTNxWztVDy46lbHQwkSF578FRxYOCMEE6w5sg7y",
-	"sgxakPtz6298bgERsBzU0ss9x/1lmYch2LWC761DQdI5yrhj7E0qHT7lq1ToaGZr1DkqxLhnii2ZgkzP",
-	"zTe91vYn7XqGfYtc9E9h82SEOja6KY3jjUfPCdezPgeCTr3bDRo0ZtrUcPF/ZsKVMJXzKkBLnAcePGKU",
-	"CjNZQuzvY9S3Ah6CWbhjeSHUQDXnE24xKIO+3CqUbtgKyDCcSyOKvo/LzR7LuU1WU2wTB3jgDmr0ClVy",
-	"ktCRlA/wwDDB00SKtEjKcDLK614DdS5mNi8ndLkN5ANyhVy+9A9zoTAHXySJiySVGh7gwNwOVP4oaQqA",
-	"F/J6YgoGVaJjwMcFcVwYiHs/qB/hgUPyKDou1Ghu1QaenydakbN+1PHizqRqfXvRq6urqxVR3ruzh9ai",
-	"1a+R7CVXpqtqbSo40Xx3kBWixEw1T5et+zPhi50J3S3OhCWQ6OceoBvu39lCyh8ThNCp1giFR/ftbfN2",
-	"OTbQKxFL7ptffIsHGTborabVrVMLJ4IndvL7WpXwwHnnewjSKhNRjhAyV3Qk1RhLHwr8A505YChf9l2r",
-	"Or7Ah9/Kr0C3vvnlC/gUXsJ5J4zZ5EH4qIfr/QevS26BAOMiwrZnfCyVq3g9F+58TKSpUapBm/8ZHvAF",
-	"7faPevgFrPYtmmWusdodeILJsfKoTHTDdKgfynbHx896eEJ3fC22+896eL3lDgtyfxz93e32j8TqXtYg",
-	"5xdSJrfY18WUn+UAHyGpO4Tk7WA7QsJSVAUAubRLKJwlAJEDpzEhDopLwUozZfZvjAOCjySsBGzIhsBf",
-	"A0WTpZhSjkeygvRYhIR/qNOPaZCf9fCr9DpgO9V6zdSvNLz6PV9/YTVzzWaWYcOrm7pdExMHMFzXvCRv",
-	"Keb61+52f6hparsJBRVW9sMa4qnHRN0Mqvo3MGa+QalO8okk3KpgD9anXX3UwwemDJAxS/U4FcZ02HvU",
-	"vQkBoF7Ou3rBSqnqQFXSa/sEVFVOv3V4BmqRJ67XBwK/QWn7rQtZuC3fu1WCOVnJcqdDGHZYGjbXqZ2w",
-	"KT+XarwPOj4mbhYmHIiTdbTUqSjWGxs23zuhv4QTep3kuBn//ayHufd5KmwqN2Yo+EyABwiBAxf7ePdx",
-	"iqC0IjMMWwkgIAzVCVGnJdbtdDu7gQcriFI+w4wCj/5alKkPXSsDZsV0lmAVDuYzoMRrYveqM+e0PMub",
-	"5jrJFLaCgSpnIzpnK9xY+tjfb86o9r3PsChdxEEOkRkwqc7IixsM1FQahFOiKs4CdXSmdcKa4Wx8Cb+d",
-	"PQxbPvXRZ1JWkyZLVWkDhVUhPDFF+4p/alChrZwKL9rRhdIMx/rsYRiw0H0CD+qw13qpCqVP3nIjXA50",
-	"mi5As5axIRcDlvwiapjZR8WbbHudUqcL/CMbJjIi5DoFZJYkblA+FWvk/itHN9eKcKCMR9hvYt8joz1F",
-	"sqjK8mVvQL2e7NDEEYytAKQyeWPssky/rWZxx16jEpNM8zVb6z9ymdkdf9htzsR+MxNY+R/rKJv6BmOY",
-	"le3HWfBpEgaE45USJCF2qal1u7nh4PvGZx7NK43Q/FQfd3by6ZY6hPpOd/X7vvKepazyOTelPKavlAgq",
-	"eV6YiuQW+VpCgA3cSAjbr01QRQDeRAL/PsBEqRuQgJ/nDUkA1wKehidI538QAbglXksAed/CbbzJHXbM",
-	"x8LDq2I7ByqNy6tQLJPKiNQa1iTHM3OOZzittUKvT8mRSxbiqvvZ439+SRe0r4i6Izd0qcvjk91Kr84Z",
-	"X2zjlb4DP7NbtrKvucbXnVca5b1HCVLaGWTSYPX8uiXwjWfHtpq7tl0D8u0mlMNMbzmXxN5qKl+B/eh2",
-	"7HpfvF+je7/d390fPytkn5fauThEI6w26+YZ1iwaxrFHKdbSdtgJHwnC1N2i9UI/x/PAsq5S8ywCPnG8",
-	"6Zq8dthB0RkAu0VQAyK6DOaRowmTEHPt0UXscKwKJ3uv1smO47gXv/ExUHq3X8SicVNmv/uslcrrlJJW",
-	"yp2ZbZqJ1SSWnbuWNeuUn7xC2OPEL4maw1M+vo7X8ZqroFEDynrdrcUt+R1XQcODvl53d35dWbrdy8QV",
-	"D1ZvqwwWoIPnjrm3zpyp8tyRemfEX5g107vphN9iM6y/7OT468NFe93HpXCRUNkUjp5rugY1gsZGxFqw",
-	"MtaGlLZpMlQJMdU3Lmr1fQUSlaUQ9ECHvUmrDrUtmzdJhTrnQDWvAeN10L9ebtZ0Tim1S3FQC52BOqRG",
-	"QHO+CNzBvKnT0zWHtuu+sAo/nB/fowI1nCDZ/1Yxic332XRBV1KgoBQiw+O4UFLqda2yfbxd5UJ55XHn",
-	"qBVNpXfFCaE7cd+tkFCBpVqG0h8oq9lYWOpkUcGcL6fCFWpaudFFndPl1srUCGb1inJevyqz6RpV5jMU",
-	"mG9Ph3hcV53/WoNKH8uRzDv0Ec0ZctWstG+Qxnu//0ct3n0I8c5DiBsl641D+XSrrztBUbTq+6XG+FOR",
-	"jkEE2GjiOic8/uFJq8/40GEHTYe+eTq2EuUJgoeFKkuSkKUC+xd0Bir06J3U4hpGjakaG4FIWDP8Y9DI",
-	"ET4bffbHoHEO/8JAV1f5UCw8xxY5S1fjVcVFPEla1K9yuS9RrgFUm9xiE5+Z64Bb01eIlzOnlzruEH5L",
-	"3sBn88nxDrsL3f7wuN3BcfcmeOU9ChM8qAyJ29zGZf3HnQy/hYX/px2Lrk9U0bwyV1GUmHuyuhf7X4PY",
-	"39nGUC91L/4Jbae/0N7+/mbzfet54hs944jbi2MO23Dk/AZWpZf1G0wLb1z+4X672gwJwdxlLKS24aXg",
-	"JCFZp8LoBA4TNPgsgi1PdGrZJJty1U4Fx87YeYRr1UKgB5wSLsGSoF+VJxhGM2Lsw2h8aYbUcoSFStv2",
-	"CEg7zAM5M46FNy6O425rLMvKNWUev/L27+0Pf+wET3av6oJpH7bLFpnY5VjytdkhB25BMSrjIDN8Yzb/",
-	"7h7x4S7Cw7cSUDeUNXccgn7ugERK1OBwLtbGoDGpeNsaMFHt55nrOZzNEA3W4fXPdY4nizD3eXVwPRag",
-	"4LF0RVd/fjHYZwqlNRtRfqcNS48ofV+0luyte8YXjOX7ppFfOpSfis+oL3NrnUPDlLwUdRP0EL0yvts8",
-	"g6/AfUMUcX3Q263Yfcz77x7zTnMR4SWVFxrrI97uCgQa1Cmb8dQrIY6v2GnVP5po7LpR+E6d1JDGd+QY",
-	"qKJdrusYX8ps8vwbceVq03gcu6ZiRb+fkpndGagbReCxV3DB9q6RGXVTU9qPOlBVVJyilRmByFOfbkNt",
-	"2Fj4qDTg+kA7LeZdxNmXhJ/r/9tf0/CXFETfXTa3R6kdroPEQACQwAc6cMsIEs1UkMlKO02pCB4gwzcQ",
-	"bu7u9Ao9oAW7s1CWX/p2k77tLcf2765rM6tGANwSorwmZi8EtnfZVMT1ZwrgL5WJQPv9FyUiOGJb46Vw",
-	"W7wuDeE+teArdXF8lVWPNWFsYmcsVSRSW4ljl6o52udi0ZaqnZnNoWwvfIr+Gr53ejWAXftwRC9KES4I",
-	"N2Gg3EEh6/oi5vKtgAIqP6J+8mHgBq1EmVt/t3BwdWOOfdUZvvi1S3TTsrNvzkfX+0o4tNfbyKHEGG1x",
-	"iT0i2kUgaf0OppS8s4lD3bHiRnXdaQ2FgHRVgyizU/1kCnaimqezFWbGWGttT1PqyoY9exwaWixHCB+L",
-	"dVtUsraJo+llv3nm/VbLq0l7qY1wFkZLybeyPeZl1YuxCfRynbpe41tF98F6t+rn+jq+Gm/CZnXy3oVw",
-	"n6GwnKGQeiZax77YYARjD7UOiBNqqDnMZBITpMxIJmKJfR+YorxFp4UPwWXTSzVQv4almpowYGFR1hK2",
-	"8m7w7PGTJ9g/Fc6XJK4Af5MHPOx1e6FvQJLrkKIAusGZGibtPpXph960CUtV/HC1w/cw5EL5qIeBs8pF",
-	"Jgaw2q7Vav0hR/mPzOqxAGO76N1UdX+Um68UIOX0Ek38HR9Mn+YzbZV64buOpnkT0496uMnDAdv5d6kk",
-	"oLe5kf3e+5NALyq0Rm42mKujOYnApcV+3lv3f0Eu7J/uFrivHPiK1VmyOLjj08p5SCdg5TzcrM6+n7hm",
-	"bHQ1i/QFNuTHPGj5uyA8irlPUIj1XMH2MblOz72V0P5ztE6c2lqtExHn7rXOe61zResEyiCUm+UEoYLh",
-	"bkrxdGcOt1Pm1UeeyTbiO4DqGnjEHQerIy06LJwWg9pqnz07+Zf3WxDRsFTPWTPElJrIXHhn5kBhNi5P",
-	"U74oFzCXtWCHT35wfIQ9z/GvKWuGy1wZtjrswK3cQLlG/JTvikG6UiorfRlrYforye0uvJRrnY+7u7Xd",
-	"89x63VZj/GvKJaQVU7xRK7GNv86nigbbGdcfcpddA7cUadvv+SZEjrc/PWO7O9936wmnU+NV2CBQkUyX",
-	"pOozWqH2c2k8LtTqLEJuLY8m6LvLmxCAtab4VPgwZHHNPn4J3z0dNNKZPdvpPe5E5mLQQIV1vTtlxUNy",
-	"X3WyXdVJoTM8MPc5yPdH7C17UXp9cqM2+5mHa6Uz63r30DOPhKCYmM5s3rCVxI9WeXu/oKjuq0CuuYb2",
-	"3LoMO4uhQUxxiRLpoo0szbDNG1f5+Hrkm7/jgQ4vkiQiKdwvmANhiha40gwUnL+K8ilAOe+wmraeFPF4",
-	"fvjy8PSQ+RVwXVpirUSHHfJo4iY3UDyOU2EMFsZGvuAS8elEzFQ2HYqUWhuH8GZnea9bhk3+FwHb6SLa",
-	"xFSqzAo2XAyU69bdorkXDfe5YjZLHXS7Ho1YM3xzfPj67PTw5PTs4NmzN+9en548HfHEYNmuRBtFDVQB",
-	"QrG73nN0KkypcegXy4ooP2bNIajEvNJjVbp24edi8TcwNf6+8mlNhm5ehbzSB7oktoAs2EQkM9hZssRR",
-	"AC1FBc0jcTmTqVgvj17xc2GcKFl12i7llNFg1LOJYyPI3i6b6Cw1bMJjNuPGiLg/UNial851gvVNM4V6",
-	"PUdidaZDh+VJsBHIovSBKWev+Z7cNRx4iPOo+lvMV+kPgH16gdv0VpgsqeXhF3pOYMeImElrfB+a+jtn",
-	"txL9LgWEllvaA5ttwfHYjiHNVBsuX8vmVCrkzKVSm5WirzAHsx6ODmftY1iHNZW2bCEsRVVEjFY8XIe4",
-	"GkNh50LkvcmMw6zgHteixYaCwHDjzIsNFyAycyFmiKJK9I6lGwPVXG3sn8PKYycWSsWlJv8zbvDIlilL",
-	"BfCq1KoFosN12LIIbjtQSs877KCCVe/7RvhcDyz37bBjDIAhiGne5iIEwZWZjCe1bdEy9bMemte4V9+4",
-	"/CnIw7C5SAWb8ljA1t0Lo7+xMHqbqSVJ5NinTA5Vtt1OMvmGiQUg9SOM+G4jqWZCYfR8uZ9ibnRgUjti",
-	"y/vGiNjzn5pGxpiqnXAQRmDGeDomEYQ9GBEPTwlBID8g0fAecjiUG1Bu0FIGarOaguG1apNAKf4eoqIE",
-	"Mn4vKf6nSAqwFTzqec5pHnaeuMYx2Wbp4AWD73V5Z4WG7EREqbAE40E+f/ictOnVEsSlro5ftiW97+t5",
-	"9/3t5t9KSt7Sem/RJN7vzL1Y+bvX+nkxIkrM6EWIo5vNZX9jYHSs+H739iUV12GX5aINs8GwToyhhqVG",
-	"0awZ/jpoPBw0PoTULyRJWp2BAj52+H+udxGNVvR9NnKMdkRoUPKE+64b0pLjFPUnrQYq1bbw4iIkIZOu",
-	"JhGmPc0MlolgzxGYFvauoD9DGs5lSZQcnQPFk0TPDZul8oJbkHx2rtNzQ71PEh3xhMXiQiR6NhXKtsgK",
-	"o4UiRWqisdzSAUXAcxBnzg0YsETr2ZBH5wFLpDpv05AlOAvmvLoCu69im5F6lYicW0uC4GtrJl07yb+o",
-	"Km5pFu+lndAht84b7ImzhONDtPkZ8bP7org7ldH3HaO3TUIjoc74yvFQfzrUKpfX9iqlmFZVtOeBlNwA",
-	"nUgQ14v9ZdNUus4XcapnszpNk4a/U5FXkTW7697o3od8HwWvQPBg6HZbXgqux7TNmaXpQ9XFadPKOagK",
-	"dFuXz/nleOOL2S7Xnb73ySr3bPo5+aDb8ujNGGWJiD8DOBWs8zBLkzBYsaUCFpYGAtMKMVQHyoOaSicc",
-	"wlgavDPsFL/3GWjUoWvmXTpjm86Gc2VQAzUVXBFqC3p7tKWAM3p9W/vlESnDg9E8KfUmP+bHXKqA8cRo",
-	"anBSgs/zA9wMgJWV8VcHah0Aa9jrdsNl6BcP4boGbfVz5eTXhrq61sK6W/TVzzHk/vQDxKOx1phx93Cs",
-	"93Cs93Cst4Fj/Vzr8VFxDq0NVbxRojAWZyIlnyOdSVZX9OUAWLkU1xA8mhCbUyzDRTQpbtnHTMqg2kmd",
-	"0DMCNtFzloB2jZW1+tzVUXHL5ghxApp33XlSin4UgckvGf5YjuPeYfhjasbfVvzDrfji+vhHQXb3pvy9",
-	"jbAUMSmpsQ/MctdvyoryeVlfznrYIDMx1CHa5A4gnr0DW6U2+nNkTCZ8dik90CWKkbNCWkopxwAKNjsv",
-	"RWlaHfaTy/zAfBKf0jpQJI394ZFHgOYawz7cZmASSMVCvwL5x2HAzIxHYErAK1mwQtC8yBX+pZlqJUr9",
-	"GJxwxCCRC2OlhDBp5tK6w0JndqASbQhkwk2hw0J/9xkNf0YJduaM25AZvjAFWrJO6MFka7lQVmeg3mKQ",
-	"CobF5F0PnoyRojzhNxUWTSI3kEDQb3ofwpqozYhBmljaWhfP+Aa8PreKvhQ7fa+23wv8W0ZCkG/IU+Ai",
-	"zsZzTZ0mWy0v+KMxFDwV6UFmJ43+rx+AZcjHUYfh/xKDu84H0gzHmETLOo+iaZyjnrb5TIatRtDI0qTR",
-	"b0ysnfUfPcKw8EQb2/+++30XOdNNbl1fWixbKlrTFqpf3hRhVbt8pZVYONEuYuy7XsBuBS7tp0DelTD2",
-	"DIRyeXwP6rM6/E8yoYnVlCYHrte7S5Ee8uh8nAJdseGCcUSaKT+CKstWH/FSq3HbZyDPdXoOBsJMJ0mA",
-	"6UqEPMtVJJLScD/roVmjaxfFP77uhw0FmAWGWV0aIq8jWhklT4GiRHCfOgG0JmKXPVHkbhMUMibo4Anp",
-	"lfvSo3JiXH0WgkEQVC8lY5TyOsnMMTpLI1GM78+2YvjDizXEQaD7AUs9zH3ApsKmMipSWH0jfBDOIhl1",
-	"2Gu9VGJXelAJGr+GVJzaAASMJEM1bqa/WrrjVg/7REQZrnOqs/GEtJEmntGYUk8571N+DrSRwtQpe75F",
-	"OwPz1qq+Zga0Gzp03eQrqXfAjXO/K6iNERo19ddcn497kAMg0pV99/A0RhgA3+25w8KYW95xmf9nkY5F",
-	"rm8ssL8h2sG0o85lXPhhTTakBhGYtR9WJxeypk5Z+NCDG1Z1CnctOVcc3TVuqdsePX9B8M1bWIzullM5",
-	"Fcby6ezGd554bdHf+YWcrcd1C7SN9/O//qsu/oeiIe6wA7VgvctLRvRNFd3YhlIaJscKu62Sz6q7Osw/",
-	"sdyirDHBbd7j7lVI4hmgHO8+B7mOo7qaz7q+IAu6VCRGYLmK0j6JK9dkBfKdzmxA+UrAZrFnrDzze+kQ",
-	"XuKYdT4kf1kOVb0Nb+UXs2Z4/ObktAAYz4EJkOVcnY5hfDZL9YWIW7dlrfyJW3HXib/6nsHWMtjKGt3z",
-	"2K15rGCe69jMBUy2YTLXzrDvEntqG3MB/x2cPntRQt9G+FV37xK0L3APhjLJIRvelhndS2zFiuTVvmfE",
-	"9Yy4tEL3bHhrNvTMtY4JHYzuVkfdSgeHUl+TggFGOkX2zJVOjbnNN2Ws5Ylt5iy6+v6Muxbx6f6I+3ze",
-	"WuGZ9cyFaIHXG2g5qmKWUDnjUJCjYt8ZZdj7J6SWQL79nuELdD/c3DirzOs6xoJL702zzXCR95bZZ7NU",
-	"mVOu4actDysHLEfYA56RUqyM7XjsxLMsTUI2EjaaYF7bLTlp61MKrr4/pa7lp/tT6s5Y6rpT6ipoXLYj",
-	"PZ1q1fbr2S7FuChIJ1Qk2gewq9cDdxd3+BuugsYJRiPap3Iq1bUxM7rYXXt1dfX/BwAA//8=",
+	"7L3tctu4sjZ6KyjttypSFqXIij0fcs0PT+JZ8Uw+vG1nZa89ymtCJCQxpgANAVrWTFx1rub8Pz/ODbyX",
+	"cq7kVHcDJChRsuw4M8lsr6rlUSQSBIHuRn8+/UcjUtOZkkIa3ej/0ZgIHosMPx6kqZrDh1joKEtmJlGy",
+	"0W+cTQSbCjNRsWZmIlimciOYzmczlRkdsPDF4cHzkHEZs/DN8dnRm9enIUtklOaxiDuNoJGJ3/IkE3Gj",
+	"b7JcBA0dTcSUw4PMYiYa/YY2WSLHjevroHF4xserUzhg2mRKjpmQJjELZviYjVRG0xGzTGghDYeLA/w+",
+	"PBq1X3ETTey0jkbt10oK913z5Kdn7PudnW5r8/Rm3BiRwQT+96Dx6/8eNN4/HjT+VyOomfdRLKYzZYQ0",
+	"J2KW8gUMt/wWxzTPgM0TM8G5X/I0FyyE54YBm0+EtK+kZ0pqwRLNOLxgyhdMjfA3JQXTRmUihjcdSDNJ",
+	"NAuLx0eL9i9iEXYGsuG/iZD5tNH/tQFParyve4GXKuI0z7r9f3vy0k0gygQ3IoZJqjyLRMBU5n77oIbM",
+	"TLiBOQNxMEUvNFfZxW0p4TgTI5EJGYmD2SxN6hYUZhbSdSGbFdcDmcLKST0XGeN0N236t73dbitgojPu",
+	"sHDE89T8ILJMZe2hGKlMhAMJ1JNyXMkfejrssIMhbBptjoTVn3O9vLweoTRp1KY/7MeMG9FOk2liRNz6",
+	"6Ib/tdv+vvP+H02pP/6f/1d/nOqPutVqBuxTh2g9rqfRE27ESxihfiW14UbATgoeTdhMpUm0eKTZMI8u",
+	"hGHNOOMj006EGbUnxsz4LGnDnHBKbStF2js7rT7jA6lNlkcmz0TcHiUijVmaaEN0D0s4FdOhyNgM/o/P",
+	"cVsyaMQC337Q2M9+2O3tmx92wg4Ls5AleiAnas6mXC4YEJLQRrO5ytOYzbjWLEvGE8Okmu+z0MD1RHoT",
+	"lQqmRaRkrAMQXjIWMctnAculSVLgIOFeMtFslKcp42OeSNaEx4rfcp7SUMWShL+FrQ6z7Aw0Li5FtijZ",
+	"Vo1gDexmMTUTGbIWy2UqNI1FX6qMxYnmwxT4CVYf79H7TAvBBrhh9qtBY4Wlr/h0lgoNbF23bAEbNOZZ",
+	"YoTGL5/Cd/WsX9DFMb5gPXXgyyfIW9wgUy2YUVZc4Wb8BSTy2w873e7+nGjkN6IRmNFvuTI88CcHghS3",
+	"1u70RKWx3mfhPCQqSWSs5iyRjlKYuhQZm0+SaMK4HEgxnZmFuzkToyRN9U0kwDZRwEB+PhIolqVCA7/9",
+	"0NuDL9cQAa3TUY2YPYrh2B0lTrC6/U5IuGuRXYrskWapGusOO2BRmsCiTPmCaSFjlsBBMJcD2dxp7/S+",
+	"Y9GEZzwyItOwTOFB+795+3cQZOf9dtjaZ8pMRDZPtPCGZ1N+IeA8EbQIWx3av1aGfv/HTrDT++56jXAU",
+	"JlscjIzIVhfg1NKEUWzOE8NIJDOTLRI5dsJiS51imshkCodxt5hFIo0YiwyncYpve5ZMYV4rE3kHvOez",
+	"nJ7BSsMCm2QKygFrvnv6jNEojIYBdmP13KZGAzmbcC2020yVxQL1qgUTICgDOg2QLeExcW4pOZFsmqRp",
+	"UkhWMxFyIEOjDE9Dx6w8N5P9OM9+6HZ2dwJWSAP7XbcXsEzw2P3zaQAqURJzI9xX3wcDGaU8mdovvguQ",
+	"fsbFBXsBi9TUjbnT6QUM54D/fNoB0XCMr9in6YSseXB8NJAXYsFSpS7yWStgYTGzEP4heByyJh4MKl7A",
+	"725a8DNOh34fyBXVC0dDlS1kTdJBgEpGmZriClrlzUkKuJxeyD4x4lk8kLNMRUJrleHv+H72d5NxqXkE",
+	"mwC/WU0gZM1EfhARiJvhotCKWh12SgJqIKsSygkYIpU2kYoTMevJ1xc5S5u7unPskzauXk69e/fuIAda",
+	"M0nEjag/rHh5BdAqTl8A++ZaeJwaMJ7O+UKz8EfBM5GFW5sDdH2NILkOGjOe8akw1qg6vBTSHD2Hjwnc",
+	"OuNm0ggakk+R9eNtnyguzXkpz97/4wYzJFr8IhZ1hlQuk99ywYD6yYJKdHk+wRYpLSSQENIiSfImZ2/f",
+	"Hj0nc2SsVAyXJZFodQZyp93b22OzLJEGDjF2cPrs6MgT8QHDE3LIM8GaIR9GYQsMBq7rhBK9yUA2w0GD",
+	"D6NBAwgYJTOwUGE2aT6lNwDjrvgCWJVlwuSZJB1ridMGEgcoGda0na3WZ2iC7VdHx8s5i5MRGhaGnpBo",
+	"ttvrlZeSJJlPkpTOq1GSaVOekcDwSZqCvBylqKHCAN3vOwwPG8bZ3tUVrIhUhcViGE/TYCAzePPV1+6z",
+	"xFirUDt7MU8NS0beBIBypjNjWcyIuMN+EQvNxNUsyQTr7bKJyjPNOM4C7xlIZI9IyVEyzjPcTksITlcB",
+	"lsEbSDOCn+Dt4agfCuCumI5DEiNI8KT3lSS/JC83H5b86qWQYzNp9Ht73wZweLp/79SS/wgt/DWW4uEZ",
+	"H4dsoXKWctwiHgflyQY6Ix4Sg8bl00EjZE0gU1w/3tYCuBqEqz03meFjHZC5+DhEVuJygdRKL9PHkVUO",
+	"pzOuUz4D4chQfxrhSuGjd3vf7TNuPQGoW4MSK5XBcXEK7pE4wxifTKy42+122Bn8E7grUtMZz1D+G4Ez",
+	"gg8BMslc8IuBxDub4bsng0an0wHuYngqsCmsWikYnbeFRky0kq1NG2p9LY3N9vzR6LWSYs3+HEi3PUv7",
+	"sWEX0PEQPgYR8Q6M88TQewirX0d5ltHZR4xpuSvR7Gl313tZWBvvVfsMF4howA3oiALW4aC6WWz7vdq4",
+	"hqWD6oaF/FkN7+E8+aCGW5wna9wFL5wdnhgxRb2Y5C4DDb9LKjDO7rdcZItyeqhhVV7PGi2N/k43AHYn",
+	"3Xin2w1KTXmnVlM+5ovpJxytnmj5ZjfwV2bGF1usDClYq0vzE0dRjLpY4Y80Qhs4weg81UFhOnEZD9UV",
+	"UzJdsOYsU3EekXY9lioDrdy0+uzkp2cD+W1vt+v7uIIVnmiSQrc0gUGjVbi6UqVN2x2HIYuV0IV7DsUE",
+	"HRZWmWdRqnTBTEpKGrCQa1xaltqvdaXZHzXb6z4dyPDJLFPDVEz1EzDokki0c8kveZLCMWPZPsSjvo0H",
+	"Y5/thM7QihXaWXJhJokc7w+kfZ7vEyufB2+02/ueTsbCfIYzS+VpvF+69wZ5t/s0chYN/kuEA9nUORj9",
+	"moW9ve5UI2OHPR0GcDBPlTYsfNrVYYt8CL5oGfLogsRCCuKTTkpcPnSAsjdg2FYclSC3aa9jOAXoveiJ",
+	"hWLvGcERx5NhoqTKs4HkmoF1b0D4WRnDJAdFvjAAOuygWBbrt0ngkPZmwTQY6oolYL6VXte2dbuGG8SW",
+	"ZYJ1BkIN1TWCRuldbQSNVcIJmLtgr9udarACPF7d6fZ26833mcruQ8/OZtvo2e/EcKLUxaGMZyq5F/1+",
+	"LrZ/7NHzF7QRa2I1WvOxYAmotU5t9DxUoFOivz7RLBZpgl83gf2VxHBD8SX690AdEfY9W4GnDYNgozHR",
+	"YdNhx2SzkscggeEi0S8fASRqWCpA94KfNtDVnN6zvf3yTfV4+/U7TcaSg92xbhnDy50AlLo0VXMyqNEX",
+	"wLX4Zpe9eHXwrH364qC39w36r/4oZ3vdKf5hkqnQhk9n150/wG64BslCImlOhgRoZxrkTCYikVyKuBWA",
+	"Mu0Uw/KJ7VhEKhYxm/HMuFCL25JHeiC1iDJhrLwJ5xMtovOww57n6HngzP6eKYqRMTNXTLs1ICFEgSk9",
+	"45GA8eyZss94FIlZ1eeUjEAUO9UocAfHDGWZZJGS2nBp0CO1xR4XE9l2qy93gnKn//Hkh/f/aLLV79YF",
+	"QSwJnLntWUcC7ygYh0RLltSca1w1EeP5bXWRwmGsE5ClsFBvZXLFxExFk302yoSeFNw3kHYwsBPACGCc",
+	"FYTCpuhUnHDJ9tg0kTmQB7qNFirP4DSOLvokxocqh0daG3CLRS4esrXrdC0XXcMIJMwpanx8dOLODPh3",
+	"pCTY1qi7iivzZGKmKfxjvUp7HdRIsYPjI1acRQHLhIwFBj1hQXBf4EEZjwwom14U2zqy2+TJ/l+ZGDX6",
+	"jf94Uka9n9iLn5Qub5zDjzy23yy9Bh6a5EpyWsw/PmgKlZZvxdP0zajR/7X+mXSdfnJM9zeugz8aswzM",
+	"apPQOmrDTa7to2EOu93utVv+MoJb6lGJRI9b2/JlI6j5LfGM7QuxaLy/vr5+v2bFPZfFlKcjlU1FDJqI",
+	"HWt5mf1g4sZVLi70Q03tMta01c328jJQcfv9fSF4aiZvftmwu6u7umkvacA6AqZfFvdFmVWv3pF8q8WX",
+	"QqLfeyRqv/TJsEp+7US2cy0aa4jwoCBBewDWZTbUeNT2rVIDemP2VZOpDUO1izjU5vuKiFUNlZyIXFPO",
+	"xBdAJr3ercgko7lvkFWrZAGnM3k+S9+a77u1pPXVS7EjCUc0Tw/BZPoytnevclDVbK+dchvNvLXcL1ku",
+	"xdWMYlh4aYc9F4YnKamoqRqPRcxyaSOULCwXMQysJxP02K9+j19htt1rZQ7IAPlShP3exm2mHMG2VKbN",
+	"7bw3aRuYRSiuEm00G+aGvFFSGZdZiFtMY3bYWekDKd08CeaXcbkYyFhF+VRIg0aSmQToz0BVJk00pmCA",
+	"cj4RGbqEJkhAXFpaQnu1iIGRNl2XFrlpB+mi5SSrr4LaXivzE9gTXwqV7W6kMiCvEU53DXG9VgwdeC4/",
+	"kXytYMdFkcr/BtLhmC9SxeMzpV7ybPylaII7Tzdu24wm3TZKtVOc9haWiIu34g2WZT1vKPkmNGvusFfJ",
+	"j62/w8aCDHsuojSRX47U7920sTDpduxmTQ4C52L4tWEvOEdf3ognaZ6J80jFovF+LQFEPItRo3Oj0glg",
+	"hyJPDAX3mzRhFsLIIg5bNicAw6xFFvVAlinTLp/a0yPqs6c9WqpJGbhpb2sSwpeyrDfdXVz3VZ4oxxn6",
+	"xBJ4g59wX74UIXUDLXvzbhNBrZCzjSqfC8PHayjYqz4olBqKsGNOjQ1LU7wbbNd2JniMdIt27Ncvx7xl",
+	"PCmW7sswRL/bngCKXd9wUtmkDnup9gpPvvpdPKUw7dsySvulWJubNY2a8PKmHYy54UOuBYuwkgB4dQgb",
+	"yqMJuT/jhL61Md55YiaJ9AMij+CY4jGcUwGjkpxCRUk005PcYPA/VnNps9lcqMbz9oQukLBy+PwPcmGd",
+	"KfWKy4UdTn8pQmOzk9PPQlg5Li4TlXIj4nNXP7HmzDhg5TBUvgC0g66sfMaa4co4IZN8Shki+0CfE8yQ",
+	"BJVJSWHJbCA30BlrFtHYnVaHhQUB2Jq5ZQIK2Ti5FJTOUFcqtKFi4X8mMb+VPDcTlSW/fzm6/M5GSs79",
+	"Ga+Rma8SrRM5DlguL6SaS4Ya9aW6EDHG7C7E4it3wb979669nGK+6ebljHS7+daNJeJXIk74Wbnof7kS",
+	"vHcDERQzb09h6m28dktz/ZFm4TN6xza8c+gyJF0WZlkLZc13TOMkWcYxb1wLQxklZPC/Pfup/d1Xr00t",
+	"JQw9tyVfX0cYz2URuJyTtqtYWznu3BVg7a837+14RQ4L0Igbcp8JiZnniWHN8Pjg7NkLlx1Y1MmNeKpF",
+	"2KJ4z1dOGtcuAYN8zeSjxGSMyp7Zqutzjr+NVDaFTw2wPjC5YzVRI2gk8UrFThSZ86ej7/lO1I17w2/F",
+	"Lt+Lvhc7oy7vDRvvK2mweO3NKVX+7qOLx5tpWcCjhh9EhCv9DH+2ri4v34LHZHbx9Nh7cdzpYGkt+NSt",
+	"0VKdovQMbCzUnSZSZSyXQEt73W6X/cD2up1ul709fY7+wmIhE2m+2W14Kcjf2/9tzkMOGu5pNyULPHPX",
+	"LXPEH9X0xm63ZienwnAwVG56yCt3HZYhkd+NQih1pUAGhDa62oy6EHKftLkJluaMkiswf3ITqalwqcVn",
+	"7gY9aODyuaSU2fQcvj6/TDRvBMU/C59g+VUidT4agQYrzfkol7H2fqTalOrlkcoyEZnz6DLyvh9lPI/z",
+	"FMRm+aWtmUvk+JwijeVPOlXz1XqyoHHVhld4Xi4MEtjK/PsN55Tts91ujyqLnTfSuhZJRvkOzj6rjIIu",
+	"geVXXRl5aQR7Hd5UGcBbgZvGKC+tjFBd25sGqVy9NM7Klt482PItlRFXNrLfOHb1kECTfCz6bK/7lIW+",
+	"68ZeUMkrDwrTiHbJpYqs1FR1loml3zjNo0gIMJR63Z1Wmc3Nikc90i5Xmc3SXLNeiTOgFabSwrOw/m0q",
+	"uKQasakQRtdVihUFYs3d7vctf0LIVssT6rhcvFL+WsHoCaUVMbBeJJ8I2Ih7l8ilCNYd9pyqPbBiBBMi",
+	"aW9AP1xQXT2iM9yPZP4UoUlH5yfViMDWcKu7OTkZ56TfwXFdEWGWCER8PlycR7k2aiqy+gLYNbGVTRsL",
+	"2vzdNtYd5uO6Sts3Ml2wTM11gQnDDVZBWU5JqCq9spsbFRb3tNRs8zBXhe+es++8at6kQ0pPdoUbT7/5",
+	"hsV84aoeE7P93NxVXslSI9KX3iFI/0J1/X3NAE69XlvRj0kPaaKNrhyttMUaiYSk641kgb8Glc2rLO56",
+	"WlkyU+5GNLdWb0jjj8/FpUOlqi4S1lAzuI2sxfDXQePxoPE+9GoQ4NfAwk6BTMGrGY9jEZeJgViu5jPk",
+	"41JCdjSJV9I/7Hc2CFR+QQ7/uNiNyl20h3Vf2XHq6GLKr45oWj0qerP/KmUazzIOopxKt+3PJsvFddDI",
+	"s7Q2dz3DcvfjN6dnjFaV3HOh3eC3Jy/DCu3nWdKoFNr0urvf3Vxw61MdTGVlL2tJzVOZV3LAjk7fsN3e",
+	"zreFGs9AZYDTMVVzkUVciz46ExwclYoJveLo9M0jXUTXsA6TEBpgr9lQpGoesAsxMwTpA8uTGDZcMI6K",
+	"cKvD3iVmEmd8Lu2gzXCSXYQBCy/FyAaW6Qcz4WYgeSbw5LITTfCOK57DHVdXV3BHJlyxLzlCHdlxpA0+",
+	"gu94CsvGp/iNAvWZZ8DtPMdv5qCm8t/hyiGfwt8hfD+M4dgYTvBzMoK/OMJQ4l81xL8gkIa4LUON3xsc",
+	"Zz6Dvwv8/DvabBz/xjBONEFpMaHPc/ib4ucU7ookUGKk8LPKUa5EqHHgN5d47+8XjaARf4C74gv8jNfH",
+	"+Cwxhs9wjgYNYWCeIgdVffQBEwQu4NfxEP8KmPl4AqsxTvAbfMexhJHH5jf4u4BvJhf4V8L1EwMrNsnh",
+	"miSGkZNUY30Efv4Nrkwy/Kxhbh9wzA8K/87g7S4EXH8xxr8TuPJiCqNdzGA1LjL8O4frL/DpF78bLGuD",
+	"0VKceXoBd6UZ/JpqmFWKV05xnacxfDMdw15PcebTKdw7RVVgims1zWBtp7gy00v8O8drriT+hZ2dLvB7",
+	"pA2JI8sxfk4U/FVwvZxhNQiuvJqiScRhzWcCrpyN4ZrZBJ44wznPUvx+AWv4G4dvMoWIIEg/WQ73ZnNY",
+	"DY2/aqRGHeHnGO7SAsbUY/weR9YpUIVWsJ4a10Rr/B6pUaNhpxf4ze+wMmYCTzEf4HozhTUxSNUGV8Zg",
+	"QbEx+A3ugvkdrsz5BP6Or+AvzjbXMH6+SPBvjn9h73K8/hJ58BL3+hLHv8xhVedYSnGF63nF4U2vIvwc",
+	"ocGo8JsZ/F1gpc3vuA6/T2Hk3+djkHi+ywWmUmt4jlV75Sw4JOF5+HAO3vYcxKW5yW1WW+ElWDThcoy4",
+	"fiVaBuF7OEelzV57pFlYVFKF2+uOzgqpc53bJEVOJuHB8RHTEyw6TIxFtCsNT5pon3EWWgdaSCCQoduW",
+	"x6DwspBsOSKL0G4Q/FQqmo80gjXaC3BvHoeYZTWQoX1tjbFC9NWPk0thCzvh7R5pJq54ZAhZh9PhtnLO",
+	"kxF1OwybUk/eZLLhbp9RWKLGBbmk/3JgaNyDOm0Ex3qZ6BrqcftWsMuNcypfwFLrddCYcH0+VZnwSt+G",
+	"SqWCy5XZ4wO9O9bO92y9MTHhs5mQ6Eh324X+dbxyCIRFVL+6yzVmx18lDH5KRBoXJQ7VXUGooLVK70RQ",
+	"7QBLNDDKz6dvXjO0ZcDekxaxEBNLm+ET8luELZSm8IPEWmmEb0ToClaAOcEV5MBnzbBAClsB/+qwAwdd",
+	"iGOlSrrU1YHs7X1jq34T0FTR8MsEKpZTnl0UTsT/7//6v8MKT/meYCzurkcG8UmJVqm8oY6UbAFbf32A",
+	"yJGDurjZ6rR31T3oZzVc3bCXSo7bWS4lZi6o7CJgM5Wm5EYIn3xQQ/3kjyS+JtfgJ0dDhKOmW4bP3gf1",
+	"ML4E2lFg9qI0RYLeR/ia0Ljop+ek/KCGNq8w7OCc0LurNx9Po0QmeiJifAS3eIrWXTBP0pQNBYtFKsyS",
+	"42x1NX4t9Q+Zp2nj/XXQcKNvngM8uuDgwL4osAQemlxGIr3T01eOiC1gaZAYxpnQepVyMzXXzn1chxh8",
+	"ouYlZoZWbMSzfQQOUnC+lSBe8L5ZLnW9J3IzhKPPE0vzqeMNAu+66XT5WQ1P6MJrUJx5tlGr4chPDteL",
+	"2evdm91hn0qJcMMkT+nCm/1dsMKxEnrf6R8hG+ZJGlvEayDuZoj+iycWTDqshJzoy5ulkq8Q2LfwCGhJ",
+	"SfAWtsoZFVZdI+HuQYcAOfn5NYiSltZBlNfItoL7V6VxrOYS1OPzzc4od5mnhQYsEyk3mFemnAL8SCPu",
+	"BXt78hI33DOmHCk8yWarcewn7gG1GgXdeb4icLbDe6nwdDFSUH31NWt9WvDOUpr4b7nIRRyy5pwnmCGK",
+	"KHKWdRFGlA5H68S2ZwFPCalbs7DYkzAoCiAGErP3nEwOq44neiRa8jg00LynmBWanbu9dilfeYGVerdw",
+	"xem7V+vzra7F2xkQwF7XIkASwhrCAyP2hZpLxEbRLMcLd7sVhEl7dW4H6XbIlenPaK9bUO3iNZ+uTHK3",
+	"W3V2XtfspbW5lpIqyujXHnq36V/nLpblnN6+ytLodXvftHd22k+7Zzt7/afd/t5uZ/ebb3d3vvtvP3rX",
+	"t46MpUgIQvTudLs7ywU1fZDXdKiCbn5++NPp0X/v9o5//PY/j8+O33zTO37+7Ytnz15/+6pRDY8h6i/y",
+	"RgPHrUkfWI7xuxOhMeOZSXiaLspXDhrWIqh9251+t9fZ2fmu1939b1Sv1sUSVw7e1RjfymJvdddd1Md7",
+	"yPPYoIRVdnFVgi4YdzqXXwPlMgv2WQhDhQ5ePKTNIe2z0De9SNVSckZtUoafeYDXVDMx/PAlPPz9rdS8",
+	"reKn95P1sjLsdrqMZfZSn/FJejuiqdNE6kL0hVqyTM0rr7NEKVUK8xZsSa3xpv5+vVyjSi0bIFqvyGyx",
+	"aKjDFIhDW7PYcgLikr9hTZTThzZa6+SxE7sHFc1/xQ1q2ooOhAmtXFJi64yPhYUX0/tsJEw0ASuErH9U",
+	"QhM5PucuX9847QhxawmK5x70wCqJe9Z+rUpQocoVkV+nJ7jx3WhfIGmVb3oP1PWW2OwLfE3noPukl7QO",
+	"kbqgLWLp7u59y6yng8UWt4NuX1LjYQD4GX3giWZLTrRtoVzQi9dhbxFFTYp5gWlO//IAXxJEpIsEJjX7",
+	"+RR4Bek9mfjt/Pm//vmf/zp899PZu5Nf/rX7z3+/e3H47713T//5X7uewrPb68GKmbQGzJpZ5Jpi+W7G",
+	"uFmj/1jOcmV3SxizpVu/La4wJ6xt3ysMGDbJyaOJi5A7jSHi0iInDcXmVKt1Wa626rV+PjXFs0XEgYIc",
+	"Xnieil87tcESSxs1ZCauZimXFtN/JqJklEQOpJKpyB6ponZYPzO9/gXWZrnb1yiy1SMlI5FJEXfW+hn1",
+	"mmcsYbaFAaYyCGmyBba6sb8z9N6WgLO9biVqt0mAeJ7zlaDa8oFFUz1XFPLaespFF6ZRnuFxVpm1ZnMw",
+	"+BGjA4FdpDIOhSWRLKSH4t5vzt/brBQTzS2BD2ATNdu6YAVCoDZFvpAMf2wobJlxB0fm5JsltpgpGcDG",
+	"RTALIQmmk2vM+dxnqRgZpnLbPMzi0ZQBAVbEAzpLuTd739R5PSu5idusBhXyua+lMu1SqoTVJObNNO1L",
+	"ylpofQ+JyYkdew8BYNuSotrB9Rr/CAz84uzsmFmIB1jcjp8IulfJAd3tduuoyErqmo6CE5UZpvPplGdF",
+	"dz23vzCO1w3Cg7rdLGXqnZ4HpZvr7cmRBY73myotPzj85+FZCARDx5k32opHrAYYp04XW61DXXOq+JDa",
+	"QYGhbQtTiyZg84nSts1WBRuWTiMRD2QztHmSYcBC6kFFuNZUZOiq5eKwFQDD2KAkdhB7pFlR79ou6l0t",
+	"yqmTgWuW3gm3dYqOST1HcJ2ac+LgjzHOercEyI1nzalApOW0gFcuDpYOewOLbBS1zXI50kznQxe7tdl1",
+	"5S2N4NYg0jWvPLLwT5/gifmzfCqrDlzxeT0Jd/NdfHLu981OFb3BbtsuLFKB5tnombCvs87F8H4tVd2D",
+	"xW3J8/PHRehB92OuepP+dDNuJaviU+w4KgdYfStQRM518vsaXWiUpKDAwwUgrAu15XOJhmrhwV3qB7bM",
+	"zfqswatV62CbiL+Lf7pg/wc1bN0y1F9bubBlpcJdYmRB44Mant8tnJ+p+XlUX0Bk3SGaUAbQNe1UBSDI",
+	"LQlwGUP7LjUVCWUJD8/9gLJ99oZSC//tAo/HlghvyWF7Q7CZWHhLf+126S4YeX5fX93v5Qtyjbop87Jz",
+	"MF9Rs8T1tSYDj/Jb7kX2+bliny74thfvf/rCUSbIfa/c/ZwaZ0KbtcXpFllzlf23qSEPGnyWnF+INX2H",
+	"7diPtEMXsR3eDyxSCXqD+sw1cGSnEwQlAf0aZPeSgqwvzg0YsreL+HvvV8523Sq9EOlMZGWCxdJSjUYI",
+	"cLyhpxbWRJJVOMGxbN5v3Lld7lHxqLqZkq/6k8rwtyvzqtNcp3dOIKgd7Z4i/b+65SnGvl67cH9inVzd",
+	"K8cefMiy4ltXTrcxb7lSc1CWlG26p6wiq7co7e8H1OykhgvKH6pMsGObki53sbTuGddLKGDIkIkcIwJ0",
+	"lCmty8ZFiXWobfQu2pFvqZa6ZmHnZLZs4kYv47QmBW6OMfxMyXERvJ+X6h/2A3JQ1yJmvaurzsb8PId1",
+	"er7JmebGfaR9v1r1+VKVuKkRnwrWhKVQOWq71LaSx3EmNDagK3rC4au2/Dm6dfCZqSKdLAks7cTqq1QX",
+	"3a3q+/VU99wSSV0NsaBqSKrJN8p634mJ+5S3m8SYN+GnyLfhO0r+DlZbanlNfcKZkHEixyED6kyxRZ6l",
+	"4LHAHvS9qyvW9BK3Wi7z3GIFRBMR5ylh1lr0N3qkXXW/f6i9sw5FhzULQFzym9XyX32JUbYoJk0ZsgFT",
+	"aSy0KfF2trLbl4RAjf1+pzTuqm/tVs6voIG7f363whS695blKTXW1BatyoKGFFfm3G7DZmMRriw2DEgg",
+	"FwVLK9eSqmjCVlAeUA+RyCelAxcmFRF+fT5hnZF5P+k0PjV4u1vZLM+NtbyqQckJt0uZWRI1P7qutp/g",
+	"5lqWXje5tNeq6ksD3YMH7sap3bsrbkm/uh88rK3T8Xz1ajmSU0hYX+zicWKRZhByBo8ZqrcMXPRImhK7",
+	"ooCDqUvlKSdwXrqRV1MC18n+PliS1qUcsuZwwRYqbwUsHCspQtZMTKlY7O502T+VFK0Am6omKR5eTYo7",
+	"FELDph7Ce+whfkarUyoNSSpcWKKaa1xMohE04NFWHuBa3+jc/kQd9k6HwywTl4nK9Tn1Szzf5Ktzzdtd",
+	"T8XAnviFEucGc80XKfNCJ2Op2VDoJBZWes9BCbmDDL69AC1U+y0EKzmlqumFS3vi8ckqxW5czTvJWicL",
+	"7k+eFdLlT5dn7xIzOcVl2d7RtDrplbK9YsRV3R8ID2Gw8Jqg6BLK/uHamqoRe9pjGZexmlr3vu9McYRd",
+	"NoPFIkYH/CPjkvQtxYOmCtzh5ILPjfhwv2Pn+3/88Ec36F3f7Iyxb7m6yu/LdQbDdCtUlD4LJ8bMdEj1",
+	"9PA5LN438xFLVcawq5Fmsyy55EYMpBRmrrILzZqpinjKYnEpUjWbCmlaHfYa+1Fxd3nAUqVmQx5dBCxN",
+	"5EWb7lEZc96QgbQ6fr9oLR9NRHSBWSYsE+NEGwedKmPGxzyRZV9fZx/ECU9LUexlCuB79p88sd91IjV1",
+	"wJ66zIp7/+mYMFpEeZaYxSkQro0toXfuIDf1rf8Lzx6eo1yv8e4xath9IRa2V3eH/SIWtn8tgfDh1nHN",
+	"Tl8ctHt73wzkhOsJUDLwAK24RWbXiKQG9p/17mH+1YVYYJLS88NXb84Pjo/Ofzn892k4kE2bzMBC50GM",
+	"xVQ54wpZFEUEzrMkYVhzgmlL5Eg5sFceIZPaFq1u6dt8lrApT6ThiRSZbtRghOuZiNrkGYHnY8NxIelk",
+	"Pn3+CyP4Zh2wVPAMBrGgNdQoFXFuRKY7AzmQ//Ef7JmSwASJknog28wHMbYe6U3bANP1t4IsR1jAoUgV",
+	"ejDRvh5IViwxzMa1oXbdmTTTkZqJmAB5+kWOdOn4TeKi6ddud7cDc8Wy7oQYQeWmw14pKajFdNmZN6mg",
+	"z7k80gJGaBVqqANzfZclRrgxsD/zLAVOSxMjMp5q1gx7e90uQQtij/hup2ubxO+JHtJE264GTtN1MUIg",
+	"Y9bkywDJNZjHYW5G7e9C29V9Z4/AhxIN83PWv32d3W63SC+TQhuXc0tbj+eZZrEQMzf20x5LQVDpgGVi",
+	"JjhcCeN6VeuB19r+9duXZa0Va4YD2PBulxwXsJpS4JvtfMN0nmVqDNSDl8Xf4WWJRAqQC1vbFdCNMsfH",
+	"+elw3+x6VV1YXIyviHmfeBiyoVgoGbP/8//sdru4zEcxsb9LlKwMgVcc4AqtZDES0JqXYEnJi+TI0vsu",
+	"TdHlRobkcNQun9UgqdiUaM1ENFHlWEWVv6JO2TQyQQtkmEzokYjnbcuyROhKLl2H/WeuDGIh4x5TSIea",
+	"etvELxoKJ4srsTYVuxmuQ5cOWx12yKOJV7POidK8pDWbwYk4WvuM2xQ1hXSXCZNnEmiVkuom+ZRL7GqD",
+	"SM4zPhZ1TBG4OWqLVyPiACyaglWlmKeJFE5evaSmAvLMP5QjJUfJGPuYm4nQNmsvdkCTeDaAFmOJwSWq",
+	"TbhmT7tlL4Tw5PA/3x6enp2fHb06fPP2LGyBPKIS4A57g+Dl3GBNOGV0liWbsFTG7yTihNUSQmlNYxKH",
+	"bO33Z6hO9JG2jkfNprk2wNCwI7YLyV7lBQ6en784PHh+eFK+RFk5Op+oVNCu2rxMkkvFwtshd1bGdIPB",
+	"ruM9UW6YGo3YcMEKWxJF02632+qwH1WciCpbYoM21tzdedrqsBf2ffwLnvbYL3BF+Orgv9xL/Pjvs8PT",
+	"sLUPI9sOcEq6gZ0Ba1vzoz875QsEddQiHQUOHhIYEHtN9mGccPfpDrMMZifCfqKs5TOlGDbUCx35odxv",
+	"G3FlSw1oYy6EmLU5WMa+AzyJU0oT/cYnqqPnLw89igKNLlVaxB32I0mynW63C7SMMrIcTtuVePbm9evD",
+	"Z2dHb16fhi1nK9IK0ECYa6xAI0TyX9DiILC+iAMYFN4FCJZLu2h9HwIXFAg1GjkOO/ayUPVAfiT0mI8u",
+	"A/cj+i2A7D/Cj+12m1X+wpfh2gblIfuIsvgj29RtfITCCm9ESVWIYtfwBFFtUKR21j5xqdiifHJtO+kp",
+	"tbSwKr+zNQImpjOzCJYytveWzihQAmYZaG0g6g5Onx0drc5rNTMbJtSzS3FDt7tEVyGmaTP61isT7hcZ",
+	"3ueJS/n2U+dDpjmYM0k0sWbaosNcTzqWJhfCHs74CHccrb6D3xyE5r/DPrLXqtTeVWa7PJDxstogZHXQ",
+	"ImmZRtylETf276R+Ee4i4OzVYVdb0dL4e474lpvPwi6WTcfpdouYiZ1dw/V7upRWj8/53j7HbSFtFaJC",
+	"E+QPNcVA8GOjbGbT0ka69j6rT/6ghvhUKtJffSrmm6Rw/C5K8JjmjfAtrf3VyWEFg1H2mhqGq23wXk7n",
+	"ri3dt+mTtTKZ9QU8leXZ3H0i9EIK/iYcFl0pKAq2Sg819U/w3J0eyp3btAQM/XKrEHUVdEQ45pqrvE76",
+	"rfRYpec/XZK423VVrRMAdY1h6Bl7a54B7wlmGsMb6DjZ0AWGrqaOLzfSGlXQ4fN7JEpries21YSsCTLM",
+	"za21Ooc1RXfeHFxp3fIKz61UpJqgSmXePgtXiv5Qauuyli/RN1CcO7ZoLt/Zudj+hBKdHWBYlnRowcwK",
+	"JHwiPrZQOZUZg/yoWQC/PgQfZdl8ffeyfbape9mdOL3aUR7msYfH+6kC0Y16uRVxkqk8YzqJRYe9tkKN",
+	"D0EhonIsMC21g3uslDGNEkw2RYqEMVI11vWyuGR2msVrZRDEiE7SPg1tZwomIQpoZGQ7S3p3DgIQbVIK",
+	"SXYKRdUVtGI+38oUau2Kj2h9EBHce4tD9mkdDlkT+B7dsMFSJ4Y6QL1Vsq/r9FB5Y9SoiuvcMltdx3aQ",
+	"KOmhbCdMqRYXtgYZlsTScL+2b8Rq42CYLGrS3i8DaXGsnKcvDFiBbEXNL0hrq6JdOUWU2HblQWc00YHE",
+	"hJBIZXEJ7YiTK3bdZFxqTmaKPUnsTAInq1QGNIn6iUjQDTVUZjKQqCGhZLZfw+Hle10Lz50pUzULk7MQ",
+	"pP1Kqw1gyrBcDLh8IMNyLUgymLlaFdLIE8RWhMJdArYOJJdMYMoj9sewwP+FTu3e+ZEGzbvlO42p865V",
+	"iIcLQ4YcfoD9Hsiwpv9zn5ksF2gUuxPEeeas5ZkYl7gJCjaRWpOz3asr0l05ullKS8cmUbFU8EtbFQir",
+	"lWMeUKWjCHoh0P/fGUjcDAquscePe7tsovJMP35sObA4+hAN3fObcOmAb1Erc2/6/PDV8Zuzw9fP/n3+",
+	"y+G/z8/OXoat/QKD1oK3wbymfAFihFLCMBaxWnsPzHDA9q6uAsaZTSQj91+cqRmQjmdCF4qREWmK59Dc",
+	"wmb4FYZGqYuBpI0muvLpGyY14WiaW7ogh7A2HN2HtmNExXQn6h1IxzAk4RTMIGDDTF2IDnuucGbjHMMz",
+	"a3rIFISPXxA6wdGI+sFW0xmL2QVe7heRoMYzYMka22fJCCYQoLcNdl+qeWcgUeWBzfM3JtGwE86kp6x3",
+	"8gZ/UEM9kC+VxdtkEkNU5Ovl3pJ0VmSRc2mFvW6PHVj/Qoj9PmRkowV8IFGIYBada2AesqYP5dmyvUW9",
+	"U2EfUT8LnDkKo+MYJYrRQHopc0jI0qXLd/w6ilJXHiWpaJWoaKzpDmBUq+aTRQtb9Xo4aSx8fvjy8Oyw",
+	"kqJPP2v/zJ7Yk8FZVn3GGcGq4TW4pgMJmwRE7/BNQXfXRs10KR00pW4hFowaYW+TDvtZDSsBLVcXa2lz",
+	"IB3VJRk9lcADCvGA4DEsVRp5CY5rmjoV7FpUyDgRqJ9muSTWHcgmrOa09IIk2NcKWNT6EDW8Vxk+c5iW",
+	"2hIRYjfiW9riJTNPItEB9i8fTxfNsdzXiCzLZ4hKqRRTIyMk+X6LLbNqCGlrnE0TCbb+QNISEaslmX0e",
+	"LZqtjWKPH3+LeSqFFETfGO0YkEKRihDuE+9vFIssPDk8fnNydn5yeHb4+uzozWsM8rgYmteoQppMpQNZ",
+	"VC1FPANViGmTAdNZ1AvrO6ehj0bt10oKp5U7Rnva3SWXfy5d9j/oEdQOsabdOGuC0u+cfYkJ0PDEEbTh",
+	"yAta4aEapQnOzRKquhQZlmeTYw2DUI+0XQPdYQfMPZXOW/q+cBA0wz+uw0IntEB8uKTO9+E8EROuW+g8",
+	"JQa9FJnGvJmwTP8ICwlKKxXYoxm0G3gkBe2RqKzi4qYD3OQe2AyXcLRA37KyhOSPViRgyNwu9LNCAzH8",
+	"QqC5pGaUyu8vdCH2S4XCzbZw5dj6blgG+5506ODSs1Rht1xO56M3NMrGJYKAubDwcUjHJhwcvK3FjGeY",
+	"d4FtTtQIhEBiFszwsQ5oI4GpY5UPUyrTF9rpftbOs+afq0Hql6/YZ4PG5dNBI2RNDCbt7HRbHXbgVBiR",
+	"ghhqhpdPw4Le6AkBCwcNunfQIHc3xSclR8lCFS3w2A4742Prx1bTGc88xWsg4VMfxrrs4jSsHyG00+r4",
+	"u5FrqypZFqPhEq0k6FpzwS9Y+O6JeyFL8+h5Ebq1v7ra6B/iF5iTZVkcYwvkEiS58+zNySlGobSwr1DE",
+	"0XEvLgk43EzAKi5iuoU2rF0sDYgzw93ql9Exkg08BXnuDt0XhwfPQ6tEkycepuHiQripJFHQvkPwgCZG",
+	"ylihQWiK3LWCMiBQBjUOyxkXz3xzTGEHK6Z63V32WjEbubakSq5RfB3YX+Apu07w6CbNmw6USxLC5F20",
+	"0UNi7+JJ/tzKVARURw4cBAs3MHKhKZJ9kpR5AT/CKYrBMr5gEbd6xcHxERtlakpWSZaME6lrU3uaIezt",
+	"+cHLl2/eHT4/f3Ny9M+j16chBlKGCxdVBHW+1WHHmSBnpUb/Csgn1wDbs1LIweApRIETFxiPqrEs4ArP",
+	"ERFU1aXA79Qe1LRpp3FP8ZhunyVTzOgk+zITaE5Fon0wm6UJHLJGMUoxKbJCTrmMh+oKb5llKs5RJRzI",
+	"N9LZ/AGeI1PbI+nk7evzV2+eH4KpDkbp48eaRnj8mEwOu2pWHvh5K317UuTDlJzUoL5WM2xQZQFNSi5A",
+	"ucBtxZwzMCgmmZrzOV+UoQH7juFAJpKyICgObEntyVSYLIkIGRNfJvaTMQ+Ojzrs8ePj4q0fP0bnhnbg",
+	"L9h2ChR62NJYqUz3YdvRYYCZYEME9YdfK+RFJm1zKa2oFVTNZA2SCdsAhFdtu4htOEmsrUnLiV1bqTBw",
+	"9bXsQUOF6DYlrAWmMTp2dru71LeDkqR4yVVLLFUuJPPi6OgiIsJhTang3FylKKsu2hmRKksLjWcien5Q",
+	"/kmRWT9oggC/cKa8Ojw7OXp2en7w/PlJqWP9hExHG4qkeOTcHLhEgdudwqdMdqo7xC1TOk8zdk+xL+ca",
+	"OsA5921vt9uCveWGTfFetCMokob2EZ3eGIbXeXaZXArbbAPeKhZTLm3krqJNmjyjANZAqtGINcOfDt6+",
+	"PDs/ev0zRXZ/sN2s961HUklf1CRLr6oTsLcKxHoJfCjFIiDYZ9LF3R4l0mPg8iVZSqVIzoE3li5OPiu2",
+	"k5KY7Dr1iQh+SJU2bXeg2POo8H2gSwKTzcC0RW0j1zlPkcb9AANGuslAWTLEy1A1UCumCnFNOmzpTiUM",
+	"LdB6aNA5X1iXo4t2b/DPEaQCnHutfo3lTQdsNQ5asw5oSbbJjgv7d0vz6LMde6wUaQqkXiWaxShnsqJl",
+	"bcXtI1U25Wm6qJtYxTlPL7jb+369+96hOzH6JkPVgVbcJbUUTPVIW8d+s0RzkqzGs7nk1Cx8CHQuOVAo",
+	"VCNRM2h5oYJld7BVcQLi6GEeXQhD6TwUnEcfLqaXWZIvcpALFgT2g/0sXhN0tFF19WwT3x962q6alZeJ",
+	"BkEb43FFU0hBxywbMqEXxe1Y0yaz4Hs+7Wqr3xBPzrg2azzqrQ47QpfQMJFClyuAphio850xZpttoMKg",
+	"eIW9bneqQ+uK06maA3miID0r3gssljpdgE4pClR5kj6sofpgIENv1Vod9tZG+0sZQsKfxAtQsSwyAkJL",
+	"AzhJN07oEgcGEg8a5so+La47LmlpU2zKM7H2hhPzHTpB9EDCO7nQRFXHLCzPTPDUp5agSAvhaXkaaJMl",
+	"F4WFUFG2BnJdYt+STtZ89/SZvZXRd3B2wtB5ZPJMxG1KHLQ2HvkRZxPuJGcRWcda1kmm8vEkcAcGIrqT",
+	"20PIIr/LnrZuZTVaidMkTZOicTX51owyPA1B8ZZiXnY6R2MxjFKeTLGQaF28VYo5VhRFEwpDU0sCPBnC",
+	"fde/JuWLpRGdXw9+opukYm6QInHMntGY2OXWmNR9dLZkwtlXSkbYCg/UKXg4RknphraVLGFgbTQcVHom",
+	"mX8C4Cbb0gI9kCeYio/12WUSgWtWspyE4HwOXsgMLrR5TFSNnJiBLEDeNDMKD77wjwHmkQ8aARuUKB30",
+	"TywYaFxb64qF8O+ibnmpq9xAurZyFHB1b2IRqNmvp4bLmGdx8cv7pqsWmM/nHW1/dtUCWDrQQpv18ePT",
+	"ZCxF/Phxv1ItHZT/KhvmERm473UylhzoPCzFfNGkDOTd2j5lZMp22L9Elowo/68YjKlLFzDgc4rp2xN2",
+	"xjON7MnQPUaepVEOqrqboWZTig9wyfasw1EzlcYdetcDw1LBNTm94ZW5dDtYdhXyY3A1oTfrXGwmVtVG",
+	"UzkZUSY7aMjJyL+uiBRYvZp8O9rV5lHwDb9cRQmEkQv6RD+9nRvpECzCYMcQfQFRxvXEpXRjLKuQXpI8",
+	"CnAk2JATq1bGa1MoT35dPGktfecqtlMntrQLCgpRQtQD7Ny7ukLDLI/ghn2WiTjJKJfdmh9EsXSceP4o",
+	"lxNG55tTBO3burhTc6fLtKdbtwIqpscp2ENhj+mAtj5gT7v03x6bwHcTVGB2uvCvnV342+sySqnr7bIJ",
+	"a6KA/QCble1XdRCUTs6pLIoi/1apG6NXwy+31J2l2DkaTqDNqQw1TtBNlFRwTnRY6Oo4Q5fJpN2oBQHY",
+	"WM1+RWqRX77EzaDgGU/T1ZpPP03Kbt+/Ep0MU+QEAjdaEX4YRnlSju/y7pcKTKlHO8bG9knVQVlKNVo0",
+	"RoHuEVotteA9R5UojfgIp+NJW9K/Ip6m+uZarChVeexVZDFnRAsd+NVYPiIDj0wOGrkrvdq34d2lDXUb",
+	"YGd6nKnpzNi6DsqOcROvxgoxoqOXoyF0XlsDGk0qpK9HroWpzeivRmusXVsUKhSpJstQGHAJvj3wjo0t",
+	"oTKpMgbPAb4rUEpigcYTCS9Qr+fSp6gmKiFznhjSPnDYPJP75dNJFoOJg6LYP8NdXjMZ2oVL4KRU0Jy+",
+	"dZP5D7zuWT9Y7lX4jZxypEWBcTuQ1YC5Frb8A80gva7OAM7FgfxIwyzYR2s1fXQFJBsypwvb6CPb6XZx",
+	"gnabP7oiPx85t8zkJ4OM3ruwzuhwK0sr7EPczx9Zb6/6iDtlqaB+5TCPUE0v3wKftwz3yz6CYJ1hB6Mi",
+	"IehjkeBBflqgRetucVxW5EstK+7N3e5Oi/JukOTtwqOhYC1GNWLhb2H5DCrlEKMEZAIIkXRBekM495KU",
+	"YH/HQoosiQYyEqk1C3g6VlliJtNW33MKgS47E36thd14y/VW1FOA1KKKw0kVzsMnMLci1W3JeMB8MUey",
+	"JYk3e1dXAaaSwJ7AscDT5EK0nLFBxoKLEKgRASu3E2FGbVDt+Cxpw9vgyE4Zbu/soOJZa4FYwxQL+myp",
+	"GGwirXZ/1Q/dByWVSGHQ2P/th51ud3/+ww7orkSC+G1vD750OUDFGNWbsx++/3bfLN2b/dDbhS9DZ6CF",
+	"WUiHooVRc7s9kBQWmXGtbUdlqeZEyyb09sttPGUgYJtYIp9Es1GepvagYQfSEeVA0vnp0vgqhFk4NWp4",
+	"wAPx8dIBSEoNpI0P5jOUvNj2LOLSpu1hCgr1SMVJ6ZlwLUd3uzsu5IwUTntTVhCh8HxDVckldHfp69jo",
+	"K1otVGLNyroFA8mdfrxj8zxW8z73i8gxFjxghgJlxZPy6JgDGSqZgrk+FAOpi4O+LrEQ7FSYfOKyEawT",
+	"j6y5+vy5d4XmVVdKdiLihIxhSwROwttQpUPmrhyv+5X4u8oGBPFBg1FFBCZdggplo7TuYLaHA5bT4Qnq",
+	"DrozWIyIZzGW44TVflAgTFVuIjUVK+cKXe71bIOLbRKNXvrZL0txn/tst9sLStPfr0Dxy0v6bHmIytCr",
+	"rcXu9pDacSpPsv3K7ja83+xs9RW8zmd3nX11iMr4JRj43Qav3F8Z2VJXIsfnRaJ0mRVLabDovw4KrrTP",
+	"qY6jMcxbkg/YRE5als7QYuRH2rkj+4XvGhm4QL0hNDQsyXCuSZ1Mc5QV3gxBadQsPD558+zw9PTNyfnL",
+	"A8xMDFlRj99tlfYmOYpAngxkItsUnLUGHopQkJ9qSOEoqtxPk0hIjSgfRUOGrNFvvDo6awSuQh/+cR00",
+	"bKsI28/BOjndBhE8KYXSxFRJhGoA7asUPAGmk0wTbZII+23YvCE4cxcywuw8Sk9Blwor3C2Nst+QDxbQ",
+	"CBo2uaTRb3Q7O50uwjBrJRF5gT9PeCoiY2EIdP/JE/itbVv2q2z8BJWCJ71ur9ve6VmgkUbQUDMhYfx+",
+	"4ymOitAdEwRyeAJ/xmtBRkCCYz5bAXcbqwiURLQghhSct+3Y8Qjz7DTKtyf3lV3cDk2GdJ6juNFv/FOY",
+	"E6V8mECcVq/bXYf5Ulz35OD46MSNDCu1t81NR7bSwHbU8eAtGv1f3/tEcWYTDUrSQA0yU8q0YAf5GGE4",
+	"3hTRXsJEfMIjD/s6FaYGf/05fq8rSdYur2EJcKFAWLDRJEnOLuv/QWtTkhLn+ab6BRW7jHAdWICUYKVc",
+	"Slc8yaWdhyqcM+kCn/BRhQmQvoMyXU/Gbv66TMW3FfMVBAhMcTcqjyauMpJybR0ixE6R24GB2GYhD5aM",
+	"X7KgBzK0AfjzZwfPXhxihnO5Qta2L0qtXKFxq8NeCS6NxSddSjwAY9EaRkZo4/ZU26gu5QZgkKG4heRP",
+	"lbppnx3MMvbZ41NhRKbXogOVlzyhaAeCUS8xx+5GaGXyvtjik5iDzZIJNraoVFZ3hBEK9Xwd29hrn5QX",
+	"XgeNZcNg65vt5Yjc7bJhbryZrjyKCXVldxsW/5HHDr8Xb9m5+Za3Xi0s3tT7/uabzpR6xeXCPkvfVQTB",
+	"XU9vvuuUwtBvyyg0Sa9CXhGxrRRu+ITgiS1HlO+vg3r5/4LLmNrvoZuMMCowF8q6Z5Cl62Ff/PLeWpl/",
+	"/yzRdWA8tqGzj43xwULu2QPxBjAxNzckuLVM9sBKf2NWOrvxXK7lJDj9QT/aoFMlukRvygSYs2R+nohY",
+	"RSyR1m+rRTpqI7QUljq9OHv1kvSwpk3uI73SLFKhQTemQr6iyFvxWMR0ipZpGQGm65sycVLPROTlZ+Dh",
+	"WneKAb/6qtbXoKuh3wuWbZOmVmJR1u7WYal22UKR2UzIsoajcDZLMS/RlNnB2hjiQN4QRExMETHVfVZE",
+	"FNeHEwcSC/5dTLFu914m2hw6gMfbSVsnp+p0jcTFKqi4mN64aLpnoTIRKAj7tTb6jd9ykS1KI6zaFdmB",
+	"rvHbAzmvzu8NrJMFaMUpgb65mK2dikMV3up48LCg4clfwIGFM0IUzZoj66CoR6IFeTi3/sbnFhABK9Bc",
+	"ndyz3O/LPAzBrhV8Jxb+SxXw+paxN6l0+JQvUqGjma1R56gC6YEptmQKMj033/RamZ+UbZb3NXLRP4Up",
+	"khHq2Oi2NI43Hj0nQNv6HAg69e42aNCYKV3Dxf+ZC1u75+dVgJY4DxxqyigTerLUqqKPUd8Kag5m4Y6T",
+	"SyEHsjmfcINBGfTlVjGkw1ZAhuE80aJseLrc5dTPbTKKYps4wCN7UKNXqJKThI6kYoBHmgmepYnIyqQM",
+	"K6Oc7jWQF2Jmijpam9tAPiBbwehqXjEXClP7RZraSJLX6QMH5mYgi0clukQ2Iq8npmAQBAMGfGwQx4aB",
+	"uPODuhEeWQibstVIjeZW7Vz7aaIVOetHFS/uTarW99W9vr6+XhHlvXt7aG2bhjWS3XNl2nLupoQTzbXF",
+	"WSFKzFRzdNl6OBM+25nQ3eJMWEJHf+6Q6eH+nS2k/DFhZ50phRiQdN/eNm9XgGK9EnHCXdeXr/Egw87U",
+	"1bS6dWrhRPDUTH5fqxIeWO98D9GJk1T4EUJXfJfIMZY+lMAfKreIaA7voFZ1fIEPv5NfgW5988tn8Cm8",
+	"hPNOaL3Jg/BBDdf7D157boEA4yLCtGd8nEhb6n0h7PmYJrpGqQZt/md4wGe02z+o4Wew2rfoErvGareo",
+	"IboAiaT66A3ToUZA2x0fP6vhKd3xpdjuP6vhzZY7LMjDcfR3t9s/EKs7WYOcX0qZwmJfF1N+ViDbhKTu",
+	"EIS9xasJCURUlsj7iVmCn/WQcw6sxoQAQDYFK8ul3r81AA4+kkBCsBMhIt4NJE2WYkoFEM8KxGkZEv6+",
+	"Tj+mQX5Wwy/S64B9hOs1U7fS8OoPfP2Z1cw1m+nj5Vc3dbvuPRZZu65rT9FLzzZu3u1+X9PNeRP8L6zs",
+	"+zXEUw8GvBlN+G9gzHyFUp3kE0m4VcEerE+7+qCGj7SPDDPL1DgTWnfYO9S9CVigXs7besFKqepAVtJr",
+	"+4TQ5qffWpQEuSgS1+sDgV+htP3ahSzcVuzdKsGcrmS50yEMO5xoNleZmbApv0jkeB90fEzcLE04ECfr",
+	"aKlTUaw3dip/cEJ/Dif0OslxO/77WQ0L77OFcdmc9YmZAI90gfli493HGaIxi1wz7KGBSEhUJ0Qtxli3",
+	"0+3sBg6sIMr4DDMKHOxxWaY+tD08mBHTWYpVOJjPgBKviW3bzq3T8rzoFm0lU9gKBtLPRrTOVrjR+9rd",
+	"r8+p9r3PsChdxEGBDRuwRJ6TFzcYyGmiEUfMovgUcLszpVLWDGfjK/h0/jhsudRHl0lZTZr0qtIGEqtC",
+	"eKrLvi3/VKBCm2QqnGhHF0ozHKvzx2HAQvsNPKjDXqulKpQ+ecu1sDnQWbYAzTqJNbkYsOQX4fL0Pire",
+	"ZNurjFq84D/yYZpEBNkogczS1A7Kp6IzkA4wyuH7UDaXa2VXBaGB2zZBAw1kLTYQW4IGCnyInJ3etx2g",
+	"pJ3+993vu0XLm0QjvJEDP0KMsM2oRw5X/6wE3KEJojt+ymz/QGXBdpRk1VkVfbjQv2XWHImvLEvdeLoB",
+	"0zzBHjT7Di3xB+SY6jG37CipNyFshwEEaCxB6nTRLN8/7u6u2t9S0N6zB84TONNiket8cUGjiq/V6Jss",
+	"F2g729z3jlMnNue6v5kJxFaIVZRPXe9CzHt34yz4NA0DggjMCO0UG2DVOjbtcPB74xOVn5Uei26qTzs7",
+	"xXS95sOuiWY9+ay8p5e3P+fayxS7L1q694QvL5MOk73sIq911fobuJEQtl+boAouvokE/n2AqWi3IAE3",
+	"z1uSAK4FPA3P6M7/IAKwS7yWAIqWqNv46zvsmI+FQ27GTjFUfFjU+RiWSC0yo1mTXPvMuvbhWISjpOoq",
+	"Jxt81cHvoIU/p5Pf1Zzdk6PfayD7zW6lDfCML7bx+9+DJ98um+/Nr4kmFLVcRVtjQqu3Jm+iEZ9g3RK4",
+	"ntZjU80O3KY197YTKhDst5xLau40lS/AQrc7dnO0w63Rg2f07x7xmJWyz0ntQhyimVub1/QMq0JB7zeu",
+	"lrrDTvlIEFz3Fl1d+gViChbOeX35CFrG8qbtH91hB2XTEWxEQ73N6DKyPyxQOQmxgXSQ961KxGW326sN",
+	"Y+A49sVvfQx47/aLWDRuy+z3nxdUeR0vLchv+o7a+Yqs2blvWbNO+SlqsF0LiiVRc3jGxzfxOl5zHTRq",
+	"8J5vurW8pbjjOmg4POmb7i6u86Xbg0xc8RH2tsoRAjp4bpl769ykKs8dybda/IV5Sb3bTvgE++z9ZSfH",
+	"Xx+Q2+s+9QJyQuZTOHpuaEjWCBobMYHBylgbtNumf1kliFffE63VdzVeVPhD4A4d9iaruiy37AuXSNQ5",
+	"B7J5A9yxBVd2crOmKZPXicmCWXQG8pB6jM35IrAH86Ymcjcc2raxyyrAc3F8j8qGBNTt4W8V9dl8n8kW",
+	"dCWFYrwgpAPXnxUKRo2u5dvH29WG+CuPO0ddriptcU4JP4u7RqiEu5zI5S4dA2kUGwtDTXIq7Sz8ZMNS",
+	"TfN76NQ5Xe6sTI1gVq8oq/iLMptuUGU+QYH5+nSIp3X4B68VqPRxMkqK5p9Ec5pcNSudYRLtnOj/oxbv",
+	"IUh770HajZL11skSdKur7EFRtOr7RW83m4psDCLARBPbDeLp99+0+owPLTrTdAh2J6JvipFhPEV4tlDm",
+	"aRqyTGDLic5Ahg4flbrnw6jUumWIUC+sGf4xaBQYqo0++2PQuID/wkDX18VQLLzA7ltLV+NV5UU8TVvU",
+	"Cne55VmhAVT7Z2N/sJltrl3Tsoz7uelLzbwIIafoDbb55HiLjcvufnjc7eC4fxO88h6lCR5UhsRtbuOy",
+	"/uNeht/Cwv/TjkXbgq7si1uoKFLMHVk9iP0vQezvbGOoe43Rf0Lb6S+0t7+73XxPHE98pWcccXt5zGGj",
+	"k4LfwKp0sn6DaeGMyz/sp+vNoBvMXsZCMNJDPzhJWOGZ0CqFw8SmcDDO9ERlhk3yKZftTHBsul9EuFYt",
+	"BHrAGSE/LAn6VXmCYTQtxi6MxpdmSE1dWCiVaY+AtMMikDPjWNpk4zj2tsayrFxTSPMrb//efv/HTvDN",
+	"7nVdMO39dkknE7McS74xyeTALihGZSwoiev56N7dYWrcT67JHQTUX5ue8txCtXjUYJFE1sagMW172yo7",
+	"UW0VXOg5nM0Qb9d2RJirArEXGwkU9df1aIuCx4kta/vzy+0+USit2Qj/nTYsPeIgftZqvRP7jM8Yy3f9",
+	"aD93KD8Tn1DBZ9e6AN/xvBR1E3QgyEl8v3kGX4D7hiji5qC3XbGHmPffPeadFSLCSSonNNZHvO0VCOWo",
+	"MjbjmVNCLF+xs6p/NFXY16T0nVqpkWjX84QyXqkTt4gRJcPLbHL8G3HpWlDGsW3bVnZU8sxszBq+RQQe",
+	"25CXbG9bxVG/OqncqANZxR0qm8URTH+IINiaGt2x8Ik34PpAOy3mfcTZl4SfbS3eX9NLnBRE17i6sEep",
+	"07YFHUGIlcAFOnDLCHROV7DfvJ2mVAQHQeJ6kzd3d3qlHtCC3VlIw69cQ0/XUZtrTF6khvCsGgGwS4jy",
+	"mpi9FNjOZVMR158ogD9XJgLt91+UiGCJbY2Xwm7xujSEh9SCL9TF8UXWldaEsYmdsRiUSG0lju3Vy7Qv",
+	"xKKdyHauN4eynfApO5jQ2EtVqPUPR3yoDAGZcBMG0h4USV3nyUK+lWBL/iPqJx8GdtBKlLn1dwsHVzfm",
+	"2NX14YvfuES3Lez76nx0vS+EQ3u9jRxKjNEWV9iFo10GktbvYEbJO5s41B4rdlTb/1dTCEhVNQifneon",
+	"U7ITVZWdrzAzxlpru8ZS3zvsimTx5uJkhAC9WBlHRYGbOJpe9qtn3q+1gJ20l9oIZ2m0eL6V7VFFq16M",
+	"TbCi69T1Gt8qug/Wu1U/1dfxxXgTNquTDy6EhwyF5QyFzDHROvbFFi4Ye6h1QJxSy9JhnqQxgfaMklQs",
+	"se8jXZa3qKz0Idhs+kQO5K+hV1MTBiwsy1rCVtFvnz395hvsUAvnSxpXoNXJAx72ur3QtXgpdEhRQgnh",
+	"TDVLzD4BIYTOtAk9nAS42iKoaHKhfFDDwFrlIhcDWG3bzLb+kKP8R2bUWICxXXbHqro//PY2JQw8vUQT",
+	"P+OD6dtiplQ84Prf4QYUbWI/qOEmDwds59+lkoDe5lb2e+9PghWp0Bq52WCuluYShIYt9/PBuv8LcmH/",
+	"dLfAQ+XAF6zOksXBLZ9WzkM6ASvn4WZ19t3Etrujq1mkLkWm6fjQye+CYCvmLkEhVnMJ28eSdXrunYT2",
+	"n6N14tTWap2I6fegdT5onStaJ1AG4QgtJwiVDHdbiqc7C0Ajn1efOCbbiO8AqmvgMI0scFFi0GFhtRjU",
+	"Vvvs2em/nN+CiIZlas6aIabURPrSOTMHErNxeZbxhV/A7GvBFgH+4PgIu8pbAJpmuMyVYavDDuzKDSQp",
+	"fzbfFYN0Xior/Rgrofsrye02vFRonU+7u7X9Ce163VVj/GvKJRIjpnijkmIbf51LFQ22M67fFy67Bm4p",
+	"0rbb802IHCc/PWO7O9916wmnU+NV2CBQkUyXpOozWqH280Q75K3VWYTcGB5N0HdXtHkAa03yqXBhyPKa",
+	"ffwRfvth0Mhm5nyn97QT6ctBAxXW9e6UFQ/JQ9XJdlUnpc7wSD/kID8csXfs9un0yY3a7CcerpXet+vd",
+	"Q88cEoJkYjozRUtcEj9KFg0Ug7K6rwJqh0cbGtOUYWcwNIgpLlGa2Ggjy3JspMdlMb4aufb6eKDDi6Sp",
+	"SEv3C+ZA6LLJcKIHEs5fSfkUoJx3WE3jVIp4PD98eXh2yNwKWDy4WEnRYYc8mtjJDaQFx8PC2MgVXCIC",
+	"oIiZzKdDkVHz6BDe7LzoJsxmyFUB2+ki2sQ0kbkRbLgYSAuG16K507GtMupSk2cWlE+NRqwZvjk+fH1+",
+	"dnh6dn7w7Nmbt6/PTn8Y8VRj2W6CNoqsgOYtQfwtQ/o1w5O3r89fvXl++EP5bdjy1Ynd7m6wBL03kLXY",
+	"e2udVGdCe11gP1sChv+YNeetFPNKw9zE9n6/EIu/gVXz9xWFa5KBi4LnlabenoQEsmATkc5gZzfBB6IE",
+	"XApL6ifiapZkYr1AfMUvhLaybNVrvJTURoNRWy6OvT57u2yi8kyzCY/ZjGst4v5AYvdlUiwIuTnLpSYu",
+	"BBK2tkuHFVm4EQjD7JH20+dc2/XNImAzq7NtOf0Q36zqQtJfpIsD6OEFksOJ0HlaKyteqDkhZCPMKu3a",
+	"Q7TtQSnzZA8R/FJQzIcqRtKRan5nUYStQLJctmGQtfKHiqisIem1+Cl7WnPD5hxOOusHwYAXawJTL4Sh",
+	"eJOI0b8B1yHiyFCYuRBFXzxt0Ty4Q/xosaEgIOY4d/LMhs70XIgZwtQS22BRy0A2l9cmKFsaYBcgSlJG",
+	"bRYEobEIwpkAlk+UbIFMs93dDAIrD6RU8w47qPRJcD1LXBYMFkJ32DGGBhHetWixEoKwy3XO0z9HRp7k",
+	"8mc11K+RJr5ywVgSnGZzkQk25bEAYniQkg9S0ovD5HJJRFoO9umnKjk+RWS6LqIlSvsTDNJvI0JnQmLC",
+	"w3KT0cJOxDoEbLjguoUmuuikGmN2fcpBSoLl6diBZCM2JkUIQykE4TKBqMV7yEfkd2XdoNcN5J+t2GGM",
+	"tdqLMxF/DxnmYfk/iLAHEbZGhIGB5yD3C2Z37SCIcS2f30VsOYnlOtPeW9EqOxVRJgxBwlD8CNszxPXl",
+	"rEs9WD9rXWvRhff+u1HOv5b0zqX1vrlqtCCQB+n0d68bdcJFeMzoBIulm80lpGNgdEQPeHvykgo1sSd6",
+	"2TRdY4gwxrDVUlt31gx/HTQeDxrvQ+ruk6atzkACH1ssSdtpjEYru7TrZIyWV6hR8oT7rp1K1QnPqP/K",
+	"QGbKlBEBhLdkia1vhWlPc40lR9ghCKaF7VTonyENZzNuPKf5QPI0VXPNZllyyQ1IPjNX2YWmTkWpinjK",
+	"YnEpUjWbCmlsxxlaKNLwJgpLdy3oCDwHMQvtgAFLlZoNeXQRsDSRF20a0oNGce1zBPZKxqZAYoNzfEkQ",
+	"fGmt32sn+RdVWC7N4l1iJnTIrXP3O+L0MKGINj8hFvtQYHmvMvqhv/u2CY0k1BlfOR7qT4da5fLGzsIU",
+	"H62K9iJSVljGkwTE9WJ/2WZObBeVOFOzWZ2mScPfq8iryJrddW/04Lx/sOkqcE6YBrAtLwU34yMXzNJ0",
+	"aQ/ladMqOKgKmlyXG/z5eOOz2S43nb4PiU8PbPopucXb8ujtGGWJiD8BhBes8zDP0jBYsaUCFnoDgWmF",
+	"eLwD6QByEyscwjjReGfYKT/3GWjUoW29752xTWvD2ZK6gZwKLgkBCL09ylDuALqjW/v+iJQtxGielMZV",
+	"HPNjnsiA8VQrapbjQTG6AW4H5st8LN+BXAfmG/a63XAZRsjBAa9B7v1UOfmlIfiutbDuF8n3Uwy5P/0A",
+	"cci+NWbcA7TvA7TvA7TvXaB9P9V6fFKeQ2tDFW+kKI3FmcjI50hnklEVfTkAVvbiGoJHE2JzimXYUCsF",
+	"VPuYlRvYkCm9u+0kHrCJmrMUtGus0lYXtiaPGzZHuBzQvOvOEy/6UcY3P2f4YznAfI/hj6kef13xD7vi",
+	"i5vjHyXZPZjyDzbCUsTEU2MfVTRlm1qSZEUm2+ezHjbITAx1iDa5A4hn78FWqY3+HGmdC5coTA+0qXXk",
+	"rEgMlSdgAMUkU+FHaVod9pNNScFEF5edPJAkjd3hUUSA5grDPtzkYBIkkoVuBYqvw4DpGY/AlIBXMmCF",
+	"oHlRKPxLM1VSeL09rHDEIJENY2WEVqrnibGHhcrNQKZKE2CJnUKHhe7ucxr+nFIS9Tk3IdN8oUvkbZXS",
+	"g8nWsqGszkCeYJAKhsU8bAfEjZGiInc7EwZNIjuQQAB5eh/CLalNrEGaWNpaG8/4Crw+d4q+lDv9oLY/",
+	"CPw7RkKQb8hTYCPO2nFNnSZbrR/5ozEUPBPZQW4mjf6v74FlyMdR1w/iJQZ3rQ+kGY4x7Zh1nkTTuEDQ",
+	"bfNZErYaQSPP0ka/MTFm1n/yBMPCE6VN/7vud13kTDu5dT2OsQSubHNcqn5Fg41V7fKVkmJhRbuIsYd/",
+	"CeEW2LSfEsU5gbFnIJT98R1A1OrwPyUpTaymzD1AMBzjksqHPLoYZ0BXbLhgHFGL/EdQleLqI14qOW67",
+	"nO25yi7AQJipNA0wXYlQjLmMROoN97Ma6jW6dlnd5Qq72FCAWaCZUd4QRaHYyihFChTlSbrUCaA1Edvs",
+	"iTLbnWC1MUEHT0in3HuPKohx9VkILEKwz5SM4SWckpmjVZ5FohzfnW3l8IeXa4iDGjgELHMtEwI2FSZL",
+	"ojLjFg6GjEcYrBDpqMNeq6VyTe9BXpuFGlKxagMQMJIM1Uvq/mptll097DkS5bjOmcrHE9JGmnhGYxEC",
+	"VQlM+QXQRgZTp3qDFu0MzFvJ+vIn0G46zE+PHchmWM3Cw5rJSsosLTGoAWSaTVm1lLJci0p+HzD33G0y",
+	"KncElE6tX9fnHR8U2Jx0Zd++SxYjQoVrRN5hYcwN79jSi/NIxaJQXxbYehPNapq99UCXbl2dD6l3CZZN",
+	"hNXJhaypMhY+dribVRXFXku+GkvGjTuqykfPXxCy+BYGqL3lLJkKbfh0dus7T53y6e78TL7b47oF2saZ",
+	"+l//VRdOREkTd9iBXLDe1RUjdiGwAeyQmmiWjCU2AiYXWHd1mH9ivYuvgMFtzoHvNFJiQaAc542HYwJH",
+	"teXIdS1rFnSpSLXAeiGpXE5YoRgLZGOVm4DSn4BrY8enRYb70pm+xDHrXFLusgJFfRveKi5mzfD4zelZ",
+	"iX1fYGYgy9lCKc34bJapSxG37spaxRO34q5Td/UDg61lsJU1euCxO/NYyTw3sZmNv2zDZLbTZt/mCdX2",
+	"jAP+Ozh79sIDhkdkYHvvEuo0cA9GRsm/G96VGe1LbMWK5CR/YMT1jLi0Qg9seGc2dMy1jgktwvNWR91K",
+	"cxGv5U7JACOVIXsWSqfCVOnbMtbyxDZzFl39cMbdCEb2cMR9Om+t8Mx65kIgy5sNtALwM0+pbHMoyO+x",
+	"b40ybEsVUrcq1xlS8wV6M25vnFXmdRNjwaUPptlmJNMHy+yTWcrnlBv4acvDymIeEviDY6QM63U7Dtbz",
+	"PM/SkI2EiSaYJndHTtr6lIKrH06pG/np4ZS6N5a66ZS6DhpX7UhNp0q23Xq2vZAZxfyEjET7AHb1Zkz5",
+	"8g53w3XQOMXgRvssmSbyxhAcXWyvvb6+/v8DAAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -45,6 +45,23 @@ func NewClient(t testing.TB, baseURL, apiKey string) *Client {
 	return &Client{t: t, BaseURL: baseURL, APIKey: apiKey, contract: c}
 }
 
+// loadProductionContract is the contract a production server serves (contract.LoadProduction).
+var loadProductionContract = sync.OnceValues(contract.LoadProduction)
+
+// Production is a copy of c that checks responses against the contract a production server
+// serves: without the x-sandbox-only operations, whose paths then do not exist at all (an
+// OPTIONS or another method on them is a 404, not the sandbox's 204 or 405).
+func (c *Client) Production() *Client {
+	c.t.Helper()
+	prod, err := loadProductionContract()
+	if err != nil {
+		c.t.Fatalf("load production contract: %v", err)
+	}
+	cp := *c
+	cp.contract = prod
+	return &cp
+}
+
 // WithKey is a copy of c that authenticates with another key.
 func (c *Client) WithKey(apiKey string) *Client {
 	cp := *c

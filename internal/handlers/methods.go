@@ -2,9 +2,11 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/api"
+	"github.com/payments-api/payments-api/internal/contract"
 )
 
 // HEAD and OPTIONS are not operations in api/openapi.yaml. Listing them would copy every
@@ -57,4 +59,62 @@ func answerMethods(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		return next(c)
 	}
+}
+
+// servedRoutes registers only the routes whose operation the contract serves: a production
+// contract leaves the sandbox's out, so echo has no route for them and answers them as it
+// answers any path nobody wrote.
+type servedRoutes struct {
+	*echo.Echo
+	contract *contract.Contract
+}
+
+func (r servedRoutes) serves(method, path string) bool {
+	return r.contract.Operation(method, specPath(path)) != nil
+}
+
+func (r servedRoutes) GET(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return r.add(http.MethodGet, path, h, m)
+}
+
+// HEAD is served where GET is (withHead).
+func (r servedRoutes) HEAD(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	if !r.serves(http.MethodGet, path) {
+		return nil
+	}
+	return r.Echo.HEAD(path, h, m...)
+}
+
+func (r servedRoutes) POST(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return r.add(http.MethodPost, path, h, m)
+}
+
+func (r servedRoutes) PUT(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return r.add(http.MethodPut, path, h, m)
+}
+
+func (r servedRoutes) PATCH(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return r.add(http.MethodPatch, path, h, m)
+}
+
+func (r servedRoutes) DELETE(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
+	return r.add(http.MethodDelete, path, h, m)
+}
+
+func (r servedRoutes) add(method, path string, h echo.HandlerFunc, m []echo.MiddlewareFunc) *echo.Route {
+	if !r.serves(method, path) {
+		return nil
+	}
+	return r.Echo.Add(method, path, h, m...)
+}
+
+// specPath writes an echo route ("/payments/:id") as the spec does ("/payments/{id}").
+func specPath(echoPath string) string {
+	segments := strings.Split(echoPath, "/")
+	for i, seg := range segments {
+		if name, ok := strings.CutPrefix(seg, ":"); ok {
+			segments[i] = "{" + name + "}"
+		}
+	}
+	return strings.Join(segments, "/")
 }

@@ -59,7 +59,11 @@ type Options struct {
 	Metrics    *metrics.Metrics
 
 	Reports *reports.Service
-	// FaultInjection honours Prefer: fault=... and latency=... (see injectFaults).
+	// Sandbox serves the operations the spec marks x-sandbox-only (test helpers, /metrics).
+	// Without it they answer 404 like any unknown path, and no Prefer fault is applied.
+	Sandbox bool
+	// FaultInjection honours Prefer: fault=... and latency=... (see injectFaults), in the
+	// sandbox only.
 	FaultInjection bool
 	// OpenTestAccounts lets anyone create a throwaway account (POST /test/accounts).
 	OpenTestAccounts bool
@@ -92,12 +96,16 @@ func New(opts Options) (*echo.Echo, error) {
 	if opts.APIKeys == nil || opts.Metrics == nil {
 		return nil, errors.New("handlers: Options.APIKeys and Options.Metrics are required")
 	}
-	compiled, err := contract.Load() // every schema compiled here, once
+	load := contract.Load
+	if !opts.Sandbox {
+		load = contract.LoadProduction // the sandbox's operations are never routed
+	}
+	compiled, err := load() // every schema compiled here, once
 	if err != nil {
 		return nil, err
 	}
 	spec := compiled.Spec()
-	specJSON, err := specAsJSON(spec)
+	specJSON, err := specAsJSON() // the whole contract, as /openapi.yaml, in every mode
 	if err != nil {
 		return nil, err
 	}
@@ -116,7 +124,7 @@ func New(opts Options) (*echo.Echo, error) {
 		specJSON:         specJSON,
 		publicPaths:      publicPaths(spec),
 		routeTemplates:   routeTemplates(spec),
-		faultInjection:   opts.FaultInjection,
+		faultInjection:   opts.Sandbox && opts.FaultInjection,
 		openTestAccounts: opts.OpenTestAccounts,
 	}
 	if s.draining == nil {
@@ -144,7 +152,7 @@ func New(opts Options) (*echo.Echo, error) {
 		s.readBody(MaxBodyBytes),
 		validateRequests(),
 	)
-	api.RegisterHandlers(withHead{e}, api.NewStrictHandler(s, nil))
+	api.RegisterHandlers(withHead{servedRoutes{e, compiled}}, api.NewStrictHandler(s, nil))
 	return e, nil
 }
 
@@ -172,7 +180,11 @@ func routeTemplates(spec *openapi3.T) map[string]string {
 	return templates
 }
 
-func specAsJSON(spec *openapi3.T) (map[string]any, error) {
+func specAsJSON() (map[string]any, error) {
+	spec, err := api.GetSpec()
+	if err != nil {
+		return nil, fmt.Errorf("load embedded spec: %w", err)
+	}
 	raw, err := json.Marshal(spec)
 	if err != nil {
 		return nil, fmt.Errorf("marshal spec: %w", err)

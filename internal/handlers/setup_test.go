@@ -152,7 +152,8 @@ func testOptions(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, lo
 		APIKeys:     apiKeys,
 		Metrics:     m,
 		Reports:     reports.NewService(pool, queue, reports.DefaultRetention),
-		// On, as the server's configuration has them by default.
+		// On, as the server's configuration has them by default (RUN_MODE=sandbox).
+		Sandbox:          true,
 		FaultInjection:   true,
 		OpenTestAccounts: true,
 	}

@@ -454,6 +454,8 @@ export interface paths {
          *     address may create a limited number (the `test_accounts` policy, 10 per minute by
          *     default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
          *     answers 404.
+         *     Sandbox only: in production (`RUN_MODE=production`) it answers 404, as a path that
+         *     does not exist would.
          */
         post: operations["createTestAccount"];
         delete?: never;
@@ -475,6 +477,7 @@ export interface paths {
          * Expire the account's idempotency keys now
          * @description Makes every `Idempotency-Key` of the account expire now, as if 24 hours had passed:
          *     a key sent again runs as a new request. Only the caller's account is touched.
+         *     Sandbox only: in production it answers 404, as a path that does not exist would.
          */
         post: operations["expireIdempotencyKeys"];
         delete?: never;
@@ -497,6 +500,7 @@ export interface paths {
          * @description Every pending delivery of the account whose next attempt is scheduled for later is
          *     made due now, so a test need not wait for the retry schedule. Only the caller's account
          *     is touched.
+         *     Sandbox only: in production it answers 404, as a path that does not exist would.
          */
         post: operations["retryWebhookDeliveriesNow"];
         delete?: never;
@@ -520,6 +524,7 @@ export interface paths {
          *     between attempts after a failure) becomes due now, and the sweep of expired data
          *     (idempotency keys, finished jobs and reports past their retention) is queued to run
          *     now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
+         *     Sandbox only: in production it answers 404, as a path that does not exist would.
          */
         post: operations["runJobsNow"];
         delete?: never;
@@ -584,6 +589,10 @@ export interface paths {
          *     refusals, and the Go runtime and process (`go_*`, `process_*`). No authentication:
          *     the series carry no ids, keys or amounts; keep the port off the public internet all
          *     the same.
+         *     Sandbox only on this address: in production the metrics are served only on a
+         *     listener of their own (`METRICS_ADDR`, by default 127.0.0.1:9090), and this path
+         *     answers 404 as a path that does not exist would. The sandbox serves them here too,
+         *     and on `METRICS_ADDR` when it is set.
          */
         get: operations["getMetrics"];
         put?: never;
@@ -1616,8 +1625,8 @@ export interface components {
          */
         IdempotencyKey: string;
         /**
-         * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-         *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+         * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+         *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
          *     connection without an answer; `fault=error-before` answers 503
          *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
          *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1721,8 +1730,8 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1772,8 +1781,8 @@ export interface operations {
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1854,8 +1863,8 @@ export interface operations {
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1917,8 +1926,8 @@ export interface operations {
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -1978,8 +1987,8 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2035,8 +2044,8 @@ export interface operations {
                  */
                 "If-Match"?: string;
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2129,8 +2138,8 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2178,8 +2187,8 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2219,8 +2228,8 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2268,8 +2277,8 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2313,8 +2322,8 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2362,8 +2371,8 @@ export interface operations {
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2416,8 +2425,8 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2466,8 +2475,8 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2517,8 +2526,8 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2558,8 +2567,8 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2602,8 +2611,8 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2663,8 +2672,8 @@ export interface operations {
                  */
                 "Idempotency-Key": components["parameters"]["IdempotencyKey"];
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2715,8 +2724,8 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2765,8 +2774,8 @@ export interface operations {
                  */
                 "If-None-Match"?: components["parameters"]["IfNoneMatch"];
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2831,8 +2840,8 @@ export interface operations {
             };
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2872,8 +2881,8 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2918,8 +2927,8 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -2979,8 +2988,8 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -3020,8 +3029,8 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -3086,8 +3095,8 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -3117,6 +3126,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3127,8 +3137,8 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -3158,6 +3168,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3168,8 +3179,8 @@ export interface operations {
             query?: never;
             header?: {
                 /**
-                 * @description Fault injection, for testing clients: RFC 7240 preferences, comma-separated (see
-                 *     "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
                  *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
                  *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
@@ -3199,6 +3210,7 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3250,6 +3262,7 @@ export interface operations {
                     "text/plain; version=0.0.4": string;
                 };
             };
+            404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
         };
     };
