@@ -2738,6 +2738,12 @@ type ClientInterface interface {
 	// JSON array of payments or refunds as the API shows them (`application/json`). A report
 	// never changes, so its `ETag` never does: `If-None-Match` with it answers 304.
 	//
+	// CSV text cells cannot run as spreadsheet formulas (OWASP's CSV injection defence): a
+	// text cell starting with `=`, `+`, `-`, `@`, a tab or a carriage return (also after
+	// leading spaces or line feeds), or with `'`, gets one `'` in front and is quoted, so a
+	// description `=1+1` is the cell `"'=1+1"`; remove that one `'` to get the text back.
+	// Amounts and timestamps are never changed, and JSON reports hold every value exactly.
+	//
 	// Corresponds with GET /reports/{id}/download (the `DownloadReport` operationId).
 	DownloadReport(ctx context.Context, id ReportID, params *DownloadReportParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
@@ -3504,6 +3510,12 @@ func (c *Client) GetReport(ctx context.Context, id ReportID, params *GetReportPa
 // The file, in the format it was requested in: CSV with a header row (`text/csv`), or a
 // JSON array of payments or refunds as the API shows them (`application/json`). A report
 // never changes, so its `ETag` never does: `If-None-Match` with it answers 304.
+//
+// CSV text cells cannot run as spreadsheet formulas (OWASP's CSV injection defence): a
+// text cell starting with `=`, `+`, `-`, `@`, a tab or a carriage return (also after
+// leading spaces or line feeds), or with `'`, gets one `'` in front and is quoted, so a
+// description `=1+1` is the cell `"'=1+1"`; remove that one `'` to get the text back.
+// Amounts and timestamps are never changed, and JSON reports hold every value exactly.
 //
 // Corresponds with GET /reports/{id}/download (the `DownloadReport` operationId).
 func (c *Client) DownloadReport(ctx context.Context, id ReportID, params *DownloadReportParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6219,6 +6231,12 @@ type ClientWithResponsesInterface interface {
 	// The file, in the format it was requested in: CSV with a header row (`text/csv`), or a
 	// JSON array of payments or refunds as the API shows them (`application/json`). A report
 	// never changes, so its `ETag` never does: `If-None-Match` with it answers 304.
+	//
+	// CSV text cells cannot run as spreadsheet formulas (OWASP's CSV injection defence): a
+	// text cell starting with `=`, `+`, `-`, `@`, a tab or a carriage return (also after
+	// leading spaces or line feeds), or with `'`, gets one `'` in front and is quoted, so a
+	// description `=1+1` is the cell `"'=1+1"`; remove that one `'` to get the text back.
+	// Amounts and timestamps are never changed, and JSON reports hold every value exactly.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12372,6 +12390,12 @@ func (c *ClientWithResponses) GetReportWithResponse(ctx context.Context, id Repo
 // The file, in the format it was requested in: CSV with a header row (`text/csv`), or a
 // JSON array of payments or refunds as the API shows them (`application/json`). A report
 // never changes, so its `ETag` never does: `If-None-Match` with it answers 304.
+//
+// CSV text cells cannot run as spreadsheet formulas (OWASP's CSV injection defence): a
+// text cell starting with `=`, `+`, `-`, `@`, a tab or a carriage return (also after
+// leading spaces or line feeds), or with `'`, gets one `'` in front and is quoted, so a
+// description `=1+1` is the cell `"'=1+1"`; remove that one `'` to get the text back.
+// Amounts and timestamps are never changed, and JSON reports hold every value exactly.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -313,3 +313,30 @@ func TestReportKeyReusedAndInFlight(t *testing.T) {
 		t.Errorf("once the key is free: %d %s", res.Status, res.Body)
 	}
 }
+
+// TestReportCSVNeutralisesFormulas: a description a spreadsheet would run as a formula is
+// written to a CSV report as quoted text with a leading single quote, and to a JSON report
+// exactly as it was sent.
+func TestReportCSVNeutralisesFormulas(t *testing.T) {
+	b := setup(t)
+	startWorkers(t, b.pool, 10)
+	body := visa(1000)
+	body["description"] = "=1+1"
+	res := b.client.Post("/payments", body, apitest.Header("Idempotency-Key", newKey()))
+	if res.Status != http.StatusCreated {
+		t.Fatalf("create payment: %d %s", res.Status, res.Body)
+	}
+
+	j := waitForJob(t, b.client, requestReport(t, b.client, reportBody("payments", "csv")).ID, "succeeded")
+	file := string(b.client.Get(j.Result.DownloadURL).Body)
+	if !strings.Contains(file, `,pm_card_visa,,"'=1+1",{},`) {
+		t.Errorf("CSV report:\n%s\nwant the description as \"'=1+1\"", file)
+	}
+
+	j = waitForJob(t, b.client, requestReport(t, b.client, reportBody("payments", "json")).ID, "succeeded")
+	var rows []payment
+	b.client.Get(j.Result.DownloadURL).Decode(t, &rows)
+	if len(rows) != 1 || rows[0].Description == nil || *rows[0].Description != "=1+1" {
+		t.Errorf("JSON report: %+v, want the description =1+1 exactly", rows)
+	}
+}

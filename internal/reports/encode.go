@@ -3,7 +3,6 @@ package reports
 import (
 	"bytes"
 	"context"
-	"encoding/csv"
 	"encoding/json"
 	"fmt"
 	"strconv"
@@ -58,8 +57,8 @@ func sourceFor(reportType string) (source, error) {
 type table[Row any] struct {
 	query    func(ctx context.Context, q *db.Queries, accountID string, req db.ReportRequest, limit int32) ([]Row, error)
 	key      func(Row) (time.Time, string) // the keyset cursor: (created_at, id)
-	columns  []string
-	record   func(Row) []string
+	columns  []column
+	record   func(Row) []string     // one cell per column
 	resource func(Row) (any, error) // the row as the API shows it, for JSON
 }
 
@@ -70,11 +69,8 @@ func (t table[Row]) fetch(ctx context.Context, q *db.Queries, accountID string, 
 	}
 	var buf bytes.Buffer
 	if req.Format == FormatCSV {
-		err = t.writeCSV(&buf, rows, first)
-	} else {
-		err = t.writeJSON(&buf, rows, first)
-	}
-	if err != nil {
+		t.writeCSV(&buf, rows, first)
+	} else if err = t.writeJSON(&buf, rows, first); err != nil {
 		return page{}, err
 	}
 	p := page{data: buf.Bytes(), rows: len(rows)}
@@ -82,16 +78,35 @@ func (t table[Row]) fetch(ctx context.Context, q *db.Queries, accountID string, 
 	return p, nil
 }
 
-func (t table[Row]) writeCSV(buf *bytes.Buffer, rows []Row, first bool) error {
-	w := csv.NewWriter(buf)
+// column is one CSV column. Every text cell is neutralised when a spreadsheet would run it as
+// a formula (see isFormula): a description is a client's free text, and for the rest (ids,
+// enums, metadata as a JSON object) the check costs a byte and keeps a new column safe. A
+// verbatim cell is one the server formats itself, an integer or a timestamp: it never starts
+// with a formula character (amounts are never negative), and a prefix would make a number text.
+type column struct {
+	name     string
+	verbatim bool
+}
+
+func (t table[Row]) writeCSV(buf *bytes.Buffer, rows []Row, first bool) {
 	if first {
-		_ = w.Write(t.columns) // errors surface in w.Error
+		for i, c := range t.columns {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			writeCSVCell(buf, c.name, false)
+		}
+		buf.WriteByte('\n')
 	}
 	for _, r := range rows {
-		_ = w.Write(t.record(r))
+		for i, cell := range t.record(r) {
+			if i > 0 {
+				buf.WriteByte(',')
+			}
+			writeCSVCell(buf, cell, !t.columns[i].verbatim)
+		}
+		buf.WriteByte('\n')
 	}
-	w.Flush()
-	return w.Error()
 }
 
 // writeJSON writes one array element per line, so the file reads well and splits easily.
@@ -121,7 +136,7 @@ func (t table[Row]) empty(format string) []byte {
 		return []byte("[]\n")
 	}
 	var buf bytes.Buffer
-	_ = t.writeCSV(&buf, nil, true) // writing to a buffer cannot fail
+	t.writeCSV(&buf, nil, true)
 	return buf.Bytes()
 }
 
@@ -132,8 +147,13 @@ var paymentsTable = table[db.Payment]{
 			AfterCreatedAt: req.CursorCreatedAt, AfterID: req.CursorID, RowLimit: limit,
 		})
 	},
-	key:     func(p db.Payment) (time.Time, string) { return p.CreatedAt, p.ID },
-	columns: []string{"id", "amount", "currency", "status", "amount_refunded", "payment_method", "failure_code", "description", "metadata", "created_at", "updated_at"},
+	key: func(p db.Payment) (time.Time, string) { return p.CreatedAt, p.ID },
+	columns: []column{
+		{name: "id"}, {name: "amount", verbatim: true}, {name: "currency"}, {name: "status"},
+		{name: "amount_refunded", verbatim: true}, {name: "payment_method"}, {name: "failure_code"},
+		{name: "description"}, {name: "metadata"},
+		{name: "created_at", verbatim: true}, {name: "updated_at", verbatim: true},
+	},
 	record: func(p db.Payment) []string {
 		return []string{p.ID, strconv.FormatInt(p.Amount, 10), p.Currency, p.Status, strconv.FormatInt(p.AmountRefunded, 10),
 			p.PaymentMethod, deref(p.FailureCode), deref(p.Description), string(p.Metadata), timestamp(p.CreatedAt), timestamp(p.UpdatedAt)}
@@ -148,8 +168,11 @@ var refundsTable = table[db.Refund]{
 			AfterCreatedAt: req.CursorCreatedAt, AfterID: req.CursorID, RowLimit: limit,
 		})
 	},
-	key:     func(r db.Refund) (time.Time, string) { return r.CreatedAt, r.ID },
-	columns: []string{"id", "payment_id", "amount", "currency", "status", "reason", "metadata", "created_at"},
+	key: func(r db.Refund) (time.Time, string) { return r.CreatedAt, r.ID },
+	columns: []column{
+		{name: "id"}, {name: "payment_id"}, {name: "amount", verbatim: true}, {name: "currency"},
+		{name: "status"}, {name: "reason"}, {name: "metadata"}, {name: "created_at", verbatim: true},
+	},
 	record: func(r db.Refund) []string {
 		return []string{r.ID, r.PaymentID, strconv.FormatInt(r.Amount, 10), r.Currency, r.Status, deref(r.Reason),
 			string(r.Metadata), timestamp(r.CreatedAt)}

@@ -349,6 +349,12 @@ export interface paths {
          * @description The file, in the format it was requested in: CSV with a header row (`text/csv`), or a
          *     JSON array of payments or refunds as the API shows them (`application/json`). A report
          *     never changes, so its `ETag` never does: `If-None-Match` with it answers 304.
+         *
+         *     CSV text cells cannot run as spreadsheet formulas (OWASP's CSV injection defence): a
+         *     text cell starting with `=`, `+`, `-`, `@`, a tab or a carriage return (also after
+         *     leading spaces or line feeds), or with `'`, gets one `'` in front and is quoted, so a
+         *     description `=1+1` is the cell `"'=1+1"`; remove that one `'` to get the text back.
+         *     Amounts and timestamps are never changed, and JSON reports hold every value exactly.
          */
         get: operations["downloadReport"];
         put?: never;
