@@ -5,7 +5,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/payments-api/payments-api/internal/apitest"
 )
@@ -17,20 +16,21 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	t.Parallel()
 	gate := newGatedProcessor()
 	b := setupWithProcessor(t, gate)
+	// Before the server closes: Close waits for the held request, so a Fatal below while the
+	// gate is shut would otherwise hang the package until go test's timeout.
+	t.Cleanup(gate.open)
 	key := newKey()
 
-	first := make(chan *apitest.Response)
+	first := make(chan *apitest.Response, 1) // buffered: the sender never blocks if the test stops first
 	go func() { first <- b.client.Post("/payments", visa(700), apitest.Header("Idempotency-Key", key)) }()
-	select {
-	case <-gate.started: // the first request holds the key and is charging
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first request never reached the processor")
-	}
+	gate.waitCharging(t) // the first request holds the key and is charging
+	// A retry that waits for the first instead of answering 409 at once gives up after the
+	// client's timeout (apitest.RequestTimeout) and fails here.
 	if res := b.client.Post("/payments", visa(700), apitest.Header("Idempotency-Key", key)); res.Status != http.StatusConflict {
-		t.Fatalf("retry in flight: %d %s", res.Status, res.Body)
+		t.Fatalf("retry in flight: %d %s, want 409 at once (0: no answer within the client's timeout)", res.Status, res.Body)
 	}
-	close(gate.release)
-	created := <-first
+	gate.open()
+	created := <-first // bounded by the client's timeout
 	if created.Status != http.StatusCreated {
 		t.Fatalf("first request: %d %s", created.Status, created.Body)
 	}
