@@ -1,11 +1,11 @@
 package handlers_test
 
 import (
+	"math/rand/v2"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/payments-api/payments-api/internal/apitest"
 )
@@ -17,20 +17,21 @@ func TestMetricsCountWhatHappened(t *testing.T) {
 	t.Parallel()
 	gate := newGatedProcessor()
 	b := setupWithProcessor(t, gate)
+	// Before the server closes: Close waits for the held request, so a Fatal below while the
+	// gate is shut would otherwise hang the package until go test's timeout.
+	t.Cleanup(gate.open)
 	key := newKey()
 
-	first := make(chan *apitest.Response)
+	first := make(chan *apitest.Response, 1) // buffered: the sender never blocks if the test stops first
 	go func() { first <- b.client.Post("/payments", visa(700), apitest.Header("Idempotency-Key", key)) }()
-	select {
-	case <-gate.started: // the first request holds the key and is charging
-	case <-time.After(10 * time.Second):
-		t.Fatal("the first request never reached the processor")
-	}
+	gate.waitCharging(t) // the first request holds the key and is charging
+	// A retry that waits for the first instead of answering 409 at once gives up after the
+	// client's timeout (apitest.RequestTimeout) and fails here.
 	if res := b.client.Post("/payments", visa(700), apitest.Header("Idempotency-Key", key)); res.Status != http.StatusConflict {
-		t.Fatalf("retry in flight: %d %s", res.Status, res.Body)
+		t.Fatalf("retry in flight: %d %s, want 409 at once (0: no answer within the client's timeout)", res.Status, res.Body)
 	}
-	close(gate.release)
-	created := <-first
+	gate.open()
+	created := <-first // bounded by the client's timeout
 	if created.Status != http.StatusCreated {
 		t.Fatalf("first request: %d %s", created.Status, created.Body)
 	}
@@ -92,6 +93,102 @@ func TestMetricsNameUnmatchedRoutesOnce(t *testing.T) {
 	if strings.Contains(body, "nope") {
 		t.Error("an unmatched path became a label")
 	}
+}
+
+// TestMetricsSeriesDoNotGrowWithRequests: whatever method and path clients send, /metrics
+// keeps the same series. After a warm-up that sent one request of each kind the random ones
+// below can be (an unknown method on each shape of path, with and without a key), 1,000
+// requests with random methods and random paths add no series: the method is OTHER, the path
+// is its route template or "unmatched", and the status is the server's own.
+func TestMetricsSeriesDoNotGrowWithRequests(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	rng := rand.New(rand.NewPCG(18, 5)) // seeded: a failure replays exactly
+	send := func(method, path string, withKey bool) {
+		var opts []apitest.Option
+		if !withKey {
+			opts = append(opts, apitest.NoAuth())
+		}
+		b.client.Do(method, path, nil, opts...) // apitest checks the 404 or 405 against the spec
+	}
+
+	for _, shape := range pathShapes {
+		for _, withKey := range []bool{true, false} {
+			send("XWARMUP", shape(rng), withKey)
+		}
+	}
+	scrapeSeries(t, b) // the first scrape is measured once it has answered: the next one counts it
+	before := scrapeSeries(t, b)
+
+	for range 1000 {
+		send(randomMethod(rng), pathShapes[rng.IntN(len(pathShapes))](rng), rng.IntN(2) == 0)
+	}
+	after := scrapeSeries(t, b)
+	var added []string
+	for series := range after {
+		if !before[series] {
+			added = append(added, series)
+		}
+	}
+	if len(added) > 0 || len(after) != len(before) {
+		slices.Sort(added)
+		t.Errorf("%d series after the warm-up, %d after 1,000 requests with random methods and paths; new ones include:\n%s",
+			len(before), len(after), strings.Join(added[:min(len(added), 5)], "\n"))
+	}
+}
+
+// pathShapes are the kinds of path the random requests take: unknown paths, and random
+// segments under routes that exist (an unknown method on "/payments/{id}" is a 405 there).
+var pathShapes = []func(*rand.Rand) string{
+	func(r *rand.Rand) string { return "/" + randomSegment(r) },
+	func(r *rand.Rand) string { return "/" + randomSegment(r) + "/" + randomSegment(r) },
+	func(r *rand.Rand) string { return "/payments/" + randomSegment(r) },
+	func(r *rand.Rand) string { return "/payments/" + randomSegment(r) + "/" + randomSegment(r) },
+	func(r *rand.Rand) string { return "/refunds/" + randomSegment(r) },
+	func(r *rand.Rand) string { return "/webhook-endpoints/" + randomSegment(r) + "/deliveries" },
+	func(r *rand.Rand) string { return "/events/" + randomSegment(r) + "/" + randomSegment(r) },
+	func(r *rand.Rand) string { return "/problems/" + randomSegment(r) },
+}
+
+func randomSegment(r *rand.Rand) string {
+	return randomString(r, "abcdefghijklmnopqrstuvwxyz0123456789-_", 1+r.IntN(12))
+}
+
+// randomMethod is a random token (RFC 9110 §5.6.2) that is no standard method.
+func randomMethod(r *rand.Rand) string {
+	for {
+		m := randomString(r, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789!#$%&'*+-.^_`|~", 1+r.IntN(10))
+		switch m {
+		case http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut, http.MethodPatch,
+			http.MethodDelete, http.MethodConnect, http.MethodOptions, http.MethodTrace:
+			continue
+		}
+		return m
+	}
+}
+
+func randomString(r *rand.Rand, alphabet string, n int) string {
+	s := make([]byte, n)
+	for i := range s {
+		s[i] = alphabet[r.IntN(len(alphabet))]
+	}
+	return string(s)
+}
+
+// scrapeSeries reads GET /metrics as a set of series: every sample line, without its value.
+func scrapeSeries(t *testing.T, b *testBundle) map[string]bool {
+	t.Helper()
+	res := b.client.Get("/metrics", apitest.NoAuth())
+	if res.Status != http.StatusOK {
+		t.Fatalf("GET /metrics: %d %s", res.Status, res.Body)
+	}
+	series := map[string]bool{}
+	for _, line := range strings.Split(string(res.Body), "\n") {
+		if line != "" && !strings.HasPrefix(line, "#") {
+			series[line[:strings.LastIndexByte(line, ' ')]] = true
+		}
+	}
+	return series
 }
 
 // TestMetricsCountWaitingJobs: jobs_queued is counted from the queue when /metrics is

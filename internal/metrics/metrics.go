@@ -10,6 +10,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net/http"
 	"strconv"
 	"time"
 
@@ -23,7 +24,8 @@ import (
 var latencyBuckets = []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10}
 
 // Metrics holds the server's series. Label values are always from small fixed sets (route
-// templates, statuses, outcomes), never ids or keys, so the number of series stays bounded.
+// templates, statuses, outcomes), never ids, keys or anything else a client chooses, so the
+// number of series stays bounded whatever clients send.
 type Metrics struct {
 	registry *prometheus.Registry
 
@@ -46,7 +48,7 @@ func New(pool *pgxpool.Pool) *Metrics {
 		registry: prometheus.NewRegistry(),
 		requestDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "http_request_duration_seconds",
-			Help:    "Time to answer an HTTP request, by method, route template and status.",
+			Help:    "Time to answer an HTTP request, by method (OTHER if not a standard one), route template (unmatched if none) and status.",
 			Buckets: latencyBuckets,
 		}, []string{"method", "route", "status"}),
 		idempotency: prometheus.NewCounterVec(prometheus.CounterOpts{
@@ -89,12 +91,30 @@ func New(pool *pgxpool.Pool) *Metrics {
 }
 
 // ObserveRequest records one answered HTTP request. route is the template
-// ("/payments/{id}"), never the path, so ids do not become series.
+// ("/payments/{id}"), never the path, so ids do not become series; the method is recorded
+// as methodLabel names it. status needs no such care: the server chose it.
 func (m *Metrics) ObserveRequest(method, route string, status int, d time.Duration) {
 	if m == nil {
 		return
 	}
-	m.requestDuration.WithLabelValues(method, route, strconv.Itoa(status)).Observe(d.Seconds())
+	m.requestDuration.WithLabelValues(methodLabel(method), route, strconv.Itoa(status)).Observe(d.Seconds())
+}
+
+// standardMethods are the methods of RFC 9110 and PATCH (RFC 5789): the ones net/http names.
+var standardMethods = map[string]bool{
+	http.MethodGet: true, http.MethodHead: true, http.MethodPost: true, http.MethodPut: true,
+	http.MethodPatch: true, http.MethodDelete: true, http.MethodConnect: true,
+	http.MethodOptions: true, http.MethodTrace: true,
+}
+
+// methodLabel is method if it is a standard one, and "OTHER" if not. A client may send any
+// token as a method (each answered 404 or 405), and every new label value would add a
+// histogram's series for as long as the process lives.
+func methodLabel(method string) string {
+	if standardMethods[method] {
+		return method
+	}
+	return "OTHER"
 }
 
 // IdempotencyOutcome counts how a request with an Idempotency-Key was answered

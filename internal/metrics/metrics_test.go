@@ -60,3 +60,30 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	m.RateLimitRefused("default")
 	m.RateLimitFellBack()
 }
+
+// TestNonStandardMethodsShareOneLabel: a client may send any token as a method, so every
+// method outside the standard set is recorded as OTHER, not as a series of its own.
+func TestNonStandardMethodsShareOneLabel(t *testing.T) {
+	m := metrics.New(nil)
+	for _, method := range []string{"XABC", "get", "BREW", "PATCH", "TRACE"} {
+		m.ObserveRequest(method, "unmatched", 405, time.Millisecond)
+	}
+	var out bytes.Buffer
+	if err := m.WriteText(t.Context(), &out); err != nil {
+		t.Fatal(err)
+	}
+	var counts []string
+	for _, l := range strings.Split(out.String(), "\n") {
+		if strings.HasPrefix(l, "http_request_duration_seconds_count{") {
+			counts = append(counts, l)
+		}
+	}
+	want := []string{
+		`http_request_duration_seconds_count{method="OTHER",route="unmatched",status="405"} 3`,
+		`http_request_duration_seconds_count{method="PATCH",route="unmatched",status="405"} 1`,
+		`http_request_duration_seconds_count{method="TRACE",route="unmatched",status="405"} 1`,
+	}
+	if !slices.Equal(counts, want) {
+		t.Errorf("request counts:\n%s\nwant:\n%s", strings.Join(counts, "\n"), strings.Join(want, "\n"))
+	}
+}
