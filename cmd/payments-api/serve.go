@@ -99,7 +99,9 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 	}
 	serveErr := make(chan error, 1)
 	if ln != nil {
-		go func() { serveErr <- srv.Serve(limitConnections(ln, cfg.MaxConnections, logger)) }()
+		go func() {
+			serveErr <- srv.Serve(limitConnections(ln, cfg.MaxConnections, cfg.MaxConnectionsPerIP, logger))
+		}()
 		logger.Info("serving", "addr", ln.Addr().String(), "demo_keys", len(cfg.DemoAPIKeys), "role", cfg.ProcessRole)
 		if slow := cfg.ProcessorLatency + processor.SlowCardDelay; slow >= cfg.RequestTimeout {
 			// Not refused: a tight REQUEST_TIMEOUT is a fair choice, and only this card suffers.
