@@ -39,6 +39,8 @@ type config struct {
 	IdleTimeout       time.Duration `env:"IDLE_TIMEOUT" envDefault:"60s"`
 	MaxHeaderBytes    int           `env:"MAX_HEADER_BYTES" envDefault:"32768"`
 	MaxConnections    int           `env:"MAX_CONNECTIONS" envDefault:"1000"`
+	// MaxConnectionsPerIP defaults to 100, or to MAX_CONNECTIONS when that is lower (loadConfig).
+	MaxConnectionsPerIP int `env:"MAX_CONNECTIONS_PER_IP" envDefault:"100"`
 
 	WebhookAllowPrivateNetworks bool            `env:"WEBHOOK_ALLOW_PRIVATE_NETWORKS" envDefault:"false"`
 	WebhookRetrySchedule        []time.Duration `env:"WEBHOOK_RETRY_SCHEDULE" envDefault:"5s,5m,30m,2h,5h,10h,14h,20h,24h"`
@@ -113,6 +115,10 @@ func loadConfig(environ map[string]string) (config, error) {
 	cfg, err := env.ParseAsWithOptions[config](env.Options{Environment: environ})
 	if err != nil {
 		return config{}, nameVariables(err)
+	}
+	if _, set := environ["MAX_CONNECTIONS_PER_IP"]; !set {
+		// Lowering MAX_CONNECTIONS alone must not fail on a default the operator never chose.
+		cfg.MaxConnectionsPerIP = min(cfg.MaxConnectionsPerIP, cfg.MaxConnections)
 	}
 	modeErr := cfg.applyModeDefaults(environ)
 	return cfg, errors.Join(modeErr, cfg.validate())
@@ -252,6 +258,8 @@ func (c config) validateLimits() []error {
 	}
 	if c.MaxConnections < 1 {
 		errs = append(errs, fmt.Errorf("MAX_CONNECTIONS: must be at least 1, got %d", c.MaxConnections))
+	} else if c.MaxConnectionsPerIP < 1 || c.MaxConnectionsPerIP > c.MaxConnections {
+		errs = append(errs, fmt.Errorf("MAX_CONNECTIONS_PER_IP: must be between 1 and MAX_CONNECTIONS (%d), got %d", c.MaxConnections, c.MaxConnectionsPerIP))
 	}
 	return errs
 }

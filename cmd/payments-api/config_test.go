@@ -68,6 +68,9 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"MAX_HEADER_BYTES": "100"}, "MAX_HEADER_BYTES"},
 		{map[string]string{"MAX_HEADER_BYTES": "lots"}, "MAX_HEADER_BYTES"},
 		{map[string]string{"MAX_CONNECTIONS": "0"}, "MAX_CONNECTIONS"},
+		{map[string]string{"MAX_CONNECTIONS_PER_IP": "0"}, "MAX_CONNECTIONS_PER_IP"},
+		{map[string]string{"MAX_CONNECTIONS_PER_IP": "1001"}, "MAX_CONNECTIONS_PER_IP: must be between 1 and MAX_CONNECTIONS (1000)"},
+		{map[string]string{"MAX_CONNECTIONS": "50", "MAX_CONNECTIONS_PER_IP": "100"}, "MAX_CONNECTIONS_PER_IP"}, // set, so not lowered
 		{map[string]string{"RATE_LIMIT_DEFAULT": "100"}, "RATE_LIMIT_DEFAULT"},
 		{map[string]string{"RATE_LIMIT_WRITES": "25/500ms"}, "RATE_LIMIT_WRITES"},
 		{map[string]string{"RATE_LIMIT_UNAUTHENTICATED": "0/1s"}, "RATE_LIMIT_UNAUTHENTICATED"},
@@ -82,6 +85,25 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		_, err := loadConfig(tt.env)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%v: error %v, want one naming %s", tt.env, err, tt.want)
+		}
+	}
+}
+
+// TestConfigConnectionsPerIP: MAX_CONNECTIONS_PER_IP defaults to 100, and its default follows
+// a lower MAX_CONNECTIONS rather than refusing to start.
+func TestConfigConnectionsPerIP(t *testing.T) {
+	for _, tt := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{map[string]string{}, 100},
+		{map[string]string{"MAX_CONNECTIONS": "3"}, 3},
+		{map[string]string{"MAX_CONNECTIONS_PER_IP": "1000"}, 1000},
+		{map[string]string{"MAX_CONNECTIONS": "50", "MAX_CONNECTIONS_PER_IP": "1"}, 1},
+	} {
+		cfg, err := loadConfig(tt.env)
+		if err != nil || cfg.MaxConnectionsPerIP != tt.want {
+			t.Errorf("%v: MAX_CONNECTIONS_PER_IP %d (%v), want %d", tt.env, cfg.MaxConnectionsPerIP, err, tt.want)
 		}
 	}
 }

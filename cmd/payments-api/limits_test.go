@@ -8,6 +8,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -114,6 +115,46 @@ func TestConnectionLimitRefusesRatherThanDies(t *testing.T) {
 	}
 }
 
+// TestConnectionLimitPerIP holds MAX_CONNECTIONS_PER_IP idle keep-alive connections from
+// 127.0.0.1: its next connection is closed unanswered while 127.0.0.2 is still served, and
+// 127.0.0.1 is served again once one of its connections closes.
+func TestConnectionLimitPerIP(t *testing.T) {
+	t.Parallel()
+	if runtime.GOOS != "linux" {
+		t.Skip("needs a second loopback address: Linux routes all of 127.0.0.0/8 to lo")
+	}
+	r := startServe(t, map[string]string{
+		"MAX_CONNECTIONS": "10", "MAX_CONNECTIONS_PER_IP": "3", "READ_HEADER_TIMEOUT": "30s", "READ_TIMEOUT": "30s",
+	}, true)
+	// The readiness checks' keep-alive connection holds one of 127.0.0.1's slots until the
+	// server sees it closed, so the first held connection may need a retry.
+	http.DefaultClient.CloseIdleConnections()
+	held := make([]net.Conn, 3)
+	for i := range held {
+		waitFor(t, func() bool {
+			held[i] = servedKeepAlive(t, "127.0.0.1", r.addr)
+			return held[i] != nil
+		})
+	}
+
+	extra := dialFrom(t, "127.0.0.1", r.addr, "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+	if !closedWithin(extra, 2*time.Second) {
+		t.Fatal("a connection beyond MAX_CONNECTIONS_PER_IP was kept open or answered")
+	}
+	if got, err := getFrom(t, "127.0.0.2", r.base+"/healthz"); err != nil || got != http.StatusOK {
+		t.Errorf("another address while 127.0.0.1 is at its cap: %d %v", got, err)
+	}
+	if !r.logged(`"level":"WARN"`, "MAX_CONNECTIONS_PER_IP reached", `"client":"127.0.0.1/32"`) {
+		t.Errorf("refusals are not logged:\n%s", r.logs.String())
+	}
+
+	held[0].Close()
+	waitFor(t, func() bool {
+		got, err := getFrom(t, "127.0.0.1", r.base+"/healthz")
+		return err == nil && got == http.StatusOK
+	})
+}
+
 // TestShutdownCutsSlowBodies: SIGTERM while three clients trickle their bodies ends within
 // seconds, not after SHUTDOWN_TIMEOUT; each is told to send again.
 func TestShutdownCutsSlowBodies(t *testing.T) {
@@ -164,7 +205,13 @@ func TestShutdownCutsSlowBodies(t *testing.T) {
 // dial opens a raw connection and writes send on it. It is closed when t ends.
 func dial(t *testing.T, addr, send string) net.Conn {
 	t.Helper()
-	conn, err := (&net.Dialer{Timeout: 5 * time.Second}).DialContext(context.Background(), "tcp", addr)
+	return dialFrom(t, "", addr, send)
+}
+
+// dialFrom is dial from the local address from ("" for any).
+func dialFrom(t *testing.T, from, addr, send string) net.Conn {
+	t.Helper()
+	conn, err := localDialer(from).DialContext(context.Background(), "tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -173,6 +220,51 @@ func dial(t *testing.T, addr, send string) net.Conn {
 		if _, err := conn.Write([]byte(send)); err != nil {
 			t.Fatal(err)
 		}
+	}
+	return conn
+}
+
+func localDialer(from string) *net.Dialer {
+	d := &net.Dialer{Timeout: 5 * time.Second}
+	if from != "" {
+		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(from)}
+	}
+	return d
+}
+
+// getFrom is get with a connection from the local address from.
+func getFrom(t *testing.T, from, url string) (int, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{DialContext: localDialer(from).DialContext, DisableKeepAlives: true}}
+	res, err := client.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	defer res.Body.Close()
+	_, err = io.Copy(io.Discard, res.Body)
+	return res.StatusCode, err
+}
+
+// servedKeepAlive is a connection from the local address from that was answered a GET and is
+// left open, idle; nil if the server refused it.
+func servedKeepAlive(t *testing.T, from, addr string) net.Conn {
+	t.Helper()
+	conn := dialFrom(t, from, addr, "GET /healthz HTTP/1.1\r\nHost: test\r\n\r\n")
+	_ = conn.SetReadDeadline(time.Now().Add(5 * time.Second))
+	res, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		conn.Close()
+		return nil
+	}
+	defer res.Body.Close()
+	if _, err := io.Copy(io.Discard, res.Body); err != nil || res.StatusCode != http.StatusOK {
+		t.Fatalf("keep-alive GET /healthz: %d %v", res.StatusCode, err)
 	}
 	return conn
 }

@@ -111,7 +111,9 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 	}
 	serveErr := make(chan error, 1)
 	if ln != nil {
-		go func() { serveErr <- srv.Serve(limitConnections(ln, cfg.MaxConnections, logger)) }()
+		go func() {
+			serveErr <- srv.Serve(limitConnections(ln, cfg.MaxConnections, cfg.MaxConnectionsPerIP, logger))
+		}()
 		logger.Info("serving", "addr", ln.Addr().String(), "mode", cfg.RunMode, "demo_keys", len(cfg.DemoAPIKeys), "role", cfg.ProcessRole)
 		warnOfOpenDoors(cfg, ln.Addr(), logger)
 		if slow := cfg.ProcessorLatency + processor.SlowCardDelay; slow >= cfg.RequestTimeout {
