@@ -105,7 +105,7 @@ func (r servedRoutes) add(method, path string, h echo.HandlerFunc, m []echo.Midd
 	if !r.serves(method, path) {
 		return nil
 	}
-	return r.Echo.Add(method, path, h, m...)
+	return r.Add(method, path, h, m...)
 }
 
 // specPath writes an echo route ("/payments/:id") as the spec does ("/payments/{id}").
