@@ -55,6 +55,7 @@ func startServer(t *testing.T) (baseURL, databaseURL string) {
 		Webhooks:    webhooks.NewService(pool, webhooks.URLPolicy{}, deliveries),
 		APIKeys:     apiKeys,
 		Metrics:     m,
+		Sandbox:     true, // the load tool reads the sandbox's /metrics beside the API
 	})
 	if err != nil {
 		t.Fatal(err)
