@@ -69,6 +69,20 @@ func startServe(t *testing.T, env map[string]string, wait bool) *running {
 	return r
 }
 
+// wait is serve's result once it returns, after stop. A shutdown that hangs fails t after
+// 30 s instead of hanging the package.
+func (r *running) wait(t *testing.T) error {
+	t.Helper()
+	select {
+	case err := <-r.done:
+		r.done <- err // for the cleanup
+		return err
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not return within 30s of being stopped")
+		return nil
+	}
+}
+
 // status is the status of a GET, or 0 when there is no answer.
 func (r *running) status(path string) int {
 	status, err := get(context.Background(), r.base+path)

@@ -71,8 +71,13 @@ func TestListenForwardsSignedEvents(t *testing.T) {
 	go func() { done <- listen(ctx, opts, out) }()
 	t.Cleanup(func() {
 		cancel()
-		if err := <-done; err != nil {
-			t.Errorf("listen: %v", err)
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("listen: %v", err)
+			}
+		case <-time.After(10 * time.Second):
+			t.Error("listen did not return within 10s of its context's end")
 		}
 	})
 	waitFor(t, func() bool { return strings.Contains(out.String(), "Listening for") })

@@ -90,7 +90,7 @@ func TestProcessWritesItsLastLinesOnSIGTERM(t *testing.T) {
 	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}
-	if err := p.cmd.Wait(); err != nil {
+	if err := p.wait(30 * time.Second); err != nil {
 		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logs)
 	}
 	if !strings.Contains(p.logs.String(), `"msg":"stopped"`) {

@@ -114,6 +114,14 @@ func startProcess(t testing.TB, dbURL string, env map[string]string) *process {
 	return p
 }
 
+// wait waits for the process to exit, and kills it if it still runs after within: a shutdown
+// that hangs fails its test ("signal: killed") instead of hanging the package.
+func (p *process) wait(within time.Duration) error {
+	killer := time.AfterFunc(within, func() { _ = p.cmd.Process.Kill() })
+	defer killer.Stop()
+	return p.cmd.Wait()
+}
+
 // kill sends SIGKILL: no shutdown, no cleanup, exactly what a crash is.
 func (p *process) kill(t testing.TB) {
 	t.Helper()

@@ -44,9 +44,7 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 	if res := <-inFlight; res.Status != http.StatusCreated {
 		t.Errorf("in-flight request during shutdown: %d %s", res.Status, res.Body)
 	}
-	err = <-r.done
-	r.done <- err // for the cleanup
-	if err != nil {
+	if err := r.wait(t); err != nil {
 		t.Errorf("serve: %v", err)
 	}
 	var n int
@@ -66,7 +64,7 @@ func get(ctx context.Context, url string) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	res, err := http.DefaultClient.Do(req)
+	res, err := httpClient.Do(req)
 	if err != nil {
 		return 0, err
 	}

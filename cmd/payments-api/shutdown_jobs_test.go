@@ -42,9 +42,7 @@ func TestShutdownFinishesRunningJobs(t *testing.T) {
 	if err := hold.Commit(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	err = <-r.done
-	r.done <- err // for the cleanup
-	if err != nil {
+	if err := r.wait(t); err != nil {
 		t.Errorf("serve: %v", err)
 	}
 	if n := count(t, pool, `SELECT count(*) FROM jobs JOIN river_job ON river_job.id = jobs.river_job_id

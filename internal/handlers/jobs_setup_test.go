@@ -29,8 +29,9 @@ func insertOnlyQueue(tb testing.TB, pool *pgxpool.Pool) *river.Client[pgx.Tx] {
 	return client
 }
 
-// startWorkers runs report builds on pool, pageSize rows per page, until the test ends.
-func startWorkers(tb testing.TB, pool *pgxpool.Pool, pageSize int) {
+// startWorkers runs report builds on pool, pageSize rows per page, until the test ends or
+// the returned stop is called.
+func startWorkers(tb testing.TB, pool *pgxpool.Pool, pageSize int) (stop func()) {
 	tb.Helper()
 	registry := river.NewWorkers()
 	river.AddWorker(registry, reports.NewWorker(pool, events.NewOutbox(webhooks.NewJobQueue(insertOnlyQueue(tb, pool))), reports.DefaultRetention, pageSize))
@@ -44,11 +45,13 @@ func startWorkers(tb testing.TB, pool *pgxpool.Pool, pageSize int) {
 	if err := client.Start(context.Background()); err != nil {
 		tb.Fatal(err)
 	}
-	tb.Cleanup(func() {
+	stop = func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		if err := client.Stop(ctx); err != nil {
+		if err := client.Stop(ctx); err != nil { // a second Stop returns at once
 			tb.Errorf("stop workers: %v", err)
 		}
-	})
+	}
+	tb.Cleanup(stop)
+	return stop
 }

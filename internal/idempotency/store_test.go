@@ -41,6 +41,14 @@ func seedAccount(t *testing.T, pool *pgxpool.Pool) string {
 	return acct.ID
 }
 
+// bounded is the test's context with a deadline, for the store's calls: a claim that waits on
+// a lock it should not fails its test instead of hanging the package.
+func bounded(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
 func TestSweepDeletesExpiredKeysInBatches(t *testing.T) {
 	t.Parallel()
 	store, pool, accountID := setupStore(t)
@@ -81,7 +89,7 @@ func TestSweepDeletesExpiredKeysInBatches(t *testing.T) {
 func TestExpiredKeyCanBeReused(t *testing.T) {
 	t.Parallel()
 	store, pool, accountID := setupStore(t)
-	ctx := context.Background()
+	ctx := bounded(t)
 
 	request := func(body string) idempotency.Request {
 		t.Helper()
@@ -143,7 +151,7 @@ func TestExpiredKeyCanBeReused(t *testing.T) {
 func TestConcurrentReplaysOfACompletedKey(t *testing.T) {
 	t.Parallel()
 	store, _, accountID := setupStore(t)
-	ctx := context.Background()
+	ctx := bounded(t)
 	req, err := idempotency.NewRequest(accountID, "payments.create", "key-replayed", []byte(`{"amount":100}`))
 	if err != nil {
 		t.Fatal(err)
@@ -213,7 +221,7 @@ func TestAReplayIsAnsweredFromTheClaim(t *testing.T) {
 	}
 	defer pool.Close()
 	store := idempotency.NewStore(pool, time.Hour)
-	ctx := context.Background()
+	ctx := bounded(t)
 	req, err := idempotency.NewRequest(seedAccount(t, pool), "payments.create", "key-counted", []byte(`{"amount":100}`))
 	if err != nil {
 		t.Fatal(err)
