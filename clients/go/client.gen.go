@@ -851,8 +851,22 @@ type UpdateWebhookEndpointRequest struct {
 	EnabledEvents *EnabledEvents `json:"enabled_events,omitempty"`
 
 	// Url Where to POST events: `https`, or `http` only where the operator allows private
-	// networks (local development). Never a private, loopback, link-local or metadata
-	// address: that is checked on registration and again on every address dialled.
+	// networks (local development). Checked on registration and again on every address
+	// dialled:
+	//
+	// - Never a link-local (`169.254.0.0/16`, `fe80::/10`) or cloud metadata address
+	//   (`169.254.169.254`, `fd00:ec2::254`, `100.100.100.200`, `168.63.129.16`), nor a
+	//   reserved, shared (`100.64.0.0/10`), multicast or unspecified one, in any mode.
+	// - Never loopback (`127.0.0.0/8`, `::1`, `localhost`) or private (`10.0.0.0/8`,
+	//   `172.16.0.0/12`, `192.168.0.0/16`, `fc00::/7`), unless the operator allows private
+	//   networks: those, and only those, it opens.
+	// - Never an address in disguise, in any mode: an IPv4 address must be four decimal
+	//   numbers (`127.0.0.1`; not `2130706433`, `0x7f.1`, `0177.0.0.1`, `127.1` or
+	//   `127.0.0.1.`), and loopback by name is only `localhost` (not `localhost.`,
+	//   `app.localhost`, `localhost.localdomain`, `_gateway` or `_outbound`, which the
+	//   system resolver answers itself).
+	//
+	// A name that does not resolve when registered is accepted; each attempt checks it again.
 	//
 	//
 	// Examples: https://example.com/webhooks/payments
@@ -970,8 +984,22 @@ type WebhookEndpointWithSecret struct {
 type WebhookEndpointWithSecretDisabledReason string
 
 // WebhookURL Where to POST events: `https`, or `http` only where the operator allows private
-// networks (local development). Never a private, loopback, link-local or metadata
-// address: that is checked on registration and again on every address dialled.
+// networks (local development). Checked on registration and again on every address
+// dialled:
+//
+//   - Never a link-local (`169.254.0.0/16`, `fe80::/10`) or cloud metadata address
+//     (`169.254.169.254`, `fd00:ec2::254`, `100.100.100.200`, `168.63.129.16`), nor a
+//     reserved, shared (`100.64.0.0/10`), multicast or unspecified one, in any mode.
+//   - Never loopback (`127.0.0.0/8`, `::1`, `localhost`) or private (`10.0.0.0/8`,
+//     `172.16.0.0/12`, `192.168.0.0/16`, `fc00::/7`), unless the operator allows private
+//     networks: those, and only those, it opens.
+//   - Never an address in disguise, in any mode: an IPv4 address must be four decimal
+//     numbers (`127.0.0.1`; not `2130706433`, `0x7f.1`, `0177.0.0.1`, `127.1` or
+//     `127.0.0.1.`), and loopback by name is only `localhost` (not `localhost.`,
+//     `app.localhost`, `localhost.localdomain`, `_gateway` or `_outbound`, which the
+//     system resolver answers itself).
+//
+// A name that does not resolve when registered is accepted; each attempt checks it again.
 //
 // Examples: https://example.com/webhooks/payments
 type WebhookURL = string
@@ -2788,8 +2816,9 @@ type ClientInterface interface {
 	// Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
 	// The answer carries the endpoint's signing `secret`; it is shown only here and on
 	// rotation, so store it. The URL must be `https` (plain `http` only where the operator
-	// allows private networks, for local development), and a URL whose host resolves only
-	// to private, loopback, link-local or metadata addresses is refused.
+	// allows private networks, for local development); a URL whose host is, or resolves
+	// only to, an address webhooks are never sent to, or is an address in disguise, is
+	// refused with a field error on `/url` (see `WebhookURL`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2801,8 +2830,9 @@ type ClientInterface interface {
 	// Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
 	// The answer carries the endpoint's signing `secret`; it is shown only here and on
 	// rotation, so store it. The URL must be `https` (plain `http` only where the operator
-	// allows private networks, for local development), and a URL whose host resolves only
-	// to private, loopback, link-local or metadata addresses is refused.
+	// allows private networks, for local development); a URL whose host is, or resolves
+	// only to, an address webhooks are never sent to, or is an address in disguise, is
+	// refused with a field error on `/url` (see `WebhookURL`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3606,8 +3636,9 @@ func (c *Client) ListWebhookEndpoints(ctx context.Context, params *ListWebhookEn
 // Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
 // The answer carries the endpoint's signing `secret`; it is shown only here and on
 // rotation, so store it. The URL must be `https` (plain `http` only where the operator
-// allows private networks, for local development), and a URL whose host resolves only
-// to private, loopback, link-local or metadata addresses is refused.
+// allows private networks, for local development); a URL whose host is, or resolves
+// only to, an address webhooks are never sent to, or is an address in disguise, is
+// refused with a field error on `/url` (see `WebhookURL`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -3629,8 +3660,9 @@ func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, params *Crea
 // Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
 // The answer carries the endpoint's signing `secret`; it is shown only here and on
 // rotation, so store it. The URL must be `https` (plain `http` only where the operator
-// allows private networks, for local development), and a URL whose host resolves only
-// to private, loopback, link-local or metadata addresses is refused.
+// allows private networks, for local development); a URL whose host is, or resolves
+// only to, an address webhooks are never sent to, or is an address in disguise, is
+// refused with a field error on `/url` (see `WebhookURL`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6264,8 +6296,9 @@ type ClientWithResponsesInterface interface {
 	// Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
 	// The answer carries the endpoint's signing `secret`; it is shown only here and on
 	// rotation, so store it. The URL must be `https` (plain `http` only where the operator
-	// allows private networks, for local development), and a URL whose host resolves only
-	// to private, loopback, link-local or metadata addresses is refused.
+	// allows private networks, for local development); a URL whose host is, or resolves
+	// only to, an address webhooks are never sent to, or is an address in disguise, is
+	// refused with a field error on `/url` (see `WebhookURL`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6277,8 +6310,9 @@ type ClientWithResponsesInterface interface {
 	// Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
 	// The answer carries the endpoint's signing `secret`; it is shown only here and on
 	// rotation, so store it. The URL must be `https` (plain `http` only where the operator
-	// allows private networks, for local development), and a URL whose host resolves only
-	// to private, loopback, link-local or metadata addresses is refused.
+	// allows private networks, for local development); a URL whose host is, or resolves
+	// only to, an address webhooks are never sent to, or is an address in disguise, is
+	// refused with a field error on `/url` (see `WebhookURL`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12380,8 +12414,9 @@ func (c *ClientWithResponses) ListWebhookEndpointsWithResponse(ctx context.Conte
 // Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
 // The answer carries the endpoint's signing `secret`; it is shown only here and on
 // rotation, so store it. The URL must be `https` (plain `http` only where the operator
-// allows private networks, for local development), and a URL whose host resolves only
-// to private, loopback, link-local or metadata addresses is refused.
+// allows private networks, for local development); a URL whose host is, or resolves
+// only to, an address webhooks are never sent to, or is an address in disguise, is
+// refused with a field error on `/url` (see `WebhookURL`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12399,8 +12434,9 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx cont
 // Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
 // The answer carries the endpoint's signing `secret`; it is shown only here and on
 // rotation, so store it. The URL must be `https` (plain `http` only where the operator
-// allows private networks, for local development), and a URL whose host resolves only
-// to private, loopback, link-local or metadata addresses is refused.
+// allows private networks, for local development); a URL whose host is, or resolves
+// only to, an address webhooks are never sent to, or is an address in disguise, is
+// refused with a field error on `/url` (see `WebhookURL`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

@@ -57,7 +57,8 @@ type Result struct {
 // SenderOptions configure a Sender.
 type SenderOptions struct {
 	Timeout              time.Duration // DefaultTimeout when zero
-	AllowPrivateNetworks bool          // dial any address: local development and tests only
+	AllowPrivateNetworks bool          // also dial loopback and private addresses: local development and tests only
+	Resolver             *net.Resolver // nil: net.DefaultResolver
 }
 
 // Sender posts webhooks. Safe for concurrent use.
@@ -73,10 +74,7 @@ func NewSender(opts SenderOptions) *Sender {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	dialer := &net.Dialer{Timeout: opts.Timeout, Control: dialControl}
-	if opts.AllowPrivateNetworks {
-		dialer.Control = nil
-	}
+	dialer := &net.Dialer{Timeout: opts.Timeout, Resolver: opts.Resolver, Control: dialControl(opts.AllowPrivateNetworks)}
 	transport := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           dialer.DialContext,

@@ -5,6 +5,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"sync/atomic"
 	"testing"
@@ -146,5 +147,22 @@ func TestSendRefusesPrivateAddressesUnlessAllowed(t *testing.T) {
 	}
 	if res := localSender(time.Second).Send(context.Background(), msg, time.Now()); res.Outcome != webhooks.Delivered {
 		t.Fatalf("with private networks allowed: %+v", res)
+	}
+}
+
+// TestSendRefusesANameResolvingToMetadata: with private networks allowed, a name that
+// resolves to the metadata service is still refused where it is dialled.
+func TestSendRefusesANameResolvingToMetadata(t *testing.T) {
+	for _, addr := range []string{"169.254.169.254", "fd00:ec2::254", "100.100.100.200", "168.63.129.16"} {
+		sender := webhooks.NewSender(webhooks.SenderOptions{
+			Timeout: time.Second, AllowPrivateNetworks: true,
+			Resolver: fakeDNS(map[string]netip.Addr{"metadata.test": netip.MustParseAddr(addr)}),
+		})
+		res := sender.Send(context.Background(), webhooks.Message{
+			URL: "http://metadata.test/latest/meta-data", ID: "msg_m", Body: body, Secrets: []string{webhooks.NewSecret()},
+		}, time.Now())
+		if res.Outcome != webhooks.Refused {
+			t.Errorf("metadata.test at %s: %+v, want Refused", addr, res)
+		}
 	}
 }
