@@ -880,7 +880,12 @@ type WebhookAttempt struct {
 	AttemptedAt time.Time `json:"attempted_at"`
 	DurationMs  int       `json:"duration_ms"`
 
-	// Error What went wrong; `null` when the receiver answered 2xx.
+	// Error What went wrong; `null` when the receiver answered 2xx. A status is reported as
+	// `receiver answered 503 Service Unavailable`; no answer as one of these fixed texts
+	// (never the addresses or resolver involved): `the host name did not resolve`,
+	// `the address is not allowed`, `connection refused`, `the address is unreachable`,
+	// `timed out`, `the TLS handshake failed`, `the TLS certificate was not accepted`,
+	// `the connection closed before a response`, `the request failed`.
 	Error nullable.Nullable[string] `json:"error"`
 
 	// ResponseStatus The receiver's HTTP status; `null` when no response came (timeout, refused address, connection error).

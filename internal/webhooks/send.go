@@ -50,7 +50,7 @@ type Result struct {
 	Outcome    Outcome
 	Status     int // 0 when no response arrived
 	Duration   time.Duration
-	Error      string        // why it failed, for the customer to read; "" when delivered
+	Error      string        // why it failed, a fixed text for the customer to read; "" when delivered
 	RetryAfter time.Duration // from Retry-After on 429 and 503
 }
 
@@ -98,7 +98,7 @@ func (s *Sender) Send(ctx context.Context, m Message, now time.Time) Result {
 	start := time.Now()
 	res, err := s.post(ctx, m, now)
 	if err != nil {
-		r := Result{Outcome: Retry, Duration: time.Since(start), Error: err.Error()}
+		r := Result{Outcome: Retry, Duration: time.Since(start), Error: failureReason(err)}
 		if errors.Is(err, ErrAddressRefused) {
 			r.Outcome = Refused
 		}

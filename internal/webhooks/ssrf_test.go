@@ -97,7 +97,7 @@ func TestDialRefusesAHostnameResolvingToLoopback(t *testing.T) {
 	res := NewSender(SenderOptions{Timeout: 2 * time.Second}).Send(context.Background(), Message{
 		URL: "http://localhost:" + port + "/hook", ID: "msg_1", Body: []byte(`{}`), Secrets: []string{NewSecret()},
 	}, time.Now())
-	if res.Outcome != Refused || !strings.Contains(res.Error, "refused") {
+	if res.Outcome != Refused || res.Error != "the address is not allowed" {
 		t.Fatalf("outcome %v, error %q; want Refused", res.Outcome, res.Error)
 	}
 	if hits.Load() != 0 {

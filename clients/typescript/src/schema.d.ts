@@ -1015,7 +1015,14 @@ export interface components {
             /** @description The receiver's HTTP status; `null` when no response came (timeout, refused address, connection error). */
             response_status: number | null;
             duration_ms: number;
-            /** @description What went wrong; `null` when the receiver answered 2xx. */
+            /**
+             * @description What went wrong; `null` when the receiver answered 2xx. A status is reported as
+             *     `receiver answered 503 Service Unavailable`; no answer as one of these fixed texts
+             *     (never the addresses or resolver involved): `the host name did not resolve`,
+             *     `the address is not allowed`, `connection refused`, `the address is unreachable`,
+             *     `timed out`, `the TLS handshake failed`, `the TLS certificate was not accepted`,
+             *     `the connection closed before a response`, `the request failed`.
+             */
             error: string | null;
         };
         /**
