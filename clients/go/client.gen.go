@@ -851,8 +851,22 @@ type UpdateWebhookEndpointRequest struct {
 	EnabledEvents *EnabledEvents `json:"enabled_events,omitempty"`
 
 	// Url Where to POST events: `https`, or `http` only where the operator allows private
-	// networks (local development). Never a private, loopback, link-local or metadata
-	// address: that is checked on registration and again on every address dialled.
+	// networks (local development). Checked on registration and again on every address
+	// dialled:
+	//
+	// - Never a link-local (`169.254.0.0/16`, `fe80::/10`) or cloud metadata address
+	//   (`169.254.169.254`, `fd00:ec2::254`, `100.100.100.200`, `168.63.129.16`), nor a
+	//   reserved, shared (`100.64.0.0/10`), multicast or unspecified one, in any mode.
+	// - Never loopback (`127.0.0.0/8`, `::1`, `localhost`) or private (`10.0.0.0/8`,
+	//   `172.16.0.0/12`, `192.168.0.0/16`, `fc00::/7`), unless the operator allows private
+	//   networks: those, and only those, it opens.
+	// - Never an address in disguise, in any mode: an IPv4 address must be four decimal
+	//   numbers (`127.0.0.1`; not `2130706433`, `0x7f.1`, `0177.0.0.1`, `127.1` or
+	//   `127.0.0.1.`), and loopback by name is only `localhost` (not `localhost.`,
+	//   `app.localhost`, `localhost.localdomain`, `_gateway` or `_outbound`, which the
+	//   system resolver answers itself).
+	//
+	// A name that does not resolve when registered is accepted; each attempt checks it again.
 	//
 	//
 	// Examples: https://example.com/webhooks/payments
@@ -866,7 +880,12 @@ type WebhookAttempt struct {
 	AttemptedAt time.Time `json:"attempted_at"`
 	DurationMs  int       `json:"duration_ms"`
 
-	// Error What went wrong; `null` when the receiver answered 2xx.
+	// Error What went wrong; `null` when the receiver answered 2xx. A status is reported as
+	// `receiver answered 503 Service Unavailable`; no answer as one of these fixed texts
+	// (never the addresses or resolver involved): `the host name did not resolve`,
+	// `the address is not allowed`, `connection refused`, `the address is unreachable`,
+	// `timed out`, `the TLS handshake failed`, `the TLS certificate was not accepted`,
+	// `the connection closed before a response`, `the request failed`.
 	Error nullable.Nullable[string] `json:"error"`
 
 	// ResponseStatus The receiver's HTTP status; `null` when no response came (timeout, refused address, connection error).
@@ -970,8 +989,22 @@ type WebhookEndpointWithSecret struct {
 type WebhookEndpointWithSecretDisabledReason string
 
 // WebhookURL Where to POST events: `https`, or `http` only where the operator allows private
-// networks (local development). Never a private, loopback, link-local or metadata
-// address: that is checked on registration and again on every address dialled.
+// networks (local development). Checked on registration and again on every address
+// dialled:
+//
+//   - Never a link-local (`169.254.0.0/16`, `fe80::/10`) or cloud metadata address
+//     (`169.254.169.254`, `fd00:ec2::254`, `100.100.100.200`, `168.63.129.16`), nor a
+//     reserved, shared (`100.64.0.0/10`), multicast or unspecified one, in any mode.
+//   - Never loopback (`127.0.0.0/8`, `::1`, `localhost`) or private (`10.0.0.0/8`,
+//     `172.16.0.0/12`, `192.168.0.0/16`, `fc00::/7`), unless the operator allows private
+//     networks: those, and only those, it opens.
+//   - Never an address in disguise, in any mode: an IPv4 address must be four decimal
+//     numbers (`127.0.0.1`; not `2130706433`, `0x7f.1`, `0177.0.0.1`, `127.1` or
+//     `127.0.0.1.`), and loopback by name is only `localhost` (not `localhost.`,
+//     `app.localhost`, `localhost.localdomain`, `_gateway` or `_outbound`, which the
+//     system resolver answers itself).
+//
+// A name that does not resolve when registered is accepted; each attempt checks it again.
 //
 // Examples: https://example.com/webhooks/payments
 type WebhookURL = string
@@ -2803,8 +2836,9 @@ type ClientInterface interface {
 	// Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
 	// The answer carries the endpoint's signing `secret`; it is shown only here and on
 	// rotation, so store it. The URL must be `https` (plain `http` only where the operator
-	// allows private networks, for local development), and a URL whose host resolves only
-	// to private, loopback, link-local or metadata addresses is refused.
+	// allows private networks, for local development); a URL whose host is, or resolves
+	// only to, an address webhooks are never sent to, or is an address in disguise, is
+	// refused with a field error on `/url` (see `WebhookURL`).
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2816,8 +2850,9 @@ type ClientInterface interface {
 	// Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
 	// The answer carries the endpoint's signing `secret`; it is shown only here and on
 	// rotation, so store it. The URL must be `https` (plain `http` only where the operator
-	// allows private networks, for local development), and a URL whose host resolves only
-	// to private, loopback, link-local or metadata addresses is refused.
+	// allows private networks, for local development); a URL whose host is, or resolves
+	// only to, an address webhooks are never sent to, or is an address in disguise, is
+	// refused with a field error on `/url` (see `WebhookURL`).
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3636,8 +3671,9 @@ func (c *Client) ListWebhookEndpoints(ctx context.Context, params *ListWebhookEn
 // Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
 // The answer carries the endpoint's signing `secret`; it is shown only here and on
 // rotation, so store it. The URL must be `https` (plain `http` only where the operator
-// allows private networks, for local development), and a URL whose host resolves only
-// to private, loopback, link-local or metadata addresses is refused.
+// allows private networks, for local development); a URL whose host is, or resolves
+// only to, an address webhooks are never sent to, or is an address in disguise, is
+// refused with a field error on `/url` (see `WebhookURL`).
 //
 // Takes any type of body and a specified content type.
 //
@@ -3659,8 +3695,9 @@ func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, params *Crea
 // Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
 // The answer carries the endpoint's signing `secret`; it is shown only here and on
 // rotation, so store it. The URL must be `https` (plain `http` only where the operator
-// allows private networks, for local development), and a URL whose host resolves only
-// to private, loopback, link-local or metadata addresses is refused.
+// allows private networks, for local development); a URL whose host is, or resolves
+// only to, an address webhooks are never sent to, or is an address in disguise, is
+// refused with a field error on `/url` (see `WebhookURL`).
 //
 // Takes a body of the `application/json` content type.
 //
@@ -6309,8 +6346,9 @@ type ClientWithResponsesInterface interface {
 	// Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
 	// The answer carries the endpoint's signing `secret`; it is shown only here and on
 	// rotation, so store it. The URL must be `https` (plain `http` only where the operator
-	// allows private networks, for local development), and a URL whose host resolves only
-	// to private, loopback, link-local or metadata addresses is refused.
+	// allows private networks, for local development); a URL whose host is, or resolves
+	// only to, an address webhooks are never sent to, or is an address in disguise, is
+	// refused with a field error on `/url` (see `WebhookURL`).
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6322,8 +6360,9 @@ type ClientWithResponsesInterface interface {
 	// Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
 	// The answer carries the endpoint's signing `secret`; it is shown only here and on
 	// rotation, so store it. The URL must be `https` (plain `http` only where the operator
-	// allows private networks, for local development), and a URL whose host resolves only
-	// to private, loopback, link-local or metadata addresses is refused.
+	// allows private networks, for local development); a URL whose host is, or resolves
+	// only to, an address webhooks are never sent to, or is an address in disguise, is
+	// refused with a field error on `/url` (see `WebhookURL`).
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -12504,8 +12543,9 @@ func (c *ClientWithResponses) ListWebhookEndpointsWithResponse(ctx context.Conte
 // Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
 // The answer carries the endpoint's signing `secret`; it is shown only here and on
 // rotation, so store it. The URL must be `https` (plain `http` only where the operator
-// allows private networks, for local development), and a URL whose host resolves only
-// to private, loopback, link-local or metadata addresses is refused.
+// allows private networks, for local development); a URL whose host is, or resolves
+// only to, an address webhooks are never sent to, or is an address in disguise, is
+// refused with a field error on `/url` (see `WebhookURL`).
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12523,8 +12563,9 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx cont
 // Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
 // The answer carries the endpoint's signing `secret`; it is shown only here and on
 // rotation, so store it. The URL must be `https` (plain `http` only where the operator
-// allows private networks, for local development), and a URL whose host resolves only
-// to private, loopback, link-local or metadata addresses is refused.
+// allows private networks, for local development); a URL whose host is, or resolves
+// only to, an address webhooks are never sent to, or is an address in disguise, is
+// refused with a field error on `/url` (see `WebhookURL`).
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //

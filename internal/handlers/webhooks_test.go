@@ -190,6 +190,53 @@ func TestWebhookEndpointBadInput(t *testing.T) {
 	}
 }
 
+// TestWebhookURLsWithPrivateNetworksAllowed: WEBHOOK_ALLOW_PRIVATE_NETWORKS opens loopback
+// and private addresses, never link-local or cloud metadata ones, on create and on update.
+func TestWebhookURLsWithPrivateNetworksAllowed(t *testing.T) {
+	t.Parallel()
+	pool, _ := seededDB(t)
+	b := servePrivateReceivers(t, pool)
+	refused := []string{
+		"https://169.254.169.254/latest/meta-data", "http://169.254.169.254/latest/meta-data",
+		"http://169.254.10.1/", "http://[fe80::1]/", "http://[fd00:ec2::254]/latest/meta-data",
+		"http://100.100.100.200/latest/meta-data", "http://168.63.129.16/machine",
+	}
+	for _, url := range refused {
+		res := b.client.Post("/webhook-endpoints", map[string]any{"url": url, "enabled_events": []string{"*"}})
+		if res.Status != http.StatusBadRequest || !hasFieldError(res.Problem(t), "/url") {
+			t.Errorf("%s: %d %s, want 400 naming /url", url, res.Status, res.Body)
+		}
+	}
+	for _, url := range []string{"http://127.0.0.1:3000/hooks", "http://localhost:3000/hooks", "http://10.1.2.3/hooks", "http://192.168.1.20/hooks", "http://[fd12::1]/hooks"} {
+		createEndpoint(t, b.client, url, "*")
+	}
+	e, v1 := createEndpoint(t, b.client, "http://127.0.0.1:3000/hooks", "*")
+	res := b.client.Patch("/webhook-endpoints/"+e.ID, map[string]any{"url": refused[0]}, apitest.Header("If-Match", v1))
+	if res.Status != http.StatusBadRequest || !hasFieldError(res.Problem(t), "/url") {
+		t.Fatalf("PATCH to the metadata service: %d %s", res.Status, res.Body)
+	}
+}
+
+// TestWebhookURLsInDisguiseAreRefusedInEveryMode: a host some resolver reads as an address
+// it does not look like, or one this machine answers for, is refused when registered, with
+// private networks allowed or not, rather than failing at every attempt.
+func TestWebhookURLsInDisguiseAreRefusedInEveryMode(t *testing.T) {
+	t.Parallel()
+	pool, _ := seededDB(t)
+	modes := map[string]*apitest.Client{"strict": setup(t).client, "private allowed": servePrivateReceivers(t, pool).client}
+	for mode, c := range modes {
+		for _, host := range []string{"2130706433", "0x7f.1", "0177.0.0.1", "127.1", "localhost.", "app.localhost"} {
+			t.Run(mode+"/"+host, func(t *testing.T) {
+				url := "https://" + host + "/hooks" // https: refused for its host alone
+				res := c.Post("/webhook-endpoints", map[string]any{"url": url, "enabled_events": []string{"*"}})
+				if res.Status != http.StatusBadRequest || !hasFieldError(res.Problem(t), "/url") {
+					t.Fatalf("%d %s, want 400 naming /url", res.Status, res.Body)
+				}
+			})
+		}
+	}
+}
+
 // hasFieldError reports whether the problem's errors member names field.
 func hasFieldError(p apitest.Problem, field string) bool {
 	for _, e := range p.Errors {

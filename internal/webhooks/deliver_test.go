@@ -255,11 +255,30 @@ func TestRefusedAddressFailsWithoutRetries(t *testing.T) {
 		t.Fatalf("next %v, err %v; want no retry", next, err)
 	}
 	d := b.delivery(t)
-	if d.Status != webhooks.StatusFailed || len(d.Attempts) != 1 || d.Attempts[0].Error == nil || !strings.Contains(*d.Attempts[0].Error, "refused") {
+	if d.Status != webhooks.StatusFailed || len(d.Attempts) != 1 || d.Attempts[0].Error == nil || *d.Attempts[0].Error != "the address is not allowed" {
 		t.Fatalf("delivery %s, attempts %+v", d.Status, d.Attempts)
 	}
 	if len(b.received) != 0 {
 		t.Fatal("the receiver on a loopback address was called")
+	}
+}
+
+// TestUnresolvableHostRecordsAFixedReason: the recorded attempt says the name did not
+// resolve, not which resolver was asked (the lookup error names its address), and the
+// delivery is retried.
+func TestUnresolvableHostRecordsAFixedReason(t *testing.T) {
+	b := setupDelivery(t, replies(200), webhooks.DefaultSchedule)
+	if _, err := b.pool.Exec(context.Background(), `UPDATE webhook_endpoints SET url = 'http://0x7f.1/hook' WHERE id = $1`, b.endpoint.ID); err != nil {
+		t.Fatal(err)
+	}
+	sender := webhooks.NewSender(webhooks.SenderOptions{Timeout: time.Second, AllowPrivateNetworks: true, Resolver: fakeDNS(nil)})
+	next, err := webhooks.NewDeliverer(b.pool, sender, webhooks.DefaultSchedule).Attempt(context.Background(), b.deliveryID)
+	if err != nil || next == nil {
+		t.Fatalf("next %v, err %v; want a retry", next, err)
+	}
+	d := b.delivery(t)
+	if len(d.Attempts) != 1 || d.Attempts[0].Error == nil || *d.Attempts[0].Error != "the host name did not resolve" {
+		t.Fatalf("delivery %s, attempts %+v", d.Status, d.Attempts)
 	}
 }
 

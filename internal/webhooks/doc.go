@@ -1,6 +1,7 @@
 // Package webhooks calls customers back: it signs payloads exactly as Standard Webhooks
 // specifies (and ships a verifier a Go receiver can copy), refuses to dial private, loopback,
-// link-local and metadata addresses (checked on the address actually dialled), sends one
+// link-local and metadata addresses (checked on the address actually dialled; the operator
+// may open loopback and private ones for local development, never the others), sends one
 // attempt with a timeout and no redirects, classifies its outcome, and spaces retries on the
 // Standard Webhooks schedule. It also owns webhook endpoints and delivery records, and the
 // River job that sends a delivery: enqueued in the transaction that writes the delivery

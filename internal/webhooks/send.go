@@ -50,14 +50,15 @@ type Result struct {
 	Outcome    Outcome
 	Status     int // 0 when no response arrived
 	Duration   time.Duration
-	Error      string        // why it failed, for the customer to read; "" when delivered
+	Error      string        // why it failed, a fixed text for the customer to read; "" when delivered
 	RetryAfter time.Duration // from Retry-After on 429 and 503
 }
 
 // SenderOptions configure a Sender.
 type SenderOptions struct {
 	Timeout              time.Duration // DefaultTimeout when zero
-	AllowPrivateNetworks bool          // dial any address: local development and tests only
+	AllowPrivateNetworks bool          // also dial loopback and private addresses: local development and tests only
+	Resolver             *net.Resolver // nil: net.DefaultResolver
 }
 
 // Sender posts webhooks. Safe for concurrent use.
@@ -73,10 +74,7 @@ func NewSender(opts SenderOptions) *Sender {
 	if opts.Timeout <= 0 {
 		opts.Timeout = DefaultTimeout
 	}
-	dialer := &net.Dialer{Timeout: opts.Timeout, Control: dialControl}
-	if opts.AllowPrivateNetworks {
-		dialer.Control = nil
-	}
+	dialer := &net.Dialer{Timeout: opts.Timeout, Resolver: opts.Resolver, Control: dialControl(opts.AllowPrivateNetworks)}
 	transport := &http.Transport{
 		Proxy:                 nil,
 		DialContext:           dialer.DialContext,
@@ -100,7 +98,7 @@ func (s *Sender) Send(ctx context.Context, m Message, now time.Time) Result {
 	start := time.Now()
 	res, err := s.post(ctx, m, now)
 	if err != nil {
-		r := Result{Outcome: Retry, Duration: time.Since(start), Error: err.Error()}
+		r := Result{Outcome: Retry, Duration: time.Since(start), Error: failureReason(err)}
 		if errors.Is(err, ErrAddressRefused) {
 			r.Outcome = Refused
 		}

@@ -1,11 +1,17 @@
 package webhooks_test
 
 import (
+	"bufio"
 	"context"
 	"io"
+	"log"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -128,7 +134,7 @@ func TestSendTimesOutOnAHungReceiver(t *testing.T) {
 	res := localSender(200*time.Millisecond).Send(context.Background(), webhooks.Message{
 		URL: srv.URL, ID: "msg_h", Body: body, Secrets: []string{webhooks.NewSecret()},
 	}, time.Now())
-	if res.Outcome != webhooks.Retry || res.Status != 0 || res.Error == "" {
+	if res.Outcome != webhooks.Retry || res.Status != 0 || res.Error != "timed out" {
 		t.Fatalf("result %+v, want a retry without a status", res)
 	}
 	if res.Duration > 2*time.Second {
@@ -147,4 +153,87 @@ func TestSendRefusesPrivateAddressesUnlessAllowed(t *testing.T) {
 	if res := localSender(time.Second).Send(context.Background(), msg, time.Now()); res.Outcome != webhooks.Delivered {
 		t.Fatalf("with private networks allowed: %+v", res)
 	}
+}
+
+// TestSendRefusesANameResolvingToMetadata: with private networks allowed, a name that
+// resolves to the metadata service is still refused where it is dialled.
+func TestSendRefusesANameResolvingToMetadata(t *testing.T) {
+	for _, addr := range []string{"169.254.169.254", "fd00:ec2::254", "100.100.100.200", "168.63.129.16"} {
+		sender := webhooks.NewSender(webhooks.SenderOptions{
+			Timeout: time.Second, AllowPrivateNetworks: true,
+			Resolver: fakeDNS(map[string]netip.Addr{"metadata.test": netip.MustParseAddr(addr)}),
+		})
+		res := sender.Send(context.Background(), webhooks.Message{
+			URL: "http://metadata.test/latest/meta-data", ID: "msg_m", Body: body, Secrets: []string{webhooks.NewSecret()},
+		}, time.Now())
+		if res.Outcome != webhooks.Refused || res.Error != "the address is not allowed" {
+			t.Errorf("metadata.test at %s: %+v, want Refused", addr, res)
+		}
+	}
+}
+
+// TestSendRecordsFixedReasons: an attempt that got no response says why in one of a few
+// fixed texts, never with the resolver, the address dialled or a library's error.
+func TestSendRecordsFixedReasons(t *testing.T) {
+	closed := httptest.NewServer(http.NotFoundHandler())
+	closed.Close() // nothing listens on its port now
+	plain, _ := receiver(t, status(http.StatusOK))
+	untrusted := httptest.NewUnstartedServer(http.NotFoundHandler())
+	untrusted.Config.ErrorLog = log.New(io.Discard, "", 0) // its side of the refused handshake
+	untrusted.StartTLS()
+	t.Cleanup(untrusted.Close)
+	hangUp := hangingUp(t)
+	names := fakeDNS(map[string]netip.Addr{"metadata.test": netip.MustParseAddr("169.254.169.254")})
+
+	cases := []struct {
+		name   string
+		opts   webhooks.SenderOptions
+		url    string
+		reason string
+	}{
+		{"unresolvable", webhooks.SenderOptions{AllowPrivateNetworks: true, Resolver: names}, "http://nowhere.test/hook", "the host name did not resolve"},
+		{"numeric in disguise", webhooks.SenderOptions{AllowPrivateNetworks: true, Resolver: names}, "http://0x7f.1/hook", "the host name did not resolve"},
+		{"refused address", webhooks.SenderOptions{Resolver: names}, plain.URL, "the address is not allowed"},
+		{"metadata by name", webhooks.SenderOptions{AllowPrivateNetworks: true, Resolver: names}, "http://metadata.test/", "the address is not allowed"},
+		{"nothing listening", webhooks.SenderOptions{AllowPrivateNetworks: true}, closed.URL, "connection refused"},
+		{"hung up", webhooks.SenderOptions{AllowPrivateNetworks: true}, "http://" + hangUp + "/hook", "the connection closed before a response"},
+		{"plain http on https", webhooks.SenderOptions{AllowPrivateNetworks: true}, strings.Replace(plain.URL, "http:", "https:", 1), "the TLS handshake failed"},
+		{"untrusted certificate", webhooks.SenderOptions{AllowPrivateNetworks: true}, untrusted.URL, "the TLS certificate was not accepted"},
+	}
+	leak := regexp.MustCompile(`\d+\.\d+|::|:\d+|lookup|dial|tcp`)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.opts.Timeout = 2 * time.Second
+			res := webhooks.NewSender(tc.opts).Send(context.Background(), webhooks.Message{
+				URL: tc.url, ID: "msg_f", Body: body, Secrets: []string{webhooks.NewSecret()},
+			}, time.Now())
+			if res.Error != tc.reason || leak.MatchString(res.Error) {
+				t.Fatalf("reason %q, want %q", res.Error, tc.reason)
+			}
+		})
+	}
+}
+
+// hangingUp returns the address of a listener that reads each request and closes its
+// connection unanswered. (Closing before the request is read would race with its writing.)
+func hangingUp(t *testing.T) string {
+	t.Helper()
+	ln, err := new(net.ListenConfig).Listen(context.Background(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			if req, err := http.ReadRequest(bufio.NewReader(conn)); err == nil {
+				_, _ = io.Copy(io.Discard, req.Body)
+			}
+			conn.Close()
+		}
+	}()
+	return ln.Addr().String()
 }

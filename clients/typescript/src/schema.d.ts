@@ -125,8 +125,9 @@ export interface paths {
          * @description Registers a URL to receive the events named in `enabled_events` (`["*"]` for all).
          *     The answer carries the endpoint's signing `secret`; it is shown only here and on
          *     rotation, so store it. The URL must be `https` (plain `http` only where the operator
-         *     allows private networks, for local development), and a URL whose host resolves only
-         *     to private, loopback, link-local or metadata addresses is refused.
+         *     allows private networks, for local development); a URL whose host is, or resolves
+         *     only to, an address webhooks are never sent to, or is an address in disguise, is
+         *     refused with a field error on `/url` (see `WebhookURL`).
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -952,8 +953,22 @@ export interface components {
         /**
          * Format: uri
          * @description Where to POST events: `https`, or `http` only where the operator allows private
-         *     networks (local development). Never a private, loopback, link-local or metadata
-         *     address: that is checked on registration and again on every address dialled.
+         *     networks (local development). Checked on registration and again on every address
+         *     dialled:
+         *
+         *     - Never a link-local (`169.254.0.0/16`, `fe80::/10`) or cloud metadata address
+         *       (`169.254.169.254`, `fd00:ec2::254`, `100.100.100.200`, `168.63.129.16`), nor a
+         *       reserved, shared (`100.64.0.0/10`), multicast or unspecified one, in any mode.
+         *     - Never loopback (`127.0.0.0/8`, `::1`, `localhost`) or private (`10.0.0.0/8`,
+         *       `172.16.0.0/12`, `192.168.0.0/16`, `fc00::/7`), unless the operator allows private
+         *       networks: those, and only those, it opens.
+         *     - Never an address in disguise, in any mode: an IPv4 address must be four decimal
+         *       numbers (`127.0.0.1`; not `2130706433`, `0x7f.1`, `0177.0.0.1`, `127.1` or
+         *       `127.0.0.1.`), and loopback by name is only `localhost` (not `localhost.`,
+         *       `app.localhost`, `localhost.localdomain`, `_gateway` or `_outbound`, which the
+         *       system resolver answers itself).
+         *
+         *     A name that does not resolve when registered is accepted; each attempt checks it again.
          * @example https://example.com/webhooks/payments
          */
         WebhookURL: string;
@@ -1015,7 +1030,14 @@ export interface components {
             /** @description The receiver's HTTP status; `null` when no response came (timeout, refused address, connection error). */
             response_status: number | null;
             duration_ms: number;
-            /** @description What went wrong; `null` when the receiver answered 2xx. */
+            /**
+             * @description What went wrong; `null` when the receiver answered 2xx. A status is reported as
+             *     `receiver answered 503 Service Unavailable`; no answer as one of these fixed texts
+             *     (never the addresses or resolver involved): `the host name did not resolve`,
+             *     `the address is not allowed`, `connection refused`, `the address is unreachable`,
+             *     `timed out`, `the TLS handshake failed`, `the TLS certificate was not accepted`,
+             *     `the connection closed before a response`, `the request failed`.
+             */
             error: string | null;
         };
         /**
