@@ -449,7 +449,7 @@ type CreatePaymentRequest struct {
 	// are not currencies (`xau`, `xxx`) are refused.
 	//
 	//
-	// Examples: usd
+	// Examples: usd, eur
 	Currency    Currency `json:"currency"`
 	Description *string  `json:"description,omitempty"`
 
@@ -514,7 +514,7 @@ type CreateWebhookEndpointRequestEnabledEvents string
 // enum below, kept equal to it by a test). Withdrawn codes (`hrk`, `vef`) and codes that
 // are not currencies (`xau`, `xxx`) are refused.
 //
-// Examples: usd
+// Examples: usd, eur
 type Currency = string
 
 // EnabledEvents Event types, or `["*"]` for every type, including types added later.
@@ -629,7 +629,7 @@ type Payment struct {
 	// are not currencies (`xau`, `xxx`) are refused.
 	//
 	//
-	// Examples: usd
+	// Examples: usd, eur
 	Currency    Currency                  `json:"currency"`
 	Description nullable.Nullable[string] `json:"description"`
 
@@ -748,7 +748,7 @@ type Refund struct {
 	// are not currencies (`xau`, `xxx`) are refused.
 	//
 	//
-	// Examples: usd
+	// Examples: usd, eur
 	Currency Currency `json:"currency"`
 	Id       string   `json:"id"`
 
