@@ -698,7 +698,8 @@ type Problem struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1029,7 +1030,8 @@ type BadRequest struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1074,7 +1076,8 @@ type IdempotencyKeyInUse struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1116,7 +1119,8 @@ type IdempotencyKeyReused struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1158,7 +1162,8 @@ type InternalError struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1200,7 +1205,8 @@ type MethodNotAllowed struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1242,7 +1248,8 @@ type NotFound struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1284,7 +1291,8 @@ type PayloadTooLarge struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1326,7 +1334,8 @@ type PaymentDeclined struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1368,7 +1377,8 @@ type PreconditionFailed struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1410,7 +1420,8 @@ type PreconditionRequired struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1452,7 +1463,8 @@ type ServiceUnavailable struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1494,7 +1506,8 @@ type TooManyRequests struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1536,7 +1549,8 @@ type Unauthorized struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1578,7 +1592,8 @@ type UnsupportedMediaType struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1620,7 +1635,8 @@ type WebhookEndpointDisabled struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId string `json:"endpoint_id"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -7544,7 +7560,8 @@ type CancelJobResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -7629,7 +7646,8 @@ func (r CancelJobResponse) GetApplicationproblemJSON409() *struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -8310,7 +8328,8 @@ type CreatePaymentResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -8425,7 +8444,8 @@ func (r CreatePaymentResponse) GetApplicationproblemJSON503() *struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -9267,7 +9287,8 @@ type CreateRefundResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -9314,7 +9335,8 @@ type CreateRefundResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -9400,7 +9422,8 @@ func (r CreateRefundResponse) GetApplicationproblemJSON409() *struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -9459,7 +9482,8 @@ func (r CreateRefundResponse) GetApplicationproblemJSON422() *struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -14436,7 +14460,8 @@ func ParseCancelJobResponse(rsp *http.Response) (*CancelJobResponse, error) {
 			// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 			EndpointId *string `json:"endpoint_id,omitempty"`
 
-			// Errors For `invalid-request`, one entry per invalid field, at most 20.
+			// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+			// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 			Errors *[]FieldError `json:"errors,omitempty"`
 
 			// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -15538,7 +15563,8 @@ func ParseCreatePaymentResponse(rsp *http.Response) (*CreatePaymentResponse, err
 			// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 			EndpointId *string `json:"endpoint_id,omitempty"`
 
-			// Errors For `invalid-request`, one entry per invalid field, at most 20.
+			// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+			// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 			Errors *[]FieldError `json:"errors,omitempty"`
 
 			// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -17108,7 +17134,8 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 			// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 			EndpointId *string `json:"endpoint_id,omitempty"`
 
-			// Errors For `invalid-request`, one entry per invalid field, at most 20.
+			// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+			// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 			Errors *[]FieldError `json:"errors,omitempty"`
 
 			// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -17175,7 +17202,8 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 			// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 			EndpointId *string `json:"endpoint_id,omitempty"`
 
-			// Errors For `invalid-request`, one entry per invalid field, at most 20.
+			// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+			// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 			Errors *[]FieldError `json:"errors,omitempty"`
 
 			// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.

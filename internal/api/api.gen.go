@@ -702,7 +702,8 @@ type Problem struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1033,7 +1034,8 @@ type BadRequest struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1078,7 +1080,8 @@ type IdempotencyKeyInUse struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1120,7 +1123,8 @@ type IdempotencyKeyReused struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1162,7 +1166,8 @@ type InternalError struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1204,7 +1209,8 @@ type MethodNotAllowed struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1246,7 +1252,8 @@ type NotFound struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1288,7 +1295,8 @@ type PayloadTooLarge struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1330,7 +1338,8 @@ type PaymentDeclined struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1372,7 +1381,8 @@ type PreconditionFailed struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1414,7 +1424,8 @@ type PreconditionRequired struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1456,7 +1467,8 @@ type ServiceUnavailable struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1498,7 +1510,8 @@ type TooManyRequests struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1540,7 +1553,8 @@ type Unauthorized struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1582,7 +1596,8 @@ type UnsupportedMediaType struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1624,7 +1639,8 @@ type WebhookEndpointDisabled struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId string `json:"endpoint_id"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4320,7 +4336,8 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4380,7 +4397,8 @@ type IdempotencyKeyInUseApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4430,7 +4448,8 @@ type IdempotencyKeyReusedApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4480,7 +4499,8 @@ type InternalErrorApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4531,7 +4551,8 @@ type MethodNotAllowedApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4581,7 +4602,8 @@ type NotFoundApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4631,7 +4653,8 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4683,7 +4706,8 @@ type PaymentDeclinedApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4733,7 +4757,8 @@ type PreconditionFailedApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4783,7 +4808,8 @@ type PreconditionRequiredApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4834,7 +4860,8 @@ type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4885,7 +4912,8 @@ type TooManyRequestsApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4936,7 +4964,8 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4986,7 +5015,8 @@ type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -5036,7 +5066,8 @@ type WebhookEndpointDisabledApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId string `json:"endpoint_id"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -6383,7 +6414,8 @@ type CancelJob409ApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -7312,7 +7344,8 @@ type CreatePayment503ApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -8285,7 +8318,8 @@ type CreateRefund409ApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -8426,7 +8460,8 @@ type CreateRefund422ApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -12820,256 +12855,257 @@ var swaggerSpec = []string{
 	"0788XJgEgesigbnPftoFXkF6TyZ+O3/+r3/+578O3/109u7kl3/t/vPf714c/nvv3eN//teup/Ds9npe",
 	"vGdp6hbgpli+m6Fw1ug/lrNcdd4SFG3p1m+LK0wda9v3CgOGvXTyaOIC6U5jiLi0AEtDsTkja10yrC2O",
 	"rZ9PTY1tEXGgIIcXxaca2U5tsMTSRg2ZiatZyqWF/p+JKBklkcOyZCqyR6qoHdZPYK9/gbXJ8PY1iqT2",
-	"SMlIZFLEnbV+Rr3mGUvQbmGAGQ9CmmyBHXHs7wy9tyUuba9bidptEiCe53wlqLZ8YNFUzxWFvLaectGs",
-	"aZRneJxVZq3ZHAx+hPJA/BepjANrSSQL6aG495vT/DYrxURzSxgF2GvNdjhYQRqozaQvJMMfG+pfZtyh",
-	"ljn5ZoktZkoGsHERzEJIQvPkGlND91kqRoap3PYYs7A1ZUCAFfGAzlKKzt6TOq9nJYVxm9Wgej/3tVSm",
-	"XUqVsJrrvJmmfUlZi8DvATY5sWPvIZxsW3lUO7he4x+BgV+cnR0ziwQBi9vx80X3Kqmiu91uHRVZSV3T",
-	"eHCiMsN0Pp3yrGjC5/YXxvGaRniIuJulTL3T86B0c709ObL48n7vpeUHh/88PAuBYOg480Zb8YjV4OfU",
-	"6WKr5aprThUfeTsooLZt/WrRK2w+Udp246pAyNJpJOKBbIY2nTIMWEitqgj+mmoRXVFdHLYCYBgblMRG",
-	"Yw80K8pi20VZrAVDdTJwzdI74bZO0TGp5wiuU3NOHEoyxllvlye58aw5FQjInBYozMXB0mFvYJGNou5a",
-	"LpWa6XzoYrc2Ca+8pRF8MtZ0zSuPLErUZ3hi/iyfyqoDV3xZT8LtfBefnSJ+s1NFb7DbtguLVBB8Nnom",
-	"7OusczG8X0tVd2BxW/L88nERetDdmKvepD/fjFvJqvgcO46qBlbfChSRc538vkYXGiUpKPBwAQjrQm35",
-	"UqKhWp9wmzKDLXOzvmjwatU62Cbi7+KfLtj/QQ1bnxjqry1w2LKg4TYxsqDxQQ3PbxfOz9T8PKqvM7Lu",
-	"EE1gBOiadqoCEOSWBLgMtX2b0ouEkomH535A2T57Q0WG/3aBx2NLhLfksL0h2EwsvKW/drt0F4w8v68H",
-	"AfDyBblG3ZR52TmYr6hZ4tpfk4FH+S13Ivv8XLHPF3zbi/c/feEoE+SuV+5uTo0zoc3aGnYLwLnK/tuU",
-	"mgcNPkvOL8Sa9sR27AfagZDYRvAHFtAEvUF95vo8stMJYpeAfg2ye0lB1hfnBgzZT4v4e+9XznbdKr0Q",
-	"6UxkZYLF0lKNRoiDvKH1FpZOklU4wbFs3m/c+bTco+JRdTMlX/VnVetvVw1Wp7lOb51AUDvaHUX6f3XL",
-	"U4x9vXbh/sRyurpXjj2UkWXFt67qbmPecqXmoKw823RPWWxWb1Ha3w+oJ0oNF5Q/VJlgx/YuXW52ad0z",
-	"ruVQwJAhEzlGoOgoU1qX/Y0S61Db6F20I3+iWup6ip2T2bKJG72M05oUuDnG8DMlx0Xwfl6qf9g2yCFi",
-	"i5j1rq46G/PzHCTq+SZnmhv3gfb9atXnS1XCq0Z8KlgTlkLlqO1Sd0sex5nQ2KeuaB2Hr9ry5+jWwWem",
-	"inSyJLC0E6uvUl10t6rv11Pdc0skdaXGgoomqXTfKOt9JybuU95uEmPehJ8i34bvKPk7WO285fX+CWdC",
-	"xokchwyoM8VOepaCxwJb1feurljTS9xqucxzCykQTUScpwRta0Hi6JF21f02o/bOOrAd1ixwc8lvVst/",
-	"9SVG2aKYNGXIBkylsdCmhOXZym5fEgI19vut0rirvrVPcn4FDdz989sVptC9n1ieUmNNbdHRLGhIcWXO",
-	"7TZsNhbhymLDgARyUbC0cp2ril5tBeUB9RCJfFY6cGFSEeHX5xPWGZl3k07jU4O3u5XN8txYy6salJzw",
-	"aSkzS6LmR9f89jPcXMvS6yaX9lpVfWmgO/DA3Ti1O3fFLelXdwObtXU6nq9eLUdyCgnri108TiwgDSLT",
-	"4DFD9ZaBix5JU0JcFKgxdak85QTOSzfyakrgOtnfB0vSupRD1hwu2ELlrYCFYyVFyJqJKRWL3Z0u+6eS",
-	"ohVg79UkxcOrSXGHQmjY1EN4jz2E2Wh1SqUhSYULS1RzjYtJNIIGPNrKA1zrG53bn6nD3upwmGXiMlG5",
-	"Pqe2iuebfHWux7trvRjYE79Q4txgrkcjZV7oZCw1GwqdxMJK7zkoIbeQwZ8uQAvVfgvBSk6panrh0p54",
-	"fLJKsRtX81ay1smCu5NnhXT50+XZu8RMTnFZtnc0rU56pWyvGHFV9wfCQ7QsvCYomomyf7jup2rEHvdY",
-	"xmWspta97ztTHGGXPWOxiNHhA8m4JH1L8aCpAnc4ueBzIz7cb+z5/h9P/+gGveubnTH2LVdX+X25zmCY",
-	"bgWe0mfhxJiZDqmeHv4Oi/fNfGBTlTFsfqTZLEsuuREDKYWZq+xCs2aqIp6yWFyKVM2mQppWh73GtlXc",
-	"XR6wVKnZkEcXAUsTedGme1TGnDdkIK2O3y860EcTEV1glgnLxDjRxiGsypjxMU9k2f7X2QdxwtNSFHuZ",
-	"Avie/UeP7HedSE0d/qcus+Lefz50jBZRniVmcQqEa2NL6J07yKnYdCWvq/Ds4TnK9RrvHqO+3hdiYVt6",
-	"d9gvYmHb3BJWH24d1+z0xUG7t/dkICdcT4CSgQdoxS2Au0bANbD/rHcP868uxAKTlJ4fvnpzfnB8dP7L",
-	"4b9Pw4Fs2mQGFjoPYiymyhlXyKIoInCeJQnDmhOaWyJHymHC8giZ1HZydUvf5rOETXkiDU+kyHSjBkpc",
-	"z0TUJs8IPB/7kgtJJ/Pp818YoTzrgKWCZzCIxbahfqoIhyMy3RnIgfyP/2DPlAQmSJTUA9lmPtax9Uhv",
-	"2gaYrr8VZDnCAg5FqtCDifb1QLJiiWE2rlu1a+KkmY7UTMSE29MvcqRLx28SF73Bdru7HZgrlnUnxAgq",
-	"Nx32SklBnajLBr5JBaTO5ZEWaEOriEQdmOu7LDHCjYFtnGcpcFqaGJHxVLNm2NvrdgmBEFvJdztd20t+",
-	"T/SQJtp2NXCartkR4h2zJl/GUa6BRg5zM2p/H9rm7zt7hFGUaJifs/7t6+x2u0V6mRTauJxb2no8zzSL",
-	"hZi5sR/3WAqCSgcsEzPB4UoY16taD7wO+K/fvixrrVgzHMCGd7vkuIDVlALfbOcJ03mWqTFQD14Wf4+X",
-	"JRIpQC5sbVdAN8ocH+enwz3Z9aq6sLgYXxHzPvEwZEOxUDJm/+f/3u12cZmPYmJ/lyhZGQKvOMAVWsli",
-	"JDw2L8GSkhfJkaX3XZqiy40MyeGoXT6rQVKxKdGaiWiiyrGKKn9FDbVpZIIWyDCZ0CMRz9uWZYnQlVy6",
-	"DvvPXBmETMY9ppAO9f62iV80FE4WV2JtKnYzXAdCHbY67JBHE69mnROleUlrNoMT4bb2GbcpagrpLhMm",
-	"zyTQKiXVTfIpl9j8BgGfZ3ws6pgicHPUFq9GxAFYNAWrSjFPEymcvHpJvQfkmX8oR0qOkjG2OzcToW3W",
-	"XuzwKPFsAC3GEoNLVJtwzR53y5YJ4cnhf749PD07Pzt6dfjm7VnYAnlEJcAd9gYxzrnBmnDK6CxLNmGp",
-	"jN9wxAmrJSDTmv4lDgDbb+NQnegDbR2Pmk1zbYChYUdss5K9ygscPD9/cXjw/PCkfImycnQ+UamgXbV5",
-	"mSSXioW3Q+6sjOkGg13He6LcMDUaseGCFbYkiqbdbrfVYT+qOBFVtsQ+bqy5u/O41WEv7Pv4FzzusV/g",
-	"ivDVwX+5l/jx32eHp2FrH0a2jeKUdAM7A9Z28Ed/dsoXiP2oRToKHIokMCC2pOzDOOHu4x1mGcxOhP1E",
-	"WctnSjHsuxc68kO53zbiypYa0MZcCDFrc7CMfQd4EqeUJvrEJ6qj5y8PPYoCjS5VWsQd9iNJsp1utwu0",
-	"jDKyHE7blXj25vXrw2dnR29en1qQkp1ulzqlg9yN0gQVJqv6rdxzfnx4cn50HO6TBGZHx5dP3E3YZz2n",
-	"xpoiY4+e7LYCZ43SGtNUMZtZgc6JDLag5UeEfxEHMDCsFrAEl3Zb+j4WL6goajRyPHzs5bnqgfxI+DQf",
-	"XY7vR/SMAGN9hB/b7TarfMKX4dpO6SH7iNL+I9vU9nyE4hBvRFlYCHvXeQVxc1Bod9Y+camco3xybV/r",
-	"KfXWsEaFs2YCJqYzswiWcsL3lk5BUDNmGeiFIEwPTp8dHa3OazX3GybUs0txQ9u9RFexrmkz+tbvE+4X",
-	"OeTniUsq95PzQ6Y5GExJNLGG4KLDXHM8liYXwh7/+Ah34K2+g9+lhOa/wz6y16q0D1Rm202QebTaqWR1",
-	"0CItmkbcpRE3NhKlxhXuIpAdq8Ou9sSl8fcc8S13wYVdLLuf0+0WuhNbzIbr93QpcR+f84N9jttC2iqE",
-	"pyZQIerOgSjMRtncqaWNdH2GVp/8QQ3xqQQDsPpUzGhJ4YBflPA0zRsBYlr7q5PDGgmj7DU1DFfbab6c",
-	"zm17y2/TsGtlMutLhCrLs7kNRugFLfxNOCzaY1CcbZUeaiqs4Lk7PZQ7n9KbMPQLukLUhtDV4ZhrrvI6",
-	"6bfS7JWe/3hJ4m7X3rVOANR1qKFn7K15BrwnGIIMb6DjZEM7GrqaWs/cSGtUo4fP75EorSWuT6lXZE2Q",
-	"YW5urdU5rCnr8+bgiveWV3hupSJVHVVq//ZZuFJWiFJbl9WCib6B4tyxRXP53s7FNkqU6E4B07WkQwuX",
-	"VkDyE/GxhcqpkBnkR80C+BUo+CjL5uvbqO2zTW3UbsXp1db2MI89PN5PFYhu1PytiJNM5RnTSSw67LUV",
-	"anwIChEVfIHxqh2gZKVQapRgOitSJIyRqrGul8Uls9MsXiuDMEl0kvZpaDtTMDpRQCMj21nSu3MQgGj1",
-	"UtCzU6jCrmQWMwZXplBruXxE+4aI4M57LbLPa7XImsD36OgNllpC1EH2rZJ9XcuJyhujRlVc55bZ6jq2",
-	"lUVJD2VfY0rmuLBVzrAklob7tQ0sVjsYw2RRk/Z+GUiLlOV8iWHACuws6sJBWlsVT8sposS2Kw86o4kO",
-	"JKacRCqLS/BInFyx6ybjUnMyhOxJYmcSOFmlMqBJ1E9Ego6uoTKTgUQNCSWz/RoOL9+vW/gGTZkMWhi1",
-	"hSDtV3p+AFOG5WLA5QMZlmtBksHM1aqQRp4gtiI48BISdiC5ZAKTKrFRh+1AUOjU7p0faNC8W75bmloA",
-	"W4V4uDBkKuIfsN8DGdY0ou4zk+UCzW53gjjfn7VtE+NSQ0HBJlJrcrZ7dUW6K0dHTmnp2DQtlgp+aesO",
-	"YbVyzDSqtDZBPwdGGDoDiZtB4Tv28GFvl01UnumHDy0HFkcfwrJ7nhkuHbQuamXuTZ8fvjp+c3b4+tm/",
-	"z385/Pf52dnLsLVfoNxaeDiY15QvQIxQ0hlGO1ar+4EZDtje1VXAOLOpauRgjDM1A9LxjPRCMTIiTfEc",
-	"mltgDr+G0Sh1MZC00URXPn3DpCYcjX9LF+Ry1oajg9K2rqg4B4h6B9IxDEk4BTMI2DBTF6LDniuc2TjH",
-	"ANCaZjYF4eMXhH9wNKLGtNWEyWJ2gZddRiSo8QxYssb2WTKCCQToz4Pdl2reGUhUeWDz/I1JNOyEM+kp",
-	"r578zR/UUA/kS2URPZnEIBh5k7m3JJ0VWeScZmGv22MH1r8QYuMRGdl4BB9IFCKYp+c6qYes6YOFtmyT",
-	"U+9U2Edc0QLJjgL1OEaJkzSQXlIeErJ0Cfkdv1Kj1JVHSSpaJe4aa7oDGNWq+WTRwp7BHhIbC58fvjw8",
-	"O6wUAdDP2j+zJ/ZkcJZVn3FGwG14Da7pQMImAdE7BFXQ3bVRM11KB03JYYg2o0bYZKXDflbDSsjMVd5a",
-	"2hxIR3VJRk8leIJCPCA8DUuVRl6C45qmTiXBFncyTgTqp1kuiXUHsgmrOS29IAk22AIWtV5KDe9VBugc",
-	"aqa2RITokPiWtjzKzJNIdID9y8fTRXMsKDYiy/IZ4l4qxdTICEne5WLLrBpC2hpn00SCrT+QtETEaklm",
-	"n0eLZquv2MOH32EmTCEF0TdGOwakUCQ7hPvE+xvFIgtPDo/fnJydnxyeHb4+O3rzGsNILkrngclLk6l0",
-	"IIu6qIhnoAoxbTJgOourYb3zNPTRqP1aSeG0csdoj7u7FFTIpasvAD2C+jLW9D1nTVD6nbMvMQEanjiC",
-	"Nhx5QSs8VMnDqB2hqkuRYQE4OdYwzPVA2zXQHXbA3FPpvKXvCwdBM/zjOix0Qgv1h0vqfB/OEzHhuoXu",
-	"WWLQS5FpzMwJywSTsJCgtFKBPZpBu4FHUloAEpVVXNx0gJvcA5vhElIX6FtWlpD80YoEDJnbhX5WaCCG",
-	"Xwg0l9SMigX8hS7EfqlQuNkWrhxbQQ7LYN+TDh1y7qYK2/ZyOh+9oVE2LhEEzIWFD0M6NuHg4G0tZjzD",
-	"zA7st6JGIAQSs2CGj3VAGwlMHat8mBIQgNBO97N2njX/XJVTv3zFPhs0Lh8PGiFrYrhqZ6fb6rADp8KI",
-	"FMRQM7x8HBb0Rk8IWDho0L2DBjnUKQIqOUoWqpmBx3bYGR9bP7aaznjmKV4DCX/1YazLLk7D+hFCO62O",
-	"vxu5tqqSZTEaLtFKgq41F/yChe8euReyNI+eF6Fb+6urjf4hfoFZX5bFMXpBLkGSO8/enJxinEsL+wpF",
-	"pB734pKgyc0ErOIialxow9pF64A4M9ytfhl/I9nAU5Dn7tB9cXjwPLRKNHniYRou8oSbShIF7TuEJ2hi",
-	"LI4VGoSm2GArKAMCZdjksJxx8cw3xxTYsGKq191lrxWzsXFLquQaxdeB/QWesusEj27SvOlAuSQhTN5F",
-	"G58k9i6e5M+tTHZAdeTAgbxwAyMXmiLZJ0mZefAjnKIYjuMLFnGrVxwcH1FYBjXgLBknUtcmDzVD2Nvz",
-	"g5cv37w7fH7+5uTon0evT0MMpAwXLm4J6nyrw44zQc5Kjf4VkE+uE7dnpZCDwVOIAicuMOJVY1nAFZ4j",
-	"IqiqS4HfMj6o6RdP457iMd0+S6aYM0r2ZSbQnIpE+2A2SxM4ZI1ilMRS5J2cchkP1RXeMstUnKNKOJBv",
-	"pLP5AzxHprZZ08nb1+ev3jw/BFMdjNKHDzWN8PAhmRx21aw88DNj+vakyIcpOalBfa3m8KDKApqUXIBy",
-	"gduKWW1gUEwyNedzvihDA/Ydw4FMJOVZUKTZktqjqTBZEhH2Jr5M7Kd7HhwfddjDh8fFWz98iM4N7eBl",
-	"sP8VKPSwpbFSme7DtqPDAHPNhtg2AH6tkBeZtM2lxKVWUDWTNUgmbDQQXrXtIrbhJLG2Ji0nto+l0sPV",
-	"17IHDZW628hjC0xjdOzsdnepMwilYfGSq5ZYqlxI5kXq0UVEhMOaUsG5uUpRVl20MyJVlhYaz0T0/KD8",
-	"kyKzftAEIYThTHl1eHZy9Oz0/OD585NSx/oJmY42FEnxyLk5cIkCtzuFT5nsVHeIW6Z0nmbsz2JfzrWM",
-	"gHPuu95utwV7yw2b4r1oR1AkDe0jOr0x0K/z7DK5FLadB7xVLKZc2shdRZs0eUYBrIFUoxFrhj8dvH15",
-	"dn70+meKAz+1bbX3rUdSSV/UJEuvqhOwtwpMfAl8KMUiIGBp0sXdHiXSY+DyJVlKxU7OgTeWLhI/K7aT",
-	"0qTsOvWJCJ6mSpu2O1DseVT4PtAlgelsYNqitpHrnKdI436AAWPpZKAsGeJlqBqoFZORuCYdtnSnEkoX",
-	"aD006JwvrMvRRbs3+OcItAHOvVa/xvKmA7YaB61ZB7Qk22THhf3bJZL02Y49VopECFKvEs1ilDNZ0Tu3",
-	"4vaRKpvyNF3UTazinKcX3O39sN597/CjGH2ToepAK+7SZgqmeqCtY79Z4kVJVuPZXHJqFj4EOpcc7BSq",
-	"kagZtLxQwbI72Ko4AXH0MI8uhKGEIQrOow8X0ycsyRdZzgULAvvBfhavCTraqLp6tpvw0562q2blZaJB",
-	"0MZ4XNEUUtAxy5ZP6EVxO9a06TL4no+72uo3xJMzrs0aj3qrw47QJTRMpNDlCqApBup8Z4z5bBuoMChe",
-	"Ya/bnerQuuJ0quZAnihIz4r3AoulThegU4oCVZ6kD2uoPhjI0Fu1Voe9tdH+UoaQ8CfxAlQsi4yA0NIA",
-	"TtKNE7rEgYHEg4a5wlKLHI9LWtoUm/JMrL3hxHyHThA9kPBOLjRR1TELyzMTPPWpJSjSQnhangbaZMlF",
-	"YSFUlK2BXJc6uKSTNd89fmZvZfQdnJ0wdB6ZPBNxm1ITrY1HfsTZhDvJWUTWsVp2kql8PAncgYGY8eT2",
-	"ELLIILOnrVtZjVbiNEnTpOigTb41owxPQ1C8pZiXLdfRWAyjlCdTLFVaF2+VYo41S9GEwtDU9ABPhnDf",
-	"dchJ+WJpROfXg5/oJqmYG6RITbNnNKaOuTUmdR+dLZlw9pWSETbbA3UKHo5RUrqhbSVLGFgbDQeVnknm",
-	"nwC4ybZ4QQ/kCSb7YwV4mUTg2qEsJyE4n4MXMoMLbR4T1TsnZiALGDnNjMKDL/xjgJnqg0bABiUOCP0T",
-	"SxIa19a6YiH8u6iMXupbN5CucR0FXN2bWIxr9uup4TLmWVz88r7p6hHm83lH259dPQIWJ7TQZn348DQZ",
-	"SxE/fNiv1GMH5b/KlnxEBu57nYwlBzoPSzFftEEDebe2ExqZsh32L5ElI8owLAZj6tIFDPicYvr2hJ3x",
-	"TCN7MnSPkWdplIOq7mao2ZTiA1yyPetw1EylcYfe9cCwVHBNTm94ZS7dDpZ9i/wYXE3ozToXm4lVtdFU",
-	"TkaUKw8acjLyrysiBVavJt+OdtV/FHzDL1dxCGHkgj7RT2/nRjoEizDYMURfQJRxPXFJ4xjLKqSXJI8C",
-	"HAk25MSqtffaFMqTX3lPWkvfuYrt1Ikt7YKCQpQQ9QA7966u0DDLI7hhn2UiTjLKlrfmB1EsHSeeP8rl",
-	"hNH55hRB+7Yu7tTc6TLt6datgMr1cQr2UNhjOqCtD9jjLv23xybw3QQVmJ0u/GtnFz57XUYpdb1dNmFN",
-	"FLAfYLOy/aoOgtLJOZVFASPQKnVj9Gr4BZ26sxQ7R8MJtDmVocYJuomSCs6JDgtdpWjoMpm0G7UgABur",
-	"2a9ILfLLl8gcFDzjabpaVeqnSdnt+1eik2GKnEDwSSvCD8Moj8rxXWb/UgkrNYvH2Ng+qTooS6kKjMYo",
-	"8ENCq6UWvOeoEqURH+F0PGlL+lfE01TfXO0VpSqPvZov5oxooQO/3svHfOCRyUEjd8Vd+za8u7ShbgPs",
-	"TI8zNZ0ZWzlC2TFu4tVYIUZ09HI0hM5ra0CjSYX09cA1SbU1A9VojbVri1KIItVkGWwDLsG3B96xsSVU",
-	"JlXG4DnAdwUOSizQeCLhBer1XPoU1UQlZM4TQ9oHDptncr98OsliMHFQFPtnuMtrJkO7cAmclAqa07du",
-	"Mv+B1z3rB/OqC7+RU460KFB0B7IaMNfCFpigGaTXVTLAuTiQH2mYBftoraaPrkRlQ+Z0YRt9xETyGRpk",
-	"uM0fXRmhj81b1gqQQUbvXVhndLiVxRv2Ie7nj6y3V33ErbJUUL9yqEqoppdvgc9bBhRmH0GwzrBHUpEQ",
-	"9LFI8FibPl/kSy0r7s3d7k6L8m6Q5O3Co6FgLUY1YuFvYfkMKhYRowRkAgiRdEF6Qzj3kpRgf8dCiiyJ",
-	"BjISqTULeDpWWWIm01bfcwqBLjsTfjWH3XjL9VbUU4DU4pbDSRXOw0cwtyLVbcl4wHwxR7IliTd7V1cB",
-	"ppLAnsCxwNPkQrScsUHGgosQqBFBN7cTYUZtUO34LGnD2+DIThlu7+yg4llrgVjDFEsGbTEabCKtdn/V",
-	"D90HJZVIYdDY/+3pTre7P3+6A7orkSB+29uDL10OUDFG9ebs6Q/f7Zule7OnvV34MnQGWpiFdChaoDa3",
-	"2wNJYZEZ19r2bJZqTrRsQm+/3MZTBgI2oiXySTQb5WlqDxp2IB1RDiSdny6Nr0KYhVOjhgc8mCAvHYCk",
-	"1EDa+GA+Q8mLjdUiLm3aHqagUBdWnJSeCdfUdLe740LOSOG0N2WNEgrPN1T3XIKDl76Ojb6i1VIo1qys",
-	"WzCQ3OnHOzbPYzXvc7+IHGPBA2YoUFY8KY+OOZChkimY60MxkLo46OsSC8FOhcknLhvBOvHImqvPn3tX",
-	"aF51xWonIk7IGLZE4CS8DVU67O/K8bpfib+rbEAgIjQYVURg0iWoUDZK6w5mezhgwR6eoO6gO4PFiHgW",
-	"YzlOWO04BcJU5SZSU7FyrtDlXlc4uNgm0eiln/2yFPd3n+12e0Fp+vsVKH55SZ8tD1EZerV52e0eUjtO",
-	"5Um2I9rthvfbqa2+gtdb7bazrw5RGb+EG7/d4JX7KyNb6krk+LxIlC6zYikNFv3XQcGV9jnVcTSGeUvy",
-	"AZvIScvSGVqM/EA7d2S/8F0jAxe4OoS3hiUZzjWpk2mOssKbISiNmoXHJ2+eHZ6evjk5f3mAmYkhKyr+",
-	"u63S3iRHEciTgUxkm4Kz1sBDEQryUw0pHEXYAGkSCakRR6Ro+ZA1+o1XR2eNwGEAwD+ug4ZtRmE7Rlgn",
-	"p9sgAkClUJqYKolgEKB9lYInwHSSaaJNEmFHD5s3BGfuQkaYnUfpKehSYYW7pVF2NPLhCBpBwyaXNPqN",
-	"bmen00WgZ60kYjvw5wlPRWQs0IHuP3oEv7UJsaSjsvEjVAoe9bq9bnunZ6FMGkFDzYSE8fuNxzgqgoNM",
-	"ECriEXyM18KYgATHfLYCUDdWESiJaEEMKThvG77jEebZaZRvT+4ru7gdmgzpPEdxo9/4pzAnSvlAhDit",
-	"Xre7DlWmuO7RwfHRiRsZVmpvm5uObKWB7dnjAWg0+r++94nizCYalKSBGmSmlGnBDvIxAn28KaK9hLr4",
-	"iEceunYqTA3C+3P8XleSrF1ewxKkQ4HhYKNJkpxd1v+D1qYkJc7zTfULKnYZ4TqwECzBSrmUrniSSzsP",
-	"VThn0gU+4aMKEyB9B2W6nozd/HWZim9r8isYE5jiblQeTVxlJOXaOsyJnSK3AwOxzUIeLBm/ZEEPZGgD",
-	"8OfPDp69OMQM53KFrG1flFq5UuZWh70SXBqLgLqUeADGojWMjNDG7am2UV3KDcAgQ3ELyZ8qddM+OyBn",
-	"7OTHp8KITK/FHyoveUTRDoS7XmKO3Y3gzeR9scUnMQebJRNsbHGvrO4IIxTq+Tq2sdc+Ki+8DhrLhsHW",
-	"N9vLERvcZcPceDNdeRQTrsvuNiz+I48dQjDesnPzLW+9Wli8qffDzTedKfWKy4V9lr6tCIK7Ht981ymF",
-	"od+WUWiSXoW8ImJbKdzwCcETW44o318H9fL/BZcxNfhDNxmhYGAulHXPIEvXA8v45b21Mv/uWaLr4H5s",
-	"y2gffeODBfWzB+INcGVubkhwa5nsnpX+xqx0duO5XMtJcPqDfrRBp0IcCIsPlQkwZ8n8PBGxilgird9W",
-	"i3TURvAqLHV6cfbqJelhTZvcR3qlWaRCg25MhXxFkbfisYjpFC3TMgJM1zdl4qSeicjLz8DDte4UA371",
-	"Va1vQVdDvxcs2yZNrUS7rN2tw1LtsoUis5mQZQ1H4WyWYl7iNbODtTHEgbwhiJiYImKq+6yIKK4PJw4k",
-	"Fvy7mGLd7r1MtDl0EJKfJm2dnKrTNRIXq6DiYnrjoq2fBeNEKCLsCNvoN37LRbYojbBq32UH68Y/HSp6",
-	"dX5vYJ0sBCxOCfTNxWztVBxu8VbHg4c2DU/+Cg4snBHidNYcWQdFPRItyP259Tc+t4AIWIEX6+Se5X5f",
-	"5mEIdq3gO7EAY6oA8LeMvUmlw6d8lQodzWyNOkcVSPdMsSVTkOm5+abXyvykbDu+b5GL/ilMkYxQx0af",
-	"SuN449Fzgsytz4GgU+92gwaNmdI1XPyfubC1e35eBWiJ88ChpowyoSdLzTD6GPWtoOZgFu44uRRyIJvz",
-	"CTcYlEFfbhWlGmHTwDCcJ1qULVWX+6j6uU1GUWwTB3hgD2r0ClVyktCRVAzwQDPBszQRWZmUYWWU070G",
-	"8kLMTFFHa3MbyAdkKxhdzSvmQmFqv0hTG0nyeongwNwMZPGoRJfIRuT1xBQMgmDAgI8N4tgwEHd+UDfC",
-	"AwthUzYzqdHcqr1xP0+0Imf9qOLFnUnV+s6919fX1yuivHdnD61tBLFGsnuuTFvO3ZRwornGOytEiZlq",
-	"ji5b92fCFzsTulucCUv4688d9j3cv7OFlD8m7KwzpRBlku7b2+btClCsVyJOuOsr8y0eZNj7uppWt04t",
-	"nAiemsnva1XCA+ud7yH+cZIKP0Loiu8SOcbShxL4Q+UWEc3hHdSqji/w4bfyK9Ctb375Aj6Fl3DeCa03",
-	"eRA+qOF6/8Frzy0QYFxEmPaMjxNpS70vhD0f00TXKNWgzf8MD/iCdvsHNfwCVvsWfWjXWO0WNUQXIJFU",
-	"H71hOtRqaLvj42c1PKU7vhbb/Wc1vNlyhwW5P47+7nb7B2J1J2uQ80spU1js62LKzwpkm5DUHQLJt3g1",
-	"IYGIyhLbPzFL8LMecs6B1ZgQAMimYGW51PufDICDjySQEOx1iIh3A0mTpZhSAcSzAnFahoR/qNOPaZCf",
-	"1fCr9Dpgp+J6zdStNLz6PV9/YTVzzWb6iPzVTd2uP5BF1q7rC1R067OtoXe7P9T0i94E/wsr+34N8dSD",
-	"AW9GE/4bGDPfoFQn+UQSblWwB+vTrj6o4QPtI8PMMjXOhNYd9g51bwIWqJfztl6wUqo6kJX02j4htPnp",
-	"txYlQS6KxPX6QOA3KG2/dSELtxV7t0owpytZ7nQIww4nms1VZiZsyi8SOd4HHR8TN0sTDsTJOlrqVBTr",
-	"jb3Q753QX8IJvU5yfBr//ayGhffZwrhszvrETIAHusB8sfHu4wzRmEWuGXbpQCQkqhOiJmas2+l2dgMH",
-	"VhBlfIYZBQ72uCxTH9ouIcyI6SzFKhzMZ0CJ18TGcOfWaXle9KO2kilsBQPpZyNaZyvc6H3t7tfnVPve",
-	"Z1iULuKgwIYNWCLPyYsbDOQ00YgjZlF8CrjdmVIpa4az8RX8df4wbLnUR5dJWU2a9KrSBhKrQniqy84w",
-	"/1SgQptkKpxoj6ibyFidPwwDFtpv4EEd9lotVaH0yVuuhc2BzrIFaNZJrMnFgCW/CJen91HxJtteZdRE",
-	"Bv+RD9MkIshGCWSWpnZQPhWdgXSAUQ7fh7K5XLO8KggN3LYJGmgga7GB2BI0UOBD5Oz0vusAJe30f+j+",
-	"0C2a6iQa4Y0c+BFihG1GPXK4+mcl4A5NEN3xU2Y7FCoLtqMkq86q6PSF/i2z5kh8ZVnqxtMNmOYRdrnZ",
-	"d2iJT5FjqsfcsqOk3oSwHQYQoLEEqdNFO37/uLu9av+JgvaOPXCewJkWi1zniwsaVXytRt9kuUDb2ea+",
-	"d5w6sTnX/c1MILZCrKJ86rojYt67G2fBp2kYEERgRmin2GKr1rFph4PfG5+p/Kx0cXRTfdzZKabrtTd2",
-	"bTrryWflPb28/TnXXqbYXdHSnSd8eZl0mOxlF3mtq9bfwI2EsP3aBFVw8U0k8O8DTEX7BBJw8/xEEsC1",
-	"gKfhGd35H0QAdonXEkDRdHUbf32HHfOxcMjN2CmGig+LOh/DEqlFZjRrkmufWdc+HItwlFRd5WSDrzr4",
-	"HbTwl3Tyu5qzO3L0ey1qn+xWGg3P+GIbv/8dePLtsvne/JpoQlHLVTROJrR6a/ImGvEJ1i2B65o9NtXs",
-	"wG2af287oQLBfsu5pOZWU/kKLHS7YzdHO9wa3XtG/+4Rj1kp+5zULsQhmrm1eU3PsCoU9H7jaqk77JSP",
-	"BMF1b9HVpV8gpmDhnNeXj6BlLG/aDtUddlA2HcFGNNTbjC4j+8MClZMQG0gHed+qRFx2u73aMAaOY1/8",
-	"k48B791+EYvGpzL73ecFVV7HSwvy28qjdr4ia3buWtasU36KGmzXgmJJ1Bye8fFNvI7XXAeNGrznm24t",
-	"bynuuA4aDk/6pruL63zpdi8TV3yEva1yhIAOnlvm3jo3qcpzR/KtFn9hXlLvUyd8gn32/rKT468PyO11",
-	"H3sBOSHzKRw9NzQkawSNjZjAYGWsDdpt07+sEsSr74nW6rsaLyr8IXCHDnuTVV2WW/aFSyTqnAPZvAHu",
-	"2IIrO7lZ05TJ68RkwSw6A3lIPcbmfBHYg3lTE7kbDm3b2GUV4Lk4vkdlQwLq9vC3ivpsvs9kC7qSQjFe",
-	"ENKB688KBaNG1/Lt4+1qQ/yVx52jLleVtjinhJ/FXSNUwl1O5HKXjoE0io2FoSY5lXYWfrJhqab5PXTq",
-	"nC63VqZGMKtXlFX8VZlNN6gyn6HAfHs6xOM6/IPXClT6OBklRfNPojlNrpqVzjCJdk70/1GLdx+kvfMg",
-	"7UbJ+snJEnSrq+xBUbTq+0VvN5uKbAwiwEQT2w3i8Q9PWn3GhxadaToEuxPRN8XIMJ4iPFso8zQNWSaw",
-	"5URnIEOHj0rd82FUat0yRKgX1gz/GDQKDNVGn/0xaFzAf2Gg6+tiKBZeYPetpavxqvIinqYtaoW73PKs",
-	"0ACq/bOxP9jMNteuaVnG/dz0pWZehJBT9AbbfHK8xcZltz88bndw3L0JXnmP0gQPKkPiNrdxWf9xJ8Nv",
-	"YeH/aceibUFX9sUtVBQp5o6s7sX+1yD2d7Yx1L3G6D+h7fQX2tvff9p8TxxPfKNnHHF7ecxho5OC38Cq",
-	"dLJ+g2nhjMs/7F/Xm0E3mL2MhWCkh35wkrDCM6FVCoeJTeFgnOmJygyb5FMu25ng2HS/iHCtWgj0gDNC",
-	"flgS9KvyBMNoWoxdGI0vzZCaurBQKtMeAWmHRSBnxrG0ycZx7G2NZVm5ppDmV97+vf3+j53gye51XTDt",
-	"/XZJJxOzHEu+McnkwC4oRmUsKInr+eje3WFq3E2uyS0E1F+bnvLcQrV41GCRRNbGoDFte9sqO1FtFVzo",
-	"OZzNEG/XdkSYqwKxFxsJFPXX9WiLgseJLWv788vtPlMordkI/502LD3iIH7Rar0T+4wvGMt3/Wi/dCg/",
-	"E59RwWfXugDf8bwUdRN0IMhJfLd5Bl+B+4Yo4uagt12x+5j33z3mnRUiwkkqJzTWR7ztFQjlqDI245lT",
-	"QixfsbOqfzRV2Nek9J1aqZFo1/OEMl6pE7eIESXDy2xy/Btx6VpQxrFt21Z2VPLMbMwa/oQIPLYhL9ne",
-	"toqjfnVSuVEHsoo7VDaLI5j+EEGwNTW6Y+Ejb8D1gXZazLuIsy8JP9tavL+mlzgpiK5xdWGPUqdtCzqC",
-	"ECuBC3TglhHonK5gv3k7TakIDoLE9SZv7u70Sj2gBbuzkIZfuYaerqM215i8SA3hWTUCYJcQ5TUxeymw",
-	"ncumIq4/UwB/qUwE2u+/KBHBEtsaL4Xd4nVpCPepBV+pi+OrrCutCWMTO2MxKJHaShzbq5dpX4hFO5Ht",
-	"XG8OZTvhU3YwobGXqlDrH474UBkCMuEmDKQ9KJK6zpOFfCvBlvxH1E8+DOyglShz6+8WDq5uzLGr68MX",
-	"v3GJPrWw75vz0fW+Eg7t9TZyKDFGW1xhF452GUhav4MZJe9s4lB7rNhRbf9fTSEgVdUgfHaqn0zJTlRV",
-	"dr7CzBhrre0aS33vsCuSxZuLkxEC9GJlHBUFbuJoetlvnnm/1QJ20l5qI5yl0eL5VrZHFa16MTbBiq5T",
-	"12t8q+g+WO9W/Vxfx1fjTdisTt67EO4zFJYzFDLHROvYF1u4YOyh1gFxSi1Lh3mSxgTaM0pSscS+D3RZ",
-	"3qKy0odgs+kTOZC/hl5NTRiwsCxrCVtFv332+MkT7FAL50saV6DVyQMe9rq90LV4KXRIUUIJ4Uw1S8w+",
-	"ASGEzrQJPZwEuNoiqGhyoXxQw8Ba5SIXA1ht28y2/pCj/Edm1FiAsV12x6q6P/z2NiUMPL1EE//GB9O3",
-	"xUypeMD1v8MNKNrEflDDTR4O2M6/SyUBvc0n2e+9PwlWpEJr5GaDuVqaSxAattzPe+v+L8iF/dPdAveV",
-	"A1+xOksWB7d8WjkP6QSsnIeb1dl3E9vujq5mkboUmabjQye/C4KtmLsEhVjNJWwfS9bpubcS2n+O1olT",
-	"W6t1IqbfvdZ5r3WuaJ1AGYQjtJwgVDLcp1I83VkAGvm8+sgx2UZ8B1BdA4dpZIGLEoMOC6vFoLbaZ89O",
-	"/+X8FkQ0LFNz1gwxpSbSl86ZOZCYjcuzjC/8AmZfC7YI8AfHR9hV3gLQNMNlrgxbHXZgV24gSfmz+a4Y",
-	"pPNSWenHWAndX0lut+GlQut83N3FBsTwSojdFIk0LbpQZzmGgvQsEzzWEyGwK+I0T7lmzTfvDk6PH2hc",
-	"jUR+EIT7E4uRkJFo9eH1ixGZSzWwjsinoOP/Az7a8PH/CwPGmeFD8gEjOB0fgwgxeSZZk6daUYnQQKaY",
-	"0zFmesYjgUuZJlKwkRCxpnWnRzwIA2o+q6SAf6GvOFMu89cG2CjCyQfST10Ln+78Ywe9zJhzDPMPB40H",
-	"8O2gEe7bhGVS8tzotlAFbsC3HvLoojOQB1ML9A+mQjIV2vDpjDKv/T2M6VBAcnF9MycqtR0+LZiPuOKR",
-	"SRe1/SQtfd9Ww/9rylsSI6Z4o5JiG/+qS+0NtnOGvC9crA1kQZRFjkc3Iaic/PSM7e58361ndODDkrB5",
-	"hTuovs6yDR9Iyy3Urzw3GU8Tz+npSBnoB7afKLLvExtt9lbIT1bdACm2dOg+ow1pP0+0A2ZbfemQG8Oj",
-	"Cbp2iy4gYMxLPhUuSl1es48/wm9PB41sZs53eo87kb6EOW/0tq040O6LkrYrSipVygf6PkX9XgO7ZTNY",
-	"Z25sNHY+U/eqtEZe7z185oAyJBPTmSk6JpP4gZPV9tcMyuLPCuYhHt54DNM5aTByjBlQUZrYYDSK44Qa",
-	"99jx1Yia8cwl6nvwImkq0tI7hykyuuxBneiBBPVMUroN2G4dVtNXl1SP54cvD88OmVsBCxcYKyk67JBH",
-	"Ezu5gbTYiVg3Hbl6XASIFDGT+XQoMuotHsKbnRfNptkMuSpgO10EI5kmMjeCDRegxyBWYovmTlqCyqiJ",
-	"EehSGFFXoxFrhm+OD1+fnx2enp0fPHv25u3rs9OnI55qrOpOUJWRFUzFJQTIZcTHZnjy9vX5qzfPD5+W",
-	"34YtX9vc7e4GS8iMA1kLzbjWh3kmtNck+Ivl5/iPWXPeSjGv9FMGirL0+jcwev++onBNrnhRD7/S892T",
-	"kEAWbCLSGezsJnRJlIBLUWv9SFzNkkysF4iv+IXQVpatBhWWch5pMOraxrEVbG+XTVSeaTbhMZtxrUXc",
-	"H0hszk2KBQF7Z7nUxIVAwta07bAiSTsCYZg90H52pevKv1kEbGZ1ti2nH+KbVT2M+qv0gAE9vEByOBE6",
-	"T2tlxQs1JwB1ROGlXbsPxt4rZZ7sIYJfipn6SNZIOlLNby2KsFNMlss2DLJW/lCNnTUkvQ5QZctzbtic",
-	"w0ln3WQYD2VNYOqFMOTmETG5YXhiEJBmKMxciKJtorZgL9wBwrTYUBBOd5w7eWYjq3ouxAxRjIltsOZp",
-	"IJvLaxOUHS+wSRTlsJMfZca1sQDTmQCWT5RskQMIm/8ZxN0eSEmmvd9Gw7W0cUlSWCffYccYOUb036ID",
-	"TwjCLtc5T/8cGXmSy5/VUL9GmvjGBWNJcJrNRSbYlMcCiOFeSt5LSS9Ml8slEWk52KefquT4HJHpmsyW",
-	"IP6PMIdjGxE6ExI9e8s9aAs7EctUsB+Hayab6KLRbozFFykHKQmWp2MHko3YtxYRLqUQBNsFohbvIR+R",
-	"37R3g143kH+2Yoch+Gqr1kT8PWSY1+rhXoTdi7A1IgwMPNeRoWB21y2EGNfy+W3ElpNYrnHxndU0s1MR",
-	"ZcL4cSvs3hHXVzsvtej9omXPRZPmu29WOv9Wsn+X1vvmouKCQO6l09+9rNgJF+ExoxMslm42VxiPgdER",
-	"XOLtyUuq48WW+WVPfY0hwhjDVktd/1kz/HXQeDhovA+p+VOatjoDCXxsoUZtIzoarWzir5MxWl6hRskT",
-	"7rtuO1UnPKP2PAOZKVNGBBD9lCW2/BmmPc01VqRhAymYFnbboX+GNJxNyPKc5gPJ01TNNZtlySU3IPnM",
-	"XGUXmhpZpSriKYvFpUjVbCqksQ2JaKFIw5sorOy2mDTwHIS0tAMGLFVqNuTRRcDSRF60aUgPOcd1VxLY",
-	"Sht7RokNzvElQfB5WtWXyttdmuRfVIC7NIt3iZnQIbfO3e+I04MMI9r8jFjsff3tncro+/b/2+a7klBn",
-	"fOV4qD8dapXLGxtPU3y0KtqLSFlhGU8SENeL/WWbObFNduJMzWZ1miYNf6ciryJrdte90b3z/t6mq6B9",
-	"YRrAtrwU3AyfXTBL06U9lKdNq+CgKqZ2Xer4l+ONL2a73HT63ic+3bPp56Seb8ujn8YoS0T8GRjNYJ2H",
-	"eZaGwYotFbDQGwhMK4RrHkiHn5xY4RDGicY7w075d5+BRh2CbTTT/hnbtDacrbgcyKngkgCi0NujDOUO",
-	"oDu6te+PSNlCjOZJaVzFMT/miQwYJm5jLyUPqdMN8GlYz8yHeh7IdVjPYa/bDZdRphxa9Bpg58+Vk18b",
-	"wPNaC+tugZ4/x5D70w8QB/xcY8bdIz/fIz/fIz/fBvn5c63HR+U5tDZU8UaK0liciYx8jnQmGVXRlwNg",
-	"ZS+uIXg0ITanWIYNtVJAtY9ZuYENmdK720bzAZuoOUtBu8YifnVhSza5YXNEUwLNu+488aIfZXzzS4Y/",
-	"lgPMdxj+mOrxtxX/sCu+uDn+UZLdvSl/byMsRUw8NfZBRVO2qSVJVmSyfTnrYYPMxFCHaJM7gHj2DmyV",
-	"2ujPkda5cInC9ECbWkfOisRQeQIGUEwyFX6UptVhP9mUFEx0cdnJA0nS2B0eRQRorjDsw00OJkEiWehW",
-	"oPg6DKjuk2kBr4TVcmheFAr/0kyVFF7rFyscMUhkw1gZgdnqeWLsYaFyM5Cp0oRnY6fQYaG7+5yGP6eU",
-	"RH3OTcg0X+gSmF2l9GCytWwoqzOQJxikgmExD9vhtGOkqMjdzoRBk8gOJLC/AL0PwdrUJtYgTSxtrY1n",
-	"fANen1tFX8qdvlfb7wX+LSMhyDfkKbARZ+24pk6TrdaP/NEYCp6J7CA3k0b/1/fAMuTjqGsX8hKDu9YH",
-	"0gzHmHbMOo+iaVwALLf5LAlbjaCRZ2mj35gYM+s/eoRh4YnSpv999/sucqad3LoW2FgCV3bBLlW/ov/K",
-	"qnb5SkmxsKJdxGyUqWmJ8BfYtJ8S5DuBsWcglP3xHX7Y6vA/JSlNrAYFIUCsJOOSyoc8uhhnQFdsuGAc",
-	"Qa38R1CV4uojXio5bruc7bnKLsBAmKk0DTBdiUCuuYxE6g33sxrqNbp2Wd3lCrvYUIBZoJlR3hBFodjK",
-	"KEUKFOVJutQJoDUR2+yJMtudUNcxQQdPSKfce48qiHH1WYg7Q6jglIzhJZySmaNVnkWiHN+dbeXwh5dr",
-	"iIP6ewQscx01AjYVJkuiMuMWDoaMRxisEOmow16rpXJN70FeF44aUrFqAxAwkgzVS+r+am2WXT1sSRPl",
-	"uM6ZyscT0kaaeEZjEQJVCUz5BdBGBlOneoMW7QzMW8n68ifQbjrMT48dyGZYzcLDmslKyiwtMagBZJpN",
-	"WbWUslyLSn4fMPfcbTIqd4SjT52B1+cdHxTQrXRl375LFiOAietT32FhzA3v2NKL80jFolBfFtiZFc1q",
-	"mr31QJduXZ0PqbUNlk2E1cmFrKkyFj50sKxVFcVeS74aS8aNW6rKR89fEPD8FgaoveXMgW988p2nTvl0",
-	"d34h3+1x3QJt40z9r/+qCyeipIk77EAuWO/qihG7ENgANtBNNEvGEvtEkwusuzrMP7HexVfA4DbnwHca",
-	"KbEgUI7zxsMxgaPacuS6jkYLulSkWmC9kFQuJ6xQjAWyscpNQOlPwLWx49Miw33pTF/imHUuKXdZAbK/",
-	"DW8VF7NmePzm9KxsjVBgZiDL2UIpzfhslqlLEbduy1rFE7firlN39T2DrWWwlTW657Fb81jJPDexmY2/",
-	"bMNkFhKpb/OEalsKAv8dnD174fUNQOBoe+8SKDlwD0ZGyb8b3pYZ7UtsxYrkJL9nxPWMuLRC92x4azZ0",
-	"zLWOCS0A+FZH3UrvGa8jU8kAI5UhexZKp8JU6U9lrOWJbeYsuvr+jLsR++z+iPt83lrhmfXMhTinNxto",
-	"BR5snlLZ5lCQ32PfGmXYtSykZmaucajmC/RmfLpxVpnXTYwFl96bZpuBbu8ts89mKZ9TbuCnLQ8ri3lI",
-	"4A+OkTKs1+041NfzPEtDNhImmmCa3C05aetTCq6+P6Vu5Kf7U+rOWOqmU+o6aFy1IzWdKtl269n2QmYU",
-	"8xMyEu0D2NWbWw6Ud7gbroPGKQY32mfJNJE3huDoYnvt9fX1/xcAAP//",
+	"SMlIZFLEnbV+Rr3mGUvQbmGAGQ9CmmyBHXHs7wy9tyUuba/bYT9hoGcN/ltloPlEacFCHIN0wPo6+K3O",
+	"O88TvxKkWz4A6dXPFYXQtl6CovnTKM/weKysgmZzkcFpmcsY8WSkMg78JZEspIciLW1OG9ysZBMNL2Ee",
+	"YO822zFhBbmgNjO/kDR/bKinmXGHgubkpSXemCkZACFEMAshCR2Ua0w13WepGBmmctuzzMLglAEGVsQX",
+	"OkspP3tP6ryolZTIbVaD6gfd11KZdimlwmru9GYe8SVvLaK/BwDlxJi9h3C3bSVT7eB6jb8FBn5xdnbM",
+	"LLIELG7Hzz/dq6Se7na7dVRkJX9NI8OJygzT+XTKs6Kpn9tfGMdrQuEh7G6WWvVO1IPSbfb25Mji1fu9",
+	"nJYfHP7z8CwEgqHj0RttxcNWg8dTp9utlr+uOaV8JO+ggO629bBF7zESWVQe60PS0ukm4oFshjY9MwxY",
+	"SK2vCE6bahtdkV4ctgJgGBvkxMZlDzQrymzbRZntkgxcs/ROuK1TnEzqOZbr1KYTh7qMcdvb5V1uPLtO",
+	"BQI8pwWqc3FQddgbWGSjqFuXS81mOh+6WLBN6itvaQSfjF1d88ojizr1GZ6dP8tHs+oQFl/WM3E7X8hn",
+	"p5zf7KTRG+zA7cIsFUSgjZ4O+zrrXBbv11LVHVjwljy/fJyFHnQ35q836c83C1eyND7HLqQqhNW3AkXk",
+	"XCe/r9GFRkkKBgFcAMK6UFu+lGio1jvcpmxhy1yvLxoMW7U2tskgcPFUlzzwQQ1bn5g6UFswsWWBxG1i",
+	"bkHjgxqe3y49IFPz86i+bsm6VzSBG6Cr26kKQJBbEuAydPdtSjkSSk4envsBavvsDRUe/tsFHo8tEd6S",
+	"A/iG4DWx8Jb+3+3SZzCS/b4eVMDLP+QadVPmZftg/qNmiWunTQYe5cvciezzc88+X/BtL97/9IWjzJK7",
+	"Xrm7OTXOhDZra+ItoOcq+29Tuh40+Cw5vxBr2h3bsR9oB2piG8sfWIAU9C71mesbyU4niIUC+jXI7iUF",
+	"WV+cGzBkPy2DwHu/crbrVumFSGciKxM2lpZqNEJc5Q2tvLAUk6zCCY5l84jjzqflMhWPqpsp+b4/q/p/",
+	"u+qyOs11euuEhNrR7ihz4Fe3PMXY12sX7k8sz6t75dhDLVlWfOuq+DbmQVdqGMpKtk33lMVr9Ral/f2A",
+	"eqzUcEH5Q5UJdmwv1OXmmdY941oYBQwZMpFjBJ6OMqV12S8psQ61jd5FO/InqqWuR9k5mS2buNHLYK1J",
+	"qZtjTkCm5LhIBpiX6h+2IXII2yJmvaurzsZ8Pwexer7JmebGfaB9v1r1+VKVcK0RnwrWhKVQOWq71C2T",
+	"x3EmNPa9K1rR4au2/Dm6dfCZqSKdLAks7cTqq1QX3a3q+/VU99wSSV3psqAiTIICMMo64YmJ+5QHnJAP",
+	"3k+5b8N3lEwerHby8noJhTMh40SOQwbUmWJnPkvBY4Gt73tXV6zpJYK1XCa7hSiIJiLOU4LKtaBz9Ei7",
+	"6n7bUntnHXgPaxY4vOQ3q+W/+pKlbFFMmjJuA6bSWGhTwvxsZbcvCYEa+/1WaeFV39onOb+CBu7++e0K",
+	"XejeTyx3qbGmtuiQFjSkuDLndhs2G4twZbFhQAK5KFhauU5YRe+3gvKAeohEPiu9uDCpiPDr8xPrjMy7",
+	"Sc/xqcHb3cpmeW6s5VUNSk74tBScJVHzo2um+xlurmXpdZNLe62qvjTQHXjgbpzanbvilvSru4Hh2jq9",
+	"z1evliM5hYT1xS4eJxbgBpFu8Jih+s3ARY+kKSEzChSautSgcgLnpRt5NcVwnezvgyVpXcohaw4XbKHy",
+	"VsDCsZIiZM3ElIrF7k6X/VNJ0Qqwl2uS4uHVpLhDITRsKiO8xx7CdrQ6pdKQpMKFJaq5y8UkGkEDHm3l",
+	"Aa71jc7tz9Rhb3U4zDJxmahcn1ObxvNNvjrXM961cgzsiV8ocW4w1/ORMjl0MpaaDYVOYmGl9xyUkFvI",
+	"4E8XoIVqv4VgJadUNV1xaU88Plml2I2reStZ62TB3cmzQrr86fLsXWImp7gs2zuaVie9UgZYjLiq+wPh",
+	"IfoWXhMUzUnZP1w3VTVij3ss4zJWU+ve950pjrDLHrRYFOnwhmRckr6leNBUgTucXPC5ER/uNwp9/4+n",
+	"f3SD3vXNzhj7lqur/L5cZzBMtwJj6bNwYsxMh1SfD3+HxftmPlCqyhg2U9JsliWX3IiBlMLMVXahWTNV",
+	"EU9ZLC5FqmZTIU2rw15jGyzuLg9YqtRsyKOLgKWJvGjTPSpjzhsykFbH7xcd7aOJiC4wy4RlYpxo4xBb",
+	"Zcz4mCeybCfs7IM44Wkpir1MAXzP/qNH9rtOpKYOT1SXWXbvPx+KRosozxKzOAXCtbEl9M4d5FS8upIn",
+	"Vnj28Bzleo13j1Gf8AuxsC3CO+wXsbBtcwn7D7eOa3b64qDd23sykBOuJ0DJwAO04hYQXiOAG9h/1ruH",
+	"+VwXYoFJSs8PX705Pzg+Ov/l8N+n4UA2bTIDC50HMRZT5YwrZFEUETjPkoRhzQkdLpEj5TBmeYRMajvD",
+	"uqVv81nCpjyRhidSZLpRA02uZyJqk2cEno99zoWkk/n0+S+MUKN1wFLBMxjEYuVQf1aE1xGZ7gzkQP7H",
+	"f7BnSgITJErqgWwzHzvZeqQ3bQNM198KshxhAYciVejBRPt6IFmxxDAb1/3aNYXSTEdqJmLCAeoXOdel",
+	"4zeJi15ju93dDswVy8QTYgSVmw57paSgztZlQ+CkAnrn8lIL9KJVhKMOzPVdlhjhxsC20LMUOC1NjMh4",
+	"qlkz7O11u4RoiK3pu52u7U2/J3pIE227GjhN1zwJ8ZNZky/jMtdALYe5GbW/D20z+Z09wjxKNMzPWf/2",
+	"dXa73SK9TAptXA4vbT2eZ5rFQszc2I97LAVBpQOWiZngcCWM61XBB15H/ddvX5a1W6wZDmDDu11yXMBq",
+	"SoFvtvOE6TzL1BioBy+Lv8fLEokUIBe2ViygG2WOj/PT4Z7selViWKyMr4h5pHgYsqFYKBmz//N/73a7",
+	"uMxHMbG/S7ysDIFXHOAKrWQxEr6bl7BJyYvkyNL7Lk3R5UaG5HDULj/WIKnYFGvNRDRR5VgFaoCiBt00",
+	"MkEVZJhM6JGI523LskToSi5dh/1nrgxCMOMeU0iHeonbxC8aCieLK7E2tbsZrgO1DlsddsijiVcDz4nS",
+	"vKQ1m8GJ8F37jNsUNYV0lwmTZxJolZLqJvmUS2ymgwDSMz4WdUwRuDlqi38j4gAsmoJVpZiniRROXr2k",
+	"XgbyzD+UIyVHyRjbp5uJ0DZrL3b4lng2gBZjicElqk24Zo+7ZQuG8OTwP98enp6dnx29Onzz9ixsgTyi",
+	"kuIOe4OY6dxgjTlldJYloLBUxm9g4oTVEjBqTT8UB6jtt4WoTvSBto5Hzaa5NsDQsCO2+cle5QUOnp+/",
+	"ODx4fnhSvkRZiTqfqFTQrtq8TJJLxcLbIXdWxnSDwa7jPVFumBqN2HDBClsSRdNut9vqsB9VnIgqW2Jf",
+	"ONbc3Xnc6rAX9n38Cx732C9wRfjq4L/cS/z477PD07C1DyPbxnNKuoGdATskOxj92SlfIJakFukocKiU",
+	"wIDY4rIP44S7j3eYZTA7EfYTZS2fKcWwj1/oyA/lftuIK1u6QBtzIcSszcEy9h3gSZxSmugTn6iOnr88",
+	"9CgKNLpUaRF32I8kyXa63S7QMsrIcjhtV+LZm9evD5+dHb15fWpBT3a6Xeq8DnI3ShNUmKzqt3LP+fHh",
+	"yfnRcbhPEpgdHV8+cTdh3/acGnWKjD16stsKnDVKa0xTxWxmBTonMtiClh87Bog4gIFhtYAluLTb0vex",
+	"fUFFUaOR4+FjL89VD+RHwrv56HJ8P6JnBBjrI/zYbrdZ5RO+DNd2Xg/ZR5T2H9mmNuojFId4I8rCQti7",
+	"Ti6Iw4NCu7P2icv5/MWTa/tkT6lXhzUqnDUTMDGdmUWwlBO+t3QKgpoxy0AvBGF6cPrs6GhlyhQsBnJe",
+	"nfJqWjjMtWdX6YYOf4muwmrTPvWtSyjcL9LLzxOXb+7n7YdMc7ClkmhibcRFh7k+fCxNLoTVDPAR7ixc",
+	"fQe/IQrNf4d9ZK9VaTqozHa2IMtptSnK6qBFxjSNuEsjbuxZSj0y3EUgVlaHXW2/S+PvObpcbrgLG1w2",
+	"WqfbLUoodrMN1+/pUk4/PucH+xy3hbRViIRN+EXUCAQBn42yaVVLG+laGq0++YMa4lMJcWD1qZjsksLZ",
+	"vyiRcJo3YtG09lcnh+UTRtlranixtql9OZ3btrHfpjfYymTWVyNVlmdzx43Qi2f4m3BYdOKgENwqPdQU",
+	"c8Fzd3ookj6lDWLo146FqCihF8Qx11zldYJxpa8sPf/xkjDerpNsnQCoa4ZDz9hb8wx4T7ARGd5AJ82G",
+	"zjd0NXW5uZHWqBwQn98jUVpLXJ9SGsmaIMPc3Fqrc1hTQejNwdUJLq/w3EpFKkiqlBnus3ClghGlti4L",
+	"ExN9A8W5E43m8r2di+3JKNHTAlZtSYcWma1A/yfiYwuVU800yI+aBfCLU/BRls3Xd2zbZ5s6tt2K06td",
+	"9GEee3jynyoQ3WgUWBEnmcozppNYdNhrK9T4EHQlqgUDu1Y77MpKDdUowUxXpEgYI1VjXS+LS2anWbxW",
+	"BhGZ6CTt09B2pmCPooBGRrazpHfnIADRIKZ4aKfQkl11LiYTrkyh1qj5iKYPEcGdt3Vkn9fVkTWB79EH",
+	"HCx1n6hDB1wl+7ruFpU3Ro2quM4ts9V1bNeMkh7KFsqU53FhC6phSSwN92t7ZawWicJkUcn2fhlIC8rl",
+	"3IxhwAqYLmr4QVpbFbrL6ajEtisPOqOJDiRmo0Qqi0ucSpxcsesm41JzspHsSWJnEjhZpTKgSdRPRII+",
+	"sKEyk4FEDQkls/0aDi/f5Vu4DU2ZJ1rYu4Ug7VfaiwBThuViwOUDGZZrYdXpuVoV0sgTxFaEPF6izw4k",
+	"l0xgviX2BLHNDgqd2r3zAw2ad8v3WFO3YasQDxeGrEj8A/Z7IMOantd9ZrJcoEXuThDnFrRmb2Jc1igo",
+	"2ERqTc52r65Id+Xo4ymNIJvBxVLBL609AauVYxJSpYsKukAw+NAZSNwMiuyxhw97u2yi8kw/fGg5sDj6",
+	"EAHec9pw6VB8UStzb/r88NXxm7PD18/+ff7L4b/Pz85ehq39AlDXItHBvKZ8AWKE8tEwELIKJADMcMD2",
+	"rq4CxpnNYiPfY5ypGZCOZ78XipERaYrn0NxigPjljUapi4GkjSa68ukbJjXh6BewdEHeaG04+i5tl4yK",
+	"34CodyAdw5CEUzCDgA0zdSE67LnCmY1zjA2t6ZtTED5+QVALRyPqgVvNpSxmF3iJZ0SCGs+AJWtsnyUj",
+	"mECArj7YfanmnYFElQc2z9+YRMNOOGufUu7JFf1BDfVAvlQWPJRJjI+Ro5l7S9JZkUXOnxb2uj12YF0P",
+	"IfY4kZENVfCBRCGCKXyuaXvImj4uacv2U/VOhX2EMC1A8yiGj2OUkEwD6eXrISFLl6vf8Ys4Sl15lKSi",
+	"VUK8saY7gFGtmk8WLWxP7IG+sfD54cvDs8NKfQD9rP0ze2JPBmdZ9RlnhBGH1+CaDiRsEhC9A2sF3V0b",
+	"NdOldNCUN4bANmqE/Vw67Gc1rETTXFGupc2BdFSXZPRUAjAoxAMi4bBUaeQlOK5p6lQtbCEu40Sgfprl",
+	"klh3IJuwmtPSQZJgLy9gUevA1PBeZezOAXRqS0QIRIlvaSunzDyJRAfYv3w8XTTHWmMjsiyfIcSmUkyN",
+	"jJDkeC62zKohpK1xNk0k2PoDSUtErJZk9nm0aLYwiz18+B0myRRSEN1mtGNACkUeRLhPvL9RLLLw5PD4",
+	"zcnZ+cnh2eHrs6M3rzHC5AJ4Hm69NJlKB7IomYp4BqoQ0yYDprMQHtZxT0MfjdqvlRROK3eM9ri7S/GG",
+	"XLrSA9AjqAVkTYt11gSl3/kBExOg4YkjaMORF7TCQ5Wcj9oRqroUGdaGk88NI2APtF0D3WEHzD2Vzlv6",
+	"vnAQNMM/rsNCJ7SogrikzvfhPBETrlvouSUGvRSZxqSdsMw9CQsJSisV2KMZtBt4JGUMIFFZxcVNB7jJ",
+	"PbAZLoGCgb5lZQnJH61IwJC5XehnhQZi+IVAc0nNqI7AX+hC7JcKhZtt4cqxxeWwDPY96dAhv2+qsEMw",
+	"p/PRGxpl4xJBwFxY+DCkYxMODt7WYsYzTPrA1i5qBEIgMQtm+FgHtJHA1LHKhylhBAjtdD9r51nzzxVA",
+	"9ctX7LNB4/LxoBGyJkaydna6rQ47cCqMSEEMNcPLx2FBb/SEgIWDBt07aJCvnYKjkqNk8T2kZ3xsXdxq",
+	"OuOZp3gNJPzVh7EuuzgN60cI7bQ6/m7k2qpKlsVouEQrCbrWXPALFr575F7I0jx6XoRu7a+uNvqH+AUm",
+	"hFkWx8AGuQRJ7jx7c3KKITAt7CsUQXzci0tCQTcTsIqLgHKhDWsXyAPizHC3+mVojmQDT0Geu0P3xeHB",
+	"89Aq0eSkh2m4oBRuKkkUtO8QuaCJYTpWaBCawoatoIwVlBGVw3LGxTPfHFPMw4qpXneXvVbMhs0tqZJr",
+	"FF8H9hd4yq4TPLpJ86YD5ZKEMHkXbeiS2Lt4kj+3Mg8C1ZEDh//CDYxcaIpknyRlUsKPcIpipI4vWMSt",
+	"XnFwfEQRG9SAs2ScSF2bV9QMYW/PD16+fPPu8Pn5m5Ojfx69Pg0xxjJcuJAmqPOtDjvOBDkrNfpXQD65",
+	"pt+elUIOBk8hCpy4wGBYjWUBV3iOiKCqLgV+d/qgpjU9jXuKx3T7LJliOinZl5lAcyoS7YPZLE3gkDWK",
+	"UX5LkZJyymU8VFd4yyxTcY4q4UC+kc7mD/Acmdq+UCdvX5+/evP8EEx1MEofPtQ0wsOHZHLYVbPywE+a",
+	"6duTIh+m5KQG9bWa3oMqC2hScgHKBW4rJryBQTHJ1JzP+aIMDdh3DAcykZSCQUFoS2qPpsJkSUQwn/gy",
+	"sZ8JenB81GEPHx4Xb/3wITo3tEOewVZboNDDlsZKZboP244OA0xDG2KHAvi1Ql5k0jaXcppaQdVM1iCZ",
+	"sKdBeNW2i9iGk8TamrSc2KmWqhJXX8seNFQFb4OSLTCN0bGz292lJiSUocVLrlpiqXIhmRfERxcREQ5r",
+	"SgXn5ipFWXXRzohUWVpoPBPR84PyT4rM+kETRCuGM+XV4dnJ0bPT84Pnz09KHesnZDraUCTFI+fmwCUK",
+	"3O4UPmWyU90hbpnSeZqxFYx9OdedAs6573q73RbsLTdsiveiHUGRNLSP6PTGHACdZ5fJpbCdQ+CtYjHl",
+	"0kbuKtqkyTMKYA2kGo1YM/zp4O3Ls/Oj1z9TiPip7eC9bz2SSvqiJll6VZ2AvVXA70vgQykWAWFYky7u",
+	"9iiRHgOXL8lSqoNyDryxdEH6WbGdlEFl16lPRPA0Vdq03YFiz6PC94EuCcx0A9MWtY1c5zxFGvcDDBhm",
+	"JwNlyRAvo9hArZinxDXpsKU7lQC8QOuhQed8YV2OLhC+wT9HeA5w7rX6NZY3HbDVOGjNOqAl2SY7Luzf",
+	"Lsekz3bssVLkSJB6lWgWo5zJija9FbePVNmUp+mibmIV5zy94G7vh/XuewctxeibDFUHWnGXUVMw1QNt",
+	"HfvNEkpKshrP5pJTs/Ah0LnkEKlQjUTNoOWFCpbdwVbFCYijh3l0IQzlElHcHn24mFlhSb5IgC5YENgP",
+	"9rN4TdDRRtXVs42Ln/a0XTUrLxMNgjbG44qmkIKOWXaXQi+K27GmzaTB93zc1Va/IZ6ccW3WeNRbHXaE",
+	"LqFhIoUuVwBNMVDnO2NMddtAhUHxCnvd7lSH1hWnUzUH8kRBela8F1gsdboAnVIUqPIkfVhD9cFAht6q",
+	"tTrsrY32lzKEhD+JF6BiWWQEhJYGcJJunNAlDgwkHjTM1ZxakHpc0tKm2JSCYu0NJ+Y7dILogYR3cqGJ",
+	"qo5ZWJ6Z4KlPLUGRMcLT8jTQJksuCguhomwN5LqswiWdrPnu8TN7K6Pv4OyEofPI5JmI25S1aG088iPO",
+	"JtxJziKyjoW0k0zl40ngDgyEpye3h5BFcpk9bd3KarQSp0maJkWzbvKtGWV4GoLiLcW87O6OxmIYpTyZ",
+	"YhXTunirFHMsZ4omFIam/gp4MoT7rhlPyhdLIzq/HvxEN0nF3CBF1po9ozGrzK0xqfvobMmEs6+UjLCv",
+	"H6hT8HCMktINbStZwsDaaDio9Ewy/wTATbZ1DXogT7AOAIvDyyQC13llOQnB+Ry8kBlcaFOcqBQ6MQNZ",
+	"IMxpZhQefOEfA0xiHzQCNighQuifWK3QuLbWFQvh30XR9FKLvIF0PfIo4OrexMJps19PDZcxz+Lil/dN",
+	"V6own8872v7sShWwbqGFNuvDh6fJWIr44cN+pVQ7KP9Vdv8jMnDf62QsOdB5WIr5ouMayLu1TdfIlO2w",
+	"f4ksGVHyYTEYU5cuYMDnFNO3J+yMZxrZk6F7jDxLoxxUdTdDzaYUH+CS7VmHo2YqjTv0rgeGpYJrcnrD",
+	"K3PpdrBskeTH4GpCb9a52Eysqo2mcjKiNHrQkJORf10RKbB6Nfl2tCsMpOAbfrkKUQgjF/SJfno7N9Ih",
+	"WITBjiH6AqKM64nLJ8dYViG9JHkU4EiwISdWLcvXplCe/KJ80lr6zlVsp05saRcUFKKEqAfYuXd1hYZZ",
+	"HsEN+ywTcZJRIr01P4hi6Tjx/FEuJ4zON6cI2rd1cafmTpdpT7duBVTJj1Owh8Ie0wFtfcAed+m/PTaB",
+	"7yaowOx04V87u/DZ6zJKqevtsglrooD9AJuV7Vd1EJROzqksCoSBVqkbo1fDr/XUnaXYORpOoM2pDDVO",
+	"0E2UVHBOdFjoikhDl8mk3agFAdhYzX5FapFfvgTtoOAZT9PVglM/Tcpu378SnQxT5ARCVloRfhhGeVSO",
+	"75L+l6pbqS89xsb2SdVBWUoFYjRGAS0SWi214D1HlSiN+Ain40lb0r8inqb65kKwKFV57JWDMWdECx34",
+	"pWA+HASPTA4auav72rfh3aUNdRtgZ3qcqenM2KISyo5xE6/GCjGio5ejIXReWwMaTSqkrweuH6stJ6hG",
+	"a6xdW1RJFKkmyzgccAm+PfCOjS2hMqkyBs8BvisgUmKBxhMJL1Cv59KnqCYqIXOeGNI+cNg8k/vl00kW",
+	"g4mDotg/w13KMxnahUvgpFTQnL51k/kPvO5ZP5hyXfiNnHKkRQGwO5DVgLkWtvYEzSC9rsgBzsWB/EjD",
+	"LNhHazV9dNUrG5KqC9voI+aYz9Agw23+6CoMfdjesoyADDJ678I6o8OtrOuwD3E/f2S9veojbpWlgvqV",
+	"A1xCNb18C3zeMtYw+wiCdYbtmIqEoI9FgsfazPoiX2pZcW/udndalHeDJG8XHg0FazGqEQt/C8tnUB2J",
+	"GCUgE0CIpAvSG8K5l6QE+zsWUmRJNJCRSK1ZwNOxyhIzmbb6nlMIdNmZ8As97MZbrreingKkFtIcTqpw",
+	"Hj6CuRWpbkvGA+aLOZItSbzZu7oKMJUE9gSOBZ4mF6LljA0yFlyEQI0I1bmdCDNqg2rHZ0kb3gZHdspw",
+	"e2cHFc9aC8QaplhNaOvUYBNptfurfug+KKlECoPG/m9Pd7rd/fnTHdBdiQTx294efOlygIoxqjdnT3/4",
+	"bt8s3Zs97e3Cl6Ez0MIspEPRYri53R5ICovMuNa2PbRUc6JlE3r75TaeMhCw5y2RT6LZKE9Te9CwA+mI",
+	"ciDp/HRpfBXCLJwaNTzgIQh56QAkpQbSxgfzGUpe7OEWcWnT9jAFhRq+4qT0TLj+qbvdHRdyRgqnvSnL",
+	"l1B4vqGS6BI3vPR1bPQVrVZJsWZl3YKB5E4/3rF5Hqt5n/tF5BgLHjBDgbLiSXl0zIEMlUzBXB+KgdTF",
+	"QV+XWAh2Kkw+cdkI1olH1lx9/ty7QvOqq2M7EXFCxrAlAifhbajSwYJXjtf9SvxdZQPCF6HBqCICky5B",
+	"hbJRWncw28MBa/nwBHUH3RksRsSzGCt1wmpzKxCmKjeRmoqVc4Uu9xrQwcU2iUYv/eyXpbi/+2y32wtK",
+	"09+vQPHLS/pseYjK0Kt90m73kNpxKk+yzdduN7zfuW31Fbw2bredfXWIyvglEvntBq/cXxnZUlcix+dF",
+	"onSZFUtpsOi/DgqutM+pjqMxzFuSD9hETlqWztBi5AfauSP7he8aGbiA3CEoNizJcK5JnUxzlBXeDEFp",
+	"1Cw8Pnnz7PD09M3J+csDzEwMWQEG0G2V9iY5ikCeDGQi2xSctQYeilCQn2pI4SiCDUiTSEiNECNFN4is",
+	"0W+8OjprBA4eAP5xHTRsnwrbTMI6Od0GETYqhdLEVEnEiQDtqxQ8AaaTTBNtkgibfdi8IThzFzLC7DxK",
+	"T0GXCivcLY2yeZKPVNAIGja5pNFvdDs7nS5iQGslEfaBP094KiJjMRB0/9Ej+K1NYCYdlY0foVLwqNft",
+	"dds7PYty0ggaaiYkjN9vPMZRETdkgigSj+BjvBbhBCQ45rMVWLuxikBJRAtiSMF521sejzDPTqN8e3Jf",
+	"2cXt0GRI5zmKG/3GP4U5UcrHKMRp9brddYAzxXWPDo6PTtzIsFJ729x0ZCsNbDsfD1uj0f/1vU8UZzbR",
+	"oCQN1CAzpUwLdpCPEQPkTRHtJUDGRzzygLdTYWrA35/j97qSZO3yGpbQHgp4BxtNkuTssv4ftDYlKXGe",
+	"b6pfULHLCNeBRWcJVsqldMWTXNp5qMI5ky7wCR9VmADpOyjT9WTs5q/LVHxbrl+Bn8AUd6PyaOIqIynX",
+	"1sFR7BS5HRiIbRbyYMn4JQt6IEMbgD9/dvDsxSFmOJcrZG37otTKVTm3OuyV4NJYcNSlxAMwFq1hZIQ2",
+	"bk+1jepSbgAGGYpbSP5UqZv22WE8Y9NAPhVGZHotNFF5ySOKdiAS9hJz7G7EdSbviy0+iTnYLJlgYwuJ",
+	"ZXVHGKFQz9exjb32UXnhddBYNgy2vtlejrDhLhvmxpvpyqOYIF92t2HxH3nswIPxlp2bb3nr1cLiTb0f",
+	"br7pTKlXXC7ss/RtRRDc9fjmu04pDP22jEKT9CrkFRHbSuGGTwie2HJE+f46qJf/L7iMqZcguskIIANz",
+	"oax7Blm6HnPGL++tlfl3zxJdhwRku1P7wBwfLN6fPRBvQDJzc0OCW8tk96z0N2alsxvP5VpOgtMf9KMN",
+	"OhVCRFjoqEyAOUvm54mIVcQSaf22WqSjNuJaYanTi7NXL0kPa9rkPtIrzSIVGnRjKuQrirwVj0VMp2iZ",
+	"lhFgur4pEyf1TERefgYernWnGPCrr2p9C7oa+r1g2TZpaiUQZu1uHZZqly0Umc2ELGs4CmezFPMSypkd",
+	"rI0hDuQNQcTEFBFT3WdFRHF9OHEgseDfxRTrdu9los2hQ5f8NGnr5FSdrpG4WAUVF9MbFx3/LE4nohRh",
+	"89lGv/FbLrJFaYRVWzw7xDf+6SjSq/N7A+tk0WFxSqBvLmZrp+Igjbc6HjwganjyV3Bg4YwQwrPmyDoo",
+	"6pFoQe7Prb/xuQVEwAooWSf3LPf7Mg9DsGsF34nFHlMFtr9l7E0qHT7lq1ToaGZr1DmqQLpnii2ZgkzP",
+	"zTe9VuYnZTv1fYtc9E9himSEOjb6VBrHG4+eE5pufQ4EnXq3GzRozJSu4eL/zIWt3fPzKkBLnAcONWWU",
+	"CT1Z6pPRx6hvBTUHs3DHyaWQA9mcT7jBoAz6cqsA1oioBobhPNGi7La63GLVz20yimKbOMADe1CjV6iS",
+	"k4SOpGKAB5oJnqWJyMqkDCujnO41kBdiZoo6WpvbQD4gW8Hoal4xFwpT+0Wa2kiS12YEB+ZmIItHJbpE",
+	"NiKvJ6ZgEAQDBnxsEMeGgbjzg7oRHlgIm7LPSY3mVm2b+3miFTnrRxUv7kyq1jf1vb6+vl4R5b07e2ht",
+	"j4g1kt1zZdpy7qaEE8315FkhSsxUc3TZuj8TvtiZ0N3iTFiCZn/uYPHh/p0tpPwxYWedKYUAlHTf3jZv",
+	"V4BivRJxwl3LmW/xIMO22NW0unVq4UTw1Ex+X6sSHljvfA+hkZNU+BFCV3yXyDGWPpTAHyq3iGgO76BW",
+	"dXyBD7+VX4FuffPLF/ApvITzTmi9yYPwQQ3X+w9ee26BAOMiwrRnfJxIW+p9Iez5mCa6RqkGbf5neMAX",
+	"tNs/qOEXsNq3aFG7xmq3qCG6AImk+ugN06EuRNsdHz+r4Snd8bXY7j+r4c2WOyzI/XH0d7fbPxCrO1mD",
+	"nF9KmcJiXxdTflYg24Sk7hB+vsWrCQlEVJaw/4lZgp/1kHMOrMaEAEA2BSvLpd7/ZAAcfCSBhGAbRES8",
+	"G0iaLMWUCiCeFYjTMiT8Q51+TIP8rIZfpdcBmxjXa6ZupeHV7/n6C6uZazbTB+uvbup2rYMs6HZdy6Ci",
+	"kZ/tGr3b/aGmlfQm+F9Y2fdriKceDHgzmvDfwJj5BqU6ySeScKuCPVifdvVBDR9oHxlmlqlxJrTusHeo",
+	"exOwQL2ct/WClVLVgayk1/YJoc1Pv7UoCXJRJK7XBwK/QWn7rQtZuK3Yu1WCOV3JcqdDGHY40WyuMjNh",
+	"U36RyPE+6PiYuFmacCBO1tFSp6JYb2yTfu+E/hJO6HWS49P472c1LLzPFsZlc9YnZgI80AXmi413H2eI",
+	"xixyzbCBByIhUZ0Q9Tdj3U63sxs4sIIo4zPMKHCwx2WZ+tA2EGFGTGcpVuFgPgNKvCb2jDu3TsvzolW1",
+	"lUxhKxhIPxvROlvhRu9rd78+p9r3PsOidBEHBTZswBJ5Tl7cYCCniUYcMYviU8DtzpRKWTOcja/gr/OH",
+	"YculPrpMymrSpFeVNpBYFcJTXTaN+acCFdokU+FEe0SNRsbq/GEYsNB+Aw/qsNdqqQqlT95yLWwOdJYt",
+	"QLNOYk0uBiz5Rbg8vY+KN9n2KqP+MviPfJgmEUE2SiCzNLWD8qnoDKQDjHL4PpTN5froVUFo4LZN0EAD",
+	"WYsNxJaggQIfImen910HKGmn/0P3h27RbyfRCG/kwI8QI2wz6pHD1T8rAXdoguiOnzLbvFBZsB0lWXVW",
+	"RRMw9G+ZNUfiK8tSN55uwDSPsAHOvkNLfIocUz3mlh0l9SaE7TCAAI0lSJ0uOvX7x93tVftPFLR37IHz",
+	"BM60WOQ6X1zQqOJrNfomywXazjb3vePUic257m9mArEVYhXlU9c4EfPe3TgLPk3DgCACM0I7xe5btY5N",
+	"Oxz83vhM5WelwaOb6uPOTjFdr/Ox6+BZTz4r7+nl7c+59jLF7oqW7jzhy8ukw2Qvu8hrXbX+Bm4khO3X",
+	"JqiCi28igX8fYCraJ5CAm+cnkgCuBTwNz+jO/yACsEu8lgCKfqzb+Os77JiPhUNuxk4xVHxY1PkYlkgt",
+	"MqNZk1z7zLr24ViEo6TqKicbfNXB76CFv6ST39Wc3ZGj3+te+2S30oN4xhfb+P3vwJNvl8335tdEE4pa",
+	"rqKnMqHVW5M30YhPsG4JXEPtsalmB27TF3zbCRUI9lvOJTW3mspXYKHbHbs52uHW6N4z+nePeMxK2eek",
+	"diEO0cytzWt6hlWhoPcbV0vdYad8JAiue4uuLv0CMQUL57y+fAQtY3nTNq/usIOy6Qg2oqHeZnQZ2R8W",
+	"qJyE2EA6yPtWJeKy2+3VhjFwHPvin3wMeO/2i1g0PpXZ7z4vqPI6XlqQ33EetfMVWbNz17JmnfJT1GC7",
+	"FhRLoubwjI9v4nW85jpo1OA933RreUtxx3XQcHjSN91dXOdLt3uZuOIj7G2VIwR08Nwy99a5SVWeO5Jv",
+	"tfgL85J6nzrhE+yz95edHH99QG6v+9gLyAmZT+HouaEhWSNobMQEBitjbdBum/5llSBefU+0Vt/VeFHh",
+	"D4E7dNibrOqy3LIvXCJR5xzI5g1wxxZc2cnNmqZMXicmC2bRGchD6jE254vAHsybmsjdcGjbxi6rAM/F",
+	"8T0qGxJQt4e/VdRn830mW9CVFIrxgpAOXH9WKBg1upZvH29XG+KvPO4cdbmqtMU5Jfws7hqhEu5yIpe7",
+	"dAykUWwsDDXJqbSz8JMNSzXN76FT53S5tTI1glm9oqzir8psukGV+QwF5tvTIR7X4R+8VqDSx8koKZp/",
+	"Es1pctWsdIZJtHOi/49avPsg7Z0HaTdK1k9OlqBbXWUPiqJV3y96u9lUZGMQASaa2G4Qj3940uozPrTo",
+	"TNMh2J2IvilGhvEU4dlCmadpyDKBLSc6Axk6fFRqrA+jUuuWIUK9sGb4x6BRYKg2+uyPQeMC/gsDXV8X",
+	"Q7HwArtvLV2NV5UX8TRtUSvc5ZZnhQZQ7Z+N/cFmtrl2Tcsy7uemLzXzIoScojfY5pPjLTYuu/3hcbuD",
+	"4+5N8Mp7lCZ4UBkSt7mNy/qPOxl+Cwv/TzsWbQu6si9uoaJIMXdkdS/2vwaxv7ONoe41Rv8Jbae/0N7+",
+	"/tPme+J44hs944jby2MOG50U/AZWpZP1G0wLZ1z+Yf+63gy6wexlLAQjPfSDk4QVngmtUjhMbAoH40xP",
+	"VGbYJJ9y2c4Ex6b7RYRr1UKgB5wR8sOSoF+VJxhG02Lswmh8aYbU1IWFUpn2CEg7LAI5M46lTTaOY29r",
+	"LMvKNYU0v/L27+33f+wET3av64Jp77dLOpmY5VjyjUkmB3ZBMSpjQUlcz0f37g5T425yTW4hoP7a9JTn",
+	"FqrFowaLJLI2Bo1p29tW2Ylqq+BCz+Fshni7tiPCXBWIvdhIoKi/rkdbFDxObFnbn19u95lCac1G+O+0",
+	"YekRB/GLVuud2Gd8wVi+60f7pUP5mfiMCj671gX4juelqJugA0FO4rvNM/gK3DdEETcHve2K3ce8/+4x",
+	"76wQEU5SOaGxPuJtr0AoR5WxGc+cEmL5ip1V/aOpwr4mpe/USo1Eu54nlPFKnbhFjCgZXmaT49+IS9eC",
+	"Mo5t27ayo5JnZmPW8CdE4LENecn2tlUc9auTyo06kFXcobJZHMH0hwiCranRHQsfeQOuD7TTYt5FnH1J",
+	"+NnW4v01vcRJQXSNqwt7lDptW9ARhFgJXKADt4xA53QF+83baUpFcBAkrjd5c3enV+oBLdidhTT8yjX0",
+	"dB21ucbkRWoIz6oRALuEKK+J2UuB7Vw2FXH9mQL4S2Ui0H7/RYkIltjWeCnsFq9LQ7hPLfhKXRxfZV1p",
+	"TRib2BmLQYnUVuLYXr1M+0Is2ols53pzKNsJn7KDCY29VIVa/3DEh8oQkAk3YSDtQZHUdZ4s5FsJtuQ/",
+	"on7yYWAHrUSZW3+3cHB1Y45dXR+++I1L9KmFfd+cj673lXBor7eRQ4kx2uIKu3C0y0DS+h3MKHlnE4fa",
+	"Y8WOavv/agoBqaoG4bNT/WRKdqKqsvMVZsZYa23XWOp7h12RLN5cnIwQoBcr46gocBNH08t+88z7rRaw",
+	"k/ZSG+EsjRbPt7I9qmjVi7EJVnSdul7jW0X3wXq36uf6Or4ab8JmdfLehXCfobCcoZA5JlrHvtjCBWMP",
+	"tQ6IU2pZOsyTNCbQnlGSiiX2faDL8haVlT4Em02fyIH8NfRqasKAhWVZS9gq+u2zx0+eYIdaOF/SuAKt",
+	"Th7wsNftha7FS6FDihJKCGeqWWL2CQghdKZN6OEkwNUWQUWTC+WDGgbWKhe5GMBq22a29Ycc5T8yo8YC",
+	"jO2yO1bV/eG3tylh4Oklmvg3Ppi+LWZKxQOu/x1uQNEm9oMabvJwwHb+XSoJ6G0+yX7v/UmwIhVaIzcb",
+	"zNXSXILQsOV+3lv3f0Eu7J/uFrivHPiK1VmyOLjl08p5SCdg5TzcrM6+m9h2d3Q1i9SlyDQdHzr5XRBs",
+	"xdwlKMRqLmH7WLJOz72V0P5ztE6c2lqtEzH97rXOe61zResEyiAcoeUEoZLhPpXi6c4C0Mjn1UeOyTbi",
+	"O4DqGjhMIwtclBh0WFgtBrXVPnt2+i/ntyCiYZmas2aIKTWRvnTOzIHEbFyeZXzhFzD7WrBFgD84PsKu",
+	"8haAphkuc2XY6rADu3IDScqfzXfFIJ2Xyko/xkro/kpyuw0vFVrn4+4uNiCGV0LspkikadGFOssxFKRn",
+	"meCxngiBXRGneco1a755d3B6/EDjaiTygyDcn1iMhIxEqw+vX4zIXKqBdUQ+BR3/H/DRho//Xxgwzgwf",
+	"kg8Ywen4GESIyTPJmjzVikqEBjLFnI4x0zMeCVzKNJGCjYSINa07PeJBGFDzWSUF/At9xZlymb82wEYR",
+	"Tj6Qfupa+HTnHzvoZcacY5h/OGg8gG8HjXDfJiyTkudGt4UqcAO+9ZBHF52BPJhaoH8wFZKp0IZPZ5R5",
+	"7e9hTIcCkovrmzlRqe3wacF8xBWPTLqo7Sdp6fu2Gv5fU96SGDHFG5UU2/hXXWpvsJ0z5H3hYm0gC6Is",
+	"cjy6CUHl5KdnbHfn+249owMfloTNK9xB9XWWbfhAWm6hfuW5yXiaeE5PR8pAP7D9RJF9n9hos7dCfrLq",
+	"BkixpUP3GW1I+3miHTDb6kuH3BgeTdC1W3QBAWNe8qlwUerymn38EX57OmhkM3O+03vcifQlzHmjt23F",
+	"gXZflLRdUVKpUj7Q9ynq9xrYLZvBOnNjo7HzmbpXpTXyeu/hMweUIZmYzkzRMZnED5ystr9mUBZ/VjAP",
+	"8fDGY5jOSYORY8yAitLEBqNRHCfUuMeOr0bUjGcuUd+DF0lTkZbeOUyR0WUP6kQPJKhnktJtwHbrsJq+",
+	"uqR6PD98eXh2yNwKWLjAWEnRYYc8mtjJDaTFTsS66cjV4yJApIiZzKdDkVFv8RDe7LxoNs1myFUB2+ki",
+	"GMk0kbkRbLgAPQaxEls0d9ISVEZNjECXwoi6Go1YM3xzfPj6/Ozw9Oz84NmzN29fn50+HfFUY1V3gqqM",
+	"rGAqLiFALiM+NsOTt6/PX715fvi0/DZs+drmbnc3WEJmHMhaaMa1Pswzob0mwV8sP8d/zJrzVop5pZ8y",
+	"UJSl17+B0fv3FYVrcsWLeviVnu+ehASyYBORzmBnN6FLogRcilrrR+JqlmRivUB8xS+EtrJsNaiwlPNI",
+	"g1HXNo6tYHu7bKLyTLMJj9mMay3i/kBic25SLAjYO8ulJi4EErambYcVSdoRCMPsgfazK11X/s0iYDOr",
+	"s205/RDfrOph1F+lBwzo4QWSw4nQeVorK16oOQGoIwov7dp9MPZeKfNkDxH8UszUR7JG0pFqfmtRhJ1i",
+	"sly2YZC18odq7Kwh6XWAKluec8PmHE466ybDeChrAlMvhCE3j4jJDcMTg4A0Q2HmQhRtE7UFe+EOEKbF",
+	"hoJwuuPcyTMbWdVzIWaIYkxsgzVPA9lcXpug7HiBTaIoh538KDOujQWYzgSwfKJkixxA2PzPIO72QEoy",
+	"7f02Gq6ljUuSwjr5DjvGyDGi/xYdeEIQdrnOefrnyMiTXP6shvo10sQ3LhhLgtNsLjLBpjwWQAz3UvJe",
+	"SnphulwuiUjLwT79VCXH54hM12S2BPF/hDkc24jQmZDo2VvuQVvYiVimgv04XDPZRBeNdmMsvkg5SEmw",
+	"PB07kGzEvrWIcCmFINguELV4D/mI/Ka9G/S6gfyzFTsMwVdbtSbi7yHDvFYP9yLsXoStEWFg4LmODAWz",
+	"u24hxLiWz28jtpzEco2L76ymmZ2KKBPGj1th9464vtp5qUXvFy17Lpo0332z0vm3kv27tN43FxUXBHIv",
+	"nf7uZcVOuAiPGZ1gsXSzucJ4DIyO4BJvT15SHS+2zC976msMEcYYtlrq+s+a4a+DxsNB431IzZ/StNUZ",
+	"SOBjCzVqG9HRaGUTf52M0fIKNUqecN9126k64Rm15xnITJkyIoDopyyx5c8w7WmusSING0jBtLDbDv0z",
+	"pOFsQpbnNB9InqZqrtksSy65Acln5iq70NTIKlURT1ksLkWqZlMhjW1IRAtFGt5EYWW3xaSB5yCkpR0w",
+	"YKlSsyGPLgKWJvKiTUN6yDmuu5LAVtrYM0pscI4vCYLP06q+VN7u0iT/ogLcpVm8S8yEDrl17n5HnB5k",
+	"GNHmZ8Ri7+tv71RG37f/3zbflYQ64yvHQ/3pUKtc3th4muKjVdFeRMoKy3iSgLhe7C/bzIltshNnajar",
+	"0zRp+DsVeRVZs7vuje6d9/c2XQXtC9MAtuWl4Gb47IJZmi7toTxtWgUHVTG161LHvxxvfDHb5abT9z7x",
+	"6Z5NPyf1fFse/TRGWSLiz8BoBus8zLM0DFZsqYCF3kBgWiFc80A6/OTECocwTjTeGXbKv/sMNOoQbKOZ",
+	"9s/YprXhbMXlQE4FlwQQhd4eZSh3AN3RrX1/RMoWYjRPSuMqjvkxT2TAMHEbeyl5SJ1ugE/DemY+1PNA",
+	"rsN6DnvdbriMMuXQotcAO3+unPzaAJ7XWlh3C/T8OYbcn36AOODnGjPuHvn5Hvn5Hvn5NsjPn2s9PirP",
+	"obWhijdSlMbiTGTkc6QzyaiKvhwAK3txDcGjCbE5xTJsqJUCqn3Myg1syJTe3TaaD9hEzVkK2jUW8asL",
+	"W7LJDZsjmhJo3nXniRf9KOObXzL8sRxgvsPwx1SPv634h13xxc3xj5Ls7k35exthKWLiqbEPKpqyTS1J",
+	"siKT7ctZDxtkJoY6RJvcAcSzd2Cr1EZ/jrTOhUsUpgfa1DpyViSGyhMwgGKSqfCjNK0O+8mmpGCii8tO",
+	"HkiSxu7wKCJAc4VhH25yMAkSyUK3AsXXYUB1n0wLeCWslkPzolD4l2aqpPBav1jhiEEiG8bKCMxWzxNj",
+	"DwuVm4FMlSY8GzuFDgvd3ec0/DmlJOpzbkKm+UKXwOwqpQeTrWVDWZ2BPMEgFQyLedgOpx0jRUXudiYM",
+	"mkR2IIH9Beh9CNamNrEGaWJpa2084xvw+twq+lLu9L3afi/wbxkJQb4hT4GNOGvHNXWabLV+5I/GUPBM",
+	"ZAe5mTT6v74HliEfR127kJcY3LU+kGY4xrRj1nkUTeMCYLnNZ0nYagSNPEsb/cbEmFn/0SMMC0+UNv3v",
+	"u993kTPt5Na1wMYSuLILdqn6Ff1XVrXLV0qKhRXtImajTE1LhL/Apv2UIN8JjD0DoeyP7/DDVof/KUlp",
+	"YjUoCAFiJRmXVD7k0cU4A7piwwXjCGrlP4KqFFcf8VLJcdvlbM9VdgEGwkylaYDpSgRyzWUkUm+4n9VQ",
+	"r9G1y+ouV9jFhgLMAs2M8oYoCsVWRilSoChP0qVOAK2J2GZPlNnuhLqOCTp4Qjrl3ntUQYyrz0LcGUIF",
+	"p2QML+GUzByt8iwS5fjubCuHP7xcQxzU3yNgmeuoEbCpMFkSlRm3cDBkPMJghUhHHfZaLZVreg/yunDU",
+	"kIpVG4CAkWSoXlL3V2uz7OphS5oox3XOVD6ekDbSxDMaixCoSmDKL4A2Mpg61Ru0aGdg3krWlz+BdtNh",
+	"fnrsQDbDahYe1kxWUmZpiUENINNsyqqllOVaVPL7gLnnbpNRuSMcfeoMvD7v+KCAbqUr+/ZdshgBTFyf",
+	"+g4LY254x5ZenEcqFoX6ssDOrGhW0+ytB7p06+p8SK1tsGwirE4uZE2VsfChg2Wtqij2WvLVWDJu3FJV",
+	"Pnr+goDntzBA7S1nDnzjk+88dcqnu/ML+W6P6xZoG2fqf/1XXTgRJU3cYQdywXpXV4zYhcAGsIFuolky",
+	"ltgnmlxg3dVh/on1Lr4CBrc5B77TSIkFgXKcNx6OCRzVliPXdTRa0KUi1QLrhaRyOWGFYiyQjVVuAkp/",
+	"Aq6NHZ8WGe5LZ/oSx6xzSbnLCpD9bXiruJg1w+M3p2dla4QCMwNZzhZKacZns0xdirh1W9YqnrgVd526",
+	"q+8ZbC2DrazRPY/dmsdK5rmJzWz8ZRsms5BIfZsnVNtSEPjv4OzZC69vAAJH23uXQMmBezAySv7d8LbM",
+	"aF9iK1YkJ/k9I65nxKUVumfDW7OhY651TGgBwLc66lZ6z3gdmUoGGKkM2bNQOhWmSn8qYy1PbDNn0dX3",
+	"Z9yN2Gf3R9zn89YKz6xnLsQ5vdlAK/Bg85TKNoeC/B771ijDrmUhNTNzjUM1X6A349ONs8q8bmIsuPTe",
+	"NNsMdHtvmX02S/mccgM/bXlYWcxDAn9wjJRhvW7Hob6e51kaspEw0QTT5G7JSVufUnD1/Sl1Iz/dn1J3",
+	"xlI3nVLXQeOqHanpVMm2W8+2FzKjmJ+QkWgfwK7e3HKgvMPdcB00TjG40T5Lpom8MQRHF9trr6+v/78A",
+	"AAD//w==",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -1254,7 +1254,10 @@ export interface components {
             instance?: string;
             /** @description The `Request-Id` of the request, for support. */
             request_id?: string;
-            /** @description For `invalid-request`, one entry per invalid field, at most 20. */
+            /**
+             * @description For `invalid-request`, one entry per invalid field, at most 20. For
+             *     `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
+             */
             errors?: components["schemas"]["FieldError"][];
             /** @description For `invalid-request`, how many further invalid fields were found but not listed in `errors`. */
             errors_omitted?: number;
