@@ -449,7 +449,7 @@ type CreatePaymentRequest struct {
 	// are not currencies (`xau`, `xxx`) are refused.
 	//
 	//
-	// Examples: usd
+	// Examples: usd, eur
 	Currency    Currency `json:"currency"`
 	Description *string  `json:"description,omitempty"`
 
@@ -514,7 +514,7 @@ type CreateWebhookEndpointRequestEnabledEvents string
 // enum below, kept equal to it by a test). Withdrawn codes (`hrk`, `vef`) and codes that
 // are not currencies (`xau`, `xxx`) are refused.
 //
-// Examples: usd
+// Examples: usd, eur
 type Currency = string
 
 // EnabledEvents Event types, or `["*"]` for every type, including types added later.
@@ -629,7 +629,7 @@ type Payment struct {
 	// are not currencies (`xau`, `xxx`) are refused.
 	//
 	//
-	// Examples: usd
+	// Examples: usd, eur
 	Currency    Currency                  `json:"currency"`
 	Description nullable.Nullable[string] `json:"description"`
 
@@ -698,7 +698,8 @@ type Problem struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -748,7 +749,7 @@ type Refund struct {
 	// are not currencies (`xau`, `xxx`) are refused.
 	//
 	//
-	// Examples: usd
+	// Examples: usd, eur
 	Currency Currency `json:"currency"`
 	Id       string   `json:"id"`
 
@@ -1062,7 +1063,8 @@ type BadRequest struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1107,7 +1109,8 @@ type IdempotencyKeyInUse struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1149,7 +1152,8 @@ type IdempotencyKeyReused struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1191,7 +1195,8 @@ type InternalError struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1233,7 +1238,8 @@ type MethodNotAllowed struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1275,7 +1281,8 @@ type NotFound struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1317,7 +1324,8 @@ type PayloadTooLarge struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1359,7 +1367,8 @@ type PaymentDeclined struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1401,7 +1410,8 @@ type PreconditionFailed struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1443,7 +1453,8 @@ type PreconditionRequired struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1485,7 +1496,8 @@ type ServiceUnavailable struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1527,7 +1539,8 @@ type TooManyRequests struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1569,7 +1582,8 @@ type Unauthorized struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1611,7 +1625,8 @@ type UnsupportedMediaType struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1653,7 +1668,8 @@ type WebhookEndpointDisabled struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId string `json:"endpoint_id"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -7583,7 +7599,8 @@ type CancelJobResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -7668,7 +7685,8 @@ func (r CancelJobResponse) GetApplicationproblemJSON409() *struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -8349,7 +8367,8 @@ type CreatePaymentResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -8464,7 +8483,8 @@ func (r CreatePaymentResponse) GetApplicationproblemJSON503() *struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -9306,7 +9326,8 @@ type CreateRefundResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -9353,7 +9374,8 @@ type CreateRefundResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -9439,7 +9461,8 @@ func (r CreateRefundResponse) GetApplicationproblemJSON409() *struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -9498,7 +9521,8 @@ func (r CreateRefundResponse) GetApplicationproblemJSON422() *struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -14477,7 +14501,8 @@ func ParseCancelJobResponse(rsp *http.Response) (*CancelJobResponse, error) {
 			// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 			EndpointId *string `json:"endpoint_id,omitempty"`
 
-			// Errors For `invalid-request`, one entry per invalid field, at most 20.
+			// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+			// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 			Errors *[]FieldError `json:"errors,omitempty"`
 
 			// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -15579,7 +15604,8 @@ func ParseCreatePaymentResponse(rsp *http.Response) (*CreatePaymentResponse, err
 			// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 			EndpointId *string `json:"endpoint_id,omitempty"`
 
-			// Errors For `invalid-request`, one entry per invalid field, at most 20.
+			// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+			// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 			Errors *[]FieldError `json:"errors,omitempty"`
 
 			// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -17149,7 +17175,8 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 			// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 			EndpointId *string `json:"endpoint_id,omitempty"`
 
-			// Errors For `invalid-request`, one entry per invalid field, at most 20.
+			// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+			// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 			Errors *[]FieldError `json:"errors,omitempty"`
 
 			// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -17216,7 +17243,8 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 			// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 			EndpointId *string `json:"endpoint_id,omitempty"`
 
-			// Errors For `invalid-request`, one entry per invalid field, at most 20.
+			// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+			// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 			Errors *[]FieldError `json:"errors,omitempty"`
 
 			// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.

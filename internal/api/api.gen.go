@@ -453,7 +453,7 @@ type CreatePaymentRequest struct {
 	// are not currencies (`xau`, `xxx`) are refused.
 	//
 	//
-	// Examples: usd
+	// Examples: usd, eur
 	Currency    Currency `json:"currency"`
 	Description *string  `json:"description,omitempty"`
 
@@ -518,7 +518,7 @@ type CreateWebhookEndpointRequestEnabledEvents string
 // enum below, kept equal to it by a test). Withdrawn codes (`hrk`, `vef`) and codes that
 // are not currencies (`xau`, `xxx`) are refused.
 //
-// Examples: usd
+// Examples: usd, eur
 type Currency = string
 
 // EnabledEvents Event types, or `["*"]` for every type, including types added later.
@@ -633,7 +633,7 @@ type Payment struct {
 	// are not currencies (`xau`, `xxx`) are refused.
 	//
 	//
-	// Examples: usd
+	// Examples: usd, eur
 	Currency    Currency                  `json:"currency"`
 	Description nullable.Nullable[string] `json:"description"`
 
@@ -702,7 +702,8 @@ type Problem struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -752,7 +753,7 @@ type Refund struct {
 	// are not currencies (`xau`, `xxx`) are refused.
 	//
 	//
-	// Examples: usd
+	// Examples: usd, eur
 	Currency Currency `json:"currency"`
 	Id       string   `json:"id"`
 
@@ -1066,7 +1067,8 @@ type BadRequest struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1111,7 +1113,8 @@ type IdempotencyKeyInUse struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1153,7 +1156,8 @@ type IdempotencyKeyReused struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1195,7 +1199,8 @@ type InternalError struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1237,7 +1242,8 @@ type MethodNotAllowed struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1279,7 +1285,8 @@ type NotFound struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1321,7 +1328,8 @@ type PayloadTooLarge struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1363,7 +1371,8 @@ type PaymentDeclined struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1405,7 +1414,8 @@ type PreconditionFailed struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1447,7 +1457,8 @@ type PreconditionRequired struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1489,7 +1500,8 @@ type ServiceUnavailable struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1531,7 +1543,8 @@ type TooManyRequests struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1573,7 +1586,8 @@ type Unauthorized struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1615,7 +1629,8 @@ type UnsupportedMediaType struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -1657,7 +1672,8 @@ type WebhookEndpointDisabled struct {
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId string `json:"endpoint_id"`
 
-	// Errors For `invalid-request`, one entry per invalid field, at most 20.
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 	Errors *[]FieldError `json:"errors,omitempty"`
 
 	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4353,7 +4369,8 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4413,7 +4430,8 @@ type IdempotencyKeyInUseApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4463,7 +4481,8 @@ type IdempotencyKeyReusedApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4513,7 +4532,8 @@ type InternalErrorApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4564,7 +4584,8 @@ type MethodNotAllowedApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4614,7 +4635,8 @@ type NotFoundApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4664,7 +4686,8 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4716,7 +4739,8 @@ type PaymentDeclinedApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4766,7 +4790,8 @@ type PreconditionFailedApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4816,7 +4841,8 @@ type PreconditionRequiredApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4867,7 +4893,8 @@ type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4918,7 +4945,8 @@ type TooManyRequestsApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -4969,7 +4997,8 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -5019,7 +5048,8 @@ type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -5069,7 +5099,8 @@ type WebhookEndpointDisabledApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId string `json:"endpoint_id"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -6416,7 +6447,8 @@ type CancelJob409ApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -7345,7 +7377,8 @@ type CreatePayment503ApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -8318,7 +8351,8 @@ type CreateRefund409ApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -8459,7 +8493,8 @@ type CreateRefund422ApplicationProblemPlusJSONResponse struct {
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
 
-		// Errors For `invalid-request`, one entry per invalid field, at most 20.
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
 		Errors *[]FieldError `json:"errors,omitempty"`
 
 		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
@@ -12826,295 +12861,296 @@ var swaggerSpec = []string{
 	"jrQhcWQ5wd8TBT8VXC/nWA2CK69maBJxWPO5gCvnE7hmPoUnznHO8xQ/X8Ia/sLhk0whIgjST5bDvdkC",
 	"VkPjtxqpUUf4ewx3aQFj6gl+jiPrFKhCK1hPjWuiNX6O1KjRsNNL/ORXWBkzhaeYD3C9mcGaGKRqgytj",
 	"sKDYGPwEd8H8ClfmfAo/J9fwE2ebaxg/Xyb4M8efsHc5Xn+FPHiFe32F41/lsKoLLKW4xvW85vCm1xH+",
-	"HqHBqPCTOfxcYqXNr7gOv85g5F8XE5B4vssFplJreE5Ue+0sOCLheXR/Dn7qOYhLc5PbrLbCS7BoyuUE",
-	"cf1KtAzC93COSpu99kCzsKikCnfXHZ0VUuc6t0mKnEzCw5NjpqdYdJgYi2hXGp400QHjLLQOtJBAIEO3",
-	"LQ9B4WUh2XJEFqHdIPiqVDQfaARrtBfg3jwMMctqKEP72hpjheirnyRXwhZ2wts90Exc88gQsg6nw23t",
-	"nCcj6tMwbEo9eZvJhrt9TmGJGhfkiv7LgaFxD+q0ERzrZaJrqMftW8EuN86pfAFLrR+DxpTri5nKhFf6",
-	"NlIqFVyuzR4f6N2xcb7nm42JKZ/PhURHutsu9K/jlSMgLKL69V2uMTv+LGHwYyLSuChxqO4KQgVtVHqn",
-	"gmoHWKKBUX46e/OaoS0D9p60iIWYWNoMH5HfImyhNIUvJNZKI3wjQlewAswJriAHPmuGBVLYGvhXhx06",
-	"6EIcK1XSpa4OZX//ia36TUBTRcMvE6hYznh2WTgR/9////8VVnjK9wRjcXc9MohPSrRK5Q11pGQL2Aab",
-	"A0SOHNTlzVanvavuQT+p0fqGvVRy0s5yKTFzQWWXAZurNCU3QvjogxrpR78l8UdyDX52NEQ4avrE8Nn7",
-	"oB7Gl0A7CsxelKZI0AcIXxMaF/30nJQf1MjmFYYdnBN6d/X242mcyERPRYyP4BZP0boLFkmaspFgsUiF",
-	"WXGcra/Gz6X+IfM0bbz/GDTc6NvnAI8uODiwLwosgYcml5FIb/X0tSNiB1gaJIZJJrRep9xMLbRzH9ch",
-	"Bp+qRYmZoRUb8+wAgYMUnG8liBe8b5ZLXe+J3A7h6PPEynzqeIPAu246XX5So1O68CMozjzbqtVw5CeH",
-	"68Xs9e7NbrFPpUS4YZJndOHN/i5Y4VgJfeD0j5CN8iSNLeI1EHczRP/FIwsmHVZCTvThzVLJVwjsW3gE",
-	"tKIkeAtb5YwKq26QcHegQ4Cc/PIaRElLmyDKa2Rbwf3r0jhWCwnq8cV2Z5S7zNNCA5aJlBvMK1NOAX6g",
-	"EfeCvT19iRvuGVOOFB5l8/U49iP3gFqNgu68WBM4u+G9VHi6GCmovvqGtT4reGclTfyXXOQiDllzwRPM",
-	"EEUUOcu6CCNKh6N1YtuzgKeE1K1ZWOxJGBQFEEOJ2XtOJodVxxM9Ei15HBpo3lPMCs3O3V67lK+8wEq9",
-	"W7ji9N2v9flW1+LtHAhgv2sRIAlhDeGBEftCLSRio2iW44V73QrCpL06t4N0O+TK9Ge03y2odvmaz9Ym",
-	"udetOjs/1uyltblWkirK6Nc+erfprwsXy3JOb19lafS7/SftXq/9uHve2x887g729zp7T77b633/3370",
-	"bmAdGSuREITo7XW7vdWCmgHIazpUQTe/OPrx7Pi/9/onf//uP0/OT9486Z88/+7Fs2evv3vVqIbHEPUX",
-	"eaOB49akD6zG+N2J0JjzzCQ8TZflKwcNaxHUvm1v0O13er3v+929/0b1alMsce3gXY/xrS32TnfdRn28",
-	"gzyPLUpYZRfXJeiScadz+TVQLrPggIUwVOjgxUPaHNI+C33Ti1StJGfUJmX4mQd4TTUTww9fwsPff5Ka",
-	"t1P89G6yXtaG3U2Xscxe6jM+Se9GNHWaSF2IvlBLVql57XVWKKVKYd6Crag13tTfb5ZrVKllA0SbFZkd",
-	"Fg11mAJxaGcWW01AXPE3bIhy+tBGG508dmJ3oKL5r7hFTVvTgTChlUtKbJ3zibDwYvqAjYWJpmCFkPWP",
-	"SmgiJxfc5esbpx0hbi1B8dyBHlglcc/ar1UJKlS5JvLr9AQ3vhvtKySt8k3vgLreEpt9ha/pHHSf9ZLW",
-	"IVIXtEUs3b3975j1dLDY4nbQ7StqPAwAX6MPPNFsxYm2K5QLevE67C2iqEmxKDDN6S8P8CVBRLpIYFKz",
-	"n0+BV5Dek4lfLp7/6x//+a+jdz+evzv957/2/vHvdy+O/r3/7vE//mvPU3j2+n1YMZPWgFkzi1xTLN/N",
-	"GDcb9B/LWa7sbgVjtnTrt8U15oS17XuFAcMmOXk0dRFypzFEXFrkpJHYnmq1KcvVVr3Wz6emeLaIOFCQ",
-	"wwvPU/FrpzZYYmmjhszE9Tzl0mL6z0WUjJPIgVQyFdkjVdQO62em17/Axix3+xpFtnqkZCQyKeLORj+j",
-	"3vCMFcy2MMBUBiFNtsRWN/Z7ht7bEnC2361E7bYJEM9zvhZUWz2waKoXikJeO0+56MI0zjM8ziqz1mwB",
-	"Bj9idCCwi1TGobAkkoX0UNz77fl725ViorkV8AFsomZbF6xBCNSmyBeS4bcthS1z7uDInHyzxBYzJQPY",
-	"uAhmISTBdHKNOZ8HLBVjw1Rum4dZPJoyIMCKeEBnJfdm/0md17OSm7jLalAhn/tYKtMupUpYTWLeTtO+",
-	"pKyF1veQmJzYsfcQALYtKaodXG/wj8DAL87PT5iFeIDF7fiJoPuVHNC9breOiqykrukoOFWZYTqfzXhW",
-	"dNdz+wvjeN0gPKjb7VKm3ul5WLq53p4eW+B4v6nS6oPDfxydh0AwdJx5o615xGqAcep0sfU61A2nig+p",
-	"HRQY2rYwtWgCtpgqbdtsVbBh6TQS8VA2Q5snGQYspB5UhGtNRYauWi4OWwEwjA1KYgexB5oV9a7tot7V",
-	"opw6Gbhh6Z1w26TomNRzBNepOacO/hjjrLdLgNx61pwJRFpOC3jl4mDpsDewyEZR2yyXI810PnKxW5td",
-	"V97SCD4ZRLrmlccW/ukzPDF/lE9l3YErvqwn4Xa+i8/O/b7ZqaK32G27hUUq0DxbPRP2dTa5GN5vpKo7",
-	"sLgteX75uAg96G7MVW/Sn2/GrWVVfI4dR+UA628FisiFTn7doAuNkxQUeLgAhHWhtnwp0VAtPLhN/cCO",
-	"uVlfNHi1bh3sEvF38U8X7P+gRq1PDPXXVi7sWKlwmxhZ0PigRhe3C+dnanER1RcQWXeIJpQBdE07VQEI",
-	"ckcCXMXQvk1NRUJZwqMLP6Bsn72l1MJ/u8DjsRXCW3HY3hBsJhbe0V+7W7oLRp7f11f3e/mCXKNuyrzs",
-	"HMxX1Cxxfa3JwKP8ljuRfX6u2OcLvt3F+x++cJQJctcrdzenxrnQZmNxukXWXGf/XWrIgwafJxeXYkPf",
-	"YTv2A+3QRWyH90OLVILeoAFzDRzZ2RRBSUC/Btm9oiDrywsDhuynRfy99ytnu2mVXoh0LrIywWJlqcZj",
-	"BDje0lMLayLJKpziWDbvN+58Wu5R8ai6mZKv+rPK8Hcr86rTXGe3TiCoHe2OIv0/u+Upxv64ceH+wDq5",
-	"uleOPfiQVcW3rpxua95ypeagLCnbdk9ZRVZvUdrvD6nZSQ0XlF9UmaBnm5KudrG07hnXSyhgyJCJnCAC",
-	"dJQprcvGRYl1qG31LtqRP1Etdc3CLshs2caNXsZpTQrcAmP4mZKTIni/KNU/7AfkoK5FzPrX1x126Bxh",
-	"iUv/RF/jUIbrN+x3HzML4Mc8BL/wwG8zqr06Oi0s5IMR10YPZZPg1LG5WRxnQmthlTCt0ivy+cIvcWvA",
-	"QhRVShtKeXaAefbSMBjK0BvHAQJZjHBsqFw2l7PlcvDpyj25RFA+8l3CkMmMECrctecvz9iUy1hP+aVg",
-	"RQSi+C4C+hujCY6OYZwEYhDBdXaS3lSw/V1RZswLPFk3pvN5uQQLL2G7jmfd7Rfb/J1uJx9o3/VZJRGp",
-	"SmjbCBa8CUuhcjRIqLOoXbbAfx2kxlbHm6MjVV/eVQ4Qy6UrzLL+KlW+cIT/frNgeG75uK7MW1DBKsEm",
-	"GGUDJCRnB5RancSY2uJXMbThM8rPD9a7nnl9l8K5kHEiJyEDAZJiF0MrZCbCaMaB2VjTy61rueIAC+cQ",
-	"TUWcpwQrbAH6ArZCrG4j7J11QEesWWAWE+nUisj6KrBsWUyakpgDptIYidFBIu3kWlmR0zUulltl2lfd",
-	"n5/knwwauPsXt6sdons/sYKoxuDdoZtc0JDi2lzYbdhuz8OVxYYBCeSiYGnluoYVffIKygPqIRL5rIzt",
-	"wuolwq9P+azzA9xNxpNPDd7uVjbL8zSurmpQcsKnZTWtiJq/u8bDn+GJXJVeN0UdNlpTKwPdgZP0xqnd",
-	"ubd0RQW+G8iynTMmfQ14NdhWSFhf7OJxYsGAEBUIjxkqiQ1cgE+aEl6kQOypy7YqJ3BRevrXszY3yf4B",
-	"GPvW6x+y5mjJlipvBSycKClC1kxMqcrt9brsH0qKVoB9b5MUD68mhYYKoWGzQ+E99hHipNUplYYkFS5y",
-	"VE0HLybRCBrwaCsPcK1vjD98pplxq8NhnomrROX6glpaXmxzp7r++q7tZWBP/ELPdoO5/piUHKOTidRs",
-	"JHQSCyu9F6CE3EIGf7oALayvHQQr+Q2rGaAre+LxyTrFbl3NW8laJwvuTp4V0uUPl2fvEjM9w2XZ3Re4",
-	"Pum1yspixHXdHwgPkcrwmqBo5Mr+5jrPqjF73GcZl7Ga2QiM7+9yhF3268U6U4fNJOOS9C3Fg6YK3OHk",
-	"gs+N+HC/qer7vz39rRv0P97sL7Nvub7K78t1fnv6cjfgmgELp8bMdUiQB/B7WLxv5oPKqoyMSs3mWXLF",
-	"jRhKKcxCZZeaNVMV8ZTF4kqkaj4T0rQ67NlURJeYxMMyMUm0cci0MmZ8whNZtk22uv1QxglPQYIP5VC2",
-	"2Wu0kjlLE3nZpkc0w96THzr9/b1Ot9N91HuCtTni++5g8KjXJWMiSlUOBwx5wcqxmXez/RfvjrvdgYj6",
-	"g4H9oNftdtz//W4XP3ryfefJ406v/0On9yRswQmXMQ5DZgKx6OOA6SnHlil4/xM7vy5cPMtTk0TYmDlj",
-	"ubS5dbgyCCZBDX9VLDrlS6dKzbHheTPs9b+DwTrdR9/DXAaDHvyDyzFV2tBL2z3Bx5dXwwzD3nf9Tu8J",
-	"zaePb/MDfPC9v4JRF1bwO5itrXLYuvGMua0fMDNVWlANFeVd0N+Jgdul9t4JjEFnxEk4rSd5oqsrMICL",
-	"jk+u9oorZ7nGngFjlWcsFlEy4ylOIJ+NRKa99emh/8WwsN973P2u+2Tv8WN4t+71d+MOLlm39527Elah",
-	"/12nF2JLAcbKQTqYMiPjcgdGS/K8YEO0dOkvPWviA4sPOnbJ+XzeKa/yd4s+jtWMJxK+uJhwIxZ8Sdk7",
-	"Fyo32H0YU+0S6mkCI+qlNmJW+odcm7bEaJGOwcQdykOaJuY/FZ1R7B0km4gNUe+hjl3onbFQBs6CioBt",
-	"YWRiUqvSeElRKC8Gjx7ZzzqRmjkMY10mAL//fPgrLaI8S8zyDA4AG0bHQMRhTnX1aymsRRAD9VGuNwQy",
-	"2DDvdh9Hl2KJv4iww/4plrZVN+GN4k5zzc5eHLb7+0+Gcsr1FE4EOEtIFNkmFBpBI5UsgimYanoplpiP",
-	"+fzo1ZuLw5Pji38e/fssHMqmzdtioQuWxGKmnJMCjzo8anGe5VEAa06IlIkcK4drzSM87Gw3arf0bT5P",
-	"GNCX4YkUmW7UtEMAGdQmJzA8nwGhC0ka7tnzfzJCqtcBSwXPYBCLz0U9oRHSS2Qaye4//oM9UxIOk0RJ",
-	"Ddzu47Xb4Nu2bYDp+ltBHhhYwJFIFQZr0E8FfOCWGGbjOu67RnSa6UjNRUzYY4OiHKSMcSUFPAfmnFom",
-	"gnH3unsddiwZZzXAFJwQLSzwRHO1hCQokkAvktgKAM8sD1usMDhIrO51u8CqiB8EzIqJvfQrlzBJYn3b",
-	"vVEqPIlh2IkwBH5aupmNSFNd+6q2u/mMx6Kdz2EBSRYjZkdCx7DKTYe9UlJgIzhetl1PKtCirkigwIhb",
-	"x5HrwPzeZYkRbgxsvj9P4ZxPEyMynoKw7u/jiUpyer/b7XRJ8vX3RR+5oG33H6fpWtQhSj1r8lX0+xpA",
-	"+zA34/b36MHkbK+3T8hyiabDeuzXPMA+uNxhKWCtSZMiYkdNWLNYiLkb+3GfpaDi6IBlYi44XAnjepAk",
-	"AZuqNKZ9fv32ZVlIy5rhEEi8a7UUWE0p8M16T5jOs0xN6AAfDvP4e7wskUjzcmkLdwO6kY6+Sq7zkz2v",
-	"ZBeRI/AVMakf1Wg2EkslY/Z//u+9bheX+Tgmgeey4CtD4BWHuEJrKeqEoullz1sCptTzA5eD7hLfQ4om",
-	"aVesYJBUbL2LZiKaqnKsAsJFjfG9aWTCjcmQaz0S8fz0WZYIXUmU7rD/zJVBoHt79s0Vci3jLh2YhsLJ",
-	"4kpsrLNphptaB4StDjuC07MEJLFqoZeRbNPzESTxgHGbf6yQ7jJh8kwCrVLG9DSfcYktyxCmf84noo4p",
-	"AjdHbcHIQAMVMi5YVYpFmkjhJPRL6hgjz32tLlJynEzyjJKktU3Jjh2KMJ6GYP9YYnARmSnX7HG3bHQT",
-	"nh7959ujs/OL8+NXR2/enoctkMCE79Bhb6RVSbJcakrXL+vxYamM3ybKickV+OmarlOubYHffKc60Qfa",
-	"hiysEglEciVci6n9ygscPr94cXT4/Oi0fIkSFmAxVamgXbVJ9ySXioW3Q/bWxnSDHbgzJMoNU+Mx6JTl",
-	"oUAHULfVYX9XMdCxz5bYfZM193qPWx32wr6Pf8HjPvsnXBG+Ovwv9xJ///f50VnYOoCRbXtPkP90n3N9",
-	"jciDhpGwlC8RsRe0yaAIysklNRIe4Jm297jHLIPZibAfqSTlXCmG3VJDR34o99tGXNs6MtqYSyHmbZ7C",
-	"LnihsyROqQbgiU9Ux89fHnkUBaY2Rgw77O8kyXrdbhdNDJhcOZy2K/HszevXR8/Oj9+8PrMIVL1ul45E",
-	"kLtRmqCKaK2MtXsuTo5OL45PwgOSwGCTPHE3wVxApIkYVb1HT/bAIiQ/Fq2xDW5yzbQCixcZbEnLb7Vu",
-	"1BNgtYAlwDLCbRn4COqglKnx2PHwiVfEoIfydwIf+93FrX9Hnyow1u/wZbvdZpWf8GHotw1fkeq/o7T/",
-	"nfmlOYlmM56CHl/GSzTDG1EWFsLe9ctCSwKFdmfjE1dq9conr7edh+dTRyTrjnB+kICBrbIMVgp+9ldO",
-	"QVAz5hlowiBMD8+eHR+vz2u9sAcm1LdLcUOz1ERXOxTQZgxc2PqgohtSxZBfeRUyzZdW3yMX0rLDXEtT",
-	"liaXwh7/+Ah34K2/g99biubfY7+z16q0iFRmmwRxQ/H+1f5S64MWNS804h6NuLX9M7UbcheB7Fgfdr2T",
-	"OY2/74hvtXc57KJtKQAEgbdbwGVsDB5u3tOVqix8zg/2OW4LaatQrybEOEqhQOx8o2xi7MpGuu5w60/+",
-	"oEb4VMJ4WX8qpiumcMAvS+yx5o3oX62D9clhAZxR9poahlspik1kO9fedMojvVzdWh4k133RQmGXNotr",
-	"k9lc/1lZnu3Niyp2lbcJR0VTI4rQr9NDTfksPLfXR7nzKR1lQ79aN0RtCH1ljrkWKq+Tfmstuun5j1ck",
-	"7m5NuesEQF1fMXrG/oZnwHuCIcjwBjpOtjQRo6upYdiNtEYF2Pj8PonSWuL6lGJ01gQZ5ubWWp/Dhppt",
-	"bw6uMnt1hRdWKlJJaaWw+4CFazXjKLV1WQqe6Bsozh1bNJfv7Vxse1uJDiQwXUs6tFiYRSMVIj62VDmh",
-	"VID8qFkAv7wQH2XZfHPzywO2rfnlrTgd0UAlT9uUqs5+Z/t4vJ8pEN2o+VsRJ5nKM6aTWHTYayvU+AgU",
-	"IqrmBeNVO7TgShXsOMFaBaRIGCNVE10vi0tmp1m8VsbLNhvQ0HamYHSigCa3DM2S3p2DAESrl9IlOoUq",
-	"7PAQMB18bQq1lsvvaN8QEdx5h1z2eQ1yWRP4HkNEwUojnzo81nWyr2sUVHlj1KiK69wyW13HNiAq6aHs",
-	"Rk9pYJcWwgKWxNLwoLbt0HrfeZgsatLeN0NpYRCd9zQMWAGMSL2TSGurgiU6RZTYdu1B5zTRocRktUhl",
-	"cYkMjJMrdt1kXGpOhpA9SexMAierVAY0ifqJSNDRNVJmOpSoIaFkth/D4eV7sgtvqCkz/QujthCkg0qn",
-	"JmDKsFwMuHwow3ItSDKYhVoX0sgTxFbUxKHE+x5KLpnAjHlsr2T7xhQ6tXvnBxo075bviKfG7VYhHi0N",
-	"mYr4C+z3UJbLb9pOcx4wk+UCzW53gjjfn7VtE+Py/kHBJlJrcrZ3fU26K0dHTmnp2ARPlgp+ZYvKYbVy",
-	"zFGsNKRCP4cLneBmUOCfPXzY32NTlWf64UPLgcXRh800PM8Mlw43HbUy96bPj16dvDk/ev3s3xf/PPr3",
-	"xfn5y7B1UECYW+xPmNeML0GMULoqxlrXoVsoZrR/fR0wzmySKzkY40zNgXQ8I71QjIxIUzyHFhZ1yU/W",
-	"NUpdDiVtNNGVT98wqSlH49/SBbmcteHooLQNhyrOAaLeoXQMQxJOwQwCNsrUpeiw5wpnNsmF1oNNLcgK",
-	"wscPCNzmeEztxKvZ8MXsAi8vlUgQA26r1tgBS8YwAYx54u5LtegMJao8sHn+xiQadsKZ9FQ0Rf7mD2qk",
-	"h/KlsnDNjFLEyZvMvSXprMki5zQL+90+O3Q519guSkY2AsOHEoUIZvi+VOTKDFnTR4Ju2dbU3qlwgKDR",
-	"BUwppfjgGCUI3lB66bxIyNJVW3X8MrxSVx4nqWiVoJqs6Q5gVKsW02ULw7IezCYLnx+9PDo/qlR40dfa",
-	"P7On9mRwltWAIjq5xXfGNR1K2CQgegePDbq7NmquS+mgKa0UocTUGFtjddhPalQJEjpYBUubQ+moLsno",
-	"qYQ9U4gHDByxVGnkJTiuaeqE92BBheOEwrNZLol1h7IJqzkrvSAJtkUEFrVeSg3vVYYkHSSytkSE0L/4",
-	"lrb21SySSHSA/cvH00ULRIswIsvyOYIaK8XU2AhJ3uViy6waQtoaZ7NEgq0/lLRExGpJZp9Hi2ZLa9nD",
-	"h99hDl0hBdE3RjsGpFCkSYUHxPtbxSILT49O3pyeX5wenR+9Pj9+8zpseXFJr8+RNJlKh7Ioeo14BqoQ",
-	"0yYDprOgSdY7T0Mfj9uvlRROK3eM9ri7R0GFXLriMdAjqJuu1Qy0r843Qel3zr7EBGh44gjacOQFrfBQ",
-	"JQ+jdoSqrkSG6B7kWMMw1wNt10B32CFzT6Xzlj4vHATN8LePYaETWhxXXFLn+3CeiCnXLXTPEoNeiUxj",
-	"Tl9YpqaFhQSllQrs0QzaDTySEoqQqKzi4qYD3OQe2AxXYBhB37KyhOSPViRgyNwu9LNCAzH8UqC5pOZU",
-	"CeYvdCH2S4XCzbZw5bg0FTGU9j3p0CHnbqqw2Tqn89EbGmXjCkHAXFj4MKRjEw4O3tZizjPMCcMuWWoM",
-	"QiAxS2b4RAe0kcDUscpHKaG8CO10P2vnWfPPlbAOylccsGHj6vGwEbImhqt6vW6rww6dCiNSEEPN8Opx",
-	"WNAbPSFg4bBB9w4b5FDn1Ui0sI/tsHM+sX5sNZvzzFO8hhJ+G8BYV12chvUjhHZaHX83cm1VJctiNFyi",
-	"lQRdayH4JQvfPXIvZGkePS9Ctw7WVxv9Q/wS80Uti2P0glyCJHeevTk9wziXFvYVitwE3IsrCu+bKVjF",
-	"RdS40Ia1i9YBcWa4W4My/kaygadalYfui6PD56FVoskTD9NwkSfcVJIoaN8h9kwTY3Gs0CA0xQZbQRkQ",
-	"KMMmR+WMi2e+OaHAhhVT/e4ee62YjY1bUiXXKL4O7C/wlF0nSoXDedOBYmvRyLto45PE3sWT/LmV6R2o",
-	"jhw6BC9uYORCUyT7JNGYXAFv8nc4RTEcx5cs4lavODw5prAMasBZMklkffZZM4S9vTh8+fLNu6PnF29O",
-	"j/9x/PqMEi5GSxe3BHW+1WEnmSBnpUb/Csgn6wr3rRRyMHgKUeDEBUa8aiwLuMJzRARVdQn+dL3LK3/Y",
-	"xud23DM8ptvnyQyzzcm+zASaU5FoH87naQKHrFGM0naKTJszLuORusZb5pmKc1QJh/KNdDZ/gOfIzLbY",
-	"O337+uLVm+dHYKqDUfrwoaYRHj4kk8OumpUHfi7QwJ4U+SglJzWor9WsJVRZQJOSS1AucFsxHxYMimmm",
-	"FnzBl2VowL5jOJSJpDwLijRbUns0EyZLIgJWpqxKP1H88OS4wx4+PCne+uFDdG5ohx2G1Zag0MOWxkpl",
-	"egDbjg4DzFIdYU8Y+LZCXmTSNldStVpB1UzWIJmwi0x43baL2IaTxNqatJzY9Jvqytdfyx40hGNiI48t",
-	"MI3RsbPX3aO2T5R4xkuuWmGpciGZF6lHFxERDmtKBefmOkVZddHOiFRZWmg8E9Hzg/JPisz6QRPEh4cz",
-	"5dXR+enxs7OLw+fPT0sd60dkOtpQJMVj5+bAJQrc7hQ+ZbJT3SFumdJ5mrH5ln051w8Izrnv+nvdFuwt",
-	"N2yG96IdQZE0tI/o9MZAv86zq+RK2F5N8FaxmHFpI3cVbdLkGQWwhlKNx6wZ/nj49uX5xfHrnygO/BRL",
-	"y8HIJo+kkr6oSVZeVSdgbxUNTyTwoRTLgLoGkC7u9iiRHgOXL8lSKpN0DryJdJH4ebGdlCZl12lARPA0",
-	"Vdq0iyLaQcUsJ5cEJvCBaYvaRq5zniKN+wEGjKWTgbJiiJehaqBWTEbimnTY0p1KEIyg9dCgC760LkcX",
-	"7d7inyNEHjj3WoMay5sO2GoctGYd0JJskx0XDm6XSDJgPXusFIkQpF4lmsUoZ7Ki43nF7SNVNuNpuqyb",
-	"WMU5Ty+41/9hs/vegQMy+iRD1YFW3KXNFEz1QFvHfrMEA5SsxrO54tQsfAh0LjlMQVQjUTNoeaGCVXew",
-	"VXEC4uhRHl0KQwlDFJxHHy6mT1iSL+ojChYE9oP9LF4TdLRxdfVsD/infW1XzcrLRIOgjfG4oimkoGOW",
-	"/fzQi+J2rGnTZfA9H3e11W+IJ+dcmw0e9VaHHaNLaJRIocsVQFMM1PnOBPPZtlBhULzCfrc706F1xelU",
-	"LYA8UZCeF+8FFkudLkCnFAWqPEkf1lB9MJSht2qtDntro/2lDCHhT+IFqFgWGQGhpQGcpBsndIkDQ4kH",
-	"DXMl6bYtCC5paVNsyzOx9oYT8x06QfRQwju50ERVxywsz0zw1KeWoEgL4Wl5GmiTJZeFhVBRtoZyU+rg",
-	"ik7WfPf4mb2V0WdwdsLQeWTyTMRtSk20Nh75EedT7iRnEVnHOvtppvLJNHAHBjYEIbeHkEUGmT1t3cpq",
-	"tBJnSZomNjRjpXVolOFpCIq3FIvCsiZjMYxSnsywyHFTvFWKBVY7RlMKQ1NHGzwZwgPX/izly5URnV8P",
-	"vqKbpGJukCI1zZ7RmDrm1pjUfXS2ZMLZV0pGVPoRXrfh4RglpRvaVrKEgbXRcFDpmWT+CYCbbMue9FCe",
-	"2hoHTH51SQSu19VqEoLzOXghM7jQ5jERUkJihrLACNXMKDz4wt+GmJs/bARsWII80Z8xN3zY+GitKxbC",
-	"3wWmwkpT0qF0XUkp4OrexDYwYD+fGS5jnsXFN++brgJjsVh0tP3aVWBgOUYLbdaHD8+SiRTxw4eDCpJD",
-	"UP5V9lslMnCf62QiOdB5WIr5osclyLuNbS7JlO2wf4ksGVOGYTEYUw71JOMLiunbE3bOM43sydA9Rp6l",
-	"cQ6qupuhZjOKD3DJ9q3DUTOVxh1610PDUoFFVjIS8Mpcuh0sm9L5Mbia0Jt1LjYTq2qjqZyMy+KmZOxf",
-	"V0QKrF5Nvh3t6oYp+IYfroPMwsgFfaKf3s6NdAgWYbBjhL6AKON66pLGMZZVSC9JHgWvWodVUTu0KZQn",
-	"H7ODtJaBcxXbqRNb2gUFhSgh6gF27l9fo2GWR3DDActEnGSULW/ND6JYOk48f5TLCaPzzSmC9m1d3KnZ",
-	"6zLt6datgIA+cAr2UNhnOqCtD9jjLv3bZ1P4bIoKTK8Lf/X24Ge/yyilrr/HpqyJAvYDbFZ2UNVBUDo5",
-	"p7IoAEhapW6MXg2/FFx3VmLnaDiBNqcy1DhBN1FSwTnRYaGrMQ9dJpN2oxYEYGM1BxWpRX75EnaJgmc8",
-	"Tdfr0f00Kbt9/0p0MkqREwgbb034YRjlUTm+y+xfKX7HUC3Fxg5I1UFZSvWjNEYBDhVaLbXgPUeVKI34",
-	"GKfjSVvSvyKepkV1YVBU3gV+4edaYSdqlg48KaCyNUoq8dFieGRy0MiZrSw9sOHdlQ11G4D8cyir1IH+",
-	"p7IekHwvVG5ZVMDCVqwVwQbOp8lW3mS1ONWW5qB3YzY3tmSF0nLcilWDlBhK0qthGFIUrOWOthwS9gPX",
-	"etsWK1TDRNagLmowihyXVXwguASXHZjWBrVQi1UZg+cAwxdgWbFAq42kJuj1C+mTchO1nwVPDKk9OGye",
-	"yYPy6XQIgG2FZ4CvPLiEarLwC1/EaakZOkXvJr8DCBnP7MKE7sJh5bQyLQps9qGsRuq1sJUtaH/pTSUU",
-	"Laxo/p2GWbLfrbn2u6uN2ZKyXRhlv2MG+xwtQdzm3131tI/4XhYpkCVI712YhXSqllUj9iHu699Zf7/6",
-	"iFulx1BNr8XqQ/ugfAt83ipMPfsdJPocO+8VmUi/F5klG/P2i0StVYuhudfttSjhB0neLjxaKNZUVWMW",
-	"/hKWz6AqFTFOQBiB9EqXpLCECy87CvZ3IqTIkmgoI5Fae4SnE5UlZjprDTxvFCjRc+GXkdiNt+LGnjEU",
-	"mbXdMEBehIvwEcytyLFbsVowUc2RbEnizf71dYA5LLAncB7xNLkULWflkJXiQhNqTA0B2okw4zbolHye",
-	"tOFtcGSnhbd7PdR4a00faxFjdaatgoNNpNUerDvAB6AdEykMGwe/PO11uweLpz1QmokE8dP+Pnzoko+K",
-	"Mao3Z09/+O7ArNybPe3vwYehswzDLKTT2MJ/ut0eSorHzLnWLEsmU8OkWhAtm9DbL7fxlPqA7c2JfBLN",
-	"xnma2hMODo0CaYAObpc/WCHMwptSwwMespmXh0BSaihtYDKfo+TFdp0RlzZfEHNfqLc3TkrPhWuVvdft",
-	"uVg3UjjtTVkchcLzDQEtlC0nSifLVifVeg0Wa1bWLRhK7hTznk0wWU84PShC1lhpgakRlI5PWqtjDmSo",
-	"ZDZPwXAYSl1oGHUZjWAgw+QTlwZhvYdkRtYn7r0rVL66KrlTESdkhVsicBLexkhdR4nK8XpQCfyrbEi4",
-	"RzTYCvSiDQ+7g9keDlgpiCeoO+jOYTEinsVYBxRW+xiCMFW5idRMrJ0rdLnXaxQuttk7euVrvx7G/T5g",
-	"e91+UPoc/NIXv65lwFaHqAy93hLzdg+pHafyJNtn83bD+00611/B69h529lXh6iMXzaxuN3glfsrI1vq",
-	"SuTkosjQLtNxKf8WHedBwZX2OdVxNMaXS/IBY8xJy9ILW4z8QDs/6KBwmiMDF1BgBBGJtSDOJ6qTWY6y",
-	"wpshKI2ahSenb54dnZ29Ob14eYgpkSErwBW6rdLQJQ8VyJOhTGSbosLWskQRCvJTjSgORjAMaRIJqRH6",
-	"qGgklDUGjVfH543AwS3AHx+Dhm1xZPsQWe+q2yCC1aYYnpgpiRg4oH2VgifAPJZZok0SYZ8om7AEZ+5S",
-	"RpgWSHkx6MthhZ+nUfbJ85EfGkHDZrU0Bo1up9fpYvsArSTCaPDnCU9FZCymhB48egTftQlkqaOyySNU",
-	"Ch71u/1uu9e36EuNoKHmQsL4g8ZjHBXxjKaIyvEIfkw2Ii+BBMdEugKmPVYRKIloQYwoK4ChiUFHmGcg",
-	"UqI/+c3s4nZoMqTzHMeNQeMfwpwq5WOn4rT63e4mIKziukeHJ8enbmRYqf1dbjq2JQ62E5yHVdIY/Pze",
-	"J4pzm+FQkgZqkJlSpgU7yCeIqfKmCDMTUOwjHnk9G1JhavqGPMfPdSW72yVUrKBnFHAZNowlyctmHU9o",
-	"bUpS4jyn2KCgYpeKrgOLGhWs1Wnpigu7tPNQhXMmXeATPqowAdJ3UOYJytjNX5c1ABYMoIJxgbn1RuXR",
-	"1JVkUpIvZcjsdXtFUglGgJuFPFgxfsmCHsrQRv4vnh0+e3GEqdXlClmnQlHj5WqoWx32SnBpLK72SsYD",
-	"GIvWMDJCG7en2oaTyXGgCPzIfkfyp0rdtM+uPQD2hyVsEr0RMq285BGFWbCJwgpz7G1tCUBuH1v1Qr6K",
-	"TLCJheqzuiOMUKjnm9jGXvuovPBj0Fg1DHa+2V6OHSdcGs6NN9OVxzFB6OztwuJ/57HDncdbejff8tYr",
-	"wsWb+j/cfNO5Uq+4XNpn6duKILjr8c13WdRyD7ScpFchr4jY1ipGfELwxJYjyvcfg3r5/4LLmNrGon+O",
-	"4DcwCcu6Z5Cl6zF8/LriWpl/9yzRdchKgkSvD/vxweKQ2gPxBoRFNzckuI1Mds9Kf2FWOr/xXK7lJDj9",
-	"QT/aolMhAIWF4soEmLNkfp6KWEUskdZvq0U6biNOGNZYvTh/9ZL0sKbNKiS90ixToUE3pgrCorpc8VjE",
-	"dIqW+SAB1gmYMmNTz0XkJYbg4Vp3igG/+qrWt6Crod8Llm2bplYC9Nbu1lGpdtkKlflcyLJ4pHA2S7Eo",
-	"IebZ4cbg5VDeEL1MTBGq1QNWhDI3xzGHEpEGXDCzbvdeJtocOdTbT5O2Tk7V6RqJi1VQVTO9cdEs1uIH",
-	"IwYS9hlvDBoIz1YaYVUoNoegxz8d3X59fm9gnSxqNU4J9M3lfONUHNT6TseDB5APT/4KDiycEUIL1xxZ",
-	"h0UhFC3I/bn1Fz63gAhYAXHt5J7lfl/mYex3o+A7tchmqug5Yhl7m0qHT/kqFTqa2QZ1jkqf7pliR6Yg",
-	"03P7Ta+V+VHZJq/fIhf9Q5giC6KOjT6VxvHG4+eE8l2ffEGn3u0GDRpzpWu4+D9zYYsG/YQO0BIXgYNr",
-	"GWdCT1f69www6luB68H030lyJeRQNhdTbjAog77cKrA+4rWBYbhItCgbda925/aTqoyi2CYO8MAe1OgV",
-	"qiRDoSOpGOCBZoJnaSKyMhvEyiinew3lpZibooDX5jaQD8iWTrpiW0zCwpoCkaY2kuS1P8KBuRnK4lGJ",
-	"LiGVyOuJKRiUOIIBHxvEsWEg7vygboQHFjun7L9Uo7lVO65/nmhFzvq7ipd3JlXr+8F//Pjx45oo79/Z",
-	"Q2t712yQ7J4r09aRNyWcaK5X2BpRYoqco8vW/Znwxc6E7g5nwkrLiOeuXQfc39tByp8QaNe5UghvSfft",
-	"7/J2BRrXKxEn3LXC+hYPsjMh45V8vk1q4VTw1Ex/3agSHlrvfB+Bl5NU+BFCV/WXyAnWXJSIIyq3UGwO",
-	"aKFWdXyBD7+VX4FuffPPL+BTeAnnndB6mwfhgxpt9h+89twCAcZFhGnP+SSRtsb8UtjzMU10jVIN2vxP",
-	"8IAvaLd/UKMvYLXv0N18g9Vu4Up0gU5JhdlbpkPd0XY7Pn5SozO642ux3X9So5std1iQ++Por263fyBW",
-	"d7IGOb+UMoXFvimm/KyA1AlJ3SF0fguUExJ6KZ4Hrv/ICu6tB9lzaDUmRB6yKVhZLvXBJyPv4CMJnQTb",
-	"syLU3lDSZCmmVCAArWGrliHhH+r0YxrkJzX6Kr0O2P++XjN1Kw2vfs/XX1jN3LCZfiuA6qbu1tLMQnrX",
-	"tTIrGoxGSoJhvtf9oejSVnzY2IY7DCv7fgPx1KMQb4cx/gsYM9+gVCf5RBJuXbAHm9OuPqjRA+1D0swz",
-	"NcmE1h32DnVvQjSol/O2ULFSIzuUlfTaAUHD+em3Fp5BLovE9fpA4Dcobb91IQu3FXu3TjBna1nudAjD",
-	"DieaLVRmpmzGLxM5OQAdHxM3SxMOxMkmWupUFOttPf3vndBfxAm9SXJ8Gv/9pEaF99nix2zP+sRMgAe6",
-	"AJux8e6TDGGgRa4ZtgdBCCaqE6J+cazb6Xb2AoeSEGV8jhkFDm+5rI8f2fYkzIjZPMUqHMxnQInXxF6W",
-	"F9ZpeVG00LeSKWwFQ+lnI1pnK9zofezu1xdUdD9gWA0v4qAApQ1YIi/IixsM5SzRCGBm4YMKnN+5Uilr",
-	"hvPJNfx28TBsudRHl0lZTZr0qtKGEqtCeKrLljT/UKBCm2QmnGiPqI3JRF08xI5k9Ak8qMNeq5UqlAF5",
-	"y7WwOdBZtgTNOok1uRiw1hhx+vQBKt5k26uMutfgH/koTSLCipRAZmlqB+Uz0RlKh1TlgIUom4sqZAYr",
-	"6Ddw2zZMoqGsBSViK5hEgY/NUzR0HPzQ/aFbdPNJNOIqOdQlBCfbDrfkAP3PS6QfmiC642fMNlVVFuVH",
-	"SVadVdFiDP1bZsOR+Mqy1I2nGzDNI2yvc+BgGp8ix1SPuVVHSb0JYVsbIDJkiY5HZLF63N1etf9EQXvH",
-	"HjhP4MyKRa7zxQWNKrBXY2CyXKDtbHPfO06d2J7r/mYuENQhVlE+c40oMe/djbPkszQMCJswI5hV7O1V",
-	"69i0w8H3jc9UftYaZrqpPu70iul6HdldZ+F68ll7Ty9vf8G1lyl2V7R05wlfXiYdJnvZRd7oqvU3cCsh",
-	"7L42QRXVfBsJ/PsQU9E+gQTcPD+RBHAt4Gl4Rnf+BxGAXeKNBFD0t93FX99hJ3wiHGQ0tqih4sOizsew",
-	"RGqRGc2a5Npn1rUPxyIcJSu9Rlv1Dn6Hafwlnfyu5uyOHP1eN+Ane5Xe6HO+3MXvfweefLtsvje/JppQ",
-	"1HIVvd4JJt+avIlGfIJNS+Aa/U9MNTuwaI4cg6IHI+wc3libUAGdv+NcUnOrqXwFFrrdsZujHW6N7j2j",
-	"f/WIx7yUfU5qF+IQzdzavKZnWBUKer9xtdQddsbHgnDCd2gnMygQU7BwzmsISJg2ljdtM/AOOyy7nWAH",
-	"HGqqRpeR/WER0kmIDaXD2m9VIi573X5tGAPHsS/+yceA927/FMvGpzL73ecFVV7HSwuipyWZiK12viZr",
-	"enctazYpP0UNtut9sSJqjs755CZex2s+Bo0aoOmbbi1vKe74GDQckPVNdxfX+dLtXiau+Qj7O+UIAR08",
-	"t8y9c25SleeO5Vst/sS8pP6nTvgUG/z9aSfHnx+Q2+8+9gJyQuYzOHpu6ITWCBpbwYjBytgYtNulcVol",
-	"iFffjK01cDVeVPhD4A4d9iaruix3bEiXSNQ5h7J5A86yRXV2crOmG5TXAsqCWXSG8oiamy34MrAH87bu",
-	"dTcc2rajzDqydHF8j8tOCNRm4i8V9dl+n8mWdCWFYrwgpEP1nxcKRo2u5dvHu9WG+CuPO0fttSr9eM4I",
-	"P4u7DqwE+JzI1fYgQ2kUmwhD3XkqfTT8ZMNSTfOb99Q5XW6tTI1hVq8oq/irMptuUGU+Q4H59nSIx3X4",
-	"B68VqPRxMk6KrqNEc5pcNWstaRLtnOj/oxbvPkh750HarZL1k5Ml6FZX2YOiaN33i95uNhPZBESAiaa2",
-	"DcXjH560BoyPLDrTbAR2J6JvirFhPEV4tlDmaRqyTGCvi85Qhg7UlNr2w6jUM2aEUC+sGf42bBTgrY0B",
-	"+23YuIR/YaCPH4uhWHiJbb9Wrsaryot4mraoB+9qr7VCA6g27sbGZHPb1bumVxr3c9NXuogRQk7RlGz7",
-	"yfEWO6bd/vC43cFx9yZ45T1KEzyoDInb3MZl/dudDL+Dhf+HHYu2913ZkLdQUaRYOLK6F/tfg9jv7WKo",
-	"ex3Zf0Tb6U+0t7//tPmeOp74Rs844vbymMMOKwW/+ZDYW0wLZ1z+Zn/7uB10g9nLWAhGeugHJwmkPBNa",
-	"pXCY2BQOxpmeqsywaT7jsp0Jjt3+iwjXuoVADzgn5IcVQb8uTzCMpsXEhdH4ygypmwwLpTLtMZB2WARy",
-	"5hxLm2wcx97WWJWVGwppfubtX9vvf+sFT/Y+1gXT3u+WdDI1q7HkG5NMDu2CYlTGgpK4ZpPu3R2mxt3k",
-	"mtxCQP256SnPLVSLRw0WSWRjDBrTtnetshPVHsWFnsPZHPF2bSuGhSoQe7GDQVF/XY+2KHic2LK2P77c",
-	"7jOF0oaN8N9py9IjDuIXrdY7tc/4grF81wj3S4fyM/EZFXx2rQvwHc9LUTdBB4KcxHebZ/AVuG+IIm4O",
-	"etsVu495/9Vj3lkhIpykckJjc8TbXoFQjipjc545JcTyFTuv+kdThQ1VSt+plRqJds1WKOOVWoCLGFEy",
-	"vMwmx78Rl673ZRzbfnFlKyfPzMas4U+IwGP/85LtbY86apQnlRt1KKu4Q2WXOoLpDxEEW1OHPRY+8gbc",
-	"HGinxbyLOPuK8LM9zQcbmpiTgug6Zhf2KLX4tqAjCLESuEAHbhmBzukK9pu305SK4CBIXFP05l6vX+oB",
-	"LdidpTT82nUSda28OXW/oU70rBoBsEuI8pqYvRTYzmVTEdefKYC/VCYC7feflIhgiW2Dl8Ju8aY0hPvU",
-	"gq/UxfFV1pXWhLGJnbEYlEhtLY7t1cu0L8Wynch2rreHsp3wKTuY0NgrVaj1D0d8qAwBmXAThtIeFEld",
-	"y8tCvpVgS/4j6icfBnbQSpS59VcLB1c35sTV9eGL37hEn1rY98356PpfCYf2+1s5lBijLa6xC0e7DCRt",
-	"3sGMkne2cag9VuyotvGwphCQqmoQPjvVT6ZkJ6oqu1hjZoy11rarpb532BXJ4s3FyRgBerEyjooCt3E0",
-	"vew3z7zfagE7aS+1Ec7SaPF8K7ujila9GNtgRTep6zW+VXQfbHarfq6v46vxJmxXJ+9dCPcZCqsZCplj",
-	"ok3siy1cMPZQ64A4o5alozxJYwLtGSepWGHfB7osb1FZ6UOw2fSJHMqfQ6+mJgxYWJa1hK2i0T97/OQJ",
-	"tsaF8yWNK9Dq5AEP+91+6Fq8FDqkKKGEcKaaJeaAgBBCZ9qEHk4CXG0RVDS5UD6oUWCtcpGLIay27aJb",
-	"f8hR/iMzaiLA2C67Y1XdH357mxIGnl6iib/jg+nTYqZUPOD63+EGFG1iP6jRNg8HbOdfpZKA3uaT7Pf+",
-	"HwQrUqE1crPBXC3NJQgNW+7nvXX/J+TC/uFugfvKga9YnSWLg1s+rZyHdAJWzsPt6uy7qW13R1ezSF2J",
-	"TNPxoZNfBcFWLFyCQqwWEraPJZv03FsJ7T9G68SpbdQ6EdPvXuu81zrXtE6gDMIRWk0QKhnuUyme7iwA",
-	"jXxefeSYbCu+A6iugcM0ssBFiUGHhdViUFsdsGdn/3J+CyIalqkFa4aYUhPpK+fMHErMxuVZxpd+AbOv",
-	"BVsE+MOTY+wqbwFomuEqV4atDju0KzeUpPzZfFcM0nmprPRlrIQerCW32/BSoXU+7u5hA2J4JcRuikSa",
-	"Fl2osxxDQXqeCR7rqRDYFXGWp1yz5pt3h2cnDzSuRiI/CML9icVYyEi0BvD6xYjMpRpYR+RT0PH/Bj/a",
-	"8OP/FwaMM8NH5ANGcDo+ARFi8kyyJk+1ohKhoUwxp2PC9JxHApcyTaRgYyFiTetOj3gQBtR8VkkBf6Gv",
-	"OFMu89cG2CjCyYfST10Ln/b+1kMvM+Ycw/zDYeMBfDpshAc2YZmUPDe6LVSBG/CtRzy67Azl4cwC/YOp",
-	"kMyENnw2p8xrfw9jOhSQXFzfzKlKbYdPC+Yjrnlk0mVtP0lL37fV8P+c8pbEiBneqKTYxb/qUnuD3Zwh",
-	"7wsXawNZEGWR49FtCCqnPz5je73vu/WMDnxYEjavcAfV11m24UNpuYX6lecm42niOT0dKQP9wPYTRQ58",
-	"YqPN3gn5yaobIMVWDt1ntCHt54l2wGzrLx1yY3g0Rddu0QUEjHnJZ8JFqctrDvBL+O7psJHNzUWv/7gT",
-	"6SuY81Zv25oD7b4oabeipFKlfKDvU9TvNbBbNoN15sZWY+czda9Ka+TN3sNnDihDMjGbm6JjMokfOFlt",
-	"f82gLP6sYB7i4Y3HMJ2TBiPHmAEVpYkNRqM4Tqhxjx1fjakZz0KivgcvkqYiLb1zmCKjyx7UiR5KUM8k",
-	"pduA7dZhNX11SfV4fvTy6PyIuRWwcIGxkqLDjng0tZMbSoudiHXTkavHRYBIETOZz0Yio97iIbzZRdFs",
-	"ms2RqwLW6yIYySyRuRFstAQ9BrESWzR30hJURk2MQJfCiLoaj1kzfHNy9Pri/Ojs/OLw2bM3b1+fnz0d",
-	"81RjVXeCqoysYCquIECuIj42w9O3ry9evXl+9LT8NGz52uZedy9YQWYcylpoxo0+zHOhvSbBXyw/x3/M",
-	"hvNWikWlnzJQlKXXv4DR+9cVhRtyxYt6+LWe756EBLJgU5HOYWe3oUuiBFyJWutH4nqeZGKzQHzFL4W2",
-	"smw9qLCS80iDUdc2jq1g+3tsqvJMsymP2ZxrLeLBUGJzblIsCNg7y6UmLgQStqZthxVJ2hEIw+yB9rMr",
-	"XVf+7SJgO6uzXTn9CN+s6mHUX6UHDOjhBZLDqdB5WisrXqgFAagjCi/t2n0w9l4p82QPEfxKzNRHskbS",
-	"kWpxa1GEnWKyXLZhkI3yh2rsrCHpdYAqW55zwxYcTjrrJsN4KGsCUy+FITePiMkNwxODgDQjYRZCFG0T",
-	"tQV74Q4QpsVGgnC649zJMxtZ1Qsh5ohiTGyDNU9D2Vxdm6DseIFNoiiHnfwoc66NBZjOBLB8omSLHEDY",
-	"/M8g7vZQSjLt/TYarqWNS5LCOvkOO8HIMaL/Fh14QhB2uc55+sfIyNNc/qRG+jXSxDcuGEuC02whMsFm",
-	"PBZADPdS8l5KemG6XK6ISMvBPv1UJcfniEzXZLYE8X+EORy7iNC5kOjZW+1BW9iJWKaC/ThcM9lEF412",
-	"Yyy+SDlISbA8HTuQbMS+tYhwKYUg2C4QtXgP+Yj8pr1b9Lqh/KMVOwzBV1u1JuKvIcO8Vg/3IuxehG0Q",
-	"YWDguY4MBbO7biHEuJbPbyO2nMRyjYvvrKaZnYkoE8aPW2H3jri+2nmlRe8XLXsumjTffbPSxbeS/buy",
-	"3jcXFRcEci+d/uplxU64CI8ZnWCxdLO9wngCjI7gEm9PX1IdL7bML3vqawwRxhi2Wun6z5rhz8PGw2Hj",
-	"fUjNn9K01RlK4GMLNWob0dFoZRN/nUzQ8go1Sp7wwHXbqTrhGbXnGcpMmTIigOinLLHlzzDtWa6xIg0b",
-	"SMG0sNsO/RnScDYhy3OaDyVPU7XQbJ4lV9yA5DMLlV1qamSVqoinLBZXIlXzmZCmdWAXibS7qdIw5YCy",
-	"PQiWZijxWUYFGI6w7n+7R754RXcdXKYyLG4uL04kixM9yRMtAtQOsZNUGVQeJyKNGRZAY7eJR3mWhqyp",
-	"hWCh3fC3py9d6Uydi31FnHyebvalsn9XJvknlfGuzOJdYqZ0VG4KGjgS94DHiMI/I6J7X8V7p5L+z0m5",
-	"/RazZuloYHztkKk/Y2pV1BvbV1OUtXpAFPG2wr6eJiD0lwerlndiW/XEmZrP6/RVGv5ORV5F1uxteqP7",
-	"EMC9ZVjBDMNkgl15KbgZhLtglqZLnihPm1bBQVVk7roE9C/HG1/MArrp9L1Pn7pn089JYN+VRz+NUVaI",
-	"+DOQnsHGD0HvD9YssoCF3kBgoCHoM5gRhMKcWOEQxonGO8NO+fuAgUYdgoU11/4Z27SWoK3bHMqZ4JJg",
-	"ptCoUYZMGnRqtw78ESnniNE8KRmsOOYnPJEBw/Rv7Mjk4X26AT4NMZr5gNFDuQkxOux3u+EqVpXDnN4A",
-	"D/25cvJrg4neaGHdLVz05xhyf/gB4uCja8y4e/zoe/zoe/zo2+BHf671+Kg8hzYGPN5IURqLc5GR59K5",
-	"2Sr6cgCs7EVHBI+mxOYUEbEBWwrLDjC3N7CBV3p3264+YFO1YClo1wgFoC5t4Sc3bIGYTKB5150nXgyl",
-	"jJJ+ySDKapj6DoMoMz35tqIodsWXN0dRSrK7N+XvbYSVuIunxj6oaMo2QSXJiny4L2c9bJGZGDARbXIH",
-	"EM/ega1SG0M61joXLt2YHmgT9MhZkRgqcqDQSDITfqyn1WE/2sQWTJdxOc5DSdLYHR5FHGmhMHjETQ4m",
-	"QSJZ6Fag+DgMqHqUaQGvhDV3aF4UCv/KTJUUXgMZKxwx1GSDYRlB4upFYuxhoXIzlKnShIpjp9Bhobv7",
-	"goa/oMRGfcFNyDRf6hLeXaX0YLK1bECsM5SnGOqCYTGb26G9Y8ypyADPhEGTyA4ksEsBvQ+B49Sm5yBN",
-	"rGytjWd8A16fW0Vfyp2+V9vvBf4tIyHIN+QpsHFr7bimTpOtVqH81hgJnonsMDfTxuDn98Ay5OOoazry",
-	"EqPO1gfSDCeYvMw6j6JZXMA0t/k8CVuNoJFnaWPQmBozHzx6hPHqqdJm8H33+y5ypp3cpkbaWEhX9tIu",
-	"Vb+ii8u6dvlKSbG0ol3EbJypWYkTGNjodgkVnsDYcxDK/vgOhWx9+B+TlCZWg6UQIOKScanpIx5dTjKg",
-	"KzZaMo7QWP4jqNZx/REvlZy0Xeb3QmWXYCDMVZoGmPREUNlcRiL1hvtJjfQGXbusEXPlYWwkwCzQzChv",
-	"iKLcbG2UIpGKsi1dAgbQmohtDkaZM0/Y7ZjmgyekU+69RxXEuP4sRK8hbHFK6fDSVsnM0SrPIlGO7862",
-	"cvijqw3EQV1CApa5vhwBmwmTJVGZtwsHQ8YjDFaIdNxhr9VK0af3IK+XRw2pWLUBCBhJhqou9WC9wsuu",
-	"Hja2iXJc50zlkylpI008o7GUgWoNZvwSaCODqVPVQot2BuatZH0RFWg3HeYn2Q5lM6zm8mHlZSXxlpYY",
-	"1AAyzWasWpBZrkUlSxCY22WVkHJHaPzUX3hz9vJhAQBLVw7su2QxwqC4bvcdFsbc8I4t4LiIVCwK9WWJ",
-	"/V3RrKbZWw906dbV+Yga5GDxRVidXMiaKmPhw/oMFXst+WosGTduqSofP39B8PU7GKD2lnMH4fHJd545",
-	"5dPd+YV8tyd1C7SLM/W//qsunIiSJu6wQ7lk/etrRuxCkAXYhjfRLJlI7DZNLrDu+jD/wKoZXwGD25wD",
-	"32mkxIJAOc4bD8cEjmqLmuv6Ii3pUpFqgclSUrnMskIxFsjGKjcBPJa4NnZ8WuTJr5zpKxyzySXlLiug",
-	"+nfhreJi1gxP3pydlw0WCuQNZDlbbqUZn88zdSXi1m1Zq3jiTtx15q6+Z7CNDLa2Rvc8dmseK5nnJjaz",
-	"8ZddmMwCKw1snlBtY0Lgv8PzZy+87gMIP23vXYE2B+7ByCj5d8PbMqN9iZ1YkZzk94y4mRFXVuieDW/N",
-	"ho65NjGhhRHf6ahb62Dj9XUqGWCsMmTPQulUmHD9qYy1OrHtnEVX359xNyKo3R9xn89bazyzmbkQLfVm",
-	"A61Alc1TKv4cCfJ7HFijDFP/Q2qJ5tqPar5Eb8anG2eVed3EWHDpvWm2HS733jL7bJbyOeUGftrxsLLI",
-	"iQQh4Rgpw6rfjsOOvcBCmrEw0RTT5G7JSTufUnD1/Sl1Iz/dn1J3xlI3nVIfg8Z1O1KzmZJtt55tL2RG",
-	"MT8hI9E+hF29uXFBeYe74WPQOMPgRvs8mSXyxhAcXWyv/fjx4/8XAAD//w==",
+	"HqHBqPCTOfxcYqXNr7gOv85g5F8XE5B4vsuFpgIkDqIwMSmWe9cKuUadfTpR7bUj44hk7NH9cfmpxyUu",
+	"zU3etdpCMMGiKZcThP8rQTUIBsT5M22S2wPNwqLgKtxdxXTGSp2H3eYycrIcD0+OmZ5ibWJiLPBdaZ/S",
+	"RAeMs9D62ULCigzdtjwEvZiFZPIRWYR2g+CrUh99oBHT0V6Ae/MwxGSsoQzta2sMKaJLf5JcCVv/CW/3",
+	"QDNxzSNDADyczsA1dYBsrU+DuinV6W2WHe72OUUvajyVK2oyB77HPahTWnCsl4muoR63bwW73Din8gUs",
+	"tX4MGlOuL2YqE16F3EipVHC5Nnt8oHfHxvmeb7Y5pnw+FxL97W670A2PV46AsIjq13e5xjr5s4TBj4lI",
+	"46ISororiCi0UTeeCioxYIkGRvnp7M1rhiYPmIXSAhti/mkzfETujbCF0hS+kFhSjSiPiHDBCswnuIL8",
+	"/KwZFoBiaxhhHXboEA5xrFRJl+E6lP39J7Y4OAGFFu3DTKD+OePZZeFr/H////9XWOEp32GMNeD1ACI+",
+	"KdEqlTfUkZKtcxtsjiM5clCXNxun9q66B/2kRusb9lLJSTvLpcQEB5VdBmyu0pS8DeGjD2qkH/2WxB/J",
+	"g/jZQRPhqOkTo2zvg3q0X8L2KKB9UZoiQR8gyk1oXJDU82V+UCObfhh2cE7oBNbbj6dxIhM9FTE+glvY",
+	"RetVWCRpykaCxSIVZsW/tr4aP5f6h8zTtPH+Y9Bwo2+fAzy64ODAviiwBB6aXEYivdXT146IHdBrkBgm",
+	"mdB6nXIztdDOy1wHLHyqFiW0hlZszLMDxBdScL6VWF/wvlkudb3DcjvSo88TK/Op4w3C+LrpdPlJjU7p",
+	"wo+gX/Nsq1bDkZ8c/Bez17s3u8U+lRLhhkme0YU3u8VghWMl9IHTP0I2ypM0tsDYQNzNEN0cjyzmdFiJ",
+	"TNGHN0slXyGwb+ER0IqS4C1slTMqrLpBwt2BDgFy8strECUtbUIyr5FtBfevS+NYLSSoxxfbfVbuMk8L",
+	"DVgmUm4w/Uw5BfiBRngM9vb0JW64Z3M5UniUzdfD3Y/cA2o1CrrzYk3g7AYLU+HpYqSg+uob1vqs4J2V",
+	"bPJfcpGLOGTNBU8wkRTB5izrItooHY7W123PAp4SoLdmYbEnYVDUSQwlJvk5mRxW/VP0SDT4cWigeU8x",
+	"KzQ7d3vtUr7y4i/13uOKb3i/1jVcXYu3cyCA/a4FiiQgNkQRRogMtZAIoaJZjhfudStAlPbq3A7S7ZDH",
+	"05/Rfreg2uVrPlub5F636hP9WLOX1uZayb0og2T76ASnvy5cyMv5xn2VpdHv9p+0e7324+55b3/wuDvY",
+	"3+vsPflur/f9f/tBvoF1MqwETBDJt9ft9lbrbgYgr+lQBd384ujHs+P/3uuf/P27/zw5P3nzpH/y/LsX",
+	"z569/u5VoxpFQ3Bg5I0GjluTZbCaCuBOhMacZybhabosXzloWIug9m17g26/0+t93+/u/TeqV5tCjmsH",
+	"73oocG2xd7rrNurjHaSDbFHCKru4LkGXjDudyy+VcgkIByyEoUKHQh7S5pD2WeibXkBrJYejNnfDT1DA",
+	"a6oJG36UEx7+/pPUvJ3CrHeTHLM27G66jGX2Up/xSXo3oqnTROoi+YVaskrNa6+zQilVCvMWbEWt8ab+",
+	"frNco4IuG0farMjssGiowxTARDuz2Gqe4oq/YUMw1EdA2ujksRO7AxXNf8UtatqaDoR5r1xS/uucT4RF",
+	"IdMHbCxMNAUrhKx/VEITObngLq3fOO0I4W0JsecO9MAqiXvWfq1KUKHKNZFfpye48d1oXyFplW96B9T1",
+	"ltjsK3xN56D7rJe0DpG62C5C7u7tf8esp4PFFt6Dbl9R42EA+Bp94IlmK060XRFf0IvXYW8RbE2KRQF9",
+	"Tn95uDAJAtdFAnOf/bQLvIL0nkz8cvH8X//4z38dvfvx/N3pP/+1949/v3tx9O/9d4//8V97nsKz1+97",
+	"8Z6VqVuAm2L5bobC2aD/WM5y1XkrULSlW78trjF1rG3fKwwY9tLJo6kLpDuNIeLSAiyNxPaMrE3JsLY4",
+	"tn4+NTW2RcSBghxeFJ9qZDu1wRJLGzVkJq7nKZcW+n8uomScRA7LkqnIHqmidlg/gb3+BTYmw9vXKJLa",
+	"IyUjkUkRdzb6GfWGZ6xAu4UBZjwIabIldsSx3zP03pa4tP1uh/2IgZ4N+G+VgRZTpQULcQzSAevr4Hc6",
+	"7zxP/FqQbvUApFe/UBRC23kJiuZP4zzD47GyCpotRAanZS5jxJORyjjwl0SykB6KtLQ9bXC7kk00vIJ5",
+	"gL3bbMeENeSC2sz8QtL8tqWeZs4dCpqTl5Z4Y6ZkAIQQwSyEJHRQrjHV9IClYmyYym3PMguDUwYYWBFf",
+	"6Kyk/Ow/qfOiVlIid1kNqh90H0tl2qWUCqu509t5xJe8tYj+HgCUE2P2HsLdtpVMtYPrDf4WGPjF+fkJ",
+	"s8gSsLgdP/90v5J6utft1lGRlfw1jQynKjNM57MZz4qmfm5/YRyvCYWHsLtdatU7UQ9Lt9nb02OLV+/3",
+	"clp9cPiPo/MQCIaOR2+0NQ9bDR5PnW63Xv664ZTykbyDArrb1sMWvcdIZFF5rA9JS6ebiIeyGdr0zDBg",
+	"IbW+Ijhtqm10RXpx2AqAYWyQExuXPdCsKLNtF2W2KzJww9I74bZJcTKp51iuU5tOHeoyxm1vl3e59ew6",
+	"EwjwnBaozsVB1WFvYJGNom5dLjWb6XzkYsE2qa+8pRF8MnZ1zSuPLerUZ3h2/igfzbpDWHxZz8TtfCGf",
+	"nXJ+s5NGb7EDdwuzVBCBtno67Otsclm830hVd2DBW/L88nEWetDdmL/epD/fLFzL0vgcu5CqENbfChSR",
+	"C538ukEXGicpGARwAQjrQm35UqKhWu9wm7KFHXO9vmgwbN3a2CWDwMVTXfLABzVqfWLqQG3BxI4FEreJ",
+	"uQWND2p0cbv0gEwtLqL6uiXrXtEEboCubqcqAEHuSICr0N23KeVIKDl5dOEHqO2zt1R4+G8XeDy2Qngr",
+	"DuAbgtfEwjv6f3dLn8FI9vt6UAEv/5Br1E2Zl+2D+Y+aJa6dNhl4lC9zJ7LPzz37fMG3u3j/wxeOMkvu",
+	"euXu5tQ4F9psrIm3gJ7r7L9L6XrQ4PPk4lJsaHdsx36gHaiJbSx/aAFS0Ls0YK5vJDubIhYK6Ncgu1cU",
+	"ZH15YcCQ/bQMAu/9ytluWqUXIp2LrEzYWFmq8Rhxlbe08sJSTLIKpziWzSOOO5+Wy1Q8qm6m5Pv+rOr/",
+	"3arL6jTX2a0TEmpHu6PMgZ/d8hRjf9y4cH9geV7dK8ceasmq4ltXxbc1D7pSw1BWsm27pyxeq7co7feH",
+	"1GOlhgvKL6pM0LO9UFebZ1r3jGthFDBkyEROEHg6ypTWZb+kxDrUtnoX7cifqJa6HmUXZLZs40Yvg7Um",
+	"pW6BOQGZkpMiGWBRqn/YhsghbIuY9a+vO+zQOcISl06KvsahDNdv2O8+ZhY3kHnAgeGB391Ue+V7Wlik",
+	"CSOujR7KJqG4Y0+1OM6E1sIqYVqlV+TzhV/i1oCFKKqUNpRC7XD67KVhMJShN47DIbLQ5NjHuexpZ6v0",
+	"4NOVe3KJWIDku4QhkxkBY7hrz1+esSmXsZ7yS8GKiEbxXQT0N0YTHB3DOAmEPoLr7CS9qWDXvaK6mRcw",
+	"tm5M5/NyCRteAngdz7rbL7b5O91OPtC+67NKIlKViLoRLHgTlkLlaJBQQ1O7bIH/OkiNrY43R0eqvryr",
+	"HCCWS1eYZf1VqnzhCP/9ZsHw3PJxXXW5oDpZQmswysZJSM4OKFU7oTCJXxXRhs8o3z9Yb7bmtXsK50LG",
+	"iZyEDARIis0TrZCZCKMZB2ZjTS9Xr+WKDSyKRDQVcZ4SmrHFBQzYCrG6jbB31uErsWYBlUykUysi66vK",
+	"smUxaUqKDphKYyRGh8S0k2tlRU7XuFhulblfdX9+kn8yaODuX9yuFonu/cSKpBqDd4cmdkFDimtzYbdh",
+	"uz0PVxYbBiSQi4KllWtWVrTnKygPqIdI5LMywAurlwi/PoW0zg9wNxlUPjV4u1vZLM/TuLqqQckJn5Yl",
+	"tSJq/u76HX+GJ3JVet0UddhoTa0MdAdO0hundufe0hUV+G6Q0nbOwPQ14NVgWyFhfbGLx4nFIEIwIjxm",
+	"qMQ2cAE+aUpUkwIoqC57q5zARenpX88C3ST7B2DsW69/yJqjJVuqvBWwcKKkCFkzMaUqt9frsn8oKVoB",
+	"tttNUjy8mhQaKoSGzTaF99hHZJVWp1QaklS4yFE1vbyYRCNowKOtPMC1vjH+8Jlmxq0Oh3kmrhKV6wvq",
+	"pHmxzZ3q2vq7bpuBPfELPdsN5tpyUrKNTiZSs5HQSSys9F6AEnILGfzpArSwvnYQrOQ3rGaUruyJxyfr",
+	"FLt1NW8la50suDt5VkiXP1yevUvM9AyXZXdf4Pqk1yo1ixHXdX8gPARIw2uCon8s+5treKvG7HGfZVzG",
+	"amYjML6/yxF22SYY61YdJJSMS9K3FA+aKnCHkws+N+LD/V6u7//29Ldu0P94s7/MvuX6Kr8v1/nt6cvd",
+	"8HIGLJwaM9chQSjA72HxvpmPZasyMio1m2fJFTdiKKUwC5VdatZMVcRTFosrkar5TEjT6rBnUxFdYhIP",
+	"y8Qk0cYB4sqY8QlPZNmt2er2QxknPAUJPpRD2Wav0UrmLE3kZZse0Qx7T37o9Pf3Ot1O91HvCdb6iO+7",
+	"g8GjXpeMiShVORww5AUrx2bezfZfvDvudgci6g8G9oNet9tx//e7XfzoyfedJ487vf4Pnd6TsAUnXMY4",
+	"DJkJhMCPA6anHDu14P1P7Py6cPEsT00SYT/ojOXS5urhyiA4BfUZVrHolC+dKjXHPuvNsNf/DgbrdB99",
+	"D3MZDHrwDy7HVGlDL233BB9fXg0zDHvf9Tu9JzSfPr7ND/DB9/4KRl1Ywe9gtrZqYuvGM+a2fsDMVGlB",
+	"NVmUd0F/JwZul9p7JzAGnREn4bSe5ImursAALjo+udorrpzlGlsVjFWesVhEyYynOIF8NhKZ9tanh/4X",
+	"w8J+73H3u+6TvceP4d2619+NO7hk3d537kpYhf53nV6InQwYKwfpYMqMjMsdGC3J84J92NKlv/SsiQ8s",
+	"PujYJefzeae8yt8t+jhWM55I+OJiwo1Y8CVl71yo3GDTY0y1S6iVCoyol9qIWekfct3hEqNFOgYTdygP",
+	"aZqY/1Q0ZLF3kGwiNkS9hxqFoXfGQiM4CyoCtoWRiUmtSuMlRaG8GDx6ZD/rRGrmoJN1mVD8/vNRt7SI",
+	"8iwxyzM4AGwYHQMRhznV6a+lxBZBDNRHud4QyGDDvNt9HF2KJf4iwg77p1jaDuEEc4o7zTU7e3HY7u8/",
+	"Gcop11M4EeAsIVFke19oxKpUsgimYOrqpVhiPubzo1dvLg5Pji/+efTvs3AomzZvi4UuWBKLmXJOCjzq",
+	"8KjFeZZHAaw5AWEmcqwcnDaP8LCzTbDd0rf5PGFAX4YnUmS6UdOFAWRQm5zA8HwGhC4kabhnz//JCCBf",
+	"BywVPINBLCwYtaJGJDGRaSS7//gP9kxJOEwSJTVwuw8Tb4Nv27YBputvBXlgYAFHIlUYrEE/FfCBW2KY",
+	"jWv07/rfaaYjNRcxQZ4NivKSMsaVFHAfmHNqmQjG3evuddixZJzVAF1wQsiwQBbN1ZKUoEgCvUhiKwA8",
+	"szxsscLgILG61+0CqyIeETArJvbSr1zCJIn1bdNIqfAkhmEnwhDmaulmNiJNde2r2qbqMx6Ldj6HBSRZ",
+	"jBggCR3DKjcd9kpJgf3neNntPakgmrqigwKabh2+rgPze5clRrgxsOf/PIVzPk2MyHgKwrq/jycqyen9",
+	"brfTJcnX3xd95IK23X+cpuuMh+D4rMlXQfdrcPTD3Izb36MHk7O93j4B2iWaDuuxX0MB++Byh6WAtSZN",
+	"iogdNWHNYiHmbuzHfZaCiqMDlom54HAljOtBnARsqtKY9vn125dlYS5rhkMg8a7VUmA1pcA36z1hOs8y",
+	"NaEDfDjM4+/xskQizculLQQO6EY6+iq5zk/2vBJgRKLAV8QiAVSj2UgslYzZ//m/97pdXObjmASey6qv",
+	"DIFXHOIKraWoE3inl41vCZhSzw9cDrpLfA8pmqRd8YNBUrH1M5qJaKrKsQpIGDXG96aRCYcmQ671SMTz",
+	"02dZInQlUbrD/jNXBvH17dk3V8i1jLt0YBoKJ4srsbFupxlu6lgQtjrsCE7PEuDEqoVeRrJNz0dsxgPG",
+	"bf6xQrrLhMkzCbRKGdPTfMYldkrD7gBzPhF1TBG4OWoLbgYaqJBxwapSLNJECiehX1KjGnnua3WRkuNk",
+	"kmeUJK1tSnbswIvxNAT7xxKDi8hMuWaPu2V/nfD06D/fHp2dX5wfvzp68/Y8bIEEJryIDnsjrUqS5VJT",
+	"un5Z3w9LZfzuVE5MrqBe1zS7ct0S/J4/1Yk+0DZkYZVIIJIr4Tpb7Vde4PD5xYujw+dHp+VLlDADi6lK",
+	"Be2qTbonuVQsvB2ytzamG+zAnSFRbpgaj0GnLA8FOoC6rQ77u4qBjn22xKafrLnXe9zqsBf2ffwLHvfZ",
+	"P+GK8NXhf7mX+Pu/z4/OwtYBjGy7ioL8p/uc62tEHjSMhKV8iUDBoE0GRVBOLql/8QDPtL3HPWYZzE6E",
+	"/UglKedKMWzSGjryQ7nfNuLa1qXRxlwKMW/zFHbBC50lcUo1AE98ojp+/vLIoygwtTFi2GF/J0nW63a7",
+	"aGLA5MrhtF2JZ29evz56dn785vWZRbTqdbt0JILcjdIEVURrZazdc3FydHpxfBIekAQGm+SJuwnmAiJN",
+	"xKjqPXqyBxYh+bFojW1wk2umFVi8yGBLWn6rdaOeAKsFLAGWEW7LwAduB6VMjceOh0+8IgY9lL8TmNnv",
+	"Lm79O/pUgbF+hy/b7Tar/IQPQ79b+YpU/x2l/e/ML81JNJvxFPT4Ml6iGd6IsrAQ9q5NF1oSKLQ7G5+4",
+	"WqxVPHm92z08nxoxWXeE84MEDGyVZbBS8LO/cgqCmjHPQBMGYXp49uz4eG3KlAkE5Lw+5fWaH5hr367S",
+	"De1bE13tmUD7NHAR7YOK2kjFRH5RVsg0X1pVkLxLyw5zTVZZmlwKqxngI9xZuP4Ofrcrmn+P/c5eq9JY",
+	"UpltW8QNpQKsdrxaH7Qoh6ER92jErQ2pqQGSuwjEyvqw673Vafx9R5er3dRhg22TA6AVvN1CQGOr8nDz",
+	"nq4UbOFzfrDPcVtIW4UqN4HTUXYFovkbZXNmVzbS9atbf/IHNcKnEpzM+lMxkzGFs39Zwpw1bwQaax2s",
+	"Tw5r44yy19Tw4kr9bSLbufamU5725erWsid59YumDrs0flybzOZS08rybG+nVDG5vE04KtosUfB+nR5q",
+	"KnXhub0+iqRP6XEb+oXBISpK6EZzzLVQeZ1gXGsaTs9/vCKMd2sTXicA6jqd0TP2NzwD3hNsRIY30Emz",
+	"pa0ZXU0tzG6kNar1xuf3SZTWEten1L2zJsgwN7fW+hw2lId7c3BF4KsrvLBSkapNKzXkByxcK09Hqa3L",
+	"qvNE30Bx7kSjuXxv52Ib7kr0LYFVW9Khhd0sWrsQ8bGlygkQA+RHzQL4lYf4KMvmm9txHrBt7ThvxekI",
+	"PCp52qYsdvY728eT/0yB6EajwIo4yVSeMZ3EosNeW6HGR6ArUaEv2LXaARNXCmTHCZYxIEXCGKma6HpZ",
+	"XDI7zeK1Ml4i2oCGtjMFexQFNHlsaJb07hwEIBrElEnRKbRkB72AmeJrU6g1an5H04eI4M579rLPa9nL",
+	"msD3GD0KVloL1UG/rpN9XeuiyhujRlVc55bZ6jq2JVJJD2V/fMoQu7RoGbAkloYHtY2Q1hEAYLKoZHvf",
+	"DKVFXHSO1TBgBQYjdXMira2Ky+h0VGLbtQed00SHEvPYIpXFJQgxTq7YdZNxqTnZSPYksTMJnKxSGdAk",
+	"6iciQR/YSJnpUKKGhJLZfgyHl+/kLhylpiwCKOzdQpAOKr2jgCnDcjHg8qEMy7Ww6vRCrQtp5AliK2or",
+	"UUKLDyWXTGAyPTZ8sp1sCp3avfMDDZp3y/fRUyt5qxCPloasSPwF9nsoy+U3bac5D5jJcoEWuTtBnFvQ",
+	"mr2JcSUBoGATqTU527u+Jt2Vo4+nNIJs7idLBb+y9gSsVo7pi5UWWegCcVEV3AzKCWAPH/b32FTlmX74",
+	"0HJgcfRhew/PacOlg2hHrcy96fOjVydvzo9eP/v3xT+P/n1xfv4ybB0UaOkWZhTmNeNLECOUyYph2HWU",
+	"GAon7V9fB4wzm/9Kvsc4U3MgHc9+LxQjI9IUz6GFBXjy83iNUpdDSRtNdOXTN0xqytEvYOmCvNHacPRd",
+	"2hZIFb8BUe9QOoYhCadgBgEbZepSdNhzhTOb5ELrwaamaAXh4weEo3M8pgbn1UT5YnaBl7JKJIixuFVr",
+	"7IAlY5gAhkNx96VadIYSVR7YPH9jEg074ax9qqciV/QHNdJD+VJZZGhG2ePkaObeknTWZJHzp4X9bp8d",
+	"unRsbGAlIxuc4UOJQgSTf18q8nKGrOmDTrdss2zvVDhAfOoCEZWyf3CMEm9vKL1MXyRk6QqxOn6FXqkr",
+	"j5NUtEr8TtZ0BzCqVYvpsoURWw/Rk4XPj14enR9Vir/oa+2f2VN7MjjLakDBntxCSeOaDiVsEhC9Q+IG",
+	"3V0bNdeldNCUcYqoZWqMzbo67Cc1qsQPHeKCpc2hdFSXZPRUQqcpxAPGlFiqNPISHNc0dYKCsPjFcUKR",
+	"2yyXxLpD2YTVnJUOkgQbNQKLWgemhvcqo5UOfVlbIkKUYXxLWxZrFkkkOsD+5ePpogUCSRiRZfkc8ZOV",
+	"YmpshCTHc7FlVg0hbY2zWSLB1h9KWiJitSSzz6NFs1W37OHD7zC9rpCC6DajHQNSKDKowgPi/a1ikYWn",
+	"RydvTs8vTo/Oj16fH795Hba8kKXXlESaTKVDWdTDRjwDVYhpkwHTWXwm67inoY/H7ddKCqeVO0Z73N2j",
+	"eEMuXV0Z6BHU39dqBtpX55ug9Ds/YGICNDxxBG048oJWeKiS81E7QlVXIkPgD/K5YQTsgbZroDvskLmn",
+	"0nlLnxcOgmb428ew0AktZCwuqfN9OE/ElOsWem6JQa9EpjHdLyyz1sJCgtJKBfZoBu0GHkm5RkhUVnFx",
+	"0wFucg9shiuIj6BvWVlC8kcrEjBkbhf6WaGBGH4p0FxScyoS8xe6EPulQuFmW7hyXAaLGEr7nnTokN83",
+	"Vdj+ndP56A2NsnGFIGAuLHwY0rEJBwdvazHnGaaLYd8uNQYhkJglM3yiA9pIYOpY5aOUAGCEdrqftfOs",
+	"+eeqWwflKw7YsHH1eNgIWRMjWb1et9Vhh06FESmIoWZ49Tgs6I2eELBw2KB7hw3ytfNqkLr0kJ7ziXVx",
+	"q9mcZ57iNZTw2wDGuuriNKwfIbTT6vi7kWurKlkWo+ESrSToWgvBL1n47pF7IUvz6HkRunWwvtroH+KX",
+	"mEpqWRwDG+QSJLnz7M3pGYbAtLCvUKQt4F5cUeTfTMEqLgLKhTasXSAPiDPD3RqUoTmSDTzVqjx0Xxwd",
+	"Pg+tEk1OepiGC0rhppJEQfsOYWmaGKZjhQahKWzYCspYQRlROSpnXDzzzQnFPKyY6nf32GvFbNjckiq5",
+	"RvF1YH+Bp+w6UZYczpsOFFumRt5FG7ok9i6e5M+tzPxAdeTQgXtxAyMXmiLZJ4nGvAt4k7/DKYqROr5k",
+	"Ebd6xeHJMUVsUAPOkkki6xPTmiHs7cXhy5dv3h09v3hzevyP49dnlIsxWrqQJqjzrQ47yQQ5KzX6V0A+",
+	"WVe4b6WQg8FTiAInLjAYVmNZwBWeIyKoqkvwp+umXvnDtmK3457hMd0+T2aYiE72ZSbQnIpE+3A+TxM4",
+	"ZI1ilNFTJOGccRmP1DXeMs9UnKNKOJRvpLP5AzxHZrbp3+nb1xev3jw/AlMdjNKHDzWN8PAhmRx21aw8",
+	"8NOEBvakyEcpOalBfa0mNKHKApqUXIJygduKqbJgUEwzteALvixDA/Ydw6FMJKVgUBDaktqjmTBZEhGG",
+	"MyVc+jnkhyfHHfbw4Unx1g8fonNDO1gxLMQEhR62NFYq0wPYdnQYYALrCNvPwLcV8iKTtrmSxdUKqmay",
+	"BsmEDWvC67ZdxDacJNbWpOXENuRUcr7+WvagIYgTG5RsgWmMjp297h51mKKcNF5y1QpLlQvJvCA+uoiI",
+	"cFhTKjg31ynKqot2RqTK0kLjmYieH5R/UmTWD5ogFD2cKa+Ozk+Pn51dHD5/flrqWD8i09GGIikeOzcH",
+	"LlHgdqfwKZOd6g5xy5TO04x9vuzLudZDcM5919/rtmBvuWEzvBftCIqkoX1EpzfmAOg8u0quhG0LBW8V",
+	"ixmXNnJX0SZNnlEAayjVeMya4Y+Hb1+eXxy//olCxE+x6hyMbPJIKumLmmTlVXUC9lbRW0UCH0qxDKhB",
+	"Aenibo8S6TFw+ZIspQpK58CbSBeknxfbSRlUdp0GRARPU6VNu6ivHVTMcnJJYG4fmLaobeQ65ynSuB9g",
+	"wDA7GSgrhngZxQZqxTwlrkmHLd2phM4IWg8NuuBL63J0gfAt/jkC64FzrzWosbzpgK3GQWvWAS3JNtlx",
+	"4eB2OSYD1rPHSpEjQepVolmMciYrerBX3D5SZTOepsu6iVWc8/SCe/0fNrvvHW4go08yVB1oxV1GTcFU",
+	"D7R17DdLnEDJajybK07NwodA55KDG0Q1EjWDlhcqWHUHWxUnII4e5dGlMJRLRHF79OFiZoUl+aJ0omBB",
+	"YD/Yz+I1QUcbV1fPdqV/2td21ay8TDQI2hiPK5pCCjpm2ToQvShux5o2kwbf83FXW/2GeHLOtdngUW91",
+	"2DG6hEaJFLpcATTFQJ3vTDDVbQsVBsUr7He7Mx1aV5xO1QLIEwXpefFeYLHU6QJ0SlGgypP0YQ3VB0MZ",
+	"eqvW6rC3NtpfyhAS/iRegIplkREQWhrASbpxQpc4MJR40DBXrW47kOCSljbFthQUa284Md+hE0QPJbyT",
+	"C01UdczC8swET31qCYqMEZ6Wp4E2WXJZWAgVZWsoN2UVruhkzXePn9lbGX0GZycMnUcmz0TcpqxFa+OR",
+	"H3E+5U5yFpF1LMGfZiqfTAN3YGDvEXJ7CFkkl9nT1q2sRitxlqRpYkMzVlqHRhmehqB4S7EoLGsyFsMo",
+	"5ckM6x83xVulWGAhZDSlMDQ1z8GTITxwndZSvlwZ0fn14Cu6SSrmBimy1uwZjVllbo1J3UdnSyacfaVk",
+	"RFUh4XUbHo5RUrqhbSVLGFgbDQeVnknmnwC4ybYiSg/lqS1/wLxYl0Tg2mqtJiE4n4MXMoMLbYoTgSgk",
+	"ZigL+FDNjMKDL/xtiGn7w0bAhiX+E/0Zc8OHjY/WumIh/F3ALaz0Px1K1wCVAq7uTWyvBPbzmeEy5llc",
+	"fPO+6YozFotFR9uvXXEGVmq00GZ9+PAsmUgRP3w4qIA8BOVfZWtXIgP3uU4mkgOdh6WYL9ppgrzb2FGT",
+	"TNkO+5fIkjElHxaDMeUAUTK+oJi+PWHnPNPIngzdY+RZGuegqrsZajaj+ACXbN86HDVTadyhdz00LBVY",
+	"fyUjAa/MpdvBsv+dH4OrCb1Z52Izsao2msrJuKx7Ssb+dUWkwOrV5NvRrqSYgm/44Tr+LIxc0Cf66e3c",
+	"SIdgEQY7RugLiDKupy6fHGNZhfSS5FHwCnlYFdBDm0J58uE8SGsZOFexnTqxpV1QUIgSoh5g5/71NRpm",
+	"eQQ3HLBMxElGifTW/CCKpePE80e5nDA635wiaN/WxZ2avS7Tnm7dCggDBKdgD4V9pgPa+oA97tK/fTaF",
+	"z6aowPS68FdvD372u4xS6vp7bMqaKGA/wGZlB1UdBKWTcyqLApukVerG6NXwq8R1ZyV2joYTaHMqQ40T",
+	"dBMlFZwTHRa68vPQZTJpN2pBADZWc1CRWuSXLxGZKHjG03S9VN1Pk7Lb969EJ6MUOYFg89aEH4ZRHpXj",
+	"u6T/lbp4DNVSbOyAVB2UpVRaSmMUuFGh1VIL3nNUidKIj3E6nrQl/SviaVoUHgZFUV7g14Su1XyiZulw",
+	"lQKqaKOkEh9IhkcmB42c2aLTAxveXdlQtwHIP4eySh3ofypLBcn3QpWYRXEsbMVafWzgfJps5U1W61Zt",
+	"1Q56N2ZzY6tZKC3HrVg1SImhJL0ahiFFwVruaMshYT9wXb5tHUM1TGQN6qI8o8hxWYUOgktw2YFpbVAL",
+	"tViVMXgOMHyBoxULtNpIaoJev5A+KTdR+1nwxJDag8PmmTwon06HANhWeAb4yoPLtSYLv/BFnJaaoVP0",
+	"bvI7gJDxzC7M9S4cVk4r06KAbR/KaqReC1v0gvaX3lRd0cJi599pmCX73Zprv7uymS3Z3IVR9jsmt8/R",
+	"EsRt/t0VVvtg8GX9AlmC9N6FWUinallQYh/ivv6d9ferj7hVegyV+1oYP7QPyrfA560i2LPfQaLPsclf",
+	"kYn0e5FZsjGlv0jUWrUYmnvdXosSfpDk7cKjhWJNVTVm4S9h+QwqYBHjBIQRSK90SQpLuPCyo2B/J0KK",
+	"LImGMhKptUd4OlFZYqaz1sDzRoESPRd+hYndeCtu7BlDkVnbKAPkRbgIH8Hcihy7FasFE9UcyZYk3uxf",
+	"XweYwwJ7AucRT5NL0XJWDlkpLjShxtQroJ0IM26DTsnnSRveBkd2Wni710ONt9b0sRYxFm7aAjnYRFrt",
+	"wboDfADaMZHCsHHwy9Net3uweNoDpZlIED/t78OHLvmoGKN6c/b0h+8OzMq92dP+HnwYOsswzEI6jS0y",
+	"qNvtoaR4zJxrzbJkMjVMqgXRsgm9/XIbT6kP2EmdyCfRbJynqT3h4NAoQAjo4Hb5gxXCLLwpNTzggZ55",
+	"eQgkpYbSBibzOUpe7AwacWnzBTH3hdqI46T0XLiu3Hvdnot1I4XT3pR1Uyg83xAGQ9mNonSybHVSrZdn",
+	"sWZl3YKh5E4x79kEk/WE04MiZI2VFpgaQen4pLU65kCGSmbzFAyHodSFhlGX0QgGMkw+cWkQ1ntIZmR9",
+	"4t67QuWrK6A7FXFCVrglAifhbYzUNZuoHK8HlcC/yoYEiUSDraAy2vCwO5jt4YBFhHiCuoPuHBYj4lmM",
+	"JUJhtWUiCFOVm0jNxNq5Qpd7bU3hYpu9o1e+9uth3O8DttftB6XPwS998etaBmx1iMrQ6903b/eQ2nEq",
+	"T7ItPW83vN8PdP0VvOagt519dYjK+GV/i9sNXrm/MrKlrkROLooM7TIdl/Jv0XEeFFxpn1MdR2N8uSQf",
+	"MMactCy9sMXID7Tzgw4KpzkycIESRuiRWAvifKI6meUoK7wZgtKoWXhy+ubZ0dnZm9OLl4eYEhmyAneh",
+	"2yoNXfJQgTwZykS2KSpsLUsUoSA/1YjiYITQkCaRkBpRkYoeQ1lj0Hh1fN4IHBID/PExaNjuR7ZFkfWu",
+	"ug0ixG2K4YmZkgiPA9pXKXgCzGOZJdokEbaQsglLcOYuZYRpgZQXg74cVvh5GmVLPh8UohE0bFZLY9Do",
+	"dnqdLnYW0EoiwgZ/nvBURMbCTejBo0fwXZvwlzoqmzxCpeBRv9vvtnt9C8zUCBpqLiSMP2g8xlER6miK",
+	"gB2P4MdkIygTSHBMpCsQ3GMVgZKIFsSIsgIYmhh0hHkGIiX6k9/MLm6HJkM6z3HcGDT+IcypUj6sKk6r",
+	"3+1uwsgqrnt0eHJ86kaGldrf5aZjW+Jgm8R5MCaNwc/vfaI4txkOJWmgBpkpZVqwg3yCcCtvijAzYcg+",
+	"4pHXziEVpqalyHP8XFeyu11CxQqwRoGkYcNYkrxs1vGE1qYkJc5zig0KKnap6DqwgFLBWp2WrriwSzsP",
+	"VThn0gU+4aMKEyB9B2WeoIzd/HVZA2BxAirwF5hbb1QeTV1JJiX5UobMXrdXJJVgBLhZyIMV45cs6KEM",
+	"beT/4tnhsxdHmFpdrpB1KhQ1Xq68utVhrwSXxkJur2Q8gLFoDSMjtHF7qm04mRwHinCR7Hckf6rUTfvs",
+	"OgdgK1qCLdEb0dTKSx5RmAX7K6wwx97WbgHk9rFVL+SryASbWBQ/qzvCCIV6volt7LWPygs/Bo1Vw2Dn",
+	"m+3l2IzCpeHceDNdeRwTus7eLiz+dx47SHq8pXfzLW+9Ily8qf/DzTedK/WKy6V9lr6tCIK7Ht98lwU0",
+	"9/DMSXoV8oqIba1ixCcET2w5onz/MaiX/y+4jKlDLfrnCJkDk7CsewZZuh7ex68rrpX5d88SXQe6JEj0",
+	"+oggHyxEqT0QbwBfdHNDgtvIZPes9BdmpfMbz+VaToLTH/SjLToVYlNYlK5MgDlL5uepiFXEEmn9tlqk",
+	"4zZCiGGN1YvzVy9JD2varELSK80yFRp0Y6ogLKrLFY9FTKdomQ8SYJ2AKTM29VxEXmIIHq51pxjwq69q",
+	"fQu6Gvq9YNm2aWoldm/tbh2VapetUJnPhSyLRwpnsxSLEn2eHW4MXg7lDdHLxBShWj1gRShzcxxzKBFp",
+	"wAUz63bvZaLNkQPE/TRp6+RUna6RuFgFVTXTGxd9ZC20MMIjYUvzxqCByG2lEVZFaXPgevzTge/X5/cG",
+	"1skCWuOUQN9czjdOxaGw73Q8eNj58OSv4MDCGSHqcM2RdVgUQtGC3J9bf+FzC4iAFejXTu5Z7vdlHsZ+",
+	"Nwq+Uwt6pop2JJaxt6l0+JSvUqGjmW1Q56j06Z4pdmQKMj233/RamR+V7f/6LXLRP4QpsiDq2OhTaRxv",
+	"PH5OAOD1yRd06t1u0KAxV7qGi/8zF7Zo0E/oAC1xETi4lnEm9HSltc8Ao74VuB5M/50kV0IOZXMx5QaD",
+	"MujLrWLuI5QbGIaLRIuyh/dq424/qcooim3iAA/sQY1eoUoyFDqSigEeaCZ4liYiK7NBrIxyutdQXoq5",
+	"KQp4bW4D+YBs6aQrtsUkLKwpEGlqI0leZyQcmJuhLB6V6BJSibyemIJBiSMY8LFBHBsG4s4P6kZ4YLFz",
+	"ytZMNZpbtRn754lW5Ky/q3h5Z1K1vlX8x48fP66J8v6dPbS2rc0Gye65Mm0deVPCiebaiK0RJabIObps",
+	"3Z8JX+xM6O5wJqx0k3juOnnA/b0dpPwJgXadK4XIl3Tf/i5vV6BxvRJxwl2XrG/xIDsTMl7J59ukFk4F",
+	"T830140q4aH1zvcRkzlJhR8hdFV/iZxgzUWJOKJyC8XmgBZqVccX+PBb+RXo1jf//AI+hZdw3gmtt3kQ",
+	"PqjRZv/Ba88tEGBcRJj2nE8SaWvML4U9H9NE1yjVoM3/BA/4gnb7BzX6Alb7Do3PN1jtFq5EF+iUVJi9",
+	"ZTrUOG234+MnNTqjO74W2/0nNbrZcocFuT+O/up2+wdidSdrkPNLKVNY7Jtiys8KSJ2Q1B0C7rdAOSGh",
+	"l+J54FqTrODeepA9h1ZjQuQhm4KV5VIffDLyDj6S0EmwcytC7Q0lTZZiSgUC0Bq2ahkS/qFOP6ZBflKj",
+	"r9LrgK3x6zVTt9Lw6vd8/YXVzA2b6XcJqG7qbt3OLNp3XZezovdopCQY5nvdH4oGbsWHjW24w7Cy7zcQ",
+	"Tz0K8XYY47+AMfMNSnWSTyTh1gV7sDnt6oMaPdA+JM08U5NMaN1h71D3JkSDejlvCxUrNbJDWUmvHRA0",
+	"nJ9+a+EZ5LJIXK8PBH6D0vZbF7JwW7F36wRztpblTocw7HCi2UJlZspm/DKRkwPQ8TFxszThQJxsoqVO",
+	"RbHe1u7/3gn9RZzQmyTHp/HfT2pUeJ8tfsz2rE/MBHigC7AZG+8+yRAGWuSaYecQhGCiOiFqJce6nW5n",
+	"L3AoCVHG55hR4PCWy/r4ke1cwoyYzVOswsF8BpR4TWxzeWGdlhdFd30rmcJWMJR+NqJ1tsKN3sfufn1B",
+	"RfcDhtXwIg4KUNqAJfKCvLjBUM4SjQBmFj6owPmdK5WyZjifXMNvFw/Dlkt9dJmU1aRJryptKLEqhKe6",
+	"7FbzDwUqtElmwon2iDqcTNTFQ2xWRp/AgzrstVqpQhmQt1wLmwOdZUvQrJNYk4sBa40Rp08foOJNtr3K",
+	"qLEN/pGP0iQirEgJZJamdlA+E52hdEhVDliIsrmoQmawgn4Dt23DJBrKWlAitoJJFPjYPEWvx8EP3R+6",
+	"RaOfRCOukkNdQnCy7XBLDtD/vET6oQmiO37GbL9VZVF+lGTVWRXdx9C/ZTYcia8sS914ugHTPMLOOwcO",
+	"pvEpckz1mFt1lNSbELa1ASJDluh4RBarx93tVftPFLR37IHzBM6sWOQ6X1zQqAJ7NQYmywXazjb3vePU",
+	"ie257m/mAkEdYhXlM9ejEvPe3ThLPkvDgLAJM4JZxbZftY5NOxx83/hM5Wetl6ab6uNOr5iu16zdNR2u",
+	"J5+19/Ty9hdce5lid0VLd57w5WXSYbKXXeSNrlp/A7cSwu5rE1RRzbeRwL8PMRXtE0jAzfMTSQDXAp6G",
+	"Z3TnfxAB2CXeSABF69td/PUddsInwkFGY4saKj4s6nwMS6QWmdGsSa59Zl37cCzCUbLShrRV7+B3mMZf",
+	"0snvas7uyNHvNQp+sldpmz7ny138/nfgybfL5nvza6IJRS1X0QaeYPKtyZtoxCfYtAT2pouJqWYHFn2T",
+	"Y1D0YISdwxtrEyqg83ecS2puNZWvwEK3O3ZztMOt0b1n9K8e8ZiXss9J7UIcoplbm9f0DKtCQe83rpa6",
+	"w874WBBO+A7tZAYFYgoWznkNAQnTxvKm7RPeYYdltxPsgENN1egysj8sQjoJsaF0WPutSsRlr9uvDWPg",
+	"OPbFP/kY8N7tn2LZ+FRmv/u8oMrreGlB9LQkE7HVztdkTe+uZc0m5aeowXa9L1ZEzdE5n9zE63jNx6BR",
+	"AzR9063lLcUdH4OGA7K+6e7iOl+63cvENR9hf6ccIaCD55a5d85NqvLcsXyrxZ+Yl9T/1AmfYoO/P+3k",
+	"+PMDcvvdx15ATsh8BkfPDZ3QGkFjKxgxWBkbg3a7NE6rBPHqm7G1Bq7Giwp/CNyhw95kVZfljg3pEok6",
+	"51A2b8BZtqjOTm7WdIPyWkBZMIvOUB5Rc7MFXwb2YN7Wve6GQ9t2lFlHli6O73HZCYHaTPyloj7b7zPZ",
+	"kq6kUIwXhHSo/vNCwajRtXz7eLfaEH/lceeovValH88Z4Wdx14GVAJ8TudoeZCiNYhNhqDtPpY+Gn2xY",
+	"qml+8546p8utlakxzOoVZRV/VWbTDarMZygw354O8bgO/+C1ApU+TsZJ0XWUaE6Tq2atJU2inRP9f9Ti",
+	"3Qdp7zxIu1WyfnKyBN3qKntQFK37ftHbzWYim4AIMNHUtqF4/MOT1oDxkUVnmo3A7kT0TTE2jKcIzxbK",
+	"PE1DlgnsddEZytCBmlJHfxiVesaMEOqFNcPfho0CvLUxYL8NG5fwLwz08WMxFAsvse3XytV4VXkRT9MW",
+	"9eBd7bVWaADVxt3YmGxuu3rX9Erjfm76ShcxQsgpmpJtPzneYse02x8etzs47t4Er7xHaYIHlSFxm9u4",
+	"rH+7k+F3sPD/sGPR9r4rG/IWKooUC0dW92L/axD7vV0Mda8j+49oO/2J9vb3nzbfU8cT3+gZR9xeHnPY",
+	"YaXgNx8Se4tp4YzL3+xvH7eDbjB7GQvBSA/94CSBlGdCqxQOE5vCwTjTU5UZNs1nXLYzwbHbfxHhWrcQ",
+	"6AHnhPywIujX5QmG0bSYuDAaX5khdZNhoVSmPQbSDotAzpxjaZON49jbGquyckMhzc+8/Wv7/W+94Mne",
+	"x7pg2vvdkk6mZjWWfGOSyaFdUIzKWFAS12zSvbvD1LibXJNbCKg/Nz3luYVq8ajBIolsjEFj2vauVXai",
+	"2qO40HM4myPerm3FsFAFYi92MCjqr+vRFgWPE1vW9seX232mUNqwEf47bVl6xEH8otV6p/YZXzCW7xrh",
+	"fulQfiY+o4LPrnUBvuN5Keom6ECQk/hu8wy+AvcNUcTNQW+7Yvcx7796zDsrRISTVE5obI542ysQylFl",
+	"bM4zp4RYvmLnVf9oqrChSuk7tVIj0a7ZCmW8UgtwESNKhpfZ5Pg34tL1voxj2y+ubOXkmdmYNfwJEXjs",
+	"f16yve1RR43ypHKjDmUVd6jsUkcw/SGCYGvqsMfCR96AmwPttJh3EWdfEX62p/lgQxNzUhBdx+zCHqUW",
+	"3xZ0BCFWAhfowC0j0DldwX7zdppSERwEiWuK3tzr9Us9oAW7s5SGX7tOoq6VN6fuN9SJnlUjAHYJUV4T",
+	"s5cC27lsKuL6MwXwl8pEoP3+kxIRLLFt8FLYLd6UhnCfWvCVuji+yrrSmjA2sTMWgxKprcWxvXqZ9qVY",
+	"thPZzvX2ULYTPmUHExp7pQq1/uGID5UhIBNuwlDagyKpa3lZyLcSbMl/RP3kw8AOWokyt/5q4eDqxpy4",
+	"uj588RuX6FML+745H13/K+HQfn8rhxJjtMU1duFol4GkzTuYUfLONg61x4od1TYe1hQCUlUNwmen+smU",
+	"7ERVZRdrzIyx1tp2tdT3DrsiWby5OBkjQC9WxlFR4DaOppf95pn3Wy1gJ+2lNsJZGi2eb2V3VNGqF2Mb",
+	"rOgmdb3Gt4rug81u1c/1dXw13oTt6uS9C+E+Q2E1QyFzTLSJfbGFC8Yeah0QZ9SydJQnaUygPeMkFSvs",
+	"+0CX5S0qK30INps+kUP5c+jV1IQBC8uylrBVNPpnj588wda4cL6kcQVanTzgYb/bD12Ll0KHFCWUEM5U",
+	"s8QcEBBC6Eyb0MNJgKstgoomF8oHNQqsVS5yMYTVtl106w85yn9kRk0EGNtld6yq+8Nvb1PCwNNLNPF3",
+	"fDB9WsyUigdc/zvcgKJN7Ac12ubhgO38q1QS0Nt8kv3e/4NgRSq0Rm42mKuluQShYcv9vLfu/4Rc2D/c",
+	"LXBfOfAVq7NkcXDLp5XzkE7Aynm4XZ19N7Xt7uhqFqkrkWk6PnTyqyDYioVLUIjVQsL2sWSTnnsrof3H",
+	"aJ04tY1aJ2L63Wud91rnmtYJlEE4QqsJQiXDfSrF050FoJHPq48ck23FdwDVNXCYRha4KDHosLBaDGqr",
+	"A/bs7F/Ob0FEwzK1YM0QU2oifeWcmUOJ2bg8y/jSL2D2tWCLAH94coxd5S0ATTNc5cqw1WGHduWGkpQ/",
+	"m++KQTovlZW+jJXQg7XkdhteKrTOx909bEAMr4TYTZFI06ILdZZjKEjPM8FjPRUCuyLO8pRr1nzz7vDs",
+	"5IHG1UjkB0G4P7EYCxmJ1gBevxiRuVQD64h8Cjr+3+BHG378/8KAcWb4iHzACE7HJyBCTJ5J1uSpVlQi",
+	"NJQp5nRMmJ7zSOBSpokUbCxErGnd6REPwoCazyop4C/0FWfKZf7aABtFOPlQ+qlr4dPe33roZcacY5h/",
+	"OGw8gE+HjfDAJiyTkudGt4UqcAO+9YhHl52hPJxZoH8wFZKZ0IbP5pR57e9hTIcCkovrmzlVqe3wacF8",
+	"xDWPTLqs7Sdp6fu2Gv6fU96SGDHDG5UUu/hXXWpvsJsz5H3hYm0gC6Iscjy6DUHl9MdnbK/3fbee0YEP",
+	"S8LmFe6g+jrLNnwoLbdQv/LcZDxNPKenI2WgH9h+osiBT2y02TshP1l1A6TYyqH7jDak/TzRDpht/aVD",
+	"bgyPpujaLbqAgDEv+Uy4KHV5zQF+Cd89HTayubno9R93In0Fc97qbVtzoN0XJe1WlFSqlA/0fYr6vQZ2",
+	"y2awztzYaux8pu5VaY282Xv4zAFlSCZmc1N0TCbxAyer7a8ZlMWfFcxDPLzxGKZz0mDkGDOgojSxwWgU",
+	"xwk17rHjqzE141lI1PfgRdJUpKV3DlNkdNmDOtFDCeqZpHQbsN06rKavLqkez49eHp0fMbcCFi4wVlJ0",
+	"2BGPpnZyQ2mxE7FuOnL1uAgQKWIm89lIZNRbPIQ3uyiaTbM5clXAel0EI5klMjeCjZagxyBWYovmTlqC",
+	"yqiJEehSGFFX4zFrhm9Ojl5fnB+dnV8cPnv25u3r87OnY55qrOpOUJWRFUzFFQTIVcTHZnj69vXFqzfP",
+	"j56Wn4YtX9vc6+4FK8iMQ1kLzbjRh3kutNck+Ivl5/iP2XDeSrGo9FMGirL0+hcwev+6onBDrnhRD7/W",
+	"892TkEAWbCrSOezsNnRJlIArUWv9SFzPk0xsFoiv+KXQVpatBxVWch5pMOraxrEVbH+PTVWeaTblMZtz",
+	"rUU8GEpszk2KBQF7Z7nUxIVAwta07bAiSTsCYZg90H52pevKv10EbGd1tiunH+GbVT2M+qv0gAE9vEBy",
+	"OBU6T2tlxQu1IAB1ROGlXbsPxt4rZZ7sIYJfiZn6SNZIOlItbi2KsFNMlss2DLJR/lCNnTUkvQ5QZctz",
+	"btiCw0ln3WQYD2VNYOqlMOTmETG5YXhiEJBmJMxCiKJtorZgL9wBwrTYSBBOd5w7eWYjq3ohxBxRjIlt",
+	"sOZpKJuraxOUHS+wSRTlsJMfZc61sQDTmQCWT5RskQMIm/8ZxN0eSkmmvd9Gw7W0cUlSWCffYScYOUb0",
+	"36IDTwjCLtc5T/8YGXmay5/USL9GmvjGBWNJcJotRCbYjMcCiOFeSt5LSS9Ml8sVEWk52KefquT4HJHp",
+	"msyWIP6PMIdjFxE6FxI9e6s9aAs7EctUsB+Hayab6KLRbozFFykHKQmWp2MHko3YtxYRLqUQBNsFohbv",
+	"IR+R37R3i143lH+0Yoch+Gqr1kT8NWSY1+rhXoTdi7ANIgwMPNeRoWB21y2EGNfy+W3ElpNYrnHxndU0",
+	"szMRZcL4cSvs3hHXVzuvtOj9omXPRZPmu29WuvhWsn9X1vvmouKCQO6l01+9rNgJF+ExoxMslm62VxhP",
+	"gNERXOLt6Uuq48WW+WVPfY0hwhjDVitd/1kz/HnYeDhsvA+p+VOatjpDCXxsoUZtIzoarWzir5MJWl6h",
+	"RskTHrhuO1UnPKP2PEOZKVNGBBD9lCW2/BmmPcs1VqRhAymYFnbboT9DGs4mZHlO86HkaaoWms2z5Iob",
+	"kHxmobJLTY2sUhXxlMXiSqRqPhPStA7sIpF2N1UaphxQtgfB0gwlPsuoAMMR1v1v98gXr+iug8tUhsXN",
+	"5cWJZHGiJ3miRYDaIXaSKoPK40SkMcMCaOw28SjP0pA1tRAstBv+9vSlK52pc7GviJPP082+VPbvyiT/",
+	"pDLelVm8S8yUjspNQQNH4h7wGFH4Z0R076t471TS/zkpt99i1iwdDYyvHTL1Z0ytinpj+2qKslYPiCLe",
+	"VtjX0wSE/vJg1fJObKueOFPzeZ2+SsPfqciryJq9TW90HwK4twwrmGGYTLArLwU3g3AXzNJ0yRPladMq",
+	"OKiKzF2XgP7leOOLWUA3nb736VP3bPo5Cey78uinMcoKEX8G0jPY+CHo/cGaRRaw0BsIDDQEfQYzglCY",
+	"EyscwjjReGfYKX8fMNCoQ7Cw5to/Y5vWErR1m0M5E1wSzBQaNcqQSYNO7daBPyLlHDGaJyWDFcf8hCcy",
+	"YJj+jR2ZPLxPN8CnIUYzHzB6KDchRof9bjdcxapymNMb4KE/V05+bTDRGy2su4WL/hxD7g8/QBx8dI0Z",
+	"d48ffY8ffY8ffRv86M+1Hh+V59DGgMcbKUpjcS4y8lw6N1tFXw6Alb3oiODRlNicIiI2YEth2QHm9gY2",
+	"8ErvbtvVB2yqFiwF7RqhANSlLfzkhi0Qkwk077rzxIuhlFHSLxlEWQ1T32EQZaYn31YUxa748uYoSkl2",
+	"96b8vY2wEnfx1NgHFU3ZJqgkWZEP9+Wshy0yEwMmok3uAOLZO7BVamNIx1rnwqUb0wNtgh45KxJDRQ4U",
+	"Gklmwo/1tDrsR5vYgukyLsd5KEkau8OjiCMtFAaPuMnBJEgkC90KFB+HAVWPMi3glbDmDs2LQuFfmamS",
+	"wmsgY4UjhppsMCwjSFy9SIw9LFRuhjJVmlBx7BQ6LHR3X9DwF5TYqC+4CZnmS13Cu6uUHky2lg2IdYby",
+	"FENdMCxmczu0d4w5FRngmTBoEtmBBHYpoPchcJza9BykiZWttfGMb8Drc6voS7nT92r7vcC/ZSQE+YY8",
+	"BTZurR3X1Gmy1SqU3xojwTORHeZm2hj8/B5YhnwcdU1HXmLU2fpAmuEEk5dZ51E0iwuY5jafJ2GrETTy",
+	"LG0MGlNj5oNHjzBePVXaDL7vft9FzrST29RIGwvpyl7apepXdHFZ1y5fKSmWVrSLmI0zNStxAgMb3S6h",
+	"whMYew5C2R/foZCtD/9jktLEarAUAkRcMi41fcSjy0kGdMVGS8YRGst/BNU6rj/ipZKTtsv8XqjsEgyE",
+	"uUrTAJOeCCqby0ik3nA/qZHeoGuXNWKuPIyNBJgFmhnlDVGUm62NUiRSUbalS8AAWhOxzcEoc+YJux3T",
+	"fPCEdMq996iCGNefheg1hC1OKR1e2iqZOVrlWSTK8d3ZVg5/dLWBOKhLSMAy15cjYDNhsiQq83bhYMh4",
+	"hMEKkY477LVaKfr0HuT18qghFas2AAEjyVDVpR6sV3jZ1cPGNlGO65ypfDIlbaSJZzSWMlCtwYxfAm1k",
+	"MHWqWmjRzsC8lawvogLtpsP8JNuhbIbVXD6svKwk3tISgxpAptmMVQsyy7WoZAkCc7usElLuCI2f+gtv",
+	"zl4+LABg6cqBfZcsRhgU1+2+w8KYG96xBRwXkYpFob4ssb8rmtU0e+uBLt26Oh9RgxwsvgirkwtZU2Us",
+	"fFifoWKvJV+NJePGLVXl4+cvCL5+BwPU3nLuIDw++c4zp3y6O7+Q7/akboF2cab+13/VhRNR0sQddiiX",
+	"rH99zYhdCLIA2/AmmiUTid2myQXWXR/mH1g14ytgcJtz4DuNlFgQKMd54+GYwFFtUXNdX6QlXSpSLTBZ",
+	"SiqXWVYoxgLZWOUmgMcS18aOT4s8+ZUzfYVjNrmk3GUFVP8uvFVczJrhyZuz87LBQoG8gSxny6004/N5",
+	"pq5E3LotaxVP3Im7ztzV9wy2kcHW1uiex27NYyXz3MRmNv6yC5NZYKWBzROqbUwI/Hd4/uyF130A4aft",
+	"vSvQ5sA9GBkl/254W2a0L7ETK5KT/J4RNzPiygrds+Gt2dAx1yYmtDDiOx11ax1svL5OJQOMVYbsWSid",
+	"ChOuP5WxVie2nbPo6vsz7kYEtfsj7vN5a41nNjMXoqXebKAVqLJ5SsWfI0F+jwNrlGHqf0gt0Vz7Uc2X",
+	"6M34dOOsMq+bGAsuvTfNtsPl3ltmn81SPqfcwE87HlYWOZEgJBwjZVj123HYsRdYSDMWJppimtwtOWnn",
+	"Uwquvj+lbuSn+1PqzljqplPqY9C4bkdqNlOy7daz7YXMKOYnZCTah7CrNzcuKO9wN3wMGmcY3GifJ7NE",
+	"3hiCo4vttR8/fvz/AgAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

@@ -41,6 +41,7 @@ type Contract struct {
 	byRoute  map[route]*Operation
 	unrouted map[int]*response // the shared 404 and 405 responses, for requests no operation matches
 	common   []*value          // x-common-response-headers: headers any response may carry
+	notes    enumNotes
 }
 
 // schemasCompiled counts every schema compiled in this process. Only New compiles, so it stays
@@ -53,6 +54,7 @@ type Operation struct {
 	params    []*value
 	body      *requestBody // nil when the operation takes no body
 	responses map[string]*response
+	notes     enumNotes
 }
 
 // value is a parameter or header: a string on the wire, typed by its schema.
@@ -77,6 +79,7 @@ type media struct {
 type response struct {
 	headers []*value
 	media   map[string]*media
+	notes   enumNotes
 }
 
 // Load builds the contract from the spec embedded in the api package.
@@ -101,7 +104,7 @@ func New(spec *openapi3.T) (*Contract, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Contract{spec: spec, router: router, byRoute: map[route]*Operation{}, unrouted: map[int]*response{}}
+	c := &Contract{spec: spec, router: router, byRoute: map[route]*Operation{}, unrouted: map[int]*response{}, notes: b.notes}
 	for _, path := range spec.Paths.InMatchingOrder() {
 		item := spec.Paths.Value(path)
 		for method, op := range item.Operations() {
@@ -145,9 +148,10 @@ func (c *Contract) AllowedMethods(req *http.Request) []string {
 }
 
 // builder compiles the schemas of one spec, all as fragments of the spec's JSON form, so
-// their $refs resolve exactly as the document says.
+// their $refs resolve exactly as the document says. Everything it builds shares its notes.
 type builder struct {
 	compiler *jsonschema.Compiler
+	notes    enumNotes
 }
 
 const specURL = "https://payments-api.invalid/openapi.json"
@@ -167,7 +171,7 @@ func newBuilder(spec *openapi3.T) (*builder, error) {
 	if err := c.AddResource(specURL, doc); err != nil {
 		return nil, err
 	}
-	return &builder{compiler: c}, nil
+	return &builder{compiler: c, notes: newEnumNotes(spec)}, nil
 }
 
 // compile compiles the schema at pointer (a "#/..." fragment of the spec).
@@ -189,7 +193,7 @@ func at(ref, written string) string {
 }
 
 func (b *builder) operation(item *openapi3.PathItem, op *openapi3.Operation, itemAt, opAt string) (*Operation, error) {
-	compiled := &Operation{id: op.OperationID, responses: map[string]*response{}}
+	compiled := &Operation{id: op.OperationID, responses: map[string]*response{}, notes: b.notes}
 	overridden := map[string]bool{}
 	for i, ref := range op.Parameters {
 		v, err := b.value(ref.Value.Name, ref.Value.In, ref.Value.Required, ref.Value.Schema, at(ref.Ref, fmt.Sprintf("%s/parameters/%d", opAt, i)))
@@ -271,7 +275,7 @@ func (b *builder) content(content openapi3.Content, loc string) (map[string]*med
 
 func (b *builder) response(ref *openapi3.ResponseRef, written string) (*response, error) {
 	loc := at(ref.Ref, written)
-	r := &response{}
+	r := &response{notes: b.notes}
 	for _, name := range slices.Sorted(maps.Keys(ref.Value.Headers)) {
 		h := ref.Value.Headers[name]
 		v, err := b.value(name, openapi3.ParameterInHeader, h.Value.Required, h.Value.Schema, at(h.Ref, loc+"/headers/"+escapePointer(name)))

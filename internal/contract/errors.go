@@ -56,6 +56,7 @@ const summaryInvalid = "The request does not match the API contract."
 // collector gathers field errors up to MaxFieldErrors and counts the others, so that the work
 // done for an invalid request stays proportional to the request, whatever it holds.
 type collector struct {
+	notes   enumNotes // what the spec says of its enums, to word their errors
 	fields  []FieldError
 	omitted int
 }

@@ -15,7 +15,7 @@ import (
 // addSchemaErrors adds one field error per failing keyword at the leaves of the validator's
 // error tree. prefix is the field the validated value sits at: "" for a body (whose errors
 // are JSON pointers), or a parameter's name. The walk is linear in the tree, and the message
-// of an error past MaxFieldErrors is never built.
+// of an error past MaxFieldErrors is never built. Enum messages are worded with c's notes.
 func addSchemaErrors(c *collector, err error, prefix string, value any) {
 	var verr *jsonschema.ValidationError
 	if !errors.As(err, &verr) {
@@ -52,7 +52,7 @@ func addSchemaErrors(c *collector, err error, prefix string, value any) {
 				return
 			}
 			at := objectWithMember(value, parent, len(e.InstanceLocation), k.Property)
-			c.add(field(prefix, child(at, k.Property)), "invalid member name: "+memberNameRule(e))
+			c.add(field(prefix, child(at, k.Property)), "invalid member name: "+memberNameRule(e, c.notes))
 			return
 		}
 		if len(e.Causes) > 0 {
@@ -65,7 +65,7 @@ func addSchemaErrors(c *collector, err error, prefix string, value any) {
 			c.omitted++
 			return
 		}
-		c.add(field(prefix, e.InstanceLocation), message(e.ErrorKind))
+		c.add(field(prefix, e.InstanceLocation), message(e, c.notes))
 	}
 	walk(verr, nil)
 }
@@ -141,13 +141,13 @@ func objectWithMember(root any, from []string, depth int, name string) []string 
 }
 
 // memberNameRule is what a member name broke, from the causes of a propertyNames failure.
-func memberNameRule(e *jsonschema.ValidationError) string {
+func memberNameRule(e *jsonschema.ValidationError, notes enumNotes) string {
 	var rules []string
 	for _, cause := range e.Causes {
 		for len(cause.Causes) > 0 {
 			cause = cause.Causes[0]
 		}
-		rules = append(rules, message(cause.ErrorKind))
+		rules = append(rules, message(cause, notes))
 	}
 	if len(rules) == 0 {
 		return "not allowed here"
@@ -157,16 +157,12 @@ func memberNameRule(e *jsonschema.ValidationError) string {
 
 // message says what a failing keyword wants, never quoting the value: it may be a megabyte.
 // Numbers are written as plain integers where they are integers (99999999, not 1e+08).
-func message(k jsonschema.ErrorKind) string {
-	switch k := k.(type) {
+func message(e *jsonschema.ValidationError, notes enumNotes) string {
+	switch k := e.ErrorKind.(type) {
 	case *kind.Type:
 		return "must be " + article(strings.Join(k.Want, " or ")) + ", not " + article(k.Got)
 	case *kind.Enum:
-		if len(k.Want) > maxListedValues {
-			// A long enum (the currencies) would bury the message under every value it allows.
-			return fmt.Sprintf("must be one of the %d values the spec lists for this field", len(k.Want))
-		}
-		return "must be one of " + strings.Join(enumValues(k.Want), ", ")
+		return enumMessage(k, notes[e.SchemaURL])
 	case *kind.Const:
 		return "must be " + fmt.Sprint(k.Want)
 	case *kind.MinLength:
@@ -202,9 +198,6 @@ func message(k jsonschema.ErrorKind) string {
 	}
 }
 
-// maxListedValues is the most enum values a message spells out.
-const maxListedValues = 10
-
 // formatMessage describes a format by example rather than by its grammar.
 func formatMessage(format string) string {
 	switch format {
@@ -233,21 +226,9 @@ func article(noun string) string {
 	switch {
 	case noun == "null":
 		return "null"
-	case strings.HasPrefix(noun, "a") || strings.HasPrefix(noun, "i") || strings.HasPrefix(noun, "o"):
+	case noun != "" && strings.ContainsRune("aioAIO", rune(noun[0])):
 		return "an " + noun
 	default:
 		return "a " + noun
 	}
-}
-
-func enumValues(values []any) []string {
-	out := make([]string, len(values))
-	for i, v := range values {
-		if v == nil {
-			out[i] = "null"
-			continue
-		}
-		out[i] = fmt.Sprint(v)
-	}
-	return out
 }

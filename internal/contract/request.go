@@ -60,7 +60,7 @@ func (op *Operation) Validate(req *http.Request, pathParams PathParams, body []b
 		}
 	}
 	valid := &Request{OperationID: op.id}
-	var errs collector
+	errs := collector{notes: op.notes}
 	op.checkParams(&errs, req, pathParams)
 	if op.body != nil && len(body) > 0 {
 		mt, err := op.body.mediaType(req.Header.Get("Content-Type"))

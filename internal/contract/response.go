@@ -25,7 +25,7 @@ import (
 // Headers the spec lists under x-common-response-headers are checked on every response,
 // whatever its operation: present if required, and matching their schemas.
 func (c *Contract) ValidateResponse(req *http.Request, status int, header http.Header, body []byte) error {
-	var common collector
+	common := collector{notes: c.notes}
 	checkHeaders(&common, c.common, header)
 	if err := common.err(); err != nil {
 		return fmt.Errorf("common response headers: %w", summarise(err))
@@ -103,7 +103,7 @@ func (c *Contract) validateOptions(req *http.Request, status int, header http.He
 // check checks headers and, withBody, the body; without it (HEAD), only that the
 // Content-Type is one the response documents.
 func (r *response) check(header http.Header, body []byte, withBody bool) error {
-	var errs collector
+	errs := collector{notes: r.notes}
 	checkHeaders(&errs, r.headers, header)
 	if !withBody {
 		if ct := header.Get("Content-Type"); len(r.media) > 0 && r.media[mediaTypeOf(ct)] == nil {

@@ -81,18 +81,24 @@ func TestCreatePaymentBodyProblems(t *testing.T) {
 }
 
 // TestCurrencyErrorIsShort: the currency enum has over a hundred values; a field error must
-// say what is wrong without spelling out every one.
+// say what to send without spelling out every one, and answer a code in capitals with the
+// code the spec lists.
 func TestCurrencyErrorIsShort(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	res := b.client.Post("/payments", `{"amount":2500,"currency":"xyz","payment_method":"pm_card_visa"}`,
-		apitest.Header("Idempotency-Key", newKey()))
-	prob := res.Problem(t)
-	if res.Status != http.StatusBadRequest || len(prob.Errors) != 1 {
-		t.Fatalf("%d %s", res.Status, res.Body)
-	}
-	msg, _ := prob.Errors[0]["message"].(string)
-	if prob.Errors[0]["field"] != "/currency" || !strings.Contains(msg, "values the spec lists") || len(msg) > 100 {
-		t.Errorf("field error %v", prob.Errors[0])
+	for _, tt := range []struct{ currency, want string }{
+		{"USD", `must be a lowercase ISO 4217 currency code: use "usd"`},
+		{"xyz", `must be a lowercase ISO 4217 currency code such as "usd" or "eur" (the spec lists all `},
+	} {
+		res := b.client.Post("/payments", `{"amount":2500,"currency":"`+tt.currency+`","payment_method":"pm_card_visa"}`,
+			apitest.Header("Idempotency-Key", newKey()))
+		prob := res.Problem(t)
+		if res.Status != http.StatusBadRequest || len(prob.Errors) != 1 {
+			t.Fatalf("%s: %d %s", tt.currency, res.Status, res.Body)
+		}
+		msg, _ := prob.Errors[0]["message"].(string)
+		if prob.Errors[0]["field"] != "/currency" || !strings.HasPrefix(msg, tt.want) || len(msg) > 100 {
+			t.Errorf("%s: field error %v, want %q", tt.currency, prob.Errors[0], tt.want)
+		}
 	}
 }

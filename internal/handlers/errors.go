@@ -32,7 +32,10 @@ var errorProblems = []errorRule{
 		return p
 	}),
 	typed(func(e *domain.InvalidIdempotencyKeyError) *problem {
-		return newProblem(probInvalidIdempotencyKey, e.Error())
+		p := newProblem(probInvalidIdempotencyKey, e.Error())
+		// Shaped as invalid-request's field errors, so that one routine reads every 400.
+		p.Errors = []fieldError{{Field: "Idempotency-Key", Message: e.Reason}}
+		return p
 	}),
 	typed(func(e *domain.PreconditionFailedError) *problem {
 		p := newProblem(probPreconditionFailed, "The resource changed since you read it.")

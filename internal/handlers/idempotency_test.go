@@ -2,7 +2,9 @@ package handlers_test
 
 import (
 	"bytes"
+	"maps"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -251,16 +253,27 @@ func TestIdempotentReplays(t *testing.T) {
 		}
 	})
 
+	// Each refusal names the header in errors[], as an invalid-request names its fields.
 	t.Run("bad keys are 400", func(t *testing.T) {
-		for name, opt := range map[string]apitest.Option{
-			"missing":       func(*http.Request) {},
-			"too long":      apitest.Header("Idempotency-Key", strings.Repeat("k", 256)),
-			"not printable": apitest.Header("Idempotency-Key", "caf\u00e9"),
-			"bad sf-string": apitest.Header("Idempotency-Key", `"open`),
+		for _, tt := range []struct {
+			name    string
+			opt     apitest.Option
+			message string
+		}{
+			{"missing", func(*http.Request) {},
+				"the header is missing; send a unique key (a UUID, say) with each new request, and the same key when you retry it"},
+			{"empty", apitest.Header("Idempotency-Key", ""), "the key is empty"},
+			{"too long", apitest.Header("Idempotency-Key", strings.Repeat("k", 256)), "the key is longer than 255 characters"},
+			{"not printable", apitest.Header("Idempotency-Key", "caf\u00e9"), "the key must be printable ASCII"},
+			{"bad sf-string", apitest.Header("Idempotency-Key", `"open`), "a quoted key must be one structured-field string"},
+			{"sent twice", func(r *http.Request) { r.Header["Idempotency-Key"] = []string{"k-1", "k-2"} }, "send the header once"},
 		} {
-			res := b.client.Post("/payments", visa(100), opt)
-			if res.Status != http.StatusBadRequest || res.Problem(t).Type != "/problems/invalid-idempotency-key" {
-				t.Errorf("%s key: %d %s", name, res.Status, res.Body)
+			res := b.client.Post("/payments", visa(100), tt.opt)
+			p := res.Problem(t)
+			want := []map[string]any{{"field": "Idempotency-Key", "message": tt.message}}
+			if res.Status != http.StatusBadRequest || p.Type != "/problems/invalid-idempotency-key" ||
+				!slices.EqualFunc(p.Errors, want, maps.Equal) {
+				t.Errorf("%s key: %d %s, want errors %v", tt.name, res.Status, res.Body, want)
 			}
 		}
 	})

@@ -26,7 +26,7 @@ var (
 	probInvalidRequest = problemType{"invalid-request", http.StatusBadRequest, "Invalid request",
 		"The request is malformed or fails validation. The errors member names each invalid field (at most 20; errors_omitted counts the rest), as a JSON pointer into the body or the name of a parameter or header."}
 	probInvalidIdempotencyKey = problemType{"invalid-idempotency-key", http.StatusBadRequest, "Invalid Idempotency-Key",
-		"The Idempotency-Key header is missing where the operation requires it, or it is empty, longer than 255 characters or not printable ASCII."}
+		"The Idempotency-Key header is missing where the operation requires it, or it is empty, longer than 255 characters or not printable ASCII. The errors member names the header and says what is wrong with it."}
 	probUnauthorized = problemType{"unauthorized", http.StatusUnauthorized, "Unauthorized",
 		"Send a valid API key as Authorization: Bearer <key>. The key was missing, unknown or revoked."}
 	probNotFound = problemType{"not-found", http.StatusNotFound, "Not found",

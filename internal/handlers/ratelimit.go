@@ -232,17 +232,50 @@ func structuredList(items ...httpsfv.Member) string {
 // already on the response.
 func rateLimitedProblem(e *ratelimit.ExceededError) *problem {
 	retryAfter := retryAfterSeconds(e.Decision.RetryAfter)
-	p := newProblem(probRateLimited, fmt.Sprintf("The %s quota of %d requests per %d seconds is used up; retry after %s seconds.",
-		e.Policy.Name, e.Policy.Quota, int(e.Policy.Window/time.Second), retryAfter))
+	p := newProblem(probRateLimited, rateLimitedDetail(e.Policy, retryAfter))
 	p.ViolatedPolicies = []string{e.Policy.Name}
-	p.Headers.Set("Retry-After", retryAfter)
+	p.Headers.Set("Retry-After", strconv.Itoa(retryAfter))
 	return p
 }
 
 // retryAfterSeconds is Retry-After for a refused request: whole seconds, rounded up, and
 // never 0, which clients read as "retry at once".
-func retryAfterSeconds(d time.Duration) string {
-	return strconv.Itoa(max(1, int(math.Ceil(d.Seconds()))))
+func retryAfterSeconds(d time.Duration) int {
+	return max(1, int(math.Ceil(d.Seconds())))
+}
+
+// rateLimitedDetail says in words which quota a 429 refused and when to retry: "The writes
+// quota of 25 requests per second is used up; retry after 1 second."
+func rateLimitedDetail(p ratelimit.Policy, retryAfter int) string {
+	return fmt.Sprintf("The %s quota of %s per %s is used up; retry after %s.",
+		p.Name, plural(p.Quota, "request"), rateWindow(p.Window), plural(retryAfter, "second"))
+}
+
+// rateWindow names a rate's window as a person would: "second", "10 seconds", "minute", "hour".
+// The largest unit that divides it is used, so 90 s stays "90 seconds".
+func rateWindow(d time.Duration) string {
+	unit, name := time.Second, "second"
+	for _, u := range []struct {
+		d    time.Duration
+		name string
+	}{{24 * time.Hour, "day"}, {time.Hour, "hour"}, {time.Minute, "minute"}} {
+		if d%u.d == 0 {
+			unit, name = u.d, u.name
+			break
+		}
+	}
+	if d == unit {
+		return name
+	}
+	return plural(int(d/unit), name)
+}
+
+// plural is n of a unit, in the plural unless n is 1: "1 request", "25 requests".
+func plural(n int, unit string) string {
+	if n == 1 {
+		return "1 " + unit
+	}
+	return strconv.Itoa(n) + " " + unit + "s"
 }
 
 // clientAddress is the bucket key of an unauthenticated client: the connection's address,

@@ -157,7 +157,7 @@ func requestError(c echo.Context, err error) error {
 func idempotencyKeyError(values []string) error {
 	switch len(values) {
 	case 0:
-		return &domain.InvalidIdempotencyKeyError{Reason: "the header is missing; this operation requires it"}
+		return &domain.InvalidIdempotencyKeyError{Reason: "the header is missing; send a unique key (a UUID, say) with each new request, and the same key when you retry it"}
 	case 1:
 		if _, err := idempotency.ParseKey(values[0]); err != nil {
 			return err

@@ -839,10 +839,12 @@ export interface components {
         /** @enum {string} */
         PaymentStatus: "succeeded" | "failed" | "refunded" | "partially_refunded";
         /**
+         * ISO 4217 currency code
          * @description An ISO 4217 currency code in lowercase: one of the codes in ISO's current list (the
          *     enum below, kept equal to it by a test). Withdrawn codes (`hrk`, `vef`) and codes that
          *     are not currencies (`xau`, `xxx`) are refused.
          * @example usd
+         * @example eur
          * @enum {string}
          */
         Currency: "aed" | "afn" | "all" | "amd" | "aoa" | "ars" | "aud" | "awg" | "azn" | "bam" | "bbd" | "bdt" | "bhd" | "bif" | "bmd" | "bnd" | "bob" | "bov" | "brl" | "bsd" | "btn" | "bwp" | "byn" | "bzd" | "cad" | "cdf" | "che" | "chf" | "chw" | "clf" | "clp" | "cny" | "cop" | "cou" | "crc" | "cup" | "cve" | "czk" | "djf" | "dkk" | "dop" | "dzd" | "egp" | "ern" | "etb" | "eur" | "fjd" | "fkp" | "gbp" | "gel" | "ghs" | "gip" | "gmd" | "gnf" | "gtq" | "gyd" | "hkd" | "hnl" | "htg" | "huf" | "idr" | "ils" | "inr" | "iqd" | "irr" | "isk" | "jmd" | "jod" | "jpy" | "kes" | "kgs" | "khr" | "kmf" | "kpw" | "krw" | "kwd" | "kyd" | "kzt" | "lak" | "lbp" | "lkr" | "lrd" | "lsl" | "lyd" | "mad" | "mdl" | "mga" | "mkd" | "mmk" | "mnt" | "mop" | "mru" | "mur" | "mvr" | "mwk" | "mxn" | "mxv" | "myr" | "mzn" | "nad" | "ngn" | "nio" | "nok" | "npr" | "nzd" | "omr" | "pab" | "pen" | "pgk" | "php" | "pkr" | "pln" | "pyg" | "qar" | "ron" | "rsd" | "rub" | "rwf" | "sar" | "sbd" | "scr" | "sdg" | "sek" | "sgd" | "shp" | "sle" | "sos" | "srd" | "ssp" | "stn" | "svc" | "syp" | "szl" | "thb" | "tjs" | "tmt" | "tnd" | "top" | "try" | "ttd" | "twd" | "tzs" | "uah" | "ugx" | "usd" | "usn" | "uyi" | "uyu" | "uyw" | "uzs" | "ved" | "ves" | "vnd" | "vuv" | "wst" | "xad" | "xaf" | "xcd" | "xcg" | "xof" | "xpf" | "yer" | "zar" | "zmw" | "zwg";
@@ -1274,7 +1276,10 @@ export interface components {
             instance?: string;
             /** @description The `Request-Id` of the request, for support. */
             request_id?: string;
-            /** @description For `invalid-request`, one entry per invalid field, at most 20. */
+            /**
+             * @description For `invalid-request`, one entry per invalid field, at most 20. For
+             *     `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
+             */
             errors?: components["schemas"]["FieldError"][];
             /** @description For `invalid-request`, how many further invalid fields were found but not listed in `errors`. */
             errors_omitted?: number;
