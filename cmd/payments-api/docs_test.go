@@ -227,3 +227,32 @@ func declares(t *testing.T, file, receiver, name string) bool {
 	}
 	return false
 }
+
+// TestReadmeLayout checks the README's Layout section lists each path once, and only paths
+// that exist, so the map of the tree a newcomer reads first neither repeats nor drifts.
+func TestReadmeLayout(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join(repoRoot, "README.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, section, ok := strings.Cut(string(data), "\n## Layout\n\n```\n")
+	section, _, closed := strings.Cut(section, "\n```\n")
+	if !ok || !closed {
+		t.Fatal("README.md: no ``` block right after ## Layout")
+	}
+	seen := map[string]bool{}
+	for line := range strings.Lines(section) {
+		fields := strings.Fields(line)
+		if len(fields) == 0 || strings.HasPrefix(line, " ") {
+			continue // a blank line or a description's continuation
+		}
+		path := fields[0]
+		if seen[path] {
+			t.Errorf("README.md Layout lists %s twice", path)
+		}
+		seen[path] = true
+		if matches, _ := filepath.Glob(filepath.Join(repoRoot, path)); len(matches) == 0 {
+			t.Errorf("README.md Layout lists %s, which does not exist", path)
+		}
+	}
+}
