@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -263,6 +264,21 @@ func (e PaymentFailureCode) Valid() bool {
 	}
 }
 
+// Defines values for PaymentObject.
+const (
+	PaymentObjectPayment PaymentObject = "payment"
+)
+
+// Valid indicates whether the value is a known member of the PaymentObject enum.
+func (e PaymentObject) Valid() bool {
+	switch e {
+	case PaymentObjectPayment:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PaymentStatus.
 const (
 	PaymentStatusFailed            PaymentStatus = "failed"
@@ -281,6 +297,21 @@ func (e PaymentStatus) Valid() bool {
 	case PaymentStatusRefunded:
 		return true
 	case PaymentStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RefundObject.
+const (
+	RefundObjectRefund RefundObject = "refund"
+)
+
+// Valid indicates whether the value is a known member of the RefundObject enum.
+func (e RefundObject) Valid() bool {
+	switch e {
+	case RefundObjectRefund:
 		return true
 	default:
 		return false
@@ -618,7 +649,7 @@ type JobStatus string
 // Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
 type Metadata map[string]string
 
-// Payment Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
+// Payment Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
 type Payment struct {
 	Amount         int64     `json:"amount"`
 	AmountRefunded int64     `json:"amount_refunded"`
@@ -638,7 +669,10 @@ type Payment struct {
 	Id          string                                `json:"id"`
 
 	// Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
-	Metadata      Metadata      `json:"metadata"`
+	Metadata Metadata `json:"metadata"`
+
+	// Object The resource's kind; it tells a payment from a refund where either may come.
+	Object        PaymentObject `json:"object"`
 	PaymentMethod string        `json:"payment_method"`
 	Status        PaymentStatus `json:"status"`
 	UpdatedAt     time.Time     `json:"updated_at"`
@@ -647,9 +681,12 @@ type Payment struct {
 // PaymentFailureCode Why a failed payment was declined; `null` unless `status` is `failed`.
 type PaymentFailureCode string
 
+// PaymentObject The resource's kind; it tells a payment from a refund where either may come.
+type PaymentObject string
+
 // PaymentFailedWebhook defines model for PaymentFailedWebhook.
 type PaymentFailedWebhook struct {
-	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
+	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
 	Data      Payment     `json:"data"`
 	Timestamp time.Time   `json:"timestamp"`
 	Type      interface{} `json:"type"`
@@ -668,7 +705,7 @@ type PaymentStatus string
 
 // PaymentSucceededWebhook defines model for PaymentSucceededWebhook.
 type PaymentSucceededWebhook struct {
-	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
+	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
 	Data      Payment     `json:"data"`
 	Timestamp time.Time   `json:"timestamp"`
 	Type      interface{} `json:"type"`
@@ -676,7 +713,7 @@ type PaymentSucceededWebhook struct {
 
 // PaymentUpdatedWebhook defines model for PaymentUpdatedWebhook.
 type PaymentUpdatedWebhook struct {
-	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
+	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
 	Data      Payment     `json:"data"`
 	Timestamp time.Time   `json:"timestamp"`
 	Type      interface{} `json:"type"`
@@ -753,11 +790,17 @@ type Refund struct {
 	Id       string   `json:"id"`
 
 	// Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
-	Metadata  Metadata                        `json:"metadata"`
+	Metadata Metadata `json:"metadata"`
+
+	// Object The resource's kind; it tells a refund from a payment where either may come.
+	Object    RefundObject                    `json:"object"`
 	PaymentId string                          `json:"payment_id"`
 	Reason    nullable.Nullable[RefundReason] `json:"reason"`
 	Status    RefundStatus                    `json:"status"`
 }
+
+// RefundObject The resource's kind; it tells a refund from a payment where either may come.
+type RefundObject string
 
 // RefundReason defines model for Refund.Reason.
 type RefundReason string
@@ -2308,6 +2351,10 @@ func (t DownloadReport200JSONResponseBody_Item) AsPayment() (Payment, error) {
 // FromPayment overwrites any union data inside the DownloadReport200JSONResponseBody_Item as the provided Payment
 func (t *DownloadReport200JSONResponseBody_Item) FromPayment(v Payment) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"object":"payment"}`))
 	t.union = b
 	return err
 }
@@ -2315,6 +2362,10 @@ func (t *DownloadReport200JSONResponseBody_Item) FromPayment(v Payment) error {
 // MergePayment performs a merge with any union data inside the DownloadReport200JSONResponseBody_Item, using the provided Payment
 func (t *DownloadReport200JSONResponseBody_Item) MergePayment(v Payment) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"object":"payment"}`))
 	if err != nil {
 		return err
 	}
@@ -2334,6 +2385,10 @@ func (t DownloadReport200JSONResponseBody_Item) AsRefund() (Refund, error) {
 // FromRefund overwrites any union data inside the DownloadReport200JSONResponseBody_Item as the provided Refund
 func (t *DownloadReport200JSONResponseBody_Item) FromRefund(v Refund) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"object":"refund"}`))
 	t.union = b
 	return err
 }
@@ -2344,10 +2399,37 @@ func (t *DownloadReport200JSONResponseBody_Item) MergeRefund(v Refund) error {
 	if err != nil {
 		return err
 	}
+	b, err = runtime.JSONMerge(b, []byte(`{"object":"refund"}`))
+	if err != nil {
+		return err
+	}
 
 	merged, err := runtime.JSONMerge(t.union, b)
 	t.union = merged
 	return err
+}
+
+func (t DownloadReport200JSONResponseBody_Item) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"object"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t DownloadReport200JSONResponseBody_Item) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "payment":
+		return t.AsPayment()
+	case "refund":
+		return t.AsRefund()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
 }
 
 func (t DownloadReport200JSONResponseBody_Item) MarshalJSON() ([]byte, error) {

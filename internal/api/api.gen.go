@@ -267,6 +267,21 @@ func (e PaymentFailureCode) Valid() bool {
 	}
 }
 
+// Defines values for PaymentObject.
+const (
+	PaymentObjectPayment PaymentObject = "payment"
+)
+
+// Valid indicates whether the value is a known member of the PaymentObject enum.
+func (e PaymentObject) Valid() bool {
+	switch e {
+	case PaymentObjectPayment:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PaymentStatus.
 const (
 	PaymentStatusFailed            PaymentStatus = "failed"
@@ -285,6 +300,21 @@ func (e PaymentStatus) Valid() bool {
 	case PaymentStatusRefunded:
 		return true
 	case PaymentStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RefundObject.
+const (
+	RefundObjectRefund RefundObject = "refund"
+)
+
+// Valid indicates whether the value is a known member of the RefundObject enum.
+func (e RefundObject) Valid() bool {
+	switch e {
+	case RefundObjectRefund:
 		return true
 	default:
 		return false
@@ -622,7 +652,7 @@ type JobStatus string
 // Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
 type Metadata map[string]string
 
-// Payment Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
+// Payment Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
 type Payment struct {
 	Amount         int64     `json:"amount"`
 	AmountRefunded int64     `json:"amount_refunded"`
@@ -642,7 +672,10 @@ type Payment struct {
 	Id          string                                `json:"id"`
 
 	// Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
-	Metadata      Metadata      `json:"metadata"`
+	Metadata Metadata `json:"metadata"`
+
+	// Object The resource's kind; it tells a payment from a refund where either may come.
+	Object        PaymentObject `json:"object"`
 	PaymentMethod string        `json:"payment_method"`
 	Status        PaymentStatus `json:"status"`
 	UpdatedAt     time.Time     `json:"updated_at"`
@@ -651,9 +684,12 @@ type Payment struct {
 // PaymentFailureCode Why a failed payment was declined; `null` unless `status` is `failed`.
 type PaymentFailureCode string
 
+// PaymentObject The resource's kind; it tells a payment from a refund where either may come.
+type PaymentObject string
+
 // PaymentFailedWebhook defines model for PaymentFailedWebhook.
 type PaymentFailedWebhook struct {
-	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
+	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
 	Data      Payment     `json:"data"`
 	Timestamp time.Time   `json:"timestamp"`
 	Type      interface{} `json:"type"`
@@ -672,7 +708,7 @@ type PaymentStatus string
 
 // PaymentSucceededWebhook defines model for PaymentSucceededWebhook.
 type PaymentSucceededWebhook struct {
-	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
+	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
 	Data      Payment     `json:"data"`
 	Timestamp time.Time   `json:"timestamp"`
 	Type      interface{} `json:"type"`
@@ -680,7 +716,7 @@ type PaymentSucceededWebhook struct {
 
 // PaymentUpdatedWebhook defines model for PaymentUpdatedWebhook.
 type PaymentUpdatedWebhook struct {
-	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
+	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
 	Data      Payment     `json:"data"`
 	Timestamp time.Time   `json:"timestamp"`
 	Type      interface{} `json:"type"`
@@ -757,11 +793,17 @@ type Refund struct {
 	Id       string   `json:"id"`
 
 	// Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
-	Metadata  Metadata                        `json:"metadata"`
+	Metadata Metadata `json:"metadata"`
+
+	// Object The resource's kind; it tells a refund from a payment where either may come.
+	Object    RefundObject                    `json:"object"`
 	PaymentId string                          `json:"payment_id"`
 	Reason    nullable.Nullable[RefundReason] `json:"reason"`
 	Status    RefundStatus                    `json:"status"`
 }
+
+// RefundObject The resource's kind; it tells a refund from a payment where either may come.
+type RefundObject string
 
 // RefundReason defines model for Refund.Reason.
 type RefundReason string
@@ -2312,6 +2354,10 @@ func (t DownloadReport200JSONResponseBody_Item) AsPayment() (Payment, error) {
 // FromPayment overwrites any union data inside the DownloadReport200JSONResponseBody_Item as the provided Payment
 func (t *DownloadReport200JSONResponseBody_Item) FromPayment(v Payment) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"object":"payment"}`))
 	t.union = b
 	return err
 }
@@ -2319,6 +2365,10 @@ func (t *DownloadReport200JSONResponseBody_Item) FromPayment(v Payment) error {
 // MergePayment performs a merge with any union data inside the DownloadReport200JSONResponseBody_Item, using the provided Payment
 func (t *DownloadReport200JSONResponseBody_Item) MergePayment(v Payment) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"object":"payment"}`))
 	if err != nil {
 		return err
 	}
@@ -2338,6 +2388,10 @@ func (t DownloadReport200JSONResponseBody_Item) AsRefund() (Refund, error) {
 // FromRefund overwrites any union data inside the DownloadReport200JSONResponseBody_Item as the provided Refund
 func (t *DownloadReport200JSONResponseBody_Item) FromRefund(v Refund) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"object":"refund"}`))
 	t.union = b
 	return err
 }
@@ -2348,10 +2402,37 @@ func (t *DownloadReport200JSONResponseBody_Item) MergeRefund(v Refund) error {
 	if err != nil {
 		return err
 	}
+	b, err = runtime.JSONMerge(b, []byte(`{"object":"refund"}`))
+	if err != nil {
+		return err
+	}
 
 	merged, err := runtime.JSONMerge(t.union, b)
 	t.union = merged
 	return err
+}
+
+func (t DownloadReport200JSONResponseBody_Item) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"object"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t DownloadReport200JSONResponseBody_Item) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "payment":
+		return t.AsPayment()
+	case "refund":
+		return t.AsRefund()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
 }
 
 func (t DownloadReport200JSONResponseBody_Item) MarshalJSON() ([]byte, error) {
@@ -12698,378 +12779,380 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3tctvGsjeK38oU91Nl0gukKVpyEqpc9VdsZVmJX7QleXmvHfoRhsCQhAXOMJiBKCZW1f9qzvfz4dzA",
-	"cynnSk519wwwIEGKluXEztaqWoxMAoPBTHdPv/76j0akpjMlhTS60f+jMRE8Fhn+eZCmag5/xEJHWTIz",
-	"iZKNfuNsIthUmImKNTMTwTKVG8F0PpupzOiAhS8OD56HjMuYhW+Oz47evD4NWSKjNI9F3GkEjUz8lieZ",
-	"iBt9k+UiaOhoIqYcHmQWM9HoN7TJEjluXF8HjcMzPl6dwgHTJlNyzIQ0iVkww8dspDKajphlQgtpOFwc",
-	"4Pfh0aj9iptoYqd1NGq/VlK475onPz1jP+zsdFubpzfjxogMJvC/B41f//eg8f7hoPG/GkHNvI9iMZ0p",
-	"I6Q5EbOUL2C45bc4pnkGbJ6YCc79kqe5YCE8NwzYfCKkfSU9U1ILlmjG4QVTvmBqhL8pKZg2KhMxvOlA",
-	"mkmiWVg8Plq0fxGLsDOQDf9NhMynjf6vDXhS433dC7xUEad51u3/25OXbgJRJrgRMUxS5VkkAqYy99sH",
-	"NWRmwg3MGYiDKXqhucouPpUSjjMxEpmQkTiYzdKkbkFhZiFdF7JZcT2QKayc1HORMU5306Z/19vttgIm",
-	"OuMOC0c8T81TkWUqaw/FSGUiHEignpTjSj7t6bDDDoawabQ5ElZ/zvXy8nqE0qRRm/6wHzNuRDtNpokR",
-	"ceujG/7XbvuHzvt/NKX++H/+H/1xqj/qVqsZsM8dovWwnkZPuBEvYYT6ldSGGwE7KXg0YTOVJtHigWbD",
-	"PLoQhjXjjI9MOxFm1J4YM+OzpA1zwim1rRRp7+y0+owPpDZZHpk8E3F7lIg0ZmmiDdE9LOFUTIciYzP4",
-	"Pz7HbcmgEQt8+0FjP3u629s3T3fCDguzkCV6ICdqzqZcLhgQktBGs7nK05jNuNYsS8YTw6Sa77PQwPVE",
-	"ehOVCqZFpGSsAxBeMhYxy2cBy6VJUuAg4V4y0WyUpynjY55I1oTHit9yntJQxZKEv4WtDrPsDDQuLkW2",
-	"KNlWjWAN7GYxNRMZshbLZSo0jUVfqozFiebDFPgJVh/v0ftMC8EGuGH2q0FjhaWv+HSWCg1sXbdsARs0",
-	"5llihMYvH8N39axf0MUxvmA9deDLJ8hb3CBTLZhRVlzhZvwFJPLb051ud39ONPIb0QjM6LdcGR74kwNB",
-	"iltrd3qi0ljvs3AeEpUkMlZzlkhHKUxdiozNJ0k0YVwOpJjOzMLdnIlRkqb6JhJgmyhgIL8cCRTLUqGB",
-	"35729uDLNURA63RUI2aPYjh2R4kTrG6/ExLuWmSXInugWarGusMOWJQmsChTvmBayJglcBDM5UA2d9o7",
-	"ve9ZNOEZj4zINCxTeND+b97+HQTZeb8dtvaZMhORzRMtvOHZlF8IOE8ELcJWh/avlaHf/7ET7PS+v14j",
-	"HIXJFgcjI7LVBTi1NGEUm/PEMBLJzGSLRI6dsNhSp5gmMpnCYdwtZpFII8Yiw2mc4tueJVOY18pE3gHv",
-	"+SynZ7DSsMAmmYJywJrvHj9jNAqjYYDdWD23qdFAziZcC+02U2WxQL1qwQQIyoBOA2RLeEycW0pOJJsm",
-	"aZoUktVMhBzI0CjD09AxK8/NZD/Os6fdzu5OwAppYL/r9gKWCR67fz4OQCVKYm6E++qHYCCjlCdT+8X3",
-	"AdLPuLhgL2CRmroxdzq9gOEc8J+POyAajvEV+zSdkDUPjo8G8kIsWKrURT5rBSwsZhbCPwSPQ9bEg0HF",
-	"C/jdTQt+xunQ7wO5onrhaKiyhaxJOghQyShTU1xBq7w5SQGX0wvZJ0Y8iwdylqlIaK0y/B3fz/5uMi41",
-	"j2AT4DerCYSsmcgPIgJxM1wUWlGrw05JQA1kVUI5AUOk0iZScSJmPfn6Imdpc1d3jn3WxtXLqXfv3h3k",
-	"QGsmibgR9YcVL68AWsXpC2DfXAuPUwPG0zlfaBb+KHgmsnBrc4CurxEk10FjxjM+FcYaVYeXQpqj5/Bn",
-	"ArfOuJk0gobkU2T9eNsniktzXsqz9/+4wQyJFr+IRZ0hlcvkt1wwoH6yoBJdnk+wRUoLCSSEtEiSvMnZ",
-	"27dHz8kcGSsVw2VJJFqdgdxp9/b22CxLpIFDjB2cPjs68kR8wPCEHPJMsGbIh1HYAoOB6zqhRG8ykM1w",
-	"0ODDaNAAAkbJDCxUmE2aT+kNwLgrvgBWZZkweSZJx1ritIHEAUqGNW1nq/UZmmD71dHxcs7iZISGhaEn",
-	"JJrt9nrlpSRJ5pMkpfNqlGTalGckMHySpiAvRylqqDBA94cOw8OGcbZ3dQUrIlVhsRjG0zQYyAzefPW1",
-	"+ywx1irUzl7MU8OSkTcBoJzpzFgWMyLusF/EQjNxNUsywXq7bKLyTDOOs8B7BhLZI1JylIzzDLfTEoLT",
-	"VYBl8AbSjOAneHs46ocCuCum45DECBI86X0lyS/Jy82HJb96KeTYTBr93t53ARye7t87teQ/Qgt/jaV4",
-	"eMbHIVuonKUct4jHQXmygc6Ih8Sgcfl40AhZE8gU14+3tQCuBuFqz01m+FgHZC4+DJGVuFwgtdLL9HFk",
-	"lcPpjOuUz0A4MtSfRrhS+Ojd3vf7jFtPAOrWoMRKZXBcnIJ7JM4wxicTK+52ux12Bv8E7orUdMYzlP9G",
-	"4IzgjwCZZC74xUDinc3w3aNBo9PpAHcxPBXYFFatFIzO20IjJlrJ1qYNtb6WxmZ7/mj0WkmxZn8OpNue",
-	"pf3YsAvoeAgfgoh4B8Z5Yug9hNWvozzL6OwjxrTclWj2uLvrvSysjfeqfYYLRDTgBnREAetwUN0stv1e",
-	"bVzD0kF1w0L+rIZ3cJ58UMMtzpM17oIXzg5PjJiiXkxyl4GG3yUVGGf3Wy6yRTk91LAqr2eNlkZ/pxsA",
-	"u5NuvNPtBqWmvFOrKR/zxfQzjlZPtDzZDfyVmfHFFitDCtbq0vzEURSjLlb4I43QBk4wOk91UJhOXMZD",
-	"dcWUTBesOctUnEekXY+lykArN60+O/np2UB+19vt+j6uYIUnmqTQLU1g0GgVrq5UadN2x2HIYiV04Z5D",
-	"MUGHhVXmWZQqXTCTkpIGLOQal5al9mtdafZHzfa6jwcyfDTL1DAVU/0IDLokEu1c8kuepHDMWLYP8ahv",
-	"48HYZzuhM7RihXaWXJhJIsf7A2mf5/vEyufBG+32fqCTsTCf4cxSeRrvl+69Qd7tPo6cRYP/EuFANnUO",
-	"Rr9mYW+vO9XI2GFPhwEczFOlDQsfd3XYIh+CL1qGPLogsZCC+KSTEpcPHaDsDRi2FUclyG3a6xhOAXov",
-	"emKh2HtGcMTxZJgoqfJsILlmYN0bEH5WxjDJQZEvDIAOOyiWxfptEjikvVkwDYa6YgmYb6XXtW3druEG",
-	"sWWZYJ2BUEN1jaBRelcbQWOVcALmLtjrdqcarACPV3e6vd16832msrvQs7PZNnr2OzGcKHVxKOOZSu5E",
-	"v5+L7R979PwFbcSaWI3WfCxYAmqtUxs9DxXolOivTzSLRZrg101gfyUx3FB8if49UEeEfc9W4GnDINho",
-	"THTYdNgx2azkMUhguEj0y0cAiRqWCtC94KcNdDWn92xvv3xTPd5+/U6TseRgd6xbxvByJwClLk3VnAxq",
-	"9AVwLZ7sshevDp61T18c9PaeoP/qj3K2153iHyaZCm34dHbd+QPshmuQLCSS5mRIgHamQc5kIhLJpYhb",
-	"ASjTTjEsn9iORaRiEbMZz4wLtbgteaAHUosoE8bKm3A+0SI6DzvseY6eB87s75miGBkzc8W0WwMSQhSY",
-	"0jMeCRjPnin7jEeRmFV9TskIRLFTjQJ3cMxQlkkWKakNlwY9UlvscTGRbbf6cicod/ofj56+/0eTrX63",
-	"LghiSeDMbc86EnhHwTgkWrKk5lzjqokYz2+rixQOY52ALIWFeiuTKyZmKprss1Em9KTgvoG0g4GdAEYA",
-	"46wgFDZFp+KES7bHponMgTzQbbRQeQancXTRJzE+VDk80tqAWyxy8ZCtXadruegaRiBhTlHj46MTd2bA",
-	"vyMlwbZG3VVcmUcTM03hH+tV2uugRoodHB+x4iwKWCZkLDDoCQuC+wIPynhkQNn0otjWkd0mT/b/ysSo",
-	"0W/8x6My6v3IXvyodHnjHH7ksf1m6TXw0CRXktNi/vFBU6i0fCuepm9Gjf6v9c+k6/SjY7q/cR380Zhl",
-	"YFabhNZRG25ybR8Nc9jtdq/d8pcR3FKPSiR63NqWLxtBzW+JZ2xfiEXj/fX19fs1K+65LKY8HalsKmLQ",
-	"ROxYy8vsBxM3rnJxoR9qapexpq1utpeXgYpP398Xgqdm8uaXDbu7uqub9pIGrCNg+mVxV5RZ9eodybda",
-	"fC0k+oNHovZLnwyr5NdOZDvXorGGCA8KErQHYF1mQ41Hbd8qNaA3Zt80mdowVLuIQ22+r4hY1VDJicg1",
-	"5Ux8BWTS630SmWQ09w2yapUs4HQmz2fpW/N9t5a0vnkpdiThiObpIZhMX8f27lUOqprttVNuo5m3lvsl",
-	"y6W4mlEMCy/tsOfC8CQlFTVV47GIWS5thJKF5SKGgfVkgh77ze/xK8y2e63MARkgX4uw39u4zZQj2JbK",
-	"tLmd9yZtA7MIxVWijWbD3JA3SirjMgtxi2nMDjsrfSClmyfB/DIuFwMZqyifCmnQSDKTAP0ZqMqkicYU",
-	"DFDOJyJDl9AECYhLS0torxYxMNKm69IiN+0gXbScZPVNUNtrZX4Ce+JrobLdjVQG5DXC6a4hrteKoQPP",
-	"5SeSrxXsuChS+d9AOhzzRap4fKbUS56NvxZNcOfxxm2b0aTbRql2itPewhJx8Va8wbKs5w0l34RmzR32",
-	"Kvmx9XfYWJBhz0WUJvLrkfq9mzYWJt2O3azJQeBcDL827AXn6Msb8STNM3EeqVg03q8lgIhnMWp0blQ6",
-	"AexQ5Imh4H6TJsxCGFnEYcvmBGCYtciiHsgyZdrlU3t6RH32tEdLNSkDN+1tTUL4Upb1pruL677JE+U4",
-	"Q59YAm/wE+7L1yKkbqBlb95tIqgVcrZR5XNh+HgNBXvVB4VSQxF2zKmxYWmKd4Pt2s4Ej5Fu0Y799uWY",
-	"t4wnxdJ9HYbo99sTQLHrG04qm9RhL9Ve4ck3v4unFKZ9W0ZpvxZrc7OmURNe3rSDMTd8yLVgEVYSAK8O",
-	"YUN5NCH3Z5zQtzbGO0/MJJF+QOQBHFM8hnMqYFSSU6goiWZ6khsM/sdqLm02mwvVeN6e0AUSVg6f/0Eu",
-	"rDOlXnG5sMPpr0VobHZy+lkIK8fFZaJSbkR87uon1pwZB6wchsoXgHbQlZXPWDNcGSdkkk8pQ2Qf6HOC",
-	"GZKgMikpLJkN5AY6Y80iGrvT6rCwIABbM7dMQCEbJ5eC0hnqSoU2VCz8zyTmt5LnZqKy5PevR5ff2UjJ",
-	"uT/jNTLzVaJ1IscBy+WFVHPJUKO+VBcixpjdhVh84y74d+/etZdTzDfdvJyRbjffurFE/ErECT8rF/0v",
-	"V4L3biCCYubtKUy9jdduaa4/0Cx8Ru/YhncOXYaky8Isa6Gs+Y5pnCTLOOaNa2Eoo4QM/rdnP7W//+a1",
-	"qaWEoee25OvbCOO5LAKXc9J2FWsrx527Aqz99ea9Ha/IYQEacUPuMyEx8zwxrBkeH5w9e+GyA4s6uRFP",
-	"tQhbFO/5xknj2iVgkK+ZfJSYjFHZM1t1fc7xt5HKpvBXA6wPTO5YTdQIGkm8UrETReb88egHvhN1497w",
-	"O7HL96IfxM6oy3vDxvtKGixee3NKlb/76OLxZloW8KjhBxHhSj/Dn62ry8u34DGZXTw99l4cdzpYWgs+",
-	"dWu0VKcoPQMbC3WniVQZyyXQ0l6322VP2V630+2yt6fP0V9YLGQizZPdhpeC/IP93+Y85KDhnnZTssAz",
-	"d90yR/xRTW/sdmt2cioMB0Plpoe8ctdhGRL53SiEUlcKZEBoo6vNqAsh90mbm2Bpzii5AvMnN5GaCpda",
-	"fOZu0IMGLp9LSplNz+Hr88tE80ZQ/LPwCZZfJVLnoxFosNKcj3IZa+9Hqk2pXh6pLBOROY8uI+/7Ucbz",
-	"OE9BbJZf2pq5RI7PKdJY/qRTNV+tJwsaV214heflwiCBrcy/33BO2T7b7faosth5I61rkWSU7+Dss8oo",
-	"6BJYftWVkZdGsNfhTZUBvBW4aYzy0soI1bW9aZDK1UvjrGzpzYMt31IZcWUj+41jVw8JNMnHos/2uo9Z",
-	"6Ltu7AWVvPKgMI1ol1yqyEpNVWeZWPqN0zyKhABDqdfdaZXZ3Kx41APtcpXZLM0165U4A1phKi08C+vf",
-	"poJLqhGbCmF0XaVYUSDW3O3+0PInhGy1PKGOy8Ur5a8VjJ5QWhED60XyiYCNuHOJXIpg3WHPqdoDK0Yw",
-	"IZL2BvTDBdXVIzrD3UjmzxGadHR+Vo0IbA23upuTk3FO+h0c1xURZolAxOfDxXmUa6OmIqsvgF0TW9m0",
-	"saDN325j3WE+rqu0fSPTBcvUXBeYMNxgFZTllISq0iu7uVFhcU9LzTYPc1X47jn7zqvmTTqk9GRXuPH4",
-	"yRMW84WrekzM9nNzV3klS41IX3qHIP0L1fX3NQM49XptRT8mPaSJNrpytNIWayQSkq43kgX+GlQ2r7K4",
-	"62llyUy5HdF8snpDGn98Li4dKlV1kbCGmsFtZC2Gvw4aDweN96FXgwC/BhZ2CmQKXs14HIu4TAzEcjWf",
-	"IR+WErKjSbyS/mG/s0Gg8gty+MfFblTuoj2s+8qOU0cXU351RNPqUdGb/Vcp03iWcRDlVLptfzZZLq6D",
-	"Rp6ltbnrGZa7H785PWO0quSeC+0Gvz15GVZoP8+SRqXQptfd/f7mgluf6mAqK3tZS2qeyrySA3Z0+obt",
-	"9na+K9R4BioDnI6pmoss4lr00Zng4KhUTOgVR6dvHugiuoZ1mITQAHvNhiJV84BdiJkhSB9YnsSw4YJx",
-	"VIRbHfYuMZM443NpB22Gk+wiDFh4KUY2sEw/mAk3A8kzgSeXnWiCd1zxHO64urqCOzLhin3JEerIjiNt",
-	"8BF8x1NYNj7FbxSozzwDbuc5fjMHNZX/DlcO+RQ+h/D9MIZjYzjBv5MRfOIIQ4mfaoifIJCGuC1Djd8b",
-	"HGc+g88F/v072mwcP2MYJ5qgtJjQ33P4TPHvFO6KJFBipPBvlaNciVDjwG8u8d7fLxpBI/4Ad8UX+Dde",
-	"H+OzxBj+hnM0aAgD8xQ5qOqjD5ggcAG/jof4KWDm4wmsxjjBb/AdxxJGHpvf4HMB30wu8FPC9RMDKzbJ",
-	"4ZokhpGTVGN9BP79G1yZZPi3hrl9wDE/KPycwdtdCLj+YoyfE7jyYgqjXcxgNS4y/JzD9Rf49IvfDZa1",
-	"wWgpzjy9gLvSDH5NNcwqxSunuM7TGL6ZjmGvpzjz6RTunaIqMMW1mmawtlNcmeklfs7xmiuJn7Cz0wV+",
-	"j7QhcWQ5xr8TBZ8KrpczrAbBlVdTNIk4rPlMwJWzMVwzm8ATZzjnWYrfL2ANf+PwTaYQEQTpJ8vh3mwO",
-	"q6HxV43UqCP8O4a7tIAx9Ri/x5F1ClShFaynxjXRGr9HatRo2OkFfvM7rIyZwFPMB7jeTGFNDFK1wZUx",
-	"WFBsDH6Du2B+hytzPoHP8RV84mxzDePniwQ/c/yEvcvx+kvkwUvc60sc/zKHVZ1jKcUVrucVhze9ivDv",
-	"CA1Ghd/M4HOBlTa/4zr8PoWRf5+PQeL5LheYSq3hOVbtlbPgkITn4f05+KnnIC7NTW6z2govwaIJl2PE",
-	"9SvRMgjfwzkqbfbaA83CopIq3F53dFZInevcJilyMgkPjo+YnmDRYWIsol1peNJE+4yz0DrQQgKBDN22",
-	"PASFl4VkyxFZhHaD4KdS0XygEazRXoB78zDELKuBDO1ra4wVoq9+nFwKW9gJb/dAM3HFI0PIOpwOt5Vz",
-	"noyoT8OwKfXkTSYb7vYZhSVqXJBL+i8HhsY9qNNGcKyXia6hHrdvBbvcOKfyBSy1XgeNCdfnU5UJr/Rt",
-	"qFQquFyZPT7Qu2PtfM/WGxMTPpsJiY50t13oX8crh0BYRPWru1xjdvxVwuCnRKRxUeJQ3RWEClqr9E4E",
-	"1Q6wRAOj/Hz65jVDWwbsPWkRCzGxtBk+Ir9F2EJpCj9IrJVG+EaErmAFmBNcQQ581gwLpLAV8K8OO3DQ",
-	"hThWqqRLXR3I3t4TW/WbgKaKhl8mULGc8uyicCL+v////yus8JTvCcbi7npkEJ+UaJXKG+pIyRaw9dcH",
-	"iBw5qIubrU57V92DflbD1Q17qeS4neVSYuaCyi4CNlNpSm6E8NEHNdSP/kjia3INfnY0RDhq+sTw2fug",
-	"HsaXQDsKzF6UpkjQ+whfExoX/fSclB/U0OYVhh2cE3p39ebjaZTIRE9EjI/gFk/RugvmSZqyoWCxSIVZ",
-	"cpytrsavpf4h8zRtvL8OGm70zXOARxccHNgXBZbAQ5PLSKS3evrKEbEFLA0SwzgTWq9Sbqbm2rmP6xCD",
-	"T9S8xMzQio14to/AQQrOtxLEC943y6Wu90RuhnD0eWJpPnW8QeBdN50uP6vhCV14DYozzzZqNRz5yeF6",
-	"MXu9e7Nb7FMpEW6Y5CldeLO/C1Y4VkLvO/0jZMM8SWOLeA3E3QzRf/HIgkmHlZATfXmzVPIVAvsWHgEt",
-	"KQnewlY5o8KqayTcHegQICe/vAZR0tI6iPIa2VZw/6o0jtVcgnp8vtkZ5S7ztNCAZSLlBvPKlFOAH2jE",
-	"vWBvT17ihnvGlCOFR9lsNY79yD2gVqOgO89XBM52eC8Vni5GCqqvvmatTwveWUoT/y0XuYhD1pzzBDNE",
-	"EUXOsi7CiNLhaJ3Y9izgKSF1axYWexIGRQHEQGL2npPJYdXxRI9ESx6HBpr3FLNCs3O31y7lKy+wUu8W",
-	"rjh992p9vtW1eDsDAtjrWgRIQlhDeGDEvlBzidgomuV44W63gjBpr87tIN0OuTL9Ge11C6pdvObTlUnu",
-	"dqvOzuuavbQ211JSRRn92kPvNv3r3MWynNPbV1kavW7vSXtnp/24e7az13/c7e/tdnaffLe78/1/+9G7",
-	"vnVkLEVCEKJ3p9vdWS6o6YO8pkMVdPPzw59Oj/57t3f843f/eXx2/OZJ7/j5dy+ePXv93atGNTyGqL/I",
-	"Gw0ctyZ9YDnG706ExoxnJuFpuihfOWhYi6D2bXf63V5nZ+f7Xnf3v1G9WhdLXDl4V2N8K4u91V23UR/v",
-	"IM9jgxJW2cVVCbpg3Olcfg2UyyzYZyEMFTp48ZA2h7TPQt/0IlVLyRm1SRl+5gFeU83E8MOX8PD3n6Tm",
-	"bRU/vZusl5Vht9NlLLOX+oxP0tsRTZ0mUheiL9SSZWpeeZ0lSqlSmLdgS2qNN/X36+UaVWrZANF6RWaL",
-	"RUMdpkAc2prFlhMQl/wNa6KcPrTRWiePndgdqGj+K25Q01Z0IExo5ZISW2d8LCy8mN5nI2GiCVghZP2j",
-	"EprI8Tl3+frGaUeIW0tQPHegB1ZJ3LP2a1WCClWuiPw6PcGN70b7CkmrfNM7oK63xGZf4Ws6B91nvaR1",
-	"iNQFbRFLd3fvO2Y9HSy2uB10+5IaDwPAz+gDTzRbcqJtC+WCXrwOe4soalLMC0xz+pcH+JIgIl0kMKnZ",
-	"z6fAK0jvycRv58//9c///Nfhu5/O3p388q/df/773YvDf++9e/zP/9r1FJ7dXg9WzKQ1YNbMItcUy3cz",
-	"xs0a/cdyliu7W8KYLd36bXGFOWFt+15hwLBJTh5NXITcaQwRlxY5aSg2p1qty3K1Va/186kpni0iDhTk",
-	"8MLzVPzaqQ2WWNqoITNxNUu5tJj+MxEloyRyIJVMRfZIFbXD+pnp9S+wNsvdvkaRrR4pGYlMiriz1s+o",
-	"1zxjCbMtDDCVQUiTLbDVjf2dofe2BJztdStRu00CxPOcrwTVlg8smuq5opDX1lMuujCN8gyPs8qsNZuD",
-	"wY8YHQjsIpVxKCyJZCE9FPd+c/7eZqWYaG4JfACbqNnWBSsQArUp8oVk+GNDYcuMOzgyJ98sscVMyQA2",
-	"LoJZCEkwnVxjzuc+S8XIMJXb5mEWj6YMCLAiHtBZyr3Ze1Ln9azkJm6zGlTI576WyrRLqRJWk5g307Qv",
-	"KWuh9T0kJid27D0EgG1LimoH12v8IzDwi7OzY2YhHmBxO34i6F4lB3S3262jIiupazoKTlRmmM6nU54V",
-	"3fXc/sI4XjcID+p2s5Spd3oelG6utydHFjjeb6q0/ODwn4dnIRAMHWfeaCsesRpgnDpdbLUOdc2p4kNq",
-	"BwWGti1MLZqAzSdK2zZbFWxYOo1EPJDN0OZJhgELqQcV4VpTkaGrlovDVgAMY4OS2EHsgWZFvWu7qHe1",
-	"KKdOBq5Zeifc1ik6JvUcwXVqzomDP8Y46+0SIDeeNacCkZbTAl65OFg67A0sslHUNsvlSDOdD13s1mbX",
-	"lbc0gk8Gka555ZGFf/oMT8yf5VNZdeCKL+tJuJ3v4rNzv292qugNdtt2YZEKNM9Gz4R9nXUuhvdrqeoO",
-	"LG5Lnl8+LkIPuhtz1Zv055txK1kVn2PHUTnA6luBInKuk9/X6EKjJAUFHi4AYV2oLV9KNFQLD25TP7Bl",
-	"btYXDV6tWgfbRPxd/NMF+z+oYesTQ/21lQtbVircJkYWND6o4fntwvmZmp9H9QVE1h2iCWUAXdNOVQCC",
-	"3JIAlzG0b1NTkVCW8PDcDyjbZ28otfDfLvB4bInwlhy2NwSbiYW39Ndul+6Ckef39dX9Xr4g16ibMi87",
-	"B/MVNUtcX2sy8Ci/5U5kn58r9vmCb3vx/qcvHGWC3PXK3c2pcSa0WVucbpE1V9l/mxryoMFnyfmFWNN3",
-	"2I79QDt0Edvh/cAilaA3qM9cA0d2OkFQEtCvQXYvKcj64tyAIftpEX/v/crZrlulFyKdiaxMsFhaqtEI",
-	"AY439NTCmkiyCic4ls37jTuflntUPKpupuSr/qwy/O3KvOo01+mtEwhqR7ujSP+vbnmKsa/XLtyfWCdX",
-	"98qxBx+yrPjWldNtzFuu1ByUJWWb7imryOotSvv7ATU7qeGC8ocqE+zYpqTLXSyte8b1EgoYMmQix4gA",
-	"HWVK67JxUWIdahu9i3bkT1RLXbOwczJbNnGjl3FakwI3xxh+puS4CN7PS/UP+wE5qGsRs97VVWdjfp7D",
-	"Oj3f5Exz4z7Qvl+t+nypStzUiE8Fa8JSqBy1XWpbyeM4Exob0BU94fBVW/4c3Tr4zFSRTpYElnZi9VWq",
-	"i+5W9f16qntuiaSuhlhQNSTV5Btlve/ExH3K201izJvwU+Tb8B0lfwerLbW8pj7hTMg4keOQAXWm2CLP",
-	"UvBYYA/63tUVa3qJWy2XeW6xAqKJiPOUMGst+hs90q663z/U3lmHosOaBSAu+c1q+a++xChbFJOmDNmA",
-	"qTQW2pR4O1vZ7UtCoMZ+v1Uad9W39knOr6CBu39+u8IUuvcTy1NqrKktWpUFDSmuzLndhs3GIlxZbBiQ",
-	"QC4KllauJVXRhK2gPKAeIpHPSgcuTCoi/Pp8wjoj827SaXxq8Ha3slmeG2t5VYOSEz4tZWZJ1Pzoutp+",
-	"hptrWXrd5NJeq6ovDXQHHrgbp3bnrrgl/epu8LC2Tsfz1avlSE4hYX2xi8eJRZpByBk8ZqjeMnDRI2lK",
-	"7IoCDqYulaecwHnpRl5NCVwn+/tgSVqXcsiawwVbqLwVsHCspAhZMzGlYrG702X/VFK0AmyqmqR4eDUp",
-	"7lAIDZt6CO+xh/gZrU6pNCSpcGGJaq5xMYlG0IBHW3mAa32jc/szddhbHQ6zTFwmKtfn1C/xfJOvzjVv",
-	"dz0VA3viF0qcG8w1X6TMC52MpWZDoZNYWOk9ByXkFjL40wVoodpvIVjJKVVNL1zaE49PVil242reStY6",
-	"WXB38qyQLn+6PHuXmMkpLsv2jqbVSa+U7RUjrur+QHgIg4XXBEWXUPYP19ZUjdjjHsu4jNXUuvd9Z4oj",
-	"7LIZLBYxOuAfGZekbykeNFXgDicXfG7Eh/sdO9//4+kf3aB3fbMzxr7l6iq/L9cZDNOtUFH6LJwYM9Mh",
-	"1dPD32HxvpmPWKoyhl2NNJtlySU3YiClMHOVXWjWTFXEUxaLS5Gq2VRI0+qw19iPirvLA5YqNRvy6CJg",
-	"aSIv2nSPypjzhgyk1fH7RWv5aCKiC8wyYZkYJ9o46FQZMz7miSz7+jr7IE54WopiL1MA37P/6JH9rhOp",
-	"qQP21GVW3PvPx4TRIsqzxCxOgXBtbAm9cwe5qW/9X3j28Bzleo13j1HD7guxsL26O+wXsbD9awmED7eO",
-	"a3b64qDd23sykBOuJ0DJwAO04haZXSOSGth/1ruH+VcXYoFJSs8PX705Pzg+Ov/l8N+n4UA2bTIDC50H",
-	"MRZT5YwrZFEUETjPkoRhzQmmLZEj5cBeeYRMalu0uqVv81nCpjyRhidSZLpRgxGuZyJqk2cEno8Nx4Wk",
-	"k/n0+S+M4Jt1wFLBMxjEgtZQo1TEuRGZ7gzkQP7Hf7BnSgITJErqgWwzH8TYeqQ3bQNM198KshxhAYci",
-	"VejBRPt6IFmxxDAb14badWfSTEdqJmIC5OkXOdKl4zeJi6Zfu93dDswVy7oTYgSVmw57paSgFtNlZ96k",
-	"gj7n8kgLGKFVqKEOzPVdlhjhxsD+zLMUOC1NjMh4qlkz7O11uwQtiD3iu52ubRK/J3pIE227GjhN18UI",
-	"gYxZky8DJNdgHoe5GbW/D21X9509Ah9KNMzPWf/2dXa73SK9TAptXM4tbT2eZ5rFQszc2I97LAVBpQOW",
-	"iZngcCWM61WtB15r+9dvX5a1VqwZDmDDu11yXMBqSoFvtvOE6TzL1BioBy+Lv8fLEokUIBe2tiugG2WO",
-	"j/PT4Z7selVdWFyMr4h5n3gYsqFYKBmz//N/73a7uMxHMbG/S5SsDIFXHOAKrWQxEtCal2BJyYvkyNL7",
-	"Lk3R5UaG5HDULp/VIKnYlGjNRDRR5VhFlb+iTtk0MkELZJhM6JGI523LskToSi5dh/1nrgxiIeMeU0iH",
-	"mnrbxC8aCieLK7E2FbsZrkOXDlsddsijiVezzonSvKQ1m8GJOFr7jNsUNYV0lwmTZxJolZLqJvmUS+xq",
-	"g0jOMz4WdUwRuDlqi1cj4gAsmoJVpZiniRROXr2kpgLyzD+UIyVHyRj7mJuJ0DZrL3ZAk3g2gBZjicEl",
-	"qk24Zo+7ZS+E8OTwP98enp6dnx29Onzz9ixsgTyiEuAOe4Pg5dxgTThldJYlm7BUxu8k4oTVEkJpTWMS",
-	"h2zt92eoTvSBto5Hzaa5NsDQsCO2C8le5QUOnp+/ODx4fnhSvkRZOTqfqFTQrtq8TJJLxcLbIXdWxnSD",
-	"wa7jPVFumBqN2HDBClsSRdNut9vqsB9VnIgqW2KDNtbc3Xnc6rAX9n38Cx732C9wRfjq4L/cS/z477PD",
-	"07C1DyPbDnBKuoGdAWtb86M/O+ULBHXUIh0FDh4SGBB7TfZhnHD38Q6zDGYnwn6irOUzpRg21Asd+aHc",
-	"bxtxZUsNaGMuhJi1OVjGvgM8iVNKE33iE9XR85eHHkWBRpcqLeIO+5Ek2U632wVaRhlZDqftSjx78/r1",
-	"4bOzozevTy1IyU63Sy3QQe5GaYIKk1X9Vu45Pz48OT86DvdJArOj48sn7iZsoJ5Tx0yRsUdPdluBs0Zp",
-	"jWmqmM2sQOdEBlvQ8iN0v4gDGBhWC1iCS7stfR9kF1QUNRo5Hj728lz1QH4kfJqPLsf3I3pGgLE+wo/t",
-	"dptVPuHLcG0L9JB9RGn/kW3qZz5CcYg3oiwshL1rqYK4OSi0O2ufuFTOUT65tmH1lJpmWKPCWTMBE9OZ",
-	"WQRLOeF7S6cgqBmzDPRCEKYHp8+OjlbntZr7DRPq2aW4oZ9eoqsg1rQZfev3CfeLHPLzxCWV+8n5IdMc",
-	"DKYkmlhDcNFhrusdS5MLYY9/fIQ78FbfwW8/QvPfYR/Za1XaByqzfSTIPFptQbI6aJEWTSPu0ogbO4RS",
-	"Rwp3EciO1WFXm93S+HuO+Jbb28Iulm3N6XaLyYm9Y8P1e7qUuI/P+cE+x20hbRXiThOoELXdQHhlo2zu",
-	"1NJGugZCq0/+oIb4VIIBWH0qZrSkcMAvSnia5o0AMa391clhjYRR9poahqttIV9O57ZN47fpxLUymfUl",
-	"QpXl2dzfIvSCFv4mHBZ9LyjOtkoPNRVW8NydHsqdT2k6GPoFXSFqQ+jqcMw1V3md9Fvp4krPf7wkcbfr",
-	"21onAOpaz9Az9tY8A94TDEGGN9BxsqHPDF1NPWVupDWq0cPn90iU1hLXp9QrsibIMDe31uoc1pT1eXNw",
-	"xXvLKzy3UpGqjiq1f/ssXCkrRKmty2rBRN9Ace7Yorl8b+diOyBKdKeA6VrSoYVLK7D2ifjYQuVUyAzy",
-	"o2YB/AoUfJRl8/X90fbZpv5ot+L0as96mMceHu+nCkQ3av5WxEmm8ozpJBYd9toKNT4EhYgKvsB41Q5Q",
-	"slIoNUownRUpEsZI1VjXy+KS2WkWr5VBmCQ6Sfs0tJ0pGJ0ooJGR7Szp3TkIQLR6KejZKVRhVzKLGYMr",
-	"U6i1XD6ifUNEcOdNFNnn9VBkTeB7dPQGS70e6iD7Vsm+rpdE5Y1Royquc8tsdR3bo6Kkh7JhMSVzXNgq",
-	"Z1gSS8P92s4Uq62JYbKoSXu/DKRFynK+xDBgBXYWtdcgra2Kp+UUUWLblQed0UQHElNOIpXFJXgkTq7Y",
-	"dZNxqTkZQvYksTMJnKxSGdAk6iciQUfXUJnJQKKGhJLZfg2Hl+/XLXyDpkwGLYzaQpD2K808gCnDcjHg",
-	"8oEMy7UgyWDmalVII08QWxHOdwkJO5BcMoFJldiBw7YWKHRq984PNGjeLd8tTb19rUI8XBgyFfEP2O+B",
-	"DGs6TPeZyXKBZrc7QZzvz9q2iXGpoaBgE6k1Odu9uiLdlaMjp7R0bJoWSwW/tHWHsFo5ZhpVepagnwMj",
-	"DJ2BxM2g8B17+LC3yyYqz/TDh5YDi6MP8dY9zwyXDloXtTL3ps8PXx2/OTt8/ezf578c/vv87Oxl2Nov",
-	"UG4tPBzMa8oXIEYo6QyjHavV/cAMB2zv6ipgnNlUNXIwxpmaAel4RnqhGBmRpngOzS0wh1/DaJS6GEja",
-	"aKIrn75hUhOOxr+lC3I5a8PRQWl7UlScA0S9A+kYhiScghkEbJipC9FhzxXObJxjAGhNl5qC8PELwj84",
-	"GlHH2WrCZDG7wMsuIxLUeAYsWWP7LBnBBAL058HuSzXvDCSqPLB5/sYkGnbCmfSUV0/+5g9qqAfypbKI",
-	"nkxiEIy8ydxbks6KLHJOs7DX7bED618IsaOIjGw8gg8kChHM03Mt0kPW9MFCW7Z7qXcq7COuaIFkR4F6",
-	"HKPESRpILykPCVm6hPyOX6lR6sqjJBWtEneNNd0BjGrVfLJoYTNgD4mNhc8PXx6eHVaKAOhn7Z/ZE3sy",
-	"OMuqzzgj4Da8Btd0IGGTgOgdgiro7tqomS6lg6bkMESbUSPsntJhP6thJWTmKm8tbQ6ko7oko6cSPEEh",
-	"HhCehqVKIy/BcU1Tp5JgizsZJwL10yyXxLoD2YTVnJZekAQ7ZwGLWi+lhvcqA3QONVNbIkJ0SHxLWx5l",
-	"5kkkOsD+5ePpojkWFBuRZfkMcS+VYmpkhCTvcrFlVg0hbY2zaSLB1h9IWiJitSSzz6NFs9VX7OHD7zAT",
-	"ppCC6BujHQNSKJIdwn3i/Y1ikYUnh8dvTs7OTw7PDl+fHb15jWEkF6XzWmFIk6l0IIu6qIhnoAoxbTJg",
-	"OourYb3zNPTRqP1aSeG0csdoj7u7FFTIpasvAD2CGi7WNDRnTVD6nbMvMQEanjiCNhx5QSs8VMnDqB2h",
-	"qkuRYQE4OdYwzPVA2zXQHXbA3FPpvKXvCwdBM/zjOix0Qgv1h0vqfB/OEzHhuoXuWWLQS5FpzMwJywST",
-	"sJCgtFKBPZpBu4FHUloAEpVVXNx0gJvcA5vhElIX6FtWlpD80YoEDJnbhX5WaCCGXwg0l9SMigX8hS7E",
-	"fqlQuNkWrhxbQQ7LYN+TDh1y7qYK+/FyOh+9oVE2LhEEzIWFD0M6NuHg4G0tZjzDzA5spKJGIAQSs2CG",
-	"j3VAGwlMHat8mBIQgNBO97N2njX/XJVTv3zFPhs0Lh8PGiFrYrhqZ6fb6rADp8KIFMRQM7x8HBb0Rk8I",
-	"WDho0L2DBjnUKQIqOUoWqpmBx3bYGR9bP7aaznjmKV4DCX/1YazLLk7D+hFCO62Ovxu5tqqSZTEaLtFK",
-	"gq41F/yChe8euReyNI+eF6Fb+6urjf4hfoFZX5bFMXpBLkGSO8/enJxinEsL+wpFpB734pKgyc0ErOIi",
-	"alxow9pF64A4M9ytfhl/I9nAU5Dn7tB9cXjwPLRKNHniYRou8oSbShIF7TuEJ2hiLI4VGoSm2GArKAMC",
-	"ZdjksJxx8cw3xxTYsGKq191lrxWzsXFLquQaxdeB/QWesusEj27SvOlAuSQhTN5FG58k9i6e5M+tTHZA",
-	"deTAgbxwAyMXmiLZJ0mZefAjnKIYjuMLFnGrVxwcH1FYBjXgLBknUtcmDzVD2Nvzg5cv37w7fH7+5uTo",
-	"n0evT0MMpAwXLm4J6nyrw44zQc5Kjf4VkE+uxbZnpZCDwVOIAicuMOJVY1nAFZ4jIqiqS4HfCz6oaQRP",
-	"457iMd0+S6aYM0r2ZSbQnIpE+2A2SxM4ZI1ilMRS5J2cchkP1RXeMstUnKNKOJBvpLP5AzxHprYL08nb",
-	"1+ev3jw/BFMdjNKHDzWN8PAhmRx21aw88DNj+vakyIcpOalBfa3m8KDKApqUXIBygduKWW1gUEwyNedz",
-	"vihDA/Ydw4FMJOVZUKTZktqjqTBZEhH2Jr5M7Kd7HhwfddjDh8fFWz98iM4N7eBlsLEVKPSwpbFSme7D",
-	"tqPDAHPNhtg2AH6tkBeZtM2lxKVWUDWTNUgmbDQQXrXtIrbhJLG2Ji0n9oWl0sPV17IHDZW628hjC0xj",
-	"dOzsdnepMwilYfGSq5ZYqlxI5kXq0UVEhMOaUsG5uUpRVl20MyJVlhYaz0T0/KD8kyKzftAEIYThTHl1",
-	"eHZy9Oz0/OD585NSx/oJmY42FEnxyLk5cIkCtzuFT5nsVHeIW6Z0nmbsz2JfzrWMgHPuu95utwV7yw2b",
-	"4r1oR1AkDe0jOr0x0K/z7DK5FLadB7xVLKZc2shdRZs0eUYBrIFUoxFrhj8dvH15dn70+meKAz+1/bL3",
-	"rUdSSV/UJEuvqhOwtwpMfAl8KMUiIGBp0sXdHiXSY+DyJVlKxU7OgTeWLhI/K7aT0qTsOvWJCJ6mSpu2",
-	"O1DseVT4PtAlgelsYNqitpHrnKdI436AAWPpZKAsGeJlqBqoFZORuCYdtnSnEkoXaD006JwvrMvRRbs3",
-	"+OcItAHOvVa/xvKmA7YaB61ZB7Qk22THhf3bJZL02Y49VopECFKvEs1ilDNZ0RS34vaRKpvyNF3UTazi",
-	"nKcX3O39sN597/CjGH2ToepAK+7SZgqmeqCtY79Z4kVJVuPZXHJqFj4EOpcc7BSqkagZtLxQwbI72Ko4",
-	"AXH0MI8uhKGEIQrOow8X0ycsyRdZzgULAvvBfhavCTraqLp6tk3w0562q2blZaJB0MZ4XNEUUtAxy5ZP",
-	"6EVxO9a06TL4no+72uo3xJMzrs0aj3qrw47QJTRMpNDlCqApBup8Z4z5bBuoMCheYa/bnerQuuJ0quZA",
-	"nihIz4r3AoulThegU4oCVZ6kD2uoPhjI0Fu1Voe9tdH+UoaQ8CfxAlQsi4yA0NIATtKNE7rEgYHEg4a5",
-	"wlKLHI9LWtoUm/JMrL3hxHyHThA9kPBOLjRR1TELyzMTPPWpJSjSQnhangbaZMlFYSFUlK2BXJc6uKST",
-	"Nd89fmZvZfQdnJ0wdB6ZPBNxm1ITrY1HfsTZhDvJWUTWsVp2kql8PAncgYGY8eT2ELLIILOnrVtZjVbi",
-	"NEnTpGiNTb41owxPQ1C8pZiXvdTRWAyjlCdTLFVaF2+VYo41S9GEwtDU9ABPhnDfdchJ+WJpROfXg5/o",
-	"JqmYG6RITbNnNKaOuTUmdR+dLZlw9pWSETbbA3UKHo5RUrqhbSVLGFgbDQeVnknmnwC4ybZ4QQ/kCSb7",
-	"YwV4mUTg2qEsJyE4n4MXMoMLbR4T1TsnZiALGDnNjMKDL/xjgJnqg0bABiUOCP0TSxIa19a6YiH8u6iM",
-	"XupbN5CucR0FXN2bWIxr9uup4TLmWVz88r7p6hHm83lH259dPQIWJ7TQZn348DQZSxE/fNiv1GMH5b/K",
-	"lnxEBu57nYwlBzoPSzFftEEDebe2ExqZsh32L5ElI8owLAZj6tIFDPicYvr2hJ3xTCN7MnSPkWdplIOq",
-	"7mao2ZTiA1yyPetw1EylcYfe9cCwVHBNTm94ZS7dDpZ9i/wYXE3ozToXm4lVtdFUTkaUKw8acjLyrysi",
-	"BVavJt+OdtV/FHzDL1dxCGHkgj7RT2/nRjoEizDYMURfQJRxPXFJ4xjLKqSXJI8CHAk25MSqtffaFMqT",
-	"X3lPWkvfuYrt1Ikt7YKCQpQQ9QA7966u0DDLI7hhn2UiTjLKlrfmB1EsHSeeP8rlhNH55hRB+7Yu7tTc",
-	"6TLt6datgMr1cQr2UNhjOqCtD9jjLv23xybw3QQVmJ0u/GtnFz57XUYpdb1dNmFNFLAfYLOy/aoOgtLJ",
-	"OZVFASPQKnVj9Gr4BZ26sxQ7R8MJtDmVocYJuomSCs6JDgtdpWjoMpm0G7UgABur2a9ILfLLl8gcFDzj",
-	"abpaVeqnSdnt+1eik2GKnEDwSSvCD8Moj8rxXWb/UgkrdYHH2Ng+qTooS6kKjMYo8ENCq6UWvOeoEqUR",
-	"H+F0PGlL+lfE01TfXO0VpSqPvZov5oxooQO/3svHfOCRyUEjd8Vd+za8u7ShbgPsTI8zNZ0ZWzlC2TFu",
-	"4tVYIUZ09HI0hM5ra0CjSYX09cA1SbU1A9VojbVri1KIItVkGWwDLsG3B96xsSVUJlXG4DnAdwUOSizQ",
-	"eCLhBer1XPoU1UQlZM4TQ9oHDptncr98OsliMHFQFPtnuMtrJkO7cAmclAqa07duMv+B1z3rB/OqC7+R",
-	"U460KFB0B7IaMNfCFpigGaTXVTLAuTiQH2mYBftoraaPrkRlQ+Z0YRt9xETyGRpkuM0fXRmhj81b1gqQ",
-	"QUbvXVhndLiVxRv2Ie7nj6y3V33ErbJUUL9yqEqoppdvgc9bBhRmH0GwzrBHUpEQ9LFI8FibPl/kSy0r",
-	"7s3d7k6L8m6Q5O3Co6FgLUY1YuFvYfkMKhYRowRkAgiRdEF6Qzj3kpRgf8dCiiyJBjISqTULeDpWWWIm",
-	"01bfcwqBLjsTfjWH3XjL9VbUU4DU4pbDSRXOw0cwtyLVbcl4wHwxR7IliTd7V1cBppLAnsCxwNPkQrSc",
-	"sUHGgosQqBFBN7cTYUZtUO34LGnD2+DIThlu7+yg4llrgVjDFEsGbTEabCKtdn/VD90HJZVIYdDY/+3p",
-	"Tre7P3+6A7orkSB+29uDL10OUDFG9ebs6Q/f7Zule7OnvV34MnQGWpiFdChaoDa32wNJYZEZ19r2bJZq",
-	"TrRsQm+/3MZTBgI2oiXySTQb5WlqDxp2IB1RDiSdny6Nr0KYhVOjhgc8mCAvHYCk1EDa+GA+Q8mLjdUi",
-	"Lm3aHqagUBdWnJSeCdfUdLe740LOSOG0N2WNEgrPN1T3XIKDl76Ojb6i1VIo1qysWzCQ3OnHOzbPYzXv",
-	"c7+IHGPBA2YoUFY8KY+OOZChkimY60MxkLo46OsSC8FOhcknLhvBOvHImqvPn3tXaF51xWonIk7IGLZE",
-	"4CS8DVU67O/K8bpfib+rbEAgIjQYVURg0iWoUDZK6w5mezhgwR6eoO6gO4PFiHgWYzlOWO04BcJU5SZS",
-	"U7FyrtDlXlc4uNgm0eiln/2yFPd3n+12e0Fp+vsVKH55SZ8tD1EZerV52e0eUjtO5Um2I9rthvfbqa2+",
-	"gtdb7bazrw5RGb+EG7/d4JX7KyNb6krk+LxIlC6zYikNFv3XQcGV9jnVcTSGeUvyAZvIScvSGVqM/EA7",
-	"d2S/8F0jAxe4OoS3hiUZzjWpk2mOssKbISiNmoXHJ2+eHZ6evjk5f3mAmYkhKyr+u63S3iRHEciTgUxk",
-	"m4Kz1sBDEQryUw0pHEXYAGkSCakRR6Ro+ZA1+o1XR2eNwGEAwD+ug4ZtRmE7Rlgnp9sgAkClUJqYKolg",
-	"EKB9lYInwHSSaaJNEmFHD5s3BGfuQkaYnUfpKehSYYW7pVF2NPLhCBpBwyaXNPqNbmen00WgZ60kYjvw",
-	"5wlPRWQs0IHuP3oEv7UJsaSjsvEjVAoe9bq9bnunZ6FMGkFDzYSE8fuNxzgqgoNMECriEXyM18KYgATH",
-	"fLYCUDdWESiJaEEMKThvG77jEebZaZRvT+4ru7gdmgzpPEdxo9/4pzAnSvlAhDitXre7DlWmuO7RwfHR",
-	"iRsZVmpvm5uObKWB7dnjAWg0+r++94nizCYalKSBGmSmlGnBDvIxAn28KaK9hLr4iEceunYqTA3C+3P8",
-	"XleSrF1ewxKkQ4HhYKNJkpxd1v+D1qYkJc7zTfULKnYZ4TqwECzBSrmUrniSSzsPVThn0gU+4aMKEyB9",
-	"B2W6nozd/HWZim9r8isYE5jiblQeTVxlJOXaOsyJnSK3AwOxzUIeLBm/ZEEPZGgD8OfPDp69OMQM53KF",
-	"rG1flFq5UuZWh70SXBqLgLqUeADGojWMjNDG7am2UV3KDcAgQ3ELyZ8qddM+OyBn7OTHp8KITK/FHyov",
-	"eUTRDoS7XmKO3Y3gzeR9scUnMQebJRNsbHGvrO4IIxTq+Tq2sdc+Ki+8DhrLhsHWN9vLERvcZcPceDNd",
-	"eRQTrsvuNiz+I48dQjDesnPzLW+9Wli8qffDzTedKfWKy4V9lr6tCIK7Ht981ymFod+WUWiSXoW8ImJb",
-	"KdzwCcETW44o318H9fL/BZcxNfhDNxmhYGAulHXPIEvXA8v45b21Mv/uWaLr4H5sy2gffeODBfWzB+IN",
-	"cGVubkhwa5nsnpX+xqx0duO5XMtJcPqDfrRBp0IcCIsPlQkwZ8n8PBGxilgird9Wi3TURvAqLHV6cfbq",
-	"JelhTZvcR3qlWaRCg25MhXxFkbfisYjpFC3TMgJM1zdl4qSeicjLz8DDte4UA371Va1vQVdDvxcs2yZN",
-	"rUS7rN2tw1LtsoUis5mQZQ1H4WyWYl7iNbODtTHEgbwhiJiYImKq+6yIKK4PJw4kFvy7mGLd7r1MtDl0",
-	"EJKfJm2dnKrTNRIXq6DiYnrjoq2fBeNEKCLsCNvoN37LRbYojbBq32UH68Y/HSp6dX5vYJ0sBCxOCfTN",
-	"xWztVBxu8VbHg4c2DU/+Cg4snBHidNYcWQdFPRItyP259Tc+t4AIWIEX6+Se5X5f5mEIdq3gO7EAY6oA",
-	"8LeMvUmlw6d8lQodzWyNOkcVSPdMsSVTkOm5+abXyvykbDu+b5GL/ilMkYxQx0afSuN449Fzgsytz4Gg",
-	"U+92gwaNmdI1XPyfubC1e35eBWiJ88ChpowyoSdLzTD6GPWtoOZgFu44uRRyIJvzCTcYlEFfbhWlGmHT",
-	"wDCcJ1qULVWX+6j6uU1GUWwTB3hgD2r0ClVyktCRVAzwQDPBszQRWZmUYWWU070G8kLMTFFHa3MbyAdk",
-	"KxhdzSvmQmFqv0hTG0nyeongwNwMZPGoRJfIRuT1xBQMgmDAgI8N4tgwEHd+UDfCAwthUzYzqdHcqr1x",
-	"P0+0Imf9qOLFnUnV+s6919fX1yuivHdnD61tBLFGsnuuTFvO3ZRwornGOytEiZlqji5b92fCFzsTuluc",
-	"CUv4688d9j3cv7OFlD8m7KwzpRBlku7b2+btClCsVyJOuOsr8y0eZNj7uppWt04tnAiemsnva1XCA+ud",
-	"7yH+cZIKP0Loiu8SOcbShxL4Q+UWEc3hHdSqji/w4bfyK9Ctb375Aj6Fl3DeCa03eRA+qOF6/8Frzy0Q",
-	"YFxEmPaMjxNpS70vhD0f00TXKNWgzf8MD/iCdvsHNfwCVvsWfWjXWO0WNUQXIJFUH71hOtRqaLvj42c1",
-	"PKU7vhbb/Wc1vNlyhwW5P47+7nb7B2J1J2uQ80spU1js62LKzwpkm5DUHQLJt3g1IYGIyhLbPzFL8LMe",
-	"cs6B1ZgQAMimYGW51PufDICDjySQEOx1iIh3A0mTpZhSAcSzAnFahoR/qNOPaZCf1fCr9Dpgp+J6zdSt",
-	"NLz6PV9/YTVzzWb6iPzVTd2uP5BF1q7rC1R067OtoXe7P9T0i94E/wsr+34N8dSDAW9GE/4bGDPfoFQn",
-	"+UQSblWwB+vTrj6o4QPtI8PMMjXOhNYd9g51bwIWqJfztl6wUqo6kJX02j4htPnptxYlQS6KxPX6QOA3",
-	"KG2/dSELtxV7t0owpytZ7nQIww4nms1VZiZsyi8SOd4HHR8TN0sTDsTJOlrqVBTrjb3Q753QX8IJvU5y",
-	"fBr//ayGhffZwrhszvrETIAHusB8sfHu4wzRmEWuGXbpQCQkqhOiJmas2+l2dgMHVhBlfIYZBQ72uCxT",
-	"H9ouIcyI6SzFKhzMZ0CJ18TGcOfWaXle9KO2kilsBQPpZyNaZyvc6H3t7tfnVPveZ1iULuKgwIYNWCLP",
-	"yYsbDOQ00YgjZlF8CrjdmVIpa4az8RX8df4wbLnUR5dJWU2a9KrSBhKrQniqy84w/1SgQptkKpxoj6ib",
-	"yFidPwwDFtpv4EEd9lotVaH0yVuuhc2BzrIFaNZJrMnFgCW/CJen91HxJtteZdREBv+RD9MkIshGCWSW",
-	"pnZQPhWdgXSAUQ7fh7K5XLO8KggN3LYJGmgga7GB2BI0UOBD5Oz0vusAJe30f+j+0C2a6iQa4Y0c+BFi",
-	"hG1GPXK4+mcl4A5NEN3xU2Y7FCoLtqMkq86q6PSF/i2z5kh8ZVnqxtMNmOYRdrnZd2iJT5FjqsfcsqOk",
-	"3oSwHQYQoLEEqdNFO37/uLu9av+JgvaOPXCewJkWi1zniwsaVXytRt9kuUDb2ea+d5w6sTnX/c1MILZC",
-	"rKJ86rojYt67G2fBp2kYEERgRmin2GKr1rFph4PfG5+p/Kx0cXRTfdzZKabrtTd2bTrryWflPb28/TnX",
-	"XqbYXdHSnSd8eZl0mOxlF3mtq9bfwI2EsP3aBFVw8U0k8O8DTEX7BBJw8/xEEsC1gKfhGd35H0QAdonX",
-	"EkDRdHUbf32HHfOxcMjN2CmGig+LOh/DEqlFZjRrkmufWdc+HItwlFRd5WSDrzr4HbTwl3Tyu5qzO3L0",
-	"ey1qn+xWGg3P+GIbv/8dePLtsvne/JpoQlHLVTROJrR6a/ImGvEJ1i2B65o9NtXswG2af287oQLBfsu5",
-	"pOZWU/kKLHS7YzdHO9wa3XtG/+4Rj1kp+5zULsQhmrm1eU3PsCoU9H7jaqk77JSPBMF1b9HVpV8gpmDh",
-	"nNeXj6BlLG/aDtUddlA2HcFGNNTbjC4j+8MClZMQG0gHed+qRFx2u73aMAaOY1/8k48B791+EYvGpzL7",
-	"3ecFVV7HSwvy28qjdr4ia3buWtasU36KGmzXgmJJ1Bye8fFNvI7XXAeNGrznm24tbynuuA4aDk/6pruL",
-	"63zpdi8TV3yEva1yhIAOnlvm3jo3qcpzR/KtFn9hXlLvUyd8gn32/rKT468PyO11H3sBOSHzKRw9NzQk",
-	"awSNjZjAYGWsDdpt07+sEsSr74nW6rsaLyr8IXCHDnuTVV2WW/aFSyTqnAPZvAHu2IIrO7lZ05TJ68Rk",
-	"wSw6A3lIPcbmfBHYg3lTE7kbDm3b2GUV4Lk4vkdlQwLq9vC3ivpsvs9kC7qSQjFeENKB688KBaNG1/Lt",
-	"4+1qQ/yVx52jLleVtjinhJ/FXSNUwl1O5HKXjoE0io2FoSY5lXYWfrJhqab5PXTqnC63VqZGMKtXlFX8",
-	"VZlNN6gyn6HAfHs6xOM6/IPXClT6OBklRfNPojlNrpqVzjCJdk70/1GLdx+kvfMg7UbJ+snJEnSrq+xB",
-	"UbTq+0VvN5uKbAwiwEQT2w3i8Q9PWn3GhxadaToEuxPRN8XIMJ4iPFso8zQNWSaw5URnIEOHj0rd82FU",
-	"at0yRKgX1gz/GDQKDNVGn/0xaFzAf2Gg6+tiKBZeYPetpavxqvIinqYtaoW73PKs0ACq/bOxP9jMNteu",
-	"aVnG/dz0pWZehJBT9AbbfHK8xcZltz88bndw3L0JXnmP0gQPKkPiNrdxWf9xJ8NvYeH/aceibUFX9sUt",
-	"VBQp5o6s7sX+1yD2d7Yx1L3G6D+h7fQX2tvff9p8TxxPfKNnHHF7ecxho5OC38CqdLJ+g2nhjMs/7F/X",
-	"m0E3mL2MhWCkh35wkrDCM6FVCoeJTeFgnOmJygyb5FMu25ng2HS/iHCtWgj0gDNCflgS9KvyBMNoWoxd",
-	"GI0vzZCaurBQKtMeAWmHRSBnxrG0ycZx7G2NZVm5ppDmV97+vf3+j53gye51XTDt/XZJJxOzHEu+Mcnk",
-	"wC4oRmUsKInr+eje3WFq3E2uyS0E1F+bnvLcQrV41GCRRNbGoDFte9sqO1FtFVzoOZzNEG/XdkSYqwKx",
-	"FxsJFPXX9WiLgseJLWv788vtPlMordkI/502LD3iIH7Rar0T+4wvGMt3/Wi/dCg/E59RwWfXugDf8bwU",
-	"dRN0IMhJfLd5Bl+B+4Yo4uagt12x+5j33z3mnRUiwkkqJzTWR7ztFQjlqDI245lTQixfsbOqfzRV2Nek",
-	"9J1aqZFo1/OEMl6pE7eIESXDy2xy/Btx6VpQxrFt21Z2VPLMbMwa/oQIPLYhL9netoqjfnVSuVEHsoo7",
-	"VDaLI5j+EEGwNTW6Y+Ejb8D1gXZazLuIsy8JP9tavL+mlzgpiK5xdWGPUqdtCzqCECuBC3TglhHonK5g",
-	"v3k7TakIDoLE9SZv7u70Sj2gBbuzkIZfuYaerqM215i8SA3hWTUCYJcQ5TUxeymwncumIq4/UwB/qUwE",
-	"2u+/KBHBEtsaL4Xd4nVpCPepBV+pi+OrrCutCWMTO2MxKJHaShzbq5dpX4hFO5HtXG8OZTvhU3YwobGX",
-	"qlDrH474UBkCMuEmDKQ9KJK6zpOFfCvBlvxH1E8+DOyglShz6+8WDq5uzLGr68MXv3GJPrWw75vz0fW+",
-	"Eg7t9TZyKDFGW1xhF452GUhav4MZJe9s4lB7rNhRbf9fTSEgVdUgfHaqn0zJTlRVdr7CzBhrre0aS33v",
-	"sCuSxZuLkxEC9GJlHBUFbuJoetlvnnm/1QJ20l5qI5yl0eL5VrZHFa16MTbBiq5T12t8q+g+WO9W/Vxf",
-	"x1fjTdisTt67EO4zFJYzFDLHROvYF1u4YOyh1gFxSi1Lh3mSxgTaM0pSscS+D3RZ3qKy0odgs+kTOZC/",
-	"hl5NTRiwsCxrCVtFv332+MkT7FAL50saV6DVyQMe9rq90LV4KXRIUUIJ4Uw1S8w+ASGEzrQJPZwEuNoi",
-	"qGhyoXxQw8Ba5SIXA1ht28y2/pCj/Edm1FiAsV12x6q6P/z2NiUMPL1EE//GB9O3xUypeMD1v8MNKNrE",
-	"flDDTR4O2M6/SyUBvc0n2e+9PwlWpEJr5GaDuVqaSxAattzPe+v+L8iF/dPdAveVA1+xOksWB7d8WjkP",
-	"6QSsnIeb1dl3E9vujq5mkboUmabjQye/C4KtmLsEhVjNJWwfS9bpubcS2n+O1olTW6t1IqbfvdZ5r3Wu",
-	"aJ1AGYQjtJwgVDLcp1I83VkAGvm8+sgx2UZ8B1BdA4dpZIGLEoMOC6vFoLbaZ89O/+X8FkQ0LFNz1gwx",
-	"pSbSl86ZOZCYjcuzjC/8AmZfC7YI8AfHR9hV3gLQNMNlrgxbHXZgV24gSfmz+a4YpPNSWenHWAndX0lu",
-	"t+GlQut83N3FBsTwSojdFIk0LbpQZzmGgvQsEzzWEyGwK+I0T7lmzTfvDk6PH2hcjUR+EIT7E4uRkJFo",
-	"9eH1ixGZSzWwjsinoOP/Az7a8PH/CwPGmeFD8gEjOB0fgwgxeSZZk6daUYnQQKaY0zFmesYjgUuZJlKw",
-	"kRCxpnWnRzwIA2o+q6SAf6GvOFMu89cG2CjCyQfST10Ln+78Ywe9zJhzDPMPB40H8O2gEe7bhGVS8tzo",
-	"tlAFbsC3HvLoojOQB1ML9A+mQjIV2vDpjDKv/T2M6VBAcnF9MycqtR0+LZiPuOKRSRe1/SQtfd9Ww/9r",
-	"ylsSI6Z4o5JiG/+qS+0NtnOGvC9crA1kQZRFjkc3Iaic/PSM7e58361ndODDkrB5hTuovs6yDR9Iyy3U",
-	"rzw3GU8Tz+npSBnoB7afKLLvExtt9lbIT1bdACm2dOg+ow1pP0+0A2ZbfemQG8OjCbp2iy4gYMxLPhUu",
-	"Sl1es48/wm9PB41sZs53eo87kb6EOW/0tq040O6LkrYrSipVygf6PkX9XgO7ZTNYZ25sNHY+U/eqtEZe",
-	"7z185oAyJBPTmSk6JpP4gZPV9tcMyuLPCuYhHt54DNM5aTByjBlQUZrYYDSK44Qa99jx1Yia8cwl6nvw",
-	"Imkq0tI7hykyuuxBneiBBPVMUroN2G4dVtNXl1SP54cvD88OmVsBCxcYKyk67JBHEzu5gbTYiVg3Hbl6",
-	"XASIFDGT+XQoMuotHsKbnRfNptkMuSpgO10EI5kmMjeCDRegxyBWYovmTlqCyqiJEehSGFFXoxFrhm+O",
-	"D1+fnx2enp0fPHv25u3rs9OnI55qrOpOUJWRFUzFJQTIZcTHZnjy9vX5qzfPD5+W34YtX9vc7e4GS8iM",
-	"A1kLzbjWh3kmtNck+Ivl5/iPWXPeSjGv9FMGirL0+jcwev++onBNrnhRD7/S892TkEAWbCLSGezsJnRJ",
-	"lIBLUWv9SFzNkkysF4iv+IXQVpatBhWWch5pMOraxrEVbG+XTVSeaTbhMZtxrUXcH0hszk2KBQF7Z7nU",
-	"xIVAwta07bAiSTsCYZg90H52pevKv1kEbGZ1ti2nH+KbVT2M+qv0gAE9vEByOBE6T2tlxQs1JwB1ROGl",
-	"XbsPxt4rZZ7sIYJfipn6SNZIOlLNby2KsFNMlss2DLJW/lCNnTUkvQ5QZctzbticw0ln3WQYD2VNYOqF",
-	"MOTmETG5YXhiEJBmKMxciKJtorZgL9wBwrTYUBBOd5w7eWYjq3ouxAxRjIltsOZpIJvLaxOUHS+wSRTl",
-	"sJMfZca1sQDTmQCWT5RskQMIm/8ZxN0eSEmmvd9Gw7W0cUlSWCffYccYOUb036IDTwjCLtc5T/8cGXmS",
-	"y5/VUL9GmvjGBWNJcJrNRSbYlMcCiOFeSt5LSS9Ml8slEWk52KefquT4HJHpmsyWIP6PMIdjGxE6ExI9",
-	"e8s9aAs7EctUsB+Hayab6KLRbozFFykHKQmWp2MHko3YtxYRLqUQBNsFohbvIR+R37R3g143kH+2Yoch",
-	"+Gqr1kT8PWSY1+rhXoTdi7A1IgwMPNeRoWB21y2EGNfy+W3ElpNYrnHxndU0s1MRZcL4cSvs3hHXVzsv",
-	"tej9omXPRZPmu29WOv9Wsn+X1vvmouKCQO6l09+9rNgJF+ExoxMslm42VxiPgdERXOLtyUuq48WW+WVP",
-	"fY0hwhjDVktd/1kz/HXQeDhovA+p+VOatjoDCXxsoUZtIzoarWzir5MxWl6hRskT7rtuO1UnPKP2PAOZ",
-	"KVNGBBD9lCW2/BmmPc01VqRhAymYFnbboX+GNJxNyPKc5gPJ01TNNZtlySU3IPnMXGUXmhpZpSriKYvF",
-	"pUjVbCqksQ2JaKFIw5sorOy2mDTwHIS0tAMGLFVqNuTRRcDSRF60aUgPOcd1VxLYSht7RokNzvElQfB5",
-	"WtWXyttdmuRfVIC7NIt3iZnQIbfO3e+I04MMI9r8jFjsff3tncro+/b/2+a7klBnfOV4qD8dapXLGxtP",
-	"U3y0KtqLSFlhGU8SENeL/WWbObFNduJMzWZ1miYNf6ciryJrdte90b3z/t6mq6B9YRrAtrwU3AyfXTBL",
-	"06U9lKdNq+CgKqZ2Xer4l+ONL2a73HT63ic+3bPp56Seb8ujn8YoS0T8GRjNYJ2HeZaGwYotFbDQGwhM",
-	"K4RrHkiHn5xY4RDGicY7w075d5+BRh2CbTTT/hnbtDacrbgcyKngkgCi0NujDOUOoDu6te+PSNlCjOZJ",
-	"aVzFMT/miQwYJm5jLyUPqdMN8GlYz8yHeh7IdVjPYa/bDZdRphxa9Bpg58+Vk18bwPNaC+tugZ4/x5D7",
-	"0w8QB/xcY8bdIz/fIz/fIz/fBvn5c63HR+U5tDZU8UaK0liciYx8jnQmGVXRlwNgZS+uIXg0ITanWIYN",
-	"tVJAtY9ZuYENmdK720bzAZuoOUtBu8YifnVhSza5YXNEUwLNu+488aIfZXzzS4Y/lgPMdxj+mOrxtxX/",
-	"sCu+uDn+UZLdvSl/byMsRUw8NfZBRVO2qSVJVmSyfTnrYYPMxFCHaJM7gHj2DmyV2ujPkda5cInC9ECb",
-	"WkfOisRQeQIGUEwyFX6UptVhP9mUFEx0cdnJA0nS2B0eRQRorjDsw00OJkEiWehWoPg6DKjuk2kBr4TV",
-	"cmheFAr/0kyVFF7rFyscMUhkw1gZgdnqeWLsYaFyM5Cp0oRnY6fQYaG7+5yGP6eURH3OTcg0X+gSmF2l",
-	"9GCytWwoqzOQJxikgmExD9vhtGOkqMjdzoRBk8gOJLC/AL0PwdrUJtYgTSxtrY1nfANen1tFX8qdvlfb",
-	"7wX+LSMhyDfkKbARZ+24pk6TrdaP/NEYCp6J7CA3k0b/1/fAMuTjqGsX8hKDu9YH0gzHmHbMOo+iaVwA",
-	"LLf5LAlbjaCRZ2mj35gYM+s/eoRh4YnSpv999/sucqad3LoW2FgCV3bBLlW/ov/Kqnb5SkmxsKJdxGyU",
-	"qWmJ8BfYtJ8S5DuBsWcglP3xHX7Y6vA/JSlNrAYFIUCsJOOSyoc8uhhnQFdsuGAcQa38R1CV4uojXio5",
-	"bruc7bnKLsBAmKk0DTBdiUCuuYxE6g33sxrqNbp2Wd3lCrvYUIBZoJlR3hBFodjKKEUKFOVJutQJoDUR",
-	"2+yJMtudUNcxQQdPSKfce48qiHH1WYg7Q6jglIzhJZySmaNVnkWiHN+dbeXwh5driIP6ewQscx01AjYV",
-	"JkuiMuMWDoaMRxisEOmow16rpXJN70FeF44aUrFqAxAwkgzVS+r+am2WXT1sSRPluM6ZyscT0kaaeEZj",
-	"EQJVCUz5BdBGBlOneoMW7QzMW8n68ifQbjrMT48dyGZYzcLDmslKyiwtMagBZJpNWbWUslyLSn4fMPfc",
-	"bTIqd4SjT52B1+cdHxTQrXRl375LFiOAietT32FhzA3v2NKL80jFolBfFtiZFc1qmr31QJduXZ0PqbUN",
-	"lk2E1cmFrKkyFj50sKxVFcVeS74aS8aNW6rKR89fEPD8FgaoveXMgW988p2nTvl0d34h3+1x3QJt40z9",
-	"r/+qCyeipIk77EAuWO/qihG7ENgANtBNNEvGEvtEkwusuzrMP7HexVfA4DbnwHcaKbEgUI7zxsMxgaPa",
-	"cuS6jkYLulSkWmC9kFQuJ6xQjAWyscpNQOlPwLWx49Miw33pTF/imHUuKXdZAbK/DW8VF7NmePzm9Kxs",
-	"jVBgZiDL2UIpzfhslqlLEbduy1rFE7firlN39T2DrWWwlTW657Fb81jJPDexmY2/bMNkFhKpb/OEalsK",
-	"Av8dnD174fUNQOBoe+8SKDlwD0ZGyb8b3pYZ7UtsxYrkJL9nxPWMuLRC92x4azZ0zLWOCS0A+FZH3Urv",
-	"Ga8jU8kAI5UhexZKp8JU6U9lrOWJbeYsuvr+jLsR++z+iPt83lrhmfXMhTinNxtoBR5snlLZ5lCQ32Pf",
-	"GmXYtSykZmaucajmC/RmfLpxVpnXTYwFl96bZpuBbu8ts89mKZ9TbuCnLQ8ri3lI4A+OkTKs1+041Nfz",
-	"PEtDNhImmmCa3C05aetTCq6+P6Vu5Kf7U+rOWOqmU+o6aFy1IzWdKtl269n2QmYU8xMyEu0D2NWbWw6U",
-	"d7gbroPGKQY32mfJNJE3huDoYnvt9fX1/xcAAP//",
+	"7P3tctu4sjeK3wpK+6mKlEUpsmLPi1yp+nsSz4pn8uJtOyt77VEeEyIhiTEFaAjQsmbGVf+rOd/Ph3MD",
+	"z6WcKznV3QAJSpQsO85MMturamkciQRBoLvRr7/+vRGp6UxJIY1u9H9vTASPRYZ/HqSpmsMfsdBRlsxM",
+	"omSj3zibCDYVZqJizcxEsEzlRjCdz2YqMzpg4cvDgxch4zJm4dvjs6O3b05DlsgozWMRdxpBIxO/5kkm",
+	"4kbfZLkIGjqaiCmHB5nFTDT6DW2yRI4b19dB4/CMj1encMC0yZQcMyFNYhbM8DEbqYymI2aZ0EIaDhcH",
+	"+H14NGq/5iaa2GkdjdpvlBTuu+bJj8/Z9zs73dbm6c24MSKDCfzvQeOX/z1ofHg8aPyvRlAz76NYTGfK",
+	"CGlOxCzlCxhu+S2OaZ4BmydmgnO/5GkuWAjPDQM2nwhpX0nPlNSCJZpxeMGUL5ga4W9KCqaNykQMbzqQ",
+	"ZpJoFhaPjxbtn8Ui7Axkw38TIfNpo/9LA57U+FD3Aq9UxGmedfv/7uSVm0CUCW5EDJNUeRaJgKnM/fZR",
+	"DZmZcANzBuJgil5orrKL21LCcSZGIhMyEgezWZrULSjMLKTrQjYrrgcyhZWTei4yxulu2vRve7vdVsBE",
+	"Z9xh4YjnqXkmskxl7aEYqUyEAwnUk3JcyWc9HXbYwRA2jTZHwurPuV5eXo9QmjRq0x/2j4wb0U6TaWJE",
+	"3PrDDf9Lt/1958M/mlL/8X/+H/3HVP+hW61mwD51iNbjeho94Ua8ghHqV1IbbgTspODRhM1UmkSLR5oN",
+	"8+hCGNaMMz4y7USYUXtizIzPkjbMCafUtlKkvbPT6jM+kNpkeWTyTMTtUSLSmKWJNkT3sIRTMR2KjM3g",
+	"//gctyWDRizw7QeN/ezZbm/fPNsJOyzMQpbogZyoOZtyuWBASEIbzeYqT2M241qzLBlPDJNqvs9CA9cT",
+	"6U1UKpgWkZKxDkB4yVjELJ8FLJcmSYGDhHvJRLNRnqaMj3kiWRMeK37NeUpDFUsS/hq2OsyyM9C4uBTZ",
+	"omRbNYI1sJvF1ExkyFosl6nQNBZ9qTIWJ5oPU+AnWH28R+8zLQQb4IbZrwaNFZa+4tNZKjSwdd2yBWzQ",
+	"mGeJERq/fArf1bN+QRfH+IL11IEvnyBvcYNMtWBGWXGFm/EXkMivz3a63f050civRCMwo19zZXjgTw4E",
+	"KW6t3emJSmO9z8J5SFSSyFjNWSIdpTB1KTI2nyTRhHE5kGI6Mwt3cyZGSZrqm0iAbaKAgfx8JFAsS4UG",
+	"fn3W24Mv1xABrdNRjZg9iuHYHSVOsLr9Tki4a5FdiuyRZqka6w47YFGawKJM+YJpIWOWwEEwlwPZ3Gnv",
+	"9L5j0YRnPDIi07BM4UH7v3n7NxBk5/122NpnykxENk+08IZnU34h4DwRtAhbHdq/VIb+8PtOsNP77nqN",
+	"cBQmWxyMjMhWF+DU0oRRbM4Tw0gkM5MtEjl2wmJLnWKayGQKh3G3mEUijRiLDKdxim97lkxhXisTeQ+8",
+	"57OcnsFKwwKbZArKAWu+f/qc0SiMhgF2Y/XcpkYDOZtwLbTbTJXFAvWqBRMgKAM6DZAt4TFxbik5kWya",
+	"pGlSSFYzEXIgQ6MMT0PHrDw3k/04z551O7s7ASukgf2u2wtYJnjs/vk0AJUoibkR7qvvg4GMUp5M7Rff",
+	"BUg/4+KCvYBFaurG3On0AoZzwH8+7YBoOMZX7NN0QtY8OD4ayAuxYKlSF/msFbCwmFkI/xA8DlkTDwYV",
+	"L+B3Ny34GadDvw/kiuqFo6HKFrIm6SBAJaNMTXEFrfLmJAVcTi9knxjxLB7IWaYiobXK8Hd8P/u7ybjU",
+	"PIJNgN+sJhCyZiI/igjEzXBRaEWtDjslATWQVQnlBAyRSptIxYmY9eTri5ylzV3dOfZJG1cvp96/f3+Q",
+	"A62ZJOJG1B9WvLwCaBWnL4B9cy08Tg0YT+d8oVn4g+CZyMKtzQG6vkaQXAeNGc/4VBhrVB1eCmmOXsCf",
+	"Cdw642bSCBqST5H1422fKC7NeSnPPvzjBjMkWvwsFnWGVC6TX3PBgPrJgkp0eT7BFiktJJAQ0iJJ8iZn",
+	"794dvSBzZKxUDJclkWh1BnKn3dvbY7MskQYOMXZw+vzoyBPxAcMTcsgzwZohH0ZhCwwGruuEEr3JQDbD",
+	"QYMPo0EDCBglM7BQYTZpPqU3AOOu+AJYlWXC5JkkHWuJ0wYSBygZ1rSdrdZnaILtV0fHyzmLkxEaFoae",
+	"kGi22+uVl5IkmU+SlM6rUZJpU56RwPBJmoK8HKWoocIA3e87DA8bxtne1RWsiFSFxWIYT9NgIDN489XX",
+	"7rPEWKtQO3sxTw1LRt4EgHKmM2NZzIi4w34WC83E1SzJBOvtsonKM804zgLvGUhkj0jJUTLOM9xOSwhO",
+	"VwGWwRtIM4Kf4O3hqB8K4K6YjkMSI0jwpPeVJL8kLzcflvzqlZBjM2n0e3vfBnB4un/v1JL/CC38NZbi",
+	"4Rkfh2yhcpZy3CIeB+XJBjojHhKDxuXTQSNkTSBTXD/e1gK4GoSrPTeZ4WMdkLn4OERW4nKB1Eov08eR",
+	"VQ6nM65TPgPhyFB/GuFK4aN3e9/tM249AahbgxIrlcFxcQrukTjDGJ9MrLjb7XbYGfwTuCtS0xnPUP4b",
+	"gTOCPwJkkrngFwOJdzbD908GjU6nA9zF8FRgU1i1UjA6bwuNmGglW5s21PpaGpvt+aPRGyXFmv05kG57",
+	"lvZjwy6g4yF8DCLiPRjniaH3EFa/jvIso7OPGNNyV6LZ0+6u97KwNt6r9hkuENGAG9ARBazDQXWz2PZ7",
+	"tXENSwfVDQv5kxrew3nyUQ23OE/WuAteOjs8MWKKejHJXQYafpdUYJzdr7nIFuX0UMOqvJ41Whr9nW4A",
+	"7E668U63G5Sa8k6tpnzMF9NPOFo90fLNbuCvzIwvtlgZUrBWl+ZHjqIYdbHCH2mENnCC0Xmqg8J04jIe",
+	"qiumZLpgzVmm4jwi7XosVQZauWn12cmPzwfy295u1/dxBSs80SSFbmkCg0arcHWlSpu2Ow5DFiuhC/cc",
+	"igk6LKwyz6JU6YKZlJQ0YCHXuLQstV/rSrM/arbXfTqQ4ZNZpoapmOonYNAlkWjnkl/yJIVjxrJ9iEd9",
+	"Gw/GPtsJnaEVK7Sz5MJMEjneH0j7PN8nVj4P3mi39z2djIX5DGeWytN4v3TvDfJu92nkLBr8lwgHsqlz",
+	"MPo1C3t73alGxg57OgzgYJ4qbVj4tKvDFvkQfNEy5NEFiYUUxCedlLh86ABlb8GwrTgqQW7TXsdwCtB7",
+	"0RMLxd4zgiOOJ8NESZVnA8k1A+vegPCzMoZJDop8YQB02EGxLNZvk8Ah7c2CaTDUFUvAfCu9rm3rdg03",
+	"iC3LBOsMhBqqawSN0rvaCBqrhBMwd8FetzvVYAV4vLrT7e3Wm+8zld2Hnp3NttGz34vhRKmLQxnPVHIv",
+	"+v1cbP/YoxcvaSPWxGq05mPBElBrndroeahAp0R/faJZLNIEv24C+yuJ4YbiS/TvgToi7Hu2Ak8bBsFG",
+	"Y6LDpsOOyWYlj0ECw0WiXz4CSNSwVIDuBT9toKs5vWd7++Wb6vH263eajCUHu2PdMoaXOwEodWmq5mRQ",
+	"oy+Aa/HNLnv5+uB5+/TlQW/vG/Rf/V7O9rpT/MMkU6ENn86uO7+D3XANkoVE0pwMCdDONMiZTEQiuRRx",
+	"KwBl2imG5RPbsYhULGI245lxoRa3JY/0QGoRZcJYeRPOJ1pE52GHvcjR88CZ/T1TFCNjZq6YdmtAQogC",
+	"U3rGIwHj2TNln/EoErOqzykZgSh2qlHgDo4ZyjLJIiW14dKgR2qLPS4msu1WX+4E5U7/48mzD/9ostXv",
+	"1gVBLAmcue1ZRwLvKRiHREuW1JxrXDUR4/ltdZHCYawTkKWwUO9kcsXETEWTfTbKhJ4U3DeQdjCwE8AI",
+	"YJwVhMKm6FSccMn22DSROZAHuo0WKs/gNI4u+iTGhyqHR1obcItFLh6ytet0LRddwwgkzClqfHx04s4M",
+	"+HekJNjWqLuKK/NkYqYp/GO9Snsd1Eixg+MjVpxFAcuEjAUGPWFBcF/gQRmPDCibXhTbOrLb5Mn+X5kY",
+	"NfqN/3hSRr2f2IuflC5vnMMPPLbfLL0GHprkSnJazD8+agqVlm/F0/TtqNH/pf6ZdJ1+ckz3N66D3xuz",
+	"DMxqk9A6asNNru2jYQ673e61W/4yglvqUYlEj1vb8mUjqPkt8YztC7FofLi+vv6wZsU9l8WUpyOVTUUM",
+	"mogda3mZ/WDixlUuLvRDTe0y1rTVzfbyMlBx+/19KXhqJm9/3rC7q7u6aS9pwDoCpl8W90WZVa/ekXyn",
+	"xZdCot97JGq/9MmwSn7tRLZzLRpriPCgIEF7ANZlNtR41PatUgN6Y/ZVk6kNQ7WLONTm+4qIVQ2VnIhc",
+	"U87EF0Amvd6tyCSjuW+QVatkAaczeT5L35rvu7Wk9dVLsSMJRzRPD8Fk+jK2d69yUNVsr51yG828tdwv",
+	"WS7F1YxiWHhph70QhicpqaipGo9FzHJpI5QsLBcxDKwnE/TYr36PX2O23RtlDsgA+VKE/d7GbaYcwbZU",
+	"ps3tvDdpG5hFKK4SbTQb5oa8UVIZl1mIW0xjdthZ6QMp3TwJ5pdxuRjIWEX5VEiDRpKZBOjPQFUmTTSm",
+	"YIByPhEZuoQmSEBcWlpCe7WIgZE2XZcWuWkH6aLlJKuvgtreKPMj2BNfCpXtbqQyIK8RTncNcb1RDB14",
+	"Lj+RfK1gx0WRyv8G0uGYL1LF4zOlXvFs/KVogjtPN27bjCbdNkq1U5z2FpaIi7fiDZZlPW8o+SY0a+6w",
+	"18kPrb/DxoIMeyGiNJFfjtTv3bSxMOl27GZNDgLnYvilYS84R1/eiCdpnonzSMWi8WEtAUQ8i1Gjc6PS",
+	"CWCHIk8MBfebNGEWwsgiDls2JwDDrEUW9UCWKdMun9rTI+qzpz1aqkkZuGlvaxLCl7KsN91dXPdVnijH",
+	"GfrEEniDH3FfvhQhdQMte/NuE0GtkLONKp8Lw8drKNirPiiUGoqwY06NDUtTvBts13YmeIx0i3bs1y/H",
+	"vGU8KZbuyzBEv9ueAIpd33BS2aQOe6n2Ck+++l08pTDtuzJK+6VYm5s1jZrw8qYdjLnhQ64Fi7CSAHh1",
+	"CBvKowm5P+OEvrUx3nliJon0AyKP4JjiMZxTAaOSnEJFSTTTk9xg8D9Wc2mz2VyoxvP2hC6QsHL4/A9y",
+	"YZ0p9ZrLhR1OfylCY7OT089CWDkuLhOVciPic1c/sebMOGDlMFS+ALSDrqx8xprhyjghk3xKGSL7QJ8T",
+	"zJAElUlJYclsIDfQGWsW0didVoeFBQHYmrllAgrZOLkUlM5QVyq0oWLhfyYxv5M8NxOVJb99Obr8zkZK",
+	"zv0Zr5GZrxOtEzkOWC4vpJpLhhr1pboQMcbsLsTiK3fBv3//vr2cYr7p5uWMdLv51o0l4tciTvhZueh/",
+	"uRK8dwMRFDNvT2Hqbbx2S3P9kWbhc3rHNrxz6DIkXRZmWQtlzXdM4yRZxjFvXAtDGSVk8L87+7H93Vev",
+	"TS0lDL2wJV9fRxjPZRG4nJO2q1hbOe7cFWDtrzfv7XhFDgvQiBtynwmJmeeJYc3w+ODs+UuXHVjUyY14",
+	"qkXYonjPV04a1y4Bg3zN5KPEZIzKntmq63OOv41UNoW/GmB9YHLHaqJG0EjilYqdKDLnT0ff852oG/eG",
+	"34pdvhd9L3ZGXd4bNj5U0mDx2ptTqvzdRxePN9OygEcNP4oIV/o5/mxdXV6+BY/J7OLpsffiuNPB0lrw",
+	"qVujpTpF6RnYWKg7TaTKWC6Blva63S57xva6nW6XvTt9gf7CYiETab7ZbXgpyN/b/23OQw4a7mk3JQs8",
+	"d9ctc8Tv1fTGbrdmJ6fCcDBUbnrIa3cdliGR341CKHWlQAaENrrajLoQcp+0uQmW5oySKzB/chOpqXCp",
+	"xWfuBj1o4PK5pJTZ9By+Pr9MNG8ExT8Ln2D5VSJ1PhqBBivN+SiXsfZ+pNqU6uWRyjIRmfPoMvK+H2U8",
+	"j/MUxGb5pa2ZS+T4nCKN5U86VfPVerKgcdWGV3hRLgwS2Mr8+w3nlO2z3W6PKoudN9K6FklG+Q7OPquM",
+	"gi6B5VddGXlpBHsd3lQZwFuBm8YoL62MUF3bmwapXL00zsqW3jzY8i2VEVc2st84dvWQQJN8LPpsr/uU",
+	"hb7rxl5QySsPCtOIdsmliqzUVHWWiaXfOM2jSAgwlHrdnVaZzc2KRz3SLleZzdJcs16JM6AVptLCs7D+",
+	"bSq4pBqxqRBG11WKFQVizd3u9y1/QshWyxPquFy8Uv5awegJpRUxsF4knwjYiHuXyKUI1h32gqo9sGIE",
+	"EyJpb0A/XFBdPaIz3I9k/hShSUfnJ9WIwNZwq7s5ORnnpN/BcV0RYZYIRHw+XJxHuTZqKrL6Atg1sZVN",
+	"Gwva/N021h3m47pK27cyXbBMzXWBCcMNVkFZTkmoKr2ymxsVFve01GzzMFeF756z77xq3qRDSk92hRtP",
+	"v/mGxXzhqh4Ts/3c3FVeyVIj0pfeIUj/QnX9Q80ATr1eW9GPSQ9poo2uHK20xRqJhKTrjWSBvwaVzass",
+	"7npaWTJT7kY0t1ZvSOOPz8WlQ6WqLhLWUDO4jazF8JdB4/Gg8SH0ahDg18DCToFMwasZj2MRl4mBWK7m",
+	"M+TjUkJ2NIlX0j/sdzYIVH5BDv+42I3KXbSHdV/ZceroYsqvjmhaPSp6s/8qZRrPMg6inEq37c8my8V1",
+	"0MiztDZ3PcNy9+O3p2eMVpXcc6Hd4Hcnr8IK7edZ0qgU2vS6u9/dXHDrUx1MZWUva0nNU5lXcsCOTt+y",
+	"3d7Ot4Uaz0BlgNMxVXORRVyLPjoTHByVigm94uj07SNdRNewDpMQGmCv2VCkah6wCzEzBOkDy5MYNlww",
+	"jopwq8PeJ2YSZ3wu7aDNcJJdhAELL8XIBpbpBzPhZiB5JvDkshNN8I4rnsMdV1dXcEcmXLEvOUId2XGk",
+	"DT6C73gKy8an+I0C9ZlnwO08x2/moKby3+DKIZ/C5xC+H8ZwbAwn+Hcygk8cYSjxUw3xEwTSELdlqPF7",
+	"g+PMZ/C5wL9/Q5uN42cM40QTlBYT+nsOnyn+ncJdkQRKjBT+rXKUKxFqHPjNJd7720UjaMQf4a74Av/G",
+	"62N8lhjD33COBg1hYJ4iB1V99BETBC7g1/EQPwXMfDyB1Rgn+A2+41jCyGPzK3wu4JvJBX5KuH5iYMUm",
+	"OVyTxDBykmqsj8C/f4Urkwz/1jC3jzjmR4WfM3i7CwHXX4zxcwJXXkxhtIsZrMZFhp9zuP4Cn37xm8Gy",
+	"NhgtxZmnF3BXmsGvqYZZpXjlFNd5GsM30zHs9RRnPp3CvVNUBaa4VtMM1naKKzO9xM85XnMl8RN2drrA",
+	"75E2JI4sx/h3ouBTwfVyhtUguPJqiiYRhzWfCbhyNoZrZhN44gznPEvx+wWs4a8cvskUIoIg/WQ53JvN",
+	"YTU0/qqRGnWEf8dwlxYwph7j9ziyToEqtIL11LgmWuP3SI0aDTu9wG9+g5UxE3iK+QjXmymsiUGqNrgy",
+	"BguKjcFvcBfMb3BlzifwOb6CT5xtrmH8fJHgZ46fsHc5Xn+JPHiJe32J41/msKpzLKW4wvW84vCmVxH+",
+	"HaHBqPCbGXwusNLmN1yH36Yw8m/zMUg83+UCU6k1PMeqvXIWHJLwPHw4B297DuLS3OQ2q63wEiyacDlG",
+	"XL8SLYPwPZyj0mavPdIsLCqpwu11R2eF1LnObZIiJ5Pw4PiI6QkWHSbGItqVhidNtM84C60DLSQQyNBt",
+	"y2NQeFlIthyRRWg3CH4qFc1HGsEa7QW4N49DzLIayNC+tsZYIfrqx8mlsIWd8HaPNBNXPDKErMPpcFs5",
+	"58mIuh2GTaknbzLZcLfPKCxR44Jc0n85MDTuQZ02gmO9SnQN9bh9K9jlxjmVL2Cp9TpoTLg+n6pMeKVv",
+	"Q6VSweXK7PGB3h1r53u23piY8NlMSHSku+1C/zpeOQTCIqpf3eUas+OvEgY/JiKNixKH6q4gVNBapXci",
+	"qHaAJRoY5afTt28Y2jJg70mLWIiJpc3wCfktwhZKU/hBYq00wjcidAUrwJzgCnLgs2ZYIIWtgH912IGD",
+	"LsSxUiVd6upA9va+sVW/CWiqaPhlAhXLKc8uCifi//v//7/CCk/5nmAs7q5HBvFJiVapvKGOlGwBW399",
+	"gMiRg7q42eq0d9U96Cc1XN2wV0qO21kuJWYuqOwiYDOVpuRGCJ98VEP95PckvibX4CdHQ4SjpluGzz4E",
+	"9TC+BNpRYPaiNEWC3kf4mtC46KfnpPyohjavMOzgnNC7qzcfT6NEJnoiYnwEt3iK1l0wT9KUDQWLRSrM",
+	"kuNsdTV+KfUPmadp48N10HCjb54DPLrg4MC+KLAEHppcRiK909NXjogtYGmQGMaZ0HqVcjM11859XIcY",
+	"fKLmJWaGVmzEs30EDlJwvpUgXvC+WS51vSdyM4SjzxNL86njDQLvuul0+UkNT+jCa1CcebZRq+HITw7X",
+	"i9nr3ZvdYZ9KiXDDJE/pwpv9XbDCsRJ63+kfIRvmSRpbxGsg7maI/osnFkw6rISc6MubpZKvENi38Aho",
+	"SUnwFrbKGRVWXSPh7kGHADn5+TWIkpbWQZTXyLaC+1elcazmEtTj883OKHeZp4UGLBMpN5hXppwC/Egj",
+	"7gV7d/IKN9wzphwpPMlmq3HsJ+4BtRoF3Xm+InC2w3up8HQxUlB99TVrfVrwzlKa+K+5yEUcsuacJ5gh",
+	"iihylnURRpQOR+vEtmcBTwmpW7Ow2JMwKAogBhKz95xMDquOJ3okWvI4NNC8p5gVmp27vXYpX3uBlXq3",
+	"cMXpu1fr862uxbsZEMBe1yJAEsIawgMj9oWaS8RG0SzHC3e7FYRJe3VuB+l2yJXpz2ivW1Dt4g2frkxy",
+	"t1t1dl7X7KW1uZaSKsro1x56t+lf5y6W5ZzevsrS6HV737R3dtpPu2c7e/2n3f7ebmf3m293d777bz96",
+	"17eOjKVICEL07nS7O8sFNX2Q13Sogm5+fvjj6dF/7/aOf/j2P4/Pjt9+0zt+8e3L58/ffPu6UQ2PIeov",
+	"8kYDx70O3Gv3nZK/GkrsL4f93SHRmPHMJDxNF+UqBA1rJNQuwE6/2+vs7HzX6+7+N2pc68KLK2fxathv",
+	"Zf23uusuGuU9pH5s0MsqG7sqVBeMOzXML4tyyQb7LIShQoc4HtLmkEJaqKBe8GopX6M2T8NPRsBrqskZ",
+	"fkQTHv7hVprfViHVu8R0HSWXmW0lSa/3yDzS7CKRqMwzI9IU9BK30IhBw224Go7JTDCRYMrilC9YpCjo",
+	"uaq3rqTkrFyynaJlJVGpbPnMtR35Lh1qdpEC0pfqEgkK5WmZwVbea4l4q6vs7eGS8uW9w4f10pfqyWwY",
+	"a726tcXqoaZV4CJtzfXLaZJLXpE1sVgfgGmtK8pO7B4USf8VNyiTK5oa0jCXlH4742NhQdD0PhsJE02A",
+	"G8hHgapyIsfn3FUVGKfDIbouAQbdg7ZapXXPJ1GruFSocuUUqtNm3PhutC+QtMo3vQfqekds9gW+pnMj",
+	"ftJLWrdNXWgZEX93975l1h/DYosuQrcvGRswAPyM50Ki2ZKrb1vAGfQ1dtg7xHqTYl4gr9O/PFiaBHHz",
+	"IoGp137WB15B2lkmfj1/8a9//ue/Dt//ePb+5Od/7f7z3+9fHv577/3Tf/7XrqeD7fZ6sGImrYHcZhZf",
+	"p1i+m5F41qhklrNcceASEm4ZfGiLK8xca9v3CgOGrXzyaOLi+O5sjbi0+E5DsTkhbF0urq3NrZ9PTYlv",
+	"ERcpDv5qiW7tUe5oo4bMxNUs5dJ2HpiJKBklkYPSZCqyR2q9huDnz9e/wNpcfPsaRU59pGQkMinizlpv",
+	"qF7zjCVkuTDAhAshTbbAhjz2d4Y+5hIWt9etxBY3CRDPv78S+ls+sGiq54oCc1tPuegVNcozPM4qs9Zs",
+	"DlobIokg/IxUxmHFJJKF9FDc+81Zhpv1dKK5JYgEbPVmGyysAB3UJvIXkuH3DeU3M+5A05x8s8QWMyUD",
+	"2LgIZiEkgYlyjZmp+ywVI8NUblucWdScMmzBiqhFZylDaO+bDTruWgJeWQ0qN3RfS2XapVQJq6nWm2na",
+	"l5S1DQA8vCgnduw9BNNtC59qB9drvDgw8Muzs2NmgShgcTt+uupeJVN1t9utoyIrqWv6Hk5UZpjOp1Oe",
+	"FT0A3f7COF7PCg+Qd7OUqXfNHpTOuHcnRxbe3m/9tPzg8J+HZyEQDB1n3mgrfrsa+J46XWy1WnbNqeID",
+	"fwcF0rctny1alc0nSttmYBUEWzqNRDyQzdBmc4YBC6lTFqFvUymkq+mLw1YADGNDp9jn7JFmRVVuu6jK",
+	"tVisTgauWXon3NYpOib13NV1as6JA2nGaPDd0jQ3njWnAvGg0wIEujhYOuwtLLJR1NzLZXIznQ9dhNnm",
+	"AJa3NIJbQ13XvPLIglR9gnPoz3LzrLqZxZ/l3CDheWvfhnVmWNdG4VK6tW/jbn6dT06Vv9nhpDcYkB9u",
+	"5x6pQBpt9JXY91rn9Piwls7vwQdgGebzx5PoQfdjQHuT/nTDciUb5VMsSyqjWH0rUI3OdfLbGu1slKTA",
+	"b3ABHB+FIvW5hFW1YOMudRdb5rR91qDfqr2yTaaEixu7JImPati6ZYpEbcXHlhUed4ktBo2Panh+tzSI",
+	"TM3Po/rCK+ug0YTOgP57p7wAQW5JgMvY43epRUkou3p47gfi7bM3lKj4bxd4PLZEeEsu5BuC9MTCW3qQ",
+	"t0sTwoj9h/rD1suz5Bq1ZeZlNWGep2aJ6wdOJiflBd2L7PNz7D5d8G0v3v/0haMMmvteufs5Nc6ENmuL",
+	"+i0i6Sr7b1N7HzT4LDm/EGv6NduxH2mHymI74x9YhBf0T/WZa3zJTicI5gIaP8juJZVdX5wbMK1vlynh",
+	"vV8523Wr9FKkM5GViSlLSzUaITD0hl5kWEtKduoEx7L50nHndjlbxaPqZkre80+CL9iuPK5OhZ3eOfGi",
+	"drR7ypDwtGM79vXahfsT6wvrXjn2YFeWFd+6MsSN+d6VWo2yFG/TPWX1Xb2Na38/oCYxNVxQ/lBlgh3b",
+	"zHW5+6d1GLkeTAFDhkzkGJGzo0xpXTZ8SqyLb6O/0458S7XUNVk7J7NlEzd6mbo1qYNztEozJcdFhsO8",
+	"VP+wj5KDCBcx611ddTbmNTqM2PNN7j037iPte/qqz5eqxJuN+FSwJiyFylHbpXafPI4zobFxX9FLD1+1",
+	"5c/RrYPPTBXpZElgaSdWX6W66G5VP6ynuheWSOpqrwVVkRKWgVE2HkBM3Kd85yTG5BK/tKAN31HSfLDa",
+	"isxrhhTOhIwTOQ4ZUGeKrQUtBY8F9u7vXV2xppfw1nIZ+xZjIZqIOE8J69ei5tEj7ar7fVftnXXoQ6xZ",
+	"AAmTJ6+W/+pLs7JFMWnKLA6YSmOhTYlTtJXdviQEauz3O6W/V719t3LHBQ3c/fO7FfTQvbcs66mxprZo",
+	"8RY0pLgy53YbNhuLcGWxYUACuShYWrlWXkXzuoLygHqIRD4pjbowqYjw6/Mw64zMT870QWXMpwZvdyub",
+	"5bmxllc1KDnhdkk8S6LmB9cN+BPcXMvS6yYn+1pVfWmge/DA3Ti1e3fFLelX94MjtnXOoq9eLceWCgnr",
+	"i108TixCD0L14DFDdaqBi2dJU2J+FDA6dclF5QTOS3/yat7kOtnfB0vS+pZD1hwu2ELlrYCFYyVFyJqJ",
+	"KRWL3Z0u+6eSohVgM9okxcOrSZGQQmjY/Ex4jz3EHWl1SqUhSYULlFRztItJNIIGPNrKA1zrG73cn6jD",
+	"3ulwmGXiMlG5Pqc+k+ebfHWu6b3rRRnYE79Q4txgrmkl5YLoZCw1GwqdxMJK7zkoIXeQwbcXoIVqv4Vg",
+	"JadUNeFxaU88Plml2I2reSdZ62TB/cmzQrr86fLsfWImp7gs2zuaVie9Uu5YjLiq+wPhIXwYXhMU3VXZ",
+	"P1w7WDViT3ss4zJWU+ve950pjrDLJrpY/OkAkyh/2LU1QYoHTRW4w8kFnxvx4X6n0w//ePZ7N+hd3+yM",
+	"sW+5usofynUGw3QrNJk+CyfGzHRIOATwd1i8b+YjvaqMYTcozWZZcsmNGEgpzFxlF5o1UxXxlMXiUqRq",
+	"NhXStDrsDfbx4u7ygKVKzYY8ughYmsiLNt2jMua8IQNpdfx+0ZI/mojoAvNeWCbGiTYOclbGjI95Ist+",
+	"yM4+iBOelqLYy13A9+w/eWK/60Rq6gBRdZmn9+HTsXS0iPIsMYtTIFwbW0Lv3EFORbormWaFZw/PUa7X",
+	"ePcYNTq/EAvb47zDfhYL2/eXwAtx67hmpy8P2r29bwZywvUEKBl4gFbcItprRKAD+8969zAj7EIsMG3q",
+	"xeHrt+cHx0fnPx/++zQcyKZNr2Ch8yDGYqqccYUsiiIC51mSMKw5wdslcqQcSC6nQLdtbeuWvs1nCZvy",
+	"RBqeSJHpRg22up6JqE2eEXg+NmoXkk7m0xc/M4K91gFLBc9gEAv2Qw1mER9IZLozkAP5H//BnisJTJAo",
+	"qQeyzXzwZ+uR3rQNMF1/K8hyhAUcilShBxPt64FkxRLDbFz7btfVSjMdqZmICcioX2Rtl47fJC6ape12",
+	"dzswVyyHT4gRVG467LWSglpzlx2Nkwpqn8tsLeCXViGaOjDX91lihBsD+1rPUuC0NDEi46lmzbC31+0S",
+	"JCP21u92ura5/p7oIU207WrgNF33JwSAZk2+DCxdgxUd5mbU/i603fB39gi0KdEwP2f929fZ7XaLhDcp",
+	"tHFZwLT1eJ5pFgsxc2M/7bEUBJUOWCZmgsOVMK5X7R+wiUpj8oG8efeqrFFjzXAAG97tkuMCVlMKfLOd",
+	"b5jOs0yNgXrwsvg7vCyRSAFyYWviArpR5vg4P0Hvm12vGg6LsvEVMRMVD0M2FAslY/Z//u/dbheX+Sgm",
+	"9nepm5Uh8IoDXKGVvEoCqPNSPimdkhxZet8lTrpszZAcjtpl2BokFZukrZmIJqocq0BHUNRhnEYmSIYM",
+	"0xs9EvG8bVmWCF3J7uuw/8yVQQxp3GMK6VAzdJuKRkPhZHEl1iaHN8N1qNxhq8MOeTTxav05UZqXRmdz",
+	"ShF/bJ9xmzSnkO4yYfJMAq1Smt8kn3KJ3YAQAXvGx6KOKQI3R21xfkQcgEVTsKoU8zSRwsmrV9SMQZ75",
+	"h3Kk5CgZY/93MxHa5hHGDqATzwbQYiwxuNS5CdfsabfsIRGeHP7nu8PTs/Ozo9eHb9+dhS2QR1Q63WFv",
+	"EfSdG6ylpxzTstQVlsr4HVicsFpCdq1p6OIQwf2+FtWJPtLW8ajZNNcGGBp2xHZv2au8wMGL85eHBy8O",
+	"T8qXKCtu5xOVCtpVmylKcqlYeDvkzsqYbjDYdbwnyg1ToxEbLlhhS6Jo2u12Wx32g4oTUWVLbGzHmrs7",
+	"T1sd9tK+j3/B0x77Ga4IXx/8l3uJH/59dngatvZhZNs5T0k3sDNgh2QHoz875QsEw9QiHQUOVhMYEHt0",
+	"9mGccPfpDrMMZifCfqQ86jOlGDYiDB35odxvG3Flix9oYy6EmLU5WMa+AzyJU0pc/cYnqqMXrw49igKN",
+	"LlVaxB32A0mynW63C7SMMrIcTtuVeP72zZvD52dHb9+cWnCXnW6XcttA7kZpggqTVf1W7jk/Pjw5PzoO",
+	"90kCs6Pjy2/cTdh4PqdOoyJjT77ZbQXOGqU1pqlifrUCnRMZbEHLjy0PRBzAwLBawBJc2m3p++DEoKKo",
+	"0cjx8LGXeasH8g/C9fnDZR3/gZ4RYKw/4Md2u80qn/BluLZ1fMj+QGn/B9vUB36E4hBvRFlYCHvXigbx",
+	"hlBod9Y+canApHxybaPvKTUbsUaFs2YCJqYzswiWstT3lk5BUDNmGeiFIEwPTp8fHa3OazUbHSbUs0tx",
+	"Qx/CRFfBv2kz+tbvE+4XWe3niUtz98sFQqY5GExJNLGG4KLDXLdAliYXwh7/+Ah34K2+g9+2hea/w/5g",
+	"b1RpH6jM9t8g82i1dcvqoEWiNo24SyNu7KxKnTzcRSA7VoddbRJM4+854ltuCwy7WLaDp9stlin23A3X",
+	"7+lSKQE+53v7nKKUF7cK8boJjInalSAstVE2d2ppI13jpdUnf1RDfCrBJ6w+FTNaUjjgFyWsT/NGYJ3W",
+	"/urksGrDKHtNDcPVtt4vp3PXZvvbdDBbmcz6oqXK8mzuCxJ6QQt/Ew6LfiEUZ1ulh5qaL3juTg/lzm2a",
+	"NYZ+iVmI2hC6OhxzzVVeJ/1Wut/S858uSdzt+t3WCYC6lj30jL01z4D3BEOQ4Q10nGzoz0NXUy+eG2mN",
+	"qgbx+T0SpbXEdZsKStYEGebm1lqdw5pCQ28OrpxweYXnVipSHVSlGnGfhSuFjii1dVm/mOgbKM4dWzSX",
+	"7+xcbOdIie4UMF1LOrQwc0WPAiI+tlA5lVaD/KhZAL8mBh9l2Xx9X7l9tqmv3J04vdrrH+axh8f7qQLR",
+	"jZq/FXGSqTxjOolFh72xQo0PQSGiEjQwXrUD4qyUbo0STGdFioQxUjXW9bK4ZHaaxRtlsNSBTtI+DW1n",
+	"CkYnCmhkZDtLencOAhCtXgp6dgpV2BXxYsbgyhRqLZc/0L4hIrj35pPs03pPsibwPTp6g6UeGXVQh6tk",
+	"X9eDo/LGqFEV17lltrqO7e1R0kPZ6JmSOS5s3TUsiaXhfm1Hj9WWzjBZ1KS9XwbSIow5X2IYsAJzjNqS",
+	"kNZWxSFziiix7cqDzmiiA4kpJ5HK4hJ0EydX7LrJuNScDCF7ktiZBE5WqQxoEvUTW4UzVGYykKghoWS2",
+	"X8Ph5ft1C9+gKZNBC6O2EKT9ShMUYMqwXAy4fCDDci1IMpi5WhXSyBPEVoSPXkLpDiSXTGBSJXYusS0Z",
+	"Cp3avfMjDZp3y3dLU09kqxAPF4ZMRfwD9nsgw5rO3H1mslyg2e1OEOf7s7ZtYlxqKCjYRGpNznavrkh3",
+	"5ejIKS0dm6bFUsEvbSUkrFaOmUaVXi/o58AIQ2cgcTMofMceP+7tsonKM/34seXA4uhDnHrPM8OlgyRG",
+	"rcy96YvD18dvzw7fPP/3+c+H/z4/O3sVtvYLdGALqwfzmvIFiBFKOsNoxyreADDDAdu7ugoYZzZVjRyM",
+	"caZmQDqekV4oRkakKZ5DcwsV4ldVGqUuBpI2mujKp2+Y1ISj8W/pglzO2nB0UNpeHhXnAFHvQDqGIQmn",
+	"YAYBG2bqQnTYC4UzG+cYAFrT3acgfPyCEBmORtSpt5owWcwu8LLLiAQ1ngFL1tg+S0YwgQD9ebD7Us07",
+	"A4kqD2yevzGJhp1wJj3l1ZO/+aMa6oF8pSwSKpMYBCNvMveWpLMii5zTLOx1e+zA+hdC7MQiIxuP4AOJ",
+	"QgTz9Fxr+ZA1fZDVlu366p0K+4jHWiAAUqAexyjBpAbSS8pDQpYuIb/jV2qUuvIoSUWrxKtjTXcAo1o1",
+	"nyxa2ETZQ7Bj4YvDV4dnh5UiAPpZ+2f2xJ4MzrLqM84I8A6vwTUdSNgkIHqHPAu6uzZqpkvpoCk5DPFv",
+	"1Ai7znTYT2pYCZm5WmBLmwPpqC7J6KkEmFCIBwTMYanSyEtwXNPUqUjZ4nXGiUD9NMslse5ANmE1p6UX",
+	"JMGOY8Ci1kup4b3KAJ1DG9WWiBBVE9/SlkeZeRKJDrB/+Xi6aI4lzkZkWT5DvFClmBoZIcm7XGyZVUNI",
+	"W+Nsmkiw9QeSlohYLcns82jRbPUVe/z4W8yEKaQg+sZox4AUimSHcJ94f6NYZOHJ4fHbk7Pzk8Ozwzdn",
+	"R2/fYBjJRem8FiLSZCodyKIuKuIZqEJMmwyYziJ9WO88DX00ar9RUjit3DHa0+4uBRVy6eoLQI+gRpU1",
+	"jeBZE5R+5+xLTICGJ46gDUde0AoPVfIwakeo6lJkWJJOjjUMcz3Sdg10hx0w91Q6b+n7wkHQDH+/Dgud",
+	"0EIk4pI634fzREy4bqF7lhj0UmQaM3PCMsEkLCQorVRgj2bQbuCRlBaARGUVFzcd4Cb3wGa4hB0G+paV",
+	"JSR/tCIBQ+Z2oZ8VGojhFwLNJTWjYgF/oQuxXyoUbraFK8fWtMMy2PekQ4ecu6nCPsaczkdvaJSNSwQB",
+	"c2Hh45COTTg4eFuLGc8wswMb0KgRCIHELJjhYx3QRgJTxyofpgRNILTT/aydZ80/V+XUL1+xzwaNy6eD",
+	"RsiaGK7a2em2OuzAqTAiBTHUDC+fhgW90RMCFg4adO+gQQ51ioBKjpKFambgsR12xsfWj62mM555itdA",
+	"wl99GOuyi9OwfoTQTqvj70aurapkWYyGS7SSoGvNBb9g4fsn7oUszaPnRejW/upqo3+IX2DWl2VxjF6Q",
+	"S5DkzvO3J6cY59LCvkIRqce9uCRIdzMBq7iIGhfasHbROiDODHerX8bfSDbwFOS5O3RfHh68CK0STZ54",
+	"mIaLPOGmkkRB+w4BE5oYi2OFBqEpNtgKyoBAGTY5LGdcPPPtMQU2rJjqdXfZG8VsbNySKrlG8XVgf4Gn",
+	"7DrBo5s0bzpQLkkIk3fRxieJvYsn+XMrkx1QHTlwsDPcwMiFpkj2SVJmHvwApyiG4/iCRdzqFQfHRxSW",
+	"QQ04S8aJ1LXJQ80Q9vb84NWrt+8PX5y/PTn659Gb0xADKcOFi1uCOt/qsONMkLNSo38F5JNrTe5ZKeRg",
+	"8BSiwIkLjHjVWBZwheeICKrqUuD30A9qGujTuKd4TLfPkinmjJJ9mQk0pyLRPpjN0gQOWaMYJbEUeSen",
+	"XMZDdYW3zDIV56gSDuRb6Wz+AM+Rqe1edfLuzfnrty8OwVQHo/TxY00jPH5MJoddNSsP/MyYvj0p8mFK",
+	"TmpQX6s5PKiygCYlF6Bc4LZiVhsYFJNMzfmcL8rQgH3HcCATSXkWFGm2pPZkKkyWRARQii8T++meB8dH",
+	"Hfb48XHx1o8fo3NDO8AbbAgGCj1saaxUpvuw7egwwFyzIbZbgF8r5EUmbXMpcakVVM1kDZIJGzSEV227",
+	"iG04SaytScuJ/XSp9HD1texBQ6XuNvLYAtMYHTu73V3qqEJpWLzkqiWWKheSeZF6dBER4bCmVHBurlKU",
+	"VRftjEiVpYXGMxE9Pyj/pMisHzRB6GU4U14fnp0cPT89P3jx4qTUsX5EpqMNRVI8cm4OXKLA7U7hUyY7",
+	"1R3ilimdpxn72tiXc6024Jz7trfbbcHecsOmeC/aERRJQ/uITm8M9Os8u0wuhW2DAm8ViymXNnJX0SZN",
+	"nlEAayDVaMSa4Y8H716dnR+9+YniwM9sn/F965FU0hc1ydKr6gTsraKXgAQ+lGIRECA36eJujxLpMXD5",
+	"kiylYifnwBtLF4mfFdtJaVJ2nfpEBM9SpU3bHSj2PCp8H+iSwHQ2MG1R28h1zlOkcT/AgLF0MlCWDPEy",
+	"VA3UislIXJMOW7pTCTcMtB4adM4X1uXoot0b/HME2gDnXqtfY3nTAVuNg9asA1qSbbLjwv7dEkn6bMce",
+	"K0UiBKlXiWYxypmsaCZccftIlU15mi7qJlZxztML7va+X+++d4hWjL7JUHWgFXdpMwVTPdLWsd8sEawk",
+	"q/FsLjk1Cx8CnUsOCAvVSNQMWl6oYNkdbFWcgDh6mEcXwlDCEAXn0YeL6ROW5Iss54IFgf1gP4vXBB1t",
+	"VF092175WU/bVbPyMtEgaGM8rmgKKeiYZass9KK4HWvadBl8z6ddbfUb4skZ12aNR73VYUfoEhomUuhy",
+	"BdAUA3W+M8Z8tg1UGBSvsNftTnVoXXE6VXMgTxSkZ8V7gcVSpwvQKUWBKk/ShzVUHwxk6K1aq8Pe2Wh/",
+	"KUNI+JN4ASqWRUZAaGkAJ+nGCV3iwEDiQcNcYalF3MclLW2KTXkm1t5wYr5DJ4geSHgnF5qo6piF5ZkJ",
+	"nvrUEhRpITwtTwNtsuSisBAqytZArksdXNLJmu+fPre3MvoOzk4YOo9Mnom4TamJ1sYjP+Jswp3kLCLr",
+	"WC07yVQ+ngTuwECsfXJ7CFlkkNnT1q2sRitxmqRpUrQUJ9+aUYanISjeUszLHvRoLIZRypMpliqti7dK",
+	"MceapWhCYWhqFoEnQ7jvOgulfLE0ovPrwU90k1TMDVKkptkzGlPH3BqTuo/Olkw4+0rJCJsUgjoFD8co",
+	"Kd3QtpIlDKyNhoNKzyTzTwDcZFu8oAfyBJP9sQK8TCJwbWSWkxCcz8ELmcGFNo+J6p0TM5AFsJ1mRuHB",
+	"F/4+wEz1QSNggxIHhP6JJQmNa2tdsRD+XVRGL/X7G0jX8I8Cru5NLOo2++XUcBnzLC5++dB09Qjz+byj",
+	"7c+uHgGLE1posz5+fJqMpYgfP+5X6rGD8l9lK0MiA/e9TsaSA52HpZgv2seBvFvbQY5M2Q77l8iSEWUY",
+	"FoMxdekCBnxOMX17ws54ppE9GbrHyLM0ykFVdzPUbErxAS7ZnnU4aqbSuEPvemBYKrgmpze8MpduB8t+",
+	"T34Mrib0Zp2LzcSq2mgqJyPKlQcNORn51xWRAqtXk29Hu+o/Cr7hl6vIiDByQZ/op7dzIx2CRRjsGKIv",
+	"IMq4nrikcYxlFdJLkkcBjgQbcmLV2nttCuXJr7wnraXvXMV26sSWdkFBIUqIeoCde1dXaJjlEdywzzIR",
+	"Jxlly1vzgyiWjhPPH+Vywuh8c4qgfVsXd2rudJn2dOtWQOX6OAV7KOwxHdDWB+xpl/7bYxP4boIKzE4X",
+	"/rWzC5+9LqOUut4um7AmCtiPsFnZflUHQenknMqigBFolboxejX8gk7dWYqdo+EE2pzKUOME3URJBedE",
+	"h4WuUjR0mUzajVoQgI3V7FekFvnlS2QOCp7xNF2tKvXTpOz2/SvRyTBFTiD4pBXhh2GUJ+X4LrN/qYSV",
+	"uudjbGyfVB2UpVQFRmMU+CGh1VIL3nNUidKIj3A6nrQl/SviaapvrvaKUpXHXs0Xc0a00IFf7+VjPvDI",
+	"5KCRu+KufRveXdpQtwF2pseZms6MrRyh7Bg38WqsECM6ejkaQue1NaDRpEL6euSay9qagWq0xtq1RSlE",
+	"kWqyDLYBl+DbA+/Y2BIqkypj8BzguwIHJRZoPJHwAvV6Ln2KaqISMueJIe0Dh80zuV8+nWQxmDgoiv0z",
+	"3OU1k6FduAROSgXN6Vs3mf/A6571g3nVhd/IKUdaFLi+A1kNmGthC0zQDNLrKhngXBzIP2iYBfvDWk1/",
+	"uBKVDZnThW30ByaSz9Agw23+w5UR+mjBZa0AGWT03oV1RodbWbxhH+J+/oP19qqPuFOWCupXDlUJ1fTy",
+	"LfB5yxDH7A8QrDPsLVUkBP1RJHisTZ8v8qWWFffmbnenRXk3SPJ24dFQsBajGrHw17B8BhWLiFECMgGE",
+	"SLogvSGce0lKsL9jIUWWRAMZidSaBTwdqywxk2mr7zmFQJedCb+aw2685Xor6ilAapHU4aQK5+ETmFuR",
+	"6rZkPGC+mCPZksSbvaurAFNJYE/gWOBpciFaztggY8FFCNSIwKTbiTCjNqh2fJa04W1wZKcMt3d2UPGs",
+	"tUCsYYolg7YYDTaRVru/6ofug5JKpDBo7P/6bKfb3Z8/2wHdlUgQv+3twZcuB6gYo3pz9uz7b/fN0r3Z",
+	"s94ufBk6Ay3MQjoULVCb2+2BpLDIjGtte11LNSdaNqG3X27jKQMBG/gS+SSajfI0tQcNO5COKAeSzk+X",
+	"xlchzMKpUcMDHkyQlw5AUmogbXwwn6HkxYZ0EZc2bQ9TUKh7LU5Kz4RrBrvb3XEhZ6Rw2puyRgmF51uq",
+	"ey7hyktfx0Zf0WopFGtW1i0YSO704x2b57Ga97lfRI6x4AEzFCgrnpRHxxzIUMkUzPWhGEhdHPR1iYVg",
+	"p8LkE5eNYJ14ZM3V58+9LzSvumK1ExEnZAxbInAS3oYqHRp55Xjdr8TfVTYgEBEajCoiMOkSVCgbpXUH",
+	"sz0csGAPT1B30J3BYkQ8i7EcJ6z2wAJhqnITqalYOVfocq91Hlxsk2j00s9+WYr7u892u72gNP39ChS/",
+	"vKTPloeoDL3a4e1uD6kdp/Ik2zbubsP7PedWX8FrQHfX2VeHqIxf4o7fbfDK/ZWRLXUlcnxeJEqXWbGU",
+	"Bov+66DgSvuc6jgaw7wl+YBN5KRl6QwtRn6knTuyX/iukYELXB3CW8OSDOea1Mk0R1nhzRCURs3C45O3",
+	"zw9PT9+enL86wMzEkBUV/91WaW+SowjkyUAmsk3BWWvgoQgF+amGFI4ibIA0iYTUiCNSNKHIGv3G66Oz",
+	"RuAwAOAf10HDtsewPSysk9NtEAGgUihNTJVEMAjQvkrBE2A6yTTRJomwx4jNG4IzdyEjzM6j9BR0qbDC",
+	"3dIoeyz5cASNoGGTSxr9Rrez0+ki0LNWErEd+IuEp9Rc0zlz4Lc2IZZ0VDZ+gkrBk163123v9CyUSSNo",
+	"qJmQMH6/8RRHRXCQCUJFPIGP8VoYE5DgmM9WAOrGKgIlES2IIQXnbaN8PMI8O43y7cl9ZRe3Q5Mhneco",
+	"bvQb/xTmRCkfiBCn1et216HKFNc9OTg+OnEjw0rtbXPTka00sF2EPACNRv+XDz5RnNlEg5I0UIPMlDIt",
+	"2EE+RqCPt0W0l1AXn/DIQ9dOhalBeH+B3+tKkrXLa1iCdCgwHGw0SZKzy/p/0NqUpMR5vql+QcUuI1wH",
+	"FoIlWCmX0hVPcmnnoQrnTLrAJ3xUYQKk76BM15Oxm78uU/FtTX4FYwJT3I3Ko4mrjKRcW4c5sVPkdmAg",
+	"tlnIgyXjlyzogQxtAP78+cHzl4eY4VyukLXti1IrV8rc6rDXgktjEVCXEg/AWLSGkRHauD3VNqpLuQEY",
+	"ZChuIflTpW7aZwfkjL0F+VQYkem1+EPlJU8o2oFw10vMsbsRvJm8L7b4JOZgs2SCjS3uldUdYYRCPV/H",
+	"NvbaJ+WF10Fj2TDY+mZ7OWKDu2yYG2+mK49iwnXZ3YbFf+CxQwjGW3ZuvuWdVwuLN/W+v/mmM6Vec7mw",
+	"z9J3FUFw19Ob7zqlMPS7MgpN0quQV0RsK4UbPiF4YssR5YfroF7+v+QyppaD6CYjFAzMhbLuGWTpemAZ",
+	"v7y3VubfP0t0HdyPbbXto298tKB+9kC8Aa7MzQ0Jbi2TPbDS35iVzm48l2s5CU5/0I826FSIA2HxoTIB",
+	"5iyZnyciVhFLpPXbapGO2ghehaVOL89evyI9rGmT+0ivNItUaNCNqZCvKPJWPBa2KVOZlhFgur4pEyf1",
+	"TERefgYernWnGPCrr2p9Dboa+r1g2TZpaiXaZe1uHZZqly0Umc2ELGs4CmezFPMSr5kdrI0hDuQNQcTE",
+	"FBFT3WdFRHF9OHEgseDfxRTrdu9Vos2hg5C8nbR1cqpO10hcrIKKi+mNi0aDFowToYiwR22j3/g1F9mi",
+	"NMKqnaAdrBu/PVT06vzewjpZCFicEuibi9naqTjc4q2OBw9tGp78BRxYOCPE6aw5sg6KeiRakIdz6298",
+	"bgERsAIv1sk9y/2+zMMQ7FrBd2IBxlQB4G8Ze5NKh0/5IhU6mtkadY4qkB6YYkumINNz801vlPlR2XZ8",
+	"XyMX/VOYIhmhjo1uS+N449ELgsytz4GgU+9ugwaNmdI1XPyfubC1e35eBWiJ88ChpowyoSdLzTD6GPWt",
+	"oOZgFu44uRRyIJvzCTcYlEFfbhWlGmHTwDCcJ1qUTV6XO7v6uU1GUWwTB3hkD2r0ClVyktCRVAzwSDPB",
+	"szQRWZmUYWWU070G8kLMTFFHa3MbyAdkKxhdzSvmQmFqv0hTG0nyeongwNwMZPGoRJfIRuT1xBQMgmDA",
+	"gI8N4tgwEHd+UDfCIwthUzYzqdHcqt16P020Imf9oOLFvUnV+l7C19fX1yuivHdvD61tBLFGsnuuTFvO",
+	"3ZRwornGOytEiZlqji5bD2fCZzsTulucCUv46y8c9j3cv7OFlD8m7KwzpRBlku7b2+btClCs1yJOuOsr",
+	"8zUeZNiNu5pWt04tnAiemslva1XCA+ud7yH+cZIKP0Loiu8SOcbShxL4Q+UWEc3hHdSqji/x4XfyK9Ct",
+	"b3/+DD6FV3DeCa03eRA+quF6/8Ebzy0QYFxEmPaMjxNpS70vhD0f00TXKNWgzf8ED/iMdvtHNfwMVvsW",
+	"fWjXWO0WNUQXIJFUH71hOtRqaLvj4yc1PKU7vhTb/Sc1vNlyhwV5OI7+7nb7R2J1J2uQ80spU1js62LK",
+	"zwtkm5DUHQLJt3g1IYGIyhLbPzFL8LMecs6B1ZgQAMimYGW51Pu3BsDBRxJICPY6RMS7gaTJUkypAOJZ",
+	"gTgtQ8Lf1+nHNMhPavhFeh2wU3G9ZupWGl79ga8/s5q5ZjN9RP7qpm7XH8gia9f1BSq69dnW0Lvd72v6",
+	"RW+C/4WV/bCGeOrBgDejCf8NjJmvUKqTfCIJtyrYg/VpVx/V8JH2kWFmmRpnQusOe4+6NwEL1Mt5Wy9Y",
+	"KVUdyEp6bZ8Q2vz0W4uSIBdF4np9IPArlLZfu5CF24q9WyWY05UsdzqEYYcTzeYqMxM25ReJHO+Djo+J",
+	"m6UJB+JkHS11Kor1xl7oD07oz+GEXic5bsd/P6lh4X22MC6bsz4xE+CRLjBfbLz7OEM0ZpFrhl06EAmJ",
+	"6oSoiRnrdrqd3cCBFUQZn2FGgYM9LsvUh7ZLCDNiOkuxCgfzGVDiNbEx3Ll1Wp4X/aitZApbwUD62YjW",
+	"2Qo3el+7+/U51b73GRalizgosGEDlshz8uIGAzlNNOKIWRSfAm53plTKmuFsfAV/nT8OWy710WVSVpMm",
+	"vaq0gcSqEJ7qsjPMPxWo0CaZCifaI+omMlbnj8OAhfYbeFCHvVFLVSh98pZrYXOgs2wBmnUSa3IxYMkv",
+	"wuXpfVS8ybZXGTWRwX/kwzSJCLJRApmlqR2UT0VnIB1glMP3oWwu1yyvCkIDt22CBhrIWmwgtgQNFPgQ",
+	"OTu9bztASTv977vfd4umOolGeCMHfoQYYZtRjxyu/lkJuEMTRHf8lNkOhcqC7SjJqrMqOn2hf8usORJf",
+	"W5a68XQDpnmCXW72HVriM+SY6jG37CipNyFshwEEaCxB6nTRjt8/7u6u2t9S0N6zB84TONNiket8cUGj",
+	"iq/V6JssF2g729z3jlMnNue6v50JxFaIVZRPXXdEzHt34yz4NA0DggjMCO0UW2zVOjbtcPB74xOVn5Uu",
+	"jm6qTzs7xXS99sauTWc9+ay8p5e3P+fayxS7L1q694QvL5MOk73sIq911fobuJEQtl+boAouvokE/n2A",
+	"qWi3IAE3z1uSAK4FPA3P6M7/IAKwS7yWAIqmq9v46zvsmI+FQ27GTjFUfFjU+RiWSC0yo1mTXPvMuvbh",
+	"WISjpOoqJxt81cHvoIU/p5Pf1Zzdk6Pfa1H7zW6l0fCML7bx+9+DJ98um+/Nr4kmFLVcReNkQqu3Jm+i",
+	"EZ9g3RK4rtljU80O3Kb597YTKhDst5xLau40lS/AQrc7dnO0w63Rg2f07x7xmJWyz0ntQhyimVub1/Qc",
+	"q0JB7zeulrrDTvlIEFz3Fl1d+gViChbOeX35CFrG8qbtUN1hB2XTEWxEQ73N6DKyPyxQOQmxgXSQ961K",
+	"xGW326sNY+A49sVvfQx47/azWDRuy+z3nxdUeR0vLchvK4/a+Yqs2blvWbNO+SlqsF0LiiVRc3jGxzfx",
+	"Ol5zHTRq8J5vurW8pbjjOmg4POmb7i6u86Xbg0xc8RH2tsoRAjp4YZl769ykKs8dyXda/IV5Sb3bTvgE",
+	"++z9ZSfHXx+Q2+s+9QJyQuZTOHpuaEjWCBobMYHBylgbtNumf1kliFffE63VdzVeVPhD4A4d9jaruiy3",
+	"7AuXSNQ5B7J5A9yxBVd2crOmKZPXicmCWXQG8pB6jM35IrAH86Ymcjcc2raxyyrAc3F8j8qGBNTt4W8V",
+	"9dl8n8kWdCWFYrwgpAPXnxUKRo2u5dvH29WG+CuPO0ddriptcU4JP4u7RqiEu5zI5S4dA2kUGwtDTXIq",
+	"7Sz8ZMNSTfN76NQ5Xe6sTI1gVq8pq/iLMptuUGU+QYH5+nSIp3X4B28UqPRxMkqK5p9Ec5pcNSudYRLt",
+	"nOj/oxbvIUh770HajZL11skSdKur7EFRtOr7RW83m4psDCLARBPbDeLp99+0+owPLTrTdAh2J6JvipFh",
+	"PEV4tlDmaRqyTGDLic5Ahg4flbrnw6jUumWIUC+sGf4+aBQYqo0++33QuID/wkDX18VQLLzA7ltLV+NV",
+	"5UU8TVvUCne55VmhAVT7Z2N/sJltrl3Tsoz7uelLzbwIIafoDbb55HiHjcvufnjc7eC4fxO88h6lCR5U",
+	"hsRtbuOy/uNeht/Cwv/TjkXbgq7si1uoKFLMHVk9iP0vQezvbGOoe43Rf0Tb6S+0t7+73XxPHE98pWcc",
+	"cXt5zGGjk4LfwKp0sn6DaeGMy9/tX9ebQTeYvYyFYKSHfnCSsMIzoVUKh4lN4WCc6YnKDJvkUy7bmeDY",
+	"dL+IcK1aCPSAM0J+WBL0q/IEw2hajF0YjS/NkJq6sFAq0x4BaYdFIGfGsbTJxnHsbY1lWbmmkOYX3v6t",
+	"/eH3neCb3eu6YNqH7ZJOJmY5lnxjksmBXVCMylhQEtfz0b27w9S4n1yTOwiovzY95YWFavGowSKJrI1B",
+	"Y9r2tlV2otoquNBzOJsh3q7tiDBXBWIvNhIo6q/r0RYFjxNb1vbnl9t9olBasxH+O21YesRB/KzVeif2",
+	"GZ8xlu/60X7uUH4mPqGCz651Ab7jeSnqJuhAkJP4fvMMvgD3DVHEzUFvu2IPMe+/e8w7K0SEk1ROaKyP",
+	"eNsrEMpRZWzGM6eEWL5iZ1X/aKqwr0npO7VSI9Gu5wllvFInbhEjSoaX2eT4N+LStaCMY9u2reyo5JnZ",
+	"mDV8iwg8tiEv2d62iqN+dVK5UQeyijtUNosjmP4QQbA1Nbpj4RNvwPWBdlrM+4izLwk/21q8v6aXOCmI",
+	"rnF1YY9Sp20LOoIQK4ELdOCWEeicrmC/eTtNqQgOgsT1Jm/u7vRKPaAFu7OQhl+5hp6uozbXmLxIDeFZ",
+	"NQJglxDlNTF7KbCdy6Yirj9RAH+uTATa778oEcES2xovhd3idWkID6kFX6iL44usK60JYxM7YzEokdpK",
+	"HNurl2lfiEU7ke1cbw5lO+FTdjChsZeqUOsfjvhQGQIy4SYMpD0okrrOk4V8K8GW/EfUTz4M7KCVKHPr",
+	"7xYOrm7Msavrwxe/cYluW9j31fnoel8Ih/Z6GzmUGKMtrrALR7sMJK3fwYySdzZxqD1W7Ki2/6+mEJCq",
+	"ahA+O9VPpmQnqio7X2FmjLXWdo2lvnfYFcnizcXJCAF6sTKOigI3cTS97FfPvF9rATtpL7URztJo8Xwr",
+	"26OKVr0Ym2BF16nrNb5VdB+sd6t+qq/ji/EmbFYnH1wIDxkKyxkKmWOideyLLVww9lDrgDillqXDPElj",
+	"Au0ZJalYYt9HuixvUVnpQ7DZ9IkcyF9Cr6YmDFhYlrWEraLfPnv6zTfYoRbOlzSuQKuTBzzsdXuha/FS",
+	"6JCihBLCmWqWmH0CQgidaRN6OAlwtUVQ0eRC+aiGgbXKRS4GsNq2mW39IUf5j8yosQBju+yOVXV/+O1t",
+	"Shh4eokm/o0Ppm+LmVLxgOt/hxtQtIn9qIabPBywnX+XSgJ6m1vZ770/CVakQmvkZoO5WppLEBq23M8H",
+	"6/4vyIX9090CD5UDX7A6SxYHt3xaOQ/pBKych5vV2fcT2+6OrmaRuhSZpuNDJ78Jgq2YuwSFWM0lbB9L",
+	"1um5dxLaf47WiVNbq3Uipt+D1vmgda5onUAZhCO0nCBUMtxtKZ7uLACNfF594phsI74DqK6BwzSywEWJ",
+	"QYeF1WJQW+2z56f/cn4LIhqWqTlrhphSE+lL58wcSMzG5VnGF34Bs68FWwT4g+Mj7CpvAWia4TJXhq0O",
+	"O7ArN5Ck/Nl8VwzSeams9GOshO6vJLfb8FKhdT7t7mIDYnglxG6KRJoWXaizHENBepYJHuuJENgVcZqn",
+	"XLPm2/cHp8ePNK5GIj8Kwv2JxUjISLT68PrFiMylGlhH5DPQ8f8BH234+P+FAePM8CH5gBGcjo9BhJg8",
+	"k6zJU62oRGggU8zpGDM945HApUwTKdhIiFjTutMjHoUBNZ9VUsC/0FecKZf5awNsFOHkA+mnroXPdv6x",
+	"g15mzDmG+YeDxiP4dtAI923CMil5bnRbqAI34FsPeXTRGciDqQX6B1MhmQpt+HRGmdf+HsZ0KCC5uL6Z",
+	"E5XaDp8WzEdc8ciki9p+kpa+76rh/zXlLYkRU7wxTmDxp4nkRmXkkpnNEjmmpDdyMd2Q7wtTQVv2Bg9J",
+	"4FyzizfkHHJ4OEFDSbGNl9clGAfbuWQ+FI7eBgoClIhOUmzCcTn58Tnb3fmuWy9uQBqU7MUrPEpVfpZ5",
+	"+UBanqWu6bnJeJp4rlfHUEDFQITEF32f5InktsKfskoPyNKlo/85kUX7RaIdPNzqS4fcGB5N0MFc9CJJ",
+	"UoGRfBcrL6/Zxx/ht2eDRjYz5zu9p51IX8KcN/r8Vtx4D6VR25VGlYrtI/2QKP+gB96xJa0zejaaXJ+o",
+	"AVYaNK/3YT53cB2SienMFH2bSfzA+W67fAZlCWoFeRFVCFQG6LQ2GL/GPKwoTWxIHMVxQu2D7PhqRC2B",
+	"5hK1TniRNBVp6SPERB1ddsJO9ECCkigp6QcsyA6r6e5LCtCLw1eHZ4fMrYAFLYyVFB12yKOJndxAWgRH",
+	"rN6OXFUwwlSKmMl8OhQZdTgP4c3Oi5bXbIZcFbCdLkKiTBOZG8GGC9CmELGxRXMnXUVl1EoJNDqM66vR",
+	"iDXDt8eHb87PDk/Pzg+eP3/77s3Z6bMRTzXWlieoUMkKsuMSDuUy7mQzPHn35vz12xeHz8pvw5av8+52",
+	"d4MlfMiBrAWIXOtJPRPaa1X82bKE/MesOW+lmFe6OgNFWXr9G5jef19RuCZjvajKX+k870lIIAs2EekM",
+	"dnYTxiVKwKXYuX4irmZJJtYLxNf8Qmgry1ZDG0uZlzQY9Y7j2JC2t8smKs80m/CYzbjWIu4PJLYIJ8WC",
+	"4MWzXGriQiBha2B3WJEqHoEwzB5pP8cT2wZhieYmEbCZ1dm2nH6Ib1b1c+ov0g8H9PASyeFE6DytlRUv",
+	"1Zxg3BELmHbtIST8oJR5socIfily6+NpI+lINb+zKMJ+NVku2zDIWvlDlX7WkPT6UJWN17lhcw4nnXXW",
+	"YVSWNYGpF8KQs0nE5AziiUFYnKEwcyGK5o3aQs5wB0vTYkNBaOFx7uSZje/quRAzxFImtsHKq4FsLq9N",
+	"UPbdwFZVlElP3pwZ18bCXGcCWD5RskVuKGxBaBD9eyAlmfZ+Mw/XWMelamG1focdY/waMYiLPkAhCLtc",
+	"5zz9c2TkSS5/UkP9BmniKxeMJcFpNheZYFMeCyCGByn5ICW9YGEul0Sk5WCffqqS41NEpmt1W7YSeIKZ",
+	"JNuI0JmQ6Nlb7oRb2IlYLINdQVxL20QX7X5jLAFJOUhJsDwdO5BsxO65iLMphSDwMBC1eA/5iPzWwRv0",
+	"uoH8sxU7TASoNoxNxN9DhnkNJx5E2IMIWyPCwMBzfSEKZnc9S4hxLZ/fRWw5ieXaJ99bZTU7FVEmjB89",
+	"wx4icX3N9VKj4M9afF20ir7/lqnzryUHeWm9by5tLgjkQTr93YubnXARHjM6wWLpZnOd8xgYHSEu3p28",
+	"ompibNxfdvbXGCKMMWxlO7if0w8ha4a/DBqPB40PIbWgStNWZyCBjy3gqW2HR6PZOT7STCdjtLxCjZIn",
+	"3Hc9f6pOeEZNggYyU6aMCCAGK0tsETZMe5prrIvDNlYwLez5Q/8MaTibFuY5zQeSp6maazbLkktuQPKZ",
+	"ucouNLXTSlXEUxaLS5Gq2VRIY9si0UKRhjdRWF9ukXHgOQisaQcMWKrUbMiji4Clibxo05Aefo/r8SSw",
+	"oTd2rhIbnONLguDTtKrPlT28NMm/qAx4aRbvEzOhQ26du98RpwdcRrT5CbHYhyrge5XRf03K7teYdUtC",
+	"nfGV46H+dKhVLm9sf03x0apoLyJlhWU8SUBcL/aXbebEtvqJMzWb1WmaNPy9iryKrNld90YPzvsHm66C",
+	"OYZpANvyUnAziHfBLE2X9lCeNq2Cg6rI3nUJ7J+PNz6b7XLT6fuQ+PTApp+SAL8tj96OUZaI+BOQosE6",
+	"D/MsDYMVWypgoTcQmFYIGj2QDsU5scIhjBONd4ad8u8+A406BNtopv0ztmltOFv3OZBTwSXBVKG3RxnK",
+	"HUB3dGvfH5GyhRjNk9K4imN+zBMZMEwfx45OHl6oG+B2iNPMB5weyHWI02Gv2w2Xsa4cZvUaeOlPlZNf",
+	"Gsz0WgvrfuGmP8WQ+9MPEAc/XWPGPeBPP+BPP+BP3wV/+lOtxyflObQ2VPFWitJYnImMfI50JhlV0ZcD",
+	"YGUvriF4NCE2p1iGDbVSQLWPWbmBDZnSu9t29wGbqDlLQbtGKAF1YQtHuWFzxHQCzbvuPPGiH2V883OG",
+	"P5YDzPcY/pjq8dcV/7Arvrg5/lGS3YMp/2AjLEVMPDX2UUVTtqklSVZksn0+62GDzMRQh2iTO4B49h5s",
+	"ldroz5HWuXCJwvRAm1pHzorEUHkCBlBMMhV+lKbVYT/alBRMdHHZyQNJ0tgdHkUEaK4w7MNNDiZBIlno",
+	"VqD4Ogyo+pRpAa+E1XJoXhQK/9JMlRReAxorHDFIZMNYGUHq6nli7GGhcjOQqdKEqmOn0GGhu/uchj+n",
+	"lER9zk3INF/oEh5epfRgsrVsKKszkCcYpIJhMQ/bocVjpKjI3c6EQZPIDiSwywG9D4Hr1CbWIE0sba2N",
+	"Z3wFXp87RV/KnX5Q2x8E/h0jIcg35CmwEWftuKZOk63Wj/zeGAqeiewgN5NG/5cPwDLk46hrWvIKg7vW",
+	"B9IMx5h2zDpPomlcwDy3+SwJW42gkWdpo9+YGDPrP3mCYeGJ0qb/Xfe7LnKmndy6RtxYAlf24i5Vv6IL",
+	"zKp2+VpJsbCiXcRslKlpiTMY2LSfEmo8gbFnIJT98R2K2erwPyYpTawGiyFAxCbjksqHPLoYZ0BXbLhg",
+	"HKG1/EdQleLqI14pOW67nO25yi7AQJipNA0wXYmgtrmMROoN95Ma6jW6dlnd5Qq72FCAWaCZUd4QRaHY",
+	"yihFChTlSbrUCaA1EdvsiTLbnbDfMUEHT0in3HuPKohx9VmIfkPY5JSM4SWckpmjVZ5FohzfnW3l8IeX",
+	"a4iDuowELHN9PQI2FSZLojLjFg6GjEcYrBDpqMPeqKVyTe9BXi+QGlKxagMQMJIM1Uvq/mptll09bIwT",
+	"5bjOmcrHE9JGmnhGYxECVQlM+QXQRgZTp3qDFu0MzFvJ+vIn0G46zE+PHchmWM3Cw5rJSsosLTGoAWSa",
+	"TVm1lLJci0p+HzD33G1yCcLQof7E6/OODwoAWbqyb98lixFGxXXL77Aw5oZ3bOnFeaRiUagvC+wPi2Y1",
+	"zd56oEu3rs6H1GAHyybC6uRC1lQZCx87cNiqimKvJV+NJePGHVXloxcvCf5+CwPU3nLmIEBufeepUz7d",
+	"nZ/Jd3tct0DbOFP/67/qwokoaeIOO5AL1ru6YsQuBDaAbXwTzZKxxG7V5ALrrg7zT6x38RUwuM058J1G",
+	"SiwIlOO88XBM4Ki2HLmur9KCLhWpFlgvJJXLCSsUY4FsrHITUPoTcG3s+LTIcF8605c4Zp1Lyl1WQP1v",
+	"w1vFxawZHr89PSsbNBSYGchytlBKMz6bZepSxK27slbxxK2469Rd/cBgaxlsZY0eeOzOPFYyz01sZuMv",
+	"2zCZBWbq2zyh2saGwH8HZ89fet0LEL7a3rsEjQ7cg5FR8u+Gd2VG+xJbsSI5yR8YcT0jLq3QAxvemQ0d",
+	"c61jQgtDvtVRt9IBx+sLVTLASGXInoXSqTBV+raMtTyxzZxFVz+ccTdinz0ccZ/OWys8s565EG31ZgOt",
+	"QKXNUyrbHArye+xbowx7p4XUUs21L9V8gd6M2xtnlXndxFhw6YNpthlu98Ey+2SW8jnlBn7a8rCymIcE",
+	"/uAYKcN63Y7Dnj3PszRkI2GiCabJ3ZGTtj6l4OqHU+pGfno4pe6NpW46pa6DxlU7UtOpkm23nm0vZEYx",
+	"PyEj0T6AXb258UF5h7vhOmicYnCjfZZMLYTsphHoYnvt9fX1/xcAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

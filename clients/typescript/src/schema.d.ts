@@ -872,6 +872,7 @@ export interface components {
         };
         /**
          * @example {
+         *       "object": "payment",
          *       "id": "pay_EFSIZ42PB7QPTPO62PD7HCCN7M",
          *       "amount": 5000,
          *       "currency": "usd",
@@ -888,6 +889,11 @@ export interface components {
          *     }
          */
         Payment: {
+            /**
+             * @description The resource's kind; it tells a payment from a refund where either may come. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            object: "payment";
             id: string;
             /** Format: int64 */
             amount: number;
@@ -925,6 +931,11 @@ export interface components {
             metadata?: components["schemas"]["Metadata"];
         };
         Refund: {
+            /**
+             * @description The resource's kind; it tells a refund from a payment where either may come. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            object: "refund";
             id: string;
             payment_id: string;
             /** Format: int64 */
