@@ -279,6 +279,21 @@ func (e PaymentObject) Valid() bool {
 	}
 }
 
+// Defines values for PaymentFailedWebhookType.
+const (
+	PaymentFailedWebhookTypePaymentFailed PaymentFailedWebhookType = "payment.failed"
+)
+
+// Valid indicates whether the value is a known member of the PaymentFailedWebhookType enum.
+func (e PaymentFailedWebhookType) Valid() bool {
+	switch e {
+	case PaymentFailedWebhookTypePaymentFailed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PaymentStatus.
 const (
 	PaymentStatusFailed            PaymentStatus = "failed"
@@ -297,6 +312,36 @@ func (e PaymentStatus) Valid() bool {
 	case PaymentStatusRefunded:
 		return true
 	case PaymentStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentSucceededWebhookType.
+const (
+	PaymentSucceededWebhookTypePaymentSucceeded PaymentSucceededWebhookType = "payment.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PaymentSucceededWebhookType enum.
+func (e PaymentSucceededWebhookType) Valid() bool {
+	switch e {
+	case PaymentSucceededWebhookTypePaymentSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentUpdatedWebhookType.
+const (
+	PaymentUpdatedWebhookTypePaymentUpdated PaymentUpdatedWebhookType = "payment.updated"
+)
+
+// Valid indicates whether the value is a known member of the PaymentUpdatedWebhookType enum.
+func (e PaymentUpdatedWebhookType) Valid() bool {
+	switch e {
+	case PaymentUpdatedWebhookTypePaymentUpdated:
 		return true
 	default:
 		return false
@@ -357,6 +402,21 @@ func (e RefundStatus) Valid() bool {
 	}
 }
 
+// Defines values for RefundSucceededWebhookType.
+const (
+	RefundSucceededWebhookTypeRefundSucceeded RefundSucceededWebhookType = "refund.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the RefundSucceededWebhookType enum.
+func (e RefundSucceededWebhookType) Valid() bool {
+	switch e {
+	case RefundSucceededWebhookTypeRefundSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReportFormat.
 const (
 	ReportFormatCsv  ReportFormat = "csv"
@@ -387,6 +447,36 @@ func (e ReportType) Valid() bool {
 	case ReportTypePayments:
 		return true
 	case ReportTypeRefunds:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReportFailedWebhookType.
+const (
+	ReportFailedWebhookTypeReportFailed ReportFailedWebhookType = "report.failed"
+)
+
+// Valid indicates whether the value is a known member of the ReportFailedWebhookType enum.
+func (e ReportFailedWebhookType) Valid() bool {
+	switch e {
+	case ReportFailedWebhookTypeReportFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReportSucceededWebhookType.
+const (
+	ReportSucceededWebhookTypeReportSucceeded ReportSucceededWebhookType = "report.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the ReportSucceededWebhookType enum.
+func (e ReportSucceededWebhookType) Valid() bool {
+	switch e {
+	case ReportSucceededWebhookTypeReportSucceeded:
 		return true
 	default:
 		return false
@@ -687,10 +777,13 @@ type PaymentObject string
 // PaymentFailedWebhook defines model for PaymentFailedWebhook.
 type PaymentFailedWebhook struct {
 	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
-	Data      Payment     `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Payment                  `json:"data"`
+	Timestamp time.Time                `json:"timestamp"`
+	Type      PaymentFailedWebhookType `json:"type"`
 }
+
+// PaymentFailedWebhookType defines model for PaymentFailedWebhook.Type.
+type PaymentFailedWebhookType string
 
 // PaymentList defines model for PaymentList.
 type PaymentList struct {
@@ -706,18 +799,24 @@ type PaymentStatus string
 // PaymentSucceededWebhook defines model for PaymentSucceededWebhook.
 type PaymentSucceededWebhook struct {
 	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
-	Data      Payment     `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Payment                     `json:"data"`
+	Timestamp time.Time                   `json:"timestamp"`
+	Type      PaymentSucceededWebhookType `json:"type"`
 }
+
+// PaymentSucceededWebhookType defines model for PaymentSucceededWebhook.Type.
+type PaymentSucceededWebhookType string
 
 // PaymentUpdatedWebhook defines model for PaymentUpdatedWebhook.
 type PaymentUpdatedWebhook struct {
 	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
-	Data      Payment     `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Payment                   `json:"data"`
+	Timestamp time.Time                 `json:"timestamp"`
+	Type      PaymentUpdatedWebhookType `json:"type"`
 }
+
+// PaymentUpdatedWebhookType defines model for PaymentUpdatedWebhook.Type.
+type PaymentUpdatedWebhookType string
 
 // Problem An RFC 9457 problem details object.
 //
@@ -816,10 +915,13 @@ type RefundList struct {
 
 // RefundSucceededWebhook defines model for RefundSucceededWebhook.
 type RefundSucceededWebhook struct {
-	Data      Refund      `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Refund                     `json:"data"`
+	Timestamp time.Time                  `json:"timestamp"`
+	Type      RefundSucceededWebhookType `json:"type"`
 }
+
+// RefundSucceededWebhookType defines model for RefundSucceededWebhook.Type.
+type RefundSucceededWebhookType string
 
 // Report defines model for Report.
 type Report struct {
@@ -852,18 +954,24 @@ type ReportType string
 // ReportFailedWebhook defines model for ReportFailedWebhook.
 type ReportFailedWebhook struct {
 	// Data The report's job as `GET /jobs/{id}` shows it, with `error`.
-	Data      Job         `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Job                     `json:"data"`
+	Timestamp time.Time               `json:"timestamp"`
+	Type      ReportFailedWebhookType `json:"type"`
 }
+
+// ReportFailedWebhookType defines model for ReportFailedWebhook.Type.
+type ReportFailedWebhookType string
 
 // ReportSucceededWebhook defines model for ReportSucceededWebhook.
 type ReportSucceededWebhook struct {
 	// Data The report's job as `GET /jobs/{id}` shows it, with `result`.
-	Data      Job         `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Job                        `json:"data"`
+	Timestamp time.Time                  `json:"timestamp"`
+	Type      ReportSucceededWebhookType `json:"type"`
 }
+
+// ReportSucceededWebhookType defines model for ReportSucceededWebhook.Type.
+type ReportSucceededWebhookType string
 
 // TestAccount defines model for TestAccount.
 type TestAccount struct {

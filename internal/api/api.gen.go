@@ -282,6 +282,21 @@ func (e PaymentObject) Valid() bool {
 	}
 }
 
+// Defines values for PaymentFailedWebhookType.
+const (
+	PaymentFailedWebhookTypePaymentFailed PaymentFailedWebhookType = "payment.failed"
+)
+
+// Valid indicates whether the value is a known member of the PaymentFailedWebhookType enum.
+func (e PaymentFailedWebhookType) Valid() bool {
+	switch e {
+	case PaymentFailedWebhookTypePaymentFailed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PaymentStatus.
 const (
 	PaymentStatusFailed            PaymentStatus = "failed"
@@ -300,6 +315,36 @@ func (e PaymentStatus) Valid() bool {
 	case PaymentStatusRefunded:
 		return true
 	case PaymentStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentSucceededWebhookType.
+const (
+	PaymentSucceededWebhookTypePaymentSucceeded PaymentSucceededWebhookType = "payment.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PaymentSucceededWebhookType enum.
+func (e PaymentSucceededWebhookType) Valid() bool {
+	switch e {
+	case PaymentSucceededWebhookTypePaymentSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentUpdatedWebhookType.
+const (
+	PaymentUpdatedWebhookTypePaymentUpdated PaymentUpdatedWebhookType = "payment.updated"
+)
+
+// Valid indicates whether the value is a known member of the PaymentUpdatedWebhookType enum.
+func (e PaymentUpdatedWebhookType) Valid() bool {
+	switch e {
+	case PaymentUpdatedWebhookTypePaymentUpdated:
 		return true
 	default:
 		return false
@@ -360,6 +405,21 @@ func (e RefundStatus) Valid() bool {
 	}
 }
 
+// Defines values for RefundSucceededWebhookType.
+const (
+	RefundSucceededWebhookTypeRefundSucceeded RefundSucceededWebhookType = "refund.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the RefundSucceededWebhookType enum.
+func (e RefundSucceededWebhookType) Valid() bool {
+	switch e {
+	case RefundSucceededWebhookTypeRefundSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReportFormat.
 const (
 	ReportFormatCsv  ReportFormat = "csv"
@@ -390,6 +450,36 @@ func (e ReportType) Valid() bool {
 	case ReportTypePayments:
 		return true
 	case ReportTypeRefunds:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReportFailedWebhookType.
+const (
+	ReportFailedWebhookTypeReportFailed ReportFailedWebhookType = "report.failed"
+)
+
+// Valid indicates whether the value is a known member of the ReportFailedWebhookType enum.
+func (e ReportFailedWebhookType) Valid() bool {
+	switch e {
+	case ReportFailedWebhookTypeReportFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReportSucceededWebhookType.
+const (
+	ReportSucceededWebhookTypeReportSucceeded ReportSucceededWebhookType = "report.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the ReportSucceededWebhookType enum.
+func (e ReportSucceededWebhookType) Valid() bool {
+	switch e {
+	case ReportSucceededWebhookTypeReportSucceeded:
 		return true
 	default:
 		return false
@@ -690,10 +780,13 @@ type PaymentObject string
 // PaymentFailedWebhook defines model for PaymentFailedWebhook.
 type PaymentFailedWebhook struct {
 	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
-	Data      Payment     `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Payment                  `json:"data"`
+	Timestamp time.Time                `json:"timestamp"`
+	Type      PaymentFailedWebhookType `json:"type"`
 }
+
+// PaymentFailedWebhookType defines model for PaymentFailedWebhook.Type.
+type PaymentFailedWebhookType string
 
 // PaymentList defines model for PaymentList.
 type PaymentList struct {
@@ -709,18 +802,24 @@ type PaymentStatus string
 // PaymentSucceededWebhook defines model for PaymentSucceededWebhook.
 type PaymentSucceededWebhook struct {
 	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
-	Data      Payment     `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Payment                     `json:"data"`
+	Timestamp time.Time                   `json:"timestamp"`
+	Type      PaymentSucceededWebhookType `json:"type"`
 }
+
+// PaymentSucceededWebhookType defines model for PaymentSucceededWebhook.Type.
+type PaymentSucceededWebhookType string
 
 // PaymentUpdatedWebhook defines model for PaymentUpdatedWebhook.
 type PaymentUpdatedWebhook struct {
 	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
-	Data      Payment     `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Payment                   `json:"data"`
+	Timestamp time.Time                 `json:"timestamp"`
+	Type      PaymentUpdatedWebhookType `json:"type"`
 }
+
+// PaymentUpdatedWebhookType defines model for PaymentUpdatedWebhook.Type.
+type PaymentUpdatedWebhookType string
 
 // Problem An RFC 9457 problem details object.
 //
@@ -819,10 +918,13 @@ type RefundList struct {
 
 // RefundSucceededWebhook defines model for RefundSucceededWebhook.
 type RefundSucceededWebhook struct {
-	Data      Refund      `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Refund                     `json:"data"`
+	Timestamp time.Time                  `json:"timestamp"`
+	Type      RefundSucceededWebhookType `json:"type"`
 }
+
+// RefundSucceededWebhookType defines model for RefundSucceededWebhook.Type.
+type RefundSucceededWebhookType string
 
 // Report defines model for Report.
 type Report struct {
@@ -855,18 +957,24 @@ type ReportType string
 // ReportFailedWebhook defines model for ReportFailedWebhook.
 type ReportFailedWebhook struct {
 	// Data The report's job as `GET /jobs/{id}` shows it, with `error`.
-	Data      Job         `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Job                     `json:"data"`
+	Timestamp time.Time               `json:"timestamp"`
+	Type      ReportFailedWebhookType `json:"type"`
 }
+
+// ReportFailedWebhookType defines model for ReportFailedWebhook.Type.
+type ReportFailedWebhookType string
 
 // ReportSucceededWebhook defines model for ReportSucceededWebhook.
 type ReportSucceededWebhook struct {
 	// Data The report's job as `GET /jobs/{id}` shows it, with `result`.
-	Data      Job         `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Job                        `json:"data"`
+	Timestamp time.Time                  `json:"timestamp"`
+	Type      ReportSucceededWebhookType `json:"type"`
 }
+
+// ReportSucceededWebhookType defines model for ReportSucceededWebhook.Type.
+type ReportSucceededWebhookType string
 
 // TestAccount defines model for TestAccount.
 type TestAccount struct {
@@ -12896,263 +13004,264 @@ var swaggerSpec = []string{
 	"Zf23uusuGuU9pH5s0MsqG7sqVBeMOzXML4tyyQb7LIShQoc4HtLmkEJaqKBe8GopX6M2T8NPRsBrqskZ",
 	"fkQTHv7hVprfViHVu8R0HSWXmW0lSa/3yDzS7CKRqMwzI9IU9BK30IhBw224Go7JTDCRYMrilC9YpCjo",
 	"uaq3rqTkrFyynaJlJVGpbPnMtR35Lh1qdpEC0pfqEgkK5WmZwVbea4l4q6vs7eGS8uW9w4f10pfqyWwY",
-	"a726tcXqoaZV4CJtzfXLaZJLXpE1sVgfgGmtK8pO7B4USf8VNyiTK5oa0jCXlH4742NhQdD0PhsJE02A",
-	"G8hHgapyIsfn3FUVGKfDIbouAQbdg7ZapXXPJ1GruFSocuUUqtNm3PhutC+QtMo3vQfqekds9gW+pnMj",
-	"ftJLWrdNXWgZEX93975l1h/DYosuQrcvGRswAPyM50Ki2ZKrb1vAGfQ1dtg7xHqTYl4gr9O/PFiaBHHz",
-	"IoGp137WB15B2lkmfj1/8a9//ue/Dt//ePb+5Od/7f7z3+9fHv577/3Tf/7XrqeD7fZ6sGImrYHcZhZf",
-	"p1i+m5F41qhklrNcceASEm4ZfGiLK8xca9v3CgOGrXzyaOLi+O5sjbi0+E5DsTkhbF0urq3NrZ9PTYlv",
-	"ERcpDv5qiW7tUe5oo4bMxNUs5dJ2HpiJKBklkYPSZCqyR2q9huDnz9e/wNpcfPsaRU59pGQkMinizlpv",
-	"qF7zjCVkuTDAhAshTbbAhjz2d4Y+5hIWt9etxBY3CRDPv78S+ls+sGiq54oCc1tPuegVNcozPM4qs9Zs",
-	"DlobIokg/IxUxmHFJJKF9FDc+81Zhpv1dKK5JYgEbPVmGyysAB3UJvIXkuH3DeU3M+5A05x8s8QWMyUD",
-	"2LgIZiEkgYlyjZmp+ywVI8NUblucWdScMmzBiqhFZylDaO+bDTruWgJeWQ0qN3RfS2XapVQJq6nWm2na",
-	"l5S1DQA8vCgnduw9BNNtC59qB9drvDgw8Muzs2NmgShgcTt+uupeJVN1t9utoyIrqWv6Hk5UZpjOp1Oe",
-	"FT0A3f7COF7PCg+Qd7OUqXfNHpTOuHcnRxbe3m/9tPzg8J+HZyEQDB1n3mgrfrsa+J46XWy1WnbNqeID",
-	"fwcF0rctny1alc0nSttmYBUEWzqNRDyQzdBmc4YBC6lTFqFvUymkq+mLw1YADGNDp9jn7JFmRVVuu6jK",
-	"tVisTgauWXon3NYpOib13NV1as6JA2nGaPDd0jQ3njWnAvGg0wIEujhYOuwtLLJR1NzLZXIznQ9dhNnm",
-	"AJa3NIJbQ13XvPLIglR9gnPoz3LzrLqZxZ/l3CDheWvfhnVmWNdG4VK6tW/jbn6dT06Vv9nhpDcYkB9u",
-	"5x6pQBpt9JXY91rn9Piwls7vwQdgGebzx5PoQfdjQHuT/nTDciUb5VMsSyqjWH0rUI3OdfLbGu1slKTA",
-	"b3ABHB+FIvW5hFW1YOMudRdb5rR91qDfqr2yTaaEixu7JImPati6ZYpEbcXHlhUed4ktBo2Panh+tzSI",
-	"TM3Po/rCK+ug0YTOgP57p7wAQW5JgMvY43epRUkou3p47gfi7bM3lKj4bxd4PLZEeEsu5BuC9MTCW3qQ",
-	"t0sTwoj9h/rD1suz5Bq1ZeZlNWGep2aJ6wdOJiflBd2L7PNz7D5d8G0v3v/0haMMmvteufs5Nc6ENmuL",
-	"+i0i6Sr7b1N7HzT4LDm/EGv6NduxH2mHymI74x9YhBf0T/WZa3zJTicI5gIaP8juJZVdX5wbMK1vlynh",
-	"vV8523Wr9FKkM5GViSlLSzUaITD0hl5kWEtKduoEx7L50nHndjlbxaPqZkre80+CL9iuPK5OhZ3eOfGi",
-	"drR7ypDwtGM79vXahfsT6wvrXjn2YFeWFd+6MsSN+d6VWo2yFG/TPWX1Xb2Na38/oCYxNVxQ/lBlgh3b",
-	"zHW5+6d1GLkeTAFDhkzkGJGzo0xpXTZ8SqyLb6O/0458S7XUNVk7J7NlEzd6mbo1qYNztEozJcdFhsO8",
-	"VP+wj5KDCBcx611ddTbmNTqM2PNN7j037iPte/qqz5eqxJuN+FSwJiyFylHbpXafPI4zobFxX9FLD1+1",
-	"5c/RrYPPTBXpZElgaSdWX6W66G5VP6ynuheWSOpqrwVVkRKWgVE2HkBM3Kd85yTG5BK/tKAN31HSfLDa",
-	"isxrhhTOhIwTOQ4ZUGeKrQUtBY8F9u7vXV2xppfw1nIZ+xZjIZqIOE8J69ei5tEj7ar7fVftnXXoQ6xZ",
-	"AAmTJ6+W/+pLs7JFMWnKLA6YSmOhTYlTtJXdviQEauz3O6W/V719t3LHBQ3c/fO7FfTQvbcs66mxprZo",
-	"8RY0pLgy53YbNhuLcGWxYUACuShYWrlWXkXzuoLygHqIRD4pjbowqYjw6/Mw64zMT870QWXMpwZvdyub",
-	"5bmxllc1KDnhdkk8S6LmB9cN+BPcXMvS6yYn+1pVfWmge/DA3Ti1e3fFLelX94MjtnXOoq9eLceWCgnr",
-	"i108TixCD0L14DFDdaqBi2dJU2J+FDA6dclF5QTOS3/yat7kOtnfB0vS+pZD1hwu2ELlrYCFYyVFyJqJ",
-	"KRWL3Z0u+6eSohVgM9okxcOrSZGQQmjY/Ex4jz3EHWl1SqUhSYULlFRztItJNIIGPNrKA1zrG73cn6jD",
-	"3ulwmGXiMlG5Pqc+k+ebfHWu6b3rRRnYE79Q4txgrmkl5YLoZCw1GwqdxMJK7zkoIXeQwbcXoIVqv4Vg",
-	"JadUNeFxaU88Plml2I2reSdZ62TB/cmzQrr86fLsfWImp7gs2zuaVie9Uu5YjLiq+wPhIXwYXhMU3VXZ",
-	"P1w7WDViT3ss4zJWU+ve950pjrDLJrpY/OkAkyh/2LU1QYoHTRW4w8kFnxvx4X6n0w//ePZ7N+hd3+yM",
-	"sW+5usofynUGw3QrNJk+CyfGzHRIOATwd1i8b+YjvaqMYTcozWZZcsmNGEgpzFxlF5o1UxXxlMXiUqRq",
-	"NhXStDrsDfbx4u7ygKVKzYY8ughYmsiLNt2jMua8IQNpdfx+0ZI/mojoAvNeWCbGiTYOclbGjI95Ist+",
-	"yM4+iBOelqLYy13A9+w/eWK/60Rq6gBRdZmn9+HTsXS0iPIsMYtTIFwbW0Lv3EFORbormWaFZw/PUa7X",
-	"ePcYNTq/EAvb47zDfhYL2/eXwAtx67hmpy8P2r29bwZywvUEKBl4gFbcItprRKAD+8969zAj7EIsMG3q",
-	"xeHrt+cHx0fnPx/++zQcyKZNr2Ch8yDGYqqccYUsiiIC51mSMKw5wdslcqQcSC6nQLdtbeuWvs1nCZvy",
-	"RBqeSJHpRg22up6JqE2eEXg+NmoXkk7m0xc/M4K91gFLBc9gEAv2Qw1mER9IZLozkAP5H//BnisJTJAo",
-	"qQeyzXzwZ+uR3rQNMF1/K8hyhAUcilShBxPt64FkxRLDbFz7btfVSjMdqZmICcioX2Rtl47fJC6ape12",
-	"dzswVyyHT4gRVG467LWSglpzlx2Nkwpqn8tsLeCXViGaOjDX91lihBsD+1rPUuC0NDEi46lmzbC31+0S",
-	"JCP21u92ura5/p7oIU207WrgNF33JwSAZk2+DCxdgxUd5mbU/i603fB39gi0KdEwP2f929fZ7XaLhDcp",
-	"tHFZwLT1eJ5pFgsxc2M/7bEUBJUOWCZmgsOVMK5X7R+wiUpj8oG8efeqrFFjzXAAG97tkuMCVlMKfLOd",
-	"b5jOs0yNgXrwsvg7vCyRSAFyYWviArpR5vg4P0Hvm12vGg6LsvEVMRMVD0M2FAslY/Z//u/dbheX+Sgm",
-	"9nepm5Uh8IoDXKGVvEoCqPNSPimdkhxZet8lTrpszZAcjtpl2BokFZukrZmIJqocq0BHUNRhnEYmSIYM",
-	"0xs9EvG8bVmWCF3J7uuw/8yVQQxp3GMK6VAzdJuKRkPhZHEl1iaHN8N1qNxhq8MOeTTxav05UZqXRmdz",
-	"ShF/bJ9xmzSnkO4yYfJMAq1Smt8kn3KJ3YAQAXvGx6KOKQI3R21xfkQcgEVTsKoU8zSRwsmrV9SMQZ75",
-	"h3Kk5CgZY/93MxHa5hHGDqATzwbQYiwxuNS5CdfsabfsIRGeHP7nu8PTs/Ozo9eHb9+dhS2QR1Q63WFv",
-	"EfSdG6ylpxzTstQVlsr4HVicsFpCdq1p6OIQwf2+FtWJPtLW8ajZNNcGGBp2xHZv2au8wMGL85eHBy8O",
-	"T8qXKCtu5xOVCtpVmylKcqlYeDvkzsqYbjDYdbwnyg1ToxEbLlhhS6Jo2u12Wx32g4oTUWVLbGzHmrs7",
-	"T1sd9tK+j3/B0x77Ga4IXx/8l3uJH/59dngatvZhZNs5T0k3sDNgh2QHoz875QsEw9QiHQUOVhMYEHt0",
-	"9mGccPfpDrMMZifCfqQ86jOlGDYiDB35odxvG3Flix9oYy6EmLU5WMa+AzyJU0pc/cYnqqMXrw49igKN",
-	"LlVaxB32A0mynW63C7SMMrIcTtuVeP72zZvD52dHb9+cWnCXnW6XcttA7kZpggqTVf1W7jk/Pjw5PzoO",
-	"90kCs6Pjy2/cTdh4PqdOoyJjT77ZbQXOGqU1pqlifrUCnRMZbEHLjy0PRBzAwLBawBJc2m3p++DEoKKo",
-	"0cjx8LGXeasH8g/C9fnDZR3/gZ4RYKw/4Md2u80qn/BluLZ1fMj+QGn/B9vUB36E4hBvRFlYCHvXigbx",
-	"hlBod9Y+canApHxybaPvKTUbsUaFs2YCJqYzswiWstT3lk5BUDNmGeiFIEwPTp8fHa3OazUbHSbUs0tx",
-	"Qx/CRFfBv2kz+tbvE+4XWe3niUtz98sFQqY5GExJNLGG4KLDXLdAliYXwh7/+Ah34K2+g9+2hea/w/5g",
-	"b1RpH6jM9t8g82i1dcvqoEWiNo24SyNu7KxKnTzcRSA7VoddbRJM4+854ltuCwy7WLaDp9stlin23A3X",
-	"7+lSKQE+53v7nKKUF7cK8boJjInalSAstVE2d2ppI13jpdUnf1RDfCrBJ6w+FTNaUjjgFyWsT/NGYJ3W",
-	"/urksGrDKHtNDcPVtt4vp3PXZvvbdDBbmcz6oqXK8mzuCxJ6QQt/Ew6LfiEUZ1ulh5qaL3juTg/lzm2a",
-	"NYZ+iVmI2hC6OhxzzVVeJ/1Wut/S858uSdzt+t3WCYC6lj30jL01z4D3BEOQ4Q10nGzoz0NXUy+eG2mN",
-	"qgbx+T0SpbXEdZsKStYEGebm1lqdw5pCQ28OrpxweYXnVipSHVSlGnGfhSuFjii1dVm/mOgbKM4dWzSX",
-	"7+xcbOdIie4UMF1LOrQwc0WPAiI+tlA5lVaD/KhZAL8mBh9l2Xx9X7l9tqmv3J04vdrrH+axh8f7qQLR",
-	"jZq/FXGSqTxjOolFh72xQo0PQSGiEjQwXrUD4qyUbo0STGdFioQxUjXW9bK4ZHaaxRtlsNSBTtI+DW1n",
-	"CkYnCmhkZDtLencOAhCtXgp6dgpV2BXxYsbgyhRqLZc/0L4hIrj35pPs03pPsibwPTp6g6UeGXVQh6tk",
-	"X9eDo/LGqFEV17lltrqO7e1R0kPZ6JmSOS5s3TUsiaXhfm1Hj9WWzjBZ1KS9XwbSIow5X2IYsAJzjNqS",
-	"kNZWxSFziiix7cqDzmiiA4kpJ5HK4hJ0EydX7LrJuNScDCF7ktiZBE5WqQxoEvUTW4UzVGYykKghoWS2",
-	"X8Ph5ft1C9+gKZNBC6O2EKT9ShMUYMqwXAy4fCDDci1IMpi5WhXSyBPEVoSPXkLpDiSXTGBSJXYusS0Z",
-	"Cp3avfMjDZp3y3dLU09kqxAPF4ZMRfwD9nsgw5rO3H1mslyg2e1OEOf7s7ZtYlxqKCjYRGpNznavrkh3",
-	"5ejIKS0dm6bFUsEvbSUkrFaOmUaVXi/o58AIQ2cgcTMofMceP+7tsonKM/34seXA4uhDnHrPM8OlgyRG",
-	"rcy96YvD18dvzw7fPP/3+c+H/z4/O3sVtvYLdGALqwfzmvIFiBFKOsNoxyreADDDAdu7ugoYZzZVjRyM",
-	"caZmQDqekV4oRkakKZ5DcwsV4ldVGqUuBpI2mujKp2+Y1ISj8W/pglzO2nB0UNpeHhXnAFHvQDqGIQmn",
-	"YAYBG2bqQnTYC4UzG+cYAFrT3acgfPyCEBmORtSpt5owWcwu8LLLiAQ1ngFL1tg+S0YwgQD9ebD7Us07",
-	"A4kqD2yevzGJhp1wJj3l1ZO/+aMa6oF8pSwSKpMYBCNvMveWpLMii5zTLOx1e+zA+hdC7MQiIxuP4AOJ",
-	"QgTz9Fxr+ZA1fZDVlu366p0K+4jHWiAAUqAexyjBpAbSS8pDQpYuIb/jV2qUuvIoSUWrxKtjTXcAo1o1",
-	"nyxa2ETZQ7Bj4YvDV4dnh5UiAPpZ+2f2xJ4MzrLqM84I8A6vwTUdSNgkIHqHPAu6uzZqpkvpoCk5DPFv",
-	"1Ai7znTYT2pYCZm5WmBLmwPpqC7J6KkEmFCIBwTMYanSyEtwXNPUqUjZ4nXGiUD9NMslse5ANmE1p6UX",
-	"JMGOY8Ci1kup4b3KAJ1DG9WWiBBVE9/SlkeZeRKJDrB/+Xi6aI4lzkZkWT5DvFClmBoZIcm7XGyZVUNI",
-	"W+Nsmkiw9QeSlohYLcns82jRbPUVe/z4W8yEKaQg+sZox4AUimSHcJ94f6NYZOHJ4fHbk7Pzk8Ozwzdn",
-	"R2/fYBjJRem8FiLSZCodyKIuKuIZqEJMmwyYziJ9WO88DX00ar9RUjit3DHa0+4uBRVy6eoLQI+gRpU1",
-	"jeBZE5R+5+xLTICGJ46gDUde0AoPVfIwakeo6lJkWJJOjjUMcz3Sdg10hx0w91Q6b+n7wkHQDH+/Dgud",
-	"0EIk4pI634fzREy4bqF7lhj0UmQaM3PCMsEkLCQorVRgj2bQbuCRlBaARGUVFzcd4Cb3wGa4hB0G+paV",
-	"JSR/tCIBQ+Z2oZ8VGojhFwLNJTWjYgF/oQuxXyoUbraFK8fWtMMy2PekQ4ecu6nCPsaczkdvaJSNSwQB",
-	"c2Hh45COTTg4eFuLGc8wswMb0KgRCIHELJjhYx3QRgJTxyofpgRNILTT/aydZ80/V+XUL1+xzwaNy6eD",
-	"RsiaGK7a2em2OuzAqTAiBTHUDC+fhgW90RMCFg4adO+gQQ51ioBKjpKFambgsR12xsfWj62mM555itdA",
-	"wl99GOuyi9OwfoTQTqvj70aurapkWYyGS7SSoGvNBb9g4fsn7oUszaPnRejW/upqo3+IX2DWl2VxjF6Q",
-	"S5DkzvO3J6cY59LCvkIRqce9uCRIdzMBq7iIGhfasHbROiDODHerX8bfSDbwFOS5O3RfHh68CK0STZ54",
-	"mIaLPOGmkkRB+w4BE5oYi2OFBqEpNtgKyoBAGTY5LGdcPPPtMQU2rJjqdXfZG8VsbNySKrlG8XVgf4Gn",
-	"7DrBo5s0bzpQLkkIk3fRxieJvYsn+XMrkx1QHTlwsDPcwMiFpkj2SVJmHvwApyiG4/iCRdzqFQfHRxSW",
-	"QQ04S8aJ1LXJQ80Q9vb84NWrt+8PX5y/PTn659Gb0xADKcOFi1uCOt/qsONMkLNSo38F5JNrTe5ZKeRg",
-	"8BSiwIkLjHjVWBZwheeICKrqUuD30A9qGujTuKd4TLfPkinmjJJ9mQk0pyLRPpjN0gQOWaMYJbEUeSen",
-	"XMZDdYW3zDIV56gSDuRb6Wz+AM+Rqe1edfLuzfnrty8OwVQHo/TxY00jPH5MJoddNSsP/MyYvj0p8mFK",
-	"TmpQX6s5PKiygCYlF6Bc4LZiVhsYFJNMzfmcL8rQgH3HcCATSXkWFGm2pPZkKkyWRARQii8T++meB8dH",
-	"Hfb48XHx1o8fo3NDO8AbbAgGCj1saaxUpvuw7egwwFyzIbZbgF8r5EUmbXMpcakVVM1kDZIJGzSEV227",
-	"iG04SaytScuJ/XSp9HD1texBQ6XuNvLYAtMYHTu73V3qqEJpWLzkqiWWKheSeZF6dBER4bCmVHBurlKU",
-	"VRftjEiVpYXGMxE9Pyj/pMisHzRB6GU4U14fnp0cPT89P3jx4qTUsX5EpqMNRVI8cm4OXKLA7U7hUyY7",
-	"1R3ilimdpxn72tiXc6024Jz7trfbbcHecsOmeC/aERRJQ/uITm8M9Os8u0wuhW2DAm8ViymXNnJX0SZN",
-	"nlEAayDVaMSa4Y8H716dnR+9+YniwM9sn/F965FU0hc1ydKr6gTsraKXgAQ+lGIRECA36eJujxLpMXD5",
-	"kiylYifnwBtLF4mfFdtJaVJ2nfpEBM9SpU3bHSj2PCp8H+iSwHQ2MG1R28h1zlOkcT/AgLF0MlCWDPEy",
-	"VA3UislIXJMOW7pTCTcMtB4adM4X1uXoot0b/HME2gDnXqtfY3nTAVuNg9asA1qSbbLjwv7dEkn6bMce",
-	"K0UiBKlXiWYxypmsaCZccftIlU15mi7qJlZxztML7va+X+++d4hWjL7JUHWgFXdpMwVTPdLWsd8sEawk",
-	"q/FsLjk1Cx8CnUsOCAvVSNQMWl6oYNkdbFWcgDh6mEcXwlDCEAXn0YeL6ROW5Iss54IFgf1gP4vXBB1t",
-	"VF092175WU/bVbPyMtEgaGM8rmgKKeiYZass9KK4HWvadBl8z6ddbfUb4skZ12aNR73VYUfoEhomUuhy",
-	"BdAUA3W+M8Z8tg1UGBSvsNftTnVoXXE6VXMgTxSkZ8V7gcVSpwvQKUWBKk/ShzVUHwxk6K1aq8Pe2Wh/",
-	"KUNI+JN4ASqWRUZAaGkAJ+nGCV3iwEDiQcNcYalF3MclLW2KTXkm1t5wYr5DJ4geSHgnF5qo6piF5ZkJ",
-	"nvrUEhRpITwtTwNtsuSisBAqytZArksdXNLJmu+fPre3MvoOzk4YOo9Mnom4TamJ1sYjP+Jswp3kLCLr",
-	"WC07yVQ+ngTuwECsfXJ7CFlkkNnT1q2sRitxmqRpUrQUJ9+aUYanISjeUszLHvRoLIZRypMpliqti7dK",
-	"MceapWhCYWhqFoEnQ7jvOgulfLE0ovPrwU90k1TMDVKkptkzGlPH3BqTuo/Olkw4+0rJCJsUgjoFD8co",
-	"Kd3QtpIlDKyNhoNKzyTzTwDcZFu8oAfyBJP9sQK8TCJwbWSWkxCcz8ELmcGFNo+J6p0TM5AFsJ1mRuHB",
-	"F/4+wEz1QSNggxIHhP6JJQmNa2tdsRD+XVRGL/X7G0jX8I8Cru5NLOo2++XUcBnzLC5++dB09Qjz+byj",
-	"7c+uHgGLE1posz5+fJqMpYgfP+5X6rGD8l9lK0MiA/e9TsaSA52HpZgv2seBvFvbQY5M2Q77l8iSEWUY",
-	"FoMxdekCBnxOMX17ws54ppE9GbrHyLM0ykFVdzPUbErxAS7ZnnU4aqbSuEPvemBYKrgmpze8MpduB8t+",
-	"T34Mrib0Zp2LzcSq2mgqJyPKlQcNORn51xWRAqtXk29Hu+o/Cr7hl6vIiDByQZ/op7dzIx2CRRjsGKIv",
-	"IMq4nrikcYxlFdJLkkcBjgQbcmLV2nttCuXJr7wnraXvXMV26sSWdkFBIUqIeoCde1dXaJjlEdywzzIR",
-	"Jxlly1vzgyiWjhPPH+Vywuh8c4qgfVsXd2rudJn2dOtWQOX6OAV7KOwxHdDWB+xpl/7bYxP4boIKzE4X",
-	"/rWzC5+9LqOUut4um7AmCtiPsFnZflUHQenknMqigBFolboxejX8gk7dWYqdo+EE2pzKUOME3URJBedE",
-	"h4WuUjR0mUzajVoQgI3V7FekFvnlS2QOCp7xNF2tKvXTpOz2/SvRyTBFTiD4pBXhh2GUJ+X4LrN/qYSV",
-	"uudjbGyfVB2UpVQFRmMU+CGh1VIL3nNUidKIj3A6nrQl/SviaapvrvaKUpXHXs0Xc0a00IFf7+VjPvDI",
-	"5KCRu+KufRveXdpQtwF2pseZms6MrRyh7Bg38WqsECM6ejkaQue1NaDRpEL6euSay9qagWq0xtq1RSlE",
-	"kWqyDLYBl+DbA+/Y2BIqkypj8BzguwIHJRZoPJHwAvV6Ln2KaqISMueJIe0Dh80zuV8+nWQxmDgoiv0z",
-	"3OU1k6FduAROSgXN6Vs3mf/A6571g3nVhd/IKUdaFLi+A1kNmGthC0zQDNLrKhngXBzIP2iYBfvDWk1/",
-	"uBKVDZnThW30ByaSz9Agw23+w5UR+mjBZa0AGWT03oV1RodbWbxhH+J+/oP19qqPuFOWCupXDlUJ1fTy",
-	"LfB5yxDH7A8QrDPsLVUkBP1RJHisTZ8v8qWWFffmbnenRXk3SPJ24dFQsBajGrHw17B8BhWLiFECMgGE",
-	"SLogvSGce0lKsL9jIUWWRAMZidSaBTwdqywxk2mr7zmFQJedCb+aw2685Xor6ilAapHU4aQK5+ETmFuR",
-	"6rZkPGC+mCPZksSbvaurAFNJYE/gWOBpciFaztggY8FFCNSIwKTbiTCjNqh2fJa04W1wZKcMt3d2UPGs",
-	"tUCsYYolg7YYDTaRVru/6ofug5JKpDBo7P/6bKfb3Z8/2wHdlUgQv+3twZcuB6gYo3pz9uz7b/fN0r3Z",
-	"s94ufBk6Ay3MQjoULVCb2+2BpLDIjGtte11LNSdaNqG3X27jKQMBG/gS+SSajfI0tQcNO5COKAeSzk+X",
-	"xlchzMKpUcMDHkyQlw5AUmogbXwwn6HkxYZ0EZc2bQ9TUKh7LU5Kz4RrBrvb3XEhZ6Rw2puyRgmF51uq",
-	"ey7hyktfx0Zf0WopFGtW1i0YSO704x2b57Ga97lfRI6x4AEzFCgrnpRHxxzIUMkUzPWhGEhdHPR1iYVg",
-	"p8LkE5eNYJ14ZM3V58+9LzSvumK1ExEnZAxbInAS3oYqHRp55Xjdr8TfVTYgEBEajCoiMOkSVCgbpXUH",
-	"sz0csGAPT1B30J3BYkQ8i7EcJ6z2wAJhqnITqalYOVfocq91Hlxsk2j00s9+WYr7u892u72gNP39ChS/",
-	"vKTPloeoDL3a4e1uD6kdp/Ik2zbubsP7PedWX8FrQHfX2VeHqIxf4o7fbfDK/ZWRLXUlcnxeJEqXWbGU",
-	"Bov+66DgSvuc6jgaw7wl+YBN5KRl6QwtRn6knTuyX/iukYELXB3CW8OSDOea1Mk0R1nhzRCURs3C45O3",
-	"zw9PT9+enL86wMzEkBUV/91WaW+SowjkyUAmsk3BWWvgoQgF+amGFI4ibIA0iYTUiCNSNKHIGv3G66Oz",
-	"RuAwAOAf10HDtsewPSysk9NtEAGgUihNTJVEMAjQvkrBE2A6yTTRJomwx4jNG4IzdyEjzM6j9BR0qbDC",
-	"3dIoeyz5cASNoGGTSxr9Rrez0+ki0LNWErEd+IuEp9Rc0zlz4Lc2IZZ0VDZ+gkrBk163123v9CyUSSNo",
-	"qJmQMH6/8RRHRXCQCUJFPIGP8VoYE5DgmM9WAOrGKgIlES2IIQXnbaN8PMI8O43y7cl9ZRe3Q5Mhneco",
-	"bvQb/xTmRCkfiBCn1et216HKFNc9OTg+OnEjw0rtbXPTka00sF2EPACNRv+XDz5RnNlEg5I0UIPMlDIt",
-	"2EE+RqCPt0W0l1AXn/DIQ9dOhalBeH+B3+tKkrXLa1iCdCgwHGw0SZKzy/p/0NqUpMR5vql+QcUuI1wH",
-	"FoIlWCmX0hVPcmnnoQrnTLrAJ3xUYQKk76BM15Oxm78uU/FtTX4FYwJT3I3Ko4mrjKRcW4c5sVPkdmAg",
-	"tlnIgyXjlyzogQxtAP78+cHzl4eY4VyukLXti1IrV8rc6rDXgktjEVCXEg/AWLSGkRHauD3VNqpLuQEY",
-	"ZChuIflTpW7aZwfkjL0F+VQYkem1+EPlJU8o2oFw10vMsbsRvJm8L7b4JOZgs2SCjS3uldUdYYRCPV/H",
-	"NvbaJ+WF10Fj2TDY+mZ7OWKDu2yYG2+mK49iwnXZ3YbFf+CxQwjGW3ZuvuWdVwuLN/W+v/mmM6Vec7mw",
-	"z9J3FUFw19Ob7zqlMPS7MgpN0quQV0RsK4UbPiF4YssR5YfroF7+v+QyppaD6CYjFAzMhbLuGWTpemAZ",
-	"v7y3VubfP0t0HdyPbbXto298tKB+9kC8Aa7MzQ0Jbi2TPbDS35iVzm48l2s5CU5/0I826FSIA2HxoTIB",
-	"5iyZnyciVhFLpPXbapGO2ghehaVOL89evyI9rGmT+0ivNItUaNCNqZCvKPJWPBa2KVOZlhFgur4pEyf1",
-	"TERefgYernWnGPCrr2p9Dboa+r1g2TZpaiXaZe1uHZZqly0Umc2ELGs4CmezFPMSr5kdrI0hDuQNQcTE",
-	"FBFT3WdFRHF9OHEgseDfxRTrdu9Vos2hg5C8nbR1cqpO10hcrIKKi+mNi0aDFowToYiwR22j3/g1F9mi",
-	"NMKqnaAdrBu/PVT06vzewjpZCFicEuibi9naqTjc4q2OBw9tGp78BRxYOCPE6aw5sg6KeiRakIdz6298",
-	"bgERsAIv1sk9y/2+zMMQ7FrBd2IBxlQB4G8Ze5NKh0/5IhU6mtkadY4qkB6YYkumINNz801vlPlR2XZ8",
-	"XyMX/VOYIhmhjo1uS+N449ELgsytz4GgU+9ugwaNmdI1XPyfubC1e35eBWiJ88ChpowyoSdLzTD6GPWt",
-	"oOZgFu44uRRyIJvzCTcYlEFfbhWlGmHTwDCcJ1qUTV6XO7v6uU1GUWwTB3hkD2r0ClVyktCRVAzwSDPB",
-	"szQRWZmUYWWU070G8kLMTFFHa3MbyAdkKxhdzSvmQmFqv0hTG0nyeongwNwMZPGoRJfIRuT1xBQMgmDA",
-	"gI8N4tgwEHd+UDfCIwthUzYzqdHcqt16P020Imf9oOLFvUnV+l7C19fX1yuivHdvD61tBLFGsnuuTFvO",
-	"3ZRwornGOytEiZlqji5bD2fCZzsTulucCUv46y8c9j3cv7OFlD8m7KwzpRBlku7b2+btClCs1yJOuOsr",
-	"8zUeZNiNu5pWt04tnAiemslva1XCA+ud7yH+cZIKP0Loiu8SOcbShxL4Q+UWEc3hHdSqji/x4XfyK9Ct",
-	"b3/+DD6FV3DeCa03eRA+quF6/8Ebzy0QYFxEmPaMjxNpS70vhD0f00TXKNWgzf8ED/iMdvtHNfwMVvsW",
-	"fWjXWO0WNUQXIJFUH71hOtRqaLvj4yc1PKU7vhTb/Sc1vNlyhwV5OI7+7nb7R2J1J2uQ80spU1js62LK",
-	"zwtkm5DUHQLJt3g1IYGIyhLbPzFL8LMecs6B1ZgQAMimYGW51Pu3BsDBRxJICPY6RMS7gaTJUkypAOJZ",
-	"gTgtQ8Lf1+nHNMhPavhFeh2wU3G9ZupWGl79ga8/s5q5ZjN9RP7qpm7XH8gia9f1BSq69dnW0Lvd72v6",
-	"RW+C/4WV/bCGeOrBgDejCf8NjJmvUKqTfCIJtyrYg/VpVx/V8JH2kWFmmRpnQusOe4+6NwEL1Mt5Wy9Y",
-	"KVUdyEp6bZ8Q2vz0W4uSIBdF4np9IPArlLZfu5CF24q9WyWY05UsdzqEYYcTzeYqMxM25ReJHO+Djo+J",
-	"m6UJB+JkHS11Kor1xl7oD07oz+GEXic5bsd/P6lh4X22MC6bsz4xE+CRLjBfbLz7OEM0ZpFrhl06EAmJ",
-	"6oSoiRnrdrqd3cCBFUQZn2FGgYM9LsvUh7ZLCDNiOkuxCgfzGVDiNbEx3Ll1Wp4X/aitZApbwUD62YjW",
-	"2Qo3el+7+/U51b73GRalizgosGEDlshz8uIGAzlNNOKIWRSfAm53plTKmuFsfAV/nT8OWy710WVSVpMm",
-	"vaq0gcSqEJ7qsjPMPxWo0CaZCifaI+omMlbnj8OAhfYbeFCHvVFLVSh98pZrYXOgs2wBmnUSa3IxYMkv",
-	"wuXpfVS8ybZXGTWRwX/kwzSJCLJRApmlqR2UT0VnIB1glMP3oWwu1yyvCkIDt22CBhrIWmwgtgQNFPgQ",
-	"OTu9bztASTv977vfd4umOolGeCMHfoQYYZtRjxyu/lkJuEMTRHf8lNkOhcqC7SjJqrMqOn2hf8usORJf",
-	"W5a68XQDpnmCXW72HVriM+SY6jG37CipNyFshwEEaCxB6nTRjt8/7u6u2t9S0N6zB84TONNiket8cUGj",
-	"iq/V6JssF2g729z3jlMnNue6v50JxFaIVZRPXXdEzHt34yz4NA0DggjMCO0UW2zVOjbtcPB74xOVn5Uu",
-	"jm6qTzs7xXS99sauTWc9+ay8p5e3P+fayxS7L1q694QvL5MOk73sIq911fobuJEQtl+boAouvokE/n2A",
-	"qWi3IAE3z1uSAK4FPA3P6M7/IAKwS7yWAIqmq9v46zvsmI+FQ27GTjFUfFjU+RiWSC0yo1mTXPvMuvbh",
-	"WISjpOoqJxt81cHvoIU/p5Pf1Zzdk6Pfa1H7zW6l0fCML7bx+9+DJ98um+/Nr4kmFLVcReNkQqu3Jm+i",
-	"EZ9g3RK4rtljU80O3Kb597YTKhDst5xLau40lS/AQrc7dnO0w63Rg2f07x7xmJWyz0ntQhyimVub1/Qc",
-	"q0JB7zeulrrDTvlIEFz3Fl1d+gViChbOeX35CFrG8qbtUN1hB2XTEWxEQ73N6DKyPyxQOQmxgXSQ961K",
-	"xGW326sNY+A49sVvfQx47/azWDRuy+z3nxdUeR0vLchvK4/a+Yqs2blvWbNO+SlqsF0LiiVRc3jGxzfx",
-	"Ol5zHTRq8J5vurW8pbjjOmg4POmb7i6u86Xbg0xc8RH2tsoRAjp4YZl769ykKs8dyXda/IV5Sb3bTvgE",
-	"++z9ZSfHXx+Q2+s+9QJyQuZTOHpuaEjWCBobMYHBylgbtNumf1kliFffE63VdzVeVPhD4A4d9jaruiy3",
-	"7AuXSNQ5B7J5A9yxBVd2crOmKZPXicmCWXQG8pB6jM35IrAH86Ymcjcc2raxyyrAc3F8j8qGBNTt4W8V",
-	"9dl8n8kWdCWFYrwgpAPXnxUKRo2u5dvH29WG+CuPO0ddriptcU4JP4u7RqiEu5zI5S4dA2kUGwtDTXIq",
-	"7Sz8ZMNSTfN76NQ5Xe6sTI1gVq8pq/iLMptuUGU+QYH5+nSIp3X4B28UqPRxMkqK5p9Ec5pcNSudYRLt",
-	"nOj/oxbvIUh770HajZL11skSdKur7EFRtOr7RW83m4psDCLARBPbDeLp99+0+owPLTrTdAh2J6JvipFh",
-	"PEV4tlDmaRqyTGDLic5Ahg4flbrnw6jUumWIUC+sGf4+aBQYqo0++33QuID/wkDX18VQLLzA7ltLV+NV",
-	"5UU8TVvUCne55VmhAVT7Z2N/sJltrl3Tsoz7uelLzbwIIafoDbb55HiHjcvufnjc7eC4fxO88h6lCR5U",
-	"hsRtbuOy/uNeht/Cwv/TjkXbgq7si1uoKFLMHVk9iP0vQezvbGOoe43Rf0Tb6S+0t7+73XxPHE98pWcc",
-	"cXt5zGGjk4LfwKp0sn6DaeGMy9/tX9ebQTeYvYyFYKSHfnCSsMIzoVUKh4lN4WCc6YnKDJvkUy7bmeDY",
-	"dL+IcK1aCPSAM0J+WBL0q/IEw2hajF0YjS/NkJq6sFAq0x4BaYdFIGfGsbTJxnHsbY1lWbmmkOYX3v6t",
-	"/eH3neCb3eu6YNqH7ZJOJmY5lnxjksmBXVCMylhQEtfz0b27w9S4n1yTOwiovzY95YWFavGowSKJrI1B",
-	"Y9r2tlV2otoquNBzOJsh3q7tiDBXBWIvNhIo6q/r0RYFjxNb1vbnl9t9olBasxH+O21YesRB/KzVeif2",
-	"GZ8xlu/60X7uUH4mPqGCz651Ab7jeSnqJuhAkJP4fvMMvgD3DVHEzUFvu2IPMe+/e8w7K0SEk1ROaKyP",
-	"eNsrEMpRZWzGM6eEWL5iZ1X/aKqwr0npO7VSI9Gu5wllvFInbhEjSoaX2eT4N+LStaCMY9u2reyo5JnZ",
-	"mDV8iwg8tiEv2d62iqN+dVK5UQeyijtUNosjmP4QQbA1Nbpj4RNvwPWBdlrM+4izLwk/21q8v6aXOCmI",
-	"rnF1YY9Sp20LOoIQK4ELdOCWEeicrmC/eTtNqQgOgsT1Jm/u7vRKPaAFu7OQhl+5hp6uozbXmLxIDeFZ",
-	"NQJglxDlNTF7KbCdy6Yirj9RAH+uTATa778oEcES2xovhd3idWkID6kFX6iL44usK60JYxM7YzEokdpK",
-	"HNurl2lfiEU7ke1cbw5lO+FTdjChsZeqUOsfjvhQGQIy4SYMpD0okrrOk4V8K8GW/EfUTz4M7KCVKHPr",
-	"7xYOrm7Msavrwxe/cYluW9j31fnoel8Ih/Z6GzmUGKMtrrALR7sMJK3fwYySdzZxqD1W7Ki2/6+mEJCq",
-	"ahA+O9VPpmQnqio7X2FmjLXWdo2lvnfYFcnizcXJCAF6sTKOigI3cTS97FfPvF9rATtpL7URztJo8Xwr",
-	"26OKVr0Ym2BF16nrNb5VdB+sd6t+qq/ji/EmbFYnH1wIDxkKyxkKmWOideyLLVww9lDrgDillqXDPElj",
-	"Au0ZJalYYt9HuixvUVnpQ7DZ9IkcyF9Cr6YmDFhYlrWEraLfPnv6zTfYoRbOlzSuQKuTBzzsdXuha/FS",
-	"6JCihBLCmWqWmH0CQgidaRN6OAlwtUVQ0eRC+aiGgbXKRS4GsNq2mW39IUf5j8yosQBju+yOVXV/+O1t",
-	"Shh4eokm/o0Ppm+LmVLxgOt/hxtQtIn9qIabPBywnX+XSgJ6m1vZ770/CVakQmvkZoO5WppLEBq23M8H",
-	"6/4vyIX9090CD5UDX7A6SxYHt3xaOQ/pBKych5vV2fcT2+6OrmaRuhSZpuNDJ78Jgq2YuwSFWM0lbB9L",
-	"1um5dxLaf47WiVNbq3Uipt+D1vmgda5onUAZhCO0nCBUMtxtKZ7uLACNfF594phsI74DqK6BwzSywEWJ",
-	"QYeF1WJQW+2z56f/cn4LIhqWqTlrhphSE+lL58wcSMzG5VnGF34Bs68FWwT4g+Mj7CpvAWia4TJXhq0O",
-	"O7ArN5Ck/Nl8VwzSeams9GOshO6vJLfb8FKhdT7t7mIDYnglxG6KRJoWXaizHENBepYJHuuJENgVcZqn",
-	"XLPm2/cHp8ePNK5GIj8Kwv2JxUjISLT68PrFiMylGlhH5DPQ8f8BH234+P+FAePM8CH5gBGcjo9BhJg8",
-	"k6zJU62oRGggU8zpGDM945HApUwTKdhIiFjTutMjHoUBNZ9VUsC/0FecKZf5awNsFOHkA+mnroXPdv6x",
-	"g15mzDmG+YeDxiP4dtAI923CMil5bnRbqAI34FsPeXTRGciDqQX6B1MhmQpt+HRGmdf+HsZ0KCC5uL6Z",
-	"E5XaDp8WzEdc8ciki9p+kpa+76rh/zXlLYkRU7wxTmDxp4nkRmXkkpnNEjmmpDdyMd2Q7wtTQVv2Bg9J",
-	"4FyzizfkHHJ4OEFDSbGNl9clGAfbuWQ+FI7eBgoClIhOUmzCcTn58Tnb3fmuWy9uQBqU7MUrPEpVfpZ5",
-	"+UBanqWu6bnJeJp4rlfHUEDFQITEF32f5InktsKfskoPyNKlo/85kUX7RaIdPNzqS4fcGB5N0MFc9CJJ",
-	"UoGRfBcrL6/Zxx/ht2eDRjYz5zu9p51IX8KcN/r8Vtx4D6VR25VGlYrtI/2QKP+gB96xJa0zejaaXJ+o",
-	"AVYaNK/3YT53cB2SienMFH2bSfzA+W67fAZlCWoFeRFVCFQG6LQ2GL/GPKwoTWxIHMVxQu2D7PhqRC2B",
-	"5hK1TniRNBVp6SPERB1ddsJO9ECCkigp6QcsyA6r6e5LCtCLw1eHZ4fMrYAFLYyVFB12yKOJndxAWgRH",
-	"rN6OXFUwwlSKmMl8OhQZdTgP4c3Oi5bXbIZcFbCdLkKiTBOZG8GGC9CmELGxRXMnXUVl1EoJNDqM66vR",
-	"iDXDt8eHb87PDk/Pzg+eP3/77s3Z6bMRTzXWlieoUMkKsuMSDuUy7mQzPHn35vz12xeHz8pvw5av8+52",
-	"d4MlfMiBrAWIXOtJPRPaa1X82bKE/MesOW+lmFe6OgNFWXr9G5jef19RuCZjvajKX+k870lIIAs2EekM",
-	"dnYTxiVKwKXYuX4irmZJJtYLxNf8Qmgry1ZDG0uZlzQY9Y7j2JC2t8smKs80m/CYzbjWIu4PJLYIJ8WC",
-	"4MWzXGriQiBha2B3WJEqHoEwzB5pP8cT2wZhieYmEbCZ1dm2nH6Ib1b1c+ov0g8H9PASyeFE6DytlRUv",
-	"1Zxg3BELmHbtIST8oJR5socIfily6+NpI+lINb+zKMJ+NVku2zDIWvlDlX7WkPT6UJWN17lhcw4nnXXW",
-	"YVSWNYGpF8KQs0nE5AziiUFYnKEwcyGK5o3aQs5wB0vTYkNBaOFx7uSZje/quRAzxFImtsHKq4FsLq9N",
-	"UPbdwFZVlElP3pwZ18bCXGcCWD5RskVuKGxBaBD9eyAlmfZ+Mw/XWMelamG1focdY/waMYiLPkAhCLtc",
-	"5zz9c2TkSS5/UkP9BmniKxeMJcFpNheZYFMeCyCGByn5ICW9YGEul0Sk5WCffqqS41NEpmt1W7YSeIKZ",
-	"JNuI0JmQ6Nlb7oRb2IlYLINdQVxL20QX7X5jLAFJOUhJsDwdO5BsxO65iLMphSDwMBC1eA/5iPzWwRv0",
-	"uoH8sxU7TASoNoxNxN9DhnkNJx5E2IMIWyPCwMBzfSEKZnc9S4hxLZ/fRWw5ieXaJ99bZTU7FVEmjB89",
-	"wx4icX3N9VKj4M9afF20ir7/lqnzryUHeWm9by5tLgjkQTr93YubnXARHjM6wWLpZnOd8xgYHSEu3p28",
-	"ompibNxfdvbXGCKMMWxlO7if0w8ha4a/DBqPB40PIbWgStNWZyCBjy3gqW2HR6PZOT7STCdjtLxCjZIn",
-	"3Hc9f6pOeEZNggYyU6aMCCAGK0tsETZMe5prrIvDNlYwLez5Q/8MaTibFuY5zQeSp6maazbLkktuQPKZ",
-	"ucouNLXTSlXEUxaLS5Gq2VRIY9si0UKRhjdRWF9ukXHgOQisaQcMWKrUbMiji4Clibxo05Aefo/r8SSw",
-	"oTd2rhIbnONLguDTtKrPlT28NMm/qAx4aRbvEzOhQ26du98RpwdcRrT5CbHYhyrge5XRf03K7teYdUtC",
-	"nfGV46H+dKhVLm9sf03x0apoLyJlhWU8SUBcL/aXbebEtvqJMzWb1WmaNPy9iryKrNld90YPzvsHm66C",
-	"OYZpANvyUnAziHfBLE2X9lCeNq2Cg6rI3nUJ7J+PNz6b7XLT6fuQ+PTApp+SAL8tj96OUZaI+BOQosE6",
-	"D/MsDYMVWypgoTcQmFYIGj2QDsU5scIhjBONd4ad8u8+A406BNtopv0ztmltOFv3OZBTwSXBVKG3RxnK",
-	"HUB3dGvfH5GyhRjNk9K4imN+zBMZMEwfx45OHl6oG+B2iNPMB5weyHWI02Gv2w2Xsa4cZvUaeOlPlZNf",
-	"Gsz0WgvrfuGmP8WQ+9MPEAc/XWPGPeBPP+BPP+BP3wV/+lOtxyflObQ2VPFWitJYnImMfI50JhlV0ZcD",
-	"YGUvriF4NCE2p1iGDbVSQLWPWbmBDZnSu9t29wGbqDlLQbtGKAF1YQtHuWFzxHQCzbvuPPGiH2V883OG",
-	"P5YDzPcY/pjq8dcV/7Arvrg5/lGS3YMp/2AjLEVMPDX2UUVTtqklSVZksn0+62GDzMRQh2iTO4B49h5s",
-	"ldroz5HWuXCJwvRAm1pHzorEUHkCBlBMMhV+lKbVYT/alBRMdHHZyQNJ0tgdHkUEaK4w7MNNDiZBIlno",
-	"VqD4Ogyo+pRpAa+E1XJoXhQK/9JMlRReAxorHDFIZMNYGUHq6nli7GGhcjOQqdKEqmOn0GGhu/uchj+n",
-	"lER9zk3INF/oEh5epfRgsrVsKKszkCcYpIJhMQ/bocVjpKjI3c6EQZPIDiSwywG9D4Hr1CbWIE0sba2N",
-	"Z3wFXp87RV/KnX5Q2x8E/h0jIcg35CmwEWftuKZOk63Wj/zeGAqeiewgN5NG/5cPwDLk46hrWvIKg7vW",
-	"B9IMx5h2zDpPomlcwDy3+SwJW42gkWdpo9+YGDPrP3mCYeGJ0qb/Xfe7LnKmndy6RtxYAlf24i5Vv6IL",
-	"zKp2+VpJsbCiXcRslKlpiTMY2LSfEmo8gbFnIJT98R2K2erwPyYpTawGiyFAxCbjksqHPLoYZ0BXbLhg",
-	"HKG1/EdQleLqI14pOW67nO25yi7AQJipNA0wXYmgtrmMROoN95Ma6jW6dlnd5Qq72FCAWaCZUd4QRaHY",
-	"yihFChTlSbrUCaA1EdvsiTLbnbDfMUEHT0in3HuPKohx9VmIfkPY5JSM4SWckpmjVZ5FohzfnW3l8IeX",
-	"a4iDuowELHN9PQI2FSZLojLjFg6GjEcYrBDpqMPeqKVyTe9BXi+QGlKxagMQMJIM1Uvq/mptll09bIwT",
-	"5bjOmcrHE9JGmnhGYxECVQlM+QXQRgZTp3qDFu0MzFvJ+vIn0G46zE+PHchmWM3Cw5rJSsosLTGoAWSa",
-	"TVm1lLJci0p+HzD33G1yCcLQof7E6/OODwoAWbqyb98lixFGxXXL77Aw5oZ3bOnFeaRiUagvC+wPi2Y1",
-	"zd56oEu3rs6H1GAHyybC6uRC1lQZCx87cNiqimKvJV+NJePGHVXloxcvCf5+CwPU3nLmIEBufeepUz7d",
-	"nZ/Jd3tct0DbOFP/67/qwokoaeIOO5AL1ru6YsQuBDaAbXwTzZKxxG7V5ALrrg7zT6x38RUwuM058J1G",
-	"SiwIlOO88XBM4Ki2HLmur9KCLhWpFlgvJJXLCSsUY4FsrHITUPoTcG3s+LTIcF8605c4Zp1Lyl1WQP1v",
-	"w1vFxawZHr89PSsbNBSYGchytlBKMz6bZepSxK27slbxxK2469Rd/cBgaxlsZY0eeOzOPFYyz01sZuMv",
-	"2zCZBWbq2zyh2saGwH8HZ89fet0LEL7a3rsEjQ7cg5FR8u+Gd2VG+xJbsSI5yR8YcT0jLq3QAxvemQ0d",
-	"c61jQgtDvtVRt9IBx+sLVTLASGXInoXSqTBV+raMtTyxzZxFVz+ccTdinz0ccZ/OWys8s565EG31ZgOt",
-	"QKXNUyrbHArye+xbowx7p4XUUs21L9V8gd6M2xtnlXndxFhw6YNpthlu98Ey+2SW8jnlBn7a8rCymIcE",
-	"/uAYKcN63Y7Dnj3PszRkI2GiCabJ3ZGTtj6l4OqHU+pGfno4pe6NpW46pa6DxlU7UtOpkm23nm0vZEYx",
-	"PyEj0T6AXb258UF5h7vhOmicYnCjfZZMLYTsphHoYnvt9fX1/xcAAP//",
+	"a726tcXqoaZV4CJtzfXLaZIrXpGtYrM+INNa15Sd6D0olv4rb1AuVzQ3pGkuKR13xsfCgqLpfTYSJpoA",
+	"d5DPAlXnRI7PuasyME6nQ7RdAhC6B+21Svuej6JWkalQ6cqpVKfduPHdaF8gqflveu/U9o7Y8At87dLN",
+	"eI8vbd08daFoRAje3fuWWf8Niy0aCd2+ZJzAAPAzniOJZkuuwW0BatA32WHvEBtOinmB1E7/8mBsEsTZ",
+	"iwSmavtZIngFaXOZ+PX8xb/++Z//Onz/49n7k5//tfvPf79/efjvvfdP//lfu57OttvrwYqZtAaim1k8",
+	"nmL5bkbuWaPCWc5zxYRLyLllsKItrjDTrW3fKwwYtv7Jo4mL+7uzOOLS4kENxeYEsnW5u7aWt34+NSXB",
+	"RRylUBSqJb21R7+jjRoyE1ezlEvbqWAmomSURA56k6nIHsH1GoWfb1//Amtz9+1rFDn4kZKRyKSIO2u9",
+	"p3rNM5aQ6MIAEzSENNkCG/jY3xn6pEsY3V63EovcJFC8eMBKqHD5QKOpnisK5G095aK31CjP8LirzFqz",
+	"OWh5iDyCcDVSGYctk0gW0kNx7zdnJW7W64nmliAVsDWcbciwAoxQm/hfSIbfN5TrzLgDWXPyzRJbzJQM",
+	"YOMimIWQBD7KNWay7rNUjAxTuW2JZlF2yjAHK6IcnaWMor1vNujEawl4ZTWoPNF9LZVpl1IlrKZmb6Zp",
+	"X1LWNgzw8KWc2LH3EKy3LZSqHVyv8frAwC/Pzo6ZBa6Axe346a17lczW3W63joqspK7pkzhRmWE6n055",
+	"VvQMdPsL43g9LjwA381Spt6Ve1A6796dHFk4fL9V1PKDw38enoVAMHSceaOt+Plq4H7qdLXV6to1p4oP",
+	"FB4UyOC23LZobTafKG2bh1UQb+k0EvFANkOb/RkGLKTOWoTWTaWTrgYwDlsBMIwNtWJftEeaFVW87aKK",
+	"12K3Ohm4ZumdcFun6JjUc2/XqTknDtQZo8d3S+vceNacCsSPTgvQ6OJg6bC3sMhGUTMwl/nNdD50EWmb",
+	"M1je0ghuDY1d88ojC2r1Cc6kP8sttOqWFn+WM4SE5619Idb5YV0hhQvq1r6Qu/mBPjm1/mYHld5gYH64",
+	"nTulAoG00bdi32udk+TDWjq/Bx+BZZjPH3+iB92Pge1N+tMNzZrslfuzNKkMY/UtQVU618lva7S1UZIC",
+	"/8EFcJwUitXnEl7Vgo+71G1smRP3WYOGq/bLNpkWLu7skiw+qmHrlikWtRUjW1aI3CU2GTQ+quH53dIo",
+	"MjU/j+oLt6wDRxO6A/r/nTIDBLklAS5jl9+lliWh7OzhuR/It8/eUOLiv13g8dgS4S25oG8I8hMLb+mB",
+	"3i7NCCP+H+oPXy9Pk2vUnpmXFYV5opolrp84maCUV3QvstDP0bt/Qbi9+P/TF5Iycu57JT/PqXImtFkL",
+	"GmART1fFwza1/UGDz5LzC7GmH7Qd+5F2qC+28/6BRZBBf1afucaa7HSCYDFgIYBsX1Lx9cW5AVP8dpkY",
+	"3vuVs123Si9FOhNZmfiytFSjEQJPb+h1hrWqZNdOcCybjx13bpcTVjyqbqbkff8keITtyu/qVN7pnRM7",
+	"ake7pwwMT5u2Y1+vXbg/sX6x7pVjD9ZlWVGuK3PcmE9eqQUpS/023VNW99XbxPb3A2pCU8MF5Q9VJtix",
+	"zWKXu4taB5Pr8RQwZMhEjhGZO8qU1mVDqcS6BDf6R+3It1RbXRO3czJzNnGjlwlck5o4Rys2U3JcZFDM",
+	"S/UQ+zQ5CHIRs97VVWdj3qTDoD3f5A504z7Svmew+nypSjzbiE8Fa8JSqBy1YWonyuM4ExobAxa9+vBV",
+	"W/4c3Tr4zFSRTpYElnZi9VWqi+5W9cN6qnthiaSutltQlSphJRhl4wfExH3Kp05iTF7xSxfa8B0l5Qer",
+	"rc68ZkvhTMg4keOQAXWm2LrQUvBYGM047CRregl1LVcRYDEcoomI85SwhC0qHz3Srrrf19XeWYduxJoF",
+	"UDF5/mr5r770K1sUk6bM5YCpNBbalDhIW9n5S0Kgxt6/U3p91Tt4K/dd0MDdP79bwRDde8uyoRpra4sW",
+	"ckFDiitzbrdhszEJVxYbBiSQi4KllWsVVjTHKygPqIdI5JPStAuTiwi/Ps+zzgj95EwiVMZ8avB2t7JZ",
+	"nttreVWDkhNulyS0JGp+cN2GP8Ettiy9bnLKr1XVlwa6B4/djVO7d9fdkn51PzhlW+dE+urVciyqkLC+",
+	"2MXjxCIAIRQQHjNUBxu4+Jc0JaZIAdNTl6xUTuC89D+v5mWuk/19sCytLzpkzeGCLVTeClg4VlKErJmY",
+	"UrHY3emyfyopWgE2u01SPLyaFDkphIbN/4T32ENck1anVBqSVLjASjUHvJhEI2jAo608wLW+0Sv+iTrs",
+	"nQ6HWSYuE5Xrc+pjeb7Jl+ea6rtel4E98Qslzg3mmmJS7ohOxlKzodBJLKz0noMScgcZfHsBWqj2WwhW",
+	"clpVEyqX9sTjk1WK3biad5K1ThbcnzwrpMufLs/eJ2ZyisuyveNpddIr5ZTFiKu6PxAewpPhNUHRvZX9",
+	"w7WbVSP2tMcyLmM1te5/35niCLts0ovFpQ6QifKTXdsUpHjQVIE7nFzwuREf7ndS/fCPZ793g971zc4Y",
+	"+5arq/yhXGcwTLdCq+mzcGLMTIeEcwB/h8X7Zj6SrMoYdpvSbJYll9yIgZTCzFV2oVkzVRFPWSwuRapm",
+	"UyFNq8PeYJ8w7i4PWKrUbMiji4Clibxo0z0qY84bMpBWx+8XLf+jiYguME+GZWKcaOMgbWXM+Jgnsuy3",
+	"7OyDOOFpKYq9XAd8z/6TJ/a7TqSmDnBVl3l9Hz4dq0eLKM8SszgFwrWxJ/TOHeRUBLySmVZ49vAc5XqN",
+	"d49RI/ULsbA91DvsZ7GwfYUJHBG3jmt2+vKg3dv7ZiAnXE+AkoEHaMUtYr5GhDuw/6x3DzPILsQC06xe",
+	"HL5+e35wfHT+8+G/T8OBbNp0DBY6D2IspsoZV8iiKCJwniUJw5oTfF4iR8qB8HIKjNvWuW7p23yWsClP",
+	"pOGJFJlu1GC365mI2uQZgedjI3gh6WQ+ffEzI1htHbBU8AwGsWBC1MAW8YdEpjsDOZD/8R/suZLABImS",
+	"eiDbzAeXth7qTdsA0/W3gixHWMChSBV6MNG+HkhWLDHMxrUHd12zNNORmomYgJL6RRZ46fhN4qIZ2253",
+	"twNzxXL7hBhB5abDXispqPV32TE5qaACukzYAt5pFQKqA3N9nyVGuDGwb/YsBU5LEyMynmrWDHt73S5B",
+	"PmLv/m6na5v374ke0kTbrgZO03WXQoBp1uTLwNU1WNRhbkbt70LbbX9nj0ChEg3zc9a/fZ3dbrdIkJNC",
+	"G5c1TFuP55lmsRAzN/bTHktBUOmAZWImOFwJ43poAgGbqDQmH8ibd6/KGjjWDAew4d0uOS5gNaXAN9v5",
+	"huk8y9QYqAcvi7/DyxKJFCAXtuYuoBtljo/zE/q+2fWq7bDoG18RM1fxMGRDsVAyZv/n/97tdnGZj2Ji",
+	"f5fqWRkCrzjAFVrJwyQAPC9FlNIvyZGl912ipcvuDMnhqF1GrkFSsUndmoloosqxCvQFRR3MaWSCfMgw",
+	"HdIjEc/blmWJ0JVswA77z1wZxKjGPaYQDzVbt6lrNBROFldibTJ5M1yH+h22OuyQRxMPS4ATpXlpdzYH",
+	"FfHN9hm3SXYK6S4TJs8k0CqlBU7yKZfYbQgRtmd8LOqYInBz1BZHSMQBWDQFq0oxTxMpnLx6Rc0e5Jl/",
+	"KEdKjpIx9pc3E6Ft3mHsAEDxbAAtxhKDS7WbcM2edsseFeHJ4X++Ozw9Oz87en349t1Z2AJ5RKXZHfYW",
+	"QeW5wVp9ykktS2lhqYzf4cUJqyXk2JqGMQ5x3O+bUZ3oI20dj5pNc22AoWFHbHeYvcoLHLw4f3l48OLw",
+	"pHyJsqJ3PlGpoF21maUkl4qFt0PurIzpBoNdx3ui3DA1GrHhghW2JIqm3W631WE/qDgRVbbExnmsubvz",
+	"tNVhL+37+Bc87bGf4Yrw9cF/uZf44d9nh6dhax9Gtp35lHQDOwN2SHYw+rNTvkCwTS3SUeBgO4EBsQdo",
+	"H8YJd5/uMMtgdiLsR8q7PlOKYaPD0JEfyv22EVe2WII25kKIWZuDZew7wJM4pUTXb3yiOnrx6tCjKNDo",
+	"UqVF3GE/kCTb6Xa7QMsoI8vhtF2J52/fvDl8fnb09s2pBY/Z6XYpFw7kbpQmqDBZ1W/lnvPjw5Pzo+Nw",
+	"nyQwOzq+/MbdhI3tc+pkKjL25JvdVuCsUVpjmirmYyvQOZHBFrT82FJBxAEMDKsFLMGl3Za+D34MKooa",
+	"jRwPH3uZunog/yDcoD9clvIf6BkBxvoDfmy326zyCV+Ga1vTh+wPlPZ/sE195kcoDvFGlIWFsHetbhDP",
+	"CIV2Z+0TlwpSyifXNhKfUjMTa1Q4ayZgYjozi2Apq31v6RQENWOWgV4IwvTg9PnR0eq8VrPXYUI9uxQ3",
+	"9DlMdBVcnDajb/0+4X6RBX+euLR4v7wgZJqDwZREE2sILjrMdSNkaXIh7PGPj3AH3uo7+G1haP477A/2",
+	"RpX2gcpsfw8yj1Zbw6wOWiR204i7NOLGzq3UKcRdBLJjddjVJsQ0/p4jvuW2w7CLZbt5ut1ipWJP33D9",
+	"ni6VHuBzvrfPKUqFcasQD5zAnqgdCsJeG2Vzq5Y20jV2Wn3yRzXEpxI8w+pTMcMlhQN+UcIGNW8E7mnt",
+	"r04OqzyMstfUMFxta/9yOndt5r9Nh7SVyawvcqosz+a+I6EXtPA34bDoR0JxtlV6qKkRg+fu9FDu3KYZ",
+	"ZOiXpIWoDaGrwzHXXOV10m+luy49/+mSxN2un26dAKhrCUTP2FvzDHhPMAQZ3kDHyYb+P3Q19fq5kdao",
+	"yhCf3yNRWktct6m4ZE2QYW5urdU5rClM9Obgyg+XV3hupSLVTVWqF/dZuFIYiVJbl/WOib6B4tyxRXP5",
+	"zs7FdqaU6E4B07WkQwtjV/RAIOJjC5VTqTbIj5oF8Gto8FGWzdf3rdtnm/rW3YnTEchP8rRN2Y7sD7aH",
+	"x/upAtGNmr8VcZKpPGM6iUWHvbFCjQ9BIaKSNTBetQP6rJR6jRJMd0WKhDFSNdb1srhkdprFG2WwNIJO",
+	"0j4NbWcKRicKaGRkO0t6dw4CEK1eCnp2ClXYFf1iBuHKFGotlz/QviEiuPfmluzTeluyJvA9OnqDpR4c",
+	"dVCKq2Rf1+Oj8saoURXXuWW2uo7tHVLSQ9lImpI5LmydNiyJpeF+bceQ1ZbRMFnUpL1fBtIimDlfYhiw",
+	"AtOM2p6Q1lbFOXOKKLHtyoPOaKIDiSknkcriEtQTJ1fsusm41JwMIXuS2JkETlapDGgS9RNbtTNUZjKQ",
+	"qCGhZLZfw+Hl+3UL36Apk0ELo7YQpP1KkxVgyrBcDLh8IMNyLUgymLlaFdLIE8RWhL9eQvUOJJdMYFIl",
+	"dkaxLR8Kndq98yMNmnfLd0tTz2WrEA8XhkxF/AP2eyDDms7ffWayXKDZ7U4Q5/uztm1iXGooKNhEak3O",
+	"dq+uSHfl6MgpLR2bpsVSwS9t5SSsVo6ZRpVeMujnwAhDZyBxMyh8xx4/7u2yicoz/fix5cDi6EMcfM8z",
+	"w6WDPEatzL3pi8PXx2/PDt88//f5z4f/Pj87exW29gv0YQvbB/Oa8gWIEUo6w2jHKj4BMMMB27u6Chhn",
+	"NlWNHIxxpmZAOp6RXihGRqQpnkNzCz3iV2EapS4Gkjaa6Mqnb5jUhKPxb+mCXM7acHRQ2l4hFecAUe9A",
+	"OoYhCadgBgEbZupCdNgLhTMb5xgAWtM9qCB8/IIQHI5G1Am4mjBZzC7wssuIBDWeAUvW2D5LRjCBAP15",
+	"sPtSzTsDiSoPbJ6/MYmGnXAmPeXZk7/5oxrqgXylLNIqkxgEI28y95aksyKLnNMs7HV77MD6F0Ls9CIj",
+	"G4/gA4lCBPP0XOv6kDV9ENeW7SrrnQr7iPdaIAxSoB7HKMGqBtJLykNCli5Bv+NXcpS68ihJRavEw2NN",
+	"dwCjWjWfLFrYpNlDyGPhi8NXh2eHlaIA+ln7Z/bEngzOsuozzghQD6/BNR1I2CQgeodsC7q7NmqmS+mg",
+	"KTkM8XTUCLvadNhPalgJmbnaYUubA+moLsnoqQSwUIgHBOBhqdLIS3Bc09SpqNnigcaJQP00yyWx7kA2",
+	"YTWnpRckwY5mwKLWS6nhvcoAnUMz1ZaIELUT39KWT5l5EokOsH/5eLpojiXRRmRZPkM8UqWYGhkhybtc",
+	"bJlVQ0hb42yaSLD1B5KWiFgtyezzaNFsdRZ7/PhbzIQppCD6xmjHgBSKZIdwn3h/o1hk4cnh8duTs/OT",
+	"w7PDN2dHb99gGMlF6bwWJdJkKh3Iom4q4hmoQkybDJjOIoNY7zwNfTRqv1FSOK3cMdrT7i4FFXLp6gtA",
+	"j6BGmDWN5lkTlH7n7EtMgIYnjqANR17QCg9V8jBqR6jqUmRYwk6ONQxzPdJ2DXSHHTD3VDpv6fvCQdAM",
+	"f78OC53QQjDikjrfh/NETLhuoXuWGPRSZBozc8IywSQsJCitVGCPZtBu4JGUFoBEZRUXNx3gJvfAZriE",
+	"TQb6lpUlJH+0IgFD5nahnxUaiOEXAs0lNaNiAX+hC7FfKhRutoUrx9bAwzLY96RDh5y7qcI+yZzOR29o",
+	"lI1LBAFzYeHjkI5NODh4W4sZzzCzAxvcqBEIgcQsmOFjHdBGAlPHKh+mBGUgtNP9rJ1nzT9X9dQvX7HP",
+	"Bo3Lp4NGyJoYrtrZ6bY67MCpMCIFMdQML5+GBb3REwIWDhp076BBDnWKgEqOkoVqZuCxHXbGx9aPraYz",
+	"nnmK10DCX30Y67KL07B+hNBOq+PvRq6tqmRZjIZLtJKga80Fv2Dh+yfuhSzNo+dF6Nb+6mqjf4hfYNaX",
+	"ZXGMXpBLkOTO87cnpxjn0sK+QhGpx724JMh4MwGruIgaF9qwdtE6IM4Md6tfxt9INvAU5Lk7dF8eHrwI",
+	"rRJNnniYhos84aaSREH7DgEWmhiLY4UGoSk22ArKgEAZNjksZ1w88+0xBTasmOp1d9kbxWxs3JIquUbx",
+	"dWB/gafsOsGjmzRvOlAuSQiTd9HGJ4m9iyf5cyuTHVAdOXAwNdzAyIWmSPZJUmYe/ACnKIbj+IJF3OoV",
+	"B8dHFJZBDThLxonUtclDzRD29vzg1au37w9fnL89Ofrn0ZvTEAMpw4WLW4I63+qw40yQs1KjfwXkk2t9",
+	"7lkp5GDwFKLAiQuMeNVYFnCF54gIqupS4PfoD2oa9NO4p3hMt8+SKeaMkn2ZCTSnItE+mM3SBA5Zoxgl",
+	"sRR5J6dcxkN1hbfMMhXnqBIO5FvpbP4Az5Gp7Y518u7N+eu3Lw7BVAej9PFjTSM8fkwmh101Kw/8zJi+",
+	"PSnyYUpOalBfqzk8qLKAJiUXoFzgtmJWGxgUk0zN+ZwvytCAfcdwIBNJeRYUabak9mQqTJZEBICKLxP7",
+	"6Z4Hx0cd9vjxcfHWjx+jc0M7gBxsOAYKPWxprFSm+7Dt6DDAXLMhtnOAXyvkRSZtcylxqRVUzWQNkgkb",
+	"QIRXbbuIbThJrK1Jy4n9eqn0cPW17EFDpfA28tgC0xgdO7vdXerYQmlYvOSqJZYqF5J5kXp0ERHhsKZU",
+	"cG6uUpRVF+2MSJWlhcYzET0/KP+kyKwfNEFoZzhTXh+enRw9Pz0/ePHipNSxfkSmow1FUjxybg5cosDt",
+	"TuFTJjvVHeKWKZ2nGfvm2JdzrTzgnPu2t9ttwd5yw6Z4L9oRFElD+4hObwz06zy7TC6FbbMCbxWLKZc2",
+	"clfRJk2eUQBrINVoxJrhjwfvXp2dH735ieLAz2wf833rkVTSFzXJ0qvqBOytoleBBD6UYhEQ4Dfp4m6P",
+	"EukxcPmSLKViJ+fAG0sXiZ8V20lpUnad+kQEz1KlTdsdKPY8Knwf6JLAdDYwbVHbyHXOU6RxP8CAsXQy",
+	"UJYM8TJUDdSKyUhckw5bulMJZwy0Hhp0zhfW5eii3Rv8cwTqAOdeq19jedMBW42D1qwDWpJtsuPC/t0S",
+	"Sfpsxx4rRSIEqVeJZjHKmaxoVlxx+0iVTXmaLuomVnHO0wvu9r5f7753CFiMvslQdaAVd2kzBVM90tax",
+	"3ywRrySr8WwuOTULHwKdSw44C9VI1AxaXqhg2R1sVZyAOHqYRxfCUMIQBefRh4vpE5bkiyznggWB/WA/",
+	"i9cEHW1UXT3bvvlZT9tVs/Iy0SBoYzyuaAop6JhlKy70orgda9p0GXzPp11t9RviyRnXZo1HvdVhR+gS",
+	"GiZS6HIF0BQDdb4zxny2DVQYFK+w1+1OdWhdcTpVcyBPFKRnxXuBxVKnC9ApRYEqT9KHNVQfDGTorVqr",
+	"w97ZaH8pQ0j4k3gBKpZFRkBoaQAn6cYJXeLAQOJBw1xhqUX0xyUtbYpNeSbW3nBivkMniB5IeCcXmqjq",
+	"mIXlmQme+tQSFGkhPC1PA22y5KKwECrK1kCuSx1c0sma758+t7cy+g7OThg6j0yeibhNqYnWxiM/4mzC",
+	"neQsIutYLTvJVD6eBO7AQCx/cnsIWWSQ2dPWraxGK3GapGlStCwn35pRhqchKN5SzMse92gshlHKkymW",
+	"Kq2Lt0oxx5qlaEJhaGpGgSdDuO86F6V8sTSi8+vBT3STVMwNUqSm2TMaU8fcGpO6j86WTDj7SskImyCC",
+	"OgUPxygp3dC2kiUMrI2Gg0rPJPNPANxkW7ygB/IEk/2xArxMInBtapaTEJzPwQuZwYU2j4nqnRMzkAUQ",
+	"nmZG4cEX/j7ATPVBI2CDEgeE/oklCY1ra12xEP5dVEYv9RMcSNdQkAKu7k0sijf75dRwGfMsLn750HT1",
+	"CPP5vKPtz64eAYsTWmizPn58moyliB8/7lfqsYPyX2WrRCID971OxpIDnYelmC/a04G8W9uhjkzZDvuX",
+	"yJIRZRgWgzF16QIGfE4xfXvCznimkT0ZusfIszTKQVV3M9RsSvEBLtmedThqplKr1pUPSVxCRopaR1WU",
+	"9Bkvckwc73u2IS3bgWGp4Jr857B6XDpiKFtT+eG8miie9VM2E6u1o9WdjCjtHpTtZORfVwQdrIpObiLt",
+	"CgkpjodfroIywsgFqaPL386N1BEWYdxkiG6FKON64vLPMSxWCEJJzgk4XWz0ilXL+LUp9DC/iJ8UoL7z",
+	"OtupE4fbBQXdKiFCBMnQu7pCGy+P4IZ9lok4ySjx3loyRPx0MnmuLZdeRkel0ynt27oQVnOny7SnprcC",
+	"qvzHKdjzZY/pgKgoYE+79N8em8B3E9SFdrrwr51d+Ox1GWXn9XbZhDVRVn+Ezcr2q+oMCjrnnxYFIkGr",
+	"VLPRQeLXhurOUhgebTBQDFWGyiuoOUoqOHI6LHRFp6FLitJu1IIAbNhnvyIAycVfgnxQHI6n6WqBqp9x",
+	"ZbfvX4lOhilyAiEzrchRjMg8Kcd3RQJL1bDU6B/DbPukNaFYpoIyGqOAIgmtwlvwnqNKFGx8hNPxBDep",
+	"chFPU31z4ViUqjz2yseYs8eFDvzSMR8+gkcmB+Xe1Ynt20jx0oa6DbAzPc7UdGZsEQol2riJV8OOGBzS",
+	"y4EVOvqtLY7WGdLXI9cH15YfVAM/1kQuqiqKrJVl3A64BN8eeMeGqVAvVRmD5wDfFZAqsUA7jIQXaOpz",
+	"6VNUE/WZOU8MKTI4bJ7J/fLpJNbBWkKp7qsDLkWabPbCu3BS6npOdbvJkwC87hlSmKJduKCcnqVFASk8",
+	"kNXYuxa2VgUtKr2uKAKO2IH8g4ZZsD+sAfaHq3bZkIRdmFl/YE76DG073OY/XEWiD1Rclh2QbUfvXRh6",
+	"dE6WdSD2Ie7nP1hvr/qIOyW8oKrmAJpQ4y/fAp+3jK7M/gDBOsM2WEVu0R9FrsjaTPwi9WrZBmjudnda",
+	"lMKDJG8XHm0Oa3yqEQt/DctnUN2JGCUgE0CIpAtSQcK5l+8E+zsWUmRJNJCRSK2FwdOxyhIzmbb6nn8J",
+	"1OKZ8AtD7MZbrreinmKtFsQdTqpwHj6BuRVZc0t2CKaeOZItSbzZu7oKMCsF9gSOBZ4mF6LldBeyO1yw",
+	"QY0Ix7qdCDNqg5bIZ0kb3gZHdnp1e2cHddhaY8bauFh9aOvaYBNptfurLu0+6LtECoPG/q/Pdrrd/fmz",
+	"HVCDiQTx294efOnSiYoxqjdnz77/dt8s3Zs96+3Cl6Gz9cIspEPRYr653R5IirDMuNa2LbdUc6JlE3r7",
+	"5Taekhmw1zCRT6LZKE9Te9CwA+mIciDp/HQZgRXCLPwjNTzgIQ55mQUkpQbShhrzGUpe7J0XcWkzADGb",
+	"hRrt4qT0TLi+tbvdHRe9RgqnvSnLnVB4vqUS6hIpvXSbbHQ7rVZVsWZl3YKB5E4/3rEpI6sppPtFEBpr",
+	"JzDZgRLsSXl0zIEMlUzB8h+KgdTFQV+XowgmL0w+cYkN1h9IhmF9Kt77QvOqq3s7EXFCdrUlAifhbdTT",
+	"AaFXjtf9SihfZQPCI6HBqLgC8zdBhbIBX3cw28MBa//wBHUH3RksRsSzGCt7wmq7LhCmKjeRmoqVc4Uu",
+	"97r8wcU2H0cv/exXuLi/+2y32wtKL4JfzOJXqvTZ8hCVoVeb0d3tIbXjVJ5kO9zdbXi/Pd7qK3i98u46",
+	"++oQlfFLyPO7DV65vzKypa5Ejs+LnOsywZYyatEVHhRcaZ9THUdjxLgkH7CJnLQs/arFyI+082z2Czc4",
+	"MnAB0UPQbVjd4bycOpnmKCu8GYLSqFl4fPL2+eHp6duT81cHmOQYsgI8oNsq7U3yOYE8GchEtinOaw08",
+	"FKEgP9WQIlsEM5AmkZAaIUmK/hdZo994fXTWCBycAPzjOmjYzhy2fYb1l7oNIixVisqJqZKIKwHaVyl4",
+	"AsxMmSbaJBG2N7EpSHDmLmSEiX6U6YLeGVZ4bhpleycf2aARNGyeSqPf6HZ2Ol3ElNZKIkwEf5HwlPqA",
+	"Or8Q/NYm8JOOysZPUCl40uv2uu2dnkVFaQQNNRMSxu83nuKoiDMyQdSJJ/AxXouIAhIcU+MKrN5YRaAk",
+	"ogUxpDi/7emPR5hnp1HqPnnC7OJ2aDKk8xzFjX7jn8KcKOVjGuK0et3uOoCa4ronB8dHJ25kWKm9bW46",
+	"skULtoGRh8XR6P/ywSeKM5uzUJIGapCZUqYFO8jHiBnytggcE4DjEx55QN6pMDVg8i/we13J13YpEkvo",
+	"EAUchA1MSfKbWf8PWpuSlDjPN9UvqNgll+vAorkEK5VXuuKULu08VOGcSRf4hI8qTID0HZSZfzJ289dl",
+	"Vr8t76/AVWC2vFF5NHFFlpS26+Ardoo0EYzpNgt5sGT8kgU9kKGN5Z8/P3j+8hCTpcsVsrZ9UbXlqqJb",
+	"HfZacGksmOpSDgMYi9YwMkIbt6faBogpzQDjFcUtJH+q1E377DChse0hnwojMr0Wyqi85AkFThBJe4k5",
+	"djfiQJP3xdaxxBxslkywsYXQsrojjFCo5+vYxl77pLzwOmgsGwZb32wvR9hxl1hz48105VFMEDG727D4",
+	"Dzx2YMN4y87Nt7zzymrxpt73N990ptRrLhf2WfquIgjuenrzXacU0X5XBrRJehXyiohtpQbEJwRPbDmi",
+	"/HAd1Mv/l1zG1O0Q3WQEqIFpVdY9gyxdj1HjVwrXyvz7Z4muQw6yXcF9II+PFh/QHog3IJ+5uSHBrWWy",
+	"B1b6G7PS2Y3nci0nwekP+tEGnQohJSzUVCbAnCXz80TEKmKJtH5bLdJRG3GwsGrq5dnrV6SHNW2eIOmV",
+	"ZpEKDbox1QQW9eKKx8L2gyozPALM/DdlDqaeichL9cDDte4UA371Va2vQVdDvxcs2yZNrQTOrN2tw1Lt",
+	"sjUns5mQZTlI4WyWYl5CP7ODtTHEgbwhiJiYIviq+6yIKK4PJw4kYge4mGLd7r1KtDl0aJS3k7ZOTtXp",
+	"GomLVVCdMr1x0ePQ4noiqhG2x230G7/mIluURli1SbVDiOO3R51end9bWCeLJotTAn1zMVs7FQeBvNXx",
+	"4AFXw5O/gAMLZ4SQnzVH1kFR2kQL8nBu/Y3PLSACVkDPOrlnud+XeRiCXSv4TixWmSp6AVjG3qTS4VO+",
+	"SIWOZrZGnaNipgem2JIpyPTcfNMbZX5UthPg18hF/xSmSEaoY6Pb0jjeePSC0HfrcyDo1LvboEFjpnQN",
+	"F/9nLmwZoJ9XAVriPHAALKNM6MlSX40+Rn0rADyY0DtOLoUcyOZ8wg0GZdCXWwW8RgQ2MAzniRZlf9nl",
+	"prJ+bpNRFNvEAR7Zgxq9QpWcJHQkFQM80kzwLE1EViZlWBnldK+BvBAzU5Tk2twG8gHZYkhXPou5UFgl",
+	"INLURpK8tiQ4MDcDWTwq0SVIEnk9MQWD0Bww4GODODYMxJ0f1I3wyKLhlH1RajS3aqPgTxOtyFk/qHhx",
+	"b1K1vo3x9fX19Yoo793bQ2t7SqyR7J4r01aGNyWcaK6HzwpRYqaao8vWw5nw2c6E7hZnwhKU+wsHow/3",
+	"72wh5Y8JhutMKQSspPv2tnm7Al/rtYgT7lrUfI0HGTYCr6bVrVMLJ4KnZvLbWpXwwHrnewilnKTCjxC6",
+	"Or5EjrGKosQQUbkFV3PQCbWq40t8+J38CnTr258/g0/hFZx3QutNHoSParjef/DGcwsEGBcRpj3j40Ta",
+	"qvELYc/HNNE1SjVo8z/BAz6j3f5RDT+D1b5Fy9s1VrsFINEF3iSVWm+YDnUt2u74+EkNT+mOL8V2/0kN",
+	"b7bcYUEejqO/u93+kVjdyRrk/FLKFBb7upjy8wIkJyR1h/D2LfRNSHiksmwTkJglJFsPhOfAakyIJWRT",
+	"sLJc6v1bY+ngIwlvBNsmInjeQNJkKaZUYPqsoKWWIeHv6/RjGuQnNfwivQ7YBLleM3UrDa/+wNefWc1c",
+	"s5k+uH91U7drNWRBuutaDBWN/2zX6d3u9zWtqDchCcPKflhDPPW4wpuBif8GxsxXKNVJPpGEWxXswfq0",
+	"q49q+Ej7IDOzTI0zoXWHvUfdmzAK6uW8LT2sVL0OZCW9tk9gb376rQVckIsicb0+EPgVStuvXcjCbcXe",
+	"rRLM6UqWOx3CsMOJZnOVmQmb8otEjvdBx8fEzdKEA3GyjpY6FcV6Y1v1Byf053BCr5Mct+O/n9Sw8D5b",
+	"RJjNWZ+YCfBIF/AxNt59nCGws8g1w4YfCKpEdULUD411O93ObuBwD6KMzzCjwCEolxXvQ9twhBkxnaVY",
+	"hYP5DCjxmthj7tw6Lc+L1tZWMoWtYCD9bETrbIUbva/d/fqcyuj7DOvbRRwUMLMBS+Q5eXGDgZwmGiHJ",
+	"LCBQgdw7UyplzXA2voK/zh+HLZf66DIpq0mTXlXaQGJVCE912WTmnwpUaJNMhRPtETUmGavzx2HAQvsN",
+	"PKjD3qjlumbylmthc6CzbAGadRJrcjFgyS8i7+l9VLzJtlcZ9aPBf+TDNIkI/VECmaWpHZRPRWcgHfaU",
+	"gwqibC7Xd6+KZwO3bUIZGshamCG2hDIU+Gg7O71vO0BJO/3vu993i/48iUakJIejhHBjmwGUHET/WYnd",
+	"QxNEd/yU2WaHyuL2KMmqsyqahqF/y6w5El9blrrxdAOmeYINc/Yd8OIz5JjqMbfsKKk3IWyzAsR6LPHu",
+	"dNHZ3z/u7q7a31LQ3rMHzhM402KR63xxQaMK1dXomywXaDvb3PeOUyc257q/nQmEaYhVlE9do0XMe3fj",
+	"LPg0DQNCG8wIOBW7ddU6Nu1w8HvjE5WflYaQbqpPOzvFdL1Oya7jZz35rLynl7c/59rLFLsvWrr3hC8v",
+	"kw6Tvewir3XV+hu4kRC2X5ugilO+iQT+fYCpaLcgATfPW5IArgU8Dc/ozv8gArBLvJYAiv6t2/jrO+yY",
+	"j4UDgcamM1R8WNT5GJZILTKjWZNc+8y69uFYhKOk6ionG3zVwe9Qij+nk9/VnN2To9/rdvvNbqVn8Ywv",
+	"tvH734Mn3y6b782viSYUtVxFD2YCvrcmb6IRn2DdErgG3GNTzQ7cpo/4thMqwPC3nEtq7jSVL8BCtzt2",
+	"c7TDrdGDZ/TvHvGYlbLPSe1CHKKZW5vX9ByrQkHvN66WusNO+UgQ8vcWDWL6BWIKFs55Lf4IWsbypm12",
+	"3WEHZf8S7GlDbdLoMrI/LOY5CbGBdOj5rUrEZbfbqw1j4Dj2xW99DHjv9rNYNG7L7PefF1R5HS8tyO9Q",
+	"j9r5iqzZuW9Zs075KWqwXTeLJVFzeMbHN/E6XnMdNGqgo2+6tbyluOM6aDho6pvuLq7zpduDTFzxEfa2",
+	"yhECOnhhmXvr3KQqzx3Jd1r8hXlJvdtO+ARb9v1lJ8dfH5Db6z71AnJC5lM4em7obdYIGhvhhcHKWBu0",
+	"26YVWiWIV99erdV3NV5U+EPgDh32Nqu6LLdsMZdI1DkHsnkDcrLFaXZys6a/k9fUyYJZdAbykNqVzfki",
+	"sAfzpn50NxzatkfMKlZ0cXyPyt4G1DjibxX12XyfyRZ0JYVivCCkw+mfFQpGja7l28fb1Yb4K487Rw2z",
+	"Kh12Tgk/i7ueqgThnMjlhh8DaRQbC0P9diqdMfxkw1JN89vx1Dld7qxMjWBWrymr+Isym25QZT5Bgfn6",
+	"dIindfgHbxSo9HEySoo+okRzmlw1K01mEu2c6P+jFu8hSHvvQdqNkvXWyRJ0q6vsQVG06vtFbzebimwM",
+	"IsBEE9tY4un337T6jA8tOtN0CHYnom+KkWE8RXi2UOZpGrJMYPeKzkCGDh+VGvHDqNQFZohQL6wZ/j5o",
+	"FBiqjT77fdC4gP/CQNfXxVAsvMBGXktX41XlRTxNW9RVd7l7WqEBVFtxY6uxme3TXdP9jPu56Ut9wQgh",
+	"p2gztvnkeIc90O5+eNzt4Lh/E7zyHqUJHlSGxG1u47L+416G38LC/9OORdvNrmyxW6goUswdWT2I/S9B",
+	"7O9sY6h7PdZ/RNvpL7S3v7vdfE8cT3ylZxxxe3nMYc+Ugt/AqnSyfoNp4YzL3+1f15tBN5i9jIVgpId+",
+	"cJKwwjOhVQqHiU3hYJzpicoMm+RTLtuZ4Ni/v4hwrVoI9IAzQn5YEvSr8gTDaFqMXRiNL82Q+sOwUCrT",
+	"HgFph0UgZ8axtMnGcextjWVZuaaQ5hfe/q394fed4Jvd67pg2oftkk4mZjmWfGOSyYFdUIzKWFAS1z7S",
+	"vbvD1LifXJM7CKi/Nj3lhYVq8ajBIomsjUFj2va2VXai2nW40HM4myHeru2IMFcFYi82Eijqr+vRFgWP",
+	"E1vW9ueX232iUFqzEf47bVh6xEH8rNV6J/YZnzGW71rbfu5QfiY+oYLPrnUBvuN5Keom6ECQk/h+8wy+",
+	"APcNUcTNQW+7Yg8x7797zDsrRISTVE5orI942ysQylFlbMYzp4RYvmJnVf9oqrCvSek7tVIj0a7nCWW8",
+	"UlNvESNKhpfZ5Pg34tJ1s4xj2wGubM7kmdmYNXyLCDx2NC/Z3nado9Z3UrlRB7KKO1T2nSOY/hBBsDX1",
+	"zGPhE2/A9YF2Wsz7iLMvCT/bpby/pi05KYiuB3Zhj1LTbgs6ghArgQt04JYR6JyuYL95O02pCA6CxLU5",
+	"b+7u9Eo9oAW7s5CGX7neoK45N9eYvEi95Vk1AmCXEOU1MXspsJ3LpiKuP1EAf65MBNrvvygRwRLbGi+F",
+	"3eJ1aQgPqQVfqIvji6wrrQljEztjMSiR2koc26uXaV+IRTuR7VxvDmU74VN2MKGxl6pQ6x+O+FAZAjLh",
+	"JgykPSiSuiaWhXwrwZb8R9RPPgzsoJUoc+vvFg6ubsyxq+vDF79xiW5b2PfV+eh6XwiH9nobOZQYoy2u",
+	"sAtHuwwkrd/BjJJ3NnGoPVbsqLaVsKYQkKpqED471U+mZCeqKjtfYWaMtdY2oKW+d9gVyeLNxckIAXqx",
+	"Mo6KAjdxNL3sV8+8X2sBO2kvtRHO0mjxfCvbo4pWvRibYEXXqes1vlV0H6x3q36qr+OL8SZsVicfXAgP",
+	"GQrLGQqZY6J17IstXDD2UOuAOKWWpcM8SWMC7RklqVhi30e6LG9RWelDsNn0iRzIX0KvpiYMWFiWtYSt",
+	"onU/e/rNN9ihFs6XNK5Aq5MHPOx1e6Fr8VLokKKEEsKZapaYfQJCCJ1pE3o4CXC1RVDR5EL5qIaBtcpF",
+	"Lgaw2raZbf0hR/mPzKixAGO77I5VdX/47W1KGHh6iSb+jQ+mb4uZUvGA63+HG1C0if2ohps8HLCdf5dK",
+	"AnqbW9nvvT8JVqRCa+Rmg7lamksQGrbczwfr/i/Ihf3T3QIPlQNfsDpLFge3fFo5D+kErJyHm9XZ9xPb",
+	"7o6uZpG6FJmm40MnvwmCrZi7BIVYzSVsH0vW6bl3Etp/jtaJU1urdSKm34PW+aB1rmidQBmEI7ScIFQy",
+	"3G0pnu4sAI18Xn3imGwjvgOoroHDNLLARYlBh4XVYlBb7bPnp/9yfgsiGpapOWuGmFIT6UvnzBxIzMbl",
+	"WcYXfgGzrwVbBPiD4yPsKm8BaJrhMleGrQ47sCs3kKT82XxXDNJ5qaz0Y6yE7q8kt9vwUqF1Pu3uYgNi",
+	"eCXEbopEmhZdqLMcQ0F6lgke64kQ2BVxmqdcs+bb9wenx480rkYiPwrC/YnFSMhItPrw+sWIzKUaWEfk",
+	"M9Dx/wEfbfj4/4UB48zwIfmAEZyOj0GEmDyTrMlTrahEaCBTzOkYMz3jkcClTBMp2EiIWNO60yMehQE1",
+	"n1VSwL/QV5wpl/lrA2wU4eQD6aeuhc92/rGDXmbMOYb5h4PGI/h20Aj3bcIyKXludFuoAjfgWw95dNEZ",
+	"yIOpBfoHUyGZCm34dEaZ1/4exnQoILm4vpkTldoOnxbMR1zxyKSL2n6Slr7vquH/NeUtiRFTvDFOYPGn",
+	"ieRGZeSSmc0SOaakN3Ix3ZDvC1NBW/YGD0ngXLOLN+Qccng4QUNJsY2X1yUYB9u5ZD4Ujt4GCgKUiE5S",
+	"bMJxOfnxOdvd+a5bL25AGpTsxSs8SlV+lnn5QFqepa7pucl4mniuV8dQQMVAhMQXfZ/kieS2wp+ySg/I",
+	"0qWj/zmRRftFoh083OpLh9wYHk3QwVz0IklSgZF8Fysvr9nHH+G3Z4NGNjPnO72nnUhfwpw3+vxW3HgP",
+	"pVHblUaViu0j/ZAo/6AH3rElrTN6Nppcn6gBVho0r/dhPndwHZKJ6cwUfZtJ/MD5brt8BmUJagV5EVUI",
+	"VAbotDYYv8Y8rChNbEgcxXFC7YPs+GpELYHmErVOeJE0FWnpI8REHV12wk70QIKSKCnpByzIDqvp7ksK",
+	"0IvDV4dnh8ytgAUtjJUUHXbIo4md3EBaBEes3o5cVTDCVIqYyXw6FBl1OA/hzc6LltdshlwVsJ0uQqJM",
+	"E5kbwYYL0KYQsbFFcyddRWXUSgk0Oozrq9GINcO3x4dvzs8OT8/OD54/f/vuzdnpsxFPNdaWJ6hQyQqy",
+	"4xIO5TLuZDM8effm/PXbF4fPym/Dlq/z7nZ3gyV8yIGsBYhc60k9E9prVfzZsoT8x6w5b6WYV7o6A0VZ",
+	"ev0bmN5/X1G4JmO9qMpf6TzvSUggCzYR6Qx2dhPGJUrApdi5fiKuZkkm1gvE1/xCaCvLVkMbS5mXNBj1",
+	"juPYkLa3yyYqzzSb8JjNuNYi7g8ktggnxYLgxbNcauJCIGFrYHdYkSoegTDMHmk/xxPbBmGJ5iYRsJnV",
+	"2bacfohvVvVz6i/SDwf08BLJ4UToPK2VFS/VnGDcEQuYdu0hJPyglHmyhwh+KXLr42kj6Ug1v7Mown41",
+	"WS7bMMha+UOVftaQ9PpQlY3XuWFzDiedddZhVJY1gakXwpCzScTkDOKJQVicoTBzIYrmjdpCznAHS9Ni",
+	"Q0Fo4XHu5JmN7+q5EDPEUia2wcqrgWwur01Q9t3AVlWUSU/enBnXxsJcZwJYPlGyRW4obEFoEP17ICWZ",
+	"9n4zD9dYx6VqYbV+hx1j/BoxiIs+QCEIu1znPP1zZORJLn9SQ/0GaeIrF4wlwWk2F5lgUx4LIIYHKfkg",
+	"Jb1gYS6XRKTlYJ9+qpLjU0Sma3VbthJ4gpkk24jQmZDo2VvuhFvYiVgsg11BXEvbRBftfmMsAUk5SEmw",
+	"PB07kGzE7rmIsymFIPAwELV4D/mI/NbBG/S6gfyzFTtMBKg2jE3E30OGeQ0nHkTYgwhbI8LAwHN9IQpm",
+	"dz1LiHEtn99FbDmJ5don31tlNTsVUSaMHz3DHiJxfc31UqPgz1p8XbSKvv+WqfOvJQd5ab1vLm0uCORB",
+	"Ov3di5udcBEeMzrBYulmc53zGBgdIS7enbyiamJs3F929tcYIowxbGU7uJ/TDyFrhr8MGo8HjQ8htaBK",
+	"01ZnIIGPLeCpbYdHo9k5PtJMJ2O0vEKNkifcdz1/qk54Rk2CBjJTpowIIAYrS2wRNkx7mmusi8M2VjAt",
+	"7PlD/wxpOJsW5jnNB5KnqZprNsuSS25A8pm5yi40tdNKVcRTFotLkarZVEhj2yLRQpGGN1FYX26RceA5",
+	"CKxpBwxYqtRsyKOLgKWJvGjTkB5+j+vxJLChN3auEhuc40uC4NO0qs+VPbw0yb+oDHhpFu8TM6FDbp27",
+	"3xGnB1xGtPkJsdiHKuB7ldF/Tcru15h1S0Kd8ZXjof50qFUub2x/TfHRqmgvImWFZTxJQFwv9pdt5sS2",
+	"+okzNZvVaZo0/L2KvIqs2V33Rg/O+webroI5hmkA2/JScDOId8EsTZf2UJ42rYKDqsjedQnsn483Ppvt",
+	"ctPp+5D49MCmn5IAvy2P3o5Rloj4E5CiwToP8ywNgxVbKmChNxCYVggaPZAOxTmxwiGME413hp3y7z4D",
+	"jToE22im/TO2aW04W/c5kFPBJcFUobdHGcodQHd0a98fkbKFGM2T0riKY37MExkwTB/Hjk4eXqgb4HaI",
+	"08wHnB7IdYjTYa/bDZexrhxm9Rp46U+Vk18azPRaC+t+4aY/xZD70w8QBz9dY8Y94E8/4E8/4E/fBX/6",
+	"U63HJ+U5tDZU8VaK0liciYx8jnQmGVXRlwNgZS+uIXg0ITanWIYNtVJAtY9ZuYENmdK723b3AZuoOUtB",
+	"u0YoAXVhC0e5YXPEdALNu+488aIfZXzzc4Y/lgPM9xj+mOrx1xX/sCu+uDn+UZLdgyn/YCMsRUw8NfZR",
+	"RVO2qSVJVmSyfT7rYYPMxFCHaJM7gHj2HmyV2ujPkda5cInC9ECbWkfOisRQeQIGUEwyFX6UptVhP9qU",
+	"FEx0cdnJA0nS2B0eRQRorjDsw00OJkEiWehWoPg6DKj6lGkBr4TVcmheFAr/0kyVFF4DGiscMUhkw1gZ",
+	"QerqeWLsYaFyM5Cp0oSqY6fQYaG7+5yGP6eURH3OTcg0X+gSHl6l9GCytWwoqzOQJxikgmExD9uhxWOk",
+	"qMjdzoRBk8gOJLDLAb0PgevUJtYgTSxtrY1nfAVenztFX8qdflDbHwT+HSMhyDfkKbARZ+24pk6TrdaP",
+	"/N4YCp6J7CA3k0b/lw/AMuTjqGta8gqDu9YH0gzHmHbMOk+iaVzAPLf5LAlbjaCRZ2mj35gYM+s/eYJh",
+	"4YnSpv9d97sucqad3LpG3FgCV/biLlW/ogvMqnb5WkmxsKJdxGyUqWmJMxjYtJ8SajyBsWcglP3xHYrZ",
+	"6vA/JilNrAaLIUDEJuOSyoc8uhhnQFdsuGAcobX8R1CV4uojXik5bruc7bnKLsBAmKk0DTBdiaC2uYxE",
+	"6g33kxrqNbp2Wd3lCrvYUIBZoJlR3hBFodjKKEUKFOVJutQJoDUR2+yJMtudsN8xQQdPSKfce48qiHH1",
+	"WYh+Q9jklIzhJZySmaNVnkWiHN+dbeXwh5driIO6jAQsc309AjYVJkuiMuMWDoaMRxisEOmow96opXJN",
+	"70FeL5AaUrFqAxAwkgzVS+r+am2WXT1sjBPluM6ZyscT0kaaeEZjEQJVCUz5BdBGBlOneoMW7QzMW8n6",
+	"8ifQbjrMT48dyGZYzcLDmslKyiwtMagBZJpNWbWUslyLSn4fMPfcbXIJwtCh/sTr844PCgBZurJv3yWL",
+	"EUbFdcvvsDDmhnds6cV5pGJRqC8L7A+LZjXN3nqgS7euzofUYAfLJsLq5ELWVBkLHztw2KqKYq8lX40l",
+	"48YdVeWjFy8J/n4LA9TecuYgQG5956lTPt2dn8l3e1y3QNs4U//rv+rCiShp4g47kAvWu7pixC4ENoBt",
+	"fBPNkrHEbtXkAuuuDvNPrHfxFTC4zTnwnUZKLAiU47zxcEzgqLYcua6v0oIuFakWWC8klcsJKxRjgWys",
+	"chNQ+hNwbez4tMhw31jWucQ/6xxU7rIC+H8bTisuZs3w+O3pWdmuoUDQQAa0ZVOa8dksU5cibt2V0Yon",
+	"bsVrp+7qB3Zby24ra/TAcffEcSUr3cR0NjazDctZ0Ka+zSGqbXoI3Hhw9vyl19kAoa3tvUuw6cBLGDUl",
+	"3294V9a0L7EVY5ID/YEt17Pl0go9MOU9MaVjtXUsaQHLtzoGV3rleB2kSnYYqQyZtVBPFSZV35bNlie2",
+	"mc/o6ofz70aUtIfj7745bYWD1rMaorTebNgVaLZ5SuWeQ0H+kn1rzGHPtZBasbm2p5ov0Atye6OuMq+b",
+	"2AwufTDpNsP0Plh098xgPt/cwF1bHmQWOZEgJBxbZVj123EItud5loZsJEw0wWS7O/LV1icYXP1wgt3I",
+	"XQ8n2GdisJtOsOugcdWO1HSqZNutbtsLw1EcUchItA9gj29uplDe4W64DhqnGDBpnyVTC0u7aQS62F57",
+	"fX39/wUAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
