@@ -687,6 +687,8 @@ type Job struct {
 	CreatedAt time.Time `json:"created_at"`
 
 	// Error Present only when the job failed; its `type` is `/problems/job-failed`.
+	//
+	// Examples: {"detail":"The report could not be built in 3 attempts. Request a new one.","status":500,"title":"Job failed","type":"/problems/job-failed"}
 	Error *Problem `json:"error,omitempty"`
 
 	// ExpiresAt When the finished job and its report will be deleted.

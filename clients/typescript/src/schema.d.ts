@@ -1189,7 +1189,15 @@ export interface components {
              */
             expires_at: string | null;
             result?: components["schemas"]["JobResult"];
-            /** @description Present only when the job failed; its `type` is `/problems/job-failed`. */
+            /**
+             * @description Present only when the job failed; its `type` is `/problems/job-failed`.
+             * @example {
+             *       "type": "/problems/job-failed",
+             *       "title": "Job failed",
+             *       "status": 500,
+             *       "detail": "The report could not be built in 3 attempts. Request a new one."
+             *     }
+             */
             error?: components["schemas"]["Problem"];
         };
         /** @description Present only when the job succeeded. */
