@@ -7,6 +7,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -263,6 +264,36 @@ func (e PaymentFailureCode) Valid() bool {
 	}
 }
 
+// Defines values for PaymentObject.
+const (
+	PaymentObjectPayment PaymentObject = "payment"
+)
+
+// Valid indicates whether the value is a known member of the PaymentObject enum.
+func (e PaymentObject) Valid() bool {
+	switch e {
+	case PaymentObjectPayment:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentFailedWebhookType.
+const (
+	PaymentFailedWebhookTypePaymentFailed PaymentFailedWebhookType = "payment.failed"
+)
+
+// Valid indicates whether the value is a known member of the PaymentFailedWebhookType enum.
+func (e PaymentFailedWebhookType) Valid() bool {
+	switch e {
+	case PaymentFailedWebhookTypePaymentFailed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PaymentStatus.
 const (
 	PaymentStatusFailed            PaymentStatus = "failed"
@@ -281,6 +312,51 @@ func (e PaymentStatus) Valid() bool {
 	case PaymentStatusRefunded:
 		return true
 	case PaymentStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentSucceededWebhookType.
+const (
+	PaymentSucceededWebhookTypePaymentSucceeded PaymentSucceededWebhookType = "payment.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PaymentSucceededWebhookType enum.
+func (e PaymentSucceededWebhookType) Valid() bool {
+	switch e {
+	case PaymentSucceededWebhookTypePaymentSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentUpdatedWebhookType.
+const (
+	PaymentUpdatedWebhookTypePaymentUpdated PaymentUpdatedWebhookType = "payment.updated"
+)
+
+// Valid indicates whether the value is a known member of the PaymentUpdatedWebhookType enum.
+func (e PaymentUpdatedWebhookType) Valid() bool {
+	switch e {
+	case PaymentUpdatedWebhookTypePaymentUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RefundObject.
+const (
+	RefundObjectRefund RefundObject = "refund"
+)
+
+// Valid indicates whether the value is a known member of the RefundObject enum.
+func (e RefundObject) Valid() bool {
+	switch e {
+	case RefundObjectRefund:
 		return true
 	default:
 		return false
@@ -326,6 +402,21 @@ func (e RefundStatus) Valid() bool {
 	}
 }
 
+// Defines values for RefundSucceededWebhookType.
+const (
+	RefundSucceededWebhookTypeRefundSucceeded RefundSucceededWebhookType = "refund.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the RefundSucceededWebhookType enum.
+func (e RefundSucceededWebhookType) Valid() bool {
+	switch e {
+	case RefundSucceededWebhookTypeRefundSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReportFormat.
 const (
 	ReportFormatCsv  ReportFormat = "csv"
@@ -356,6 +447,36 @@ func (e ReportType) Valid() bool {
 	case ReportTypePayments:
 		return true
 	case ReportTypeRefunds:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReportFailedWebhookType.
+const (
+	ReportFailedWebhookTypeReportFailed ReportFailedWebhookType = "report.failed"
+)
+
+// Valid indicates whether the value is a known member of the ReportFailedWebhookType enum.
+func (e ReportFailedWebhookType) Valid() bool {
+	switch e {
+	case ReportFailedWebhookTypeReportFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReportSucceededWebhookType.
+const (
+	ReportSucceededWebhookTypeReportSucceeded ReportSucceededWebhookType = "report.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the ReportSucceededWebhookType enum.
+func (e ReportSucceededWebhookType) Valid() bool {
+	switch e {
+	case ReportSucceededWebhookTypeReportSucceeded:
 		return true
 	default:
 		return false
@@ -566,6 +687,8 @@ type Job struct {
 	CreatedAt time.Time `json:"created_at"`
 
 	// Error Present only when the job failed; its `type` is `/problems/job-failed`.
+	//
+	// Examples: {"detail":"The report could not be built in 3 attempts. Request a new one.","status":500,"title":"Job failed","type":"/problems/job-failed"}
 	Error *Problem `json:"error,omitempty"`
 
 	// ExpiresAt When the finished job and its report will be deleted.
@@ -618,7 +741,7 @@ type JobStatus string
 // Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
 type Metadata map[string]string
 
-// Payment Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
+// Payment Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
 type Payment struct {
 	Amount         int64     `json:"amount"`
 	AmountRefunded int64     `json:"amount_refunded"`
@@ -638,7 +761,10 @@ type Payment struct {
 	Id          string                                `json:"id"`
 
 	// Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
-	Metadata      Metadata      `json:"metadata"`
+	Metadata Metadata `json:"metadata"`
+
+	// Object The resource's kind; it tells a payment from a refund where either may come.
+	Object        PaymentObject `json:"object"`
 	PaymentMethod string        `json:"payment_method"`
 	Status        PaymentStatus `json:"status"`
 	UpdatedAt     time.Time     `json:"updated_at"`
@@ -647,13 +773,19 @@ type Payment struct {
 // PaymentFailureCode Why a failed payment was declined; `null` unless `status` is `failed`.
 type PaymentFailureCode string
 
+// PaymentObject The resource's kind; it tells a payment from a refund where either may come.
+type PaymentObject string
+
 // PaymentFailedWebhook defines model for PaymentFailedWebhook.
 type PaymentFailedWebhook struct {
-	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
-	Data      Payment     `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
+	Data      Payment                  `json:"data"`
+	Timestamp time.Time                `json:"timestamp"`
+	Type      PaymentFailedWebhookType `json:"type"`
 }
+
+// PaymentFailedWebhookType defines model for PaymentFailedWebhook.Type.
+type PaymentFailedWebhookType string
 
 // PaymentList defines model for PaymentList.
 type PaymentList struct {
@@ -668,19 +800,25 @@ type PaymentStatus string
 
 // PaymentSucceededWebhook defines model for PaymentSucceededWebhook.
 type PaymentSucceededWebhook struct {
-	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
-	Data      Payment     `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
+	Data      Payment                     `json:"data"`
+	Timestamp time.Time                   `json:"timestamp"`
+	Type      PaymentSucceededWebhookType `json:"type"`
 }
+
+// PaymentSucceededWebhookType defines model for PaymentSucceededWebhook.Type.
+type PaymentSucceededWebhookType string
 
 // PaymentUpdatedWebhook defines model for PaymentUpdatedWebhook.
 type PaymentUpdatedWebhook struct {
-	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
-	Data      Payment     `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
+	Data      Payment                   `json:"data"`
+	Timestamp time.Time                 `json:"timestamp"`
+	Type      PaymentUpdatedWebhookType `json:"type"`
 }
+
+// PaymentUpdatedWebhookType defines model for PaymentUpdatedWebhook.Type.
+type PaymentUpdatedWebhookType string
 
 // Problem An RFC 9457 problem details object.
 //
@@ -754,11 +892,17 @@ type Refund struct {
 	Id       string   `json:"id"`
 
 	// Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
-	Metadata  Metadata                        `json:"metadata"`
+	Metadata Metadata `json:"metadata"`
+
+	// Object The resource's kind; it tells a refund from a payment where either may come.
+	Object    RefundObject                    `json:"object"`
 	PaymentId string                          `json:"payment_id"`
 	Reason    nullable.Nullable[RefundReason] `json:"reason"`
 	Status    RefundStatus                    `json:"status"`
 }
+
+// RefundObject The resource's kind; it tells a refund from a payment where either may come.
+type RefundObject string
 
 // RefundReason defines model for Refund.Reason.
 type RefundReason string
@@ -774,10 +918,13 @@ type RefundList struct {
 
 // RefundSucceededWebhook defines model for RefundSucceededWebhook.
 type RefundSucceededWebhook struct {
-	Data      Refund      `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Refund                     `json:"data"`
+	Timestamp time.Time                  `json:"timestamp"`
+	Type      RefundSucceededWebhookType `json:"type"`
 }
+
+// RefundSucceededWebhookType defines model for RefundSucceededWebhook.Type.
+type RefundSucceededWebhookType string
 
 // Report defines model for Report.
 type Report struct {
@@ -810,18 +957,24 @@ type ReportType string
 // ReportFailedWebhook defines model for ReportFailedWebhook.
 type ReportFailedWebhook struct {
 	// Data The report's job as `GET /jobs/{id}` shows it, with `error`.
-	Data      Job         `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Job                     `json:"data"`
+	Timestamp time.Time               `json:"timestamp"`
+	Type      ReportFailedWebhookType `json:"type"`
 }
+
+// ReportFailedWebhookType defines model for ReportFailedWebhook.Type.
+type ReportFailedWebhookType string
 
 // ReportSucceededWebhook defines model for ReportSucceededWebhook.
 type ReportSucceededWebhook struct {
 	// Data The report's job as `GET /jobs/{id}` shows it, with `result`.
-	Data      Job         `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Job                        `json:"data"`
+	Timestamp time.Time                  `json:"timestamp"`
+	Type      ReportSucceededWebhookType `json:"type"`
 }
+
+// ReportSucceededWebhookType defines model for ReportSucceededWebhook.Type.
+type ReportSucceededWebhookType string
 
 // TestAccount defines model for TestAccount.
 type TestAccount struct {
@@ -2357,6 +2510,10 @@ func (t DownloadReport200JSONResponseBody_Item) AsPayment() (Payment, error) {
 // FromPayment overwrites any union data inside the DownloadReport200JSONResponseBody_Item as the provided Payment
 func (t *DownloadReport200JSONResponseBody_Item) FromPayment(v Payment) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"object":"payment"}`))
 	t.union = b
 	return err
 }
@@ -2364,6 +2521,10 @@ func (t *DownloadReport200JSONResponseBody_Item) FromPayment(v Payment) error {
 // MergePayment performs a merge with any union data inside the DownloadReport200JSONResponseBody_Item, using the provided Payment
 func (t *DownloadReport200JSONResponseBody_Item) MergePayment(v Payment) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"object":"payment"}`))
 	if err != nil {
 		return err
 	}
@@ -2383,6 +2544,10 @@ func (t DownloadReport200JSONResponseBody_Item) AsRefund() (Refund, error) {
 // FromRefund overwrites any union data inside the DownloadReport200JSONResponseBody_Item as the provided Refund
 func (t *DownloadReport200JSONResponseBody_Item) FromRefund(v Refund) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"object":"refund"}`))
 	t.union = b
 	return err
 }
@@ -2393,10 +2558,37 @@ func (t *DownloadReport200JSONResponseBody_Item) MergeRefund(v Refund) error {
 	if err != nil {
 		return err
 	}
+	b, err = runtime.JSONMerge(b, []byte(`{"object":"refund"}`))
+	if err != nil {
+		return err
+	}
 
 	merged, err := runtime.JSONMerge(t.union, b)
 	t.union = merged
 	return err
+}
+
+func (t DownloadReport200JSONResponseBody_Item) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"object"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t DownloadReport200JSONResponseBody_Item) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "payment":
+		return t.AsPayment()
+	case "refund":
+		return t.AsRefund()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
 }
 
 func (t DownloadReport200JSONResponseBody_Item) MarshalJSON() ([]byte, error) {

@@ -267,6 +267,36 @@ func (e PaymentFailureCode) Valid() bool {
 	}
 }
 
+// Defines values for PaymentObject.
+const (
+	PaymentObjectPayment PaymentObject = "payment"
+)
+
+// Valid indicates whether the value is a known member of the PaymentObject enum.
+func (e PaymentObject) Valid() bool {
+	switch e {
+	case PaymentObjectPayment:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentFailedWebhookType.
+const (
+	PaymentFailedWebhookTypePaymentFailed PaymentFailedWebhookType = "payment.failed"
+)
+
+// Valid indicates whether the value is a known member of the PaymentFailedWebhookType enum.
+func (e PaymentFailedWebhookType) Valid() bool {
+	switch e {
+	case PaymentFailedWebhookTypePaymentFailed:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for PaymentStatus.
 const (
 	PaymentStatusFailed            PaymentStatus = "failed"
@@ -285,6 +315,51 @@ func (e PaymentStatus) Valid() bool {
 	case PaymentStatusRefunded:
 		return true
 	case PaymentStatusSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentSucceededWebhookType.
+const (
+	PaymentSucceededWebhookTypePaymentSucceeded PaymentSucceededWebhookType = "payment.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the PaymentSucceededWebhookType enum.
+func (e PaymentSucceededWebhookType) Valid() bool {
+	switch e {
+	case PaymentSucceededWebhookTypePaymentSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for PaymentUpdatedWebhookType.
+const (
+	PaymentUpdatedWebhookTypePaymentUpdated PaymentUpdatedWebhookType = "payment.updated"
+)
+
+// Valid indicates whether the value is a known member of the PaymentUpdatedWebhookType enum.
+func (e PaymentUpdatedWebhookType) Valid() bool {
+	switch e {
+	case PaymentUpdatedWebhookTypePaymentUpdated:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for RefundObject.
+const (
+	RefundObjectRefund RefundObject = "refund"
+)
+
+// Valid indicates whether the value is a known member of the RefundObject enum.
+func (e RefundObject) Valid() bool {
+	switch e {
+	case RefundObjectRefund:
 		return true
 	default:
 		return false
@@ -330,6 +405,21 @@ func (e RefundStatus) Valid() bool {
 	}
 }
 
+// Defines values for RefundSucceededWebhookType.
+const (
+	RefundSucceededWebhookTypeRefundSucceeded RefundSucceededWebhookType = "refund.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the RefundSucceededWebhookType enum.
+func (e RefundSucceededWebhookType) Valid() bool {
+	switch e {
+	case RefundSucceededWebhookTypeRefundSucceeded:
+		return true
+	default:
+		return false
+	}
+}
+
 // Defines values for ReportFormat.
 const (
 	ReportFormatCsv  ReportFormat = "csv"
@@ -360,6 +450,36 @@ func (e ReportType) Valid() bool {
 	case ReportTypePayments:
 		return true
 	case ReportTypeRefunds:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReportFailedWebhookType.
+const (
+	ReportFailedWebhookTypeReportFailed ReportFailedWebhookType = "report.failed"
+)
+
+// Valid indicates whether the value is a known member of the ReportFailedWebhookType enum.
+func (e ReportFailedWebhookType) Valid() bool {
+	switch e {
+	case ReportFailedWebhookTypeReportFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// Defines values for ReportSucceededWebhookType.
+const (
+	ReportSucceededWebhookTypeReportSucceeded ReportSucceededWebhookType = "report.succeeded"
+)
+
+// Valid indicates whether the value is a known member of the ReportSucceededWebhookType enum.
+func (e ReportSucceededWebhookType) Valid() bool {
+	switch e {
+	case ReportSucceededWebhookTypeReportSucceeded:
 		return true
 	default:
 		return false
@@ -570,6 +690,8 @@ type Job struct {
 	CreatedAt time.Time `json:"created_at"`
 
 	// Error Present only when the job failed; its `type` is `/problems/job-failed`.
+	//
+	// Examples: {"detail":"The report could not be built in 3 attempts. Request a new one.","status":500,"title":"Job failed","type":"/problems/job-failed"}
 	Error *Problem `json:"error,omitempty"`
 
 	// ExpiresAt When the finished job and its report will be deleted.
@@ -622,7 +744,7 @@ type JobStatus string
 // Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
 type Metadata map[string]string
 
-// Payment Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
+// Payment Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
 type Payment struct {
 	Amount         int64     `json:"amount"`
 	AmountRefunded int64     `json:"amount_refunded"`
@@ -642,7 +764,10 @@ type Payment struct {
 	Id          string                                `json:"id"`
 
 	// Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
-	Metadata      Metadata      `json:"metadata"`
+	Metadata Metadata `json:"metadata"`
+
+	// Object The resource's kind; it tells a payment from a refund where either may come.
+	Object        PaymentObject `json:"object"`
 	PaymentMethod string        `json:"payment_method"`
 	Status        PaymentStatus `json:"status"`
 	UpdatedAt     time.Time     `json:"updated_at"`
@@ -651,13 +776,19 @@ type Payment struct {
 // PaymentFailureCode Why a failed payment was declined; `null` unless `status` is `failed`.
 type PaymentFailureCode string
 
+// PaymentObject The resource's kind; it tells a payment from a refund where either may come.
+type PaymentObject string
+
 // PaymentFailedWebhook defines model for PaymentFailedWebhook.
 type PaymentFailedWebhook struct {
-	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
-	Data      Payment     `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
+	Data      Payment                  `json:"data"`
+	Timestamp time.Time                `json:"timestamp"`
+	Type      PaymentFailedWebhookType `json:"type"`
 }
+
+// PaymentFailedWebhookType defines model for PaymentFailedWebhook.Type.
+type PaymentFailedWebhookType string
 
 // PaymentList defines model for PaymentList.
 type PaymentList struct {
@@ -672,19 +803,25 @@ type PaymentStatus string
 
 // PaymentSucceededWebhook defines model for PaymentSucceededWebhook.
 type PaymentSucceededWebhook struct {
-	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
-	Data      Payment     `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
+	Data      Payment                     `json:"data"`
+	Timestamp time.Time                   `json:"timestamp"`
+	Type      PaymentSucceededWebhookType `json:"type"`
 }
+
+// PaymentSucceededWebhookType defines model for PaymentSucceededWebhook.Type.
+type PaymentSucceededWebhookType string
 
 // PaymentUpdatedWebhook defines model for PaymentUpdatedWebhook.
 type PaymentUpdatedWebhook struct {
-	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
-	Data      Payment     `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	// Data Examples: {"amount":5000,"amount_refunded":1000,"created_at":"2026-11-30T15:30:54.467418Z","currency":"usd","description":"Order 1001","failure_code":null,"id":"pay_EFSIZ42PB7QPTPO62PD7HCCN7M","metadata":{"order_id":"1001"},"object":"payment","payment_method":"pm_card_visa","status":"partially_refunded","updated_at":"2026-11-30T15:31:02.118204Z"}
+	Data      Payment                   `json:"data"`
+	Timestamp time.Time                 `json:"timestamp"`
+	Type      PaymentUpdatedWebhookType `json:"type"`
 }
+
+// PaymentUpdatedWebhookType defines model for PaymentUpdatedWebhook.Type.
+type PaymentUpdatedWebhookType string
 
 // Problem An RFC 9457 problem details object.
 //
@@ -758,11 +895,17 @@ type Refund struct {
 	Id       string   `json:"id"`
 
 	// Metadata Up to 50 string values of your own, keys up to 40 characters, values up to 500.
-	Metadata  Metadata                        `json:"metadata"`
+	Metadata Metadata `json:"metadata"`
+
+	// Object The resource's kind; it tells a refund from a payment where either may come.
+	Object    RefundObject                    `json:"object"`
 	PaymentId string                          `json:"payment_id"`
 	Reason    nullable.Nullable[RefundReason] `json:"reason"`
 	Status    RefundStatus                    `json:"status"`
 }
+
+// RefundObject The resource's kind; it tells a refund from a payment where either may come.
+type RefundObject string
 
 // RefundReason defines model for Refund.Reason.
 type RefundReason string
@@ -778,10 +921,13 @@ type RefundList struct {
 
 // RefundSucceededWebhook defines model for RefundSucceededWebhook.
 type RefundSucceededWebhook struct {
-	Data      Refund      `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Refund                     `json:"data"`
+	Timestamp time.Time                  `json:"timestamp"`
+	Type      RefundSucceededWebhookType `json:"type"`
 }
+
+// RefundSucceededWebhookType defines model for RefundSucceededWebhook.Type.
+type RefundSucceededWebhookType string
 
 // Report defines model for Report.
 type Report struct {
@@ -814,18 +960,24 @@ type ReportType string
 // ReportFailedWebhook defines model for ReportFailedWebhook.
 type ReportFailedWebhook struct {
 	// Data The report's job as `GET /jobs/{id}` shows it, with `error`.
-	Data      Job         `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Job                     `json:"data"`
+	Timestamp time.Time               `json:"timestamp"`
+	Type      ReportFailedWebhookType `json:"type"`
 }
+
+// ReportFailedWebhookType defines model for ReportFailedWebhook.Type.
+type ReportFailedWebhookType string
 
 // ReportSucceededWebhook defines model for ReportSucceededWebhook.
 type ReportSucceededWebhook struct {
 	// Data The report's job as `GET /jobs/{id}` shows it, with `result`.
-	Data      Job         `json:"data"`
-	Timestamp time.Time   `json:"timestamp"`
-	Type      interface{} `json:"type"`
+	Data      Job                        `json:"data"`
+	Timestamp time.Time                  `json:"timestamp"`
+	Type      ReportSucceededWebhookType `json:"type"`
 }
+
+// ReportSucceededWebhookType defines model for ReportSucceededWebhook.Type.
+type ReportSucceededWebhookType string
 
 // TestAccount defines model for TestAccount.
 type TestAccount struct {
@@ -2361,6 +2513,10 @@ func (t DownloadReport200JSONResponseBody_Item) AsPayment() (Payment, error) {
 // FromPayment overwrites any union data inside the DownloadReport200JSONResponseBody_Item as the provided Payment
 func (t *DownloadReport200JSONResponseBody_Item) FromPayment(v Payment) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"object":"payment"}`))
 	t.union = b
 	return err
 }
@@ -2368,6 +2524,10 @@ func (t *DownloadReport200JSONResponseBody_Item) FromPayment(v Payment) error {
 // MergePayment performs a merge with any union data inside the DownloadReport200JSONResponseBody_Item, using the provided Payment
 func (t *DownloadReport200JSONResponseBody_Item) MergePayment(v Payment) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"object":"payment"}`))
 	if err != nil {
 		return err
 	}
@@ -2387,6 +2547,10 @@ func (t DownloadReport200JSONResponseBody_Item) AsRefund() (Refund, error) {
 // FromRefund overwrites any union data inside the DownloadReport200JSONResponseBody_Item as the provided Refund
 func (t *DownloadReport200JSONResponseBody_Item) FromRefund(v Refund) error {
 	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	b, err = runtime.JSONMerge(b, []byte(`{"object":"refund"}`))
 	t.union = b
 	return err
 }
@@ -2397,10 +2561,37 @@ func (t *DownloadReport200JSONResponseBody_Item) MergeRefund(v Refund) error {
 	if err != nil {
 		return err
 	}
+	b, err = runtime.JSONMerge(b, []byte(`{"object":"refund"}`))
+	if err != nil {
+		return err
+	}
 
 	merged, err := runtime.JSONMerge(t.union, b)
 	t.union = merged
 	return err
+}
+
+func (t DownloadReport200JSONResponseBody_Item) Discriminator() (string, error) {
+	var discriminator struct {
+		Discriminator string `json:"object"`
+	}
+	err := json.Unmarshal(t.union, &discriminator)
+	return discriminator.Discriminator, err
+}
+
+func (t DownloadReport200JSONResponseBody_Item) ValueByDiscriminator() (interface{}, error) {
+	discriminator, err := t.Discriminator()
+	if err != nil {
+		return nil, err
+	}
+	switch discriminator {
+	case "payment":
+		return t.AsPayment()
+	case "refund":
+		return t.AsRefund()
+	default:
+		return nil, errors.New("unknown discriminator value: " + discriminator)
+	}
 }
 
 func (t DownloadReport200JSONResponseBody_Item) MarshalJSON() ([]byte, error) {
@@ -12766,390 +12957,393 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3/cts2tzeK3wpG+52JlIeSJcVOW3ky83UT94nb/PC2nZ397CqvCZGQxJgCVAK0rHZn5ns15//zx7mB",
-	"91LOlZxZawEkKFGykjht0u3O1LElEgSBtRbWz8/6oxGp2VxJIY1uDP5oTAWPRYa/HqWpWsAvsdBRlsxN",
-	"omRj0LiYCjYTZqpizcxUsEzlRjCdz+cqMzpg4fPjo2ch4zJm4evTi5PXr85DlsgozWMRdxpBIxO/5Ukm",
-	"4sbAZLkIGjqaihmHB5nlXDQGDW2yRE4aHz4EjeMLPlmfwhHTJlNywoQ0iVkywydsrDKajphnQgtpOFwc",
-	"4Ofhybj9kptoaqd1Mm6/UlK4z5pnPz1lP/R63db26c25MSKDCfzvYePX/z1svHs4bPyvRlAz75NYzObK",
-	"CGnOxDzlSxhu9S1OaZ4BWyRminO/5mkuWAjPDQO2mAppX0nPldSCJZpxeMGUL5ka43dKCqaNykQMbzqU",
-	"ZppoFhaPj5btX8Qy7Axlw38TIfNZY/BrA57UeFf3Ai9UxGmedfv/5uyFm0CUCW5EDJNUeRaJgKnMffde",
-	"jZiZcgNzBuJgil5oobKrj6WE00yMRSZkJI7m8zSpW1CYWUjXhWxeXA9kCisn9UJkjNPdtOnf9fe7rYCJ",
-	"zqTDwjHPU/NEZJnK2iMxVpkIhxKoJ+W4kk/6OuywoxFsGm2OhNVfcL26vB6hNGnUpj/sf2fciHaazBIj",
-	"4tZ/u+F/7bZ/6Lz7R1Pq//4//4/+75n+b91qNQP2uUO0HtbT6Bk34gWMUL+S2nAjYCcFj6ZsrtIkWj7Q",
-	"bJRHV8KwZpzxsWknwozbU2PmfJ60YU44pbaVIu1erzVgfCi1yfLI5JmI2+NEpDFLE22I7mEJZ2I2Ehmb",
-	"w//4HLclw0Ys8O2HjcPsyX7/0DzphR0WZiFL9FBO1YLNuFwyICShjWYLlacxm3OtWZZMpoZJtThkoYHr",
-	"ifSmKhVMi0jJWAcgvGQsYpbPA5ZLk6TAQcK9ZKLZOE9Txic8kawJjxW/5TyloYolCX8LWx1m2RloXFyL",
-	"bFmyrRrDGtjNYmouMmQtlstUaBqLPlQZixPNRynwE6w+3qMPmRaCDXHD7EfDxhpL3/DZPBUa2Lpu2QI2",
-	"bCyyxAiNHz6Cz+pZv6CLU3zBeurAl0+Qt7hBployo6y4ws34C0jktye9bvdwQTTyG9EIzOi3XBke+JMD",
-	"QYpba3d6qtJYH7JwERKVJDJWC5ZIRylMXYuMLaZJNGVcDqWYzc3S3ZyJcZKm+jYSYNsoYCi/HAkUy1Kh",
-	"gd+e9A/gww1EQOt0UiNmT2I4dseJE6xuvxMS7lpk1yJ7oFmqJrrDjliUJrAoM75kWsiYJXAQLORQNnvt",
-	"Xv97Fk15xiMjMg3LFB61/4u3fwdBdjloh61DpsxUZItEC294NuNXAs4TQYuw06H9a2Xod3/0gl7/+w8b",
-	"hKMw2fJobES2vgDnliaMYgueGEYimZlsmciJExY76hSzRCYzOIy7xSwSacREZDiNc3zbi2QG81qbyFvg",
-	"PZ/l9BxWGhbYJDNQDljz7aOnjEZhNAywG6vnNjUeyvmUa6HdZqosFqhXLZkAQRnQaYBsCY+Jc0vJiWSz",
-	"JE2TQrKaqZBDGRpleBo6ZuW5mR7Gefak29nvBayQBvazbj9gmeCx+/NRACpREnMj3Ec/BEMZpTyZ2Q++",
-	"D5B+JsUFBwGL1MyN2ev0A4ZzwD8fdUA0nOIrDmg6IWsenZ4M5ZVYslSpq3zeClhYzCyEPwSPQ9bEg0HF",
-	"S/jeTQu+xunQ90O5pnrhaKiyhaxJOghQyThTM1xBq7w5SQGX0wvZJ0Y8i4dynqlIaK0y/B7fz35vMi41",
-	"j2AT4DurCYSsmcj3IgJxM1oWWlGrw85JQA1lVUI5AUOk0iZScSJmM/n6Imdlc9d3jn3WxtXLqbdv3x7l",
-	"QGsmibgR9YcVL68AWsXpC2DfXAuPUwPG0wVfahb+KHgmsnBnc4CurxEkH4LGnGd8Jow1qo6vhTQnz+DX",
-	"BG6dczNtBA3JZ8j68a5PFNfmspRn7/5xixkSLX8RyzpDKpfJb7lgQP1kQSW6PJ9gi5QWEkgIaZEkeZOz",
-	"N29OnpE5MlEqhsuSSLQ6Q9lr9w8O2DxLpIFDjB2dPz058UR8wPCEHPFMsGbIR1HYAoOB6zqhRG8ylM1w",
-	"2OCjaNgAAkbJDCxUmE2az+gNwLgrPgBWZZkweSZJx1rhtKHEAUqGNW1nqw0YmmCH1dHxcs7iZIyGhaEn",
-	"JJrt9/vlpSRJFtMkpfNqnGTalGckMHySpiAvxylqqDBA94cOw8OGcXZwcwMrIlVhsRjG0zQYygzefP21",
-	"Bywx1irUzl7MU8OSsTcBoJzZ3FgWMyLusF/EUjNxM08ywfr7bKryTDOOs8B7hhLZI1JynEzyDLfTEoLT",
-	"VYBl8AbSjOAreHs46kcCuCum45DECBI86X0lya/Iy+2HJb95IeTETBuD/sF3ARye7u9eLfmP0cLfYCke",
-	"X/BJyJYqZynHLeJxUJ5soDPiITFsXD8aNkLWBDLF9eNtLYCrQbjac5MZPtEBmYsPQ2QlLpdIrfQyAxxZ",
-	"5XA64zrlcxCODPWnMa4UPnq///0h49YTgLo1KLFSGRwXp+AeiTOM8cnEivvdboddwJ/AXZGazXmG8t8I",
-	"nBH8EiCTLAS/Gkq8sxm+3Rs2Op0OcBfDU4HNYNVKwei8LTRiopVsbdtQ62tpbLfnT8avlBQb9udIuu1Z",
-	"2Y8tu4COh/AhiIi3YJwnht5DWP06yrOMzj5iTMtdiWaPuvvey8LaeK86YLhARANuQEcUsA5H1c1iu+/V",
-	"1jUsHVS3LOTPanQH58l7NdrhPNngLnju7PDEiBnqxSR3GWj4XVKBcXa/5SJbltNDDavyetZoaQx63QDY",
-	"nXTjXrcblJpyr1ZTPuXL2WccrZ5oebwf+Csz58sdVoYUrPWl+YmjKEZdrPBHGqENnGB0nuqgMJ24jEfq",
-	"himZLllznqk4j0i7nkiVgVZuWgN29tPTofyuv9/1fVzBGk80SaFbmcCw0SpcXanSpu2Ow5DFSujCPYdi",
-	"gg4Lq8yzKFW6YCYlJQ1YyDUuLUsd1rrS7JeaHXQfDWW4N8/UKBUzvQcGXRKJdi75NU9SOGYs24d41Lfx",
-	"YBywXugMrVihnSWXZprIyeFQ2uf5PrHyefBG+/0f6GQszGc4s1Sexoele2+Yd7uPImfR4F8iHMqmzsHo",
-	"1yzsH3RnGhk77OswgIN5prRh4aOuDlvkQ/BFy4hHVyQWUhCfdFLi8qEDlL0Gw7biqAS5TXsdwylA70VP",
-	"LBR7zwiOOJ4MUyVVng0l1wysewPCz8oYJjko8oUB0GFHxbJYv00Ch7Q3C6bBUFcsAfOt9Lq2rds13CK2",
-	"LBNsMhBqqK4RNErvaiNorBNOwNwFB93uTIMV4PFqr9vfrzff5yq7Cz07m++iZ78Vo6lSV8cynqvkTvT7",
-	"hdj9sSfPntNGbIjVaM0ngiWg1jq10fNQgU6J/vpEs1ikCX7cBPZXEsMNxYfo3wN1RNj3bAWeNgyCjcZE",
-	"h02HnZLNSh6DBIaLxKB8BJCoYakA3Qu+2kJXC3rP9u7LN9OT3dfvPJlIDnbHpmUMr3sBKHVpqhZkUKMv",
-	"gGvxeJ89f3n0tH3+/Kh/8Bj9V3+Us/3QKf4wyUxow2fzD50/wG74AJKFRNKCDAnQzjTImUxEIrkWcSsA",
-	"ZdophuUT27GIVCxiNueZcaEWtyUP9FBqEWXCWHkTLqZaRJdhhz3L0fPAmf0+UxQjY2ahmHZrQEKIAlN6",
-	"ziMB49kz5ZDxKBLzqs8pGYModqpR4A6OOcoyySIlteHSoEdqhz0uJrLrVl/3gnKn/7H35N0/mmz9s01B",
-	"EEsCF257NpHAWwrGIdGSJbXgGldNxHh+W12kcBjrBGQpLNQbmdwwMVfR9JCNM6GnBfcNpR0M7AQwAhhn",
-	"BaGwGToVp1yyAzZLZA7kgW6jpcozOI2jqwGJ8ZHK4ZHWBtxhkYuH7Ow63chFH2AEEuYUNT49OXNnBvwd",
-	"KQm2Nequ4sbsTc0shT82q7QfghopdnR6woqzKGCZkLHAoCcsCO4LPCjjkQFl04tiW0d2mzzZ/ysT48ag",
-	"8W97ZdR7z168V7q8cQ4/8th+svIaeGiSK8lpMf94rylUWr4VT9PX48bg1/pn0nV675Tub3wI/mjMMzCr",
-	"TULrqA03ubaPhjnsd7sf3PKXEdxSj0oketzali8bQc13iWdsX4ll492HDx/ebVhxz2Ux4+lYZTMRgyZi",
-	"x1pdZj+YuHWViwv9UFO7jDXtdLO9vAxUfPz+Phc8NdPXv2zZ3fVd3baXNGAdAdM3y7uizKpX70S+0eJr",
-	"IdEfPBK1H/pkWCW/diLbuRaNDUR4VJCgPQDrMhtqPGqHVqkBvTH7psnUhqHaRRxq+31FxKqGSs5Eriln",
-	"4isgk37/o8gko7lvkVXrZAGnM3k+S9+a77u1pPXNS7ETCUc0T4/BZPo6tvegclDVbK+dchvNvI3cL1ku",
-	"xc2cYlh4aYc9E4YnKamoqZpMRMxyaSOULCwXMQysJxP02G9+j19itt0rZY7IAPlahP3B1m2mHMG2VKbN",
-	"7by3aRuYRShuEm00G+WGvFFSGZdZiFtMY3bYRekDKd08CeaXcbkcylhF+UxIg0aSmQboz0BVJk00pmCA",
-	"cj4VGbqEpkhAXFpaQnu1iIGRNl2XFrltB+mi1SSrb4LaXinzE9gTXwuV7W+lMiCvMU53A3G9UgwdeC4/",
-	"kXytYMdFkcr/BtLhlC9TxeMLpV7wbPK1aIK9R1u3bU6Tbhul2ilOewdLxMVb8QbLsp43lHwTmjV77GXy",
-	"Y+vvsLEgw56JKE3k1yP1+7dtLEy6HbtZk4PAuRh+bdgLLtGXN+ZJmmfiMlKxaLzbSAARz2LU6NyodALY",
-	"ocgTQ8H9Jk2YhTCyiMOWzQnAMGuRRT2UZcq0y6f29Ij67GmPlmpSBm7b25qE8JUs6213F9d9kyfKaYY+",
-	"sQTe4Cfcl69FSN1Cy96820RQa+Rso8qXwvDJBgr2qg8KpYYi7JhTY8PSFO8G27WdCR4j3aId++3LMW8Z",
-	"z4ql+zoM0e93J4Bi17ecVDapw16qvcKTb34XzylM+6aM0n4t1uZ2TaMmvLxtB2Nu+IhrwSKsJABeHcGG",
-	"8mhK7s84oU9tjHeRmGki/YDIAzimeAznVMCoJKdQURLN9DQ3GPyP1ULabDYXqvG8PaELJKwdPv+DXFgX",
-	"Sr3kcmmH01+L0Nju5PSzENaOi+tEpdyI+NLVT2w4M45YOQyVLwDtoCsrn7NmuDZOyCSfUYbIIdDnFDMk",
-	"QWVSUlgyG8otdMaaRTS21+qwsCAAWzO3SkAhmyTXgtIZ6kqFtlQs/M8k5jeS52aqsuT3r0eX722l5Nyf",
-	"8QaZ+TLROpGTgOXySqqFZKhRX6srEWPM7kosv3EX/Nu3b9urKebbbl7NSLebb91YIn4p4oRflIv+lyvB",
-	"B7cQQTHz9gym3sZrdzTXH2gWPqV3bMM7hy5D0mVhlrVQ1nzHNE6SZRzzxrUwlFFCBv+bi5/a33/z2tRK",
-	"wtAzW/L1bYTxXBaByzlpu4q1tePOXQHW/mbz3o5X5LAAjbghD5mQmHmeGNYMT48unj532YFFndyYp1qE",
-	"LYr3fOOk8cElYJCvmXyUmIxR2TNbdX3J8buxymbwWwOsD0zuWE/UCBpJvFaxE0Xm8tH4B96LunF/9J3Y",
-	"5wfRD6I37vL+qPGukgaL196eUuXvPrp4vJmWBTxq9F5EuNJP8Wvr6vLyLXhMZhdPT70Xx50OVtaCz9wa",
-	"rdQpSs/AxkLdWSJVxnIJtHTQ7XbZE3bQ7XS77M35M/QXFguZSPN4v+GlIP9g/9uehxw03NNuSxZ46q5b",
-	"5Yg/qumN3W7NTs6E4WCo3PaQl+46LEMivxuFUOpKgQwIbXS1GXUl5CFpc1MszRknN2D+5CZSM+FSiy/c",
-	"DXrYwOVzSSnz2SV8fHmdaN4Iij8Ln2D5USJ1Ph6DBivN5TiXsfa+pNqU6uWRyjIRmcvoOvI+H2c8j/MU",
-	"xGb5oa2ZS+TkkiKN5Vc6VYv1erKgcdOGV3hWLgwS2Nr8Bw3nlB2w/W6fKoudN9K6FklG+Q7OAauMgi6B",
-	"1VddG3llBHsd3lQZwFuB28YoL62MUF3b2wapXL0yztqW3j7Y6i2VEdc2ctA4dfWQQJN8IgbsoPuIhb7r",
-	"xl5QySsPCtOIdsmliqzVVHVWiWXQOM+jSAgwlPrdXqvM5mbFox5ol6vM5mmuWb/EGdAKU2nhWVj/NhNc",
-	"Uo3YTAij6yrFigKx5n73h5Y/IWSr1Ql1XC5eKX+tYPSE0poY2CySzwRsxJ1L5FIE6w57RtUeWDGCCZG0",
-	"N6AfLqmuHtEZ7kYyf47QpKPzs2pEYGu41d2cnIxz0u/guK6IMEsEIr4cLS+jXBs1E1l9AeyG2Mq2jQVt",
-	"/tM21h3mk7pK29cyXbJMLXSBCcMNVkFZTkmoKr2ym1sVFve01OzyMFeF755z6Lxq3qRDSk92hRuPHj9m",
-	"MV+6qsfE7D43d5VXstSI9LV3CNJfqK6/qxnAqdcbK/ox6SFNtNGVo5W2WCORkHS9lSzw26CyeZXF3Uwr",
-	"K2bKpxHNR6s3pPHHl+LaoVJVFwlrqBncRtZi+Ouw8XDYeBd6NQjwbWBhp0Cm4NWMx7GIy8RALFfzGfJh",
-	"KSE7msQr6R/2MxsEKj8gh39c7EblLtrDuo/sOHV0MeM3JzStPhW92b9KmcazjIMop9Jt+7XJcvEhaORZ",
-	"Wpu7nmG5++nr8wtGq0ruudBu8JuzF2GF9vMsaVQKbfrd/e9vL7j1qQ6msraXtaTmqcxrOWAn56/Zfr/3",
-	"XaHGM1AZ4HRM1UJkEddigM4EB0elYkKvODl//UAX0TWswySEBthrNhKpWgTsSswNQfrA8iSGjZaMoyLc",
-	"6rC3iZnGGV9IO2gznGZXYcDCazG2gWX6wky5GUqeCTy57EQTvOOG53DHzc0N3JEJV+xLjlBHdhxpg4/h",
-	"M57CsvEZfqJAfeYZcDvP8ZMFqKn8d7hyxGfwcwSfj2I4NkZT/D0Zw08cYSTxpxrhTxBII9yWkcbPDY6z",
-	"mMPPJf7+O9psHH/GME40RWkxpd8X8DPF31O4K5JAiZHC31WOciVCjQM/ucZ7f79qBI34PdwVX+HveH2M",
-	"zxIT+B3O0aAhDMxT5KCqj99jgsAVfDsZ4U8BM59MYTUmCX6C7ziRMPLE/AY/l/DJ9Ap/Srh+amDFpjlc",
-	"k8QwcpJqrI/A33+DK5MMf9cwt/c45nuFP+fwdlcCrr+a4M8pXHk1g9Gu5rAaVxn+XMD1V/j0q98NlrXB",
-	"aCnOPL2Cu9IMvk01zCrFK2e4zrMYPplNYK9nOPPZDO6doSoww7WaZbC2M1yZ2TX+XOA1NxJ/ws7Olvg5",
-	"0obEkeUEf08U/FRwvZxjNQiuvJqhScRhzecCrpxP4Jr5FJ44xznPU/x8CWv4G4dPMoWIIEg/WQ73ZgtY",
-	"DY3faqRGHeHvMdylBYypJ/g5jqxToAqtYD01ronW+DlSo0bDTi/xk99hZcwUnmLew/VmBmtikKoNrozB",
-	"gmJj8BPcBfM7XJnzKfyc3MBPnG2uYfx8meDPHH/C3uV4/TXy4DXu9TWOf53Dqi6wlOIG1/OGw5veRPh7",
-	"hAajwk/m8HOJlTa/4zr8PoORf19MQOL5LheaCpA4iMLEpFjuXSvkGnX26US1146MY5Kxx/fH5ccel7g0",
-	"t3nXagvBBIumXE4Q/q8E1SAYEOfPtEluDzQLi4KrcHcV0xkrdR52m8vIyXI8Oj1heoq1iYmxwHelfUoT",
-	"HTDOQutnCwkrMnTb8hD0YhaSyUdkEdoNgq9KffSBRkxHewHuzcMQk7GGMrSvrTGkiC79SXItbP0nvN0D",
-	"zcQNjwwB8HA6A9fUAbK1Pg7qplSnt1l2uNsXFL2o8VSuqMkc+B73oE5pwbFeJLqGety+Fexy65zKF7DU",
-	"+iFoTLm+nKlMeBVyI6VSweXa7PGB3h0b53ux2eaY8vlcSPS3u+1CNzxeOQLCIqpf3+Ua6+SvEgY/JSKN",
-	"i0qI6q4gotBG3XgqqMSAJRoY5efz168YmjxgFkoLbIj5p81wj9wbYQulKXwhsaQaUR4R4YIVmE9wBfn5",
-	"WTMsAMXWMMI67MghHOJYqZIuw3Uo+wePbXFwAgot2oeZQP1zxrOrwtf4//7//6+wwlO+wxhrwOsBRHxS",
-	"olUqb6gjJVvnNtgcR3LkoK5uN07tXXUP+lmN1jfshZKTdpZLiQkOKrsK2FylKXkbwr33aqT3/kjiD+RB",
-	"/OygiXDU9JFRtndBPdovYXsU0L4oTZGgDxHlJjQuSOr5Mt+rkU0/DDs4J3QC6+3H0ziRiZ6KGB/BLeyi",
-	"9SoskjRlI8FikQqz4l9bX41fS/1D5mnaePchaLjRt88BHl1wcGBfFFgCD00uI5F+0tPXjogd0GuQGCaZ",
-	"0HqdcjO10M7LXAcsfKYWJbSGVmzMs0PEF1JwvpVYX/C+WS51vcNyO9KjzxMr86njDcL4uu10+VmNzujC",
-	"D6Bf82yrVsORnxz8F7PXuzf7hH0qJcItkzynC293i8EKx0roQ6d/hGyUJ2lsgbGBuJshujn2LOZ0WIlM",
-	"0Ye3SyVfIbBv4RHQipLgLWyVMyqsukHC3YEOAXLyy2sQJS1tQjKvkW0F969L41gtJKjHl9t9Vu4yTwsN",
-	"WCZSbjD9TDkF+IFGeAz25uwFbrhnczlS2Mvm6+HuPfeAWo2C7rxcEzi7wcJUeLoYKai++oa1Pi94ZyWb",
-	"/Ldc5CIOWXPBE0wkRbA5y7qINkqHo/V127OApwTorVlY7EkYFHUSQ4lJfk4mh1X/FD0SDX4cGmjeU8wK",
-	"zc7dXruUL734S733uOIbPqh1DVfX4s0cCOCga4EiCYgNUYQRIkMtJEKoaJbjhfvdChClvTq3g3Q75PH0",
-	"Z3TQLah2+YrP1ia53636RD/U7KW1uVZyL8og2QE6wemvSxfycr5xX2Vp9Lv9x+1er/2oe9E7GDzqDg72",
-	"O/uPv9vvff9ffpBvYJ0MKwETRPLtdbu91bqbAchrOlRBN788/un85L/2+6c/fvfvpxenrx/3T5999/zp",
-	"01ffvWxUo2gIDoy80cBxa7IMVlMB3InQmPPMJDxNl+UrBw1rEdS+bW/Q7Xd6ve/73f3/QvVqU8hx7eBd",
-	"DwWuLfZOd32K+ngH6SBblLDKLq5L0CXjTufyS6VcAsIhC2Go0KGQh7Q5pH0W+qYX0FrJ4ajN3fATFPCa",
-	"asKGH+WEh7/7KDVvpzDr3STHrA27my5jmb3UZ3yS3o1o6jSRukh+oZasUvPa66xQSpXCvAVbUWu8qb/b",
-	"LNeooMvGkTYrMjssGuowBTDRziy2mqe44m/YEAz1EZA2OnnsxO5ARfNfcYuatqYDYd4rl5T/OucTYVHI",
-	"9CEbCxNNwQoh6x+V0EROLrlL6zdOO0J4W0LsuQM9sErinrVfqxJUqHJN5NfpCW58N9pXSFrlm94Bdb0h",
-	"NvsKX9M56D7rJa1DpC62i5C7+wffMevpYLGF96DbV9R4GAC+Rh94otmKE21XxBf04nXYGwRbk2JRQJ/T",
-	"Xx4uTILAdZHA3Gc/7QKvIL0nE79dPvuPf/77fxy//eni7dkv/7H/z3+9fX78r4O3j/75n/uewrPf73vx",
-	"npWpW4CbYvluh8LZoP9YznLVeStQtKVbvy1uMHWsbd8rDBj20smjqQukO40h4tICLI3E9oysTcmwtji2",
-	"fj41NbZFxIGCHF4Un2pkO7XBEksbNWQmbuYplxb6fy6iZJxEDsuSqcgeqaJ2WD+Bvf4FNibD29coktoj",
-	"JSORSRF3NvoZ9YZnrEC7hQFmPAhpsiV2xLHfM/Telri0/W6H/YSBng34b5WBFlOlBQtxDNIB6+vgdzrv",
-	"PE/8WpBu9QCkV79UFELbeQmK5k/jPMPjsbIKmi1EBqdlLmPEk5HKOPCXRLKQHoq0tD1tcLuSTTS8gnmA",
-	"vdtsx4Q15ILazPxC0vyxpZ5mzh0KmpOXlnhjpmQAhBDBLIQkdFCuMdX0kKVibJjKbc8yC4NTBhhYEV/o",
-	"rKT8HDyu86JWUiJ3WQ2qH3QfS2XapZQKq7nT23nEl7y1iP4eAJQTY/Yewt22lUy1g+sN/hYY+PnFxSmz",
-	"yBKwuB0///Sgknq63+3WUZGV/DWNDKcqM0znsxnPiqZ+bn9hHK8JhYewu11q1TtRj0q32ZuzE4tX7/dy",
-	"Wn1w+M/jixAIho5Hb7Q1D1sNHk+dbrde/rrhlPKRvIMCutvWwxa9x0hkUXmsD0lLp5uIh7IZ2vTMMGAh",
-	"tb4iOG2qbXRFenHYCoBhbJATG5c90Kwos20XZbYrMnDD0jvhtklxMqnnWK5Tm84c6jLGbT8t73Lr2XUu",
-	"EOA5LVCdi4Oqw17DIhtF3bpcajbT+cjFgm1SX3lLI/ho7OqaVx5b1KnP8Oz8WT6adYew+LKeiU/zhXx2",
-	"yvntThq9xQ7cLcxSQQTa6umwr7PJZfFuI1XdgQVvyfPLx1noQXdj/nqT/nyzcC1L43PsQqpCWH8rUEQu",
-	"dfL7Bl1onKRgEMAFIKwLteVLiYZqvcOnlC3smOv1RYNh69bGLhkELp7qkgfeq1HrI1MHagsmdiyQ+JSY",
-	"W9B4r0aXn5YekKnFZVRft2TdK5rADdDV7VQFIMgdCXAVuvtTSjkSSk4eXfoBavvsLRUe/tsFHo+tEN6K",
-	"A/iW4DWx8I7+393SZzCS/a4eVMDLP+QadVPmZftg/qNmiWunTQYe5cvciezzc88+X/DtLt7/9IWjzJK7",
-	"Xrm7OTUuhDYba+ItoOc6++9Suh40+Dy5vBIb2h3bsR9oB2piG8sfWYAU9C4NmOsbyc6niIUC+jXI7hUF",
-	"WV9dGjBkPy6DwHu/crabVum5SOciKxM2VpZqPEZc5S2tvLAUk6zCKY5l84jjzsflMhWPqpsp+b4/q/p/",
-	"t+qyOs119skJCbWj3VHmwK9ueYqxP2xcuD+xPK/ulWMPtWRV8a2r4tuaB12pYSgr2bbdUxav1VuU9vsj",
-	"6rFSwwXlF1Um6NleqKvNM617xrUwChgyZCInCDwdZUrrsl9SYh1qW72LduSPVEtdj7JLMlu2caOXwVqT",
-	"UrfAnIBMyUmRDLAo1T9sQ+QQtkXM+jc3HXbkHGGJSydFX+NQhus3HHQfMYsbyDzgwPDQ726qvfI9LSzS",
-	"hBE3Rg9lk1DcsadaHGdCa2GVMK3Sa/L5wi9xa8BCFFVKG0qhdjh99tIwGMrQG8fhEFlocuzjXPa0s1V6",
-	"8OnKPblELEDyXcKQyYyAMdy1Fy/O2ZTLWE/5lWBFRKP4LgL6G6MJjo5hnARCH8F1dpLeVLDrXlHdzAsY",
-	"Wzem83m5hA0vAbyOZ93tl9v8nW4nH2jf9VklEalKRN0IFrwJS6FyNEiooaldtsB/HaTGVseboyNVX95V",
-	"DhDLpSvMsv4qVb5whP9us2B4Zvm4rrpcUJ0soTUYZeMkJGcHlKqdUJjEr4pow2eU7x+sN1vz2j2FcyHj",
-	"RE5CBgIkxeaJVshMhNGMA7Oxpper13LFBhZFIpqKOE8JzdjiAgZshVjdRtg76/CVWLOASibSqRWR9VVl",
-	"2bKYNCVFB0ylMRKjQ2LaybWyIqdrXCyflLlfdX9+lH8yaODuX35aLRLd+5EVSTUG7w5N7IKGFDfm0m7D",
-	"dnseriw2DEggFwVLK9esrGjPV1AeUA+RyGdlgBdWLxF+fQppnR/gbjKofGrwdreyWZ6ncXVVg5ITPi5L",
-	"akXU/Oj6HX+GJ3JVet0WddhoTa0MdAdO0lundufe0hUV+G6Q0nbOwPQ14NVgWyFhfbGLx4nFIEIwIjxm",
-	"qMQ2cAE+aUpUkwIoqC57q5zAZenpX88C3ST7B2DsW69/yJqjJVuqvBWwcKKkCFkzMaUqt9/rsn8qKVoB",
-	"tttNUjy8mhQaKoSGzTaF9zhAZJVWp1QaklS4yFE1vbyYRCNowKOtPMC1vjX+8JlmxicdDvNMXCcq15fU",
-	"SfNymzvVtfV33TYDe+IXerYbzLXlpGQbnUykZiOhk1hY6b0AJeQTZPDHC9DC+tpBsJLfsJpRurInHp+s",
-	"U+zW1fwkWetkwd3Js0K6/Ony7G1ipue4LLv7AtcnvVapWYy4rvsD4SFAGl4TFP1j2T9cw1s1Zo/6LOMy",
-	"VjMbgfH9XY6wyzbBWLfqIKFkXJK+pXjQVIE7nFzwuREf7vdyffePJ390g/6H2/1l9i3XV/lduc5vzl7s",
-	"hpczYOHUmLkOCUIBfg+L9818LFuVkVGp2TxLrrkRQymFWajsSrNmqiKeslhci1TNZ0KaVoc9nYroCpN4",
-	"WCYmiTYOEFfGjE94IstuzVa3H8o44SlI8KEcyjZ7hVYyZ2kir9r0iGbYe/xDp3+w3+l2unu9x1jrI77v",
-	"DgZ7vS4ZE1GqcjhgyAtWjs28m+2/eHfc7Q5E1B8M7Ae9brfj/u93u/jR4+87jx91ev0fOr3HYQtOuIxx",
-	"GDITCIEfB0xPOXZqwfsf2/l14eJZnpokwn7QGculzdXDlUFwCuozrGLRKV86VWqOfdabYa//HQzW6e59",
-	"D3MZDHrwDy7HVGlDL233BB9fXg0zDHvf9Tu9xzSfPr7ND/DB9/4KRl1Ywe9gtrZqYuvGM+a2fsDMVGlB",
-	"NVmUd0F/JwZul9p7JzAGnREn4bSe5ImursAALjo5vd4vrpzlGlsVjFWesVhEyYynOIF8NhKZ9tanh/4X",
-	"w8J+71H3u+7j/UeP4N26N9+NO7hk3d537kpYhf53nV6InQwYKwfpYMqMjMsdGC3J84J92NKlv/SsiQ8s",
-	"PujYJefzeae8yt8t+jhWM55I+OJywo1Y8CVl71yq3GDTY0y1S6iVCoyol9qIWekfct3hEqNFOgYTdyiP",
-	"aJqY/1Q0ZLF3kGwiNkS9hxqFoXfGQiM4CyoCtoWRiUmtSuMlRaG8GOzt2c86kZo56GRdJhS/+3zULS2i",
-	"PEvM8hwOABtGx0DEUU51+mspsUUQA/VRrjcEMtgw73YfRVdiib+IsMN+EUvbIZxgTnGnuWbnz4/a/YPH",
-	"QznlegonApwlJIps7wuNWJVKFsEUTF29EkvMx3x2/PL15dHpyeUvx/86D4eyafO2WOiCJbGYKeekwKMO",
-	"j1qcZ3kUwJoTEGYix8rBafMIDzvbBNstfZvPEwb0ZXgiRaYbNV0YQAa1yQkMz2dA6EKShnv+7BdGAPk6",
-	"YKngGQxiYcGoFTUiiYlMI9n927+xp0rCYZIoqYHbfZh4G3zbtg0wXX8ryAMDCzgSqcJgDfqpgA/cEsNs",
-	"XKN/1/9OMx2puYgJ8mxQlJeUMa6kgPvAnFPLRDDufne/w04k46wG6IITQoYFsmiulqQERRLoZRJbAeCZ",
-	"5WGLFQYHidX9bhdYFfGIgFkxsZd+5RImSaxvm0ZKhScxDDsRhjBXSzezEWmqa1/VNlWf8Vi08zksIMli",
-	"xABJ6BhWuemwl0oK7D/Hy27vSQXR1BUdFNB06/B1HZjf2ywxwo2BPf/nKZzzaWJExlMQ1v0DPFFJTh90",
-	"u50uSb7+gegjF7Tt/uM0XWc8BMdnTb4Kul+Dox/mZtz+Hj2YnO33DgjQLtF0WI/9GgrYB5c7LAWsNWlS",
-	"ROyoCWsWCzF3Yz/qsxRUHB2wTMwFhythXA/iJGBTlca0z6/evCgLc1kzHAKJd62WAqspBb5Z7zHTeZap",
-	"CR3gw2Eef4+XJRJpXi5tIXBAN9LRV8l1frzvlQAjEgW+IhYJoBrNRmKpZMz+z/+93+3iMp/EJPBcVn1l",
-	"CLziCFdoLUWdwDu9bHxLwJR6fuhy0F3ie0jRJO2KHwySiq2f0UxEU1WOVUDCqDG+N41MODQZcq1HIp6f",
-	"PssSoSuJ0h3277kyiK9vz765Qq5l3KUD01A4WVyJjXU7zXBTx4Kw1WHHcHqWACdWLfQykm16PmIzHjJu",
-	"848V0l0mTJ5JoFXKmJ7mMy6xUxp2B5jziahjisDNUVtwM9BAhYwLVpVikSZSOAn9ghrVyAtfq4uUHCeT",
-	"PKMkaW1TsmMHXoynIdg/lhhcRGbKNXvULfvrhGfH//7m+Pzi8uLk5fHrNxdhCyQw4UV02GtpVZIsl5rS",
-	"9cv6flgq43encmJyBfW6ptmV65bg9/ypTvSBtiELq0QCkVwL19nqoPICR88unx8fPTs+K1+ihBlYTFUq",
-	"aFdt0j3JpWLh7ZC9tTHdYIfuDIlyw9R4DDpleSjQAdRtddiPKgY69tkSm36y5n7vUavDntv38S941Ge/",
-	"wBXhy6P/dC/x478ujs/D1iGMbLuKgvyn+5zra0QeNIyEpXyJQMGgTQZFUE4uqX/xAM+0/Uc9ZhnMToT9",
-	"RCUpF0oxbNIaOvJDud824sbWpdHGXAkxb/MUdsELnSVxSjUAj32iOnn24tijKDC1MWLYYT+SJOt1u100",
-	"MWBy5XDarsTT169eHT+9OHn96twiWvW6XToSQe5GaYIqorUy1u65PD0+uzw5DQ9JAoNN8tjdBHMBkSZi",
-	"VPX2Hu+DRUh+LFpjG9zkmmkFFi8y2JKW32rdqCfAagFLgGWE2zLwgdtBKVPjsePhU6+IQQ8lih0nqUj8",
-	"BB7guw1mGxapmSCxYK3q0G9ZviLam0CHA+aX5ySazXgKunwZM9EM70N5WAh816oLrQkU3J0Nj1st13KP",
-	"XW93Dw+nTkzWH+EcIQEDY2UZrFT8HKwcg6BnzDNQhUGaHp0/PTlZmy+lAgE9r853veSnud/t2/W5pXlr",
-	"oqsdE2hDBi6efVhRGqmUyC/JCpnmS6sIkm9p2WGuxSpLkyth9QJ8hDsJV1/A73SFk++1BuyVKu0kldmO",
-	"RdxQFsBqs6vVEYs6GBxun4bb2oiaGh+5i0CcrI653lEdBz9whLjaQh021RI60AfebXGfsT95uGkfV2q0",
-	"qAPBoLJttD2oZBMcHeVTIH6/UTZLdmXzXIe61ce+VyN8JMHHrD0SExdTOOqXJapZ81Zcsdbh+sywFM4o",
-	"e80a260U2yaynetyLuXJXi5qLSeSB79o4LBbk8fKTDYXlfoLs71vUsW2KteeHRf9lChKv0oDNQW5cKz2",
-	"Ue58TCfb0C//DVEdQmeZ46OFytdF31pj8JDO9Kqs3a0T+DqX17UywwccbHgAvCHYgAyvJ1jMLW3L6Gpq",
-	"UXYLcVElNzy8T5Kylpo+pqidNUFKuYm1ViewofK7nIAr715d2IUVelRHWqkOP2ThWuE5SmRd1pMneiuJ",
-	"uYMKJ/K9nYjtoyvRZQTGakl4Fk2zOMCJ2thS5YRzAXJi7dX9ckJ4jmXnzS02D9m2FpufwNEIJSp52qa8",
-	"dOw/1RqwcwViGbV8K8QkU3nGdBKLDntlxRYfgfJDlbtgqGqHNFypeB0nWJeAJAhjpGqi60RtwdQ0hVfK",
-	"eGllAxrXzhKsS5S/5H+hKdJbcxBxaN5SXkSn0HkdkALmfa88v9ZAaR50HYPfeftd9nndd1kTWBwDQcFK",
-	"l6AaFNc1Oq/rQeS/LupGxWVuga3WYlsblWRQ9rmnTK8ri3oB62HpdlDb0Kiukh9VZe/zobS4ic49Ggas",
-	"QFKknkykfVXRFZ2iSVy6+hh8ySuxHErMRotUFpdQwji1YsNNxqXmZOnYk8LOJHBySWVAi6hziAQ9WSNl",
-	"pkOJKg/KX/sxHE6+q7pwd5oylb+wWguJOah0gAJODMvFgMuHMizXwurEC7UujZEXiJ2oOUQJED6UXDKB",
-	"KfHYtsn2oyl0Y/fODzQDDdr3tFNDeKvYjpaGbEH8BXZ7KMvlN22nAQ+YyXKBdrU7KpxzzxqvYPlQYj8o",
-	"ykRoTc72b25IE+XoqSnNGJvByVLBr61RAKuVYxJipdEVOjJcbAQ3gyL77OHD/j6bqjzTDx9a5ivOOGzS",
-	"4bleuHRA66hvuTd9dvzy9PXF8aun/7r85fhflxcXL8LWYYF5bsFCYV4zvgQJQvmoGExdx3qhoNDBzU3A",
-	"OLNZrORBjDM1B9LxrPBC8TEiTfHYWViYJj8b1yh1NZS00URXPn3DpKYcrXtLF+RT1oajB9I2MqpY/0S9",
-	"Q+kYhoSbghkEbJSpK9FhzxTObJILrQebWpsVhI8fEBrOyZjalFfT3YvZBV7iKZEgRtRWrapDloxhAhjU",
-	"xN2XatEZStRtYPP8jUk07IQTRFQVRQ7l92qkh/KFsvjOjHLAyV3MvSXprMki5xUL+90+O3JJ1diGSkY2",
-	"xMKHEoUIpvC+UOSrDFnTh45u2ZbX3oFwiCjTBa4p5fDgGCVq3lB6+bpIyNKVU3X8OrtSFx4nqWiVKJys",
-	"6Q5eVKEW02UL464eLicLnx2/OL44rpRw0dfaP6un9lxwBtOAQja5BYTGNR1K2CQgeoenDbq5NmquS+mg",
-	"KW8UscfUGFtuddjPalSJAjrcBEubQ+moLsnoqYQxU4gHjAyxVGnkJTipaeoE6GBRiOOE4q9ZLol1h7IJ",
-	"qzkrvRwJtlsEFrVuSA3vVcYcHYaytkSEWMH4lra41SySCOzsI+/xdNEC4SCMyLJ8jijISjE1NkKS+7jY",
-	"MquBkIrG2SyRZLnTEhGrJZl9Hi2arZ1lDx9+h0lyhRRE5xftGJBCkQcVHhLvbxWLLDw7Pn19dnF5dnxx",
-	"/Ori5PWrsOUFHr3WItJkKh3Koqo14hloQUybDJjOoixZ9zsNfTJuv1JSOCXcMdqj7j5FDXLpqsNAj6Au",
-	"vVYz0L72Djp+4c1LTMD2e30aQRuOvKAVHqrkQtSOUNW1yBC+g7xmGMd6oO0a6A47Yu6pdN7S54Xd3wz/",
-	"+BAW6qAFfsUldf4M52CYct1C/ysx6LXINCbthWXuWVhIUFqpwB7NoN3AIyljCInKKi5uOsBN7oHNcAW3",
-	"EfQtK0tI/mhFAobM6UI/KzQQw68EWkdqTqVe/kIXYr9UKNxsC/eMy0MRQ2nfkw4d8t6mCpu4czofvaFR",
-	"Nq4QBMyFhQ9DOjbh4OBtLeY8w6Qv7L6lxiAEErNkhk90QBsJTB2rfJQSjIvQTvezZp219lyNqueCGLBh",
-	"4/rRsBGyJsajer1uq8OOnAojUhBDzfD6UVjQGz0hYOGwQfcOG+Qx59VQc+HmZBd8Yh3Vajbnmad4DSX8",
-	"NoCxrrs4DestCO20Ov5u5NqqSpbFaLhEKwm61kLwKxa+3XMvZGkePStCtw7XVxudP/wKE0Iti2N4gnx8",
-	"JHeevj47x0CWFvYViuQD3Itrit+bKdjBRVi40Ia1C8cBcWa4W4MywEaygadalYfu8+OjZ+HA96rDNFxo",
-	"CTeVJAqadggu08RgGys0CE3Bv1ZQevzLuMhxOePima9PKXJhxVS/u89eKWaD35ZUydeJrwP7Czxl14ly",
-	"3XDedKDYYjNyGtoAJLF38SR/bmX+BqojRw6iixsYudAUyT5JNGZPwJv8CKcoxtv4kkXc6hVHpycUd0EN",
-	"OEsmiaxPL2uGsLeXRy9evH57/Ozy9dnJP09enVNGxWjpApOgzrc67DQT5IbU6E4B+WS92r6VQl4FTyEK",
-	"nLjAkFaNZQFXeN6HoKouwZ+uJ3rlD9tQ3Y57jsd0+yKZYTo52ZeZQHMqEu2j+TxN4JA1ilFeTpFKc85l",
-	"PFI3eMs8U3GOKuFQvpbO3A/wHJnZ1n1nb15dvnz97DhskVH68KGmER4+JJPDrpqVB36yz8CeFPkoJd8z",
-	"qK/VtCRUWUCTkktQLnBbMeEVDIppphZ8wZelo9++YziUiaRECgolW1LbmwmTJREhMVPapJ8JfnR60mEP",
-	"H54Wb/3wIfo1tAMHw3JKUOhhS2OlMj2AbUd3AaahjrCJDHxbIS8yaZsruVitoGoma5BM2HYmvGnbRWzD",
-	"SWJtTVpObCZOhePrr2UPGgIqsaHFFpjG6NPZ7+5TnyjKLOMlV62wVLmQzAvFo3eICIc1pYJzc52irLpo",
-	"Z0SqLC00nono9EH5J0VmfZ4JAsrDmfLy+OLs5On55dGzZ2eljvUTMh1tKJLiiXNz4BIFbncKzzHZqe4Q",
-	"t0zp/MnYrcu+nGsgBOfcd/39bgv2lhs2w3vRjqCIGNpHdHpjJF/n2XVyLWxzJ3irWMy4tBG4ijZp8ozC",
-	"UUOpxmPWDH86evPi4vLk1c8U6H2CteNgZJMbUklf1CQrr6oTsLeKDikS+FCKZUBtBkgXd3uUSI+By5dk",
-	"KdVBOt/dRLpQ+7zYTutxo3UaEBE8SZU27aJKdlAxy8klgRl6YNqitpHrnKdI434MAYPlZKCsGOJlLBqo",
-	"FbONuCYdtnSjEsYiaD006IIvrbfRhbO3eOcIcgfOvdagxvKmA7YmnlldB7Qk22THhYNPyxQZsJ49VopM",
-	"B1KvEs1ilDNZ0Um94vaRKpvxNF3WTazijacX3O//sNlf79D/GH2SoepAK+7yYgqmeqCtK79Zov1JVuPZ",
-	"XHFqFj4EOpccaCCqkagZtLzgwKon2Ko4AXH0KI+uhKGMIAq+owcX8yMsyRcFEAULAvvBfhavCTrauLp6",
-	"trf8k762q2blZaJB0MZ4XNEUUtAxywaA6EVxO9a0+TD4no+62uo3xJNzrs0GZ3qrw07QJTRKpM2ToFcA",
-	"fQnU+c4EE9a2UGFQvMJBtzvToXXF6VQtgDxRkF4U7wUWS50uQKcUBaU8SR/WUH0wlKG3aq0Oe2MD96UM",
-	"IeFP4gWoWBbB/dDSAE7SjRO6HIChxIOGuZpz20cEl7S0KbblkFh7w4n5Dp0geijhnVxUoqpjFpZnJnjq",
-	"U0tQpH3wtDwNtMmSq8JCqChbQ7kpN3BFJ2u+ffTU3sroMzg7Yeg8Mnkm4jblHlobj/yI8yl3krOImWMh",
-	"/TRT+WQauAMDO4iQ20PIIkXMnrZuZTVaibMkTRMblbHSOjTK8DQExVuKRWFZk7EYRilPZljFuCmwKsUC",
-	"yxmjKQWaqQUOngzhoeuXlvLlyojOrwdf0U1SMTdIkXtmz2jMDXNrTOo+Olsy4ewrJSOq7Qhv2vBwjInS",
-	"DW0rWcLA2mg4qPRMMv8EwE22dU16KM9sEQNmt7oMAdccazXBwPkcvGgZXGiTlAgKITFDWYCAamYUHnzh",
-	"H0NMvh82AjYsUZzoz5gbPmx8sNYVC+HvAjRhpYvpULo2phRidW9iOx6wX88NlzHP4uKbd01XYrFYLDra",
-	"fu1KLLDeooU268OH58lEivjhw0EFqiEo/yobtBIZuM91MpEc6DwsxXzRFBPk3ca+mGTKdth/iCwZUwph",
-	"MRhTDtYk4wsK3tsTds4zjezJ0D1GnqVxDqq6m6FmM4oPcMkOrMNRM2VzKR4+PDIsFVhFJSMBr8yl28Gy",
-	"i50fg6sJvVnnYjOxqjaaysm4rF5Kxv51RaTA6tXk29GuMJiCb/jhOoosjFzQJ/rp7dxIh2ARBjtG6AuI",
-	"Mq6nLiscY1mF9JLkUfDKcVgVlkObQnnyQTlIaxk4V7GdOrGlXVBQiBKiHmDn/s0NGmZ5BDccskzESUbp",
-	"8Nb8IIql48TzR7kMLzrfnCJo39bFnZq9LtOebt0KCMkDp2APhQOmA9r6gD3q0r99NoXPpqjA9LrwV28f",
-	"fva7jFLj+vtsypooYN/DZmWHVR0EpZNzKosCYaRV6sbo1fBrvXVnJWyOhhNocypDjRN0EyUVnBMdFroi",
-	"8tClKWk3akEANlZzWJFa5JcvcZUoeMbTdL3g3M+Bstv3H4lORilyAoHfrQk/DKPsleO71P2V6nYM1VJs",
-	"7JBUHZSlVCBKYxToT6HVUgvec1SJ0oiPcTqetCX9K+JpWpQPBkVpXeBXdq5VbqJm6dCRAqpLo0wSHw6G",
-	"RyYHjZzZ0tFDG95d2VC3Acg/R7JKHeh/Kgv+yPdC9ZRFiStsxVqVa+B8mmzlTVarT23tDXo3ZnNja1Io",
-	"EcetWDVIiaEkvRqGIUXBWu5oyyFhP3C9um01QjVMZA3qosiiyG1ZBQCCS3DZgWltUAu1WJUxeA4wfIGG",
-	"FQu02khqgl6/kD4pN1H7WfDEkNqDw+aZPCyfTocA2FZ4BvjKg8uYJgu/8EWclZqhU/Ru8zuAkPHMLszY",
-	"LhxWTivTogBfH8pqpF4LW7qC9pfeVCPRcsnVJS57r9vFp9GeDVypsw/PXlYUkFVH71CYeHRCliUeZDfZ",
-	"bwPWP6iM/0l5LlR9a1H1UNF3L0APW8WTR8E8x457LpdoUOSHbEyvL9KsVvV+TEnG3aV0dnSikplh7U01",
-	"ZuFvYfkIqiUR4wQkCoigdElaR7jwsptgkyZCiiyJhjISqTUqeDpRWWKms9bAcymBJjwXfrGHNbatzLAH",
-	"BYVXbc8KYPpwEe7B3Fxq3GpZEmaZObor6bTZv7kJMBEF9gMOFZ4mV6LlTBUyNVx8QY0Jtr+dCDNug2LI",
-	"50kb3gZHdqp0u9dDtbXWfrFmLdZQ2lo12EJa7cG6F3sAKi6RwbBx+NuTXrd7uHjSA82XiA8/7R/Ahy6D",
-	"qBijenP25IfvDs3KvdmT/j58GDrzLsxCOlItSKfb7aGkoMqca237/0u1IDo2obdfbuMpfwGbmhP5JJqN",
-	"8zS1xxRI/gIPgE5fl/xXocvCJbLOAD7+mJdMQKJmKG10MZ+j+MQmnRGXNt8PE1ioozdOSs+Fa5C93+25",
-	"gDVSOO1NWcKEPPKa4BDKxhClp2Srp2m9Uoo1K+sWDCV32nXPZoms54keFnFnLHvA/AbKkyfV0zEHMlQy",
-	"A2N/JIZSF2pCXUYiWLkw+cTlMlgXINmC9dl3bwu9ra6W7UzECZnSlgicmLaBTtf3oXJGHlai9yobEjoR",
-	"DbYCkGhjvO50teWNWM+Hx6A7rS5gMSKexa5aJ6w2MHT1OnhbbiI1E+4U8duLhgMHWmbTXt2XRVnKoMiz",
-	"C9h+t39Y6T2zWojiV5kMWHWg6vjrjTA/50k1o1UfZ1tsfs4z/C6day/jdez8vPfwB6o+pOw88TlP8Eap",
-	"Dm8pLpGTS8qnGnhJtpRVG4B5UjJq8aDqQKDUeWQFVpaToKV7tRj6gXYOztIbjkxdgHgRuON+94fC16mT",
-	"WY7iw5shKIOahadnr58en5+/Prt8cYSpjiErUBG6rdKAJc8TiJihTGSbor3WYkSpCiJVjSi+RfgJaRIJ",
-	"qRGzqOgAlDUGjZcnF43A4STAHx+Chu1NZBsIWa+p2yHCw6bYnJgpieA1oImVsijA/JRZok0SYYMnm4gE",
-	"x/BSRpjuR/ku6KNhhf+mUTbM8yEbGkHDZqs0Bo1up9fpIu6/VhLxL/izhKciMhYMQg/29uC7NqEjdVQ2",
-	"2UM9Ya/f7Xfbvb6FTWoEDTUXEsYfNB7hqAhENEU4jT34MdkImQRCHRPkCnz1WEWgM6JlMKJoP0PTgU41",
-	"z/CjrH3yh9nF7dBkSA06iRuDxj+FOVPKBz3FafW73U0IVsV1e0enJ2duZFipg11uOrHlCraFmwcy0hj8",
-	"+s4nigubuVCSBiqVmVKmBTvIJwiG8roIHxPC6x6PvGYLqTA1DT+e4ee6krXtEiVWYC8KnAvLzpK8Z9ah",
-	"hFakJL3Oc3YNCip2KeY6sHBPwVpxla64pkv7DbU6Z6oFPuGjVhMgfQdl/p+M3fx1mdlvq/gr4BSYM29U",
-	"Hk1dySQl71Lmy363VySLYGS3WciDFaOWLOOhDG1E//Lp0dPnx5gyXa6QdRYUtVmu+LnVYS8Fl8YCYq9k",
-	"MoARaO0kI7Rxe6ptmJgcAopQi+x3JH+q1E377HD9sVEsgYrojVhn5SV7FD7B7gcrzLG/Fcuf3Dm2ioV8",
-	"EJlgE4uxZ9VJGKHQ2Dexjb12r7zwQ9BYtRV2vtlejq0iXHrNrTfTlScxYd/s78LiP/LYAcbjLb3bb3nj",
-	"lcniTf0fbr/pQqmXXC7ts/SniiC469Htd1m4cQ9tnKRXIa+I2NYqQXxC8MSWI8p3H4J6+f+cy5j6x6Lf",
-	"jXAzMLnKul2QpevBd/zq31qZf/cs0XWQSIJEr4/X8d4CiNoD8RZoRDc3JLiNTHbPSn9jVrq49Vyu5SQ4",
-	"/UE/2qJTIXKExdDKBFi4ZJGeiVhFLJHWH6tFOm4jwBfWTj2/ePmC9LCmzRYkvdIsU6FBN6aiwKIYXPFY",
-	"xHSKlnkeAeb/mzITU89F5CV84OFad4oBv/qq1regq6ErDJZtm6ZWIuvW7tZxqXbZypP5XMiyKKRwIkux",
-	"KLHh2dHGoORQ3hKVTEwRgtUDVoQoN8cnhxKBAVyQsm73XiTaHDu42o+Ttk5O1ekaiYtBUHEyvXHR5dUC",
-	"/yJ4ETYcbwwaiKtWGmFVDDUHfcc/HpZ+fX6vYZ0s3DROCfTN5XzjVBxG+k7Hg4dsD0/+Cg4snBFiAtcc",
-	"WUdFgRMtyP259Tc+t4AIWIFN7eSe5X5f5mFMd6PgO7OQZKpoFmIZe5tKh0/5KhU6mtkGdY5Kmu6ZYkem",
-	"INNz+02vlPlJ2e6s3yIX/VOYIruhjo0+lsbxxpNnBM9dn1RBp96nDRo05krXcPG/58IWA/qJGqAlLgKH",
-	"tzLOhJ6uNN4ZYBC4grGDab2T5FrIoWwuptxgnAZ9uVVEfARaA8NwkWhRdthebavtJ0sZReFOHOCBPajR",
-	"K1RJckJHUjHAA80Ez9JEZGWWh5VRTvcayisxN0Vhrs1ZIB+QLYl0RbSYXIW1AiJNbXDJ61uEA3MzlMWj",
-	"El2CIJHXE1MrKCHEC+a4yBB3flA3wgMLflM2TqrR3Kqt0j9PtCJn/aji5Z1J1fpG7h8+fPiwJsr7d/bQ",
-	"2qYzGyS758q09eFNCSeaa/K1RpSY+ubosnV/JnyxM6G7w5mw0uvhmeuzAff3dpDypwS3daEU4lLSfQe7",
-	"vF0BpfVSxAl3Pay+xYPsXMh4JU9vk1o4FTw10983qoRH1jvfR8TkJBV+gNBV8yVygrUUJZKIyi2EmgNQ",
-	"qFUdn+PDP8mvQLe+/uUL+BRewHkntN7mQXivRpv9B688t0CAcRFh2nM+SaStHb8S9nxME12jVIM2/zM8",
-	"4Ava7e/V6AtY7Tu0Jd9gtVsYEl1gSFLB9ZbpUFuz3Y6Pn9XonO74Wmz3n9XodssdFuT+OPq72+3vidWd",
-	"rEHOL6VMYbFviik/LaByQlJ3CFbfAuCEBDaK54FrHLKCS+tB8RxZjQkRhWxWVpZLffjRiDr4SEIdwb6q",
-	"FjqPJksxpQLZZw0KtQwJ/1CnH9MgP6vRV+l1wMb19ZqpW2l49Xu+/sJq5obN9DH8q5u6Wy8yi8Vd14Os",
-	"6AwaKQmG+X73h6K9WvFhYxtKMKzsuw3EUw8avB10+G9gzHyDUp3kE0m4dcEebE67eq9GD7QPNTPP1CQT",
-	"WnfYW9S9CamgXs7bAsRK7etQVjJuBwT55mfkWtgFufRgXutU9W9Q2n7rQhZuK/ZunWDO1xLf6RCGHU40",
-	"W6jMTNmMXyVycgg6PuZtliYciJNNtNSpKNbbmvHfO6G/iBN6k+T4OP77WY0K77PFhdme9YmZAA90ASJj",
-	"492nGWI6i1wz7OuB0EpUNkSN3li30+3sBw79IMr4HDMKHH5yWfc+sn1FmBGzeYqFOZjPgBKviU0oL63T",
-	"8rLofW8lU9gKhtLPRrTOVrjR+9jdry+pmH7AsMpdxEEBNhuwRF6SFzcYylmiEZjMwgIV+L1zpVLWDOeT",
-	"G/jt8mHYcqmPLpOymjTpVZsNJRaK8FSXvWT+qUCFNslMONEeUf+Ribp8iK3E6BN4UIe9UiuFKQPylmth",
-	"c6CzbAmadRJrcjFgDTHi7+lDVLzJtlcZtZ3BP/JRmkSEASmBzNLUDspnojOUDoHKAQZRNhcVzQxWUG3g",
-	"tm1YQ0NZCzbEVrCGAh9zp+jEOPih+0O3aMOTaMRLcmhKCDq2HUbJAvGzixLBhyaI7vgZs91QlUXvUZJV",
-	"Z1X0BkP/ltlwJL60LHXr6QZMs4d9cQ4d/OIT5JjqMbfqKKk3IWxLAkR8LFHviCxWj7tPV+0/UtDesQfO",
-	"EzizYpHrfHFBowrY1RiYLBdoO9vc945TJ7bnur+eCwRriFWUz1wHScx7d+Ms+SwNA8IczAg+FZty1To2",
-	"7XDwfeMzlZ+1Tpduqo86vWK6Xit11xK4nnzW3tPL219w7WWK3RUt3XnCl5dJh8ledpE3umr9DdxKCLuv",
-	"TVBFK99GAv86wlS0jyABN8+PJAFcC3gantGd/0EEYJd4IwEUjWl38dd32CmfCAcFjX1lqB6xqPMxLJFa",
-	"ZEazJrn2mXXtw7EIR8lKk9BWvYPfYRV/SSe/Kzq7I0e/18b38X6lqfmcL3fx+9+BJ98um+/Nr4kmFLVc",
-	"RZN2gr+3Jm+iEXdg0xK4Dv0TU80OLLoax6DowQg7hzfWJlRA4u84l9R80lS+Agvd7tjt0Q63Rvee0b97",
-	"xGNeyj4ntQtxiGZubV7TU6wKBb3fuPLqDjvnY0H43zs0iRkUSChYOOfV5BJWjeVN28W7w47KLibY14ba",
-	"oNFlZH9Y5HMSYkPpMPRblYjLfrdfG8bAceyLf/Qx4L3bL2LZ+Fhmv/u8oMrreGlB9LQkE7HVztdkTe+u",
-	"Zc0m5afA03M9LVZEzfEFn9zG63jNh6BRAyB9263lLcUdH4KGA6i+7e7iOl+63cvENR9hf6ccIaCDZ5a5",
-	"d85NqvLciXyjxV+Yl9T/2AmfYYO+v+zk+OsDcgfdR15ATsh8BkfPLe3NGkFjK8gwWBkbg3a7tEOrBPHq",
-	"O6y1Bq7Giwp/LLIDe51VXZY79phLJOqcQ9m8BT/ZojU7uVnT5clr7WShLDpDeUxNyxZ8GdiDeVtDulsO",
-	"bdspZh0xuji+x2WHA2of8beK+my/z2RLupJCMV4Q0qH1zwsFo0bX8u3j3WpD/JUvMGxW+uycE6QWd51T",
-	"Ccg5kattP4bSKDYRhrruVPpj+MmGpZrmN+Wpc7p8sjI1hlm9pKzir8psukWV+QwF5tvTIR7V4R+8UqDS",
-	"x8k4KVqIEs1pctWstZpJtHOi/49avPsg7Z0HabdK1o9OlqBbXWUPiqJ13y96u9lMZBMQASaa2vYSj354",
-	"3BowPrLgTLMR2J2IqinGhvEUEdtCmadpyDKBPSw6Qxk6sFJqtw+jUi+YEUK9sGb4x7BRgLI2BuyPYeMK",
-	"/oWBPnwohmLhFbbzWrkaryov4mnaop66qz3UCg2g2nAbG47NbTfumh5o3M9NX+kORgg5RbOx7SfHG+yE",
-	"9umHx6cdHHdvglfeozTBg8qQuM1tXNZ/3MnwO1j4f9qxaHvalY12CxVFioUjq3ux/zWI/d4uhrrXV/0n",
-	"tJ3+Qnv7+4+b75njiW/0jCNuL4857JxS8JsPdb3FtHDG5R/2tw/bQTeYvYyFYKSHfnCSwMczoVUKh4lN",
-	"4WCc6anKDJvmMy7bmeDYsb+IcK1bCPSAC0J+WBH06/IEw2haTFwYja/MkLrEsFAq0x4DaYdFIGfOsbTJ",
-	"xnHsbY1VWbmhkOZX3v69/e6PXvB4/0NdMO3dbkknU7MaS741yeTILihGZSwoiWsi6d7dYWrcTa7JJwio",
-	"vzY95ZmFavGowSKJbIxBY9r2rlV2otp7uNBzOJsjBK9tsbBQBYgvdiYo6q/r0RYFjxNb1vbnl9t9plDa",
-	"sBH+O21ZesRB/KLVemf2GV8wlu8a3H7pUH4mPqOCz651Ab7jeSnqJuhAkZP4bvMMvgL3DVHE7UFvu2L3",
-	"Me+/e8w7K0SEk1ROaGyOeNsrEMpRZWzOM6eEWL5iF1X/aKqwUUrpO7VSI9GuiQplvFJrbxEjSoaX2eT4",
-	"N+LS9bSMY9sHrmzR5JnZmDX8ERF47Gtesr3tPUcN8KRyow5lFXeo7D5HyP0hYmBr6pzHwj1vwM2BdlrM",
-	"u4izrwg/26t8sKE5OSmIrhN2YY9S624LOoIQK4ELdOCWEeicrmC/VUDEkzQtIEhcs/Pmfq9f6gEt2J2l",
-	"NPzGdQh1Lbo5dbWhDvOsGgGwS4jympi9FNjOZVMR158pgL9UJgLt91+UiGCJbYOXwm7xpjSE+9SCr9TF",
-	"8VXWldaEsYmdsRiUSG0tju3Vy7SvxLKdyHaut4eynfApm5rQ2CtVqPUPR3yoDAGZcBOG0h4USV0ry0K+",
-	"lWBL/iPqJx8GdtBKlLn1dwsHVzfm1NX14YvfukQfW9j3zfno+l8Jh/b7WzmUGKMtbrAJR7sMJG3ewYyS",
-	"d7ZxqD1W7Ki2obCmEJCqahA+O9VPpmQnqiq7XGNmjLXWtqGlfnbYKMnizcXJGAF6sTKOigK3cTS97DfP",
-	"vN9qATtpL7URztJo8Xwru6OKVr0Y22BFN6nrNb5VdB9sdqt+rq/jq/EmbFcn710I9xkKqxkKmWOiTeyL",
-	"LVww9lDrgDinVqSjPEljAu0ZJ6lYYd8HuixvUVnpQ7DZ9Ikcyl9Dr6YmDFhYlrWEraKBP3v0+DG2vIXz",
-	"JY0r0OrkAQ/73X7oWrwUOqQooYRwppol5pCAEEJn2oQeTgJcbRFUNLlQ3qtRYK1ykYshrLbtjlt/yFH+",
-	"IzNqIsDYHhTNsaruD7+9TQkDTy/RxN/xwfRpMVMqHnAt8XADivav79Vom4cDtvPvUklAb/NR9nv/T4IV",
-	"qdAaudlgrpbmEoSGLffz3rr/C3Jh/3S3wH3lwFeszpLFwS2fVs5DOgEr5+F2dfbt1La7o6tZpK5Fpun4",
-	"0MnvgmArFi5BIVYLCdvHkk167icJ7T9H68SpbdQ6EdPvXuu81zrXtE6gDMIRWk0QKhnuYyme7iwAjXxe",
-	"3XNMthXfAVTXwGEaWeCixKDDwmoxqK0O2NPz/3B+CyIalqkFa4aYUhPpa+fMHErMxuVZxpd+AbOvBVsE",
-	"+KPTE+wWbwFomuEqV4atDjuyKzeUpPzZfFcM0nmprPRlrIQerCW32/BSoXU+6u5jY1Z4JcRuikSaFo2p",
-	"sxxDQXqeCR7rqRDYFXGWp1yz5uu3R+enDzSuRiLfC8L9icVYyEi0BvD6xYjMpRpYR+QT0PH/AT/a8OP/",
-	"FwaMM8NH5ANGcDo+ARFi8kyyJk+1ohKhoUwxp2PC9JxHApcyTaRgYyFiTetOj3gQBtR7VkkBf6GvOFMu",
-	"89cG2CjCyYfST10Ln/T+0UMvM+Ycw/zDYeMBfDpshIc2YZmUPDe6LVSBG/CtRzy66gzl0cwC/YOpkMyE",
-	"Nnw2p8xrfw9jOhSQXFzfzKlKbYdPC+Yjbnhk0mVtP0lL35+q4f815S2JETO8UUmxi3/VpfYGuzlD3hUu",
-	"1gayIMoix6PbEFTOfnrK9nvfd+sZHfiwJGxe4Q6qr7Nsw4fScgu1MM9NxtPEc3o6Ugb6ge0nihz4xEab",
-	"vRPyk1U3QIqtHLpPaUPazxLtgNnWXzrkxvBoiq7dogsIGPOSz4SLUpfXHOKX8N2TYSObm8te/1En0tcw",
-	"563etjUH2n1R0m5FSaVK+UDfp6jfa2Cf2AzWmRtbjZ3P1L0qrZE3ew+fOqAMycRsboqOySR+4GS1/TWD",
-	"svizgnmIhzcew3ROGowcYwZUlCY2GI3iOKHGPXZ8NaZmPAuJ+h68SJqKtPTOYYqMLntQJ3ooQT2TlG4D",
-	"tluH1fTVJdXj2fGL44tj5lbAwgXGSooOO+bR1E5uKC12ItZNR64eFwEiRcxkPhuJjHqLh/Bml0WzaTZH",
-	"rgpYr4tgJLNE5kaw0RL0GMRKbNHcSUtQGTUxAl0KI+pqPGbN8PXp8avLi+Pzi8ujp09fv3l1cf5kzFON",
-	"Vd0JqjKygqm4ggC5ivjYDM/evLp8+frZ8ZPy07Dla5v73f1gBZlxKGuhGTf6MC+E9poEf7H8HP8xG85b",
-	"KRaVfspAUZZe/wZG799XFG7IFS/q4dd6vnsSEsiCTUU6h53dhi6JEnAlaq33xM08ycRmgfiSXwltZdl6",
-	"UGEl55EGo65tHFvB9vfZVOWZZlMesznXWsSDocTm3KRYELB3lktNXAgkbE3bDiuStCMQhtkD7WdXuq78",
-	"20XAdlZnu3L6Mb5Z1cOov0oPGNDDcySHM6HztFZWPFcLAlBHFF7atftg7L1S5skeIviVmKmPZI2kI9Xi",
-	"k0URdorJctmGQTbKH6qxs4ak1wGqbHnODVtwOOmsmwzjoawJTL0Uhtw8IiY3DE8MAtKMhFkIUbRN1Bbs",
-	"hTtAmBYbCcLpjnMnz2xkVS+EmCOKMbEN1jwNZXN1bYKy4wU2iaIcdvKjzLk2FmA6E8DyiZItcgBh8z+D",
-	"uNtDKcm099touJY2LkkK6+Q77BQjx4j+W3TgCUHY5Trn6Z8jI89y+bMa6VdIE9+4YCwJTrOFyASb8VgA",
-	"MdxLyXsp6YXpcrkiIi0H+/RTlRyfIzJdk9kSxH8Pczh2EaFzIdGzt9qDtrATsUwF+3G4ZrKJLhrtxlh8",
-	"kXKQkmB5OnYg2Yh9axHhUgpBsF0gavEe8hH5TXu36HVD+WcrdhiCr7ZqTcTfQ4Z5rR7uRdi9CNsgwsDA",
-	"cx0ZCmZ33UKIcS2ff4rYchLLNS6+s5pmdi6iTBg/boXdO+L6aueVFr1ftOy5aNJ8981KF99K9u/Ket9e",
-	"VFwQyL10+ruXFTvhIjxmdILF0s32CuMJMDqCS7w5e0F1vNgyv+yprzFEGGPYaqXrP2uGvw4bD4eNdyE1",
-	"f0rTVmcogY8t1KhtREejlU38dTJByyvUKHnCQ9dtp+qEZ9SeZygzZcqIAKKfssSWP8O0Z7nGijRsIAXT",
-	"wm479GdIw9mELM9pPpQ8TdVCs3mWXHMDks8sVHalqZFVqiKeslhci1TNZ0Ka1qFdJNLupkrDlAPK9iBY",
-	"mqHEZxkVYDjCuv/tHvniFd11cJnKsLi5vDiRLE70JE+0CFA7xE5SZVB5nIg0ZlgAjd0m9vIsDVlTC8FC",
-	"u+Fvzl640pk6F/uKOPk83exLZf+uTPIvKuNdmcXbxEzpqNwUNHAk7gGPEYV/RkT3vor3TiX9X5Ny+y1m",
-	"zdLRwPjaIVN/xtSqqLe2r6Yoa/WAKOJthX09TUDoLw9XLe/EtuqJMzWf1+mrNPydiryKrNnf9Eb3IYB7",
-	"y7CCGYbJBLvyUnA7CHfBLE2XPFGeNq2Cg6rI3HUJ6F+ON76YBXTb6XufPnXPpp+TwL4rj34co6wQ8Wcg",
-	"PYONH4LeH6xZZAELvYHAQEPQZzAjCIU5scIhjBONd4ad8vcBA406BAtrrv0ztmktQVu3OZQzwSXBTKFR",
-	"owyZNOjUbh36I1LOEaN5UjJYccxPeCIDhunf2JHJw/t0A3wcYjTzAaOHchNidNjvdsNVrCqHOb0BHvpz",
-	"5eTXBhO90cK6W7jozzHk/vQDxMFH15hx9/jR9/jR9/jRn4If/bnW4155Dm0MeLyWojQW5yIjz6Vzs1X0",
-	"5QBY2YuOCB5Nic0pImIDthSWHWBub2ADr/Tutl19wKZqwVLQrhEKQF3Zwk9u2AIxmUDzrjtPvBhKGSX9",
-	"kkGU1TD1HQZRZnrybUVR7Iovb4+ilGR3b8rf2wgrcRdPjX1Q0ZRtgkqSFflwX8562CIzMWAi2uQOIJ69",
-	"A1ulNoZ0onUuXLoxPdAm6JGzIjFU5EChkWQm/FhPq8N+soktmC7jcpyHkqSxOzyKONJCYfCImxxMgkSy",
-	"0K1A8XEYUPUo0wJeCWvu0LwoFP6VmSopvAYyVjhiqMkGwzKCxNWLxNjDQuVmKFOlCRXHTqHDQnf3JQ1/",
-	"SYmN+pKbkGm+1CW8u0rpwWRr2YBYZyjPMNQFw2I2t0N7x5hTkQGeCYMmkR1IYJcCeh8Cx6lNz0GaWNla",
-	"G8/4Brw+nxR9KXf6Xm2/F/ifGAlBviFPgY1ba8c1dZpstQrlj8ZI8ExkR7mZNga/vgOWIR9HXdORFxh1",
-	"pu8Dl2/NRks2wTRm1tmLZnEB2Nzm86QRNPIsbQwaU2Pmg709jFtPlTaD77vfd5FD7SQ3NdTGgrqyp3ap",
-	"AhbdXNa1zJdKiqUV8SJm40zNSrzAwEa5S8jwBMaeg3D2x3doZOvD/5SkNLEaTIUAkZeMS1Ef8ehqkgF9",
-	"wTJxhMjyH0E1j+uPeKHkpO0ywBcquwJDYa7SNMDkJ4LM5jISqTfcz2qkN+jcZa2YKxNjIwHmgWZGeUMU",
-	"ZWdroxQJVZR16RIxgOZEbHMxytx5wnDHdB88KZ2S7z2qIMr1ZyGKDWGMU2qHl75K5o5WeRaJcnx3xpXD",
-	"H19vIA7qFhKwzPXnCNhMmCyJyvxdOCAyHmHQQqTjDnulVoo/vQd5PT1qSMWqD0DASDJUfakH65VedvWw",
-	"wU2U4zpnKp9MSStp4lmNJQ1UczDjV0AbGUydqhdatDMwbyXri6lAy+kwP9l2KJthNacPKzArCbi0xKAO",
-	"kIk2Y9XCzHItKtmCwNwuu4SUPELlpz7Dm7OYjwogWLpyYN8lixEOxXW977Aw5oZ3bCHHZaRiUagxS+zz",
-	"iuY1zd56okv3rs5H1CgHizDC6uRC1lQZCx/WZ6rYa8lnY8m48Ykq88mz5wRjv4Mham+5cFAeH33nuVNC",
-	"3Z1fyId7WrdAuzhV//M/68KKKGniDjuSS9a/uWHELgRdgO14E82SicSu0+QK664P80+snvEVMbjNOfKd",
-	"ZkosCJTjvPJwTOCotri5rj/Ski4VqRaYNCWVyzArFGSBbKxyE8BjiWtjx6dFvvzK2b7CMZtcU+6yArJ/",
-	"F94qLmbN8PT1+UXZaKFA4ECWs2VXmvH5PFPXIm59KmsVT9yJu87d1fcMtpHB1tbonsc+mcdK5rmNzWwc",
-	"ZhcmswBLA5svVNugEPjv6OLpc68LAcJQ23tXIM6BezBCSn7e8FOZ0b7ETqxIzvJ7RtzMiCsrdM+Gn8yG",
-	"jrk2MaGFE9/pqFvrZOP1dyoZYKwyZM9C6VSYeP2xjLU6se2cRVffn3G3IqndH3Gfz1trPLOZuRA19XYD",
-	"rUCXzVMqAh0J8nscWqMMSwBCao3m2pBqvkRvxscbZ5V53cZYcOm9abYdNvfeMvtslvI55RZ+2vGwsgiK",
-	"BCXhGCnD6t+Ow5C9xIKasTDRFNPlPpGTdj6l4Or7U+pWfro/pe6MpW47pT4EjZt2pGYzJdtuPdte6Ixi",
-	"f0JGon0Eu3p7A4PyDnfDh6BxjkGO9kUyS+StoTi62F774cOH/y8AAP//",
+	"7P3/cts2tzeK3wpG+52JlIdSJMVOW3ky83UT94nb/PC2nZ397CqvCZGQxJgCVAK0rHZ75ns15//zx7mB",
+	"91LOlZxZawEkKFGykjht0u3O1LElEgSBtRbWz8/6oxGp2VxJIY1uDP5oTAWPRYa/HqapWsAvsdBRlsxN",
+	"omRj0DifCjYTZqpizcxUsEzlRjCdz+cqMzpg4Yujw+ch4zJm4ZuT8+M3r89ClsgozWMRdxpBIxO/5Ukm",
+	"4sbAZLkIGjqaihmHB5nlXDQGDW2yRE4aNzdB4+icT9ancMi0yZScMCFNYpbM8Akbq4ymI+aZ0EIaDhcH",
+	"+Hl4PG6/4iaa2mkdj9uvlRTus+bpT8/YD71et7V9enNujMhgAv972Pj1fw8b7x8OG/+rEdTM+zgWs7ky",
+	"QppTMU/5EoZbfYsTmmfAFomZ4tyveJoLFsJzw4AtpkLaV9JzJbVgiWYcXjDlS6bG+J2SgmmjMhHDmw6l",
+	"mSaahcXjo2X7F7EMO0PZ8N9EyHzWGPzagCc13te9wEsVcZpn3f6/PX3pJhBlghsRwyRVnkUiYCpz331Q",
+	"I2am3MCcgTiYohdaqOzyYynhJBNjkQkZicP5PE3qFhRmFtJ1IZsX1wOZwspJvRAZ43Q3bfp3/b1uK2Ci",
+	"M+mwcMzz1DwVWaay9kiMVSbCoQTqSTmu5NO+DjvscASbRpsjYfUXXK8ur0coTRq16Q/73xk3op0ms8SI",
+	"uPXfbvhfu+0fOu//0ZT6v//P/6P/e6b/W7dazYB97hCth/U0esqNeAkj1K+kNtwI2EnBoymbqzSJlg80",
+	"G+XRpTCsGWd8bNqJMOP21Jg5nydtmBNOqW2lSLvXaw0YH0ptsjwyeSbi9jgRaczSRBuie1jCmZiNRMbm",
+	"8D8+x23JsBELfPth4yB7utc/ME97YYeFWcgSPZRTtWAzLpcMCEloo9lC5WnM5lxrliWTqWFSLQ5YaOB6",
+	"Ir2pSgXTIlIy1gEILxmLmOXzgOXSJClwkHAvmWg2ztOU8QlPJGvCY8VvOU9pqGJJwt/CVodZdgYaF1ci",
+	"W5Zsq8awBnazmJqLDFmL5TIVmsaiD1XG4kTzUQr8BKuP9+gDpoVgQ9ww+9GwscbS13w2T4UGtq5btoAN",
+	"G4ssMULjh4/hs3rWL+jiBF+wnjrw5RPkLW6QqZbMKCuucDP+AhL57Wmv2z1YEI38RjQCM/otV4YH/uRA",
+	"kOLW2p2eqjTWByxchEQliYzVgiXSUQpTVyJji2kSTRmXQylmc7N0N2dinKSpvo0E2DYKGMovRwLFslRo",
+	"4Len/X34cAMR0Dod14jZ4xiO3XHiBKvb74SEuxbZlcgeaJaqie6wQxalCSzKjC+ZFjJmCRwECzmUzV67",
+	"1/+eRVOe8ciITMMyhYft/+Lt30GQXQzaYeuAKTMV2SLRwhuezfilgPNE0CLsdGj/Whn6/R+9oNf//maD",
+	"cBQmWx6OjcjWF+DM0oRRbMETw0gkM5MtEzlxwmJHnWKWyGQGh3G3mEUijZiIDKdxhm97nsxgXmsTeQe8",
+	"57OcnsNKwwKbZAbKAWu+e/yM0SiMhgF2Y/XcpsZDOZ9yLbTbTJXFAvWqJRMgKAM6DZAt4TFxbik5kWyW",
+	"pGlSSFYzFXIoQ6MMT0PHrDw304M4z552O3u9gBXSwH7W7QcsEzx2fz4OQCVKYm6E++iHYCijlCcz+8H3",
+	"AdLPpLhgP2CRmrkxe51+wHAO+OfjDoiGE3zFAU0nZM3Dk+OhvBRLlip1mc9bAQuLmYXwh+BxyJp4MKh4",
+	"Cd+7acHXOB36fijXVC8cDVW2kDVJBwEqGWdqhitolTcnKeByeiH7xIhn8VDOMxUJrVWG3+P72e9NxqXm",
+	"EWwCfGc1gZA1E/lBRCBuRstCK2p12BkJqKGsSignYIhU2kQqTsRsJl9f5Kxs7vrOsc/auHo59e7du8Mc",
+	"aM0kETei/rDi5RVAqzh9Aeyba+FxasB4uuBLzcIfBc9EFu5sDtD1NYLkJmjMecZnwlij6uhKSHP8HH5N",
+	"4NY5N9NG0JB8hqwf7/pEcWUuSnn2/h+3mCHR8hexrDOkcpn8lgsG1E8WVKLL8wm2SGkhgYSQFkmSNzl7",
+	"+/b4OZkjE6ViuCyJRKszlL12f3+fzbNEGjjE2OHZs+NjT8QHDE/IEc8Ea4Z8FIUtMBi4rhNK9CZD2QyH",
+	"DT6Khg0gYJTMwEKF2aT5jN4AjLviA2BVlgmTZ5J0rBVOG0ocoGRY03a22oChCXZQHR0v5yxOxmhYGHpC",
+	"otlev19eSpJkMU1SOq/GSaZNeUYCwydpCvJynKKGCgN0f+gwPGwYZ/vX17AiUhUWi2E8TYOhzODN1197",
+	"wBJjrULt7MU8NSwZexMAypnNjWUxI+IO+0UsNRPX8yQTrL/HpirPNOM4C7xnKJE9IiXHySTPcDstIThd",
+	"BVgGbyDNCL6Ct4ejfiSAu2I6DkmMIMGT3leS/Iq83H5Y8uuXQk7MtDHo738XwOHp/u7Vkv8YLfwNluLR",
+	"OZ+EbKlylnLcIh4H5ckGOiMeEsPG1eNhI2RNIFNcP97WArgahKs9N5nhEx2QufgwRFbiconUSi8zwJFV",
+	"DqczrlM+B+HIUH8a40rho/f63x8wbj0BqFuDEiuVwXFxCu6ROMMYn0ysuNftdtg5/AncFanZnGco/43A",
+	"GcEvATLJQvDLocQ7m+G7R8NGp9MB7mJ4KrAZrFopGJ23hUZMtJKtbRtqfS2N7fb88fi1kmLD/hxKtz0r",
+	"+7FlF9DxED4EEfEOjPPE0HsIq19HeZbR2UeMabkr0exxd897WVgb71UHDBeIaMAN6IgC1uGwulls973a",
+	"uoalg+qWhfxZje7gPPmgRjucJxvcBS+cHZ4YMUO9mOQuAw2/Syowzu63XGTLcnqoYVVezxotjUGvGwC7",
+	"k27c63aDUlPu1WrKJ3w5+4yj1RMtT/YCf2XmfLnDypCCtb40P3EUxaiLFf5II7SBE4zOUx0UphOX8Uhd",
+	"MyXTJWvOMxXnEWnXE6ky0MpNa8BOf3o2lN/197q+jytY44kmKXQrExg2WoWrK1XatN1xGLJYCV2451BM",
+	"0GFhlXkWpUoXzKSkpAELucalZamDWlea/VKz/e7joQwfzTM1SsVMPwKDLolEO5f8iicpHDOW7UM86tt4",
+	"MA5YL3SGVqzQzpJLM03k5GAo7fN8n1j5PHijvf4PdDIW5jOcWSpP44PSvTfMu93HkbNo8C8RDmVT52D0",
+	"axb297szjYwd9nUYwME8U9qw8HFXhy3yIfiiZcSjSxILKYhPOilx+dAByt6AYVtxVILcpr2O4RSg96In",
+	"Foq9ZwRHHE+GqZIqz4aSawbWvQHhZ2UMkxwU+cIA6LDDYlms3yaBQ9qbBdNgqCuWgPlWel3b1u0abhFb",
+	"lgk2GQg1VNcIGqV3tRE01gknYO6C/W53psEK8Hi11+3v1Zvvc5XdhZ6dzXfRs9+J0VSpyyMZz1VyJ/r9",
+	"Quz+2OPnL2gjNsRqtOYTwRJQa53a6HmoQKdEf32iWSzSBD9uAvsrieGG4kP074E6Iux7tgJPGwbBRmOi",
+	"w6bDTshmJY9BAsNFYlA+AkjUsFSA7gVfbaGrBb1ne/flm+nJ7ut3lkwkB7tj0zKGV70AlLo0VQsyqNEX",
+	"wLV4ssdevDp81j57cdjff4L+qz/K2d50ij9MMhPa8Nn8pvMH2A03IFlIJC3IkADtTIOcyUQkkisRtwJQ",
+	"pp1iWD6xHYtIxSJmc54ZF2pxW/JAD6UWUSaMlTfhYqpFdBF22PMcPQ+c2e8zRTEyZhaKabcGJIQoMKXn",
+	"PBIwnj1TDhiPIjGv+pySMYhipxoF7uCYoyyTLFJSGy4NeqR22ONiIrtu9VUvKHf6H4+evv9Hk61/tikI",
+	"Ykng3G3PJhJ4R8E4JFqypBZc46qJGM9vq4sUDmOdgCyFhXork2sm5iqaHrBxJvS04L6htIOBnQBGAOOs",
+	"IBQ2Q6filEu2z2aJzIE80G20VHkGp3F0OSAxPlI5PNLagDsscvGQnV2nG7noBkYgYU5R45PjU3dmwN+R",
+	"kmBbo+4qrs2jqZml8MdmlfYmqJFihyfHrDiLApYJGQsMesKC4L7AgzIeGVA2vSi2dWS3yZP9vzIxbgwa",
+	"//aojHo/shc/Kl3eOIcfeWw/WXkNPDTJleS0mH980BQqLd+Kp+mbcWPwa/0z6Tr96ITub9wEfzTmGZjV",
+	"JqF11IabXNtHwxz2ut0bt/xlBLfUoxKJHre25ctGUPNd4hnbl2LZeH9zc/N+w4p7LosZT8cqm4kYNBE7",
+	"1uoy+8HEratcXOiHmtplrGmnm+3lZaDi4/f3heCpmb75Zcvuru/qtr2kAesImL5Z3hVlVr16x/KtFl8L",
+	"if7gkaj90CfDKvm1E9nOtWhsIMLDggTtAViX2VDjUTuwSg3ojdk3TaY2DNUu4lDb7ysiVjVUcipyTTkT",
+	"XwGZ9PsfRSYZzX2LrFonCzidyfNZ+tZ8360lrW9eih1LOKJ5egQm09exvfuVg6pme+2U22jmbeR+yXIp",
+	"rucUw8JLO+y5MDxJSUVN1WQiYpZLG6FkYbmIYWA9maDHfvN7/Aqz7V4rc0gGyNci7Pe3bjPlCLalMm1u",
+	"571N28AsQnGdaKPZKDfkjZLKuMxC3GIas8POSx9I6eZJML+My+VQxirKZ0IaNJLMNEB/BqoyaaIxBQOU",
+	"86nI0CU0RQLi0tIS2qtFDIy06bq0yG07SBetJll9E9T2WpmfwJ74WqhsbyuVAXmNcbobiOu1YujAc/mJ",
+	"5GsFOy6KVP43kA4nfJkqHp8r9ZJnk69FE+w93rptc5p02yjVTnHaO1giLt6KN1iW9byh5JvQrNljr5If",
+	"W3+HjQUZ9lxEaSK/Hqnfv21jYdLt2M2aHATOxfBrw15wgb68MU/SPBMXkYpF4/1GAoh4FqNG50alE8AO",
+	"RZ4YCu43acIshJFFHLZsTgCGWYss6qEsU6ZdPrWnR9RnT3u0VJMycNve1iSEr2RZb7u7uO6bPFFOMvSJ",
+	"JfAGP+G+fC1C6hZa9ubdJoJaI2cbVb4Qhk82ULBXfVAoNRRhx5waG5ameDfYru1M8BjpFu3Yb1+Oect4",
+	"Wizd12GIfr87ARS7vuWkskkd9lLtFZ5887t4RmHat2WU9muxNrdrGjXh5W07GHPDR1wLFmElAfDqCDaU",
+	"R1Nyf8YJfWpjvIvETBPpB0QewDHFYzinAkYlOYWKkmimp7nB4H+sFtJms7lQjeftCV0gYe3w+R/kwjpX",
+	"6hWXSzuc/lqExnYnp5+FsHZcXCUq5UbEF65+YsOZccjKYah8AWgHXVn5nDXDtXFCJvmMMkQOgD6nmCEJ",
+	"KpOSwpLZUG6hM9YsorG9VoeFBQHYmrlVAgrZJLkSlM5QVyq0pWLhfyYxv5U8N1OVJb9/Pbp8bysl5/6M",
+	"N8jMV4nWiZwELJeXUi0kQ436Sl2KGGN2l2L5jbvg3717115NMd9282pGut1868YS8SsRJ/y8XPS/XAne",
+	"v4UIipm3ZzD1Nl67o7n+QLPwGb1jG945dBmSLguzrIWy5jumcZIs45g3roWhjBIy+N+e/9T+/pvXplYS",
+	"hp7bkq9vI4znsghczknbVaytHXfuCrD2N5v3drwihwVoxA15wITEzPPEsGZ4cnj+7IXLDizq5MY81SJs",
+	"UbznGyeNG5eAQb5m8lFiMkZlz2zV9QXH78Yqm8FvDbA+MLljPVEjaCTxWsVOFJmLx+MfeC/qxv3Rd2KP",
+	"70c/iN64y/ujxvtKGixee3tKlb/76OLxZloW8KjRBxHhSj/Dr62ry8u34DGZXTw98V4cdzpYWQs+c2u0",
+	"UqcoPQMbC3VniVQZyyXQ0n6322VP2X630+2yt2fP0V9YLGQizZO9hpeC/IP9b3sectBwT7stWeCZu26V",
+	"I/6opjd2uzU7OROGg6Fy20NeueuwDIn8bhRCqSsFMiC00dVm1KWQB6TNTbE0Z5xcg/mTm0jNhEstPnc3",
+	"6GEDl88lpcxnF/DxxVWieSMo/ix8guVHidT5eAwarDQX41zG2vuSalOql0cqy0RkLqKryPt8nPE8zlMQ",
+	"m+WHtmYukZMLijSWX+lULdbryYLGdRte4Xm5MEhga/MfNJxTdsD2un2qLHbeSOtaJBnlOzgHrDIKugRW",
+	"X3Vt5JUR7HV4U2UAbwVuG6O8tDJCdW1vG6Ry9co4a1t6+2Crt1RGXNvIQePE1UMCTfKJGLD97mMW+q4b",
+	"e0ElrzwoTCPaJZcqslZT1VkllkHjLI8iIcBQ6nd7rTKbmxWPeqBdrjKbp7lm/RJnQCtMpYVnYf3bTHBJ",
+	"NWIzIYyuqxQrCsSae90fWv6EkK1WJ9RxuXil/LWC0RNKa2Jgs0g+FbARdy6RSxGsO+w5VXtgxQgmRNLe",
+	"gH64pLp6RGe4G8n8OUKTjs7PqhGBreFWd3NyMs5Jv4PjuiLCLBGI+GK0vIhybdRMZPUFsBtiK9s2FrT5",
+	"T9tYd5hP6ipt38h0yTK10AUmDDdYBWU5JaGq9MpublVY3NNSs8vDXBW+e86B86p5kw4pPdkVbjx+8oTF",
+	"fOmqHhOz+9zcVV7JUiPSV94hSH+huv6+ZgCnXm+s6MekhzTRRleOVtpijURC0vVWssBvg8rmVRZ3M62s",
+	"mCmfRjQfrd6Qxh9fiCuHSlVdJKyhZnAbWYvhr8PGw2HjfejVIMC3gYWdApmCVzMexyIuEwOxXM1nyIel",
+	"hOxoEq+kf9jPbBCo/IAc/nGxG5W7aA/rPrLj1NHFjF8f07T6VPRm/yplGs8yDqKcSrft1ybLxU3QyLO0",
+	"Nnc9w3L3kzdn54xWldxzod3gt6cvwwrt51nSqBTa9Lt7399ecOtTHUxlbS9rSc1TmddywI7P3rC9fu+7",
+	"Qo1noDLA6ZiqhcgirsUAnQkOjkrFhF5xfPbmgS6ia1iHSQgNsNdsJFK1CNilmBuC9IHlSQwbLRlHRbjV",
+	"Ye8SM40zvpB20GY4zS7DgIVXYmwDy/SFmXIzlDwTeHLZiSZ4xzXP4Y7r62u4IxOu2JccoY7sONIGH8Nn",
+	"PIVl4zP8RIH6zDPgdp7jJwtQU/nvcOWIz+DnCD4fxXBsjKb4ezKGnzjCSOJPNcKfIJBGuC0jjZ8bHGcx",
+	"h59L/P13tNk4/oxhnGiK0mJKvy/gZ4q/p3BXJIESI4W/qxzlSoQaB35yhff+ftkIGvEHuCu+xN/x+hif",
+	"JSbwO5yjQUMYmKfIQVUff8AEgUv4djLCnwJmPpnCakwS/ATfcSJh5In5DX4u4ZPpJf6UcP3UwIpNc7gm",
+	"iWHkJNVYH4G//wZXJhn+rmFuH3DMDwp/zuHtLgVcfznBn1O48nIGo13OYTUuM/y5gOsv8emXvxssa4PR",
+	"Upx5egl3pRl8m2qYVYpXznCdZzF8MpvAXs9w5rMZ3DtDVWCGazXLYG1nuDKzK/y5wGuuJf6EnZ0t8XOk",
+	"DYkjywn+nij4qeB6OcdqEFx5NUOTiMOazwVcOZ/ANfMpPHGOc56n+PkS1vA3Dp9kChFBkH6yHO7NFrAa",
+	"Gr/VSI06wt9juEsLGFNP8HMcWadAFVrBempcE63xc6RGjYadXuInv8PKmCk8xXyA680M1sQgVRtcGYMF",
+	"xcbgJ7gL5ne4MudT+Dm5hp8421zD+PkywZ85/oS9y/H6K+TBK9zrKxz/KodVXWApxTWu5zWHN72O8PcI",
+	"DUaFn8zh5xIrbX7Hdfh9BiP/vpiAxPNdLjQVIHEQhYlJsdy7Vsg16uzTiWqvHRlHJGOP7o/Ljz0ucWlu",
+	"867VFoIJFk25nCD8XwmqQTAgzp9pk9weaBYWBVfh7iqmM1bqPOw2l5GT5Xh4csz0FGsTE2OB70r7lCY6",
+	"YJyF1s8WElZk6LblIejFLCSTj8gitBsEX5X66AONmI72AtybhyEmYw1laF9bY0gRXfqT5ErY+k94uwea",
+	"iWseGQLg4XQGrqkDZGt9HNRNqU5vs+xwt88pelHjqVxRkznwPe5BndKCY71MdA31uH0r2OXWOZUvYKn1",
+	"JmhMub6YqUx4FXIjpVLB5drs8YHeHRvne77Z5pjy+VxI9Le77UI3PF45AsIiql/f5Rrr5K8SBj8lIo2L",
+	"SojqriCi0EbdeCqoxIAlGhjl57M3rxmaPGAWSgtsiPmnzfARuTfCFkpT+EJiSTWiPCLCBSswn+AK8vOz",
+	"ZlgAiq1hhHXYoUM4xLFSJV2G61D295/Y4uAEFFq0DzOB+ueMZ5eFr/H//f//X2GFp3yHMdaA1wOI+KRE",
+	"q1TeUEdKts5tsDmO5MhBXd5unNq76h70sxqtb9hLJSftLJcSExxUdhmwuUpT8jaEjz6okX70RxLfkAfx",
+	"s4MmwlHTLrG1oB7hl/A8CjhflKBIxAeIbBMaFxj1/Jcf1MimHOKLeCoELIjhSVqcBegoqKQrjfIEMT/Y",
+	"Y1etrAmJSGjDOJNigciJqHPRnu2jIW7VkZ+LCZYrUjezxs17WCF0Sevth+U4kYmeihhfnlsQSDv1RZKm",
+	"MOtYpMKsePvW9+bXUhuSeZo2YApu9O1zgEcX8iSwbwgMikc4l5FIP+npawfWDlg6SJqTTGi9zkeZWmjn",
+	"866DOT5VixLoQys25tkBoh0pOG1L5DF43yyXut59uh130ufQlfnUcSohjt3GJj+r0SldeIOUl23VsThy",
+	"twMjY/Z692afsE+lfLplkmd04e1OOljhWAl94LShEFkvtjDdQNzNEJ0ujywCdliJk9GHt8tIXz2xb+ER",
+	"0IrK4i1slTMqrLpB3t6BRgNS+8vrMyUtbcJVr5G6Bfevnw2xWkhQ1i+2e9DcZZ5OHLBMpNxgMpxy6vgD",
+	"jWAd7O3pyxXx3XCk8CibrwffH7kH1Oo3dOfFmsDZDaSmwtPFSEH11Tes9VnBOyu57b/lIhdxyJoLnmBa",
+	"K0LfWdZF7FM6qq3n3Z4FPCV4cc3CYk/CoKjaGEpMOXQyOax6y+iR6H7AoYHmPTWxOLnc7bVL+cqLBtX7",
+	"siue6v1aR3V1Ld7OgQD2uxa2kmDhENMYATvUQiKgi2Y5XrjXrcBi2qtzO0i3Q/5Xf0b73YJql6/5bG2S",
+	"e92qh/amZi+tBbiSCVKG7PbRJU9/XbgAnPPU+wpUo9/tP2n3eu3H3fPe/uBxd7C/19l78t1e7/v/8kOO",
+	"A+vyWAnfIK5wr9vtrVYBDUBe06EKlsLF0U9nx/+11z/58bt/Pzk/efOkf/L8uxfPnr3+7lWjGtNDqGLk",
+	"jQaOexO41x44k2M9/jlYzVVwh0RjzjOT8DRdlqsQNKzJUrsAvUG33+n1vu939/6rcfN+c0x07Sxej1Wu",
+	"rf9Od32KfnsH+Spb9LLKxq4L1SXjTg3za7lchsQBC2Go0MGkh7Q5pCr7yrGLuK0kmdQml/gZFHhNNaPE",
+	"D8PCw99/lOa3Uxz4UwLRjpLLdLySpDf7hx5odplINDOYEWkKeolbaATO4TbGDsdkJphIMM9yxpcsUhSp",
+	"Xddb1/KI1i7ZTdGykqhUtnzm2o18Vw41u0gB6Ut12Q+F8rTKYGvvtUK81VX29nBF+fLe4f1m6UtFcDb2",
+	"tlnd2mH1UNMqwJx25vrV3M41H81OAWUfRWqjo8xO9A4US/+VtyiXa5ob0jSXlEM85xNhkdz0ARsLE02B",
+	"O8iDgqpzIicX3JVGGKfTIUQwoR7dgfZapX3PY1KryFSodO1UqtNu3PhutK+Q1Pw3vXNqe0ts+BW+dun0",
+	"vMOXtu6nuvg5whrv7X/HrP+GxRZChW7f5ltKNFtxVO6KqoOe0g57i4B2UiwKeHn6y8PeSRAcMCIPk5/a",
+	"gleQNpeJ3y6e/8c///0/jt79dP7u9Jf/2Pvnv969OPrX/rvH//zPPU9n2+v3vZjaytQtiFCNQ2sT3NAG",
+	"Fc5ynquAXIH7LUMnbXGN6Xlt+15hwLBfUR5NXbKCO4sjLi2I1Uhsz3rblHBsC5Dr51NTx1xEdQpFoVqH",
+	"XHv0O9qoITNxPU+5tO0V5iJKxknk8EKZiuwRXK9R+EUC9S+wseDAvkZROBApGYlMiriz0ZerNzxjBT4v",
+	"DDCrREiTLbHrkP2eoYe8xP7tdzvsJwymbcDYqwy0mCotWIhjkBpbjzWw03noRTvWAqGrByS9+oWiMOXO",
+	"S1A02BrnGR6flVXQbAFaI8KvIGaPVMYB7CSShfRQpKXtqZnb7QSi4RVcCeyPZ7tSrKFD1FY/FJLmjy01",
+	"S3PukOacvLTEGzMlAyCECGYhJCGwco3pvAcsFWPDVG77wlmooTKIw4oYTmclrWr/yRYdeyNDrK0G1Wi6",
+	"j6Uy7VJKhdX89O084kve2q4JHsiWE2P2HsI2t9VitYPrDV4kGPjF+fkJs+gdsLgdP8d3v5Leu9ft1lGR",
+	"lfw1zSKnKjNM57MZz4rGiW5/YRyv0YeHYrxdatW7hg9LZ+Db02PbE8Dvl7X64PCfR+chEAwdj95oa37D",
+	"GsyjOt1vvcR4wynlo6UHBTy6rTku+ruRyKISZB/2l043EQ9lM7QpsGHAQmovRpDlVD/qCiHjsBUAw9hA",
+	"MjaHe6BZUcrcLkqZV2TghqV3wm2T4mRSz11epzadOmRrjI1/Wm7r1rPrTCCIdlogZxcHVYe9gUU2ijqi",
+	"ufR3pvORi7fbxMnylkbw0fjgNa88tshen+Gc+rPcTOtubvFnOVdIeH60b8U6U6xrpXBpfbRv5dP8Sp9d",
+	"X3C7w0tvMVjff5x7poIDtdVXY99rk9Pl/UY6vwOfg2WYLx/PogfdjcHuTfrzDdea3Jy7s1ypFmX9LUFV",
+	"utDJ7xu0tXGSAv/BBXCcFIrVlxJe1aqXTyle2THj74sGIdftoV0yN1wc2yVtfFCj1kembNSWzexYJvMp",
+	"sc6g8UGNLj4tLSNTi4uovnrNOoQ0QVxgPMEpM0CQOxLgKoD7pxT0JJSiPrrwEwPss7fU+fhvF3g8tkJ4",
+	"Ky7tW5IGiIXvwKP9MxYp1B24XuYp16gxMy/PCzNfNUtcI3UyO8POnck/P+vw7oXf3Yj8O1s8yuS569X7",
+	"MqfHudBmI0KChXddFwO7ABkEDT5PLi7FhubXduwH2kHckOkbHlq4HPSDDZjrIsrOpoiMA5YAyPAVVV5f",
+	"XhgwuT8ug8N7v3K2m1bphUjnIisTZlaWajxGlO0tjd2wMJfs1ymOZbPK487H5ZIVj6qbKXntPwsLYrda",
+	"wzrVdvbJCSG1o91R5oanNduxbzYu3J9YrFn3yrGHYbOqENfVdG7Niq9UtJR1jdvuKUsZ621f+/0hJcTW",
+	"cEH5RZUJerYz7morVetIcg2tAoYMmcgJwpBHmdK67J6VWNffVj+oHfkj1VPXse6CzJlt3OjlM9ekNC7Q",
+	"Ws2UnBSZF4tSDcSmVA5vXcSsf33dYYfOZZe4dF70ig5luH7DfvcxsyiSzIORDA/8XrfaK+bUwuKOGHFt",
+	"9FA2CdMfO+zFcSa0FlYZ0yq9Iu80/BK3BixEUaW0oYR6h9poLw2DoQy9cRwqlQWqx67eZYdDW7MJn67c",
+	"k0tEhiQvKwyZzAgmxV17/vKMTbmM9ZRfClbEXorvIqC/Mdro6MLGSSAQFlxnJ+lNBXswFrXuvAA1dmM6",
+	"75zLjvHKAep41t1+sc0z63bygfadtFUSkarEV45gwZuwFCpHw4Ta29plC/zXQWpsdbw5OlL15V3lALFc",
+	"usIs669S5QtH+O83C4bnlo/rsAYEVU0TdodRNqJDcnZASfwJBXT8Gpk2fEbVH8F66z2v+Vc4FzJO5CRk",
+	"IEBSbKVphcxEGM04MBtrermSLVd6YjFFoqmI85SwrS1KZMBWiNVthL2zDm2LNQvgbCKdWhFZX2OYLYtJ",
+	"U1J6wFQaIzE6XK6dXC4rcrrG9fJJdRxVR+1HeVKDBu7+xadVptG9H1mfVmP47tDSMGhIcW0u7DZst+vh",
+	"ymLDgARyUbC0cq3rimaNBeUB9RCJfFYGfmH9EuHXp/DW+QM+O0kM9WWfGrzdrWyW54FcXdWg5ISPy/9a",
+	"ETU/uu7Xn+GhXJVet8VHNlpTKwPdgfP01qnduRd1RQW+G9y8ndNdfQ14NSxYSFhf7OJxYhGpEJoKjxkq",
+	"uA5cKFKaEuOmgI2qy0MrJ3BRhgLWU243yf4BGP82LBCy5mjJlipvBSycKClC1kxMqcrt9brsn0qKVoDN",
+	"l5MUD68mBbEKoWFTe+E99hFnp9UplYYkFS7GVU3vLybRCBrwaCsPcK1vDVB8ppnxSYfDPBNXicr1BfVV",
+	"vdjmVkU8YNDbbO/VwJ74hZ7tBnNNWiktSCcTqdlI6CQWVnoXJXwfKYM/XoAW1tcOgpX8h9Vc2ZU98fhk",
+	"nWK3ruYnyVonC+5OnhXS5U+XZ+8SMz3DZdkd93V90mt1u8WI67o/EB7C5eE1QdFNmP3DtT9WY/a4zzIu",
+	"YzWzkRjf3+UIu2wajVXMDiCMUs9dGx+keNBUgTucXPC5ER/ud/Z9/4+nf3SD/s3t/jL7luur/L5c57en",
+	"L3dDTxqwcGrMXIcEqAG/h8X7Zj6yscrIqNRsniVX3IihlMIsVHapWTNVEU9ZLK5EquYzIU2rw55NRXSJ",
+	"6UYsE5NEGwePLGPGJzyRZe9uq9sPZZzwFCT4UA5lm71GK5mzNJGXbXpEM+w9+aHT39/rdDvdR70nWGsl",
+	"vu8OBo96XTImolTlcMCQF6wcm3k323/x7rjbHYioPxjYD3rdbsf93+928aMn33eePO70+j90ek/CFpxw",
+	"GeMwZCawIUIcMD3l2LcH739i59eFi2d5apIIu4NnLJc2qxBXBqFKqOu0ikWnfOlUqTl23W+Gvf53MFin",
+	"++h7mMtg0IN/cDmmSht6absn+Pjyaphh2Puu3+k9ofn08W1+gA++91cw6sIKfgeztSUqWzeeMbf1A2am",
+	"SguqiaMMEfo7MXC71N47gTHojDgJp/UkT3R1BQZw0fHJ1V5x5SzXWAk+VnnGYhElM57iBPLZSGTaW58e",
+	"+l8MC/u9x93vuk/2Hj+Gd+tefzfu4JJ1e9+5K2EV+t91eiH2tWCsHKSDyT0yLndgtCTPC3blS5f+0rMm",
+	"PrD4oGOXnM/nnfIqf7fo41jNeCLhi4sJN2LBl5RndKFygy2wMSkwocY6MKJeaiNmpX/I9QpMjBbpGEzc",
+	"oTykaWKmVtGex95BsonYEPUeahuH3hkLlOEsqAjYFkYmJrUqjZe+hfJi8OiR/awTqZkD0tZl6vP7z8dg",
+	"0yLKs8Qsz+AAsOF0DEQc5oTasJa8WwQxUB/lekMggw3zbvdxdCmW+IsIO+wXsbT94gn0Fneaa3b24rDd",
+	"338ylFOup3AiwFlCosh2QtGIXKpkEUzBJNtLscTM0edHr95cHJ4cX/xy9K+zcCibNsOMhS5YEouZck4K",
+	"POrwqMV5lkcBrDnBoiZyrBy4OqdcH9sS3S19m88TBvRleCJFphs1PTlABrXJCQzPZ0DoQpKGe/b8F0bt",
+	"EnTAUsEzGMSCxFFjcsSVE5lGsvu3f2PPlITDJFFSA7f7TQNsMG7bNsB0/a0gDwws4EikCoM16KcCPnBL",
+	"DLOho6PshqiZjtRcxASANygKZcoYV1KAv2B2rGUiGHevu9dhx5JxVgN7wgkvxcKaNFeLa4IiXfUiia0A",
+	"8MzysMUKg4PE6l63C6yK6FTArJiCTL9yCZMk1rctRKXCkxiGnQhDCLylm9kmbNW8qm2xP+OxaOdzWECS",
+	"xYgIk9AxrHLTYa+UFNiNkJe9/5MKvq0rjyiACtfBDDswv3dZYoQbQwP7zFM459PEiIynIKz7+3iikpze",
+	"73Y7XZJ8/X3RRy5o2/3Habo+idgqgTX5aguGmq4KYW7G7e/Rg8nZXm+f4A0TTYf12K/2gH1wWc5SwFqT",
+	"JkXEjpqwZrEQczf24z5LQcXRAcvEXHC4Esb1AG8CNlVpTPv8+u3LsjCaNcMhkHjXaimwmlLgm/WeMJ1n",
+	"mZrQAT4c5vH3eFkikebl0hZiB3QjHX2VrOwne14JNiKB4CtiOQOq0WwklkrG7P/833vdLi7zcUwCz+X/",
+	"V4bAKw5xhdaS6QnK1asbsARMSfIHLlvepeiHFE3SrkzDIKnYSh/NRDRV5VgFQJAa43vTyIRKlCHXeiTi",
+	"+emzLBG6ktLdYf+eK4PdFuzZN1fItYy7xGUaCieLK7GxwqgZbupfEbY67AhOzxL6xqqFXu60LSRApM4D",
+	"xm2mtEK6y4TJMwm0Srnd03zGJfbNw14Rcz4RdUwRuDlqC3UHGqiQccGqUizSRAonoV9S2yJ57mt1kZLj",
+	"ZJJnlM6tbfJ47KCs8TQE+8cSg4vITLlmj7tlt6Xw9Ojf3x6dnV+cH786evP2PGyBBCa8jg57I61KkuVS",
+	"U2FBia8AS2X8XmVOTK5goNe0PnO9M/wOUNWJPtA2ZGGVSCCSK+H6nO1XXuDw+cWLo8PnR6flS5QwD4up",
+	"SgXtqi0PILlULLwdsrc2phvswJ0hUW6YGo9BpywPBTqAuq0O+1HFQMc+W2ILWNbc6z1uddgL+z7+BY/7",
+	"7Be4Inx1+J/uJX781/nRWdg6gJFtj1mQ/3Sfc32NyIOGkbCULxE2GrTJoAjKySV1sx7gmbb3uFdAL9FE",
+	"2E9UPHOuFMOWvaEjP5T7bSOubQUdbcylEPM2T2EXvNBZEqdUrfDEJ6rj5y+PPIoCUxsjhh32I0myXrfb",
+	"RRMDJlcOp+1KPHvz+vXRs/PjN6/PLL5Zr9ulIxHkbpQmqCJaK2PtnouTo9OL45PwgCQw2CRP3E0wFxBp",
+	"IkZV79GTPbAIyY9Fa2yDm1wzrcDiRQZb0vJbrRv1BFgtYAmwjHBbBj6MPyhlajx2PHzilVvooUSx4yQV",
+	"iZ/Ag/+3wWyDOdokFqxVHfoN7FdEexPocMD8QqJEsxlPQZcvYyaa4X0oDwuB7xq3oTWBgruz4XGrhWXu",
+	"sWs1ZPhw6stl/RHOERIwMFaWwUpt0v7KMQh6xjwDVRik6eHZs+PjtflSKhDQ8+p814uTmnvdvl2fW1r5",
+	"JrraP4M2ZODi2QcVpZGKnvzisZBpvrSKIPmWlh3mGu6yNLkUVi/AR7iTcPUF/L5nOPlea8Beq9JOUpnt",
+	"X8UNZQGstj5bHbGo2MHh9mi4rW3JqQ2WuwjEyeqY6/31cfB9R4irDfVhUy2hA33g3RYFHLvVh5v2caWa",
+	"jPpRDCrbRtuDSjaBE1I+BXZzMMpmy65snutXuPrYD2qEjyT4nrVHYiJjCkf9skSVa96K69Y6WJ8ZFu0Z",
+	"Za9ZY7uVsuBEtnNdzqU82ctFreVE8uAX7Tx2a/lZmcnm8ld/YbZ30arYVuXas6OiuxZF6VdpoKZ0GI7V",
+	"Psqdj+lrHPqFyiGqQ+gsc3y0UPm66FtrEx/SmV6Vtbv1hV/n8rrGdviA/Q0PgDcEG5Dh9QSSuqWJHV1N",
+	"DetuIS6qOYeH90lS1lLTx5TfsyZIKTex1uoENtSolxNwheirC7uwQo8qXit17AcsXCuRR4msy8r3RG8l",
+	"MXdQ4US+txOxXZUluozAWC0Jz2KrFgc4URtbqpwQO0BOrL26X/gIz7HsvLnh6gHb1nD1EzgagWUlT9uU",
+	"q47dyFoDdqZALKOWb4WYZCrPmE5i0WGvrdjiI1B+qMYYDFXtcKcrtbnjBOsTkARhjFRNdJ2oLZiapvBa",
+	"GS+tbEDj2lmCdYnyl/wvNEV6aw4iDs3berhRmwe+8vxaA6W533UMfufNmNnn9WJmTWBxDAQFKz2jajB9",
+	"1+i8riOV/7qoGxWXuQW2WottdFWSAQgDUmQo0+vS4nPAeli6HdS2t6rDHEBV2ft8KC1upXOPhgErkCyp",
+	"QxdpX1V0S6doEpeuPgZf8lIshxKz0SKVxSWwNE6t2HCTcak5WTr2pLAzCZxcUhnQIuoctrZypMx0KFHl",
+	"QflrP4bDyXdVF+5OU6byF1ZrITEHlX5gwIlhuRhw+VCG5VpYnXih1qUx8gKxE7UKKeHih5JLJjAlHpt4",
+	"2e5EhW7s3vmBZqBB+552uDBziu1oacgWxF9gt4eyXH7TdhrwgJksF2hXu6PCOfes8QqWDyX2g6JMhNbk",
+	"bO/6mjRRjp6a0oyxGZwsFfzKGgWwWjkmIVbanqEjw8VGcDMoss8ePuzvsanKM/3woWW+4ozDli2e64VL",
+	"B7uP+pZ70+dHr07enB+9fvavi1+O/nVxfv4ybB0UCPgWrBXmNeNLkCCUj4rB1HVUGgoK7V9fB4wzm8VK",
+	"HsQ4U3MgHc8KLxQfI9IUj52FBZzys3GNUpdDSRtNdOXTN0xqytG6t3RBPmVtOHogbVurivVP1DuUjmFI",
+	"uCmYQcBGmboUHfZc4cwmudB6sKnRXUH4+AHh9hyPqWl9Nd29mF3gJZ4SCWJEbdWqOmDJGCaAQU3cfakW",
+	"naFE3QY2z9+YRMNOOEFElVHkUP6gRnooXyqL9s0oB5zcxdxbks6aLHJesbDf7bNDl1SNTclkZEMsfChR",
+	"iGAK70tFvsqQNX0g8ZZtgO4dCAeIOV7gylIOD45RQhQOpZevi4QsXXlVx6+3K3XhcZKKVomCypru4EUV",
+	"ajFdtjDu6uGisvD50cuj86NKSRd9rf2zemrPBWcwDShkk1tAblzToYRNAqJ36Oqgm2uj5rqUDpryRhFF",
+	"TY2xAVuH/axGlSigQ3iwtDmUjuqSjJ5KaDiFeMDIEEuVRl6Ck5qmTtATFgU6Tij+muWSWHcom7Cas9LL",
+	"kWDzTWBR64bU8F5lzNFhWGtLRIjVjG9pi1zNIonAzj70Hk8XLRC4wogsy+eIQq0UU2MjJLmPiy2zGgip",
+	"aJzNEkmWOy0RsVqS2efRotkaWvbw4XeYJFdIQXR+0Y4BKRR5UOEB8f5WscjC06OTN6fnF6dH50evz4/f",
+	"vA5bXuDRazQjTabSoSyqWyOegRbEtMmA6SwelHW/09DH4/ZrJYVTwh2jPe7uUdQgl646DPQI6tlsNQPt",
+	"a++g4xfevMQEbK/XpxG04cgLWuGhSi5E7QhVXYkMgUbIa4ZxrAfaroHusEPmnkrnLX1e2P3N8I+bsFAH",
+	"LfAuLqnzZzgHw5TrFvpfiUGvRKYxaS8sc8/CQoLSSgX2aAbtBh5JGUNIVFZxcdMBbnIPbIYriJSgb1lZ",
+	"QvJHKxIwZE4X+lmhgRh+KdA6UnMq9fIXuhD7pULhZlu4Z1weihhK+5506JD3NlXY0p/T+egNjbJxhSBg",
+	"Lix8GNKxCQcHb2sx5xkmfWEvNjUGIZCYJTN8ogPaSGDqWOWjlABnhHa6nzXrrLXnalY9F8SADRtXj4eN",
+	"kDUxHtXrdVsdduhUGJGCGGqGV4/Dgt7oCQELhw26d9ggjzmvhpoLNyc75xPrqFazOc88xWso4bcBjHXV",
+	"xWlYb0Fop9XxdyPXVlWyLEbDJVpJ0LUWgl+y8N0j90KW5tGzInTrYH210fnDLzEh1LI4hifIx0dy59mb",
+	"0zMMZGlhX6FIPsC9uKL4vZmCHVyEhQttWLtwHBBnhrs1KANsJBt4qlV56L44OnweDnyvOkzDhZZwU0mi",
+	"oGmHMDhNDLaxQoPQFPxrBaXHv4yLHJUzLp755oQiF1ZM9bt77LViNvhtSZV8nfg6sL/AU3adKNcN500H",
+	"ii02I6ehDUASexdP8udW5m+gOnLowMS4gZELTZHsk0Rj9gS8yY9wimK8jS9ZxK1ecXhyTHEX1ICzZJLI",
+	"+vSyZgh7e3H48uWbd0fPL96cHv/z+PUZZVSMli4wCep8q8NOMkFuSI3uFJBP1qvtWynkVfAUosCJCwxp",
+	"1VgWcIXnfQiq6hL86TrkV/6w7fXtuGd4TLfPkxmmk5N9mQk0pyLRPpzP0wQOWaMY5eUUqTRnXMYjdY23",
+	"zDMV56gSDuUb6cz9AM+RmW3kePr29cWrN8+PwhYZpQ8fahrh4UMyOeyqWXngJ/sM7EmRj1LyPYP6Wk1L",
+	"QpUFNCm5BOUCtxUTXsGgmGZqwRd8WTr67TuGQ5lISqSgULIltUczYbIkIthrSpv0M8EPT4477OHDk+Kt",
+	"Hz5Ev4Z2MGZYTgkKPWxprFSmB7Dt6C7ANNQRthSCbyvkRSZtcyUXqxVUzWQNkgmbEIXXbbuIbThJrK1J",
+	"y4mt5alwfP217EFDgCU2tNgC0xh9OnvdPeoaRpllvOSqFZYqF5J5oXj0DhHhsKZUcG6uU5RVF+2MSJWl",
+	"hcYzEZ0+KP+kyKzPM0FAfzhTXh2dnx4/O7s4fP78tNSxfkKmow1FUjx2bg5cosDtTuE5JjvVHeKWKZ0/",
+	"GXu32Zdz7aTgnPuuv9dtwd5yw2Z4L9oRFBFD+4hOb4zk6zy7Sq6EbfUFbxWLGZc2AlfRJk2eUThqKNV4",
+	"zJrhT4dvX55fHL/+mQK9T7F2HIxsckMq6YuaZOVVdQL2VtGhRgIfSrEMqM0D6eJujxLpMXD5kiylOkjn",
+	"u5tIF2qfF9tpPW60TgMigqep0qZdVMkOKmY5uSQwQw9MW9Q2cp3zFGncjyFgsJwMlBVDvIxFA7VithHX",
+	"pMOWblRCgwSthwZd8KX1Nrpw9hbvHEHvwLnXGtRY3nTA1sQzq+uAlmSb7Lhw8GmZIgPWs8dKkelA6lWi",
+	"WYxyJiv66lfcPlJlM56my7qJVbzx9IJ7/R82++sdTiGjTzJUHWjFXV5MwVQPtHXlN0tcQslqPJsrTs3C",
+	"h0DnkoM3RDUSNYOWFxxY9QRbFScgjh7l0aUwlBFEwXf04GJ+hCX5ogCiYEFgP9jP4jVBRxtXVy/lSCJP",
+	"+9qumpWXiQZBG+NxRVNIQccs20GiF8XtWNPmw+B7Pu5qq98QT865Nhuc6a0OO0aX0CiRNk+CXgH0JVDn",
+	"OxNMWNtChUHxCvvd7kyH1hWnU7UA8kRBel68F1gsdboAnVIUlPIkfVhD9cFQht6qtTrsrQ3clzKEhD+J",
+	"F6BiWQT3Q0sDOEk3TuhyAIYSDxrmas5tHxdc0tKm2JZDYu0NJ+Y7dILooYR3clGJqo5ZWJ6Z4KlPLUGR",
+	"9sHT8jTQJksuCwuhomwN5abcwBWdrPnu8TN7K6PP4OyEofPI5JmI25R7aG088iPOp9xJziJmjoX000zl",
+	"k2ngDgzs4EJuDyGLFDF72rqV1WglzpI0TWxUxkrr0CjD0xAUbykWhWVNxmIYpTyZYRXjpsCqFAssZ4ym",
+	"FGimFkR4MoQHrl9dypcrIzq/HnxFN0nF3CBF7pk9ozE3zK0xqfvobMmEs6+UjKi2I7xuw8MxJko3tK1k",
+	"CQNro+Gg0jPJ/BMAN9nWNemhPLVFDJjd6jIEXHOy1QQD53PwomVwoU1SIiiExAxlAVeqmVF48IV/DDH5",
+	"ftgI2LBEcaI/Y274sHFjrSsWwt8FaMJKT9uhdE1tKcTq3sT2bmC/nhkuY57FxTfvm67EYrFYdLT92pVY",
+	"YL1FC23Whw/PkokU8cOHgwpUQ1D+VbbrJTJwn+tkIjnQeViK+aJFKsi7jV1SyZTtsP8QWTKmFMJiMKYc",
+	"rEnGFxS8tyfsnGca2ZOhe4w8S+McVHU3Q81mFB/gku1bh6NmKrVqXfmQxCVcpKh1VEXJgPEigcTxvmcb",
+	"0rIdGpYKLMiSkYDV49IRQ9mQ0A/n1UTxrJ+ymVitHa3uZFwWQiVj/7oi6GBVdHITaVdjTHE8/HAdOhdG",
+	"LkgdXf52bqSOsAjjJiN0K0QZ11OXYI5hsUIQSnJOeJU9rIrwoU2hh/n4HqQADZzX2U6dONwuKOhWCREi",
+	"SIb+9TXaeHkENxywTMRJRpn11pIh4qeTyXNtuWQxOiqdTmnf1oWwmr0u056a3goIFASnYM+XfaYDoqKA",
+	"Pe7Sv302hc+mqAv1uvBXbw9+9ruMsuz6e2zKmiirP8BmZQdVdQYFnfNPiwKspFWq2egg8cvGdWclAo82",
+	"GCiGKkPlFdQcJRUcOR0Wunr00GU8aTdqQQA27HNQEYDk4i8hmigOx9N0vXbdT6ey2/cfiU5GKXIC4eqt",
+	"yVGMyDwqx3dVACuF8hj1pTDbAWlNKJap1pTGKICkQqvwFrznqBIFGx/jdDzBTapcxNO0qEQMiiq9wC8S",
+	"XSsCRTHhgJYCKnGjpBQfWYZHJgflntkq1AMbKV7ZULcByD+Hskod6MoqawfJjUOlmUW1LGzFWsFs4Nyj",
+	"bOVNVgtZbRkPOkpmc2PLWyinx61YNd6JUSm9GtEhncM6AdAsRMJ+4JrA28KGasTJ2uZFvUaRJrOKJQSX",
+	"4LID09r4GCrEKmPwHGD4AlgrFmgAktQEE2EhfVJuoiK14IkhDQqHzTN5UD6dzhMw0/A48fUQl3xNzoLC",
+	"rXFaKplOZ7zNhQFCxrPgMPm78H05BU+LAnF+KKtBfy1sFQyacnpTuUXL5WmXYPS9bhefRns2cFXTPiZ9",
+	"WZxABiK9Q2Et0mFbVouQCWa/DVh/vzL+J6XMUCGvBehDm8G9AD1sFUQfBfMcmye6tKRBkWqyMVO/yNha",
+	"NSEwuxl3lzLj0R9LFos1XdWYhb+F5SOoLEWME5AoIILSJSkw4cJLlIJNmggpsiQaykik1j7h6URliZnO",
+	"WgPPOwVK9Vz4dSPWbrcywx4UFKm1jTqA6cNF+Ajm5rLsViucMGHN0V1Jp83+9XWAOS2wH3Co8DS5FC2n",
+	"+ZDV4kIVaky9CtqJMOM26Jh8nrThbXBkp5W3ez3UgGtNIWshYzmmLXuDLaTVHqw7xAegLRMZDBsHvz3t",
+	"dbsHi6c9UKKJ+PDT/j586JKRijGqN2dPf/juwKzcmz3t78GHobMUwyykI9XifbrdHkqKz8y51ixLJlPD",
+	"pFoQHZvQ2y+38ZQKgd3yiXwSzcZ5mtpjCiR/AS1Ap6/LI6zQZeFdWWcAH8rMy0sgUTOUNlCZz1F8Yr/V",
+	"iEubOoi5MNQqHiel58J1Yd/r9lzsGymc9qashkIeeUPICmU3jNLpstVptV50xZqVdQuGkjvtumcTTtZT",
+	"Tg+KEDZWUGCqBKXck+rpmAMZKpnNUzAkhlIXakJdciMYzDD5xKVFWG8imZX1iXzvCr2trizuVMQJWeWW",
+	"CJyYtjFT1+yickYeVBIBVDYkoCMabAVr0YaL3elqKyWxNBCPQXdancNiRDyLXeFPWO3y6Ep/8LbcRGom",
+	"3Cnit4UNBw7/zGbQui+LCpdBkbIXsL1u/6DScGe1psUvWBmw6kDV8dcbmH7Ok2pGqz7Otkb9nGf43VXX",
+	"XsbrtPp57+EPVH1I2eXic57gjVId3lJcIicXlJo18PJ1KUE3APOkZNTiQdWBQKnzyAqsLCdBS09tMfQD",
+	"7XylpWMdmbrAAyOcyL3uD4XbVCezHMWHN0NQBjULT07fPDs6O3tzevHyELMmQ1YALHRbpQFLTiwQMUOZ",
+	"yDYFjq3FiFIVRKoaUaiMoBjSJBJSI/xR0fYoawwar47PG4GDXIA/boKGbchkuyZZB6zbIYLWpjCfmCmJ",
+	"ODigiZWyKMBUl1miTRJhVyub0wTH8FJGmDlIqTPo7mGFK6hRdgn00R8aQcMmvjQGjW6n1+liKwGtJEJp",
+	"8OcJT6mdtHM0wXdtAlrqqGzyCPWER/1uv9vu9S0CUyNoqLmQMP6g8RhHRUyjKSJzPIIfk43oSyDUMdeu",
+	"gG6PVQQ6I1oGI0ocYGg60KnmGX5UAECuNbu4HZoMqUHHcWPQ+Kcwp0r5+Kk4rX63uwkMq7ju0eHJ8akb",
+	"GVZqf5ebjm3lg+1b5+GVNAa/vveJ4twmQZSkgUplppRpwQ7yCeKqvCki0QQW+4hHXv+GVJiaHiLP8XNd",
+	"SQB3ORcrCBoFZIZlZ0mOOOtQQitSkl7nObsGBRW7bHUdWOSoYK1OS1e83KX9hlqdM9UCn/BRqwmQvoMy",
+	"lVDGbv66LBKwgAAVnAtMvzcqj6au+pLygCmJZq/bK/JOMEjcLOTBilFLlvFQhjY54OLZ4bMXR5h9Xa6Q",
+	"dRYUZV6ujrrVYa8El8Zia68kRYARaO0kI7Rxe6ptxJkcAooAkOx3JH+q1E377FoEYPdcwifRG2HTykse",
+	"USQG+4CuMMfe1rYA5M6xBTHkg8gEm1i4PqtOwgiFxr6Jbey1j8oLb4LGqq2w8832cuw84TJ1br2ZrjyO",
+	"CUZnbxcW/5HHDnseb+ndfstbr+IWb+r/cPtN50q94nJpn6U/VQTBXY9vv8sil3vA5SS9CnlFxLZWVOIT",
+	"gie2HFG+vwnq5f8LLmNqmot+N4LgwDwt63ZBlq7H8fELiWtl/t2zRNehKwkSvT70xweLRWoPxFtQFt3c",
+	"kOA2Mtk9K/2NWen81nO5lpPg9Af9aItOhSAUFo4rE2DhkkV6KmIVsURaf6wW6biNWGFYhvXi/NVL0sOa",
+	"NvGQ9EqzTIUG3ZjqC4u6csVjYdsAlikjAZYSmDKpU89F5OWO4OFad4oBv/qq1regq6ErDJZtm6ZWgvTW",
+	"7tZRqXbZIpb5XMiyvqRwIkuxKGHm2eHGoORQ3hKVTEwRzdUDVoQoN8cnhxIxBlyQsm73XibaHDnk24+T",
+	"tk5O1ekaiYtBUJ0zvXHR2tZiCCMOEnZZbwwaCNFWGmFVODaHosc/HuF+fX5vYJ0scjVOCfTN5XzjVBzc",
+	"+k7HgweSD0/+Cg4snBHCC9ccWYdFrRQtyP259Tc+t4AIWAFz7eSe5X5f5mFMd6PgO7XoZqroO2IZe5tK",
+	"h0/5KhU6mtkGdY6qo+6ZYkemINNz+02vlflJ2Qaw3yIX/VOYIruhjo0+lsbxxuPnhPRdn1RBp96nDRo0",
+	"5krXcPG/58LWFfqJGqAlLgIH3TLOhJ6u9PAZYBC4AteDGcKT5ErIoWwuptxgnAZ9uVVwfcRsA8NwkWhR",
+	"thVf7SXuJ0sZReFOHOCBPajRK1RJckJHUjHAA80Ez9JEZGWWh5VRTvcayksxN0WNr81ZIB+Qra509biY",
+	"XIVlByJNbXDJa4GEA3MzlMWjEl3iKZHXE1MrKCHEC+a4yBB3flA3wgOLo1P2YKrR3Kr94T9PtCJn/aji",
+	"5Z1J1fru9Tc3Nzdrorx/Zw+t7V+zQbJ7rkxbat6UcKK5fmFrRImpb44uW/dnwhc7E7o7nAkrbSOeu5Yd",
+	"cH9vByl/Qshd50ohxCXdt7/L2xWoXK9EnHDXDutbPMjOhIxX8vQ2qYVTwVMz/X2jSnhovfN9BF9OUuEH",
+	"CF1hYCInWJZRgpKo3KKxOSyGWtXxBT78k/wKdOubX76AT+ElnHdC620ehA9qtNl/8NpzCwQYFxGmPeeT",
+	"RNoy9Ethz8c00TVKNWjzP8MDvqDd/kGNvoDVvkOn8w1Wu0U00QUcJdVub5kOdUjb7fj4WY3O6I6vxXb/",
+	"WY1ut9xhQe6Po7+73f6BWN3JGuT8UsoUFvummPKzAnUnJHWHEPotlk5IuKV4HrgeJCsQtx6qz6HVmBCc",
+	"yGZlZbnUBx8NzoOPJAATbNFqUfhoshRTKkCC1lBVy5DwD3X6MQ1Cnee/Pq8DzGuDZupWGl79nq+/sJq5",
+	"YTP9dgDVTd2trZmF9a5rZ1Y0GY2UBMN8r/tD0amt+LCxDXAYVvb9BuKpxx/ejl/8NzBmvkGpTvKJJNy6",
+	"YA82p119UKMH2ketmWdqkgmtO+wd6t4EelAv520tY6WMdigrGbcDQo/zM3ItgoNceoixdar6Nyhtv3Uh",
+	"C7cVe7dOMGdrie90CMMOJ5otVGambMYvEzk5AB0f8zZLEw7EySZa6lQU6219/e+d0F/ECb1Jcnwc//2s",
+	"RoX32ULMbM/6xEyAB7rAo7Hx7pMM4aFFrhm2CEGUJiobop5xrNvpdvYCB6QQZXyOGQUOirksoR/ZFiXM",
+	"iNk8xcIczGdAidfEfpYX1ml5UbTRt5IpbAVD6WcjWmcr3Oh97O7XF1SXP2BYMC/ioMCtDVgiL8iLGwzl",
+	"LNGIcWYRhgoo4LlSKWuG88k1/HbxMGy51EeXSVlNmvSqzYYSC0V4qsu2NP9UoEKbZCacaI+olclEXTzE",
+	"rmT0CTyow16r1UJp8pZrYXOgs2wJmnUSa3IxYA0xQvnpA1S8ybZXGXWwwT/yUZpEBCcpgczS1A7KZ6Iz",
+	"lA7MymEPUTYXFc0MVgBy4LZtsEVDWYtbxFZgiwIfvqdo6jj4oftDt+jok2iEXnLATIhfth2RyWL6Ux26",
+	"fSmcILrjZ8w2VlUWCEhJVp1V0WYM/Vtmw5H4yrLUracbMM0jbLFz4JAcnyLHVI+5VUdJvQlhuxsgeGQJ",
+	"oEdksXrcfbpq/5GC9o49cJ7AmRWLXOeLCxpV7K/GwGS5QNvZ5r53nDqxPdf9zVwg7kOsonzmmlFi3rsb",
+	"Z8lnaRgQfGFGSKzY36vWsWmHg+8bn6n8rDXNdFN93OkV0/W6srvuwvXks/aeXt7+gmsvU+yuaOnOE768",
+	"TDpM9rKLvNFV62/gVkLYfW2CKvD5NhL41yGmon0ECbh5fiQJ4FrA0/CM7vwPIgC7xBsJoOhxu4u/vsNO",
+	"+EQ4VGlsUUP1iEWdj2GJ1CIzmjXJtc+sax+ORThKVvqNtuod/A72+Es6+V3R2R05+r2OwE/2Kv3R53y5",
+	"i9//Djz5dtl8b35NNKGo5Sr6vROSvjV5E424A5uWwDX7n5hqdmDRIDkGRQ9G2Dm8sTahAl1/x7mk5pOm",
+	"8hVY6HbHbo92uDW694z+3SMe81L2OaldiEM0c2vzmp5hVSjo/caVV3fYGR8LghLfod/MoEBCwcI5ryaX",
+	"sGosb9qG4B12WDZEwRY51FGNLiP7w4KokxAbSgfH36pEXPa6/dowBo5jX/yjjwHv3X4Ry8bHMvvd5wVV",
+	"XsdLC6KnJZmIrXa+Jmt6dy1rNik/BTSfa4+xImqOzvnkNl7Ha26CRg0W9W23lrcUd9wEDYd1fdvdxXW+",
+	"dLuXiWs+wv5OOUJAB88tc++cm1TluWP5Vou/MC+p/7ETPsVef3/ZyfHXB+T2u4+9gJyQ+QyOnls6pTWC",
+	"xla8YrAyNgbtdumsVgni1Tdraw1cjRcV/lhkB/Ymq7osd2xXl0jUOYeyeQsUswV+dnKzpmGU1yXKQll0",
+	"hvKI+p8t+DKwB/O23na3HNq26cw6+HRxfI/LZgnUieJvFfXZfp/JlnQlhWK8IKQD/p8XCkaNruXbx7vV",
+	"hvgrX2DYrLTsOSNILe6asBImdCJXO4gMpVFsIgw18Km02vCTDUs1ze/vU+d0+WRlagyzekVZxV+V2XSL",
+	"KvMZCsy3p0M8rsM/eK1ApY+TcVJ0IyWa0+SqWetak2jnRP8ftXj3Qdo7D9JulawfnSxBt7rKHhRF675f",
+	"9HazmcgmIAJMNLWdKh7/8KQ1YHxkwZlmI7A7EVVTjA3jKSK2hTJP05BlAtthdIYydGCl1LkfRqW2MiOE",
+	"emHN8I9howBlbQzYH8PGJfwLA93cFEOx8BI7g61cjVeVF/E0bVF73tV2bIUGUO3djb3L5raxd007Ne7n",
+	"pq80GiOEnKJv2faT4y02Vfv0w+PTDo67N8Er71Ga4EFlSNzmNi7rP+5k+B0s/D/tWLTt8cqevYWKIsXC",
+	"kdW92P8axH5vF0Pda9H+E9pOf6G9/f3HzffU8cQ3esYRt5fHHDZhKfjNh7reYlo44/IP+9vNdtANZi9j",
+	"IRjpoR+cJPDxTGiVwmFiUzgYZ3qqMsOm+YzLdiY4Nv8vIlzrFgI94JyQH1YE/bo8wTCaFhMXRuMrM6SG",
+	"MyyUyrTHQNphEciZcyxtsnEce1tjVVZuKKT5lbd/b7//oxc82bupC6a93y3pZGpWY8m3Jpkc2gXFqIwF",
+	"JXH9KN27O0yNu8k1+QQB9dempzy3UC0eNVgkkY0xaEzb3rXKTlTbGBd6DmdzhOC1LRYWqgDxxc4ERf11",
+	"Pdqi4HFiy9r+/HK7zxRKGzbCf6ctS484iF+0Wu/UPuMLxvJdr9wvHcrPxGdU8Nm1LsB3PC9F3QQdKHIS",
+	"322ewVfgviGKuD3obVfsPub9d495Z4WIcJLKCY3NEW97BUI5qozNeeaUEMtX7LzqH00VNkopfadWaiTa",
+	"NVGhjFfqEi5iRMnwMpsc/0ZcuvaYcWxbypXdnjwzG7OGPyICjy3SS7a3beyol55UbtShrOIOlY3sCLk/",
+	"RAxsTU34WPjIG3BzoJ0W8y7i7CvCz7Y9H2zoc04KomuqXdij1AXcgo4gxErgAh24ZQQ6pyvYbxUQ8SRN",
+	"CwgS1ze9udfrl3pAC3ZnKQ2/ds1GXbdvTl1tqFk9q0YA7BKivCZmLwW2c9lUxPVnCuAvlYlA+/0XJSJY",
+	"YtvgpbBbvCkN4T614Ct1cXyVdaU1YWxiZywGJVJbi2N79TLtS7FsJ7Kd6+2hbCd8yqYmNPZKFWr9wxEf",
+	"KkNAJtyEobQHRVLXFbOQbyXYkv+I+smHgR20EmVu/d3CwdWNOXF1ffjity7Rxxb2fXM+uv5XwqH9/lYO",
+	"JcZoi2tswtEuA0mbdzCj5J1tHGqPFTuq7U2sKQSkqhqEz071kynZiarKLtaYGWOttR1tqZ8dNkqyeHNx",
+	"MkaAXqyMo6LAbRxNL/vNM++3WsBO2ktthLM0Wjzfyu6oolUvxjZY0U3qeo1vFd0Hm92qn+vr+Gq8CdvV",
+	"yXsXwn2GwmqGQuaYaBP7YgsXjD3UOiDOqBXpKE/SmEB7xkkqVtj3gS7LW1RW+hBsNn0ih/LX0KupCQMW",
+	"lmUtYYs1XVb+4ydPsOUtnC9pXIFWJw942O/2Q9fipdAhRQklhDPVLDEHBIQQOtMm9HAS4GqLoKLJhfJB",
+	"jQJrlYtcDGG1bXfc+kOO8h+ZURMBxvagaI5VdX/47W1KGHh6iSb+jg+mT4uZUvGAa4mHG1C0f/2gRts8",
+	"HLCdf5dKAnqbj7Lf+38SrEiF1sjNBnO1NJcgNGy5n/fW/V+QC/unuwXuKwe+YnWWLA5u+bRyHtIJWDkP",
+	"t6uz76a23R1dzSJ1JTJNx4dOfhcEW7FwCQqxWkjYPpZs0nM/SWj/OVonTm2j1omYfvda573WuaZ1AmUQ",
+	"jtBqglDJcB9L8XRnAWjk8+ojx2Rb8R1AdQ0cppEFLkoMOiysFoPa6oA9O/sP57cgomGZWrBmiCk1kb5y",
+	"zsyhxGxcnmV86Rcw+1qwRYA/PDnGbvEWgKYZrnJl2OqwQ7tyQ0nKn813xSCdl8pKX8ZK6MFacrsNLxVa",
+	"5+PuHjZmhVdC7KZIpGnRmDrLMRSk55ngsZ4KgV0RZ3nKNWu+eXd4dvJA42ok8oMg3J9YjIWMRGsAr1+M",
+	"yFyqgXVEPgUd/x/wow0//n9hwDgzfEQ+YASn4xMQISbPJGvyVCsqERrKFHM6JkzPeSRwKdNECjYWIta0",
+	"7vSIB2FAvWeVFPAX+ooz5TJ/bYCNIpx8KP3UtfBp7x899DJjzjHMPxw2HsCnw0Z4YBOWSclzo9tCFbgB",
+	"33rEo8vOUB7OLNA/mArJTGjDZ3PKvPb3MKZDAcnF9c2cqtR2+LRgPuKaRyZd1vaTtPT9qRr+X1Pekhgx",
+	"wxvjBBZ/lkhuVEYumfk8kRNKeiMX0y35vjAVtGVv8ZAEzjW7fE3OIYeHEzSUFLt4eV2CcbCbS+Z94eht",
+	"oCBAiegkxTYcl9OfnrG93vfdenED0qBkL17hUarys8zLh9LyLDVSz03G08RzvTqGAioGIiS+GPgkTyS3",
+	"E/6UVXpAlq4c/c+ILNrPE+3g4dZfOuTG8GiKDuaiF0mSCozku1h5ec0BfgnfPR02srm56PUfdyJ9BXPe",
+	"6vNbc+Pdl0btVhpVKrYP9H2i/L0e+IktaZ3Rs9Xk+kwNsNKgebMP85mD65BMzOam6NtM4gfOd9vlMyhL",
+	"UCvIi6hCoDJAp7XB+DXmYUVpYkPiKI4Tah9kx1djagm0kKh1woukqUhLHyEm6uiyE3aihxKURElJP2BB",
+	"dlhNd19SgJ4fvTw6P2JuBSxoYayk6LAjHk3t5IbSIjhi9XbkqoIRplLETOazkciow3kIb3ZRtLxmc+Sq",
+	"gPW6CIkyS2RuBBstQZtCxMYWzZ10FZVRKyXQ6DCur8Zj1gzfnBy9vjg/Oju/OHz27M3b1+dnT8c81Vhb",
+	"nqBCJSvIjis4lKu4k83w9O3ri1dvnh89LT8NW77Ou9fdC1bwIYeyFiByoyf1XGivVfEXyxLyH7PhvJVi",
+	"UenqDBRl6fVvYHr/fUXhhoz1oip/rfO8JyGBLNhUpHPY2W0YlygBV2Ln+pG4nieZ2CwQX/FLoa0sWw9t",
+	"rGRe0mDUO45jQ9r+HpuqPNNsymM251qLeDCU2CKcFAuCF89yqYkLgYStgd1hRap4BMIwe6D9HE9sG4Ql",
+	"mttEwHZWZ7ty+hG+WdXPqb9KPxzQwwskh1Oh87RWVrxQC4JxRyxg2rX7kPC9UubJHiL4lcitj6eNpCPV",
+	"4pNFEfaryXLZhkE2yh+q9LOGpNeHqmy8zg1bcDjprLMOo7KsCUy9FIacTSImZxBPDMLijIRZCFE0b9QW",
+	"coY7WJoWGwlCC49zJ89sfFcvhJgjljKxDVZeDWVzdW2Csu8GtqqiTHry5sy5NhbmOhPA8omSLXJDYQtC",
+	"g+jfQynJtPebebjGOi5VC6v1O+wE49eIQVz0AQpB2OU65+mfIyNPc/mzGunXSBPfuGAsCU6zhcgEm/FY",
+	"ADHcS8l7KekFC3O5IiItB/v0U5UcnyMyXavbspXAI8wk2UWEzoVEz95qJ9zCTsRiGewK4lraJrpo9xtj",
+	"CUjKQUqC5enYgWQjds9FnE0pBIGHgajFe8hH5LcO3qLXDeWfrdhhIkC1YWwi/h4yzGs4cS/C7kXYBhEG",
+	"Bp7rC1Ewu+tZQoxr+fxTxJaTWK598p1VVrMzEWXC+NEz7CES19dcrzQK/qLF10Wr6Ltvmbr4VnKQV9b7",
+	"9tLmgkDupdPfvbjZCRfhMaMTLJZuttc5T4DREeLi7elLqibGxv1lZ3+NIcIYw1a2g/sFfRGyZvjrsPFw",
+	"2HgfUguqNG11hhL42AKe2nZ4NJqd4wPNdDJByyvUKHnCA9fzp+qEZ9QkaCgzZcqIAGKwssQWYcO0Z7nG",
+	"ujhsYwXTwp4/9GdIw9m0MM9pPpQ8TdVCs3mWXHEDks8sVHapqZ1WqiKeslhciVTNZ0Ka1oFdJNLupkrD",
+	"lAPKOSFwnKHEZxkVYDjCuv/tHvniFd11cJnKsMS6vDiRLE70JE+0CFA7xH5WZVB5nIg0ZliGjT0vHuVZ",
+	"GrKmFoKFdsPfnr50BTx1LvYVcfJ5utmXykFemeRfVEy8Mot3iZnSUbkpaOBI3IM/Iwr/jIjufS3xnUr6",
+	"vybx91vM3aWjgfG1Q6b+jKlVUW9tok1R1uoBUcTbCvt6moDQXx6sWt6JbRgUZ2o+r9NXafg7FXkVWbO3",
+	"6Y3uQwD3lmEFuQyTCXblpeB2KPCCWZoueaI8bVoFB1XxwevS4L8cb3wxC+i20/c+feqeTT8njX5XHv04",
+	"Rlkh4s/AmwYbPwS9P1izyAIWegOBgYbQ02BGEBZ0YoVDGCca7ww75e8DBhp1CBbWXPtnbNNagrZ6dChn",
+	"gksCu0KjRhkyadCp3TrwR6ScI0bzpGSw4pif8EQGDJPQsS+UhzrqBvg43Grmw1YP5Sbc6rDf7YariFkO",
+	"+XoDSPXnysmvDax6o4V1t6DVn2PI/ekHiAOxrjHj7lGs71Gs71GsPwXF+nOtx0flObQx4PFGitJYnIuM",
+	"PJfOzVbRlwNgZS86Ing0JTaniIgN2FJYdoC5vYENvNK726b5AZuqBUtBu0ZAAnVpy0+5YQtEhgLNu+48",
+	"8WIoZZT0SwZRVsPUdxhEmenJtxVFsSu+vD2KUpLdvSl/byOsxF08NfZBRVO2CSpJVuTDfTnrYYvMxICJ",
+	"aJM7gHj2DmyV2hjSsda5cOnG9ECboEfOisRQkQOFRpKZ8GM9rQ77ySa2YLqMy3EeSpLG7vAo4kgLhcEj",
+	"bnIwCRLJQrcCxcdhQDWsTAt4Jay5Q/OiUPhXZqqk8NrYWOGIoSYbDMsImFcvEmMPC5WboUyVJmweO4UO",
+	"C93dFzT8BSU26gtuQqb5Upcg8yqlB5OtZQNinaE8xVAXDIvZ3A5zHmNORQZ4JgyaRHYggb0S6H0Ioqc2",
+	"PQdpYmVrbTzjG/D6fFL0pdzpe7X9XuB/YiQE+YY8BTZurR3X1Gmy1SqUPxojwTORHeZm2hj8+h5Yhnwc",
+	"da1PXmLUmb4PXL41Gy3ZBNOYWedRNIsL2Og2nyeNoJFnaWPQmBozHzx6hHHrqdJm8H33+y5yqJ3kprbe",
+	"WFBXdvYuVcCip8y6lvlKSbG0Il7EbJypWYlaGNgodwlcnsDYcxDO/vgOE219+J+SlCZWg+wQIP6TcSnq",
+	"Ix5dTjKgL1gmjkBd/iOo5nH9ES+VnLRdBvhCZZdgKMxVmgaY/ETA3VxGIvWG+1mN9Aadu6wVc2VibCTA",
+	"PNDMKG+IouxsbZQioYqyLl0iBtCciG0uRpk7T0jymO6DJ6VT8r1HFUS5/izE0iGkc0rt8NJXydzRKs8i",
+	"UY7vzrhy+KOrDcRBPUsClrkuIQGbCZMlUZm/CwdExiMMWoh03GGv1Urxp/cgr7NIDalY9QEIGEmGqi/1",
+	"YL3Sy64ettmJclznTOWTKWklTTyrsaSBag5m/BJoI4OpU/VCi3YG5q1kfTEVaDkd5ifbDmUzrOb0YQVm",
+	"JQGXlhjUATLRZqxamFmuRSVbEJjbZZd4kA4d6na8OYv5sICjpSsH9l2yGEFZXO/9DgtjbnjHFnJcRCoW",
+	"hRqzxG6zaF7T7K0nunTv6nxE7XqwCCOsTi5kTZWx8GF9poq9lnw2lowbn6gyHz9/QWD6Oxii9pZzByjy",
+	"0XeeOSXU3fmFfLgndQu0i1P1P/+zLqyIkibusEO5ZP3ra0bsQtAF2BQ40SyZSOx9Ta6w7vow/8TqGV8R",
+	"g9ucI99ppsSCQDnOKw/HBI5qi5vrujQt6VKRaoFJU1K5DLNCQRbIxio3ATyWuDZ2fFrky28tEl3hn02O",
+	"KndZ0UZgF04rLmbN8OTN2XnZ/KHA40AGtEVYmvH5PFNXIm59KqMVT9yJ187c1ffstpHd1tbonuPuiONK",
+	"VrqN6WyMZheWsxBQA5tLVNtCEbjx8PzZC69PAgJl23tXQNiBlzB6Sj7g8FNZ077EToxJjvR7ttzMlisr",
+	"dM+Ud8SUjtU2saSFP9/pGFzrvOP1oyrZYawyZNZCPVWYov2xbLY6se18Rlffn3+3Yq7dH393zWlrHLSZ",
+	"1RDz9XbDrsDGzVMqHh0J8pccWGMOSwdCauzmmqhqvkQvyMcbdZV53cZmcOm9Sbcd9PfeortjBvP55hbu",
+	"2vEgsziMBEjh2CrDGuKOw8O9wLKcsTDRFJPuPpGvdj7B4Or7E+xW7ro/wb4Qg912gt0Ejet2pGYzJdtu",
+	"ddteOI7iiUJGon0Ie3x7a4byDnfDTdA4w8BJ+zyZWZDbbSPQxfbam5ub/y8AAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

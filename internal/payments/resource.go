@@ -16,6 +16,7 @@ func Resource(p db.Payment) (api.Payment, error) {
 		return api.Payment{}, fmt.Errorf("decode metadata of %s: %w", p.ID, err)
 	}
 	res := api.Payment{
+		Object:         api.PaymentObjectPayment,
 		Id:             p.ID,
 		Amount:         p.Amount,
 		Currency:       p.Currency,
@@ -49,6 +50,7 @@ func RefundResource(r db.Refund) (api.Refund, error) {
 		return api.Refund{}, fmt.Errorf("decode metadata of %s: %w", r.ID, err)
 	}
 	res := api.Refund{
+		Object:    api.RefundObjectRefund,
 		Id:        r.ID,
 		PaymentId: r.PaymentID,
 		Amount:    r.Amount,

@@ -875,6 +875,7 @@ export interface components {
         };
         /**
          * @example {
+         *       "object": "payment",
          *       "id": "pay_EFSIZ42PB7QPTPO62PD7HCCN7M",
          *       "amount": 5000,
          *       "currency": "usd",
@@ -891,6 +892,11 @@ export interface components {
          *     }
          */
         Payment: {
+            /**
+             * @description The resource's kind; it tells a payment from a refund where either may come. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            object: "payment";
             id: string;
             /** Format: int64 */
             amount: number;
@@ -928,6 +934,11 @@ export interface components {
             metadata?: components["schemas"]["Metadata"];
         };
         Refund: {
+            /**
+             * @description The resource's kind; it tells a refund from a payment where either may come. (enum property replaced by openapi-typescript)
+             * @enum {string}
+             */
+            object: "refund";
             id: string;
             payment_id: string;
             /** Format: int64 */
@@ -1202,7 +1213,15 @@ export interface components {
              */
             expires_at: string | null;
             result?: components["schemas"]["JobResult"];
-            /** @description Present only when the job failed; its `type` is `/problems/job-failed`. */
+            /**
+             * @description Present only when the job failed; its `type` is `/problems/job-failed`.
+             * @example {
+             *       "type": "/problems/job-failed",
+             *       "title": "Job failed",
+             *       "status": 500,
+             *       "detail": "The report could not be built in 3 attempts. Request a new one."
+             *     }
+             */
             error?: components["schemas"]["Problem"];
         };
         /** @description Present only when the job succeeded. */
