@@ -500,6 +500,14 @@ type CreateReportRequestFormat string
 // CreateReportRequestType What the report lists.
 type CreateReportRequestType string
 
+// CreateTestAccountRequest Examples: {"rate_limits":{"writes":{"quota":2,"window_seconds":6}}}
+type CreateTestAccountRequest struct {
+	// RateLimits Quotas of the account's own, in place of the server's, for the per-account policies.
+	// Each must be within the server's quota for that policy; a policy left out keeps the
+	// server's.
+	RateLimits *TestAccountRateLimitOverrides `json:"rate_limits,omitempty"`
+}
+
 // CreateWebhookEndpointRequest defines model for CreateWebhookEndpointRequest.
 type CreateWebhookEndpointRequest struct {
 	Description *string `json:"description,omitempty"`
@@ -832,6 +840,44 @@ type TestAccount struct {
 
 	// ApiKey The account's API key, for `Authorization: Bearer`. Shown only here.
 	ApiKey string `json:"api_key"`
+
+	// RateLimits The quotas the account has, its own or the server's, per policy.
+	RateLimits TestAccountRateLimits `json:"rate_limits"`
+}
+
+// TestAccountQuota `quota` requests per `window_seconds`, as `q` and `w` of `RateLimit-Policy`: a burst
+// of `quota` requests, then one every `window_seconds`/`quota` seconds.
+type TestAccountQuota struct {
+	// Quota At most the server's quota for the policy.
+	Quota int `json:"quota"`
+
+	// WindowSeconds Long enough that the quota refills no faster than the server's does:
+	// `quota`/`window_seconds` at most the server's quota per window.
+	WindowSeconds int `json:"window_seconds"`
+}
+
+// TestAccountRateLimitOverrides Quotas of the account's own, in place of the server's, for the per-account policies.
+// Each must be within the server's quota for that policy; a policy left out keeps the
+// server's.
+type TestAccountRateLimitOverrides struct {
+	// Default `quota` requests per `window_seconds`, as `q` and `w` of `RateLimit-Policy`: a burst
+	// of `quota` requests, then one every `window_seconds`/`quota` seconds.
+	Default *TestAccountQuota `json:"default,omitempty"`
+
+	// Writes `quota` requests per `window_seconds`, as `q` and `w` of `RateLimit-Policy`: a burst
+	// of `quota` requests, then one every `window_seconds`/`quota` seconds.
+	Writes *TestAccountQuota `json:"writes,omitempty"`
+}
+
+// TestAccountRateLimits The quotas the account has, its own or the server's, per policy.
+type TestAccountRateLimits struct {
+	// Default `quota` requests per `window_seconds`, as `q` and `w` of `RateLimit-Policy`: a burst
+	// of `quota` requests, then one every `window_seconds`/`quota` seconds.
+	Default TestAccountQuota `json:"default"`
+
+	// Writes `quota` requests per `window_seconds`, as `q` and `w` of `RateLimit-Policy`: a burst
+	// of `quota` requests, then one every `window_seconds`/`quota` seconds.
+	Writes TestAccountQuota `json:"writes"`
 }
 
 // TestHelperResult defines model for TestHelperResult.
@@ -2274,6 +2320,9 @@ type CreateRefundJSONRequestBody = CreateRefundRequest
 
 // CreateReportJSONRequestBody defines body for CreateReport for application/json ContentType.
 type CreateReportJSONRequestBody = CreateReportRequest
+
+// CreateTestAccountJSONRequestBody defines body for CreateTestAccount for application/json ContentType.
+type CreateTestAccountJSONRequestBody = CreateTestAccountRequest
 
 // CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
 type CreateWebhookEndpointJSONRequestBody = CreateWebhookEndpointRequest
@@ -9403,6 +9452,7 @@ func (response DownloadReport503ApplicationProblemPlusJSONResponse) VisitDownloa
 }
 
 type CreateTestAccountRequestObject struct {
+	Body *CreateTestAccountJSONRequestBody
 }
 
 type CreateTestAccountResponseObject interface {
@@ -9439,6 +9489,29 @@ func (response CreateTestAccount201JSONResponse) VisitCreateTestAccountResponse(
 	return err
 }
 
+type CreateTestAccount400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTestAccount400ApplicationProblemPlusJSONResponse) VisitCreateTestAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTestAccount404ApplicationProblemPlusJSONResponse struct {
 	NotFoundApplicationProblemPlusJSONResponse
 }
@@ -9458,6 +9531,52 @@ func (response CreateTestAccount404ApplicationProblemPlusJSONResponse) VisitCrea
 	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTestAccount413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTestAccount413ApplicationProblemPlusJSONResponse) VisitCreateTestAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTestAccount415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTestAccount415ApplicationProblemPlusJSONResponse) VisitCreateTestAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12346,6 +12465,32 @@ func (sh *strictHandler) DownloadReport(ctx echo.Context, id ReportID, params Do
 func (sh *strictHandler) CreateTestAccount(ctx echo.Context) error {
 	var request CreateTestAccountRequestObject
 
+	var body CreateTestAccountJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.CreateTestAccount(ctx.Request().Context(), request.(CreateTestAccountRequestObject))
 	}
@@ -12698,378 +12843,395 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3tctvGsjeK38oU91Nl0gukKVpyEqpc9VdsZVmJX7QleXmvHfoRhsCQhAXOMJiBKCZW1f9qzvfz4dzA",
-	"cynnSk519wwwIEGKluXEztaqWoxMAoPBTHdPv/76j0akpjMlhTS60f+jMRE8Fhn+eZCmag5/xEJHWTIz",
-	"iZKNfuNsIthUmImKNTMTwTKVG8F0PpupzOiAhS8OD56HjMuYhW+Oz47evD4NWSKjNI9F3GkEjUz8lieZ",
-	"iBt9k+UiaOhoIqYcHmQWM9HoN7TJEjluXF8HjcMzPl6dwgHTJlNyzIQ0iVkww8dspDKajphlQgtpOFwc",
-	"4Pfh0aj9iptoYqd1NGq/VlK475onPz1jP+zsdFubpzfjxogMJvC/B41f//eg8f7hoPG/GkHNvI9iMZ0p",
-	"I6Q5EbOUL2C45bc4pnkGbJ6YCc79kqe5YCE8NwzYfCKkfSU9U1ILlmjG4QVTvmBqhL8pKZg2KhMxvOlA",
-	"mkmiWVg8Plq0fxGLsDOQDf9NhMynjf6vDXhS433dC7xUEad51u3/25OXbgJRJrgRMUxS5VkkAqYy99sH",
-	"NWRmwg3MGYiDKXqhucouPpUSjjMxEpmQkTiYzdKkbkFhZiFdF7JZcT2QKayc1HORMU5306Z/19vttgIm",
-	"OuMOC0c8T81TkWUqaw/FSGUiHEignpTjSj7t6bDDDoawabQ5ElZ/zvXy8nqE0qRRm/6wHzNuRDtNpokR",
-	"ceujG/7XbvuHzvt/NKX++H/+H/1xqj/qVqsZsM8dovWwnkZPuBEvYYT6ldSGGwE7KXg0YTOVJtHigWbD",
-	"PLoQhjXjjI9MOxFm1J4YM+OzpA1zwim1rRRp7+y0+owPpDZZHpk8E3F7lIg0ZmmiDdE9LOFUTIciYzP4",
-	"Pz7HbcmgEQt8+0FjP3u629s3T3fCDguzkCV6ICdqzqZcLhgQktBGs7nK05jNuNYsS8YTw6Sa77PQwPVE",
-	"ehOVCqZFpGSsAxBeMhYxy2cBy6VJUuAg4V4y0WyUpynjY55I1oTHit9yntJQxZKEv4WtDrPsDDQuLkW2",
-	"KNlWjWAN7GYxNRMZshbLZSo0jUVfqozFiebDFPgJVh/v0ftMC8EGuGH2q0FjhaWv+HSWCg1sXbdsARs0",
-	"5llihMYvH8N39axf0MUxvmA9deDLJ8hb3CBTLZhRVlzhZvwFJPLb051ud39ONPIb0QjM6LdcGR74kwNB",
-	"iltrd3qi0ljvs3AeEpUkMlZzlkhHKUxdiozNJ0k0YVwOpJjOzMLdnIlRkqb6JhJgmyhgIL8cCRTLUqGB",
-	"35729uDLNURA63RUI2aPYjh2R4kTrG6/ExLuWmSXInugWarGusMOWJQmsChTvmBayJglcBDM5UA2d9o7",
-	"ve9ZNOEZj4zINCxTeND+b97+HQTZeb8dtvaZMhORzRMtvOHZlF8IOE8ELcJWh/avlaHf/7ET7PS+v14j",
-	"HIXJFgcjI7LVBTi1NGEUm/PEMBLJzGSLRI6dsNhSp5gmMpnCYdwtZpFII8Yiw2mc4tueJVOY18pE3gHv",
-	"+SynZ7DSsMAmmYJywJrvHj9jNAqjYYDdWD23qdFAziZcC+02U2WxQL1qwQQIyoBOA2RLeEycW0pOJJsm",
-	"aZoUktVMhBzI0CjD09AxK8/NZD/Os6fdzu5OwAppYL/r9gKWCR67fz4OQCVKYm6E++qHYCCjlCdT+8X3",
-	"AdLPuLhgL2CRmroxdzq9gOEc8J+POyAajvEV+zSdkDUPjo8G8kIsWKrURT5rBSwsZhbCPwSPQ9bEg0HF",
-	"C/jdTQt+xunQ7wO5onrhaKiyhaxJOghQyShTU1xBq7w5SQGX0wvZJ0Y8iwdylqlIaK0y/B3fz/5uMi41",
-	"j2AT4DerCYSsmcgPIgJxM1wUWlGrw05JQA1kVUI5AUOk0iZScSJmPfn6Imdpc1d3jn3WxtXLqXfv3h3k",
-	"QGsmibgR9YcVL68AWsXpC2DfXAuPUwPG0zlfaBb+KHgmsnBrc4CurxEk10FjxjM+FcYaVYeXQpqj5/Bn",
-	"ArfOuJk0gobkU2T9eNsniktzXsqz9/+4wQyJFr+IRZ0hlcvkt1wwoH6yoBJdnk+wRUoLCSSEtEiSvMnZ",
-	"27dHz8kcGSsVw2VJJFqdgdxp9/b22CxLpIFDjB2cPjs68kR8wPCEHPJMsGbIh1HYAoOB6zqhRG8ykM1w",
-	"0ODDaNAAAkbJDCxUmE2aT+kNwLgrvgBWZZkweSZJx1ritIHEAUqGNW1nq/UZmmD71dHxcs7iZISGhaEn",
-	"JJrt9nrlpSRJ5pMkpfNqlGTalGckMHySpiAvRylqqDBA94cOw8OGcbZ3dQUrIlVhsRjG0zQYyAzefPW1",
-	"+ywx1irUzl7MU8OSkTcBoJzpzFgWMyLusF/EQjNxNUsywXq7bKLyTDOOs8B7BhLZI1JylIzzDLfTEoLT",
-	"VYBl8AbSjOAneHs46ocCuCum45DECBI86X0lyS/Jy82HJb96KeTYTBr93t53ARye7t87teQ/Qgt/jaV4",
-	"eMbHIVuonKUct4jHQXmygc6Ih8Sgcfl40AhZE8gU14+3tQCuBuFqz01m+FgHZC4+DJGVuFwgtdLL9HFk",
-	"lcPpjOuUz0A4MtSfRrhS+Ojd3vf7jFtPAOrWoMRKZXBcnIJ7JM4wxicTK+52ux12Bv8E7orUdMYzlP9G",
-	"4IzgjwCZZC74xUDinc3w3aNBo9PpAHcxPBXYFFatFIzO20IjJlrJ1qYNtb6WxmZ7/mj0WkmxZn8OpNue",
-	"pf3YsAvoeAgfgoh4B8Z5Yug9hNWvozzL6OwjxrTclWj2uLvrvSysjfeqfYYLRDTgBnREAetwUN0stv1e",
-	"bVzD0kF1w0L+rIZ3cJ58UMMtzpM17oIXzg5PjJiiXkxyl4GG3yUVGGf3Wy6yRTk91LAqr2eNlkZ/pxsA",
-	"u5NuvNPtBqWmvFOrKR/zxfQzjlZPtDzZDfyVmfHFFitDCtbq0vzEURSjLlb4I43QBk4wOk91UJhOXMZD",
-	"dcWUTBesOctUnEekXY+lykArN60+O/np2UB+19vt+j6uYIUnmqTQLU1g0GgVrq5UadN2x2HIYiV04Z5D",
-	"MUGHhVXmWZQqXTCTkpIGLOQal5al9mtdafZHzfa6jwcyfDTL1DAVU/0IDLokEu1c8kuepHDMWLYP8ahv",
-	"48HYZzuhM7RihXaWXJhJIsf7A2mf5/vEyufBG+32fqCTsTCf4cxSeRrvl+69Qd7tPo6cRYP/EuFANnUO",
-	"Rr9mYW+vO9XI2GFPhwEczFOlDQsfd3XYIh+CL1qGPLogsZCC+KSTEpcPHaDsDRi2FUclyG3a6xhOAXov",
-	"emKh2HtGcMTxZJgoqfJsILlmYN0bEH5WxjDJQZEvDIAOOyiWxfptEjikvVkwDYa6YgmYb6XXtW3druEG",
-	"sWWZYJ2BUEN1jaBRelcbQWOVcALmLtjrdqcarACPV3e6vd16832msrvQs7PZNnr2OzGcKHVxKOOZSu5E",
-	"v5+L7R979PwFbcSaWI3WfCxYAmqtUxs9DxXolOivTzSLRZrg101gfyUx3FB8if49UEeEfc9W4GnDINho",
-	"THTYdNgx2azkMUhguEj0y0cAiRqWCtC94KcNdDWn92xvv3xTPd5+/U6TseRgd6xbxvByJwClLk3VnAxq",
-	"9AVwLZ7sshevDp61T18c9PaeoP/qj3K2153iHyaZCm34dHbd+QPshmuQLCSS5mRIgHamQc5kIhLJpYhb",
-	"ASjTTjEsn9iORaRiEbMZz4wLtbgteaAHUosoE8bKm3A+0SI6DzvseY6eB87s75miGBkzc8W0WwMSQhSY",
-	"0jMeCRjPnin7jEeRmFV9TskIRLFTjQJ3cMxQlkkWKakNlwY9UlvscTGRbbf6cicod/ofj56+/0eTrX63",
-	"LghiSeDMbc86EnhHwTgkWrKk5lzjqokYz2+rixQOY52ALIWFeiuTKyZmKprss1Em9KTgvoG0g4GdAEYA",
-	"46wgFDZFp+KES7bHponMgTzQbbRQeQancXTRJzE+VDk80tqAWyxy8ZCtXadruegaRiBhTlHj46MTd2bA",
-	"vyMlwbZG3VVcmUcTM03hH+tV2uugRoodHB+x4iwKWCZkLDDoCQuC+wIPynhkQNn0otjWkd0mT/b/ysSo",
-	"0W/8x6My6v3IXvyodHnjHH7ksf1m6TXw0CRXktNi/vFBU6i0fCuepm9Gjf6v9c+k6/SjY7q/cR380Zhl",
-	"YFabhNZRG25ybR8Nc9jtdq/d8pcR3FKPSiR63NqWLxtBzW+JZ2xfiEXj/fX19fs1K+65LKY8HalsKmLQ",
-	"ROxYy8vsBxM3rnJxoR9qapexpq1utpeXgYpP398Xgqdm8uaXDbu7uqub9pIGrCNg+mVxV5RZ9eodybda",
-	"fC0k+oNHovZLnwyr5NdOZDvXorGGCA8KErQHYF1mQ41Hbd8qNaA3Zt80mdowVLuIQ22+r4hY1VDJicg1",
-	"5Ux8BWTS630SmWQ09w2yapUs4HQmz2fpW/N9t5a0vnkpdiThiObpIZhMX8f27lUOqprttVNuo5m3lvsl",
-	"y6W4mlEMCy/tsOfC8CQlFTVV47GIWS5thJKF5SKGgfVkgh77ze/xK8y2e63MARkgX4uw39u4zZQj2JbK",
-	"tLmd9yZtA7MIxVWijWbD3JA3SirjMgtxi2nMDjsrfSClmyfB/DIuFwMZqyifCmnQSDKTAP0ZqMqkicYU",
-	"DFDOJyJDl9AECYhLS0torxYxMNKm69IiN+0gXbScZPVNUNtrZX4Ce+JrobLdjVQG5DXC6a4hrteKoQPP",
-	"5SeSrxXsuChS+d9AOhzzRap4fKbUS56NvxZNcOfxxm2b0aTbRql2itPewhJx8Va8wbKs5w0l34RmzR32",
-	"Kvmx9XfYWJBhz0WUJvLrkfq9mzYWJt2O3azJQeBcDL827AXn6Msb8STNM3EeqVg03q8lgIhnMWp0blQ6",
-	"AexQ5Imh4H6TJsxCGFnEYcvmBGCYtciiHsgyZdrlU3t6RH32tEdLNSkDN+1tTUL4Upb1pruL677JE+U4",
-	"Q59YAm/wE+7L1yKkbqBlb95tIqgVcrZR5XNh+HgNBXvVB4VSQxF2zKmxYWmKd4Pt2s4Ej5Fu0Y799uWY",
-	"t4wnxdJ9HYbo99sTQLHrG04qm9RhL9Ve4ck3v4unFKZ9W0ZpvxZrc7OmURNe3rSDMTd8yLVgEVYSAK8O",
-	"YUN5NCH3Z5zQtzbGO0/MJJF+QOQBHFM8hnMqYFSSU6goiWZ6khsM/sdqLm02mwvVeN6e0AUSVg6f/0Eu",
-	"rDOlXnG5sMPpr0VobHZy+lkIK8fFZaJSbkR87uon1pwZB6wchsoXgHbQlZXPWDNcGSdkkk8pQ2Qf6HOC",
-	"GZKgMikpLJkN5AY6Y80iGrvT6rCwIABbM7dMQCEbJ5eC0hnqSoU2VCz8zyTmt5LnZqKy5PevR5ff2UjJ",
-	"uT/jNTLzVaJ1IscBy+WFVHPJUKO+VBcixpjdhVh84y74d+/etZdTzDfdvJyRbjffurFE/ErECT8rF/0v",
-	"V4L3biCCYubtKUy9jdduaa4/0Cx8Ru/YhncOXYaky8Isa6Gs+Y5pnCTLOOaNa2Eoo4QM/rdnP7W//+a1",
-	"qaWEoee25OvbCOO5LAKXc9J2FWsrx527Aqz99ea9Ha/IYQEacUPuMyEx8zwxrBkeH5w9e+GyA4s6uRFP",
-	"tQhbFO/5xknj2iVgkK+ZfJSYjFHZM1t1fc7xt5HKpvBXA6wPTO5YTdQIGkm8UrETReb88egHvhN1497w",
-	"O7HL96IfxM6oy3vDxvtKGixee3NKlb/76OLxZloW8KjhBxHhSj/Dn62ry8u34DGZXTw99l4cdzpYWgs+",
-	"dWu0VKcoPQMbC3WniVQZyyXQ0l6322VP2V630+2yt6fP0V9YLGQizZPdhpeC/IP93+Y85KDhnnZTssAz",
-	"d90yR/xRTW/sdmt2cioMB0Plpoe8ctdhGRL53SiEUlcKZEBoo6vNqAsh90mbm2Bpzii5AvMnN5GaCpda",
-	"fOZu0IMGLp9LSplNz+Hr88tE80ZQ/LPwCZZfJVLnoxFosNKcj3IZa+9Hqk2pXh6pLBOROY8uI+/7Ucbz",
-	"OE9BbJZf2pq5RI7PKdJY/qRTNV+tJwsaV214heflwiCBrcy/33BO2T7b7faosth5I61rkWSU7+Dss8oo",
-	"6BJYftWVkZdGsNfhTZUBvBW4aYzy0soI1bW9aZDK1UvjrGzpzYMt31IZcWUj+41jVw8JNMnHos/2uo9Z",
-	"6Ltu7AWVvPKgMI1ol1yqyEpNVWeZWPqN0zyKhABDqdfdaZXZ3Kx41APtcpXZLM0165U4A1phKi08C+vf",
-	"poJLqhGbCmF0XaVYUSDW3O3+0PInhGy1PKGOy8Ur5a8VjJ5QWhED60XyiYCNuHOJXIpg3WHPqdoDK0Yw",
-	"IZL2BvTDBdXVIzrD3UjmzxGadHR+Vo0IbA23upuTk3FO+h0c1xURZolAxOfDxXmUa6OmIqsvgF0TW9m0",
-	"saDN325j3WE+rqu0fSPTBcvUXBeYMNxgFZTllISq0iu7uVFhcU9LzTYPc1X47jn7zqvmTTqk9GRXuPH4",
-	"yRMW84WrekzM9nNzV3klS41IX3qHIP0L1fX3NQM49XptRT8mPaSJNrpytNIWayQSkq43kgX+GlQ2r7K4",
-	"62llyUy5HdF8snpDGn98Li4dKlV1kbCGmsFtZC2Gvw4aDweN96FXgwC/BhZ2CmQKXs14HIu4TAzEcjWf",
-	"IR+WErKjSbyS/mG/s0Gg8gty+MfFblTuoj2s+8qOU0cXU351RNPqUdGb/Vcp03iWcRDlVLptfzZZLq6D",
-	"Rp6ltbnrGZa7H785PWO0quSeC+0Gvz15GVZoP8+SRqXQptfd/f7mgluf6mAqK3tZS2qeyrySA3Z0+obt",
-	"9na+K9R4BioDnI6pmoss4lr00Zng4KhUTOgVR6dvHugiuoZ1mITQAHvNhiJV84BdiJkhSB9YnsSw4YJx",
-	"VIRbHfYuMZM443NpB22Gk+wiDFh4KUY2sEw/mAk3A8kzgSeXnWiCd1zxHO64urqCOzLhin3JEerIjiNt",
-	"8BF8x1NYNj7FbxSozzwDbuc5fjMHNZX/DlcO+RQ+h/D9MIZjYzjBv5MRfOIIQ4mfaoifIJCGuC1Djd8b",
-	"HGc+g88F/v072mwcP2MYJ5qgtJjQ33P4TPHvFO6KJFBipPBvlaNciVDjwG8u8d7fLxpBI/4Ad8UX+Dde",
-	"H+OzxBj+hnM0aAgD8xQ5qOqjD5ggcAG/jof4KWDm4wmsxjjBb/AdxxJGHpvf4HMB30wu8FPC9RMDKzbJ",
-	"4ZokhpGTVGN9BP79G1yZZPi3hrl9wDE/KPycwdtdCLj+YoyfE7jyYgqjXcxgNS4y/JzD9Rf49IvfDZa1",
-	"wWgpzjy9gLvSDH5NNcwqxSunuM7TGL6ZjmGvpzjz6RTunaIqMMW1mmawtlNcmeklfs7xmiuJn7Cz0wV+",
-	"j7QhcWQ5xr8TBZ8KrpczrAbBlVdTNIk4rPlMwJWzMVwzm8ATZzjnWYrfL2ANf+PwTaYQEQTpJ8vh3mwO",
-	"q6HxV43UqCP8O4a7tIAx9Ri/x5F1ClShFaynxjXRGr9HatRo2OkFfvM7rIyZwFPMB7jeTGFNDFK1wZUx",
-	"WFBsDH6Du2B+hytzPoHP8RV84mxzDePniwQ/c/yEvcvx+kvkwUvc60sc/zKHVZ1jKcUVrucVhze9ivDv",
-	"CA1Ghd/M4HOBlTa/4zr8PoWRf5+PQeL5LheYSq3hOVbtlbPgkITn4f05+KnnIC7NTW6z2govwaIJl2PE",
-	"9SvRMgjfwzkqbfbaA83CopIq3F53dFZInevcJilyMgkPjo+YnmDRYWIsol1peNJE+4yz0DrQQgKBDN22",
-	"PASFl4VkyxFZhHaD4KdS0XygEazRXoB78zDELKuBDO1ra4wVoq9+nFwKW9gJb/dAM3HFI0PIOpwOt5Vz",
-	"noyoT8OwKfXkTSYb7vYZhSVqXJBL+i8HhsY9qNNGcKyXia6hHrdvBbvcOKfyBSy1XgeNCdfnU5UJr/Rt",
-	"qFQquFyZPT7Qu2PtfM/WGxMTPpsJiY50t13oX8crh0BYRPWru1xjdvxVwuCnRKRxUeJQ3RWEClqr9E4E",
-	"1Q6wRAOj/Hz65jVDWwbsPWkRCzGxtBk+Ir9F2EJpCj9IrJVG+EaErmAFmBNcQQ581gwLpLAV8K8OO3DQ",
-	"hThWqqRLXR3I3t4TW/WbgKaKhl8mULGc8uyicCL+v////yus8JTvCcbi7npkEJ+UaJXKG+pIyRaw9dcH",
-	"iBw5qIubrU57V92DflbD1Q17qeS4neVSYuaCyi4CNlNpSm6E8NEHNdSP/kjia3INfnY0RDhq+sTw2fug",
-	"HsaXQDsKzF6UpkjQ+whfExoX/fSclB/U0OYVhh2cE3p39ebjaZTIRE9EjI/gFk/RugvmSZqyoWCxSIVZ",
-	"cpytrsavpf4h8zRtvL8OGm70zXOARxccHNgXBZbAQ5PLSKS3evrKEbEFLA0SwzgTWq9Sbqbm2rmP6xCD",
-	"T9S8xMzQio14to/AQQrOtxLEC943y6Wu90RuhnD0eWJpPnW8QeBdN50uP6vhCV14DYozzzZqNRz5yeF6",
-	"MXu9e7Nb7FMpEW6Y5CldeLO/C1Y4VkLvO/0jZMM8SWOLeA3E3QzRf/HIgkmHlZATfXmzVPIVAvsWHgEt",
-	"KQnewlY5o8KqayTcHegQICe/vAZR0tI6iPIa2VZw/6o0jtVcgnp8vtkZ5S7ztNCAZSLlBvPKlFOAH2jE",
-	"vWBvT17ihnvGlCOFR9lsNY79yD2gVqOgO89XBM52eC8Vni5GCqqvvmatTwveWUoT/y0XuYhD1pzzBDNE",
-	"EUXOsi7CiNLhaJ3Y9izgKSF1axYWexIGRQHEQGL2npPJYdXxRI9ESx6HBpr3FLNCs3O31y7lKy+wUu8W",
-	"rjh992p9vtW1eDsDAtjrWgRIQlhDeGDEvlBzidgomuV44W63gjBpr87tIN0OuTL9Ge11C6pdvObTlUnu",
-	"dqvOzuuavbQ211JSRRn92kPvNv3r3MWynNPbV1kavW7vSXtnp/24e7az13/c7e/tdnaffLe78/1/+9G7",
-	"vnVkLEVCEKJ3p9vdWS6o6YO8pkMVdPPzw59Oj/57t3f843f/eXx2/OZJ7/j5dy+ePXv93atGNTyGqL/I",
-	"Gw0ctyZ9YDnG706ExoxnJuFpuihfOWhYi6D2bXf63V5nZ+f7Xnf3v1G9WhdLXDl4V2N8K4u91V23UR/v",
-	"IM9jgxJW2cVVCbpg3Olcfg2UyyzYZyEMFTp48ZA2h7TPQt/0IlVLyRm1SRl+5gFeU83E8MOX8PD3n6Tm",
-	"bRU/vZusl5Vht9NlLLOX+oxP0tsRTZ0mUheiL9SSZWpeeZ0lSqlSmLdgS2qNN/X36+UaVWrZANF6RWaL",
-	"RUMdpkAc2prFlhMQl/wNa6KcPrTRWiePndgdqGj+K25Q01Z0IExo5ZISW2d8LCy8mN5nI2GiCVghZP2j",
-	"EprI8Tl3+frGaUeIW0tQPHegB1ZJ3LP2a1WCClWuiPw6PcGN70b7CkmrfNM7oK63xGZf4Ws6B91nvaR1",
-	"iNQFbRFLd3fvO2Y9HSy2uB10+5IaDwPAz+gDTzRbcqJtC+WCXrwOe4soalLMC0xz+pcH+JIgIl0kMKnZ",
-	"z6fAK0jvycRv58//9c///Nfhu5/O3p388q/df/773YvDf++9e/zP/9r1FJ7dXg9WzKQ1YNbMItcUy3cz",
-	"xs0a/cdyliu7W8KYLd36bXGFOWFt+15hwLBJTh5NXITcaQwRlxY5aSg2p1qty3K1Va/186kpni0iDhTk",
-	"8MLzVPzaqQ2WWNqoITNxNUu5tJj+MxEloyRyIJVMRfZIFbXD+pnp9S+wNsvdvkaRrR4pGYlMiriz1s+o",
-	"1zxjCbMtDDCVQUiTLbDVjf2dofe2BJztdStRu00CxPOcrwTVlg8smuq5opDX1lMuujCN8gyPs8qsNZuD",
-	"wY8YHQjsIpVxKCyJZCE9FPd+c/7eZqWYaG4JfACbqNnWBSsQArUp8oVk+GNDYcuMOzgyJ98sscVMyQA2",
-	"LoJZCEkwnVxjzuc+S8XIMJXb5mEWj6YMCLAiHtBZyr3Ze1Ln9azkJm6zGlTI576WyrRLqRJWk5g307Qv",
-	"KWuh9T0kJid27D0EgG1LimoH12v8IzDwi7OzY2YhHmBxO34i6F4lB3S3262jIiupazoKTlRmmM6nU54V",
-	"3fXc/sI4XjcID+p2s5Spd3oelG6utydHFjjeb6q0/ODwn4dnIRAMHWfeaCsesRpgnDpdbLUOdc2p4kNq",
-	"BwWGti1MLZqAzSdK2zZbFWxYOo1EPJDN0OZJhgELqQcV4VpTkaGrlovDVgAMY4OS2EHsgWZFvWu7qHe1",
-	"KKdOBq5Zeifc1ik6JvUcwXVqzomDP8Y46+0SIDeeNacCkZbTAl65OFg67A0sslHUNsvlSDOdD13s1mbX",
-	"lbc0gk8Gka555ZGFf/oMT8yf5VNZdeCKL+tJuJ3v4rNzv292qugNdtt2YZEKNM9Gz4R9nXUuhvdrqeoO",
-	"LG5Lnl8+LkIPuhtz1Zv055txK1kVn2PHUTnA6luBInKuk9/X6EKjJAUFHi4AYV2oLV9KNFQLD25TP7Bl",
-	"btYXDV6tWgfbRPxd/NMF+z+oYesTQ/21lQtbVircJkYWND6o4fntwvmZmp9H9QVE1h2iCWUAXdNOVQCC",
-	"3JIAlzG0b1NTkVCW8PDcDyjbZ28otfDfLvB4bInwlhy2NwSbiYW39Ndul+6Ckef39dX9Xr4g16ibMi87",
-	"B/MVNUtcX2sy8Ci/5U5kn58r9vmCb3vx/qcvHGWC3PXK3c2pcSa0WVucbpE1V9l/mxryoMFnyfmFWNN3",
-	"2I79QDt0Edvh/cAilaA3qM9cA0d2OkFQEtCvQXYvKcj64tyAIftpEX/v/crZrlulFyKdiaxMsFhaqtEI",
-	"AY439NTCmkiyCic4ls37jTuflntUPKpupuSr/qwy/O3KvOo01+mtEwhqR7ujSP+vbnmKsa/XLtyfWCdX",
-	"98qxBx+yrPjWldNtzFuu1ByUJWWb7imryOotSvv7ATU7qeGC8ocqE+zYpqTLXSyte8b1EgoYMmQix4gA",
-	"HWVK67JxUWIdahu9i3bkT1RLXbOwczJbNnGjl3FakwI3xxh+puS4CN7PS/UP+wE5qGsRs97VVWdjfp7D",
-	"Oj3f5Exz4z7Qvl+t+nypStzUiE8Fa8JSqBy1XWpbyeM4Exob0BU94fBVW/4c3Tr4zFSRTpYElnZi9VWq",
-	"i+5W9f16qntuiaSuhlhQNSTV5Btlve/ExH3K201izJvwU+Tb8B0lfwerLbW8pj7hTMg4keOQAXWm2CLP",
-	"UvBYYA/63tUVa3qJWy2XeW6xAqKJiPOUMGst+hs90q663z/U3lmHosOaBSAu+c1q+a++xChbFJOmDNmA",
-	"qTQW2pR4O1vZ7UtCoMZ+v1Uad9W39knOr6CBu39+u8IUuvcTy1NqrKktWpUFDSmuzLndhs3GIlxZbBiQ",
-	"QC4KllauJVXRhK2gPKAeIpHPSgcuTCoi/Pp8wjoj827SaXxq8Ha3slmeG2t5VYOSEz4tZWZJ1Pzoutp+",
-	"hptrWXrd5NJeq6ovDXQHHrgbp3bnrrgl/epu8LC2Tsfz1avlSE4hYX2xi8eJRZpByBk8ZqjeMnDRI2lK",
-	"7IoCDqYulaecwHnpRl5NCVwn+/tgSVqXcsiawwVbqLwVsHCspAhZMzGlYrG702X/VFK0AmyqmqR4eDUp",
-	"7lAIDZt6CO+xh/gZrU6pNCSpcGGJaq5xMYlG0IBHW3mAa32jc/szddhbHQ6zTFwmKtfn1C/xfJOvzjVv",
-	"dz0VA3viF0qcG8w1X6TMC52MpWZDoZNYWOk9ByXkFjL40wVoodpvIVjJKVVNL1zaE49PVil242reStY6",
-	"WXB38qyQLn+6PHuXmMkpLsv2jqbVSa+U7RUjrur+QHgIg4XXBEWXUPYP19ZUjdjjHsu4jNXUuvd9Z4oj",
-	"7LIZLBYxOuAfGZekbykeNFXgDicXfG7Eh/sdO9//4+kf3aB3fbMzxr7l6iq/L9cZDNOtUFH6LJwYM9Mh",
-	"1dPD32HxvpmPWKoyhl2NNJtlySU3YiClMHOVXWjWTFXEUxaLS5Gq2VRI0+qw19iPirvLA5YqNRvy6CJg",
-	"aSIv2nSPypjzhgyk1fH7RWv5aCKiC8wyYZkYJ9o46FQZMz7miSz7+jr7IE54WopiL1MA37P/6JH9rhOp",
-	"qQP21GVW3PvPx4TRIsqzxCxOgXBtbAm9cwe5qW/9X3j28Bzleo13j1HD7guxsL26O+wXsbD9awmED7eO",
-	"a3b64qDd23sykBOuJ0DJwAO04haZXSOSGth/1ruH+VcXYoFJSs8PX705Pzg+Ov/l8N+n4UA2bTIDC50H",
-	"MRZT5YwrZFEUETjPkoRhzQmmLZEj5cBeeYRMalu0uqVv81nCpjyRhidSZLpRgxGuZyJqk2cEno8Nx4Wk",
-	"k/n0+S+M4Jt1wFLBMxjEgtZQo1TEuRGZ7gzkQP7Hf7BnSgITJErqgWwzH8TYeqQ3bQNM198KshxhAYci",
-	"VejBRPt6IFmxxDAb14badWfSTEdqJmIC5OkXOdKl4zeJi6Zfu93dDswVy7oTYgSVmw57paSgFtNlZ96k",
-	"gj7n8kgLGKFVqKEOzPVdlhjhxsD+zLMUOC1NjMh4qlkz7O11uwQtiD3iu52ubRK/J3pIE227GjhN18UI",
-	"gYxZky8DJNdgHoe5GbW/D21X9509Ah9KNMzPWf/2dXa73SK9TAptXM4tbT2eZ5rFQszc2I97LAVBpQOW",
-	"iZngcCWM61WtB15r+9dvX5a1VqwZDmDDu11yXMBqSoFvtvOE6TzL1BioBy+Lv8fLEokUIBe2tiugG2WO",
-	"j/PT4Z7selVdWFyMr4h5n3gYsqFYKBmz//N/73a7uMxHMbG/S5SsDIFXHOAKrWQxEtCal2BJyYvkyNL7",
-	"Lk3R5UaG5HDULp/VIKnYlGjNRDRR5VhFlb+iTtk0MkELZJhM6JGI523LskToSi5dh/1nrgxiIeMeU0iH",
-	"mnrbxC8aCieLK7E2FbsZrkOXDlsddsijiVezzonSvKQ1m8GJOFr7jNsUNYV0lwmTZxJolZLqJvmUS+xq",
-	"g0jOMz4WdUwRuDlqi1cj4gAsmoJVpZiniRROXr2kpgLyzD+UIyVHyRj7mJuJ0DZrL3ZAk3g2gBZjicEl",
-	"qk24Zo+7ZS+E8OTwP98enp6dnx29Onzz9ixsgTyiEuAOe4Pg5dxgTThldJYlm7BUxu8k4oTVEkJpTWMS",
-	"h2zt92eoTvSBto5Hzaa5NsDQsCO2C8le5QUOnp+/ODx4fnhSvkRZOTqfqFTQrtq8TJJLxcLbIXdWxnSD",
-	"wa7jPVFumBqN2HDBClsSRdNut9vqsB9VnIgqW2KDNtbc3Xnc6rAX9n38Cx732C9wRfjq4L/cS/z477PD",
-	"07C1DyPbDnBKuoGdAWtb86M/O+ULBHXUIh0FDh4SGBB7TfZhnHD38Q6zDGYnwn6irOUzpRg21Asd+aHc",
-	"bxtxZUsNaGMuhJi1OVjGvgM8iVNKE33iE9XR85eHHkWBRpcqLeIO+5Ek2U632wVaRhlZDqftSjx78/r1",
-	"4bOzozevTy1IyU63Sy3QQe5GaYIKk1X9Vu45Pz48OT86DvdJArOj48sn7iZsoJ5Tx0yRsUdPdluBs0Zp",
-	"jWmqmM2sQOdEBlvQ8iN0v4gDGBhWC1iCS7stfR9kF1QUNRo5Hj728lz1QH4kfJqPLsf3I3pGgLE+wo/t",
-	"dptVPuHLcG0L9JB9RGn/kW3qZz5CcYg3oiwshL1rqYK4OSi0O2ufuFTOUT65tmH1lJpmWKPCWTMBE9OZ",
-	"WQRLOeF7S6cgqBmzDPRCEKYHp8+OjlbntZr7DRPq2aW4oZ9eoqsg1rQZfev3CfeLHPLzxCWV+8n5IdMc",
-	"DKYkmlhDcNFhrusdS5MLYY9/fIQ78FbfwW8/QvPfYR/Za1XaByqzfSTIPFptQbI6aJEWTSPu0ogbO4RS",
-	"Rwp3EciO1WFXm93S+HuO+Jbb28Iulm3N6XaLyYm9Y8P1e7qUuI/P+cE+x20hbRXiThOoELXdQHhlo2zu",
-	"1NJGugZCq0/+oIb4VIIBWH0qZrSkcMAvSnia5o0AMa391clhjYRR9poahqttIV9O57ZN47fpxLUymfUl",
-	"QpXl2dzfIvSCFv4mHBZ9LyjOtkoPNRVW8NydHsqdT2k6GPoFXSFqQ+jqcMw1V3md9Fvp4krPf7wkcbfr",
-	"21onAOpaz9Az9tY8A94TDEGGN9BxsqHPDF1NPWVupDWq0cPn90iU1hLXp9QrsibIMDe31uoc1pT1eXNw",
-	"xXvLKzy3UpGqjiq1f/ssXCkrRKmty2rBRN9Ace7Yorl8b+diOyBKdKeA6VrSoYVLK7D2ifjYQuVUyAzy",
-	"o2YB/AoUfJRl8/X90fbZpv5ot+L0as96mMceHu+nCkQ3av5WxEmm8ozpJBYd9toKNT4EhYgKvsB41Q5Q",
-	"slIoNUownRUpEsZI1VjXy+KS2WkWr5VBmCQ6Sfs0tJ0pGJ0ooJGR7Szp3TkIQLR6KejZKVRhVzKLGYMr",
-	"U6i1XD6ifUNEcOdNFNnn9VBkTeB7dPQGS70e6iD7Vsm+rpdE5Y1Royquc8tsdR3bo6Kkh7JhMSVzXNgq",
-	"Z1gSS8P92s4Uq62JYbKoSXu/DKRFynK+xDBgBXYWtdcgra2Kp+UUUWLblQed0UQHElNOIpXFJXgkTq7Y",
-	"dZNxqTkZQvYksTMJnKxSGdAk6iciQUfXUJnJQKKGhJLZfg2Hl+/XLXyDpkwGLYzaQpD2K808gCnDcjHg",
-	"8oEMy7UgyWDmalVII08QWxHOdwkJO5BcMoFJldiBw7YWKHRq984PNGjeLd8tTb19rUI8XBgyFfEP2O+B",
-	"DGs6TPeZyXKBZrc7QZzvz9q2iXGpoaBgE6k1Odu9uiLdlaMjp7R0bJoWSwW/tHWHsFo5ZhpVepagnwMj",
-	"DJ2BxM2g8B17+LC3yyYqz/TDh5YDi6MP8dY9zwyXDloXtTL3ps8PXx2/OTt8/ezf578c/vv87Oxl2Nov",
-	"UG4tPBzMa8oXIEYo6QyjHavV/cAMB2zv6ipgnNlUNXIwxpmaAel4RnqhGBmRpngOzS0wh1/DaJS6GEja",
-	"aKIrn75hUhOOxr+lC3I5a8PRQWl7UlScA0S9A+kYhiScghkEbJipC9FhzxXObJxjAGhNl5qC8PELwj84",
-	"GlHH2WrCZDG7wMsuIxLUeAYsWWP7LBnBBAL058HuSzXvDCSqPLB5/sYkGnbCmfSUV0/+5g9qqAfypbKI",
-	"nkxiEIy8ydxbks6KLHJOs7DX7bED618IsaOIjGw8gg8kChHM03Mt0kPW9MFCW7Z7qXcq7COuaIFkR4F6",
-	"HKPESRpILykPCVm6hPyOX6lR6sqjJBWtEneNNd0BjGrVfLJoYTNgD4mNhc8PXx6eHVaKAOhn7Z/ZE3sy",
-	"OMuqzzgj4Da8Btd0IGGTgOgdgiro7tqomS6lg6bkMESbUSPsntJhP6thJWTmKm8tbQ6ko7oko6cSPEEh",
-	"HhCehqVKIy/BcU1Tp5JgizsZJwL10yyXxLoD2YTVnJZekAQ7ZwGLWi+lhvcqA3QONVNbIkJ0SHxLWx5l",
-	"5kkkOsD+5ePpojkWFBuRZfkMcS+VYmpkhCTvcrFlVg0hbY2zaSLB1h9IWiJitSSzz6NFs9VX7OHD7zAT",
-	"ppCC6BujHQNSKJIdwn3i/Y1ikYUnh8dvTs7OTw7PDl+fHb15jWEkF6XzWmFIk6l0IIu6qIhnoAoxbTJg",
-	"OourYb3zNPTRqP1aSeG0csdoj7u7FFTIpasvAD2CGi7WNDRnTVD6nbMvMQEanjiCNhx5QSs8VMnDqB2h",
-	"qkuRYQE4OdYwzPVA2zXQHXbA3FPpvKXvCwdBM/zjOix0Qgv1h0vqfB/OEzHhuoXuWWLQS5FpzMwJywST",
-	"sJCgtFKBPZpBu4FHUloAEpVVXNx0gJvcA5vhElIX6FtWlpD80YoEDJnbhX5WaCCGXwg0l9SMigX8hS7E",
-	"fqlQuNkWrhxbQQ7LYN+TDh1y7qYK+/FyOh+9oVE2LhEEzIWFD0M6NuHg4G0tZjzDzA5spKJGIAQSs2CG",
-	"j3VAGwlMHat8mBIQgNBO97N2njX/XJVTv3zFPhs0Lh8PGiFrYrhqZ6fb6rADp8KIFMRQM7x8HBb0Rk8I",
-	"WDho0L2DBjnUKQIqOUoWqpmBx3bYGR9bP7aaznjmKV4DCX/1YazLLk7D+hFCO62Ovxu5tqqSZTEaLtFK",
-	"gq41F/yChe8euReyNI+eF6Fb+6urjf4hfoFZX5bFMXpBLkGSO8/enJxinEsL+wpFpB734pKgyc0ErOIi",
-	"alxow9pF64A4M9ytfhl/I9nAU5Dn7tB9cXjwPLRKNHniYRou8oSbShIF7TuEJ2hiLI4VGoSm2GArKAMC",
-	"ZdjksJxx8cw3xxTYsGKq191lrxWzsXFLquQaxdeB/QWesusEj27SvOlAuSQhTN5FG58k9i6e5M+tTHZA",
-	"deTAgbxwAyMXmiLZJ0mZefAjnKIYjuMLFnGrVxwcH1FYBjXgLBknUtcmDzVD2Nvzg5cv37w7fH7+5uTo",
-	"n0evT0MMpAwXLm4J6nyrw44zQc5Kjf4VkE+uxbZnpZCDwVOIAicuMOJVY1nAFZ4jIqiqS4HfCz6oaQRP",
-	"457iMd0+S6aYM0r2ZSbQnIpE+2A2SxM4ZI1ilMRS5J2cchkP1RXeMstUnKNKOJBvpLP5AzxHprYL08nb",
-	"1+ev3jw/BFMdjNKHDzWN8PAhmRx21aw88DNj+vakyIcpOalBfa3m8KDKApqUXIBygduKWW1gUEwyNedz",
-	"vihDA/Ydw4FMJOVZUKTZktqjqTBZEhH2Jr5M7Kd7HhwfddjDh8fFWz98iM4N7eBlsLEVKPSwpbFSme7D",
-	"tqPDAHPNhtg2AH6tkBeZtM2lxKVWUDWTNUgmbDQQXrXtIrbhJLG2Ji0n9oWl0sPV17IHDZW628hjC0xj",
-	"dOzsdnepMwilYfGSq5ZYqlxI5kXq0UVEhMOaUsG5uUpRVl20MyJVlhYaz0T0/KD8kyKzftAEIYThTHl1",
-	"eHZy9Oz0/OD585NSx/oJmY42FEnxyLk5cIkCtzuFT5nsVHeIW6Z0nmbsz2JfzrWMgHPuu95utwV7yw2b",
-	"4r1oR1AkDe0jOr0x0K/z7DK5FLadB7xVLKZc2shdRZs0eUYBrIFUoxFrhj8dvH15dn70+meKAz+1/bL3",
-	"rUdSSV/UJEuvqhOwtwpMfAl8KMUiIGBp0sXdHiXSY+DyJVlKxU7OgTeWLhI/K7aT0qTsOvWJCJ6mSpu2",
-	"O1DseVT4PtAlgelsYNqitpHrnKdI436AAWPpZKAsGeJlqBqoFZORuCYdtnSnEkoXaD006JwvrMvRRbs3",
-	"+OcItAHOvVa/xvKmA7YaB61ZB7Qk22THhf3bJZL02Y49VopECFKvEs1ilDNZ0RS34vaRKpvyNF3UTazi",
-	"nKcX3O39sN597/CjGH2ToepAK+7SZgqmeqCtY79Z4kVJVuPZXHJqFj4EOpcc7BSqkagZtLxQwbI72Ko4",
-	"AXH0MI8uhKGEIQrOow8X0ycsyRdZzgULAvvBfhavCTraqLp6tk3w0562q2blZaJB0MZ4XNEUUtAxy5ZP",
-	"6EVxO9a06TL4no+72uo3xJMzrs0aj3qrw47QJTRMpNDlCqApBup8Z4z5bBuoMCheYa/bnerQuuJ0quZA",
-	"nihIz4r3AoulThegU4oCVZ6kD2uoPhjI0Fu1Voe9tdH+UoaQ8CfxAlQsi4yA0NIATtKNE7rEgYHEg4a5",
-	"wlKLHI9LWtoUm/JMrL3hxHyHThA9kPBOLjRR1TELyzMTPPWpJSjSQnhangbaZMlFYSFUlK2BXJc6uKST",
-	"Nd89fmZvZfQdnJ0wdB6ZPBNxm1ITrY1HfsTZhDvJWUTWsVp2kql8PAncgYGY8eT2ELLIILOnrVtZjVbi",
-	"NEnTpGiNTb41owxPQ1C8pZiXvdTRWAyjlCdTLFVaF2+VYo41S9GEwtDU9ABPhnDfdchJ+WJpROfXg5/o",
-	"JqmYG6RITbNnNKaOuTUmdR+dLZlw9pWSETbbA3UKHo5RUrqhbSVLGFgbDQeVnknmnwC4ybZ4QQ/kCSb7",
-	"YwV4mUTg2qEsJyE4n4MXMoMLbR4T1TsnZiALGDnNjMKDL/xjgJnqg0bABiUOCP0TSxIa19a6YiH8u6iM",
-	"XupbN5CucR0FXN2bWIxr9uup4TLmWVz88r7p6hHm83lH259dPQIWJ7TQZn348DQZSxE/fNiv1GMH5b/K",
-	"lnxEBu57nYwlBzoPSzFftEEDebe2ExqZsh32L5ElI8owLAZj6tIFDPicYvr2hJ3xTCN7MnSPkWdplIOq",
-	"7mao2ZTiA1yyPetw1EylcYfe9cCwVHBNTm94ZS7dDpZ9i/wYXE3ozToXm4lVtdFUTkaUKw8acjLyrysi",
-	"BVavJt+OdtV/FHzDL1dxCGHkgj7RT2/nRjoEizDYMURfQJRxPXFJ4xjLKqSXJI8CHAk25MSqtffaFMqT",
-	"X3lPWkvfuYrt1Ikt7YKCQpQQ9QA7966u0DDLI7hhn2UiTjLKlrfmB1EsHSeeP8rlhNH55hRB+7Yu7tTc",
-	"6TLt6datgMr1cQr2UNhjOqCtD9jjLv23xybw3QQVmJ0u/GtnFz57XUYpdb1dNmFNFLAfYLOy/aoOgtLJ",
-	"OZVFASPQKnVj9Gr4BZ26sxQ7R8MJtDmVocYJuomSCs6JDgtdpWjoMpm0G7UgABur2a9ILfLLl8gcFDzj",
-	"abpaVeqnSdnt+1eik2GKnEDwSSvCD8Moj8rxXWb/UgkrdYHH2Ng+qTooS6kKjMYo8ENCq6UWvOeoEqUR",
-	"H+F0PGlL+lfE01TfXO0VpSqPvZov5oxooQO/3svHfOCRyUEjd8Vd+za8u7ShbgPsTI8zNZ0ZWzlC2TFu",
-	"4tVYIUZ09HI0hM5ra0CjSYX09cA1SbU1A9VojbVri1KIItVkGWwDLsG3B96xsSVUJlXG4DnAdwUOSizQ",
-	"eCLhBer1XPoU1UQlZM4TQ9oHDptncr98OsliMHFQFPtnuMtrJkO7cAmclAqa07duMv+B1z3rB/OqC7+R",
-	"U460KFB0B7IaMNfCFpigGaTXVTLAuTiQH2mYBftoraaPrkRlQ+Z0YRt9xETyGRpkuM0fXRmhj81b1gqQ",
-	"QUbvXVhndLiVxRv2Ie7nj6y3V33ErbJUUL9yqEqoppdvgc9bBhRmH0GwzrBHUpEQ9LFI8FibPl/kSy0r",
-	"7s3d7k6L8m6Q5O3Co6FgLUY1YuFvYfkMKhYRowRkAgiRdEF6Qzj3kpRgf8dCiiyJBjISqTULeDpWWWIm",
-	"01bfcwqBLjsTfjWH3XjL9VbUU4DU4pbDSRXOw0cwtyLVbcl4wHwxR7IliTd7V1cBppLAnsCxwNPkQrSc",
-	"sUHGgosQqBFBN7cTYUZtUO34LGnD2+DIThlu7+yg4llrgVjDFEsGbTEabCKtdn/VD90HJZVIYdDY/+3p",
-	"Tre7P3+6A7orkSB+29uDL10OUDFG9ebs6Q/f7Zule7OnvV34MnQGWpiFdChaoDa32wNJYZEZ19r2bJZq",
-	"TrRsQm+/3MZTBgI2oiXySTQb5WlqDxp2IB1RDiSdny6Nr0KYhVOjhgc8mCAvHYCk1EDa+GA+Q8mLjdUi",
-	"Lm3aHqagUBdWnJSeCdfUdLe740LOSOG0N2WNEgrPN1T3XIKDl76Ojb6i1VIo1qysWzCQ3OnHOzbPYzXv",
-	"c7+IHGPBA2YoUFY8KY+OOZChkimY60MxkLo46OsSC8FOhcknLhvBOvHImqvPn3tXaF51xWonIk7IGLZE",
-	"4CS8DVU67O/K8bpfib+rbEAgIjQYVURg0iWoUDZK6w5mezhgwR6eoO6gO4PFiHgWYzlOWO04BcJU5SZS",
-	"U7FyrtDlXlc4uNgm0eiln/2yFPd3n+12e0Fp+vsVKH55SZ8tD1EZerV52e0eUjtO5Um2I9rthvfbqa2+",
-	"gtdb7bazrw5RGb+EG7/d4JX7KyNb6krk+LxIlC6zYikNFv3XQcGV9jnVcTSGeUvyAZvIScvSGVqM/EA7",
-	"d2S/8F0jAxe4OoS3hiUZzjWpk2mOssKbISiNmoXHJ2+eHZ6evjk5f3mAmYkhKyr+u63S3iRHEciTgUxk",
-	"m4Kz1sBDEQryUw0pHEXYAGkSCakRR6Ro+ZA1+o1XR2eNwGEAwD+ug4ZtRmE7Rlgnp9sgAkClUJqYKolg",
-	"EKB9lYInwHSSaaJNEmFHD5s3BGfuQkaYnUfpKehSYYW7pVF2NPLhCBpBwyaXNPqNbmen00WgZ60kYjvw",
-	"5wlPRWQs0IHuP3oEv7UJsaSjsvEjVAoe9bq9bnunZ6FMGkFDzYSE8fuNxzgqgoNMECriEXyM18KYgATH",
-	"fLYCUDdWESiJaEEMKThvG77jEebZaZRvT+4ru7gdmgzpPEdxo9/4pzAnSvlAhDitXre7DlWmuO7RwfHR",
-	"iRsZVmpvm5uObKWB7dnjAWg0+r++94nizCYalKSBGmSmlGnBDvIxAn28KaK9hLr4iEceunYqTA3C+3P8",
-	"XleSrF1ewxKkQ4HhYKNJkpxd1v+D1qYkJc7zTfULKnYZ4TqwECzBSrmUrniSSzsPVThn0gU+4aMKEyB9",
-	"B2W6nozd/HWZim9r8isYE5jiblQeTVxlJOXaOsyJnSK3AwOxzUIeLBm/ZEEPZGgD8OfPDp69OMQM53KF",
-	"rG1flFq5UuZWh70SXBqLgLqUeADGojWMjNDG7am2UV3KDcAgQ3ELyZ8qddM+OyBn7OTHp8KITK/FHyov",
-	"eUTRDoS7XmKO3Y3gzeR9scUnMQebJRNsbHGvrO4IIxTq+Tq2sdc+Ki+8DhrLhsHWN9vLERvcZcPceDNd",
-	"eRQTrsvuNiz+I48dQjDesnPzLW+9Wli8qffDzTedKfWKy4V9lr6tCIK7Ht981ymFod+WUWiSXoW8ImJb",
-	"KdzwCcETW44o318H9fL/BZcxNfhDNxmhYGAulHXPIEvXA8v45b21Mv/uWaLr4H5sy2gffeODBfWzB+IN",
-	"cGVubkhwa5nsnpX+xqx0duO5XMtJcPqDfrRBp0IcCIsPlQkwZ8n8PBGxilgird9Wi3TURvAqLHV6cfbq",
-	"JelhTZvcR3qlWaRCg25MhXxFkbfisYjpFC3TMgJM1zdl4qSeicjLz8DDte4UA371Va1vQVdDvxcs2yZN",
-	"rUS7rN2tw1LtsoUis5mQZQ1H4WyWYl7iNbODtTHEgbwhiJiYImKq+6yIKK4PJw4kFvy7mGLd7r1MtDl0",
-	"EJKfJm2dnKrTNRIXq6DiYnrjoq2fBeNEKCLsCNvoN37LRbYojbBq32UH68Y/HSp6dX5vYJ0sBCxOCfTN",
-	"xWztVBxu8VbHg4c2DU/+Cg4snBHidNYcWQdFPRItyP259Tc+t4AIWIEX6+Se5X5f5mEIdq3gO7EAY6oA",
-	"8LeMvUmlw6d8lQodzWyNOkcVSPdMsSVTkOm5+abXyvykbDu+b5GL/ilMkYxQx0afSuN449Fzgsytz4Gg",
-	"U+92gwaNmdI1XPyfubC1e35eBWiJ88ChpowyoSdLzTD6GPWtoOZgFu44uRRyIJvzCTcYlEFfbhWlGmHT",
-	"wDCcJ1qULVWX+6j6uU1GUWwTB3hgD2r0ClVyktCRVAzwQDPBszQRWZmUYWWU070G8kLMTFFHa3MbyAdk",
-	"KxhdzSvmQmFqv0hTG0nyeongwNwMZPGoRJfIRuT1xBQMgmDAgI8N4tgwEHd+UDfCAwthUzYzqdHcqr1x",
-	"P0+0Imf9qOLFnUnV+s6919fX1yuivHdnD61tBLFGsnuuTFvO3ZRwornGOytEiZlqji5b92fCFzsTuluc",
-	"CUv4688d9j3cv7OFlD8m7KwzpRBlku7b2+btClCsVyJOuOsr8y0eZNj7uppWt04tnAiemsnva1XCA+ud",
-	"7yH+cZIKP0Loiu8SOcbShxL4Q+UWEc3hHdSqji/w4bfyK9Ctb375Aj6Fl3DeCa03eRA+qOF6/8Frzy0Q",
-	"YFxEmPaMjxNpS70vhD0f00TXKNWgzf8MD/iCdvsHNfwCVvsWfWjXWO0WNUQXIJFUH71hOtRqaLvj42c1",
-	"PKU7vhbb/Wc1vNlyhwW5P47+7nb7B2J1J2uQ80spU1js62LKzwpkm5DUHQLJt3g1IYGIyhLbPzFL8LMe",
-	"cs6B1ZgQAMimYGW51PufDICDjySQEOx1iIh3A0mTpZhSAcSzAnFahoR/qNOPaZCf1fCr9Dpgp+J6zdSt",
-	"NLz6PV9/YTVzzWb6iPzVTd2uP5BF1q7rC1R067OtoXe7P9T0i94E/wsr+34N8dSDAW9GE/4bGDPfoFQn",
-	"+UQSblWwB+vTrj6o4QPtI8PMMjXOhNYd9g51bwIWqJfztl6wUqo6kJX02j4htPnptxYlQS6KxPX6QOA3",
-	"KG2/dSELtxV7t0owpytZ7nQIww4nms1VZiZsyi8SOd4HHR8TN0sTDsTJOlrqVBTrjb3Q753QX8IJvU5y",
-	"fBr//ayGhffZwrhszvrETIAHusB8sfHu4wzRmEWuGXbpQCQkqhOiJmas2+l2dgMHVhBlfIYZBQ72uCxT",
-	"H9ouIcyI6SzFKhzMZ0CJ18TGcOfWaXle9KO2kilsBQPpZyNaZyvc6H3t7tfnVPveZ1iULuKgwIYNWCLP",
-	"yYsbDOQ00YgjZlF8CrjdmVIpa4az8RX8df4wbLnUR5dJWU2a9KrSBhKrQniqy84w/1SgQptkKpxoj6ib",
-	"yFidPwwDFtpv4EEd9lotVaH0yVuuhc2BzrIFaNZJrMnFgCW/CJen91HxJtteZdREBv+RD9MkIshGCWSW",
-	"pnZQPhWdgXSAUQ7fh7K5XLO8KggN3LYJGmgga7GB2BI0UOBD5Oz0vusAJe30f+j+0C2a6iQa4Y0c+BFi",
-	"hG1GPXK4+mcl4A5NEN3xU2Y7FCoLtqMkq86q6PSF/i2z5kh8ZVnqxtMNmOYRdrnZd2iJT5FjqsfcsqOk",
-	"3oSwHQYQoLEEqdNFO37/uLu9av+JgvaOPXCewJkWi1zniwsaVXytRt9kuUDb2ea+d5w6sTnX/c1MILZC",
-	"rKJ86rojYt67G2fBp2kYEERgRmin2GKr1rFph4PfG5+p/Kx0cXRTfdzZKabrtTd2bTrryWflPb28/TnX",
-	"XqbYXdHSnSd8eZl0mOxlF3mtq9bfwI2EsP3aBFVw8U0k8O8DTEX7BBJw8/xEEsC1gKfhGd35H0QAdonX",
-	"EkDRdHUbf32HHfOxcMjN2CmGig+LOh/DEqlFZjRrkmufWdc+HItwlFRd5WSDrzr4HbTwl3Tyu5qzO3L0",
-	"ey1qn+xWGg3P+GIbv/8dePLtsvne/JpoQlHLVTROJrR6a/ImGvEJ1i2B65o9NtXswG2af287oQLBfsu5",
-	"pOZWU/kKLHS7YzdHO9wa3XtG/+4Rj1kp+5zULsQhmrm1eU3PsCoU9H7jaqk77JSPBMF1b9HVpV8gpmDh",
-	"nNeXj6BlLG/aDtUddlA2HcFGNNTbjC4j+8MClZMQG0gHed+qRFx2u73aMAaOY1/8k48B791+EYvGpzL7",
-	"3ecFVV7HSwvy28qjdr4ia3buWtasU36KGmzXgmJJ1Bye8fFNvI7XXAeNGrznm24tbynuuA4aDk/6pruL",
-	"63zpdi8TV3yEva1yhIAOnlvm3jo3qcpzR/KtFn9hXlLvUyd8gn32/rKT468PyO11H3sBOSHzKRw9NzQk",
-	"awSNjZjAYGWsDdpt07+sEsSr74nW6rsaLyr8IXCHDnuTVV2WW/aFSyTqnAPZvAHu2IIrO7lZ05TJ68Rk",
-	"wSw6A3lIPcbmfBHYg3lTE7kbDm3b2GUV4Lk4vkdlQwLq9vC3ivpsvs9kC7qSQjFeENKB688KBaNG1/Lt",
-	"4+1qQ/yVx52jLleVtjinhJ/FXSNUwl1O5HKXjoE0io2FoSY5lXYWfrJhqab5PXTqnC63VqZGMKtXlFX8",
-	"VZlNN6gyn6HAfHs6xOM6/IPXClT6OBklRfNPojlNrpqVzjCJdk70/1GLdx+kvfMg7UbJ+snJEnSrq+xB",
-	"UbTq+0VvN5uKbAwiwEQT2w3i8Q9PWn3GhxadaToEuxPRN8XIMJ4iPFso8zQNWSaw5URnIEOHj0rd82FU",
-	"at0yRKgX1gz/GDQKDNVGn/0xaFzAf2Gg6+tiKBZeYPetpavxqvIinqYtaoW73PKs0ACq/bOxP9jMNteu",
-	"aVnG/dz0pWZehJBT9AbbfHK8xcZltz88bndw3L0JXnmP0gQPKkPiNrdxWf9xJ8NvYeH/aceibUFX9sUt",
-	"VBQp5o6s7sX+1yD2d7Yx1L3G6D+h7fQX2tvff9p8TxxPfKNnHHF7ecxho5OC38CqdLJ+g2nhjMs/7F/X",
-	"m0E3mL2MhWCkh35wkrDCM6FVCoeJTeFgnOmJygyb5FMu25ng2HS/iHCtWgj0gDNCflgS9KvyBMNoWoxd",
-	"GI0vzZCaurBQKtMeAWmHRSBnxrG0ycZx7G2NZVm5ppDmV97+vf3+j53gye51XTDt/XZJJxOzHEu+Mcnk",
-	"wC4oRmUsKInr+eje3WFq3E2uyS0E1F+bnvLcQrV41GCRRNbGoDFte9sqO1FtFVzoOZzNEG/XdkSYqwKx",
-	"FxsJFPXX9WiLgseJLWv788vtPlMordkI/502LD3iIH7Rar0T+4wvGMt3/Wi/dCg/E59RwWfXugDf8bwU",
-	"dRN0IMhJfLd5Bl+B+4Yo4uagt12x+5j33z3mnRUiwkkqJzTWR7ztFQjlqDI245lTQixfsbOqfzRV2Nek",
-	"9J1aqZFo1/OEMl6pE7eIESXDy2xy/Btx6VpQxrFt21Z2VPLMbMwa/oQIPLYhL9netoqjfnVSuVEHsoo7",
-	"VDaLI5j+EEGwNTW6Y+Ejb8D1gXZazLuIsy8JP9tavL+mlzgpiK5xdWGPUqdtCzqCECuBC3TglhHonK5g",
-	"v3k7TakIDoLE9SZv7u70Sj2gBbuzkIZfuYaerqM215i8SA3hWTUCYJcQ5TUxeymwncumIq4/UwB/qUwE",
-	"2u+/KBHBEtsaL4Xd4nVpCPepBV+pi+OrrCutCWMTO2MxKJHaShzbq5dpX4hFO5HtXG8OZTvhU3YwobGX",
-	"qlDrH474UBkCMuEmDKQ9KJK6zpOFfCvBlvxH1E8+DOyglShz6+8WDq5uzLGr68MXv3GJPrWw75vz0fW+",
-	"Eg7t9TZyKDFGW1xhF452GUhav4MZJe9s4lB7rNhRbf9fTSEgVdUgfHaqn0zJTlRVdr7CzBhrre0aS33v",
-	"sCuSxZuLkxEC9GJlHBUFbuJoetlvnnm/1QJ20l5qI5yl0eL5VrZHFa16MTbBiq5T12t8q+g+WO9W/Vxf",
-	"x1fjTdisTt67EO4zFJYzFDLHROvYF1u4YOyh1gFxSi1Lh3mSxgTaM0pSscS+D3RZ3qKy0odgs+kTOZC/",
-	"hl5NTRiwsCxrCVtFv332+MkT7FAL50saV6DVyQMe9rq90LV4KXRIUUIJ4Uw1S8w+ASGEzrQJPZwEuNoi",
-	"qGhyoXxQw8Ba5SIXA1ht28y2/pCj/Edm1FiAsV12x6q6P/z2NiUMPL1EE//GB9O3xUypeMD1v8MNKNrE",
-	"flDDTR4O2M6/SyUBvc0n2e+9PwlWpEJr5GaDuVqaSxAattzPe+v+L8iF/dPdAveVA1+xOksWB7d8WjkP",
-	"6QSsnIeb1dl3E9vujq5mkboUmabjQye/C4KtmLsEhVjNJWwfS9bpubcS2n+O1olTW6t1IqbfvdZ5r3Wu",
-	"aJ1AGYQjtJwgVDLcp1I83VkAGvm8+sgx2UZ8B1BdA4dpZIGLEoMOC6vFoLbaZ89O/+X8FkQ0LFNz1gwx",
-	"pSbSl86ZOZCYjcuzjC/8AmZfC7YI8AfHR9hV3gLQNMNlrgxbHXZgV24gSfmz+a4YpPNSWenHWAndX0lu",
-	"t+GlQut83N3FBsTwSojdFIk0LbpQZzmGgvQsEzzWEyGwK+I0T7lmzTfvDk6PH2hcjUR+EIT7E4uRkJFo",
-	"9eH1ixGZSzWwjsinoOP/Az7a8PH/CwPGmeFD8gEjOB0fgwgxeSZZk6daUYnQQKaY0zFmesYjgUuZJlKw",
-	"kRCxpnWnRzwIA2o+q6SAf6GvOFMu89cG2CjCyQfST10Ln+78Ywe9zJhzDPMPB40H8O2gEe7bhGVS8tzo",
-	"tlAFbsC3HvLoojOQB1ML9A+mQjIV2vDpjDKv/T2M6VBAcnF9MycqtR0+LZiPuOKRSRe1/SQtfd9Ww/9r",
-	"ylsSI6Z4o5JiG/+qS+0NtnOGvC9crA1kQZRFjkc3Iaic/PSM7e58361ndODDkrB5hTuovs6yDR9Iyy3U",
-	"rzw3GU8Tz+npSBnoB7afKLLvExtt9lbIT1bdACm2dOg+ow1pP0+0A2ZbfemQG8OjCbp2iy4gYMxLPhUu",
-	"Sl1es48/wm9PB41sZs53eo87kb6EOW/0tq040O6LkrYrSipVygf6PkX9XgO7ZTNYZ25sNHY+U/eqtEZe",
-	"7z185oAyJBPTmSk6JpP4gZPV9tcMyuLPCuYhHt54DNM5aTByjBlQUZrYYDSK44Qa99jx1Yia8cwl6nvw",
-	"Imkq0tI7hykyuuxBneiBBPVMUroN2G4dVtNXl1SP54cvD88OmVsBCxcYKyk67JBHEzu5gbTYiVg3Hbl6",
-	"XASIFDGT+XQoMuotHsKbnRfNptkMuSpgO10EI5kmMjeCDRegxyBWYovmTlqCyqiJEehSGFFXoxFrhm+O",
-	"D1+fnx2enp0fPHv25u3rs9OnI55qrOpOUJWRFUzFJQTIZcTHZnjy9vX5qzfPD5+W34YtX9vc7e4GS8iM",
-	"A1kLzbjWh3kmtNck+Ivl5/iPWXPeSjGv9FMGirL0+jcwev++onBNrnhRD7/S892TkEAWbCLSGezsJnRJ",
-	"lIBLUWv9SFzNkkysF4iv+IXQVpatBhWWch5pMOraxrEVbG+XTVSeaTbhMZtxrUXcH0hszk2KBQF7Z7nU",
-	"xIVAwta07bAiSTsCYZg90H52pevKv1kEbGZ1ti2nH+KbVT2M+qv0gAE9vEByOBE6T2tlxQs1JwB1ROGl",
-	"XbsPxt4rZZ7sIYJfipn6SNZIOlLNby2KsFNMlss2DLJW/lCNnTUkvQ5QZctzbticw0ln3WQYD2VNYOqF",
-	"MOTmETG5YXhiEJBmKMxciKJtorZgL9wBwrTYUBBOd5w7eWYjq3ouxAxRjIltsOZpIJvLaxOUHS+wSRTl",
-	"sJMfZca1sQDTmQCWT5RskQMIm/8ZxN0eSEmmvd9Gw7W0cUlSWCffYccYOUb036IDTwjCLtc5T/8cGXmS",
-	"y5/VUL9GmvjGBWNJcJrNRSbYlMcCiOFeSt5LSS9Ml8slEWk52KefquT4HJHpmsyWIP6PMIdjGxE6ExI9",
-	"e8s9aAs7EctUsB+Hayab6KLRbozFFykHKQmWp2MHko3YtxYRLqUQBNsFohbvIR+R37R3g143kH+2Yoch",
-	"+Gqr1kT8PWSY1+rhXoTdi7A1IgwMPNeRoWB21y2EGNfy+W3ElpNYrnHxndU0s1MRZcL4cSvs3hHXVzsv",
-	"tej9omXPRZPmu29WOv9Wsn+X1vvmouKCQO6l09+9rNgJF+ExoxMslm42VxiPgdERXOLtyUuq48WW+WVP",
-	"fY0hwhjDVktd/1kz/HXQeDhovA+p+VOatjoDCXxsoUZtIzoarWzir5MxWl6hRskT7rtuO1UnPKP2PAOZ",
-	"KVNGBBD9lCW2/BmmPc01VqRhAymYFnbboX+GNJxNyPKc5gPJ01TNNZtlySU3IPnMXGUXmhpZpSriKYvF",
-	"pUjVbCqksQ2JaKFIw5sorOy2mDTwHIS0tAMGLFVqNuTRRcDSRF60aUgPOcd1VxLYSht7RokNzvElQfB5",
-	"WtWXyttdmuRfVIC7NIt3iZnQIbfO3e+I04MMI9r8jFjsff3tncro+/b/2+a7klBnfOV4qD8dapXLGxtP",
-	"U3y0KtqLSFlhGU8SENeL/WWbObFNduJMzWZ1miYNf6ciryJrdte90b3z/t6mq6B9YRrAtrwU3AyfXTBL",
-	"06U9lKdNq+CgKqZ2Xer4l+ONL2a73HT63ic+3bPp56Seb8ujn8YoS0T8GRjNYJ2HeZaGwYotFbDQGwhM",
-	"K4RrHkiHn5xY4RDGicY7w075d5+BRh2CbTTT/hnbtDacrbgcyKngkgCi0NujDOUOoDu6te+PSNlCjOZJ",
-	"aVzFMT/miQwYJm5jLyUPqdMN8GlYz8yHeh7IdVjPYa/bDZdRphxa9Bpg58+Vk18bwPNaC+tugZ4/x5D7",
-	"0w8QB/xcY8bdIz/fIz/fIz/fBvn5c63HR+U5tDZU8UaK0liciYx8jnQmGVXRlwNgZS+uIXg0ITanWIYN",
-	"tVJAtY9ZuYENmdK720bzAZuoOUtBu8YifnVhSza5YXNEUwLNu+488aIfZXzzS4Y/lgPMdxj+mOrxtxX/",
-	"sCu+uDn+UZLdvSl/byMsRUw8NfZBRVO2qSVJVmSyfTnrYYPMxFCHaJM7gHj2DmyV2ujPkda5cInC9ECb",
-	"WkfOisRQeQIGUEwyFX6UptVhP9mUFEx0cdnJA0nS2B0eRQRorjDsw00OJkEiWehWoPg6DKjuk2kBr4TV",
-	"cmheFAr/0kyVFF7rFyscMUhkw1gZgdnqeWLsYaFyM5Cp0oRnY6fQYaG7+5yGP6eURH3OTcg0X+gSmF2l",
-	"9GCytWwoqzOQJxikgmExD9vhtGOkqMjdzoRBk8gOJLC/AL0PwdrUJtYgTSxtrY1nfANen1tFX8qdvlfb",
-	"7wX+LSMhyDfkKbARZ+24pk6TrdaP/NEYCp6J7CA3k0b/1/fAMuTjqGsX8hKDu9YH0gzHmHbMOo+iaVwA",
-	"LLf5LAlbjaCRZ2mj35gYM+s/eoRh4YnSpv999/sucqad3LoW2FgCV3bBLlW/ov/Kqnb5SkmxsKJdxGyU",
-	"qWmJ8BfYtJ8S5DuBsWcglP3xHX7Y6vA/JSlNrAYFIUCsJOOSyoc8uhhnQFdsuGAcQa38R1CV4uojXio5",
-	"bruc7bnKLsBAmKk0DTBdiUCuuYxE6g33sxrqNbp2Wd3lCrvYUIBZoJlR3hBFodjKKEUKFOVJutQJoDUR",
-	"2+yJMtudUNcxQQdPSKfce48qiHH1WYg7Q6jglIzhJZySmaNVnkWiHN+dbeXwh5driIP6ewQscx01AjYV",
-	"JkuiMuMWDoaMRxisEOmow16rpXJN70FeF44aUrFqAxAwkgzVS+r+am2WXT1sSRPluM6ZyscT0kaaeEZj",
-	"EQJVCUz5BdBGBlOneoMW7QzMW8n68ifQbjrMT48dyGZYzcLDmslKyiwtMagBZJpNWbWUslyLSn4fMPfc",
-	"bTIqd4SjT52B1+cdHxTQrXRl375LFiOAietT32FhzA3v2NKL80jFolBfFtiZFc1qmr31QJduXZ0PqbUN",
-	"lk2E1cmFrKkyFj50sKxVFcVeS74aS8aNW6rKR89fEPD8FgaoveXMgW988p2nTvl0d34h3+1x3QJt40z9",
-	"r/+qCyeipIk77EAuWO/qihG7ENgANtBNNEvGEvtEkwusuzrMP7HexVfA4DbnwHcaKbEgUI7zxsMxgaPa",
-	"cuS6jkYLulSkWmC9kFQuJ6xQjAWyscpNQOlPwLWx49Miw33pTF/imHUuKXdZAbK/DW8VF7NmePzm9Kxs",
-	"jVBgZiDL2UIpzfhslqlLEbduy1rFE7firlN39T2DrWWwlTW657Fb81jJPDexmY2/bMNkFhKpb/OEalsK",
-	"Av8dnD174fUNQOBoe+8SKDlwD0ZGyb8b3pYZ7UtsxYrkJL9nxPWMuLRC92x4azZ0zLWOCS0A+FZH3Urv",
-	"Ga8jU8kAI5UhexZKp8JU6U9lrOWJbeYsuvr+jLsR++z+iPt83lrhmfXMhTinNxtoBR5snlLZ5lCQ32Pf",
-	"GmXYtSykZmaucajmC/RmfLpxVpnXTYwFl96bZpuBbu8ts89mKZ9TbuCnLQ8ri3lI4A+OkTKs1+041Nfz",
-	"PEtDNhImmmCa3C05aetTCq6+P6Vu5Kf7U+rOWOqmU+o6aFy1IzWdKtl269n2QmYU8xMyEu0D2NWbWw6U",
-	"d7gbroPGKQY32mfJNJE3huDoYnvt9fX1/xcAAP//",
+	"7P3tctvGsjeK38oU91Nl0gukKVpyEqpc9VdsZVmJX7QleXmvHfoRhsCQhAXOMBhAFBOr6n815/v5cG7g",
+	"uZRzJae6e2YwIEGKluXEztaqWgpNAoPBTHdPv/76j0akpjMlhcx1o/9HYyJ4LDL8eJCmag4fYqGjLJnl",
+	"iZKNfuNsIthU5BMVa5ZPBMtUkQumi9lMZbkOWPji8OB5yLiMWfjm+OzozevTkCUySotYxJ1G0MjEb0WS",
+	"ibjRz7NCBA0dTcSUw4PyxUw0+g2dZ4kcN66vg8bhGR+vTuGA6TxTcsyEzJN8wXI+ZiOV0XTELBNayJzD",
+	"xQF+Hx6N2q94Hk3MtI5G7ddKCvtd8+SnZ+yHnZ1ua/P0ZjzPRQYT+N+Dxq//e9B4/3DQ+F+NoGbeR7GY",
+	"zlQuZH4iZilfwHDLb3FM8wzYPMknOPdLnhaChfDcMGDziZDmlfRMSS1YohmHF0z5gqkR/qakYDpXmYjh",
+	"TQcynySahe7x0aL9i1iEnYFs+G8iZDFt9H9twJMa7+te4KWKOM2zbv/fnry0E4gywXMRwyRVkUUiYCqz",
+	"v31QQ5ZPeA5zBuJgil5orrKLT6WE40yMRCZkJA5mszSpW1CYWUjXhWzmrgcyhZWTei4yxulu2vTvervd",
+	"VsBEZ9xh4YgXaf5UZJnK2kMxUpkIBxKoJ+W4kk97OuywgyFsGm2OhNWfc728vB6hNGnUpj/sx4znop0m",
+	"0yQXceujHf7XbvuHzvt/NKX++H/+H/1xqj/qVqsZsM8dovWwnkZPeC5ewgj1K6lzngvYScGjCZupNIkW",
+	"DzQbFtGFyFkzzvgobyciH7UneT7js6QNc8IptY0Uae/stPqMD6TOsyLKi0zE7VEi0pilic6J7mEJp2I6",
+	"FBmbwf/xOXZLBo1Y4NsPGvvZ093efv50J+ywMAtZogdyouZsyuWCASEJnWs2V0UasxnXmmXJeJIzqeb7",
+	"LMzheiK9iUoF0yJSMtYBCC8Zi5gVs4AVMk9S4CBhXzLRbFSkKeNjnkjWhMeK3wqe0lBuScLfwlaHGXYG",
+	"GheXIluUbKtGsAZms5iaiQxZixUyFZrGoi9VxuJE82EK/ASrj/fofaaFYAPcMPPVoLHC0ld8OkuFBrau",
+	"W7aADRrzLMmFxi8fw3f1rO/o4hhfsJ468OUT5C2eI1MtWK6MuMLN+AtI5LenO93u/pxo5DeiEZjRb4XK",
+	"eeBPDgQpbq3Z6YlKY73PwnlIVJLIWM1ZIi2lMHUpMjafJNGEcTmQYjrLF/bmTIySNNU3kQDbRAED+eVI",
+	"wC1LhQZ+e9rbgy/XEAGt01GNmD2K4dgdJVaw2v1OSLhrkV2K7IFmqRrrDjtgUZrAokz5gmkhY5bAQTCX",
+	"A9ncae/0vmfRhGc8ykWmYZnCg/Z/8/bvIMjO++2wtc9UPhHZPNHCG55N+YWA80TQImx1aP9aGfr9HzvB",
+	"Tu/76zXCUeTZ4mCUi2x1AU4NTeSKzXmSMxLJLM8WiRxbYbGlTjFNZDKFw7jrZpHIXIxFhtM4xbc9S6Yw",
+	"r5WJvAPe81lOz2ClYYHzZArKAWu+e/yM0SiMhgF2Y/XcpkYDOZtwLbTdTJXFAvWqBRMgKAM6DZAt4TFx",
+	"YSg5kWyapGniJGs+EXIgw1zlPA0ts/Iin+zHRfa029ndCZiTBua7bi9gmeCx/efjAFSiJOa5sF/9EAxk",
+	"lPJkar74PkD6GbsL9gIWqakdc6fTCxjOAf/5uAOi4RhfsU/TCVnz4PhoIC/EgqVKXRSzVsBCN7MQ/iF4",
+	"HLImHgwqXsDvdlrwM06Hfh/IFdULR0OVLWRN0kGASkaZmuIKGuXNSgq4nF7IPDHiWTyQs0xFQmuV4e/4",
+	"fub3PONS8wg2AX4zmkDImon8ICIQN8OF04paHXZKAmogqxLKChgilTaRihUx68nXFzlLm7u6c+yzNq5e",
+	"Tr179+6gAFrLk4jnov6w4uUVQKs4fQHsW2jhcWrAeDrnC83CHwXPRBZubQ7Q9TWC5DpozHjGpyI3RtXh",
+	"pZD50XP4mMCtM55PGkFD8imyfrztE8Vlfl7Ks/f/uMEMiRa/iEWdIVXI5LdCMKB+sqASXZ5PsEVKCwkk",
+	"hLRIkrzJ2du3R8/JHBkrFcNlSSRanYHcaff29tgsS2QOhxg7OH12dOSJ+IDhCTnkmWDNkA+jsAUGA9d1",
+	"QoneZCCb4aDBh9GgAQSMkhlYyJlNmk/pDcC4c18Aq7JM5EUmScda4rSBxAFKhs3b1lbrMzTB9quj4+Wc",
+	"xckIDYucnpBottvrlZeSJJlPkpTOq1GS6bw8I4HhkzQFeTlKUUOFAbo/dBgeNoyzvasrWBGpnMWSM56m",
+	"wUBm8Oarr91nSW6sQm3txSLNWTLyJgCUM53lhsVyEXfYL2KhmbiaJZlgvV02UUWmGcdZ4D0DiewRKTlK",
+	"xkWG22kIweoqwDJ4A2lG8BO8PRz1QwHcFdNxSGIECZ70vpLkl+Tl5sOSX70UcpxPGv3e3ncBHJ723zu1",
+	"5D9CC3+NpXh4xschW6iCpRy3iMdBebKBzoiHxKBx+XjQCFkTyBTXj7e1AK4G4WrOTZbzsQ7IXHwYIitx",
+	"uUBqpZfp48iqgNMZ16mYgXBkqD+NcKXw0bu97/cZN54A1K1BiZUqx3FxCvaROMMYn0ysuNvtdtgZ/BO4",
+	"K1LTGc9Q/ucCZwQfAmSSueAXA4l3NsN3jwaNTqcD3MXwVGBTWLVSMFpvC42YaCVbmzbU+Foam+35o9Fr",
+	"JcWa/TmQdnuW9mPDLqDjIXwIIuIdGOdJTu8hjH4dFVlGZx8xpuGuRLPH3V3vZWFtvFftM1wgogE7oCUK",
+	"WIeD6max7fdq4xqWDqobFvJnNbyD8+SDGm5xnqxxF7ywdniSiynqxSR3GWj4XVKBcXa/FSJblNNDDavy",
+	"esZoafR3ugGwO+nGO91uUGrKO7Wa8jFfTD/jaPVEy5PdwF+ZGV9ssTKkYK0uzU8cRTHqYs4fmQudwwlG",
+	"56kOnOnEZTxUV0zJdMGas0zFRUTa9ViqDLTyvNVnJz89G8jvertd38cVrPBEkxS6pQkMGi3n6kqVztv2",
+	"OAxZrIR27jkUE3RYGGWeRanSjpmUlDSgk2tcGpbar3WlmR812+s+Hsjw0SxTw1RM9SMw6JJItAvJL3mS",
+	"wjFj2D7Eo76NB2Of7YTW0IoV2llykU8SOd4fSPM83ydWPg/eaLf3A52MznyGM0sVabxfuvcGRbf7OLIW",
+	"Df5LhAPZ1AUY/ZqFvb3uVCNjhz0dBnAwT5XOWfi4q8MW+RB80TLk0QWJhRTEJ52UuHzoAGVvwLCtOCpB",
+	"btNex3AK0HvRE51i7xnBEceTYaKkKrKB5JqBdZ+D8DMyhkkOirwzADrswC2L8dskcEh7s2AaDHXFEjDf",
+	"Sq9r27hdww1iyzDBOgOhhuoaQaP0rjaCxirhBMxesNftTjVYAR6v7nR7u/Xm+0xld6FnZ7Nt9Ox3YjhR",
+	"6uJQxjOV3Il+PxfbP/bo+QvaiDWxGq35WLAE1FqrNnoeKtAp0V+faBaLNMGvm8D+SmK4wX2J/j1QR4R5",
+	"z1bgacMg2GhMdNh02DHZrOQxSGC4SPTLRwCJ5iwVoHvBTxvoak7v2d5++aZ6vP36nSZjycHuWLeM4eVO",
+	"AEpdmqo5GdToC+BaPNllL14dPGufvjjo7T1B/9Uf5WyvO+4feTIVOufT2XXnD7AbrkGykEiakyEB2pkG",
+	"OZOJSCSXIm4FoExbxbB8YjsWkYpFzGY8y22oxW7JAz2QWkSZyI28CecTLaLzsMOeF+h54Mz8nimKkbF8",
+	"rpi2a0BCiAJTesYjAeOZM2Wf8SgSs6rPKRmBKLaqUWAPjhnKMskiJXXOZY4eqS322E1k262+3AnKnf7H",
+	"o6fv/9Fkq9+tC4IYEjiz27OOBN5RMA6JliypOde4aiLG89voIs5hrBOQpbBQb2VyxcRMRZN9NsqEnjju",
+	"G0gzGNgJYAQwzhyhsCk6FSdcsj02TWQB5IFuo4UqMjiNo4s+ifGhKuCRxgbcYpHdQ7Z2na7lomsYgYQ5",
+	"RY2Pj07smQH/jpQE2xp1V3GVP5rk0xT+sV6lvQ5qpNjB8RFzZ1HAMiFjgUFPWBDcF3hQxqMclE0vim0c",
+	"2W3yZP+vTIwa/cZ/PCqj3o/MxY9KlzfO4Ucem2+WXgMPTXIlWS3mHx80hUrLt+Jp+mbU6P9a/0y6Tj86",
+	"pvsb18EfjVkGZnWe0DrqnOeFNo+GOex2u9d2+csIbqlHJRI9bm3Dl42g5rfEM7YvxKLx/vr6+v2aFfdc",
+	"FlOejlQ2FTFoImas5WX2g4kbV9ld6Iea2mWsaaubzeVloOLT9/eF4Gk+efPLht1d3dVNe0kD1hEw/bK4",
+	"K8qsevWO5FstvhYS/cEjUfOlT4ZV8msnsl1o0VhDhAeOBM0BWJfZUONR2zdKDeiN2TdNpiYM1XZxqM33",
+	"uYhVDZWciEJTzsRXQCa93ieRSUZz3yCrVskCTmfyfJa+Nd93a0jrm5diRxKOaJ4egsn0dWzvXuWgqtle",
+	"M+U2mnlruV+yQoqrGcWw8NIOey5ynqSkoqZqPBYxK6SJULKwXMQwMJ5M0GO/+T1+hdl2r1V+QAbI1yLs",
+	"9zZuM+UItqXK29zMe5O2gVmE4irRuWbDIidvlFS5zSzELaYxO+ys9IGUbp4E88u4XAxkrKJiKmSORlI+",
+	"CdCfgapMmmhMwQDlfCIydAlNkIC4NLSE9qqLgZE2XZcWuWkH6aLlJKtvgtpeq/wnsCe+Firb3UhlQF4j",
+	"nO4a4nqtGDrwbH4i+VrBjosiVfwNpMMxX6SKx2dKveTZ+GvRBHceb9y2GU26nSvVTnHaW1giNt6KNxiW",
+	"9byh5JvQrLnDXiU/tv4OGwsy7LmI0kR+PVK/d9PGwqTbsZ01OQisi+HXhrngHH15I56kRSbOIxWLxvu1",
+	"BBDxLEaNzo5KJ4AZijwxFNxv0oRZCCOLOGyZnAAMs7os6oEsU6ZtPrWnR9RnT3u0VJMycNPe1iSEL2VZ",
+	"b7rbXfdNnijHGfrEEniDn3BfvhYhdQMte/NuE0GtkLOJKp+LnI/XULBXfeCUGoqwY06NCUtTvBts13Ym",
+	"eIx0i3bsty/HvGU8cUv3dRii329PAG7XN5xUJqnDXKq9wpNvfhdPKUz7tozSfi3W5mZNoya8vGkHY57z",
+	"IdeCRVhJALw6hA3l0YTcn3FC35oY7zzJJ4n0AyIP4JjiMZxTAaOSHKeiJJrpSZFj8D9Wc2my2WyoxvP2",
+	"hDaQsHL4/A9yYZ0p9YrLhRlOfy1CY7OT089CWDkuLhOV8lzE57Z+Ys2ZccDKYah8AWgHXVnFjDXDlXFC",
+	"JvmUMkT2gT4nmCEJKpOSwpDZQG6gM9Z00didVoeFjgBMzdwyAYVsnFwKSmeoKxXaULHwP5OY30pe5BOV",
+	"Jb9/Pbr8zkZKLvwZr5GZrxKtEzkOWCEvpJpLhhr1pboQMcbsLsTiG3fBv3v3rr2cYr7p5uWMdLP5xo0l",
+	"4lciTvhZueh/uRK8dwMRuJm3pzD1Nl67pbn+QLPwGb1jG945tBmSNguzrIUy5jumcZIs45g3rkVOGSVk",
+	"8L89+6n9/TevTS0lDD03JV/fRhjPZhHYnJO2rVhbOe7sFWDtrzfvzXguhwVoxA65z4TEzPMkZ83w+ODs",
+	"2QubHejq5EY81SJsUbznGyeNa5uAQb5m8lFiMkZlz0zV9TnH30Yqm8KnBlgfmNyxmqgRNJJ4pWInivLz",
+	"x6Mf+E7UjXvD78Qu34t+EDujLu8NG+8rabB47c0pVf7uo4vHm2lZwKOGH0SEK/0MfzauLi/fgsdkdvH0",
+	"2Htx3OlgaS341K7RUp2i9AxsLNSdJlJlrJBAS3vdbpc9ZXvdTrfL3p4+R3+hW8hE5k92G14K8g/mf5vz",
+	"kIOGfdpNyQLP7HXLHPFHNb2x263ZyanIORgqNz3klb0Oy5DI70YhlLpSoByENrracnUh5D5pcxMszRkl",
+	"V2D+FHmkpsKmFp/ZG/Sggctnk1Jm03P4+vwy0bwRuH86n2D5VSJ1MRqBBivz81EhY+39SLUp1csjlWUi",
+	"ys+jy8j7fpTxIi5SEJvll6ZmLpHjc4o0lj/pVM1X68mCxlUbXuF5uTBIYCvz7zesU7bPdrs9qiy23kjj",
+	"WiQZ5Ts4+6wyCroEll91ZeSlEcx1eFNlAG8FbhqjvLQyQnVtbxqkcvXSOCtbevNgy7dURlzZyH7j2NZD",
+	"Ak3yseizve5jFvquG3NBJa88cKYR7ZJNFVmpqeosE0u/cVpEkRBgKPW6O60ym5u5Rz3QNleZzdJCs16J",
+	"M6AVptLCs7D+bSq4pBqxqRC5rqsUcwVizd3uDy1/QshWyxPq2Fy8Uv4awegJpRUxsF4knwjYiDuXyKUI",
+	"1h32nKo9sGIEEyJpb0A/XFBdPaIz3I1k/hyhSUfnZ9WIwNZwo7tZORkXpN/BcV0RYYYIRHw+XJxHhc7V",
+	"VGT1BbBrYiubNha0+dttrD3Mx3WVtm9kumCZmmuHCcNzrIIynJJQVXplNzcqLPZpab7Nw2wVvn3OvvWq",
+	"eZMOKT3ZFm48fvKExXxhqx6TfPu52au8kqVGpC+9Q5D+her6+5oBrHq9tqIfkx7SROe6crTSFmskEpKu",
+	"N5IF/hpUNq+yuOtpBU54o4NuSzCefvlHI+O5OCfnD9xI2BPwCV1ajX4vaBDUxrmRlI3+E7Asl+luaZxN",
+	"7OtP2Wrlby5FliWx0Lg0a951ySS7HYN8sipH1k18Li4tAleVILBenMFtZBmHvw4aDweN96FXbwG/BgZi",
+	"C+QnXs14HIu4TILE0jxf+DwsT4OOpqOEdC3znQl4lV9QcCN2lFe5i+i17iszTh0PTPnVEU2rRwV+5l+l",
+	"/OZZxuHYojJ183OeFeI6aBRZWpunn2Fp//Gb0zNGq0quyNBs8NuTl2GFz4ssaVSKinrd3e9vLi72OQym",
+	"srKXtWzlmQcr+W5Hp2/Ybm/nO2eyMFCPQBNI1VxkEdeij44TC72lYkLqODp980C7SCLWnBIaBew1G4pU",
+	"zQN2IWY5wRfB8iQ5Gy4YR6W/1WHvknwSZ3wuzaDNcJJdhAELL8XIBNHph3zC84HkmcBT2kw0wTuueAF3",
+	"XF1dwR2ZsIXN5PS1ZMeRNvgIvuMpLBuf4jcKTAWegWTjBX4zB5Wc/w5XDvkU/g7h+2EMR+Rwgp+TEfzF",
+	"EYYS/6oh/gXhO8RtGWr8Psdx5jP4u8DPv6N9yvFvDONEE5SME/o8h78pfk7hrkgCJUYKP6sCZWiE2hV+",
+	"c4n3/n7RCBrxB7grvsDPeH2MzxJj+Aw6Q9AQOcxTFGCWjD5gMsQF/Doe4l8BMx9PYDXGCX6D7ziWMPI4",
+	"/w3+LuCbyQX+lXD9JIcVmxRwTRLDyEmqsRYEP/8GVyYZftYwtw845geFf2fwdhcCrr8Y498JXHkxhdEu",
+	"ZrAaFxn+ncP1F/j0i99zLOGD0VKceXoBd6UZ/JpqmFWKV05xnacxfDMdw15PcebTKdw7RbVnims1zWBt",
+	"p7gy00v8O8drriT+hZ2dLvB7pA2JI8sxfk4U/FVwvZxh5QuuvJqi+cdhzWcCrpyN4ZrZBJ44wznPUvx+",
+	"AWv4G4dvMoXoJ0g/WQH3ZnNYDY2/aqRGHeHnGO7SAsbUY/weR9YpUIVWsJ4a10Rr/B6pUaMRqxf4ze+w",
+	"MvkEnpJ/gOvzKaxJjlSd48rkWDyd5/gN7kL+O1xZ8An8HV/BX5xtoWH8YpHg3wL/wt4VeP0l8uAl7vUl",
+	"jn9ZwKrOsWzkCtfzisObXkX4OULjWOE3M/i7wKqi33Edfp/CyL/PxyDxfPcSTKXWyB6r9spZcEjC8/D+",
+	"HPzUcxCX5iYXYW01m2DRhMsxYhiWyCCEZWKdsiZT74FmoasaC7fXk63FVRcmMAmZnMzfg+MjpidYYJnk",
+	"Br2vNLJpon3GWWichSEBXoZ2Wx6Ccs9CsluJLEKzQfBTqVQ/0AhMaS7AvXkYYkbZQIbmtTXGRTEuMU4u",
+	"hSlihbd7oJm44lFOKEKcDreVc54Mxk/D6yltgk36Le72GYVgatytS7o+B4bGPajTRnCsl4muoR67b45d",
+	"bpxT+QKGWq+DxoTr86nKhFfmN1QqFVyuzB4f6N2xdr5n6w2nCZ/NhMSggd0ujCXglUMgLKL61V2uMbH+",
+	"KmHwUyLS2JVzVHcFYZHWKr0TQXUSLNHAKD+fvnnN0JYB21YadEZMom2Gj8hHE7ZQmsIPEuvCEaoSYTqY",
+	"A66CKyhYwZqhQ0VbATrrsAML04hjpUraNN2B7O09MRXOCWiqaORmAhXLKc8unMP0//3//19hhad8rzcW",
+	"stejoPikRKtU3lBHSqZYr78+GGbJQV3cbGGbu+oe9LMarm7YSyXH7ayQErM0VHYRsJlKU3KZhI8+qKF+",
+	"9EcSX5Mb9LMjP8JS0yeGCt8H9ZDFBFDi8IlRmiJB7yNUT5jbSK/nkP2ghiaHMuzgnNCTrTcfT6NEJnoi",
+	"YnwEN9iRxjUyT9KUDQWLRSryJSfh6mr8WuofskjTxvvroGFH3zwHeLTj4MC8KLAEHppcRiK91dNXjogt",
+	"IHiQGMaZ0HqVcjM119ZVXoeOfKLmJT6IVmzEs30ESVJwvpWAZfC+WSF1vdd1M1ylzxNL86njDQIqu+l0",
+	"+VkNT+jCa1CcebZRq+HITxbDjJnr7ZvdYp9KiXDDJE/pwpt9e7DCsRJ63+ofIRsWSRobdG8g7maI/otH",
+	"Bjg7rITX6MubpZKvEJi38AhoSUnwFrbKGRVWXSPh7kCHADn55TWIkpbWwbHXyDbH/avSOFZzCerx+WZn",
+	"lL3M00IDlomU55hDp6wC/EAjxgd7e/ISN9wzpiwpPMpmqzH7R/YBtRoF3Xm+InC2w7ap8LQbKai++pq1",
+	"PnW8s5QS/1shChGHrDnnCWbDImKeYV2ETKXD0TjszVnAU0Il1yx0exIGrthjIDFT0crksOp4okeiJY9D",
+	"A817ipnT7OzttUv5ygsi1buFK07fvVqfb3Ut3s6AAPa6Bu2S0OQQChlxPtRcIg6MZgVeuNutoGmaqwsz",
+	"SLdDrkx/RntdR7WL13y6MsndbtXZWeciNzbXUgJJGenbQ+82/evcxu2s09tXWRq9bu9Je2en/bh7trPX",
+	"f9zt7+12dp98t7vz/X/7kcq+cWQsRX0Qjnin291ZLh7qg7ymQxV08/PDn06P/nu3d/zjd/95fHb85knv",
+	"+Pl3L549e/3dq0Y1FIgIx8gbDRy3JlViOZ/BngiNGc/yhKfponzloGEsgtq33el3e52dne973d3/bqyG",
+	"Ocq46crBuxrPXFnsre66jfp4BzktG5Swyi6uStAF41bn8uu9bBbFPgthqNBCqYe0OaR9On3Ti8otJaLU",
+	"JqD4WRZ4TTXrxA/VwsPff5Kat1Ws+G4yfFaG3U6XMcxe6jM+SW9HNHWaSF06glNLlql55XWWKKVKYd6C",
+	"Lak13tTfr5drVJVmAkTrFZktFg11GIeutDWLLSdbLvkb1kR0fRintU4eM7E7UNH8V9ygpq3oQJi8yyUl",
+	"8c74WBgoNb3PRiKPJmCFkPWPSmgix+fc1ibkVjtCjF6CHboDPbBK4p61X6sSVKhyReTX6Ql2fDvaV0ha",
+	"5ZveAXW9JTb7Cl/TOug+6yWNQ6QuaIu4wbt73zHj6WCxwSih25fUeBgAfkYfeKLZkhNtW9ga9OJ12FtE",
+	"jJNi7vDb6V8euE2C6HuRwARuP3cEryC9JxO/nT//1z//81+H7346e3fyy792//nvdy8O/7337vE//2vX",
+	"U3h2ez1YsTytAe5mBqXHLd/NeD5r9B/DWbbEcAlPt3Trt8UV5r+1zXuFAcOGQEU0sRFyqzFEXBqUqKHY",
+	"nFa2LqPXVPjWz6emUNhFHCjI4YXnqdC3UxssMbRRQ2biapZyafoXzESUjJLIAnIyFZkjVdQO62fh17/A",
+	"2ox+8xouMz9SMhKZFHFnrZ9Rr3nGEj5dGGAqg5B5tsC2PuZ3ht7bEly3161E7TYJEM9zvhJUWz6waKrn",
+	"ikJeW0/ZdZwaFRkeZ5VZazYHgx/xSBDERqrcIs4kkoX0UNz7zbmKm5ViorkloAVsGGfaNKzAJdSWAzjJ",
+	"8MeGIp4Zt9BrVr4ZYouZkgFsXASzEJIgSbnG/NZ9lopRzlRhGqUZ7J0yIMBcPKCzlHuz96TO61nJw9xm",
+	"Naho0X4tVd4upUpYTdjeTNO+pKxtI+ChTlmxY+4hsG9TPlU7uF7jH4GBX5ydHTMDZwGL2/GTXvcq+a67",
+	"3W4dFRlJXdM9caKynOliOuWZ6yRo9xfG8TpfeLC+m6VMvdPzoHRzvT05MiD5fgOp5QeH/zw8C4Fg6Djz",
+	"RlvxiNWAANXpYqs1t2tOFR8+PHB44aYI1zU8m0+UNi3FKji4dBqJeCCbockJDQMWUs4jYXhTQaWtDIzD",
+	"VgAMY4KS2C3tgWautrftansNoquVgWuW3gq3dYpOnnqO4Do158RCPWOc9XYJkBvPmlOBqNKpg5J2B0uH",
+	"vYFFzhW1CLP54EwXQxu7Ndl15S2N4JMBs2teeWSgrj7DE/Nn+VRWHbjiy3oSbue7+Ow895udKnqD3bZd",
+	"WKQCQ7TRM2FeZ52L4f1aqroDi9uQ55ePi9CD7sZc9Sb9+WbcSlbF59hxVPqw+lagiJzr5Pc1utAoSUGB",
+	"hwtAWDu15UuJhmqRxW1qJbbMzfqiwatV62CbiL+Nf9pg/wc1bH1iqL+2SmPLqozbxMiCxgc1PL9dOD9T",
+	"8/OovljKuEM0ISqga9qqCkCQWxLgMl74bepHEsoSHp77AWXz7A1lJf7bBR6PLRHeksP2hmAzsfCW/trt",
+	"0l0w8vy+HsnAyxfkGnVT5mXnYL6iZont4U0GHuW33Ins83PFPl/wbS/e//SFo0yQu165uzk1vIqiGkWR",
+	"flhl/23q5YMGnyXnF2JNj2Uz9gNtkVRMN/sDg8qC3qA+s80q2ekEAVhAvwbZvaQg64vzHAzZm2XS5xVb",
+	"6ZXF9taofOPqc25Y9/+kcrEbLJGVHAOV87Ds+DzDbiiVcrMQDbDwN+MumKMFvwp11GecDQtsiQi/Lw1s",
+	"2mOhNwuNluWHPLJ3VCC9qnT0m33DJfPZeMEqjZXJ9hyZvE2CW6p4B3a6+L+bvEzLpXd1WYpMSFWMJ2S4",
+	"u17atuU1k4qNuM5X0VgfaExx6g+keflHy6viPHw17zZDZDW4nNbKvdn3T3a36AXnEx8t7MrL3kBwNaWD",
+	"n0Z9SLHa+lZKTsZ0jkSyWcojV8hl3z4oN1VkbXOT8zx0BvKQRxM2LTSC0nnQc7WkwXMHxcXNp9ItdyHE",
+	"zPRyszfXkaUrbt1aDhCrAnW5Ys9Pu/N6y5351B05s8Sr/S1hE64D25LcpkKX+1H2m+98JWtTsezMDNyA",
+	"66j6hUhnIisz35bOsNEIUfY3NHbEwnxauAmOZQoy4s6nJYW6R9XNlIKIn4UFs139bZ1LYXrrzK7a0e4o",
+	"BetXuzxu7Ou1C/cnFjDXvXLsYVgteyTq6pw3FpRUisHKWt9N95TlvfUyxPx+QB23arig/KHKBDtOKldb",
+	"KRvhbRvaBQw5NZFjbEMQZUrrsnteYiIdGw9kM/In+gtsx8pz8idt4kavFKAmN3mOyVWZkmOXVTUv7XJs",
+	"Smf7LYiY9a6uOhsTpy3g9vmmKIcd94H2Ax7V50tVgndHfCpYE5ZCFeiGoN7JPI4zobELqmtMiq/a8udo",
+	"18Fnpop0MiSwtBOrr1JddLuq79dT3XNDJHVAFoLK1AkYJlcmLEpM3KeCiiTGhDa/dqkN31FVTrDa19Hr",
+	"LBfOhIwTOQ4ZUGeKfVoNBY9FrhmHnWRNL6O2Zc9BA1gTTURcpAScbiBI6ZFm1f0m1ubOOig31nSo7HWq",
+	"hplUfe1ntnCTptKFgKk0FjovQd+2cqguCYEax+qt6muqQY9PikoEDdz989tVDNK9n1g3WOPm2qJfZtCQ",
+	"4io/N9uw2YsHV7oNAxIohGNpZfsiuk6gjvKAeohEPqtOw/m6iPDrE73rvH93k+foU4O3u5XN8uILy6sa",
+	"lJzwabmMS6LmR9ta/TPiD8vS66ZY41ofytJAdxAauXFqdx4jWdKv7gaUces8aV+9Wg6xOwnri108Tgzc",
+	"GeKe4TFDhfCBDevLvARQcphkdTmW5QTOy/jeaq72OtnfZ6GL9YWsOVywhSpaAQvHSoqQNZO8VCx2d7rs",
+	"n0qKVoCdvZMUD68m+Vac0DA54fAeewji1OqUSkOSChsvrhaBuEk0ggY82sgDXOsbo46fqcPe6nCYZeIy",
+	"UYU+p6a955uCKAg2zbhr7BuYE98pcXYw2wGYUuJ0MpaaDYVOYmGk9xyUkFvI4E8XoE6130KwUrSgmve9",
+	"tCcen6xS7MbVvJWstbLg7uSZky5/ujx7l+STU1yW7SMAq5Neqad2I67q/kB4iMWI1wSuVTX7h+2trUbs",
+	"cY9lXMZqauKuvpfbEnbZkRyryy36nIxL0jcUD5oqcIeVCz434sP9ttHv//H0j27Qu765Ls685eoqvy/X",
+	"GQzTreCq+iyc5PlMhwR0Ap9D976ZD5utMoat9TSbZcklz8VASpHPVXahWTNVEU9ZLC5FqmZTIfNWh73G",
+	"pojcXh6wVKnZkEcXAUsTedGme1TGrDdkII2ObzpNw/JORHSB6X8sE+NE5xa/W8aMj3kiy+by1j6IE56W",
+	"othL4cL37D96ZL7rRGpq0aV1ma78/vPBurSIiizJF6dAuCboj2GTg4JQAFYSbl3IBc9RrteEXdig6HYf",
+	"RxdigR9E2GG/iIVpok5IsLh1XLPTFwft3t6TgZxwPQFKBh6gFTftQTTCeYL953y/IsPc7kSy8Pnhqzfn",
+	"B8dH578c/vs0HMimcf+x0IZ2YjFV1rhCFkURgfMsSRjWnLBCEzlSFnGcR8ikpk+4Xfo2nyVsyhOZ80SK",
+	"TDdqGlXomYja5BmB5zMgJyHpZD59/gujHgI6YKngGQxi0MSoWzcCkIlMdwZyIP/jP9gzJYEJEiX1QLaZ",
+	"j6RvQoWbtgGm628FWY6wgEORKvRgon09kMwtMcyGyLVsEaiZjtRMxISU1nfFK6UfP4ld58nd7m4H5op4",
+	"GwkxgiryDnulpMCGdbxsD59UIFBtgr/Dd1vFgOvAXN9lSS7sGBqIaZYCp6VJLjKeatYMe3vdLuHbMvzc",
+	"6VLOYW9P9JAm2mY1cJq2lR6i6bMmX0bprwHeD4t81P4e/RCc7e7sESpcomF+1vo3r7Pb7bq8X4mxN5KH",
+	"tPV4nmkWCzGzYz/usRQElQ5YJmaCw5UwrgcnErCJSmPygbx++7IsgmXNcAAb3u2S4wJWUwp8s50nTBdZ",
+	"psZAPXhZ/D1elkikALkwRbcB3SgLfJyfp/xk1yu3RdQHfEVMyMfDkA3FQsmY/Z//e7fbxWU+ion9bXyr",
+	"MgRecYArtJJeTmifXuY7ZZWTI0vv2/xxm7QeksNR20KDHEnF1KpoJqKJKsdy8CtqhO9NIxPmS4ZZ3h6J",
+	"eN62LEuEriQ5d9h/FipHQH7cY4q1wznObSovDYWTxZVYWyPTDNe1OAhbHYbRrhJMhBOlednEJrUeAQ73",
+	"GTe5wwrpLhN5kUmgVcp2nhRTLrG1GrYTmPGxqGOKwM5RGyAxEQdg0ThWlWKeJlJYeUWhqIE88w/lSMlR",
+	"Mi4ySnDWJp06tmjHeDaAFmOIwWYQT7hmj7tlQ57w5PA/3x6enp2fHb06fPP2LGyBPCJshg57gx00eI5g",
+	"HZRqX9bSw1LlfjsrK6yWYLJrumPZ9gp+k6DqRB9o43jUFIsEIrl08ci9ygscPD9/cXjw/PCkfImypH8+",
+	"UamgXTUJ8ySX3MKbIXdWxrSDwa7jPVGRMzUaseGCOVsSRdNut9vqsB9VDHTssyV2CWXN3Z3HrQ57Yd7H",
+	"v+Bxj/0CV4SvDv7LvsSP/z47PA1b+zCyaUOqpB3YGrBDsoPRn53yBSILa5GOAotRDAyIDY/7ME64+3iH",
+	"GQYzE2E/UTnJmVIMu7qGlvxQ7rdzcWVqwGhjLoSYtTlYxr4DPIlTyt9/4hPV0fOXhx5FgUaXKi3iDvuR",
+	"JNlOt9sFWkYZWQ6nzUo8e/P69eGzs6M3r08NetROt8tGmZqi5hKlCSpMRvVbuef8+PDk/Og43CcJzI6O",
+	"L5/Ym2AuINJEjIrPoye7rcBao7TGNFUsM1GgcyKDLWj5sX+MiAMYGFYLWIJLsy19H+kdVBQ1GlkePvYK",
+	"EPRAfiTgsI+2+OIjekaAsT7Cj+12m1X+wpeh3958Sap/RGn/kfllNYlmU56CVlt6PTXDG1EWOmFv+3oh",
+	"oBkK7c7aJy7V2ZVPXm2PD8+nzk3GqLDWTMDEdJYvgqVinb2lUxDUjFkGeiEI04PTZ0dHq/NaLcqBCfXM",
+	"UtzQ1DXR1U4KtBl94/cJ911xz3liq338qqmQaQ4GUxJNjCG46DDbepWlyYUwxz8+wh54q+/g98Ci+e+w",
+	"j+y1Ku0DlZlmRmQerfbBWh3U1avQiLs04sY21dQWyV4EsmN12NWO6zT+niW+5R7rsIum9QEQBN5uwJKx",
+	"gXm4fk+XKqrwOT+Y59gtpK3C5geE9ka9nxDjP1cmqXVpI20Xu9Unf1BDfCrhs6w+FVMNUzjgFyVuWPNG",
+	"5K7W/urkMEsmV+aaGoZbKmhNZLvQ3nTKI71c3VoeJAeca/WwTTvIlcmsr92sLM/mJkuhF7TwN+HQNV+i",
+	"ONsqPdSUvsJzd3oodz6l823oV9qGqA2hq8My11wVddJvpZU4Pf/xksTdrnl4nQCo639Gz9hb8wx4TzAE",
+	"Gd5Ax8mGZmd0NTU2u5HWqHgan98jUVpLXJ9SSM6aIMPs3Fqrc1hTb+3NwVZVL6/w3EhFyjurFGXvs3Cl",
+	"3hulti7LuBN9A8XZY4vm8r2Zi2nDK9GdAqZrSYcGx9I1fCHiYwtVEMIEyI+aBfBLA/FRhs3XN+ncZ5ua",
+	"dN6K0xHJU/K0TWnm7CPbw+P9VIHoRs3fiDjJVJExncSiw14bocaHoBBRJS4Yr9oi/VYqWEcJ1hkgRcIY",
+	"qRrrellcMjvN4rXKEb+OTtI+DW1mCkYnCmhkZDNLencOAhCtXgp6dpwqbLEMMJV7ZQq1lstHtG+ICO68",
+	"ky/7vEa+rAl8j47eYKnhUB2W6irZ1zU0qrwxalTuOrvMRtcxjZJKeii75lMyx4WBn4AlMTTcr22PtNof",
+	"HyaLmrT3y0AaCEPrSwwD5kANqccTaW1VoEOriBLbrjzojCY6kJhyEqksLlF9cXJu1/OMS83JEDIniZlJ",
+	"YGWVyoAmUT8RCTq6hiqfDCRqSCiZzddwePl+Xecb9BNJrVHrBGm/0lEKmDIsFwMuH8iwXAuSDPlcrQpp",
+	"5AliK2rAUGJ1DySXTGBSJbaBMv1tnE5t3/mBBs275bulqcG8UYiHi5xMRfwA+z2Q5fLnbas591meFQLN",
+	"bnuCWN+fsW2T3KaGgoJNpNbkbPfqinRXjo6c0tIxaVosFfzSFITDahWYaVRpnIV+DowwdAYSN4PCd+zh",
+	"w94um6gi0w8fGg50Rx82wvA8M1xazHPUyuybPj98dfzm7PD1s3+f/3L47/Ozs5dha9/Bj5vUd5jXlC9A",
+	"jFDSGUY7VmFXgBkO2N7VVcA4M6lq5GCMMzUD0vGMdKcY5SJN8RyaG8Qkv7g8V+piIGmjia58+oZJTTga",
+	"/4YuyOWsc44OStMYqeIcIOodSMswJOEUzCBgw0xdiA57rnBm4wIDQGtapTnCxy8ImOZoRG3PqwmTbnaB",
+	"l11GJKjxDFiyxvZZMoIJBOjPg92XWBCAKg9snr8xiYadsCY9FTyRv/mDGuqBxGKGucoumMQgGHmTubck",
+	"nRVZZJ1mYa/bYwfGv4CFC5jERErVQKIQwTy9l4pcmSFr+ijOLdNC2zsV9hHw2UGMUqAexygB7AbSS8pD",
+	"Qpa2Uqrjl9CVuvIoSUWrBMRkTXsAo1o1nyxa2JHeg8hk4fPDl4dnh5XqLPpZ+2f2xJwM1rLqM84IUROv",
+	"wTUdSNgkIHoLbQ26u87VTJfSQVNyGMKAqRG28Oqwn9WwEjKzkAiGNgfSUl2S0VMJN8aJB8QNY6nSyEtw",
+	"XNPUCavBAALHiUD9NCskse5ANmE1p6UXJMH2jcCixkup4b3KAJ2FM9aGiBC2F9/S1K3m8yQSHWD/8vF0",
+	"0RyRHnKRZcUMAYmVYmqUC0neZbdlRg0hbY2zaSLB1h9IWiJitSQzz6NFM2Wx7OHD7zATxklB9I3RjgEp",
+	"uGSHcJ94f6NYZOHJ4fGbk7Pzk8Ozw9dnR29eYxjJRum8HkUyz1Q6kK5gNeIZqEJM5xkwnQE8Mt55Gvpo",
+	"1H6tpLBauWW0x91dCioU0tYXgB5BXX+NZqB9db4JSr919iV5gIYnjqBzjrygFR6q5GHUllDVpciwZoIc",
+	"axjmeqDNGugOO2D2qXTe0vfOQdAM/7gOnU5oMFhxSa3vw3oiJly3ymIbdikyjZk5YZlgEjoJSisVmKMZ",
+	"tBussMK0ACQqo7jY6QA32Qc2wyUIRdC3jCwh+aMVCRgyt51+5jSQnF8INJfUjIoF/IV2Yr9UKOxsnSvH",
+	"QHvAMpj3pEOHnLupwqbwnM5Hb2iUjUsEAXNh4cOQjk04OHhbixnPMLMDO1ypEQiBJF+wnI91QBsJTB2r",
+	"YphSrY/QVvczdp4x/2z5ab98xT4bNC4fDxoha2K4amen2+qwA6vCiBTEUDO8fBw6eqMnBCwcNOjeQYMc",
+	"6hQBlRwlC9XMwGM77IyPjR9bTWc88xSvgYRPfRjrsovTMH6E0Eyr4+9GoY2qZFiMhku0kqBrzQW/YOG7",
+	"R/aFDM2j50Xo1v7qaqN/iF9g1pdhcYxekEuQ5M6zNyenGOfSwryCi9TjXlxSz4h8Alaxixo7bVjbaB0Q",
+	"Z4a71S/jbyQbeAry3B66Lw4PnodGiSZPPEzDRp5wU0mioH2HuDFNjMUxp0Foig22gjIgUIZNDssZu2e+",
+	"OabAhhFTve4ue62YiY0bUiXXKL4O7C/wlFkneHST5k0HyiUJYfIumvgksbd7kj+3MtkB1ZEDi77FcxjZ",
+	"aYpknyRl5sGPcIpiOI4vWMSNXnFwfERhGdSAs2ScSF2bPNQMYW/PD16+fPPu8Pn5m5Ojfx69Pg0xkDJc",
+	"2LglqPOtDjvOBDkrNfpXQD4ZV7hvpZCDwVOIAisuMOJVY1nAFZ4jIqiqS4FXlVv5hy3RpXFP8ZhunyVT",
+	"zBkl+zITaE5Fon0wm6UJHLK5YpTE4vJOTrmMh+oKb5llKi5QJRzIN9La/AGeI1PTHu/k7evzV2+eH4Kp",
+	"Dkbpw4eaRnj4kEwOs2pGHviZMX1zUhTDlJzUoL5Wc3hQZQFNSi5AucBtxaw2MCgmmZrzOV+UoQHzjuFA",
+	"JpLyLCjSbEjt0VTkWRIRKDK+TOynex4cH3XYw4fH7q0fPkTnhra4X9hxEBR62NJYqUz3YdvRYYC5ZkPs",
+	"5wK/VsiLTNrmUuJSK6iayRokE3aACa/aZhHbcJIYW5OWE5uTU+nh6muZg4YwSEzksQWmMTp2dru71LKJ",
+	"0rB4yVVLLFUuJPMi9egiIsJhTang3FylKKMumhmRKksLjWcien5Q/kmRGT9ogtjucKa8Ojw7OXp2en7w",
+	"/PlJqWP9hExHG4qkeGTdHLhEgd0d51MmO9Ue4oYpracZG2eZl7O9fOCc+663223B3vKcTfFetCMokob2",
+	"EZ3eGOjXRXaZXArTZwneKhZTLk3krqJN5kVGAayBVKMRa4Y/Hbx9eXZ+9PpnigM/xepDMLLJI6mkL2qS",
+	"pVfVCdhbrlmJBD6UYhEQ4j/p4naPEukxcPmSLKViJ+vAG0sbiZ+57aQ0KbNOfSKCp6nSedseKOY8cr4P",
+	"dElgOhuYtqhtFLrgqcEEKD2GGEsnA2XJEC9D1UCtmIzENemwpTuV4BNB66FB53xhXI422r3BP0doOnDu",
+	"tfo1ljcdsNU4aM06oCXZJjsu7N8ukaTPdsyx4hIhSL1KNItRzmSuM3vF7SNVNuVpuqibWMU5Ty+42/th",
+	"vfveAvsx+iZD1YFW3KbNOKZyJfXNEshPshrP5pJT0/kQ6FyyeICoRqJm0PJCBcvuYKPiBMTRwyK6EDkl",
+	"DFFwnjXJ7+FlMRKygA1CjIBVwGJHUxjjuTRjkKKPzC0ajq4jZD7LOqh/ra4DmDlFJoE+3LJpRmx9cnB2",
+	"eP7y6NXR2fnzo9ODH18ePn+KYtuYXvAGVog80LAxODYwD7HtjKM9Xepnu70fSie1lxECDGVjydZnb5ym",
+	"FCWEgQ3MwbJo1DOBbfg9YEaeo+bmUrViWrzAX+g+GyJ/uUTbZbUDjAbz46Cx/9vTnW53f/50p6KhVK/J",
+	"nnb386eGC5ZZg2hnJWzUZ796Q7wPq0wA18po8bSnDfGbtUk0nJcxah20DymYCmVLRXSGWcZrmqwnnNbj",
+	"rjZqqtujfE1ghGgoUtNhIs020n6A2gtWWWeMaYkbhEngXmGv253q0HhUdarmIGXwPDxz7wWGZ51KR6RA",
+	"8UbvwA5rhFcwkKG3aq0Oe2uSNsqjgM5wOiVAGEmX2BEaVsZJ2nFCm/8xkKgvMFsfbDqz4JKWpuGmdCFj",
+	"NtrTukOKgB5IeCcbYaqaCs6BkAme+kwauOwenpaHus6z5MIZehWdeSDXZYAuqdbNd4+fmVsZfQcqEAxd",
+	"RDmwU5syTI2pTu7g2YTbA9AlSGDR8yRTxXgS2HMfe7KQ90pIlwholCa7shqN/WmSpomJsJlDN8xVztMQ",
+	"7Ccp5s5BQjZ/GKU8mWLF2bqwuRRzLD2LJpRNQE2F8IAP920HupQvlka07ln4iW6SitlBXIahUbUwA9Cu",
+	"MVlt6DPLhDWTlYywmS1oxfBwDHbTDW1zQISBMbVxUOlZ1v5BjptsalD0QJ5gzQYW8pe5ILbd2HIuiXUd",
+	"eZFPuNCko1HZepIPpINp1SxXhKn0xwALDgaNgA1KnC36J1aWNK6NkcxC+LcrcF/qCzuQtjEsxc3tm5ge",
+	"EuzX05zLmGex++V905aVzOfzjjY/27ISrDFpoevh4cPTZCxF/PBhv1JWH5T/KlveGoQo871OxpIDnYfl",
+	"ae3ajIK8W9tplDwSHfYvkSUjShR1gzF1aeM+fE6pGUZRmvFMI3sy9HKSg3BUgMVlZ6jZlMI8XLI94zfW",
+	"TKVxh971IGep4JpiF/DKXNodLPsC+qHUmgiq8RE3E2MxoccjGVHJAxg6yci/zgV8jHlELjptizgphopf",
+	"ruL8wsiOPjHcYuZGqiCLMGY1RJUhyrie2Nx/DEk66SXJMQRHgokcsiqEgs6dDuwDKJDy2bcefzN1Ykuz",
+	"oHB4J0Q9wM69qyu0r4sIbthnmYiTjIoejBVJFEvHiedWtKl9dL5Zfd68rQ0fNne6THsmUisg1AWcgjkU",
+	"9pgOaOsD9rhL/+2xCXw3QX1jpwv/2tmFv70uo8zI3i6bsCYK2A+wWdl+VfVD6WRjA8KhQbRKE4dUJK8u",
+	"V3eWUiDQ/gWlXGVoOIBuoqSCc6LDQlvwG9qENG1HdQRgQm77FalF4ZUSYIVioDxNV4uD/Ww3s33/SnQy",
+	"TJETCJ5wRfhhNOxROb4t0FiqRMaIO4U490nVQVlKxXw0hoOBCY2x4XjPUiVKIz7C6XjSlvSviKepvrlo",
+	"L0pVEXule8z6QoQO/LI9H7qDR3kBhpWt0ds3UfqlDbUbYGZ6nKnpLDcFQKSt2olXQ74YmNPLQS06r40f",
+	"BC1jpK8Htgm5Kf2oBt2Me8JVtLiMoWXMFLgE3x54x4QIUZlUGYPnAN85OJtYoA1MwsuggHkU1UQlZM6T",
+	"nLQPHLbI5H75dJLFYKmiKPbPcJueTv4S59k5KRU0q2/d5MUBXveMWEyPd+4/qxxp4bDiBrKa96CFqRMi",
+	"BLR1BSlwLg7kR2tGfTQG5UdbabQhAd6ZuB+xHmCGdjVu80dbDepj35clH2RX03s7I5sOt7IGxzzE/vyR",
+	"9faqj7hVshHqVxYcC9X08i3wecuA/ewjCNYZ9iB0eV0fS4jJdVUQLu1tWXFv7nZ3WpQ+hSRvFh4NBWP4",
+	"I+KkB2NJNT8GfxGESLogvSGce7lmsL9jIUWWRAMZidSYBTwdqyzJJ9NW3/PtgS47E35Rjtl4w/UewqXr",
+	"CwInVTgPH8HcXMbikvGAaX+WZEsSb/aurgLMCII9gWOBp8mFaFljg4wFG+hRI2qN0E5EPmqDasdnSRve",
+	"Bke2ynB7ZwcVz1oLxBim6CQwNYUlsl9/a7sedFciQfy2t4fGvknlWmvw//AdWPyVe7OnvV1yA1gVOAvp",
+	"UDR4e3a3B5KiWzOuNcuS8SRnUs2JlvPQ2y+78ZRIgo3eiXwSzUZFmpqDhh1IS5QDSeenzcasEKbzTdXw",
+	"gIf25GV1kJQaSBPmLWYoebFxacSlyb7ETCLqco6T0jNhm4bvdnds5oAHXVmWmqHwfEPl62XzjdLXsdHl",
+	"t1rRxpqVdQsGklv9eKe1xg8T7rsEAKxbIe+aKpVHyxzIUMkUzPUhAmzag74uPxTsVJh8YpNKjC+WrLn6",
+	"NMh3TvOqqzk8EXFCxrAhAivhTcTZ9taoHK/7lTQKlQ0IC4YGo8IWzJ0FFcoE2+3BbA4HrLvEE9QedGew",
+	"GBHPYqyqCqsdHUGYqiKP1FSsnCt0udd1FS42uVB66We/ush+7rPdbi8oTX+/kMivEuqz5SEqQ682B73d",
+	"Q2rHqTzJdBy93fB+u9LVV/B6l9529tUhKuOX7TxuN3jl/srIhroSOT53+e5lcjNlM2MYInBcaZ5THUdj",
+	"tL4kH7CJrLQsnaFu5AfauiP7LgSBDOzgkQg2DytrrGtSJ9MCZYU3Q1AaNQuPT948Ozw9fXNy/vIAE0xD",
+	"5oAbuq3S3iRHEciTgUxkm2LsxsBDEQryUw0pqkgQD2kSCakRDsa1VMoa/caro7NGYKEc4B/XQcM0ezId",
+	"mYyT024QAYxTRFRMlURMD9C+SsETYFbQNNF5EmHHLJP+BWfuQkaYZElZRuhSYc7d0ig7BvqoEo2gYXKE",
+	"Gv1Gt7PT6WIjBa0kQnTw5wlPRZQbvArdf/QIfmsT8ExHZeNHqBQ86nV73fZOzyDSNIKGmgkJ4/cbj3FU",
+	"xHiZIOLHI/gzXotGAxIc0xIdYH2sIlAS0YIYUo4FQxODjjDPTqOyCXJfmcXt0GRI5zmKG/3GP0V+opSP",
+	"J4nT6nW768CB3HWPDo6PTuzIsFJ729x0ZApGTE88Dwel0f/1vU8UZyZfpCQN1CAzpfIW7CAfI17LGxe0",
+	"J/BMG0uiFU1FXtNB5Tl+XwVdtukpS8gcDorDBH8kObuM/wetTUlKnOeb6jsqton9OjBIOsFK1ZuueJJL",
+	"Ow9VOGvSBT7howoTIH0HZdaljO38dRmsMtAKFagQrFTIVRFNbIErpUxb6JAdl6KD8fSmkwdLxi9Z0AMZ",
+	"mjyK82cHz14cYqJ6uULGtncVc7YivdVhrwSXuQGyXcofAWOxPj6IwXlK8cAgg7uF5E+VummfbaME7JTL",
+	"pyIXmV4LI1Ve8oiiHdhOYok5djc2RyDvi6khijnYLJlgYwNfZnRHGMGp5+vYxlz7qLzwOmgsGwZb32wu",
+	"x94bNqnpxpvpyqOY4Hl2t2HxH3lsgZ7xlp2bb3nrlTTjTb0fbr7pTKlXXC7Ms/RtRRDc9fjmu04pm+Bt",
+	"mUxA0svJKyK2lfobnxA8sWWJ8v11UC//X3AZUwNddJMRmAmmtBn3DLJ0PT6QX6VdK/PvniW6FrVJkOj1",
+	"QVQ+GGxGcyDegDpn54YEt5bJ7lnpb8xKZzeey7WcBKc/6EcbdCpM3jAwX5kAc5bMzxMRq4gl0vhttUhH",
+	"bcQgw4q1F2evXpIe1jQ5mqRX5otUaNCNqR7T1eorHouYTtEyuybAqou8zH/VMxF5aTZ4uNadYsCvvqr1",
+	"Lehq6PeCZdukqZWgpbW7dViqXabeZzYTsizFcc5mKeYl7DY7WBtDHMgbgohJ7iKmus9cRHF9OHEgEbfB",
+	"xhTrdu9lovNDiwT6adLWyqk6XSOxsQqqEac3dm1zDaYqIkphx/VGv/FbIbJFaYRhGAQsWTQ4LTof/3TE",
+	"79X5vYF1Mki+OCXQNxeztVOx8NNbHQ8eaDg8+Ss4sHBGCLdac2QduLIyWpD7c+tvfG4BETAH+2vlnuF+",
+	"X+ZhCHat4DsxOHHK9WGo9myqVenwKV+lQkczW6POUSHZPVNsyRRkem6+6bXKf1Km3e23yEX/FLlLRqhj",
+	"o0+lcbzx6DkhH9fnQNCpd7tBg8ZM6Rou/s9CmBJMP68CtMR5YMFvRpnQk6WeJn2M+lbAjzDzfpxcCjmQ",
+	"zfmE5xiUQV9uFWwc0e/AMJwnWpQty5f7lPu5Tbmi2CYO8MAc1OgVquQkoSPJDfBAM8GzNBFZmZRhZJTV",
+	"vQbyQsxyVw5tchvIB2QKUW3pMuZCYYWGSFMTSfJawuDAPB9I96hElwBV5PXEFAxC0sCAjwnimDAQt35Q",
+	"O8IDg0RU9qSp0dyqvec/T7QiZ/2o4sWdSdX6zvjX19fXK6K8d2cPre3nsUaye65MU5XflHCi2f5JK0SJ",
+	"mWqWLlv3Z8IXOxO6W5wJSzD6z20LA7h/Zwspf0wQaGdKIVgo3be3zds5bLNXIk64bQ/0LR5kp0LGS2l1",
+	"69TCieBpPvl9rUp4YLzzPYSxTlLhRwhtDWUix1j6UOK3qMIA21nYilrV8QU+/FZ+Bbr1zS9fwKfwEs47",
+	"ofUmD8IHNVzvP3jtuQUCjIuIvD3j40Saiv0L2x03TXSNUg3a/M/wgC9ot39Qwy9gtW/R532N1W7AX7TD",
+	"+qQy9w3ToY5R2x0fP6vhKd3xtdjuP6vhzZY7LMj9cfR3t9s/EKtbWYOcX0oZZ7Gviyk/cwBFIak71OvA",
+	"wA6FhAUryxYNSb6EIuwBIB0YjQlxnEwKVlZIvf/JOEb4SMJ6wZaVCFw4kDRZiik5PKUVpNoyJPxDnX5M",
+	"g/yshl+l1wHmtUYztSsNr37P119YzVyzmX5jheqmbtfmyQCk17V3ck0XIyXBMN/t/uA6V7kvG5tQnGFl",
+	"368hnnpM582g0H8DY+YblOokn0jCrQr2YH3a1Qc1fKB9gJ9ZpsaZ0LrD3qHuTfgQ9XLe1AtWSlUHspJe",
+	"2yegPT/91oBdyIVLXK8PBH6D0vZbF7Jwm9u7VYI5Xclyp0MYdjjRbK6yfMKm/CKR433Q8TFxszThQJys",
+	"o6VORbHe2NL+3gn9JZzQ6yTHp/Hfz2rovM8GjWdz1idmAjzQDrrHxLuPMwTVFoVm2GwFAa2oToh60bFu",
+	"p9vZDSxYQZTxGWYUWPTqskx9aJq9sFxMZylW4WA+A0q8Jvb3OzdOy3PXVtxIprAVDKSfjWicrXCj97W9",
+	"X59T7XufYVG6iAMH8RuwRJ6TFzcYyGmiEQ7OgDE51OSZUilrhrPxFXw6fxi2bOqjzaSsJk16VWkDiVUh",
+	"PNVlg59/KlCh82QqrGiPqCnMWJ0/DAMWmm/gQR32Wi1VofTJW66FyYHOsgVo1kmsycWAJb+Ieqj3UfEm",
+	"215l1AsI/1EM0yQi5E0JZJamZlA+FZ2BtLhfFqaJsrlsz8MqlhDctgnhaSBrIZ7YEsJT4CMd7fS+6wAl",
+	"7fR/6P7Qdb2REo0oVRbDCqHeNoNX2fYIZyVuEk0Q3fFTZhpNKoOZpCSrzso1bEP/Vr7mSHxlWOrG0w2Y",
+	"5hE2K9q3oJdPkWOqx9yyo6TehDCNIhBns8QaJLJYPu5ur9p/oqC9Yw+cJ3CmbpHrfHFBowqT1ujnWSHQ",
+	"dja57x2rTmzOdX8zE4itEKuomNoml5j3bsdZ8GkaBoT0mBFoLXZKq3VsmuHg98ZnKj8rzTjtVB93dtx0",
+	"vS7VtttqPfmsvKeXtz/n2ssUuytauvOELy+TDpO9zCKvddX6G7iRELZfm6CKEb+JBP59gKlon0ACdp6f",
+	"SAK4FvA0PKM7/4MIwCzxWgJwvXO38dd32DEfCwvAjQ1/qPjQ1fnkLJFaZLlmTXLtM+Pah2MRjpKqq5xs",
+	"8FUHv0WI/pJOfltzdkeOfq/T8JPdSr/oGV9s4/e/A0++WTbfm18TTXC1XK7/NTUdMCZvohGfYN0S2Obn",
+	"47yaHbhND/dtJ+QaEWw5lzS/1VS+Agvd7NjN0Q67Rvee0b97xGNWyj4rtZ04RDO3Nq/pGVaFgt6f21rq",
+	"DjvlI0Go61s05+k7xBQsnPPaKxK0jOFN02i8ww7K3jHYT4ha1NFlZH8YvHkSYgNpOxe0KhGX3W6vNoyB",
+	"45gX/+RjwHu3X8Si8anMfvd5QZXX8dKC6GlJJmKjna/Imp27ljXrlB9Xg207iSyJmsMzPr6J1/Ga66BR",
+	"A9t9063lLe6O66BhYcFvuttd50u3e5m44iPsbZUjBHTw3DD31rlJVZ47km+1+AvzknqfOuETbJf4l50c",
+	"f31Abq/72AvICVlM4ei5oa9cI2hshHYGK2Nt0G6bNnSVIF59a7tW39Z4UeEPgTt02Jus6rLcsr1fIlHn",
+	"HMjmDajVBiPbys2a3lpeQy0DZtEZyENqFTfni8AczJt6Ad5waJv+PKs43e74HpV9Jahpx98q6rP5vjxb",
+	"0JUUivGCkLZHwswpGDW6lm8fb1cb4q887hw1K6t0Nzol/Cxu+9kS7nIil5utDGSu2Fjk1Ouo0pXETzYs",
+	"1TS/FVKd0+XWytQIZvWKsoq/KrPpBlXmMxSYb0+HeFyHf/BagUofJ6PE9XAlmtPkqllp8JNo60T/H7V4",
+	"90HaOw/SbpSsn5wsQbfayh4URau+X/R2s6nIxiAC8mhimno8/uFJq8/40KAzTYdgdyL6phjljKcIzxbK",
+	"Ik1DlgnsHNIZyNDioyJX4KjUgWeIUC+sGf4xaDgM1Uaf/TFoXMB/YaDrazcUCy+widrS1XhVeRFP0xZ1",
+	"NF7uXOc0gGobdGzzNjM90ms6z3E/N32pJxsh5LgWb5tPjrfYf+72h8ftDo67N8Er71Ga4EFlSNzmNi7r",
+	"P+5k+C0s/D/tWDSdBMv2xk5FkWJuyepe7H8NYn9nG0Pd62//E9pOf6G9/f2nzffE8sQ3esYRt5fHHDY6",
+	"cfwGVqWV9RtMC2tc/mE+XW8G3WDmMhaCkR76wUnCCs+EVikcJiaFg3GmJyrL2aSYctnOBI8xZmcjXKsW",
+	"Aj3gjJAflgT9qjzBMJoWYxtG40szpKYuLJQqb4+AtEMXyJlxLG0ycRxzW2NZVq4ppPmVt39vv/9jJ3iy",
+	"e10XTHu/XdLJJF+OJd+YZHJgFhSjMgaUxLbutO9uMTXuJtfkFgLqr01PeW6gWjxqMEgia2PQmLa9bZWd",
+	"qHZ8dnoOZzPE2zUdEebKIfZiIwFXf12Ptih4nJiytj+/3O4zhdKajfDfacPSIw7iF63WOzHP+IKxfNtW",
+	"+EuH8jPxGRV8Zq0d+I7npaiboAVBTuK7zTP4Ctw3RBE3B73Nit3HvP/uMe/MiQgrqazQWB/xNlcglKPK",
+	"2IxnVgkxfMXOqv7RVGFfk9J3aqRGom3PE8p4pYbqIkaUDC+zyfJvxKXtJBrHpm1b2VHJM7Mxa/gTIvDY",
+	"Tb5ke9MqjvrVSWVHHcgq7lDZLI5g+kMEwdbU6I6Fj7wB1wfaaTHvIs6+JPxMh/j+mpbwpCDa/uPOHqWG",
+	"6QZ0BCFWAhvowC0j0DldwX7zdppSESwEiW0x39zd6ZV6QAt2ZyFzfmX7strG6Fxj8iL19WfVCIBZQpTX",
+	"xOylwLYum4q4/kwB/KUyEWi//6JEBENsa7wUZovXpSHcpxZ8pS6Or7KutCaMTeyMxaBEaitxbK9epn0h",
+	"Fu1Etgu9OZRthU/ZwYTGXqpCrX844kNlCMiEmzCQ5qBI6jpPOvlWgi35j6iffBiYQStR5tbfLRxc3Zhj",
+	"W9eHL37jEn1qYd8356PrfSUc2utt5FBijLa4wi4c7TKQtH4HM0re2cSh5lgxo5r+v5pCQKqqQfjsVD+Z",
+	"kp2oqux8hZkx1lrbNZb63mFXJIM3FycjBOjFyjgqCtzE0fSy3zzzfqsF7KS91EY4S6PF861sjypa9WJs",
+	"ghVdp67X+FbRfbDerfq5vo6vxpuwWZ28dyHcZygsZyhklonWsS+2cMHYQ60D4pRalg6LJI0JtGeUpGKJ",
+	"fR/osrxFZaUPwWTTJ3Igfw29mpowYGFZ1hK2XL999vjJE+xQC+dLGleg1ckDHva6vdC2eHE6pCihhHCm",
+	"miX5PgEhhNa0CT2cBLjaIKhocqF8UMPAWOWiEANYbdPMtv6Qo/xHlquxAGO77I5VdX/47W1KGHh6iSZ+",
+	"xgfTt26mVDxg+9/hBrg2sR/UcJOHA7bz71JJQG/zSfZ770+CFanQGrnZYK6G5hKEhi338966/wtyYf90",
+	"t8B95cBXrM6SxcENn1bOQzoBK+fhZnX23cS0u6OrWaQuRabp+NDJ74JgK+Y2QSFWcwnbx5J1eu6thPaf",
+	"o3Xi1NZqnYjpd6913mudK1onUAbhCC0nCJUM96kUT3c6QCOfVx9ZJtuI7wCqa2AxjQxwUZKjw8JoMait",
+	"9tmz039ZvwURDcvUnDVDTKmJ9KV1Zg4kZuPyLOMLv4DZ14INAvzB8RF2lTcANM1wmSvDVocdmJUbSFL+",
+	"TL4rBum8VFb6MVZC91eS2014yWmdj7u72IAYXgmxmyKRpq4LdVZgKEjPMsFjPRECuyJOi5Rr1nzz7uD0",
+	"+IHG1UjkB0G4P7EYCRmJVh9e343IbKqBcUQ+BR3/H/CnDX/+f2HAOMv5kHzACE7HxyBC8iKTrMlTrahE",
+	"aCBTzOkYMz3jkcClTBMp2EiIWNO60yMehAE1n1VSwL/QV5wpm/lrAmwU4eQD6aeuhU93/rGDXmbMOYb5",
+	"h4PGA/h20Aj3TcIyKXl2dFOoAjfgWw95dNEZyIOpAfoHUyGZCp3z6Ywyr/09jOlQQHKxfTMnKjUdPg2Y",
+	"j7jiUZ4uavtJGvq+rYb/15S3JLmY4o1Kim38qza1N9jOGfLeuVgbyIIoiyyPbkJQOfnpGdvd+b5bz+jA",
+	"hyVh8wp3UH2dYRs+kIZbqF95kWc8TTynpyVloB/YfqLIvk9stNlbIT8ZdQOk2NKh+4w2pP080RaYbfWl",
+	"Q57nPJqga9d1AQFjXvKpsFHq8pp9/BF+ezpoZLP8fKf3uBPpS5jzRm/bigPtvihpu6KkUqV8oO9T1O81",
+	"sFs2g7XmxkZj5zN1r0pr5PXew2cWKEMyMZ3lrmMyiR84WU1/zaAs/qxgHuLhjccwnZM5Ro4xAypKExOM",
+	"RnGcUOMeM74aUTOeuUR9D14kTUVaeucwRUaXPagTPZCgnklKtwHbrcNq+uqS6vH88OXh2SGzK2DgAmMl",
+	"RYcd8mhiJjeQBjsR66YjW4+LAJEiZrKYDkVGvcVDeLNz12yazZCrArbTRTCSaSKLXLDhAvQYxEps0dxJ",
+	"S1AZNTECXQoj6mo0Ys3wzfHh6/Ozw9Oz84Nnz968fX12+nTEU41V3QmqMrKCqdixHfyx/haGMZlNHXYE",
+	"2mfGc3GOs9chZixVlgYON669pTcNtsVAhmbSdAqG8yzJhX3JRGjW1EKwAcogWh09aLTKvbeb/UAT8MtU",
+	"gNrHB3K394MpLOfsQsIjzZpiXiXxY8Amao6a2IhrBIHSqZoTfCWPJokUfdxVql7zXtGUu9FkzT/wHeFz",
+	"L2CDxjyRsZpbdFL4+sn19TWpupMki7EJqECRT67qRLLHrurd+NApVJpoNBg0KIrmbK7WygPNWye5h9R8",
+	"UNI80NhQOOqqZuuZGgp6M8NMXhdT/A1BPvlAhviWIeNDZbbY4cLSjvLc0Seq82F1IULYOKohyI2rZCBx",
+	"THjHBMwP2ArCnpbVB4BRE5TZfpJPbenBKBFpDKoZPRqD2gMJIoOaDFSGwacRhxB9P1gm3xTbq8JNhm49",
+	"Uh7ICTe4rWh1LZ+NYNG474imd3s/aLTv0LzrsHewh5lHzxKYU8SGM08Ozg7PXx69Ojo7f350evDjy8Pn",
+	"T0GPCluuthFB7gqZW/2hnCbJKJBXfEb7A3xA1fakufcZstvTEo9WxKE1CZHLfaTXZWTXZnjy9vX5qzfP",
+	"D5+W34Yt36rc7e4GSwisA1kLwbo2VnEmtNcM/MtFEbznbGxVdnepf/6brVHlpZiX7Ac0ZvtMW5qj3f6f",
+	"6Vv75DrC+6ZgtyidcfAg+SRTcz7n7kDwFEYgZTYR6QwocBPYLiqES0k8+pG4miWZWK8fvuIXwp5GqzHW",
+	"pRRwGoyaWHLsjN3bZRNVZJpNeMxmXGsR9weSIyNp1/gM+9eQsAK2M5Kmw1zNSgS6IZwQXrI59i/DWvFN",
+	"knKzRGTbCsRDfLNqwEV/lQEBoIcXSA4nQhdprXx7oebUTwJByWnX7nNT7m1UT/YQwS+lkPjA/kg6Us1v",
+	"LYqwcVZWyDYMslb+UMmx8at5DfGsIEAunnM4kE3UANNDWBOYeiFy8nqDzq4yvA7xuYYinwvhushqZ6IY",
+	"fKwWGwpqWxAXVp6ZRBM9F2KGoO7ENlgCOpDN5bUJygZA2DOPSnrIrTwDM4fw9jMBLJ8o2SJ/OPZCzbEN",
+	"wUBK8nT6XYVshy+bM4qwIR12jIk0CIbuGpKFIOwKXfD0z5GRJ4X8WQ31a6SJb1wwlgSn2VxkYIjGAojh",
+	"XkreS0kva6GQSyLScLBPP1XJ8Tki0/bcLnuaPMKUtm1E6ExIDHQst+R2bjOs2sP2RLa3dqJd3/EY/Qop",
+	"BymZ6IG07ECyEdt4o99HCkEohiBqrXdpqYf5Br1uIP9sxQ49ONXO1Yn4e8gwr/PNvQi7F2FrRBgYeLZB",
+	"jWN22zyJGNfw+W3ElpVYto/7nUE8sFMRZehjdmF8bGYU14M/LHUs/6IoEK5n/d33bp5/K8UQS+t9M8aC",
+	"I5B76fR3R1mwwkV4zGgFi6GbzYALY2B0xNp5e/KSYA0iYWNd2E9fY8ZEjFF8IWEi8Tn9ELJm+Oug8XDQ",
+	"eB9SL7w0bXUopmaQl01fThrNzPGBZjoZo+UVapQ84b5tPlaNSTLqVjaQmcrLACmCQbPEoEHAtKeFxgJd",
+	"7KcH08LmY/TPkIYz+aleDHEgeZqquWazLLnkOUi+fK6yC019/VIV8ZTF4lKkajYVMjf92WihSMObKAS6",
+	"MBBdFKbIlR0wYKlSsyGPLgKWJvKiTUN6QGK22ZzQXkRsfQxhSRB8nlb1pQIQS5P8i/AIlmbxLskndMit",
+	"C1FY4vQQFIk2PyM15R6O4E5l9H3gY9v0fxLqjK8cD/WnQ61yeWMffkoXqYp2F9BzlvEkAXG92F+2mRPT",
+	"cyzO1GxWp2nS8Hcq8iqyZnfdG9077+9tugr4IWZFbctLwc3dBByzNG0WWHnatBwHVVsM1FXSfDne+GK2",
+	"y02n730e6D2bfk4lzrY8+mmMskTEnwFZD9Z5WGRpGKzYUgELvYHAtEL0+oG0cPKJEQ5hnGi8M+yUn/sM",
+	"86nANppp/4xtGhvOFKAP5FRwSXh56O1ROeUOoDu6te+PSMmTjOZJWa3umB/zRAYM61iwtZyXdGcH+DTo",
+	"e+Yj3w/kOuj7sNfthsugexY8fw3O/efKya8N736thXW3uPefY8j96QeIxcGvMePugfDvgfDvgfBvA4T/",
+	"udbjo/IcWhuqeCNFaSzOREY+RzqTclXRlwNgZS+uIXg0ITY3Cd4UaqWAah+LFAITMqV3Z4RbhinyLAXt",
+	"GjFN1IWpYOc5myO4HGjedeeJF/0o45tfMvyxHGC+w/DHVI+/rfiHWfHFzfGPkuzuTfl7G2EpYuKpsQ8q",
+	"mrJJLUkyl8n25ayHDTITQx2iTe4A4tk7sFVqoz9HWhfCJgrTA01qHTkrkpyqtTCAkidT4UdpWh32k0lJ",
+	"wUQXm508kCSN7eHhIkBzhWEfnhdgEiSShXYF3NdhQGXwTAt4JSweRvPCKfxLM1VSeJ2wjHDEIJEJY2WE",
+	"7a3nSW4OC1XkA5kqTfBeZgodFtq7z2n4c0pJ1Oc8D5nmC132qVApPZhsLRPK6gzkCQapYFjMw7ZtKzBS",
+	"5HK3M5GjSWQGEthuhd6HUL5qE2uQJpa21sQzvgGvz62iL+VO36vt9wL/lpEQ5BvyFJiIs7ZcU6fJVutH",
+	"/mgMBc9EdlDkk0b/1/fAMuTjqOue9BKDu8YH0gzHmHbMOo+iaezw5tt8loStRtAosrTRb0zyfNZ/9AjD",
+	"whOl8/733e+7yJlmcisFxhOwaDT1RMAcwYhnGK8wqp9rR7WqXb5SUiyMaBcxG2VqWgKe2qLIsooygbFn",
+	"IJT98S2c4urwPyUpTawGFCZA6LjcJpUPeXQxzoCu2HDBOGL8+Y+gou3VR7xUcty2OdtzlV2AgTBTaRpg",
+	"uhJh/nMZidQb7mc11Gt0bZutyaWrRxsKMAs0y5U3hCtuWxnFpUBRnqRNnQBaE7HJniiz3akJBSbo4Alp",
+	"lXvvUY4YV5+FMFzUJIGSMbyEUzJztCqySJTj27OtHP7wcg1xULujgGW2wVDApiLPkqjMuIWDIeMRBitE",
+	"Ouqw12qpet17kNeUqIZUjNoABIwkQ+XOur9am2VWD6trowLXOVPFeELaSBPPaCxCoCqBKb8A2shg6lRv",
+	"0DIl1REcrvXlT6DddJifHjuQzbCahYcl5JWUWVpiUAPINJuyamV5uRaV/D5g7rndZFTuqK0INUpfn3d8",
+	"4JCs6cq+eZcsRjyn2HT277Aw5jnvmNKL80jFwqkvC2xUjWY1zd54oEu3ri6G1OkLyybC6uRC1lQZCx9a",
+	"lOqqimKuJV+NIePGLVXlo+cvqA/HFgaoueXMYhF98p2nVvm0d34h3+1x3QJt40z9r/+qCyeipIk77EAu",
+	"WO/qioqnNdVOWzyDZCyxbT65wLqrw/wT6118BQxusw58q5ESCwLlWG88HBM4qgE6qGvwtqBLRaoF1gtJ",
+	"ZXPCnGIskI1VkQeU/gRcG1s+dRnuS2f6Esesc0nZy1zPkW14y13MmuHxm9OzslOMgxBCljOFUprx2SxT",
+	"lyJu3Za13BO34q5Te/U9g61lsJU1uuexW/NYyTw3sZmJv2zDZAYhrm/yhGo7rAL/HZw9e+G1UUEcfXPv",
+	"Uo8GQnuIWUj+3fC2zGheYitWJCf5PSOuZ8SlFbpnw1uzoWWudUxo+iFsddSttOLyGtSVDDBSGbKnUzoV",
+	"pkp/KmMtT2wzZ9HV92fcjVCQ90fc5/PWCs+sZy6Efb7ZQHPw2EVKZZtDQX6PfWOUYRPHkNCebB9lzRfo",
+	"zfh046wyr5sYCy69N802437fW2afzVI+p9zAT1seVgYClsAfLCNlWK/bsSDY50WWhmwk8miCaXK35KSt",
+	"Tym4+v6UupGf7k+pO2Opm06p66Bx1Y7UdKpk265n2wuZUcxPyEi0D2BXb+7AUt5hb7gOGqcY3GifJdNE",
+	"3hiCo4vNtdfX1/9fAAAA//8=",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
