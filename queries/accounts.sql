@@ -9,6 +9,18 @@ WHERE api_keys.key_hash = @key_hash AND api_keys.revoked_at IS NULL;
 INSERT INTO accounts (id) VALUES (@id)
 ON CONFLICT (id) DO NOTHING;
 
+-- name: AccountCreate :exec
+-- A throwaway account, with the quotas it asked for in place of the server's (NULL: none).
+INSERT INTO accounts (
+    id,
+    rate_limit_default_quota, rate_limit_default_window_seconds,
+    rate_limit_writes_quota, rate_limit_writes_window_seconds
+) VALUES (
+    @id,
+    sqlc.narg('rate_limit_default_quota'), sqlc.narg('rate_limit_default_window_seconds'),
+    sqlc.narg('rate_limit_writes_quota'), sqlc.narg('rate_limit_writes_window_seconds')
+);
+
 -- name: APIKeyCreateIfMissing :exec
 INSERT INTO api_keys (id, account_id, key_hash, prefix)
 VALUES (@id, @account_id, @key_hash, @prefix)

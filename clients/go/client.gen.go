@@ -617,6 +617,14 @@ type CreateReportRequestFormat string
 // CreateReportRequestType What the report lists.
 type CreateReportRequestType string
 
+// CreateTestAccountRequest Examples: {"rate_limits":{"writes":{"quota":2,"window_seconds":6}}}
+type CreateTestAccountRequest struct {
+	// RateLimits Quotas of the account's own, in place of the server's, for the per-account policies.
+	// Each must be within the server's quota for that policy; a policy left out keeps the
+	// server's.
+	RateLimits *TestAccountRateLimitOverrides `json:"rate_limits,omitempty"`
+}
+
 // CreateWebhookEndpointRequest defines model for CreateWebhookEndpointRequest.
 type CreateWebhookEndpointRequest struct {
 	Description *string `json:"description,omitempty"`
@@ -982,6 +990,44 @@ type TestAccount struct {
 
 	// ApiKey The account's API key, for `Authorization: Bearer`. Shown only here.
 	ApiKey string `json:"api_key"`
+
+	// RateLimits The quotas the account has, its own or the server's, per policy.
+	RateLimits TestAccountRateLimits `json:"rate_limits"`
+}
+
+// TestAccountQuota `quota` requests per `window_seconds`, as `q` and `w` of `RateLimit-Policy`: a burst
+// of `quota` requests, then one every `window_seconds`/`quota` seconds.
+type TestAccountQuota struct {
+	// Quota At most the server's quota for the policy.
+	Quota int `json:"quota"`
+
+	// WindowSeconds Long enough that the quota refills no faster than the server's does:
+	// `quota`/`window_seconds` at most the server's quota per window.
+	WindowSeconds int `json:"window_seconds"`
+}
+
+// TestAccountRateLimitOverrides Quotas of the account's own, in place of the server's, for the per-account policies.
+// Each must be within the server's quota for that policy; a policy left out keeps the
+// server's.
+type TestAccountRateLimitOverrides struct {
+	// Default `quota` requests per `window_seconds`, as `q` and `w` of `RateLimit-Policy`: a burst
+	// of `quota` requests, then one every `window_seconds`/`quota` seconds.
+	Default *TestAccountQuota `json:"default,omitempty"`
+
+	// Writes `quota` requests per `window_seconds`, as `q` and `w` of `RateLimit-Policy`: a burst
+	// of `quota` requests, then one every `window_seconds`/`quota` seconds.
+	Writes *TestAccountQuota `json:"writes,omitempty"`
+}
+
+// TestAccountRateLimits The quotas the account has, its own or the server's, per policy.
+type TestAccountRateLimits struct {
+	// Default `quota` requests per `window_seconds`, as `q` and `w` of `RateLimit-Policy`: a burst
+	// of `quota` requests, then one every `window_seconds`/`quota` seconds.
+	Default TestAccountQuota `json:"default"`
+
+	// Writes `quota` requests per `window_seconds`, as `q` and `w` of `RateLimit-Policy`: a burst
+	// of `quota` requests, then one every `window_seconds`/`quota` seconds.
+	Writes TestAccountQuota `json:"writes"`
 }
 
 // TestHelperResult defines model for TestHelperResult.
@@ -2473,6 +2519,9 @@ type CreateRefundJSONRequestBody = CreateRefundRequest
 // CreateReportJSONRequestBody defines body for CreateReport for application/json ContentType.
 type CreateReportJSONRequestBody = CreateReportRequest
 
+// CreateTestAccountJSONRequestBody defines body for CreateTestAccount for application/json ContentType.
+type CreateTestAccountJSONRequestBody = CreateTestAccountRequest
+
 // CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
 type CreateWebhookEndpointJSONRequestBody = CreateWebhookEndpointRequest
 
@@ -2988,6 +3037,36 @@ type ClientInterface interface {
 	// Corresponds with GET /reports/{id}/download (the `DownloadReport` operationId).
 	DownloadReport(ctx context.Context, id ReportID, params *DownloadReportParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// CreateTestAccountWithBody Create a throwaway account
+	//
+	// Creates an empty account with one API key, without authentication, so that every test
+	// of a client can run in an account of its own, in parallel with the others. The key is
+	// shown only here. Delete the account with `DELETE /account` when done. Each client
+	// address may create a limited number (the `test_accounts` policy, 10 per minute by
+	// default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
+	// answers 404.
+	//
+	// The body is optional. Its `rate_limits` give the account quotas of its own for the
+	// `default` and `writes` policies (see "Rate limits"), so that a client's test meets a
+	// 429 after a known number of requests, however fast or slow the machine: with
+	// `{"rate_limits": {"writes": {"quota": 2, "window_seconds": 6}}}`, a third write sent
+	// within 3 seconds of the first is refused, with a `Retry-After` of at most 3 seconds.
+	// An account may be limited more than the server limits every account, never less: a
+	// `quota` above the server's for that policy, or a `window_seconds` so short that the
+	// quota refills faster than the server's does, is a 400 naming the field. A policy left
+	// out keeps the server's quota. The answer's `rate_limits` lists the quotas the account
+	// has, and its `RateLimit-Policy`, `RateLimit` and 429s show them. With rate limits
+	// turned off (`RATE_LIMIT_DISABLED=true`) nothing is counted; the quotas then only
+	// shape the 429 that `Prefer: fault=rate-limited` answers.
+	//
+	// Sandbox only: in production (`RUN_MODE=production`) it answers 404, as a path that
+	// does not exist would.
+	//
+	// Takes any type of body and a specified content type.
+	//
+	// Corresponds with POST /test/accounts (the `CreateTestAccount` operationId).
+	CreateTestAccountWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// CreateTestAccount Create a throwaway account
 	//
 	// Creates an empty account with one API key, without authentication, so that every test
@@ -2996,11 +3075,27 @@ type ClientInterface interface {
 	// address may create a limited number (the `test_accounts` policy, 10 per minute by
 	// default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
 	// answers 404.
+	//
+	// The body is optional. Its `rate_limits` give the account quotas of its own for the
+	// `default` and `writes` policies (see "Rate limits"), so that a client's test meets a
+	// 429 after a known number of requests, however fast or slow the machine: with
+	// `{"rate_limits": {"writes": {"quota": 2, "window_seconds": 6}}}`, a third write sent
+	// within 3 seconds of the first is refused, with a `Retry-After` of at most 3 seconds.
+	// An account may be limited more than the server limits every account, never less: a
+	// `quota` above the server's for that policy, or a `window_seconds` so short that the
+	// quota refills faster than the server's does, is a 400 naming the field. A policy left
+	// out keeps the server's quota. The answer's `rate_limits` lists the quotas the account
+	// has, and its `RateLimit-Policy`, `RateLimit` and 429s show them. With rate limits
+	// turned off (`RATE_LIMIT_DISABLED=true`) nothing is counted; the quotas then only
+	// shape the 429 that `Prefer: fault=rate-limited` answers.
+	//
 	// Sandbox only: in production (`RUN_MODE=production`) it answers 404, as a path that
 	// does not exist would.
 	//
+	// Takes a body of the `application/json` content type.
+	//
 	// Corresponds with POST /test/accounts (the `CreateTestAccount` operationId).
-	CreateTestAccount(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+	CreateTestAccount(ctx context.Context, body CreateTestAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// ExpireIdempotencyKeys Expire the account's idempotency keys now
 	//
@@ -3773,6 +3868,46 @@ func (c *Client) DownloadReport(ctx context.Context, id ReportID, params *Downlo
 	return c.Client.Do(req)
 }
 
+// CreateTestAccountWithBody Create a throwaway account
+//
+// Creates an empty account with one API key, without authentication, so that every test
+// of a client can run in an account of its own, in parallel with the others. The key is
+// shown only here. Delete the account with `DELETE /account` when done. Each client
+// address may create a limited number (the `test_accounts` policy, 10 per minute by
+// default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
+// answers 404.
+//
+// The body is optional. Its `rate_limits` give the account quotas of its own for the
+// `default` and `writes` policies (see "Rate limits"), so that a client's test meets a
+// 429 after a known number of requests, however fast or slow the machine: with
+// `{"rate_limits": {"writes": {"quota": 2, "window_seconds": 6}}}`, a third write sent
+// within 3 seconds of the first is refused, with a `Retry-After` of at most 3 seconds.
+// An account may be limited more than the server limits every account, never less: a
+// `quota` above the server's for that policy, or a `window_seconds` so short that the
+// quota refills faster than the server's does, is a 400 naming the field. A policy left
+// out keeps the server's quota. The answer's `rate_limits` lists the quotas the account
+// has, and its `RateLimit-Policy`, `RateLimit` and 429s show them. With rate limits
+// turned off (`RATE_LIMIT_DISABLED=true`) nothing is counted; the quotas then only
+// shape the 429 that `Prefer: fault=rate-limited` answers.
+//
+// Sandbox only: in production (`RUN_MODE=production`) it answers 404, as a path that
+// does not exist would.
+//
+// Takes any type of body and a specified content type.
+//
+// Corresponds with POST /test/accounts (the `CreateTestAccount` operationId).
+func (c *Client) CreateTestAccountWithBody(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTestAccountRequestWithBody(c.Server, contentType, body)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
 // CreateTestAccount Create a throwaway account
 //
 // Creates an empty account with one API key, without authentication, so that every test
@@ -3781,12 +3916,28 @@ func (c *Client) DownloadReport(ctx context.Context, id ReportID, params *Downlo
 // address may create a limited number (the `test_accounts` policy, 10 per minute by
 // default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
 // answers 404.
+//
+// The body is optional. Its `rate_limits` give the account quotas of its own for the
+// `default` and `writes` policies (see "Rate limits"), so that a client's test meets a
+// 429 after a known number of requests, however fast or slow the machine: with
+// `{"rate_limits": {"writes": {"quota": 2, "window_seconds": 6}}}`, a third write sent
+// within 3 seconds of the first is refused, with a `Retry-After` of at most 3 seconds.
+// An account may be limited more than the server limits every account, never less: a
+// `quota` above the server's for that policy, or a `window_seconds` so short that the
+// quota refills faster than the server's does, is a 400 naming the field. A policy left
+// out keeps the server's quota. The answer's `rate_limits` lists the quotas the account
+// has, and its `RateLimit-Policy`, `RateLimit` and 429s show them. With rate limits
+// turned off (`RATE_LIMIT_DISABLED=true`) nothing is counted; the quotas then only
+// shape the 429 that `Prefer: fault=rate-limited` answers.
+//
 // Sandbox only: in production (`RUN_MODE=production`) it answers 404, as a path that
 // does not exist would.
 //
+// Takes a body of the `application/json` content type.
+//
 // Corresponds with POST /test/accounts (the `CreateTestAccount` operationId).
-func (c *Client) CreateTestAccount(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
-	req, err := NewCreateTestAccountRequest(c.Server)
+func (c *Client) CreateTestAccount(ctx context.Context, body CreateTestAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewCreateTestAccountRequest(c.Server, body)
 	if err != nil {
 		return nil, err
 	}
@@ -5481,8 +5632,19 @@ func NewDownloadReportRequest(server string, id ReportID, params *DownloadReport
 	return req, nil
 }
 
-// NewCreateTestAccountRequest constructs an http.Request for the CreateTestAccount method
-func NewCreateTestAccountRequest(server string) (*http.Request, error) {
+// NewCreateTestAccountRequest calls the generic CreateTestAccount builder with application/json body
+func NewCreateTestAccountRequest(server string, body CreateTestAccountJSONRequestBody) (*http.Request, error) {
+	var bodyReader io.Reader
+	buf, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	bodyReader = bytes.NewReader(buf)
+	return NewCreateTestAccountRequestWithBody(server, "application/json", bodyReader)
+}
+
+// NewCreateTestAccountRequestWithBody constructs an http.Request for the CreateTestAccount method, with any body, and a specified content type
+func NewCreateTestAccountRequestWithBody(server string, contentType string, body io.Reader) (*http.Request, error) {
 	var err error
 
 	serverURL, err := url.Parse(server)
@@ -5500,10 +5662,12 @@ func NewCreateTestAccountRequest(server string) (*http.Request, error) {
 		return nil, err
 	}
 
-	req, err := http.NewRequest(http.MethodPost, queryURL.String(), nil)
+	req, err := http.NewRequest(http.MethodPost, queryURL.String(), body)
 	if err != nil {
 		return nil, err
 	}
+
+	req.Header.Add("Content-Type", contentType)
 
 	return req, nil
 }
@@ -6488,6 +6652,36 @@ type ClientWithResponsesInterface interface {
 	// Corresponds with GET /reports/{id}/download (the `DownloadReport` operationId).
 	DownloadReportWithResponse(ctx context.Context, id ReportID, params *DownloadReportParams, reqEditors ...RequestEditorFn) (*DownloadReportResponse, error)
 
+	// CreateTestAccountWithBodyWithResponse Create a throwaway account
+	//
+	// Creates an empty account with one API key, without authentication, so that every test
+	// of a client can run in an account of its own, in parallel with the others. The key is
+	// shown only here. Delete the account with `DELETE /account` when done. Each client
+	// address may create a limited number (the `test_accounts` policy, 10 per minute by
+	// default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
+	// answers 404.
+	//
+	// The body is optional. Its `rate_limits` give the account quotas of its own for the
+	// `default` and `writes` policies (see "Rate limits"), so that a client's test meets a
+	// 429 after a known number of requests, however fast or slow the machine: with
+	// `{"rate_limits": {"writes": {"quota": 2, "window_seconds": 6}}}`, a third write sent
+	// within 3 seconds of the first is refused, with a `Retry-After` of at most 3 seconds.
+	// An account may be limited more than the server limits every account, never less: a
+	// `quota` above the server's for that policy, or a `window_seconds` so short that the
+	// quota refills faster than the server's does, is a 400 naming the field. A policy left
+	// out keeps the server's quota. The answer's `rate_limits` lists the quotas the account
+	// has, and its `RateLimit-Policy`, `RateLimit` and 429s show them. With rate limits
+	// turned off (`RATE_LIMIT_DISABLED=true`) nothing is counted; the quotas then only
+	// shape the 429 that `Prefer: fault=rate-limited` answers.
+	//
+	// Sandbox only: in production (`RUN_MODE=production`) it answers 404, as a path that
+	// does not exist would.
+	//
+	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with POST /test/accounts (the `CreateTestAccount` operationId).
+	CreateTestAccountWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTestAccountResponse, error)
+
 	// CreateTestAccountWithResponse Create a throwaway account
 	//
 	// Creates an empty account with one API key, without authentication, so that every test
@@ -6496,13 +6690,27 @@ type ClientWithResponsesInterface interface {
 	// address may create a limited number (the `test_accounts` policy, 10 per minute by
 	// default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
 	// answers 404.
+	//
+	// The body is optional. Its `rate_limits` give the account quotas of its own for the
+	// `default` and `writes` policies (see "Rate limits"), so that a client's test meets a
+	// 429 after a known number of requests, however fast or slow the machine: with
+	// `{"rate_limits": {"writes": {"quota": 2, "window_seconds": 6}}}`, a third write sent
+	// within 3 seconds of the first is refused, with a `Retry-After` of at most 3 seconds.
+	// An account may be limited more than the server limits every account, never less: a
+	// `quota` above the server's for that policy, or a `window_seconds` so short that the
+	// quota refills faster than the server's does, is a 400 naming the field. A policy left
+	// out keeps the server's quota. The answer's `rate_limits` lists the quotas the account
+	// has, and its `RateLimit-Policy`, `RateLimit` and 429s show them. With rate limits
+	// turned off (`RATE_LIMIT_DISABLED=true`) nothing is counted; the quotas then only
+	// shape the 429 that `Prefer: fault=rate-limited` answers.
+	//
 	// Sandbox only: in production (`RUN_MODE=production`) it answers 404, as a path that
 	// does not exist would.
 	//
-	// Returns a wrapper object for the known response body format(s).
+	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with POST /test/accounts (the `CreateTestAccount` operationId).
-	CreateTestAccountWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CreateTestAccountResponse, error)
+	CreateTestAccountWithResponse(ctx context.Context, body CreateTestAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTestAccountResponse, error)
 
 	// ExpireIdempotencyKeysWithResponse Expire the account's idempotency keys now
 	//
@@ -10455,8 +10663,29 @@ type CreateTestAccountResponse201Headers struct {
 	RequestId       string
 }
 
+// CreateTestAccountResponse400Headers the declared response headers of an HTTP 400 response for CreateTestAccount
+type CreateTestAccountResponse400Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
 // CreateTestAccountResponse404Headers the declared response headers of an HTTP 404 response for CreateTestAccount
 type CreateTestAccountResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// CreateTestAccountResponse413Headers the declared response headers of an HTTP 413 response for CreateTestAccount
+type CreateTestAccountResponse413Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// CreateTestAccountResponse415Headers the declared response headers of an HTTP 415 response for CreateTestAccount
+type CreateTestAccountResponse415Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
@@ -10490,8 +10719,14 @@ type CreateTestAccountResponse struct {
 	HTTPResponse *http.Response
 	// JSON201 the response for an HTTP 201 `application/json` response
 	JSON201 *TestAccount
+	// ApplicationproblemJSON400 the response for an HTTP 400 `application/problem+json` response
+	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
+	ApplicationproblemJSON413 *PayloadTooLarge
+	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
+	ApplicationproblemJSON415 *UnsupportedMediaType
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -10500,8 +10735,14 @@ type CreateTestAccountResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers201 the parsed response headers for an HTTP 201 response
 	Headers201 *CreateTestAccountResponse201Headers
+	// Headers400 the parsed response headers for an HTTP 400 response
+	Headers400 *CreateTestAccountResponse400Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *CreateTestAccountResponse404Headers
+	// Headers413 the parsed response headers for an HTTP 413 response
+	Headers413 *CreateTestAccountResponse413Headers
+	// Headers415 the parsed response headers for an HTTP 415 response
+	Headers415 *CreateTestAccountResponse415Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateTestAccountResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -10515,9 +10756,24 @@ func (r CreateTestAccountResponse) GetJSON201() *TestAccount {
 	return r.JSON201
 }
 
+// GetApplicationproblemJSON400 returns the response for an HTTP 400 `application/problem+json` response
+func (r CreateTestAccountResponse) GetApplicationproblemJSON400() *BadRequest {
+	return r.ApplicationproblemJSON400
+}
+
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r CreateTestAccountResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
+func (r CreateTestAccountResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
+	return r.ApplicationproblemJSON413
+}
+
+// GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
+func (r CreateTestAccountResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
+	return r.ApplicationproblemJSON415
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -12663,6 +12919,42 @@ func (c *ClientWithResponses) DownloadReportWithResponse(ctx context.Context, id
 	return ParseDownloadReportResponse(rsp)
 }
 
+// CreateTestAccountWithBodyWithResponse Create a throwaway account
+//
+// Creates an empty account with one API key, without authentication, so that every test
+// of a client can run in an account of its own, in parallel with the others. The key is
+// shown only here. Delete the account with `DELETE /account` when done. Each client
+// address may create a limited number (the `test_accounts` policy, 10 per minute by
+// default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
+// answers 404.
+//
+// The body is optional. Its `rate_limits` give the account quotas of its own for the
+// `default` and `writes` policies (see "Rate limits"), so that a client's test meets a
+// 429 after a known number of requests, however fast or slow the machine: with
+// `{"rate_limits": {"writes": {"quota": 2, "window_seconds": 6}}}`, a third write sent
+// within 3 seconds of the first is refused, with a `Retry-After` of at most 3 seconds.
+// An account may be limited more than the server limits every account, never less: a
+// `quota` above the server's for that policy, or a `window_seconds` so short that the
+// quota refills faster than the server's does, is a 400 naming the field. A policy left
+// out keeps the server's quota. The answer's `rate_limits` lists the quotas the account
+// has, and its `RateLimit-Policy`, `RateLimit` and 429s show them. With rate limits
+// turned off (`RATE_LIMIT_DISABLED=true`) nothing is counted; the quotas then only
+// shape the 429 that `Prefer: fault=rate-limited` answers.
+//
+// Sandbox only: in production (`RUN_MODE=production`) it answers 404, as a path that
+// does not exist would.
+//
+// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
+//
+// Corresponds with POST /test/accounts (the `CreateTestAccount` operationId).
+func (c *ClientWithResponses) CreateTestAccountWithBodyWithResponse(ctx context.Context, contentType string, body io.Reader, reqEditors ...RequestEditorFn) (*CreateTestAccountResponse, error) {
+	rsp, err := c.CreateTestAccountWithBody(ctx, contentType, body, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseCreateTestAccountResponse(rsp)
+}
+
 // CreateTestAccountWithResponse Create a throwaway account
 //
 // Creates an empty account with one API key, without authentication, so that every test
@@ -12671,14 +12963,28 @@ func (c *ClientWithResponses) DownloadReportWithResponse(ctx context.Context, id
 // address may create a limited number (the `test_accounts` policy, 10 per minute by
 // default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
 // answers 404.
+//
+// The body is optional. Its `rate_limits` give the account quotas of its own for the
+// `default` and `writes` policies (see "Rate limits"), so that a client's test meets a
+// 429 after a known number of requests, however fast or slow the machine: with
+// `{"rate_limits": {"writes": {"quota": 2, "window_seconds": 6}}}`, a third write sent
+// within 3 seconds of the first is refused, with a `Retry-After` of at most 3 seconds.
+// An account may be limited more than the server limits every account, never less: a
+// `quota` above the server's for that policy, or a `window_seconds` so short that the
+// quota refills faster than the server's does, is a 400 naming the field. A policy left
+// out keeps the server's quota. The answer's `rate_limits` lists the quotas the account
+// has, and its `RateLimit-Policy`, `RateLimit` and 429s show them. With rate limits
+// turned off (`RATE_LIMIT_DISABLED=true`) nothing is counted; the quotas then only
+// shape the 429 that `Prefer: fault=rate-limited` answers.
+//
 // Sandbox only: in production (`RUN_MODE=production`) it answers 404, as a path that
 // does not exist would.
 //
-// Returns a wrapper object for the known response body format(s).
+// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
 // Corresponds with POST /test/accounts (the `CreateTestAccount` operationId).
-func (c *ClientWithResponses) CreateTestAccountWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*CreateTestAccountResponse, error) {
-	rsp, err := c.CreateTestAccount(ctx, reqEditors...)
+func (c *ClientWithResponses) CreateTestAccountWithResponse(ctx context.Context, body CreateTestAccountJSONRequestBody, reqEditors ...RequestEditorFn) (*CreateTestAccountResponse, error) {
+	rsp, err := c.CreateTestAccount(ctx, body, reqEditors...)
 	if err != nil {
 		return nil, err
 	}
@@ -19036,12 +19342,33 @@ func ParseCreateTestAccountResponse(rsp *http.Response) (*CreateTestAccountRespo
 		}
 		response.JSON201 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
+		var dest BadRequest
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON400 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
 		var dest NotFound
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
 		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
+		var dest PayloadTooLarge
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON413 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 415:
+		var dest UnsupportedMediaType
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON415 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -19091,6 +19418,30 @@ func ParseCreateTestAccountResponse(rsp *http.Response) (*CreateTestAccountRespo
 			headers.RequestId = value
 		}
 		response.Headers201 = &headers
+	case rsp.StatusCode == 400:
+		var headers CreateTestAccountResponse400Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers400 = &headers
 	case rsp.StatusCode == 404:
 		var headers CreateTestAccountResponse404Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -19115,6 +19466,54 @@ func ParseCreateTestAccountResponse(rsp *http.Response) (*CreateTestAccountRespo
 			headers.RequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 413:
+		var headers CreateTestAccountResponse413Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers413 = &headers
+	case rsp.StatusCode == 415:
+		var headers CreateTestAccountResponse415Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers415 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateTestAccountResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

@@ -24,6 +24,7 @@ import (
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
@@ -56,6 +57,11 @@ func startServer(t *testing.T) (baseURL, databaseURL string) {
 		APIKeys:     apiKeys,
 		Metrics:     m,
 		Sandbox:     true, // the load tool reads the sandbox's /metrics beside the API
+		// No Limiter: rate limits off, as a load test runs the server (RATE_LIMIT_DISABLED).
+		RateLimits: &handlers.RateLimits{
+			Default: ratelimit.Policy{Name: "default", Rate: ratelimit.Rate{Quota: 100, Window: time.Second}},
+			Writes:  ratelimit.Policy{Name: "writes", Rate: ratelimit.Rate{Quota: 25, Window: time.Second}},
+		},
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -1,6 +1,7 @@
 // Package accounts turns API keys into accounts (hashing, lookup cached briefly, see
-// Authenticator, and seeding the demo keys) and makes and deletes throwaway accounts.
-// It imports the database layer and the domain package.
+// Authenticator, and seeding the demo keys) and makes and deletes throwaway accounts, which
+// may carry rate-limit quotas of their own (Quotas).
+// It imports the database layer, the domain package and ratelimit (for its Rate).
 package accounts
 
 import (

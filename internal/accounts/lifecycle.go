@@ -17,11 +17,15 @@ type TestAccount struct {
 	APIKey    string
 }
 
-// CreateTestAccount makes an empty account with one fresh API key (130 random bits).
-func CreateTestAccount(ctx context.Context, pool *pgxpool.Pool) (TestAccount, error) {
+// CreateTestAccount makes an empty account with one fresh API key (130 random bits) and the
+// quotas it asked for, which the caller has checked against the server's.
+func CreateTestAccount(ctx context.Context, pool *pgxpool.Pool, quotas Quotas) (TestAccount, error) {
 	acct := TestAccount{AccountID: domain.NewID("acct"), APIKey: "sk_test_" + rand.Text()}
+	row := db.AccountCreateParams{ID: acct.AccountID}
+	row.RateLimitDefaultQuota, row.RateLimitDefaultWindowSeconds = rateColumns(quotas.Default)
+	row.RateLimitWritesQuota, row.RateLimitWritesWindowSeconds = rateColumns(quotas.Writes)
 	err := db.InTx(ctx, pool, func(tx db.Tx) error {
-		if err := tx.AccountCreateIfMissing(ctx, acct.AccountID); err != nil {
+		if err := tx.AccountCreate(ctx, row); err != nil {
 			return err
 		}
 		return tx.APIKeyCreateIfMissing(ctx, db.APIKeyCreateIfMissingParams{

@@ -620,6 +620,14 @@ type CreateReportRequestFormat string
 // CreateReportRequestType What the report lists.
 type CreateReportRequestType string
 
+// CreateTestAccountRequest Examples: {"rate_limits":{"writes":{"quota":2,"window_seconds":6}}}
+type CreateTestAccountRequest struct {
+	// RateLimits Quotas of the account's own, in place of the server's, for the per-account policies.
+	// Each must be within the server's quota for that policy; a policy left out keeps the
+	// server's.
+	RateLimits *TestAccountRateLimitOverrides `json:"rate_limits,omitempty"`
+}
+
 // CreateWebhookEndpointRequest defines model for CreateWebhookEndpointRequest.
 type CreateWebhookEndpointRequest struct {
 	Description *string `json:"description,omitempty"`
@@ -985,6 +993,44 @@ type TestAccount struct {
 
 	// ApiKey The account's API key, for `Authorization: Bearer`. Shown only here.
 	ApiKey string `json:"api_key"`
+
+	// RateLimits The quotas the account has, its own or the server's, per policy.
+	RateLimits TestAccountRateLimits `json:"rate_limits"`
+}
+
+// TestAccountQuota `quota` requests per `window_seconds`, as `q` and `w` of `RateLimit-Policy`: a burst
+// of `quota` requests, then one every `window_seconds`/`quota` seconds.
+type TestAccountQuota struct {
+	// Quota At most the server's quota for the policy.
+	Quota int `json:"quota"`
+
+	// WindowSeconds Long enough that the quota refills no faster than the server's does:
+	// `quota`/`window_seconds` at most the server's quota per window.
+	WindowSeconds int `json:"window_seconds"`
+}
+
+// TestAccountRateLimitOverrides Quotas of the account's own, in place of the server's, for the per-account policies.
+// Each must be within the server's quota for that policy; a policy left out keeps the
+// server's.
+type TestAccountRateLimitOverrides struct {
+	// Default `quota` requests per `window_seconds`, as `q` and `w` of `RateLimit-Policy`: a burst
+	// of `quota` requests, then one every `window_seconds`/`quota` seconds.
+	Default *TestAccountQuota `json:"default,omitempty"`
+
+	// Writes `quota` requests per `window_seconds`, as `q` and `w` of `RateLimit-Policy`: a burst
+	// of `quota` requests, then one every `window_seconds`/`quota` seconds.
+	Writes *TestAccountQuota `json:"writes,omitempty"`
+}
+
+// TestAccountRateLimits The quotas the account has, its own or the server's, per policy.
+type TestAccountRateLimits struct {
+	// Default `quota` requests per `window_seconds`, as `q` and `w` of `RateLimit-Policy`: a burst
+	// of `quota` requests, then one every `window_seconds`/`quota` seconds.
+	Default TestAccountQuota `json:"default"`
+
+	// Writes `quota` requests per `window_seconds`, as `q` and `w` of `RateLimit-Policy`: a burst
+	// of `quota` requests, then one every `window_seconds`/`quota` seconds.
+	Writes TestAccountQuota `json:"writes"`
 }
 
 // TestHelperResult defines model for TestHelperResult.
@@ -2475,6 +2521,9 @@ type CreateRefundJSONRequestBody = CreateRefundRequest
 
 // CreateReportJSONRequestBody defines body for CreateReport for application/json ContentType.
 type CreateReportJSONRequestBody = CreateReportRequest
+
+// CreateTestAccountJSONRequestBody defines body for CreateTestAccount for application/json ContentType.
+type CreateTestAccountJSONRequestBody = CreateTestAccountRequest
 
 // CreateWebhookEndpointJSONRequestBody defines body for CreateWebhookEndpoint for application/json ContentType.
 type CreateWebhookEndpointJSONRequestBody = CreateWebhookEndpointRequest
@@ -9662,6 +9711,7 @@ func (response DownloadReport503ApplicationProblemPlusJSONResponse) VisitDownloa
 }
 
 type CreateTestAccountRequestObject struct {
+	Body *CreateTestAccountJSONRequestBody
 }
 
 type CreateTestAccountResponseObject interface {
@@ -9698,6 +9748,29 @@ func (response CreateTestAccount201JSONResponse) VisitCreateTestAccountResponse(
 	return err
 }
 
+type CreateTestAccount400ApplicationProblemPlusJSONResponse struct {
+	BadRequestApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTestAccount400ApplicationProblemPlusJSONResponse) VisitCreateTestAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(400)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateTestAccount404ApplicationProblemPlusJSONResponse struct {
 	NotFoundApplicationProblemPlusJSONResponse
 }
@@ -9717,6 +9790,52 @@ func (response CreateTestAccount404ApplicationProblemPlusJSONResponse) VisitCrea
 	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTestAccount413ApplicationProblemPlusJSONResponse struct {
+	PayloadTooLargeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTestAccount413ApplicationProblemPlusJSONResponse) VisitCreateTestAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(413)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateTestAccount415ApplicationProblemPlusJSONResponse struct {
+	UnsupportedMediaTypeApplicationProblemPlusJSONResponse
+}
+
+func (response CreateTestAccount415ApplicationProblemPlusJSONResponse) VisitCreateTestAccountResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(415)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -12605,6 +12724,32 @@ func (sh *strictHandler) DownloadReport(ctx echo.Context, id ReportID, params Do
 func (sh *strictHandler) CreateTestAccount(ctx echo.Context) error {
 	var request CreateTestAccountRequestObject
 
+	var body CreateTestAccountJSONRequestBody
+	var err error
+	if binder, ok := ctx.Echo().Binder.(*echo.DefaultBinder); ok {
+		// A request validator built on kin-openapi's openapi3filter with
+		// KeepValidatedValue leaves the value it validated on the body. Bind
+		// that value, matching member names exactly, so the handler receives
+		// what was validated instead of a second, case-insensitive decode.
+		// Otherwise bind only the request body, so that path and query
+		// parameters are not also bound into the body struct.
+		if vb, ok := ctx.Request().Body.(interface{ ValidatedValue() any }); !ok || runtime.BindJSONValue(vb.ValidatedValue(), &body) != nil {
+			err = binder.BindBody(ctx, &body)
+		}
+	} else {
+		// A custom binder is installed on the Echo instance; defer to it
+		// entirely, since echo.Binder does not expose body-only binding and
+		// the binder may do more than decode (for example call ctx.Validate).
+		err = ctx.Bind(&body)
+	}
+	if err != nil {
+		if !errors.Is(err, io.EOF) {
+			return err
+		}
+	} else {
+		request.Body = &body
+	}
+
 	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
 		return sh.ssi.CreateTestAccount(ctx.Request().Context(), request.(CreateTestAccountRequestObject))
 	}
@@ -12957,393 +13102,410 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 // const string: with thousands of chunks the chained `+` fold is several
 // times slower for the Go compiler than parsing a slice literal.
 var swaggerSpec = []string{
-	"7P3/cts2tzeK3wpG+52JlIdSJMVOW3ky83UT94nb/PC2nZ397CqvCZGQxJgCVAK0rHZ75ns15//zx7mB",
-	"91LOlZxZawEkKFGykjht0u3O1LElEgSBtRbWz8/6oxGp2VxJIY1uDP5oTAWPRYa/HqapWsAvsdBRlsxN",
-	"omRj0DifCjYTZqpizcxUsEzlRjCdz+cqMzpg4Yujw+ch4zJm4ZuT8+M3r89ClsgozWMRdxpBIxO/5Ukm",
-	"4sbAZLkIGjqaihmHB5nlXDQGDW2yRE4aNzdB4+icT9ancMi0yZScMCFNYpbM8Akbq4ymI+aZ0EIaDhcH",
-	"+Hl4PG6/4iaa2mkdj9uvlRTus+bpT8/YD71et7V9enNujMhgAv972Pj1fw8b7x8OG/+rEdTM+zgWs7ky",
-	"QppTMU/5EoZbfYsTmmfAFomZ4tyveJoLFsJzw4AtpkLaV9JzJbVgiWYcXjDlS6bG+J2SgmmjMhHDmw6l",
-	"mSaahcXjo2X7F7EMO0PZ8N9EyHzWGPzagCc13te9wEsVcZpn3f6/PX3pJhBlghsRwyRVnkUiYCpz331Q",
-	"I2am3MCcgTiYohdaqOzyYynhJBNjkQkZicP5PE3qFhRmFtJ1IZsX1wOZwspJvRAZ43Q3bfp3/b1uK2Ci",
-	"M+mwcMzz1DwVWaay9kiMVSbCoQTqSTmu5NO+DjvscASbRpsjYfUXXK8ur0coTRq16Q/73xk3op0ms8SI",
-	"uPXfbvhfu+0fOu//0ZT6v//P/6P/e6b/W7dazYB97hCth/U0esqNeAkj1K+kNtwI2EnBoymbqzSJlg80",
-	"G+XRpTCsGWd8bNqJMOP21Jg5nydtmBNOqW2lSLvXaw0YH0ptsjwyeSbi9jgRaczSRBuie1jCmZiNRMbm",
-	"8D8+x23JsBELfPth4yB7utc/ME97YYeFWcgSPZRTtWAzLpcMCEloo9lC5WnM5lxrliWTqWFSLQ5YaOB6",
-	"Ir2pSgXTIlIy1gEILxmLmOXzgOXSJClwkHAvmWg2ztOU8QlPJGvCY8VvOU9pqGJJwt/CVodZdgYaF1ci",
-	"W5Zsq8awBnazmJqLDFmL5TIVmsaiD1XG4kTzUQr8BKuP9+gDpoVgQ9ww+9GwscbS13w2T4UGtq5btoAN",
-	"G4ssMULjh4/hs3rWL+jiBF+wnjrw5RPkLW6QqZbMKCuucDP+AhL57Wmv2z1YEI38RjQCM/otV4YH/uRA",
-	"kOLW2p2eqjTWByxchEQliYzVgiXSUQpTVyJji2kSTRmXQylmc7N0N2dinKSpvo0E2DYKGMovRwLFslRo",
-	"4Len/X34cAMR0Dod14jZ4xiO3XHiBKvb74SEuxbZlcgeaJaqie6wQxalCSzKjC+ZFjJmCRwECzmUzV67",
-	"1/+eRVOe8ciITMMyhYft/+Lt30GQXQzaYeuAKTMV2SLRwhuezfilgPNE0CLsdGj/Whn6/R+9oNf//maD",
-	"cBQmWx6OjcjWF+DM0oRRbMETw0gkM5MtEzlxwmJHnWKWyGQGh3G3mEUijZiIDKdxhm97nsxgXmsTeQe8",
-	"57OcnsNKwwKbZAbKAWu+e/yM0SiMhgF2Y/XcpsZDOZ9yLbTbTJXFAvWqJRMgKAM6DZAt4TFxbik5kWyW",
-	"pGlSSFYzFXIoQ6MMT0PHrDw304M4z552O3u9gBXSwH7W7QcsEzx2fz4OQCVKYm6E++iHYCijlCcz+8H3",
-	"AdLPpLhgP2CRmrkxe51+wHAO+OfjDoiGE3zFAU0nZM3Dk+OhvBRLlip1mc9bAQuLmYXwh+BxyJp4MKh4",
-	"Cd+7acHXOB36fijXVC8cDVW2kDVJBwEqGWdqhitolTcnKeByeiH7xIhn8VDOMxUJrVWG3+P72e9NxqXm",
-	"EWwCfGc1gZA1E/lBRCBuRstCK2p12BkJqKGsSignYIhU2kQqTsRsJl9f5Kxs7vrOsc/auHo59e7du8Mc",
-	"aM0kETei/rDi5RVAqzh9Aeyba+FxasB4uuBLzcIfBc9EFu5sDtD1NYLkJmjMecZnwlij6uhKSHP8HH5N",
-	"4NY5N9NG0JB8hqwf7/pEcWUuSnn2/h+3mCHR8hexrDOkcpn8lgsG1E8WVKLL8wm2SGkhgYSQFkmSNzl7",
-	"+/b4OZkjE6ViuCyJRKszlL12f3+fzbNEGjjE2OHZs+NjT8QHDE/IEc8Ea4Z8FIUtMBi4rhNK9CZD2QyH",
-	"DT6Khg0gYJTMwEKF2aT5jN4AjLviA2BVlgmTZ5J0rBVOG0ocoGRY03a22oChCXZQHR0v5yxOxmhYGHpC",
-	"otlev19eSpJkMU1SOq/GSaZNeUYCwydpCvJynKKGCgN0f+gwPGwYZ/vX17AiUhUWi2E8TYOhzODN1197",
-	"wBJjrULt7MU8NSwZexMAypnNjWUxI+IO+0UsNRPX8yQTrL/HpirPNOM4C7xnKJE9IiXHySTPcDstIThd",
-	"BVgGbyDNCL6Ct4ejfiSAu2I6DkmMIMGT3leS/Iq83H5Y8uuXQk7MtDHo738XwOHp/u7Vkv8YLfwNluLR",
-	"OZ+EbKlylnLcIh4H5ckGOiMeEsPG1eNhI2RNIFNcP97WArgahKs9N5nhEx2QufgwRFbiconUSi8zwJFV",
-	"DqczrlM+B+HIUH8a40rho/f63x8wbj0BqFuDEiuVwXFxCu6ROMMYn0ysuNftdtg5/AncFanZnGco/43A",
-	"GcEvATLJQvDLocQ7m+G7R8NGp9MB7mJ4KrAZrFopGJ23hUZMtJKtbRtqfS2N7fb88fi1kmLD/hxKtz0r",
-	"+7FlF9DxED4EEfEOjPPE0HsIq19HeZbR2UeMabkr0exxd897WVgb71UHDBeIaMAN6IgC1uGwulls973a",
-	"uoalg+qWhfxZje7gPPmgRjucJxvcBS+cHZ4YMUO9mOQuAw2/Syowzu63XGTLcnqoYVVezxotjUGvGwC7",
-	"k27c63aDUlPu1WrKJ3w5+4yj1RMtT/YCf2XmfLnDypCCtb40P3EUxaiLFf5II7SBE4zOUx0UphOX8Uhd",
-	"MyXTJWvOMxXnEWnXE6ky0MpNa8BOf3o2lN/197q+jytY44kmKXQrExg2WoWrK1XatN1xGLJYCV2451BM",
-	"0GFhlXkWpUoXzKSkpAELucalZamDWlea/VKz/e7joQwfzTM1SsVMPwKDLolEO5f8iicpHDOW7UM86tt4",
-	"MA5YL3SGVqzQzpJLM03k5GAo7fN8n1j5PHijvf4PdDIW5jOcWSpP44PSvTfMu93HkbNo8C8RDmVT52D0",
-	"axb297szjYwd9nUYwME8U9qw8HFXhy3yIfiiZcSjSxILKYhPOilx+dAByt6AYVtxVILcpr2O4RSg96In",
-	"Foq9ZwRHHE+GqZIqz4aSawbWvQHhZ2UMkxwU+cIA6LDDYlms3yaBQ9qbBdNgqCuWgPlWel3b1u0abhFb",
-	"lgk2GQg1VNcIGqV3tRE01gknYO6C/W53psEK8Hi11+3v1Zvvc5XdhZ6dzXfRs9+J0VSpyyMZz1VyJ/r9",
-	"Quz+2OPnL2gjNsRqtOYTwRJQa53a6HmoQKdEf32iWSzSBD9uAvsrieGG4kP074E6Iux7tgJPGwbBRmOi",
-	"w6bDTshmJY9BAsNFYlA+AkjUsFSA7gVfbaGrBb1ne/flm+nJ7ut3lkwkB7tj0zKGV70AlLo0VQsyqNEX",
-	"wLV4ssdevDp81j57cdjff4L+qz/K2d50ij9MMhPa8Nn8pvMH2A03IFlIJC3IkADtTIOcyUQkkisRtwJQ",
-	"pp1iWD6xHYtIxSJmc54ZF2pxW/JAD6UWUSaMlTfhYqpFdBF22PMcPQ+c2e8zRTEyZhaKabcGJIQoMKXn",
-	"PBIwnj1TDhiPIjGv+pySMYhipxoF7uCYoyyTLFJSGy4NeqR22ONiIrtu9VUvKHf6H4+evv9Hk61/tikI",
-	"Ykng3G3PJhJ4R8E4JFqypBZc46qJGM9vq4sUDmOdgCyFhXork2sm5iqaHrBxJvS04L6htIOBnQBGAOOs",
-	"IBQ2Q6filEu2z2aJzIE80G20VHkGp3F0OSAxPlI5PNLagDsscvGQnV2nG7noBkYgYU5R45PjU3dmwN+R",
-	"kmBbo+4qrs2jqZml8MdmlfYmqJFihyfHrDiLApYJGQsMesKC4L7AgzIeGVA2vSi2dWS3yZP9vzIxbgwa",
-	"//aojHo/shc/Kl3eOIcfeWw/WXkNPDTJleS0mH980BQqLd+Kp+mbcWPwa/0z6Tr96ITub9wEfzTmGZjV",
-	"JqF11IabXNtHwxz2ut0bt/xlBLfUoxKJHre25ctGUPNd4hnbl2LZeH9zc/N+w4p7LosZT8cqm4kYNBE7",
-	"1uoy+8HEratcXOiHmtplrGmnm+3lZaDi4/f3heCpmb75Zcvuru/qtr2kAesImL5Z3hVlVr16x/KtFl8L",
-	"if7gkaj90CfDKvm1E9nOtWhsIMLDggTtAViX2VDjUTuwSg3ojdk3TaY2DNUu4lDb7ysiVjVUcipyTTkT",
-	"XwGZ9PsfRSYZzX2LrFonCzidyfNZ+tZ8360lrW9eih1LOKJ5egQm09exvfuVg6pme+2U22jmbeR+yXIp",
-	"rucUw8JLO+y5MDxJSUVN1WQiYpZLG6FkYbmIYWA9maDHfvN7/Aqz7V4rc0gGyNci7Pe3bjPlCLalMm1u",
-	"571N28AsQnGdaKPZKDfkjZLKuMxC3GIas8POSx9I6eZJML+My+VQxirKZ0IaNJLMNEB/BqoyaaIxBQOU",
-	"86nI0CU0RQLi0tIS2qtFDIy06bq0yG07SBetJll9E9T2WpmfwJ74WqhsbyuVAXmNcbobiOu1YujAc/mJ",
-	"5GsFOy6KVP43kA4nfJkqHp8r9ZJnk69FE+w93rptc5p02yjVTnHaO1giLt6KN1iW9byh5JvQrNljr5If",
-	"W3+HjQUZ9lxEaSK/Hqnfv21jYdLt2M2aHATOxfBrw15wgb68MU/SPBMXkYpF4/1GAoh4FqNG50alE8AO",
-	"RZ4YCu43acIshJFFHLZsTgCGWYss6qEsU6ZdPrWnR9RnT3u0VJMycNve1iSEr2RZb7u7uO6bPFFOMvSJ",
-	"JfAGP+G+fC1C6hZa9ubdJoJaI2cbVb4Qhk82ULBXfVAoNRRhx5waG5ameDfYru1M8BjpFu3Yb1+Oect4",
-	"Wizd12GIfr87ARS7vuWkskkd9lLtFZ5887t4RmHat2WU9muxNrdrGjXh5W07GHPDR1wLFmElAfDqCDaU",
-	"R1Nyf8YJfWpjvIvETBPpB0QewDHFYzinAkYlOYWKkmimp7nB4H+sFtJms7lQjeftCV0gYe3w+R/kwjpX",
-	"6hWXSzuc/lqExnYnp5+FsHZcXCUq5UbEF65+YsOZccjKYah8AWgHXVn5nDXDtXFCJvmMMkQOgD6nmCEJ",
-	"KpOSwpLZUG6hM9YsorG9VoeFBQHYmrlVAgrZJLkSlM5QVyq0pWLhfyYxv5U8N1OVJb9/Pbp8bysl5/6M",
-	"N8jMV4nWiZwELJeXUi0kQ436Sl2KGGN2l2L5jbvg3717115NMd9282pGut1868YS8SsRJ/y8XPS/XAne",
-	"v4UIipm3ZzD1Nl67o7n+QLPwGb1jG945dBmSLguzrIWy5jumcZIs45g3roWhjBIy+N+e/9T+/pvXplYS",
-	"hp7bkq9vI4znsghczknbVaytHXfuCrD2N5v3drwihwVoxA15wITEzPPEsGZ4cnj+7IXLDizq5MY81SJs",
-	"UbznGyeNG5eAQb5m8lFiMkZlz2zV9QXH78Yqm8FvDbA+MLljPVEjaCTxWsVOFJmLx+MfeC/qxv3Rd2KP",
-	"70c/iN64y/ujxvtKGixee3tKlb/76OLxZloW8KjRBxHhSj/Dr62ry8u34DGZXTw98V4cdzpYWQs+c2u0",
-	"UqcoPQMbC3VniVQZyyXQ0n6322VP2X630+2yt2fP0V9YLGQizZO9hpeC/IP9b3sectBwT7stWeCZu26V",
-	"I/6opjd2uzU7OROGg6Fy20NeueuwDIn8bhRCqSsFMiC00dVm1KWQB6TNTbE0Z5xcg/mTm0jNhEstPnc3",
-	"6GEDl88lpcxnF/DxxVWieSMo/ix8guVHidT5eAwarDQX41zG2vuSalOql0cqy0RkLqKryPt8nPE8zlMQ",
-	"m+WHtmYukZMLijSWX+lULdbryYLGdRte4Xm5MEhga/MfNJxTdsD2un2qLHbeSOtaJBnlOzgHrDIKugRW",
-	"X3Vt5JUR7HV4U2UAbwVuG6O8tDJCdW1vG6Ry9co4a1t6+2Crt1RGXNvIQePE1UMCTfKJGLD97mMW+q4b",
-	"e0ElrzwoTCPaJZcqslZT1VkllkHjLI8iIcBQ6nd7rTKbmxWPeqBdrjKbp7lm/RJnQCtMpYVnYf3bTHBJ",
-	"NWIzIYyuqxQrCsSae90fWv6EkK1WJ9RxuXil/LWC0RNKa2Jgs0g+FbARdy6RSxGsO+w5VXtgxQgmRNLe",
-	"gH64pLp6RGe4G8n8OUKTjs7PqhGBreFWd3NyMs5Jv4PjuiLCLBGI+GK0vIhybdRMZPUFsBtiK9s2FrT5",
-	"T9tYd5hP6ipt38h0yTK10AUmDDdYBWU5JaGq9MpublVY3NNSs8vDXBW+e86B86p5kw4pPdkVbjx+8oTF",
-	"fOmqHhOz+9zcVV7JUiPSV94hSH+huv6+ZgCnXm+s6MekhzTRRleOVtpijURC0vVWssBvg8rmVRZ3M62s",
-	"mCmfRjQfrd6Qxh9fiCuHSlVdJKyhZnAbWYvhr8PGw2HjfejVIMC3gYWdApmCVzMexyIuEwOxXM1nyIel",
-	"hOxoEq+kf9jPbBCo/IAc/nGxG5W7aA/rPrLj1NHFjF8f07T6VPRm/yplGs8yDqKcSrft1ybLxU3QyLO0",
-	"Nnc9w3L3kzdn54xWldxzod3gt6cvwwrt51nSqBTa9Lt7399ecOtTHUxlbS9rSc1TmddywI7P3rC9fu+7",
-	"Qo1noDLA6ZiqhcgirsUAnQkOjkrFhF5xfPbmgS6ia1iHSQgNsNdsJFK1CNilmBuC9IHlSQwbLRlHRbjV",
-	"Ye8SM40zvpB20GY4zS7DgIVXYmwDy/SFmXIzlDwTeHLZiSZ4xzXP4Y7r62u4IxOu2JccoY7sONIGH8Nn",
-	"PIVl4zP8RIH6zDPgdp7jJwtQU/nvcOWIz+DnCD4fxXBsjKb4ezKGnzjCSOJPNcKfIJBGuC0jjZ8bHGcx",
-	"h59L/P13tNk4/oxhnGiK0mJKvy/gZ4q/p3BXJIESI4W/qxzlSoQaB35yhff+ftkIGvEHuCu+xN/x+hif",
-	"JSbwO5yjQUMYmKfIQVUff8AEgUv4djLCnwJmPpnCakwS/ATfcSJh5In5DX4u4ZPpJf6UcP3UwIpNc7gm",
-	"iWHkJNVYH4G//wZXJhn+rmFuH3DMDwp/zuHtLgVcfznBn1O48nIGo13OYTUuM/y5gOsv8emXvxssa4PR",
-	"Upx5egl3pRl8m2qYVYpXznCdZzF8MpvAXs9w5rMZ3DtDVWCGazXLYG1nuDKzK/y5wGuuJf6EnZ0t8XOk",
-	"DYkjywn+nij4qeB6OcdqEFx5NUOTiMOazwVcOZ/ANfMpPHGOc56n+PkS1vA3Dp9kChFBkH6yHO7NFrAa",
-	"Gr/VSI06wt9juEsLGFNP8HMcWadAFVrBempcE63xc6RGjYadXuInv8PKmCk8xXyA680M1sQgVRtcGYMF",
-	"xcbgJ7gL5ne4MudT+Dm5hp8421zD+PkywZ85/oS9y/H6K+TBK9zrKxz/KodVXWApxTWu5zWHN72O8PcI",
-	"DUaFn8zh5xIrbX7Hdfh9BiP/vpiAxPNdLjQVIHEQhYlJsdy7Vsg16uzTiWqvHRlHJGOP7o/Ljz0ucWlu",
-	"867VFoIJFk25nCD8XwmqQTAgzp9pk9weaBYWBVfh7iqmM1bqPOw2l5GT5Xh4csz0FGsTE2OB70r7lCY6",
-	"YJyF1s8WElZk6LblIejFLCSTj8gitBsEX5X66AONmI72AtybhyEmYw1laF9bY0gRXfqT5ErY+k94uwea",
-	"iWseGQLg4XQGrqkDZGt9HNRNqU5vs+xwt88pelHjqVxRkznwPe5BndKCY71MdA31uH0r2OXWOZUvYKn1",
-	"JmhMub6YqUx4FXIjpVLB5drs8YHeHRvne77Z5pjy+VxI9Le77UI3PF45AsIiql/f5Rrr5K8SBj8lIo2L",
-	"SojqriCi0EbdeCqoxIAlGhjl57M3rxmaPGAWSgtsiPmnzfARuTfCFkpT+EJiSTWiPCLCBSswn+AK8vOz",
-	"ZlgAiq1hhHXYoUM4xLFSJV2G61D295/Y4uAEFFq0DzOB+ueMZ5eFr/H//f//X2GFp3yHMdaA1wOI+KRE",
-	"q1TeUEdKts5tsDmO5MhBXd5unNq76h70sxqtb9hLJSftLJcSExxUdhmwuUpT8jaEjz6okX70RxLfkAfx",
-	"s4MmwlHTLrG1oB7hl/A8CjhflKBIxAeIbBMaFxj1/Jcf1MimHOKLeCoELIjhSVqcBegoqKQrjfIEMT/Y",
-	"Y1etrAmJSGjDOJNigciJqHPRnu2jIW7VkZ+LCZYrUjezxs17WCF0Sevth+U4kYmeihhfnlsQSDv1RZKm",
-	"MOtYpMKsePvW9+bXUhuSeZo2YApu9O1zgEcX8iSwbwgMikc4l5FIP+npawfWDlg6SJqTTGi9zkeZWmjn",
-	"866DOT5VixLoQys25tkBoh0pOG1L5DF43yyXut59uh130ufQlfnUcSohjt3GJj+r0SldeIOUl23VsThy",
-	"twMjY/Z692afsE+lfLplkmd04e1OOljhWAl94LShEFkvtjDdQNzNEJ0ujywCdliJk9GHt8tIXz2xb+ER",
-	"0IrK4i1slTMqrLpB3t6BRgNS+8vrMyUtbcJVr5G6Bfevnw2xWkhQ1i+2e9DcZZ5OHLBMpNxgMpxy6vgD",
-	"jWAd7O3pyxXx3XCk8CibrwffH7kH1Oo3dOfFmsDZDaSmwtPFSEH11Tes9VnBOyu57b/lIhdxyJoLnmBa",
-	"K0LfWdZF7FM6qq3n3Z4FPCV4cc3CYk/CoKjaGEpMOXQyOax6y+iR6H7AoYHmPTWxOLnc7bVL+cqLBtX7",
-	"siue6v1aR3V1Ld7OgQD2uxa2kmDhENMYATvUQiKgi2Y5XrjXrcBi2qtzO0i3Q/5Xf0b73YJql6/5bG2S",
-	"e92qh/amZi+tBbiSCVKG7PbRJU9/XbgAnPPU+wpUo9/tP2n3eu3H3fPe/uBxd7C/19l78t1e7/v/8kOO",
-	"A+vyWAnfIK5wr9vtrVYBDUBe06EKlsLF0U9nx/+11z/58bt/Pzk/efOkf/L8uxfPnr3+7lWjGtNDqGLk",
-	"jQaOexO41x44k2M9/jlYzVVwh0RjzjOT8DRdlqsQNKzJUrsAvUG33+n1vu939/6rcfN+c0x07Sxej1Wu",
-	"rf9Od32KfnsH+Spb9LLKxq4L1SXjTg3za7lchsQBC2Go0MGkh7Q5pCr7yrGLuK0kmdQml/gZFHhNNaPE",
-	"D8PCw99/lOa3Uxz4UwLRjpLLdLySpDf7hx5odplINDOYEWkKeolbaATO4TbGDsdkJphIMM9yxpcsUhSp",
-	"Xddb1/KI1i7ZTdGykqhUtnzm2o18Vw41u0gB6Ut12Q+F8rTKYGvvtUK81VX29nBF+fLe4f1m6UtFcDb2",
-	"tlnd2mH1UNMqwJx25vrV3M41H81OAWUfRWqjo8xO9A4US/+VtyiXa5ob0jSXlEM85xNhkdz0ARsLE02B",
-	"O8iDgqpzIicX3JVGGKfTIUQwoR7dgfZapX3PY1KryFSodO1UqtNu3PhutK+Q1Pw3vXNqe0ts+BW+dun0",
-	"vMOXtu6nuvg5whrv7X/HrP+GxRZChW7f5ltKNFtxVO6KqoOe0g57i4B2UiwKeHn6y8PeSRAcMCIPk5/a",
-	"gleQNpeJ3y6e/8c///0/jt79dP7u9Jf/2Pvnv969OPrX/rvH//zPPU9n2+v3vZjaytQtiFCNQ2sT3NAG",
-	"Fc5ynquAXIH7LUMnbXGN6Xlt+15hwLBfUR5NXbKCO4sjLi2I1Uhsz3rblHBsC5Dr51NTx1xEdQpFoVqH",
-	"XHv0O9qoITNxPU+5tO0V5iJKxknk8EKZiuwRXK9R+EUC9S+wseDAvkZROBApGYlMiriz0ZerNzxjBT4v",
-	"DDCrREiTLbHrkP2eoYe8xP7tdzvsJwymbcDYqwy0mCotWIhjkBpbjzWw03noRTvWAqGrByS9+oWiMOXO",
-	"S1A02BrnGR6flVXQbAFaI8KvIGaPVMYB7CSShfRQpKXtqZnb7QSi4RVcCeyPZ7tSrKFD1FY/FJLmjy01",
-	"S3PukOacvLTEGzMlAyCECGYhJCGwco3pvAcsFWPDVG77wlmooTKIw4oYTmclrWr/yRYdeyNDrK0G1Wi6",
-	"j6Uy7VJKhdX89O084kve2q4JHsiWE2P2HsI2t9VitYPrDV4kGPjF+fkJs+gdsLgdP8d3v5Leu9ft1lGR",
-	"lfw1zSKnKjNM57MZz4rGiW5/YRyv0YeHYrxdatW7hg9LZ+Db02PbE8Dvl7X64PCfR+chEAwdj95oa37D",
-	"GsyjOt1vvcR4wynlo6UHBTy6rTku+ruRyKISZB/2l043EQ9lM7QpsGHAQmovRpDlVD/qCiHjsBUAw9hA",
-	"MjaHe6BZUcrcLkqZV2TghqV3wm2T4mRSz11epzadOmRrjI1/Wm7r1rPrTCCIdlogZxcHVYe9gUU2ijqi",
-	"ufR3pvORi7fbxMnylkbw0fjgNa88tshen+Gc+rPcTOtubvFnOVdIeH60b8U6U6xrpXBpfbRv5dP8Sp9d",
-	"X3C7w0tvMVjff5x7poIDtdVXY99rk9Pl/UY6vwOfg2WYLx/PogfdjcHuTfrzDdea3Jy7s1ypFmX9LUFV",
-	"utDJ7xu0tXGSAv/BBXCcFIrVlxJe1aqXTyle2THj74sGIdftoV0yN1wc2yVtfFCj1kembNSWzexYJvMp",
-	"sc6g8UGNLj4tLSNTi4uovnrNOoQ0QVxgPMEpM0CQOxLgKoD7pxT0JJSiPrrwEwPss7fU+fhvF3g8tkJ4",
-	"Ky7tW5IGiIXvwKP9MxYp1B24XuYp16gxMy/PCzNfNUtcI3UyO8POnck/P+vw7oXf3Yj8O1s8yuS569X7",
-	"MqfHudBmI0KChXddFwO7ABkEDT5PLi7FhubXduwH2kHckOkbHlq4HPSDDZjrIsrOpoiMA5YAyPAVVV5f",
-	"XhgwuT8ug8N7v3K2m1bphUjnIisTZlaWajxGlO0tjd2wMJfs1ymOZbPK487H5ZIVj6qbKXntPwsLYrda",
-	"wzrVdvbJCSG1o91R5oanNduxbzYu3J9YrFn3yrGHYbOqENfVdG7Niq9UtJR1jdvuKUsZ621f+/0hJcTW",
-	"cEH5RZUJerYz7morVetIcg2tAoYMmcgJwpBHmdK67J6VWNffVj+oHfkj1VPXse6CzJlt3OjlM9ekNC7Q",
-	"Ws2UnBSZF4tSDcSmVA5vXcSsf33dYYfOZZe4dF70ig5luH7DfvcxsyiSzIORDA/8XrfaK+bUwuKOGHFt",
-	"9FA2CdMfO+zFcSa0FlYZ0yq9Iu80/BK3BixEUaW0oYR6h9poLw2DoQy9cRwqlQWqx67eZYdDW7MJn67c",
-	"k0tEhiQvKwyZzAgmxV17/vKMTbmM9ZRfClbEXorvIqC/Mdro6MLGSSAQFlxnJ+lNBXswFrXuvAA1dmM6",
-	"75zLjvHKAep41t1+sc0z63bygfadtFUSkarEV45gwZuwFCpHw4Ta29plC/zXQWpsdbw5OlL15V3lALFc",
-	"usIs669S5QtH+O83C4bnlo/rsAYEVU0TdodRNqJDcnZASfwJBXT8Gpk2fEbVH8F66z2v+Vc4FzJO5CRk",
-	"IEBSbKVphcxEGM04MBtrermSLVd6YjFFoqmI85SwrS1KZMBWiNVthL2zDm2LNQvgbCKdWhFZX2OYLYtJ",
-	"U1J6wFQaIzE6XK6dXC4rcrrG9fJJdRxVR+1HeVKDBu7+xadVptG9H1mfVmP47tDSMGhIcW0u7DZst+vh",
-	"ymLDgARyUbC0cq3rimaNBeUB9RCJfFYGfmH9EuHXp/DW+QM+O0kM9WWfGrzdrWyW54FcXdWg5ISPy/9a",
-	"ETU/uu7Xn+GhXJVet8VHNlpTKwPdgfP01qnduRd1RQW+G9y8ndNdfQ14NSxYSFhf7OJxYhGpEJoKjxkq",
-	"uA5cKFKaEuOmgI2qy0MrJ3BRhgLWU243yf4BGP82LBCy5mjJlipvBSycKClC1kxMqcrt9brsn0qKVoDN",
-	"l5MUD68mBbEKoWFTe+E99hFnp9UplYYkFS7GVU3vLybRCBrwaCsPcK1vDVB8ppnxSYfDPBNXicr1BfVV",
-	"vdjmVkU8YNDbbO/VwJ74hZ7tBnNNWiktSCcTqdlI6CQWVnoXJXwfKYM/XoAW1tcOgpX8h9Vc2ZU98fhk",
-	"nWK3ruYnyVonC+5OnhXS5U+XZ+8SMz3DZdkd93V90mt1u8WI67o/EB7C5eE1QdFNmP3DtT9WY/a4zzIu",
-	"YzWzkRjf3+UIu2wajVXMDiCMUs9dGx+keNBUgTucXPC5ER/ud/Z9/4+nf3SD/s3t/jL7luur/L5c57en",
-	"L3dDTxqwcGrMXIcEqAG/h8X7Zj6yscrIqNRsniVX3IihlMIsVHapWTNVEU9ZLK5EquYzIU2rw55NRXSJ",
-	"6UYsE5NEGwePLGPGJzyRZe9uq9sPZZzwFCT4UA5lm71GK5mzNJGXbXpEM+w9+aHT39/rdDvdR70nWGsl",
-	"vu8OBo96XTImolTlcMCQF6wcm3k323/x7rjbHYioPxjYD3rdbsf93+928aMn33eePO70+j90ek/CFpxw",
-	"GeMwZCawIUIcMD3l2LcH739i59eFi2d5apIIu4NnLJc2qxBXBqFKqOu0ikWnfOlUqTl23W+Gvf53MFin",
-	"++h7mMtg0IN/cDmmSht6absn+Pjyaphh2Puu3+k9ofn08W1+gA++91cw6sIKfgeztSUqWzeeMbf1A2am",
-	"SguqiaMMEfo7MXC71N47gTHojDgJp/UkT3R1BQZw0fHJ1V5x5SzXWAk+VnnGYhElM57iBPLZSGTaW58e",
-	"+l8MC/u9x93vuk/2Hj+Gd+tefzfu4JJ1e9+5K2EV+t91eiH2tWCsHKSDyT0yLndgtCTPC3blS5f+0rMm",
-	"PrD4oGOXnM/nnfIqf7fo41jNeCLhi4sJN2LBl5RndKFygy2wMSkwocY6MKJeaiNmpX/I9QpMjBbpGEzc",
-	"oTykaWKmVtGex95BsonYEPUeahuH3hkLlOEsqAjYFkYmJrUqjZe+hfJi8OiR/awTqZkD0tZl6vP7z8dg",
-	"0yLKs8Qsz+AAsOF0DEQc5oTasJa8WwQxUB/lekMggw3zbvdxdCmW+IsIO+wXsbT94gn0Fneaa3b24rDd",
-	"338ylFOup3AiwFlCosh2QtGIXKpkEUzBJNtLscTM0edHr95cHJ4cX/xy9K+zcCibNsOMhS5YEouZck4K",
-	"POrwqMV5lkcBrDnBoiZyrBy4OqdcH9sS3S19m88TBvRleCJFphs1PTlABrXJCQzPZ0DoQpKGe/b8F0bt",
-	"EnTAUsEzGMSCxFFjcsSVE5lGsvu3f2PPlITDJFFSA7f7TQNsMG7bNsB0/a0gDwws4EikCoM16KcCPnBL",
-	"DLOho6PshqiZjtRcxASANygKZcoYV1KAv2B2rGUiGHevu9dhx5JxVgN7wgkvxcKaNFeLa4IiXfUiia0A",
-	"8MzysMUKg4PE6l63C6yK6FTArJiCTL9yCZMk1rctRKXCkxiGnQhDCLylm9kmbNW8qm2xP+OxaOdzWECS",
-	"xYgIk9AxrHLTYa+UFNiNkJe9/5MKvq0rjyiACtfBDDswv3dZYoQbQwP7zFM459PEiIynIKz7+3iikpze",
-	"73Y7XZJ8/X3RRy5o2/3Habo+idgqgTX5aguGmq4KYW7G7e/Rg8nZXm+f4A0TTYf12K/2gH1wWc5SwFqT",
-	"JkXEjpqwZrEQczf24z5LQcXRAcvEXHC4Esb1AG8CNlVpTPv8+u3LsjCaNcMhkHjXaimwmlLgm/WeMJ1n",
-	"mZrQAT4c5vH3eFkikebl0hZiB3QjHX2VrOwne14JNiKB4CtiOQOq0WwklkrG7P/833vdLi7zcUwCz+X/",
-	"V4bAKw5xhdaS6QnK1asbsARMSfIHLlvepeiHFE3SrkzDIKnYSh/NRDRV5VgFQJAa43vTyIRKlCHXeiTi",
-	"+emzLBG6ktLdYf+eK4PdFuzZN1fItYy7xGUaCieLK7GxwqgZbupfEbY67AhOzxL6xqqFXu60LSRApM4D",
-	"xm2mtEK6y4TJMwm0Srnd03zGJfbNw14Rcz4RdUwRuDlqC3UHGqiQccGqUizSRAonoV9S2yJ57mt1kZLj",
-	"ZJJnlM6tbfJ47KCs8TQE+8cSg4vITLlmj7tlt6Xw9Ojf3x6dnV+cH786evP2PGyBBCa8jg57I61KkuVS",
-	"U2FBia8AS2X8XmVOTK5goNe0PnO9M/wOUNWJPtA2ZGGVSCCSK+H6nO1XXuDw+cWLo8PnR6flS5QwD4up",
-	"SgXtqi0PILlULLwdsrc2phvswJ0hUW6YGo9BpywPBTqAuq0O+1HFQMc+W2ILWNbc6z1uddgL+z7+BY/7",
-	"7Be4Inx1+J/uJX781/nRWdg6gJFtj1mQ/3Sfc32NyIOGkbCULxE2GrTJoAjKySV1sx7gmbb3uFdAL9FE",
-	"2E9UPHOuFMOWvaEjP5T7bSOubQUdbcylEPM2T2EXvNBZEqdUrfDEJ6rj5y+PPIoCUxsjhh32I0myXrfb",
-	"RRMDJlcOp+1KPHvz+vXRs/PjN6/PLL5Zr9ulIxHkbpQmqCJaK2PtnouTo9OL45PwgCQw2CRP3E0wFxBp",
-	"IkZV79GTPbAIyY9Fa2yDm1wzrcDiRQZb0vJbrRv1BFgtYAmwjHBbBj6MPyhlajx2PHzilVvooUSx4yQV",
-	"iZ/Ag/+3wWyDOdokFqxVHfoN7FdEexPocMD8QqJEsxlPQZcvYyaa4X0oDwuB7xq3oTWBgruz4XGrhWXu",
-	"sWs1ZPhw6stl/RHOERIwMFaWwUpt0v7KMQh6xjwDVRik6eHZs+PjtflSKhDQ8+p814uTmnvdvl2fW1r5",
-	"JrraP4M2ZODi2QcVpZGKnvzisZBpvrSKIPmWlh3mGu6yNLkUVi/AR7iTcPUF/L5nOPlea8Beq9JOUpnt",
-	"X8UNZQGstj5bHbGo2MHh9mi4rW3JqQ2WuwjEyeqY6/31cfB9R4irDfVhUy2hA33g3RYFHLvVh5v2caWa",
-	"jPpRDCrbRtuDSjaBE1I+BXZzMMpmy65snutXuPrYD2qEjyT4nrVHYiJjCkf9skSVa96K69Y6WJ8ZFu0Z",
-	"Za9ZY7uVsuBEtnNdzqU82ctFreVE8uAX7Tx2a/lZmcnm8ld/YbZ30arYVuXas6OiuxZF6VdpoKZ0GI7V",
-	"Psqdj+lrHPqFyiGqQ+gsc3y0UPm66FtrEx/SmV6Vtbv1hV/n8rrGdviA/Q0PgDcEG5Dh9QSSuqWJHV1N",
-	"DetuIS6qOYeH90lS1lLTx5TfsyZIKTex1uoENtSolxNwheirC7uwQo8qXit17AcsXCuRR4msy8r3RG8l",
-	"MXdQ4US+txOxXZUluozAWC0Jz2KrFgc4URtbqpwQO0BOrL26X/gIz7HsvLnh6gHb1nD1EzgagWUlT9uU",
-	"q47dyFoDdqZALKOWb4WYZCrPmE5i0WGvrdjiI1B+qMYYDFXtcKcrtbnjBOsTkARhjFRNdJ2oLZiapvBa",
-	"GS+tbEDj2lmCdYnyl/wvNEV6aw4iDs3berhRmwe+8vxaA6W533UMfufNmNnn9WJmTWBxDAQFKz2jajB9",
-	"1+i8riOV/7qoGxWXuQW2WottdFWSAQgDUmQo0+vS4nPAeli6HdS2t6rDHEBV2ft8KC1upXOPhgErkCyp",
-	"QxdpX1V0S6doEpeuPgZf8lIshxKz0SKVxSWwNE6t2HCTcak5WTr2pLAzCZxcUhnQIuoctrZypMx0KFHl",
-	"QflrP4bDyXdVF+5OU6byF1ZrITEHlX5gwIlhuRhw+VCG5VpYnXih1qUx8gKxE7UKKeHih5JLJjAlHpt4",
-	"2e5EhW7s3vmBZqBB+552uDBziu1oacgWxF9gt4eyXH7TdhrwgJksF2hXu6PCOfes8QqWDyX2g6JMhNbk",
-	"bO/6mjRRjp6a0oyxGZwsFfzKGgWwWjkmIVbanqEjw8VGcDMoss8ePuzvsanKM/3woWW+4ozDli2e64VL",
-	"B7uP+pZ70+dHr07enB+9fvavi1+O/nVxfv4ybB0UCPgWrBXmNeNLkCCUj4rB1HVUGgoK7V9fB4wzm8VK",
-	"HsQ4U3MgHc8KLxQfI9IUj52FBZzys3GNUpdDSRtNdOXTN0xqytG6t3RBPmVtOHogbVurivVP1DuUjmFI",
-	"uCmYQcBGmboUHfZc4cwmudB6sKnRXUH4+AHh9hyPqWl9Nd29mF3gJZ4SCWJEbdWqOmDJGCaAQU3cfakW",
-	"naFE3QY2z9+YRMNOOEFElVHkUP6gRnooXyqL9s0oB5zcxdxbks6aLHJesbDf7bNDl1SNTclkZEMsfChR",
-	"iGAK70tFvsqQNX0g8ZZtgO4dCAeIOV7gylIOD45RQhQOpZevi4QsXXlVx6+3K3XhcZKKVomCypru4EUV",
-	"ajFdtjDu6uGisvD50cuj86NKSRd9rf2zemrPBWcwDShkk1tAblzToYRNAqJ36Oqgm2uj5rqUDpryRhFF",
-	"TY2xAVuH/axGlSigQ3iwtDmUjuqSjJ5KaDiFeMDIEEuVRl6Ck5qmTtATFgU6Tij+muWSWHcom7Cas9LL",
-	"kWDzTWBR64bU8F5lzNFhWGtLRIjVjG9pi1zNIonAzj70Hk8XLRC4wogsy+eIQq0UU2MjJLmPiy2zGgip",
-	"aJzNEkmWOy0RsVqS2efRotkaWvbw4XeYJFdIQXR+0Y4BKRR5UOEB8f5WscjC06OTN6fnF6dH50evz4/f",
-	"vA5bXuDRazQjTabSoSyqWyOegRbEtMmA6SwelHW/09DH4/ZrJYVTwh2jPe7uUdQgl646DPQI6tlsNQPt",
-	"a++g4xfevMQEbK/XpxG04cgLWuGhSi5E7QhVXYkMgUbIa4ZxrAfaroHusEPmnkrnLX1e2P3N8I+bsFAH",
-	"LfAuLqnzZzgHw5TrFvpfiUGvRKYxaS8sc8/CQoLSSgX2aAbtBh5JGUNIVFZxcdMBbnIPbIYriJSgb1lZ",
-	"QvJHKxIwZE4X+lmhgRh+KdA6UnMq9fIXuhD7pULhZlu4Z1weihhK+5506JD3NlXY0p/T+egNjbJxhSBg",
-	"Lix8GNKxCQcHb2sx5xkmfWEvNjUGIZCYJTN8ogPaSGDqWOWjlABnhHa6nzXrrLXnalY9F8SADRtXj4eN",
-	"kDUxHtXrdVsdduhUGJGCGGqGV4/Dgt7oCQELhw26d9ggjzmvhpoLNyc75xPrqFazOc88xWso4bcBjHXV",
-	"xWlYb0Fop9XxdyPXVlWyLEbDJVpJ0LUWgl+y8N0j90KW5tGzInTrYH210fnDLzEh1LI4hifIx0dy59mb",
-	"0zMMZGlhX6FIPsC9uKL4vZmCHVyEhQttWLtwHBBnhrs1KANsJBt4qlV56L44OnweDnyvOkzDhZZwU0mi",
-	"oGmHMDhNDLaxQoPQFPxrBaXHv4yLHJUzLp755oQiF1ZM9bt77LViNvhtSZV8nfg6sL/AU3adKNcN500H",
-	"ii02I6ehDUASexdP8udW5m+gOnLowMS4gZELTZHsk0Rj9gS8yY9wimK8jS9ZxK1ecXhyTHEX1ICzZJLI",
-	"+vSyZgh7e3H48uWbd0fPL96cHv/z+PUZZVSMli4wCep8q8NOMkFuSI3uFJBP1qvtWynkVfAUosCJCwxp",
-	"1VgWcIXnfQiq6hL86TrkV/6w7fXtuGd4TLfPkxmmk5N9mQk0pyLRPpzP0wQOWaMY5eUUqTRnXMYjdY23",
-	"zDMV56gSDuUb6cz9AM+RmW3kePr29cWrN8+PwhYZpQ8fahrh4UMyOeyqWXngJ/sM7EmRj1LyPYP6Wk1L",
-	"QpUFNCm5BOUCtxUTXsGgmGZqwRd8WTr67TuGQ5lISqSgULIltUczYbIkIthrSpv0M8EPT4477OHDk+Kt",
-	"Hz5Ev4Z2MGZYTgkKPWxprFSmB7Dt6C7ANNQRthSCbyvkRSZtcyUXqxVUzWQNkgmbEIXXbbuIbThJrK1J",
-	"y4mt5alwfP217EFDgCU2tNgC0xh9OnvdPeoaRpllvOSqFZYqF5J5oXj0DhHhsKZUcG6uU5RVF+2MSJWl",
-	"hcYzEZ0+KP+kyKzPM0FAfzhTXh2dnx4/O7s4fP78tNSxfkKmow1FUjx2bg5cosDtTuE5JjvVHeKWKZ0/",
-	"GXu32Zdz7aTgnPuuv9dtwd5yw2Z4L9oRFBFD+4hOb4zk6zy7Sq6EbfUFbxWLGZc2AlfRJk2eUThqKNV4",
-	"zJrhT4dvX55fHL/+mQK9T7F2HIxsckMq6YuaZOVVdQL2VtGhRgIfSrEMqM0D6eJujxLpMXD5kiylOkjn",
-	"u5tIF2qfF9tpPW60TgMigqep0qZdVMkOKmY5uSQwQw9MW9Q2cp3zFGncjyFgsJwMlBVDvIxFA7VithHX",
-	"pMOWblRCgwSthwZd8KX1Nrpw9hbvHEHvwLnXGtRY3nTA1sQzq+uAlmSb7Lhw8GmZIgPWs8dKkelA6lWi",
-	"WYxyJiv66lfcPlJlM56my7qJVbzx9IJ7/R82++sdTiGjTzJUHWjFXV5MwVQPtHXlN0tcQslqPJsrTs3C",
-	"h0DnkoM3RDUSNYOWFxxY9QRbFScgjh7l0aUwlBFEwXf04GJ+hCX5ogCiYEFgP9jP4jVBRxtXVy/lSCJP",
-	"+9qumpWXiQZBG+NxRVNIQccs20GiF8XtWNPmw+B7Pu5qq98QT865Nhuc6a0OO0aX0CiRNk+CXgH0JVDn",
-	"OxNMWNtChUHxCvvd7kyH1hWnU7UA8kRBel68F1gsdboAnVIUlPIkfVhD9cFQht6qtTrsrQ3clzKEhD+J",
-	"F6BiWQT3Q0sDOEk3TuhyAIYSDxrmas5tHxdc0tKm2JZDYu0NJ+Y7dILooYR3clGJqo5ZWJ6Z4KlPLUGR",
-	"9sHT8jTQJksuCwuhomwN5abcwBWdrPnu8TN7K6PP4OyEofPI5JmI25R7aG088iPOp9xJziJmjoX000zl",
-	"k2ngDgzs4EJuDyGLFDF72rqV1WglzpI0TWxUxkrr0CjD0xAUbykWhWVNxmIYpTyZYRXjpsCqFAssZ4ym",
-	"FGimFkR4MoQHrl9dypcrIzq/HnxFN0nF3CBF7pk9ozE3zK0xqfvobMmEs6+UjKi2I7xuw8MxJko3tK1k",
-	"CQNro+Gg0jPJ/BMAN9nWNemhPLVFDJjd6jIEXHOy1QQD53PwomVwoU1SIiiExAxlAVeqmVF48IV/DDH5",
-	"ftgI2LBEcaI/Y274sHFjrSsWwt8FaMJKT9uhdE1tKcTq3sT2bmC/nhkuY57FxTfvm67EYrFYdLT92pVY",
-	"YL1FC23Whw/PkokU8cOHgwpUQ1D+VbbrJTJwn+tkIjnQeViK+aJFKsi7jV1SyZTtsP8QWTKmFMJiMKYc",
-	"rEnGFxS8tyfsnGca2ZOhe4w8S+McVHU3Q81mFB/gku1bh6NmKrVqXfmQxCVcpKh1VEXJgPEigcTxvmcb",
-	"0rIdGpYKLMiSkYDV49IRQ9mQ0A/n1UTxrJ+ymVitHa3uZFwWQiVj/7oi6GBVdHITaVdjTHE8/HAdOhdG",
-	"LkgdXf52bqSOsAjjJiN0K0QZ11OXYI5hsUIQSnJOeJU9rIrwoU2hh/n4HqQADZzX2U6dONwuKOhWCREi",
-	"SIb+9TXaeHkENxywTMRJRpn11pIh4qeTyXNtuWQxOiqdTmnf1oWwmr0u056a3goIFASnYM+XfaYDoqKA",
-	"Pe7Sv302hc+mqAv1uvBXbw9+9ruMsuz6e2zKmiirP8BmZQdVdQYFnfNPiwKspFWq2egg8cvGdWclAo82",
-	"GCiGKkPlFdQcJRUcOR0Wunr00GU8aTdqQQA27HNQEYDk4i8hmigOx9N0vXbdT6ey2/cfiU5GKXIC4eqt",
-	"yVGMyDwqx3dVACuF8hj1pTDbAWlNKJap1pTGKICkQqvwFrznqBIFGx/jdDzBTapcxNO0qEQMiiq9wC8S",
-	"XSsCRTHhgJYCKnGjpBQfWYZHJgflntkq1AMbKV7ZULcByD+Hskod6MoqawfJjUOlmUW1LGzFWsFs4Nyj",
-	"bOVNVgtZbRkPOkpmc2PLWyinx61YNd6JUSm9GtEhncM6AdAsRMJ+4JrA28KGasTJ2uZFvUaRJrOKJQSX",
-	"4LID09r4GCrEKmPwHGD4AlgrFmgAktQEE2EhfVJuoiK14IkhDQqHzTN5UD6dzhMw0/A48fUQl3xNzoLC",
-	"rXFaKplOZ7zNhQFCxrPgMPm78H05BU+LAnF+KKtBfy1sFQyacnpTuUXL5WmXYPS9bhefRns2cFXTPiZ9",
-	"WZxABiK9Q2Et0mFbVouQCWa/DVh/vzL+J6XMUCGvBehDm8G9AD1sFUQfBfMcmye6tKRBkWqyMVO/yNha",
-	"NSEwuxl3lzLj0R9LFos1XdWYhb+F5SOoLEWME5AoIILSJSkw4cJLlIJNmggpsiQaykik1j7h6URliZnO",
-	"WgPPOwVK9Vz4dSPWbrcywx4UFKm1jTqA6cNF+Ajm5rLsViucMGHN0V1Jp83+9XWAOS2wH3Co8DS5FC2n",
-	"+ZDV4kIVaky9CtqJMOM26Jh8nrThbXBkp5W3ez3UgGtNIWshYzmmLXuDLaTVHqw7xAegLRMZDBsHvz3t",
-	"dbsHi6c9UKKJ+PDT/j586JKRijGqN2dPf/juwKzcmz3t78GHobMUwyykI9XifbrdHkqKz8y51ixLJlPD",
-	"pFoQHZvQ2y+38ZQKgd3yiXwSzcZ5mtpjCiR/AS1Ap6/LI6zQZeFdWWcAH8rMy0sgUTOUNlCZz1F8Yr/V",
-	"iEubOoi5MNQqHiel58J1Yd/r9lzsGymc9qashkIeeUPICmU3jNLpstVptV50xZqVdQuGkjvtumcTTtZT",
-	"Tg+KEDZWUGCqBKXck+rpmAMZKpnNUzAkhlIXakJdciMYzDD5xKVFWG8imZX1iXzvCr2trizuVMQJWeWW",
-	"CJyYtjFT1+yickYeVBIBVDYkoCMabAVr0YaL3elqKyWxNBCPQXdancNiRDyLXeFPWO3y6Ep/8LbcRGom",
-	"3Cnit4UNBw7/zGbQui+LCpdBkbIXsL1u/6DScGe1psUvWBmw6kDV8dcbmH7Ok2pGqz7Otkb9nGf43VXX",
-	"XsbrtPp57+EPVH1I2eXic57gjVId3lJcIicXlJo18PJ1KUE3APOkZNTiQdWBQKnzyAqsLCdBS09tMfQD",
-	"7XylpWMdmbrAAyOcyL3uD4XbVCezHMWHN0NQBjULT07fPDs6O3tzevHyELMmQ1YALHRbpQFLTiwQMUOZ",
-	"yDYFjq3FiFIVRKoaUaiMoBjSJBJSI/xR0fYoawwar47PG4GDXIA/boKGbchkuyZZB6zbIYLWpjCfmCmJ",
-	"ODigiZWyKMBUl1miTRJhVyub0wTH8FJGmDlIqTPo7mGFK6hRdgn00R8aQcMmvjQGjW6n1+liKwGtJEJp",
-	"8OcJT6mdtHM0wXdtAlrqqGzyCPWER/1uv9vu9S0CUyNoqLmQMP6g8RhHRUyjKSJzPIIfk43oSyDUMdeu",
-	"gG6PVQQ6I1oGI0ocYGg60KnmGX5UAECuNbu4HZoMqUHHcWPQ+Kcwp0r5+Kk4rX63uwkMq7ju0eHJ8akb",
-	"GVZqf5ebjm3lg+1b5+GVNAa/vveJ4twmQZSkgUplppRpwQ7yCeKqvCki0QQW+4hHXv+GVJiaHiLP8XNd",
-	"SQB3ORcrCBoFZIZlZ0mOOOtQQitSkl7nObsGBRW7bHUdWOSoYK1OS1e83KX9hlqdM9UCn/BRqwmQvoMy",
-	"lVDGbv66LBKwgAAVnAtMvzcqj6au+pLygCmJZq/bK/JOMEjcLOTBilFLlvFQhjY54OLZ4bMXR5h9Xa6Q",
-	"dRYUZV6ujrrVYa8El8Zia68kRYARaO0kI7Rxe6ptxJkcAooAkOx3JH+q1E377FoEYPdcwifRG2HTykse",
-	"USQG+4CuMMfe1rYA5M6xBTHkg8gEm1i4PqtOwgiFxr6Jbey1j8oLb4LGqq2w8832cuw84TJ1br2ZrjyO",
-	"CUZnbxcW/5HHDnseb+ndfstbr+IWb+r/cPtN50q94nJpn6U/VQTBXY9vv8sil3vA5SS9CnlFxLZWVOIT",
-	"gie2HFG+vwnq5f8LLmNqmot+N4LgwDwt63ZBlq7H8fELiWtl/t2zRNehKwkSvT70xweLRWoPxFtQFt3c",
-	"kOA2Mtk9K/2NWen81nO5lpPg9Af9aItOhSAUFo4rE2DhkkV6KmIVsURaf6wW6biNWGFYhvXi/NVL0sOa",
-	"NvGQ9EqzTIUG3ZjqC4u6csVjYdsAlikjAZYSmDKpU89F5OWO4OFad4oBv/qq1regq6ErDJZtm6ZWgvTW",
-	"7tZRqXbZIpb5XMiyvqRwIkuxKGHm2eHGoORQ3hKVTEwRzdUDVoQoN8cnhxIxBlyQsm73XibaHDnk24+T",
-	"tk5O1ekaiYtBUJ0zvXHR2tZiCCMOEnZZbwwaCNFWGmFVODaHosc/HuF+fX5vYJ0scjVOCfTN5XzjVBzc",
-	"+k7HgweSD0/+Cg4snBHCC9ccWYdFrRQtyP259Tc+t4AIWAFz7eSe5X5f5mFMd6PgO7XoZqroO2IZe5tK",
-	"h0/5KhU6mtkGdY6qo+6ZYkemINNz+02vlflJ2Qaw3yIX/VOYIruhjo0+lsbxxuPnhPRdn1RBp96nDRo0",
-	"5krXcPG/58LWFfqJGqAlLgIH3TLOhJ6u9PAZYBC4AteDGcKT5ErIoWwuptxgnAZ9uVVwfcRsA8NwkWhR",
-	"thVf7SXuJ0sZReFOHOCBPajRK1RJckJHUjHAA80Ez9JEZGWWh5VRTvcayksxN0WNr81ZIB+Qra509biY",
-	"XIVlByJNbXDJa4GEA3MzlMWjEl3iKZHXE1MrKCHEC+a4yBB3flA3wgOLo1P2YKrR3Kr94T9PtCJn/aji",
-	"5Z1J1fru9Tc3Nzdrorx/Zw+t7V+zQbJ7rkxbat6UcKK5fmFrRImpb44uW/dnwhc7E7o7nAkrbSOeu5Yd",
-	"cH9vByl/Qshd50ohxCXdt7/L2xWoXK9EnHDXDutbPMjOhIxX8vQ2qYVTwVMz/X2jSnhovfN9BF9OUuEH",
-	"CF1hYCInWJZRgpKo3KKxOSyGWtXxBT78k/wKdOubX76AT+ElnHdC620ehA9qtNl/8NpzCwQYFxGmPeeT",
-	"RNoy9Ethz8c00TVKNWjzP8MDvqDd/kGNvoDVvkOn8w1Wu0U00QUcJdVub5kOdUjb7fj4WY3O6I6vxXb/",
-	"WY1ut9xhQe6Po7+73f6BWN3JGuT8UsoUFvummPKzAnUnJHWHEPotlk5IuKV4HrgeJCsQtx6qz6HVmBCc",
-	"yGZlZbnUBx8NzoOPJAATbNFqUfhoshRTKkCC1lBVy5DwD3X6MQ1Cnee/Pq8DzGuDZupWGl79nq+/sJq5",
-	"YTP9dgDVTd2trZmF9a5rZ1Y0GY2UBMN8r/tD0amt+LCxDXAYVvb9BuKpxx/ejl/8NzBmvkGpTvKJJNy6",
-	"YA82p119UKMH2ketmWdqkgmtO+wd6t4EelAv520tY6WMdigrGbcDQo/zM3ItgoNceoixdar6Nyhtv3Uh",
-	"C7cVe7dOMGdrie90CMMOJ5otVGambMYvEzk5AB0f8zZLEw7EySZa6lQU6219/e+d0F/ECb1Jcnwc//2s",
-	"RoX32ULMbM/6xEyAB7rAo7Hx7pMM4aFFrhm2CEGUJiobop5xrNvpdvYCB6QQZXyOGQUOirksoR/ZFiXM",
-	"iNk8xcIczGdAidfEfpYX1ml5UbTRt5IpbAVD6WcjWmcr3Oh97O7XF1SXP2BYMC/ioMCtDVgiL8iLGwzl",
-	"LNGIcWYRhgoo4LlSKWuG88k1/HbxMGy51EeXSVlNmvSqzYYSC0V4qsu2NP9UoEKbZCacaI+olclEXTzE",
-	"rmT0CTyow16r1UJp8pZrYXOgs2wJmnUSa3IxYA0xQvnpA1S8ybZXGXWwwT/yUZpEBCcpgczS1A7KZ6Iz",
-	"lA7MymEPUTYXFc0MVgBy4LZtsEVDWYtbxFZgiwIfvqdo6jj4oftDt+jok2iEXnLATIhfth2RyWL6Ux26",
-	"fSmcILrjZ8w2VlUWCEhJVp1V0WYM/Vtmw5H4yrLUracbMM0jbLFz4JAcnyLHVI+5VUdJvQlhuxsgeGQJ",
-	"oEdksXrcfbpq/5GC9o49cJ7AmRWLXOeLCxpV7K/GwGS5QNvZ5r53nDqxPdf9zVwg7kOsonzmmlFi3rsb",
-	"Z8lnaRgQfGFGSKzY36vWsWmHg+8bn6n8rDXNdFN93OkV0/W6srvuwvXks/aeXt7+gmsvU+yuaOnOE768",
-	"TDpM9rKLvNFV62/gVkLYfW2CKvD5NhL41yGmon0ECbh5fiQJ4FrA0/CM7vwPIgC7xBsJoOhxu4u/vsNO",
-	"+EQ4VGlsUUP1iEWdj2GJ1CIzmjXJtc+sax+ORThKVvqNtuod/A72+Es6+V3R2R05+r2OwE/2Kv3R53y5",
-	"i9//Djz5dtl8b35NNKGo5Sr6vROSvjV5E424A5uWwDX7n5hqdmDRIDkGRQ9G2Dm8sTahAl1/x7mk5pOm",
-	"8hVY6HbHbo92uDW694z+3SMe81L2OaldiEM0c2vzmp5hVSjo/caVV3fYGR8LghLfod/MoEBCwcI5ryaX",
-	"sGosb9qG4B12WDZEwRY51FGNLiP7w4KokxAbSgfH36pEXPa6/dowBo5jX/yjjwHv3X4Ry8bHMvvd5wVV",
-	"XsdLC6KnJZmIrXa+Jmt6dy1rNik/BTSfa4+xImqOzvnkNl7Ha26CRg0W9W23lrcUd9wEDYd1fdvdxXW+",
-	"dLuXiWs+wv5OOUJAB88tc++cm1TluWP5Vou/MC+p/7ETPsVef3/ZyfHXB+T2u4+9gJyQ+QyOnls6pTWC",
-	"xla8YrAyNgbtdumsVgni1Tdraw1cjRcV/lhkB/Ymq7osd2xXl0jUOYeyeQsUswV+dnKzpmGU1yXKQll0",
-	"hvKI+p8t+DKwB/O23na3HNq26cw6+HRxfI/LZgnUieJvFfXZfp/JlnQlhWK8IKQD/p8XCkaNruXbx7vV",
-	"hvgrX2DYrLTsOSNILe6asBImdCJXO4gMpVFsIgw18Km02vCTDUs1ze/vU+d0+WRlagyzekVZxV+V2XSL",
-	"KvMZCsy3p0M8rsM/eK1ApY+TcVJ0IyWa0+SqWetak2jnRP8ftXj3Qdo7D9JulawfnSxBt7rKHhRF675f",
-	"9HazmcgmIAJMNLWdKh7/8KQ1YHxkwZlmI7A7EVVTjA3jKSK2hTJP05BlAtthdIYydGCl1LkfRqW2MiOE",
-	"emHN8I9howBlbQzYH8PGJfwLA93cFEOx8BI7g61cjVeVF/E0bVF73tV2bIUGUO3djb3L5raxd007Ne7n",
-	"pq80GiOEnKJv2faT4y02Vfv0w+PTDo67N8Er71Ga4EFlSNzmNi7rP+5k+B0s/D/tWLTt8cqevYWKIsXC",
-	"kdW92P8axH5vF0Pda9H+E9pOf6G9/f3HzffU8cQ3esYRt5fHHDZhKfjNh7reYlo44/IP+9vNdtANZi9j",
-	"IRjpoR+cJPDxTGiVwmFiUzgYZ3qqMsOm+YzLdiY4Nv8vIlzrFgI94JyQH1YE/bo8wTCaFhMXRuMrM6SG",
-	"MyyUyrTHQNphEciZcyxtsnEce1tjVVZuKKT5lbd/b7//oxc82bupC6a93y3pZGpWY8m3Jpkc2gXFqIwF",
-	"JXH9KN27O0yNu8k1+QQB9dempzy3UC0eNVgkkY0xaEzb3rXKTlTbGBd6DmdzhOC1LRYWqgDxxc4ERf11",
-	"Pdqi4HFiy9r+/HK7zxRKGzbCf6ctS484iF+0Wu/UPuMLxvJdr9wvHcrPxGdU8Nm1LsB3PC9F3QQdKHIS",
-	"322ewVfgviGKuD3obVfsPub9d495Z4WIcJLKCY3NEW97BUI5qozNeeaUEMtX7LzqH00VNkopfadWaiTa",
-	"NVGhjFfqEi5iRMnwMpsc/0ZcuvaYcWxbypXdnjwzG7OGPyICjy3SS7a3beyol55UbtShrOIOlY3sCLk/",
-	"RAxsTU34WPjIG3BzoJ0W8y7i7CvCz7Y9H2zoc04KomuqXdij1AXcgo4gxErgAh24ZQQ6pyvYbxUQ8SRN",
-	"CwgS1ze9udfrl3pAC3ZnKQ2/ds1GXbdvTl1tqFk9q0YA7BKivCZmLwW2c9lUxPVnCuAvlYlA+/0XJSJY",
-	"YtvgpbBbvCkN4T614Ct1cXyVdaU1YWxiZywGJVJbi2N79TLtS7FsJ7Kd6+2hbCd8yqYmNPZKFWr9wxEf",
-	"KkNAJtyEobQHRVLXFbOQbyXYkv+I+smHgR20EmVu/d3CwdWNOXF1ffjity7Rxxb2fXM+uv5XwqH9/lYO",
-	"JcZoi2tswtEuA0mbdzCj5J1tHGqPFTuq7U2sKQSkqhqEz071kynZiarKLtaYGWOttR1tqZ8dNkqyeHNx",
-	"MkaAXqyMo6LAbRxNL/vNM++3WsBO2ktthLM0Wjzfyu6oolUvxjZY0U3qeo1vFd0Hm92qn+vr+Gq8CdvV",
-	"yXsXwn2GwmqGQuaYaBP7YgsXjD3UOiDOqBXpKE/SmEB7xkkqVtj3gS7LW1RW+hBsNn0ih/LX0KupCQMW",
-	"lmUtYYs1XVb+4ydPsOUtnC9pXIFWJw942O/2Q9fipdAhRQklhDPVLDEHBIQQOtMm9HAS4GqLoKLJhfJB",
-	"jQJrlYtcDGG1bXfc+kOO8h+ZURMBxvagaI5VdX/47W1KGHh6iSb+jg+mT4uZUvGAa4mHG1C0f/2gRts8",
-	"HLCdf5dKAnqbj7Lf+38SrEiF1sjNBnO1NJcgNGy5n/fW/V+QC/unuwXuKwe+YnWWLA5u+bRyHtIJWDkP",
-	"t6uz76a23R1dzSJ1JTJNx4dOfhcEW7FwCQqxWkjYPpZs0nM/SWj/OVonTm2j1omYfvda573WuaZ1AmUQ",
-	"jtBqglDJcB9L8XRnAWjk8+ojx2Rb8R1AdQ0cppEFLkoMOiysFoPa6oA9O/sP57cgomGZWrBmiCk1kb5y",
-	"zsyhxGxcnmV86Rcw+1qwRYA/PDnGbvEWgKYZrnJl2OqwQ7tyQ0nKn813xSCdl8pKX8ZK6MFacrsNLxVa",
-	"5+PuHjZmhVdC7KZIpGnRmDrLMRSk55ngsZ4KgV0RZ3nKNWu+eXd4dvJA42ok8oMg3J9YjIWMRGsAr1+M",
-	"yFyqgXVEPgUd/x/wow0//n9hwDgzfEQ+YASn4xMQISbPJGvyVCsqERrKFHM6JkzPeSRwKdNECjYWIta0",
-	"7vSIB2FAvWeVFPAX+ooz5TJ/bYCNIpx8KP3UtfBp7x899DJjzjHMPxw2HsCnw0Z4YBOWSclzo9tCFbgB",
-	"33rEo8vOUB7OLNA/mArJTGjDZ3PKvPb3MKZDAcnF9c2cqtR2+LRgPuKaRyZd1vaTtPT9qRr+X1Pekhgx",
-	"wxvjBBZ/lkhuVEYumfk8kRNKeiMX0y35vjAVtGVv8ZAEzjW7fE3OIYeHEzSUFLt4eV2CcbCbS+Z94eht",
-	"oCBAiegkxTYcl9OfnrG93vfdenED0qBkL17hUarys8zLh9LyLDVSz03G08RzvTqGAioGIiS+GPgkTyS3",
-	"E/6UVXpAlq4c/c+ILNrPE+3g4dZfOuTG8GiKDuaiF0mSCozku1h5ec0BfgnfPR02srm56PUfdyJ9BXPe",
-	"6vNbc+Pdl0btVhpVKrYP9H2i/L0e+IktaZ3Rs9Xk+kwNsNKgebMP85mD65BMzOam6NtM4gfOd9vlMyhL",
-	"UCvIi6hCoDJAp7XB+DXmYUVpYkPiKI4Tah9kx1djagm0kKh1woukqUhLHyEm6uiyE3aihxKURElJP2BB",
-	"dlhNd19SgJ4fvTw6P2JuBSxoYayk6LAjHk3t5IbSIjhi9XbkqoIRplLETOazkciow3kIb3ZRtLxmc+Sq",
-	"gPW6CIkyS2RuBBstQZtCxMYWzZ10FZVRKyXQ6DCur8Zj1gzfnBy9vjg/Oju/OHz27M3b1+dnT8c81Vhb",
-	"nqBCJSvIjis4lKu4k83w9O3ri1dvnh89LT8NW77Ou9fdC1bwIYeyFiByoyf1XGivVfEXyxLyH7PhvJVi",
-	"UenqDBRl6fVvYHr/fUXhhoz1oip/rfO8JyGBLNhUpHPY2W0YlygBV2Ln+pG4nieZ2CwQX/FLoa0sWw9t",
-	"rGRe0mDUO45jQ9r+HpuqPNNsymM251qLeDCU2CKcFAuCF89yqYkLgYStgd1hRap4BMIwe6D9HE9sG4Ql",
-	"mttEwHZWZ7ty+hG+WdXPqb9KPxzQwwskh1Oh87RWVrxQC4JxRyxg2rX7kPC9UubJHiL4lcitj6eNpCPV",
-	"4pNFEfaryXLZhkE2yh+q9LOGpNeHqmy8zg1bcDjprLMOo7KsCUy9FIacTSImZxBPDMLijIRZCFE0b9QW",
-	"coY7WJoWGwlCC49zJ89sfFcvhJgjljKxDVZeDWVzdW2Csu8GtqqiTHry5sy5NhbmOhPA8omSLXJDYQtC",
-	"g+jfQynJtPebebjGOi5VC6v1O+wE49eIQVz0AQpB2OU65+mfIyNPc/mzGunXSBPfuGAsCU6zhcgEm/FY",
-	"ADHcS8l7KekFC3O5IiItB/v0U5UcnyMyXavbspXAI8wk2UWEzoVEz95qJ9zCTsRiGewK4lraJrpo9xtj",
-	"CUjKQUqC5enYgWQjds9FnE0pBIGHgajFe8hH5LcO3qLXDeWfrdhhIkC1YWwi/h4yzGs4cS/C7kXYBhEG",
-	"Bp7rC1Ewu+tZQoxr+fxTxJaTWK598p1VVrMzEWXC+NEz7CES19dcrzQK/qLF10Wr6Ltvmbr4VnKQV9b7",
-	"9tLmgkDupdPfvbjZCRfhMaMTLJZuttc5T4DREeLi7elLqibGxv1lZ3+NIcIYw1a2g/sFfRGyZvjrsPFw",
-	"2HgfUguqNG11hhL42AKe2nZ4NJqd4wPNdDJByyvUKHnCA9fzp+qEZ9QkaCgzZcqIAGKwssQWYcO0Z7nG",
-	"ujhsYwXTwp4/9GdIw9m0MM9pPpQ8TdVCs3mWXHEDks8sVHapqZ1WqiKeslhciVTNZ0Ka1oFdJNLupkrD",
-	"lAPKOSFwnKHEZxkVYDjCuv/tHvniFd11cJnKsMS6vDiRLE70JE+0CFA7xH5WZVB5nIg0ZliGjT0vHuVZ",
-	"GrKmFoKFdsPfnr50BTx1LvYVcfJ5utmXykFemeRfVEy8Mot3iZnSUbkpaOBI3IM/Iwr/jIjufS3xnUr6",
-	"vybx91vM3aWjgfG1Q6b+jKlVUW9tok1R1uoBUcTbCvt6moDQXx6sWt6JbRgUZ2o+r9NXafg7FXkVWbO3",
-	"6Y3uQwD3lmEFuQyTCXblpeB2KPCCWZoueaI8bVoFB1XxwevS4L8cb3wxC+i20/c+feqeTT8njX5XHv04",
-	"Rlkh4s/AmwYbPwS9P1izyAIWegOBgYbQ02BGEBZ0YoVDGCca7ww75e8DBhp1CBbWXPtnbNNagrZ6dChn",
-	"gksCu0KjRhkyadCp3TrwR6ScI0bzpGSw4pif8EQGDJPQsS+UhzrqBvg43Grmw1YP5Sbc6rDf7YariFkO",
-	"+XoDSPXnysmvDax6o4V1t6DVn2PI/ekHiAOxrjHj7lGs71Gs71GsPwXF+nOtx0flObQx4PFGitJYnIuM",
-	"PJfOzVbRlwNgZS86Ing0JTaniIgN2FJYdoC5vYENvNK726b5AZuqBUtBu0ZAAnVpy0+5YQtEhgLNu+48",
-	"8WIoZZT0SwZRVsPUdxhEmenJtxVFsSu+vD2KUpLdvSl/byOsxF08NfZBRVO2CSpJVuTDfTnrYYvMxICJ",
-	"aJM7gHj2DmyV2hjSsda5cOnG9ECboEfOisRQkQOFRpKZ8GM9rQ77ySa2YLqMy3EeSpLG7vAo4kgLhcEj",
-	"bnIwCRLJQrcCxcdhQDWsTAt4Jay5Q/OiUPhXZqqk8NrYWOGIoSYbDMsImFcvEmMPC5WboUyVJmweO4UO",
-	"C93dFzT8BSU26gtuQqb5Upcg8yqlB5OtZQNinaE8xVAXDIvZ3A5zHmNORQZ4JgyaRHYggb0S6H0Ioqc2",
-	"PQdpYmVrbTzjG/D6fFL0pdzpe7X9XuB/YiQE+YY8BTZurR3X1Gmy1SqUPxojwTORHeZm2hj8+h5Yhnwc",
-	"da1PXmLUmb4PXL41Gy3ZBNOYWedRNIsL2Og2nyeNoJFnaWPQmBozHzx6hHHrqdJm8H33+y5yqJ3kprbe",
-	"WFBXdvYuVcCip8y6lvlKSbG0Il7EbJypWYlaGNgodwlcnsDYcxDO/vgOE219+J+SlCZWg+wQIP6TcSnq",
-	"Ix5dTjKgL1gmjkBd/iOo5nH9ES+VnLRdBvhCZZdgKMxVmgaY/ETA3VxGIvWG+1mN9Aadu6wVc2VibCTA",
-	"PNDMKG+IouxsbZQioYqyLl0iBtCciG0uRpk7T0jymO6DJ6VT8r1HFUS5/izE0iGkc0rt8NJXydzRKs8i",
-	"UY7vzrhy+KOrDcRBPUsClrkuIQGbCZMlUZm/CwdExiMMWoh03GGv1Urxp/cgr7NIDalY9QEIGEmGqi/1",
-	"YL3Sy64ettmJclznTOWTKWklTTyrsaSBag5m/BJoI4OpU/VCi3YG5q1kfTEVaDkd5ifbDmUzrOb0YQVm",
-	"JQGXlhjUATLRZqxamFmuRSVbEJjbZZd4kA4d6na8OYv5sICjpSsH9l2yGEFZXO/9DgtjbnjHFnJcRCoW",
-	"hRqzxG6zaF7T7K0nunTv6nxE7XqwCCOsTi5kTZWx8GF9poq9lnw2lowbn6gyHz9/QWD6Oxii9pZzByjy",
-	"0XeeOSXU3fmFfLgndQu0i1P1P/+zLqyIkibusEO5ZP3ra0bsQtAF2BQ40SyZSOx9Ta6w7vow/8TqGV8R",
-	"g9ucI99ppsSCQDnOKw/HBI5qi5vrujQt6VKRaoFJU1K5DLNCQRbIxio3ATyWuDZ2fFrky28tEl3hn02O",
-	"KndZ0UZgF04rLmbN8OTN2XnZ/KHA40AGtEVYmvH5PFNXIm59KqMVT9yJ187c1ffstpHd1tbonuPuiONK",
-	"VrqN6WyMZheWsxBQA5tLVNtCEbjx8PzZC69PAgJl23tXQNiBlzB6Sj7g8FNZ077EToxJjvR7ttzMlisr",
-	"dM+Ud8SUjtU2saSFP9/pGFzrvOP1oyrZYawyZNZCPVWYov2xbLY6se18Rlffn3+3Yq7dH393zWlrHLSZ",
-	"1RDz9XbDrsDGzVMqHh0J8pccWGMOSwdCauzmmqhqvkQvyMcbdZV53cZmcOm9Sbcd9PfeortjBvP55hbu",
-	"2vEgsziMBEjh2CrDGuKOw8O9wLKcsTDRFJPuPpGvdj7B4Or7E+xW7ro/wb4Qg912gt0Ejet2pGYzJdtu",
-	"ddteOI7iiUJGon0Ie3x7a4byDnfDTdA4w8BJ+zyZWZDbbSPQxfbam5ub/y8AAP//",
+	"7P3tctvGsjeK38oU91Nl0gukKVpyYqpc9VdsJVbiFy1JXt5rh36EITAkYYEzDAYQxWSr6n815/v5cG7g",
+	"uZRzJae6e2YwIEGKsuXEzlaqIkskMBjMdPf066//aERqOlNSyFw3+n80JoLHIsNfD9JUzeGXWOgoS2Z5",
+	"omSj3zibCDYV+UTFmuUTwTJV5ILpYjZTWa4DFr48PHgRMi5jFr49Pjt6++Y0ZImM0iIWcacRNDLxW5Fk",
+	"Im7086wQQUNHEzHl8KB8MRONfkPnWSLHjevroHF4xserUzhgOs+UHDMh8yRfsJyP2UhlNB0xy4QWMudw",
+	"cYCfh0ej9mueRxMzraNR+42Swn7WPPnxOXu6s9NtbZ7ejOe5yGAC/3vQ+PV/DxofHg4a/6sR1Mz7KBbT",
+	"mcqFzE/ELOULGG75LY5pngGbJ/kE537J00KwEJ4bBmw+EdK8kp4pqQVLNOPwgilfMDXC75QUTOcqEzG8",
+	"6UDmk0Sz0D0+WrR/EYuwM5AN/02ELKaN/q8NeFLjQ90LvFIRp3nW7f+7k1d2AlEmeC5imKQqskgETGX2",
+	"u49qyPIJz2HOQBxM0QvNVXZxW0o4zsRIZEJG4mA2S5O6BYWZhXRdyGbueiBTWDmp5yJjnO6mTf+ut9tt",
+	"BUx0xh0WjniR5s9ElqmsPRQjlYlwIIF6Uo4r+aynww47GMKm0eZIWP0518vL6xFKk0Zt+sP+d8Zz0U6T",
+	"aZKLuPXfdvhfu+2nnQ//aEr93//n/9H/PdX/rVutZsA+d4jWw3oaPeG5eAUj1K+kznkuYCcFjyZsptIk",
+	"WjzQbFhEFyJnzTjjo7ydiHzUnuT5jM+SNswJp9Q2UqS9s9PqMz6QOs+KKC8yEbdHiUhjliY6J7qHJZyK",
+	"6VBkbAb/43PslgwascC3HzT2s2e7vf382U7YYWEWskQP5ETN2ZTLBQNCEjrXbK6KNGYzrjXLkvEkZ1LN",
+	"91mYw/VEehOVCqZFpGSsAxBeMhYxK2YBK2SepMBBwr5kotmoSFPGxzyRrAmPFb8VPKWh3JKEv4WtDjPs",
+	"DDQuLkW2KNlWjWANzGYxNRMZshYrZCo0jUUfqozFiebDFPgJVh/v0ftMC8EGuGHmo0FjhaWv+HSWCg1s",
+	"XbdsARs05lmSC40fPobP6lnf0cUxvmA9deDLJ8hbPEemWrBcGXGFm/EXkMhvz3a63f050chvRCMwo98K",
+	"lfPAnxwIUtxas9MTlcZ6n4XzkKgkkbGas0RaSmHqUmRsPkmiCeNyIMV0li/szZkYJWmqbyIBtokCBvLL",
+	"kYBblgoN/PastwcfriECWqejGjF7FMOxO0qsYLX7nZBw1yK7FNkDzVI11h12wKI0gUWZ8gXTQsYsgYNg",
+	"LgeyudPe6X3PognPeJSLTMMyhQft/+Lt30GQnffbYWufqXwisnmihTc8m/ILAeeJoEXY6tD+tTL0hz92",
+	"gp3e99drhKPIs8XBKBfZ6gKcGprIFZvzJGckklmeLRI5tsJiS51imshkCodx180ikbkYiwyncYpve5ZM",
+	"YV4rE3kPvOeznJ7BSsMC58kUlAPWfP/4OaNRGA0D7MbquU2NBnI24Vpou5kqiwXqVQsmQFAGdBogW8Jj",
+	"4sJQciLZNEnTxEnWfCLkQIa5ynkaWmblRT7Zj4vsWbezuxMwJw3MZ91ewDLBY/vn4wBUoiTmubAfPQ0G",
+	"Mkp5MjUffB8g/YzdBXsBi9TUjrnT6QUM54B/Pu6AaDjGV+zTdELWPDg+GsgLsWCpUhfFrBWw0M0shD8E",
+	"j0PWxINBxQv43k4Lvsbp0PcDuaJ64WiosoWsSToIUMkoU1NcQaO8WUkBl9MLmSdGPIsHcpapSGitMvwe",
+	"3898n2dcah7BJsB3RhMIWTORH0UE4ma4cFpRq8NOSUANZFVCWQFDpNImUrEiZj35+iJnaXNXd4591sbV",
+	"y6n3798fFEBreRLxXNQfVry8AmgVpy+AfQstPE4NGE/nfKFZ+IPgmcjCrc0Bur5GkFwHjRnP+FTkxqg6",
+	"vBQyP3oBvyZw64znk0bQkHyKrB9v+0RxmZ+X8uzDP24wQ6LFL2JRZ0gVMvmtEAyonyyoRJfnE2yR0kIC",
+	"CSEtkiRvcvbu3dELMkfGSsVwWRKJVmcgd9q9vT02yxKZwyHGDk6fHx15Ij5geEIOeSZYM+TDKGyBwcB1",
+	"nVCiNxnIZjho8GE0aAABo2QGFnJmk+ZTegMw7twHwKosE3mRSdKxljhtIHGAkmHztrXV+gxNsP3q6Hg5",
+	"Z3EyQsMipyckmu32euWlJEnmkySl82qUZDovz0hg+CRNQV6OUtRQYYDu0w7Dw4Zxtnd1BSsilbNYcsbT",
+	"NBjIDN589bX7LMmNVaitvVikOUtG3gSAcqaz3LBYLuIO+0UsNBNXsyQTrLfLJqrINOM4C7xnIJE9IiVH",
+	"ybjIcDsNIVhdBVgGbyDNCL6Ct4ejfiiAu2I6DkmMIMGT3leS/JK83HxY8qtXQo7zSaPf2/sugMPT/r1T",
+	"S/4jtPDXWIqHZ3wcsoUqWMpxi3gclCcb6Ix4SAwal48HjZA1gUxx/XhbC+BqEK7m3GQ5H+uAzMWHIbIS",
+	"lwukVnqZPo6sCjidcZ2KGQhHhvrTCFcKH73b+36fceMJQN0alFipchwXp2AfiTOM8cnEirvdboedwZ/A",
+	"XZGazniG8j8XOCP4JUAmmQt+MZB4ZzN8/2jQ6HQ6wF0MTwU2hVUrBaP1ttCIiVaytWlDja+lsdmePxq9",
+	"UVKs2Z8DabdnaT827AI6HsKHICLeg3Ge5PQewujXUZFldPYRYxruSjR73N31XhbWxnvVPsMFIhqwA1qi",
+	"gHU4qG4W236vNq5h6aC6YSF/VsM7OE8+quEW58kad8FLa4cnuZiiXkxyl4GG3yUVGGf3WyGyRTk91LAq",
+	"r2eMlkZ/pxsAu5NuvNPtBqWmvFOrKR/zxfQzjlZPtDzZDfyVmfHFFitDCtbq0vzIURSjLub8kbnQOZxg",
+	"dJ7qwJlOXMZDdcWUTBesOctUXESkXY+lykArz1t9dvLj84H8rrfb9X1cwQpPNEmhW5rAoNFyrq5U6bxt",
+	"j8OQxUpo555DMUGHhVHmWZQq7ZhJSUkDOrnGpWGp/VpXmvlSs73u44EMH80yNUzFVD8Cgy6JRLuQ/JIn",
+	"KRwzhu1DPOrbeDD22U5oDa1YoZ0lF/kkkeP9gTTP831i5fPgjXZ7T+lkdOYznFmqSOP90r03KLrdx5G1",
+	"aPAvEQ5kUxdg9GsW9va6U42MHfZ0GMDBPFU6Z+Hjrg5b5EPwRcuQRxckFlIQn3RS4vKhA5S9BcO24qgE",
+	"uU17HcMpQO9FT3SKvWcERxxPhomSqsgGkmsG1n0Ows/IGCY5KPLOAOiwA7csxm+TwCHtzYJpMNQVS8B8",
+	"K72ubeN2DTeILcME6wyEGqprBI3Su9oIGquEEzB7wV63O9VgBXi8utPt7dab7zOV3YWenc220bPfi+FE",
+	"qYtDGc9Ucif6/Vxs/9ijFy9pI9bEarTmY8ESUGut2uh5qECnRH99olks0gQ/bgL7K4nhBvch+vdAHRHm",
+	"PVuBpw2DYKMx0WHTYcdks5LHIIHhItEvHwEkmrNUgO4FX22gqzm9Z3v75Zvq8fbrd5qMJQe7Y90yhpc7",
+	"ASh1aarmZFCjL4Br8WSXvXx98Lx9+vKgt/cE/Vd/lLO97rg/8mQqdM6ns+vOH2A3XINkIZE0J0MCtDMN",
+	"ciYTkUguRdwKQJm2imH5xHYsIhWLmM14lttQi92SB3ogtYgykRt5E84nWkTnYYe9KNDzwJn5PlMUI2P5",
+	"XDFt14CEEAWm9IxHAsYzZ8o+41EkZlWfUzICUWxVo8AeHDOUZZJFSuqcyxw9UlvssZvItlt9uROUO/2P",
+	"R88+/KPJVj9bFwQxJHBmt2cdCbynYBwSLVlSc65x1USM57fRRZzDWCcgS2Gh3snkiomZiib7bJQJPXHc",
+	"N5BmMLATwAhgnDlCYVN0Kk64ZHtsmsgCyAPdRgtVZHAaRxd9EuNDVcAjjQ24xSK7h2ztOl3LRdcwAglz",
+	"ihofH53YMwP+jpQE2xp1V3GVP5rk0xT+WK/SXgc1Uuzg+Ii5syhgmZCxwKAnLAjuCzwo41EOyqYXxTaO",
+	"7DZ5sv9XJkaNfuM/HpVR70fm4kelyxvn8AOPzSdLr4GHJrmSrBbzj4+aQqXlW/E0fTtq9H+tfyZdpx8d",
+	"0/2N6+CPxiwDszpPaB11zvNCm0fDHHa73Wu7/GUEt9SjEoket7bhy0ZQ813iGdsXYtH4cH19/WHNinsu",
+	"iylPRyqbihg0ETPW8jL7wcSNq+wu9ENN7TLWtNXN5vIyUHH7/X0peJpP3v6yYXdXd3XTXtKAdQRM3yzu",
+	"ijKrXr0j+U6Lr4VEn3okaj70ybBKfu1EtgstGmuI8MCRoDkA6zIbajxq+0apAb0x+6bJ1ISh2i4Otfk+",
+	"F7GqoZITUWjKmfgKyKTXuxWZZDT3DbJqlSzgdCbPZ+lb8323hrS+eSl2JOGI5ukhmExfx/buVQ6qmu01",
+	"U26jmbeW+yUrpLiaUQwLL+2wFyLnSUoqaqrGYxGzQpoIJQvLRQwD48kEPfab3+PXmG33RuUHZIB8LcJ+",
+	"b+M2U45gW6q8zc28N2kbmEUorhKdazYscvJGSZXbzELcYhqzw85KH0jp5kkwv4zLxUDGKiqmQuZoJOWT",
+	"AP0ZqMqkicYUDFDOJyJDl9AECYhLQ0tor7oYGGnTdWmRm3aQLlpOsvomqO2Nyn8Ee+JrobLdjVQG5DXC",
+	"6a4hrjeKoQPP5ieSrxXsuChSxd9AOhzzRap4fKbUK56NvxZNcOfxxm2b0aTbuVLtFKe9hSVi4614g2FZ",
+	"zxtKvgnNmjvsdfJD6++wsSDDXogoTeTXI/V7N20sTLod21mTg8C6GH5tmAvO0Zc34klaZOI8UrFofFhL",
+	"ABHPYtTo7Kh0ApihyBNDwf0mTZiFMLKIw5bJCcAwq8uiHsgyZdrmU3t6RH32tEdLNSkDN+1tTUL4Upb1",
+	"prvddd/kiXKcoU8sgTf4EfflaxFSN9CyN+82EdQKOZuo8rnI+XgNBXvVB06poQg75tSYsDTFu8F2bWeC",
+	"x0i3aMd++3LMW8YTt3RfhyH6/fYE4HZ9w0llkjrMpdorPPnmd/GUwrTvyijt12JtbtY0asLLm3Yw5jkf",
+	"ci1YhJUEwKtD2FAeTcj9GSf0qYnxzpN8kkg/IPIAjikewzkVMCrJcSpKopmeFDkG/2M1lyabzYZqPG9P",
+	"aAMJK4fP/yAX1plSr7lcmOH01yI0Njs5/SyElePiMlEpz0V8busn1pwZB6wchsoXgHbQlVXMWDNcGSdk",
+	"kk8pQ2Qf6HOCGZKgMikpDJkN5AY6Y00Xjd1pdVjoCMDUzC0TUMjGyaWgdIa6UqENFQv/M4n5neRFPlFZ",
+	"8vvXo8vvbKTkwp/xGpn5OtE6keOAFfJCqrlkqFFfqgsRY8zuQiy+cRf8+/fv28sp5ptuXs5IN5tv3Fgi",
+	"fi3ihJ+Vi/6XK8F7NxCBm3l7ClNv47VbmusPNAuf0zu24Z1DmyFpszDLWihjvmMaJ8kyjnnjWuSUUUIG",
+	"/7uzH9vff/Pa1FLC0AtT8vVthPFsFoHNOWnbirWV485eAdb+evPejOdyWIBG7JD7TEjMPE9y1gyPD86e",
+	"v7TZga5ObsRTLcIWxXu+cdK4tgkY5GsmHyUmY1T2zFRdn3P8bqSyKfzWAOsDkztWEzWCRhKvVOxEUX7+",
+	"ePSU70TduDf8Tuzyveip2Bl1eW/Y+FBJg8Vrb06p8ncfXTzeTMsCHjX8KCJc6ef4tXF1efkWPCazi6fH",
+	"3ovjTgdLa8Gndo2W6hSlZ2Bjoe40kSpjhQRa2ut2u+wZ2+t2ul327vQF+gvdQiYyf7Lb8FKQn5r/Nuch",
+	"Bw37tJuSBZ7b65Y54o9qemO3W7OTU5FzMFRueshrex2WIZHfjUIodaVAOQhtdLXl6kLIfdLmJliaM0qu",
+	"wPwp8khNhU0tPrM36EEDl88mpcym5/Dx+WWieSNwfzqfYPlRInUxGoEGK/PzUSFj7X1JtSnVyyOVZSLK",
+	"z6PLyPt8lPEiLlIQm+WHpmYukeNzijSWX+lUzVfryYLGVRte4UW5MEhgK/PvN6xTts92uz2qLLbeSONa",
+	"JBnlOzj7rDIKugSWX3Vl5KURzHV4U2UAbwVuGqO8tDJCdW1vGqRy9dI4K1t682DLt1RGXNnIfuPY1kMC",
+	"TfKx6LO97mMW+q4bc0ElrzxwphHtkk0VWamp6iwTS79xWkSREGAo9bo7rTKbm7lHPdA2V5nN0kKzXokz",
+	"oBWm0sKzsP5tKrikGrGpELmuqxRzBWLN3e7Tlj8hZKvlCXVsLl4pf41g9ITSihhYL5JPBGzEnUvkUgTr",
+	"DntB1R5YMYIJkbQ3oB8uqK4e0RnuRjJ/jtCko/OzakRga7jR3aycjAvS7+C4rogwQwQiPh8uzqNC52oq",
+	"svoC2DWxlU0bC9r8p22sPczHdZW2b2W6YJmaa4cJw3OsgjKcklBVemU3Nyos9mlpvs3DbBW+fc6+9ap5",
+	"kw4pPdkWbjx+8oTFfGGrHpN8+7nZq7ySpUakL71DkP5Cdf1DzQBWvV5b0Y9JD2mic105WmmLNRIJSdcb",
+	"yQK/DSqbV1nc9bQCJ7zRQbclGE+//KOR8Vyck/MHbiTsCfgNXVqNfi9oENTGuZGUjf4TsCyX6W5pnE3s",
+	"60/ZauVvL0WWJbHQuDRr3nXJJPs0Brm1KkfWTXwuLi0CV5UgsF6cwW1kGYe/DhoPB40PoVdvAd8GBmIL",
+	"5CdezXgci7hMgsTSPF/4PCxPg46mo4R0LfOZCXiVH1BwI3aUV7mL6LXuIzNOHQ9M+dURTatHBX7mr1J+",
+	"8yzjcGxRmbr5Os8KcR00iiytzdPPsLT/+O3pGaNVJVdkaDb43cmrsMLnRZY0KkVFve7u9zcXF/scBlNZ",
+	"2ctatvLMg5V8t6PTt2y3t/OdM1kYqEegCaRqLrKIa9FHx4mF3lIxIXUcnb59oF0kEWtOCY0C9poNRarm",
+	"AbsQs5zgi2B5kpwNF4yj0t/qsPdJPokzPpdm0GY4yS7CgIWXYmSC6PRFPuH5QPJM4CltJprgHVe8gDuu",
+	"rq7gjkzYwmZy+lqy40gbfASf8RSWjU/xEwWmAs9AsvECP5mDSs5/hyuHfAo/h/D5MIYjcjjB35MR/MQR",
+	"hhJ/qiH+BOE7xG0Zavw8x3HmM/i5wN9/R/uU488YxokmKBkn9Pscfqb4ewp3RRIoMVL4uypQhkaoXeEn",
+	"l3jv7xeNoBF/hLviC/wdr4/xWWIMv4POEDREDvMUBZglo4+YDHEB346H+FPAzMcTWI1xgp/gO44ljDzO",
+	"f4OfC/hkcoE/JVw/yWHFJgVck8QwcpJqrAXB33+DK5MMf9cwt4845keFP2fwdhcCrr8Y488JXHkxhdEu",
+	"ZrAaFxn+nMP1F/j0i99zLOGD0VKceXoBd6UZfJtqmFWKV05xnacxfDIdw15PcebTKdw7RbVnims1zWBt",
+	"p7gy00v8OcdrriT+hJ2dLvBzpA2JI8sx/p4o+KngejnDyhdceTVF84/Dms8EXDkbwzWzCTxxhnOepfj5",
+	"AtbwNw6fZArRT5B+sgLuzeawGhq/1UiNOsLfY7hLCxhTj/FzHFmnQBVawXpqXBOt8XOkRo1GrF7gJ7/D",
+	"yuQTeEr+Ea7Pp7AmOVJ1jiuTY/F0nuMnuAv573BlwSfwc3wFP3G2hYbxi0WCPwv8CXtX4PWXyIOXuNeX",
+	"OP5lAas6x7KRK1zPKw5vehXh7xEaxwo/mcHPBVYV/Y7r8PsURv59PgaJ57uXaCpA4iAKkzzF0vZaIdeo",
+	"s8XHqr1yZBySjD28Py5ve1zi0tzkSawtehMsmnA5RqjDEkCEIE+s79Yk9D3QLHTFZeH26rQ1zOqiCSZv",
+	"k5OVfHB8xPQE6zCT3ID8lbY4TbTPOAuNTzEkXMzQbstDsAFYSOYtkUVoNgi+KnXvBxrxK80FuDcPQ0w8",
+	"G8jQvLbG8CmGL8bJpTC1rvB2DzQTVzzKCWyI0xm4og6QXXk7WJ/SdNikBuNun1GkpsYru2QScOB73IM6",
+	"pQXHepXoGuqx++bY5cY5lS9gqPU6aEy4Pp+qTHjVgEOlUsHlyuzxgd4da+d7tt6+mvDZTEiMLdjtwpAD",
+	"XjkEwiKqX93lGkvsrxIGPyYijV3VR3VXED1prW48EVROwRINjPLz6ds3DE0eMIGlAXHEXNtm+IhcOWEL",
+	"pSl8IbF8HBEtEc2DOXwruIJiGqwZOvC0FTy0DjuwaI44VqqkzeYdyN7eE1MInYBCi7ZwJlD/nPLswvlV",
+	"/9////8VVnjKd45jvXs9WIpPSrRK5Q11pGRq+vrrY2aWHNTFzYa4uavuQT+r4eqGvVJy3M4KKTGZQ2UX",
+	"AZupNCXPSvjooxrqR38k8TV5Sz87QCQsNW0TRwzq0YwJu8RBF6MERSLeRxSfMLdBYM9X+1ENTXolvkjF",
+	"gxBjxY87C9ApUknNGhYJ4puwx7YyWxPqktA540yKOaJEos5Fe7aHhrhRR352EyxXpG5mjesPsELofteb",
+	"D8tRIhM9ETG+PDeAl2bq8yRNYdaxSEW+5Nlc3ZtfS21IFmnagCnY0TfPAR7t5Elg3hAYFI9wLiORftLT",
+	"Vw6sLXCDkDTHmdB6lY8yNdfWv18H6Xyi5iWoiVZsxLN9RHZScNqWKGvwvlkhdb2reDPGps+hS/Op41RC",
+	"V7uJTX5WwxO68BopL9uoY3Hkbgu8xsz19s0+YZ9K+XTDJE/pwpsdkrDCsRJ632pDIbJebCDJgbibITpd",
+	"Hhm077ASE6QPb5aRvnpi3sIjoCWVxVvYKmdUWHWNvL0DjQak9pfXZ0paWochXyN1Hfevng2xmktQ1s83",
+	"e9DsZZ5OHLBMpDzHxD9l1fEHGoFJ2LuTV0viu2FJ4VE2W000eGQfUKvf0J3nKwJnO0CeCk+7kYLqq69Z",
+	"61PHO0t5/L8VohBxyJpznmAKL8L8GdZFnFc6qk2UwZwFPCUodc1Ctydh4CpUBhLTK61MDqveMnokuh9w",
+	"aKB5T010J5e9vXYpX3uRr3pfdsVTvVfrqK6uxbsZEMBe10B0EgQe4jcjOImaSwSv0azAC3e7FQhQc3Vh",
+	"Bul2yP/qz2iv66h28YZPVya52616aOv8+sYCXMp6KcOTe+iSp7/ObbDReup9BarR6/aetHd22o+7Zzt7",
+	"/cfd/t5uZ/fJd7s73/+XH17tG5fHUqgKMZR3ut2d5YqnPshrOlTBUjg//PH06L92e8c/fPfP47Pjt096",
+	"xy++e/n8+ZvvXjeq8UuEZUbeaOC414F97b41OVZjvf3lvAx7SDRmPMsTnqaLchWChjFZahdgp9/tdXZ2",
+	"vu91d/+rsRquKeO/K2fxalx2Zf23uutT9Ns7yM3ZoJdVNnZVqC4Yt2qYX7dms0H2WQhDhRYSPqTNIVXZ",
+	"V45tdHEpoaY2kcbPFsFrqtkzfsgZHv7hVprfVjHvTwm6W0ouUw9Lkl7vH3qg2UUi0cxguUhT0EvsQiNI",
+	"EDf5BHBMZoKJBHNKp3zBIkVR6VW9dSVnauWS7RQtI4lKZctnru3Id+lQM4sUkL5Ul+nhlKdlBlt5ryXi",
+	"ra6yt4dLypf3Dh/WS18q+DOxt/Xq1harh5qWA67amuuX81hXfDRbBc99xKy1jjIz0TtQLP1X3qBcrmhu",
+	"SNNcUr70jI+FQa3T+2wk8mgC3EEeFFSdEzk+57YMJLc6HcIhE8LTHWivVdr3PCa1ikyFSldOpTrtxo5v",
+	"R/sKSc1/0zuntnfEhl/ha5dOzzt8aeN+qoufI4Tz7t53zPhvWGzgYuj2Tb6lRLMlR+W2CELoKe2wdwje",
+	"J8XcQenTXx7OUIJAiBF5mPw0HryCtLlM/Hb+4l8//fNfh+9/PHt/8su/dn/69/uXh//ee//4p//c9XS2",
+	"3V7Pi6ktTd0AJtU4tNZBK61R4Qzn2WrPJWjjMnTSFleYitg27xUGDHszFdHEJivYszji0gB2DcXmDL91",
+	"ydWm2Lp+PjU12y6q4xSFas117dFvaaOGzMTVLOXStJKYiSgZJZHFRmUqMkdwvUbhF0TUv8Da4grzGq5I",
+	"IlIyEpkUcWetL1evecYSVGAYYFaJkHm2wA5L5nuGHvIS57jX7bAfMZi2Bk+wMtB8orRgIY5Bamw9rsJW",
+	"56EX7VgJhC4fkPTq54rClFsvgWsmNioyPD4rq6DZHLRGhJpBfCKpcgsmlEgW0kORljanoW62E4iGlzA0",
+	"sBeg6cCxgoRRW+nhJM0fG+qzZtyi6ll5aYg3ZkoGQAgRzEJIQpvlGlOX91kqRjlThemBZ2CVyiAOczGc",
+	"zlJa1d6TDTr2WoZYWQ2qR7UfS5W3SykVVnPxN/OIL3lrO0R4gGJWjJl7CMfdVMbVDq7XeJFg4JdnZ8fM",
+	"IJXA4nb8fOa9SirzbrdbR0VG8tc0xpyoLGe6mE555ppE2v2FcbymJh5i82apVe8aPiidge9Ojkz/A783",
+	"2PKDw58Oz0IgGDoevdFW/IY1+E51ut9qOfWaU8pHhg8cFLypr3a97EhkUbm1D3FMp5uIB7IZmnTfMGAh",
+	"pbMSPDvVytqizzhsBcAwJpCMjfAeaObKttuubHtJBq5Zeivc1ilOeeq5y+vUphOL4o2x8U/Lbd14dp0K",
+	"BAxPHUq4O6g67C0scq6o+5tN9We6GNp4u0mcLG9pBLfGQq955ZFBMfsM59Sf5WZadXOLP8u5QsLz1r4V",
+	"40wxrhXn0rq1b+XT/EqfXUtxs8NLbzBYP9zOPVPBvNroqzHvtc7p8mEtnd+Bz8EwzJePZ9GD7sZg9yb9",
+	"+YZrTW7O3VmuVHez+pagKp3r5Pc12tooSYH/4AI4Tpxi9aWEV7XC51MKdbbM+PuiQchVe2ibzA0bx7ZJ",
+	"Gx/VsHXLlI3aEqEtS4I+JdYZND6q4fmnpWVkan4e1VfqGYeQJjgPjCdYZQYIcksCXAar/5TipYRS1Ifn",
+	"fmKAefaGmib/7QKPx5YIb8mlfUPSALHwHXi0f8YihboD18s85Ro1ZubleWHmq2aJbRpPZmfYuTP552cd",
+	"3r3wuxuRf2eLR5k8d716X+b08MraalRa+mJVDGwD2hA0+Cw5vxBrGn2bsR9oC+dDpm94YKCB0A/WZ7Zj",
+	"KjudIAoQWAIgw5dUeX1xnoPJfbNs+ryKP72y2N4alW9cfc4N6/5Pqlm8wWZayRlROQ/LtuMzbMlTqXkM",
+	"0VQMfzOOjTn6GlbxtvqMs2GBfTnh+6WBTY82dL+hebX8kEf2jgquXJWOfrNvuGToG/9fpbs3WckjkxVM",
+	"mF8VP8ZOF/+7yR+2XP9ZlwPLhFTFeEIuBtfQ3fZdZ1KxEdf5KiTwA40pa/2BNC//aHlVnG+z5t1mCO8H",
+	"l9NauTf7/snuFg0JfeKjhV152RsIrqZ+9XbUhxSrrReo5GRMz0kkm6U8ctWE9u2DclNF1jY3OR9JZyAP",
+	"eTRh00Jj+q2Hf1hLGjx3eHDc/FY6EC+EmJmGgvbmOrJ0FdZbywFiVaAuV3F8uzuvt9yZ2+7ImSVe7W8J",
+	"m3Ad2L74NtG+3A8gxJLBvoa1qVh8ZgZuwHVU/VKkM5GVmYxLZ9hohK0eNnQXRXQIWrgJjmXKfeLO7ZJ8",
+	"3aPqZkrh1M8CJNquCLzO5zD95Ey92tHuKKXOc2eYsa/XLtyfWEVf98qxB6S27KmoK7bfWK5UKTUsC843",
+	"3VPWmNfLEPP9AVUq1HBB+UWVCXacVK728zbC23ZVDBhyaiLH2AsjypTWZQvHxMRkNh7IZuRb+g1s29Rz",
+	"8jNt4kav0KQm13yObsRMybFLiZuX9jl2RrRNP0TMeldXHXZgYymJrbPAcNVAhqs37HUfMwNlzDws43Df",
+	"b7iuvSp7LQz4VS6ucj2QTWosg9I7jjOhtTBWslbpJYUN4Ze41WchiipQL7DSyUIHm0vDYCBDbxwLjWi6",
+	"pYQBC702u6aYHj5duqeQCE9M4S8YMpkSVpe99uzVKZtwGesJvxDMBcXddxHQ3widpxhbxEkgGiNcZybp",
+	"TQUbATvAFe6Q9e2YNmxi0xa9Oq06nrW3n28KmdmdfKD96FmVRKQqQf4jWPAmLIUq0GNEPdbNsgX+6yA1",
+	"tjreHC2p+vKucoAYLl1iltVXqfKFJfwP6wXDC8PHdYA3guAsCEAqVybUTnK2T9VVCUXa/eLFNnxGZXnB",
+	"av9XrwNlOBMyTuQ4ZCBAUuznbITMWOSacWA21vSS2FtWVTHAVtFExEVKDRYMVHHAlojVboS5sw7ykTVd",
+	"94Y6bdBWedUWf2cLN2mqFgqYSmMkRgsOuZUvfElO1/jEP6nArhpBu1WIK2jg7p9/Wskw3XvLwuEaj+QW",
+	"fXWDhhRX+bnZhs0OV7jSbRiQQCEcSyvbP9V1DHaUB9RDJPJZpVHOLUmEX19bUeeo/ezsXXRC+NTg7W5l",
+	"s7zQ0PKqBiUn3C4xd0nU/MDzaPKZoaNl6XVT4Hqtm2tpoDuIat04tTsPby2pwHcD3rp1HYKvAS/nazgJ",
+	"64tdPE4MLCLiI+IxQ0gYgc0RkXkJtOawC+sShMsJnJcx2tVaiHWyv89CF68NWXO4YAtVtAIWjpUUIWsm",
+	"eanK7e502U9KihaoKMCteHg1yf3lhIapuYD32EOwt1anVBqSVNjkg2rdlZtEI2jAo408wLW+MXL8mWbG",
+	"Jx0Os0xcJqrQ59Tc+3xTvAtB6UFvMw3AA3PiOz3bDmY7hVO+pk7GUrOh0EksjPR2tdW3lMG3F6DO+tpC",
+	"sFJgp1rEsLQnHp+sUuzG1fwkWWtlwd3JMydd/nR59j7JJ6e4LNuDj69OegVQwY24qvsD4SFmK14TuJb2",
+	"7B+2B78ascc9lnEZq6kJkfuBCEvYA+nLHIdSSTVB1omJFA+aKnCHlQs+N+LD/fbyH/7x7I9u0Lu+uRTV",
+	"vOXqKn8o1/ndyavtYO36LJzk+UyHhHQEv4fufTMfXl9lZFRqNsuSS56LgZQin6vsQrNmqiKeslhcilTN",
+	"pkLmrQ57PhHRBeaBskyME51bjH4ZMz7miXQGhNXtBzJOeAoSfCAHss3eoJXMWZrIizY9ohnuPHna6e3t",
+	"drqd7qOdJ1gEK77v9vuPdrpkTESpKuCAIS9YOTbzbjb/4t1xt9sXUa/fNx/sdLsd+3+v28WPnnzfefK4",
+	"s9N72tl5ErbghMsYhyEzgS7WOGB6wrF5HN7/xMyvCxdPizRPIq4RyLSQJt0bVwYxpBiXCzZVseiUL50q",
+	"NRvy6ALG630Hg3W6j76HufT7O/APLsdE6Zxe2uwJPr68GmYY7nzX6+w8ofn08G2ewgff+ysYdWEFv4PZ",
+	"mtrBjRvPmN36PssnSgsqVqbUPfo7yeF2qb13AmPQGnESTutxkejqCvThoqPjy113pY0RjFSRsVhEyZSn",
+	"OIFiOhSZ9tZnB/0vOQt7O4+733Wf7D5+DO/Wvfpu1MEl6+58Z6+EVeh919kJsbkSY+UgHcy6lHG5A8MF",
+	"eV6wNWy68JeeNfGB7oOOWXI+m3XKq/zdoo9jNeWJhC/OxzwXc76gBNBzVeRDVUjK1k6ouxuMqBc6F9PS",
+	"P2Qb1ia5FukITNyBPKBpYrjE9Ygzd5BsIjZEvYd6l6J3xiAYWQsqAraFkYlJjUrj5dWivOg/emQ+60Rq",
+	"ars56LIm5cPng2NqERVZki9O4QAweU4YIT4oCE5nparCRZdRH+V6TYSZDYpu93F0IRb4iwg77BexoI7Q",
+	"Bnkdd5prdvryoN3bezKQE64ncCLAWUKiyLTj0gifrWQZiJmJDAt4EsnCF4ev354fHB+d/3L479NwIJsm",
+	"0sFCG8WOxVRZJwUedXjU4jzLowDWnLC5EzlStsMHpyRM2PayYkq3+SxhQF85T6TIdKOmMRTIoDY5geH5",
+	"DAhdSNJwT1/8wqhnjw5YKngGgxj0TplnPMoR8FNkGsnuP/6DPVcSDpNESQ3c7neuMVkSm7YBputvBXlg",
+	"YAGHIlUYrEE/FfCBXWKYDR0dZUtezXSkZiImZNK+q2AsQ5aJQ+XCsgXDRDDubne3w44k46wGj4oTkJXB",
+	"m2ouVz0Gro7gPImNAPDM8rDFnMFBYnW32wVWRdhAYFasDaFfuYRJEuubPtZS4UkMw45FTjDwpZvZZNLW",
+	"vKqmtNopj0W7mMECkixGqK6EjmFV5B32WkmBLXHh4eS0hO89kHVbt+YQZFdRZjswv/dZkgs7hgb2maVw",
+	"zqdJLjKegrDu7eGJSnJ6r9vtdEny9fZED7mgbfYfp2mb9WK/Htbky32Aalr7hEU+an+PHkzOdnf2CHc2",
+	"0XRYj/wyPNgHW34iMbGCNCkidtSENYuFmNmxH/dYCiqODlgmZoLDlTCuh0QWsIlKY9rnN+9elYgVrBkO",
+	"gMS7RkuB1ZQC32znCdNFlqkxHeCDQRF/j5clEmleLgxCRkA30tFXKZd5suthYyBEE74i1pmhGs2GYqFk",
+	"zP7P/73b7eIyH8Uk8GzyQmUIvOIAV2ilyonwxL2CLkPAVL20b8uYbO1USNEkbevnciQVU4KpmYgmqhzL",
+	"IbepEb43jUxwcRlyrUcinp8+yxKhK7U2HfbPQuXY8secfTOFXMu4rSihoXCyuBJrSz+b4bomSmGrwzCV",
+	"ocQkM2qhV9RiKrwQQnmfcVPCopDuMpEXmQRapaKbSTHlEpu3YsOiGR+LOqYI7By1wSAFDVTI2LGqFPM0",
+	"kcJKaMozGMgzX6uLlBwl4yKjOhttqnpi208BT0Owfwwx2IjMhGv2uFu2/AtPDv/57vD07Pzs6PXh23dn",
+	"YQskMAEpddhbaVSSrJCaKr5K4BtYqtxvmGnF5FIjjpr+m7aBk9+GsDrRB9qELIwSCURy6ZJN9iovcPDi",
+	"/OXhwYvDk/IlSvyd+USlgnbV1G2RXHILb4bcWRnTDrZvz5CoyJkajUCnLA8FOoC6rQ77QcVAxz5bYh9y",
+	"1tzdedzqsJfmffwLHvfYL3BF+PrgP+1L/PDvs8PTsLUPI5tG5yD/6T7r+hqSBw0jYSlfYO8C0CYDF5ST",
+	"C5apIhd9PNN2H+84TDyaCPuRqhrPlGLYNz605Idyv52LK1PaTBtzIcSszVPYBS90lsQplZE98Ynq6MWr",
+	"Q4+iwNTGiGGH/UCSbKfb7aKJAZMrh9NmJZ6/ffPm8PnZ0ds3pwZ4cqfbpSMR5G6UJqgiGitj5Z7z48OT",
+	"86PjcJ8kMNgkT+xNMBcQaSJGVe/Rk12wCMmPRWtsgptcM63A4kUGW9DyG60b9QRYLWAJsIxwW/p+LxlQ",
+	"ytRoZHn42KuD0yaDykoqEj+B14PGBLNzLJ4hsWCsao+vVkR7E+iwz/wKz0SzKU9Bly9jJprhfSgPncC3",
+	"3UPRmkDB3VnzuOWKX/vYleJefDg1hzT+COsICRgYK4tgqWh0b+kYBD1jloEqDNL04PT50dHKfCkVCOh5",
+	"eb6rVaPN3W7PrM8N/eQTXW3iRBvSt/Hs/YrSSEmbflVvyDRfGEWQfEuLDrNd31maXAijF+Aj7Em4/AJ+",
+	"802c/E6rz96o0k5SmWmiyHPKAljuv7k8oiulxOF2aThdRBNPEZdUu2eUUerFaC8CcbI8JiHIYBGuTVuA",
+	"wfcsIcI9Vhu2VdOG0IE+8G7TnuEA7g/X7eNSmS81RepXto22B5VsQo2lfApsKZQrU8awtHm2ae7yYz+q",
+	"IT6ScNVWHokZ5ikc9YsS7rN5I+Bma391ZpgMmStzzQrbLeE1JLJd6HIu5cleLmotJ5IH3/WU2q7vdGUm",
+	"63EJ/IXZ3MqxYluVa88OXYtHitIv00ANpgMcqz2UO7dprh/6CBIhqkPoLLN8NFfFqugz0ObtXKl2Skcl",
+	"nulVWWvtHXNmL2Ui2+6mq1xe110VH7C35gHwhmADMrye0Ks3dFKlq6lr6g3ERWAg8PAeScpaaroNLgpr",
+	"gpSyE2stT2ANeEg5AYsQsrywcyP0KJO4AjCyz8IV7BKUyLqEJEn0RhKzBxVO5HszEdPaX6LLCIzVkvAM",
+	"6LU7wIna2EIVBKUEcmLl1f2KdHiOYef1Xb/32aau35/A0Yj4LXnapiIibInZ6rNTBWIZtXwjxCRTRcZ0",
+	"EosOe2PEFh+C8kPgD2CoatsQoAKaMEqwcAxJEMZI1VjXiVrH1DSFNyr30sr6NK6ZJViXKH/J/0JTpLfm",
+	"IOLQvK3HgTYFOkvPrzVQmntdy+DOwKnATmPKHUl4m9Zn3DpeRnxpzcSCx6BpBNXsbhTNkyJHoyoGe+3m",
+	"bWRNYHEMBAVLjQtrwNZX6LyuLaL/uqgbucvsAhutxXRbLMkAhAEpMpTpdWGAk2A9DN32a3ss1oHBoKrs",
+	"fT6QBlDYukfDgDmIYWoTSdpXFXbYKprEpcuPwZe8EIuBxGy0SGVxifiPU3Mbnmdcak6WjjkpzEwCK5dU",
+	"BrSIOocpeh+qfDKQqPKg/DUfw+Hku6qdu9MvA7BWq5OY/UpTSuDEsFwMuHwgw3ItjE48V6vSGHmB2Il6",
+	"OJV9PAaSSyYwJR47SZoWeU43tu/8QDPQoH1PO1yYWcV2uMjJFsRfYLcHslz+vG014D7Ls0KgXW2PCuvc",
+	"M8YrWD6U2A+KMhFak7PdqyvSRDl6akozxmRwslTwS2MUwGoVmIRY6b2JjgwbG8HNoMg+e/iwt8smqsj0",
+	"w4eG+dwZh720PNcLl7YfCupb9k1fHL4+fnt2+Ob5v89/Ofz3+dnZq7C171qTmMIlmNeUL0CCUD4qBlNX",
+	"4cIoKLR3dRUwzkwWK3kQ40zNgHQ8K9wpPrlIUzx25gYJ0M/GzZW6GEjaaKIrn75hUhOO1r2hC/Ip65yj",
+	"B9L0VqxY/0S9A2kZhoSbghkEbJipC9FhLxTObFwIrfvruq06wscPCFDtaDSQq+nubnaBl3hKJIgRtWWr",
+	"ap8lI5gABjVx9yWWc6FuA5vnb0yiYSesIKKSVXIof1RDPZBYijZX2QWjHHByF3NvSTorssh6xcJet8cO",
+	"bFI1dsaUkQmx8IFEIYIpvK8U+SpD1vQ7PJAvvHIg7GMzCAf4TTk8OEaJHTuQXr4uErK0da8dvxC61IVH",
+	"SSpaJTw1a9qDF1Wo+WTRwrirB1jNwheHrw7PDiu1tvS19s/qiTkXrMHUp5BNYTol4JoOJGwSEL1tewG6",
+	"uc7VTJfSQVPeKMJbqhF2Ae2wn9WwEgW00DuGNgfSUl2S0VMJpsyJB4wMsVRp5CU4qWnqhAlk4PnjhOKv",
+	"WSGJdQeyCas5Lb0cCXaABhY1bkgN71XGHG1zAW2ICEH08S0N+kA+TyKwsw+8x9NFc0QUykWWFTNsD6AU",
+	"U6NcSHIfuy0zGgipaJxNE0mWOy0RsVqSmefRohlwA/bw4XeYJOekIDq/aMeAFFweVLhPvL9RLLLw5PD4",
+	"7cnZ+cnh2eGbs6O3b8KWF3j0OoDJPFPpQDrYgYhnoAUxnWfAdAaoz7jfaeijUfuNksIq4ZbRHnd3KWpQ",
+	"SFsdBnrEwdnzl04z0L72Djq+8+YlecB2d3o0gs458oJWeKiSC1FbQlWXIsOKN/KaYRzrgTZroDvsgNmn",
+	"0nlLnzu7vxn+cR06ddAgouOSWn+GdTBMuG6VpZLsUmQak/bCMvcsdBKUViowRzNoN1gfixlDSFRGcbHT",
+	"AW6yD2yGS1DBoG8ZWULyRysSMGROO/3MaSA5vxBoHakZlXr5C+3EfqlQ2Nk694zNQxEDad6TDh3y3qZK",
+	"XWDzGyQib2iUjUsEAXNh4cOQjk04OHhbixnPMOkLm2SqEQiBJF+wnI91QBsJTB2rYphSpabQVvczZp2x",
+	"9iyYgOeC6LNB4/LxoBGyJsajdna6rQ47sCqMSEEMNcPLx6GjN3pCwMJBg+4dNMhjzquhZufmZGd8bBzV",
+	"ajrjmad4DST81oexLrs4DeMtCM20Ov5uFNqoSobFaLhEKwm61lzwCxa+f2RfyNA8elaEbu2vrjY6f/gF",
+	"JoQaFsfwBPn4SO48f3tyioEsLcwruOQD3ItLit/nE7CDXVjYacPahuOAODPcrX4ZYCPZwFOtykP35eHB",
+	"i7Dve9VhGja0hJtKEgVNO8Qna2KwjTkNQlPwrxWUHv8yLnJYztg98+0xRS6MmOp1d9kbxUzw25Aq+Trx",
+	"dWB/gafMOlGuG86bDhRTbEZOQxOAJPZ2T/LnVuZvoDpyYFEeeQ4jO02R7JNEY/YEvMkPcIpivI0vWMSN",
+	"XnFwfERxF9SAs2ScyPr0smYIe3t+8OrV2/eHL87fnhz9dPTmlDIqhgsbmAR1vtVhx5kgN6RGdwrIJ+PV",
+	"9q0U8ip4ClFgxQWGtGosC7jC8z4EVXUp8DAVKn9YgAUa9xSP6fZZMsV0crIvM4HmVCTaB7NZmsAhmytG",
+	"eTkuleaUy3iorvCWWabiAlXCgXwrrbkf4DkyNR12T969OX/99sVh2CKj9OFDTSM8fEgmh1k1Iw/8ZJ++",
+	"OSmKYUq+Z1Bfq2lJqLKAJiUXoFzgtmLCKxgUk0zN+ZwvSke/ecdwIBNJiRQUSjak9mgq8iyJqB8BpU36",
+	"meAHx0cd9vDhsXvrhw/Rr6EtviSWU4JCD1saK5XpPmw7ugswDXWIvd7g2wp5kUnbXMrFagVVM1mDZMLu",
+	"cOFV2yxiG04SY2vScuYYAcfC8dXXMgcNIUmZ0GILTGP06ex2d6mdI2WW8ZKrlliqXEjmheLRO0SEw5pS",
+	"wbm5SlFGXTQzIlWWFhrPRHT6oPyTIjM+zwQ7rcCZ8vrw7OTo+en5wYsXJ6WO9SMyHW0okuKRdXPgEgV2",
+	"d5znmOxUe4gbprT+ZGyqaV7O9vmDc+673m63BXvLczbFe9GOoIgY2kd0emMkXxfZZXIpTA9GeKtYTLk0",
+	"EbiKNpkXGYWjBlKNRqwZ/njw7tXZ+dGbnynQ+wxrx8HIJjekkr6oSZZeVSdgb7nWYRL4UIpFQP13SBe3",
+	"e5RIj4HLl2Qp1UFa391Y2lD7zG2n8bjROvWJCJ6lSudtVyXbr5jl5JLADD0wbVHbKHTBU4PoUjoLMVhO",
+	"BsqSIV7GooFaMduIa9JhSzcqwfSC1kODzvnCeBttOHuDd44w0eDca/VrLG86YGvimdV1QEuyTXZc2P+0",
+	"TJE+2zHHist0IPUq0SxGOZOZqexX3T5SZVOepou6iVW88fSCu72n6/31FkCW0ScZqg604jYvxjGVA0Rp",
+	"loCxktV4Npecms6HQOeSxZ1FNRI1g5YXHFj2BBsVJyCOHhbRhcgpI4iC76xJfg8vMZNwYWzYYQSsMqFK",
+	"+IACtDRjkKKPzC0ajq4jZD7LOqh/ra4DmDlFJoE+3LJpRmx9cnB2eP7q6PXR2fmLo9ODH14dvniGYtuY",
+	"XphcaYTIAw0bg2MD8xDbzjja06V+ttt7WrqovZQPYCgbH7bu+jKRwOSpGpCaZdGoZ7DFAfMAgHmOmpvL",
+	"xYpp8QJ/oftsiPzlcoeX1Q4wGsyXg8b+b892ut39+bOdioZSvSZ71t3PnxkuWGYNop2VQFGf/eoN8SGs",
+	"MgFcK6PFs542xG/WJtFwXsaoddA+pGAqlO2W0RlmGa9p0ppwWo+72qipbo/yNTERoqFITYeJNNtI+wFq",
+	"L1hlnTHmHW4QJoF7hb1ud6pD41HVqZqDlMHz8My9FxiedSodkQLFFr0DO6wRXsFAht6qtTrsncm/KI8C",
+	"OsPplABhJF2ORmhYGSdpxwltKsdAor7ALHSA6ZOGS1qahptSgYzZaE/rDikCeiDhnWxwqWoqOAdCJnjq",
+	"M2ngsnd4Wh7qOs+SC2foVXTmgVyX4rmkWjffP35ubmX0GahAMHQR5cBObUohNaY6uYNnE24PQJf6gHgI",
+	"k0wV40lgz33skEbeKyFdpp9RmuzKajT2p0maJia4Zg7dMFc5T0Own6SYOwcJ2fxhlPJkisWo6+LjUsyx",
+	"KjWaUL4AtfjDAz7ct/1gU75YGtG6Z+ErukkqZgdxKYRG1cIUP7vGZLWhzywT1kxWMqISnfCqDQ/H0Dbd",
+	"0DYHRBgYUxsHlZ5l7R/kuMmmPE0P5ImpRcEkZZvoYZt/LueJWNeRF/SEC02uGSFaJPlAOjhwzXJFiHh/",
+	"DLCGYtAI2KBESaQ/Y57zQePaGMkshL8d9sVSz/iBtE3jKVJu38T0RmK/nuZcxjyL3TcfmrZSZj6fd7T5",
+	"2lbKYNlMC10PDx+eJmMp4ocP+xXEjaD8q2yHb/D9zOc6GUsOdB6Wp7VrQQ7ybm0XcvJIdNi/RJaMKBPU",
+	"DcaURafJ+JxyMIyiNOOZRvZk6OUkB+GoAIvLzlCzKYV5uGR7xm+smUqNdl4+JLEnZoqHW1WU9Bl3eUCW",
+	"9z0Tn5btIGepwLo6GQlYPS4tMZQNf/2obE0w1ribm4kxvtB5kozKerZk5F/nYkfG0iJvn7al4hSOxQ9X",
+	"oelhZEfqGLkxcyOtkkUY/hqi9hFlXE9snQBGN50glORj8gq0WBWoRedOnfZhWkiP7dvggZk6cbhZUNAD",
+	"EiJEkAy9qys01YsIbthnmYiTjAokjEFKxE8nk+ehtDl/dFRa08C8rY1ENne6THvWVisgbBecgjlf9pgO",
+	"iIoC9rhL//bYBD6boOqy04W/dnbhZ6/LKFmyt8smrImy+iNsVrZf1SJR0Nkwg3CYM63SWiJty6v+152l",
+	"RAo0pUG/VxnaIKDmKKngyOmw0MIKhDZxTdtRHQGY6N1+RQBSpKZE2qJwKk/TVQgCPyvObN+/Ep0MU+QE",
+	"wq1dkaMYWHtUjm+LOZbwDjB4T9HSfdKaUCxTyTCN4fDAQmO3ON6zVImCjY9wOp7gJlUu4mnqCkoDV2wZ",
+	"+LW+K7W8KCYsXlZAlYqUW+QDBPEoL8BGY6aYeN8E/Jc21G4A8s+BrFIHeiTLElDyxlGFrSt6hq1YqXsO",
+	"rJebLb3Jcj2yqcZCf9d0lpsqJdK47YpVw9YYXNTLgTnSOYwvB617JOwH2ogqU59SDRwaF4sru3HZTsuQ",
+	"UHAJLjswrQlzokKsMgbPAYZ3+GixQDuepKbBofRIuYmK1JwnOWlQOGyRyf3y6XSegLWNx4mvh9gcevL5",
+	"OO/USalkWp3xJk8UCBnPEMccfufCtAqeFg6tdCCruRtamGImwuBcVzXTsun2pa230+3i02jP+rb43e/5",
+	"UtaYkJ1P7+CMfjpsy6IfMsHMtwHr7VXG/6TMJ6rHNjiLaDPYF6CHLTepQcE8w+bENrusX0IVryu4cIl3",
+	"yyYEJqnj7lKBAxnSaLEYDwQCF3toyFRdZGB8QQSlC1JgwrmX7wabNBZSZEk0kJFIjX3C07HKknwybfU9",
+	"JyMo1TPhl/8Yl4aRGR5QsmuEBUwfzsNHMDebLLlcqIZ5h5buSjpt9q6uAkxNgv2AQ4WnyYVoWc2HrBYb",
+	"cVIj6gXUTkQ+aoOOyWdJG94GR7ZaeXtnBzXgWlPIWMjorTDViyVAbH9rBwMo0UR8+GlvD70OJqdsrefh",
+	"6Xf7+dK92bPeLvkjrC6ehXSkGthWu9sDSWG2GdeaZcl4kjOp5kTHeejtl914ymiBzw35JJqNijQ1xxRI",
+	"focQQaevTQet0KVzkq0ygI9I56WXkKgZSBNvLmYoPrGfecSlyQDFlCaMRtOk9EyImIy73e6OTWHwEJDL",
+	"ojbkkbcEkFF2myqdLht9j6u1c6xZWbdgILnVrndaaxxCBLjgcjhjcvOpUvW0zIEMlUxnKRgSA6mdmlCX",
+	"owoGM0w+sdktxilMZmV9PuZ7p7fVVTeeiDghq9wQgRXTJvRtm0lVzsj9Sj6HygaEV0WDLUFmmqi/PV1N",
+	"wStWeOIxaE+rM1iMiGexrd8Kq12UbQUX3lbkkZoKe4r4bdfDvoWxM4nQ9ktXqNR3mZcB2+329isN7ZZL",
+	"k/y6oz6rDlQdf7VB+Oc8qWa06uNM6/HPeYbfvXzlZbxO5p/3Hv5A1YeUXaQ+5wneKNXhDcUlcnxOGXZ9",
+	"L+2a8qwDME9KRnUPqg4ESp1HVmBlWQlaemrd0A+09ZWW8RFkagfrRnCfu92nzm2qk2mB4sObISiDmoXH",
+	"J2+fH56evj05f3WAya8hczgZ3VZpwJITC0TMQCayTfF/YzGiVAWRqoYU8SREjTSJhNSIYuXaCmaNfuP1",
+	"0VkjsMgZ8Md10DAND01XQuOAtTtErSsoWiumSiKcEWhipSwKMGNpmug8ibBrpElNg2N4ISNMAKUMKHT3",
+	"MOcKapRdeH0Qj0bQMPlLjX6j29npdLFVj1YSEVH4i4Sn2IfNQbLAd23Cy+qobPwI9YRHvW6v297pGSCt",
+	"RtBQMyFh/H7jMY6K0FQTBFh5BD/Ga0G0QKhjyqRrjRKrCHRGtAyGlP/B0HSgU80z/KiOg1xrZnE7NBlS",
+	"g47iRr/xk8hPlPJhcHFavW53HaaZu+7RwfHRiR0ZVmpvm5uOTAGL6Qvrwc40+r9+8InizOSylKSBSmWm",
+	"VN6CHeRjhMd56xIKCPPXxrloRVOR1/ToeoGfV+H8berMEhCKQz4x7CzJEWccSmhFStLrPGdX31GxLTrQ",
+	"gQEAC1bK7XTFy13ab6jVWVMt8AkftZoA6TsoM0JlbOevy0CawXWowJVgFUWuimhii2gpnZtyoXa7Oy59",
+	"CGP9TScPloxasowHMjQ5HufPD56/PMQk+nKFjLPAVevZcvhWh70WXOYGIn0ptwWMwPrYJSYOkENAEY6V",
+	"+Y7kT5W6aZ9tCx7sTk8wM3ot+l15ySOKxGCf7SXm2N3YdofcOaauiXwQmWBjg7po1EkYwWns69jGXPuo",
+	"vPA6aCzbClvfbC7Hzk424erGm+nKo5jQkHa3YfEfeGxbCOAtOzff8s4rnMabek9vvulMqddcLsyz9KeK",
+	"ILjr8c13GQB6D3+epJeTV0RsK7VBPiF4YssS5YfroF7+v+Qypqb06HcjJBVMtzNuF2Tpejgmvx68Vubf",
+	"PUt0LUiWINHrI7h8NJCy5kC8ASzTzg0Jbi2T3bPS35iVzm48l2s5CU5/0I826FSYWGJQ1TIBFi5ZpCci",
+	"VhFLpPHHapGO2gj5htV0L89evyI9rGnyR0mvzBep0KAbU5mogwdQPBamzW6Z+RNgRUhe5ubqmYi8FCA8",
+	"XOtOMeBXX9X6FnQ1dIXBsm3S1Eqs5drdOizVLlOLNJsJWZYJOSeyFPOyWwA7WBuUHMgbopJJ7qK5us9c",
+	"iHJ9fHIgESrCBinrdu9VovNDC2B8O2lr5VSdrpHYGASVq9Mbu9bxBgoa4awaQSOBuxBprzTCqqh6FgyR",
+	"375Rwer83sI6GQBynBLom4vZ2qlY1Pytjgev1wE8+Ss4sHBGiBJdc2QduJI3WpD7c+tvfG4BETCHVm7l",
+	"nuF+X+ZhTHet4DsxIHXKtY+pdgOsVenwKV+lQkczW6POUZHbPVNsyRRkem6+6Y3Kf1Smwfq3yEU/idxl",
+	"N9Sx0W1pHG88ekGA7fVJFXTqfdqgQWOmdA0X/7MQpjzUT9QALXEeWASeUSb0ZKkVUx+DwBXUJawKGCeX",
+	"Qg5kcz7hOcZp0Jdb7ZGA0HtgGM4TjdDz5LgxF5VpBl6yVK4o3IkDPDAHNXqFKklO6EhyAzzQTPAsTURW",
+	"ZnkYGWV1r4G8ELPclWqbnAXyAZkiWVtWjclVWD0i0tQEl7xOVjgwzwfSPSrRJSwWeT0xtYISQrxgjo0M",
+	"cesHtSM8MHBIZSutGs3txF5+B6IVOesHFS/uTKpWZ+cEy/X19Yoo793ZQ2vbEK2R7J4r0yAGNCWcaLbt",
+	"2wpRYuqbpcvW/Znwxc6E7hZnwlL3jxe28wrcv7OFlD8mALYzpRCplO7b2+btHLjaaxEn3HY1+xYPslMh",
+	"46U8vXVq4UTwNJ/8vlYlPDDe+R5iaCep8AOEtr4zkWMsyyixZVRhQPUspEat6vgSH/5JfgW69e0vX8Cn",
+	"8ArOO6H1Jg/CRzVc7z9447kFAoyLiLw94+NEGjSBC9t3PU10jVIN2vzP8IAvaLd/VMMvYLV/VMNPtNoN",
+	"MI12qKJUgr9hOtTobrvj42c1PKU7vhbb/Wc1vNlyhwW5P47+7nb7R2J1K2uQ80sp4yz2dTHl5w48KSR1",
+	"hxotGEikkOBn8TywrWSWkIo9cKYDozEhxpTJysoKqfdvjbGEjyQcGuy0a8AUabIUU3JYTyvguGVI+Gmd",
+	"fkyD/KyGX6XXAea1RjO1Kw2vfs/XX1jNXLOZfleH6qZu153OoLPXdaVzvWIjJcEw3+0+dQ333IeNTbjR",
+	"sLIf1hBPPYz0Zhjqv4Ex8w1KdZJPJOFWBXuwPu3qoxo+0D740CxT40xo3WHvUfcm7Ip6OW9qGStltANZ",
+	"ybjtEwign5FrgDjkwgP+rVPVv0Fp+60LWbjN7d0qwZyuJL7TIQw7nGg2V1k+YVN+kcjxPuj4mLdZmnAg",
+	"TtbRUqeiWE8TmUyLaaPfdcq87Xl/fe+E/iJO6HWS43b897MaOu+zQQranPWJmQAPtIMVMvHu4wxRvkWh",
+	"GXZ6QbAtKhui1n+s2+l2dgMLpBBlfIYZBRZRuyyhH5pOMywX01mKhTmYz4ASr4ltSc+N0/Lc3nVuJFPY",
+	"CgbSz0Y0zla40fvY3q/PqS6/z7BgXsSBgx8OWCLPyYsbDOQ00QhVZ4CiHKLzTKmUNcPZ+Ap+O38Ytmzq",
+	"o82krCZNetVmA4mFIjzVZXehnxSo0HkyFVa0R9SRZqzOH2JzOfoEHtRhb9RyoTR5y7UwOdBZtgDNOok1",
+	"uRiwhhgRGfU+Kt5k26uMGhHhH8UwTSJCBZVAZmlqBuVT0RlIi0lmIaQom4uKZvpLOEdw2yb0qYGshZ9i",
+	"S+hTgY/C5Hpz9p92n3ZdY6ZEI4KWxddCGLrNwFqmNQPVoZuXwgmiO37KTH9cZfCclGTVWblucejfytcc",
+	"ia8NS914ugHTPMJOSfsWkPMZckz1mFt2lNSbEKZJBWKAljiIRBbLx92nq/a3FLR37IHzBM7ULXKdLy5o",
+	"VCHcGv08KwTazib3vWPVic257m9nAnEfYhUVU9tTFPPe7TgLPk3DgFAoMwLUxTZttY5NMxx83/hM5Wel",
+	"96md6uPOjpuu11zfNomuJ5+V9/Ty9udce5lid0VLd57w5WXSYbKXWeS1rlp/AzcSwvZrE1Tx6zeRwL8P",
+	"MBXtFiRg53lLEsC1gKfhGd35H0QAZonXEoBrVbyNv77DjvlYWHBw7DRE9YiuzidnidQiyzVrkmufGdc+",
+	"HItwlCy1jW3VO/gtevWXdPLborM7cvR7jZ2f7Fba3M/4Yhu//x148s2y+d78mmiCq+VybfupIYIxeRON",
+	"uAPrlsDcdD7Oq9mBrs91DIoejLB1eGNlQq5JwpZzSfNPmspXYKGbHbs52mHX6N4z+nePeMxK2WelthOH",
+	"aObW5jU9x6pQ0PtzW17dYad8JAgRfou2QX2HhIKFc15NLmHVGN40fd077KDsa4OdjqgxHl1G9ofBwich",
+	"NpC2q0KrEnHZ7fZqwxg4jnnxWx8D3rv9IhaN2zL73ecFVV7HSwuipyWZiI12viJrdu5a1qxTfhw0n+1y",
+	"siRqDs/4+CZex2uug0YNpPhNt5a3uDuug4aFLL/pbnedL93uZeKKj7C3VY4Q0MELw9xb5yZVee5IvtPi",
+	"L8xL6t12wifYsvEvOzn++oDcXvexF5ATspjC0XNDw7tG0NgIOw1Wxtqg3TYN8ipBvPqee62+rfGiwh+D",
+	"7MDeZlWX5ZZdBxOJOudANm9A1Db43VZu1vT98pp9GSiLzkAeUhu7OV8E5mDe1KLwhkPb9A5axRB3x/eo",
+	"7HlBDUX+VlGfzffl2YKupFCMF4S0/RtmTsGo0bV8+3i72hB/5R2GzVLnpVOC1OK2ly5hQidyuRHMQOaK",
+	"jUVOfZgqHVP8ZMNSTfPbNNU5XT5ZmRrBrF5TVvFXZTbdoMp8hgLz7ekQj+vwD94oUOnjZJS4prJEc5pc",
+	"NSvNhxJtnej/oxbvPkh750HajZL11skSdKut7EFRtOr7RW83m4psDCIgjyam4cjjp09afcaHBpxpOgS7",
+	"E1E1xShnPEXEtlAWaRqyTGBXk85AhhasFLkCR6XuQEOEemHN8I9Bw4GyNvrsj0HjAv6Fga6v3VAsvMAG",
+	"b0tX41XlRTxNW9RlebmrntMAqi3YsQXdzPRnr+mKx/3c9KV+cYSQ49rPbT453mFvvE8/PD7t4Lh7E7zy",
+	"HqUJHlSGxG1u47L+406G38LC/9OORdPlsGy97FQUKeaWrO7F/tcg9ne2MdS9Tvs/ou30F9rb399uvieW",
+	"J77RM464vTzmsAmL4zcf6nqDaWGNyz/Mb9ebQTeYuYyFYKSHfnCSwMczoVUKh4lJ4WCc6YnKcjYpply2",
+	"M8FjjNnZCNeqhUAPOCPkhyVBvypPMIymxdiG0fjSDKnhDAulytsjIO3QBXJmHEubTBzH3NZYlpVrCml+",
+	"5e3f2x/+2Ame7F7XBdM+bJd0MsmXY8k3JpkcmAXFqIwBJbFtRe27W0yNu8k1+QQB9demp7wwUC0eNRgk",
+	"kbUxaEzb3rbKTlS7UTs9h7MZQvCaFgtz5UB8sTOBq7+uR1sUPE5MWdufX273mUJpzUb477Rh6REH8YtW",
+	"652YZ3zBWL5tefylQ/mZ+IwKPrPWDnzH81LUTdCCIifx3eYZfAXuG6KIm4PeZsXuY95/95h35kSElVRW",
+	"aKyPeJsrEMpRZWzGM6uEGL5iZ1X/aKqwUUrpOzVSI9G2iQplvFKzdxEjSoaX2WT5N+LSdjmNY9NSruz2",
+	"5JnZmDV8iwg8drov2d60saNeelLZUQeyijtUNrIj5P4QMbA1NeFj4SNvwPWBdlrMu4izLwk/072+v6Zd",
+	"PSmItje6s0epmbsBHUGIlcAGOnDLCHROV7DfKiDiSZo6CBLb/r65u9Mr9YAW7M5C5vzK9oy1Tds5dbUJ",
+	"jw/Onr9k1QiAWUKU18TspcC2LpuKuP5MAfylMhFov/+iRARDbGu8FGaL16Uh3KcWfKUujq+yrrQmjE3s",
+	"jMWgRGorcWyvXqZ9IRbtRLYLvTmUbYVP2dSExl6qQq1/OOJDZQjIhJswkOagSOq6Yjr5VoIt+Y+on3wY",
+	"mEErUebW3y0cXN2YY1vXhy9+4xLdtrDvm/PR9b4SDu31NnIoMUZbXGETjnYZSFq/gxkl72ziUHOsmFFN",
+	"b2JNISBV1SB8dqqfTMlOVFV2vsLMGGut7WhL/eywUZLBm4uTEQL0YmUcFQVu4mh62W+eeb/VAnbSXmoj",
+	"nKXR4vlWtkcVrXoxNsGKrlPXa3yr6D5Y71b9XF/HV+NN2KxO3rsQ7jMUljMUMstE69gXW7hg7KHWAXFK",
+	"rUiHRZLGBNozSlKxxL4PdFneorLSh2Cy6RM5kL+GXk1NGLCwLGsJW6xps/IfP3mCLW/hfEnjCrQ6ecDD",
+	"XrcX2hYvTocUJZQQzlSzJN8nIITQmjahh5MAVxsEFU0ulI9qGBirXBRiAKttuuPWH3KU/8hyNRZgbPdd",
+	"c6yq+8Nvb1PCwNNLNPF3fDB96mZKxQO2JR5ugGv/+lENN3k4YDv/LpUE9Da3st97fxKsSIXWyM0GczU0",
+	"lyA0bLmf99b9X5AL+6e7Be4rB75idZYsDm74tHIe0glYOQ83q7PvJ6bdHV3NInUpMk3Hh05+FwRbMbcJ",
+	"CrGaS9g+lqzTcz9JaP85WidOba3WiZh+91rnvda5onUCZRCO0HKCUMlwt6V4utMBGvm8+sgy2UZ8B1Bd",
+	"A4tpZICLkhwdFkaLQW21z56f/sv6LYhoWKbmrBliSk2kL60zcyAxG5dnGV/4Bcy+FmwQ4A+Oj7BbvAGg",
+	"aYbLXBm2OuzArNxAkvJn8l0xSOelstKXsRK6v5LcbsJLTut83N3FxqzwSojdFIk0dY2pswJDQXqWCR7r",
+	"iRDYFXFapFyz5tv3B6fHDzSuRiI/CsL9icVIyEi0+vD6bkRmUw2MI/IZ6Pj/gB9t+PH/CwPGWc6H5ANG",
+	"cDo+BhGSF5lkTZ5qRSVCA5liTseY6RmPBC5lmkjBRkLEmtadHvEgDKj3rJIC/kJfcaZs5q8JsFGEkw+k",
+	"n7oWPtv5xw56mTHnGOYfDhoP4NNBI9w3Ccuk5NnRTaEK3IBvPeTRRWcgD6YG6B9MhWQqdM6nM8q89vcw",
+	"pkMBycX2zZyo1HT4NGA+4opHebqo7Sdp6PtTNfy/prwlycUUb4wTWPxpInmuMnLJzGaJHFPSG7mYbsj3",
+	"hamgLXuDhySwrtnFG3IOWTycoKGk2MbLaxOMg+1cMh+co7eBggAlopUUm3BcTn58znZ3vu/WixuQBiV7",
+	"8QqPUpWfYV4+kIZnqZF6kWc8TTzXq2UooGIgQuKLvk/yRHJb4U8ZpQdk6dLR/5zIov0i0RYebvWlQ57n",
+	"PJqgg9n1IklSgZF8Gysvr9nHL+G7Z4NGNsvPd3qPO5G+hDlv9PmtuPHuS6O2K40qFdsH+j5R/l4P/MSW",
+	"tNbo2WhyfaYGWGnQvN6H+dzCdUgmprPc9W0m8QPnu+nyGZQlqBXkRVQhUBmg0zrH+DXmYUVpYkLiKI4T",
+	"ah9kxlcjagk0l6h1woukqUhLHyEm6uiyE3aiBxKURElJP2BBdlhNd19SgF4cvjo8O2R2BQxoYayk6LBD",
+	"Hk3M5AbSIDhi9XZkq4IRplLETBbTociow3kIb3buWl6zGXJVwHa6CIkyTWSRCzZcgDaFiI0tmjvpKiqj",
+	"Vkqg0WFcX41GrBm+PT58c352eHp2fvD8+dt3b85On414qrG2PEGFSlaQHVFdhVGxChiGMflVHXYEOnDG",
+	"c3GOs9ch5k1VlgYON669pTdtvsVAhmbSdAqG8yzJhX3JRGjW1EKwAcogWh09aLTKvbeb/UAT/MxUgPLJ",
+	"B3K399SUt3N2IeGRZk0xu5P4MWATNUd9cMQ1QlHpVM0JRJNHk0SKPu4q1dB5r2iK7miy5g98R/i9F7BB",
+	"Y57IWM0tRip8/OT6+poU7kmSxdiKVKDIJ4d5ItljV3tvPPkUsE00mi0a1FVzNlcr9oHmravew4s+KGke",
+	"aGwoHHVVcwZNJQe9mWEmr5cqfodQo3wgQ3zLkPGhMlvs0GlpR3nu6BONirC6ECFsHFUy5MZhM5A4Jrxj",
+	"AkYQbAUhYMvqA8C0CsqcQ8mntgBilIg0BtWMHo2h9YEEkUGtDirD4NOIQ4i+HyyTb4pNXuEmQ7ceKQ/k",
+	"hBv0WLT9ls9GsKvcZ0TTu72nGq1MNDI77D3sYebRswTmFLHhzJODs8PzV0evj87OXxydHvzw6vDFM9Cj",
+	"wparsESovULmVn8op0kyCuQVn9H+AB9QzT/ZD32G7PasRMUVcWgNU+RyH292GV+2GZ68e3P++u2Lw2fl",
+	"p2HLt213u7vBEg7sQNYCwa6NmJwJ7bUk/3KxDO85Gxum3V0Cov9ma1R5KeYl+wGN2W7XluZot/9nevhu",
+	"Xc1435rsEwp4HEhJPsnUnM+5OxA8hRFImU1EOgMK3AT5iwrhUiqRfiSuZkkm1uuHr/mFsKfRaqR3KRGd",
+	"BqNWmhz7c/d22UQVmWYTHrMZ11rE/YHkyEjatV/DLjokrIDtjKTpMFc5E4FuCCeEl/KOXdSwYn2TpNws",
+	"Edm2AvEQ36wa9tFfZVgC6OElksOJ0EVaK99eqjl1tUBodNq1+wyZexvVkz1E8EuJLH57ASQdqeafLIqw",
+	"fVdWyDYMslb+UOGz8at5bfmsIEAunnM4kE3sApNUWBOYeiFy8r2Dzq4yvA5RwoYinwvhetlqZ6IYlK4W",
+	"GwpqnhAXVp6ZdBc9F2KG0PLENliIOpDN5bUJyjZE2LmPCovIuT0DM4dQ/zMBLJ8o2SKvPHZkzbEZwkBK",
+	"8nT6vY1snzGbuYrgJR12jOk8CMnu2qKFIOwKXfD0z5GRJ4X8WQ31G6SJb1wwlgSn2VxkYIjGAojhXkre",
+	"S0kvd6KQSyLScLBPP1XJ8Tki03b+LjurPMLEum1E6ExIDHQsNwZ3bjOsHcQmSbbDd6Jd9/MY/QopBymZ",
+	"6IG07ECyEZuJo99HCkFYiiBqrXdpqZP6Br1uIP9sxQ49ONX+2Yn4e8gwr//OvQi7F2FrRBgYeLZNjmN2",
+	"28KJGNfw+aeILSuxbDf5OwOaYKciytDH7JIJsKVSXA9BsdQ3/YtiUbjO+XffQXr+rZRkLK33zUgPjkDu",
+	"pdPfHevBChfhMaMVLIZuNsM+jIHREfHn3ckrAleIhI11iUtMMgO2ijGKLyRMJD6nL0LWDH8dNB4OGh9C",
+	"6siXpq0OxdQM/rPpDkqjmTk+0EwnY7S8Qo2SJ9y3LdCqMUlGPdMGMlN5GSBFSGqWGEwKmPa00FgmjF39",
+	"YFrYAo3+DGk4kyXrxRAHkqepmms2y5JLnoPky+cqu9DUXTBVEU9ZLC5FqmZTIfPWvlkk0u4mCuNYAaXg",
+	"EVbYQOKzchVgdNZEQ80e+eIV3XVwmcow+lNenEgWJ3pcJFoEqB2aOFmZwiLSmCEqBbYAelRkaUgRxdBs",
+	"+LuTV7aesS4SsSROPk83+1JhjKVJ/kXYCkuzeJ/kEzoq1wU6LIl7aJBE4Z+R4HIPrXCnkv4+fLJtKQMd",
+	"DYyvHDL1Z0ytiuoKHGJMLlk9gSjppHpAuLCgs68nCQj9xf6y5Z2Y/mlxpmazOn2Vhr9TkVeRNbvr3ug+",
+	"BHBvGVaAHDG3alteCm7ujOCYpWlzycrTpuU4qNouoa4q6MvxxhezgG46fe+zSe/Z9HOqirbl0dsxyhIR",
+	"fwb8Ptj4Iej9wYpFFrDQGwgMNETiBzOCoPETIxzCONF4Z9gpf+8zzMoCC2um/TO2aSxBU0w/kFPBJWH/",
+	"oVGjcjJp0Knd2vdHpBRMRvOk3Fh3zI95IgOGNTnYJs9L3bMD3A7Gn/ko/gO5DsY/7HW74TKAoG0EsAaz",
+	"/3Pl5NeG3b/WwrpbDP/PMeT+9APEYvrXmHH3oP73oP73oP6fAur/udbjo/IcWhvweCtFaSzOREaeS+tm",
+	"q+jLAbCyFx0RPJoQm5s0cQrYUli2j6UOgQm80rszwmDDRHuWgnaN+CzqwlTj85zNESgPNO+688SLoZRR",
+	"0i8ZRFkOU99hEGWqx99WFMWs+OLmKEpJdvem/L2NsBR38dTYBxVN2SSoJJnLh/ty1sMGmYkBE9EmdwDx",
+	"7B3YKrUxpCOtC2HTjemBJkGPnBVJTjVfFBpJpsKP9bQ67EeT2ILpMjbHeSBJGtvDw8WR5gqDRzwvwCRI",
+	"JAvtCriPw4BK+pkW8EpYgozmhVP4l2aqpPC6ehnhiKEmEwzLCKdcz5PcHBaqyAcyVZqgyswUOiy0d5/T",
+	"8OeU2KjPeR4yzRe67LmhUnow2VomINYZyBMMdcGwmM1tW3BgzMllgGciR5PIDCSwdQy9DyGW1abnIE0s",
+	"ba2JZ3wDXp9Pir6UO32vtt8L/E+MhCDfkKfAxK215Zo6TbZahfJHYyh4JrKDIp80+r9+AJYhH0ddJ6hX",
+	"GHWm7wObb82GCzbGNGbWeRRNY4ei3+azpBE0iixt9BuTPJ/1Hz3CuPVE6bz/fff7LnKomeRKufIELBtN",
+	"fR4w4zDiGcYtjAroWmytapmvlRQLI+JFzEaZmpYgrrbEsqzJTGDsGQhnf3wLEbk6/I9JShOrAboJEA4v",
+	"tynqQx5djDOgL1gmjriF/iOoBHz1Ea+UHLdtBvhcZRdgKMxUmgaY/ER9DLiMROoN97Ma6jU6t8395NJV",
+	"tw0FmAea5cobwpXKrYziEqoo69ImYgDNidjkYpS589RYA9N98KS0Sr73KEeUq89CaDFq/ECpHV76Kpk7",
+	"WhVZJMrx7RlXDn94uYY4qIVTwDLbNClgU5FnSVTm78IBkfEIgxYiHXXYG7VUC+89yGu0VEMqRn0AAkaS",
+	"oeJp3V+t9DKrh7W6UYHrnKliPCGtpIlnNZY0UM3BlF8AbWQwdapeaJkC7QgO2fpiKtByOsxPth3IZljN",
+	"6cOC9EoCLi0xqANkok1ZtU69XItKtiAwt80u8RBuOtT8fX0W84FD56Yr++ZdshgxqmIRpYkUcYeFMc95",
+	"xxRynEcqFk6NWWDzbTSvafbGE126d3UxpO5lWIQRVicXsqbKWPiwPlPFXEs+G0PGjU9UmY9evKTeIlsY",
+	"ouaWM4uvdOs7T60Sau/8Qj7c47oF2sap+p//WRdWREkTd9iBXLDe1RWVYmuqxLboCMlYKpTf6Arrrg7z",
+	"E1bP+IoY3GYd+VYzJRYEyrFeeTgmcFQDm1DXtG5Bl4pUC0yakspmmDkFWSAbqyIPCF4AuDa2fOry5TcW",
+	"iS7xzzpHlb3MdVXZhtPcxawZHr89PSt74Th4ImRAU4SlGZ/NMnUp4tanMpp74la8dmqvvme3tey2skb3",
+	"HHdHHFey0k1MZ2I027CcQcTrm1yi2o6ywI0HZ89fem1jsG+AuXepJwXhSsQsJB9w+KmsaV5iK8YkR/o9",
+	"W65ny6UVumfKO2JKy2rrWNJ0g9jqGFxpROa15yvZYaQyZFannipM0b4tmy1PbDOf0dX359+NEJT3x99d",
+	"c9oKB61nNYTAvtmwc1DhRUrFo0NB/pJ9Y8xh6UBImFO2p7TmC/SC3N6oq8zrJjaDS+9Nus0Y6PcW3R0z",
+	"mM83N3DXlgeZgaUlQArLVhnWEHcsPPg5luWMRB5NMOnuE/lq6xMMrr4/wW7krvsT7Asx2E0n2HXQuGpH",
+	"ajpVsm1Xt+2F4yieKGQk2gewxzd3qinvsDdcB41TDJy0z5KpwfzeNAJdbK69vr7+/wIAAP//",
 }
 
 // decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,

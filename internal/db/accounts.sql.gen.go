@@ -41,6 +41,38 @@ func (q *Queries) APIKeyDeleteByAccount(ctx context.Context, accountID string) e
 	return err
 }
 
+const accountCreate = `-- name: AccountCreate :exec
+INSERT INTO accounts (
+    id,
+    rate_limit_default_quota, rate_limit_default_window_seconds,
+    rate_limit_writes_quota, rate_limit_writes_window_seconds
+) VALUES (
+    $1,
+    $2, $3,
+    $4, $5
+)
+`
+
+type AccountCreateParams struct {
+	ID                            string
+	RateLimitDefaultQuota         *int32
+	RateLimitDefaultWindowSeconds *int32
+	RateLimitWritesQuota          *int32
+	RateLimitWritesWindowSeconds  *int32
+}
+
+// A throwaway account, with the quotas it asked for in place of the server's (NULL: none).
+func (q *Queries) AccountCreate(ctx context.Context, arg AccountCreateParams) error {
+	_, err := q.db.Exec(ctx, accountCreate,
+		arg.ID,
+		arg.RateLimitDefaultQuota,
+		arg.RateLimitDefaultWindowSeconds,
+		arg.RateLimitWritesQuota,
+		arg.RateLimitWritesWindowSeconds,
+	)
+	return err
+}
+
 const accountCreateIfMissing = `-- name: AccountCreateIfMissing :exec
 INSERT INTO accounts (id) VALUES ($1)
 ON CONFLICT (id) DO NOTHING
@@ -61,7 +93,7 @@ func (q *Queries) AccountDelete(ctx context.Context, id string) error {
 }
 
 const accountGetByAPIKeyHash = `-- name: AccountGetByAPIKeyHash :one
-SELECT accounts.id, accounts.created_at
+SELECT accounts.id, accounts.created_at, accounts.rate_limit_default_quota, accounts.rate_limit_default_window_seconds, accounts.rate_limit_writes_quota, accounts.rate_limit_writes_window_seconds
 FROM api_keys
 JOIN accounts ON accounts.id = api_keys.account_id
 WHERE api_keys.key_hash = $1 AND api_keys.revoked_at IS NULL
@@ -71,12 +103,19 @@ WHERE api_keys.key_hash = $1 AND api_keys.revoked_at IS NULL
 func (q *Queries) AccountGetByAPIKeyHash(ctx context.Context, keyHash []byte) (Account, error) {
 	row := q.db.QueryRow(ctx, accountGetByAPIKeyHash, keyHash)
 	var i Account
-	err := row.Scan(&i.ID, &i.CreatedAt)
+	err := row.Scan(
+		&i.ID,
+		&i.CreatedAt,
+		&i.RateLimitDefaultQuota,
+		&i.RateLimitDefaultWindowSeconds,
+		&i.RateLimitWritesQuota,
+		&i.RateLimitWritesWindowSeconds,
+	)
 	return i, err
 }
 
 const accountGetForUpdate = `-- name: AccountGetForUpdate :one
-SELECT id, created_at FROM accounts WHERE id = $1 FOR UPDATE
+SELECT id, created_at, rate_limit_default_quota, rate_limit_default_window_seconds, rate_limit_writes_quota, rate_limit_writes_window_seconds FROM accounts WHERE id = $1 FOR UPDATE
 `
 
 // Locks the account row first thing when it is deleted: requests of the account still
@@ -85,7 +124,14 @@ SELECT id, created_at FROM accounts WHERE id = $1 FOR UPDATE
 func (q *Queries) AccountGetForUpdate(ctx context.Context, id string) (Account, error) {
 	row := q.db.QueryRow(ctx, accountGetForUpdate, id)
 	var i Account
-	err := row.Scan(&i.ID, &i.CreatedAt)
+	err := row.Scan(
+		&i.ID,
+		&i.CreatedAt,
+		&i.RateLimitDefaultQuota,
+		&i.RateLimitDefaultWindowSeconds,
+		&i.RateLimitWritesQuota,
+		&i.RateLimitWritesWindowSeconds,
+	)
 	return i, err
 }
 

@@ -61,8 +61,12 @@ func (ns NullRiverJobState) Value() (driver.Value, error) {
 }
 
 type Account struct {
-	ID        string
-	CreatedAt time.Time
+	ID                            string
+	CreatedAt                     time.Time
+	RateLimitDefaultQuota         *int32
+	RateLimitDefaultWindowSeconds *int32
+	RateLimitWritesQuota          *int32
+	RateLimitWritesWindowSeconds  *int32
 }
 
 type ApiKey struct {

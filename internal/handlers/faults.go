@@ -22,8 +22,8 @@ const retryAfterInjected = "1"
 // rate limiter, where a real outage or a real 429 would strike, and before the body is read:
 //
 //   - fault=error-before answers 503 service-unavailable with Retry-After; nothing runs.
-//   - fault=rate-limited answers the 429 the rate limiter sends (rateLimiter.refuse); when the
-//     operator turned rate limits off there is no limiter to imitate, and it is not applied.
+//   - fault=rate-limited answers the 429 the rate limiter sends (rateLimiter.refuse), also when
+//     the operator turned rate limits off: an SDK's 429 test must never pass without a 429.
 //   - fault=lost-response lets the request run and commit, swallows its answer, and has
 //     dropLostResponses close the connection: the client sees the connection close, and a
 //     retry with the same Idempotency-Key replays what was committed.
@@ -48,16 +48,16 @@ func (s *Server) injectFaults(limits *rateLimiter) echo.MiddlewareFunc {
 			if prefs.latency > 0 {
 				res.Writer = &delayingWriter{ResponseWriter: res.Writer, ctx: c.Request().Context(), prefs: prefs}
 			}
-			switch {
-			case prefs.fault == faultErrorBefore:
+			switch prefs.fault {
+			case faultErrorBefore:
 				applyPreference(res.Header(), preferFault+"="+faultErrorBefore)
 				p := newProblem(probServiceUnavailable, "Prefer: fault=error-before asked for this failure. Nothing was done; send the request again after Retry-After seconds.")
 				p.Headers.Set("Retry-After", retryAfterInjected)
 				return p
-			case prefs.fault == faultRateLimited && limits != nil:
+			case faultRateLimited:
 				applyPreference(res.Header(), preferFault+"="+faultRateLimited)
 				return limits.refuse(c)
-			case prefs.fault == faultLostResponse:
+			case faultLostResponse:
 				res.Writer = discardingWriter{res.Writer}
 				c.Set(lostResponseKey, true)
 			}

@@ -147,6 +147,46 @@ func TestRateLimitedIsTheLimitersOwn429(t *testing.T) {
 	}
 }
 
+// TestRateLimitedWithRateLimitsOff: with rate limits turned off (no Limiter, as
+// RATE_LIMIT_DISABLED=true) Prefer: fault=rate-limited still answers 429, so a client's 429
+// test cannot pass without one. Nothing is counted, so it names the default policy, at the
+// configured quota or the account's own, shown empty; requests without it pass, with no
+// rate-limit headers.
+func TestRateLimitedWithRateLimitsOff(t *testing.T) {
+	t.Parallel()
+	off := limits(nil, "100/1s", "25/1s")
+	b := setupWithLimits(t, off)
+	own, _, _ := throwawayWithQuotas(t, b.client, map[string]any{"default": map[string]int{"quota": 5, "window_seconds": 10}})
+	for _, tt := range []struct {
+		name          string
+		client        *apitest.Client
+		policy, state string
+		retryAfter    string
+	}{
+		{"the server's quota", b.client, `"default";q=100;w=1`, `"default";r=0;t=1`, "1"},
+		{"an account's own quota", own, `"default";q=5;w=10`, `"default";r=0;t=10`, "2"},
+	} {
+		res := tt.client.Post("/payments", visa(100), apitest.Header("Idempotency-Key", newKey()), apitest.Header("Prefer", "fault=rate-limited"))
+		if res.Status != http.StatusTooManyRequests || res.Header.Get("Preference-Applied") != "fault=rate-limited" {
+			t.Fatalf("%s: %d Preference-Applied %q, want 429 fault=rate-limited: %s", tt.name, res.Status, res.Header.Get("Preference-Applied"), res.Body)
+		}
+		if p := res.Problem(t); p.Type != "/problems/rate-limited" || !slices.Equal(policyNames(p), []string{"default"}) {
+			t.Errorf("%s: problem %s, want default violated", tt.name, res.Body)
+		}
+		got := []string{res.Header.Get("RateLimit-Policy"), res.Header.Get("RateLimit"), res.Header.Get("Retry-After")}
+		if want := []string{tt.policy, tt.state, tt.retryAfter}; !slices.Equal(got, want) {
+			t.Errorf("%s: RateLimit-Policy, RateLimit, Retry-After %q, want %q", tt.name, got, want)
+		}
+	}
+	res := b.client.Post("/payments", visa(100), apitest.Header("Idempotency-Key", newKey()))
+	if res.Status != http.StatusCreated || res.Header.Get("RateLimit") != "" {
+		t.Errorf("without the fault: %d RateLimit %q, want 201 and no rate-limit headers", res.Status, res.Header.Get("RateLimit"))
+	}
+	if n := b.count(t, `SELECT count(*) FROM payments`); n != 1 {
+		t.Errorf("%d payments, want only the one sent without the fault", n)
+	}
+}
+
 func toStrings(v any) []string {
 	if list, ok := v.([]any); ok {
 		out := make([]string, len(list))

@@ -13,6 +13,8 @@ import (
 
 	"github.com/dunglas/httpsfv"
 	"github.com/labstack/echo/v4"
+	"github.com/payments-api/payments-api/internal/accounts"
+	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/trace"
@@ -21,10 +23,13 @@ import (
 // RateLimits are the quotas the server enforces.
 type RateLimits struct {
 	// Limiter holds the per-account buckets: in Redis, shared by every process, when one is
-	// configured.
+	// configured. Nil counts nothing and sends no rate-limit headers (RATE_LIMIT_DISABLED);
+	// the policies below then still bound the quotas a throwaway account may ask for, and
+	// shape the 429 that Prefer: fault=rate-limited answers.
 	Limiter ratelimit.Limiter
 	// Default counts every authenticated request; Writes also counts the POSTs that move
-	// money or start jobs (writeRoutes).
+	// money or start jobs (writeRoutes). An account may carry lower quotas of its own for
+	// both (accounts.Quotas).
 	Default, Writes ratelimit.Policy
 	// Unauthenticated counts, per client address, the requests that fail authentication. It
 	// lives in this process's memory: it is checked before the key lookup on every request,
@@ -50,7 +55,8 @@ type rateLimiter struct {
 	RateLimits
 	failures *ratelimit.Memory
 	metrics  *metrics.Metrics // counts refusals by policy
-	// The RateLimit-Policy values never change, so they are serialised once.
+	// The RateLimit-Policy values of the server's policies never change, so they are
+	// serialised once; only an account with quotas of its own has its own serialised.
 	readsPolicy, writesPolicy, failuresPolicy, testAccountsPolicy string
 }
 
@@ -60,13 +66,11 @@ var addressRoutes = map[string]bool{
 	http.MethodPost + " /test/accounts": true,
 }
 
-// newRateLimiter returns nil for nil limits: its middleware then passes every request on.
-func newRateLimiter(limits *RateLimits, m *metrics.Metrics) *rateLimiter {
-	if limits == nil {
-		return nil
-	}
+// newRateLimiter is the rate limiter of limits. Without a Limiter its middleware passes
+// every request on.
+func newRateLimiter(limits RateLimits, m *metrics.Metrics) *rateLimiter {
 	return &rateLimiter{
-		RateLimits:         *limits,
+		RateLimits:         limits,
 		failures:           ratelimit.NewMemory(),
 		metrics:            m,
 		readsPolicy:        structuredList(policyItem(limits.Default)),
@@ -82,7 +86,7 @@ func newRateLimiter(limits *RateLimits, m *metrics.Metrics) *rateLimiter {
 // authenticate answers 401; successful requests spend nothing here.
 func (l *rateLimiter) limitFailedAuth(public map[string]bool) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		if l == nil {
+		if l.Limiter == nil {
 			return next
 		}
 		return func(c echo.Context) error {
@@ -107,10 +111,10 @@ func (l *rateLimiter) limitFailedAuth(public map[string]bool) echo.MiddlewareFun
 }
 
 // limitAccount runs after authenticate and spends the account's Default bucket and, on
-// writeRoutes, its Writes bucket. Default is spent first: every request counts against it,
-// refused writes included.
+// writeRoutes, its Writes bucket, each at the account's own quota if it has one. Default is
+// spent first: every request counts against it, refused writes included.
 func (l *rateLimiter) limitAccount(next echo.HandlerFunc) echo.HandlerFunc {
-	if l == nil {
+	if l.Limiter == nil {
 		return next
 	}
 	return func(c echo.Context) error {
@@ -121,7 +125,7 @@ func (l *rateLimiter) limitAccount(next echo.HandlerFunc) echo.HandlerFunc {
 			}
 			return next(c) // a public route
 		}
-		policies, policyHeader := l.routePolicies(c)
+		policies, policyHeader := l.policies(acct, isWrite(c))
 		span := trace.Start(c.Request().Context(), "ratelimit")
 		items, err := l.spend(c, policies, acct.ID)
 		span.End()
@@ -154,12 +158,32 @@ func (l *rateLimiter) limitAddress(c echo.Context, next echo.HandlerFunc) error 
 // passed, for refuse.
 const rateLimitItemsKey = "ratelimit.items"
 
-// routePolicies are the policies the request's route spends, and their RateLimit-Policy.
-func (l *rateLimiter) routePolicies(c echo.Context) ([]ratelimit.Policy, string) {
-	if writeRoutes[c.Request().Method+" "+c.Path()] {
-		return []ratelimit.Policy{l.Default, l.Writes}, l.writesPolicy
+// isWrite reports whether the request's route is one of writeRoutes.
+func isWrite(c echo.Context) bool { return writeRoutes[c.Request().Method+" "+c.Path()] }
+
+// policies are the policies a request of acct spends, Default and, for a write, Writes, and
+// their RateLimit-Policy.
+func (l *rateLimiter) policies(acct db.Account, write bool) ([]ratelimit.Policy, string) {
+	own := accounts.QuotasOf(acct)
+	def, writes := ownOrServer(l.Default, own.Default), ownOrServer(l.Writes, own.Writes)
+	policies, header := []ratelimit.Policy{def, writes}, l.writesPolicy
+	if !write {
+		policies, header = policies[:1], l.readsPolicy
 	}
-	return []ratelimit.Policy{l.Default}, l.readsPolicy
+	if def != l.Default || (write && writes != l.Writes) {
+		header = policyList(policies) // an account's own quotas: a few test accounts' requests
+	}
+	return policies, header
+}
+
+// ownOrServer is the server's policy with an account's own quota, if the account has one
+// within the server's: a quota stored when the server allowed more (it was reconfigured
+// since) gives way to the server's, so no account is ever limited less than the server says.
+func ownOrServer(server ratelimit.Policy, own ratelimit.Rate) ratelimit.Policy {
+	if own.Quota == 0 || !own.Within(server.Rate) {
+		return server
+	}
+	return ratelimit.Policy{Name: server.Name, Rate: own}
 }
 
 // spend spends one request of key under each policy in turn, up to the first that refuses
@@ -183,9 +207,11 @@ func (l *rateLimiter) spend(c echo.Context, policies []ratelimit.Policy, key str
 // refuse answers a request that limitAccount let through as limitAccount answers one whose
 // route's last policy (writes on a write route, default otherwise) is used up: the same
 // headers, with that policy's bucket shown empty, and the same 429. It is what
-// Prefer: fault=rate-limited asks for.
+// Prefer: fault=rate-limited asks for. Without a Limiter nothing was counted, so it names the
+// one policy every operation spends, default, at the account's quota, shown empty.
 func (l *rateLimiter) refuse(c echo.Context) error {
-	policies, policyHeader := l.routePolicies(c)
+	acct := accountFrom(c.Request().Context())
+	policies, policyHeader := l.policies(acct, isWrite(c) && l.Limiter != nil)
 	p := policies[len(policies)-1]
 	d := ratelimit.Decision{ResetAfter: p.Window, RetryAfter: p.Window / time.Duration(p.Quota)}
 	items, _ := c.Get(rateLimitItemsKey).([]httpsfv.Member)
@@ -199,6 +225,15 @@ func setRateLimitHeaders(c echo.Context, policyHeader string, items ...httpsfv.M
 	header := c.Response().Header()
 	header.Set("RateLimit-Policy", policyHeader)
 	header.Set("RateLimit", structuredList(items...))
+}
+
+// policyList is the RateLimit-Policy of policies.
+func policyList(policies []ratelimit.Policy) string {
+	items := make([]httpsfv.Member, len(policies))
+	for i, p := range policies {
+		items[i] = policyItem(p)
+	}
+	return structuredList(items...)
 }
 
 // policyItem is one RateLimit-Policy member: `"default";q=100;w=1`.

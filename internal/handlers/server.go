@@ -53,7 +53,7 @@ type Options struct {
 	// short (503), so a slow client cannot hold the shutdown for its whole timeout.
 	// Nil means never.
 	Draining context.Context
-	// RateLimits are the quotas the server enforces; nil enforces none.
+	// RateLimits are the quotas the server enforces (required; a nil Limiter enforces none).
 	RateLimits *RateLimits
 	APIKeys    *accounts.Authenticator
 	Metrics    *metrics.Metrics
@@ -82,6 +82,7 @@ type Server struct {
 	apiKeys          *accounts.Authenticator
 	metrics          *metrics.Metrics
 	reports          *reports.Service
+	limits           *rateLimiter
 	specJSON         map[string]any
 	publicPaths      map[string]bool   // "/problems/:problem": paths whose operations all have `security: []`
 	routeTemplates   map[string]string // echo's "/payments/:id" to the spec's "/payments/{id}"
@@ -93,8 +94,11 @@ var _ api.StrictServerInterface = (*Server)(nil)
 
 // New builds the echo instance with every route from the spec and the middleware in order.
 func New(opts Options) (*echo.Echo, error) {
-	if opts.APIKeys == nil || opts.Metrics == nil {
-		return nil, errors.New("handlers: Options.APIKeys and Options.Metrics are required")
+	if opts.APIKeys == nil || opts.Metrics == nil || opts.RateLimits == nil {
+		return nil, errors.New("handlers: Options.APIKeys, Options.Metrics and Options.RateLimits are required")
+	}
+	if opts.RateLimits.Default.Quota < 1 || opts.RateLimits.Writes.Quota < 1 {
+		return nil, errors.New("handlers: Options.RateLimits needs the Default and Writes policies, even without a Limiter")
 	}
 	load := contract.Load
 	if !opts.Sandbox {
@@ -121,6 +125,7 @@ func New(opts Options) (*echo.Echo, error) {
 		apiKeys:          opts.APIKeys,
 		metrics:          opts.Metrics,
 		reports:          opts.Reports,
+		limits:           newRateLimiter(*opts.RateLimits, opts.Metrics),
 		specJSON:         specJSON,
 		publicPaths:      publicPaths(spec),
 		routeTemplates:   routeTemplates(spec),
@@ -130,8 +135,6 @@ func New(opts Options) (*echo.Echo, error) {
 	if s.draining == nil {
 		s.draining = context.Background()
 	}
-
-	limits := newRateLimiter(opts.RateLimits, opts.Metrics)
 
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
@@ -145,10 +148,10 @@ func New(opts Options) (*echo.Echo, error) {
 		cors(opts.CORSAllowedOrigins),
 		answerMethods,
 		findOperation(compiled), // 404 and 405 before anything a route's operation would answer
-		limits.limitFailedAuth(s.publicPaths),
+		s.limits.limitFailedAuth(s.publicPaths),
 		s.authenticate,
-		limits.limitAccount,
-		s.injectFaults(limits),
+		s.limits.limitAccount,
+		s.injectFaults(s.limits),
 		s.readBody(MaxBodyBytes),
 		validateRequests(),
 	)

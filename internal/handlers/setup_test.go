@@ -131,7 +131,7 @@ func startServerWithLimits(tb testing.TB, pool *pgxpool.Pool, proc processor.Pro
 	return e, srv
 }
 
-// testOptions wires the server's parts as main does, on pool and proc, without rate limits.
+// testOptions wires the server's parts as main does, on pool and proc, with generousLimits.
 func testOptions(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, logger *slog.Logger) handlers.Options {
 	tb.Helper()
 	m := metrics.New(pool)
@@ -151,6 +151,7 @@ func testOptions(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, lo
 		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL).WithObserver(m),
 		APIKeys:     apiKeys,
 		Metrics:     m,
+		RateLimits:  generousLimits(),
 		Reports:     reports.NewService(pool, queue, reports.DefaultRetention),
 		// On, as the server's configuration has them by default (RUN_MODE=sandbox).
 		Sandbox:          true,

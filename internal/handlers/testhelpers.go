@@ -11,17 +11,30 @@ import (
 )
 
 // CreateTestAccount makes a throwaway account, without authentication, so each test of a
-// client can run in an account of its own. The rate limiter bounds it per client address
-// (the TestAccounts policy); OPEN_TEST_ACCOUNTS=false makes it a 404.
-func (s *Server) CreateTestAccount(ctx context.Context, _ api.CreateTestAccountRequestObject) (api.CreateTestAccountResponseObject, error) {
+// client can run in an account of its own, with quotas of its own if it asks (within the
+// server's: see ownQuotas). The rate limiter bounds it per client address (the TestAccounts
+// policy); OPEN_TEST_ACCOUNTS=false makes it a 404.
+func (s *Server) CreateTestAccount(ctx context.Context, req api.CreateTestAccountRequestObject) (api.CreateTestAccountResponseObject, error) {
 	if !s.openTestAccounts {
 		return nil, newProblem(probNotFound, "Throwaway accounts are turned off on this server.")
 	}
-	acct, err := accounts.CreateTestAccount(ctx, s.pool)
+	var asked *api.TestAccountRateLimitOverrides
+	if req.Body != nil {
+		asked = req.Body.RateLimits
+	}
+	quotas, err := s.limits.ownQuotas(asked)
 	if err != nil {
 		return nil, err
 	}
-	return api.CreateTestAccount201JSONResponse{Body: api.TestAccount{AccountId: acct.AccountID, ApiKey: acct.APIKey}}, nil
+	acct, err := accounts.CreateTestAccount(ctx, s.pool, quotas)
+	if err != nil {
+		return nil, err
+	}
+	return api.CreateTestAccount201JSONResponse{Body: api.TestAccount{
+		AccountId:  acct.AccountID,
+		ApiKey:     acct.APIKey,
+		RateLimits: s.limits.accountRateLimits(quotas),
+	}}, nil
 }
 
 // DeleteAccount deletes the caller's account and all its data, and makes this server forget

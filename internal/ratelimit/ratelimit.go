@@ -59,6 +59,17 @@ func (r *Rate) UnmarshalText(text []byte) error {
 
 func (r Rate) String() string { return fmt.Sprintf("%d/%s", r.Quota, r.Window) }
 
+// Within reports whether r never lets more requests through than limit does: no larger a
+// burst (Quota) and no faster a refill (Quota per Window). A bucket within the server's
+// limit may replace it for one account, since it can only limit the account more.
+func (r Rate) Within(limit Rate) bool {
+	return r.Quota <= limit.Quota && r.Quota*limit.seconds() <= limit.Quota*r.seconds()
+}
+
+// seconds is the window in whole seconds, as ParseRate and the API write it, so that the
+// products Within compares stay far from overflowing.
+func (r Rate) seconds() int { return int(r.Window / time.Second) }
+
 // emissionInterval is the time one request's worth of quota takes to refill.
 func (r Rate) emissionInterval() time.Duration { return r.Window / time.Duration(r.Quota) }
 

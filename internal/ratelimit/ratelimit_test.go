@@ -34,6 +34,37 @@ func TestParseRate(t *testing.T) {
 	}
 }
 
+// TestRateWithin: a rate is within a limit when neither its burst nor its refill is larger.
+func TestRateWithin(t *testing.T) {
+	for _, tt := range []struct {
+		rate, limit string
+		want        bool
+	}{
+		{"25/1s", "25/1s", true},
+		{"3/10s", "25/1s", true},
+		{"2/1m", "100/1s", true},
+		{"20/1m", "20/1m", true},
+		{"10/30s", "20/1m", true},  // half the burst, the same refill
+		{"26/1s", "25/1s", false},  // a larger burst
+		{"20/30s", "20/1m", false}, // the same burst, refilled twice as fast
+		{"50/2s", "25/1s", false},  // the same refill, a larger burst
+	} {
+		rate, limit := mustParse(t, tt.rate), mustParse(t, tt.limit)
+		if got := rate.Within(limit); got != tt.want {
+			t.Errorf("%s within %s: %t, want %t", tt.rate, tt.limit, got, tt.want)
+		}
+	}
+}
+
+func mustParse(t *testing.T, s string) Rate {
+	t.Helper()
+	r, err := ParseRate(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return r
+}
+
 // clockedMemory is a Memory whose time only moves when the test moves it.
 func clockedMemory() (*Memory, *time.Duration) {
 	m := NewMemory()

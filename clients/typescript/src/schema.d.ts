@@ -461,6 +461,20 @@ export interface paths {
          *     address may create a limited number (the `test_accounts` policy, 10 per minute by
          *     default). The operator can turn this off (`OPEN_TEST_ACCOUNTS=false`): it then
          *     answers 404.
+         *
+         *     The body is optional. Its `rate_limits` give the account quotas of its own for the
+         *     `default` and `writes` policies (see "Rate limits"), so that a client's test meets a
+         *     429 after a known number of requests, however fast or slow the machine: with
+         *     `{"rate_limits": {"writes": {"quota": 2, "window_seconds": 6}}}`, a third write sent
+         *     within 3 seconds of the first is refused, with a `Retry-After` of at most 3 seconds.
+         *     An account may be limited more than the server limits every account, never less: a
+         *     `quota` above the server's for that policy, or a `window_seconds` so short that the
+         *     quota refills faster than the server's does, is a 400 naming the field. A policy left
+         *     out keeps the server's quota. The answer's `rate_limits` lists the quotas the account
+         *     has, and its `RateLimit-Policy`, `RateLimit` and 429s show them. With rate limits
+         *     turned off (`RATE_LIMIT_DISABLED=true`) nothing is counted; the quotas then only
+         *     shape the 429 that `Prefer: fault=rate-limited` answers.
+         *
          *     Sandbox only: in production (`RUN_MODE=production`) it answers 404, as a path that
          *     does not exist would.
          */
@@ -1336,10 +1350,51 @@ export interface components {
             /** Format: date-time */
             created_at: string;
         };
+        /**
+         * @example {
+         *       "rate_limits": {
+         *         "writes": {
+         *           "quota": 2,
+         *           "window_seconds": 6
+         *         }
+         *       }
+         *     }
+         */
+        CreateTestAccountRequest: {
+            rate_limits?: components["schemas"]["TestAccountRateLimitOverrides"];
+        };
+        /**
+         * @description Quotas of the account's own, in place of the server's, for the per-account policies.
+         *     Each must be within the server's quota for that policy; a policy left out keeps the
+         *     server's.
+         */
+        TestAccountRateLimitOverrides: {
+            default?: components["schemas"]["TestAccountQuota"];
+            writes?: components["schemas"]["TestAccountQuota"];
+        };
+        /**
+         * @description `quota` requests per `window_seconds`, as `q` and `w` of `RateLimit-Policy`: a burst
+         *     of `quota` requests, then one every `window_seconds`/`quota` seconds.
+         */
+        TestAccountQuota: {
+            /** @description At most the server's quota for the policy. */
+            quota: number;
+            /**
+             * @description Long enough that the quota refills no faster than the server's does:
+             *     `quota`/`window_seconds` at most the server's quota per window.
+             */
+            window_seconds: number;
+        };
+        /** @description The quotas the account has, its own or the server's, per policy. */
+        TestAccountRateLimits: {
+            default: components["schemas"]["TestAccountQuota"];
+            writes: components["schemas"]["TestAccountQuota"];
+        };
         TestAccount: {
             account_id: string;
             /** @description The account's API key, for `Authorization: Bearer`. Shown only here. */
             api_key: string;
+            rate_limits: components["schemas"]["TestAccountRateLimits"];
         };
         TestHelperResult: {
             /** @description How many things the helper changed. */
@@ -3122,9 +3177,13 @@ export interface operations {
             path?: never;
             cookie?: never;
         };
-        requestBody?: never;
+        requestBody?: {
+            content: {
+                "application/json": components["schemas"]["CreateTestAccountRequest"];
+            };
+        };
         responses: {
-            /** @description The new account and its API key. */
+            /** @description The new account, its API key and its quotas. */
             201: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];
@@ -3136,7 +3195,10 @@ export interface operations {
                     "application/json": components["schemas"]["TestAccount"];
                 };
             };
+            400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
+            413: components["responses"]["PayloadTooLarge"];
+            415: components["responses"]["UnsupportedMediaType"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
