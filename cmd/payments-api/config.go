@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"github.com/caarlos0/env/v11"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/webhooks"
@@ -22,7 +24,10 @@ import (
 type config struct {
 	DatabaseURL            string        `env:"DATABASE_URL" envDefault:"postgres://postgres@localhost:5432/payments?sslmode=disable"`
 	DatabaseConnectTimeout time.Duration `env:"DATABASE_CONNECT_TIMEOUT" envDefault:"30s"`
-	ListenAddr             string        `env:"LISTEN_ADDR" envDefault:":8080"`
+	// DatabaseDirectURL, when set, says DATABASE_URL goes through a transaction pooler
+	// (PgBouncer) and names the same database without it: see directDatabaseURL.
+	DatabaseDirectURL string `env:"DATABASE_DIRECT_URL"`
+	ListenAddr        string `env:"LISTEN_ADDR" envDefault:":8080"`
 	// DemoAPIKeys has no envDefault: the env library would put the default in place of an
 	// empty value, and DEMO_API_KEYS= must mean "no key" (see applyModeDefaults).
 	DemoAPIKeys      []string      `env:"DEMO_API_KEYS"`
@@ -106,6 +111,15 @@ const (
 	roleWorker = "worker" // run jobs; no HTTP listener
 )
 
+// pooled reports whether DATABASE_URL goes through a transaction pooler.
+func (c config) pooled() bool { return c.DatabaseDirectURL != "" }
+
+// directDatabaseURL is where what needs a session of its own goes: migrations (a
+// session-level advisory lock), creating the database, and River's LISTEN. A transaction
+// pooler hands each transaction whichever server connection is free, so none of those
+// would hold.
+func (c config) directDatabaseURL() string { return cmp.Or(c.DatabaseDirectURL, c.DatabaseURL) }
+
 func (c config) serves() bool { return c.ProcessRole != roleWorker }
 func (c config) works() bool  { return c.ProcessRole != roleAPI }
 
@@ -179,9 +193,7 @@ func nameVariables(err error) error {
 
 func (c config) validate() error {
 	var errs []error
-	if _, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
-		errs = append(errs, fmt.Errorf("DATABASE_URL: %w", err))
-	}
+	errs = append(errs, c.validateDatabase()...)
 	if c.DatabaseConnectTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("DATABASE_CONNECT_TIMEOUT: must be positive, got %s", c.DatabaseConnectTimeout))
 	}
@@ -229,6 +241,31 @@ func (c config) validate() error {
 		errs = append(errs, fmt.Errorf("CORS_ALLOWED_ORIGINS: %w", err))
 	}
 	return errors.Join(append(errs, c.validateLimits()...)...)
+}
+
+// validateDatabase checks the URLs, and that a pooled DATABASE_URL keeps no prepared
+// statement on a connection. pgx's default mode prepares each statement once per connection
+// and reuses it by name; behind a transaction pooler the next transaction runs on another
+// server connection, where that name is unknown or already taken. cache_describe runs every
+// query as an unnamed statement, with the parameter types it learned once per connection;
+// exec would not do: it guesses types from Go values, and sends the []byte of a jsonb
+// column as bytea.
+func (c config) validateDatabase() []error {
+	var errs []error
+	pooled, err := pgxpool.ParseConfig(c.DatabaseURL)
+	if err != nil {
+		errs = append(errs, fmt.Errorf("DATABASE_URL: %w", err))
+	}
+	if !c.pooled() {
+		return errs
+	}
+	if _, err := pgxpool.ParseConfig(c.DatabaseDirectURL); err != nil {
+		errs = append(errs, fmt.Errorf("DATABASE_DIRECT_URL: %w", err))
+	}
+	if pooled != nil && pooled.ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheDescribe {
+		errs = append(errs, errors.New("DATABASE_URL: goes through a pooler (DATABASE_DIRECT_URL is set), so it must name no prepared statement: add default_query_exec_mode=cache_describe"))
+	}
+	return errs
 }
 
 // validateLimits checks the limits, and the timeouts against each other: a charge must fit

@@ -32,6 +32,11 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		want string
 	}{
 		{map[string]string{"DATABASE_URL": "postgres://%zz"}, "DATABASE_URL"},
+		{map[string]string{"DATABASE_DIRECT_URL": "postgres://%zz"}, "DATABASE_DIRECT_URL"},
+		// Behind a pooler, pgx's default prepared statements would break.
+		{map[string]string{"DATABASE_DIRECT_URL": "postgres://localhost/payments"}, "DATABASE_URL"},
+		{map[string]string{"DATABASE_DIRECT_URL": "postgres://localhost/payments",
+			"DATABASE_URL": "postgres://localhost:6432/payments?default_query_exec_mode=exec"}, "DATABASE_URL"},
 		{map[string]string{"LISTEN_ADDR": "8080"}, "LISTEN_ADDR"},
 		{map[string]string{"DEMO_API_KEYS": "sk_test_ok_key,short"}, "DEMO_API_KEYS"},
 		{map[string]string{"DEMO_API_KEYS": "has a space in it"}, "DEMO_API_KEYS"},

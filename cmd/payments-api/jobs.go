@@ -37,8 +37,9 @@ type background struct {
 
 // newBackground builds the River clients and registers every worker and the periodic sweep.
 // Enqueuing goes through a client of its own that never runs a job: the workers need the
-// outbox, the outbox a client, and the running client its workers when it is built.
-func newBackground(pool *pgxpool.Pool, cfg config, logger *slog.Logger, keys *idempotency.Store, m *metrics.Metrics) (*background, error) {
+// outbox, the outbox a client, and the running client its workers when it is built. direct,
+// when not nil, is where the running client LISTENs (pool goes through a pooler).
+func newBackground(pool, direct *pgxpool.Pool, cfg config, logger *slog.Logger, keys *idempotency.Store, m *metrics.Metrics) (*background, error) {
 	inserter, err := jobs.NewClient(pool, jobs.Config{
 		Timeout: cfg.JobTimeout, RescueAfter: cfg.JobRescueAfter, Logger: logger,
 	})
@@ -68,6 +69,7 @@ func newBackground(pool *pgxpool.Pool, cfg config, logger *slog.Logger, keys *id
 		Periodic:    []*river.PeriodicJob{jobs.SweepEvery(sweepInterval)},
 		Logger:      logger,
 		Observer:    m,
+		ListenPool:  direct,
 	})
 	if err != nil {
 		return nil, err

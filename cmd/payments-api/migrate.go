@@ -18,7 +18,8 @@ const migrateUsage = `Usage: payments-api migrate COMMAND
   force V     record version V as applied and clean, without running anything: after a
               migration failed half-way and you repaired the schema by hand (0: none applied)
 
-Only up creates the database; the others fail if it does not exist. DATABASE_URL names it.
+Only up creates the database; the others fail if it does not exist. DATABASE_URL names it
+(DATABASE_DIRECT_URL when set: migrations never go through a pooler).
 `
 
 // migration is one parsed migrate command: action is up, down, version or force; n is
@@ -56,13 +57,14 @@ func parseMigrate(args []string) (migration, error) {
 // migrateCommand runs a parsed migrate command and prints the resulting version.
 func migrateCommand(ctx context.Context, cfg config, mig migration, out io.Writer) (err error) {
 	if mig.action == "up" { // the only command that may create the database
-		pool, err := db.Open(ctx, cfg.DatabaseURL, db.Options{})
+		pool, err := db.Open(ctx, cfg.directDatabaseURL(), db.Options{})
 		if err != nil {
 			return err
 		}
 		pool.Close()
 	}
-	m, err := db.NewMigrator(cfg.DatabaseURL)
+	// Direct, never through a pooler: the migrator's advisory lock is held by its session.
+	m, err := db.NewMigrator(cfg.directDatabaseURL())
 	if err != nil {
 		return err
 	}

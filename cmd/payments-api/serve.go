@@ -30,13 +30,16 @@ import (
 // short and in-flight requests finish, while the workers stop fetching and finish the jobs
 // they run; only then is the pool closed.
 func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener) error {
-	pool, err := openDatabase(ctx, cfg, logger)
+	pool, direct, err := openPools(ctx, cfg, logger)
 	if err != nil {
 		return err
 	}
 	defer pool.Close()
+	if direct != nil {
+		defer direct.Close()
+	}
 
-	m, err := db.NewMigrator(cfg.DatabaseURL)
+	m, err := db.NewMigrator(cfg.directDatabaseURL())
 	if err != nil {
 		return err
 	}
@@ -62,7 +65,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		apiKeys = apiKeys.OnlyKeys(cfg.DemoAPIKeys)
 	}
 	keys := idempotency.NewStore(pool, cfg.IdempotencyTTL).WithObserver(metricsReg)
-	bg, err := newBackground(pool, cfg, logger, keys, metricsReg)
+	bg, err := newBackground(pool, direct, cfg, logger, keys, metricsReg)
 	if err != nil {
 		return err
 	}
@@ -165,16 +168,38 @@ func newHTTPServer(cfg config, handler http.Handler, logger *slog.Logger) *http.
 	}
 }
 
-// openDatabase opens the pool, retrying for up to DATABASE_CONNECT_TIMEOUT while the
+// openPools opens the pool that requests and jobs share and, when DATABASE_URL goes through
+// a transaction pooler, a small pool of direct connections for River's LISTEN (nil
+// otherwise). The direct one opens first: it is the one that may create the database.
+func openPools(ctx context.Context, cfg config, logger *slog.Logger) (pool, direct *pgxpool.Pool, err error) {
+	opts := db.Options{StatementTimeout: cfg.RequestTimeout}
+	if !cfg.pooled() {
+		pool, err = openDatabase(ctx, cfg, cfg.DatabaseURL, opts, logger)
+		return pool, nil, err
+	}
+	opts.MaxConns = 2 // River's listener holds one
+	if direct, err = openDatabase(ctx, cfg, cfg.DatabaseDirectURL, opts, logger); err != nil {
+		return nil, nil, err
+	}
+	// No statement_timeout here: PgBouncer refuses it as a startup parameter, and a SET would
+	// stay with whichever server connection ran it. The pooler sets it on each server
+	// connection it opens (connect_query in deploy/cluster/pgbouncer.ini).
+	if pool, err = openDatabase(ctx, cfg, cfg.DatabaseURL, db.Options{}, logger); err != nil {
+		direct.Close()
+		return nil, nil, err
+	}
+	return pool, direct, nil
+}
+
+// openDatabase opens a pool on url, retrying for up to DATABASE_CONNECT_TIMEOUT while the
 // database cannot be reached: under docker compose or an orchestrator the server may start
 // before PostgreSQL accepts connections. An error waiting cannot fix (bad credentials, a bad
 // URL) ends it at once.
-func openDatabase(ctx context.Context, cfg config, logger *slog.Logger) (*pgxpool.Pool, error) {
+func openDatabase(ctx context.Context, cfg config, url string, opts db.Options, logger *slog.Logger) (*pgxpool.Pool, error) {
 	attempts, cancel := context.WithTimeout(ctx, cfg.DatabaseConnectTimeout)
 	defer cancel()
-	opts := db.Options{StatementTimeout: cfg.RequestTimeout}
 	for wait := 100 * time.Millisecond; ; wait = min(2*wait, 5*time.Second) {
-		pool, err := db.Open(attempts, cfg.DatabaseURL, opts)
+		pool, err := db.Open(attempts, url, opts)
 		if err == nil || !db.IsUnavailable(err) {
 			return pool, err
 		}

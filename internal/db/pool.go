@@ -1,6 +1,7 @@
 package db
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -25,6 +26,8 @@ type Options struct {
 	// StatementTimeout is the pool's statement_timeout: the server itself stops a statement
 	// that runs longer, even after the client that wanted it has given up.
 	StatementTimeout time.Duration
+	// MaxConns caps the pool when the URL sets no pool_max_conns; 0 means the default (20).
+	MaxConns int32
 }
 
 // Open connects a pool to databaseURL and checks the connection. When the database does not
@@ -40,7 +43,7 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*pgxpool.Pool,
 	// included, so pgxpool's default of max(4, CPUs) would cap a 200 ms processor at 20
 	// payments a second.
 	if !strings.Contains(databaseURL, "pool_max_conns") {
-		cfg.MaxConns = defaultMaxConns
+		cfg.MaxConns = cmp.Or(opts.MaxConns, defaultMaxConns)
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout

@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 	"github.com/riverqueue/river/rivertype"
 )
@@ -44,6 +45,10 @@ type Config struct {
 	Logger   *slog.Logger
 	// Observer, when set, is told of every job run.
 	Observer Observer
+	// ListenPool, when set, is where the client LISTENs for new jobs and leadership changes:
+	// a pool of direct connections to PostgreSQL, for when the main pool goes through a
+	// transaction pooler such as PgBouncer, which cannot keep a LISTEN (it is session state).
+	ListenPool *pgxpool.Pool
 }
 
 // Validate reports what is wrong with c, before River would.
@@ -89,11 +94,25 @@ func NewClient(pool *pgxpool.Pool, c Config) (*river.Client[pgx.Tx], error) {
 	if c.Observer != nil {
 		rc.Middleware = []rivertype.Middleware{observeRuns(c.Observer)}
 	}
-	client, err := river.NewClient(riverpgxv5.New(pool), rc)
+	var driver riverdriver.Driver[pgx.Tx] = riverpgxv5.New(pool)
+	if c.ListenPool != nil && c.ListenPool != pool {
+		driver = listenApart{Driver: riverpgxv5.New(pool), listener: riverpgxv5.New(c.ListenPool)}
+	}
+	client, err := river.NewClient(driver, rc)
 	if err != nil {
 		return nil, fmt.Errorf("create job client: %w", err)
 	}
 	return client, nil
+}
+
+// listenApart is River's pgx driver with its LISTEN connection taken from another pool.
+type listenApart struct {
+	*riverpgxv5.Driver
+	listener *riverpgxv5.Driver
+}
+
+func (d listenApart) GetListener(params *riverdriver.GetListenenerParams) riverdriver.Listener {
+	return d.listener.GetListener(params)
 }
 
 // riverLogs is the logger River writes to: the process's, with River's records capped at
