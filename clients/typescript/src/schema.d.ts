@@ -1645,7 +1645,8 @@ export interface components {
         /**
          * @description A unique key for this operation, chosen by the client (a UUID is a good choice).
          *     1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
-         *     (`"abc"`). Retrying with the same key and the same body returns the stored response
+         *     (`"abc"`, RFC 8941, whose only escapes are `\"` and `\\`); both forms name the same key.
+         *     Retrying with the same key and the same body returns the stored response
          *     with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
          *     key while the first request is still in flight is 409. After a 5xx or no answer at all,
          *     retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
@@ -1801,7 +1802,8 @@ export interface operations {
                 /**
                  * @description A unique key for this operation, chosen by the client (a UUID is a good choice).
                  *     1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
-                 *     (`"abc"`). Retrying with the same key and the same body returns the stored response
+                 *     (`"abc"`, RFC 8941, whose only escapes are `\"` and `\\`); both forms name the same key.
+                 *     Retrying with the same key and the same body returns the stored response
                  *     with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
                  *     key while the first request is still in flight is 409. After a 5xx or no answer at all,
                  *     retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
@@ -2058,7 +2060,8 @@ export interface operations {
                 /**
                  * @description A unique key for this operation, chosen by the client (a UUID is a good choice).
                  *     1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
-                 *     (`"abc"`). Retrying with the same key and the same body returns the stored response
+                 *     (`"abc"`, RFC 8941, whose only escapes are `\"` and `\\`); both forms name the same key.
+                 *     Retrying with the same key and the same body returns the stored response
                  *     with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
                  *     key while the first request is still in flight is 409. After a 5xx or no answer at all,
                  *     retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
@@ -2692,7 +2695,8 @@ export interface operations {
                 /**
                  * @description A unique key for this operation, chosen by the client (a UUID is a good choice).
                  *     1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
-                 *     (`"abc"`). Retrying with the same key and the same body returns the stored response
+                 *     (`"abc"`, RFC 8941, whose only escapes are `\"` and `\\`); both forms name the same key.
+                 *     Retrying with the same key and the same body returns the stored response
                  *     with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
                  *     key while the first request is still in flight is 409. After a 5xx or no answer at all,
                  *     retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
