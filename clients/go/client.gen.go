@@ -7110,9 +7110,11 @@ func (r GetEventResponse) ContentType() string {
 
 // RedeliverEventResponse202Headers the declared response headers of an HTTP 202 response for RedeliverEvent
 type RedeliverEventResponse202Headers struct {
+	Location        string
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
+	RetryAfter      int
 }
 
 // RedeliverEventResponse400Headers the declared response headers of an HTTP 400 response for RedeliverEvent
@@ -13861,6 +13863,13 @@ func ParseRedeliverEventResponse(rsp *http.Response) (*RedeliverEventResponse, e
 	switch {
 	case rsp.StatusCode == 202:
 		var headers RedeliverEventResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -13881,6 +13890,13 @@ func ParseRedeliverEventResponse(rsp *http.Response) (*RedeliverEventResponse, e
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
 		}
 		response.Headers202 = &headers
 	case rsp.StatusCode == 400:

@@ -2665,12 +2665,24 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The deliveries queued (none when no enabled endpoint is subscribed). */
+            /**
+             * @description The deliveries queued (none when no enabled endpoint is subscribed). Their first
+             *     attempts start within about a second; watch them at `Location` after `Retry-After`.
+             */
             202: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description Where to watch the deliveries: with `endpoint_id`, that endpoint's deliveries
+                     *     (`/webhook-endpoints/{endpoint_id}/deliveries`); without it, the event
+                     *     (`/events/{id}`), whose deliveries may go to several endpoints: each delivery
+                     *     in the body names its `endpoint_id`, and that endpoint's deliveries list
+                     *     shows its attempts.
+                     */
+                    Location: string;
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
