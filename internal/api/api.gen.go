@@ -5,20 +5,15 @@ package api
 
 import (
 	"bytes"
-	"compress/flate"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"path"
 	"strings"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
 	"github.com/oapi-codegen/nullable"
 	"github.com/oapi-codegen/runtime"
@@ -1013,8 +1008,29 @@ type WebhookEndpointWithSecretDisabledReason string
 // Examples: https://example.com/webhooks/payments
 type WebhookURL = string
 
+// AnyID defines model for AnyID.
+type AnyID = string
+
+// AnyProblem defines model for AnyProblem.
+type AnyProblem = string
+
+// CreatedGte defines model for CreatedGte.
+type CreatedGte = time.Time
+
+// CreatedLt defines model for CreatedLt.
+type CreatedLt = time.Time
+
+// DeliveriesStartingAfter defines model for DeliveriesStartingAfter.
+type DeliveriesStartingAfter = string
+
 // EventID defines model for EventID.
 type EventID = string
+
+// EventTypeFilter What happened; each type is described in the `webhooks` section.
+type EventTypeFilter = EventType
+
+// EventsStartingAfter defines model for EventsStartingAfter.
+type EventsStartingAfter = string
 
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
@@ -1028,20 +1044,48 @@ type IfNoneMatch = string
 // JobID defines model for JobID.
 type JobID = string
 
+// JobStatusFilter `queued` (waiting for a worker), `running`, and the final states `succeeded`, `failed`
+// and `canceled`.
+type JobStatusFilter = JobStatus
+
+// JobsStartingAfter defines model for JobsStartingAfter.
+type JobsStartingAfter = string
+
 // Limit defines model for Limit.
 type Limit = int
 
 // PaymentID defines model for PaymentID.
 type PaymentID = string
 
+// PaymentStatusFilter defines model for PaymentStatusFilter.
+type PaymentStatusFilter = PaymentStatus
+
+// PaymentsStartingAfter defines model for PaymentsStartingAfter.
+type PaymentsStartingAfter = string
+
 // Prefer Examples: fault=lost-response, latency=2s, fault=error-before, latency=500ms
 type Prefer = string
+
+// ProblemName defines model for ProblemName.
+type ProblemName = string
+
+// RefundID defines model for RefundID.
+type RefundID = string
+
+// RefundsPaymentFilter defines model for RefundsPaymentFilter.
+type RefundsPaymentFilter = string
+
+// RefundsStartingAfter defines model for RefundsStartingAfter.
+type RefundsStartingAfter = string
 
 // ReportID defines model for ReportID.
 type ReportID = string
 
 // WebhookEndpointID defines model for WebhookEndpointID.
 type WebhookEndpointID = string
+
+// WebhookEndpointsStartingAfter defines model for WebhookEndpointsStartingAfter.
+type WebhookEndpointsStartingAfter = string
 
 // WebhookIDHeader defines model for WebhookIDHeader.
 type WebhookIDHeader = string
@@ -1719,10 +1763,10 @@ type ListEventsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last event of the previous page.
-	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	StartingAfter *EventsStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
 	// Type Only events of this type.
-	Type *EventType `form:"type,omitempty" json:"type,omitempty"`
+	Type *EventTypeFilter `form:"type,omitempty" json:"type,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -1770,10 +1814,10 @@ type ListJobsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last job of the previous page.
-	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	StartingAfter *JobsStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
 	// Status Only the jobs in this status.
-	Status *JobStatus `form:"status,omitempty" json:"status,omitempty"`
+	Status *JobStatusFilter `form:"status,omitempty" json:"status,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -1821,14 +1865,14 @@ type ListPaymentsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last payment of the previous page.
-	StartingAfter *string        `form:"starting_after,omitempty" json:"starting_after,omitempty"`
-	Status        *PaymentStatus `form:"status,omitempty" json:"status,omitempty"`
+	StartingAfter *PaymentsStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	Status        *PaymentStatusFilter   `form:"status,omitempty" json:"status,omitempty"`
 
 	// CreatedGte Only payments created at or after this time.
-	CreatedGte *time.Time `form:"created_gte,omitempty" json:"created_gte,omitempty"`
+	CreatedGte *CreatedGte `form:"created_gte,omitempty" json:"created_gte,omitempty"`
 
 	// CreatedLt Only payments created before this time.
-	CreatedLt *time.Time `form:"created_lt,omitempty" json:"created_lt,omitempty"`
+	CreatedLt *CreatedLt `form:"created_lt,omitempty" json:"created_lt,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -1911,10 +1955,10 @@ type ListRefundsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last refund of the previous page.
-	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	StartingAfter *RefundsStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
 	// PaymentId Only the refunds of this payment.
-	PaymentId *string `form:"payment_id,omitempty" json:"payment_id,omitempty"`
+	PaymentId *RefundsPaymentFilter `form:"payment_id,omitempty" json:"payment_id,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -2081,7 +2125,7 @@ type ListWebhookEndpointsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last endpoint of the previous page.
-	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	StartingAfter *WebhookEndpointsStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -2163,7 +2207,7 @@ type ListWebhookDeliveriesParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last delivery of the previous page.
-	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	StartingAfter *DeliveriesStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -2458,7 +2502,7 @@ type ServerInterface interface {
 	UpdatePayment(ctx echo.Context, id PaymentID, params UpdatePaymentParams) error
 	// GetProblemType Describe a problem type
 	// (GET /problems/{problem})
-	GetProblemType(ctx echo.Context, problem string) error
+	GetProblemType(ctx echo.Context, problem ProblemName) error
 	// GetReadiness Readiness
 	// (GET /readyz)
 	GetReadiness(ctx echo.Context) error
@@ -2470,7 +2514,7 @@ type ServerInterface interface {
 	CreateRefund(ctx echo.Context, params CreateRefundParams) error
 	// GetRefund Get a refund
 	// (GET /refunds/{id})
-	GetRefund(ctx echo.Context, id string, params GetRefundParams) error
+	GetRefund(ctx echo.Context, id RefundID, params GetRefundParams) error
 	// CreateReport Request a report
 	// (POST /reports)
 	CreateReport(ctx echo.Context, params CreateReportParams) error
@@ -3089,7 +3133,7 @@ func (w *ServerInterfaceWrapper) UpdatePayment(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) GetProblemType(ctx echo.Context) error {
 	var err error
 	// ------------- Path parameter "problem" -------------
-	var problem string
+	var problem ProblemName
 
 	err = runtime.BindStyledParameterWithOptions("simple", "problem", ctx.Param("problem"), &problem, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
 	if err != nil {
@@ -3224,7 +3268,7 @@ func (w *ServerInterfaceWrapper) CreateRefund(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) GetRefund(ctx echo.Context) error {
 	var err error
 	// ------------- Path parameter "id" -------------
-	var id string
+	var id RefundID
 
 	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
 	if err != nil {
@@ -4387,6 +4431,82 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 	Headers BadRequestResponseHeaders
 }
 
+type HeadBadRequestResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+type HeadBadRequestResponse struct {
+	Headers HeadBadRequestResponseHeaders
+}
+
+type HeadInternalErrorResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+type HeadInternalErrorResponse struct {
+	Headers HeadInternalErrorResponseHeaders
+}
+
+type HeadNotFoundResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+type HeadNotFoundResponse struct {
+	Headers HeadNotFoundResponseHeaders
+}
+
+type HeadOKResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+type HeadOKResponse struct {
+	Headers HeadOKResponseHeaders
+}
+
+type HeadOKWithETagResponseHeaders struct {
+	ETag            string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+type HeadOKWithETagResponse struct {
+	Headers HeadOKWithETagResponseHeaders
+}
+
+type HeadServiceUnavailableResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+type HeadServiceUnavailableResponse struct {
+	Headers HeadServiceUnavailableResponseHeaders
+}
+
+type HeadTooManyRequestsResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+type HeadTooManyRequestsResponse struct {
+	Headers HeadTooManyRequestsResponseHeaders
+}
+
+type HeadUnauthorizedResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	WWWAuthenticate string
+}
+type HeadUnauthorizedResponse struct {
+	Headers HeadUnauthorizedResponseHeaders
+}
+
 type HealthOKResponseHeaders struct {
 	RequestId string
 }
@@ -4646,6 +4766,27 @@ type NotFoundApplicationProblemPlusJSONResponse struct {
 	}
 
 	Headers NotFoundResponseHeaders
+}
+
+type NotModifiedResponseHeaders struct {
+	ETag            string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+type NotModifiedResponse struct {
+	Headers NotModifiedResponseHeaders
+}
+
+type OptionsResponseHeaders struct {
+	AccessControlAllowHeaders *string
+	AccessControlAllowMethods *string
+	AccessControlMaxAge       *int
+	Allow                     string
+	RequestId                 string
+}
+type OptionsResponse struct {
+	Headers OptionsResponseHeaders
 }
 
 type PayloadTooLargeResponseHeaders struct {
@@ -7443,16 +7584,7 @@ func (response GetPayment200JSONResponse) VisitGetPaymentResponse(w http.Respons
 	return err
 }
 
-type GetPayment304ResponseHeaders struct {
-	ETag            string
-	RateLimit       *string
-	RateLimitPolicy *string
-	RequestId       string
-}
-
-type GetPayment304Response struct {
-	Headers GetPayment304ResponseHeaders
-}
+type GetPayment304Response = NotModifiedResponse
 
 func (response GetPayment304Response) VisitGetPaymentResponse(w http.ResponseWriter) error {
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
@@ -7885,7 +8017,7 @@ func (response UpdatePayment503ApplicationProblemPlusJSONResponse) VisitUpdatePa
 }
 
 type GetProblemTypeRequestObject struct {
-	Problem string `json:"problem"`
+	Problem ProblemName `json:"problem"`
 }
 
 type GetProblemTypeResponseObject interface {
@@ -8587,7 +8719,7 @@ func (response CreateRefund503ApplicationProblemPlusJSONResponse) VisitCreateRef
 }
 
 type GetRefundRequestObject struct {
-	Id     string `json:"id"`
+	Id     RefundID `json:"id"`
 	Params GetRefundParams
 }
 
@@ -12136,7 +12268,7 @@ func (sh *strictHandler) UpdatePayment(ctx echo.Context, id PaymentID, params Up
 }
 
 // GetProblemType operation middleware
-func (sh *strictHandler) GetProblemType(ctx echo.Context, problem string) error {
+func (sh *strictHandler) GetProblemType(ctx echo.Context, problem ProblemName) error {
 	var request GetProblemTypeRequestObject
 
 	request.Problem = problem
@@ -12257,7 +12389,7 @@ func (sh *strictHandler) CreateRefund(ctx echo.Context, params CreateRefundParam
 }
 
 // GetRefund operation middleware
-func (sh *strictHandler) GetRefund(ctx echo.Context, id string, params GetRefundParams) error {
+func (sh *strictHandler) GetRefund(ctx echo.Context, id RefundID, params GetRefundParams) error {
 	var request GetRefundRequestObject
 
 	request.Id = id
@@ -12731,492 +12863,4 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
 	return nil
-}
-
-// Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
-// Stored as a slice of fixed-width chunks rather than one concatenated
-// const string: with thousands of chunks the chained `+` fold is several
-// times slower for the Go compiler than parsing a slice literal.
-var swaggerSpec = []string{
-	"7L3vcttG0y94K7N8T5VJPyBFUpITU+WqVWwlVuI/eiT58fu8gY8wBIYkLHCGwQCimNin9mr2+37YGziX",
-	"sley1d0zwIAEKVqWEzuvUhVZIoHBYKa7p//++o9GqKYzJYXMdGPwR2MieCRS/PUwSdQcfomEDtN4lsVK",
-	"NgaN84lgU5FNVKRZNhEsVXkmmM5nM5Vm2mPB86PDZwHjMmLB65Pz49evzgIWyzDJIxF1Gl4jFb/lcSqi",
-	"xiBLc+E1dDgRUw4PyhYz0Rg0dJbGctz4+NFrHJ3z8eoUDpnOUiXHTMgszhYs42M2UilNR8xSoYXMOFzs",
-	"4efB8aj9kmfhxEzreNR+paSwnzVPf3zKHvd63dbm6c14lokUJvA//cav/9NvvHvoN/5Hw6uZ93EkpjOV",
-	"CZmdilnCFzDc8luc0Dw9No+zCc79iie5YAE8N/DYfCKkeSU9U1ILFmvG4QUTvmBqhN8pKZjOVCoieFNf",
-	"ZpNYs6B4fLho/yIWQceXDfdNhMynjcGvDXhS413dC7xQIad51u3/m9MXdgJhKngmIpikytNQeEyl9rv3",
-	"asiyCc9gzkAcTNELzVV6+amUcJKKkUiFDMXhbJbEdQsKMwvouoDNiuuBTGHlpJ6LlHG6mzb9u/5et+Ux",
-	"0Rl3WDDieZI9EWmq0vZQjFQqAl8C9SQcV/JJXwcddjiETaPNkbD6c66Xl9chlCaN2nSH/ZDyTLSTeBpn",
-	"Imp9sMP/2m0/7rz7R1PqD//7/9UfpvqDbrWaHvvcIVoP62n0lGfiBYxQv5I645mAnRQ8nLCZSuJw8UCz",
-	"YR5eiow1o5SPsnYsslF7kmUzPovbMCecUttIkXav1xow7kudpXmY5amI2qNYJBFLYp0R3cMSTsV0KFI2",
-	"g//xOXZL/EYk8O39xkH6ZK9/kD3pBR0WpAGLtS8nas6mXC4YEJLQmWZzlScRm3GtWRqPJxmTan7Aggyu",
-	"J9KbqEQwLUIlI+2B8JKRiFg+81guszgBDhL2JWPNRnmSMD7msWRNeKz4LecJDVUsSfBb0Ooww85A4+JK",
-	"pIuSbdUI1sBsFlMzkSJrsVwmQtNY9KFKWRRrPkyAn2D18R59wLQQzMcNMx/5jRWWvubTWSI0sHXdsnnM",
-	"b8zTOBMaP9yFz+pZv6CLE3zBeurAl4+Rt3iGTLVgmTLiCjfjLyCR3570ut2DOdHIb0QjMKPfcpVxz50c",
-	"CFLcWrPTE5VE+oAF84CoJJaRmrNYWkph6kqkbD6Jwwnj0pdiOssW9uZUjOIk0TeRANtEAb78ciRQLEuF",
-	"Bn570t+HD9cQAa3TcY2YPY7g2B3FVrDa/Y5JuGuRXon0gWaJGusOO2RhEsOiTPmCaSEjFsNBMJe+bPba",
-	"vf73LJzwlIeZSDUsU3DY/i/e/h0E2cWgHbQOmMomIp3HWjjDsym/FHCeCFqErQ7tXytDv/uj5/X6339c",
-	"IxxFli4OR5lIVxfgzNBEpticxxkjkcyydBHLsRUWW+oU01jGUziMu8UsYpmJsUhxGmf4tufxFOa1MpG3",
-	"wHsuy+kZrDQscBZPQTlgzbe7TxmNwmgYYDdWz21q5MvZhGuh7WaqNBKoVy2YAEHp0WmAbAmPiXJDybFk",
-	"0zhJ4kKyZhMhfRlkKuNJYJmV59nkIMrTJ93OXs9jhTQwn3X7HksFj+yfux6oRHHEM2E/euz5Mkx4PDUf",
-	"fO8h/YyLC/Y9FqqpHbPX6XsM54B/7nZANJzgKw5oOgFrHp4c+/JSLFii1GU+a3ksKGYWwB+CRwFr4sGg",
-	"ogV8b6cFX+N06HtfrqheOBqqbAFrkg4CVDJK1RRX0ChvVlLA5fRC5okhTyNfzlIVCq1Vit/j+5nvs5RL",
-	"zUPYBPjOaAIBa8byvQhB3AwXhVbU6rAzElC+rEooK2CIVNpEKlbErCdfV+Qsbe7qzrHP2rh6OfX27dvD",
-	"HGgti0OeifrDipdXAK3i9AWwb66Fw6ke48mcLzQLfhA8FWmwtTlA19cIko9eY8ZTPhWZMaqOroTMjp/B",
-	"rzHcOuPZpOE1JJ8i60fbPlFcZRelPHv3jxvMkHDxi1jUGVK5jH/LBQPqJwsq1uX5BFuktJBAQkiLJMmb",
-	"nL15c/yMzJGxUhFcFoei1fFlr93f32ezNJYZHGLs8Ozp8bEj4j2GJ+SQp4I1Az4MgxYYDFzXCSV6E182",
-	"A7/Bh6HfCDwGu/X9YyCwOcyNKZksmNAhnwnNYNTA9/2GMfR83/fhCBmqbALvN9UMVpoOEvjlUiw6vkRh",
-	"D1xZWGL2Sxym+AC4n6Uiy1NJatsS8/oSByhlQNa25t+AoVV3UB0dL+csikdoq2T0hFizvX6/vJSE03wS",
-	"JzTzUZzqrDx2QYbESQIieJSg0gsDdB93GJ5fjLP962tYZKkKIyhjPEk8X6bw5quvPWBxZgxNbU3QPMlY",
-	"PHImAMQ4nWWGazMRddgvYqGZuJ7FqWD9PTZReaoZx1ngPb5EjguVHMXjPEUKMbRl1R/gQryBlC34Ct4e",
-	"tIehAIaN6IQlyYQ8RKpkyUVLIngjS3G5eD1qDH5d5oyb6bhcCKky2ESVw4WgawoQHFN+/ULIcTZpDPr7",
-	"+x6c9PbvnldRS9j/8R/t//XuV9b+X+/+6Hr9/T3SSeIsgbf5AYj6El9jicG9Wr9IHQvBkQ+rqEbsphcD",
-	"MqJX8SW+izYOisDhqoDFUseRADIh3ouAhVdYjzbJWYn9Xr+yErte1avSxMXw/V99/137f737AKP86jfg",
-	"n3etP3pef3//o/G5mOX5J8wxql+glRPDa1y3x6pdIyhH6Ata41M4OufjgC1UzhKOnMcjr9SBaJUGsEBX",
-	"u/D+TRBoyBa8rQXIf5ih0bBYxsfaI8fCwwCFLpeLVoedGhod4MgqBz0OiSyfwTHKUNMeIQPgo/f63x8w",
-	"bnxGaIWBuQO0COPiFOwjf6M1gieT0N7rdjvsHP4E4grVdMZT1BQygTOCXzzcx7ngl77EO5vB2x2/0el0",
-	"/EbQYqg/sCmsWnmEWr8cjRhrJVub+NR45RqbPT/Ho1dKijX7cyjt9iztx4ZdQBdV8BC0obcTIWGd8T2E",
-	"scTCPE1JSyJ5a4RmrNlud895WVgb51UHDBeIaMAOaIkC1uGwulls+73auIalK/OGhfxZDe9A83ivhlto",
-	"HmscS8+txybOxBQtKDpOGdiCXTKWcHa/5SJdlNNDXbzyesa8bQx6XZQwZEX1ul2vtKl6tTbVCV9MP0MJ",
-	"c6TZo72K+JrxxRYrQ6r46tL8yPGERa298FxnQmegmJDmpb3CyOYyGqpr0n6as1RFeUh22FiqFOy3rDUA",
-	"XcmX3/X3uq431FvhiSap/ksT8ButwimaKJ21rZYTsEgJXThyUUyQDmDMPhYmShfMpKSkAQu5xqVhqYNa",
-	"p6v5UrP97q4vg51ZqoaJmOodMP3jULRzya94nMDxZdg+QA2ujfrOgPUCa5JHCi1yucgmsRwf+NI8z/We",
-	"ls+DN9rrPyaFp3C0gCqi8iQ6KB3Bft7t7obW9sW/RODLps7DCZ6D/f3uVCNjB30deKBvTZXOWLDb1UGL",
-	"vE2uaBny8JLEQgLikxQgXD50lbPX2USkFZc2yG3a6whOAXovemJhAjrukpDjyTBRUuWpL7lm8xR0NlnI",
-	"GFCMYbGsqdhhh8WyGA9fDKe8Mwum+YJpxWIw9Ev/fNs46IMNYsswwTpTsobqGl6j9MM3vMYq4XjMXrDf",
-	"7U412IsOr/a6/b16R89MpXdhkaWzbSyyt2I4UerySEYzFd+JJTgX2z/2+Nlz2og1UT2t+ViwGKwVaw04",
-	"vkwwFTCyE2sWiSTGj5vA/kpiYKr4ED3BoI4I854tzzFyQLDRmOja67AT8m6QbymG4UIxKB8BJJqxRIDu",
-	"BV9toKs5vWd7++Wb6vH263cWjyUH9XrdMgZXPQ+UuiRRc3K9oNeIa/Fojz1/efi0ffb8sL//CD2df5Sz",
-	"/dgp/sjiqdAZn84+dv4Ac/AjSBYSSXOyD0E70yBnUhGK+EpELQ/0X6sYlk9sRyJUkYjYjKeZDcrZLXmg",
-	"falFmIrMyJtgPtEivAg67FmOPirOzPepomgqy+aKabsGJIQohKlnPBQwnjlTDhgPQzGreifjEYhiqxp5",
-	"9uCYoSyTLFRSZ1xm6LvcYo+LiWy71Vc9r9zpf+w8efePJlv9bF24zJDAud2edSTwlsK2SLRkIM+5xlUT",
-	"EZ7fRhcpQgs6BlkKC/VGxtdMzFQ4OWCjVOhJwX2+NIOBnQBGAOOsIBQ2RffzhEu2z6axzIE80MG4UHkK",
-	"p3F4OSAxPlQ5PNKY9lsscvGQrZ3sa7noI4xAwpzyC06OT+2ZAX+HSmZCotKYietsZ5JNE/hjvUr70auR",
-	"Yocnx6w4izyWChkJDI/DguC+wIPA2gVl08l3MCGPNsU8/kcqRo1B4z92yvyIHXPxThkcwTn8wCPzydJr",
-	"4KFJTkerxfzjvaaguuOCSBLjgqh7Jl2nd07ofrT6Z6maiTSLaR11xrNcm0fDHPa63Y92+ctYf6lHxRJ9",
-	"s23Dlw2v5rvY8aGAbf3u48eP79asuOOJmvJkpNKpiEATMWMtL7Mbdt64ysWFblCyXUYlt7rZXF6GtD59",
-	"f58LnmST179s2N3VXd20lzRgHQHTN4u7osyq//dYvtHiayHRxw6Jmg9dMqySXzuW7VyLxhoiPCxI0ByA",
-	"dTkwNY7SA6PUgN6YftNkagKW7SJiufm+IrZZQyWnIteUXfMVkEm//0lkktLcN8iqVbKA05n8uKVvzXXJ",
-	"G9L65qXYsYQjmidHYDJ9Hdu7XzmoarbXTLmNZt5a7pcsl+J6RtFOvLTDnomMxwmpqIkaj0XEcmli2Swo",
-	"FzHwjCcT9Nhvfo9fYl7mK5UdkgHytQj7/Y3bTNmkbamyNjfz3qRtYL6puI51ptkwz8gbJVVmc1Bxi2nM",
-	"DjsvfSClmyfGTEQuF76MVJhPhczQSMomHvozUJVJYo3JOqCcT0SKLqEJEhCXhpbQXi2ipaRN1yXQbtpB",
-	"umg5He+boLZXKvsR7Imvhcr2NlIZkNcIp7uGuF4phg48m8lKvlaw48JQ5X8D6XDCF4ni0blSL3g6/lo0",
-	"wd7uxm2b0aTbmVLtBKe9hSViw+h4g2FZxxtKvgnNmj32Mv6h9XfYWJBhz0SYxPLrkfr9mzYWJt2O7KzJ",
-	"QWBdDL82zAUX6Msb8TjJU3ERqkg03q0lgJCnEWp0dlQ6AcxQ5ImhnI0mTZgFMLKIgpZJ9cAwa5Fv78sy",
-	"ud5m3jt6RH2evUNLNZkgN+1tTenAUj7+pruL677JE+UkRZ9YDG/wI+7L1yKkbqBlZ95tIqgVcjZR5QuR",
-	"8fEaCnbqVAqlhiLsmH1lwtIU7wbbtZ0KHiHdoh377csxZxlPi6X7OgzR77cngGLXN5xUJqnDXKqdEqVv",
-	"fhfPKEz7pozSfi3W5mZNoya8vGkHI57xIdeChVhzArw6hA3l4YTcn1FMn5oY7zzOJrF0AyIP4JjiEZxT",
-	"HqPirUJFiTXTkzzD4H+k5rLD0GtjQzWOtyewgYSVw+e/kQvrXKmXXC7McPprERqbnZxuFsLKcXEVq4Rn",
-	"IrqwlTZrzoxDVg5DhS5AO+jKymesGayME2AKLGaIHAB9TjDxFVQmJYUhM19uoDPWLKKxvVaHBQUBmMy/",
-	"ZQIK2Di+EpTOUFdUtqG25b8nMb+RPM8mKo1//3p0+d5GSs7dGa+RmS9jrWM59lguL6WaS4Ya9ZW6FBHG",
-	"7C7F4ht3wb99+7a9XIyw6ebl2gWz+caNJaKXIor5ebnof7kSvH8DERQzb09h6pRnu6W5/kCz4Cm9Yxve",
-	"ObAZkjYLs6yaM+Y7pnGSLOOYwKxFRhklZPC/Of+x/f03r00tJQw9M8WB30YYz2YR2JyTtq1tXDnu7BVg",
-	"7a837814RQ4L0Igd8oAJiRntccaawcnh+dPnNjuwqKgc8USLoEXxnm+cND7aBAzyNZOPEpMxKntm6vMv",
-	"OH43UukUfmuA9YHJHTVlBY04WqntCsPsYnf0mPfCbtQffif2+H74WPRGXd4fNt5V0mDx2ptTqtzdRxeP",
-	"M9MycV8N34sQV/opfm1cXU6+BY/I7OLJifPiuNPe0lrwqV2jpYpW6RjYWNI9jaVKWS6Blva73S57wva7",
-	"nW6XvTl7hv7CYiFjmT3aazgpyI/Nf5vzkL2GfdpNyQJP7XXLHPFHNb2x263ZyanIOBgqNz3kpb0OC9bI",
-	"70YhlLqisQyENrraMnUp5AFpcxMs4hrF12D+5FmopsKmFp/bG7TfwOWzSSmz6QV8fHEVa97wij8Ln2D5",
-	"USx1PhqBBiuzi1EuI+18SSVH1ctDlaYizC7Cq9D5fJTyPMoTEJvlh6a6MpbjC4o0ll/pRM0btXUk8ArP",
-	"yoVBAluZ/6BhnbIDttftU9WQ9UYa1yLJKNfBOWCVUdAlsPyqKyMvjWCuw5sqAzgrcNMY5aWVEapre9Mg",
-	"lauXxlnZ0psHW76lMuLKRg4aJ7ZyFmiSj8WA7Xd3WeC6bswFlbxyrzCNaJdsqshKqVxnmVgGjbM8DIUA",
-	"Q6nf7bXKbG5WPOqBtrnKbJbkmvVLRAqtMJUWnoWVklPBJZX+TYXIdF0BYFH319zrPm65E0K2Wp5Qx+bi",
-	"lfLXCEZHKK2IgfUi+VTARty5RC5FsO6wZ1TtgRUjmBBJewP64YIQGBDH424k8+cITTo6P6tGBLaGG93N",
-	"yskoJ/0OjuuKCDNEIKKL4eIizHWmpiKtL5VeE1vZtLGgzd9uY+1hPq6ryX4tkwVL1VwX6EE8wyoowykx",
-	"4RdUdnOjwmKflmTbPMziNdjnHFivmjPpgNKTbeHG7qNHLOILW8waZ9vPzV7llCw1Qn3lHIL0F6rr72oG",
-	"sOr1WuwHTHpIYp3pytFKW6yRSEi63kgW+K1X2bzK4q6nlSUz5XZE88nqDWn80YW4svhl1UXCansGt5G1",
-	"GPzqNx76jXeBU4MA33oGoAxkCl7NeBSJqEwMxHI1lyEflhKyo0m8kv5hPjNBoPIDcvhHxW5U7qI9rPvI",
-	"jFNHF1N+fUzT6lPRm/mrlGk8TTmIciryN19naS4+eo08TWpz11MERjh5fXbOaFXJPReYDX5z+iKo0H6e",
-	"xkvFzt2975ernTdTHUxlZS9rSc1RmVdywI7PXrO9fu+7Qo1noDLA6ZiouUhDrsUAnQkWuExFhHNyfPb6",
-	"gS6ia1iHSVgesNdsKBI199ilmGUE/gTLE2dsuGAcFeFWh72Ns0mU8rk0gzaDSXoZeCy4EiMTWKYvsgnP",
-	"fMlTgSeXmWiMd1zzHO64vr6GO1Jhi33JEWrJjiNt8BF8xhNYNj7FTxSozzwFbuc5fjIHNZX/DlcO+RR+",
-	"DuHzYQTHxnCCv8cj+IkjDCX+VEP8CQJpiNsy1Ph5huPMZ/Bzgb//jjYbx58RjBNOUFpM6Pc5/Ezw9wTu",
-	"CiVQYqjwd5WjXAlR48BPrvDe3y8bXiN6D3dFl/g7Xh/hs8QYfodz1GuIDOYpclDVR+8xQeASvh0P8aeA",
-	"mY8nsBrjGD/BdxxLGHmc/QY/F/DJ5BJ/Srh+ksGKTXK4Jo5g5DjRWB+Bv/8GV8Yp/q5hbu9xzPcKf87g",
-	"7S4FXH85xp8TuPJyCqNdzmA1LlP8OYfrL/Hpl79nWNYGoyU48+QS7kpS+DbRMKsEr5ziOk8j+GQ6hr2e",
-	"4synU7h3iqrAFNdqmsLaTnFlplf4c47XXGMp/jXs7HSBnyNtSBxZjvH3WMFPBdfLGVaD4MqrKZpEHNZ8",
-	"JuDK2RiumU3giTOc8yzBzxewhr9x+CRViB2D9JPmcG86h9XQ+K1GatQh/h7BXVrAmHqMn+PIOgGq0ArW",
-	"U+OaaI2fIzVqNOz0Aj/5HVYmm8BTsvdwfTaFNcmQqjNcmQwLirMMP8FdyH6HK3M+gZ/ja/iJs801jJ8v",
-	"YvyZ40/Yuxyvv0IevMK9vsLxr3JY1TmWUlzjel5zeNPrEH8P0WBU+MkMfi6w0uZ3XIffpzDy7/MxSDzX",
-	"5QJT2RLAwGsckfA8uj8HP/UcxKW5yW1WW+ElWDjhcowIkCUICsG2WEelyV57oFlQVFIF2+uO1gqpc52b",
-	"JEVOJuHhyTHTEyw6jDODfVganjTRAeMsMA60gOBCA7stD0HhZQHZckQWgdkg+KpUNB9ohPU0F+DePAww",
-	"y8qXgXltjbFC9NWP4ythCjvh7R5oJq55mBEGE6fDbeWcJyPq09COSj15k8mGu31OYYkaF+SS/suBoXEP",
-	"6rQRHOtFrGuox+5bwS43zql8AUOtH73GhOuLqUqFU/o2VCoRXK7MHh/o3LF2vufrjYkJn82EREe63S70",
-	"r+OVQyAsovrVXa4xO/4qYfBjLJKoKHGo7goi4qxVeieCagdYrIFRfj57/YqhLQP2njTYlphY2gx2yG8R",
-	"tFCawhcIK0VAnwhdwQrYL7iCHPisGRSYciswcR12aEEucaxESZu66sv+/iNT9RuDpoqGXypQsZzy9LJw",
-	"Iv5//9f/HVR4yvUEY3F3PTKIS0q0SuUNdaRkCtgG6wNElhzU5c1Wp7mr7kE/q+Hqhr1QctxOcykxc0Gl",
-	"lx6bqSQhN0Kw814N9c4fcfSRXIOfHQ0Rlpo+MXz2zqsHfCbQjgLdGaUpEvQBwtcEmY1+Ok7K92po8gqD",
-	"Ds4Jvbt68/E0imWsJyLCR3CDvGncBfM4SdhQsEgkIltynK2uxq+l/iHzJGm8++g17Oib5wCPLjjYMy8K",
-	"LIGHJpehSG719JUjYgtYGiSGcSq0XqXcVM21dR/XYUufqnmJmaEVG/H0AIGDFJxvJTYbvG+aS13vidwM",
-	"9unyxNJ86niDMNluOl1+VsNTuvAjKM483ajVcOQnC9fGzPX2zW6xT6VEuGGSZ3Thzf4uWOFICX1g9Y+A",
-	"DfM4iQw2OhB3M0D/xY6BHQ8qISf68Gap5CoE5i0cAlpSEpyFrXJGhVXXSLg70CFATn55DaKkpXVg9jWy",
-	"reD+VWkcqbkE9fhiszPKXuZooR5LRcIzzCtTVgF+oBH3gr05fYEb7hhTlhR20tlqHHvHPqBWo6A7L1YE",
-	"znZ4LxWeLkbyqq++Zq3PCt5ZShP/LRe5iALWnPMYM0QRRc6wLgLO0uFonNjmLOAJYbprFhR7EnhFAYQv",
-	"MXvPyuSg6niiR6Ilj0MDzTuKWaHZ2dtrl/KlE1ipdwtXnL77tT7f6lq8mQEB7HcN0CEhrCGQNGJfqLlE",
-	"bBTNcrxwr1vBcDRX52aQrsFtdGe03y2odvGKT1cmudetOjs/1uylsbmWkirK6Nc+erfprwsby7JOb1dl",
-	"afS7/UftXq+92z3v7Q92u4P9vc7eo+/2et//lxu9GxhHxlIkBMGce91ub7mgZgDymg5V0M0vjn48O/6v",
-	"vf7JD9/98+T85PWj/smz754/ffrqu5eNangM8aGRNxo4bk36wHKM354IjRlPs5gnyaJ8Za9hLILat+0N",
-	"uv1Or/d9v7v3X6herYslrhy8qzG+lcXe6q7bqI93kOexQQmr7OKqBF0wbnUutwbKZhYcsACGCiwQfUCb",
-	"Q9pnoW86kaql5IzapAw38wCvqWZiuOFLePi7T1Lztoqf3k3Wy8qw2+kyhtlLfcYl6e2Ipk4TqQvRF2rJ",
-	"MjWvvM4SpVQpzFmwJbXGmfq79XKNKrVMgGi9IrPFoqEOUyAObc1iywmIS/6GNVFOF9porZPHTOwOVDT3",
-	"FTeoaSs6ECa0ckmJrTM+FgZeTB+wkcjCCVghZP2jEhrL8QW3+fqZ1Y4Qt5ageO5AD6ySuGPt16oEFapc",
-	"Efl1eoId3472FZJW+aZ3QF1viM2+wte0DrrPeknjEKkL2iKW7t7+d8x4OlhkcDvo9iU1HgaAr9EHHmu2",
-	"5ETbFsoFvXgd9gZR1KSYF+j39JcD+BIjIl0oMKnZzafAK0jvScVvF8/+9dM//3X09sfzt6e//Gvvp3+/",
-	"fX707/23uz/9556j8Oz1+yVs9fLUDXJNsXw3Y9ys0X8MZ9myuyWM2dKt3xbXmBPWNu8VeAzbKeXhxEbI",
-	"rcYQcmmQk4Zic6rVuixXU/VaP5+a4tki4kBBDic8T8WvndpgiaGNGjIT17OES9P9YSbCeBSHFqSSqdAc",
-	"qaJ2WDczvf4F1ma5m9costVDJUORShF11voZ9ZpnLGG2BR6mMgiZpQtsimS+Z+i9LQFn+91K1G6TAHE8",
-	"5ytBteUDi6Z6oSjktfWUi35dozzF46wya83mYPAjRgcCu0iVWRSWWLKAHop7vzl/b7NSTDS3BD6A7fZM",
-	"k4sVCIHaFPlCMvyxobBlxi0cmZVvhtgipqQHGxfCLIQkmE6uMefzgCVilDGVmzZzBo+mDAiwIh6w0mjg",
-	"UZ3Xs5KbuM1qUCGf/ViqrF1KlaCaxLyZpl1JWQut7yAxWbFj7iEAbFNSVDu4XuMfgYGfn5+fMAPxAIvb",
-	"cRNB9ys5oHvdbh0VGUld02NhotKM6Xw65WnRh9HuL4zjNPlwoG43S5l6p+dh6eZ6c3psgOPd9lvLDw5+",
-	"OjoPgGDoOHNGW/GI1QDj1Oliq3Woa04VF1LbKzC0TWFq0S6OmrZQnaqLDUunkYh82QxMnmTgsYC6lRGu",
-	"NRUZ2mq5KGh5wDAmKIm95h5oVtS7tot6V4NyamXgmqW3wm2dopMljiO4Ts05tfDHGGe9XQLkxrPmTCDS",
-	"clLAKxcHS4e9hkXOFDVYsznSTOdDG7s12XXlLQ3vk0Gka155ZOCfPsMT82f5VFYduOLLehJu57v47Nzv",
-	"m50qeoPdtl1YpALNs9EzYV5nnYvh3VqqugOL25Dnl4+L0IPuxlx1Jv35ZtxKVsXn2HFUDrD6VqCIXOj4",
-	"9zW60ChOQIGHC0BYF2rLlxIN1cKD29QPbJmb9UWDV6vWwTYRfxv/tMH+92rY+sRQf23lwpaVCreJkXmN",
-	"92p4cbtwfqrmF2F9AZFxh2hCGUDXtFUVgCC3JMBlDO3b1FTElCU8vHADyubZG0ot3LfzHB5bIrwlh+0N",
-	"wWZi4S39tdulu2Dk+V19db+TL8g16qbMyc7BfEXNYtsBnQw8ym+5E9nn5op9vuDbXrz/6QtHmSB3vXJ3",
-	"c2qcC52tLU43yJqr7L9NDbnX4LP44lKs6VBtxn6gLboIGZTBoUEqQW/QgNlWn+xsgqAkoF+D7F5SkPXl",
-	"RQaG7KdF/J33K2e7bpWei2Qm0jLBYmmpRiMEON7QUwtrIskqnOBYJu836nxa7lHxqLqZkq/6s8rwtyvz",
-	"qtNcp7dOIKgd7Y4i/b/a5SnG/rh24f7EOrm6V44c+JBlxbeunG5j3nKl5qAsKdt0T1lFVm9Rmu8PqdlJ",
-	"DReUXyz16zTta5ebkxr3jO0l5DFkyFiOEQE6TJXWZeOi2DjUNnoXzcifqJbaZmEXZLZs4kYn47QmBW6O",
-	"MfxUyXERvJ+X6h/2A7JQ1yJi/evrDju0jrDYpn+ir9GXweoN+91dZgD8mIPgFxy43WO1U0enhYF8yMR1",
-	"pn3ZJDh1bG4WRanQWhglTKvkiny+8EvUGrAARZXSGaU8W8A8c2ng+TJwxrGAQAYjHFtvl83lTLkcfLp0",
-	"Ty4RlI98lzBkPCWECnvt+YszNuEy0hN+KVgRgSi+C4H+RmiCo2MYJ4EYRHCdmaQzFWx/V5QZ8wJP1o5p",
-	"fV42wcJJ2K7jWXv7xSZ/p93JB9p1fVZJRKoS2jaEBW/CUqgcDRLqLGqWzXNfB6mx1XHmaEnVlXeVA8Rw",
-	"6RKzrL5KlS8s4b9bLxieGT6uK/MWVLBKsAmZMgESkrMDSq2OI0xtcasY2vAZ5ed7q13PnL5LwUzIKJbj",
-	"gIEASbCLoREyY5FpxoHZWNPJrWvZ4gAD5xBORJQnBCtsAPo8tkSsdiPMnXVAR6xZYBYT6dSKyPoqsHRR",
-	"TJqSmD2mkgiJ0UIibeVaWZLTNS6WW2XaV92fn+Sf9Bq4+xe3qx2iez+xgqjG4N2im5zXkOI6uzDbsNme",
-	"hyuLDQMSyEXB0sp2DSv65BWUB9RDJPJZGduF1UuEX5/yWecHuJuMJ5canN2tbJbjaVxeVa/khE/LaloS",
-	"NT/YxsOf4Ylcll43RR3WWlNLA92Bk/TGqd25t3RJBb4byLKtMyZdDXg52FZIWFfs4nFiwIAQFQiPGSqJ",
-	"9WyAT2YlvEiB2FOXbVVO4KL09K9mba6T/QMw9o3XP2DN4YItVN7yWDBWUgSsGWelKrfX67KflBQtD/ve",
-	"xgkeXk0KDRVCw2SHwnvsI8RJq1MqDXEibOSomg5eTKLhNeDRRh7gWt8Yf/hMM+NWh8MsFVexyvUFtbS8",
-	"2ORORShW0NtM20vPnPiFnm0Hs/0xKTlGx2Op2VBgY3yS3nNQQm4hgz9dgBbW1xaClfyG1QzQpT1x+GSV",
-	"Yjeu5q1krZUFdyfPCunyp8uzt3E2OcNl2d4XuDrplcrKYsRV3R8ID5HK8BqvaOTK/mE7z6oR2+2zlMtI",
-	"TU0ExvV3WcIu+/VinanFZpJRSfqG4kFTBe6wcsHlRny421T13T+e/NH1+h9v9peZt1xd5XflOr85fbEd",
-	"cM2ABZMsm+mAIA/g96B439QFlVUpGZWazdL4imfCl1Jkc5VeatZMVMgTFokrkajZVMis1WFPJyK8xCQe",
-	"lopxrDOLTCsjxsc8lmXbZKPb+zKKeQIS3Je+bLNXaCVzlsTysk2PaAa9R487/f29TrfT3ek9wtoc8X13",
-	"MNjpdcmYCBOVwwFDXrBybObcbP7Fu6NudyDC/mBgPuh1ux37f7/bxY8efd95tNvp9R93eo+CFpxwKeMw",
-	"ZCoQiz7ymJ5wbJmC9z8y8+vCxdM8yeIQGzOnLJcmtw5XBsEkqOGvikSnfOlEqRk2PG8Gvf53MFinu/M9",
-	"zGUw6ME/uBwTpTN6abMn+Pjyaphh0Puu3+k9ovn08W0ewwffuysYdmEFv4PZmiqHjRvPmN36AcsmSguq",
-	"oaK8C/o7zuB2qZ13AmPQGnESTutxHuvqCgzgouOTq73iymmusWfASOUpi0QYT3mCE8inQ5FqZ3166H/J",
-	"WNDv7Xa/6z7a292Fd+tefzfq4JJ1e9/ZK2EV+t91egG2FGCsHKSDKTMyKndguCDPCzZESxbu0rMmPrD4",
-	"oGOWnM9mnfIqd7fo40hNeSzhi4sxz8ScLyh750LlGXYfxlS7mHqawIh6oTMxLf1Dtk1bnGmRjMDE9eUh",
-	"TRPzn4rOKOYOkk3Ehqj3UMcu9M4YKANrQYXAtjAyMalRaZykKJQXg50d81knVFOLYazLBOB3nw9/pUWY",
-	"p3G2OIMDwITRMRBxmFNd/UoKaxHEQH2U6zWBDObn3e5ueCkW+IsIOuwXsTCtuglvFHeaa3b2/LDd33/k",
-	"ywnXEzgR4CwhUWSaUGgEjVSyCKZgqumlWGA+5rOjl68vDk+OL345+vdZ4MumydtigQ2WRGKqrJMCjzo8",
-	"anGe5VEAa06IlLEcKYtrzUM87Ew3arv0bT6LGdBXxmMpUt2oaYcAMqhNTmB4PgNCF5I03LNnvzBCqtce",
-	"SwRPYRCDz0U9oRHSS6Qaye4//oM9VRIOk1hJDdzu4rWb4NumbYDpultBHhhYwKFIFAZr0E8FfGCXGGZj",
-	"O+7bRnSa6VDNRETYY4OiHKSMccVRwTh73T2UTIhgEdOhpPKsw14qKaibftmEPK4AbdqU+QIxbRVVrQNz",
-	"PUQxhw9ACuZeZUyNQo/EGA6p8oxxNoIFxggHNqTHfGCUnpjgCuOaAvsBC/r73W4HD6j+vuibhNR+Z/9o",
-	"N0Baxguc+lb02lnHKnAHfk+9unB1ZU23LvOY/QJrvnwJXEHaLnxN21EOQeVZky+D1dfgzwd5Nmp/j2Nz",
-	"ttfbJyA4elHr5jPrvdftFqm+UujM1j8QbaLiqlkkxMyOvdtnCWgk2mOpmAkOV8K4DoIILG8S0Wn36s2L",
-	"su6VNQMfKLJrlArYbinwzXqPmM7TVI3pvPX9PPoeL4slLeLC1Nl6dKPZYjc1+dGeU2GLQA/4ipiDj1ov",
-	"G4qFkhH73//PXreLy3wckXyySeuVIfCKQ1yhlYxyAr10kt0pkZw81vrApozbPPWAgj/a1hZkSMumPEUz",
-	"EU5UOVaBuKJG+N40MsG8pJjY7ZCI41ZP01joSl5zh/0zVxni0pujaqawTotxm71LQ+FkcSXWlsU0g3VI",
-	"/0Grw47gsCvxQ4wW5yQQm2x6xDQ8YNykCyuku1RkeSqBVinBeZJPucQOY4iqP+NjUccUnp2jNthhoDAK",
-	"GRWyRIp5EkthBeoLavAiz10lLFRyFI/zlHKatcmgjizoLx5eYK4YYrB8PuGa7XbLvjTB6dE/3xydnV+c",
-	"H788ev3mPGiBwCQ4hg57LY0GkeZSU3Z9WT4PS5W5XZ2sNF1Ci65pEmW7DLi9cqoTfaBNhMHofEAkV8J2",
-	"hNqvvMDhs4vnR4fPjk7Llyil3HyiEkG7anLkSS4VC2+G7K2MaQeDXcd7wjxjajQCFbBwGqFo2ut2Wx32",
-	"g4qAjl22xGaZrLnX22112HPzPu4Fu332C1wRvDz8T/sSP/z7/OgsaB3AyKYbp5J2YOupGpLDCwNXCV/g",
-	"iQDKn1fE0OSC+v4OUAfd2+0xw2BmIuxHqiA5V4phc9PAkt8s4bFsZ+LalH3RxlwKMWvzBHbBiXTFUUIp",
-	"+49cojp+9uLIoSiwjDHA12E/kCTrdbtdtAhgcuVw2qzE09evXh09PT9+/erMAEb1ul02StUUVaswiVGj",
-	"M0bByj0XJ0enF8cnwYE5xo5Prh7Zm2AuINJEhJrZzqM9MODI7URrbGKRXDOtwEBFBlvQ8hslGfX64pSW",
-	"ZlsGLuA56FBqNLI8fOLUHGhffiCssA82zPwBXaDAWB/gy3a7zSo/4cPA7fK9JNU/oLT/wNxKmlizKU9A",
-	"7S7DG5rhjSgLC2Fv21uh4o9Cu7P2iUuldeWTV7vEw/OpgZHxHli3hcfAtFh4S/U5+0unIGgXsxQUVxCm",
-	"h2dPj49X57VahwMT6puluKG3aayrDQVoMwY2ynxQ1PNcxLbAxy2UCpjmC2OZkcdn0WG2AylL4kthjn98",
-	"hD3wVt/BbQVF8++xD+yVKg0YlZqePjyj8PxyO6jVQYsSFRpxj0bc2K2ZugPZi0B2rA672nicxt+3xLfc",
-	"ahx20XQAAILA2w0+MvbxDtbv6VIRFT7nsXmO3ULaKuwBQABvpJYi1H2mTB7r0kbaZm6rT36vhvhUgmRZ",
-	"fSpmFyZwwC9KqLDmjWBdrYPVyWG9WqbMNTUMt1TDGst2rp3plEd6ubq1PEie9qLjwTZdEVcms75cs7I8",
-	"m3sNBU500t2Eo6IHEQXUV+mhptoVntvro9z5lAawgVtcG6A2hK4ty1xzlddJv5WO2vT83SWJu10P7ToB",
-	"UNcGjJ6xv+YZ8J5gqTK8gY6TDT2/6Grq73UjrVG9ND6/T6K0lrg+pXacNUGG2bm1VuewpsTamYMtpF5e",
-	"4bmRilQBWqnDPmDBSok3Sm1dVm7H+gaKs8cWzeV7MxfTjVaivwdN5YIODXRl0feEiI8tVE6gEiA/ahbA",
-	"rQbERxk2X9+r8oBt6lV5K05H8E7JkzZllrMPbB+P9zMFohs1fyPiJFN5ynQciQ57ZYQaH4JCRMW3YLxq",
-	"C+5bKVodxVhagBQJYyRqrOtlccnsNItXKnOSwwY0tJkpGJ0ooJGRzSzp3TkIQLR6KbuhU6jCFr4As7dX",
-	"plBruXxA+4aI4M4b2rLP62fLmsD3GNHxlvru1MGnrpJ9XV+fyhujRlVcZ5fZ6DqmX1BJD2XzeMraujSI",
-	"E7AkhoYHtV2CahxPH4wm7XzjS4NaaJ2dgccKHENqdURaWxXb0Cqiazxc5zRRX2JuWajSqATyxckVu56l",
-	"XGpy0FlQaTMTz8oqlQJNon4iYnR0DVU28SVqSCiZzcdweLmO58J5mZWJ+YVRWwjSQaWxEjBlUC4GXO7L",
-	"oFwLkgzZXK0KaeQJYivquVDCc/uSSyYwwR27IZk2L4VObd/5gQbNu+X6zanPulGIh4uMTEX8Bfbbl0FN",
-	"t/8By9JcoNltTxDr+zO2bZzZNH1QsInUmpztXV+T7srRkVNaOiYfkyWCX5kacFitHFMKK/2j0M9hIx24",
-	"GRSnZw8f9vfYROWpfvjQcGBx9GHvC8czw6WFOUetzL7ps6OXJ6/Pj149/ffFL0f/vjg/fxG0DgrEcQPV",
-	"CfOa8gWIEcouxdDoKtIKhXj2r689xpnJSSUHY5SqGZCOY6QXilEmkgTPobkBSXJzazOlLn1JG0105dI3",
-	"TGrC0fg3dEGuX51xdFCa/kAV5wBRry8tw5CEUzADjw1TdSk67JnCmY1zofVgXcewqs+asGiOR9T9u5q8",
-	"XszOc9JIiQQxPrZsjR2weAQTwBAl7r5U844vUeWBzXM3JtawE9akpxon8je/V0PtyxfKoCszyugmbzJ3",
-	"lqSzIous0yzod/vs0KZIY3cnGZqACfclChFMyH2hyJUZsKYL3NwynaSdU+EAMZ4LVFHKyMExSsw6XzrZ",
-	"t0jI0hZHddyquVJXHsWJaJUYmKxpD2BUq+aTRQujqA4qJgueHb04Oj+qFGTR19o9syfmZLCW1YBxRiCa",
-	"eA2uqS9hk4DoLZo16O46UzNdSgdNWaCI/KVG2Mmqw35Ww0pMz6IgGNr0paW6OKWnElRMIR4QKowlSiMv",
-	"wXFNUyd4BoMBHMUUTU1zSazryyas5rT0gsTYxRBY1HgpNbxXGUG0CMbaEBEi9eJbmlLVbB6HogPsXz6e",
-	"LpojuEMm0jSfIQaxUkyNMiHJu1xsmVFDSFvjbBpLsPV9SUtErBan5nm0aKYSlj18+B2mvBVSEH1jtGNA",
-	"CkVWU3BAvL9RLLLg9Ojk9en5xenR+dGr8+PXr4KWE0Z02hLJLFWJL4sa1ZCnoAoxnaXAdAbjyHjnaejj",
-	"UfuVksJq5ZbRdrt7FFTIpa31Aj2Cmt8azUC76nwTlH7r7IszDw1PHEFnHHlBKzxUycOoLaGqK5EiGAc5",
-	"1jDM9UCbNdAddsjsU+m8pc8LB0Ez+ONjUOiEBnYVl9T6PqwnYsJ1C92zxKBXItWYgheUmWRBIUFppTxz",
-	"NIN2A4+k/B8kKqO42OkAN9kHNoMl1ETQt4wsIfmjFQkYMrcL/azQQDJ+KdBcUjMT1nQWuhD7pUJhZ1u4",
-	"cmxWifCleU86dMi5myjsjc7pfHSGRtm4RBAwFxY8DOjYhIODt7WY8RRTuLCplRqBEIizBcv4WHu0kcDU",
-	"kcqHCYGywPto184z5p+tOB2UrzhgfuNq128ErInhql6v2+qwQ6vCiATEUDO42g0KeqMneCzwG3Sv3yCH",
-	"OkVAJUfJQvWL8NgOO+dj48dW0xlPHcXLl/DbAMa66uI0jB8hMNPquLuRa6MqGRaj4WKtJOhac8EvWfB2",
-	"x76QoXn0vAjdOlhdbfQP8UtM7zQsjtELcgmS3Hn6+vQM41xamFcoUglwL66oTUQ2Aau4iBoX2rC20TqM",
-	"YeNuDcr4G8kGnmhVHrrPjw6fBUaJJk88TMNGnnBTSaKgfYdQMU2MxbFCg9AUG2x5Tti+CJsclTMunvn6",
-	"hAIbRkz1u3vslWImNm5IlVyj+Dqwv8BTZp0ocw3nTQeKKR0j76KJTxJ7F09y51ZmY6A6cmgBt3gGIxea",
-	"ItkncZka8QOcohiO4wsWcqNXHJ4cU1gGNeA0HseyPlmsGcDeXhy+ePH67dGzi9enxz8dvzqjBKnhwsYt",
-	"QZ1vddhJKshZqdG/AvLJuMJdK4UcDI5C5FlxgRGvGssCrnAcEV5VXYI/bavxyh+mT7kZ9wyP6fZ5PMXk",
-	"cLIvU4HmVCjah7NZEsMhmylGWTZFYswZl9FQXeMts1RFOaqEvnwtrc3v4TkyNR3xTt+8unj5+tkRmOpg",
-	"lD58qGmEhw/J5DCrZuSBm7ozMCdFPkzISQ3qazXJCFUW0KTkApQL3FZMXwWDYpKqOZ/zRRkaMO8Y+DKW",
-	"lGdBkWZDajtTkaVxSDjIlATp5nUfnhx32MOHJ8VbP3yIzg1tob6wOBIUetjSSKlUD2Db0WGASaVDbOEC",
-	"31bIi0za5lJmVcurmskaJBM2fQmu22YR23CSGFuTlhN7dFMZ+OprmYOGYEdM5LEFpjE6dva6e9SlifLE",
-	"eMlVSyxVLiRzIvXoIiLCYU2p4NxcpSijLpoZkSpLC41nInp+UP5JkRo/aIxw7nCmvDw6Pz1+enZx+OzZ",
-	"aalj/YhMRxuKpHhs3Ry4RJ7dncKnTHaqPcQNU1pPM/bKMi9n2/fAOfddf6/bgr3lGZvivWhHUCQN7SM6",
-	"vTHQr/P0Kr4SprUSvFUkplyayF1Fm8zylAJYvlSjEWsGPx6+eXF+cfzqZ4oDP8FKcDCyySOppCtq4qVX",
-	"1THYW0V/Egl8KMXCI5B/0sXtHsXSYeDyJVlCVY3WgTeWNhI/K7azhdLUrNOAiOBJonTWLmpeBxWznFwS",
-	"mG8Hpi1qG7nOeYI07gYYMJZOBsqSIV6GqoFaMRmJa9JhS3cqISaC1kODzvnCuBxttHuDf44AdODcaw1q",
-	"LG86YKtx0Jp1QEuyTXZcMLhdIsmA9cyxUiRCkHoVaxahnEmLBuUVt49U6ZQnyaJuYhXnPL3gXv/xeve9",
-	"xfJj9EmKqgOtuE2bKZjqgTaO/WaJ3SdZjWdzyalZ+BDoXLIQgKhGombQckIFy+5go+J4xNHDPLwUGSUM",
-	"UXAefbiYPmFIvihnKFgQ2A/2s3hN0NFG1dUzLduf9LVZNSMvYw2CNsLjiqaQgI5Ztt9DL4rdsaZJl8H3",
-	"3O1qo98QT864ztZ41FsddowuoWEshS5XAE0xUOc7Y8xn20CFXvEK+93uVAfGFacTNQfyREF6XrwXWCx1",
-	"ugCdUhSociR9UEP1ni8DZ9VaHfbGRPtLGULCn8QLULEsMgICQwM4STtOYBMHfIkHDbMV5KaLBy5paVNs",
-	"yjMx9oYV8x06QbQv4Z1saKKqYxaWZyp44lKLV6SF8KQ8DXSWxpeFhVBRtny5LnVwSSdrvt19am5l9Bmc",
-	"nTB0HmZ5KqI2pSYaG4/8iLMJt5KziKxjWfwkVfl44tkDA/t3kNtDyCKDzJy2dmU1WonTOEliE5ox0jrI",
-	"VMaTABRvKeaFZU3GYhAmPJ5iTeK6eKsUcyxODCcUhqYGNHgyBAe2W1nCF0sjWr8efEU3ScXsIEVqmjmj",
-	"MXXMrjGp++hsSYW1r5QMqVIjuG7DwzFKSje0jWQJPGOj4aDSMcncEwA32VQpaV+empIETH61SQS2NdVy",
-	"EoL1OTghM7jQ5DERsEGc+bKA9NQsU3jwBX/4mErvNzzml5hM9GfEM+43PhrrigXwdwGBsNRD1Je2iSgF",
-	"XO2bmH4D7NezjMuIp1HxzbumLZiYz+cdbb62BRNYPdFCm/Xhw7N4LEX08OGgArzglX+V7VGJDOznOh5L",
-	"DnQelGK+aEkJ8m5tV0oyZTvsXyKNR5RhWAzGlAUpSfmcYvrmhJ3xVCN7MnSPkWdplIOqbmeo2ZTiA1yy",
-	"feNw1EwlUYfe9TBjicCaKBkKeGUu7Q6WPeTcGFxN6M04F5uxUbXRVI5HZS1SPHKvKyIFRq8m3462Zb4U",
-	"fMMPVzFhYeSCPtFPb+ZGOgQLMdgxRF9AmHI9sUnjGMsqpJckj4JTXMOqIBs6K5QnF2KDtJaBdRWbqRNb",
-	"mgUFhSgm6gF27l9fo2GWh3DDAUtFFKeULW/MD6JYOk4cf5TNCaPzzSqC5m1t3KnZ6zLt6NYtj3A5cArm",
-	"UNhn2qOt99hul/7tswl8NkEFpteFv3p78LPfZZRS199jE9ZEAfseNis9qOogKJ2sU1kUeCGtUjdGr4Zb",
-	"ua07S7FzNJxAm1Mpapygmyip4JzosMCWhAc2k0nbUQsCMLGag4rUIr98iZJEwTOeJKvl426alNm+f8U6",
-	"HibICQRltyL8MIyyU45vM/uXatUxVEuxsQNSdVCWUrknjVFgOQVGSy14z1IlSiM+wuk40pb0r5AnSVEM",
-	"6BWFcp5bp7lSh4mapcU68qjKjJJKXHAXHmY5aOTMFIIemPDu0obaDaA6G1mlDvQ/leV75Huh6siiYBW2",
-	"YqVm1bM+Tbb0Jsu1pEKbJTpJ1XSWmZIVSsuxK1YNUmIoSS+HYUhRMJY72nJI2A9sp2xTrFANExmDuqjB",
-	"KHJcluF84BJcdmBaE9RCLValDJ4DDF9gW0UCrTaSmqDXz6VLyk3UfuY8zkjtwWHzVB6UT6dDAGwrPANc",
-	"5cEmVJOFX/giTkvN0Cp6N/kdQMg4ZhcmdBcOK6uVaVFAqfuyGqnXwlS2oP2l15VQtLAA+QMNs2AfjLn2",
-	"wdbGbEjZLoyyD5jBPkNLELf5gy12dgHayyIFsgTpvQuzkE7VsmrEPMR+/YH196uPuFV6DJXgGmg9tA/K",
-	"t8DnLaPKsw8g0WfYKK/IRPpQZJaszdsvErWWLYbmXrfXooQfJHmz8GihGFNVjVjwW1A+g6pUxCgGYQTS",
-	"K1mQwhLMnewo2N+xkCKNQ1+GIjH2CE/GKo2zybQ1cLxRoETPhFtGYjbeiBtzxlBk1jSvAHkRzIMdmFuR",
-	"Y7dktWCimiXZksSb/etrD3NYYE/gPOJJfCla1sohK8WGJtSI8PvbschGbdAp+Sxuw9vgyFYLb/d6qPHW",
-	"mj7GIsZiSlMFB5tIqz1YdYAPQDsmUvAbB7896XW7B/MnPVCaiQTx0/4+fGiTj4oxqjenTx5/d5At3Zs+",
-	"6e/Bh4G1DIM0oNPYoHXa3fYlxWNmXGvTuF+qOdFyFjj7ZTeeUh+wGzmRT6zZKE8Sc8LBoVEAA9DBbfMH",
-	"K4RZeFNqeMABInPyEEhK+dIEJvMZSl7srhlyafIFMfeFWnHjpPRM2M7We92ejXUjhdPelMVRKDxfEy5C",
-	"2SGidLJsdFKt1mCxZmXdPF9yq5j3TILJasLpQRGyxkoLTI2gdPxqiSkyVDydJWA4+FIXGkZdRiMYyDD5",
-	"2KZBGO8hmZH1iXtvC5WvrkruVEQxWeGGCKyENzFS2wCicrweVAL/KvUJpogGW0JKNOFhezCbwwErBfEE",
-	"tQfdOSxGyNMI64CCattBEKYqz0I1FSvnCl3utAaFi032jl762q2Hsb8P2F6375U+B7f0xa1rGbDlISpD",
-	"r3awvN1DasepPMm0xbzd8G5PzdVXcBps3nb21SEq45c9J243eOX+ysiGumI5vigytMt0XMq/Rce5V3Cl",
-	"eU51HI3x5ZJ8wBiz0rL0whYjP9DWDzoonObIwAVyFyE6Yi2I9YnqeJqjrHBmCEqjZsHJ6eunR2dnr08v",
-	"XhxiSmTACiyEbqs0dMlDBfLEl7FsU1TYWJYoQkF+qiHFwQg1IYlDITUiFRV9f9LGoPHy+LzhWXQE+OOj",
-	"1zAdiUzbIONdtRtEKNgUwxNTJRGyBrSvUvB4mMcyjXUWh9jWySQswZm7kCGmBVJeDPpyWOHnaZRt7Vyg",
-	"hobXMFktjUGj2+l1uoj2r5UkzIBnMU9EmBkICD3Y2YHv2oSJ1FHpeAeVgp1+t99t9/oGLKnhNdRMSBh/",
-	"0NjFURF+aIIgGjvwY7wWKAkkOCbSFajqkQpBSUQLYkhZAQxNDDrCHAOREv3Jb2YWt0OTIZ3nOGoMGj+J",
-	"7FQpF+oUp9XvdtfhVhXX7RyeHJ/akWGl9re56diUOJjGbQ60SGPw6zuXKM5NhkNJGqhBpkplLdhBPkYI",
-	"lNdFmJlwXXd46LRYSERW0+bjGX6uK9ndNqFiCeyiQLcwYSxJXjbjeEJrU5IS5zjFBgUV21R07RmQJ2+l",
-	"TktXXNilnYcqnDXpPJfwUYXxkL69Mk9QRnb+uqwBMGAAFfQNzK3PVB5ObEkmJflaNI5ekVSCEeBmIQ+W",
-	"jF+yoH0ZmMj/xdPDp8+PMLW6XCHjVChqvGwNdavDXgouMwODvZTxAMaiMYwyoTO7p9qEk8lxoAiryHxH",
-	"8qdK3bTPFs0f27nyqchEqtcinJWX7FCYBXseLDHH3kYEf3L7mKoX8lWkgo0Nsp7RHWGEQj1fxzbm2p3y",
-	"wo9eY9kw2Ppmczk2iLBpODfeTFceR4R4s7cNi//AIwsTj7f0br7ljVOEizf1H99807lSL7lcmGfp24og",
-	"uGv35rsMyLiDMU7Sq5BXRGwrFSMuIThiyxLlu49evfx/zmVEXV7RP0fwG5iEZdwzyNL1kDtuXXGtzL97",
-	"luhaICRBoteF/XhvYEPNgXgDIKKdGxLcWia7Z6W/MSud33gu13ISnP6gH23QqRCAwiBnpQLMWTI/T0Wk",
-	"QhZL47fVIhm1EdYLa6yen798QXpY02QVkl6ZLRKhQTemCsKiulzxSER0ipb5IB7WCWRlxqaeidBJDMHD",
-	"te4UA351Va1vQVdDvxcs2yZNrcTTrd2to1LtMhUqs5mQZfFI4WyWYl4iwrPDtcFLX94QvYyzIlSrB6wI",
-	"Za6PY/oSkQZsMLNu917EOjuyILWfJm2tnKrTNWIbq6CqZnrjorergftFDCRsC94YNH7LRboojbBq830L",
-	"eMc/HYx+dX6vYZ0MyDROCfTNxWztVCwy+lbHg4NnD0/+Cg4snBEiAdccWYdFIRQtyP259Tc+t4AIWIFI",
-	"beWe4X5X5mHsd63gOzXIZqpoEWIYe5NKh0/5KhU6mtkadY5Kn+6ZYkumINNz802vVPajMj1Zv0Uu+klk",
-	"RRZEHRt9Ko3jjcfPCJS7PvmCTr3bDeo1ZkrXcPE/c2GKBt2EDtAS556FaxmlQk+W2u0MMOpbgevB9N9x",
-	"fCWkL5vzCc8MCqmG61wcfMRrA8NwHmtR9tVebqbtJlVlimKbOMADc1CjV6iSDIWOpGKAB5oJniaxSMts",
-	"ECOjrO7ly0sxy4oCXpPbQD4gUzppi20xCQtrCkSSmEiS060IB+aZL4tHxbqEVCKvJ6ZgUOIIBnxMEMeE",
-	"gbj1g9oRHhjsnLJdUo3mVm2Q/nmiFTnrBxUt7kyq1rdv//jx48cVUd6/s4fWtppZI9kdV6apI29KONFs",
-	"a68VosQUOUuXVHUVp0v7pCl9pz5754DNLfbUFMjCqdavC3LiljvHjr16A1p/Mb7zdgPbDdbhWJPZ77BL",
-	"eb0vm0FdRplzfyW1rFUNgxY8huM40gwLDZfz3qZ8wcaKOu1ToXvxxAFFTC1LgBlL8VkVLQoYI738XpTz",
-	"u+7dMLPBlzYn1wH9wcUuWydkaS7WmBw7zdXFWeqY4izPB7MCy4ZKq755w7elWsBtBcHefF+WLujKr1wn",
-	"6W6hkyx1GHlmu7vA/b0ttIwTAo07VwrhVem+/W3erkCDeymimNvOad+iInUmZLSUT7rOLJkInmST39ea",
-	"JIcmOtRH4O84EW6E2ladxnKMNT8l4o3Krbg0QB+1pstzfPit/Fp06+tfvoBP6wXoW0LrTR6s92q43n/1",
-	"ynFLeRiXE1l7xsexNBgHl8LoZyA1O7Weo5/hAV/Qb/ReDb+A12iLZvhrvEYGLkcX6KgEDLBhOtRMbzv1",
-	"5Wc1PKM7vhbf0c9qeLPnCBbk3kT+u/uN3hOrW1mDnF9KmcJjtC6n4WkB6RSQuk1tbAxQU0DouTJy2tUs",
-	"4S47kFGHRmNH5CuTApjmUh98MvITPpLQcbCbL0I9+pImSzHNAoFqBdu3TEl4XGef0SA/q+FX6fWCea2x",
-	"jOxKw6vf8/UXVjPXbKbbiqK6qdt1wDOQ8nWd74p+tKGSOmsM9rqPi6Z+xYeNTbjXsLLv1hBPPQr2Zhjt",
-	"1rdPZd+gVCf5RBJuVbB769P+3qvhA+1CIs1SNU6F1h32FnVvQtSol/OmULZSo+3LiudjQNCEbvq3gQeR",
-	"i6Jwoj4Q/Q1K229dyK44AaqveLZSZUGHMOxwrNlcpdmETfllLMcHoONj4nBpwoE4WUdLnYpiPY1lPM2n",
-	"jUG3UOZtX/2P90GQLxIEWSc5Po3/flbDIvph8Is2Zx1jJsoDXYAdGcfgSYow5CLXDNvTIAQY1alRe0HW",
-	"7XQ7e55F6QhTPsOMFov3XeIzDE17HJaJ6SzBKjDMp0GJ18TWpxfGaX5h77owkiloeb50s2GNsx9udD62",
-	"9+sLAn0YMERjEJFXgCJ7LJYXFEXwfDmNNQLoGfiqAmd6plTCmsFsfA2/XTwMWjb11mbyVpN2napIX2JV",
-	"Ek902RLpJwUqdBZPhRXtIbXRGauLh4HHAvMJPKjDXqmlKqgBRWu0MDn4aboAzTqONLkYsNYdcSL1ASre",
-	"ZNurlLon4R/5MIlDwiqVQGZJYgblU9HxpUVKs8BWlE1IFVqDJfQluG0TJpYva0Gx2BImludiQxX9PweP",
-	"u4+7RTepWCOul0X9QnC8zXBftqHEeYk0RRPUFCIwXn1lUKaUZNVZFS3u0L+VrTkSXxqWuvF0A6bZwfZO",
-	"BxYm9AlyTPWYW3aU1JsQprUGIpOW6IxEFsvH3e1V+08UtHfsgXMEzrRY5DpfnNeoAstRfAFtZ1N70bHq",
-	"xOZai9czgaAikQrzqe1binUXdpwFnyaBR9iYKcH8Ym+5WsemGQ6+b3ym8rPSX9VOdbfTK6brNPC3jajr",
-	"yWflPZ26kTnXTqbiXdHSnSccOpmcmGxoFnmtq9bdwI2EsP3aeFVU/U0k8O9DTIX8BBKw8/xEEsC1gKfh",
-	"Gd35b0QAZonXEkDRDnkbf32HnfCxsJDl2CKJil+LOrOMxVKLNNOsSa59Zlz7cCzCUVJ1lZMNvurgt5ja",
-	"X9LJb2se78jR7zSPfrRXaaU/44tt/P534Mk3y+Z682uiCUUtIWGrYoUc6EfG5I014mOsWwJz08U4q2an",
-	"Fr20I1D0YIStwxsrEypaN2w5lyS71VS+Agvd7NjN0Q67Rvee0b97xGNWyj4rtQtxiGZubV7dU6xKBr0/",
-	"s7X8HXbGR4Jw6rdoZzQoEHuwcNNpSEmYSoY3Te/4Djssu+1gByZq6keXkf1hEPpJiPnS9npoVSIue91+",
-	"bRgDxzEv/snHgPNuv4hF41OZ/e7z0iqv46SlLWf/rKap9e5a1qxTfgoMANt7ZUnUHJ3z8U28jtd89Bo1",
-	"QOc33VreUtzx0atkn226u7jum8tm+nN9hP2tcoSADp4Z5t46N6nKc8fyjRZ/YV5S/1MnfIoNJv+yk+Ov",
-	"D8jtd3edgJyQ+RSOnhs68TW8xkYwbLAy1gbttmncVwni1TcDbA1sjSEVnhG4SIe9Tqsuyy0bIsYSdU5M",
-	"JN2I821Qxa3crOlG5rQgM2AqHV8eUXO9OV945mDe1D3xhkPbdDRaRTYvju9R2YmD2pz8raI+26d+VoOQ",
-	"tqvErFAwanQt1z7erjbJXXncOWrvVukHdSZssrBpzoMgkLFcbk/jy0yxscioO1Slj4ubbFiqaW7zqDqn",
-	"y62VqRHM6iVltX9VZtMNqsxnKDDfng6xW4e/8UqBSh/Fo7joeks0p8lVs9ISKdbWif7favHug7R3HqTd",
-	"KFk/OVmCbrWVZSiKVn2/6O1mU5GOQQRk4cS0Qdl9/Kg1YHxo0MGmQ7A7Ef1VjDLGE4QHDGSeJAFLBfZa",
-	"6fgysKC6yBU4KvUsGiLUEGsGf/iNAjy4MWB/+I1L+BcG+vixGIoFl9h2bulqvKq8iCdJi3pAL/f6KzSA",
-	"auN4bIw3M5U3Nb36uJubvtTFjhCaiqZ4m0+ON9ix7/aHx+0Ojrs3wSvvUZrgXmVI3OY2Lus/7mT4LSz8",
-	"P+1YNL0Xy4bQhYoixdyS1b3Y/xrEfm8bQz1FGwFzTX5E2+kvtLe//7T5nlqe+EbPOOL28pjDer+C31xI",
-	"9g2mhTUu/zC/fdwM+sLMZSwAIz1wg5MEkp8KrRI4TGxhJmd6otKMTfIpl+1U8AhjdjbCtWoh0APOCXlk",
-	"SdCvyhMMo2kxtmE0vjRD6mbEAqmy9ghIOygCOTOOpU0mjmNu27YW8lfe/r397o+e92jvY10w7d12SSeT",
-	"bDmWfGOSyaFZUIzKGFAc2+zUvrvFdLmbXJNbCKi/Nj3lmYEKcqjBINmsjUFj2va2VXai2iO70HM4myHe",
-	"s2kFMlcFYjR20Cjq/+vRPgWPYlPW9ueX232mUFqzEe47bVh6xOH8otV6p+YZXzCWbxsxf+lQfio+o4LP",
-	"rHUB/uR4KeomaEG44+hu8wy+AvcNUcTNQW+zYvcx7797zDstRISVVFZorI94mysQSlSlbMZTq4QYvmLn",
-	"Vf9oorChT+k7NVIj1rbZD2W8Ugt6ESFKi5PZZPk35NL2Xo0i06+wbCXmmNmYNfwJEXjsv1+yvemRSKAT",
-	"UtlRfVnFvSq7JBLORYAg7Jo6PLJgxxlwfaCdFvMu4uxLws/01B+saaJPCqLt2F7Yo9Ri3oDeIMSPZwMd",
-	"uGUEeqgr2IPOTlMqgoXAsU35m3u9fqkHtGB3FjLj17aTrW0lz6n7UnByeP70OatGAMwSorwmZi8FtnXZ",
-	"VMT1ZwrgL5WJQPv9FyUiGGJb46UwW7wuDeE+teArdXF8lXWlNWFsYmcsBiVSW4ljO/Uy7UuxaMeynevN",
-	"oWwrfMoOOjT2UhVq/cMRnyxFQDDcBF+agyKua7layLcS7Mt9RP3kA88MWokyt/5u4eDqxpzYuj588RuX",
-	"6FML+745H13/K+HQfn8jhxJjtMU1doFpl4Gk9TuYUvLOJg41x4oZ1TS+1hQCUlUNwmWn+smU7ERVZRcr",
-	"zIyx1tp2ydR3EbtyGbzDKB4hQDRWxlFR4CaOppf95pn3Wy1gJ+2lNsJZGi2Ob2V7VNuqF2MTrO06db3G",
-	"t4rug/Vu1c/1dXw13oTN6uS9C+E+Q2E5QyG1TLSOfbGFEMYeah0QZ9Qyd5jHSUSgPaM4EUvs+0CX5S0q",
-	"LX0IJps+lr78NXBqagKPBWVZS9BiTZuVv/voEbZmhvMliSrQ/uQBD/rdfmBbDBU6pCihhHCmmsXZAQEh",
-	"OEigJU4CXG0QVDS5UN6roWescpELH1bbdHGuP+Qo/5FlaizA2C67s1XdH257pbINAb1EE3/HB9OnxUyp",
-	"eMD2X8QNKNoUv1fDTR4O2M6/SyUBvc0n2e/9PwlWpEJr5GaDuRqai7MqBu29df83h0G9rxz42tVZsji4",
-	"4dPKeUgnYOU83KzOvp2Ydot0NQvVlUg1HR86/l0QbMXcJihEai5h+1i8Ts+9ldD+c7ROnNparRMx/e61",
-	"znutc0XrBMogHKHlBKGS4T6V4unOAtDI5dUdy2Qb8R1AdfUsppEBLoozdFgYLQa11QF7evYv67cgomGp",
-	"mrNmgCk1ob6yzkxfYjYuT1O+cAuYXS3YdCA4PDlmBI6OADTNYJkrg1aHHZqV8yUpfybfFYN0TiorfRkp",
-	"oQcrye0mvFRonbvdPWyADa+E2E2hSJKiC3qaYyhIz1LBIz0RArtyTvOEa9Z8/fbw7OSBxtWI5XtBuD+R",
-	"GAkZitYAXr8YkdlUA+OIfAI6/j/gRxt+/J+BxzjL+JB8wAhOx8cgQrI8lazJE62oRMiXCeZ0jJme8VDg",
-	"UiaxFGwkRKRp3ekRDwKPmh8rKeAv9BWnymb+mgAbRTi5L93UteBJ7x899DJjzjHMP/AbD+BTvxEcmIRl",
-	"UvLs6KZQBW7Atx7y8LLjy8OpaTQBpkI8FTrj0xllXrt7GNGhgORi+7ZOVGI6zBowH3HNwyxZ1PYzNfR9",
-	"Ww3/rylviTMxxRuVFNv4V21qr7edM+Rd4WJtIAuiLLI8uglB5fTHp2yv9323ntGBD0vC5hXuoPo6wzbc",
-	"l4ZbqF9+nqU8iR2npyVloB/YfqLIgUtstNlbIT8ZdQOk2NKh+5Q2pP0s1haYbfWlA55lPJyga7foQgPG",
-	"vORTYaPU5TUH+CV898RvpLPsotff7YT6Cua80du22nrhvihpq6KkUqV8oO9T1O81sFs2I7bmxkZj5zN1",
-	"r0pr7vXew6cWKEMyMZ1lRcduEj9wspr+rl5Z/FnBPMTDm5rO4DmZYeQYM6DCJDbBaBTHMTWOMuOrETWD",
-	"mkvU9+BFkkQkpXcOU2R02QM91tS7RlK6DdhuHVbT15lUj2dHL47Oj5hdAQMXGCkpOuyIhxMzOV8a7ESs",
-	"mw5tPS4CRIqIyXw6FCn1tg/gzS6KZudshlzlsV4XwUimscwzwYYL0GMQK5G6JDHSElRKTbRAl8KIuhqN",
-	"WDN4fXL06uL86Oz84vDp09dvXp2fPRnxRGNVd4yqjKxgKi4hQC4jPjaD0zevLl6+fnb0pPw0aLna5l53",
-	"z1tCZvRlLTTjWh/mudBOk+ovlp/jPmbNeSvFvNLPGyjK0OvfwOj9+4rCNbniRT18NknVnM95IY4cCQlk",
-	"wSYimcHObkKXRAm4FLXWO+J6FqdivUB8yS+FNrJsNaiwlPNIg1HXQI6tiPt7bKLyVLMJj9iMay2igS+x",
-	"OTwpFgTsneZSExcCCRvTtsOKJO0QhGH6QLvZldiwB4sjN4mAzazOtuX0I3yzqodRf5UeMKCH50gOp0Ln",
-	"Sa2seK7mBKCOKLy0a/fB2HulzJE9RPBLMVMXyRpJR6r5rUURdopJc9mGQdbKH6qxM4ak0wGqbLnPMzbn",
-	"cNIZNxnGQ1kTmHohMnLziIjcMDzOEJBmKLK5EEXbTm3AXrgFhGmxoSCc7ii38sxEVvVciBmiGBPbYM2T",
-	"L5vLa+OVHS+wSRTlsJMfZcZ1ZgCmUwEsHyvZIgcQNp/MEHfbl5JMe7eNhm1pY5OksE6+w04wcozov0UH",
-	"ngCEXa5znvw5MvI0lz+roX6FNPGNC8aS4DSbi1SwKY8EEMO9lLyXkk6YLpdLItJwsEs/VcnxOSLTNhst",
-	"Qfx3MIdjGxE6ExI9e8s9kAs7EctUsB+HbWYc66LRc4TFFwkHKQmWp2UHko3YNxkRLqUQBNsFohbvIR+R",
-	"2zR6g17nyz9bscMQfLVVcCz+HjLMafVwL8LuRdgaEQYGnu3IUDC77RZCjGv4/DZia6U98l3VNLMzEaYi",
-	"c+NW2L0jqq92XmrR+0XLnosm4XffrHT+rWT/Lq33zUXFBYHcS6e/e1mxFS7CYUYrWAzdbK4wHgOjI7jE",
-	"m9MXVMcbivhKlP3mNYYIIwxbmd79F/RFwJrBr37jod94F1DzpyRpdXwJfGygRk0jOhqt7Byv4zFaXoFG",
-	"yRMc2G47VSc8o/Y8vkxVVkYEEP2Uxab8GaY9zTVWpGEDKZgWdtuhPwMaziRkOU5zX/IkUXPNZml8xTOQ",
-	"fNlcpZeaGlklKuQJi8SVSNRsKmTWOjCLRNrdRGmYskfZHgRL40t8VqY8DEcY97/ZI1e8orsOLlMpFjeX",
-	"F8eSRbEe57EWHmqH2EmqDCqPYpFEDAugsdvETp4mAWtqIVhgNvzN6QtbOlPnYl8SJ5+nm32p7N+lSf5F",
-	"ZbxLs3gbZxM6KtcFDSyJO8BjROGfEdG9r+K9U0n/16TcfotZs3Q0ML5yyNSfMbUq6o3tqynKWj0ginhb",
-	"YV9PYhD6i4Nlyzs2rXqiVM1mdfoqDX+nIq8ia/bWvdF9CODeMqxghmEywba85N0Mwl0wS9MmT5SnTavg",
-	"oCoyd10C+pfjjS9mAd10+t6nT92z6ecksG/Lo5/GKEtE/BlIz2DjB6D3eysWmccCZyAw0BD0GcwIQmGO",
-	"jXAIoljjnUGn/H3AQKMOwMKaafeMbRpL0NRt+nIquCSYKTRqVEYmDTq1WwfuiJRzxGielAxWHPNjHkuP",
-	"Yfo3dmRy8D7tAJ+GGM1cwGhfrkOMDvrdbrCMVWUxp9fAQ3+unPzaYKLXWlh3Cxf9OYbcn36AWPjoGjPu",
-	"Hj/6Hj/6Hj/6NvjRn2s97pTn0NqAx2spSmNxJlLyXFo3W0Vf9oCVneiI4OGE2JwiIiZgS2HZAeb2eibw",
-	"Su9u2tV7bKLmLAHtGqEA1KUp/OQZmyMmE2jedeeJE0Mpo6RfMoiyHKa+wyDKVI+/rSiKWfHFzVGUkuzu",
-	"Tfl7G2Ep7uKosQ8qmrJJUInTIh/uy1kPG2QmBkxEm9wBxLN3YKvUxpCOtc6FTTemB5oEPXJWxBkVOVBo",
-	"JJ4KN9bT6rAfTWILpsvYHGdfkjS2h0cRR5orDB7xLAeTIJYssCtQfBx4VD3KtIBXwpo7NC8KhX9ppkoK",
-	"p4GMEY4YajLBsJQgcfU8zsxhofLMl4nShIpjptBhgb37goa/oMRGfcGzgGm+0CW8u0rowWRrmYBYx5en",
-	"GOqCYTGb26K9Y8ypyABPRYYmkRlIYJcCeh8Cx6lNz0GaWNpaE8/4Brw+t4q+lDt9r7bfC/xbRkKQb8hT",
-	"YOLW2nJNnSZbrUL5ozEUPBXpYZ5NGoNf3wHLkI+jrunIC4w6Gx9IMxhj8jLr7ITTqIBpbvNZHLQaXiNP",
-	"k8agMcmy2WBnB+PVE6Wzwffd77vImWZy6xppYyFd2Uu7VP2KLi6r2uVLJcXCiHYRsVGqpiVOoGei2yVU",
-	"eAxjz0Aou+NbFLLV4X+ME5pYDZaCh4hLmU1NH/LwcpwCXbHhgnGExnIfQbWOq494oeS4bTO/5yq9BANh",
-	"ppLEw6QngsrmMhSJM9zPaqjX6NpljZgtD2NDAWaBZplyhijKzVZGKRKpKNvSJmAArYnI5GCUOfOE3Y5p",
-	"PnhCWuXeeVRBjKvPQvQawhanlA4nbZXMHK3yNBTl+PZsK4c/ulpDHNQlxGOp7cvhsanI0jgs83bhYEh5",
-	"iMEKkYw67JVaKvp0HuT08qghFaM2AAEjyVDVpR6sVniZ1cPGNmGO65yqfDwhbaSJZzSWMlCtwZRfAm2k",
-	"MHWqWmjRzsC8lawvogLtpsPcJFtfNoNqLh9WXlYSb2mJQQ0g02zKqgWZ5VpUsgSBuW1WCSl3hMZP/YXX",
-	"Zy8fFgCwdOXAvEsaIQyK7XbfYUHEM94xBRwXoYpEob4ssL8rmtU0e+OBLt26Oh9SgxwsvgiqkwtYU6Us",
-	"eFifoWKuJV+NIePGLVXl42fPCb5+CwPU3HJuITw++c4zq3zaO7+Q7/akboG2cab+53/WhRNR0kQddigX",
-	"rH99zYhdCLIA2/DGmsVjid2myQXWXR3mJ6yacRUwuM068K1GSiwIlGO98XBM4KimqLmuL9KCLhWJFpgs",
-	"JZXNLCsUY4FsrPLMg8cS10aWT4s8+aUzfYlj1rmk7GUFVP82vFVczJrByeuz87LBQoG8gSxnyq0047NZ",
-	"qq5E1LotaxVP3Iq7zuzV9wy2lsFW1uiex27NYyXz3MRmJv6yDZMZYKWByROqbUwI/Hd4/vS5030A4afN",
-	"vUvQ5sA9GBkl/25wW2Y0L7EVK5KT/J4R1zPi0grds+Gt2dAy1zomNDDiWx11Kx1snL5OJQOMVIrsWSid",
-	"ChOuP5Wxlie2mbPo6vsz7kYEtfsj7vN5a4Vn1jMXoqXebKAVqLJ5QsWfQ0F+jwNjlGHqf0At0Wz7Uc0X",
-	"6M34dOOsMq+bGAsuvTfNNsPl3ltmn81SLqfcwE9bHlYGOZEgJCwjpVj127HYsRdYSDMSWTjBNLlbctLW",
-	"pxRcfX9K3chP96fUnbHUTafUR69x3Q7VdKpk265n2wmZUcxPyFC0D2FXb25cUN5hb/joNc4wuNE+j6ex",
-	"vDEERxebaz9+/Pj/BwAA//8=",
-}
-
-// decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
-// after base64-decoding and flate-decompressing the embedded blob.
-func decodeSpec() ([]byte, error) {
-	encoded := strings.Join(swaggerSpec, "")
-	compressed, err := base64.StdEncoding.DecodeString(encoded)
-	if err != nil {
-		return nil, fmt.Errorf("error base64 decoding spec: %w", err)
-	}
-	zr := flate.NewReader(bytes.NewReader(compressed))
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(zr); err != nil {
-		return nil, fmt.Errorf("read flate: %w", err)
-	}
-	if err := zr.Close(); err != nil {
-		return nil, fmt.Errorf("close flate reader: %w", err)
-	}
-
-	return buf.Bytes(), nil
-}
-
-var rawSpec = decodeSpecCached()
-
-// a naive cache of the decoded OpenAPI spec
-func decodeSpecCached() func() ([]byte, error) {
-	data, err := decodeSpec()
-	return func() ([]byte, error) {
-		return data, err
-	}
-}
-
-// Constructs a synthetic filesystem for resolving external references when loading openapi specifications.
-func PathToRawSpec(pathToFile string) map[string]func() ([]byte, error) {
-	res := make(map[string]func() ([]byte, error))
-	if len(pathToFile) > 0 {
-		res[pathToFile] = rawSpec
-	}
-
-	return res
-}
-
-// GetSpec returns the OpenAPI specification corresponding to the generated
-// code in this file. External references in the spec are resolved through
-// PathToRawSpec; externally-referenced files must be embedded in their
-// corresponding Go packages (via the import-mapping feature). URL-based
-// external refs are not supported.
-func GetSpec() (swagger *openapi3.T, err error) {
-	resolvePath := PathToRawSpec("")
-
-	loader := openapi3.NewLoader()
-	loader.IsExternalRefsAllowed = true
-	loader.ReadFromURIFunc = func(loader *openapi3.Loader, url *url.URL) ([]byte, error) {
-		pathToFile := url.String()
-		pathToFile = path.Clean(pathToFile)
-		getSpec, ok := resolvePath[pathToFile]
-		if !ok {
-			err1 := fmt.Errorf("path not found: %s", pathToFile)
-			return nil, err1
-		}
-		return getSpec()
-	}
-	var specData []byte
-	specData, err = rawSpec()
-	if err != nil {
-		return
-	}
-	swagger, err = loader.LoadFromData(specData)
-	if err != nil {
-		return
-	}
-	return
-}
-
-// GetSpecJSON returns the raw JSON bytes of the embedded OpenAPI
-// specification: decompressed but not unmarshaled. External references
-// are not resolved here; the bytes are the spec exactly as embedded by
-// codegen. The result is cached at package init time, so repeated calls
-// are cheap.
-func GetSpecJSON() ([]byte, error) {
-	return rawSpec()
-}
-
-// GetSwagger returns the OpenAPI specification corresponding to the
-// generated code in this file.
-//
-// Deprecated: GetSwagger predates kin-openapi renaming openapi3.Swagger
-// to openapi3.T. Use [GetSpec] instead. This wrapper is retained for
-// backwards compatibility.
-func GetSwagger() (*openapi3.T, error) {
-	return GetSpec()
 }

@@ -25,8 +25,16 @@ export interface paths {
          */
         post: operations["createPayment"];
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /payments
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsPayments"];
+        /**
+         * List payments (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headPayments"];
         patch?: never;
         trace?: never;
     };
@@ -48,8 +56,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /payments/{id}
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsPayment"];
+        /**
+         * Get a payment (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headPayment"];
         /**
          * Update a payment's description or metadata
          * @description A JSON merge patch (RFC 7396): absent members are left alone, `null` removes.
@@ -82,8 +98,16 @@ export interface paths {
          */
         post: operations["createRefund"];
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /refunds
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsRefunds"];
+        /**
+         * List refunds (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headRefunds"];
         patch?: never;
         trace?: never;
     };
@@ -91,7 +115,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                id: components["parameters"]["RefundID"];
+            };
             cookie?: never;
         };
         /**
@@ -102,8 +128,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /refunds/{id}
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsRefund"];
+        /**
+         * Get a refund (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headRefund"];
         patch?: never;
         trace?: never;
     };
@@ -131,8 +165,16 @@ export interface paths {
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /webhook-endpoints
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsWebhookEndpoints"];
+        /**
+         * List webhook endpoints (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headWebhookEndpoints"];
         patch?: never;
         trace?: never;
     };
@@ -157,8 +199,16 @@ export interface paths {
          * @description Deletes the endpoint and its delivery history; pending deliveries are dropped.
          */
         delete: operations["deleteWebhookEndpoint"];
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /webhook-endpoints/{id}
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsWebhookEndpoint"];
+        /**
+         * Get a webhook endpoint (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headWebhookEndpoint"];
         /**
          * Update a webhook endpoint
          * @description A JSON merge patch (RFC 7396) of `url`, `enabled_events`, `description` (`null`
@@ -191,7 +241,11 @@ export interface paths {
          */
         post: operations["rotateWebhookEndpointSecret"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods of /webhook-endpoints/{id}/rotate-secret
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsRotateWebhookEndpointSecret"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -214,8 +268,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /webhook-endpoints/{id}/deliveries
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsWebhookDeliveries"];
+        /**
+         * List an endpoint's deliveries and their attempts (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headWebhookDeliveries"];
         patch?: never;
         trace?: never;
     };
@@ -236,8 +298,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /events
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsEvents"];
+        /**
+         * List events (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headEvents"];
         patch?: never;
         trace?: never;
     };
@@ -258,8 +328,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /events/{id}
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsEvent"];
+        /**
+         * Get an event (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headEvent"];
         patch?: never;
         trace?: never;
     };
@@ -285,7 +363,11 @@ export interface paths {
          */
         post: operations["redeliverEvent"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods of /events/{id}/redeliver
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsRedeliverEvent"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -309,7 +391,11 @@ export interface paths {
          */
         post: operations["createReport"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods of /reports
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsReports"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -331,8 +417,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /reports/{id}
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsReport"];
+        /**
+         * Get a report's metadata (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headReport"];
         patch?: never;
         trace?: never;
     };
@@ -361,8 +455,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /reports/{id}/download
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsReportDownload"];
+        /**
+         * Download a report (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headReportDownload"];
         patch?: never;
         trace?: never;
     };
@@ -381,8 +483,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /jobs
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsJobs"];
+        /**
+         * List jobs (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headJobs"];
         patch?: never;
         trace?: never;
     };
@@ -410,8 +520,16 @@ export interface paths {
          *     Canceling a job that already finished answers 409.
          */
         delete: operations["cancelJob"];
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /jobs/{id}
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsJob"];
+        /**
+         * Get a job (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headJob"];
         patch?: never;
         trace?: never;
     };
@@ -439,8 +557,16 @@ export interface paths {
          *     (`POST /test/accounts`); it works on any account.
          */
         delete: operations["deleteAccount"];
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /account
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsAccount"];
+        /**
+         * The account the API key belongs to (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headAccount"];
         patch?: never;
         trace?: never;
     };
@@ -466,7 +592,11 @@ export interface paths {
          */
         post: operations["createTestAccount"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods of /test/accounts
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsTestAccounts"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -488,7 +618,11 @@ export interface paths {
          */
         post: operations["expireIdempotencyKeys"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods of /test/idempotency-keys/expire
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsExpireIdempotencyKeys"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -511,7 +645,11 @@ export interface paths {
          */
         post: operations["retryWebhookDeliveriesNow"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods of /test/webhook-deliveries/retry-now
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsRetryWebhookDeliveriesNow"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -535,7 +673,11 @@ export interface paths {
          */
         post: operations["runJobsNow"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods of /test/jobs/run-now
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsRunJobsNow"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -555,8 +697,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /healthz
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsHealth"];
+        /**
+         * Liveness (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headHealth"];
         patch?: never;
         trace?: never;
     };
@@ -575,8 +725,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /readyz
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsReadiness"];
+        /**
+         * Readiness (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headReadiness"];
         patch?: never;
         trace?: never;
     };
@@ -605,8 +763,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /metrics
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsMetrics"];
+        /**
+         * Prometheus metrics (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headMetrics"];
         patch?: never;
         trace?: never;
     };
@@ -625,8 +791,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /openapi.yaml
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsOpenAPIYAML"];
+        /**
+         * This contract, as YAML (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headOpenAPIYAML"];
         patch?: never;
         trace?: never;
     };
@@ -645,8 +819,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /openapi.json
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsOpenAPIJSON"];
+        /**
+         * This contract, as JSON (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headOpenAPIJSON"];
         patch?: never;
         trace?: never;
     };
@@ -665,8 +847,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsRoot"];
+        /**
+         * The API reference (the root) (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headRoot"];
         patch?: never;
         trace?: never;
     };
@@ -686,8 +876,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /docs
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsAPIReference"];
+        /**
+         * The API reference, as HTML (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headAPIReference"];
         patch?: never;
         trace?: never;
     };
@@ -695,7 +893,10 @@ export interface paths {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description The last segment of a problem `type`, e.g. `not-found`. */
+                problem: components["parameters"]["ProblemName"];
+            };
             cookie?: never;
         };
         /**
@@ -706,8 +907,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /problems/{problem}
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsProblemType"];
+        /**
+         * Describe a problem type (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headProblemType"];
         patch?: never;
         trace?: never;
     };
@@ -1400,8 +1609,8 @@ export interface components {
             };
         };
         /**
-         * @description The route exists but does not support the method. The server answers this on any
-         *     documented path, so it is listed once here rather than under each operation.
+         * @description The path exists but does not list the method; `Allow` names those it does. It belongs
+         *     to no operation, so `x-unrouted-responses` refers to it rather than any operation.
          */
         MethodNotAllowed: {
             headers: {
@@ -1419,6 +1628,117 @@ export interface components {
                     status?: 405;
                 };
             };
+        };
+        /**
+         * @description The path's methods, in `Allow`. A CORS preflight (`Origin` and
+         *     `Access-Control-Request-Method`) from an allowed origin also gets the
+         *     `Access-Control-Allow-*` headers; one from another origin gets only `Allow`.
+         */
+        Options: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                Allow: components["headers"]["Allow"];
+                "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description Not modified; the `ETag` sent in `If-None-Match` is current. */
+        NotModified: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                ETag: components["headers"]["ETag"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description What the `GET` answers, without the body. */
+        HeadOK: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description What the `GET` answers, without the body, with the resource's `ETag`. */
+        HeadOKWithETag: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                ETag: components["headers"]["ETag"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description The request is malformed or invalid. The headers of `BadRequest`, without the problem. */
+        HeadBadRequest: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description Missing, unknown or revoked API key. The headers of `Unauthorized`, without the problem. */
+        HeadUnauthorized: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description No such resource in this account. The headers of `NotFound`, without the problem. */
+        HeadNotFound: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description A rate-limit quota is used up; retry after `Retry-After` seconds. The headers of `TooManyRequests`, without the problem. */
+        HeadTooManyRequests: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description An unexpected error. The headers of `InternalError`, without the problem. */
+        HeadInternalError: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description The database could not be reached or did not answer in time; retry after `Retry-After` seconds. The headers of `ServiceUnavailable`, without the problem. */
+        HeadServiceUnavailable: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content?: never;
         };
         /** @description The request body is larger than the server accepts (1 MiB). */
         PayloadTooLarge: {
@@ -1684,6 +2004,36 @@ export interface components {
          *     separated; accept the request if any matches, and compare in constant time.
          */
         WebhookSignatureHeader: string;
+        /** @description The id of the last payment of the previous page. */
+        PaymentsStartingAfter: string;
+        PaymentStatusFilter: components["schemas"]["PaymentStatus"];
+        /** @description Only payments created at or after this time. */
+        CreatedGte: string;
+        /** @description Only payments created before this time. */
+        CreatedLt: string;
+        /** @description The id of the last refund of the previous page. */
+        RefundsStartingAfter: string;
+        /** @description Only the refunds of this payment. */
+        RefundsPaymentFilter: string;
+        /** @description The id of the last endpoint of the previous page. */
+        WebhookEndpointsStartingAfter: string;
+        /** @description The id of the last delivery of the previous page. */
+        DeliveriesStartingAfter: string;
+        /** @description The id of the last event of the previous page. */
+        EventsStartingAfter: string;
+        /** @description Only events of this type. */
+        EventTypeFilter: components["schemas"]["EventType"];
+        /** @description The id of the last job of the previous page. */
+        JobsStartingAfter: string;
+        /** @description Only the jobs in this status. */
+        JobStatusFilter: components["schemas"]["JobStatus"];
+        RefundID: string;
+        /** @description The last segment of a problem `type`, e.g. `not-found`. */
+        ProblemName: string;
+        /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+        AnyID: string;
+        /** @description Any last segment, of a problem type or not. A path's methods do not depend on it. */
+        AnyProblem: string;
     };
     requestBodies: never;
     headers: {
@@ -1737,8 +2087,35 @@ export interface components {
         PreferenceApplied: string;
         /** @description The authentication scheme to use (RFC 9110), always `Bearer`. */
         WWWAuthenticate: string;
-        /** @description The methods the route supports, `HEAD` and `OPTIONS` included. */
+        /** @description The methods the path supports, `HEAD` and `OPTIONS` included (RFC 9110). */
         Allow: string;
+        /** @description Seconds until the next poll is worth making; present while the job is `queued` or `running`. */
+        JobRetryAfter: number;
+        /** @description `attachment` with a file name, e.g. `attachment; filename="rpt_123.csv"`. */
+        ContentDisposition: string;
+        /**
+         * @description CORS: the origin whose scripts may read this response: `*` when the operator allows
+         *     any (the default), otherwise the request's `Origin` when it is one of those allowed.
+         *     Absent when the request has no `Origin`, or one that is not allowed.
+         */
+        AccessControlAllowOrigin: string;
+        /**
+         * @description CORS: the response headers scripts may read besides the safelisted ones. Sent with
+         *     `Access-Control-Allow-Origin` on every answer but a preflight's.
+         */
+        AccessControlExposeHeaders: "Location,ETag,Idempotent-Replayed,Request-Id,Retry-After,RateLimit,RateLimit-Policy,Server-Timing,Preference-Applied";
+        /**
+         * @description The request headers the answer depends on (RFC 9110), for caches: `Origin` on every
+         *     answer to a request the CORS rules apply to, and on a preflight the two
+         *     `Access-Control-Request-*` headers too.
+         */
+        Vary: "Origin" | "Origin, Access-Control-Request-Method, Access-Control-Request-Headers";
+        /** @description CORS preflight: the methods a script may use on the path, as in `Allow`. */
+        AccessControlAllowMethods: string;
+        /** @description CORS preflight: the request headers a script may send besides the safelisted ones. */
+        AccessControlAllowHeaders: "Authorization,Content-Type,Idempotency-Key,If-Match,If-None-Match,Request-Id,Prefer";
+        /** @description CORS preflight: how many seconds a browser may keep this answer. */
+        AccessControlMaxAge: 600;
     };
     pathItems: never;
 }
@@ -1750,12 +2127,12 @@ export interface operations {
                 /** @description How many items to return (1-100). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The id of the last payment of the previous page. */
-                starting_after?: string;
-                status?: components["schemas"]["PaymentStatus"];
+                starting_after?: components["parameters"]["PaymentsStartingAfter"];
+                status?: components["parameters"]["PaymentStatusFilter"];
                 /** @description Only payments created at or after this time. */
-                created_gte?: string;
+                created_gte?: components["parameters"]["CreatedGte"];
                 /** @description Only payments created before this time. */
-                created_lt?: string;
+                created_lt?: components["parameters"]["CreatedLt"];
             };
             header?: {
                 /**
@@ -1882,6 +2259,58 @@ export interface operations {
             };
         };
     };
+    optionsPayments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headPayments: {
+        parameters: {
+            query?: {
+                /** @description How many items to return (1-100). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The id of the last payment of the previous page. */
+                starting_after?: components["parameters"]["PaymentsStartingAfter"];
+                status?: components["parameters"]["PaymentStatusFilter"];
+                /** @description Only payments created at or after this time. */
+                created_gte?: components["parameters"]["CreatedGte"];
+                /** @description Only payments created before this time. */
+                created_lt?: components["parameters"]["CreatedLt"];
+            };
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     getPayment: {
         parameters: {
             query?: never;
@@ -1925,23 +2354,68 @@ export interface operations {
                     "application/json": components["schemas"]["Payment"];
                 };
             };
-            /** @description Not modified; the `ETag` sent in `If-None-Match` is current. */
-            304: {
-                headers: {
-                    "Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    ETag: components["headers"]["ETag"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headPayment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
+                 *     current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
+                 *     A value that is not `*` or a list of quoted tags is a 400.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                id: components["parameters"]["PaymentID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOKWithETag"];
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            404: components["responses"]["HeadNotFound"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
         };
     };
     updatePayment: {
@@ -2011,9 +2485,9 @@ export interface operations {
                 /** @description How many items to return (1-100). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The id of the last refund of the previous page. */
-                starting_after?: string;
+                starting_after?: components["parameters"]["RefundsStartingAfter"];
                 /** @description Only the refunds of this payment. */
-                payment_id?: string;
+                payment_id?: components["parameters"]["RefundsPaymentFilter"];
             };
             header?: {
                 /**
@@ -2164,6 +2638,55 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsRefunds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headRefunds: {
+        parameters: {
+            query?: {
+                /** @description How many items to return (1-100). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The id of the last refund of the previous page. */
+                starting_after?: components["parameters"]["RefundsStartingAfter"];
+                /** @description Only the refunds of this payment. */
+                payment_id?: components["parameters"]["RefundsPaymentFilter"];
+            };
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     getRefund: {
         parameters: {
             query?: never;
@@ -2182,7 +2705,7 @@ export interface operations {
                 Prefer?: components["parameters"]["Prefer"];
             };
             path: {
-                id: string;
+                id: components["parameters"]["RefundID"];
             };
             cookie?: never;
         };
@@ -2208,13 +2731,61 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsRefund: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headRefund: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                id: components["parameters"]["RefundID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            404: components["responses"]["HeadNotFound"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     listWebhookEndpoints: {
         parameters: {
             query?: {
                 /** @description How many items to return (1-100). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The id of the last endpoint of the previous page. */
-                starting_after?: string;
+                starting_after?: components["parameters"]["WebhookEndpointsStartingAfter"];
             };
             header?: {
                 /**
@@ -2303,6 +2874,53 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /** @description How many items to return (1-100). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The id of the last endpoint of the previous page. */
+                starting_after?: components["parameters"]["WebhookEndpointsStartingAfter"];
+            };
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     getWebhookEndpoint: {
         parameters: {
             query?: never;
@@ -2388,6 +3006,54 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                id: components["parameters"]["WebhookEndpointID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOKWithETag"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            404: components["responses"]["HeadNotFound"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
         };
     };
     updateWebhookEndpoint: {
@@ -2496,13 +3162,28 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsRotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
     listWebhookDeliveries: {
         parameters: {
             query?: {
                 /** @description How many items to return (1-100). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The id of the last delivery of the previous page. */
-                starting_after?: string;
+                starting_after?: components["parameters"]["DeliveriesStartingAfter"];
             };
             header?: {
                 /**
@@ -2545,15 +3226,68 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsWebhookDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description How many items to return (1-100). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The id of the last delivery of the previous page. */
+                starting_after?: components["parameters"]["DeliveriesStartingAfter"];
+            };
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                id: components["parameters"]["WebhookEndpointID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            404: components["responses"]["HeadNotFound"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     listEvents: {
         parameters: {
             query?: {
                 /** @description How many items to return (1-100). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The id of the last event of the previous page. */
-                starting_after?: string;
+                starting_after?: components["parameters"]["EventsStartingAfter"];
                 /** @description Only events of this type. */
-                type?: components["schemas"]["EventType"];
+                type?: components["parameters"]["EventTypeFilter"];
             };
             header?: {
                 /**
@@ -2591,6 +3325,55 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headEvents: {
+        parameters: {
+            query?: {
+                /** @description How many items to return (1-100). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The id of the last event of the previous page. */
+                starting_after?: components["parameters"]["EventsStartingAfter"];
+                /** @description Only events of this type. */
+                type?: components["parameters"]["EventTypeFilter"];
+            };
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
         };
     };
     getEvent: {
@@ -2635,6 +3418,54 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                id: components["parameters"]["EventID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            404: components["responses"]["HeadNotFound"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
         };
     };
     redeliverEvent: {
@@ -2700,6 +3531,21 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsRedeliverEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
     createReport: {
         parameters: {
             query?: never;
@@ -2763,6 +3609,18 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsReports: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
     getReport: {
         parameters: {
             query?: never;
@@ -2805,6 +3663,54 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headReport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                id: components["parameters"]["ReportID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            404: components["responses"]["HeadNotFound"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
         };
     };
     downloadReport: {
@@ -2872,15 +3778,81 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsReportDownload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headReportDownload: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
+                 *     current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
+                 *     A value that is not `*` or a list of quoted tags is a 400.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                id: components["parameters"]["ReportID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the `GET` answers, without the file. */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    ETag: components["headers"]["ETag"];
+                    "Content-Disposition": components["headers"]["ContentDisposition"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            404: components["responses"]["HeadNotFound"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     listJobs: {
         parameters: {
             query?: {
                 /** @description How many items to return (1-100). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The id of the last job of the previous page. */
-                starting_after?: string;
+                starting_after?: components["parameters"]["JobsStartingAfter"];
                 /** @description Only the jobs in this status. */
-                status?: components["schemas"]["JobStatus"];
+                status?: components["parameters"]["JobStatusFilter"];
             };
             header?: {
                 /**
@@ -2920,6 +3892,55 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headJobs: {
+        parameters: {
+            query?: {
+                /** @description How many items to return (1-100). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The id of the last job of the previous page. */
+                starting_after?: components["parameters"]["JobsStartingAfter"];
+                /** @description Only the jobs in this status. */
+                status?: components["parameters"]["JobStatusFilter"];
+            };
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     getJob: {
         parameters: {
             query?: never;
@@ -2950,8 +3971,7 @@ export interface operations {
                     "Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    /** @description Seconds until the next poll is worth making; present while the job is `queued` or `running`. */
-                    "Retry-After"?: number;
+                    "Retry-After": components["headers"]["JobRetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3025,6 +4045,64 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                id: components["parameters"]["JobID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the `GET` answers, without the job. */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["JobRetryAfter"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            404: components["responses"]["HeadNotFound"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
         };
     };
     getAccount: {
@@ -3107,6 +4185,48 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     createTestAccount: {
         parameters: {
             query?: never;
@@ -3132,6 +4252,19 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsTestAccounts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            404: components["responses"]["NotFound"];
         };
     };
     expireIdempotencyKeys: {
@@ -3176,6 +4309,19 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsExpireIdempotencyKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            404: components["responses"]["NotFound"];
+        };
+    };
     retryWebhookDeliveriesNow: {
         parameters: {
             query?: never;
@@ -3216,6 +4362,19 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsRetryWebhookDeliveriesNow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            404: components["responses"]["NotFound"];
         };
     };
     runJobsNow: {
@@ -3260,6 +4419,19 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsRunJobsNow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            404: components["responses"]["NotFound"];
+        };
+    };
     getHealth: {
         parameters: {
             query?: never;
@@ -3271,6 +4443,31 @@ export interface operations {
         responses: {
             200: components["responses"]["HealthOK"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    optionsHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            500: components["responses"]["HeadInternalError"];
         };
     };
     getReadiness: {
@@ -3285,6 +4482,32 @@ export interface operations {
             200: components["responses"]["HealthOK"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
         };
     };
     getMetrics: {
@@ -3310,6 +4533,33 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    optionsMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    headMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            404: components["responses"]["HeadNotFound"];
+            500: components["responses"]["HeadInternalError"];
+        };
+    };
     getOpenAPIYAML: {
         parameters: {
             query?: never;
@@ -3330,6 +4580,31 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+        };
+    };
+    optionsOpenAPIYAML: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headOpenAPIYAML: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            500: components["responses"]["HeadInternalError"];
         };
     };
     getOpenAPIJSON: {
@@ -3354,6 +4629,31 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    optionsOpenAPIJSON: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headOpenAPIJSON: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            500: components["responses"]["HeadInternalError"];
+        };
+    };
     getRoot: {
         parameters: {
             query?: never;
@@ -3365,6 +4665,31 @@ export interface operations {
         responses: {
             200: components["responses"]["APIReference"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    optionsRoot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headRoot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            500: components["responses"]["HeadInternalError"];
         };
     };
     getAPIReference: {
@@ -3380,13 +4705,38 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    optionsAPIReference: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headAPIReference: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            500: components["responses"]["HeadInternalError"];
+        };
+    };
     getProblemType: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description The last segment of a problem `type`, e.g. `not-found`. */
-                problem: string;
+                problem: components["parameters"]["ProblemName"];
             };
             cookie?: never;
         };
@@ -3405,6 +4755,39 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    optionsProblemType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any last segment, of a problem type or not. A path's methods do not depend on it. */
+                problem: components["parameters"]["AnyProblem"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headProblemType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The last segment of a problem `type`, e.g. `not-found`. */
+                problem: components["parameters"]["ProblemName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            404: components["responses"]["HeadNotFound"];
+            500: components["responses"]["HeadInternalError"];
         };
     };
     paymentSucceededWebhook: {
