@@ -1209,8 +1209,29 @@ type WebhookEndpointWithSecretDisabledReason string
 // Examples: https://example.com/webhooks/payments
 type WebhookURL = string
 
+// AnyID defines model for AnyID.
+type AnyID = string
+
+// AnyProblem defines model for AnyProblem.
+type AnyProblem = string
+
+// CreatedGte defines model for CreatedGte.
+type CreatedGte = time.Time
+
+// CreatedLt defines model for CreatedLt.
+type CreatedLt = time.Time
+
+// DeliveriesStartingAfter defines model for DeliveriesStartingAfter.
+type DeliveriesStartingAfter = string
+
 // EventID defines model for EventID.
 type EventID = string
+
+// EventTypeFilter What happened; each type is described in the `webhooks` section.
+type EventTypeFilter = EventType
+
+// EventsStartingAfter defines model for EventsStartingAfter.
+type EventsStartingAfter = string
 
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
@@ -1224,20 +1245,48 @@ type IfNoneMatch = string
 // JobID defines model for JobID.
 type JobID = string
 
+// JobStatusFilter `queued` (waiting for a worker), `running`, and the final states `succeeded`, `failed`
+// and `canceled`.
+type JobStatusFilter = JobStatus
+
+// JobsStartingAfter defines model for JobsStartingAfter.
+type JobsStartingAfter = string
+
 // Limit defines model for Limit.
 type Limit = int
 
 // PaymentID defines model for PaymentID.
 type PaymentID = string
 
+// PaymentStatusFilter defines model for PaymentStatusFilter.
+type PaymentStatusFilter = PaymentStatus
+
+// PaymentsStartingAfter defines model for PaymentsStartingAfter.
+type PaymentsStartingAfter = string
+
 // Prefer Examples: fault=lost-response, latency=2s, fault=error-before, latency=500ms
 type Prefer = string
+
+// ProblemName defines model for ProblemName.
+type ProblemName = string
+
+// RefundID defines model for RefundID.
+type RefundID = string
+
+// RefundsPaymentFilter defines model for RefundsPaymentFilter.
+type RefundsPaymentFilter = string
+
+// RefundsStartingAfter defines model for RefundsStartingAfter.
+type RefundsStartingAfter = string
 
 // ReportID defines model for ReportID.
 type ReportID = string
 
 // WebhookEndpointID defines model for WebhookEndpointID.
 type WebhookEndpointID = string
+
+// WebhookEndpointsStartingAfter defines model for WebhookEndpointsStartingAfter.
+type WebhookEndpointsStartingAfter = string
 
 // WebhookIDHeader defines model for WebhookIDHeader.
 type WebhookIDHeader = string
@@ -1930,10 +1979,10 @@ type ListEventsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last event of the previous page.
-	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	StartingAfter *EventsStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
 	// Type Only events of this type.
-	Type *EventType `form:"type,omitempty" json:"type,omitempty"`
+	Type *EventTypeFilter `form:"type,omitempty" json:"type,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -1981,10 +2030,10 @@ type ListJobsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last job of the previous page.
-	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	StartingAfter *JobsStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
 	// Status Only the jobs in this status.
-	Status *JobStatus `form:"status,omitempty" json:"status,omitempty"`
+	Status *JobStatusFilter `form:"status,omitempty" json:"status,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -2032,14 +2081,14 @@ type ListPaymentsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last payment of the previous page.
-	StartingAfter *string        `form:"starting_after,omitempty" json:"starting_after,omitempty"`
-	Status        *PaymentStatus `form:"status,omitempty" json:"status,omitempty"`
+	StartingAfter *PaymentsStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	Status        *PaymentStatusFilter   `form:"status,omitempty" json:"status,omitempty"`
 
 	// CreatedGte Only payments created at or after this time.
-	CreatedGte *time.Time `form:"created_gte,omitempty" json:"created_gte,omitempty"`
+	CreatedGte *CreatedGte `form:"created_gte,omitempty" json:"created_gte,omitempty"`
 
 	// CreatedLt Only payments created before this time.
-	CreatedLt *time.Time `form:"created_lt,omitempty" json:"created_lt,omitempty"`
+	CreatedLt *CreatedLt `form:"created_lt,omitempty" json:"created_lt,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -2057,7 +2106,8 @@ type ListPaymentsParams struct {
 type CreatePaymentParams struct {
 	// IdempotencyKey A unique key for this operation, chosen by the client (a UUID is a good choice).
 	// 1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
-	// (`"abc"`). Retrying with the same key and the same body returns the stored response
+	// (`"abc"`, RFC 8941, whose only escapes are `\"` and `\\`); both forms name the same key.
+	// Retrying with the same key and the same body returns the stored response
 	// with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
 	// key while the first request is still in flight is 409. After a 5xx or no answer at all,
 	// retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
@@ -2121,10 +2171,10 @@ type ListRefundsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last refund of the previous page.
-	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	StartingAfter *RefundsStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
 	// PaymentId Only the refunds of this payment.
-	PaymentId *string `form:"payment_id,omitempty" json:"payment_id,omitempty"`
+	PaymentId *RefundsPaymentFilter `form:"payment_id,omitempty" json:"payment_id,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -2142,7 +2192,8 @@ type ListRefundsParams struct {
 type CreateRefundParams struct {
 	// IdempotencyKey A unique key for this operation, chosen by the client (a UUID is a good choice).
 	// 1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
-	// (`"abc"`). Retrying with the same key and the same body returns the stored response
+	// (`"abc"`, RFC 8941, whose only escapes are `\"` and `\\`); both forms name the same key.
+	// Retrying with the same key and the same body returns the stored response
 	// with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
 	// key while the first request is still in flight is 409. After a 5xx or no answer at all,
 	// retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
@@ -2184,7 +2235,8 @@ type GetRefundParams struct {
 type CreateReportParams struct {
 	// IdempotencyKey A unique key for this operation, chosen by the client (a UUID is a good choice).
 	// 1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
-	// (`"abc"`). Retrying with the same key and the same body returns the stored response
+	// (`"abc"`, RFC 8941, whose only escapes are `\"` and `\\`); both forms name the same key.
+	// Retrying with the same key and the same body returns the stored response
 	// with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
 	// key while the first request is still in flight is 409. After a 5xx or no answer at all,
 	// retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
@@ -2289,7 +2341,7 @@ type ListWebhookEndpointsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last endpoint of the previous page.
-	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	StartingAfter *WebhookEndpointsStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -2371,7 +2423,7 @@ type ListWebhookDeliveriesParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last delivery of the previous page.
-	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	StartingAfter *DeliveriesStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -2942,7 +2994,7 @@ type ClientInterface interface {
 	// Every problem `type` the server sends resolves here to a short human-readable page.
 	//
 	// Corresponds with GET /problems/{problem} (the `GetProblemType` operationId).
-	GetProblemType(ctx context.Context, problem string, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetProblemType(ctx context.Context, problem ProblemName, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetReadiness Readiness
 	//
@@ -2987,7 +3039,7 @@ type ClientInterface interface {
 	// Returns one refund of the account.
 	//
 	// Corresponds with GET /refunds/{id} (the `GetRefund` operationId).
-	GetRefund(ctx context.Context, id string, params *GetRefundParams, reqEditors ...RequestEditorFn) (*http.Response, error)
+	GetRefund(ctx context.Context, id RefundID, params *GetRefundParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// CreateReportWithBody Request a report
 	//
@@ -3673,7 +3725,7 @@ func (c *Client) UpdatePaymentWithApplicationMergePatchPlusJSONBody(ctx context.
 // Every problem `type` the server sends resolves here to a short human-readable page.
 //
 // Corresponds with GET /problems/{problem} (the `GetProblemType` operationId).
-func (c *Client) GetProblemType(ctx context.Context, problem string, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) GetProblemType(ctx context.Context, problem ProblemName, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetProblemTypeRequest(c.Server, problem)
 	if err != nil {
 		return nil, err
@@ -3768,7 +3820,7 @@ func (c *Client) CreateRefund(ctx context.Context, params *CreateRefundParams, b
 // Returns one refund of the account.
 //
 // Corresponds with GET /refunds/{id} (the `GetRefund` operationId).
-func (c *Client) GetRefund(ctx context.Context, id string, params *GetRefundParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
+func (c *Client) GetRefund(ctx context.Context, id RefundID, params *GetRefundParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetRefundRequest(c.Server, id, params)
 	if err != nil {
 		return nil, err
@@ -5182,7 +5234,7 @@ func NewUpdatePaymentRequestWithBody(server string, id PaymentID, params *Update
 }
 
 // NewGetProblemTypeRequest constructs an http.Request for the GetProblemType method
-func NewGetProblemTypeRequest(server string, problem string) (*http.Request, error) {
+func NewGetProblemTypeRequest(server string, problem ProblemName) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -5411,7 +5463,7 @@ func NewCreateRefundRequestWithBody(server string, params *CreateRefundParams, c
 }
 
 // NewGetRefundRequest constructs an http.Request for the GetRefund method
-func NewGetRefundRequest(server string, id string, params *GetRefundParams) (*http.Request, error) {
+func NewGetRefundRequest(server string, id RefundID, params *GetRefundParams) (*http.Request, error) {
 	var err error
 
 	var pathParam0 string
@@ -6547,7 +6599,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /problems/{problem} (the `GetProblemType` operationId).
-	GetProblemTypeWithResponse(ctx context.Context, problem string, reqEditors ...RequestEditorFn) (*GetProblemTypeResponse, error)
+	GetProblemTypeWithResponse(ctx context.Context, problem ProblemName, reqEditors ...RequestEditorFn) (*GetProblemTypeResponse, error)
 
 	// GetReadinessWithResponse Readiness
 	//
@@ -6598,7 +6650,7 @@ type ClientWithResponsesInterface interface {
 	// Returns a wrapper object for the known response body format(s).
 	//
 	// Corresponds with GET /refunds/{id} (the `GetRefund` operationId).
-	GetRefundWithResponse(ctx context.Context, id string, params *GetRefundParams, reqEditors ...RequestEditorFn) (*GetRefundResponse, error)
+	GetRefundWithResponse(ctx context.Context, id RefundID, params *GetRefundParams, reqEditors ...RequestEditorFn) (*GetRefundResponse, error)
 
 	// CreateReportWithBodyWithResponse Request a report
 	//
@@ -7523,9 +7575,11 @@ func (r GetEventResponse) ContentType() string {
 
 // RedeliverEventResponse202Headers the declared response headers of an HTTP 202 response for RedeliverEvent
 type RedeliverEventResponse202Headers struct {
+	Location        string
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
+	RetryAfter      int
 }
 
 // RedeliverEventResponse400Headers the declared response headers of an HTTP 400 response for RedeliverEvent
@@ -12754,7 +12808,7 @@ func (c *ClientWithResponses) UpdatePaymentWithApplicationMergePatchPlusJSONBody
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /problems/{problem} (the `GetProblemType` operationId).
-func (c *ClientWithResponses) GetProblemTypeWithResponse(ctx context.Context, problem string, reqEditors ...RequestEditorFn) (*GetProblemTypeResponse, error) {
+func (c *ClientWithResponses) GetProblemTypeWithResponse(ctx context.Context, problem ProblemName, reqEditors ...RequestEditorFn) (*GetProblemTypeResponse, error) {
 	rsp, err := c.GetProblemType(ctx, problem, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -12835,7 +12889,7 @@ func (c *ClientWithResponses) CreateRefundWithResponse(ctx context.Context, para
 // Returns a wrapper object for the known response body format(s).
 //
 // Corresponds with GET /refunds/{id} (the `GetRefund` operationId).
-func (c *ClientWithResponses) GetRefundWithResponse(ctx context.Context, id string, params *GetRefundParams, reqEditors ...RequestEditorFn) (*GetRefundResponse, error) {
+func (c *ClientWithResponses) GetRefundWithResponse(ctx context.Context, id RefundID, params *GetRefundParams, reqEditors ...RequestEditorFn) (*GetRefundResponse, error) {
 	rsp, err := c.GetRefund(ctx, id, params, reqEditors...)
 	if err != nil {
 		return nil, err
@@ -14380,6 +14434,13 @@ func ParseRedeliverEventResponse(rsp *http.Response) (*RedeliverEventResponse, e
 	switch {
 	case rsp.StatusCode == 202:
 		var headers RedeliverEventResponse202Headers
+		if values := rsp.Header.Values("Location"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.Location = value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -14400,6 +14461,13 @@ func ParseRedeliverEventResponse(rsp *http.Response) (*RedeliverEventResponse, e
 				return nil, err
 			}
 			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
 		}
 		response.Headers202 = &headers
 	case rsp.StatusCode == 400:

@@ -5,20 +5,15 @@ package api
 
 import (
 	"bytes"
-	"compress/flate"
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net/http"
-	"net/url"
-	"path"
 	"strings"
 	"time"
 
-	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
 	"github.com/oapi-codegen/nullable"
 	"github.com/oapi-codegen/runtime"
@@ -1212,8 +1207,29 @@ type WebhookEndpointWithSecretDisabledReason string
 // Examples: https://example.com/webhooks/payments
 type WebhookURL = string
 
+// AnyID defines model for AnyID.
+type AnyID = string
+
+// AnyProblem defines model for AnyProblem.
+type AnyProblem = string
+
+// CreatedGte defines model for CreatedGte.
+type CreatedGte = time.Time
+
+// CreatedLt defines model for CreatedLt.
+type CreatedLt = time.Time
+
+// DeliveriesStartingAfter defines model for DeliveriesStartingAfter.
+type DeliveriesStartingAfter = string
+
 // EventID defines model for EventID.
 type EventID = string
+
+// EventTypeFilter What happened; each type is described in the `webhooks` section.
+type EventTypeFilter = EventType
+
+// EventsStartingAfter defines model for EventsStartingAfter.
+type EventsStartingAfter = string
 
 // IdempotencyKey defines model for IdempotencyKey.
 type IdempotencyKey = string
@@ -1227,20 +1243,48 @@ type IfNoneMatch = string
 // JobID defines model for JobID.
 type JobID = string
 
+// JobStatusFilter `queued` (waiting for a worker), `running`, and the final states `succeeded`, `failed`
+// and `canceled`.
+type JobStatusFilter = JobStatus
+
+// JobsStartingAfter defines model for JobsStartingAfter.
+type JobsStartingAfter = string
+
 // Limit defines model for Limit.
 type Limit = int
 
 // PaymentID defines model for PaymentID.
 type PaymentID = string
 
+// PaymentStatusFilter defines model for PaymentStatusFilter.
+type PaymentStatusFilter = PaymentStatus
+
+// PaymentsStartingAfter defines model for PaymentsStartingAfter.
+type PaymentsStartingAfter = string
+
 // Prefer Examples: fault=lost-response, latency=2s, fault=error-before, latency=500ms
 type Prefer = string
+
+// ProblemName defines model for ProblemName.
+type ProblemName = string
+
+// RefundID defines model for RefundID.
+type RefundID = string
+
+// RefundsPaymentFilter defines model for RefundsPaymentFilter.
+type RefundsPaymentFilter = string
+
+// RefundsStartingAfter defines model for RefundsStartingAfter.
+type RefundsStartingAfter = string
 
 // ReportID defines model for ReportID.
 type ReportID = string
 
 // WebhookEndpointID defines model for WebhookEndpointID.
 type WebhookEndpointID = string
+
+// WebhookEndpointsStartingAfter defines model for WebhookEndpointsStartingAfter.
+type WebhookEndpointsStartingAfter = string
 
 // WebhookIDHeader defines model for WebhookIDHeader.
 type WebhookIDHeader = string
@@ -1933,10 +1977,10 @@ type ListEventsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last event of the previous page.
-	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	StartingAfter *EventsStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
 	// Type Only events of this type.
-	Type *EventType `form:"type,omitempty" json:"type,omitempty"`
+	Type *EventTypeFilter `form:"type,omitempty" json:"type,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -1984,10 +2028,10 @@ type ListJobsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last job of the previous page.
-	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	StartingAfter *JobsStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
 	// Status Only the jobs in this status.
-	Status *JobStatus `form:"status,omitempty" json:"status,omitempty"`
+	Status *JobStatusFilter `form:"status,omitempty" json:"status,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -2035,14 +2079,14 @@ type ListPaymentsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last payment of the previous page.
-	StartingAfter *string        `form:"starting_after,omitempty" json:"starting_after,omitempty"`
-	Status        *PaymentStatus `form:"status,omitempty" json:"status,omitempty"`
+	StartingAfter *PaymentsStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	Status        *PaymentStatusFilter   `form:"status,omitempty" json:"status,omitempty"`
 
 	// CreatedGte Only payments created at or after this time.
-	CreatedGte *time.Time `form:"created_gte,omitempty" json:"created_gte,omitempty"`
+	CreatedGte *CreatedGte `form:"created_gte,omitempty" json:"created_gte,omitempty"`
 
 	// CreatedLt Only payments created before this time.
-	CreatedLt *time.Time `form:"created_lt,omitempty" json:"created_lt,omitempty"`
+	CreatedLt *CreatedLt `form:"created_lt,omitempty" json:"created_lt,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -2060,7 +2104,8 @@ type ListPaymentsParams struct {
 type CreatePaymentParams struct {
 	// IdempotencyKey A unique key for this operation, chosen by the client (a UUID is a good choice).
 	// 1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
-	// (`"abc"`). Retrying with the same key and the same body returns the stored response
+	// (`"abc"`, RFC 8941, whose only escapes are `\"` and `\\`); both forms name the same key.
+	// Retrying with the same key and the same body returns the stored response
 	// with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
 	// key while the first request is still in flight is 409. After a 5xx or no answer at all,
 	// retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
@@ -2124,10 +2169,10 @@ type ListRefundsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last refund of the previous page.
-	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	StartingAfter *RefundsStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
 	// PaymentId Only the refunds of this payment.
-	PaymentId *string `form:"payment_id,omitempty" json:"payment_id,omitempty"`
+	PaymentId *RefundsPaymentFilter `form:"payment_id,omitempty" json:"payment_id,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -2145,7 +2190,8 @@ type ListRefundsParams struct {
 type CreateRefundParams struct {
 	// IdempotencyKey A unique key for this operation, chosen by the client (a UUID is a good choice).
 	// 1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
-	// (`"abc"`). Retrying with the same key and the same body returns the stored response
+	// (`"abc"`, RFC 8941, whose only escapes are `\"` and `\\`); both forms name the same key.
+	// Retrying with the same key and the same body returns the stored response
 	// with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
 	// key while the first request is still in flight is 409. After a 5xx or no answer at all,
 	// retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
@@ -2187,7 +2233,8 @@ type GetRefundParams struct {
 type CreateReportParams struct {
 	// IdempotencyKey A unique key for this operation, chosen by the client (a UUID is a good choice).
 	// 1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
-	// (`"abc"`). Retrying with the same key and the same body returns the stored response
+	// (`"abc"`, RFC 8941, whose only escapes are `\"` and `\\`); both forms name the same key.
+	// Retrying with the same key and the same body returns the stored response
 	// with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
 	// key while the first request is still in flight is 409. After a 5xx or no answer at all,
 	// retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
@@ -2292,7 +2339,7 @@ type ListWebhookEndpointsParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last endpoint of the previous page.
-	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	StartingAfter *WebhookEndpointsStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -2374,7 +2421,7 @@ type ListWebhookDeliveriesParams struct {
 	Limit *Limit `form:"limit,omitempty" json:"limit,omitempty"`
 
 	// StartingAfter The id of the last delivery of the previous page.
-	StartingAfter *string `form:"starting_after,omitempty" json:"starting_after,omitempty"`
+	StartingAfter *DeliveriesStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -2711,7 +2758,7 @@ type ServerInterface interface {
 	UpdatePayment(ctx echo.Context, id PaymentID, params UpdatePaymentParams) error
 	// GetProblemType Describe a problem type
 	// (GET /problems/{problem})
-	GetProblemType(ctx echo.Context, problem string) error
+	GetProblemType(ctx echo.Context, problem ProblemName) error
 	// GetReadiness Readiness
 	// (GET /readyz)
 	GetReadiness(ctx echo.Context) error
@@ -2723,7 +2770,7 @@ type ServerInterface interface {
 	CreateRefund(ctx echo.Context, params CreateRefundParams) error
 	// GetRefund Get a refund
 	// (GET /refunds/{id})
-	GetRefund(ctx echo.Context, id string, params GetRefundParams) error
+	GetRefund(ctx echo.Context, id RefundID, params GetRefundParams) error
 	// CreateReport Request a report
 	// (POST /reports)
 	CreateReport(ctx echo.Context, params CreateReportParams) error
@@ -3342,7 +3389,7 @@ func (w *ServerInterfaceWrapper) UpdatePayment(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) GetProblemType(ctx echo.Context) error {
 	var err error
 	// ------------- Path parameter "problem" -------------
-	var problem string
+	var problem ProblemName
 
 	err = runtime.BindStyledParameterWithOptions("simple", "problem", ctx.Param("problem"), &problem, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
 	if err != nil {
@@ -3477,7 +3524,7 @@ func (w *ServerInterfaceWrapper) CreateRefund(ctx echo.Context) error {
 func (w *ServerInterfaceWrapper) GetRefund(ctx echo.Context) error {
 	var err error
 	// ------------- Path parameter "id" -------------
-	var id string
+	var id RefundID
 
 	err = runtime.BindStyledParameterWithOptions("simple", "id", ctx.Param("id"), &id, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationPath, Explode: false, Required: true, Type: "string", Format: "", ValueIsUnescaped: ctx.Request().URL.RawPath == ""})
 	if err != nil {
@@ -4641,6 +4688,82 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 	Headers BadRequestResponseHeaders
 }
 
+type HeadBadRequestResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+type HeadBadRequestResponse struct {
+	Headers HeadBadRequestResponseHeaders
+}
+
+type HeadInternalErrorResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+type HeadInternalErrorResponse struct {
+	Headers HeadInternalErrorResponseHeaders
+}
+
+type HeadNotFoundResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+type HeadNotFoundResponse struct {
+	Headers HeadNotFoundResponseHeaders
+}
+
+type HeadOKResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+type HeadOKResponse struct {
+	Headers HeadOKResponseHeaders
+}
+
+type HeadOKWithETagResponseHeaders struct {
+	ETag            string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+type HeadOKWithETagResponse struct {
+	Headers HeadOKWithETagResponseHeaders
+}
+
+type HeadServiceUnavailableResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+type HeadServiceUnavailableResponse struct {
+	Headers HeadServiceUnavailableResponseHeaders
+}
+
+type HeadTooManyRequestsResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+type HeadTooManyRequestsResponse struct {
+	Headers HeadTooManyRequestsResponseHeaders
+}
+
+type HeadUnauthorizedResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	WWWAuthenticate string
+}
+type HeadUnauthorizedResponse struct {
+	Headers HeadUnauthorizedResponseHeaders
+}
+
 type HealthOKResponseHeaders struct {
 	RequestId string
 }
@@ -4905,6 +5028,27 @@ type NotFoundApplicationProblemPlusJSONResponse struct {
 	}
 
 	Headers NotFoundResponseHeaders
+}
+
+type NotModifiedResponseHeaders struct {
+	ETag            string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+type NotModifiedResponse struct {
+	Headers NotModifiedResponseHeaders
+}
+
+type OptionsResponseHeaders struct {
+	AccessControlAllowHeaders *string
+	AccessControlAllowMethods *string
+	AccessControlMaxAge       *int
+	Allow                     string
+	RequestId                 string
+}
+type OptionsResponse struct {
+	Headers OptionsResponseHeaders
 }
 
 type PayloadTooLargeResponseHeaders struct {
@@ -6118,9 +6262,11 @@ type RedeliverEventResponseObject interface {
 }
 
 type RedeliverEvent202ResponseHeaders struct {
+	Location        string
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
+	RetryAfter      int
 }
 
 type RedeliverEvent202JSONResponse struct {
@@ -6135,6 +6281,7 @@ func (response RedeliverEvent202JSONResponse) VisitRedeliverEventResponse(w http
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -6142,6 +6289,7 @@ func (response RedeliverEvent202JSONResponse) VisitRedeliverEventResponse(w http
 		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(202)
 	_, err := buf.WriteTo(w)
 	return err
@@ -7709,16 +7857,7 @@ func (response GetPayment200JSONResponse) VisitGetPaymentResponse(w http.Respons
 	return err
 }
 
-type GetPayment304ResponseHeaders struct {
-	ETag            string
-	RateLimit       *string
-	RateLimitPolicy *string
-	RequestId       string
-}
-
-type GetPayment304Response struct {
-	Headers GetPayment304ResponseHeaders
-}
+type GetPayment304Response = NotModifiedResponse
 
 func (response GetPayment304Response) VisitGetPaymentResponse(w http.ResponseWriter) error {
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
@@ -8151,7 +8290,7 @@ func (response UpdatePayment503ApplicationProblemPlusJSONResponse) VisitUpdatePa
 }
 
 type GetProblemTypeRequestObject struct {
-	Problem string `json:"problem"`
+	Problem ProblemName `json:"problem"`
 }
 
 type GetProblemTypeResponseObject interface {
@@ -8855,7 +8994,7 @@ func (response CreateRefund503ApplicationProblemPlusJSONResponse) VisitCreateRef
 }
 
 type GetRefundRequestObject struct {
-	Id     string `json:"id"`
+	Id     RefundID `json:"id"`
 	Params GetRefundParams
 }
 
@@ -12474,7 +12613,7 @@ func (sh *strictHandler) UpdatePayment(ctx echo.Context, id PaymentID, params Up
 }
 
 // GetProblemType operation middleware
-func (sh *strictHandler) GetProblemType(ctx echo.Context, problem string) error {
+func (sh *strictHandler) GetProblemType(ctx echo.Context, problem ProblemName) error {
 	var request GetProblemTypeRequestObject
 
 	request.Problem = problem
@@ -12595,7 +12734,7 @@ func (sh *strictHandler) CreateRefund(ctx echo.Context, params CreateRefundParam
 }
 
 // GetRefund operation middleware
-func (sh *strictHandler) GetRefund(ctx echo.Context, id string, params GetRefundParams) error {
+func (sh *strictHandler) GetRefund(ctx echo.Context, id RefundID, params GetRefundParams) error {
 	var request GetRefundRequestObject
 
 	request.Id = id
@@ -13095,508 +13234,4 @@ func (sh *strictHandler) RotateWebhookEndpointSecret(ctx echo.Context, id Webhoo
 		return fmt.Errorf("unexpected response type: %T", response)
 	}
 	return nil
-}
-
-// Base64 encoded, compressed with deflate, json marshaled OpenAPI spec.
-// Stored as a slice of fixed-width chunks rather than one concatenated
-// const string: with thousands of chunks the chained `+` fold is several
-// times slower for the Go compiler than parsing a slice literal.
-var swaggerSpec = []string{
-	"7P3tctvGsjeK38oU91Nl0gukKVpyYqpc9VdsJVbiFy1JXt5rh36EITAkYYEzDAYQxWSr6n815/v5cG7g",
-	"uZRzJae6e2YwIEGKsuXEzlaqIkskMBjMdPf066//aERqOlNSyFw3+n80JoLHIsNfD9JUzeGXWOgoS2Z5",
-	"omSj3zibCDYV+UTFmuUTwTJV5ILpYjZTWa4DFr48PHgRMi5jFr49Pjt6++Y0ZImM0iIWcacRNDLxW5Fk",
-	"Im7086wQQUNHEzHl8KB8MRONfkPnWSLHjevroHF4xserUzhgOs+UHDMh8yRfsJyP2UhlNB0xy4QWMudw",
-	"cYCfh0ej9mueRxMzraNR+42Swn7WPPnxOXu6s9NtbZ7ejOe5yGAC/3vQ+PV/DxofHg4a/6sR1Mz7KBbT",
-	"mcqFzE/ELOULGG75LY5pngGbJ/kE537J00KwEJ4bBmw+EdK8kp4pqQVLNOPwgilfMDXC75QUTOcqEzG8",
-	"6UDmk0Sz0D0+WrR/EYuwM5AN/02ELKaN/q8NeFLjQ90LvFIRp3nW7f+7k1d2AlEmeC5imKQqskgETGX2",
-	"u49qyPIJz2HOQBxM0QvNVXZxW0o4zsRIZEJG4mA2S5O6BYWZhXRdyGbueiBTWDmp5yJjnO6mTf+ut9tt",
-	"BUx0xh0WjniR5s9ElqmsPRQjlYlwIIF6Uo4r+aynww47GMKm0eZIWP0518vL6xFKk0Zt+sP+d8Zz0U6T",
-	"aZKLuPXfdvhfu+2nnQ//aEr93//n/9H/PdX/rVutZsA+d4jWw3oaPeG5eAUj1K+kznkuYCcFjyZsptIk",
-	"WjzQbFhEFyJnzTjjo7ydiHzUnuT5jM+SNswJp9Q2UqS9s9PqMz6QOs+KKC8yEbdHiUhjliY6J7qHJZyK",
-	"6VBkbAb/43PslgwascC3HzT2s2e7vf382U7YYWEWskQP5ETN2ZTLBQNCEjrXbK6KNGYzrjXLkvEkZ1LN",
-	"91mYw/VEehOVCqZFpGSsAxBeMhYxK2YBK2SepMBBwr5kotmoSFPGxzyRrAmPFb8VPKWh3JKEv4WtDjPs",
-	"DDQuLkW2KNlWjWANzGYxNRMZshYrZCo0jUUfqozFiebDFPgJVh/v0ftMC8EGuGHmo0FjhaWv+HSWCg1s",
-	"XbdsARs05lmSC40fPobP6lnf0cUxvmA9deDLJ8hbPEemWrBcGXGFm/EXkMhvz3a63f050chvRCMwo98K",
-	"lfPAnxwIUtxas9MTlcZ6n4XzkKgkkbGas0RaSmHqUmRsPkmiCeNyIMV0li/szZkYJWmqbyIBtokCBvLL",
-	"kYBblgoN/PastwcfriECWqejGjF7FMOxO0qsYLX7nZBw1yK7FNkDzVI11h12wKI0gUWZ8gXTQsYsgYNg",
-	"LgeyudPe6X3PognPeJSLTMMyhQft/+Lt30GQnffbYWufqXwisnmihTc8m/ILAeeJoEXY6tD+tTL0hz92",
-	"gp3e99drhKPIs8XBKBfZ6gKcGprIFZvzJGckklmeLRI5tsJiS51imshkCodx180ikbkYiwyncYpve5ZM",
-	"YV4rE3kPvOeznJ7BSsMC58kUlAPWfP/4OaNRGA0D7MbquU2NBnI24Vpou5kqiwXqVQsmQFAGdBogW8Jj",
-	"4sJQciLZNEnTxEnWfCLkQIa5ynkaWmblRT7Zj4vsWbezuxMwJw3MZ91ewDLBY/vn4wBUoiTmubAfPQ0G",
-	"Mkp5MjUffB8g/YzdBXsBi9TUjrnT6QUM54B/Pu6AaDjGV+zTdELWPDg+GsgLsWCpUhfFrBWw0M0shD8E",
-	"j0PWxINBxQv43k4Lvsbp0PcDuaJ64WiosoWsSToIUMkoU1NcQaO8WUkBl9MLmSdGPIsHcpapSGitMvwe",
-	"3898n2dcah7BJsB3RhMIWTORH0UE4ma4cFpRq8NOSUANZFVCWQFDpNImUrEiZj35+iJnaXNXd4591sbV",
-	"y6n3798fFEBreRLxXNQfVry8AmgVpy+AfQstPE4NGE/nfKFZ+IPgmcjCrc0Bur5GkFwHjRnP+FTkxqg6",
-	"vBQyP3oBvyZw64znk0bQkHyKrB9v+0RxmZ+X8uzDP24wQ6LFL2JRZ0gVMvmtEAyonyyoRJfnE2yR0kIC",
-	"CSEtkiRvcvbu3dELMkfGSsVwWRKJVmcgd9q9vT02yxKZwyHGDk6fHx15Ij5geEIOeSZYM+TDKGyBwcB1",
-	"nVCiNxnIZjho8GE0aAABo2QGFnJmk+ZTegMw7twHwKosE3mRSdKxljhtIHGAkmHztrXV+gxNsP3q6Hg5",
-	"Z3EyQsMipyckmu32euWlJEnmkySl82qUZDovz0hg+CRNQV6OUtRQYYDu0w7Dw4Zxtnd1BSsilbNYcsbT",
-	"NBjIDN589bX7LMmNVaitvVikOUtG3gSAcqaz3LBYLuIO+0UsNBNXsyQTrLfLJqrINOM4C7xnIJE9IiVH",
-	"ybjIcDsNIVhdBVgGbyDNCL6Ct4ejfiiAu2I6DkmMIMGT3leS/JK83HxY8qtXQo7zSaPf2/sugMPT/r1T",
-	"S/4jtPDXWIqHZ3wcsoUqWMpxi3gclCcb6Ix4SAwal48HjZA1gUxx/XhbC+BqEK7m3GQ5H+uAzMWHIbIS",
-	"lwukVnqZPo6sCjidcZ2KGQhHhvrTCFcKH73b+36fceMJQN0alFipchwXp2AfiTOM8cnEirvdboedwZ/A",
-	"XZGazniG8j8XOCP4JUAmmQt+MZB4ZzN8/2jQ6HQ6wF0MTwU2hVUrBaP1ttCIiVaytWlDja+lsdmePxq9",
-	"UVKs2Z8DabdnaT827AI6HsKHICLeg3Ge5PQewujXUZFldPYRYxruSjR73N31XhbWxnvVPsMFIhqwA1qi",
-	"gHU4qG4W236vNq5h6aC6YSF/VsM7OE8+quEW58kad8FLa4cnuZiiXkxyl4GG3yUVGGf3WyGyRTk91LAq",
-	"r2eMlkZ/pxsAu5NuvNPtBqWmvFOrKR/zxfQzjlZPtDzZDfyVmfHFFitDCtbq0vzIURSjLub8kbnQOZxg",
-	"dJ7qwJlOXMZDdcWUTBesOctUXESkXY+lykArz1t9dvLj84H8rrfb9X1cwQpPNEmhW5rAoNFyrq5U6bxt",
-	"j8OQxUpo555DMUGHhVHmWZQq7ZhJSUkDOrnGpWGp/VpXmvlSs73u44EMH80yNUzFVD8Cgy6JRLuQ/JIn",
-	"KRwzhu1DPOrbeDD22U5oDa1YoZ0lF/kkkeP9gTTP831i5fPgjXZ7T+lkdOYznFmqSOP90r03KLrdx5G1",
-	"aPAvEQ5kUxdg9GsW9va6U42MHfZ0GMDBPFU6Z+Hjrg5b5EPwRcuQRxckFlIQn3RS4vKhA5S9BcO24qgE",
-	"uU17HcMpQO9FT3SKvWcERxxPhomSqsgGkmsG1n0Ows/IGCY5KPLOAOiwA7csxm+TwCHtzYJpMNQVS8B8",
-	"K72ubeN2DTeILcME6wyEGqprBI3Su9oIGquEEzB7wV63O9VgBXi8utPt7dab7zOV3YWenc220bPfi+FE",
-	"qYtDGc9Ucif6/Vxs/9ijFy9pI9bEarTmY8ESUGut2uh5qECnRH99olks0gQ/bgL7K4nhBvch+vdAHRHm",
-	"PVuBpw2DYKMx0WHTYcdks5LHIIHhItEvHwEkmrNUgO4FX22gqzm9Z3v75Zvq8fbrd5qMJQe7Y90yhpc7",
-	"ASh1aarmZFCjL4Br8WSXvXx98Lx9+vKgt/cE/Vd/lLO97rg/8mQqdM6ns+vOH2A3XINkIZE0J0MCtDMN",
-	"ciYTkUguRdwKQJm2imH5xHYsIhWLmM14lttQi92SB3ogtYgykRt5E84nWkTnYYe9KNDzwJn5PlMUI2P5",
-	"XDFt14CEEAWm9IxHAsYzZ8o+41EkZlWfUzICUWxVo8AeHDOUZZJFSuqcyxw9UlvssZvItlt9uROUO/2P",
-	"R88+/KPJVj9bFwQxJHBmt2cdCbynYBwSLVlSc65x1USM57fRRZzDWCcgS2Gh3snkiomZiib7bJQJPXHc",
-	"N5BmMLATwAhgnDlCYVN0Kk64ZHtsmsgCyAPdRgtVZHAaRxd9EuNDVcAjjQ24xSK7h2ztOl3LRdcwAglz",
-	"ihofH53YMwP+jpQE2xp1V3GVP5rk0xT+WK/SXgc1Uuzg+Ii5syhgmZCxwKAnLAjuCzwo41EOyqYXxTaO",
-	"7DZ5sv9XJkaNfuM/HpVR70fm4kelyxvn8AOPzSdLr4GHJrmSrBbzj4+aQqXlW/E0fTtq9H+tfyZdpx8d",
-	"0/2N6+CPxiwDszpPaB11zvNCm0fDHHa73Wu7/GUEt9SjEoket7bhy0ZQ813iGdsXYtH4cH19/WHNinsu",
-	"iylPRyqbihg0ETPW8jL7wcSNq+wu9ENN7TLWtNXN5vIyUHH7/X0peJpP3v6yYXdXd3XTXtKAdQRM3yzu",
-	"ijKrXr0j+U6Lr4VEn3okaj70ybBKfu1EtgstGmuI8MCRoDkA6zIbajxq+0apAb0x+6bJ1ISh2i4Otfk+",
-	"F7GqoZITUWjKmfgKyKTXuxWZZDT3DbJqlSzgdCbPZ+lb8323hrS+eSl2JOGI5ukhmExfx/buVQ6qmu01",
-	"U26jmbeW+yUrpLiaUQwLL+2wFyLnSUoqaqrGYxGzQpoIJQvLRQwD48kEPfab3+PXmG33RuUHZIB8LcJ+",
-	"b+M2U45gW6q8zc28N2kbmEUorhKdazYscvJGSZXbzELcYhqzw85KH0jp5kkwv4zLxUDGKiqmQuZoJOWT",
-	"AP0ZqMqkicYUDFDOJyJDl9AECYhLQ0tor7oYGGnTdWmRm3aQLlpOsvomqO2Nyn8Ee+JrobLdjVQG5DXC",
-	"6a4hrjeKoQPP5ieSrxXsuChSxd9AOhzzRap4fKbUK56NvxZNcOfxxm2b0aTbuVLtFKe9hSVi4614g2FZ",
-	"zxtKvgnNmjvsdfJD6++wsSDDXogoTeTXI/V7N20sTLod21mTg8C6GH5tmAvO0Zc34klaZOI8UrFofFhL",
-	"ABHPYtTo7Kh0ApihyBNDwf0mTZiFMLKIw5bJCcAwq8uiHsgyZdrmU3t6RH32tEdLNSkDN+1tTUL4Upb1",
-	"prvddd/kiXKcoU8sgTf4EfflaxFSN9CyN+82EdQKOZuo8rnI+XgNBXvVB06poQg75tSYsDTFu8F2bWeC",
-	"x0i3aMd++3LMW8YTt3RfhyH6/fYE4HZ9w0llkjrMpdorPPnmd/GUwrTvyijt12JtbtY0asLLm3Yw5jkf",
-	"ci1YhJUEwKtD2FAeTcj9GSf0qYnxzpN8kkg/IPIAjikewzkVMCrJcSpKopmeFDkG/2M1lyabzYZqPG9P",
-	"aAMJK4fP/yAX1plSr7lcmOH01yI0Njs5/SyElePiMlEpz0V8busn1pwZB6wchsoXgHbQlVXMWDNcGSdk",
-	"kk8pQ2Qf6HOCGZKgMikpDJkN5AY6Y00Xjd1pdVjoCMDUzC0TUMjGyaWgdIa6UqENFQv/M4n5neRFPlFZ",
-	"8vvXo8vvbKTkwp/xGpn5OtE6keOAFfJCqrlkqFFfqgsRY8zuQiy+cRf8+/fv28sp5ptuXs5IN5tv3Fgi",
-	"fi3ihJ+Vi/6XK8F7NxCBm3l7ClNv47VbmusPNAuf0zu24Z1DmyFpszDLWihjvmMaJ8kyjnnjWuSUUUIG",
-	"/7uzH9vff/Pa1FLC0AtT8vVthPFsFoHNOWnbirWV485eAdb+evPejOdyWIBG7JD7TEjMPE9y1gyPD86e",
-	"v7TZga5ObsRTLcIWxXu+cdK4tgkY5GsmHyUmY1T2zFRdn3P8bqSyKfzWAOsDkztWEzWCRhKvVOxEUX7+",
-	"ePSU70TduDf8Tuzyveip2Bl1eW/Y+FBJg8Vrb06p8ncfXTzeTMsCHjX8KCJc6ef4tXF1efkWPCazi6fH",
-	"3ovjTgdLa8Gndo2W6hSlZ2Bjoe40kSpjhQRa2ut2u+wZ2+t2ul327vQF+gvdQiYyf7Lb8FKQn5r/Nuch",
-	"Bw37tJuSBZ7b65Y54o9qemO3W7OTU5FzMFRueshrex2WIZHfjUIodaVAOQhtdLXl6kLIfdLmJliaM0qu",
-	"wPwp8khNhU0tPrM36EEDl88mpcym5/Dx+WWieSNwfzqfYPlRInUxGoEGK/PzUSFj7X1JtSnVyyOVZSLK",
-	"z6PLyPt8lPEiLlIQm+WHpmYukeNzijSWX+lUzVfryYLGVRte4UW5MEhgK/PvN6xTts92uz2qLLbeSONa",
-	"JBnlOzj7rDIKugSWX3Vl5KURzHV4U2UAbwVuGqO8tDJCdW1vGqRy9dI4K1t682DLt1RGXNnIfuPY1kMC",
-	"TfKx6LO97mMW+q4bc0ElrzxwphHtkk0VWamp6iwTS79xWkSREGAo9bo7rTKbm7lHPdA2V5nN0kKzXokz",
-	"oBWm0sKzsP5tKrikGrGpELmuqxRzBWLN3e7Tlj8hZKvlCXVsLl4pf41g9ITSihhYL5JPBGzEnUvkUgTr",
-	"DntB1R5YMYIJkbQ3oB8uqK4e0RnuRjJ/jtCko/OzakRga7jR3aycjAvS7+C4rogwQwQiPh8uzqNC52oq",
-	"svoC2DWxlU0bC9r8p22sPczHdZW2b2W6YJmaa4cJw3OsgjKcklBVemU3Nyos9mlpvs3DbBW+fc6+9ap5",
-	"kw4pPdkWbjx+8oTFfGGrHpN8+7nZq7ySpUakL71DkP5Cdf1DzQBWvV5b0Y9JD2mic105WmmLNRIJSdcb",
-	"yQK/DSqbV1nc9bQCJ7zRQbclGE+//KOR8Vyck/MHbiTsCfgNXVqNfi9oENTGuZGUjf4TsCyX6W5pnE3s",
-	"60/ZauVvL0WWJbHQuDRr3nXJJPs0Brm1KkfWTXwuLi0CV5UgsF6cwW1kGYe/DhoPB40PoVdvAd8GBmIL",
-	"5CdezXgci7hMgsTSPF/4PCxPg46mo4R0LfOZCXiVH1BwI3aUV7mL6LXuIzNOHQ9M+dURTatHBX7mr1J+",
-	"8yzjcGxRmbr5Os8KcR00iiytzdPPsLT/+O3pGaNVJVdkaDb43cmrsMLnRZY0KkVFve7u9zcXF/scBlNZ",
-	"2ctatvLMg5V8t6PTt2y3t/OdM1kYqEegCaRqLrKIa9FHx4mF3lIxIXUcnb59oF0kEWtOCY0C9poNRarm",
-	"AbsQs5zgi2B5kpwNF4yj0t/qsPdJPokzPpdm0GY4yS7CgIWXYmSC6PRFPuH5QPJM4CltJprgHVe8gDuu",
-	"rq7gjkzYwmZy+lqy40gbfASf8RSWjU/xEwWmAs9AsvECP5mDSs5/hyuHfAo/h/D5MIYjcjjB35MR/MQR",
-	"hhJ/qiH+BOE7xG0Zavw8x3HmM/i5wN9/R/uU488YxokmKBkn9Pscfqb4ewp3RRIoMVL4uypQhkaoXeEn",
-	"l3jv7xeNoBF/hLviC/wdr4/xWWIMv4POEDREDvMUBZglo4+YDHEB346H+FPAzMcTWI1xgp/gO44ljDzO",
-	"f4OfC/hkcoE/JVw/yWHFJgVck8QwcpJqrAXB33+DK5MMf9cwt4845keFP2fwdhcCrr8Y488JXHkxhdEu",
-	"ZrAaFxn+nMP1F/j0i99zLOGD0VKceXoBd6UZfJtqmFWKV05xnacxfDIdw15PcebTKdw7RbVnims1zWBt",
-	"p7gy00v8OcdrriT+hJ2dLvBzpA2JI8sx/p4o+KngejnDyhdceTVF84/Dms8EXDkbwzWzCTxxhnOepfj5",
-	"AtbwNw6fZArRT5B+sgLuzeawGhq/1UiNOsLfY7hLCxhTj/FzHFmnQBVawXpqXBOt8XOkRo1GrF7gJ7/D",
-	"yuQTeEr+Ea7Pp7AmOVJ1jiuTY/F0nuMnuAv573BlwSfwc3wFP3G2hYbxi0WCPwv8CXtX4PWXyIOXuNeX",
-	"OP5lAas6x7KRK1zPKw5vehXh7xEaxwo/mcHPBVYV/Y7r8PsURv59PgaJ57uXaCpA4iAKkzzF0vZaIdeo",
-	"s8XHqr1yZBySjD28Py5ve1zi0tzkSawtehMsmnA5RqjDEkCEIE+s79Yk9D3QLHTFZeH26rQ1zOqiCSZv",
-	"k5OVfHB8xPQE6zCT3ID8lbY4TbTPOAuNTzEkXMzQbstDsAFYSOYtkUVoNgi+KnXvBxrxK80FuDcPQ0w8",
-	"G8jQvLbG8CmGL8bJpTC1rvB2DzQTVzzKCWyI0xm4og6QXXk7WJ/SdNikBuNun1GkpsYru2QScOB73IM6",
-	"pQXHepXoGuqx++bY5cY5lS9gqPU6aEy4Pp+qTHjVgEOlUsHlyuzxgd4da+d7tt6+mvDZTEiMLdjtwpAD",
-	"XjkEwiKqX93lGkvsrxIGPyYijV3VR3VXED1prW48EVROwRINjPLz6ds3DE0eMIGlAXHEXNtm+IhcOWEL",
-	"pSl8IbF8HBEtEc2DOXwruIJiGqwZOvC0FTy0DjuwaI44VqqkzeYdyN7eE1MInYBCi7ZwJlD/nPLswvlV",
-	"/9////8VVnjKd45jvXs9WIpPSrRK5Q11pGRq+vrrY2aWHNTFzYa4uavuQT+r4eqGvVJy3M4KKTGZQ2UX",
-	"AZupNCXPSvjooxrqR38k8TV5Sz87QCQsNW0TRwzq0YwJu8RBF6MERSLeRxSfMLdBYM9X+1ENTXolvkjF",
-	"gxBjxY87C9ApUknNGhYJ4puwx7YyWxPqktA540yKOaJEos5Fe7aHhrhRR352EyxXpG5mjesPsELofteb",
-	"D8tRIhM9ETG+PDeAl2bq8yRNYdaxSEW+5Nlc3ZtfS21IFmnagCnY0TfPAR7t5Elg3hAYFI9wLiORftLT",
-	"Vw6sLXCDkDTHmdB6lY8yNdfWv18H6Xyi5iWoiVZsxLN9RHZScNqWKGvwvlkhdb2reDPGps+hS/Op41RC",
-	"V7uJTX5WwxO68BopL9uoY3Hkbgu8xsz19s0+YZ9K+XTDJE/pwpsdkrDCsRJ632pDIbJebCDJgbibITpd",
-	"Hhm077ASE6QPb5aRvnpi3sIjoCWVxVvYKmdUWHWNvL0DjQak9pfXZ0paWochXyN1Hfevng2xmktQ1s83",
-	"e9DsZZ5OHLBMpDzHxD9l1fEHGoFJ2LuTV0viu2FJ4VE2W000eGQfUKvf0J3nKwJnO0CeCk+7kYLqq69Z",
-	"61PHO0t5/L8VohBxyJpznmAKL8L8GdZFnFc6qk2UwZwFPCUodc1Ctydh4CpUBhLTK61MDqveMnokuh9w",
-	"aKB5T010J5e9vXYpX3uRr3pfdsVTvVfrqK6uxbsZEMBe10B0EgQe4jcjOImaSwSv0azAC3e7FQhQc3Vh",
-	"Bul2yP/qz2iv66h28YZPVya52616aOv8+sYCXMp6KcOTe+iSp7/ObbDReup9BarR6/aetHd22o+7Zzt7",
-	"/cfd/t5uZ/fJd7s73/+XH17tG5fHUqgKMZR3ut2d5YqnPshrOlTBUjg//PH06L92e8c/fPfP47Pjt096",
-	"xy++e/n8+ZvvXjeq8UuEZUbeaOC414F97b41OVZjvf3lvAx7SDRmPMsTnqaLchWChjFZahdgp9/tdXZ2",
-	"vu91d/+rsRquKeO/K2fxalx2Zf23uutT9Ns7yM3ZoJdVNnZVqC4Yt2qYX7dms0H2WQhDhRYSPqTNIVXZ",
-	"V45tdHEpoaY2kcbPFsFrqtkzfsgZHv7hVprfVjHvTwm6W0ouUw9Lkl7vH3qg2UUi0cxguUhT0EvsQiNI",
-	"EDf5BHBMZoKJBHNKp3zBIkVR6VW9dSVnauWS7RQtI4lKZctnru3Id+lQM4sUkL5Ul+nhlKdlBlt5ryXi",
-	"ra6yt4dLypf3Dh/WS18q+DOxt/Xq1harh5qWA67amuuX81hXfDRbBc99xKy1jjIz0TtQLP1X3qBcrmhu",
-	"SNNcUr70jI+FQa3T+2wk8mgC3EEeFFSdEzk+57YMJLc6HcIhE8LTHWivVdr3PCa1ikyFSldOpTrtxo5v",
-	"R/sKSc1/0zuntnfEhl/ha5dOzzt8aeN+qoufI4Tz7t53zPhvWGzgYuj2Tb6lRLMlR+W2CELoKe2wdwje",
-	"J8XcQenTXx7OUIJAiBF5mPw0HryCtLlM/Hb+4l8//fNfh+9/PHt/8su/dn/69/uXh//ee//4p//c9XS2",
-	"3V7Pi6ktTd0AJtU4tNZBK61R4Qzn2WrPJWjjMnTSFleYitg27xUGDHszFdHEJivYszji0gB2DcXmDL91",
-	"ydWm2Lp+PjU12y6q4xSFas117dFvaaOGzMTVLOXStJKYiSgZJZHFRmUqMkdwvUbhF0TUv8Da4grzGq5I",
-	"IlIyEpkUcWetL1evecYSVGAYYFaJkHm2wA5L5nuGHvIS57jX7bAfMZi2Bk+wMtB8orRgIY5Bamw9rsJW",
-	"56EX7VgJhC4fkPTq54rClFsvgWsmNioyPD4rq6DZHLRGhJpBfCKpcgsmlEgW0kORljanoW62E4iGlzA0",
-	"sBeg6cCxgoRRW+nhJM0fG+qzZtyi6ll5aYg3ZkoGQAgRzEJIQpvlGlOX91kqRjlThemBZ2CVyiAOczGc",
-	"zlJa1d6TDTr2WoZYWQ2qR7UfS5W3SykVVnPxN/OIL3lrO0R4gGJWjJl7CMfdVMbVDq7XeJFg4JdnZ8fM",
-	"IJXA4nb8fOa9SirzbrdbR0VG8tc0xpyoLGe6mE555ppE2v2FcbymJh5i82apVe8aPiidge9Ojkz/A783",
-	"2PKDw58Oz0IgGDoevdFW/IY1+E51ut9qOfWaU8pHhg8cFLypr3a97EhkUbm1D3FMp5uIB7IZmnTfMGAh",
-	"pbMSPDvVytqizzhsBcAwJpCMjfAeaObKttuubHtJBq5Zeivc1ilOeeq5y+vUphOL4o2x8U/Lbd14dp0K",
-	"BAxPHUq4O6g67C0scq6o+5tN9We6GNp4u0mcLG9pBLfGQq955ZFBMfsM59Sf5WZadXOLP8u5QsLz1r4V",
-	"40wxrhXn0rq1b+XT/EqfXUtxs8NLbzBYP9zOPVPBvNroqzHvtc7p8mEtnd+Bz8EwzJePZ9GD7sZg9yb9",
-	"+YZrTW7O3VmuVHez+pagKp3r5Pc12tooSYH/4AI4Tpxi9aWEV7XC51MKdbbM+PuiQchVe2ibzA0bx7ZJ",
-	"Gx/VsHXLlI3aEqEtS4I+JdYZND6q4fmnpWVkan4e1VfqGYeQJjgPjCdYZQYIcksCXAar/5TipYRS1Ifn",
-	"fmKAefaGmib/7QKPx5YIb8mlfUPSALHwHXi0f8YihboD18s85Ro1ZubleWHmq2aJbRpPZmfYuTP552cd",
-	"3r3wuxuRf2eLR5k8d716X+b08MraalRa+mJVDGwD2hA0+Cw5vxBrGn2bsR9oC+dDpm94YKCB0A/WZ7Zj",
-	"KjudIAoQWAIgw5dUeX1xnoPJfbNs+ryKP72y2N4alW9cfc4N6/5Pqlm8wWZayRlROQ/LtuMzbMlTqXkM",
-	"0VQMfzOOjTn6GlbxtvqMs2GBfTnh+6WBTY82dL+hebX8kEf2jgquXJWOfrNvuGToG/9fpbs3WckjkxVM",
-	"mF8VP8ZOF/+7yR+2XP9ZlwPLhFTFeEIuBtfQ3fZdZ1KxEdf5KiTwA40pa/2BNC//aHlVnG+z5t1mCO8H",
-	"l9NauTf7/snuFg0JfeKjhV152RsIrqZ+9XbUhxSrrReo5GRMz0kkm6U8ctWE9u2DclNF1jY3OR9JZyAP",
-	"eTRh00Jj+q2Hf1hLGjx3eHDc/FY6EC+EmJmGgvbmOrJ0FdZbywFiVaAuV3F8uzuvt9yZ2+7ImSVe7W8J",
-	"m3Ad2L74NtG+3A8gxJLBvoa1qVh8ZgZuwHVU/VKkM5GVmYxLZ9hohK0eNnQXRXQIWrgJjmXKfeLO7ZJ8",
-	"3aPqZkrh1M8CJNquCLzO5zD95Ey92tHuKKXOc2eYsa/XLtyfWEVf98qxB6S27KmoK7bfWK5UKTUsC843",
-	"3VPWmNfLEPP9AVUq1HBB+UWVCXacVK728zbC23ZVDBhyaiLH2AsjypTWZQvHxMRkNh7IZuRb+g1s29Rz",
-	"8jNt4kav0KQm13yObsRMybFLiZuX9jl2RrRNP0TMeldXHXZgYymJrbPAcNVAhqs37HUfMwNlzDws43Df",
-	"b7iuvSp7LQz4VS6ucj2QTWosg9I7jjOhtTBWslbpJYUN4Ze41WchiipQL7DSyUIHm0vDYCBDbxwLjWi6",
-	"pYQBC702u6aYHj5duqeQCE9M4S8YMpkSVpe99uzVKZtwGesJvxDMBcXddxHQ3widpxhbxEkgGiNcZybp",
-	"TQUbATvAFe6Q9e2YNmxi0xa9Oq06nrW3n28KmdmdfKD96FmVRKQqQf4jWPAmLIUq0GNEPdbNsgX+6yA1",
-	"tjreHC2p+vKucoAYLl1iltVXqfKFJfwP6wXDC8PHdYA3guAsCEAqVybUTnK2T9VVCUXa/eLFNnxGZXnB",
-	"av9XrwNlOBMyTuQ4ZCBAUuznbITMWOSacWA21vSS2FtWVTHAVtFExEVKDRYMVHHAlojVboS5sw7ykTVd",
-	"94Y6bdBWedUWf2cLN2mqFgqYSmMkRgsOuZUvfElO1/jEP6nArhpBu1WIK2jg7p9/Wskw3XvLwuEaj+QW",
-	"fXWDhhRX+bnZhs0OV7jSbRiQQCEcSyvbP9V1DHaUB9RDJPJZpVHOLUmEX19bUeeo/ezsXXRC+NTg7W5l",
-	"s7zQ0PKqBiUn3C4xd0nU/MDzaPKZoaNl6XVT4Hqtm2tpoDuIat04tTsPby2pwHcD3rp1HYKvAS/nazgJ",
-	"64tdPE4MLCLiI+IxQ0gYgc0RkXkJtOawC+sShMsJnJcx2tVaiHWyv89CF68NWXO4YAtVtAIWjpUUIWsm",
-	"eanK7e502U9KihaoKMCteHg1yf3lhIapuYD32EOwt1anVBqSVNjkg2rdlZtEI2jAo408wLW+MXL8mWbG",
-	"Jx0Os0xcJqrQ59Tc+3xTvAtB6UFvMw3AA3PiOz3bDmY7hVO+pk7GUrOh0EksjPR2tdW3lMG3F6DO+tpC",
-	"sFJgp1rEsLQnHp+sUuzG1fwkWWtlwd3JMydd/nR59j7JJ6e4LNuDj69OegVQwY24qvsD4SFmK14TuJb2",
-	"7B+2B78ascc9lnEZq6kJkfuBCEvYA+nLHIdSSTVB1omJFA+aKnCHlQs+N+LD/fbyH/7x7I9u0Lu+uRTV",
-	"vOXqKn8o1/ndyavtYO36LJzk+UyHhHQEv4fufTMfXl9lZFRqNsuSS56LgZQin6vsQrNmqiKeslhcilTN",
-	"pkLmrQ57PhHRBeaBskyME51bjH4ZMz7miXQGhNXtBzJOeAoSfCAHss3eoJXMWZrIizY9ohnuPHna6e3t",
-	"drqd7qOdJ1gEK77v9vuPdrpkTESpKuCAIS9YOTbzbjb/4t1xt9sXUa/fNx/sdLsd+3+v28WPnnzfefK4",
-	"s9N72tl5ErbghMsYhyEzgS7WOGB6wrF5HN7/xMyvCxdPizRPIq4RyLSQJt0bVwYxpBiXCzZVseiUL50q",
-	"NRvy6ALG630Hg3W6j76HufT7O/APLsdE6Zxe2uwJPr68GmYY7nzX6+w8ofn08G2ewgff+ysYdWEFv4PZ",
-	"mtrBjRvPmN36PssnSgsqVqbUPfo7yeF2qb13AmPQGnESTutxkejqCvThoqPjy113pY0RjFSRsVhEyZSn",
-	"OIFiOhSZ9tZnB/0vOQt7O4+733Wf7D5+DO/Wvfpu1MEl6+58Z6+EVeh919kJsbkSY+UgHcy6lHG5A8MF",
-	"eV6wNWy68JeeNfGB7oOOWXI+m3XKq/zdoo9jNeWJhC/OxzwXc76gBNBzVeRDVUjK1k6ouxuMqBc6F9PS",
-	"P2Qb1ia5FukITNyBPKBpYrjE9Ygzd5BsIjZEvYd6l6J3xiAYWQsqAraFkYlJjUrj5dWivOg/emQ+60Rq",
-	"ars56LIm5cPng2NqERVZki9O4QAweU4YIT4oCE5nparCRZdRH+V6TYSZDYpu93F0IRb4iwg77BexoI7Q",
-	"Bnkdd5prdvryoN3bezKQE64ncCLAWUKiyLTj0gifrWQZiJmJDAt4EsnCF4ev354fHB+d/3L479NwIJsm",
-	"0sFCG8WOxVRZJwUedXjU4jzLowDWnLC5EzlStsMHpyRM2PayYkq3+SxhQF85T6TIdKOmMRTIoDY5geH5",
-	"DAhdSNJwT1/8wqhnjw5YKngGgxj0TplnPMoR8FNkGsnuP/6DPVcSDpNESQ3c7neuMVkSm7YBputvBXlg",
-	"YAGHIlUYrEE/FfCBXWKYDR0dZUtezXSkZiImZNK+q2AsQ5aJQ+XCsgXDRDDubne3w44k46wGj4oTkJXB",
-	"m2ouVz0Gro7gPImNAPDM8rDFnMFBYnW32wVWRdhAYFasDaFfuYRJEuubPtZS4UkMw45FTjDwpZvZZNLW",
-	"vKqmtNopj0W7mMECkixGqK6EjmFV5B32WkmBLXHh4eS0hO89kHVbt+YQZFdRZjswv/dZkgs7hgb2maVw",
-	"zqdJLjKegrDu7eGJSnJ6r9vtdEny9fZED7mgbfYfp2mb9WK/Htbky32Aalr7hEU+an+PHkzOdnf2CHc2",
-	"0XRYj/wyPNgHW34iMbGCNCkidtSENYuFmNmxH/dYCiqODlgmZoLDlTCuh0QWsIlKY9rnN+9elYgVrBkO",
-	"gMS7RkuB1ZQC32znCdNFlqkxHeCDQRF/j5clEmleLgxCRkA30tFXKZd5suthYyBEE74i1pmhGs2GYqFk",
-	"zP7P/73b7eIyH8Uk8GzyQmUIvOIAV2ilyonwxL2CLkPAVL20b8uYbO1USNEkbevnciQVU4KpmYgmqhzL",
-	"IbepEb43jUxwcRlyrUcinp8+yxKhK7U2HfbPQuXY8secfTOFXMu4rSihoXCyuBJrSz+b4bomSmGrwzCV",
-	"ocQkM2qhV9RiKrwQQnmfcVPCopDuMpEXmQRapaKbSTHlEpu3YsOiGR+LOqYI7By1wSAFDVTI2LGqFPM0",
-	"kcJKaMozGMgzX6uLlBwl4yKjOhttqnpi208BT0Owfwwx2IjMhGv2uFu2/AtPDv/57vD07Pzs6PXh23dn",
-	"YQskMAEpddhbaVSSrJCaKr5K4BtYqtxvmGnF5FIjjpr+m7aBk9+GsDrRB9qELIwSCURy6ZJN9iovcPDi",
-	"/OXhwYvDk/IlSvyd+USlgnbV1G2RXHILb4bcWRnTDrZvz5CoyJkajUCnLA8FOoC6rQ77QcVAxz5bYh9y",
-	"1tzdedzqsJfmffwLHvfYL3BF+PrgP+1L/PDvs8PTsLUPI5tG5yD/6T7r+hqSBw0jYSlfYO8C0CYDF5ST",
-	"C5apIhd9PNN2H+84TDyaCPuRqhrPlGLYNz605Idyv52LK1PaTBtzIcSszVPYBS90lsQplZE98Ynq6MWr",
-	"Q4+iwNTGiGGH/UCSbKfb7aKJAZMrh9NmJZ6/ffPm8PnZ0ds3pwZ4cqfbpSMR5G6UJqgiGitj5Z7z48OT",
-	"86PjcJ8kMNgkT+xNMBcQaSJGVe/Rk12wCMmPRWtsgptcM63A4kUGW9DyG60b9QRYLWAJsIxwW/p+LxlQ",
-	"ytRoZHn42KuD0yaDykoqEj+B14PGBLNzLJ4hsWCsao+vVkR7E+iwz/wKz0SzKU9Bly9jJprhfSgPncC3",
-	"3UPRmkDB3VnzuOWKX/vYleJefDg1hzT+COsICRgYK4tgqWh0b+kYBD1jloEqDNL04PT50dHKfCkVCOh5",
-	"eb6rVaPN3W7PrM8N/eQTXW3iRBvSt/Hs/YrSSEmbflVvyDRfGEWQfEuLDrNd31maXAijF+Aj7Em4/AJ+",
-	"802c/E6rz96o0k5SmWmiyHPKAljuv7k8oiulxOF2aThdRBNPEZdUu2eUUerFaC8CcbI8JiHIYBGuTVuA",
-	"wfcsIcI9Vhu2VdOG0IE+8G7TnuEA7g/X7eNSmS81RepXto22B5VsQo2lfApsKZQrU8awtHm2ae7yYz+q",
-	"IT6ScNVWHokZ5ikc9YsS7rN5I+Bma391ZpgMmStzzQrbLeE1JLJd6HIu5cleLmotJ5IH3/WU2q7vdGUm",
-	"63EJ/IXZ3MqxYluVa88OXYtHitIv00ANpgMcqz2UO7dprh/6CBIhqkPoLLN8NFfFqugz0ObtXKl2Skcl",
-	"nulVWWvtHXNmL2Ui2+6mq1xe110VH7C35gHwhmADMrye0Ks3dFKlq6lr6g3ERWAg8PAeScpaaroNLgpr",
-	"gpSyE2stT2ANeEg5AYsQsrywcyP0KJO4AjCyz8IV7BKUyLqEJEn0RhKzBxVO5HszEdPaX6LLCIzVkvAM",
-	"6LU7wIna2EIVBKUEcmLl1f2KdHiOYef1Xb/32aau35/A0Yj4LXnapiIibInZ6rNTBWIZtXwjxCRTRcZ0",
-	"EosOe2PEFh+C8kPgD2CoatsQoAKaMEqwcAxJEMZI1VjXiVrH1DSFNyr30sr6NK6ZJViXKH/J/0JTpLfm",
-	"IOLQvK3HgTYFOkvPrzVQmntdy+DOwKnATmPKHUl4m9Zn3DpeRnxpzcSCx6BpBNXsbhTNkyJHoyoGe+3m",
-	"bWRNYHEMBAVLjQtrwNZX6LyuLaL/uqgbucvsAhutxXRbLMkAhAEpMpTpdWGAk2A9DN32a3ss1oHBoKrs",
-	"fT6QBlDYukfDgDmIYWoTSdpXFXbYKprEpcuPwZe8EIuBxGy0SGVxifiPU3Mbnmdcak6WjjkpzEwCK5dU",
-	"BrSIOocpeh+qfDKQqPKg/DUfw+Hku6qdu9MvA7BWq5OY/UpTSuDEsFwMuHwgw3ItjE48V6vSGHmB2Il6",
-	"OJV9PAaSSyYwJR47SZoWeU43tu/8QDPQoH1PO1yYWcV2uMjJFsRfYLcHslz+vG014D7Ls0KgXW2PCuvc",
-	"M8YrWD6U2A+KMhFak7PdqyvSRDl6akozxmRwslTwS2MUwGoVmIRY6b2JjgwbG8HNoMg+e/iwt8smqsj0",
-	"w4eG+dwZh720PNcLl7YfCupb9k1fHL4+fnt2+Ob5v89/Ofz3+dnZq7C171qTmMIlmNeUL0CCUD4qBlNX",
-	"4cIoKLR3dRUwzkwWK3kQ40zNgHQ8K9wpPrlIUzx25gYJ0M/GzZW6GEjaaKIrn75hUhOO1r2hC/Ip65yj",
-	"B9L0VqxY/0S9A2kZhoSbghkEbJipC9FhLxTObFwIrfvruq06wscPCFDtaDSQq+nubnaBl3hKJIgRtWWr",
-	"ap8lI5gABjVx9yWWc6FuA5vnb0yiYSesIKKSVXIof1RDPZBYijZX2QWjHHByF3NvSTorssh6xcJet8cO",
-	"bFI1dsaUkQmx8IFEIYIpvK8U+SpD1vQ7PJAvvHIg7GMzCAf4TTk8OEaJHTuQXr4uErK0da8dvxC61IVH",
-	"SSpaJTw1a9qDF1Wo+WTRwrirB1jNwheHrw7PDiu1tvS19s/qiTkXrMHUp5BNYTol4JoOJGwSEL1tewG6",
-	"uc7VTJfSQVPeKMJbqhF2Ae2wn9WwEgW00DuGNgfSUl2S0VMJpsyJB4wMsVRp5CU4qWnqhAlk4PnjhOKv",
-	"WSGJdQeyCas5Lb0cCXaABhY1bkgN71XGHG1zAW2ICEH08S0N+kA+TyKwsw+8x9NFc0QUykWWFTNsD6AU",
-	"U6NcSHIfuy0zGgipaJxNE0mWOy0RsVqSmefRohlwA/bw4XeYJOekIDq/aMeAFFweVLhPvL9RLLLw5PD4",
-	"7cnZ+cnh2eGbs6O3b8KWF3j0OoDJPFPpQDrYgYhnoAUxnWfAdAaoz7jfaeijUfuNksIq4ZbRHnd3KWpQ",
-	"SFsdBnrEwdnzl04z0L72Djq+8+YlecB2d3o0gs458oJWeKiSC1FbQlWXIsOKN/KaYRzrgTZroDvsgNmn",
-	"0nlLnzu7vxn+cR06ddAgouOSWn+GdTBMuG6VpZLsUmQak/bCMvcsdBKUViowRzNoN1gfixlDSFRGcbHT",
-	"AW6yD2yGS1DBoG8ZWULyRysSMGROO/3MaSA5vxBoHakZlXr5C+3EfqlQ2Nk694zNQxEDad6TDh3y3qZK",
-	"XWDzGyQib2iUjUsEAXNh4cOQjk04OHhbixnPMOkLm2SqEQiBJF+wnI91QBsJTB2rYphSpabQVvczZp2x",
-	"9iyYgOeC6LNB4/LxoBGyJsajdna6rQ47sCqMSEEMNcPLx6GjN3pCwMJBg+4dNMhjzquhZufmZGd8bBzV",
-	"ajrjmad4DST81oexLrs4DeMtCM20Ov5uFNqoSobFaLhEKwm61lzwCxa+f2RfyNA8elaEbu2vrjY6f/gF",
-	"JoQaFsfwBPn4SO48f3tyioEsLcwruOQD3ItLit/nE7CDXVjYacPahuOAODPcrX4ZYCPZwFOtykP35eHB",
-	"i7Dve9VhGja0hJtKEgVNO8Qna2KwjTkNQlPwrxWUHv8yLnJYztg98+0xRS6MmOp1d9kbxUzw25Aq+Trx",
-	"dWB/gafMOlGuG86bDhRTbEZOQxOAJPZ2T/LnVuZvoDpyYFEeeQ4jO02R7JNEY/YEvMkPcIpivI0vWMSN",
-	"XnFwfERxF9SAs2ScyPr0smYIe3t+8OrV2/eHL87fnhz9dPTmlDIqhgsbmAR1vtVhx5kgN6RGdwrIJ+PV",
-	"9q0U8ip4ClFgxQWGtGosC7jC8z4EVXUp8DAVKn9YgAUa9xSP6fZZMsV0crIvM4HmVCTaB7NZmsAhmytG",
-	"eTkuleaUy3iorvCWWabiAlXCgXwrrbkf4DkyNR12T969OX/99sVh2CKj9OFDTSM8fEgmh1k1Iw/8ZJ++",
-	"OSmKYUq+Z1Bfq2lJqLKAJiUXoFzgtmLCKxgUk0zN+ZwvSke/ecdwIBNJiRQUSjak9mgq8iyJqB8BpU36",
-	"meAHx0cd9vDhsXvrhw/Rr6EtviSWU4JCD1saK5XpPmw7ugswDXWIvd7g2wp5kUnbXMrFagVVM1mDZMLu",
-	"cOFV2yxiG04SY2vScuYYAcfC8dXXMgcNIUmZ0GILTGP06ex2d6mdI2WW8ZKrlliqXEjmheLRO0SEw5pS",
-	"wbm5SlFGXTQzIlWWFhrPRHT6oPyTIjM+zwQ7rcCZ8vrw7OTo+en5wYsXJ6WO9SMyHW0okuKRdXPgEgV2",
-	"d5znmOxUe4gbprT+ZGyqaV7O9vmDc+673m63BXvLczbFe9GOoIgY2kd0emMkXxfZZXIpTA9GeKtYTLk0",
-	"EbiKNpkXGYWjBlKNRqwZ/njw7tXZ+dGbnynQ+wxrx8HIJjekkr6oSZZeVSdgb7nWYRL4UIpFQP13SBe3",
-	"e5RIj4HLl2Qp1UFa391Y2lD7zG2n8bjROvWJCJ6lSudtVyXbr5jl5JLADD0wbVHbKHTBU4PoUjoLMVhO",
-	"BsqSIV7GooFaMduIa9JhSzcqwfSC1kODzvnCeBttOHuDd44w0eDca/VrLG86YGvimdV1QEuyTXZc2P+0",
-	"TJE+2zHHist0IPUq0SxGOZOZqexX3T5SZVOepou6iVW88fSCu72n6/31FkCW0ScZqg604jYvxjGVA0Rp",
-	"loCxktV4Npecms6HQOeSxZ1FNRI1g5YXHFj2BBsVJyCOHhbRhcgpI4iC76xJfg8vMZNwYWzYYQSsMqFK",
-	"+IACtDRjkKKPzC0ajq4jZD7LOqh/ra4DmDlFJoE+3LJpRmx9cnB2eP7q6PXR2fmLo9ODH14dvniGYtuY",
-	"XphcaYTIAw0bg2MD8xDbzjja06V+ttt7WrqovZQPYCgbH7bu+jKRwOSpGpCaZdGoZ7DFAfMAgHmOmpvL",
-	"xYpp8QJ/oftsiPzlcoeX1Q4wGsyXg8b+b892ut39+bOdioZSvSZ71t3PnxkuWGYNop2VQFGf/eoN8SGs",
-	"MgFcK6PFs542xG/WJtFwXsaoddA+pGAqlO2W0RlmGa9p0ppwWo+72qipbo/yNTERoqFITYeJNNtI+wFq",
-	"L1hlnTHmHW4QJoF7hb1ud6pD41HVqZqDlMHz8My9FxiedSodkQLFFr0DO6wRXsFAht6qtTrsncm/KI8C",
-	"OsPplABhJF2ORmhYGSdpxwltKsdAor7ALHSA6ZOGS1qahptSgYzZaE/rDikCeiDhnWxwqWoqOAdCJnjq",
-	"M2ngsnd4Wh7qOs+SC2foVXTmgVyX4rmkWjffP35ubmX0GahAMHQR5cBObUohNaY6uYNnE24PQJf6gHgI",
-	"k0wV40lgz33skEbeKyFdpp9RmuzKajT2p0maJia4Zg7dMFc5T0Own6SYOwcJ2fxhlPJkisWo6+LjUsyx",
-	"KjWaUL4AtfjDAz7ct/1gU75YGtG6Z+ErukkqZgdxKYRG1cIUP7vGZLWhzywT1kxWMqISnfCqDQ/H0Dbd",
-	"0DYHRBgYUxsHlZ5l7R/kuMmmPE0P5ImpRcEkZZvoYZt/LueJWNeRF/SEC02uGSFaJPlAOjhwzXJFiHh/",
-	"DLCGYtAI2KBESaQ/Y57zQePaGMkshL8d9sVSz/iBtE3jKVJu38T0RmK/nuZcxjyL3TcfmrZSZj6fd7T5",
-	"2lbKYNlMC10PDx+eJmMp4ocP+xXEjaD8q2yHb/D9zOc6GUsOdB6Wp7VrQQ7ybm0XcvJIdNi/RJaMKBPU",
-	"DcaURafJ+JxyMIyiNOOZRvZk6OUkB+GoAIvLzlCzKYV5uGR7xm+smUqNdl4+JLEnZoqHW1WU9Bl3eUCW",
-	"9z0Tn5btIGepwLo6GQlYPS4tMZQNf/2obE0w1ribm4kxvtB5kozKerZk5F/nYkfG0iJvn7al4hSOxQ9X",
-	"oelhZEfqGLkxcyOtkkUY/hqi9hFlXE9snQBGN50glORj8gq0WBWoRedOnfZhWkiP7dvggZk6cbhZUNAD",
-	"EiJEkAy9qys01YsIbthnmYiTjAokjEFKxE8nk+ehtDl/dFRa08C8rY1ENne6THvWVisgbBecgjlf9pgO",
-	"iIoC9rhL//bYBD6boOqy04W/dnbhZ6/LKFmyt8smrImy+iNsVrZf1SJR0Nkwg3CYM63SWiJty6v+152l",
-	"RAo0pUG/VxnaIKDmKKngyOmw0MIKhDZxTdtRHQGY6N1+RQBSpKZE2qJwKk/TVQgCPyvObN+/Ep0MU+QE",
-	"wq1dkaMYWHtUjm+LOZbwDjB4T9HSfdKaUCxTyTCN4fDAQmO3ON6zVImCjY9wOp7gJlUu4mnqCkoDV2wZ",
-	"+LW+K7W8KCYsXlZAlYqUW+QDBPEoL8BGY6aYeN8E/Jc21G4A8s+BrFIHeiTLElDyxlGFrSt6hq1YqXsO",
-	"rJebLb3Jcj2yqcZCf9d0lpsqJdK47YpVw9YYXNTLgTnSOYwvB617JOwH2ogqU59SDRwaF4sru3HZTsuQ",
-	"UHAJLjswrQlzokKsMgbPAYZ3+GixQDuepKbBofRIuYmK1JwnOWlQOGyRyf3y6XSegLWNx4mvh9gcevL5",
-	"OO/USalkWp3xJk8UCBnPEMccfufCtAqeFg6tdCCruRtamGImwuBcVzXTsun2pa230+3i02jP+rb43e/5",
-	"UtaYkJ1P7+CMfjpsy6IfMsHMtwHr7VXG/6TMJ6rHNjiLaDPYF6CHLTepQcE8w+bENrusX0IVryu4cIl3",
-	"yyYEJqnj7lKBAxnSaLEYDwQCF3toyFRdZGB8QQSlC1JgwrmX7wabNBZSZEk0kJFIjX3C07HKknwybfU9",
-	"JyMo1TPhl/8Yl4aRGR5QsmuEBUwfzsNHMDebLLlcqIZ5h5buSjpt9q6uAkxNgv2AQ4WnyYVoWc2HrBYb",
-	"cVIj6gXUTkQ+aoOOyWdJG94GR7ZaeXtnBzXgWlPIWMjorTDViyVAbH9rBwMo0UR8+GlvD70OJqdsrefh",
-	"6Xf7+dK92bPeLvkjrC6ehXSkGthWu9sDSWG2GdeaZcl4kjOp5kTHeejtl914ymiBzw35JJqNijQ1xxRI",
-	"focQQaevTQet0KVzkq0ygI9I56WXkKgZSBNvLmYoPrGfecSlyQDFlCaMRtOk9EyImIy73e6OTWHwEJDL",
-	"ojbkkbcEkFF2myqdLht9j6u1c6xZWbdgILnVrndaaxxCBLjgcjhjcvOpUvW0zIEMlUxnKRgSA6mdmlCX",
-	"owoGM0w+sdktxilMZmV9PuZ7p7fVVTeeiDghq9wQgRXTJvRtm0lVzsj9Sj6HygaEV0WDLUFmmqi/PV1N",
-	"wStWeOIxaFLxVkJmnsn9m4PZNvcEoECbfHVjxS8BlJeA185wrjpWbYuCEp7euEM9Tyi6QMGoyAgFglyj",
-	"WBswKnMJ0YPDc4daWoXpxuW0J/IZDZjFtkYtrHaKtlVq+JpFHqmpsCel31o+7FuoPpPsbb90xVh9l10a",
-	"sN1ub7/StG+5/Mqvreqz6kDV8VeboH/Ok2pGqz7OtFf/nGf4HdpXXsbr1v557+EPVH1I2Snrc57gjVId",
-	"3nBVIsfnlEXY91LLKZc8ABOsFEbuQdWBQHH1yAosSXtKlN5oN/QDbf3BZQwIBZeDriNI093uU+ca1sm0",
-	"QBHpzRAUXs3C45O3zw9PT9+enL86wATfkDkskG6rNNLJUQdcClzYphwHYxXjyQHHhhpSVJdQQ9IkElIj",
-	"UpdrnZg1+o3XR2eNwKKDwB/XQcM0dTSdF42T2e4QteegiLSYKomQTaBtlvI2wKysaaLzJMLOmCb9DlSN",
-	"hYwwyZWyvNClxZy7q1F2GvaBShpBw+RoNfqNbmen08V2RFpJRH3hLxKeYq85BzsD37UJE6yjsvEj1IUe",
-	"9bq9bnunZ8DCGkFDzYSE8fuNxzgqwm9NEETmEfwYrwUKg4ML00Jd+5dYRaAXo+AcUo4LQ/OITm7PuKVa",
-	"FXIfmsXt0GRI1TuKG/3GTyI/UcqH+sVp9brddbht7rpHB8dHJ3ZkWKm9bW46MkU6pvetB63T6P/6wSeK",
-	"M5OvU5IGKs6ZUnkLdpCPEQLorUuaIFxje+TQiqYir+lD9gI/r7YssOlBS2AvDt3FsLMkZ6NxmqGlLEl3",
-	"9Rx6fUfFtrBCBwbkLFgpKdQVT35po6Lmas3RwCd81NwCpO+gzHqVsZ2/LoOFBruiAsmClSK5KqKJLRSm",
-	"lHXK99rt7rgUKcxnaDp5sGS4k/U/kKHJYzl/fvD85SEWCpQrZBwiriLRlvy3Ouy14DI3MPBLyggYuvXx",
-	"WUyOIKeHIqwu8x3Jnyp10z7bNkPYgZ+gdPRahL/ykkcUbcJe4kvMsbuxtRC5rEztFvlZMsHGBlnSqMww",
-	"grNK1rGNufZReeF10Fi2h7a+2VyO3atsUtmNN9OVRzEhPu1uw+I/8Ni2ScBbdm6+5Z1XHI439Z7efNOZ",
-	"Uq+5XJhn6U8VQXDX45vvMiD7HsY+SS8nr4jYVuqffELwxJYlyg/XQb38f8llTI330bdIaDGYUmhcS8jS",
-	"9ZBTfs17rcy/e5boWiAwQaLXR6n5aGBzzYF4AyConRsS3Fomu2elvzErnd14LtdyEpz+oB9t0KkwecYg",
-	"x2UCrHiyuk9ErCKWSONz1iIdtRHWDisGX569fkV6WNPkyJJemS9SoUE3plJYB4GgeCxMK+EyuynAqpe8",
-	"zD/WMxF5aU54uNadYsCvvqr1Lehq6O6DZdukqZV40rW7dViqXabeajYTsiyFco5yKeZlRwR2sDbwOpA3",
-	"RF6T3EWsdZ+5MOz6GOxAIhyGDcTW7d6rROeHFqT5dtLWyqk6XSOxcRYqyac3du3xDdw1QnY1gkYCdyGa",
-	"YGmEVZEDLeAjv30zhtX5vYV1MiDrOCXQNxeztVOxnQG2Oh68fg7w5K/gwMIZIRJ2zZF14Mr6aEHuz62/",
-	"8bkFRMAcIruVe4b7fZmHceu1gu/EAPEp1yKn2vGwVqXDp3yVCh3NbI06R4V890yxJVOQ6bn5pjcq/1GZ",
-	"JvLfIhf9JHKXwVHHRrelcbzx6AWB0tcnjtCp92mDBo2Z0jVc/M9CmBJYPxkFtMR5YFGGRpnQk6V2U30M",
-	"dFeQpbDyYZxcCjmQTRf8QF9utQ8EwguCYThPNMLrk+PGXFSmUngJYbmikC4O8MAc1OgVqiRyoSPJDfBA",
-	"M8GzNBFZmcliZJTVvQbyQsxyV45u8jLIB2QKgW3pOCaQYYWMSFMTQPO6deHAPB9I96hEl9Bf5PXE9BFK",
-	"evGCOTb6xa0f1I7wwEA+le3CajS3E3v5HYhW5KwfVLy4M6lanZ0TLNfX1yuivHdnD61ttbRGsnuuTIOK",
-	"0JRwotnWditEiel9li5b92fCFzsTulucCUsdTl7Y7jJw/84WUv6YQObOlEI0Vrpvb5u3cwByr0WccNu5",
-	"7Vs8yE6FjJdyEdephRPB03zy+1qV8MB453uIE56kwg8Q2hrWRI6x9KTEz1GFAQ60sCG1quNLfPgn+RXo",
-	"1re/fAGfwis474TWmzwIH9Vwvf/gjecWCDAuIvL2jI8TaRATLmxv+TTRNUo1aPM/wwO+oN3+UQ2/gNX+",
-	"UQ0/0Wo34DvaIacSzMCG6VAzv+2Oj5/V8JTu+Fps95/V8GbLHRbk/jj6u9vtH4nVraxBzi+ljLPY18WU",
-	"nzuAqJDUHWomYWCfQoLYxfPAtstZQmP2AKgOjMaEOFom8ywrpN6/NY4UPpKwdrCbsAGMpMlSTMnhWa0A",
-	"AJch4ad1+jEN8rMafpVeB5jXGs3UrjS8+j1ff2E1c81m+p0rqpu6XQc+g0Bf13nP9cONlATDfLf71DUV",
-	"dB82NmFjw8p+WEM89VDZm6G2/wbGzDco1Uk+kYRbFezB+rSrj2r4QPsAS7NMjTOhdYe9R92b8Dnq5byp",
-	"16yUCg9kJau4T0CHftaxARuRCw/cuE5V/wal7bcuZOE2t3erBHO6ktxPhzDscKLZXGX5hE35RSLH+6Dj",
-	"Y95macKBOFlHS52KYj1NZDItpo1+1ynztq//9b0T+os4oddJjtvx389q6LzPBg1pc9anTWi30Ekm3n2c",
-	"IZK5KDTDbjYIKEalUdTekHU73c5uYMEioozPMKPAooaXMAFD002H5WI6S7H4CPMZUOI1sfXquXFantu7",
-	"zo1kClvBQPrZiMbZCjd6H9v79TlhD/QZggKIOHAQywFL5Dl5cYOBnCYa4fgMGJZDrZ4plbJmOBtfwW/n",
-	"D8OWTX20mZTVpEmvom4gsRiGp7rsoPSTAhU6T6bCivaIuu6M1flDbKBHn8CDOuyNWi4GJ2+5FiYHOssW",
-	"oFknsSYXA9ZJI+qk3kfFm2x7lVGzJfyjGKZJRMinEsgsTc2gfCo6A2lx1yxMFmVzUWFQfwnLCW7bhLA1",
-	"kLUQW2wJYSvwkaZc/9H+0+7Trms+lWhECbMYYgi1txk8zLSfoFp781I4QXTHT5npAawMZpWSrDor1xEP",
-	"/Vv5miPxtWGpG083YJpH2A1q34KOPkOOqR5zy46SehPCNOJAnNMS65HIYvm4+3TV/paC9o49cJ7AmbpF",
-	"rvPFBY0qTF2jn2eFQNvZ5L53rDqxOdf97UwgtkWsomJq+6Zi3rsdZ8GnaRgQ0mZGoMHYiq7WsWmGg+8b",
-	"n6n8rPR3tVN93Nlx0+00Vhph15PPynt6eftzrr1MsbuipTtP+PIy6TDZyyzyWletv4EbCWH7tQmqGP2b",
-	"SODfB5iKdgsSsPO8JQngWsDT8Izu/A8iALPEawnAtWPexl/fYcd8LCwAOnZToppLV+eTs0RqkeWaNcm1",
-	"z4xrH45FOEqWWuO26h38FqH7Szr5bdHZHTn6vebVT3YrrfxnfLGN3/8OPPlm2Xxvfk00wdVyEVIrViiB",
-	"fmRM3kQjtsK6JTA3nY/zanag6+Udg6IHI2wd3liZkGsEseVc0vyTpvIVWOhmx26Odtg1uveM/t0jHrNS",
-	"9lmp7cQhmrm1eU3PsSoU9P7clld32CkfCUK936I1Ut+hvWDhnFeTS3g8hjdN7/oOOyh792A3J2r+R5eR",
-	"/WHw/kmIDaTtHNGqRFx2u73aMAaOY1781seA926/iEXjtsx+93lBldfx0oLoaUkmYqOdr8ianbuWNeuU",
-	"Hwc/aDu5LImawzM+vonX8ZrroFEDm37TreUt7o7roGFh2W+6213nS7d7mbjiI+xtlSMEdPDCMPfWuUlV",
-	"njuS77T4C/OSered8Am2pfzLTo6/PiC3133sBeSELKZw9NzQ1K8RNDZCa4OVsTZot00TwEoQr76vYKtv",
-	"a7yo8McgO7C3WdVluWVnxUSizjmQzRtQww1GuZWbNb3NvIZmBsqiM5CH1KpvzheBOZg3tWG84dA2/ZFW",
-	"cdLd8T0q+3pQ05S/VdRn8315tqArKRTjBSFtj4qZUzBqdC3fPt6uNsRfeYdhs9Rd6pRgw7jtF0y414lc",
-	"bnYzkLliY5FTr6lKVxg/2bBU0/xWVHVOl09WpkYwq9eUVfxVmU03qDKfocB8ezrE4zr8gzcKVPo4GSWu",
-	"cS7RnCZXzUqDpURbJ/r/qMW7D9LeeZB2o2S9dbIE3Wore1AUrfp+0dvNpiIbgwjIo4lpqvL46ZNWn/Gh",
-	"AWeaDsHuRORQMcoZTxGVLpRFmoYsE9i5pTOQoQVkRa7AUakD0hChXlgz/GPQcMCzjT77Y9C4gH9hoOtr",
-	"NxQLL7CJ3dLVeFV5EU/TFnWSXu4c6DSAapt5bLM3Mz3oazr/cT83faknHiHkuBZ7m0+Od9j/79MPj087",
-	"OO7eBK+8R2mCB5UhcZvbuKz/uJPht7Dw/7Rj0XRyLNtLOxVFirklq3ux/zWI/Z1tDPUMbQTMNfkRbae/",
-	"0N7+/nbzPbE88Y2eccTt5TGHjWYcv/lw3htMC2tc/mF+u94MusHMZSwEIz30g5MEsJ4JrVI4TEwKB+NM",
-	"T1SWs0kx5bKdCR5jzM5GuFYtBHrAGSE/LAn6VXmCYTQtxjaMxpdmSE11WChV3h4BaYcukDPjWNpk4jjm",
-	"tsayrFxTSPMrb//e/vDHTvBk97oumPZhu6STSb4cS74xyeTALChGZQwoiW2dat/dYmrcTa7JJwiovzY9",
-	"5YWBavGowSCJrI1BY9r2tlV2otpx2+k5nM0QZti0kZgrB1SM3Rdc/XU92qLgcWLK2v78crvPFEprNsJ/",
-	"pw1LjziIX7Ra78Q84wvG8m1b5y8dys/EZ1TwmbV24Duel6JughYUOYnvNs/gK3DfEEXcHPQ2K3Yf8/67",
-	"x7wzJyKspLJCY33E21yBUI4qYzOeWSXE8BU7q/pHU4XNYErfqZEaibaNYijjlRraixhRMrzMJsu/EZe2",
-	"k2scm7Z5ZUcrz8zGrOFbROCxm3/J9qZVH/ULlMqOOpBV3KGyWR91JwgRA1tTo0EWPvIGXB9op8W8izj7",
-	"kvAzHfr7a1ryk4Jo+787e5Qa1hvQEYRYCWygA7eMQOd0BfutAiKepKmDILEt/pu7O71SD2jB7ixkzq9s",
-	"X1zbmJ5T557w+ODs+UtWjQCYJUR5TcxeCmzrsqmI688UwF8qE4H2+y9KRDDEtsZLYbZ4XRrCfWrBV+ri",
-	"+CrrSmvC2MTOWAxKpLYSx/bqZdoXYtFOZLvQm0PZVviUjVto7KUq1PqHIz5UhoBMuAkDaQ6KpK7zp5Nv",
-	"JdiS/4j6yYeBGbQSZW793cLB1Y05tnV9+OI3LtFtC/u+OR9d7yvh0F5vI4cSY7TFFTbhaJeBpPU7mFHy",
-	"ziYONceKGdX0X9YUAlJVDcJnp/rJlOxEVWXnK8yMsdbarr3Usw+bQRm8uTgZIUAvVsZRUeAmjqaX/eaZ",
-	"91stYCftpTbCWRotnm9le1TRqhdjE6zoOnW9xreK7oP1btXP9XV8Nd6EzerkvQvhPkNhOUMhs0y0jn2x",
-	"hQvGHmodEKfUbnVYJGlMoD2jJBVL7PtAl+UtKit9CCabPpED+Wvo1dSEAQvLspawxZo2K//xkyfY1hfO",
-	"lzSuQKuTBzzsdXuhbfHidEhRQgnhTDVL8n0CQgitaRN6OAlwtUFQ0eRC+aiGgbHKRSEGsNqmA3D9IUf5",
-	"jyxXYwHGdt81x6q6P/z2NiUMPL1EE3/HB9OnbqZUPGDb/uEGuBa3H9Vwk4cDtvPvUklAb3Mr+733J8GK",
-	"VGiN3GwwV0NzCULDlvt5b93/Bbmwf7pb4L5y4CtWZ8ni4IZPK+chnYCV83CzOvt+Ytrd0dUsUpci03R8",
-	"6OR3QbAVc5ugEKu5hO1jyTo995OE9p+jdeLU1mqdiOl3r3Xea50rWidQBuEILScIlQx3W4qnOx2gkc+r",
-	"jyyTbcR3ANU1sJhGBrgoydFhYbQY1Fb77Pnpv6zfgoiGZWrOmiGm1ET60jozBxKzcXmW8YVfwOxrwQYB",
-	"/uD4CDviGwCaZrjMlWGrww7Myg0kKX8m3xWDdF4qK30ZK6H7K8ntJrzktM7H3V1szAqvhNhNkUhT13w7",
-	"KzAUpGeZ4LGeCIFdEadFyjVrvn1/cHr8QONqJPKjINyfWIyEjESrD6/vRmQ21cA4Ip+Bjv8P+NGGH/+/",
-	"MGCc5XxIPmAEp+NjECF5kUnW5KlWVCI0kCnmdIyZnvFI4FKmiRRsJESsad3pEQ/CgHrPKingL/QVZ8pm",
-	"/poAG0U4+UD6qWvhs51/7KCXGXOOYf7hoPEAPh00wn2TsExKnh3dFKrADfjWQx5ddAbyYGqA/sFUSKZC",
-	"53w6o8xrfw9jOhSQXGzfzIlKTYdPA+YjrniUp4vafpKGvj9Vw/9ryluSXEzxxjiBxZ8mkucqI5fMbJbI",
-	"MSW9kYvphnxfmArasjd4SALrml28IeeQxcMJGkqKbby8NsE42M4l88E5ehsoCFAiWkmxCcfl5MfnbHfn",
-	"+269uAFpULIXr/AoVfkZ5uUDaXiWmsUXecbTxHO9WoYCKgYiJL7o+yRPJLcV/pRRekCWLh39z4ks2i8S",
-	"beHhVl865HnOowk6mF0vkiQVGMm3sfLymn38Er57Nmhks/x8p/e4E+lLmPNGn9+KG+++NGq70qhSsX2g",
-	"7xPl7/XAT2xJa42ejSbXZ2qAlQbN632Yzy1ch2RiOstd32YSP3C+my6fQVmCWkFeRBUClQE6rXOMX2Me",
-	"VpQmJiSO4jih9kFmfDWilkBziVonvEiairT0EWKiji47YSd6IEFJlJT0AxZkh9V09yUF6MXhq8OzQ2ZX",
-	"wIAWxkqKDjvk0cRMbiANgiNWb0e2KhhhKkXMZDEdiow6nIfwZueu5TWbIVcFbKeLkCjTRBa5YMMFaFOI",
-	"2NiiuZOuojJqpQQaHcb11WjEmuHb48M352eHp2fnB8+fv3335uz02YinGmvLE1SoZAXZEdVVGBWrgGEY",
-	"k1/VYUegA2c8F+c4ex1i3lRlaeBw49pbetPmWwxkaCZNp2A4z5Jc2JdMhGZNLQQboAyi1dGDRqvce7vZ",
-	"DzTBz0wFKJ98IHd7T015O2cXEh5p1hSzO4kfAzZRc9QHR1wjFJVO1ZxANHk0SaTo465SDZ33iqbojiZr",
-	"/sB3hN97ARs05omM1dxipMLHT66vr0nhniRZjK1IBYp8cpgnkj12tffGk08B20Sj2aJBXTVnc7ViH2je",
-	"uuo9vOiDkuaBxobCUVc1Z9BUctCbGWbyeqnidwg1ygcyxLcMGR8qs8UOnZZ2lOeOPtGoCKsLEcLGUSVD",
-	"bhw2A4ljwjsmYATBVhACtqw+AEyroMw5lHxqCyBGiUhjUM3o0RhaH0gQGdTqoDIMPo04hOj7wTL5ptjk",
-	"FW4ydOuR8kBOuEGPRdtv+WwEu8p9RjS923uq0cpEI7PD3sMeZh49S2BOERvOPDk4Ozx/dfT66Oz8xdHp",
-	"wQ+vDl88Az0qbLkKS4TaK2Ru9YdymiSjQF7xGe0P8AHV/JP90GfIbs9KVFwRh9YwRS738WaX8WWb4cm7",
-	"N+ev3744fFZ+GrZ823a3uxss4cAOZC0Q7NqIyZnQXkvyLxfL8J6zsWHa3SUg+m+2RpWXYl6yH9CY7XZt",
-	"aY52+3+mh+/W1Yz3rck+oYDHgZTkk0zN+Zy7A8FTGIGU2USkM6DATZC/qBAupRLpR+JqlmRivX74ml8I",
-	"exqtRnqXEtFpMGqlybE/d2+XTVSRaTbhMZtxrUXcH0iOjKRd+zXsokPCCtjOSJoOc5UzEeiGcEJ4Ke/Y",
-	"RQ0r1jdJys0SkW0rEA/xzaphH/1VhiWAHl4iOZwIXaS18u2lmlNXC4RGp127z5C5t1E92UMEv5TI4rcX",
-	"QNKRav7Jogjbd2WFbMMga+UPFT4bv5rXls8KAuTiOYcD2cQuMEmFNYGpFyIn3zvo7CrD6xAlbCjyuRCu",
-	"l612JopB6WqxoaDmCXFh5ZlJd9FzIWYILU9sg4WoA9lcXpugbEOEnfuosIic2zMwcwj1PxPA8omSLfLK",
-	"Y0fWHJshDKQkT6ff28j2GbOZqwhe0mHHmM6DkOyuLVoIwq7QBU//HBl5Usif1VC/QZr4xgVjSXCazUUG",
-	"hmgsgBjupeS9lPRyJwq5JCINB/v0U5UcnyMybefvsrPKI0ys20aEzoTEQMdyY3DnNsPaQWySZDt8J9p1",
-	"P4/Rr5BykJKJHkjLDiQbsZk4+n2kEISlCKLWepeWOqlv0OsG8s9W7NCDU+2fnYi/hwzz+u/ci7B7EbZG",
-	"hIGBZ9vkOGa3LZyIcQ2ff4rYshLLdpO/M6AJdiqiDH3MLpkAWyrF9RAUS33TvygWheucf/cdpOffSknG",
-	"0nrfjPTgCOReOv3dsR6scBEeM1rBYuhmM+zDGBgdEX/enbwicIVI2FgXdvXXmDERYxRfSJhIfE5fhKwZ",
-	"/jpoPBw0PoTUkS9NWx2KqRn8Z9MdlEYzc3ygmU7GaHmFGiVPuG9boFVjkox6pg1kpvIyQIqQ1CwxmBQw",
-	"7WmhsUwYu/rBtLAFGv0Z0nAmS9aLIQ4kT1M112yWJZc8B8mXz1V2oam7YKoinrJYXIpUzaZC5q19s0ik",
-	"3U0UxrECSsEjrLCBxGflKsDorImGmj3yxSu66+AylWH0p7w4kSxO9LhItAhQOzRxsjKFRaQxQ1QKbAH0",
-	"qMjSkCKKodnwdyevbD1jXSRiSZx8nm72pcIYS5P8i7AVlmbxPskndFSuC3RYEvfQIInCPyPB5R5a4U4l",
-	"/X34ZNtSBjoaGF85ZOrPmFoV1RU4xJhcsnoCUdJJ9YBwYUFnX08SEPqL/WXLOzH90+JMzWZ1+ioNf6ci",
-	"ryJrdte90X0I4N4yrAA5Ym7VtrwU3NwZwTFL0+aSladNy3FQtV1CXVXQl+ONL2YB3XT63meT3rPp51QV",
-	"bcujt2OUJSL+DPh9sPFD0PuDFYssYKE3EBhoiMQPZgRB4ydGOIRxovHOsFP+3meYlQUW1kz7Z2zTWIKm",
-	"mH4gp4JLwv5Do0blZNKgU7u1749IKZiM5km5se6YH/NEBgxrcrBNnpe6Zwe4HYw/81H8B3IdjH/Y63bD",
-	"ZQBB2whgDWb/58rJrw27f62FdbcY/p9jyP3pB4jF9K8x4+5B/e9B/e9B/T8F1P9zrcdH5Tm0NuDxVorS",
-	"WJyJjDyX1s1W0ZcDYGUvOiJ4NCE2N2niFLClsGwfSx0CE3ild2eEwYaJ9iwF7RrxWdSFqcbnOZsjUB5o",
-	"3nXniRdDKaOkXzKIshymvsMgylSPv60oilnxxc1RlJLs7k35exthKe7iqbEPKpqySVBJMpcP9+Wshw0y",
-	"EwMmok3uAOLZO7BVamNIR1oXwqYb0wNNgh45K5Kcar4oNJJMhR/raXXYjyaxBdNlbI7zQJI0toeHiyPN",
-	"FQaPeF6ASZBIFtoVcB+HAZX0My3glbAEGc0Lp/AvzVRJ4XX1MsIRQ00mGJYRTrmeJ7k5LFSRD2SqNEGV",
-	"mSl0WGjvPqfhzymxUZ/zPGSaL3TZc0Ol9GCytUxArDOQJxjqgmExm9u24MCYk8sAz0SOJpEZSGDrGHof",
-	"QiyrTc9BmljaWhPP+Aa8Pp8UfSl3+l5tvxf4nxgJQb4hT4GJW2vLNXWabLUK5Y/GUPBMZAdFPmn0f/0A",
-	"LEM+jrpOUK8w6kzfBzbfmg0XbIxpzKzzKJrGDkW/zWdJI2gUWdroNyZ5Pus/eoRx64nSef/77vdd5FAz",
-	"yZVy5QlYNpr6PGDGYcQzjFsYFdC12FrVMl8rKRZGxIuYjTI1LUFcbYllWZOZwNgzEM7++BYicnX4H5OU",
-	"JlYDdBMgHF5uU9SHPLoYZ0BfsEwccQv9R1AJ+OojXik5btsM8LnKLsBQmKk0DTD5ifoYcBmJ1BvuZzXU",
-	"a3Rum/vJpatuGwowDzTLlTeEK5VbGcUlVFHWpU3EAJoTscnFKHPnqbEGpvvgSWmVfO9RjihXn4XQYtT4",
-	"gVI7vPRVMne0KrJIlOPbM64c/vByDXFQC6eAZbZpUsCmIs+SqMzfhQMi4xEGLUQ66rA3aqkW3nuQ12ip",
-	"hlSM+gAEjCRDxdO6v1rpZVYPa3WjAtc5U8V4QlpJE89qLGmgmoMpvwDayGDqVL3QMgXaERyy9cVUoOV0",
-	"mJ9sO5DNsJrThwXplQRcWmJQB8hEm7JqnXq5FpVsQWBum13iIdx0qPn7+izmA4fOTVf2zbtkMWJUxSJK",
-	"EyniDgtjnvOOKeQ4j1QsnBqzwObbaF7T7I0nunTv6mJI3cuwCCOsTi5kTZWx8GF9poq5lnw2howbn6gy",
-	"H714Sb1FtjBEzS1nFl/p1neeWiXU3vmFfLjHdQu0jVP1P/+zLqyIkibusAO5YL2rKyrF1lSJbdERkrFU",
-	"KL/RFdZdHeYnrJ7xFTG4zTryrWZKLAiUY73ycEzgqAY2oa5p3YIuFakWmDQllc0wcwqyQDZWRR4QvABw",
-	"bWz51OXLbywSXeKfdY4qe5nrqrINp7mLWTM8fnt6VvbCcfBEyICmCEszPptl6lLErU9lNPfErXjt1F59",
-	"z25r2W1lje457o44rmSlm5jOxGi2YTmDiNc3uUS1HWWBGw/Onr/02sZg3wBz71JPCsKViFlIPuDwU1nT",
-	"vMRWjEmO9Hu2XM+WSyt0z5R3xJSW1daxpOkGsdUxuNKIzGvPV7LDSGXIrE49VZiifVs2W57YZj6jq+/P",
-	"vxshKO+Pv7vmtBUOWs9qCIF9s2HnoMKLlIpHh4L8JfvGmMPSgZAwp2xPac0X6AW5vVFXmddNbAaX3pt0",
-	"mzHQ7y26O2Ywn29u4K4tDzIDS0uAFJatMqwh7lh48HMsyxmJPJpg0t0n8tXWJxhcfX+C3chd9yfYF2Kw",
-	"m06w66Bx1Y7UdKpk265u2wvHUTxRyEi0D2CPb+5UU95hb7gOGqcYOGmfJVOD+b1pBLrYXHt9/f+pFhAA",
-	"AP//",
-}
-
-// decodeSpec returns the embedded OpenAPI spec as raw JSON bytes,
-// after base64-decoding and flate-decompressing the embedded blob.
-func decodeSpec() ([]byte, error) {
-	encoded := strings.Join(swaggerSpec, "")
-	compressed, err := base64.StdEncoding.DecodeString(encoded)
-	if err != nil {
-		return nil, fmt.Errorf("error base64 decoding spec: %w", err)
-	}
-	zr := flate.NewReader(bytes.NewReader(compressed))
-	var buf bytes.Buffer
-	if _, err := buf.ReadFrom(zr); err != nil {
-		return nil, fmt.Errorf("read flate: %w", err)
-	}
-	if err := zr.Close(); err != nil {
-		return nil, fmt.Errorf("close flate reader: %w", err)
-	}
-
-	return buf.Bytes(), nil
-}
-
-var rawSpec = decodeSpecCached()
-
-// a naive cache of the decoded OpenAPI spec
-func decodeSpecCached() func() ([]byte, error) {
-	data, err := decodeSpec()
-	return func() ([]byte, error) {
-		return data, err
-	}
-}
-
-// Constructs a synthetic filesystem for resolving external references when loading openapi specifications.
-func PathToRawSpec(pathToFile string) map[string]func() ([]byte, error) {
-	res := make(map[string]func() ([]byte, error))
-	if len(pathToFile) > 0 {
-		res[pathToFile] = rawSpec
-	}
-
-	return res
-}
-
-// GetSpec returns the OpenAPI specification corresponding to the generated
-// code in this file. External references in the spec are resolved through
-// PathToRawSpec; externally-referenced files must be embedded in their
-// corresponding Go packages (via the import-mapping feature). URL-based
-// external refs are not supported.
-func GetSpec() (swagger *openapi3.T, err error) {
-	resolvePath := PathToRawSpec("")
-
-	loader := openapi3.NewLoader()
-	loader.IsExternalRefsAllowed = true
-	loader.ReadFromURIFunc = func(loader *openapi3.Loader, url *url.URL) ([]byte, error) {
-		pathToFile := url.String()
-		pathToFile = path.Clean(pathToFile)
-		getSpec, ok := resolvePath[pathToFile]
-		if !ok {
-			err1 := fmt.Errorf("path not found: %s", pathToFile)
-			return nil, err1
-		}
-		return getSpec()
-	}
-	var specData []byte
-	specData, err = rawSpec()
-	if err != nil {
-		return
-	}
-	swagger, err = loader.LoadFromData(specData)
-	if err != nil {
-		return
-	}
-	return
-}
-
-// GetSpecJSON returns the raw JSON bytes of the embedded OpenAPI
-// specification: decompressed but not unmarshaled. External references
-// are not resolved here; the bytes are the spec exactly as embedded by
-// codegen. The result is cached at package init time, so repeated calls
-// are cheap.
-func GetSpecJSON() ([]byte, error) {
-	return rawSpec()
-}
-
-// GetSwagger returns the OpenAPI specification corresponding to the
-// generated code in this file.
-//
-// Deprecated: GetSwagger predates kin-openapi renaming openapi3.Swagger
-// to openapi3.T. Use [GetSpec] instead. This wrapper is retained for
-// backwards compatibility.
-func GetSwagger() (*openapi3.T, error) {
-	return GetSpec()
 }

@@ -39,7 +39,7 @@ type Contract struct {
 	spec     *openapi3.T
 	router   routers.Router
 	byRoute  map[route]*Operation
-	unrouted map[int]*response // the shared 404 and 405 responses, for requests no operation matches
+	unrouted map[int]*response // x-unrouted-responses: the 404 and 405 of requests no operation matches
 	common   []*value          // x-common-response-headers: headers any response may carry
 	notes    enumNotes
 }
@@ -119,14 +119,8 @@ func New(spec *openapi3.T) (*Contract, error) {
 	if c.common, err = b.commonHeaders(spec); err != nil {
 		return nil, err
 	}
-	for status, name := range map[int]string{http.StatusNotFound: "NotFound", http.StatusMethodNotAllowed: "MethodNotAllowed"} {
-		ref := spec.Components.Responses[name]
-		if ref == nil {
-			return nil, fmt.Errorf("components.responses.%s is missing", name)
-		}
-		if c.unrouted[status], err = b.response(&openapi3.ResponseRef{Ref: "#/components/responses/" + name, Value: ref.Value}, ""); err != nil {
-			return nil, fmt.Errorf("components.responses.%s: %w", name, err)
-		}
+	if c.unrouted, err = b.unroutedResponses(spec); err != nil {
+		return nil, err
 	}
 	return c, nil
 }
@@ -134,10 +128,10 @@ func New(spec *openapi3.T) (*Contract, error) {
 // Spec is the loaded spec; callers must not change it.
 func (c *Contract) Spec() *openapi3.T { return c.spec }
 
-// AllowedMethods lists, sorted, the methods the spec defines on the request's path; none
-// when no path matches.
+// AllowedMethods lists, sorted, the methods the spec defines on the request's path (HEAD and
+// OPTIONS included, as operations like any other); none when no path matches.
 func (c *Contract) AllowedMethods(req *http.Request) []string {
-	for _, m := range []string{http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
+	for _, m := range []string{http.MethodOptions, http.MethodGet, http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete} {
 		probe := req.Clone(req.Context())
 		probe.Method = m
 		if route, _, err := c.router.FindRoute(probe); err == nil {
@@ -315,6 +309,31 @@ func (b *builder) commonHeaders(spec *openapi3.T) ([]*value, error) {
 		common = append(common, v)
 	}
 	return common, nil
+}
+
+// unroutedExtension names the responses to a request that matches no operation, by status:
+// they belong to no operation, so the spec refers to them from this extension.
+const unroutedExtension = "x-unrouted-responses"
+
+// unroutedResponses compiles the 404 and 405 of the x-unrouted-responses extension.
+func (b *builder) unroutedResponses(spec *openapi3.T) (map[int]*response, error) {
+	raw, _ := spec.Extensions[unroutedExtension].(map[string]any)
+	unrouted := map[int]*response{}
+	for _, status := range []int{http.StatusNotFound, http.StatusMethodNotAllowed} {
+		entry, _ := raw[strconv.Itoa(status)].(map[string]any)
+		ref, _ := entry["$ref"].(string)
+		name, ok := strings.CutPrefix(ref, "#/components/responses/")
+		component := spec.Components.Responses[name]
+		if !ok || component == nil {
+			return nil, fmt.Errorf("%s.%d: want a $ref to a response in components/responses, got %v", unroutedExtension, status, raw[strconv.Itoa(status)])
+		}
+		r, err := b.response(&openapi3.ResponseRef{Ref: ref, Value: component.Value}, "")
+		if err != nil {
+			return nil, fmt.Errorf("%s.%d: %w", unroutedExtension, status, err)
+		}
+		unrouted[status] = r
+	}
+	return unrouted, nil
 }
 
 // parse converts a parameter's or header's text to the type its schema expects. ok is false

@@ -244,8 +244,8 @@ func TestMediaTypesAndRoutes(t *testing.T) {
 		t.Errorf("PATCH /payments//pay_X: %v, want ErrNoRoute", err)
 	}
 	var methods *MethodNotAllowedError
-	if _, err := (call{method: http.MethodDelete, target: "/payments"}).validate(c); !errors.As(err, &methods) || strings.Join(methods.Allow, ",") != "GET,POST" {
-		t.Errorf("DELETE /payments: %v, want 405 allowing GET and POST", err)
+	if _, err := (call{method: http.MethodDelete, target: "/payments"}).validate(c); !errors.As(err, &methods) || strings.Join(methods.Allow, ",") != "GET,HEAD,OPTIONS,POST" {
+		t.Errorf("DELETE /payments: %v, want 405 allowing GET, HEAD, OPTIONS and POST", err)
 	}
 }
 

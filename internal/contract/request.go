@@ -17,7 +17,8 @@ type Request struct {
 	OperationID string
 	// MediaType is the body's media type, lowercase and without parameters; "" without a body.
 	MediaType string
-	// Body is the decoded body (json.Number for numbers), nil without one.
+	// Body is the decoded body (json.Number for numbers, whole ones written as integers:
+	// see wholeNumbers), nil without one.
 	Body any
 }
 
@@ -80,6 +81,7 @@ func (op *Operation) Validate(req *http.Request, pathParams PathParams, body []b
 	if err := errs.err(); err != nil {
 		return nil, err
 	}
+	wholeNumbers(valid.Body)
 	return valid, nil
 }
 

@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/labstack/echo/v4/middleware"
@@ -28,7 +29,7 @@ var corsAllowedHeaders = []string{
 // A plain OPTIONS (no Access-Control-Request-Method) and a preflight for a path that does
 // not exist are left to answerMethods: they get Allow, or a 404.
 func cors(allowedOrigins []string) echo.MiddlewareFunc {
-	return middleware.CORSWithConfig(middleware.CORSConfig{
+	handle := middleware.CORSWithConfig(middleware.CORSConfig{
 		Skipper: func(c echo.Context) bool {
 			req := c.Request()
 			if req.Method != http.MethodOptions {
@@ -42,4 +43,21 @@ func cors(allowedOrigins []string) echo.MiddlewareFunc {
 		ExposeHeaders: corsExposedHeaders,
 		MaxAge:        600, // seconds a browser may cache a preflight
 	})
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		h := handle(next)
+		return func(c echo.Context) error {
+			res := c.Response()
+			res.Before(func() { joinVary(res.Header()) })
+			return h(c)
+		}
+	}
+}
+
+// joinVary writes the Vary values the CORS middleware adds one by one (three on a
+// preflight) as one field line: the same list to HTTP (RFC 9110, section 5.3), and one
+// value to a client, or to the spec's Vary header, that reads only one.
+func joinVary(h http.Header) {
+	if values := h.Values(echo.HeaderVary); len(values) > 1 {
+		h.Set(echo.HeaderVary, strings.Join(values, ", "))
+	}
 }

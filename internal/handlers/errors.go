@@ -175,14 +175,15 @@ func (s *Server) problemFor(c echo.Context, err error) *problem {
 	return newProblem(probInternal, "")
 }
 
-// bindingProblem is a body the schema accepts but Go cannot bind: in practice an integer
-// written as 25e2 or 2500.0, which JSON Schema counts as an integer but the spec asks to
-// send as a plain literal.
+// bindingProblem is a body the schema accepts but Go cannot bind. The contract hands whole
+// numbers on as integers (2500.0 and 25e2 as 2500), so for an integer member it would be
+// one no int64 holds, which a schema without a maximum would let through: a 400 naming the
+// member, not a 500.
 func bindingProblem(e *json.UnmarshalTypeError) *problem {
 	p := newProblem(probInvalidRequest, "The request does not match the API contract.")
 	msg := "got " + e.Value
 	if strings.HasPrefix(e.Type.Kind().String(), "int") {
-		msg = "write integers as plain literals (2500, not 2500.0 or 25e2); got " + e.Value
+		msg = "must be an integer between -9223372036854775808 and 9223372036854775807; got " + e.Value
 	}
 	p.Errors = []fieldError{{Field: "/" + strings.ReplaceAll(e.Field, ".", "/"), Message: msg}}
 	return p

@@ -40,7 +40,13 @@ func (s *Server) ListEvents(ctx context.Context, req api.ListEventsRequestObject
 	return api.ListEvents200JSONResponse{Body: api.EventList{Data: data, HasMore: hasMore}}, nil
 }
 
-// RedeliverEvent queues the event again for one endpoint or for every subscribed one.
+// firstAttemptAfter is the Retry-After, in seconds, of a redelivery: its first attempts
+// start within about a second.
+const firstAttemptAfter = 1
+
+// RedeliverEvent queues the event again for one endpoint or for every subscribed one. Like
+// every 202, it says where to watch the work: the named endpoint's deliveries, or else the
+// event, whose deliveries may go to several endpoints (each named in the body).
 func (s *Server) RedeliverEvent(ctx context.Context, req api.RedeliverEventRequestObject) (api.RedeliverEventResponseObject, error) {
 	var endpointID *string
 	if req.Body != nil {
@@ -50,7 +56,14 @@ func (s *Server) RedeliverEvent(ctx context.Context, req api.RedeliverEventReque
 	if err != nil {
 		return nil, err
 	}
-	return api.RedeliverEvent202JSONResponse{Body: api.WebhookDeliveryBatch{Data: deliveryResources(queued)}}, nil
+	location := "/events/" + req.Id
+	if endpointID != nil {
+		location = "/webhook-endpoints/" + *endpointID + "/deliveries"
+	}
+	return api.RedeliverEvent202JSONResponse{
+		Body:    api.WebhookDeliveryBatch{Data: deliveryResources(queued)},
+		Headers: api.RedeliverEvent202ResponseHeaders{Location: location, RetryAfter: firstAttemptAfter},
+	}, nil
 }
 
 func eventResource(e db.Event) (api.Event, error) {

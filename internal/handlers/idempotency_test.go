@@ -198,6 +198,28 @@ func TestIdempotentReplays(t *testing.T) {
 		}
 	})
 
+	t.Run("an amount written 2600.0, 26e2 or 2.6E3 is 2600, and the same request", func(t *testing.T) {
+		key := apitest.Header("Idempotency-Key", newKey())
+		body := func(amount string) string {
+			return `{"amount":` + amount + `,"currency":"usd","payment_method":"pm_card_visa"}`
+		}
+		first := b.client.Post("/payments", body("2600.0"), key)
+		var p payment
+		first.Decode(t, &p)
+		if first.Status != http.StatusCreated || p.Amount != 2600 {
+			t.Fatalf("amount 2600.0: %d %s, want 201 with amount 2600", first.Status, first.Body)
+		}
+		for _, amount := range []string{"2600", "26e2", "2.6E3", "26000e-1"} {
+			replay := b.client.Post("/payments", body(amount), key)
+			if replay.Status != http.StatusCreated || replay.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(replay.Body, first.Body) {
+				t.Errorf("amount %s with the key of 2600.0: %d replayed=%q %s, want its replay", amount, replay.Status, replay.Header.Get("Idempotent-Replayed"), replay.Body)
+			}
+		}
+		if res := b.client.Post("/payments", body("2600.5"), key); res.Status != http.StatusBadRequest {
+			t.Errorf("amount 2600.5: %d %s, want 400", res.Status, res.Body)
+		}
+	})
+
 	t.Run("same key, different body is 422 and creates nothing", func(t *testing.T) {
 		key := newKey()
 		b.client.Post("/payments", visa(3000), apitest.Header("Idempotency-Key", key))

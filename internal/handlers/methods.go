@@ -9,13 +9,15 @@ import (
 	"github.com/payments-api/payments-api/internal/contract"
 )
 
-// HEAD and OPTIONS are not operations in api/openapi.yaml. Listing them would copy every
-// GET's parameters and responses into a head operation (bodiless copies that drift from the
-// original) and add an identical options operation to every path. The spec states the
-// convention once instead (info.description, "HTTP methods"): HEAD answers exactly what the
-// GET would, without the body; OPTIONS answers 204 with Allow, without authentication.
-// internal/apitest checks every HEAD against its GET's responses and every OPTIONS against
-// the spec's methods, so the convention is tested like any documented response.
+// HEAD and OPTIONS are operations in api/openapi.yaml, tagged "HTTP conventions": a head
+// beside every get, with the GET's parameters and statuses and no body, and an options on
+// every path, 204 with Allow and no key (see "HTTP methods and CORS" there). Listed, they are
+// checked like any operation: by validators and schema-driven testers outside, and here by
+// internal/apitest, which validates every answer to HEAD and OPTIONS against them (and Allow
+// against the path's methods). They are not implemented one by one: the generated interface
+// leaves them out (exclude-tags in internal/api/oapi-codegen.yaml), and the code below
+// answers them for every route, HEAD by running the GET and OPTIONS from echo's router, so
+// the answers cannot drift from the GET or from the routes served.
 
 // withHead registers every GET route for HEAD as well (RFC 9110 §9.3.2: a general-purpose
 // server supports HEAD wherever it supports GET). Registering it with echo, rather than

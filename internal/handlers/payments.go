@@ -84,7 +84,7 @@ func (s *Server) GetPayment(ctx context.Context, req api.GetPaymentRequestObject
 		}
 		traceIfNoneMatch(ctx, notModified)
 		if notModified {
-			return api.GetPayment304Response{Headers: api.GetPayment304ResponseHeaders{ETag: etag(version)}}, nil
+			return api.GetPayment304Response{Headers: api.NotModifiedResponseHeaders{ETag: etag(version)}}, nil
 		}
 	}
 	p, err := s.payments.Get(ctx, acct, req.Id)

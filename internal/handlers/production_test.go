@@ -76,8 +76,10 @@ func TestProductionAnswersSandboxOperationsAsUnknownPaths(t *testing.T) {
 					t.Errorf("production %s %s (key %q): %d, want 404", method, op.path, c.APIKey, res.Status)
 					continue
 				}
-				if p := res.Problem(t); p.Type != unknown.Type || p.Status != unknown.Status || p.Detail != unknown.Detail {
-					t.Errorf("production %s %s: %+v, want what an unknown path gets: %+v", method, op.path, p, unknown)
+				if method != http.MethodHead { // net/http sends no body in answer to HEAD
+					if p := res.Problem(t); p.Type != unknown.Type || p.Status != unknown.Status || p.Detail != unknown.Detail {
+						t.Errorf("production %s %s: %+v, want what an unknown path gets: %+v", method, op.path, p, unknown)
+					}
 				}
 				if allow := res.Header.Get("Allow"); allow != "" {
 					t.Errorf("production %s %s: Allow %q tells the path exists", method, op.path, allow)

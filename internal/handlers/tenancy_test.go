@@ -157,6 +157,9 @@ func idOperations(t *testing.T) []idOperation {
 		if so.public() { // no account, nothing to scope
 			continue
 		}
+		if so.method == http.MethodHead { // its GET's, which probePath sends as HEAD too
+			continue
+		}
 		o := idOperation{sharedOperation: so, params: parameters(spec.Paths.Value(so.path), so.op)}
 		for _, p := range o.params {
 			kind := idKind(p.Schema)

@@ -314,11 +314,18 @@ func TestRedeliverEvent(t *testing.T) {
 	if res.Status != http.StatusAccepted || len(batch.Data) != 1 || batch.Data[0].ID != first[0].ID || batch.Data[0].Status != "pending" {
 		t.Fatalf("redeliver to subscribers: %d %s, want the same delivery %s again", res.Status, res.Body, first[0].ID)
 	}
+	// Like every 202, it says where to watch the work and when: without an endpoint, the
+	// event (its deliveries may go to several endpoints, each named in the body).
+	assertWatchAt(t, b.client, res, "/events/"+evt)
 
 	res = b.client.Post("/events/"+evt+"/redeliver", map[string]any{"endpoint_id": unsub.ID})
 	res.Decode(t, &batch)
 	if res.Status != http.StatusAccepted || len(batch.Data) != 1 || batch.Data[0].EndpointID != unsub.ID {
 		t.Fatalf("redeliver to one endpoint: %d %s", res.Status, res.Body)
+	}
+	assertWatchAt(t, b.client, res, "/webhook-endpoints/"+unsub.ID+"/deliveries")
+	if ds := deliveries(t, b.client, unsub.ID); len(ds) != 1 || ds[0].ID != batch.Data[0].ID {
+		t.Errorf("the endpoint's deliveries %+v, want the one queued, %s", ds, batch.Data[0].ID)
 	}
 
 	b.client.Patch("/webhook-endpoints/"+unsub.ID, map[string]any{"disabled": true}, apitest.Header("If-Match", unsubTag))
@@ -335,5 +342,16 @@ func TestRedeliverEvent(t *testing.T) {
 	}
 	if res := b.other.Post("/events/"+evt+"/redeliver", nil); res.Status != http.StatusNotFound {
 		t.Fatalf("redeliver another account's event: %d %s", res.Status, res.Body)
+	}
+}
+
+// assertWatchAt checks a 202's Location and Retry-After, and that Location answers.
+func assertWatchAt(t *testing.T, c *apitest.Client, res *apitest.Response, location string) {
+	t.Helper()
+	if got := res.Header.Get("Location"); got != location || res.Header.Get("Retry-After") != "1" {
+		t.Errorf("Location %q Retry-After %q, want %s after 1 second", got, res.Header.Get("Retry-After"), location)
+	}
+	if watched := c.Get(location); watched.Status != http.StatusOK {
+		t.Errorf("GET %s: %d %s", location, watched.Status, watched.Body)
 	}
 }

@@ -15,8 +15,9 @@ import (
 
 // Fingerprint identifies a request for comparison with the one that first used the key:
 // SHA-256 over the operation and the canonical form of the JSON body. A client that
-// re-serialises the same body (other key order, other spacing, 5000 written as 5e3) gets the
-// same fingerprint; any changed value gives another.
+// re-serialises the same body (other key order, other spacing, 5000 written as 5e3 or
+// 5000.0, which the contract binds as the same integer) gets the same fingerprint; any
+// changed value gives another.
 func Fingerprint(operation string, body []byte) ([]byte, error) {
 	canonical, err := Canonicalize(body)
 	if err != nil {

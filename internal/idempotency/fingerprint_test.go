@@ -16,6 +16,11 @@ func TestCanonicalizeEqualDocuments(t *testing.T) {
 		{`{"amount":5000}`, `{"amount":5e3}`},
 		{`{"amount":5000}`, `{"amount":5000.000}`},
 		{`{"amount":5000}`, `{"amount":50E2}`},
+		// JSON Schema integers however written: the contract binds them all as 2500.
+		{`{"amount":2500}`, `{"amount":2500.0}`},
+		{`{"amount":2500}`, `{"amount":25e2}`},
+		{`{"amount":2500}`, `{"amount":2.5E3}`},
+		{`{"amount":2500}`, `{"amount":25000e-1}`},
 		{`{"n":0}`, `{"n":-0.0}`},
 		{`{"n":0.5}`, `{"n":5e-1}`},
 		{`{"s":"A\u00e9/"}`, `{"s":"\u0041é\/"}`},
@@ -33,6 +38,7 @@ func TestCanonicalizeEqualDocuments(t *testing.T) {
 func TestCanonicalizeDifferentDocuments(t *testing.T) {
 	tests := []struct{ a, b string }{
 		{`{"amount":5000}`, `{"amount":5001}`},
+		{`{"amount":2500}`, `{"amount":2500.5}`},
 		{`{"amount":9007199254740993}`, `{"amount":9007199254740992}`}, // equal as float64
 		{`{"amount":1}`, `{"amount":"1"}`},
 		{`[1,2]`, `[2,1]`},

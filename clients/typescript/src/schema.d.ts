@@ -25,8 +25,16 @@ export interface paths {
          */
         post: operations["createPayment"];
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /payments
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsPayments"];
+        /**
+         * List payments (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headPayments"];
         patch?: never;
         trace?: never;
     };
@@ -48,8 +56,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /payments/{id}
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsPayment"];
+        /**
+         * Get a payment (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headPayment"];
         /**
          * Update a payment's description or metadata
          * @description A JSON merge patch (RFC 7396): absent members are left alone, `null` removes.
@@ -82,8 +98,16 @@ export interface paths {
          */
         post: operations["createRefund"];
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /refunds
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsRefunds"];
+        /**
+         * List refunds (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headRefunds"];
         patch?: never;
         trace?: never;
     };
@@ -91,7 +115,9 @@ export interface paths {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                id: components["parameters"]["RefundID"];
+            };
             cookie?: never;
         };
         /**
@@ -102,8 +128,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /refunds/{id}
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsRefund"];
+        /**
+         * Get a refund (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headRefund"];
         patch?: never;
         trace?: never;
     };
@@ -131,8 +165,16 @@ export interface paths {
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /webhook-endpoints
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsWebhookEndpoints"];
+        /**
+         * List webhook endpoints (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headWebhookEndpoints"];
         patch?: never;
         trace?: never;
     };
@@ -157,8 +199,16 @@ export interface paths {
          * @description Deletes the endpoint and its delivery history; pending deliveries are dropped.
          */
         delete: operations["deleteWebhookEndpoint"];
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /webhook-endpoints/{id}
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsWebhookEndpoint"];
+        /**
+         * Get a webhook endpoint (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headWebhookEndpoint"];
         /**
          * Update a webhook endpoint
          * @description A JSON merge patch (RFC 7396) of `url`, `enabled_events`, `description` (`null`
@@ -191,7 +241,11 @@ export interface paths {
          */
         post: operations["rotateWebhookEndpointSecret"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods of /webhook-endpoints/{id}/rotate-secret
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsRotateWebhookEndpointSecret"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -214,8 +268,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /webhook-endpoints/{id}/deliveries
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsWebhookDeliveries"];
+        /**
+         * List an endpoint's deliveries and their attempts (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headWebhookDeliveries"];
         patch?: never;
         trace?: never;
     };
@@ -236,8 +298,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /events
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsEvents"];
+        /**
+         * List events (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headEvents"];
         patch?: never;
         trace?: never;
     };
@@ -258,8 +328,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /events/{id}
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsEvent"];
+        /**
+         * Get an event (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headEvent"];
         patch?: never;
         trace?: never;
     };
@@ -285,7 +363,11 @@ export interface paths {
          */
         post: operations["redeliverEvent"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods of /events/{id}/redeliver
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsRedeliverEvent"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -309,7 +391,11 @@ export interface paths {
          */
         post: operations["createReport"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods of /reports
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsReports"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -331,8 +417,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /reports/{id}
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsReport"];
+        /**
+         * Get a report's metadata (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headReport"];
         patch?: never;
         trace?: never;
     };
@@ -361,8 +455,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /reports/{id}/download
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsReportDownload"];
+        /**
+         * Download a report (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headReportDownload"];
         patch?: never;
         trace?: never;
     };
@@ -381,8 +483,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /jobs
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsJobs"];
+        /**
+         * List jobs (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headJobs"];
         patch?: never;
         trace?: never;
     };
@@ -410,8 +520,16 @@ export interface paths {
          *     Canceling a job that already finished answers 409.
          */
         delete: operations["cancelJob"];
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /jobs/{id}
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsJob"];
+        /**
+         * Get a job (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headJob"];
         patch?: never;
         trace?: never;
     };
@@ -439,8 +557,16 @@ export interface paths {
          *     (`POST /test/accounts`); it works on any account.
          */
         delete: operations["deleteAccount"];
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /account
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsAccount"];
+        /**
+         * The account the API key belongs to (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headAccount"];
         patch?: never;
         trace?: never;
     };
@@ -480,7 +606,11 @@ export interface paths {
          */
         post: operations["createTestAccount"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods of /test/accounts
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsTestAccounts"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -502,7 +632,11 @@ export interface paths {
          */
         post: operations["expireIdempotencyKeys"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods of /test/idempotency-keys/expire
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsExpireIdempotencyKeys"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -525,7 +659,11 @@ export interface paths {
          */
         post: operations["retryWebhookDeliveriesNow"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods of /test/webhook-deliveries/retry-now
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsRetryWebhookDeliveriesNow"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -549,7 +687,11 @@ export interface paths {
          */
         post: operations["runJobsNow"];
         delete?: never;
-        options?: never;
+        /**
+         * The methods of /test/jobs/run-now
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsRunJobsNow"];
         head?: never;
         patch?: never;
         trace?: never;
@@ -569,8 +711,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /healthz
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsHealth"];
+        /**
+         * Liveness (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headHealth"];
         patch?: never;
         trace?: never;
     };
@@ -589,8 +739,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /readyz
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsReadiness"];
+        /**
+         * Readiness (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headReadiness"];
         patch?: never;
         trace?: never;
     };
@@ -619,8 +777,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /metrics
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsMetrics"];
+        /**
+         * Prometheus metrics (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headMetrics"];
         patch?: never;
         trace?: never;
     };
@@ -639,8 +805,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /openapi.yaml
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsOpenAPIYAML"];
+        /**
+         * This contract, as YAML (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headOpenAPIYAML"];
         patch?: never;
         trace?: never;
     };
@@ -659,8 +833,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /openapi.json
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsOpenAPIJSON"];
+        /**
+         * This contract, as JSON (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headOpenAPIJSON"];
         patch?: never;
         trace?: never;
     };
@@ -679,8 +861,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsRoot"];
+        /**
+         * The API reference (the root) (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headRoot"];
         patch?: never;
         trace?: never;
     };
@@ -700,8 +890,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /docs
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsAPIReference"];
+        /**
+         * The API reference, as HTML (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headAPIReference"];
         patch?: never;
         trace?: never;
     };
@@ -709,7 +907,10 @@ export interface paths {
         parameters: {
             query?: never;
             header?: never;
-            path?: never;
+            path: {
+                /** @description The last segment of a problem `type`, e.g. `not-found`. */
+                problem: components["parameters"]["ProblemName"];
+            };
             cookie?: never;
         };
         /**
@@ -720,8 +921,16 @@ export interface paths {
         put?: never;
         post?: never;
         delete?: never;
-        options?: never;
-        head?: never;
+        /**
+         * The methods of /problems/{problem}
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsProblemType"];
+        /**
+         * Describe a problem type (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headProblemType"];
         patch?: never;
         trace?: never;
     };
@@ -1479,8 +1688,8 @@ export interface components {
             };
         };
         /**
-         * @description The route exists but does not support the method. The server answers this on any
-         *     documented path, so it is listed once here rather than under each operation.
+         * @description The path exists but does not list the method; `Allow` names those it does. It belongs
+         *     to no operation, so `x-unrouted-responses` refers to it rather than any operation.
          */
         MethodNotAllowed: {
             headers: {
@@ -1498,6 +1707,117 @@ export interface components {
                     status?: 405;
                 };
             };
+        };
+        /**
+         * @description The path's methods, in `Allow`. A CORS preflight (`Origin` and
+         *     `Access-Control-Request-Method`) from an allowed origin also gets the
+         *     `Access-Control-Allow-*` headers; one from another origin gets only `Allow`.
+         */
+        Options: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                Allow: components["headers"]["Allow"];
+                "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
+                "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
+                "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description Not modified; the `ETag` sent in `If-None-Match` is current. */
+        NotModified: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                ETag: components["headers"]["ETag"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description What the `GET` answers, without the body. */
+        HeadOK: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description What the `GET` answers, without the body, with the resource's `ETag`. */
+        HeadOKWithETag: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                ETag: components["headers"]["ETag"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description The request is malformed or invalid. The headers of `BadRequest`, without the problem. */
+        HeadBadRequest: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description Missing, unknown or revoked API key. The headers of `Unauthorized`, without the problem. */
+        HeadUnauthorized: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                "WWW-Authenticate": components["headers"]["WWWAuthenticate"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description No such resource in this account. The headers of `NotFound`, without the problem. */
+        HeadNotFound: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description A rate-limit quota is used up; retry after `Retry-After` seconds. The headers of `TooManyRequests`, without the problem. */
+        HeadTooManyRequests: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description An unexpected error. The headers of `InternalError`, without the problem. */
+        HeadInternalError: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
+        /** @description The database could not be reached or did not answer in time; retry after `Retry-After` seconds. The headers of `ServiceUnavailable`, without the problem. */
+        HeadServiceUnavailable: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                "Retry-After": components["headers"]["RetryAfter"];
+                [name: string]: unknown;
+            };
+            content?: never;
         };
         /** @description The request body is larger than the server accepts (1 MiB). */
         PayloadTooLarge: {
@@ -1724,7 +2044,8 @@ export interface components {
         /**
          * @description A unique key for this operation, chosen by the client (a UUID is a good choice).
          *     1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
-         *     (`"abc"`). Retrying with the same key and the same body returns the stored response
+         *     (`"abc"`, RFC 8941, whose only escapes are `\"` and `\\`); both forms name the same key.
+         *     Retrying with the same key and the same body returns the stored response
          *     with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
          *     key while the first request is still in flight is 409. After a 5xx or no answer at all,
          *     retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
@@ -1762,6 +2083,36 @@ export interface components {
          *     separated; accept the request if any matches, and compare in constant time.
          */
         WebhookSignatureHeader: string;
+        /** @description The id of the last payment of the previous page. */
+        PaymentsStartingAfter: string;
+        PaymentStatusFilter: components["schemas"]["PaymentStatus"];
+        /** @description Only payments created at or after this time. */
+        CreatedGte: string;
+        /** @description Only payments created before this time. */
+        CreatedLt: string;
+        /** @description The id of the last refund of the previous page. */
+        RefundsStartingAfter: string;
+        /** @description Only the refunds of this payment. */
+        RefundsPaymentFilter: string;
+        /** @description The id of the last endpoint of the previous page. */
+        WebhookEndpointsStartingAfter: string;
+        /** @description The id of the last delivery of the previous page. */
+        DeliveriesStartingAfter: string;
+        /** @description The id of the last event of the previous page. */
+        EventsStartingAfter: string;
+        /** @description Only events of this type. */
+        EventTypeFilter: components["schemas"]["EventType"];
+        /** @description The id of the last job of the previous page. */
+        JobsStartingAfter: string;
+        /** @description Only the jobs in this status. */
+        JobStatusFilter: components["schemas"]["JobStatus"];
+        RefundID: string;
+        /** @description The last segment of a problem `type`, e.g. `not-found`. */
+        ProblemName: string;
+        /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+        AnyID: string;
+        /** @description Any last segment, of a problem type or not. A path's methods do not depend on it. */
+        AnyProblem: string;
     };
     requestBodies: never;
     headers: {
@@ -1815,8 +2166,35 @@ export interface components {
         PreferenceApplied: string;
         /** @description The authentication scheme to use (RFC 9110), always `Bearer`. */
         WWWAuthenticate: string;
-        /** @description The methods the route supports, `HEAD` and `OPTIONS` included. */
+        /** @description The methods the path supports, `HEAD` and `OPTIONS` included (RFC 9110). */
         Allow: string;
+        /** @description Seconds until the next poll is worth making; present while the job is `queued` or `running`. */
+        JobRetryAfter: number;
+        /** @description `attachment` with a file name, e.g. `attachment; filename="rpt_123.csv"`. */
+        ContentDisposition: string;
+        /**
+         * @description CORS: the origin whose scripts may read this response: `*` when the operator allows
+         *     any (the default), otherwise the request's `Origin` when it is one of those allowed.
+         *     Absent when the request has no `Origin`, or one that is not allowed.
+         */
+        AccessControlAllowOrigin: string;
+        /**
+         * @description CORS: the response headers scripts may read besides the safelisted ones. Sent with
+         *     `Access-Control-Allow-Origin` on every answer but a preflight's.
+         */
+        AccessControlExposeHeaders: "Location,ETag,Idempotent-Replayed,Request-Id,Retry-After,RateLimit,RateLimit-Policy,Server-Timing,Preference-Applied";
+        /**
+         * @description The request headers the answer depends on (RFC 9110), for caches: `Origin` on every
+         *     answer to a request the CORS rules apply to, and on a preflight the two
+         *     `Access-Control-Request-*` headers too.
+         */
+        Vary: "Origin" | "Origin, Access-Control-Request-Method, Access-Control-Request-Headers";
+        /** @description CORS preflight: the methods a script may use on the path, as in `Allow`. */
+        AccessControlAllowMethods: string;
+        /** @description CORS preflight: the request headers a script may send besides the safelisted ones. */
+        AccessControlAllowHeaders: "Authorization,Content-Type,Idempotency-Key,If-Match,If-None-Match,Request-Id,Prefer";
+        /** @description CORS preflight: how many seconds a browser may keep this answer. */
+        AccessControlMaxAge: 600;
     };
     pathItems: never;
 }
@@ -1828,12 +2206,12 @@ export interface operations {
                 /** @description How many items to return (1-100). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The id of the last payment of the previous page. */
-                starting_after?: string;
-                status?: components["schemas"]["PaymentStatus"];
+                starting_after?: components["parameters"]["PaymentsStartingAfter"];
+                status?: components["parameters"]["PaymentStatusFilter"];
                 /** @description Only payments created at or after this time. */
-                created_gte?: string;
+                created_gte?: components["parameters"]["CreatedGte"];
                 /** @description Only payments created before this time. */
-                created_lt?: string;
+                created_lt?: components["parameters"]["CreatedLt"];
             };
             header?: {
                 /**
@@ -1880,7 +2258,8 @@ export interface operations {
                 /**
                  * @description A unique key for this operation, chosen by the client (a UUID is a good choice).
                  *     1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
-                 *     (`"abc"`). Retrying with the same key and the same body returns the stored response
+                 *     (`"abc"`, RFC 8941, whose only escapes are `\"` and `\\`); both forms name the same key.
+                 *     Retrying with the same key and the same body returns the stored response
                  *     with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
                  *     key while the first request is still in flight is 409. After a 5xx or no answer at all,
                  *     retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
@@ -1959,6 +2338,58 @@ export interface operations {
             };
         };
     };
+    optionsPayments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headPayments: {
+        parameters: {
+            query?: {
+                /** @description How many items to return (1-100). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The id of the last payment of the previous page. */
+                starting_after?: components["parameters"]["PaymentsStartingAfter"];
+                status?: components["parameters"]["PaymentStatusFilter"];
+                /** @description Only payments created at or after this time. */
+                created_gte?: components["parameters"]["CreatedGte"];
+                /** @description Only payments created before this time. */
+                created_lt?: components["parameters"]["CreatedLt"];
+            };
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     getPayment: {
         parameters: {
             query?: never;
@@ -2002,23 +2433,68 @@ export interface operations {
                     "application/json": components["schemas"]["Payment"];
                 };
             };
-            /** @description Not modified; the `ETag` sent in `If-None-Match` is current. */
-            304: {
-                headers: {
-                    "Request-Id": components["headers"]["RequestId"];
-                    RateLimit: components["headers"]["RateLimit"];
-                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    ETag: components["headers"]["ETag"];
-                    [name: string]: unknown;
-                };
-                content?: never;
-            };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsPayment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headPayment: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
+                 *     current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
+                 *     A value that is not `*` or a list of quoted tags is a 400.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                id: components["parameters"]["PaymentID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOKWithETag"];
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            404: components["responses"]["HeadNotFound"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
         };
     };
     updatePayment: {
@@ -2088,9 +2564,9 @@ export interface operations {
                 /** @description How many items to return (1-100). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The id of the last refund of the previous page. */
-                starting_after?: string;
+                starting_after?: components["parameters"]["RefundsStartingAfter"];
                 /** @description Only the refunds of this payment. */
-                payment_id?: string;
+                payment_id?: components["parameters"]["RefundsPaymentFilter"];
             };
             header?: {
                 /**
@@ -2137,7 +2613,8 @@ export interface operations {
                 /**
                  * @description A unique key for this operation, chosen by the client (a UUID is a good choice).
                  *     1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
-                 *     (`"abc"`). Retrying with the same key and the same body returns the stored response
+                 *     (`"abc"`, RFC 8941, whose only escapes are `\"` and `\\`); both forms name the same key.
+                 *     Retrying with the same key and the same body returns the stored response
                  *     with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
                  *     key while the first request is still in flight is 409. After a 5xx or no answer at all,
                  *     retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
@@ -2240,6 +2717,55 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsRefunds: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headRefunds: {
+        parameters: {
+            query?: {
+                /** @description How many items to return (1-100). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The id of the last refund of the previous page. */
+                starting_after?: components["parameters"]["RefundsStartingAfter"];
+                /** @description Only the refunds of this payment. */
+                payment_id?: components["parameters"]["RefundsPaymentFilter"];
+            };
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     getRefund: {
         parameters: {
             query?: never;
@@ -2258,7 +2784,7 @@ export interface operations {
                 Prefer?: components["parameters"]["Prefer"];
             };
             path: {
-                id: string;
+                id: components["parameters"]["RefundID"];
             };
             cookie?: never;
         };
@@ -2284,13 +2810,61 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsRefund: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headRefund: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                id: components["parameters"]["RefundID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            404: components["responses"]["HeadNotFound"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     listWebhookEndpoints: {
         parameters: {
             query?: {
                 /** @description How many items to return (1-100). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The id of the last endpoint of the previous page. */
-                starting_after?: string;
+                starting_after?: components["parameters"]["WebhookEndpointsStartingAfter"];
             };
             header?: {
                 /**
@@ -2379,6 +2953,53 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsWebhookEndpoints: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headWebhookEndpoints: {
+        parameters: {
+            query?: {
+                /** @description How many items to return (1-100). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The id of the last endpoint of the previous page. */
+                starting_after?: components["parameters"]["WebhookEndpointsStartingAfter"];
+            };
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     getWebhookEndpoint: {
         parameters: {
             query?: never;
@@ -2464,6 +3085,54 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headWebhookEndpoint: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                id: components["parameters"]["WebhookEndpointID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOKWithETag"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            404: components["responses"]["HeadNotFound"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
         };
     };
     updateWebhookEndpoint: {
@@ -2572,13 +3241,28 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsRotateWebhookEndpointSecret: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
     listWebhookDeliveries: {
         parameters: {
             query?: {
                 /** @description How many items to return (1-100). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The id of the last delivery of the previous page. */
-                starting_after?: string;
+                starting_after?: components["parameters"]["DeliveriesStartingAfter"];
             };
             header?: {
                 /**
@@ -2621,15 +3305,68 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsWebhookDeliveries: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headWebhookDeliveries: {
+        parameters: {
+            query?: {
+                /** @description How many items to return (1-100). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The id of the last delivery of the previous page. */
+                starting_after?: components["parameters"]["DeliveriesStartingAfter"];
+            };
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                id: components["parameters"]["WebhookEndpointID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            404: components["responses"]["HeadNotFound"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     listEvents: {
         parameters: {
             query?: {
                 /** @description How many items to return (1-100). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The id of the last event of the previous page. */
-                starting_after?: string;
+                starting_after?: components["parameters"]["EventsStartingAfter"];
                 /** @description Only events of this type. */
-                type?: components["schemas"]["EventType"];
+                type?: components["parameters"]["EventTypeFilter"];
             };
             header?: {
                 /**
@@ -2667,6 +3404,55 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsEvents: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headEvents: {
+        parameters: {
+            query?: {
+                /** @description How many items to return (1-100). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The id of the last event of the previous page. */
+                starting_after?: components["parameters"]["EventsStartingAfter"];
+                /** @description Only events of this type. */
+                type?: components["parameters"]["EventTypeFilter"];
+            };
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
         };
     };
     getEvent: {
@@ -2713,6 +3499,54 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headEvent: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                id: components["parameters"]["EventID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            404: components["responses"]["HeadNotFound"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     redeliverEvent: {
         parameters: {
             query?: never;
@@ -2741,12 +3575,24 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The deliveries queued (none when no enabled endpoint is subscribed). */
+            /**
+             * @description The deliveries queued (none when no enabled endpoint is subscribed). Their first
+             *     attempts start within about a second; watch them at `Location` after `Retry-After`.
+             */
             202: {
                 headers: {
                     "Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /**
+                     * @description Where to watch the deliveries: with `endpoint_id`, that endpoint's deliveries
+                     *     (`/webhook-endpoints/{endpoint_id}/deliveries`); without it, the event
+                     *     (`/events/{id}`), whose deliveries may go to several endpoints: each delivery
+                     *     in the body names its `endpoint_id`, and that endpoint's deliveries list
+                     *     shows its attempts.
+                     */
+                    Location: string;
+                    "Retry-After": components["headers"]["RetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2764,6 +3610,21 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsRedeliverEvent: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
     createReport: {
         parameters: {
             query?: never;
@@ -2771,7 +3632,8 @@ export interface operations {
                 /**
                  * @description A unique key for this operation, chosen by the client (a UUID is a good choice).
                  *     1-255 printable ASCII characters, sent bare (`abc`) or as a structured-field string
-                 *     (`"abc"`). Retrying with the same key and the same body returns the stored response
+                 *     (`"abc"`, RFC 8941, whose only escapes are `\"` and `\\`); both forms name the same key.
+                 *     Retrying with the same key and the same body returns the stored response
                  *     with `Idempotent-Replayed: true`; the same key with a different body is 422; the same
                  *     key while the first request is still in flight is 409. After a 5xx or no answer at all,
                  *     retry with the same key: it replays the result if the first attempt committed. Keys expire 24 hours after first
@@ -2826,6 +3688,18 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsReports: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
     getReport: {
         parameters: {
             query?: never;
@@ -2868,6 +3742,54 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsReport: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headReport: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                id: components["parameters"]["ReportID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            404: components["responses"]["HeadNotFound"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
         };
     };
     downloadReport: {
@@ -2935,15 +3857,81 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsReportDownload: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headReportDownload: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
+                 *     current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
+                 *     A value that is not `*` or a list of quoted tags is a 400.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                id: components["parameters"]["ReportID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the `GET` answers, without the file. */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    ETag: components["headers"]["ETag"];
+                    "Content-Disposition": components["headers"]["ContentDisposition"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            304: components["responses"]["NotModified"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            404: components["responses"]["HeadNotFound"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     listJobs: {
         parameters: {
             query?: {
                 /** @description How many items to return (1-100). */
                 limit?: components["parameters"]["Limit"];
                 /** @description The id of the last job of the previous page. */
-                starting_after?: string;
+                starting_after?: components["parameters"]["JobsStartingAfter"];
                 /** @description Only the jobs in this status. */
-                status?: components["schemas"]["JobStatus"];
+                status?: components["parameters"]["JobStatusFilter"];
             };
             header?: {
                 /**
@@ -2983,6 +3971,55 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsJobs: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headJobs: {
+        parameters: {
+            query?: {
+                /** @description How many items to return (1-100). */
+                limit?: components["parameters"]["Limit"];
+                /** @description The id of the last job of the previous page. */
+                starting_after?: components["parameters"]["JobsStartingAfter"];
+                /** @description Only the jobs in this status. */
+                status?: components["parameters"]["JobStatusFilter"];
+            };
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     getJob: {
         parameters: {
             query?: never;
@@ -3013,8 +4050,7 @@ export interface operations {
                     "Request-Id": components["headers"]["RequestId"];
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
-                    /** @description Seconds until the next poll is worth making; present while the job is `queued` or `running`. */
-                    "Retry-After"?: number;
+                    "Retry-After": components["headers"]["JobRetryAfter"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3088,6 +4124,64 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsJob: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any id, well-formed or not, of anything or nothing. A path's methods do not depend on it. */
+                id: components["parameters"]["AnyID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headJob: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path: {
+                id: components["parameters"]["JobID"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description What the `GET` answers, without the job. */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    "Retry-After": components["headers"]["JobRetryAfter"];
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            404: components["responses"]["HeadNotFound"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
         };
     };
     getAccount: {
@@ -3170,6 +4264,48 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsAccount: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headAccount: {
+        parameters: {
+            query?: never;
+            header?: {
+                /**
+                 * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
+                 *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
+                 *     connection without an answer; `fault=error-before` answers 503
+                 *     `/problems/service-unavailable` with `Retry-After: 1` before doing anything;
+                 *     `fault=rate-limited` answers the 429 the rate limiter would; `latency=<duration>`
+                 *     (such as `250ms` or `2s`, at most `30s`) holds the answer back that long after the
+                 *     work. Other preferences are ignored; a `fault` or `latency` the server cannot honour
+                 *     as written is a 400 naming `Prefer`. Answers that applied a preference say so in
+                 *     `Preference-Applied`.
+                 */
+                Prefer?: components["parameters"]["Prefer"];
+            };
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            401: components["responses"]["HeadUnauthorized"];
+            429: components["responses"]["HeadTooManyRequests"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
+        };
+    };
     createTestAccount: {
         parameters: {
             query?: never;
@@ -3202,6 +4338,19 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsTestAccounts: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            404: components["responses"]["NotFound"];
         };
     };
     expireIdempotencyKeys: {
@@ -3246,6 +4395,19 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsExpireIdempotencyKeys: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            404: components["responses"]["NotFound"];
+        };
+    };
     retryWebhookDeliveriesNow: {
         parameters: {
             query?: never;
@@ -3286,6 +4448,19 @@ export interface operations {
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsRetryWebhookDeliveriesNow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            404: components["responses"]["NotFound"];
         };
     };
     runJobsNow: {
@@ -3330,6 +4505,19 @@ export interface operations {
             503: components["responses"]["ServiceUnavailable"];
         };
     };
+    optionsRunJobsNow: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            404: components["responses"]["NotFound"];
+        };
+    };
     getHealth: {
         parameters: {
             query?: never;
@@ -3341,6 +4529,31 @@ export interface operations {
         responses: {
             200: components["responses"]["HealthOK"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    optionsHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headHealth: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            500: components["responses"]["HeadInternalError"];
         };
     };
     getReadiness: {
@@ -3355,6 +4568,32 @@ export interface operations {
             200: components["responses"]["HealthOK"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
+        };
+    };
+    optionsReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headReadiness: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            500: components["responses"]["HeadInternalError"];
+            503: components["responses"]["HeadServiceUnavailable"];
         };
     };
     getMetrics: {
@@ -3380,6 +4619,33 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    optionsMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    headMetrics: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            404: components["responses"]["HeadNotFound"];
+            500: components["responses"]["HeadInternalError"];
+        };
+    };
     getOpenAPIYAML: {
         parameters: {
             query?: never;
@@ -3400,6 +4666,31 @@ export interface operations {
                 };
             };
             500: components["responses"]["InternalError"];
+        };
+    };
+    optionsOpenAPIYAML: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headOpenAPIYAML: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            500: components["responses"]["HeadInternalError"];
         };
     };
     getOpenAPIJSON: {
@@ -3424,6 +4715,31 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    optionsOpenAPIJSON: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headOpenAPIJSON: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            500: components["responses"]["HeadInternalError"];
+        };
+    };
     getRoot: {
         parameters: {
             query?: never;
@@ -3435,6 +4751,31 @@ export interface operations {
         responses: {
             200: components["responses"]["APIReference"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    optionsRoot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headRoot: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            500: components["responses"]["HeadInternalError"];
         };
     };
     getAPIReference: {
@@ -3450,13 +4791,38 @@ export interface operations {
             500: components["responses"]["InternalError"];
         };
     };
+    optionsAPIReference: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headAPIReference: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            500: components["responses"]["HeadInternalError"];
+        };
+    };
     getProblemType: {
         parameters: {
             query?: never;
             header?: never;
             path: {
                 /** @description The last segment of a problem `type`, e.g. `not-found`. */
-                problem: string;
+                problem: components["parameters"]["ProblemName"];
             };
             cookie?: never;
         };
@@ -3475,6 +4841,39 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             404: components["responses"]["NotFound"];
             500: components["responses"]["InternalError"];
+        };
+    };
+    optionsProblemType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description Any last segment, of a problem type or not. A path's methods do not depend on it. */
+                problem: components["parameters"]["AnyProblem"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+        };
+    };
+    headProblemType: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                /** @description The last segment of a problem `type`, e.g. `not-found`. */
+                problem: components["parameters"]["ProblemName"];
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            400: components["responses"]["HeadBadRequest"];
+            404: components["responses"]["HeadNotFound"];
+            500: components["responses"]["HeadInternalError"];
         };
     };
     paymentSucceededWebhook: {
