@@ -56,8 +56,9 @@ const dueSlack = 500 * time.Millisecond
 // Attempt makes the next attempt of a delivery and records it. It returns when the attempt
 // after it is due, or nil when the delivery is over (succeeded, failed, gone or deleted).
 // No transaction is open while the receiver is called.
-func (d *Deliverer) Attempt(ctx context.Context, deliveryID string) (*time.Time, error) {
-	row, err := db.New(d.pool).WebhookDeliveryGetForAttempt(ctx, deliveryID)
+func (d *Deliverer) Attempt(ctx context.Context, accountID, deliveryID string) (*time.Time, error) {
+	key := db.WebhookDeliveryGetForAttemptParams{AccountID: accountID, ID: deliveryID}
+	row, err := db.New(d.pool).WebhookDeliveryGetForAttempt(ctx, key)
 	if errors.Is(db.Translate(err), domain.ErrNotFound) {
 		return nil, nil // its endpoint was deleted
 	}
@@ -69,7 +70,7 @@ func (d *Deliverer) Attempt(ctx context.Context, deliveryID string) (*time.Time,
 		return nil, nil
 	}
 	if endpoint.DisabledReason != nil {
-		return nil, db.New(d.pool).WebhookDeliveryFail(ctx, delivery.ID)
+		return nil, db.New(d.pool).WebhookDeliveryFail(ctx, db.WebhookDeliveryFailParams{AccountID: accountID, ID: deliveryID})
 	}
 	now := time.Now()
 	if due := delivery.NextAttemptAt; due != nil && due.After(now.Add(dueSlack)) {
@@ -109,6 +110,7 @@ func (d *Deliverer) observe(res Result) {
 // record writes the attempt and what follows from it, in one transaction.
 func (d *Deliverer) record(ctx context.Context, tx db.Tx, delivery db.WebhookDelivery, now time.Time, res Result) (*time.Time, error) {
 	attempt := db.WebhookAttemptInsertParams{
+		AccountID:   delivery.AccountID,
 		DeliveryID:  delivery.ID,
 		Attempt:     delivery.AttemptCount + 1,
 		AttemptedAt: now,
@@ -125,7 +127,7 @@ func (d *Deliverer) record(ctx context.Context, tx db.Tx, delivery db.WebhookDel
 		return nil, err
 	}
 	n, err := tx.WebhookDeliveryRecordAttempt(ctx, db.WebhookDeliveryRecordAttemptParams{
-		Status: status, NextAttemptAt: next, ID: delivery.ID, SeenAttempts: delivery.AttemptCount,
+		Status: status, NextAttemptAt: next, AccountID: delivery.AccountID, ID: delivery.ID, SeenAttempts: delivery.AttemptCount,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("update delivery %s: %w", delivery.ID, err)
@@ -139,7 +141,8 @@ func (d *Deliverer) record(ctx context.Context, tx db.Tx, delivery db.WebhookDel
 		return nil, fmt.Errorf("record attempt %d of %s: %w", attempt.Attempt, delivery.ID, err)
 	}
 	if disabled { // a disabled endpoint is sent nothing more
-		if err := tx.WebhookDeliveryFailPendingByEndpoint(ctx, delivery.EndpointID); err != nil {
+		pending := db.WebhookDeliveryFailPendingByEndpointParams{AccountID: delivery.AccountID, EndpointID: delivery.EndpointID}
+		if err := tx.WebhookDeliveryFailPendingByEndpoint(ctx, pending); err != nil {
 			return nil, fmt.Errorf("end pending deliveries of %s: %w", delivery.EndpointID, err)
 		}
 	}
@@ -155,12 +158,14 @@ var errAttemptRaced = errors.New("another attempt of the delivery was recorded f
 func (d *Deliverer) outcome(ctx context.Context, tx db.Tx, delivery db.WebhookDelivery, now time.Time, res Result) (status string, next *time.Time, disabled bool, err error) {
 	switch res.Outcome {
 	case Delivered:
-		return StatusSucceeded, nil, false, tx.WebhookEndpointRecordSuccess(ctx, delivery.EndpointID)
+		endpoint := db.WebhookEndpointRecordSuccessParams{AccountID: delivery.AccountID, ID: delivery.EndpointID}
+		return StatusSucceeded, nil, false, tx.WebhookEndpointRecordSuccess(ctx, endpoint)
 	case Gone:
-		return StatusFailed, nil, true, tx.WebhookEndpointDisableGone(ctx, delivery.EndpointID)
+		endpoint := db.WebhookEndpointDisableGoneParams{AccountID: delivery.AccountID, ID: delivery.EndpointID}
+		return StatusFailed, nil, true, tx.WebhookEndpointDisableGone(ctx, endpoint)
 	}
 	reason, err := tx.WebhookEndpointRecordFailure(ctx, db.WebhookEndpointRecordFailureParams{
-		Now: &now, DisableIfFailingSince: new(now.Add(-DisableAfter)), ID: delivery.EndpointID,
+		Now: &now, DisableIfFailingSince: new(now.Add(-DisableAfter)), AccountID: delivery.AccountID, ID: delivery.EndpointID,
 	})
 	if err != nil {
 		return "", nil, false, fmt.Errorf("record failure of %s: %w", delivery.EndpointID, err)
