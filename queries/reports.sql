@@ -29,10 +29,12 @@ VALUES (@id, @account_id, @job_id, @type, @format, @created_gte, @created_lt, @r
 RETURNING *;
 
 -- name: ReportGetByID :one
--- A report and when it expires (with its job).
-SELECT sqlc.embed(reports), jobs.expires_at
+-- A report and when it expires (with its job). The job is read by a subquery, one row by its
+-- key: joined, the account_id = @account_id both tables share lets a generic plan read all
+-- the account's jobs and hash them.
+SELECT sqlc.embed(reports),
+       (SELECT jobs.expires_at FROM jobs WHERE jobs.account_id = reports.account_id AND jobs.id = reports.job_id)
 FROM reports
-JOIN jobs ON jobs.account_id = reports.account_id AND jobs.id = reports.job_id
 WHERE reports.account_id = @account_id AND reports.id = @id;
 
 -- name: PaymentReportPage :many

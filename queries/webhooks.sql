@@ -87,10 +87,13 @@ SET status = 'pending',
 RETURNING *;
 
 -- name: WebhookDeliveryListByEndpoint :many
--- Keyset pagination, as PaymentList, with the event's type for display.
-SELECT sqlc.embed(webhook_deliveries), events.type AS event_type
+-- Keyset pagination, as PaymentList, with the event's type for display. The type is read by
+-- a subquery, one event by its key: joined, the account_id = @account_id both tables share
+-- lets a generic plan read all the account's events and hash them.
+SELECT sqlc.embed(webhook_deliveries),
+       (SELECT events.type FROM events
+        WHERE events.account_id = webhook_deliveries.account_id AND events.id = webhook_deliveries.event_id) AS event_type
 FROM webhook_deliveries
-JOIN events ON events.account_id = webhook_deliveries.account_id AND events.id = webhook_deliveries.event_id
 WHERE webhook_deliveries.account_id = @account_id AND webhook_deliveries.endpoint_id = @endpoint_id
   AND (sqlc.narg(after_created_at)::timestamptz IS NULL
        OR (webhook_deliveries.created_at, webhook_deliveries.id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
@@ -102,19 +105,17 @@ SELECT * FROM webhook_deliveries
 WHERE account_id = @account_id AND id = @id;
 
 -- name: WebhookAttemptListByDeliveries :many
-SELECT * FROM webhook_attempts
-WHERE account_id = @account_id AND delivery_id = ANY (@delivery_ids::text[])
-ORDER BY delivery_id, attempt;
-
--- name: WebhookDeliveryGetForAttempt :one
--- Everything one attempt needs, read without a lock: no transaction is open while the
--- receiver is called. WebhookDeliveryRecordAttempt checks nothing moved meanwhile.
-SELECT sqlc.embed(webhook_deliveries), sqlc.embed(webhook_endpoints), sqlc.embed(events)
-FROM webhook_deliveries
-JOIN webhook_endpoints
-    ON webhook_endpoints.account_id = webhook_deliveries.account_id AND webhook_endpoints.id = webhook_deliveries.endpoint_id
-JOIN events ON events.account_id = webhook_deliveries.account_id AND events.id = webhook_deliveries.event_id
-WHERE webhook_deliveries.account_id = @account_id AND webhook_deliveries.id = @id;
+-- The attempts of a page of deliveries, each delivery's read by its key. OFFSET 0 keeps the
+-- subquery apart: folded into a join, or written delivery_id = ANY (...), a generic plan
+-- may read all the account's attempts and keep the page's.
+SELECT attempts.*
+FROM unnest(@delivery_ids::text[]) AS page (delivery_id)
+CROSS JOIN LATERAL (
+    SELECT * FROM webhook_attempts
+    WHERE webhook_attempts.account_id = @account_id AND webhook_attempts.delivery_id = page.delivery_id
+    OFFSET 0
+) attempts
+ORDER BY attempts.delivery_id, attempts.attempt;
 
 -- name: WebhookAttemptInsert :exec
 INSERT INTO webhook_attempts (account_id, delivery_id, attempt, attempted_at, duration_ms, response_status, error)

@@ -169,9 +169,9 @@ func (q *Queries) ReportChunkInsert(ctx context.Context, arg ReportChunkInsertPa
 }
 
 const reportGetByID = `-- name: ReportGetByID :one
-SELECT reports.id, reports.account_id, reports.job_id, reports.type, reports.format, reports.created_gte, reports.created_lt, reports.row_count, reports.byte_size, reports.chunks, reports.created_at, jobs.expires_at
+SELECT reports.id, reports.account_id, reports.job_id, reports.type, reports.format, reports.created_gte, reports.created_lt, reports.row_count, reports.byte_size, reports.chunks, reports.created_at,
+       (SELECT jobs.expires_at FROM jobs WHERE jobs.account_id = reports.account_id AND jobs.id = reports.job_id)
 FROM reports
-JOIN jobs ON jobs.account_id = reports.account_id AND jobs.id = reports.job_id
 WHERE reports.account_id = $1 AND reports.id = $2
 `
 
@@ -185,7 +185,9 @@ type ReportGetByIDRow struct {
 	ExpiresAt *time.Time
 }
 
-// A report and when it expires (with its job).
+// A report and when it expires (with its job). The job is read by a subquery, one row by its
+// key: joined, the account_id = @account_id both tables share lets a generic plan read all
+// the account's jobs and hash them.
 func (q *Queries) ReportGetByID(ctx context.Context, arg ReportGetByIDParams) (ReportGetByIDRow, error) {
 	row := q.db.QueryRow(ctx, reportGetByID, arg.AccountID, arg.ID)
 	var i ReportGetByIDRow

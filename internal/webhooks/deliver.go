@@ -57,15 +57,14 @@ const dueSlack = 500 * time.Millisecond
 // after it is due, or nil when the delivery is over (succeeded, failed, gone or deleted).
 // No transaction is open while the receiver is called.
 func (d *Deliverer) Attempt(ctx context.Context, accountID, deliveryID string) (*time.Time, error) {
-	key := db.WebhookDeliveryGetForAttemptParams{AccountID: accountID, ID: deliveryID}
-	row, err := db.New(d.pool).WebhookDeliveryGetForAttempt(ctx, key)
-	if errors.Is(db.Translate(err), domain.ErrNotFound) {
-		return nil, nil // its endpoint was deleted
+	t, err := d.load(ctx, accountID, deliveryID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, nil // deleted with its endpoint
 	}
 	if err != nil {
-		return nil, fmt.Errorf("load delivery %s: %w", deliveryID, err)
+		return nil, err
 	}
-	delivery, endpoint := row.WebhookDelivery, row.WebhookEndpoint
+	delivery, endpoint := t.delivery, t.endpoint
 	if delivery.Status != StatusPending {
 		return nil, nil
 	}
@@ -78,7 +77,7 @@ func (d *Deliverer) Attempt(ctx context.Context, accountID, deliveryID string) (
 		// previous attempt. Wait for the time that attempt set.
 		return due, nil
 	}
-	body, err := Payload(row.Event)
+	body, err := Payload(t.event)
 	if err != nil {
 		return nil, err
 	}
@@ -90,6 +89,37 @@ func (d *Deliverer) Attempt(ctx context.Context, accountID, deliveryID string) (
 		return err
 	})
 	return next, err
+}
+
+// target is what an attempt needs: the delivery, where it goes and what it sends.
+type target struct {
+	delivery db.WebhookDelivery
+	endpoint db.WebhookEndpoint
+	event    db.Event
+}
+
+// load reads an attempt's target without a lock (no transaction is open while the receiver
+// is called: WebhookDeliveryRecordAttempt checks that nothing moved meanwhile). Three
+// lookups by primary key rather than one join, whose generic plan could read all the
+// account's endpoints and events (see WebhookDeliveryListByEndpoint). An error wraps
+// domain.ErrNotFound when the delivery or its endpoint is gone.
+func (d *Deliverer) load(ctx context.Context, accountID, deliveryID string) (target, error) {
+	q := db.New(d.pool)
+	delivery, err := q.WebhookDeliveryGetByID(ctx, db.WebhookDeliveryGetByIDParams{AccountID: accountID, ID: deliveryID})
+	if err != nil {
+		return target{}, fmt.Errorf("load delivery %s: %w", deliveryID, db.Translate(err))
+	}
+	endpoint, err := q.WebhookEndpointGetByID(ctx, db.WebhookEndpointGetByIDParams{
+		AccountID: accountID, ID: delivery.EndpointID,
+	})
+	if err != nil {
+		return target{}, fmt.Errorf("load endpoint of %s: %w", deliveryID, db.Translate(err))
+	}
+	event, err := q.EventGetByID(ctx, db.EventGetByIDParams{AccountID: accountID, ID: delivery.EventID})
+	if err != nil {
+		return target{}, fmt.Errorf("load event of %s: %w", deliveryID, db.Translate(err))
+	}
+	return target{delivery: delivery, endpoint: endpoint, event: event}, nil
 }
 
 // observe reports an attempt's outcome to the observer, if any.
