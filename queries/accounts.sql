@@ -33,12 +33,11 @@ ON CONFLICT (key_hash) DO NOTHING;
 SELECT * FROM accounts WHERE id = @id FOR UPDATE;
 
 -- Deleting an account: one statement per table, children before their parents, all in one
--- transaction. Every table with an account_id is here (the tests check that against the
--- schema); webhook_attempts has none and goes through its deliveries.
+-- transaction. Every table with an account_id is here, or cascades from one that is (the
+-- tests check that against the schema).
 
 -- name: WebhookAttemptDeleteByAccount :exec
-DELETE FROM webhook_attempts
-WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE account_id = @account_id);
+DELETE FROM webhook_attempts WHERE account_id = @account_id;
 
 -- name: WebhookDeliveryDeleteByAccount :exec
 DELETE FROM webhook_deliveries WHERE account_id = @account_id;

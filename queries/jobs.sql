@@ -41,20 +41,20 @@ RETURNING *;
 -- columns takes, does not conflict with the key-share locks that inserting a chunk or a
 -- report (foreign keys to this row) takes.
 SELECT * FROM jobs
-WHERE id = @id
+WHERE account_id = @account_id AND id = @id
 FOR NO KEY UPDATE;
 
 -- name: JobStart :one
 UPDATE jobs
 SET status = 'running',
     started_at = coalesce(started_at, clock_timestamp())
-WHERE id = @id
+WHERE account_id = @account_id AND id = @id
 RETURNING *;
 
 -- name: JobAddProgress :exec
 UPDATE jobs
 SET rows_processed = rows_processed + @rows
-WHERE id = @id;
+WHERE account_id = @account_id AND id = @id;
 
 -- name: JobFinish :one
 UPDATE jobs
@@ -63,14 +63,14 @@ SET status = @status,
     error_detail = sqlc.narg(error_detail),
     finished_at = clock_timestamp(),
     expires_at = clock_timestamp() + make_interval(secs => @retention_seconds::float8)
-WHERE id = @id
+WHERE account_id = @account_id AND id = @id
 RETURNING *;
 
 -- name: JobDeleteExpired :execrows
 -- Deletes one small batch of expired jobs; their requests, chunks and reports cascade.
 DELETE FROM jobs
-WHERE id IN (
-    SELECT id FROM jobs
+WHERE (account_id, id) IN (
+    SELECT account_id, id FROM jobs
     WHERE expires_at <= now()
     LIMIT @batch_size
     FOR UPDATE SKIP LOCKED
@@ -81,11 +81,11 @@ WHERE id IN (
 -- failing the job (its attempts used up by crashes or rescues, so Work never saw its last
 -- attempt end), cancelled, or already cleaned out of river_job. jobs_unfinished_idx holds
 -- only unfinished jobs (the table keeps finished ones for REPORT_RETENTION).
-SELECT jobs.id FROM jobs
+SELECT jobs.account_id, jobs.id FROM jobs
 LEFT JOIN river_job ON river_job.id = jobs.river_job_id
 WHERE jobs.status IN ('queued', 'running')
   AND (river_job.id IS NULL OR river_job.state IN ('discarded', 'cancelled'))
-ORDER BY jobs.id
+ORDER BY jobs.account_id, jobs.id
 LIMIT @batch_size;
 
 -- name: JobListUnfinishedByAccount :many

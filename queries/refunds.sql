@@ -11,7 +11,16 @@ WHERE account_id = @account_id AND id = @id;
 -- Keyset pagination, as PaymentList.
 SELECT * FROM refunds
 WHERE account_id = @account_id
-  AND (sqlc.narg(payment_id)::text IS NULL OR payment_id = sqlc.narg(payment_id))
+  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
+       OR (created_at, id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+ORDER BY created_at DESC, id DESC
+LIMIT @row_limit;
+
+-- name: RefundListByPayment :many
+-- RefundList for one payment: a query of its own rather than an optional filter, whose
+-- generic plan could not use payment_id to find the rows and would read the account's.
+SELECT * FROM refunds
+WHERE account_id = @account_id AND payment_id = @payment_id
   AND (sqlc.narg(after_created_at)::timestamptz IS NULL
        OR (created_at, id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
 ORDER BY created_at DESC, id DESC

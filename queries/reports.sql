@@ -1,10 +1,10 @@
 -- name: ReportRequestInsert :exec
-INSERT INTO report_requests (job_id, type, format, created_gte, created_lt)
-VALUES (@job_id, @type, @format, @created_gte, @created_lt);
+INSERT INTO report_requests (account_id, job_id, type, format, created_gte, created_lt)
+VALUES (@account_id, @job_id, @type, @format, @created_gte, @created_lt);
 
 -- name: ReportRequestGet :one
 SELECT * FROM report_requests
-WHERE job_id = @job_id;
+WHERE account_id = @account_id AND job_id = @job_id;
 
 -- name: ReportRequestAdvance :exec
 -- Records a written page: its last row becomes the cursor.
@@ -13,15 +13,15 @@ SET cursor_created_at = @cursor_created_at,
     cursor_id = @cursor_id,
     chunks = chunks + 1,
     bytes = bytes + @bytes
-WHERE job_id = @job_id;
+WHERE account_id = @account_id AND job_id = @job_id;
 
 -- name: ReportChunkInsert :exec
-INSERT INTO report_chunks (job_id, seq, data)
-VALUES (@job_id, @seq, @data);
+INSERT INTO report_chunks (account_id, job_id, seq, data)
+VALUES (@account_id, @job_id, @seq, @data);
 
 -- name: ReportChunkGet :one
 SELECT data FROM report_chunks
-WHERE job_id = @job_id AND seq = @seq;
+WHERE account_id = @account_id AND job_id = @job_id AND seq = @seq;
 
 -- name: ReportInsert :one
 INSERT INTO reports (id, account_id, job_id, type, format, created_gte, created_lt, row_count, byte_size, chunks)
@@ -29,10 +29,12 @@ VALUES (@id, @account_id, @job_id, @type, @format, @created_gte, @created_lt, @r
 RETURNING *;
 
 -- name: ReportGetByID :one
--- A report and when it expires (with its job).
-SELECT sqlc.embed(reports), jobs.expires_at
+-- A report and when it expires (with its job). The job is read by a subquery, one row by its
+-- key: joined, the account_id = @account_id both tables share lets a generic plan read all
+-- the account's jobs and hash them.
+SELECT sqlc.embed(reports),
+       (SELECT jobs.expires_at FROM jobs WHERE jobs.account_id = reports.account_id AND jobs.id = reports.job_id)
 FROM reports
-JOIN jobs ON jobs.id = reports.job_id
 WHERE reports.account_id = @account_id AND reports.id = @id;
 
 -- name: PaymentReportPage :many

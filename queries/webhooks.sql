@@ -79,7 +79,7 @@ SELECT unnest(@ids::text[]), @account_id, unnest(@endpoint_ids::text[]), @event_
 -- delivery keeps its id (the webhook-id receivers dedupe on) and its attempts.
 INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id)
 VALUES (@id, @account_id, @endpoint_id, @event_id)
-ON CONFLICT (endpoint_id, event_id) DO UPDATE
+ON CONFLICT (account_id, endpoint_id, event_id) DO UPDATE
 SET status = 'pending',
     round_attempts = 0,
     next_attempt_at = clock_timestamp(),
@@ -87,11 +87,14 @@ SET status = 'pending',
 RETURNING *;
 
 -- name: WebhookDeliveryListByEndpoint :many
--- Keyset pagination, as PaymentList, with the event's type for display.
-SELECT sqlc.embed(webhook_deliveries), events.type AS event_type
+-- Keyset pagination, as PaymentList, with the event's type for display. The type is read by
+-- a subquery, one event by its key: joined, the account_id = @account_id both tables share
+-- lets a generic plan read all the account's events and hash them.
+SELECT sqlc.embed(webhook_deliveries),
+       (SELECT events.type FROM events
+        WHERE events.account_id = webhook_deliveries.account_id AND events.id = webhook_deliveries.event_id) AS event_type
 FROM webhook_deliveries
-JOIN events ON events.id = webhook_deliveries.event_id
-WHERE webhook_deliveries.endpoint_id = @endpoint_id
+WHERE webhook_deliveries.account_id = @account_id AND webhook_deliveries.endpoint_id = @endpoint_id
   AND (sqlc.narg(after_created_at)::timestamptz IS NULL
        OR (webhook_deliveries.created_at, webhook_deliveries.id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
 ORDER BY webhook_deliveries.created_at DESC, webhook_deliveries.id DESC
@@ -99,25 +102,24 @@ LIMIT @row_limit;
 
 -- name: WebhookDeliveryGetByID :one
 SELECT * FROM webhook_deliveries
-WHERE endpoint_id = @endpoint_id AND id = @id;
+WHERE account_id = @account_id AND id = @id;
 
 -- name: WebhookAttemptListByDeliveries :many
-SELECT * FROM webhook_attempts
-WHERE delivery_id = ANY (@delivery_ids::text[])
-ORDER BY delivery_id, attempt;
-
--- name: WebhookDeliveryGetForAttempt :one
--- Everything one attempt needs, read without a lock: no transaction is open while the
--- receiver is called. WebhookDeliveryRecordAttempt checks nothing moved meanwhile.
-SELECT sqlc.embed(webhook_deliveries), sqlc.embed(webhook_endpoints), sqlc.embed(events)
-FROM webhook_deliveries
-JOIN webhook_endpoints ON webhook_endpoints.id = webhook_deliveries.endpoint_id
-JOIN events ON events.id = webhook_deliveries.event_id
-WHERE webhook_deliveries.id = @id;
+-- The attempts of a page of deliveries, each delivery's read by its key. OFFSET 0 keeps the
+-- subquery apart: folded into a join, or written delivery_id = ANY (...), a generic plan
+-- may read all the account's attempts and keep the page's.
+SELECT attempts.*
+FROM unnest(@delivery_ids::text[]) AS page (delivery_id)
+CROSS JOIN LATERAL (
+    SELECT * FROM webhook_attempts
+    WHERE webhook_attempts.account_id = @account_id AND webhook_attempts.delivery_id = page.delivery_id
+    OFFSET 0
+) attempts
+ORDER BY attempts.delivery_id, attempts.attempt;
 
 -- name: WebhookAttemptInsert :exec
-INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, duration_ms, response_status, error)
-VALUES (@delivery_id, @attempt, @attempted_at, @duration_ms, @response_status, @error);
+INSERT INTO webhook_attempts (account_id, delivery_id, attempt, attempted_at, duration_ms, response_status, error)
+VALUES (@account_id, @delivery_id, @attempt, @attempted_at, @duration_ms, @response_status, @error);
 
 -- name: WebhookDeliveryRecordAttempt :execrows
 -- Counts an attempt and sets what follows: pending with the next attempt's time, or
@@ -128,23 +130,23 @@ SET attempt_count = attempt_count + 1,
     status = @status,
     next_attempt_at = sqlc.narg(next_attempt_at),
     updated_at = clock_timestamp()
-WHERE id = @id AND status = 'pending' AND attempt_count = @seen_attempts;
+WHERE account_id = @account_id AND id = @id AND status = 'pending' AND attempt_count = @seen_attempts;
 
 -- name: WebhookDeliveryFail :exec
 -- Ends a pending delivery without an attempt: its endpoint is disabled.
 UPDATE webhook_deliveries
 SET status = 'failed', next_attempt_at = NULL, updated_at = clock_timestamp()
-WHERE id = @id AND status = 'pending';
+WHERE account_id = @account_id AND id = @id AND status = 'pending';
 
 -- name: WebhookDeliveryFailPendingByEndpoint :exec
 -- A disabled endpoint is sent nothing more: its pending deliveries end.
 UPDATE webhook_deliveries
 SET status = 'failed', next_attempt_at = NULL, updated_at = clock_timestamp()
-WHERE endpoint_id = @endpoint_id AND status = 'pending';
+WHERE account_id = @account_id AND endpoint_id = @endpoint_id AND status = 'pending';
 
 -- name: WebhookEndpointRecordSuccess :exec
 UPDATE webhook_endpoints SET failing_since = NULL
-WHERE id = @id AND failing_since IS NOT NULL;
+WHERE account_id = @account_id AND id = @id AND failing_since IS NOT NULL;
 
 -- name: WebhookEndpointRecordFailure :one
 -- Remembers since when every attempt has failed, and disables the endpoint when that was at
@@ -156,14 +158,14 @@ SET failing_since = coalesce(failing_since, @now),
     version = CASE WHEN disabled_reason IS NULL AND failing_since <= @disable_if_failing_since
                    THEN version + 1 ELSE version END,
     updated_at = clock_timestamp()
-WHERE id = @id
+WHERE account_id = @account_id AND id = @id
 RETURNING disabled_reason;
 
 -- name: WebhookEndpointDisableGone :exec
 -- The receiver answered 410 Gone: it asks never to be called again.
 UPDATE webhook_endpoints
 SET disabled_reason = 'gone', version = version + 1, updated_at = clock_timestamp()
-WHERE id = @id AND disabled_reason IS NULL;
+WHERE account_id = @account_id AND id = @id AND disabled_reason IS NULL;
 
 -- name: WebhookDeliveryRetryNowByAccount :many
 -- A test helper: every pending delivery of the account scheduled for later is due now. The

@@ -35,7 +35,8 @@ func TestKilledWorkerJobFinishesExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer func() { _ = hold.Rollback(context.Background()) }() // a no-op once rolled back
-	if _, err := hold.Exec(context.Background(), `INSERT INTO report_chunks (job_id, seq, data) VALUES ($1, 1, '')`, jobID); err != nil {
+	if _, err := hold.Exec(context.Background(), `INSERT INTO report_chunks (account_id, job_id, seq, data)
+		SELECT account_id, id, 1, '' FROM jobs WHERE id = $1`, jobID); err != nil {
 		t.Fatal(err)
 	}
 	worker := startProcess(t, url, map[string]string{"PROCESS_ROLE": roleWorker})

@@ -193,13 +193,12 @@ func (q *Queries) ReportDeleteByAccount(ctx context.Context, accountID string) e
 
 const webhookAttemptDeleteByAccount = `-- name: WebhookAttemptDeleteByAccount :exec
 
-DELETE FROM webhook_attempts
-WHERE delivery_id IN (SELECT id FROM webhook_deliveries WHERE account_id = $1)
+DELETE FROM webhook_attempts WHERE account_id = $1
 `
 
 // Deleting an account: one statement per table, children before their parents, all in one
-// transaction. Every table with an account_id is here (the tests check that against the
-// schema); webhook_attempts has none and goes through its deliveries.
+// transaction. Every table with an account_id is here, or cascades from one that is (the
+// tests check that against the schema).
 func (q *Queries) WebhookAttemptDeleteByAccount(ctx context.Context, accountID string) error {
 	_, err := q.db.Exec(ctx, webhookAttemptDeleteByAccount, accountID)
 	return err

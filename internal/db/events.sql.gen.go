@@ -58,16 +58,14 @@ func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) error 
 const eventList = `-- name: EventList :many
 SELECT id, account_id, type, data, created_at FROM events
 WHERE account_id = $1
-  AND ($2::text IS NULL OR type = $2)
-  AND ($3::timestamptz IS NULL
-       OR (created_at, id) < ($3, $4::text))
+  AND ($2::timestamptz IS NULL
+       OR (created_at, id) < ($2, $3::text))
 ORDER BY created_at DESC, id DESC
-LIMIT $5
+LIMIT $4
 `
 
 type EventListParams struct {
 	AccountID      string
-	Type           *string
 	AfterCreatedAt *time.Time
 	AfterID        *string
 	RowLimit       int32
@@ -76,6 +74,55 @@ type EventListParams struct {
 // Keyset pagination, as PaymentList.
 func (q *Queries) EventList(ctx context.Context, arg EventListParams) ([]Event, error) {
 	rows, err := q.db.Query(ctx, eventList,
+		arg.AccountID,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Event
+	for rows.Next() {
+		var i Event
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.Type,
+			&i.Data,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const eventListByType = `-- name: EventListByType :many
+SELECT id, account_id, type, data, created_at FROM events
+WHERE account_id = $1 AND type = $2
+  AND ($3::timestamptz IS NULL
+       OR (created_at, id) < ($3, $4::text))
+ORDER BY created_at DESC, id DESC
+LIMIT $5
+`
+
+type EventListByTypeParams struct {
+	AccountID      string
+	Type           string
+	AfterCreatedAt *time.Time
+	AfterID        *string
+	RowLimit       int32
+}
+
+// EventList for one type, on events_account_type_created_idx (as RefundListByPayment).
+func (q *Queries) EventListByType(ctx context.Context, arg EventListByTypeParams) ([]Event, error) {
+	rows, err := q.db.Query(ctx, eventListByType,
 		arg.AccountID,
 		arg.Type,
 		arg.AfterCreatedAt,

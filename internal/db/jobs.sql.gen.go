@@ -13,16 +13,17 @@ import (
 const jobAddProgress = `-- name: JobAddProgress :exec
 UPDATE jobs
 SET rows_processed = rows_processed + $1
-WHERE id = $2
+WHERE account_id = $2 AND id = $3
 `
 
 type JobAddProgressParams struct {
-	Rows int64
-	ID   string
+	Rows      int64
+	AccountID string
+	ID        string
 }
 
 func (q *Queries) JobAddProgress(ctx context.Context, arg JobAddProgressParams) error {
-	_, err := q.db.Exec(ctx, jobAddProgress, arg.Rows, arg.ID)
+	_, err := q.db.Exec(ctx, jobAddProgress, arg.Rows, arg.AccountID, arg.ID)
 	return err
 }
 
@@ -65,8 +66,8 @@ func (q *Queries) JobCancel(ctx context.Context, arg JobCancelParams) (Job, erro
 
 const jobDeleteExpired = `-- name: JobDeleteExpired :execrows
 DELETE FROM jobs
-WHERE id IN (
-    SELECT id FROM jobs
+WHERE (account_id, id) IN (
+    SELECT account_id, id FROM jobs
     WHERE expires_at <= now()
     LIMIT $1
     FOR UPDATE SKIP LOCKED
@@ -89,7 +90,7 @@ SET status = $1,
     error_detail = $3,
     finished_at = clock_timestamp(),
     expires_at = clock_timestamp() + make_interval(secs => $4::float8)
-WHERE id = $5
+WHERE account_id = $5 AND id = $6
 RETURNING id, account_id, type, status, river_job_id, rows_processed, error_detail, report_id, created_at, started_at, finished_at, expires_at
 `
 
@@ -98,6 +99,7 @@ type JobFinishParams struct {
 	ReportID         *string
 	ErrorDetail      *string
 	RetentionSeconds float64
+	AccountID        string
 	ID               string
 }
 
@@ -107,6 +109,7 @@ func (q *Queries) JobFinish(ctx context.Context, arg JobFinishParams) (Job, erro
 		arg.ReportID,
 		arg.ErrorDetail,
 		arg.RetentionSeconds,
+		arg.AccountID,
 		arg.ID,
 	)
 	var i Job
@@ -254,31 +257,36 @@ func (q *Queries) JobList(ctx context.Context, arg JobListParams) ([]Job, error)
 }
 
 const jobListAbandoned = `-- name: JobListAbandoned :many
-SELECT jobs.id FROM jobs
+SELECT jobs.account_id, jobs.id FROM jobs
 LEFT JOIN river_job ON river_job.id = jobs.river_job_id
 WHERE jobs.status IN ('queued', 'running')
   AND (river_job.id IS NULL OR river_job.state IN ('discarded', 'cancelled'))
-ORDER BY jobs.id
+ORDER BY jobs.account_id, jobs.id
 LIMIT $1
 `
+
+type JobListAbandonedRow struct {
+	AccountID string
+	ID        string
+}
 
 // Unfinished jobs whose River job will never run again: discarded without our worker
 // failing the job (its attempts used up by crashes or rescues, so Work never saw its last
 // attempt end), cancelled, or already cleaned out of river_job. jobs_unfinished_idx holds
 // only unfinished jobs (the table keeps finished ones for REPORT_RETENTION).
-func (q *Queries) JobListAbandoned(ctx context.Context, batchSize int32) ([]string, error) {
+func (q *Queries) JobListAbandoned(ctx context.Context, batchSize int32) ([]JobListAbandonedRow, error) {
 	rows, err := q.db.Query(ctx, jobListAbandoned, batchSize)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var items []string
+	var items []JobListAbandonedRow
 	for rows.Next() {
-		var id string
-		if err := rows.Scan(&id); err != nil {
+		var i JobListAbandonedRow
+		if err := rows.Scan(&i.AccountID, &i.ID); err != nil {
 			return nil, err
 		}
-		items = append(items, id)
+		items = append(items, i)
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
@@ -342,16 +350,21 @@ func (q *Queries) JobLock(ctx context.Context, id string) error {
 
 const jobLockForWork = `-- name: JobLockForWork :one
 SELECT id, account_id, type, status, river_job_id, rows_processed, error_detail, report_id, created_at, started_at, finished_at, expires_at FROM jobs
-WHERE id = $1
+WHERE account_id = $1 AND id = $2
 FOR NO KEY UPDATE
 `
+
+type JobLockForWorkParams struct {
+	AccountID string
+	ID        string
+}
 
 // After JobLock, the worker reads the status that says whether to go on. The row lock keeps
 // the retention sweep (SKIP LOCKED) away; NO KEY UPDATE, the lock an UPDATE of non-key
 // columns takes, does not conflict with the key-share locks that inserting a chunk or a
 // report (foreign keys to this row) takes.
-func (q *Queries) JobLockForWork(ctx context.Context, id string) (Job, error) {
-	row := q.db.QueryRow(ctx, jobLockForWork, id)
+func (q *Queries) JobLockForWork(ctx context.Context, arg JobLockForWorkParams) (Job, error) {
+	row := q.db.QueryRow(ctx, jobLockForWork, arg.AccountID, arg.ID)
 	var i Job
 	err := row.Scan(
 		&i.ID,
@@ -374,12 +387,17 @@ const jobStart = `-- name: JobStart :one
 UPDATE jobs
 SET status = 'running',
     started_at = coalesce(started_at, clock_timestamp())
-WHERE id = $1
+WHERE account_id = $1 AND id = $2
 RETURNING id, account_id, type, status, river_job_id, rows_processed, error_detail, report_id, created_at, started_at, finished_at, expires_at
 `
 
-func (q *Queries) JobStart(ctx context.Context, id string) (Job, error) {
-	row := q.db.QueryRow(ctx, jobStart, id)
+type JobStartParams struct {
+	AccountID string
+	ID        string
+}
+
+func (q *Queries) JobStart(ctx context.Context, arg JobStartParams) (Job, error) {
+	row := q.db.QueryRow(ctx, jobStart, arg.AccountID, arg.ID)
 	var i Job
 	err := row.Scan(
 		&i.ID,

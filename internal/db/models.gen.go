@@ -156,9 +156,10 @@ type Report struct {
 }
 
 type ReportChunk struct {
-	JobID string
-	Seq   int32
-	Data  []byte
+	JobID     string
+	Seq       int32
+	Data      []byte
+	AccountID string
 }
 
 type ReportRequest struct {
@@ -171,6 +172,7 @@ type ReportRequest struct {
 	CursorID        *string
 	Chunks          int32
 	Bytes           int64
+	AccountID       string
 }
 
 type RiverJob struct {
@@ -229,6 +231,7 @@ type WebhookAttempt struct {
 	DurationMs     int32
 	ResponseStatus *int32
 	Error          *string
+	AccountID      string
 }
 
 type WebhookDelivery struct {

@@ -81,16 +81,14 @@ func (q *Queries) RefundInsert(ctx context.Context, arg RefundInsertParams) (Ref
 const refundList = `-- name: RefundList :many
 SELECT id, account_id, payment_id, amount, currency, status, reason, metadata, created_at FROM refunds
 WHERE account_id = $1
-  AND ($2::text IS NULL OR payment_id = $2)
-  AND ($3::timestamptz IS NULL
-       OR (created_at, id) < ($3, $4::text))
+  AND ($2::timestamptz IS NULL
+       OR (created_at, id) < ($2, $3::text))
 ORDER BY created_at DESC, id DESC
-LIMIT $5
+LIMIT $4
 `
 
 type RefundListParams struct {
 	AccountID      string
-	PaymentID      *string
 	AfterCreatedAt *time.Time
 	AfterID        *string
 	RowLimit       int32
@@ -99,6 +97,60 @@ type RefundListParams struct {
 // Keyset pagination, as PaymentList.
 func (q *Queries) RefundList(ctx context.Context, arg RefundListParams) ([]Refund, error) {
 	rows, err := q.db.Query(ctx, refundList,
+		arg.AccountID,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Refund
+	for rows.Next() {
+		var i Refund
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.PaymentID,
+			&i.Amount,
+			&i.Currency,
+			&i.Status,
+			&i.Reason,
+			&i.Metadata,
+			&i.CreatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const refundListByPayment = `-- name: RefundListByPayment :many
+SELECT id, account_id, payment_id, amount, currency, status, reason, metadata, created_at FROM refunds
+WHERE account_id = $1 AND payment_id = $2
+  AND ($3::timestamptz IS NULL
+       OR (created_at, id) < ($3, $4::text))
+ORDER BY created_at DESC, id DESC
+LIMIT $5
+`
+
+type RefundListByPaymentParams struct {
+	AccountID      string
+	PaymentID      string
+	AfterCreatedAt *time.Time
+	AfterID        *string
+	RowLimit       int32
+}
+
+// RefundList for one payment: a query of its own rather than an optional filter, whose
+// generic plan could not use payment_id to find the rows and would read the account's.
+func (q *Queries) RefundListByPayment(ctx context.Context, arg RefundListByPaymentParams) ([]Refund, error) {
+	rows, err := q.db.Query(ctx, refundListByPayment,
 		arg.AccountID,
 		arg.PaymentID,
 		arg.AfterCreatedAt,

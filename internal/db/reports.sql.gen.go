@@ -130,41 +130,48 @@ func (q *Queries) RefundReportPage(ctx context.Context, arg RefundReportPagePara
 
 const reportChunkGet = `-- name: ReportChunkGet :one
 SELECT data FROM report_chunks
-WHERE job_id = $1 AND seq = $2
+WHERE account_id = $1 AND job_id = $2 AND seq = $3
 `
 
 type ReportChunkGetParams struct {
-	JobID string
-	Seq   int32
+	AccountID string
+	JobID     string
+	Seq       int32
 }
 
 func (q *Queries) ReportChunkGet(ctx context.Context, arg ReportChunkGetParams) ([]byte, error) {
-	row := q.db.QueryRow(ctx, reportChunkGet, arg.JobID, arg.Seq)
+	row := q.db.QueryRow(ctx, reportChunkGet, arg.AccountID, arg.JobID, arg.Seq)
 	var data []byte
 	err := row.Scan(&data)
 	return data, err
 }
 
 const reportChunkInsert = `-- name: ReportChunkInsert :exec
-INSERT INTO report_chunks (job_id, seq, data)
-VALUES ($1, $2, $3)
+INSERT INTO report_chunks (account_id, job_id, seq, data)
+VALUES ($1, $2, $3, $4)
 `
 
 type ReportChunkInsertParams struct {
-	JobID string
-	Seq   int32
-	Data  []byte
+	AccountID string
+	JobID     string
+	Seq       int32
+	Data      []byte
 }
 
 func (q *Queries) ReportChunkInsert(ctx context.Context, arg ReportChunkInsertParams) error {
-	_, err := q.db.Exec(ctx, reportChunkInsert, arg.JobID, arg.Seq, arg.Data)
+	_, err := q.db.Exec(ctx, reportChunkInsert,
+		arg.AccountID,
+		arg.JobID,
+		arg.Seq,
+		arg.Data,
+	)
 	return err
 }
 
 const reportGetByID = `-- name: ReportGetByID :one
-SELECT reports.id, reports.account_id, reports.job_id, reports.type, reports.format, reports.created_gte, reports.created_lt, reports.row_count, reports.byte_size, reports.chunks, reports.created_at, jobs.expires_at
+SELECT reports.id, reports.account_id, reports.job_id, reports.type, reports.format, reports.created_gte, reports.created_lt, reports.row_count, reports.byte_size, reports.chunks, reports.created_at,
+       (SELECT jobs.expires_at FROM jobs WHERE jobs.account_id = reports.account_id AND jobs.id = reports.job_id)
 FROM reports
-JOIN jobs ON jobs.id = reports.job_id
 WHERE reports.account_id = $1 AND reports.id = $2
 `
 
@@ -178,7 +185,9 @@ type ReportGetByIDRow struct {
 	ExpiresAt *time.Time
 }
 
-// A report and when it expires (with its job).
+// A report and when it expires (with its job). The job is read by a subquery, one row by its
+// key: joined, the account_id = @account_id both tables share lets a generic plan read all
+// the account's jobs and hash them.
 func (q *Queries) ReportGetByID(ctx context.Context, arg ReportGetByIDParams) (ReportGetByIDRow, error) {
 	row := q.db.QueryRow(ctx, reportGetByID, arg.AccountID, arg.ID)
 	var i ReportGetByIDRow
@@ -254,13 +263,14 @@ SET cursor_created_at = $1,
     cursor_id = $2,
     chunks = chunks + 1,
     bytes = bytes + $3
-WHERE job_id = $4
+WHERE account_id = $4 AND job_id = $5
 `
 
 type ReportRequestAdvanceParams struct {
 	CursorCreatedAt *time.Time
 	CursorID        *string
 	Bytes           int64
+	AccountID       string
 	JobID           string
 }
 
@@ -270,18 +280,24 @@ func (q *Queries) ReportRequestAdvance(ctx context.Context, arg ReportRequestAdv
 		arg.CursorCreatedAt,
 		arg.CursorID,
 		arg.Bytes,
+		arg.AccountID,
 		arg.JobID,
 	)
 	return err
 }
 
 const reportRequestGet = `-- name: ReportRequestGet :one
-SELECT job_id, type, format, created_gte, created_lt, cursor_created_at, cursor_id, chunks, bytes FROM report_requests
-WHERE job_id = $1
+SELECT job_id, type, format, created_gte, created_lt, cursor_created_at, cursor_id, chunks, bytes, account_id FROM report_requests
+WHERE account_id = $1 AND job_id = $2
 `
 
-func (q *Queries) ReportRequestGet(ctx context.Context, jobID string) (ReportRequest, error) {
-	row := q.db.QueryRow(ctx, reportRequestGet, jobID)
+type ReportRequestGetParams struct {
+	AccountID string
+	JobID     string
+}
+
+func (q *Queries) ReportRequestGet(ctx context.Context, arg ReportRequestGetParams) (ReportRequest, error) {
+	row := q.db.QueryRow(ctx, reportRequestGet, arg.AccountID, arg.JobID)
 	var i ReportRequest
 	err := row.Scan(
 		&i.JobID,
@@ -293,16 +309,18 @@ func (q *Queries) ReportRequestGet(ctx context.Context, jobID string) (ReportReq
 		&i.CursorID,
 		&i.Chunks,
 		&i.Bytes,
+		&i.AccountID,
 	)
 	return i, err
 }
 
 const reportRequestInsert = `-- name: ReportRequestInsert :exec
-INSERT INTO report_requests (job_id, type, format, created_gte, created_lt)
-VALUES ($1, $2, $3, $4, $5)
+INSERT INTO report_requests (account_id, job_id, type, format, created_gte, created_lt)
+VALUES ($1, $2, $3, $4, $5, $6)
 `
 
 type ReportRequestInsertParams struct {
+	AccountID  string
 	JobID      string
 	Type       string
 	Format     string
@@ -312,6 +330,7 @@ type ReportRequestInsertParams struct {
 
 func (q *Queries) ReportRequestInsert(ctx context.Context, arg ReportRequestInsertParams) error {
 	_, err := q.db.Exec(ctx, reportRequestInsert,
+		arg.AccountID,
 		arg.JobID,
 		arg.Type,
 		arg.Format,

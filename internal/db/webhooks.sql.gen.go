@@ -11,11 +11,12 @@ import (
 )
 
 const webhookAttemptInsert = `-- name: WebhookAttemptInsert :exec
-INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, duration_ms, response_status, error)
-VALUES ($1, $2, $3, $4, $5, $6)
+INSERT INTO webhook_attempts (account_id, delivery_id, attempt, attempted_at, duration_ms, response_status, error)
+VALUES ($1, $2, $3, $4, $5, $6, $7)
 `
 
 type WebhookAttemptInsertParams struct {
+	AccountID      string
 	DeliveryID     string
 	Attempt        int32
 	AttemptedAt    time.Time
@@ -26,6 +27,7 @@ type WebhookAttemptInsertParams struct {
 
 func (q *Queries) WebhookAttemptInsert(ctx context.Context, arg WebhookAttemptInsertParams) error {
 	_, err := q.db.Exec(ctx, webhookAttemptInsert,
+		arg.AccountID,
 		arg.DeliveryID,
 		arg.Attempt,
 		arg.AttemptedAt,
@@ -37,13 +39,26 @@ func (q *Queries) WebhookAttemptInsert(ctx context.Context, arg WebhookAttemptIn
 }
 
 const webhookAttemptListByDeliveries = `-- name: WebhookAttemptListByDeliveries :many
-SELECT delivery_id, attempt, attempted_at, duration_ms, response_status, error FROM webhook_attempts
-WHERE delivery_id = ANY ($1::text[])
-ORDER BY delivery_id, attempt
+SELECT attempts.delivery_id, attempts.attempt, attempts.attempted_at, attempts.duration_ms, attempts.response_status, attempts.error, attempts.account_id
+FROM unnest($1::text[]) AS page (delivery_id)
+CROSS JOIN LATERAL (
+    SELECT delivery_id, attempt, attempted_at, duration_ms, response_status, error, account_id FROM webhook_attempts
+    WHERE webhook_attempts.account_id = $2 AND webhook_attempts.delivery_id = page.delivery_id
+    OFFSET 0
+) attempts
+ORDER BY attempts.delivery_id, attempts.attempt
 `
 
-func (q *Queries) WebhookAttemptListByDeliveries(ctx context.Context, deliveryIds []string) ([]WebhookAttempt, error) {
-	rows, err := q.db.Query(ctx, webhookAttemptListByDeliveries, deliveryIds)
+type WebhookAttemptListByDeliveriesParams struct {
+	DeliveryIds []string
+	AccountID   string
+}
+
+// The attempts of a page of deliveries, each delivery's read by its key. OFFSET 0 keeps the
+// subquery apart: folded into a join, or written delivery_id = ANY (...), a generic plan
+// may read all the account's attempts and keep the page's.
+func (q *Queries) WebhookAttemptListByDeliveries(ctx context.Context, arg WebhookAttemptListByDeliveriesParams) ([]WebhookAttempt, error) {
+	rows, err := q.db.Query(ctx, webhookAttemptListByDeliveries, arg.DeliveryIds, arg.AccountID)
 	if err != nil {
 		return nil, err
 	}
@@ -58,6 +73,7 @@ func (q *Queries) WebhookAttemptListByDeliveries(ctx context.Context, deliveryId
 			&i.DurationMs,
 			&i.ResponseStatus,
 			&i.Error,
+			&i.AccountID,
 		); err != nil {
 			return nil, err
 		}
@@ -72,39 +88,49 @@ func (q *Queries) WebhookAttemptListByDeliveries(ctx context.Context, deliveryId
 const webhookDeliveryFail = `-- name: WebhookDeliveryFail :exec
 UPDATE webhook_deliveries
 SET status = 'failed', next_attempt_at = NULL, updated_at = clock_timestamp()
-WHERE id = $1 AND status = 'pending'
+WHERE account_id = $1 AND id = $2 AND status = 'pending'
 `
 
+type WebhookDeliveryFailParams struct {
+	AccountID string
+	ID        string
+}
+
 // Ends a pending delivery without an attempt: its endpoint is disabled.
-func (q *Queries) WebhookDeliveryFail(ctx context.Context, id string) error {
-	_, err := q.db.Exec(ctx, webhookDeliveryFail, id)
+func (q *Queries) WebhookDeliveryFail(ctx context.Context, arg WebhookDeliveryFailParams) error {
+	_, err := q.db.Exec(ctx, webhookDeliveryFail, arg.AccountID, arg.ID)
 	return err
 }
 
 const webhookDeliveryFailPendingByEndpoint = `-- name: WebhookDeliveryFailPendingByEndpoint :exec
 UPDATE webhook_deliveries
 SET status = 'failed', next_attempt_at = NULL, updated_at = clock_timestamp()
-WHERE endpoint_id = $1 AND status = 'pending'
+WHERE account_id = $1 AND endpoint_id = $2 AND status = 'pending'
 `
 
+type WebhookDeliveryFailPendingByEndpointParams struct {
+	AccountID  string
+	EndpointID string
+}
+
 // A disabled endpoint is sent nothing more: its pending deliveries end.
-func (q *Queries) WebhookDeliveryFailPendingByEndpoint(ctx context.Context, endpointID string) error {
-	_, err := q.db.Exec(ctx, webhookDeliveryFailPendingByEndpoint, endpointID)
+func (q *Queries) WebhookDeliveryFailPendingByEndpoint(ctx context.Context, arg WebhookDeliveryFailPendingByEndpointParams) error {
+	_, err := q.db.Exec(ctx, webhookDeliveryFailPendingByEndpoint, arg.AccountID, arg.EndpointID)
 	return err
 }
 
 const webhookDeliveryGetByID = `-- name: WebhookDeliveryGetByID :one
 SELECT id, account_id, endpoint_id, event_id, status, attempt_count, round_attempts, next_attempt_at, created_at, updated_at FROM webhook_deliveries
-WHERE endpoint_id = $1 AND id = $2
+WHERE account_id = $1 AND id = $2
 `
 
 type WebhookDeliveryGetByIDParams struct {
-	EndpointID string
-	ID         string
+	AccountID string
+	ID        string
 }
 
 func (q *Queries) WebhookDeliveryGetByID(ctx context.Context, arg WebhookDeliveryGetByIDParams) (WebhookDelivery, error) {
-	row := q.db.QueryRow(ctx, webhookDeliveryGetByID, arg.EndpointID, arg.ID)
+	row := q.db.QueryRow(ctx, webhookDeliveryGetByID, arg.AccountID, arg.ID)
 	var i WebhookDelivery
 	err := row.Scan(
 		&i.ID,
@@ -117,58 +143,6 @@ func (q *Queries) WebhookDeliveryGetByID(ctx context.Context, arg WebhookDeliver
 		&i.NextAttemptAt,
 		&i.CreatedAt,
 		&i.UpdatedAt,
-	)
-	return i, err
-}
-
-const webhookDeliveryGetForAttempt = `-- name: WebhookDeliveryGetForAttempt :one
-SELECT webhook_deliveries.id, webhook_deliveries.account_id, webhook_deliveries.endpoint_id, webhook_deliveries.event_id, webhook_deliveries.status, webhook_deliveries.attempt_count, webhook_deliveries.round_attempts, webhook_deliveries.next_attempt_at, webhook_deliveries.created_at, webhook_deliveries.updated_at, webhook_endpoints.id, webhook_endpoints.account_id, webhook_endpoints.url, webhook_endpoints.description, webhook_endpoints.enabled_events, webhook_endpoints.disabled_reason, webhook_endpoints.secret, webhook_endpoints.previous_secret, webhook_endpoints.previous_secret_expires_at, webhook_endpoints.failing_since, webhook_endpoints.version, webhook_endpoints.created_at, webhook_endpoints.updated_at, events.id, events.account_id, events.type, events.data, events.created_at
-FROM webhook_deliveries
-JOIN webhook_endpoints ON webhook_endpoints.id = webhook_deliveries.endpoint_id
-JOIN events ON events.id = webhook_deliveries.event_id
-WHERE webhook_deliveries.id = $1
-`
-
-type WebhookDeliveryGetForAttemptRow struct {
-	WebhookDelivery WebhookDelivery
-	WebhookEndpoint WebhookEndpoint
-	Event           Event
-}
-
-// Everything one attempt needs, read without a lock: no transaction is open while the
-// receiver is called. WebhookDeliveryRecordAttempt checks nothing moved meanwhile.
-func (q *Queries) WebhookDeliveryGetForAttempt(ctx context.Context, id string) (WebhookDeliveryGetForAttemptRow, error) {
-	row := q.db.QueryRow(ctx, webhookDeliveryGetForAttempt, id)
-	var i WebhookDeliveryGetForAttemptRow
-	err := row.Scan(
-		&i.WebhookDelivery.ID,
-		&i.WebhookDelivery.AccountID,
-		&i.WebhookDelivery.EndpointID,
-		&i.WebhookDelivery.EventID,
-		&i.WebhookDelivery.Status,
-		&i.WebhookDelivery.AttemptCount,
-		&i.WebhookDelivery.RoundAttempts,
-		&i.WebhookDelivery.NextAttemptAt,
-		&i.WebhookDelivery.CreatedAt,
-		&i.WebhookDelivery.UpdatedAt,
-		&i.WebhookEndpoint.ID,
-		&i.WebhookEndpoint.AccountID,
-		&i.WebhookEndpoint.Url,
-		&i.WebhookEndpoint.Description,
-		&i.WebhookEndpoint.EnabledEvents,
-		&i.WebhookEndpoint.DisabledReason,
-		&i.WebhookEndpoint.Secret,
-		&i.WebhookEndpoint.PreviousSecret,
-		&i.WebhookEndpoint.PreviousSecretExpiresAt,
-		&i.WebhookEndpoint.FailingSince,
-		&i.WebhookEndpoint.Version,
-		&i.WebhookEndpoint.CreatedAt,
-		&i.WebhookEndpoint.UpdatedAt,
-		&i.Event.ID,
-		&i.Event.AccountID,
-		&i.Event.Type,
-		&i.Event.Data,
-		&i.Event.CreatedAt,
 	)
 	return i, err
 }
@@ -196,17 +170,19 @@ func (q *Queries) WebhookDeliveryInsertMany(ctx context.Context, arg WebhookDeli
 }
 
 const webhookDeliveryListByEndpoint = `-- name: WebhookDeliveryListByEndpoint :many
-SELECT webhook_deliveries.id, webhook_deliveries.account_id, webhook_deliveries.endpoint_id, webhook_deliveries.event_id, webhook_deliveries.status, webhook_deliveries.attempt_count, webhook_deliveries.round_attempts, webhook_deliveries.next_attempt_at, webhook_deliveries.created_at, webhook_deliveries.updated_at, events.type AS event_type
+SELECT webhook_deliveries.id, webhook_deliveries.account_id, webhook_deliveries.endpoint_id, webhook_deliveries.event_id, webhook_deliveries.status, webhook_deliveries.attempt_count, webhook_deliveries.round_attempts, webhook_deliveries.next_attempt_at, webhook_deliveries.created_at, webhook_deliveries.updated_at,
+       (SELECT events.type FROM events
+        WHERE events.account_id = webhook_deliveries.account_id AND events.id = webhook_deliveries.event_id) AS event_type
 FROM webhook_deliveries
-JOIN events ON events.id = webhook_deliveries.event_id
-WHERE webhook_deliveries.endpoint_id = $1
-  AND ($2::timestamptz IS NULL
-       OR (webhook_deliveries.created_at, webhook_deliveries.id) < ($2, $3::text))
+WHERE webhook_deliveries.account_id = $1 AND webhook_deliveries.endpoint_id = $2
+  AND ($3::timestamptz IS NULL
+       OR (webhook_deliveries.created_at, webhook_deliveries.id) < ($3, $4::text))
 ORDER BY webhook_deliveries.created_at DESC, webhook_deliveries.id DESC
-LIMIT $4
+LIMIT $5
 `
 
 type WebhookDeliveryListByEndpointParams struct {
+	AccountID      string
 	EndpointID     string
 	AfterCreatedAt *time.Time
 	AfterID        *string
@@ -218,9 +194,12 @@ type WebhookDeliveryListByEndpointRow struct {
 	EventType       string
 }
 
-// Keyset pagination, as PaymentList, with the event's type for display.
+// Keyset pagination, as PaymentList, with the event's type for display. The type is read by
+// a subquery, one event by its key: joined, the account_id = @account_id both tables share
+// lets a generic plan read all the account's events and hash them.
 func (q *Queries) WebhookDeliveryListByEndpoint(ctx context.Context, arg WebhookDeliveryListByEndpointParams) ([]WebhookDeliveryListByEndpointRow, error) {
 	rows, err := q.db.Query(ctx, webhookDeliveryListByEndpoint,
+		arg.AccountID,
 		arg.EndpointID,
 		arg.AfterCreatedAt,
 		arg.AfterID,
@@ -263,12 +242,13 @@ SET attempt_count = attempt_count + 1,
     status = $1,
     next_attempt_at = $2,
     updated_at = clock_timestamp()
-WHERE id = $3 AND status = 'pending' AND attempt_count = $4
+WHERE account_id = $3 AND id = $4 AND status = 'pending' AND attempt_count = $5
 `
 
 type WebhookDeliveryRecordAttemptParams struct {
 	Status        string
 	NextAttemptAt *time.Time
+	AccountID     string
 	ID            string
 	SeenAttempts  int32
 }
@@ -279,6 +259,7 @@ func (q *Queries) WebhookDeliveryRecordAttempt(ctx context.Context, arg WebhookD
 	result, err := q.db.Exec(ctx, webhookDeliveryRecordAttempt,
 		arg.Status,
 		arg.NextAttemptAt,
+		arg.AccountID,
 		arg.ID,
 		arg.SeenAttempts,
 	)
@@ -291,7 +272,7 @@ func (q *Queries) WebhookDeliveryRecordAttempt(ctx context.Context, arg WebhookD
 const webhookDeliveryRequeue = `-- name: WebhookDeliveryRequeue :one
 INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id)
 VALUES ($1, $2, $3, $4)
-ON CONFLICT (endpoint_id, event_id) DO UPDATE
+ON CONFLICT (account_id, endpoint_id, event_id) DO UPDATE
 SET status = 'pending',
     round_attempts = 0,
     next_attempt_at = clock_timestamp(),
@@ -386,12 +367,17 @@ func (q *Queries) WebhookEndpointDelete(ctx context.Context, arg WebhookEndpoint
 const webhookEndpointDisableGone = `-- name: WebhookEndpointDisableGone :exec
 UPDATE webhook_endpoints
 SET disabled_reason = 'gone', version = version + 1, updated_at = clock_timestamp()
-WHERE id = $1 AND disabled_reason IS NULL
+WHERE account_id = $1 AND id = $2 AND disabled_reason IS NULL
 `
 
+type WebhookEndpointDisableGoneParams struct {
+	AccountID string
+	ID        string
+}
+
 // The receiver answered 410 Gone: it asks never to be called again.
-func (q *Queries) WebhookEndpointDisableGone(ctx context.Context, id string) error {
-	_, err := q.db.Exec(ctx, webhookEndpointDisableGone, id)
+func (q *Queries) WebhookEndpointDisableGone(ctx context.Context, arg WebhookEndpointDisableGoneParams) error {
+	_, err := q.db.Exec(ctx, webhookEndpointDisableGone, arg.AccountID, arg.ID)
 	return err
 }
 
@@ -600,20 +586,26 @@ SET failing_since = coalesce(failing_since, $1),
     version = CASE WHEN disabled_reason IS NULL AND failing_since <= $2
                    THEN version + 1 ELSE version END,
     updated_at = clock_timestamp()
-WHERE id = $3
+WHERE account_id = $3 AND id = $4
 RETURNING disabled_reason
 `
 
 type WebhookEndpointRecordFailureParams struct {
 	Now                   *time.Time
 	DisableIfFailingSince *time.Time
+	AccountID             string
 	ID                    string
 }
 
 // Remembers since when every attempt has failed, and disables the endpoint when that was at
 // or before @disable_if_failing_since.
 func (q *Queries) WebhookEndpointRecordFailure(ctx context.Context, arg WebhookEndpointRecordFailureParams) (*string, error) {
-	row := q.db.QueryRow(ctx, webhookEndpointRecordFailure, arg.Now, arg.DisableIfFailingSince, arg.ID)
+	row := q.db.QueryRow(ctx, webhookEndpointRecordFailure,
+		arg.Now,
+		arg.DisableIfFailingSince,
+		arg.AccountID,
+		arg.ID,
+	)
 	var disabled_reason *string
 	err := row.Scan(&disabled_reason)
 	return disabled_reason, err
@@ -621,11 +613,16 @@ func (q *Queries) WebhookEndpointRecordFailure(ctx context.Context, arg WebhookE
 
 const webhookEndpointRecordSuccess = `-- name: WebhookEndpointRecordSuccess :exec
 UPDATE webhook_endpoints SET failing_since = NULL
-WHERE id = $1 AND failing_since IS NOT NULL
+WHERE account_id = $1 AND id = $2 AND failing_since IS NOT NULL
 `
 
-func (q *Queries) WebhookEndpointRecordSuccess(ctx context.Context, id string) error {
-	_, err := q.db.Exec(ctx, webhookEndpointRecordSuccess, id)
+type WebhookEndpointRecordSuccessParams struct {
+	AccountID string
+	ID        string
+}
+
+func (q *Queries) WebhookEndpointRecordSuccess(ctx context.Context, arg WebhookEndpointRecordSuccessParams) error {
+	_, err := q.db.Exec(ctx, webhookEndpointRecordSuccess, arg.AccountID, arg.ID)
 	return err
 }
 

@@ -27,9 +27,10 @@ const (
 	ReportFailed     = "report.failed"
 )
 
-// Delivery names one delivery row the fan-out wrote: what the queue needs to send it and to
-// keep one endpoint's deliveries from holding every worker.
+// Delivery names one delivery row the fan-out wrote: what the queue needs to find it and
+// send it, and to keep one endpoint's deliveries from holding every worker.
 type Delivery struct {
+	AccountID  string
 	ID         string // the delivery's id, its webhook-id
 	EndpointID string
 }

@@ -31,7 +31,7 @@ func (o *Outbox) fanOut(ctx context.Context, tx db.Tx, accountID, eventID, event
 	deliveries := make([]Delivery, len(endpoints))
 	for i, endpoint := range endpoints {
 		ids[i] = domain.NewID("msg")
-		deliveries[i] = Delivery{ID: ids[i], EndpointID: endpoint}
+		deliveries[i] = Delivery{AccountID: accountID, ID: ids[i], EndpointID: endpoint}
 	}
 	err = tx.Later.WebhookDeliveryInsertMany(ctx, db.WebhookDeliveryInsertManyParams{
 		Ids: ids, AccountID: accountID, EndpointIds: endpoints, EventID: eventID,

@@ -33,7 +33,7 @@ type ListParams struct {
 // List returns one page, newest first, and whether another page follows.
 func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]db.Event, bool, error) {
 	q := db.New(s.pool)
-	args := db.EventListParams{AccountID: accountID, Type: p.Type, RowLimit: int32(p.Limit) + 1}
+	args := db.EventListParams{AccountID: accountID, RowLimit: int32(p.Limit) + 1}
 	if p.StartingAfter != nil {
 		cursor, err := q.EventGetByID(ctx, db.EventGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
 		if err := db.NotFoundAsInvalid(err, "starting_after", "no such event"); err != nil {
@@ -41,10 +41,22 @@ func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]d
 		}
 		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
 	}
-	rows, err := q.EventList(ctx, args)
+	rows, err := list(ctx, q, args, p.Type)
 	if err != nil {
 		return nil, false, fmt.Errorf("list events: %w", err)
 	}
 	rows, hasMore := db.Page(rows, p.Limit)
 	return rows, hasMore, nil
+}
+
+// list reads a page with EventList, or with EventListByType for one type: a query for each,
+// so each has an index that leads with its equality columns.
+func list(ctx context.Context, q *db.Queries, args db.EventListParams, eventType *string) ([]db.Event, error) {
+	if eventType == nil {
+		return q.EventList(ctx, args)
+	}
+	return q.EventListByType(ctx, db.EventListByTypeParams{
+		AccountID: args.AccountID, Type: *eventType,
+		AfterCreatedAt: args.AfterCreatedAt, AfterID: args.AfterID, RowLimit: args.RowLimit,
+	})
 }

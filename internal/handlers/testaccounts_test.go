@@ -90,8 +90,8 @@ func fillAccount(t *testing.T, b *testBundle, c *apitest.Client) {
 	c.Post("/refunds", refundOf(p.ID, 100), apitest.Header("Idempotency-Key", newKey()))
 	c.Post("/payments", map[string]any{"amount": 1, "currency": "usd", "payment_method": processor.CardFraudulent},
 		apitest.Header("Idempotency-Key", newKey()))
-	_, err := b.pool.Exec(context.Background(), `INSERT INTO webhook_attempts (delivery_id, attempt, attempted_at, duration_ms, response_status)
-		SELECT id, 1, now(), 12, 500 FROM webhook_deliveries WHERE endpoint_id = $1`, e.ID)
+	_, err := b.pool.Exec(context.Background(), `INSERT INTO webhook_attempts (account_id, delivery_id, attempt, attempted_at, duration_ms, response_status)
+		SELECT account_id, id, 1, now(), 12, 500 FROM webhook_deliveries WHERE endpoint_id = $1`, e.ID)
 	if err != nil {
 		t.Fatal(err)
 	}

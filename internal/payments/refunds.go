@@ -104,7 +104,7 @@ type RefundListParams struct {
 // ListRefunds returns one page, newest first, and whether another page follows.
 func (s *Service) ListRefunds(ctx context.Context, accountID string, p RefundListParams) ([]db.Refund, bool, error) {
 	q := db.New(s.pool)
-	args := db.RefundListParams{AccountID: accountID, PaymentID: p.PaymentID, RowLimit: int32(p.Limit) + 1}
+	args := db.RefundListParams{AccountID: accountID, RowLimit: int32(p.Limit) + 1}
 	if p.PaymentID != nil {
 		_, err := q.PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: *p.PaymentID})
 		if err := db.NotFoundAsInvalid(err, "payment_id", "no such payment"); err != nil {
@@ -118,10 +118,22 @@ func (s *Service) ListRefunds(ctx context.Context, accountID string, p RefundLis
 		}
 		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
 	}
-	rows, err := q.RefundList(ctx, args)
+	rows, err := listRefunds(ctx, q, args, p.PaymentID)
 	if err != nil {
 		return nil, false, fmt.Errorf("list refunds: %w", err)
 	}
 	rows, hasMore := db.Page(rows, p.Limit)
 	return rows, hasMore, nil
+}
+
+// listRefunds reads a page with RefundList, or with RefundListByPayment for one payment: a
+// query for each, so each has an index that leads with its equality columns.
+func listRefunds(ctx context.Context, q *db.Queries, args db.RefundListParams, paymentID *string) ([]db.Refund, error) {
+	if paymentID == nil {
+		return q.RefundList(ctx, args)
+	}
+	return q.RefundListByPayment(ctx, db.RefundListByPaymentParams{
+		AccountID: args.AccountID, PaymentID: *paymentID,
+		AfterCreatedAt: args.AfterCreatedAt, AfterID: args.AfterID, RowLimit: args.RowLimit,
+	})
 }

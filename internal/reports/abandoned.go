@@ -19,17 +19,17 @@ func (w *Worker) FailAbandoned(ctx context.Context) (int64, error) {
 	const batch = 100
 	var total int64
 	for {
-		ids, err := db.New(w.pool).JobListAbandoned(ctx, batch)
+		jobs, err := db.New(w.pool).JobListAbandoned(ctx, batch)
 		if err != nil {
 			return total, fmt.Errorf("list abandoned jobs: %w", err)
 		}
-		for _, id := range ids {
-			if err := w.failJob(ctx, id, abandonedDetail); err != nil {
+		for _, j := range jobs {
+			if err := w.failJob(ctx, j.AccountID, j.ID, abandonedDetail); err != nil {
 				return total, err
 			}
 			total++
 		}
-		if len(ids) < batch {
+		if len(jobs) < batch {
 			return total, nil
 		}
 	}

@@ -27,16 +27,17 @@ func (s *Service) Get(ctx context.Context, accountID, id string) (db.Report, tim
 // so a download holds one chunk in memory however large the report is. A report never
 // changes once it exists, so reading its chunks in separate statements is consistent.
 func (s *Service) Content(ctx context.Context, r db.Report) io.Reader {
-	return &chunkReader{ctx: ctx, pool: s.pool, jobID: r.JobID, chunks: r.Chunks}
+	return &chunkReader{ctx: ctx, pool: s.pool, accountID: r.AccountID, jobID: r.JobID, chunks: r.Chunks}
 }
 
 type chunkReader struct {
-	ctx    context.Context
-	pool   *pgxpool.Pool
-	jobID  string
-	chunks int32 // how many there are
-	next   int32 // the next one to fetch
-	buf    []byte
+	ctx       context.Context
+	pool      *pgxpool.Pool
+	accountID string
+	jobID     string
+	chunks    int32 // how many there are
+	next      int32 // the next one to fetch
+	buf       []byte
 }
 
 func (r *chunkReader) Read(p []byte) (int, error) {
@@ -44,7 +45,8 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 		if r.next >= r.chunks {
 			return 0, io.EOF
 		}
-		data, err := db.New(r.pool).ReportChunkGet(r.ctx, db.ReportChunkGetParams{JobID: r.jobID, Seq: r.next})
+		chunk := db.ReportChunkGetParams{AccountID: r.accountID, JobID: r.jobID, Seq: r.next}
+		data, err := db.New(r.pool).ReportChunkGet(r.ctx, chunk)
 		if err != nil {
 			return 0, fmt.Errorf("read report chunk %d of job %s: %w", r.next, r.jobID, err)
 		}

@@ -67,7 +67,7 @@ func (s *Service) Request(ctx context.Context, tx db.Tx, accountID string, p Par
 		return db.Job{}, err
 	}
 	jobID := domain.NewID("job")
-	queued, err := s.queue.InsertTx(ctx, tx.PgxTx, BuildArgs{JobID: jobID}, nil)
+	queued, err := s.queue.InsertTx(ctx, tx.PgxTx, BuildArgs{AccountID: accountID, JobID: jobID}, nil)
 	if err != nil {
 		return db.Job{}, fmt.Errorf("enqueue report job: %w", err)
 	}
@@ -78,7 +78,7 @@ func (s *Service) Request(ctx context.Context, tx db.Tx, accountID string, p Par
 		return db.Job{}, fmt.Errorf("insert job: %w", err)
 	}
 	err = tx.ReportRequestInsert(ctx, db.ReportRequestInsertParams{
-		JobID: jobID, Type: p.Type, Format: p.Format, CreatedGte: p.CreatedGte, CreatedLt: p.CreatedLt,
+		AccountID: accountID, JobID: jobID, Type: p.Type, Format: p.Format, CreatedGte: p.CreatedGte, CreatedLt: p.CreatedLt,
 	})
 	if err != nil {
 		return db.Job{}, fmt.Errorf("insert report request: %w", err)

@@ -23,9 +23,11 @@ const DefaultPageSize = 1000
 // where the last one stopped, so retries cost no repeated work.
 const maxAttempts = 5
 
-// BuildArgs is the River job that builds the report of one job.
+// BuildArgs is the River job that builds the report of one job. The account rides along:
+// every row of the job is looked up by (account_id, job_id).
 type BuildArgs struct {
-	JobID string `json:"job_id"`
+	AccountID string `json:"account_id"`
+	JobID     string `json:"job_id"`
 }
 
 // Kind names the job in river_job.
@@ -68,7 +70,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[BuildArgs]) error {
 }
 
 func (w *Worker) build(ctx context.Context, job *river.Job[BuildArgs]) error {
-	if done, err := w.start(ctx, job.Args.JobID); err != nil || done {
+	if done, err := w.start(ctx, job.Args.AccountID, job.Args.JobID); err != nil || done {
 		return err
 	}
 	for {
@@ -80,14 +82,14 @@ func (w *Worker) build(ctx context.Context, job *river.Job[BuildArgs]) error {
 }
 
 // start marks the job running. done is true when there is nothing to do.
-func (w *Worker) start(ctx context.Context, jobID string) (done bool, err error) {
+func (w *Worker) start(ctx context.Context, accountID, jobID string) (done bool, err error) {
 	err = db.InTx(ctx, w.pool, func(tx db.Tx) error {
-		j, err := lockForWork(ctx, tx, jobID)
+		j, err := lockForWork(ctx, tx, accountID, jobID)
 		if err != nil || Finished(j) {
 			done = true
 			return err
 		}
-		if _, err := tx.JobStart(ctx, jobID); err != nil {
+		if _, err := tx.JobStart(ctx, db.JobStartParams{AccountID: accountID, ID: jobID}); err != nil {
 			return fmt.Errorf("start job %s: %w", jobID, err)
 		}
 		return nil
@@ -98,11 +100,11 @@ func (w *Worker) start(ctx context.Context, jobID string) (done bool, err error)
 // lockForWork locks the job (see JobLock) and reads its status: the check every transaction
 // of a build starts with. A canceled job is errCanceled; another finished job is returned as
 // is, for the caller to stop. A job deleted by the retention sweep counts as canceled.
-func lockForWork(ctx context.Context, tx db.Tx, jobID string) (db.Job, error) {
+func lockForWork(ctx context.Context, tx db.Tx, accountID, jobID string) (db.Job, error) {
 	if err := tx.JobLock(ctx, jobID); err != nil {
 		return db.Job{}, fmt.Errorf("lock job %s: %w", jobID, err)
 	}
-	j, err := tx.JobLockForWork(ctx, jobID)
+	j, err := tx.JobLockForWork(ctx, db.JobLockForWorkParams{AccountID: accountID, ID: jobID})
 	switch {
 	case errors.Is(err, pgx.ErrNoRows), err == nil && j.Status == StatusCanceled:
 		return j, errCanceled
@@ -116,12 +118,12 @@ func lockForWork(ctx context.Context, tx db.Tx, jobID string) (db.Job, error) {
 // that page is the last.
 func (w *Worker) step(ctx context.Context, job *river.Job[BuildArgs]) (done bool, err error) {
 	err = db.InTx(ctx, w.pool, func(tx db.Tx) error {
-		j, err := lockForWork(ctx, tx, job.Args.JobID)
+		j, err := lockForWork(ctx, tx, job.Args.AccountID, job.Args.JobID)
 		if err != nil || Finished(j) {
 			done = true
 			return err
 		}
-		req, err := tx.ReportRequestGet(ctx, j.ID)
+		req, err := tx.ReportRequestGet(ctx, db.ReportRequestGetParams{AccountID: j.AccountID, JobID: j.ID})
 		if err != nil {
 			return fmt.Errorf("get report request of %s: %w", j.ID, err)
 		}
@@ -150,17 +152,18 @@ func (w *Worker) step(ctx context.Context, job *river.Job[BuildArgs]) (done bool
 // writePage stores one page as the next chunk, moves the cursor past it and adds its rows
 // to the progress: one transaction, so a page is written exactly once.
 func (w *Worker) writePage(ctx context.Context, tx db.Tx, j db.Job, req *db.ReportRequest, p page) error {
-	err := tx.ReportChunkInsert(ctx, db.ReportChunkInsertParams{JobID: j.ID, Seq: req.Chunks, Data: p.data})
-	if err != nil {
+	chunk := db.ReportChunkInsertParams{AccountID: j.AccountID, JobID: j.ID, Seq: req.Chunks, Data: p.data}
+	if err := tx.ReportChunkInsert(ctx, chunk); err != nil {
 		return fmt.Errorf("write chunk %d of %s: %w", req.Chunks, j.ID, err)
 	}
-	err = tx.ReportRequestAdvance(ctx, db.ReportRequestAdvanceParams{
-		JobID: j.ID, CursorCreatedAt: &p.lastCreatedAt, CursorID: &p.lastID, Bytes: int64(len(p.data)),
+	err := tx.ReportRequestAdvance(ctx, db.ReportRequestAdvanceParams{
+		AccountID: j.AccountID, JobID: j.ID, CursorCreatedAt: &p.lastCreatedAt, CursorID: &p.lastID, Bytes: int64(len(p.data)),
 	})
 	if err != nil {
 		return fmt.Errorf("advance cursor of %s: %w", j.ID, err)
 	}
-	if err := tx.JobAddProgress(ctx, db.JobAddProgressParams{ID: j.ID, Rows: int64(p.rows)}); err != nil {
+	progress := db.JobAddProgressParams{AccountID: j.AccountID, ID: j.ID, Rows: int64(p.rows)}
+	if err := tx.JobAddProgress(ctx, progress); err != nil {
 		return fmt.Errorf("record progress of %s: %w", j.ID, err)
 	}
 	req.Chunks, req.Bytes = req.Chunks+1, req.Bytes+int64(len(p.data))
@@ -177,7 +180,8 @@ func (w *Worker) finish(ctx context.Context, tx db.Tx, job *river.Job[BuildArgs]
 		tail = src.empty(req.Format)
 	}
 	if len(tail) > 0 {
-		if err := tx.ReportChunkInsert(ctx, db.ReportChunkInsertParams{JobID: j.ID, Seq: req.Chunks, Data: tail}); err != nil {
+		chunk := db.ReportChunkInsertParams{AccountID: j.AccountID, JobID: j.ID, Seq: req.Chunks, Data: tail}
+		if err := tx.ReportChunkInsert(ctx, chunk); err != nil {
 			return fmt.Errorf("write last chunk of %s: %w", j.ID, err)
 		}
 		req.Chunks, req.Bytes = req.Chunks+1, req.Bytes+int64(len(tail))
@@ -195,7 +199,7 @@ func (w *Worker) finish(ctx context.Context, tx db.Tx, job *river.Job[BuildArgs]
 		return fmt.Errorf("insert report of %s: %w", j.ID, err)
 	}
 	finished, err := tx.JobFinish(ctx, db.JobFinishParams{
-		ID: j.ID, Status: StatusSucceeded, ReportID: &report.ID, RetentionSeconds: w.retention.Seconds(),
+		AccountID: j.AccountID, ID: j.ID, Status: StatusSucceeded, ReportID: &report.ID, RetentionSeconds: w.retention.Seconds(),
 	})
 	if err != nil {
 		return fmt.Errorf("finish job %s: %w", j.ID, err)
@@ -215,19 +219,19 @@ func (w *Worker) fail(ctx context.Context, job *river.Job[BuildArgs]) error {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
 	defer cancel()
 	detail := fmt.Sprintf("The report could not be built in %d attempts. Request a new one.", job.Attempt)
-	return w.failJob(ctx, job.Args.JobID, detail)
+	return w.failJob(ctx, job.Args.AccountID, job.Args.JobID, detail)
 }
 
 // failJob marks an unfinished job failed with detail and records report.failed, in one
 // transaction that takes the job's lock first, as every step of a build does.
-func (w *Worker) failJob(ctx context.Context, jobID, detail string) error {
+func (w *Worker) failJob(ctx context.Context, accountID, jobID, detail string) error {
 	return db.InTx(ctx, w.pool, func(tx db.Tx) error {
-		j, err := lockForWork(ctx, tx, jobID)
+		j, err := lockForWork(ctx, tx, accountID, jobID)
 		if err != nil || Finished(j) {
 			return nil // canceled or finished meanwhile: nothing to fail
 		}
 		failed, err := tx.JobFinish(ctx, db.JobFinishParams{
-			ID: j.ID, Status: StatusFailed, ErrorDetail: &detail, RetentionSeconds: w.retention.Seconds(),
+			AccountID: j.AccountID, ID: j.ID, Status: StatusFailed, ErrorDetail: &detail, RetentionSeconds: w.retention.Seconds(),
 		})
 		if err != nil {
 			return fmt.Errorf("fail job %s: %w", j.ID, err)

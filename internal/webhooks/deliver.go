@@ -56,20 +56,20 @@ const dueSlack = 500 * time.Millisecond
 // Attempt makes the next attempt of a delivery and records it. It returns when the attempt
 // after it is due, or nil when the delivery is over (succeeded, failed, gone or deleted).
 // No transaction is open while the receiver is called.
-func (d *Deliverer) Attempt(ctx context.Context, deliveryID string) (*time.Time, error) {
-	row, err := db.New(d.pool).WebhookDeliveryGetForAttempt(ctx, deliveryID)
-	if errors.Is(db.Translate(err), domain.ErrNotFound) {
-		return nil, nil // its endpoint was deleted
+func (d *Deliverer) Attempt(ctx context.Context, accountID, deliveryID string) (*time.Time, error) {
+	t, err := d.load(ctx, accountID, deliveryID)
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, nil // deleted with its endpoint
 	}
 	if err != nil {
-		return nil, fmt.Errorf("load delivery %s: %w", deliveryID, err)
+		return nil, err
 	}
-	delivery, endpoint := row.WebhookDelivery, row.WebhookEndpoint
+	delivery, endpoint := t.delivery, t.endpoint
 	if delivery.Status != StatusPending {
 		return nil, nil
 	}
 	if endpoint.DisabledReason != nil {
-		return nil, db.New(d.pool).WebhookDeliveryFail(ctx, delivery.ID)
+		return nil, db.New(d.pool).WebhookDeliveryFail(ctx, db.WebhookDeliveryFailParams{AccountID: accountID, ID: deliveryID})
 	}
 	now := time.Now()
 	if due := delivery.NextAttemptAt; due != nil && due.After(now.Add(dueSlack)) {
@@ -77,7 +77,7 @@ func (d *Deliverer) Attempt(ctx context.Context, deliveryID string) (*time.Time,
 		// previous attempt. Wait for the time that attempt set.
 		return due, nil
 	}
-	body, err := Payload(row.Event)
+	body, err := Payload(t.event)
 	if err != nil {
 		return nil, err
 	}
@@ -89,6 +89,37 @@ func (d *Deliverer) Attempt(ctx context.Context, deliveryID string) (*time.Time,
 		return err
 	})
 	return next, err
+}
+
+// target is what an attempt needs: the delivery, where it goes and what it sends.
+type target struct {
+	delivery db.WebhookDelivery
+	endpoint db.WebhookEndpoint
+	event    db.Event
+}
+
+// load reads an attempt's target without a lock (no transaction is open while the receiver
+// is called: WebhookDeliveryRecordAttempt checks that nothing moved meanwhile). Three
+// lookups by primary key rather than one join, whose generic plan could read all the
+// account's endpoints and events (see WebhookDeliveryListByEndpoint). An error wraps
+// domain.ErrNotFound when the delivery or its endpoint is gone.
+func (d *Deliverer) load(ctx context.Context, accountID, deliveryID string) (target, error) {
+	q := db.New(d.pool)
+	delivery, err := q.WebhookDeliveryGetByID(ctx, db.WebhookDeliveryGetByIDParams{AccountID: accountID, ID: deliveryID})
+	if err != nil {
+		return target{}, fmt.Errorf("load delivery %s: %w", deliveryID, db.Translate(err))
+	}
+	endpoint, err := q.WebhookEndpointGetByID(ctx, db.WebhookEndpointGetByIDParams{
+		AccountID: accountID, ID: delivery.EndpointID,
+	})
+	if err != nil {
+		return target{}, fmt.Errorf("load endpoint of %s: %w", deliveryID, db.Translate(err))
+	}
+	event, err := q.EventGetByID(ctx, db.EventGetByIDParams{AccountID: accountID, ID: delivery.EventID})
+	if err != nil {
+		return target{}, fmt.Errorf("load event of %s: %w", deliveryID, db.Translate(err))
+	}
+	return target{delivery: delivery, endpoint: endpoint, event: event}, nil
 }
 
 // observe reports an attempt's outcome to the observer, if any.
@@ -109,6 +140,7 @@ func (d *Deliverer) observe(res Result) {
 // record writes the attempt and what follows from it, in one transaction.
 func (d *Deliverer) record(ctx context.Context, tx db.Tx, delivery db.WebhookDelivery, now time.Time, res Result) (*time.Time, error) {
 	attempt := db.WebhookAttemptInsertParams{
+		AccountID:   delivery.AccountID,
 		DeliveryID:  delivery.ID,
 		Attempt:     delivery.AttemptCount + 1,
 		AttemptedAt: now,
@@ -125,7 +157,7 @@ func (d *Deliverer) record(ctx context.Context, tx db.Tx, delivery db.WebhookDel
 		return nil, err
 	}
 	n, err := tx.WebhookDeliveryRecordAttempt(ctx, db.WebhookDeliveryRecordAttemptParams{
-		Status: status, NextAttemptAt: next, ID: delivery.ID, SeenAttempts: delivery.AttemptCount,
+		Status: status, NextAttemptAt: next, AccountID: delivery.AccountID, ID: delivery.ID, SeenAttempts: delivery.AttemptCount,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("update delivery %s: %w", delivery.ID, err)
@@ -139,7 +171,8 @@ func (d *Deliverer) record(ctx context.Context, tx db.Tx, delivery db.WebhookDel
 		return nil, fmt.Errorf("record attempt %d of %s: %w", attempt.Attempt, delivery.ID, err)
 	}
 	if disabled { // a disabled endpoint is sent nothing more
-		if err := tx.WebhookDeliveryFailPendingByEndpoint(ctx, delivery.EndpointID); err != nil {
+		pending := db.WebhookDeliveryFailPendingByEndpointParams{AccountID: delivery.AccountID, EndpointID: delivery.EndpointID}
+		if err := tx.WebhookDeliveryFailPendingByEndpoint(ctx, pending); err != nil {
 			return nil, fmt.Errorf("end pending deliveries of %s: %w", delivery.EndpointID, err)
 		}
 	}
@@ -155,12 +188,14 @@ var errAttemptRaced = errors.New("another attempt of the delivery was recorded f
 func (d *Deliverer) outcome(ctx context.Context, tx db.Tx, delivery db.WebhookDelivery, now time.Time, res Result) (status string, next *time.Time, disabled bool, err error) {
 	switch res.Outcome {
 	case Delivered:
-		return StatusSucceeded, nil, false, tx.WebhookEndpointRecordSuccess(ctx, delivery.EndpointID)
+		endpoint := db.WebhookEndpointRecordSuccessParams{AccountID: delivery.AccountID, ID: delivery.EndpointID}
+		return StatusSucceeded, nil, false, tx.WebhookEndpointRecordSuccess(ctx, endpoint)
 	case Gone:
-		return StatusFailed, nil, true, tx.WebhookEndpointDisableGone(ctx, delivery.EndpointID)
+		endpoint := db.WebhookEndpointDisableGoneParams{AccountID: delivery.AccountID, ID: delivery.EndpointID}
+		return StatusFailed, nil, true, tx.WebhookEndpointDisableGone(ctx, endpoint)
 	}
 	reason, err := tx.WebhookEndpointRecordFailure(ctx, db.WebhookEndpointRecordFailureParams{
-		Now: &now, DisableIfFailingSince: new(now.Add(-DisableAfter)), ID: delivery.EndpointID,
+		Now: &now, DisableIfFailingSince: new(now.Add(-DisableAfter)), AccountID: delivery.AccountID, ID: delivery.EndpointID,
 	})
 	if err != nil {
 		return "", nil, false, fmt.Errorf("record failure of %s: %w", delivery.EndpointID, err)

@@ -89,7 +89,7 @@ func (b *deliverBundle) attemptNow(t *testing.T, deliveryID string) (*time.Time,
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b.deliverer.Attempt(ctx, deliveryID)
+	return b.deliverer.Attempt(ctx, b.accountID, deliveryID)
 }
 
 func (b *deliverBundle) delivery(t *testing.T) webhooks.Delivery {
@@ -160,11 +160,11 @@ func TestDeliveredOnTheThirdAttemptWithOneWebhookID(t *testing.T) {
 // process died after recording the previous attempt) sends nothing and returns the time.
 func TestAnAttemptBeforeItsTimeWaits(t *testing.T) {
 	b := setupDelivery(t, replies(500), webhooks.Schedule{time.Hour})
-	due, err := b.deliverer.Attempt(context.Background(), b.deliveryID)
+	due, err := b.deliverer.Attempt(context.Background(), b.accountID, b.deliveryID)
 	if err != nil || due == nil {
 		t.Fatalf("first attempt: next %v, err %v", due, err)
 	}
-	again, err := b.deliverer.Attempt(context.Background(), b.deliveryID)
+	again, err := b.deliverer.Attempt(context.Background(), b.accountID, b.deliveryID)
 	if err != nil || again == nil || again.Sub(*due).Abs() > time.Millisecond {
 		t.Fatalf("early run: next %v, err %v; want %v", again, err, due)
 	}
@@ -251,7 +251,7 @@ func TestUsedUpScheduleFailsTheDelivery(t *testing.T) {
 func TestRefusedAddressFailsWithoutRetries(t *testing.T) {
 	b := setupDelivery(t, replies(200), webhooks.DefaultSchedule)
 	strict := webhooks.NewDeliverer(b.pool, webhooks.NewSender(webhooks.SenderOptions{Timeout: time.Second}), webhooks.DefaultSchedule)
-	if next, err := strict.Attempt(context.Background(), b.deliveryID); err != nil || next != nil {
+	if next, err := strict.Attempt(context.Background(), b.accountID, b.deliveryID); err != nil || next != nil {
 		t.Fatalf("next %v, err %v; want no retry", next, err)
 	}
 	d := b.delivery(t)
@@ -272,7 +272,8 @@ func TestUnresolvableHostRecordsAFixedReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	sender := webhooks.NewSender(webhooks.SenderOptions{Timeout: time.Second, AllowPrivateNetworks: true, Resolver: fakeDNS(nil)})
-	next, err := webhooks.NewDeliverer(b.pool, sender, webhooks.DefaultSchedule).Attempt(context.Background(), b.deliveryID)
+	deliverer := webhooks.NewDeliverer(b.pool, sender, webhooks.DefaultSchedule)
+	next, err := deliverer.Attempt(context.Background(), b.accountID, b.deliveryID)
 	if err != nil || next == nil {
 		t.Fatalf("next %v, err %v; want a retry", next, err)
 	}
@@ -329,7 +330,7 @@ func TestTwoRunsOfOneAttemptRecordItOnce(t *testing.T) {
 	errs := make(chan error, 2)
 	for range 2 {
 		go func() {
-			_, err := b.deliverer.Attempt(context.Background(), b.deliveryID)
+			_, err := b.deliverer.Attempt(context.Background(), b.accountID, b.deliveryID)
 			errs <- err
 		}()
 	}

@@ -23,9 +23,12 @@ func (s *Service) ListDeliveries(ctx context.Context, accountID, endpointID stri
 		return nil, false, err
 	}
 	q := db.New(s.pool)
-	args := db.WebhookDeliveryListByEndpointParams{EndpointID: endpointID, RowLimit: int32(p.Limit) + 1}
+	args := db.WebhookDeliveryListByEndpointParams{AccountID: accountID, EndpointID: endpointID, RowLimit: int32(p.Limit) + 1}
 	if p.StartingAfter != nil {
-		cursor, err := q.WebhookDeliveryGetByID(ctx, db.WebhookDeliveryGetByIDParams{EndpointID: endpointID, ID: *p.StartingAfter})
+		cursor, err := q.WebhookDeliveryGetByID(ctx, db.WebhookDeliveryGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
+		if err == nil && cursor.EndpointID != endpointID {
+			err = domain.ErrNotFound // another endpoint's delivery
+		}
 		if err := db.NotFoundAsInvalid(err, "starting_after", "no such delivery of this endpoint"); err != nil {
 			return nil, false, err
 		}
@@ -40,11 +43,11 @@ func (s *Service) ListDeliveries(ctx context.Context, accountID, endpointID stri
 	for i, r := range rows {
 		deliveries[i] = Delivery{WebhookDelivery: r.WebhookDelivery, EventType: r.EventType}
 	}
-	return deliveries, hasMore, withAttempts(ctx, q, deliveries)
+	return deliveries, hasMore, withAttempts(ctx, q, accountID, deliveries)
 }
 
-// withAttempts fills in the attempts of deliveries with one query.
-func withAttempts(ctx context.Context, q *db.Queries, deliveries []Delivery) error {
+// withAttempts fills in the attempts of the account's deliveries with one query.
+func withAttempts(ctx context.Context, q *db.Queries, accountID string, deliveries []Delivery) error {
 	ids := make([]string, len(deliveries))
 	byID := make(map[string]*Delivery, len(deliveries))
 	for i := range deliveries {
@@ -52,7 +55,8 @@ func withAttempts(ctx context.Context, q *db.Queries, deliveries []Delivery) err
 		deliveries[i].Attempts = []db.WebhookAttempt{}
 		byID[deliveries[i].ID] = &deliveries[i]
 	}
-	attempts, err := q.WebhookAttemptListByDeliveries(ctx, ids)
+	page := db.WebhookAttemptListByDeliveriesParams{AccountID: accountID, DeliveryIds: ids}
+	attempts, err := q.WebhookAttemptListByDeliveries(ctx, page)
 	if err != nil {
 		return fmt.Errorf("list attempts: %w", err)
 	}
@@ -87,14 +91,14 @@ func (s *Service) Redeliver(ctx context.Context, accountID, eventID string, endp
 				return fmt.Errorf("requeue %s for %s: %w", eventID, id, err)
 			}
 			queued = append(queued, Delivery{WebhookDelivery: d, EventType: event.Type})
-			jobs = append(jobs, events.Delivery{ID: d.ID, EndpointID: d.EndpointID})
+			jobs = append(jobs, events.Delivery{AccountID: accountID, ID: d.ID, EndpointID: d.EndpointID})
 		}
 		if len(jobs) > 0 {
 			if err := s.queue.EnqueueTx(ctx, tx, jobs); err != nil {
 				return fmt.Errorf("enqueue redelivery of %s: %w", eventID, err)
 			}
 		}
-		return withAttempts(ctx, tx.Queries, queued)
+		return withAttempts(ctx, tx.Queries, accountID, queued)
 	})
 	return queued, err
 }
@@ -133,7 +137,7 @@ func (s *Service) RetryNow(ctx context.Context, accountID string) (int64, error)
 		}
 		jobs := make([]events.Delivery, len(rows))
 		for i, r := range rows {
-			jobs[i] = events.Delivery{ID: r.ID, EndpointID: r.EndpointID}
+			jobs[i] = events.Delivery{AccountID: accountID, ID: r.ID, EndpointID: r.EndpointID}
 		}
 		due = int64(len(rows))
 		return s.queue.EnqueueTx(ctx, tx, jobs)

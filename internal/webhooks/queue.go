@@ -16,9 +16,13 @@ import (
 const QueueName = "webhooks"
 
 // DeliverArgs is the River job that sends one delivery: its next attempt, then, snoozed until
-// the time Attempt returns, each retry, until the delivery is over. The endpoint rides along
-// so the worker can cap one endpoint's attempts in flight without reading the database.
+// the time Attempt returns, each retry, until the delivery is over. The account rides along
+// because the delivery's key is (account_id, id); the endpoint, so the worker can cap one
+// endpoint's attempts in flight without reading the database. Only the delivery's id makes
+// the job unique, as before the account was added: a waiting job inserted then is still
+// found by a redelivery.
 type DeliverArgs struct {
+	AccountID  string `json:"account_id"`
 	DeliveryID string `json:"delivery_id" river:"unique"`
 	EndpointID string `json:"endpoint_id"`
 }
@@ -71,7 +75,7 @@ var _ events.DeliveryQueue = (*JobQueue)(nil)
 func (q *JobQueue) EnqueueTx(ctx context.Context, tx db.Tx, deliveries []events.Delivery) error {
 	params := make([]river.InsertManyParams, len(deliveries))
 	for i, d := range deliveries {
-		params[i] = river.InsertManyParams{Args: DeliverArgs{DeliveryID: d.ID, EndpointID: d.EndpointID}}
+		params[i] = river.InsertManyParams{Args: DeliverArgs{AccountID: d.AccountID, DeliveryID: d.ID, EndpointID: d.EndpointID}}
 	}
 	results, err := q.river.InsertManyTx(ctx, tx.PgxTx, params)
 	if err != nil {

@@ -78,7 +78,7 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 		return river.JobSnooze(time.Duration(float64(busySnooze) * (0.5 + rand.Float64())))
 	}
 	defer w.inFlight.release(job.Args.EndpointID)
-	next, err := w.deliverer.Attempt(ctx, job.Args.DeliveryID)
+	next, err := w.deliverer.Attempt(ctx, job.Args.AccountID, job.Args.DeliveryID)
 	switch {
 	case errors.Is(err, errAttemptRaced):
 		return nil // another job made this attempt; it decides what follows
