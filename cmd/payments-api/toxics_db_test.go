@@ -14,13 +14,15 @@ const paymentBody = `{"amount":100,"currency":"usd","payment_method":"pm_card_vi
 // startBehindToxics runs the server with PostgreSQL behind a Toxiproxy proxy. The API-key
 // cache is off, so every request needs the database; only the API runs, so no worker's
 // query shares the path with the request under test.
-func startBehindToxics(t *testing.T, env map[string]string) (*running, *toxicProxy) {
+// It returns the database's own URL too, for the test to look behind the proxy.
+func startBehindToxics(t *testing.T, env map[string]string) (*running, *toxicProxy, string) {
 	t.Helper()
-	proxy, url := newDBToxicProxy(t, dbtest.NewURL(t))
+	direct := dbtest.NewURL(t)
+	proxy, url := newDBToxicProxy(t, direct)
 	env["DATABASE_URL"] = url
 	env["API_KEY_CACHE_TTL"] = "0s"
 	env["PROCESS_ROLE"] = roleAPI
-	return startServe(t, env, true), proxy
+	return startServe(t, env, true), proxy, direct
 }
 
 // timed sends one request and returns its answer and how long it took.
@@ -36,7 +38,7 @@ func timed(t *testing.T, r *running, method, path, body, key string) (*apitest.R
 func TestDatabaseLatency(t *testing.T) {
 	t.Parallel()
 	const requestTimeout = time.Second
-	r, proxy := startBehindToxics(t, map[string]string{"REQUEST_TIMEOUT": requestTimeout.String(), "WRITE_TIMEOUT": "5s"})
+	r, proxy, _ := startBehindToxics(t, map[string]string{"REQUEST_TIMEOUT": requestTimeout.String(), "WRITE_TIMEOUT": "5s"})
 
 	proxy.Add("latency", "downstream", map[string]any{"latency": 20})
 	res, took := timed(t, r, http.MethodPost, "/payments", paymentBody, "latency-1")
@@ -62,7 +64,7 @@ func TestDatabaseLatency(t *testing.T) {
 // changing their answers.
 func TestDatabaseBandwidthLimit(t *testing.T) {
 	t.Parallel()
-	r, proxy := startBehindToxics(t, map[string]string{})
+	r, proxy, _ := startBehindToxics(t, map[string]string{})
 	proxy.Add("bandwidth", "downstream", map[string]any{"rate": 4}) // KB/s
 	proxy.Add("bandwidth", "upstream", map[string]any{"rate": 4})
 
@@ -83,7 +85,7 @@ func TestDatabaseBandwidthLimit(t *testing.T) {
 // and the retried payment is created.
 func TestDatabaseResetPeer(t *testing.T) {
 	t.Parallel()
-	r, proxy := startBehindToxics(t, map[string]string{})
+	r, proxy, _ := startBehindToxics(t, map[string]string{})
 	proxy.Add("reset_peer", "upstream", map[string]any{"timeout": 0})
 
 	for _, req := range []struct{ method, path, body string }{
@@ -108,7 +110,7 @@ func TestDatabaseResetPeer(t *testing.T) {
 func TestDatabaseTimeout(t *testing.T) {
 	t.Parallel()
 	const requestTimeout = time.Second
-	r, proxy := startBehindToxics(t, map[string]string{"REQUEST_TIMEOUT": requestTimeout.String(), "WRITE_TIMEOUT": "5s"})
+	r, proxy, _ := startBehindToxics(t, map[string]string{"REQUEST_TIMEOUT": requestTimeout.String(), "WRITE_TIMEOUT": "5s"})
 	proxy.Add("timeout", "upstream", map[string]any{"timeout": 0}) // never closes
 
 	for _, req := range []struct{ method, path, body string }{
