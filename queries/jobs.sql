@@ -66,14 +66,35 @@ SET status = @status,
 WHERE id = @id
 RETURNING *;
 
--- name: JobDeleteExpired :execrows
--- Deletes one small batch of expired jobs; their requests, chunks and reports cascade.
-DELETE FROM jobs
-WHERE id IN (
-    SELECT id FROM jobs
-    WHERE expires_at <= now()
+-- name: ReportChunkDeleteOfExpiredJobs :execrows
+-- The retention sweep (reports.Service.SweepExpired) deletes expired jobs in rounds of two
+-- short statements: first the chunks of the @batch_size jobs that expired first (found
+-- through jobs_expires_at_idx), at most @batch_size of them, then those of these jobs whose
+-- chunks are all gone. A report of a million rows has a thousand chunks, so letting them go
+-- with their job's cascade would make one statement of any size.
+DELETE FROM report_chunks
+WHERE (job_id, seq) IN (
+    SELECT c.job_id, c.seq
+    FROM (SELECT expired.id FROM jobs expired
+          WHERE expired.expires_at <= now()
+          ORDER BY expired.expires_at
+          LIMIT @batch_size) j
+    JOIN report_chunks c ON c.job_id = j.id
     LIMIT @batch_size
-    FOR UPDATE SKIP LOCKED
+);
+
+-- name: JobDeleteExpired :execrows
+-- Deletes expired jobs without chunks left; each one's request and report (one row each)
+-- cascade. SKIP LOCKED leaves a job a worker is still looking at to the next round.
+DELETE FROM jobs
+WHERE (account_id, id) IN (
+    SELECT j.account_id, j.id
+    FROM (SELECT expired.account_id, expired.id FROM jobs expired
+          WHERE expired.expires_at <= now()
+          ORDER BY expired.expires_at
+          LIMIT @batch_size
+          FOR UPDATE SKIP LOCKED) j
+    WHERE NOT EXISTS (SELECT 1 FROM report_chunks c WHERE c.job_id = j.id)
 );
 
 -- name: JobListAbandoned :many

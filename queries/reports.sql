@@ -29,11 +29,14 @@ VALUES (@id, @account_id, @job_id, @type, @format, @created_gte, @created_lt, @r
 RETURNING *;
 
 -- name: ReportGetByID :one
--- A report and when it expires (with its job).
+-- A report and when it expires (with its job). An expired report is gone at once, not when
+-- the sweep reaches it: the sweep deletes its chunks a batch at a time before the report
+-- itself, and a download started meanwhile would stop short.
 SELECT sqlc.embed(reports), jobs.expires_at
 FROM reports
 JOIN jobs ON jobs.id = reports.job_id
-WHERE reports.account_id = @account_id AND reports.id = @id;
+WHERE reports.account_id = @account_id AND reports.id = @id
+  AND jobs.expires_at > now();
 
 -- name: PaymentReportPage :many
 -- One page of a payments report: oldest first, strictly after the cursor (created_at, id).

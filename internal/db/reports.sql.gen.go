@@ -166,6 +166,7 @@ SELECT reports.id, reports.account_id, reports.job_id, reports.type, reports.for
 FROM reports
 JOIN jobs ON jobs.id = reports.job_id
 WHERE reports.account_id = $1 AND reports.id = $2
+  AND jobs.expires_at > now()
 `
 
 type ReportGetByIDParams struct {
@@ -178,7 +179,9 @@ type ReportGetByIDRow struct {
 	ExpiresAt *time.Time
 }
 
-// A report and when it expires (with its job).
+// A report and when it expires (with its job). An expired report is gone at once, not when
+// the sweep reaches it: the sweep deletes its chunks a batch at a time before the report
+// itself, and a download started meanwhile would stop short.
 func (q *Queries) ReportGetByID(ctx context.Context, arg ReportGetByIDParams) (ReportGetByIDRow, error) {
 	row := q.db.QueryRow(ctx, reportGetByID, arg.AccountID, arg.ID)
 	var i ReportGetByIDRow
