@@ -40,11 +40,15 @@ WHERE reports.account_id = @account_id AND reports.id = @id
 
 -- name: PaymentReportPage :many
 -- One page of a payments report: oldest first, strictly after the cursor (created_at, id).
+-- The first page's cursor is (created_gte, ''), before every row of the range. The cursor is
+-- never optional (no "@after IS NULL OR ..."): the plan PostgreSQL caches for a prepared
+-- statement cannot use an optional condition to start the index scan, so every page would
+-- scan the range from its start and filter out the pages before it, and a build would take
+-- time quadratic in its rows.
 SELECT * FROM payments
 WHERE account_id = @account_id
   AND created_at >= @created_gte AND created_at < @created_lt
-  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
-       OR (created_at, id) > (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+  AND (created_at, id) > (@after_created_at::timestamptz, @after_id::text)
 ORDER BY created_at, id
 LIMIT @row_limit;
 
@@ -53,7 +57,6 @@ LIMIT @row_limit;
 SELECT * FROM refunds
 WHERE account_id = @account_id
   AND created_at >= @created_gte AND created_at < @created_lt
-  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
-       OR (created_at, id) > (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+  AND (created_at, id) > (@after_created_at::timestamptz, @after_id::text)
 ORDER BY created_at, id
 LIMIT @row_limit;
