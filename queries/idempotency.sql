@@ -64,3 +64,12 @@ WHERE (account_id, operation, key) IN (
 -- A test helper: every key of the account expires now, as if its TTL had passed.
 UPDATE idempotency_keys SET expires_at = now()
 WHERE account_id = @account_id AND expires_at > now();
+
+-- name: IdempotencyKeyInsertExpired :execrows
+-- A load fixture (payments-load -sweep-keys): @n keys of the account that expired a minute
+-- ago, each with a stored response of a payment's size, for the sweep to delete. One
+-- statement, so a million keys take seconds rather than a million round trips.
+INSERT INTO idempotency_keys (account_id, operation, key, fingerprint, response_status, response_headers, response_body, expires_at)
+SELECT @account_id, 'load.sweep', @key_prefix::text || g, '\x00', 201,
+       '{"Content-Type":"application/json"}', convert_to(repeat('x', 450), 'UTF8'), now() - interval '1 minute'
+FROM generate_series(1, @n::int) g;

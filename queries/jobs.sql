@@ -66,14 +66,35 @@ SET status = @status,
 WHERE account_id = @account_id AND id = @id
 RETURNING *;
 
+-- name: ReportChunkDeleteOfExpiredJobs :execrows
+-- The retention sweep (reports.Service.SweepExpired) deletes expired jobs in rounds of two
+-- short statements: first the chunks of the @batch_size jobs that expired first (found
+-- through jobs_expires_at_idx), at most @batch_size of them, then those of these jobs whose
+-- chunks are all gone. A report of a million rows has a thousand chunks, so letting them go
+-- with their job's cascade would make one statement of any size.
+DELETE FROM report_chunks
+WHERE (account_id, job_id, seq) IN (
+    SELECT c.account_id, c.job_id, c.seq
+    FROM (SELECT expired.account_id, expired.id FROM jobs expired
+          WHERE expired.expires_at <= now()
+          ORDER BY expired.expires_at
+          LIMIT @batch_size) j
+    JOIN report_chunks c ON c.account_id = j.account_id AND c.job_id = j.id
+    LIMIT @batch_size
+);
+
 -- name: JobDeleteExpired :execrows
--- Deletes one small batch of expired jobs; their requests, chunks and reports cascade.
+-- Deletes expired jobs without chunks left; each one's request and report (one row each)
+-- cascade. SKIP LOCKED leaves a job a worker is still looking at to the next round.
 DELETE FROM jobs
 WHERE (account_id, id) IN (
-    SELECT account_id, id FROM jobs
-    WHERE expires_at <= now()
-    LIMIT @batch_size
-    FOR UPDATE SKIP LOCKED
+    SELECT j.account_id, j.id
+    FROM (SELECT expired.account_id, expired.id FROM jobs expired
+          WHERE expired.expires_at <= now()
+          ORDER BY expired.expires_at
+          LIMIT @batch_size
+          FOR UPDATE SKIP LOCKED) j
+    WHERE NOT EXISTS (SELECT 1 FROM report_chunks c WHERE c.account_id = j.account_id AND c.job_id = j.id)
 );
 
 -- name: JobListAbandoned :many

@@ -31,19 +31,26 @@ RETURNING *;
 -- name: ReportGetByID :one
 -- A report and when it expires (with its job). The job is read by a subquery, one row by its
 -- key: joined, the account_id = @account_id both tables share lets a generic plan read all
--- the account's jobs and hash them.
+-- the account's jobs and hash them. An expired report is gone at once, not when the sweep
+-- reaches it: the sweep deletes its chunks a batch at a time before the report itself, and a
+-- download started meanwhile would stop short.
 SELECT sqlc.embed(reports),
        (SELECT jobs.expires_at FROM jobs WHERE jobs.account_id = reports.account_id AND jobs.id = reports.job_id)
 FROM reports
-WHERE reports.account_id = @account_id AND reports.id = @id;
+WHERE reports.account_id = @account_id AND reports.id = @id
+  AND (SELECT jobs.expires_at FROM jobs WHERE jobs.account_id = reports.account_id AND jobs.id = reports.job_id) > now();
 
 -- name: PaymentReportPage :many
 -- One page of a payments report: oldest first, strictly after the cursor (created_at, id).
+-- The first page's cursor is (created_gte, ''), before every row of the range. The cursor is
+-- never optional (no "@after IS NULL OR ..."): the plan PostgreSQL caches for a prepared
+-- statement cannot use an optional condition to start the index scan, so every page would
+-- scan the range from its start and filter out the pages before it, and a build would take
+-- time quadratic in its rows.
 SELECT * FROM payments
 WHERE account_id = @account_id
   AND created_at >= @created_gte AND created_at < @created_lt
-  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
-       OR (created_at, id) > (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+  AND (created_at, id) > (@after_created_at::timestamptz, @after_id::text)
 ORDER BY created_at, id
 LIMIT @row_limit;
 
@@ -52,7 +59,6 @@ LIMIT @row_limit;
 SELECT * FROM refunds
 WHERE account_id = @account_id
   AND created_at >= @created_gte AND created_at < @created_lt
-  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
-       OR (created_at, id) > (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+  AND (created_at, id) > (@after_created_at::timestamptz, @after_id::text)
 ORDER BY created_at, id
 LIMIT @row_limit;

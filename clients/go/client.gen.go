@@ -2812,9 +2812,9 @@ type ClientInterface interface {
 
 	// ListEvents List events
 	//
-	// Everything that happened in the account, newest first. An event is written in the
-	// same transaction as the change it describes: it exists if and only if the change
-	// was committed.
+	// Everything that happened in the account in the last 30 days (see Webhooks), newest
+	// first. An event is written in the same transaction as the change it describes: it
+	// exists if and only if the change was committed.
 	//
 	// Corresponds with GET /events (the `ListEvents` operationId).
 	ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3162,8 +3162,8 @@ type ClientInterface interface {
 	//
 	// Every report job of the account that waits in the queue (not yet started, or waiting
 	// between attempts after a failure) becomes due now, and the sweep of expired data
-	// (idempotency keys, finished jobs and reports past their retention) is queued to run
-	// now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
+	// (idempotency keys, finished jobs and reports, and events past their retention) is
+	// queued to run now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
 	// Sandbox only: in production it answers 404, as a path that does not exist would.
 	//
 	// Corresponds with POST /test/jobs/run-now (the `RunJobsNow` operationId).
@@ -3363,9 +3363,9 @@ func (c *Client) GetAPIReference(ctx context.Context, reqEditors ...RequestEdito
 
 // ListEvents List events
 //
-// Everything that happened in the account, newest first. An event is written in the
-// same transaction as the change it describes: it exists if and only if the change
-// was committed.
+// Everything that happened in the account in the last 30 days (see Webhooks), newest
+// first. An event is written in the same transaction as the change it describes: it
+// exists if and only if the change was committed.
 //
 // Corresponds with GET /events (the `ListEvents` operationId).
 func (c *Client) ListEvents(ctx context.Context, params *ListEventsParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4023,8 +4023,8 @@ func (c *Client) ExpireIdempotencyKeys(ctx context.Context, params *ExpireIdempo
 //
 // Every report job of the account that waits in the queue (not yet started, or waiting
 // between attempts after a failure) becomes due now, and the sweep of expired data
-// (idempotency keys, finished jobs and reports past their retention) is queued to run
-// now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
+// (idempotency keys, finished jobs and reports, and events past their retention) is
+// queued to run now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
 // Sandbox only: in production it answers 404, as a path that does not exist would.
 //
 // Corresponds with POST /test/jobs/run-now (the `RunJobsNow` operationId).
@@ -6393,9 +6393,9 @@ type ClientWithResponsesInterface interface {
 
 	// ListEventsWithResponse List events
 	//
-	// Everything that happened in the account, newest first. An event is written in the
-	// same transaction as the change it describes: it exists if and only if the change
-	// was committed.
+	// Everything that happened in the account in the last 30 days (see Webhooks), newest
+	// first. An event is written in the same transaction as the change it describes: it
+	// exists if and only if the change was committed.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -6779,8 +6779,8 @@ type ClientWithResponsesInterface interface {
 	//
 	// Every report job of the account that waits in the queue (not yet started, or waiting
 	// between attempts after a failure) becomes due now, and the sweep of expired data
-	// (idempotency keys, finished jobs and reports past their retention) is queued to run
-	// now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
+	// (idempotency keys, finished jobs and reports, and events past their retention) is
+	// queued to run now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
 	// Sandbox only: in production it answers 404, as a path that does not exist would.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -12494,9 +12494,9 @@ func (c *ClientWithResponses) GetAPIReferenceWithResponse(ctx context.Context, r
 
 // ListEventsWithResponse List events
 //
-// Everything that happened in the account, newest first. An event is written in the
-// same transaction as the change it describes: it exists if and only if the change
-// was committed.
+// Everything that happened in the account in the last 30 days (see Webhooks), newest
+// first. An event is written in the same transaction as the change it describes: it
+// exists if and only if the change was committed.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13066,8 +13066,8 @@ func (c *ClientWithResponses) ExpireIdempotencyKeysWithResponse(ctx context.Cont
 //
 // Every report job of the account that waits in the queue (not yet started, or waiting
 // between attempts after a failure) becomes due now, and the sweep of expired data
-// (idempotency keys, finished jobs and reports past their retention) is queued to run
-// now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
+// (idempotency keys, finished jobs and reports, and events past their retention) is
+// queued to run now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
 // Sandbox only: in production it answers 404, as a path that does not exist would.
 //
 // Returns a wrapper object for the known response body format(s).

@@ -67,6 +67,7 @@ type config struct {
 	JobTimeout      time.Duration `env:"JOB_TIMEOUT" envDefault:"1m"`
 	JobRescueAfter  time.Duration `env:"JOB_RESCUE_AFTER" envDefault:"2m"`
 	ReportRetention time.Duration `env:"REPORT_RETENTION" envDefault:"168h"`
+	EventRetention  time.Duration `env:"EVENT_RETENTION" envDefault:"720h"`
 
 	// RunMode opens or shuts the sandbox's doors (see runMode); the next fields default by it.
 	RunMode runMode `env:"RUN_MODE" envDefault:"sandbox"`
@@ -350,10 +351,16 @@ func (c config) validateWebhooks() []error {
 	if len(c.WebhookRetrySchedule) > maxRetries {
 		errs = append(errs, fmt.Errorf("WEBHOOK_RETRY_SCHEDULE: at most %d retries, got %d", maxRetries, len(c.WebhookRetrySchedule)))
 	}
+	var retries time.Duration
 	for _, d := range c.WebhookRetrySchedule {
 		if d <= 0 || d > 7*24*time.Hour {
 			errs = append(errs, fmt.Errorf("WEBHOOK_RETRY_SCHEDULE: each delay must be between 0 and 168h, got %s", d))
 		}
+		retries += d
+	}
+	if floor := max(time.Minute, retries); c.EventRetention <= floor {
+		// An event's deliveries are deleted with it: none may go while it is still retried.
+		errs = append(errs, fmt.Errorf("EVENT_RETENTION: must exceed 1m and WEBHOOK_RETRY_SCHEDULE's total (%s), got %s", retries, c.EventRetention))
 	}
 	return errs
 }

@@ -18,7 +18,7 @@ func TestConfigDefaultsWork(t *testing.T) {
 		t.Errorf("defaults: %+v", cfg)
 	}
 	if cfg.ProcessRole != roleAll || cfg.JobWorkers != 4 || cfg.JobTimeout != time.Minute ||
-		cfg.JobRescueAfter != 2*time.Minute || cfg.ReportRetention != 7*24*time.Hour {
+		cfg.JobRescueAfter != 2*time.Minute || cfg.ReportRetention != 7*24*time.Hour || cfg.EventRetention != 30*24*time.Hour {
 		t.Errorf("job defaults: %+v", cfg)
 	}
 	if !strings.Contains(cfg.DatabaseURL, "localhost:5432") {
@@ -51,6 +51,8 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"JOB_TIMEOUT": "5m"}, "JOB_RESCUE_AFTER"}, // the default 2m no longer exceeds it
 		{map[string]string{"JOB_RESCUE_AFTER": "1m"}, "JOB_RESCUE_AFTER"},
 		{map[string]string{"REPORT_RETENTION": "1s"}, "REPORT_RETENTION"},
+		{map[string]string{"EVENT_RETENTION": "1s", "WEBHOOK_RETRY_SCHEDULE": "1s"}, "EVENT_RETENTION"},
+		{map[string]string{"EVENT_RETENTION": "72h"}, "EVENT_RETENTION"}, // the default schedule retries for about 80h
 		{map[string]string{"WEBHOOK_TIMEOUT": "0s"}, "WEBHOOK_TIMEOUT"},
 		{map[string]string{"WEBHOOK_TIMEOUT": "1m", "JOB_RESCUE_AFTER": "62s"}, "JOB_RESCUE_AFTER"}, // a live attempt would be rescued
 		{map[string]string{"WEBHOOK_WORKERS": "1"}, "WEBHOOK_WORKERS"},                              // one hung endpoint would hold them all

@@ -18,8 +18,8 @@ import (
 	"github.com/riverqueue/river"
 )
 
-// sweepInterval is how often expired idempotency keys and reports are deleted, and jobs
-// whose River job gave up without them are failed.
+// sweepInterval is how often expired idempotency keys, reports and events are deleted, and
+// jobs whose River job gave up without them are failed.
 const sweepInterval = time.Minute
 
 // background is the job machinery a process has: what requests and workers enqueue through,
@@ -57,6 +57,7 @@ func newBackground(pool, direct *pgxpool.Pool, cfg config, logger *slog.Logger, 
 	river.AddWorker(registry, &jobs.SweepWorker{Logger: logger, Sweeps: []jobs.Sweep{
 		{Name: "idempotency keys", Run: keys.Sweep},
 		{Name: "expired jobs and reports", Run: bg.reports.SweepExpired},
+		{Name: "old events (with their webhook deliveries)", Run: events.NewSweeper(pool, cfg.EventRetention, events.SweepBatch).Sweep},
 		{Name: "abandoned report jobs (failed)", Run: builds.FailAbandoned},
 	}})
 	bg.runner, err = jobs.NewClient(pool, jobs.Config{

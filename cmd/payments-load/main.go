@@ -41,6 +41,7 @@ type config struct {
 	Scenarios    []string
 	SVG          string
 	MaxPerWorker int
+	SweepKeys    int // > 0: compare each scenario alone and while this many expired keys are swept
 }
 
 func main() {
@@ -79,6 +80,8 @@ func parseFlags(args []string) (config, error) {
 	scenarioList := fs.String("scenarios", strings.Join(scenarioNames(), ","), "comma-separated scenarios to run")
 	fs.StringVar(&cfg.SVG, "svg", "payments-load.svg", "where to write the chart; empty for none")
 	fs.IntVar(&cfg.MaxPerWorker, "max-requests", 1_000_000, "most requests one client sends in one slice")
+	fs.IntVar(&cfg.SweepKeys, "sweep-keys", 0,
+		"instead of the baselines, run each scenario alone and while the sweep deletes this many expired idempotency keys (needs -database-url)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -99,6 +102,7 @@ func (c config) validate() error {
 	if c.Slices < 1 || c.Concurrency < 1 || c.RaceSize < 2 || c.MaxPerWorker < 1 {
 		errs = append(errs, errors.New("-slices, -concurrency and -max-requests must be at least 1, -race-size at least 2"))
 	}
+	errs = append(errs, c.validateSweep()...)
 	u, err := url.Parse(c.URL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
 		errs = append(errs, fmt.Errorf("-url %q: want an http:// URL", c.URL))
@@ -115,6 +119,24 @@ func (c config) validate() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// validateSweep checks -sweep-keys: it needs the database, and a scenario of clients.
+func (c config) validateSweep() []error {
+	if c.SweepKeys == 0 {
+		return nil
+	}
+	var errs []error
+	if c.SweepKeys < 0 || c.SweepKeys > 10_000_000 {
+		errs = append(errs, fmt.Errorf("-sweep-keys %d: want at most 10,000,000", c.SweepKeys))
+	}
+	if c.DatabaseURL == "" {
+		errs = append(errs, errors.New("-sweep-keys needs -database-url: the keys are inserted and swept there"))
+	}
+	if slices.Contains(c.Scenarios, raceScenario) {
+		errs = append(errs, errors.New("-sweep-keys runs scenarios of clients: leave out race"))
+	}
+	return errs
 }
 
 // loopbackOnly refuses any host but this machine's loopback: a load tool pointed elsewhere
@@ -141,6 +163,10 @@ func envOr(name, fallback string) string {
 func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
 	c := newClient(cfg.URL, cfg.APIKey, max(cfg.Concurrency, cfg.RaceSize))
 	defer c.http.CloseIdleConnections()
+	if cfg.SweepKeys > 0 {
+		_, err := runSweepComparison(ctx, cfg, c, out)
+		return nil, err
+	}
 	var base *baselines
 	if cfg.DatabaseURL != "" {
 		pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)

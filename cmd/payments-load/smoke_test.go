@@ -161,3 +161,37 @@ func TestConfigRefusesNonLoopbackTargets(t *testing.T) {
 		}
 	}
 }
+
+// TestSweepComparisonRunsCleanly runs a scenario alone and while swept keys go, briefly,
+// against a real server: both sides send requests without errors, every inserted key is
+// swept, in batches, and the table and the ratios are printed.
+func TestSweepComparisonRunsCleanly(t *testing.T) {
+	baseURL, databaseURL := startServer(t)
+	cfg := config{
+		URL: baseURL, APIKey: smokeKey, DatabaseURL: databaseURL,
+		Duration: 400 * time.Millisecond, Slices: 2, Concurrency: 2, RaceSize: 8,
+		Scenarios: []string{"get", "create"}, MaxPerWorker: 10_000, SweepKeys: 1200,
+	}
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	c := newClient(cfg.URL, cfg.APIKey, cfg.Concurrency)
+	results, err := runSweepComparison(ctx, cfg, c, &out)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	for _, r := range results {
+		if r.alone.requests == 0 || r.during.requests == 0 || r.alone.errors+r.during.errors != 0 {
+			t.Errorf("%s: %d requests alone, %d during the sweep, %d errors", r.name, r.alone.requests, r.during.requests, r.alone.errors+r.during.errors)
+		}
+		if r.swept != 2*1200 || len(r.statements) != 2*3 { // 1200 keys are three batches of 500
+			t.Errorf("%s: swept %d keys in %d statements, want 2400 in 6", r.name, r.swept, len(r.statements))
+		}
+	}
+	if !strings.Contains(out.String(), "during the sweep / alone: req/s ") {
+		t.Errorf("no ratios in\n%s", out.String())
+	}
+}

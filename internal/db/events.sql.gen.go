@@ -10,6 +10,34 @@ import (
 	"time"
 )
 
+const eventDeleteExpired = `-- name: EventDeleteExpired :execrows
+DELETE FROM events
+WHERE (account_id, id) IN (
+    SELECT e.account_id, e.id
+    FROM (SELECT old.account_id, old.id FROM events old
+          WHERE (old.created_at AT TIME ZONE 'UTC') < ($1::timestamptz AT TIME ZONE 'UTC')
+          ORDER BY (old.created_at AT TIME ZONE 'UTC')
+          LIMIT $2) e
+    WHERE NOT EXISTS (
+        SELECT 1 FROM webhook_deliveries d WHERE d.account_id = e.account_id AND d.event_id = e.id
+    )
+)
+`
+
+type EventDeleteExpiredParams struct {
+	Before    time.Time
+	BatchSize int32
+}
+
+// Only events whose deliveries are all gone (the foreign key requires it).
+func (q *Queries) EventDeleteExpired(ctx context.Context, arg EventDeleteExpiredParams) (int64, error) {
+	result, err := q.db.Exec(ctx, eventDeleteExpired, arg.Before, arg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
 const eventGetByID = `-- name: EventGetByID :one
 SELECT id, account_id, type, data, created_at FROM events
 WHERE account_id = $1 AND id = $2
@@ -151,4 +179,65 @@ func (q *Queries) EventListByType(ctx context.Context, arg EventListByTypeParams
 		return nil, err
 	}
 	return items, nil
+}
+
+const webhookAttemptDeleteOfExpiredEvents = `-- name: WebhookAttemptDeleteOfExpiredEvents :execrows
+DELETE FROM webhook_attempts
+WHERE (account_id, delivery_id, attempt) IN (
+    SELECT a.account_id, a.delivery_id, a.attempt
+    FROM (SELECT old.account_id, old.id FROM events old
+          WHERE (old.created_at AT TIME ZONE 'UTC') < ($1::timestamptz AT TIME ZONE 'UTC')
+          ORDER BY (old.created_at AT TIME ZONE 'UTC')
+          LIMIT $2) e
+    JOIN webhook_deliveries d ON d.account_id = e.account_id AND d.event_id = e.id
+    JOIN webhook_attempts a ON a.account_id = d.account_id AND a.delivery_id = d.id
+    LIMIT $2
+)
+`
+
+type WebhookAttemptDeleteOfExpiredEventsParams struct {
+	Before    time.Time
+	BatchSize int32
+}
+
+// The retention sweep (events.Sweeper) deletes events created before @before with the
+// webhook deliveries and attempts that reference them, children first, in rounds of three
+// short statements. Each looks only at the @batch_size oldest such events (found through
+// events_created_idx) and deletes at most @batch_size rows, so no statement holds many row
+// locks or runs for long, however far behind the sweep is. Rows are named by their full
+// key, so each delete is an index lookup whatever the primary key leads with.
+func (q *Queries) WebhookAttemptDeleteOfExpiredEvents(ctx context.Context, arg WebhookAttemptDeleteOfExpiredEventsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, webhookAttemptDeleteOfExpiredEvents, arg.Before, arg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const webhookDeliveryDeleteOfExpiredEvents = `-- name: WebhookDeliveryDeleteOfExpiredEvents :execrows
+DELETE FROM webhook_deliveries
+WHERE (account_id, id) IN (
+    SELECT d.account_id, d.id
+    FROM (SELECT old.account_id, old.id FROM events old
+          WHERE (old.created_at AT TIME ZONE 'UTC') < ($1::timestamptz AT TIME ZONE 'UTC')
+          ORDER BY (old.created_at AT TIME ZONE 'UTC')
+          LIMIT $2) e
+    JOIN webhook_deliveries d ON d.account_id = e.account_id AND d.event_id = e.id
+    WHERE NOT EXISTS (SELECT 1 FROM webhook_attempts a WHERE a.account_id = d.account_id AND a.delivery_id = d.id)
+    LIMIT $2
+)
+`
+
+type WebhookDeliveryDeleteOfExpiredEventsParams struct {
+	Before    time.Time
+	BatchSize int32
+}
+
+// Only deliveries whose attempts are all gone: the cascade would delete any number of them.
+func (q *Queries) WebhookDeliveryDeleteOfExpiredEvents(ctx context.Context, arg WebhookDeliveryDeleteOfExpiredEventsParams) (int64, error) {
+	result, err := q.db.Exec(ctx, webhookDeliveryDeleteOfExpiredEvents, arg.Before, arg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }

@@ -67,14 +67,18 @@ func (q *Queries) JobCancel(ctx context.Context, arg JobCancelParams) (Job, erro
 const jobDeleteExpired = `-- name: JobDeleteExpired :execrows
 DELETE FROM jobs
 WHERE (account_id, id) IN (
-    SELECT account_id, id FROM jobs
-    WHERE expires_at <= now()
-    LIMIT $1
-    FOR UPDATE SKIP LOCKED
+    SELECT j.account_id, j.id
+    FROM (SELECT expired.account_id, expired.id FROM jobs expired
+          WHERE expired.expires_at <= now()
+          ORDER BY expired.expires_at
+          LIMIT $1
+          FOR UPDATE SKIP LOCKED) j
+    WHERE NOT EXISTS (SELECT 1 FROM report_chunks c WHERE c.account_id = j.account_id AND c.job_id = j.id)
 )
 `
 
-// Deletes one small batch of expired jobs; their requests, chunks and reports cascade.
+// Deletes expired jobs without chunks left; each one's request and report (one row each)
+// cascade. SKIP LOCKED leaves a job a worker is still looking at to the next round.
 func (q *Queries) JobDeleteExpired(ctx context.Context, batchSize int32) (int64, error) {
 	result, err := q.db.Exec(ctx, jobDeleteExpired, batchSize)
 	if err != nil {
@@ -414,6 +418,32 @@ func (q *Queries) JobStart(ctx context.Context, arg JobStartParams) (Job, error)
 		&i.ExpiresAt,
 	)
 	return i, err
+}
+
+const reportChunkDeleteOfExpiredJobs = `-- name: ReportChunkDeleteOfExpiredJobs :execrows
+DELETE FROM report_chunks
+WHERE (account_id, job_id, seq) IN (
+    SELECT c.account_id, c.job_id, c.seq
+    FROM (SELECT expired.account_id, expired.id FROM jobs expired
+          WHERE expired.expires_at <= now()
+          ORDER BY expired.expires_at
+          LIMIT $1) j
+    JOIN report_chunks c ON c.account_id = j.account_id AND c.job_id = j.id
+    LIMIT $1
+)
+`
+
+// The retention sweep (reports.Service.SweepExpired) deletes expired jobs in rounds of two
+// short statements: first the chunks of the @batch_size jobs that expired first (found
+// through jobs_expires_at_idx), at most @batch_size of them, then those of these jobs whose
+// chunks are all gone. A report of a million rows has a thousand chunks, so letting them go
+// with their job's cascade would make one statement of any size.
+func (q *Queries) ReportChunkDeleteOfExpiredJobs(ctx context.Context, batchSize int32) (int64, error) {
+	result, err := q.db.Exec(ctx, reportChunkDeleteOfExpiredJobs, batchSize)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const riverJobCountWaiting = `-- name: RiverJobCountWaiting :many

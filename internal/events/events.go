@@ -1,7 +1,8 @@
 // Package events writes the transactional outbox: an event row committed in the same
 // transaction as the change it describes, so an event exists if and only if the change does,
 // with a delivery row for each webhook endpoint subscribed to it and the queue entry that
-// will send it. Webhook workers send those later; nothing is sent from a request.
+// will send it. Webhook workers send those later; nothing is sent from a request. Past
+// their retention, events are deleted with their deliveries (Sweeper).
 //
 // It imports the database layer and the domain only. The queue it enqueues on is an
 // interface (DeliveryQueue) that cmd fills with the webhooks package's River queue, so no

@@ -161,8 +161,9 @@ func TestCancelFinishedOrForeignJob(t *testing.T) {
 	}
 }
 
-// TestSweepDeletesExpiredJobsAndReports: the periodic sweep deletes a finished job past
-// REPORT_RETENTION with its report and chunks, and leaves unexpired and unfinished jobs.
+// TestSweepDeletesExpiredJobsAndReports: a report past REPORT_RETENTION is gone at once, and
+// the periodic sweep deletes its job with the report and chunks, leaving unexpired and
+// unfinished jobs.
 func TestSweepDeletesExpiredJobsAndReports(t *testing.T) {
 	b := setup(t)
 	startWorkers(t, b.pool, 10)
@@ -171,6 +172,9 @@ func TestSweepDeletesExpiredJobsAndReports(t *testing.T) {
 	kept := waitForJob(t, b.client, requestReport(t, b.client, reportBody("payments", "csv")).ID, "succeeded")
 	if _, err := b.pool.Exec(context.Background(), `UPDATE jobs SET expires_at = now() - interval '1 second' WHERE id = $1`, expired.ID); err != nil {
 		t.Fatal(err)
+	}
+	if res := b.client.Get(expired.Result.DownloadURL); res.Status != http.StatusNotFound {
+		t.Errorf("expired report before the sweep: %d, want 404 (the sweep may have deleted part of it)", res.Status)
 	}
 	n, err := reports.NewService(b.pool, insertOnlyQueue(t, b.pool), reports.DefaultRetention).SweepExpired(context.Background())
 	if err != nil || n != 1 {

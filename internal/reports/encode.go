@@ -142,9 +142,10 @@ func (t table[Row]) empty(format string) []byte {
 
 var paymentsTable = table[db.Payment]{
 	query: func(ctx context.Context, q *db.Queries, accountID string, req db.ReportRequest, limit int32) ([]db.Payment, error) {
+		afterCreatedAt, afterID := cursor(req)
 		return q.PaymentReportPage(ctx, db.PaymentReportPageParams{
 			AccountID: accountID, CreatedGte: req.CreatedGte, CreatedLt: req.CreatedLt,
-			AfterCreatedAt: req.CursorCreatedAt, AfterID: req.CursorID, RowLimit: limit,
+			AfterCreatedAt: afterCreatedAt, AfterID: afterID, RowLimit: limit,
 		})
 	},
 	key: func(p db.Payment) (time.Time, string) { return p.CreatedAt, p.ID },
@@ -163,9 +164,10 @@ var paymentsTable = table[db.Payment]{
 
 var refundsTable = table[db.Refund]{
 	query: func(ctx context.Context, q *db.Queries, accountID string, req db.ReportRequest, limit int32) ([]db.Refund, error) {
+		afterCreatedAt, afterID := cursor(req)
 		return q.RefundReportPage(ctx, db.RefundReportPageParams{
 			AccountID: accountID, CreatedGte: req.CreatedGte, CreatedLt: req.CreatedLt,
-			AfterCreatedAt: req.CursorCreatedAt, AfterID: req.CursorID, RowLimit: limit,
+			AfterCreatedAt: afterCreatedAt, AfterID: afterID, RowLimit: limit,
 		})
 	},
 	key: func(r db.Refund) (time.Time, string) { return r.CreatedAt, r.ID },
@@ -178,6 +180,16 @@ var refundsTable = table[db.Refund]{
 			string(r.Metadata), timestamp(r.CreatedAt)}
 	},
 	resource: func(r db.Refund) (any, error) { return payments.RefundResource(r) },
+}
+
+// cursor is the (created_at, id) the next page starts after: the last row written, or,
+// before the first page, (created_gte, "") which every row of the range follows (ids are
+// never empty).
+func cursor(req db.ReportRequest) (time.Time, string) {
+	if req.CursorCreatedAt == nil || req.CursorID == nil {
+		return req.CreatedGte, ""
+	}
+	return *req.CursorCreatedAt, *req.CursorID
 }
 
 func deref(s *string) string {

@@ -153,18 +153,35 @@ func (s *Service) ListJobs(ctx context.Context, accountID string, p JobListParam
 	return rows, hasMore, nil
 }
 
+// sweepBatch is the most rows one statement of the sweep deletes. A chunk holds a page of
+// rows, a few hundred kilobytes, so a batch is tens of megabytes at most.
+const sweepBatch = 100
+
 // SweepExpired deletes finished jobs past their retention, with their reports and chunks,
-// one small batch per statement.
+// and reports how many jobs went. The periodic sweep job runs it (see internal/jobs).
 func (s *Service) SweepExpired(ctx context.Context) (int64, error) {
-	const batch = 100 // a job may have many chunks: keep each cascade short
+	return s.sweepExpired(ctx, sweepBatch)
+}
+
+// sweepExpired deletes at most batch rows per statement: each round deletes chunks of the
+// jobs that expired first (see ReportChunkDeleteOfExpiredJobs), then those jobs whose chunks
+// are all gone. Every round deletes something while expired jobs remain; a round that
+// deleted no chunk and fewer jobs than a batch has reached the last of them (or the rest
+// are locked, and the next sweep carries on).
+func (s *Service) sweepExpired(ctx context.Context, batch int32) (int64, error) {
+	q := db.New(s.pool)
 	var total int64
 	for {
-		n, err := db.New(s.pool).JobDeleteExpired(ctx, batch)
+		chunks, err := q.ReportChunkDeleteOfExpiredJobs(ctx, batch)
+		if err != nil {
+			return total, fmt.Errorf("sweep chunks of expired jobs: %w", err)
+		}
+		n, err := q.JobDeleteExpired(ctx, batch)
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("sweep expired jobs: %w", err)
 		}
-		if n < batch {
+		if chunks == 0 && n < int64(batch) {
 			return total, nil
 		}
 	}

@@ -290,9 +290,9 @@ export interface paths {
         };
         /**
          * List events
-         * @description Everything that happened in the account, newest first. An event is written in the
-         *     same transaction as the change it describes: it exists if and only if the change
-         *     was committed.
+         * @description Everything that happened in the account in the last 30 days (see Webhooks), newest
+         *     first. An event is written in the same transaction as the change it describes: it
+         *     exists if and only if the change was committed.
          */
         get: operations["listEvents"];
         put?: never;
@@ -681,8 +681,8 @@ export interface paths {
          * Run the account's queued report jobs and the sweep now
          * @description Every report job of the account that waits in the queue (not yet started, or waiting
          *     between attempts after a failure) becomes due now, and the sweep of expired data
-         *     (idempotency keys, finished jobs and reports past their retention) is queued to run
-         *     now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
+         *     (idempotency keys, finished jobs and reports, and events past their retention) is
+         *     queued to run now. A job already running is left alone. Poll `GET /jobs/{id}` as usual.
          *     Sandbox only: in production it answers 404, as a path that does not exist would.
          */
         post: operations["runJobsNow"];
