@@ -6,7 +6,6 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/payments-api/payments-api/internal/api"
 	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/contract"
 	"github.com/payments-api/payments-api/internal/handlers"
@@ -28,22 +27,14 @@ func productionServer(t *testing.T) *apitest.Client {
 	return apitest.NewClient(t, newTestServer(t, e).URL, testKey)
 }
 
-type sandboxOperation struct{ method, path string }
-
 // sandboxOperations lists the operations the spec marks x-sandbox-only, from the spec, so an
 // operation marked later is covered without anyone adding it here.
-func sandboxOperations(t *testing.T) []sandboxOperation {
+func sandboxOperations(t *testing.T) []sharedOperation {
 	t.Helper()
-	spec, err := api.GetSpec()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var ops []sandboxOperation
-	for path, item := range spec.Paths.Map() {
-		for method, op := range item.Operations() {
-			if contract.SandboxOnly(op) {
-				ops = append(ops, sandboxOperation{method, path})
-			}
+	var ops []sharedOperation
+	for _, o := range specOperations(t) {
+		if contract.SandboxOnly(o.op) {
+			ops = append(ops, o)
 		}
 	}
 	// The test helpers and /metrics at least; fewer means the marks were lost.
