@@ -159,16 +159,18 @@ func (c *config) applyModeDefaults(environ map[string]string) error {
 		c.MetricsAddr = defaultMetricsAddr
 	}
 	var errs []error
-	for name, open := range map[string]bool{
-		"FAULT_INJECTION":                c.FaultInjection,
-		"OPEN_TEST_ACCOUNTS":             c.OpenTestAccounts,
-		"WEBHOOK_ALLOW_PRIVATE_NETWORKS": c.WebhookAllowPrivateNetworks,
+	for _, door := range []struct {
+		name string
+		open bool
+	}{
+		{"FAULT_INJECTION", c.FaultInjection},
+		{"OPEN_TEST_ACCOUNTS", c.OpenTestAccounts},
+		{"WEBHOOK_ALLOW_PRIVATE_NETWORKS", c.WebhookAllowPrivateNetworks},
 	} {
-		if open {
-			errs = append(errs, fmt.Errorf("%s: must not be true with RUN_MODE=production (it is a sandbox door)", name))
+		if door.open {
+			errs = append(errs, fmt.Errorf("%s: must not be true with RUN_MODE=production (it is a sandbox door)", door.name))
 		}
 	}
-	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
 	return errors.Join(errs...)
 }
 
