@@ -41,7 +41,8 @@ type config struct {
 	Scenarios    []string
 	SVG          string
 	MaxPerWorker int
-	SweepKeys    int // > 0: compare each scenario alone and while this many expired keys are swept
+	SweepKeys    int    // > 0: compare each scenario alone and while this many expired keys are swept
+	MinimalURL   string // the minimal server (cmd/payments-load/minimal); empty: no floor
 }
 
 func main() {
@@ -82,6 +83,8 @@ func parseFlags(args []string) (config, error) {
 	fs.IntVar(&cfg.MaxPerWorker, "max-requests", 1_000_000, "most requests one client sends in one slice")
 	fs.IntVar(&cfg.SweepKeys, "sweep-keys", 0,
 		"instead of the baselines, run each scenario alone and while the sweep deletes this many expired idempotency keys (needs -database-url)")
+	fs.StringVar(&cfg.MinimalURL, "minimal-url", "",
+		"the minimal server (cmd/payments-load/minimal, loopback only) to measure get and create against in the same slices; empty for none")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -103,11 +106,9 @@ func (c config) validate() error {
 		errs = append(errs, errors.New("-slices, -concurrency and -max-requests must be at least 1, -race-size at least 2"))
 	}
 	errs = append(errs, c.validateSweep()...)
-	u, err := url.Parse(c.URL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
-		errs = append(errs, fmt.Errorf("-url %q: want an http:// URL", c.URL))
-	} else if err := loopbackOnly(u.Hostname()); err != nil {
-		errs = append(errs, fmt.Errorf("-url: %w", err))
+	errs = append(errs, validateTarget("-url", c.URL))
+	if c.MinimalURL != "" {
+		errs = append(errs, validateTarget("-minimal-url", c.MinimalURL))
 	}
 	if c.DatabaseURL != "" {
 		if pc, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
@@ -137,6 +138,18 @@ func (c config) validateSweep() []error {
 		errs = append(errs, errors.New("-sweep-keys runs scenarios of clients: leave out race"))
 	}
 	return errs
+}
+
+// validateTarget checks that a server's URL is http(s) on loopback.
+func validateTarget(flagName, target string) error {
+	u, err := url.Parse(target)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") {
+		return fmt.Errorf("%s %q: want an http:// URL", flagName, target)
+	}
+	if err := loopbackOnly(u.Hostname()); err != nil {
+		return fmt.Errorf("%s: %w", flagName, err)
+	}
+	return nil
 }
 
 // loopbackOnly refuses any host but this machine's loopback: a load tool pointed elsewhere
@@ -188,12 +201,14 @@ func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
 		return nil, fmt.Errorf("setup: %w", err)
 	}
 
+	fl := newFloor(cfg.MinimalURL, cfg.APIKey, cfg.Concurrency, fix)
+	defer fl.close()
 	var results []result
 	for _, name := range cfg.Scenarios {
 		if _, err := fmt.Fprintf(out, "running %s...\n", name); err != nil {
 			return results, err
 		}
-		results = append(results, measure(ctx, cfg, c, fix, base, name))
+		results = append(results, measure(ctx, cfg, c, fix, base, fl, name))
 		if ctx.Err() != nil {
 			return results, ctx.Err()
 		}

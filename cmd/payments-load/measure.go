@@ -30,6 +30,10 @@ var scenarios = []scenario{
 	{"mixed", "", (*client).mixed},
 }
 
+func scenarioIndex(name string) int {
+	return slices.IndexFunc(scenarios, func(s scenario) bool { return s.name == name })
+}
+
 func scenarioNames() []string {
 	names := make([]string, len(scenarios))
 	for i, s := range scenarios {
@@ -46,24 +50,26 @@ type result struct {
 	baselineRate float64 // requests per second of the baseline over its slices
 	ratio        float64 // median of the slices' scenario/baseline ratios; 0 without a baseline
 	note         string
+	floorFigures
 }
 
 // p returns a latency percentile of the scenario's successful requests.
 func (r result) p(q float64) time.Duration { return percentile(r.latencies, q) }
 
 // measure runs one scenario for cfg.Duration in cfg.Slices slices, each followed by a
-// slice of its baseline of the same length (A/B/A/B), so drift of a shared machine
+// slice of its baseline of the same length (A/B/A/B), and one against the minimal server
+// when it serves the scenario (A/B/C/A/B/C), so drift of a shared machine
 // affects both sides of each slice's ratio alike.
-func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *baselines, name string) result {
-	i := slices.IndexFunc(scenarios, func(s scenario) bool { return s.name == name })
-	s := scenarios[i]
+func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *baselines, fl *floor, name string) result {
+	s := scenarios[scenarioIndex(name)]
 	if s.name == raceScenario {
 		return measureRace(ctx, cfg, c)
 	}
 	w := s.workload(c, f)
 	slice := cfg.Duration / time.Duration(cfg.Slices)
 	res := result{name: s.name}
-	var own, theirs []sample
+	var own, theirs, atFloor []sample
+	floorWork := fl.workload(s.name)
 	for range cfg.Slices {
 		a := runSlice(ctx, cfg.Concurrency, slice, cfg.MaxPerWorker, w)
 		own = append(own, a)
@@ -71,7 +77,11 @@ func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *base
 		if base != nil && s.baseline != "" {
 			theirs = append(theirs, runSlice(ctx, cfg.Concurrency, slice, cfg.MaxPerWorker, base.workload(s.baseline)))
 		}
+		if floorWork != nil {
+			atFloor = append(atFloor, runSlice(ctx, cfg.Concurrency, slice, cfg.MaxPerWorker, floorWork))
+		}
 	}
+	res.floorFigures = compareToFloor(own, atFloor)
 	slices.Sort(res.latencies)
 	if len(theirs) > 0 {
 		var total sample

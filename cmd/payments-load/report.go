@@ -29,14 +29,18 @@ func (p *printer) printf(format string, args ...any) {
 func report(out io.Writer, results []result, rssBytes float64) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	table := &printer{w: tw}
-	table.printf("scenario\treq/s\tp50\tp95\tp99\terrors\tbaseline\tbaseline req/s\tratio\t\n")
+	table.printf("scenario\treq/s\tp50\tp95\tp99\terrors\tbaseline\tbaseline req/s\tratio\tminimal req/s\tratio vs minimal\t\n")
 	for _, r := range results {
 		base, baseRate, ratio := "-", "-", "-"
 		if r.baseline != "" {
 			base, baseRate, ratio = r.baseline, fmtRate(r.baselineRate), strconv.FormatFloat(r.ratio, 'f', 2, 64)
 		}
-		table.printf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t\n", r.name, fmtRate(r.rate()),
-			fmtMillis(r.p(0.50)), fmtMillis(r.p(0.95)), fmtMillis(r.p(0.99)), r.errors, base, baseRate, ratio)
+		floorRate, floorRatio := "-", "-"
+		if r.floorRate > 0 {
+			floorRate, floorRatio = fmtRate(r.floorRate), strconv.FormatFloat(r.floorRatio, 'f', 2, 64)
+		}
+		table.printf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.name, fmtRate(r.rate()),
+			fmtMillis(r.p(0.50)), fmtMillis(r.p(0.95)), fmtMillis(r.p(0.99)), r.errors, base, baseRate, ratio, floorRate, floorRatio)
 	}
 	if table.err != nil {
 		return table.err
@@ -46,8 +50,10 @@ func report(out io.Writer, results []result, rssBytes float64) error {
 	}
 	p := &printer{w: out}
 	for _, r := range results {
-		if r.note != "" {
-			p.printf("%s: %s\n", r.name, r.note)
+		for _, note := range []string{r.note, r.floorNote} {
+			if note != "" {
+				p.printf("%s: %s\n", r.name, note)
+			}
 		}
 		if r.firstErr != nil {
 			p.printf("%s: first error: %v\n", r.name, r.firstErr)

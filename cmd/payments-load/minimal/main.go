@@ -1,13 +1,21 @@
 // Command minimal is the floor the server is measured against: what echo, pgx and net/http
-// cost with nothing of ours in them. It answers GET /payments/{id} with the server's own
-// query and an in-memory key check, and nothing else: no validation, no idempotency, no
-// ETag comparison, no trace, metrics or logs. Every other request goes to the real server
-// at UPSTREAM, so that payments-load can make its fixtures there.
+// cost with nothing of ours in them. It answers two operations with the server's own SQL
+// and an in-memory key check, and nothing else: no validation, no fingerprint, no replay,
+// no ETag comparison, no trace, metrics, rate limits or logs.
+//
+//   - GET /payments/{id}: the server's primary-key select.
+//   - POST /payments with an Idempotency-Key: the statements of the server's fresh create,
+//     through the same transaction helper (db.InTx), so in the same round trips: BEGIN, the
+//     claim, the payment insert, the lookup of subscribed webhook endpoints, the event and
+//     the stored response in one batch, COMMIT. A key already used answers 409.
+//
+// Every other request goes to the real server at UPSTREAM, so that payments-load can make
+// its fixtures there.
 //
 //	DATABASE_URL=... UPSTREAM=http://127.0.0.1:8080 LISTEN_ADDR=127.0.0.1:8081 go run ./cmd/payments-load/minimal
-//	payments-load -url http://127.0.0.1:8081 -scenarios get
+//	payments-load -minimal-url http://127.0.0.1:8081 -scenarios get,create
 //
-// Only the get scenario means anything against it. docs/performance.md compares the two.
+// docs/performance.md compares the two.
 package main
 
 import (
@@ -20,7 +28,6 @@ import (
 	"net/url"
 	"os"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
@@ -34,7 +41,9 @@ func main() {
 
 func run() error {
 	ctx := context.Background()
-	pool, err := pgxpool.New(ctx, cmp.Or(os.Getenv("DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/payments?sslmode=disable"))
+	// The server's pool (its size, 20): a create holds a connection for its whole
+	// transaction, so pgxpool's default of 4 would make the floor queue for connections.
+	pool, err := db.Open(ctx, cmp.Or(os.Getenv("DATABASE_URL"), "postgres://postgres@127.0.0.1:5432/payments?sslmode=disable"), db.Options{})
 	if err != nil {
 		return err
 	}
@@ -61,6 +70,25 @@ func run() error {
 			return c.NoContent(http.StatusNotFound)
 		}
 		return c.JSON(http.StatusOK, p)
+	})
+	e.POST("/payments", func(c echo.Context) error {
+		if c.Request().Header.Get("Authorization") != "Bearer "+key {
+			return c.NoContent(http.StatusUnauthorized)
+		}
+		var body createBody
+		idemKey := c.Request().Header.Get("Idempotency-Key")
+		if err := c.Bind(&body); err != nil || idemKey == "" {
+			return c.NoContent(http.StatusBadRequest)
+		}
+		p, res, err := create(c.Request().Context(), pool, acct.ID, idemKey, body)
+		if errors.Is(err, errKeyUsed) {
+			return c.NoContent(http.StatusConflict)
+		}
+		if err != nil {
+			return err
+		}
+		c.Response().Header().Set("Location", "/payments/"+p.ID)
+		return c.JSONBlob(http.StatusCreated, res)
 	})
 	e.Any("/*", echo.WrapHandler(httputil.NewSingleHostReverseProxy(upstream)))
 	if err := e.Start(cmp.Or(os.Getenv("LISTEN_ADDR"), "127.0.0.1:8081")); !errors.Is(err, http.ErrServerClosed) {
