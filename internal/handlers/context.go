@@ -3,11 +3,13 @@ package handlers
 import (
 	"context"
 
+	"github.com/payments-api/payments-api/internal/contract"
 	"github.com/payments-api/payments-api/internal/db"
 )
 
 // requestState is what the middleware learns about a request, for the handlers below it: its
-// id, then its account once authenticate has run, then its body once readBody has. startRequest
+// id, then its operation once findOperation has run, its account once authenticate has, the
+// quotas it spent, then its body once readBody has. startRequest
 // attaches it to the request's context, once, and the middleware after it fill it in, all
 // before the handler runs. One value filled in, rather than a context value per middleware,
 // because http.Request.WithContext copies the whole request: a copy each was an eighth of the
@@ -17,6 +19,11 @@ type requestState struct {
 	account       db.Account
 	authenticated bool
 	body          []byte
+	operation     *contract.Operation // what findOperation found
+	// rateLimits are the RateLimit members of the quotas the request spent, for a refusal
+	// that Prefer asks for later; rateLimitBuf holds them without an allocation.
+	rateLimits   []limitItem
+	rateLimitBuf [2]limitItem
 }
 
 type stateKey struct{}

@@ -40,14 +40,11 @@ func (s *Server) startRequest(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		res := c.Response()
 		res.Header().Set("Request-Id", id)
-		// Generated strict responses set every header the spec documents from their Headers
-		// field, so restore ours just before the status line is written.
-		res.Before(func() { res.Header().Set("Request-Id", id) })
 		ctx, cancel := context.WithTimeout(withRequestState(c.Request().Context(), id), s.requestTimeout)
 		defer cancel()
 		ctx, t := trace.New(ctx)
 		c.SetRequest(c.Request().WithContext(ctx))
-		res.Writer = &timingWriter{ResponseWriter: res.Writer, trace: t}
+		res.Writer = &timingWriter{ResponseWriter: res.Writer, trace: t, requestID: id}
 		return next(c)
 	}
 }

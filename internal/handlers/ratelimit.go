@@ -100,14 +100,20 @@ func (l *rateLimiter) limitFailedAuth(public map[string]bool) echo.MiddlewareFun
 				return &ratelimit.ExceededError{Policy: p, Decision: d}
 			}
 			err := next(c)
-			var httpErr *echo.HTTPError
-			if errors.As(err, &httpErr) && httpErr.Code == http.StatusUnauthorized {
+			if err != nil && isUnauthorized(err) {
 				d, _ := l.failures.Allow(c.Request().Context(), p, addr)
 				setRateLimitHeaders(c, l.failuresPolicy, rateLimitItem(p, d))
 			}
 			return err
 		}
 	}
+}
+
+// isUnauthorized reports whether err answers 401. It is asked only of an error: errors.As
+// needs its target on the heap, which would cost every successful request an allocation.
+func isUnauthorized(err error) bool {
+	var httpErr *echo.HTTPError
+	return errors.As(err, &httpErr) && httpErr.Code == http.StatusUnauthorized
 }
 
 // limitAccount runs after authenticate and spends the account's Default bucket and, on
@@ -127,24 +133,25 @@ func (l *rateLimiter) limitAccount(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		policies, policyHeader := l.policies(acct, isWrite(c))
 		span := trace.Start(c.Request().Context(), "ratelimit")
-		items, err := l.spend(c, policies, acct.ID)
+		st := stateFrom(c.Request().Context())
+		items, err := l.spend(c, st.rateLimitBuf[:0], policies, acct.ID)
 		span.End()
-		if exceeded := new(*ratelimit.ExceededError); err != nil && !errors.As(err, exceeded) {
+		if err != nil && !isExceeded(err) {
 			return err
 		}
 		setRateLimitHeaders(c, policyHeader, items...)
 		if err != nil {
 			return err
 		}
-		c.Set(rateLimitItemsKey, items)
+		st.rateLimits = items // for refuse
 		return next(c)
 	}
 }
 
 // limitAddress spends the client address's TestAccounts bucket.
 func (l *rateLimiter) limitAddress(c echo.Context, next echo.HandlerFunc) error {
-	items, err := l.spend(c, []ratelimit.Policy{l.TestAccounts}, clientAddress(c.Request()))
-	if exceeded := new(*ratelimit.ExceededError); err != nil && !errors.As(err, exceeded) {
+	items, err := l.spend(c, nil, []ratelimit.Policy{l.TestAccounts}, clientAddress(c.Request()))
+	if err != nil && !isExceeded(err) {
 		return err
 	}
 	setRateLimitHeaders(c, l.testAccountsPolicy, items...)
@@ -154,9 +161,11 @@ func (l *rateLimiter) limitAddress(c echo.Context, next echo.HandlerFunc) error 
 	return next(c)
 }
 
-// rateLimitItemsKey keeps, in the echo.Context, the RateLimit members of a request that
-// passed, for refuse.
-const rateLimitItemsKey = "ratelimit.items"
+// isExceeded reports whether err is a refusal rather than a limiter that failed.
+func isExceeded(err error) bool {
+	var exceeded *ratelimit.ExceededError
+	return errors.As(err, &exceeded)
+}
 
 // isWrite reports whether the request's route is one of writeRoutes.
 func isWrite(c echo.Context) bool { return writeRoutes[c.Request().Method+" "+c.Path()] }
@@ -187,9 +196,9 @@ func ownOrServer(server ratelimit.Policy, own ratelimit.Rate) ratelimit.Policy {
 }
 
 // spend spends one request of key under each policy in turn, up to the first that refuses
-// it (a *ratelimit.ExceededError), and returns the RateLimit members of those it asked.
-func (l *rateLimiter) spend(c echo.Context, policies []ratelimit.Policy, key string) ([]httpsfv.Member, error) {
-	items := make([]httpsfv.Member, 0, len(policies))
+// it (a *ratelimit.ExceededError), and returns the RateLimit members of those it asked,
+// appended to items.
+func (l *rateLimiter) spend(c echo.Context, items []limitItem, policies []ratelimit.Policy, key string) ([]limitItem, error) {
 	for _, p := range policies {
 		d, err := l.Limiter.Allow(c.Request().Context(), p, key)
 		if err != nil {
@@ -214,17 +223,17 @@ func (l *rateLimiter) refuse(c echo.Context) error {
 	policies, policyHeader := l.policies(acct, isWrite(c) && l.Limiter != nil)
 	p := policies[len(policies)-1]
 	d := ratelimit.Decision{ResetAfter: p.Window, RetryAfter: p.Window / time.Duration(p.Quota)}
-	items, _ := c.Get(rateLimitItemsKey).([]httpsfv.Member)
+	items := stateFrom(c.Request().Context()).rateLimits
 	items = append(slices.Clone(items[:min(len(items), len(policies)-1)]), rateLimitItem(p, d))
 	setRateLimitHeaders(c, policyHeader, items...)
 	return &ratelimit.ExceededError{Policy: p, Decision: d}
 }
 
 // setRateLimitHeaders sets RateLimit-Policy (already serialised) and RateLimit.
-func setRateLimitHeaders(c echo.Context, policyHeader string, items ...httpsfv.Member) {
+func setRateLimitHeaders(c echo.Context, policyHeader string, items ...limitItem) {
 	header := c.Response().Header()
 	header.Set("RateLimit-Policy", policyHeader)
-	header.Set("RateLimit", structuredList(items...))
+	header.Set("RateLimit", rateLimitValue(items))
 }
 
 // policyList is the RateLimit-Policy of policies.
@@ -244,13 +253,41 @@ func policyItem(p ratelimit.Policy) httpsfv.Member {
 	return item
 }
 
-// rateLimitItem is one RateLimit member: `"default";r=42;t=1`, r the requests left now and t
+// limitItem is one RateLimit member: `"default";r=42;t=1`, r the requests left now and t
 // the whole seconds until the bucket is full again (rounded up, so waiting t always suffices).
-func rateLimitItem(p ratelimit.Policy, d ratelimit.Decision) httpsfv.Member {
-	item := httpsfv.NewItem(p.Name)
-	item.Params.Add("r", int64(d.Remaining))
-	item.Params.Add("t", int64(math.Ceil(d.ResetAfter.Seconds())))
-	return item
+type limitItem struct {
+	policy         string
+	remaining, ttl int64
+}
+
+func rateLimitItem(p ratelimit.Policy, d ratelimit.Decision) limitItem {
+	return limitItem{policy: p.Name, remaining: int64(d.Remaining), ttl: int64(math.Ceil(d.ResetAfter.Seconds()))}
+}
+
+// rateLimitValue serialises the RateLimit members as a structured-field list (RFC 9651),
+// by hand rather than through httpsfv: it is on every response, and httpsfv's parameters
+// cost seven allocations a member. The policy name is an sf-string; newRateLimiter has
+// serialised every name through httpsfv once (a name it refuses fails at start-up), so
+// quoting and escaping are all that is left to do.
+func rateLimitValue(items []limitItem) string {
+	b := make([]byte, 0, 32*len(items))
+	for i, it := range items {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, '"')
+		for j := range len(it.policy) {
+			if ch := it.policy[j]; ch == '"' || ch == '\\' {
+				b = append(b, '\\')
+			}
+			b = append(b, it.policy[j])
+		}
+		b = append(b, `";r=`...)
+		b = strconv.AppendInt(b, it.remaining, 10)
+		b = append(b, ";t="...)
+		b = strconv.AppendInt(b, it.ttl, 10)
+	}
+	return string(b)
 }
 
 // structuredList serialises a structured-field list (RFC 9651). Its members are built here

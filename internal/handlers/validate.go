@@ -14,9 +14,6 @@ import (
 	"github.com/payments-api/payments-api/internal/trace"
 )
 
-// operationKey holds, in the echo context, the operation findOperation found.
-const operationKey = "operation"
-
 // findOperation answers a request that matches no operation of the spec at once, 404 or 405,
 // before authentication, rate limits, injected faults or its body can answer anything else:
 // a route that does not exist is not found, whoever asks and however often. echo has routed
@@ -37,7 +34,7 @@ func findOperation(spec *contract.Contract) echo.MiddlewareFunc {
 				_, err := spec.ValidateRequest(c.Request(), nil)
 				return requestError(c, cmp.Or(err, contract.ErrNoRoute))
 			}
-			c.Set(operationKey, op)
+			stateFrom(c.Request().Context()).operation = op
 			return next(c)
 		}
 	}
@@ -57,8 +54,7 @@ func slashInParam(c echo.Context) bool {
 
 // operationOf is the operation findOperation found for the request.
 func operationOf(c echo.Context) *contract.Operation {
-	op, _ := c.Get(operationKey).(*contract.Operation)
-	return op
+	return stateFrom(c.Request().Context()).operation
 }
 
 // validateRequests checks every request against its operation in api/openapi.yaml before a
