@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -26,6 +27,24 @@ func TestLogDurationsAreReadable(t *testing.T) {
 	}
 	if line["timeout"] != "30s" || line["took"] != "1.5ms" {
 		t.Errorf("logged %s", out.String())
+	}
+}
+
+// TestLogLevelsAreWrittenAsSlogWritesThem: the logger writes the level as a string itself
+// (cheaper than slog's path for it), and must write what slog would: "INFO", "WARN+1".
+func TestLogLevelsAreWrittenAsSlogWritesThem(t *testing.T) {
+	t.Parallel()
+	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelWarn + 1, slog.LevelError} {
+		var ours, slogs syncBuffer
+		newLogger(&ours, slog.LevelInfo).Log(context.Background(), level, "m")
+		slog.New(slog.NewJSONHandler(&slogs, nil)).Log(context.Background(), level, "m")
+		var a, b map[string]any
+		if err := errors.Join(json.Unmarshal([]byte(ours.String()), &a), json.Unmarshal([]byte(slogs.String()), &b)); err != nil {
+			t.Fatal(err)
+		}
+		if a["level"] != b["level"] {
+			t.Errorf("level %v: logged %q, slog writes %q", level, a["level"], b["level"])
+		}
 	}
 }
 

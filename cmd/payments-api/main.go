@@ -124,12 +124,21 @@ func bufferedLog(w io.Writer) *zapcore.BufferedWriteSyncer {
 
 // newLogger writes JSON lines to w. Durations are written as Go durations ("1.5s"), which a
 // person can read, rather than slog's default integer nanoseconds.
+//
+// The level is turned into its string here too, as it is written anyway ("INFO"): with a
+// ReplaceAttr, slog hands it over as a slog.Level, which the JSON handler would encode
+// through encoding/json's Marshaler path, on every request's line.
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{
 		Level: level,
-		ReplaceAttr: func(_ []string, a slog.Attr) slog.Attr {
-			if a.Value.Kind() == slog.KindDuration {
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			switch {
+			case a.Value.Kind() == slog.KindDuration:
 				a.Value = slog.StringValue(a.Value.Duration().String())
+			case a.Key == slog.LevelKey && len(groups) == 0:
+				if l, ok := a.Value.Any().(slog.Level); ok {
+					a.Value = slog.StringValue(l.String())
+				}
 			}
 			return a
 		},
