@@ -28,6 +28,7 @@ import (
 	"net/url"
 	"os"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
@@ -48,17 +49,29 @@ func run() error {
 		return err
 	}
 	defer pool.Close()
-	q := db.New(pool)
 	key := cmp.Or(os.Getenv("API_KEY"), "sk_test_demo")
-	acct, err := accounts.Authenticate(ctx, q, key) // once: then the check is a string comparison
-	if err != nil {
-		return err
-	}
 	upstream, err := url.Parse(cmp.Or(os.Getenv("UPSTREAM"), "http://127.0.0.1:8080"))
 	if err != nil {
 		return err
 	}
+	e, err := newServer(ctx, pool, key, upstream)
+	if err != nil {
+		return err
+	}
+	if err := e.Start(cmp.Or(os.Getenv("LISTEN_ADDR"), "127.0.0.1:8081")); !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
 
+// newServer answers GET and POST /payments for the account of key, and sends every other
+// request to upstream.
+func newServer(ctx context.Context, pool *pgxpool.Pool, key string, upstream *url.URL) (*echo.Echo, error) {
+	q := db.New(pool)
+	acct, err := accounts.Authenticate(ctx, q, key) // once: then the check is a string comparison
+	if err != nil {
+		return nil, err
+	}
 	e := echo.New()
 	e.HideBanner = true
 	e.GET("/payments/:id", func(c echo.Context) error {
@@ -91,8 +104,5 @@ func run() error {
 		return c.JSONBlob(http.StatusCreated, res)
 	})
 	e.Any("/*", echo.WrapHandler(httputil.NewSingleHostReverseProxy(upstream)))
-	if err := e.Start(cmp.Or(os.Getenv("LISTEN_ADDR"), "127.0.0.1:8081")); !errors.Is(err, http.ErrServerClosed) {
-		return err
-	}
-	return nil
+	return e, nil
 }

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestFloorIsMeasuredInTheSameSlices runs get, create and list with a floor. The server
+// stands in for the minimal server here (the plumbing is what is tested): get and create
+// get a floor rate and a ratio, printed beside the SQL ratio; list, which the minimal server
+// does not serve, gets none.
+func TestFloorIsMeasuredInTheSameSlices(t *testing.T) {
+	baseURL, databaseURL := startServer(t)
+	cfg := config{
+		URL: baseURL, APIKey: smokeKey, DatabaseURL: databaseURL, MinimalURL: baseURL,
+		Duration: 300 * time.Millisecond, Slices: 2, Concurrency: 2, RaceSize: 8,
+		Scenarios: []string{"get", "create", "list"}, MaxPerWorker: 10_000,
+	}
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	results, err := run(ctx, cfg, &out)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	for _, r := range results {
+		measured := r.floorRate > 0 && r.floorRatio > 0 && r.floorNote == ""
+		if measured != floorScenarios[r.name] {
+			t.Errorf("%s: floor %v/s, ratio %v, note %q", r.name, r.floorRate, r.floorRatio, r.floorNote)
+		}
+	}
+	if !strings.Contains(out.String(), "ratio vs minimal") {
+		t.Errorf("no floor column in\n%s", out.String())
+	}
+}
+
+func TestConfigRefusesANonLoopbackFloor(t *testing.T) {
+	cfg := config{
+		URL: "http://127.0.0.1:8080", MinimalURL: "http://10.0.0.1:8081", Duration: time.Second,
+		Slices: 1, Concurrency: 1, RaceSize: 2, MaxPerWorker: 1, Scenarios: []string{"get"},
+	}
+	if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), "-minimal-url") {
+		t.Errorf("validate: %v, want a refusal naming -minimal-url", err)
+	}
+}
