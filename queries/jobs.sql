@@ -12,8 +12,8 @@ WHERE account_id = @account_id AND id = @id;
 SELECT * FROM jobs
 WHERE account_id = @account_id
   AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
-  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
-       OR (created_at, id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+  AND (created_at, id) < (coalesce(sqlc.narg(after_created_at)::timestamptz, 'infinity'),
+                          coalesce(sqlc.narg(after_id)::text, ''))
 ORDER BY created_at DESC, id DESC
 LIMIT @row_limit;
 

@@ -206,8 +206,8 @@ const jobList = `-- name: JobList :many
 SELECT id, account_id, type, status, river_job_id, rows_processed, error_detail, report_id, created_at, started_at, finished_at, expires_at FROM jobs
 WHERE account_id = $1
   AND ($2::text IS NULL OR status = $2)
-  AND ($3::timestamptz IS NULL
-       OR (created_at, id) < ($3, $4::text))
+  AND (created_at, id) < (coalesce($3::timestamptz, 'infinity'),
+                          coalesce($4::text, ''))
 ORDER BY created_at DESC, id DESC
 LIMIT $5
 `

@@ -19,6 +19,7 @@ import (
 type lookup struct {
 	args map[string]any      // by parameter name, as in the SQL; parameters left out are NULL
 	keys map[string][]string // table → its equality columns in the query
+	page string              // a keyset page's table: its scan must start at the cursor
 }
 
 // The fixture's rows: one of each kind, in account planAccount, which the load then fills.
@@ -45,14 +46,14 @@ func byID(table, id string) lookup {
 
 // pageOf is a keyset page of table's rows under key.
 func pageOf(table string, key []string, args map[string]any) lookup {
-	return lookup{args: args, keys: map[string][]string{table: key}}
+	return lookup{args: args, keys: map[string][]string{table: key}, page: table}
 }
 
 // with returns l with more arguments.
 func (l lookup) with(args map[string]any) lookup {
 	all := maps.Clone(l.args)
 	maps.Copy(all, args)
-	return lookup{args: all, keys: l.keys}
+	return lookup{args: all, keys: l.keys, page: l.page}
 }
 
 var (
@@ -153,6 +154,7 @@ var lookups = map[string]lookup{
 	"WebhookDeliveryListByEndpoint": {
 		args: map[string]any{"account_id": planAccount, "endpoint_id": planEndpoint, "row_limit": 11},
 		keys: map[string][]string{"webhook_deliveries": {"account_id", "endpoint_id"}, "events": {"account_id", "id"}},
+		page: "webhook_deliveries",
 	},
 	"WebhookAttemptListByDeliveries": {
 		args: map[string]any{"account_id": planAccount, "delivery_ids": []string{planDelivery}},
@@ -293,7 +295,11 @@ func (p *planner) checkAll(state string) {
 			continue
 		}
 		for _, s := range scans(plan) {
-			if msg := problem(s, lookups[name].keys[s.Table], p.indexes); msg != "" {
+			msg := problem(s, lookups[name].keys[s.Table], p.indexes)
+			if msg == "" && s.Table == lookups[name].page {
+				msg = pageProblem(s)
+			}
+			if msg != "" {
 				p.t.Errorf("%s, %s: %s", name, state, msg)
 			}
 		}
