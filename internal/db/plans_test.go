@@ -80,6 +80,7 @@ var lookups = map[string]lookup{
 	"PaymentUpdate":       byID("payments", planPayment),
 	"PaymentAddRefund":    byID("payments", planPayment).with(map[string]any{"amount": 1}),
 	"PaymentList":         pageOf("payments", accountKey, firstPage),
+	"PaymentListFiltered": pageOf("payments", accountKey, firstPage).with(map[string]any{"status": "succeeded"}),
 	"PaymentReportPage":   pageOf("payments", accountKey, reportPage),
 
 	"RefundGetByID": byID("refunds", planRefund),
