@@ -10,8 +10,8 @@ WHERE account_id = @account_id AND id = @id;
 -- Keyset pagination, as PaymentList.
 SELECT * FROM events
 WHERE account_id = @account_id
-  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
-       OR (created_at, id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+  AND (created_at, id) < (coalesce(sqlc.narg(after_created_at)::timestamptz, 'infinity'),
+                          coalesce(sqlc.narg(after_id)::text, ''))
 ORDER BY created_at DESC, id DESC
 LIMIT @row_limit;
 
@@ -19,8 +19,8 @@ LIMIT @row_limit;
 -- EventList for one type, on events_account_type_created_idx (as RefundListByPayment).
 SELECT * FROM events
 WHERE account_id = @account_id AND type = @type
-  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
-       OR (created_at, id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+  AND (created_at, id) < (coalesce(sqlc.narg(after_created_at)::timestamptz, 'infinity'),
+                          coalesce(sqlc.narg(after_id)::text, ''))
 ORDER BY created_at DESC, id DESC
 LIMIT @row_limit;
 

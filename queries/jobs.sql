@@ -8,12 +8,22 @@ SELECT * FROM jobs
 WHERE account_id = @account_id AND id = @id;
 
 -- name: JobList :many
--- Keyset pagination, as PaymentList.
+-- Keyset pagination, as PaymentList, and like it without the status filter, which is
+-- JobListFiltered's.
 SELECT * FROM jobs
 WHERE account_id = @account_id
-  AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
-  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
-       OR (created_at, id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+  AND (created_at, id) < (coalesce(sqlc.narg(after_created_at)::timestamptz, 'infinity'),
+                          coalesce(sqlc.narg(after_id)::text, ''))
+ORDER BY created_at DESC, id DESC
+LIMIT @row_limit;
+
+-- name: JobListFiltered :many
+-- JobList of the jobs in one status.
+SELECT * FROM jobs
+WHERE account_id = @account_id
+  AND status = @status
+  AND (created_at, id) < (coalesce(sqlc.narg(after_created_at)::timestamptz, 'infinity'),
+                          coalesce(sqlc.narg(after_id)::text, ''))
 ORDER BY created_at DESC, id DESC
 LIMIT @row_limit;
 

@@ -14,14 +14,32 @@ WHERE account_id = @account_id AND id = @id;
 
 -- name: PaymentList :many
 -- Keyset pagination: rows strictly after the cursor (created_at, id) in newest-first order,
--- so concurrent inserts never shift a page the way OFFSET would.
+-- so concurrent inserts never shift a page the way OFFSET would. The first page has no
+-- cursor and starts after (infinity, the empty id), after every row. The cursor is never an
+-- optional condition ("@after IS NULL OR ..."): the plan PostgreSQL caches for a prepared
+-- statement can only filter with that, reading every row of the account before the page
+-- (10,000 rows deep, 10,000 rows read for 10). As a range it starts the index scan at the page.
+--
+-- The filters are PaymentListFiltered's. Here they would be optional conditions too, each of
+-- which a generic plan guesses keeps one row in a hundred: guessing the page's rows fewer
+-- than its limit, it read every row of the account through a bitmap and sorted them (17 ms
+-- a page at 90,000 payments, against 0.5 ms on an empty table).
+SELECT * FROM payments
+WHERE account_id = @account_id
+  AND (created_at, id) < (coalesce(sqlc.narg(after_created_at)::timestamptz, 'infinity'),
+                          coalesce(sqlc.narg(after_id)::text, ''))
+ORDER BY created_at DESC, id DESC
+LIMIT @row_limit;
+
+-- name: PaymentListFiltered :many
+-- PaymentList with the filters GET /payments takes, for a request that sets any of them.
 SELECT * FROM payments
 WHERE account_id = @account_id
   AND (sqlc.narg(status)::text IS NULL OR status = sqlc.narg(status))
   AND (sqlc.narg(created_gte)::timestamptz IS NULL OR created_at >= sqlc.narg(created_gte))
   AND (sqlc.narg(created_lt)::timestamptz IS NULL OR created_at < sqlc.narg(created_lt))
-  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
-       OR (created_at, id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+  AND (created_at, id) < (coalesce(sqlc.narg(after_created_at)::timestamptz, 'infinity'),
+                          coalesce(sqlc.narg(after_id)::text, ''))
 ORDER BY created_at DESC, id DESC
 LIMIT @row_limit;
 

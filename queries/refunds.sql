@@ -11,8 +11,8 @@ WHERE account_id = @account_id AND id = @id;
 -- Keyset pagination, as PaymentList.
 SELECT * FROM refunds
 WHERE account_id = @account_id
-  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
-       OR (created_at, id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+  AND (created_at, id) < (coalesce(sqlc.narg(after_created_at)::timestamptz, 'infinity'),
+                          coalesce(sqlc.narg(after_id)::text, ''))
 ORDER BY created_at DESC, id DESC
 LIMIT @row_limit;
 
@@ -21,7 +21,7 @@ LIMIT @row_limit;
 -- generic plan could not use payment_id to find the rows and would read the account's.
 SELECT * FROM refunds
 WHERE account_id = @account_id AND payment_id = @payment_id
-  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
-       OR (created_at, id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+  AND (created_at, id) < (coalesce(sqlc.narg(after_created_at)::timestamptz, 'infinity'),
+                          coalesce(sqlc.narg(after_id)::text, ''))
 ORDER BY created_at DESC, id DESC
 LIMIT @row_limit;

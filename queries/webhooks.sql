@@ -11,8 +11,8 @@ WHERE account_id = @account_id AND id = @id;
 -- Keyset pagination, as PaymentList.
 SELECT * FROM webhook_endpoints
 WHERE account_id = @account_id
-  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
-       OR (created_at, id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+  AND (created_at, id) < (coalesce(sqlc.narg(after_created_at)::timestamptz, 'infinity'),
+                          coalesce(sqlc.narg(after_id)::text, ''))
 ORDER BY created_at DESC, id DESC
 LIMIT @row_limit;
 
@@ -95,8 +95,8 @@ SELECT sqlc.embed(webhook_deliveries),
         WHERE events.account_id = webhook_deliveries.account_id AND events.id = webhook_deliveries.event_id) AS event_type
 FROM webhook_deliveries
 WHERE webhook_deliveries.account_id = @account_id AND webhook_deliveries.endpoint_id = @endpoint_id
-  AND (sqlc.narg(after_created_at)::timestamptz IS NULL
-       OR (webhook_deliveries.created_at, webhook_deliveries.id) < (sqlc.narg(after_created_at), sqlc.narg(after_id)::text))
+  AND (webhook_deliveries.created_at, webhook_deliveries.id)
+      < (coalesce(sqlc.narg(after_created_at)::timestamptz, 'infinity'), coalesce(sqlc.narg(after_id)::text, ''))
 ORDER BY webhook_deliveries.created_at DESC, webhook_deliveries.id DESC
 LIMIT @row_limit;
 

@@ -111,11 +111,16 @@ func chart(results []result, cfg config) chartData {
 func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
 func writeChart(path string, results []result, cfg config) error {
+	return writeSVG(path, chartTemplate, chart(results, cfg))
+}
+
+// writeSVG writes the chart t draws from data to path.
+func writeSVG(path string, t *template.Template, data any) error {
 	f, err := os.Create(path)
 	if err != nil {
 		return err
 	}
-	if err := chartTemplate.Execute(f, chart(results, cfg)); err != nil {
+	if err := t.Execute(f, data); err != nil {
 		return errors.Join(fmt.Errorf("write chart: %w", err), f.Close())
 	}
 	return f.Close()

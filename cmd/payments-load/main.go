@@ -7,6 +7,10 @@
 //
 //	go run ./cmd/payments-load -url http://127.0.0.1:8080 -duration 20s -concurrency 8
 //
+// Two other modes measure the server against the data it holds: -preload N copies N payments
+// with their rows into a database, and -scale rows=url,... measures the same operations on
+// servers whose databases hold different numbers of them.
+//
 // It only talks to loopback addresses: it is for measuring a server on this machine, never
 // for loading someone else's. docs/performance.md explains the figures.
 package main
@@ -41,8 +45,10 @@ type config struct {
 	Scenarios    []string
 	SVG          string
 	MaxPerWorker int
-	SweepKeys    int    // > 0: compare each scenario alone and while this many expired keys are swept
-	MinimalURL   string // the minimal server (cmd/payments-load/minimal); empty: no floor
+	SweepKeys    int           // > 0: compare each scenario alone and while this many expired keys are swept
+	MinimalURL   string        // the minimal server (cmd/payments-load/minimal); empty: no floor
+	Preload      int           // > 0: only copy this many payments (and their rows) into the database
+	Scale        []scaleServer // set: measure the scale operations on each of these servers
 }
 
 func main() {
@@ -85,10 +91,20 @@ func parseFlags(args []string) (config, error) {
 		"instead of the baselines, run each scenario alone and while the sweep deletes this many expired idempotency keys (needs -database-url)")
 	fs.StringVar(&cfg.MinimalURL, "minimal-url", "",
 		"the minimal server (cmd/payments-load/minimal, loopback only) to measure get and create against in the same slices; empty for none")
+	fs.IntVar(&cfg.Preload, "preload", 0,
+		"instead of measuring, copy this many payments with their refunds, events, deliveries and keys into -database-url (9 in 10 in -key's account), without ANALYZE")
+	scale := fs.String("scale", "",
+		"instead of the scenarios, measure create, get, get-304, patch, refund, list, list-deep and report on each server of a list of rows=url (rows: the payments preloaded into its database)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
 	cfg.Scenarios = strings.Split(*scenarioList, ",")
+	if *scale != "" {
+		var err error
+		if cfg.Scale, err = parseScaleServers(*scale); err != nil {
+			return config{}, err
+		}
+	}
 	return cfg, cfg.validate()
 }
 
@@ -106,9 +122,15 @@ func (c config) validate() error {
 		errs = append(errs, errors.New("-slices, -concurrency and -max-requests must be at least 1, -race-size at least 2"))
 	}
 	errs = append(errs, c.validateSweep()...)
+	if c.Preload < 0 || c.Preload > 10_000_000 || (c.Preload > 0 && c.DatabaseURL == "") {
+		errs = append(errs, fmt.Errorf("-preload %d: want at most 10,000,000, and -database-url", c.Preload))
+	}
 	errs = append(errs, validateTarget("-url", c.URL))
 	if c.MinimalURL != "" {
 		errs = append(errs, validateTarget("-minimal-url", c.MinimalURL))
+	}
+	for _, s := range c.Scale {
+		errs = append(errs, validateTarget("-scale", s.url))
 	}
 	if c.DatabaseURL != "" {
 		if pc, err := pgxpool.ParseConfig(c.DatabaseURL); err != nil {
@@ -174,6 +196,13 @@ func envOr(name, fallback string) string {
 // run measures every configured scenario, prints the table to out, writes the chart and
 // returns the results.
 func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
+	switch {
+	case cfg.Preload > 0:
+		return nil, runPreload(ctx, cfg, out)
+	case len(cfg.Scale) > 0:
+		_, err := runScale(ctx, cfg, out)
+		return nil, err
+	}
 	c := newClient(cfg.URL, cfg.APIKey, max(cfg.Concurrency, cfg.RaceSize))
 	defer c.http.CloseIdleConnections()
 	if cfg.SweepKeys > 0 {

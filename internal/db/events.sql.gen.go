@@ -86,8 +86,8 @@ func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) error 
 const eventList = `-- name: EventList :many
 SELECT id, account_id, type, data, created_at FROM events
 WHERE account_id = $1
-  AND ($2::timestamptz IS NULL
-       OR (created_at, id) < ($2, $3::text))
+  AND (created_at, id) < (coalesce($2::timestamptz, 'infinity'),
+                          coalesce($3::text, ''))
 ORDER BY created_at DESC, id DESC
 LIMIT $4
 `
@@ -134,8 +134,8 @@ func (q *Queries) EventList(ctx context.Context, arg EventListParams) ([]Event, 
 const eventListByType = `-- name: EventListByType :many
 SELECT id, account_id, type, data, created_at FROM events
 WHERE account_id = $1 AND type = $2
-  AND ($3::timestamptz IS NULL
-       OR (created_at, id) < ($3, $4::text))
+  AND (created_at, id) < (coalesce($3::timestamptz, 'infinity'),
+                          coalesce($4::text, ''))
 ORDER BY created_at DESC, id DESC
 LIMIT $5
 `

@@ -205,26 +205,24 @@ func (q *Queries) JobInsert(ctx context.Context, arg JobInsertParams) (Job, erro
 const jobList = `-- name: JobList :many
 SELECT id, account_id, type, status, river_job_id, rows_processed, error_detail, report_id, created_at, started_at, finished_at, expires_at FROM jobs
 WHERE account_id = $1
-  AND ($2::text IS NULL OR status = $2)
-  AND ($3::timestamptz IS NULL
-       OR (created_at, id) < ($3, $4::text))
+  AND (created_at, id) < (coalesce($2::timestamptz, 'infinity'),
+                          coalesce($3::text, ''))
 ORDER BY created_at DESC, id DESC
-LIMIT $5
+LIMIT $4
 `
 
 type JobListParams struct {
 	AccountID      string
-	Status         *string
 	AfterCreatedAt *time.Time
 	AfterID        *string
 	RowLimit       int32
 }
 
-// Keyset pagination, as PaymentList.
+// Keyset pagination, as PaymentList, and like it without the status filter, which is
+// JobListFiltered's.
 func (q *Queries) JobList(ctx context.Context, arg JobListParams) ([]Job, error) {
 	rows, err := q.db.Query(ctx, jobList,
 		arg.AccountID,
-		arg.Status,
 		arg.AfterCreatedAt,
 		arg.AfterID,
 		arg.RowLimit,
@@ -288,6 +286,64 @@ func (q *Queries) JobListAbandoned(ctx context.Context, batchSize int32) ([]JobL
 	for rows.Next() {
 		var i JobListAbandonedRow
 		if err := rows.Scan(&i.AccountID, &i.ID); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const jobListFiltered = `-- name: JobListFiltered :many
+SELECT id, account_id, type, status, river_job_id, rows_processed, error_detail, report_id, created_at, started_at, finished_at, expires_at FROM jobs
+WHERE account_id = $1
+  AND status = $2
+  AND (created_at, id) < (coalesce($3::timestamptz, 'infinity'),
+                          coalesce($4::text, ''))
+ORDER BY created_at DESC, id DESC
+LIMIT $5
+`
+
+type JobListFilteredParams struct {
+	AccountID      string
+	Status         string
+	AfterCreatedAt *time.Time
+	AfterID        *string
+	RowLimit       int32
+}
+
+// JobList of the jobs in one status.
+func (q *Queries) JobListFiltered(ctx context.Context, arg JobListFilteredParams) ([]Job, error) {
+	rows, err := q.db.Query(ctx, jobListFiltered,
+		arg.AccountID,
+		arg.Status,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Job
+	for rows.Next() {
+		var i Job
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.Type,
+			&i.Status,
+			&i.RiverJobID,
+			&i.RowsProcessed,
+			&i.ErrorDetail,
+			&i.ReportID,
+			&i.CreatedAt,
+			&i.StartedAt,
+			&i.FinishedAt,
+			&i.ExpiresAt,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

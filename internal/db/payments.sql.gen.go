@@ -164,16 +164,82 @@ func (q *Queries) PaymentInsert(ctx context.Context, arg PaymentInsertParams) (P
 const paymentList = `-- name: PaymentList :many
 SELECT id, account_id, amount, currency, status, amount_refunded, payment_method, failure_code, description, metadata, version, created_at, updated_at FROM payments
 WHERE account_id = $1
+  AND (created_at, id) < (coalesce($2::timestamptz, 'infinity'),
+                          coalesce($3::text, ''))
+ORDER BY created_at DESC, id DESC
+LIMIT $4
+`
+
+type PaymentListParams struct {
+	AccountID      string
+	AfterCreatedAt *time.Time
+	AfterID        *string
+	RowLimit       int32
+}
+
+// Keyset pagination: rows strictly after the cursor (created_at, id) in newest-first order,
+// so concurrent inserts never shift a page the way OFFSET would. The first page has no
+// cursor and starts after (infinity, the empty id), after every row. The cursor is never an
+// optional condition ("@after IS NULL OR ..."): the plan PostgreSQL caches for a prepared
+// statement can only filter with that, reading every row of the account before the page
+// (10,000 rows deep, 10,000 rows read for 10). As a range it starts the index scan at the page.
+//
+// The filters are PaymentListFiltered's. Here they would be optional conditions too, each of
+// which a generic plan guesses keeps one row in a hundred: guessing the page's rows fewer
+// than its limit, it read every row of the account through a bitmap and sorted them (17 ms
+// a page at 90,000 payments, against 0.5 ms on an empty table).
+func (q *Queries) PaymentList(ctx context.Context, arg PaymentListParams) ([]Payment, error) {
+	rows, err := q.db.Query(ctx, paymentList,
+		arg.AccountID,
+		arg.AfterCreatedAt,
+		arg.AfterID,
+		arg.RowLimit,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []Payment
+	for rows.Next() {
+		var i Payment
+		if err := rows.Scan(
+			&i.ID,
+			&i.AccountID,
+			&i.Amount,
+			&i.Currency,
+			&i.Status,
+			&i.AmountRefunded,
+			&i.PaymentMethod,
+			&i.FailureCode,
+			&i.Description,
+			&i.Metadata,
+			&i.Version,
+			&i.CreatedAt,
+			&i.UpdatedAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const paymentListFiltered = `-- name: PaymentListFiltered :many
+SELECT id, account_id, amount, currency, status, amount_refunded, payment_method, failure_code, description, metadata, version, created_at, updated_at FROM payments
+WHERE account_id = $1
   AND ($2::text IS NULL OR status = $2)
   AND ($3::timestamptz IS NULL OR created_at >= $3)
   AND ($4::timestamptz IS NULL OR created_at < $4)
-  AND ($5::timestamptz IS NULL
-       OR (created_at, id) < ($5, $6::text))
+  AND (created_at, id) < (coalesce($5::timestamptz, 'infinity'),
+                          coalesce($6::text, ''))
 ORDER BY created_at DESC, id DESC
 LIMIT $7
 `
 
-type PaymentListParams struct {
+type PaymentListFilteredParams struct {
 	AccountID      string
 	Status         *string
 	CreatedGte     *time.Time
@@ -183,10 +249,9 @@ type PaymentListParams struct {
 	RowLimit       int32
 }
 
-// Keyset pagination: rows strictly after the cursor (created_at, id) in newest-first order,
-// so concurrent inserts never shift a page the way OFFSET would.
-func (q *Queries) PaymentList(ctx context.Context, arg PaymentListParams) ([]Payment, error) {
-	rows, err := q.db.Query(ctx, paymentList,
+// PaymentList with the filters GET /payments takes, for a request that sets any of them.
+func (q *Queries) PaymentListFiltered(ctx context.Context, arg PaymentListFilteredParams) ([]Payment, error) {
+	rows, err := q.db.Query(ctx, paymentListFiltered,
 		arg.AccountID,
 		arg.Status,
 		arg.CreatedGte,

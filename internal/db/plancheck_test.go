@@ -79,6 +79,20 @@ func problem(s scan, key []string, indexes map[string][]string) string {
 	return ""
 }
 
+// pageProblem says what is wrong with the scan of a keyset page, or "" if nothing is: its
+// Index Cond must bound (created_at, id) by the cursor, so the scan starts at the page. A
+// cursor tested only in a Filter (as "@after IS NULL OR ..." is, in a generic plan) has the
+// scan read every row before the page: a page 10,000 rows deep reads 10,000 rows.
+func pageProblem(s scan) string {
+	if cursorBound.MatchString(s.Cond) {
+		return ""
+	}
+	return fmt.Sprintf("%s on %s uses %s with Index Cond %s: the cursor (created_at, id) does not bound the scan, "+
+		"so a deep page reads every row before it", s.Node, s.Table, s.Index, s.Cond)
+}
+
+var cursorBound = regexp.MustCompile(`ROW\((\w+\.)?created_at, (\w+\.)?id\) [<>] `)
+
 // equalityColumns are the columns an Index Cond such as
 // "((account_id = $1) AND (id = $2))" or "(delivery_id = ANY ($2))" tests for equality
 // (against a parameter or another table's column, in a join). Range tests are left out.

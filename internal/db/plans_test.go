@@ -19,6 +19,9 @@ import (
 type lookup struct {
 	args map[string]any      // by parameter name, as in the SQL; parameters left out are NULL
 	keys map[string][]string // table → its equality columns in the query
+	page string              // a keyset page's table: its scan must start at the cursor
+	// mayRead says why a page may sort, reading every row under its index range first.
+	mayRead string
 }
 
 // The fixture's rows: one of each kind, in account planAccount, which the load then fills.
@@ -45,14 +48,14 @@ func byID(table, id string) lookup {
 
 // pageOf is a keyset page of table's rows under key.
 func pageOf(table string, key []string, args map[string]any) lookup {
-	return lookup{args: args, keys: map[string][]string{table: key}}
+	return lookup{args: args, keys: map[string][]string{table: key}, page: table}
 }
 
 // with returns l with more arguments.
 func (l lookup) with(args map[string]any) lookup {
 	all := maps.Clone(l.args)
 	maps.Copy(all, args)
-	return lookup{args: all, keys: l.keys}
+	return lookup{args: all, keys: l.keys, page: l.page, mayRead: l.mayRead}
 }
 
 var (
@@ -79,7 +82,11 @@ var lookups = map[string]lookup{
 	"PaymentUpdate":       byID("payments", planPayment),
 	"PaymentAddRefund":    byID("payments", planPayment).with(map[string]any{"amount": 1}),
 	"PaymentList":         pageOf("payments", accountKey, firstPage),
-	"PaymentReportPage":   pageOf("payments", accountKey, reportPage),
+	"PaymentListFiltered": {
+		args: map[string]any{"account_id": planAccount, "status": "succeeded", "row_limit": 11}, keys: map[string][]string{"payments": accountKey},
+		page: "payments", mayRead: "its optional filters look selective to a generic plan, which may then read the account and sort",
+	},
+	"PaymentReportPage": pageOf("payments", accountKey, reportPage),
 
 	"RefundGetByID": byID("refunds", planRefund),
 	"RefundList":    pageOf("refunds", accountKey, firstPage),
@@ -112,6 +119,10 @@ var lookups = map[string]lookup{
 	"JobAddProgress": byID("jobs", planJob).with(map[string]any{"rows": 1}),
 	"JobFinish":      byID("jobs", planJob).with(map[string]any{"status": "failed", "retention_seconds": 60}),
 	"JobList":        pageOf("jobs", accountKey, firstPage),
+	"JobListFiltered": {
+		args: map[string]any{"account_id": planAccount, "status": "queued", "row_limit": 11}, keys: map[string][]string{"jobs": accountKey},
+		page: "jobs", mayRead: "its status filter looks selective to a generic plan, which may then read the account and sort",
+	},
 
 	"ReportRequestGet": {
 		args: map[string]any{"account_id": planAccount, "job_id": planJob},
@@ -153,6 +164,7 @@ var lookups = map[string]lookup{
 	"WebhookDeliveryListByEndpoint": {
 		args: map[string]any{"account_id": planAccount, "endpoint_id": planEndpoint, "row_limit": 11},
 		keys: map[string][]string{"webhook_deliveries": {"account_id", "endpoint_id"}, "events": {"account_id", "id"}},
+		page: "webhook_deliveries",
 	},
 	"WebhookAttemptListByDeliveries": {
 		args: map[string]any{"account_id": planAccount, "delivery_ids": []string{planDelivery}},
@@ -293,9 +305,16 @@ func (p *planner) checkAll(state string) {
 			continue
 		}
 		for _, s := range scans(plan) {
-			if msg := problem(s, lookups[name].keys[s.Table], p.indexes); msg != "" {
+			msg := problem(s, lookups[name].keys[s.Table], p.indexes)
+			if msg == "" && s.Table == lookups[name].page {
+				msg = pageProblem(s)
+			}
+			if msg != "" {
 				p.t.Errorf("%s, %s: %s", name, state, msg)
 			}
+		}
+		if l := lookups[name]; l.page != "" && l.mayRead == "" && sorts(plan) {
+			p.t.Errorf("%s, %s: the page sorts, so it reads every row under its key first", name, state)
 		}
 	}
 }

@@ -81,8 +81,8 @@ func (q *Queries) RefundInsert(ctx context.Context, arg RefundInsertParams) (Ref
 const refundList = `-- name: RefundList :many
 SELECT id, account_id, payment_id, amount, currency, status, reason, metadata, created_at FROM refunds
 WHERE account_id = $1
-  AND ($2::timestamptz IS NULL
-       OR (created_at, id) < ($2, $3::text))
+  AND (created_at, id) < (coalesce($2::timestamptz, 'infinity'),
+                          coalesce($3::text, ''))
 ORDER BY created_at DESC, id DESC
 LIMIT $4
 `
@@ -133,8 +133,8 @@ func (q *Queries) RefundList(ctx context.Context, arg RefundListParams) ([]Refun
 const refundListByPayment = `-- name: RefundListByPayment :many
 SELECT id, account_id, payment_id, amount, currency, status, reason, metadata, created_at FROM refunds
 WHERE account_id = $1 AND payment_id = $2
-  AND ($3::timestamptz IS NULL
-       OR (created_at, id) < ($3, $4::text))
+  AND (created_at, id) < (coalesce($3::timestamptz, 'infinity'),
+                          coalesce($4::text, ''))
 ORDER BY created_at DESC, id DESC
 LIMIT $5
 `

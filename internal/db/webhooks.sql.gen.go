@@ -175,8 +175,8 @@ SELECT webhook_deliveries.id, webhook_deliveries.account_id, webhook_deliveries.
         WHERE events.account_id = webhook_deliveries.account_id AND events.id = webhook_deliveries.event_id) AS event_type
 FROM webhook_deliveries
 WHERE webhook_deliveries.account_id = $1 AND webhook_deliveries.endpoint_id = $2
-  AND ($3::timestamptz IS NULL
-       OR (webhook_deliveries.created_at, webhook_deliveries.id) < ($3, $4::text))
+  AND (webhook_deliveries.created_at, webhook_deliveries.id)
+      < (coalesce($3::timestamptz, 'infinity'), coalesce($4::text, ''))
 ORDER BY webhook_deliveries.created_at DESC, webhook_deliveries.id DESC
 LIMIT $5
 `
@@ -491,8 +491,8 @@ func (q *Queries) WebhookEndpointInsert(ctx context.Context, arg WebhookEndpoint
 const webhookEndpointList = `-- name: WebhookEndpointList :many
 SELECT id, account_id, url, description, enabled_events, disabled_reason, secret, previous_secret, previous_secret_expires_at, failing_since, version, created_at, updated_at FROM webhook_endpoints
 WHERE account_id = $1
-  AND ($2::timestamptz IS NULL
-       OR (created_at, id) < ($2, $3::text))
+  AND (created_at, id) < (coalesce($2::timestamptz, 'infinity'),
+                          coalesce($3::text, ''))
 ORDER BY created_at DESC, id DESC
 LIMIT $4
 `

@@ -126,7 +126,7 @@ type ListParams struct {
 // List returns one page, newest first, and whether another page follows.
 func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]db.Payment, bool, error) {
 	q := db.New(s.pool)
-	args := db.PaymentListParams{
+	args := db.PaymentListFilteredParams{
 		AccountID:  accountID,
 		Status:     p.Status,
 		CreatedGte: p.CreatedGte,
@@ -140,12 +140,23 @@ func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]d
 		}
 		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
 	}
-	rows, err := q.PaymentList(ctx, args)
+	rows, err := listPayments(ctx, q, args)
 	if err != nil {
 		return nil, false, fmt.Errorf("list payments: %w", err)
 	}
 	rows, hasMore := db.Page(rows, p.Limit)
 	return rows, hasMore, nil
+}
+
+// listPayments reads a page with PaymentList, or with PaymentListFiltered when a filter is
+// set: without the filters' conditions, PaymentList's cached plan reads only the page.
+func listPayments(ctx context.Context, q *db.Queries, args db.PaymentListFilteredParams) ([]db.Payment, error) {
+	if args.Status != nil || args.CreatedGte != nil || args.CreatedLt != nil {
+		return q.PaymentListFiltered(ctx, args)
+	}
+	return q.PaymentList(ctx, db.PaymentListParams{
+		AccountID: args.AccountID, AfterCreatedAt: args.AfterCreatedAt, AfterID: args.AfterID, RowLimit: args.RowLimit,
+	})
 }
 
 func (s *Service) recordEvent(ctx context.Context, tx db.Tx, eventType string, p db.Payment) error {
