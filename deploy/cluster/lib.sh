@@ -125,5 +125,6 @@ start_pgbouncer() {
 # start_haproxy: HAProxy on PORT in front of the APIs on PORT+1..3; it does not wait for them.
 start_haproxy() {
 	render "$here/haproxy.cfg" >"$dir/haproxy.cfg"
+	cp "$here/unavailable.http" "$dir/"
 	start haproxy "$(command -v haproxy || echo /usr/sbin/haproxy)" -db -f "$dir/haproxy.cfg"
 }
