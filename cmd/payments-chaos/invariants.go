@@ -14,6 +14,7 @@ import (
 type check struct {
 	name, found string
 	ok          bool
+	unfinished  int // deliveries or jobs still to finish, while the workers catch up
 }
 
 // The database checks read PostgreSQL itself (not through PgBouncer or the API), after the
@@ -91,7 +92,7 @@ func checkDeliveries(ctx context.Context, conn *pgx.Conn, endpoint string, r *re
 	return check{name: "every event delivered at least once",
 		found: fmt.Sprintf("%d events, %d undelivered, %d deliveries failed; received %d, %d duplicates, %d badly signed",
 			events, undelivered, failed, distinct, duplicates, r.unsigned.Load()),
-		ok: undelivered == 0 && r.unsigned.Load() == 0}, err
+		ok: undelivered == 0 && r.unsigned.Load() == 0, unfinished: undelivered}, err
 }
 
 // checkJobs: every report job ended (succeeded, failed or canceled).
@@ -116,7 +117,7 @@ func checkJobs(ctx context.Context, conn *pgx.Conn, accepted int64) (check, erro
 	}
 	return check{name: "every report job terminal",
 		found: fmt.Sprintf("%d accepted, %d jobs: %s", accepted, total, strings.Join(parts, ", ")),
-		ok:    open == 0 && int64(total) >= accepted}, rows.Err()
+		ok:    open == 0 && int64(total) >= accepted, unfinished: open}, rows.Err()
 }
 
 // checkStatuses: no 500 ever, and every 5xx a 503 with Retry-After.

@@ -39,7 +39,7 @@ func main() {
 	var o options
 	var apiPorts string
 	flag.DurationVar(&o.duration, "duration", 5*time.Minute, "how long the load and the faults run")
-	flag.DurationVar(&o.settle, "settle", 2*time.Minute, "how long, after the load, deliveries and jobs may take to finish")
+	flag.DurationVar(&o.settle, "settle", time.Minute, "after the load, how long the workers may go without finishing a delivery or a job before the checks run anyway")
 	flag.IntVar(&o.concurrency, "concurrency", 8, "payments worked on at once")
 	flag.StringVar(&o.url, "url", "http://127.0.0.1:8180", "HAProxy")
 	flag.StringVar(&o.cluster.dir, "dir", os.TempDir(), "where the processes' logs go")
@@ -102,7 +102,7 @@ func run(ctx context.Context, o options) (ok bool, err error) {
 	l := &load{client: c, run: strconv.FormatInt(time.Now().UnixNano(), 36)}
 	records := drive(ctx, o, cl, l)
 
-	fmt.Printf("load stopped at %s; waiting up to %s for deliveries and jobs\n", h.now().Round(time.Second), o.settle)
+	fmt.Printf("load stopped at %s; waiting for deliveries and jobs\n", h.now().Round(time.Second))
 	return verdict(ctx, o, l, endpoint, recv, records)
 }
 
