@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 
@@ -121,7 +122,7 @@ func startCluster(ctx context.Context, c clusterConfig) (*cluster, error) {
 			env: append([]string{"PROCESS_ROLE=worker"}, common...),
 			log: filepath.Join(c.dir, fmt.Sprintf("worker%d.log", i+1))})
 	}
-	for _, p := range append(append([]*process(nil), cl.apis...), cl.workers...) {
+	for _, p := range cl.apps() {
 		if err := p.start(); err != nil {
 			return cl, err
 		}
@@ -134,19 +135,18 @@ func startCluster(ctx context.Context, c clusterConfig) (*cluster, error) {
 	return cl, nil
 }
 
+// apps are the API and worker processes.
+func (cl *cluster) apps() []*process {
+	return append(append([]*process(nil), cl.apis...), cl.workers...)
+}
+
 // stop drains the apps with SIGTERM, then stops PgBouncer and the proxies.
 func (cl *cluster) stop() {
-	for _, p := range append(append([]*process(nil), cl.apis...), cl.workers...) {
-		go p.signal(syscall.SIGTERM, 10*time.Second)
+	var wg sync.WaitGroup
+	for _, p := range cl.apps() {
+		wg.Go(func() { p.signal(syscall.SIGTERM, 10*time.Second) })
 	}
-	for _, p := range append(append([]*process(nil), cl.apis...), cl.workers...) {
-		if p.done != nil {
-			select {
-			case <-p.done:
-			case <-time.After(11 * time.Second):
-			}
-		}
-	}
+	wg.Wait()
 	cl.pgbouncer.signal(syscall.SIGTERM, 5*time.Second)
 	cl.db.Stop()
 	cl.redis.Stop()
