@@ -1,0 +1,176 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+)
+
+// The load: each worker creates a payment, then races refunds and reads on it, and now and
+// then asks for a report. Every create and refund carries an idempotency key and is retried
+// with the same key after a lost answer, until an answer tells what happened.
+
+const (
+	refundsPerPayment = 3 // racing refunds, each a quarter to a half: some must be rejected
+	readersPerPayment = 2
+	readsPerReader    = 3
+	maxAttempts       = 20 // per idempotency key, a bound on retries through a long fault
+	reportEvery       = 10 // payments per report job
+)
+
+type load struct {
+	client   *client
+	run      string // prefixes idempotency keys, so runs never share one
+	payments atomic.Int64
+	keys     sync.Map // create key → payment id ("" while unknown)
+	reports  atomic.Int64
+}
+
+// work runs until stop closes, finishing the payment in hand; ctx bounds every request.
+func (l *load) work(ctx context.Context, stop <-chan struct{}) {
+	for {
+		select {
+		case <-stop:
+			return
+		default:
+		}
+		p := int(l.payments.Add(1))
+		l.payment(ctx, p)
+		if p%reportEvery == 0 {
+			l.report(ctx, p)
+		}
+	}
+}
+
+func (l *load) payment(ctx context.Context, p int) {
+	key := fmt.Sprintf("%s-pay-%d", l.run, p)
+	amount := 1000 + rand.Int64N(9000)
+	id, ok := l.create(ctx, p, key, amount)
+	if !ok {
+		return
+	}
+	var wg sync.WaitGroup
+	for r := range refundsPerPayment {
+		wg.Go(func() {
+			l.refund(ctx, p, 1+r, id, fmt.Sprintf("%s-re-%d", key, r), amount*(25+rand.Int64N(26))/100)
+		})
+	}
+	for r := range readersPerPayment {
+		wg.Go(func() {
+			for range readsPerReader {
+				l.read(ctx, p, 1+refundsPerPayment+r, id)
+			}
+		})
+	}
+	wg.Wait()
+	l.read(ctx, p, 0, id) // after every refund answered: must see all that succeeded
+}
+
+// create posts the payment until an answer says it exists, and returns its id.
+func (l *load) create(ctx context.Context, p int, key string, amount int64) (string, bool) {
+	l.keys.Store(key, "")
+	in := paymentInput{Payment: p, Kind: opCreate, Key: key, Amount: amount}
+	body := map[string]any{"amount": amount, "currency": "usd", "payment_method": "pm_card_visa",
+		"metadata": map[string]string{"chaos_key": key}}
+	for range maxAttempts {
+		a := l.client.do(ctx, http.MethodPost, "/payments", body, "Idempotency-Key", key)
+		switch {
+		case a.status == http.StatusCreated:
+			var pay struct {
+				ID             string `json:"id"`
+				Amount         int64  `json:"amount"`
+				AmountRefunded int64  `json:"amount_refunded"`
+			}
+			if json.Unmarshal(a.body, &pay) != nil {
+				return "", false
+			}
+			l.client.history.addOp(0, in, a.call, a.ret, paymentOutput{Known: true, Amount: pay.Amount,
+				Refunded: pay.AmountRefunded, Version: etagVersion(a.header.Get("ETag"))})
+			l.keys.Store(key, pay.ID)
+			return pay.ID, true
+		case a.lost():
+			l.client.history.addOp(0, in, a.call, a.ret, paymentOutput{})
+		case !retryable(a.status):
+			return "", false
+		}
+		if ctx.Err() != nil {
+			return "", false
+		}
+		pause(ctx, a)
+	}
+	return "", false
+}
+
+// refund posts one refund until an answer says whether it happened.
+func (l *load) refund(ctx context.Context, p, clientID int, paymentID, key string, amount int64) {
+	in := paymentInput{Payment: p, Kind: opRefund, Key: key, Amount: amount}
+	body := map[string]any{"payment_id": paymentID, "amount": amount}
+	for range maxAttempts {
+		a := l.client.do(ctx, http.MethodPost, "/refunds", body, "Idempotency-Key", key)
+		switch {
+		case a.status == http.StatusCreated:
+			l.client.history.addOp(clientID, in, a.call, a.ret, paymentOutput{Known: true})
+			return
+		case a.status == http.StatusUnprocessableEntity:
+			l.client.history.addOp(clientID, in, a.call, a.ret, paymentOutput{Known: true, Rejected: true})
+			return
+		case a.lost():
+			l.client.history.addOp(clientID, in, a.call, a.ret, paymentOutput{})
+		case !retryable(a.status):
+			return
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		pause(ctx, a)
+	}
+}
+
+// read gets the payment once; an answer lost tells nothing and is left out of the history.
+func (l *load) read(ctx context.Context, p, clientID int, paymentID string) {
+	in := paymentInput{Payment: p, Kind: opRead}
+	a := l.client.do(ctx, http.MethodGet, "/payments/"+paymentID, nil)
+	switch a.status {
+	case http.StatusOK:
+		var pay struct {
+			AmountRefunded int64 `json:"amount_refunded"`
+		}
+		if json.Unmarshal(a.body, &pay) == nil {
+			l.client.history.addOp(clientID, in, a.call, a.ret, paymentOutput{Known: true,
+				Refunded: pay.AmountRefunded, Version: etagVersion(a.header.Get("ETag"))})
+		}
+	case http.StatusNotFound:
+		l.client.history.addOp(clientID, in, a.call, a.ret, paymentOutput{Known: true, Missing: true})
+	}
+}
+
+// report asks for a report job, retrying its key until it is accepted; the invariants then
+// check that every job the database holds ends.
+func (l *load) report(ctx context.Context, p int) {
+	key := fmt.Sprintf("%s-report-%d", l.run, p)
+	now := time.Now().UTC()
+	body := map[string]any{"type": "payments", "format": "csv",
+		"created_gte": now.Add(-time.Hour).Format(time.RFC3339), "created_lt": now.Add(time.Minute).Format(time.RFC3339)}
+	for range maxAttempts {
+		a := l.client.do(ctx, http.MethodPost, "/reports", body, "Idempotency-Key", key)
+		if a.status == http.StatusAccepted {
+			l.reports.Add(1)
+			return
+		}
+		if !a.lost() && !retryable(a.status) || ctx.Err() != nil {
+			return
+		}
+		pause(ctx, a)
+	}
+}
+
+// retryable: the request had no effect and may be sent again (the key is in use by an
+// attempt still running, or the rate limit said wait).
+func retryable(status int) bool {
+	return status == http.StatusConflict || status == http.StatusTooManyRequests
+}

@@ -1,0 +1,148 @@
+// Command payments-chaos drives load through the cluster's HAProxy while it kills and
+// restarts API and worker processes, restarts PgBouncer, cuts Redis and slows or breaks the
+// path to PgBouncer, then gives a verdict: invariants checked straight in PostgreSQL, and
+// each payment's history checked for linearizability with Porcupine. deploy/cluster/chaos
+// starts HAProxy and Redis and runs it; this command starts and faults the rest.
+//
+//	payments-chaos [flags] -- PGBOUNCER_COMMAND...
+//
+// It exits 1 when an invariant fails or a history is not linearizable.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"net/http"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/payments-api/payments-api/internal/webhooks"
+)
+
+const demoKey = "sk_test_demo"
+
+type options struct {
+	duration, settle time.Duration
+	concurrency      int
+	url              string
+	cluster          clusterConfig
+	html             string
+}
+
+func main() {
+	var o options
+	var apiPorts string
+	flag.DurationVar(&o.duration, "duration", 5*time.Minute, "how long the load and the faults run")
+	flag.DurationVar(&o.settle, "settle", time.Minute, "after the load, how long the workers may go without finishing a delivery or a job before the checks run anyway")
+	flag.IntVar(&o.concurrency, "concurrency", 8, "payments worked on at once")
+	flag.StringVar(&o.url, "url", "http://127.0.0.1:8180", "HAProxy")
+	flag.StringVar(&o.cluster.dir, "dir", os.TempDir(), "where the processes' logs go")
+	flag.StringVar(&o.cluster.apiBinary, "api-binary", "payments-api", "the payments-api binary")
+	flag.StringVar(&o.cluster.database, "database", "payments_chaos", "the database name, behind PgBouncer")
+	flag.StringVar(&o.cluster.directURL, "direct-url", "postgres://postgres@127.0.0.1:5432/payments_chaos?sslmode=disable", "the database on PostgreSQL itself, migrated")
+	flag.StringVar(&o.cluster.pgbouncerAddr, "pgbouncer-addr", "127.0.0.1:6532", "where the PgBouncer command listens")
+	flag.StringVar(&o.cluster.redisAddr, "redis-addr", "127.0.0.1:6490", "a running Redis")
+	flag.StringVar(&apiPorts, "api-ports", "8181,8182,8183", "the API processes' ports, HAProxy's servers")
+	flag.IntVar(&o.cluster.workers, "workers", 2, "worker processes")
+	flag.StringVar(&o.html, "html", "", "where to write Porcupine's visualization when a history is not linearizable (default: a temporary file)")
+	flag.Parse()
+	o.cluster.pgbouncerArgv = flag.Args()
+	for _, p := range strings.Split(apiPorts, ",") {
+		port, err := strconv.Atoi(p)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "payments-chaos: -api-ports:", err)
+			os.Exit(2)
+		}
+		o.cluster.apiPorts = append(o.cluster.apiPorts, port)
+	}
+	if len(o.cluster.pgbouncerArgv) == 0 {
+		fmt.Fprintln(os.Stderr, "payments-chaos: give the PgBouncer command after --")
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ok, err := run(ctx, o)
+	stop()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "payments-chaos:", err)
+		os.Exit(2)
+	}
+	if !ok {
+		os.Exit(1)
+	}
+}
+
+// run starts the cluster, drives the load and the faults for the duration, lets the
+// workers finish, and prints the verdict; ok is false when any check failed.
+func run(ctx context.Context, o options) (ok bool, err error) {
+	recv, err := startReceiver()
+	if err != nil {
+		return false, err
+	}
+	cl, err := startCluster(ctx, o.cluster)
+	defer cl.stop()
+	if err != nil {
+		return false, err
+	}
+	if err := waitReady(ctx, strings.TrimPrefix(o.url, "http://")); err != nil {
+		return false, fmt.Errorf("HAProxy: %w", err)
+	}
+	h := newHistory()
+	c := &client{base: o.url, key: demoKey, history: h, http: &http.Client{Timeout: 15 * time.Second,
+		Transport: &http.Transport{MaxIdleConnsPerHost: 8 * o.concurrency}}}
+	endpoint, err := registerEndpoint(ctx, c, recv)
+	if err != nil {
+		return false, err
+	}
+	l := &load{client: c, run: strconv.FormatInt(time.Now().UnixNano(), 36)}
+	records := drive(ctx, o, cl, l)
+
+	fmt.Printf("load stopped at %s; waiting for deliveries and jobs\n", h.now().Round(time.Second))
+	return verdict(ctx, o, l, endpoint, recv, records)
+}
+
+// drive runs the load workers and the fault schedule for the duration, then lets the
+// payments in hand finish (their requests are bounded by the client's timeout).
+func drive(ctx context.Context, o options, cl *cluster, l *load) []faultRecord {
+	stop := make(chan struct{})
+	reqCtx, cancel := context.WithTimeout(ctx, o.duration+time.Minute)
+	defer cancel()
+	done := make(chan struct{})
+	for range o.concurrency {
+		go func() {
+			l.work(reqCtx, stop)
+			done <- struct{}{}
+		}()
+	}
+	records := runFaults(ctx, l.client.history, cl.faults(), 10*time.Second, o.duration)
+	select {
+	case <-ctx.Done():
+	case <-time.After(o.duration - l.client.history.now()):
+	}
+	close(stop)
+	for range o.concurrency {
+		<-done
+	}
+	return records
+}
+
+// registerEndpoint subscribes the receiver to every event; the cluster is healthy before
+// the first fault, so one attempt is enough.
+func registerEndpoint(ctx context.Context, c *client, r *receiver) (string, error) {
+	a := c.do(ctx, http.MethodPost, "/webhook-endpoints", map[string]any{"url": r.url, "enabled_events": []string{"*"}})
+	var ep struct{ ID, Secret string }
+	if a.status != http.StatusCreated || json.Unmarshal(a.body, &ep) != nil {
+		return "", fmt.Errorf("register the webhook endpoint: %d %s", a.status, a.body)
+	}
+	v, err := webhooks.NewVerifier(ep.Secret)
+	if err != nil {
+		return "", err
+	}
+	r.verifier.Store(v)
+	return ep.ID, nil
+}

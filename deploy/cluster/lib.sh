@@ -1,0 +1,130 @@
+# deploy/cluster/lib.sh holds what deploy/cluster/run and deploy/cluster/chaos share:
+# installing the tools, building the server, migrating the database and starting the
+# processes of the cluster on loopback. Source it after setting any of these (defaults):
+# PORT (8080), PGBOUNCER_PORT (6432), REDIS_PORT (6390), CLUSTER_DATABASE (payments_cluster).
+
+PORT=${PORT:-8080}
+PGBOUNCER_PORT=${PGBOUNCER_PORT:-6432}
+REDIS_PORT=${REDIS_PORT:-6390}
+DATABASE=${CLUSTER_DATABASE:-payments_cluster}
+DEMO_KEY=sk_test_demo
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+repo=$(cd "$here/../.." && pwd)
+direct_url="postgres://postgres@127.0.0.1:5432/$DATABASE?sslmode=disable"
+
+# Stopped in two steps, apps first: a draining process still needs PgBouncer and Redis.
+infra_pids=()
+app_pids=()
+stop_all() {
+	stop_pids "${app_pids[@]}"
+	stop_pids "${infra_pids[@]}"
+	echo "logs kept in $dir"
+}
+
+# stop_pids PID...: SIGTERM, up to 10 s to drain, then SIGKILL.
+stop_pids() {
+	(($#)) || return 0
+	kill -TERM "$@" 2>/dev/null || true
+	for _ in $(seq 50); do
+		kill -0 "$@" 2>/dev/null || break
+		sleep 0.2
+	done
+	kill -KILL "$@" 2>/dev/null || true
+	wait "$@" 2>/dev/null || true
+}
+
+# ensure_installed BINARY PACKAGE: apt-get installs PACKAGE when BINARY is missing.
+apt_updated=
+ensure_installed() {
+	if [[ -x /usr/sbin/$1 || -x /usr/bin/$1 ]]; then
+		return
+	fi
+	if [[ -z $apt_updated ]]; then
+		apt-get update -qq
+		apt_updated=1
+	fi
+	echo "installing $2"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$2"
+}
+
+# start NAME COMMAND...: runs COMMAND in the background, its output in $dir/NAME.log.
+start() {
+	local name=$1
+	shift
+	"$@" >"$dir/$name.log" 2>&1 &
+	case $name in
+	redis | pgbouncer) infra_pids+=($!) ;;
+	*) app_pids+=($!) ;;
+	esac
+}
+
+# wait_for NAME COMMAND...: polls COMMAND for up to 30 s.
+wait_for() {
+	local name=$1
+	shift
+	for _ in $(seq 150); do
+		if "$@" >/dev/null 2>&1; then
+			return
+		fi
+		sleep 0.2
+	done
+	echo "$name did not come up; its log is in $dir" >&2
+	exit 1
+}
+
+# render FILE: FILE with its ${...} filled in from the variables above.
+render() {
+	sed -e "s|\${PORT}|$PORT|g" -e "s|\${PGBOUNCER_PORT}|$PGBOUNCER_PORT|g" \
+		-e "s|\${DATABASE}|$DATABASE|g" -e "s|\${CONFIG_DIR}|$dir|g" \
+		-e "s|\${API1_PORT}|$((PORT + 1))|g" -e "s|\${API2_PORT}|$((PORT + 2))|g" \
+		-e "s|\${API3_PORT}|$((PORT + 3))|g" "$1"
+}
+
+# prepare: the tools installed, $dir made (removed of its processes on exit), payments-api
+# built into it, the database created and migrated straight on PostgreSQL before any process
+# starts, and PgBouncer's configuration written.
+prepare() {
+	ensure_installed haproxy haproxy
+	ensure_installed pgbouncer pgbouncer
+	ensure_installed redis-server redis-server
+	ensure_installed pg_isready postgresql-client
+	if ! pg_isready -q -h 127.0.0.1 -p 5432; then
+		echo "PostgreSQL does not answer on 127.0.0.1:5432" >&2
+		exit 1
+	fi
+	dir=$(mktemp -d -t payments-cluster.XXXXXX)
+	chmod 755 "$dir" # PgBouncer drops root for the postgres user and must read its files
+	trap stop_all EXIT
+	trap 'exit 130' INT TERM # through the EXIT trap
+	echo "logs and configuration in $dir"
+
+	echo "building payments-api"
+	(cd "$repo" && go build -o "$dir/payments-api" ./cmd/payments-api)
+	DATABASE_URL=$direct_url "$dir/payments-api" migrate up
+
+	render "$here/pgbouncer.ini" >"$dir/pgbouncer.ini"
+	echo '"postgres" ""' >"$dir/userlist.txt"
+	chmod 644 "$dir/pgbouncer.ini" "$dir/userlist.txt"
+	pgbouncer_cmd=("$(command -v pgbouncer || echo /usr/sbin/pgbouncer)")
+	if ((EUID == 0)); then
+		pgbouncer_cmd+=(-u postgres) # PgBouncer refuses to run as root
+	fi
+	pgbouncer_cmd+=("$dir/pgbouncer.ini")
+}
+
+start_redis() {
+	start redis redis-server --bind 127.0.0.1 --port "$REDIS_PORT" --save "" --appendonly no
+	wait_for Redis redis-cli -p "$REDIS_PORT" ping
+}
+
+start_pgbouncer() {
+	start pgbouncer "${pgbouncer_cmd[@]}"
+	wait_for PgBouncer pg_isready -q -h 127.0.0.1 -p "$PGBOUNCER_PORT" -U postgres -d "$DATABASE"
+}
+
+# start_haproxy: HAProxy on PORT in front of the APIs on PORT+1..3; it does not wait for them.
+start_haproxy() {
+	render "$here/haproxy.cfg" >"$dir/haproxy.cfg"
+	cp "$here/unavailable.http" "$dir/"
+	start haproxy "$(command -v haproxy || echo /usr/sbin/haproxy)" -db -f "$dir/haproxy.cfg"
+}
