@@ -14,6 +14,7 @@ import (
 // an account it makes for itself, with a quota of its own, so it needs no key and no
 // setting, and leaves the key's quota to the others.
 func TestArazzoWorkflows(t *testing.T) {
+	t.Parallel()
 	srv := startServe(t, map[string]string{"DEMO_API_KEYS": publishedDemoKey}, true) // the default
 	files, err := filepath.Glob(filepath.Join(repoRoot, "api/*.arazzo.yaml"))
 	if err != nil || len(files) == 0 {

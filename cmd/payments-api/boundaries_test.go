@@ -25,6 +25,7 @@ type boundary struct {
 // generates requests from the spec never meets a refusal it cannot predict. Each case also
 // states the verdict, so the boundary itself is pinned, not only the agreement.
 func TestServerAndPrismAgreeOnTheBoundaries(t *testing.T) {
+	t.Parallel()
 	srv := startServe(t, map[string]string{"RATE_LIMIT_DISABLED": "true"}, true)
 	prism := startPrism(t, srv.base)
 	payment := createPaymentAt(t, srv.base)

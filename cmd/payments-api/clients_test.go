@@ -7,6 +7,7 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -25,6 +26,7 @@ const repoRoot = "../.."
 // deliver webhooks to them, on this machine; TestClientStoriesWithoutSettings runs them
 // without it.
 func TestClientStories(t *testing.T) {
+	t.Parallel()
 	srv := startServe(t, map[string]string{"WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"}, true)
 	prism := startPrism(t, srv.base)
 	runStories(t, prism.base, srv.base, "webhook payment.succeeded for pay_")
@@ -36,8 +38,16 @@ func TestClientStories(t *testing.T) {
 // writes quota of its own, and skips the webhook it cannot receive. (Prism is left to
 // TestClientStories, which sends the same requests and more.)
 func TestClientStoriesWithoutSettings(t *testing.T) {
+	t.Parallel()
 	srv := startServe(t, map[string]string{"DEMO_API_KEYS": publishedDemoKey}, true) // the default
 	runStories(t, srv.base, srv.base, "webhook: skipped")
+}
+
+// typeScript compiles the TypeScript client and its story once for both tests that run it,
+// which run in parallel: two compilers would write the same dist/ at once.
+var typeScript struct {
+	once     sync.Once
+	compiled bool
 }
 
 // runStories builds the Go and TypeScript stories and runs them side by side against baseURL
@@ -48,7 +58,13 @@ func runStories(t *testing.T, baseURL, directURL, webhook string) {
 	story := filepath.Join(t.TempDir(), "story")
 	runCommand(t, repoRoot, nil, "go", "-C", "clients/go", "build", "-o", story, "./examples/story")
 	tsDir := filepath.Join(repoRoot, "clients/typescript")
-	runCommand(t, tsDir, nil, nodeTool(t, tsDir, "tsc"), "-p", ".")
+	typeScript.once.Do(func() {
+		runCommand(t, tsDir, nil, nodeTool(t, tsDir, "tsc"), "-p", ".")
+		typeScript.compiled = true
+	})
+	if !typeScript.compiled {
+		t.Fatal("the TypeScript client did not compile (the other story test says why)")
+	}
 	env := []string{"PAYMENTS_API_URL=" + baseURL, "PAYMENTS_API_DIRECT_URL=" + directURL}
 	t.Run("go", func(t *testing.T) {
 		t.Parallel()

@@ -19,6 +19,7 @@ import (
 // chunk with the second page's number, so the worker's first page commits and its second
 // waits.
 func TestKilledWorkerJobFinishesExactlyOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs processes for about half a minute")
 	}
@@ -92,6 +93,7 @@ func assertEveryPaymentOnce(t *testing.T, res *apitest.Response, n int) {
 // TestTwoProcessesBuildEachReportOnce runs two servers on one database and requests 20
 // reports through both: each is built by exactly one attempt of one process.
 func TestTwoProcessesBuildEachReportOnce(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs two processes")
 	}

@@ -49,6 +49,7 @@ type docExample struct {
 }
 
 func TestDocumentationExamples(t *testing.T) {
+	t.Parallel()
 	files, err := filepath.Glob(filepath.Join(repoRoot, "docs/*.md"))
 	if err != nil {
 		t.Fatal(err)

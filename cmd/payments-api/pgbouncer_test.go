@@ -30,6 +30,7 @@ const pgbouncerPoolSize = 2
 // free: nothing may lean on session state (a prepared statement, a SET, a LISTEN, a
 // session-level advisory lock) from one transaction to the next.
 func TestCoreFlowsThroughPgBouncer(t *testing.T) {
+	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs PgBouncer and the server for several seconds")
 	}

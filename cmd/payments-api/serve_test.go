@@ -16,6 +16,7 @@ import (
 // takes 500 ms, and cancels the context (what SIGTERM does) while it is in flight: the
 // payment still completes and commits, serve returns cleanly, and new connections are refused.
 func TestShutdownDrainsInFlightRequests(t *testing.T) {
+	t.Parallel()
 	url := dbtest.NewURL(t)
 	r := startServe(t, map[string]string{"DATABASE_URL": url, "PROCESSOR_LATENCY": "500ms"}, true)
 	base := r.base

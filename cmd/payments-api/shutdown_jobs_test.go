@@ -13,6 +13,7 @@ import (
 // job succeeded, in its first attempt. The build is held on a table lock the test releases
 // after the shutdown has begun.
 func TestShutdownFinishesRunningJobs(t *testing.T) {
+	t.Parallel()
 	url := dbtest.NewURL(t)
 	r := startServe(t, map[string]string{"DATABASE_URL": url, "DEMO_API_KEYS": processKey, "SHUTDOWN_TIMEOUT": "20s"}, true)
 

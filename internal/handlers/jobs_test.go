@@ -54,6 +54,7 @@ func waitUntilBlocked(t *testing.T, pool *pgxpool.Pool, fragment string) {
 }
 
 func TestCancelQueuedJobNeverRuns(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	createPayment(t, b.client, 1000)
 	canceled := requestReport(t, b.client, reportBody("payments", "csv"))
@@ -80,6 +81,7 @@ func TestCancelQueuedJobNeverRuns(t *testing.T) {
 // fetched the job just before the cancel committed. The job row says canceled while the
 // queue entry is still available; the worker's status check under the row lock stops it.
 func TestCanceledJobFetchedAnywayDoesNotRun(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	createPayment(t, b.client, 1000)
 	j := requestReport(t, b.client, reportBody("payments", "csv"))
@@ -100,6 +102,7 @@ func TestCanceledJobFetchedAnywayDoesNotRun(t *testing.T) {
 // holds an uncommitted chunk with that page's number, so the worker's insert waits), cancels
 // it, and releases it: the second page commits, the cancel is seen before the third.
 func TestCancelRunningJobStopsBetweenPages(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	const pageSize = 10
 	b.seedPayments(t, testKey, 5*pageSize, time.Now().Add(-time.Minute))
@@ -144,6 +147,7 @@ func TestCancelRunningJobStopsBetweenPages(t *testing.T) {
 }
 
 func TestCancelFinishedOrForeignJob(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	startWorkers(t, b.pool, 10)
 	j := waitForJob(t, b.client, requestReport(t, b.client, reportBody("payments", "csv")).ID, "succeeded")
@@ -165,6 +169,7 @@ func TestCancelFinishedOrForeignJob(t *testing.T) {
 // the periodic sweep deletes its job with the report and chunks, leaving unexpired and
 // unfinished jobs.
 func TestSweepDeletesExpiredJobsAndReports(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	startWorkers(t, b.pool, 10)
 	createPayment(t, b.client, 1000)

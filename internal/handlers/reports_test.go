@@ -79,6 +79,7 @@ func (b *testBundle) seedPayments(t *testing.T, apiKey string, n int, createdAt 
 }
 
 func TestReportIsAcceptedPolledAndDownloaded(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	startWorkers(t, b.pool, 3) // several pages even for a handful of rows
 	var want []string
@@ -161,6 +162,7 @@ func TestReportIsAcceptedPolledAndDownloaded(t *testing.T) {
 }
 
 func TestReportJSONListsResourcesAndEmptyReportsAreValid(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	startWorkers(t, b.pool, 2)
 	p, _ := createPayment(t, b.client, 1000)
@@ -200,6 +202,7 @@ func TestReportJSONListsResourcesAndEmptyReportsAreValid(t *testing.T) {
 }
 
 func TestReportRequestValidation(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	tests := []struct {
 		name  string
@@ -244,6 +247,7 @@ func namesField(p apitest.Problem, field string) bool {
 }
 
 func TestListJobsPagesAndFilters(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	var ids []string
 	for range 3 {
@@ -318,6 +322,7 @@ func TestReportKeyReusedAndInFlight(t *testing.T) {
 // written to a CSV report as quoted text with a leading single quote, and to a JSON report
 // exactly as it was sent.
 func TestReportCSVNeutralisesFormulas(t *testing.T) {
+	t.Parallel()
 	b := setup(t)
 	startWorkers(t, b.pool, 10)
 	body := visa(1000)
