@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chromedp/cdproto/emulation"
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/dbtest"
@@ -72,7 +73,7 @@ func TestLabInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 150*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	ctx, cancelBrowser := newBrowser(ctx, t, browser)
 	defer cancelBrowser()
@@ -94,7 +95,32 @@ func TestLabInBrowser(t *testing.T) {
 			exp.check(t, pool, d)
 		})
 	}
+	darkScheme(ctx, t, filepath.Join(shots, "lab-retries-dark.png"))
 	t.Logf("screenshots in %s", shots)
+}
+
+// darkScheme switches the page to the dark colour scheme, checks that its colours follow,
+// and keeps a screenshot of the first experiment's drawing in it.
+func darkScheme(ctx context.Context, t *testing.T, shot string) {
+	t.Helper()
+	dark := emulation.SetEmulatedMediaParams{Features: []*emulation.MediaFeature{{Name: "prefers-color-scheme", Value: "dark"}}}
+	if _, err := chromedp.Call(ctx, emulation.SetEmulatedMedia, dark); err != nil {
+		t.Fatal(err)
+	}
+	background, err := chromedp.Run(ctx, chromedp.Evaluate[string](`getComputedStyle(document.body).backgroundColor`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if background != "rgb(13, 17, 23)" {
+		t.Errorf("dark scheme: the page's background is %s", background)
+	}
+	png, err := chromedp.Run(ctx, chromedp.Screenshot(chromedp.CSS("#retries")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(shot, png, 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // labExperiments pairs each experiment's section id with what its drawing must agree with.
@@ -212,14 +238,16 @@ var labExperiments = []struct {
 // it drew.
 func runExperiment(ctx context.Context, t *testing.T, id, shot string) drawing {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	// The webhook experiment waits for the server's retries, which River runs from its
+	// scheduler every few seconds: on a busy machine that alone can take half a minute.
+	ctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 	defer cancel()
 	err := chromedp.Do(ctx,
 		chromedp.Focus(chromedp.CSS("#"+id+" button[data-run]")),
 		chromedp.KeyEvent("\r"),
 	)
 	if err == nil {
-		_, err = chromedp.Run(ctx, chromedp.Poll[string](fmt.Sprintf(`document.getElementById(%q).dataset.state`, id), chromedp.WithPollingInterval(100*time.Millisecond)))
+		_, err = chromedp.Run(ctx, chromedp.Poll[string](fmt.Sprintf(`document.getElementById(%q).dataset.state`, id), chromedp.WithPollingInterval(100*time.Millisecond), chromedp.WithPollingTimeout(85*time.Second)))
 	}
 	var d drawing
 	if err == nil {
