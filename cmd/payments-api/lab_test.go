@@ -73,7 +73,7 @@ func TestLabInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 6*time.Minute)
 	defer cancel()
 	ctx, cancelBrowser := newBrowser(ctx, t, browser)
 	defer cancelBrowser()
