@@ -2885,6 +2885,21 @@ type ClientInterface interface {
 	// Corresponds with GET /jobs/{id} (the `GetJob` operationId).
 	GetJob(ctx context.Context, id JobID, params *GetJobParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
+	// GetLab The race lab, as HTML
+	//
+	// One self-contained HTML page (scripts and styles inline, nothing loaded from elsewhere)
+	// where a learner fires the races this API is built to survive, from the browser, and
+	// sees each request as a lane with its outcome and its `Server-Timing` phases: retries
+	// of one `Idempotency-Key` released together, a retry while the first is in flight, a
+	// reused key, a lost answer, two editors with one `ETag`, concurrent refunds, a burst
+	// past a rate limit, a report job and its cancel, and a failing webhook receiver. Each
+	// experiment runs in a throwaway account of its own (`POST /test/accounts`) and reads
+	// back the final state it proves.
+	// Sandbox only: in production it answers 404, as a path that does not exist would.
+	//
+	// Corresponds with GET /lab (the `GetLab` operationId).
+	GetLab(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error)
+
 	// GetMetrics Prometheus metrics
 	//
 	// The server's metrics in the Prometheus text exposition format 0.0.4, for a scraper.
@@ -3506,6 +3521,31 @@ func (c *Client) CancelJob(ctx context.Context, id JobID, params *CancelJobParam
 // Corresponds with GET /jobs/{id} (the `GetJob` operationId).
 func (c *Client) GetJob(ctx context.Context, id JobID, params *GetJobParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
 	req, err := NewGetJobRequest(c.Server, id, params)
+	if err != nil {
+		return nil, err
+	}
+	req = req.WithContext(ctx)
+	if err := c.applyEditors(ctx, req, reqEditors); err != nil {
+		return nil, err
+	}
+	return c.Client.Do(req)
+}
+
+// GetLab The race lab, as HTML
+//
+// One self-contained HTML page (scripts and styles inline, nothing loaded from elsewhere)
+// where a learner fires the races this API is built to survive, from the browser, and
+// sees each request as a lane with its outcome and its `Server-Timing` phases: retries
+// of one `Idempotency-Key` released together, a retry while the first is in flight, a
+// reused key, a lost answer, two editors with one `ETag`, concurrent refunds, a burst
+// past a rate limit, a report job and its cancel, and a failing webhook receiver. Each
+// experiment runs in a throwaway account of its own (`POST /test/accounts`) and reads
+// back the final state it proves.
+// Sandbox only: in production it answers 404, as a path that does not exist would.
+//
+// Corresponds with GET /lab (the `GetLab` operationId).
+func (c *Client) GetLab(ctx context.Context, reqEditors ...RequestEditorFn) (*http.Response, error) {
+	req, err := NewGetLabRequest(c.Server)
 	if err != nil {
 		return nil, err
 	}
@@ -4822,6 +4862,33 @@ func NewGetJobRequest(server string, id JobID, params *GetJobParams) (*http.Requ
 			req.Header.Set("Prefer", headerParam0)
 		}
 
+	}
+
+	return req, nil
+}
+
+// NewGetLabRequest constructs an http.Request for the GetLab method
+func NewGetLabRequest(server string) (*http.Request, error) {
+	var err error
+
+	serverURL, err := url.Parse(server)
+	if err != nil {
+		return nil, err
+	}
+
+	operationPath := fmt.Sprintf("/lab")
+	if operationPath[0] == '/' {
+		operationPath = "." + operationPath
+	}
+
+	queryURL, err := serverURL.Parse(operationPath)
+	if err != nil {
+		return nil, err
+	}
+
+	req, err := http.NewRequest(http.MethodGet, queryURL.String(), nil)
+	if err != nil {
+		return nil, err
 	}
 
 	return req, nil
@@ -6477,6 +6544,23 @@ type ClientWithResponsesInterface interface {
 	//
 	// Corresponds with GET /jobs/{id} (the `GetJob` operationId).
 	GetJobWithResponse(ctx context.Context, id JobID, params *GetJobParams, reqEditors ...RequestEditorFn) (*GetJobResponse, error)
+
+	// GetLabWithResponse The race lab, as HTML
+	//
+	// One self-contained HTML page (scripts and styles inline, nothing loaded from elsewhere)
+	// where a learner fires the races this API is built to survive, from the browser, and
+	// sees each request as a lane with its outcome and its `Server-Timing` phases: retries
+	// of one `Idempotency-Key` released together, a retry while the first is in flight, a
+	// reused key, a lost answer, two editors with one `ETag`, concurrent refunds, a burst
+	// past a rate limit, a report job and its cancel, and a failing webhook receiver. Each
+	// experiment runs in a throwaway account of its own (`POST /test/accounts`) and reads
+	// back the final state it proves.
+	// Sandbox only: in production it answers 404, as a path that does not exist would.
+	//
+	// Returns a wrapper object for the known response body format(s).
+	//
+	// Corresponds with GET /lab (the `GetLab` operationId).
+	GetLabWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetLabResponse, error)
 
 	// GetMetricsWithResponse Prometheus metrics
 	//
@@ -8358,6 +8442,79 @@ func (r GetJobResponse) StatusCode() int {
 
 // ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
 func (r GetJobResponse) ContentType() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Header.Get("Content-Type")
+	}
+	return ""
+}
+
+// GetLabResponse200Headers the declared response headers of an HTTP 200 response for GetLab
+type GetLabResponse200Headers struct {
+	RequestId string
+}
+
+// GetLabResponse404Headers the declared response headers of an HTTP 404 response for GetLab
+type GetLabResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// GetLabResponse500Headers the declared response headers of an HTTP 500 response for GetLab
+type GetLabResponse500Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+type GetLabResponse struct {
+	Body         []byte
+	HTTPResponse *http.Response
+	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
+	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
+	ApplicationproblemJSON500 *InternalError
+	// Headers200 the parsed response headers for an HTTP 200 response
+	Headers200 *GetLabResponse200Headers
+	// Headers404 the parsed response headers for an HTTP 404 response
+	Headers404 *GetLabResponse404Headers
+	// Headers500 the parsed response headers for an HTTP 500 response
+	Headers500 *GetLabResponse500Headers
+}
+
+// GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
+func (r GetLabResponse) GetApplicationproblemJSON404() *NotFound {
+	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON500 returns the response for an HTTP 500 `application/problem+json` response
+func (r GetLabResponse) GetApplicationproblemJSON500() *InternalError {
+	return r.ApplicationproblemJSON500
+}
+
+// GetBody returns the raw response body bytes
+func (r GetLabResponse) GetBody() []byte {
+	return r.Body
+}
+
+// Status returns HTTPResponse.Status
+func (r GetLabResponse) Status() string {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.Status
+	}
+	return http.StatusText(0)
+}
+
+// StatusCode returns HTTPResponse.StatusCode
+func (r GetLabResponse) StatusCode() int {
+	if r.HTTPResponse != nil {
+		return r.HTTPResponse.StatusCode
+	}
+	return 0
+}
+
+// ContentType is a convenience method to retrieve the Content-Type value from the HTTP response headers
+func (r GetLabResponse) ContentType() string {
 	if r.HTTPResponse != nil {
 		return r.HTTPResponse.Header.Get("Content-Type")
 	}
@@ -12627,6 +12784,29 @@ func (c *ClientWithResponses) GetJobWithResponse(ctx context.Context, id JobID, 
 	return ParseGetJobResponse(rsp)
 }
 
+// GetLabWithResponse The race lab, as HTML
+//
+// One self-contained HTML page (scripts and styles inline, nothing loaded from elsewhere)
+// where a learner fires the races this API is built to survive, from the browser, and
+// sees each request as a lane with its outcome and its `Server-Timing` phases: retries
+// of one `Idempotency-Key` released together, a retry while the first is in flight, a
+// reused key, a lost answer, two editors with one `ETag`, concurrent refunds, a burst
+// past a rate limit, a report job and its cancel, and a failing webhook receiver. Each
+// experiment runs in a throwaway account of its own (`POST /test/accounts`) and reads
+// back the final state it proves.
+// Sandbox only: in production it answers 404, as a path that does not exist would.
+//
+// Returns a wrapper object for the known response body format(s).
+//
+// Corresponds with GET /lab (the `GetLab` operationId).
+func (c *ClientWithResponses) GetLabWithResponse(ctx context.Context, reqEditors ...RequestEditorFn) (*GetLabResponse, error) {
+	rsp, err := c.GetLab(ctx, reqEditors...)
+	if err != nil {
+		return nil, err
+	}
+	return ParseGetLabResponse(rsp)
+}
+
 // GetMetricsWithResponse Prometheus metrics
 //
 // The server's metrics in the Prometheus text exposition format 0.0.4, for a scraper.
@@ -15604,6 +15784,100 @@ func ParseGetJobResponse(rsp *http.Response) (*GetJobResponse, error) {
 			headers.RetryAfter = value
 		}
 		response.Headers503 = &headers
+	}
+
+	return response, nil
+}
+
+// ParseGetLabResponse parses an HTTP response from a GetLabWithResponse call
+func ParseGetLabResponse(rsp *http.Response) (*GetLabResponse, error) {
+	bodyBytes, err := io.ReadAll(rsp.Body)
+	defer func() { _ = rsp.Body.Close() }()
+	if err != nil {
+		return nil, err
+	}
+
+	response := &GetLabResponse{
+		Body:         bodyBytes,
+		HTTPResponse: rsp,
+	}
+
+	switch {
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 404:
+		var dest NotFound
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON404 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 500:
+		var dest InternalError
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON500 = &dest
+
+	}
+
+	switch {
+	case rsp.StatusCode == 200:
+		var headers GetLabResponse200Headers
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers200 = &headers
+	case rsp.StatusCode == 404:
+		var headers GetLabResponse404Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers404 = &headers
+	case rsp.StatusCode == 500:
+		var headers GetLabResponse500Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers500 = &headers
 	}
 
 	return response, nil

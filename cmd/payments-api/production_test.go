@@ -22,8 +22,8 @@ const operatorKey = "sk_live_operator_key_1"
 
 // TestProductionShutsTheSandboxDoors runs a database as a sandbox first (the published demo
 // key seeded, a throwaway account made), then serves it with RUN_MODE=production: only the
-// key DEMO_API_KEYS names opens it, the test helpers and /metrics are unknown paths on the
-// API's address, and the metrics are served on METRICS_ADDR instead.
+// key DEMO_API_KEYS names opens it, the test helpers, the race lab and /metrics are unknown
+// paths on the API's address, and the metrics are served on METRICS_ADDR instead.
 func TestProductionShutsTheSandboxDoors(t *testing.T) {
 	t.Parallel()
 	dbURL := dbtest.NewURL(t)
@@ -37,6 +37,9 @@ func TestProductionShutsTheSandboxDoors(t *testing.T) {
 		t.Fatalf("sandbox POST /test/accounts: %d", res.Status)
 	}
 	res.Decode(t, &throwaway)
+	if status := sandbox.status("/lab"); status != http.StatusOK {
+		t.Errorf("sandbox GET /lab: %d, want the race lab", status)
+	}
 	if !sandbox.logged(`"msg":"serving"`, `"mode":"sandbox"`) {
 		t.Error(`the sandbox's start-up line does not name its mode`)
 	}
@@ -61,6 +64,9 @@ func TestProductionShutsTheSandboxDoors(t *testing.T) {
 	}
 	if res := api.Post("/test/accounts", nil, apitest.NoAuth()); res.Status != http.StatusNotFound {
 		t.Errorf("production POST /test/accounts: %d, want 404", res.Status)
+	}
+	if status := prod.status("/lab"); status != http.StatusNotFound {
+		t.Errorf("production GET /lab: %d, want 404", status)
 	}
 	if res := api.Get("/metrics"); res.Status != http.StatusNotFound {
 		t.Errorf("production GET /metrics on the API's address: %d, want 404", res.Status)

@@ -2735,6 +2735,9 @@ type ServerInterface interface {
 	// GetJob Get a job
 	// (GET /jobs/{id})
 	GetJob(ctx echo.Context, id JobID, params GetJobParams) error
+	// GetLab The race lab, as HTML
+	// (GET /lab)
+	GetLab(ctx echo.Context) error
 	// GetMetrics Prometheus metrics
 	// (GET /metrics)
 	GetMetrics(ctx echo.Context) error
@@ -3144,6 +3147,15 @@ func (w *ServerInterfaceWrapper) GetJob(ctx echo.Context) error {
 
 	// Invoke the callback with all the unmarshaled arguments
 	err = w.Handler.GetJob(ctx, id, params)
+	return err
+}
+
+// GetLab converts echo context to params.
+func (w *ServerInterfaceWrapper) GetLab(ctx echo.Context) error {
+	var err error
+
+	// Invoke the callback with all the unmarshaled arguments
+	err = w.Handler.GetLab(ctx)
 	return err
 }
 
@@ -4147,6 +4159,7 @@ func RegisterHandlersWithOptions(router EchoRouter, si ServerInterface, options 
 	router.GET(options.BaseURL+"/openapi.json", wrapper.GetOpenAPIJSON, options.OperationMiddlewares["getOpenAPIJSON"]...)
 	router.GET(options.BaseURL+"/", wrapper.GetRoot, options.OperationMiddlewares["getRoot"]...)
 	router.GET(options.BaseURL+"/docs", wrapper.GetAPIReference, options.OperationMiddlewares["getAPIReference"]...)
+	router.GET(options.BaseURL+"/lab", wrapper.GetLab, options.OperationMiddlewares["getLab"]...)
 	router.GET(options.BaseURL+"/problems/:problem", wrapper.GetProblemType, options.OperationMiddlewares["getProblemType"]...)
 
 }
@@ -7136,6 +7149,85 @@ func (response GetJob503ApplicationProblemPlusJSONResponse) VisitGetJobResponse(
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(503)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLabRequestObject struct {
+}
+
+type GetLabResponseObject interface {
+	VisitGetLabResponse(w http.ResponseWriter) error
+}
+
+type GetLab200ResponseHeaders struct {
+	RequestId string
+}
+
+type GetLab200TexthtmlResponse struct {
+	Body          io.Reader
+	Headers       GetLab200ResponseHeaders
+	ContentLength int64
+}
+
+func (response GetLab200TexthtmlResponse) VisitGetLabResponse(w http.ResponseWriter) error {
+
+	w.Header().Set("Content-Type", "text/html")
+	if response.ContentLength != 0 {
+		w.Header().Set("Content-Length", fmt.Sprint(response.ContentLength))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(200)
+
+	if closer, ok := response.Body.(io.ReadCloser); ok {
+		defer closer.Close()
+	}
+	_, err := io.Copy(w, response.Body)
+	return err
+}
+
+type GetLab404ApplicationProblemPlusJSONResponse struct {
+	NotFoundApplicationProblemPlusJSONResponse
+}
+
+func (response GetLab404ApplicationProblemPlusJSONResponse) VisitGetLabResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetLab500ApplicationProblemPlusJSONResponse struct {
+	InternalErrorApplicationProblemPlusJSONResponse
+}
+
+func (response GetLab500ApplicationProblemPlusJSONResponse) VisitGetLabResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(500)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11977,6 +12069,9 @@ type StrictServerInterface interface {
 	// GetJob Get a job
 	// (GET /jobs/{id})
 	GetJob(ctx context.Context, request GetJobRequestObject) (GetJobResponseObject, error)
+	// GetLab The race lab, as HTML
+	// (GET /lab)
+	GetLab(ctx context.Context, request GetLabRequestObject) (GetLabResponseObject, error)
 	// GetMetrics Prometheus metrics
 	// (GET /metrics)
 	GetMetrics(ctx context.Context, request GetMetricsRequestObject) (GetMetricsResponseObject, error)
@@ -12362,6 +12457,29 @@ func (sh *strictHandler) GetJob(ctx echo.Context, id JobID, params GetJobParams)
 		return err
 	} else if validResponse, ok := response.(GetJobResponseObject); ok {
 		return validResponse.VisitGetJobResponse(ctx.Response())
+	} else if response != nil {
+		return fmt.Errorf("unexpected response type: %T", response)
+	}
+	return nil
+}
+
+// GetLab operation middleware
+func (sh *strictHandler) GetLab(ctx echo.Context) error {
+	var request GetLabRequestObject
+
+	handler := func(ctx echo.Context, request interface{}) (interface{}, error) {
+		return sh.ssi.GetLab(ctx.Request().Context(), request.(GetLabRequestObject))
+	}
+	for _, middleware := range sh.middlewares {
+		handler = middleware(handler, "GetLab")
+	}
+
+	response, err := handler(ctx, request)
+
+	if err != nil {
+		return err
+	} else if validResponse, ok := response.(GetLabResponseObject); ok {
+		return validResponse.VisitGetLabResponse(ctx.Response())
 	} else if response != nil {
 		return fmt.Errorf("unexpected response type: %T", response)
 	}

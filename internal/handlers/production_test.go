@@ -37,9 +37,9 @@ func sandboxOperations(t *testing.T) []sharedOperation {
 			ops = append(ops, o)
 		}
 	}
-	// The test helpers and /metrics at least; fewer means the marks were lost.
-	if len(ops) < 5 {
-		t.Fatalf("the spec marks %d operations x-sandbox-only, want the 4 test helpers and /metrics: %v", len(ops), ops)
+	// The test helpers, /metrics and /lab at least; fewer means the marks were lost.
+	if len(ops) < 6 {
+		t.Fatalf("the spec marks %d operations x-sandbox-only, want the 4 test helpers, /metrics and /lab: %v", len(ops), ops)
 	}
 	return ops
 }

@@ -903,6 +903,42 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/lab": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The race lab, as HTML
+         * @description One self-contained HTML page (scripts and styles inline, nothing loaded from elsewhere)
+         *     where a learner fires the races this API is built to survive, from the browser, and
+         *     sees each request as a lane with its outcome and its `Server-Timing` phases: retries
+         *     of one `Idempotency-Key` released together, a retry while the first is in flight, a
+         *     reused key, a lost answer, two editors with one `ETag`, concurrent refunds, a burst
+         *     past a rate limit, a report job and its cancel, and a failing webhook receiver. Each
+         *     experiment runs in a throwaway account of its own (`POST /test/accounts`) and reads
+         *     back the final state it proves.
+         *     Sandbox only: in production it answers 404, as a path that does not exist would.
+         */
+        get: operations["getLab"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        /**
+         * The methods of /lab
+         * @description Lists the methods of the path in `Allow`. No API key is needed.
+         */
+        options: operations["optionsLab"];
+        /**
+         * The race lab, as HTML (headers only)
+         * @description The `GET` without its body: the same status and headers.
+         */
+        head: operations["headLab"];
+        patch?: never;
+        trace?: never;
+    };
     "/problems/{problem}": {
         parameters: {
             query?: never;
@@ -4813,6 +4849,56 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["HeadOK"];
+            500: components["responses"]["HeadInternalError"];
+        };
+    };
+    getLab: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The race lab. */
+            200: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/html": string;
+                };
+            };
+            404: components["responses"]["NotFound"];
+            500: components["responses"]["InternalError"];
+        };
+    };
+    optionsLab: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            204: components["responses"]["Options"];
+            404: components["responses"]["NotFound"];
+        };
+    };
+    headLab: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            200: components["responses"]["HeadOK"];
+            404: components["responses"]["HeadNotFound"];
             500: components["responses"]["HeadInternalError"];
         };
     };
