@@ -1,12 +1,19 @@
 # deploy/cluster/lib.sh holds what deploy/cluster/run and deploy/cluster/chaos share:
 # installing the tools, building the server, migrating the database and starting the
 # processes of the cluster on loopback. Source it after setting any of these (defaults):
-# PORT (8080), PGBOUNCER_PORT (6432), REDIS_PORT (6390), CLUSTER_DATABASE (payments_cluster).
+# PORT (8080), PGBOUNCER_PORT (6432), REDIS_PORT (6390), CLUSTER_DATABASE (payments_cluster),
+# API_PROCESSES (3).
 
 PORT=${PORT:-8080}
 PGBOUNCER_PORT=${PGBOUNCER_PORT:-6432}
 REDIS_PORT=${REDIS_PORT:-6390}
 DATABASE=${CLUSTER_DATABASE:-payments_cluster}
+# API_PROCESSES (1 to 3, default 3) behind HAProxy: docs/scaling.md compares them.
+API_PROCESSES=${API_PROCESSES:-3}
+if [[ ! $API_PROCESSES =~ ^[1-3]$ ]]; then
+	echo "API_PROCESSES=$API_PROCESSES: want 1, 2 or 3" >&2
+	exit 2
+fi
 DEMO_KEY=sk_test_demo
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 repo=$(cd "$here/../.." && pwd)
@@ -122,9 +129,14 @@ start_pgbouncer() {
 	wait_for PgBouncer pg_isready -q -h 127.0.0.1 -p "$PGBOUNCER_PORT" -U postgres -d "$DATABASE"
 }
 
-# start_haproxy: HAProxy on PORT in front of the APIs on PORT+1..3; it does not wait for them.
+# start_haproxy: HAProxy on PORT in front of the APIs on PORT+1..API_PROCESSES; it does not
+# wait for them.
 start_haproxy() {
-	render "$here/haproxy.cfg" >"$dir/haproxy.cfg"
+	local drop=() i
+	for ((i = API_PROCESSES + 1; i <= 3; i++)); do
+		drop+=(-e "/^ *server api$i /d")
+	done
+	render "$here/haproxy.cfg" | sed -e '' "${drop[@]}" >"$dir/haproxy.cfg"
 	cp "$here/unavailable.http" "$dir/"
 	start haproxy "$(command -v haproxy || echo /usr/sbin/haproxy)" -db -f "$dir/haproxy.cfg"
 }
