@@ -61,8 +61,15 @@ func (o *Outbox) Record(ctx context.Context, tx db.Tx, accountID, eventType stri
 	if err != nil {
 		return fmt.Errorf("encode %s event: %w", eventType, err)
 	}
+	return o.RecordEncoded(ctx, tx, accountID, eventType, payload)
+}
+
+// RecordEncoded is Record for data its caller has already encoded as JSON, so a resource
+// that is also answered is encoded once. payload must not change until tx commits: its
+// insert waits for the commit's round trip.
+func (o *Outbox) RecordEncoded(ctx context.Context, tx db.Tx, accountID, eventType string, payload []byte) error {
 	id := domain.NewID("evt")
-	err = tx.Later.EventInsert(ctx, db.EventInsertParams{
+	err := tx.Later.EventInsert(ctx, db.EventInsertParams{
 		ID:        id,
 		AccountID: accountID,
 		Type:      eventType,

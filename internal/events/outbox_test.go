@@ -43,7 +43,7 @@ func TestEventAndDeliveriesCommitWithTheChange(t *testing.T) {
 	}
 	svc := payments.NewService(pool, processor.Simulated{}, events.NewOutbox(webhooks.NewJobQueue(queue)))
 	charge := func(tx db.Tx) error {
-		_, err := svc.Create(ctx, tx, accountID, payments.CreateParams{Amount: 100, Currency: "usd", PaymentMethod: processor.CardVisa})
+		_, _, err := svc.Create(ctx, tx, accountID, payments.CreateParams{Amount: 100, Currency: "usd", PaymentMethod: processor.CardVisa})
 		return err
 	}
 	count := func(table string) int {

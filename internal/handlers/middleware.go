@@ -82,13 +82,15 @@ func (s *Server) logRequests() echo.MiddlewareFunc {
 			if gone {
 				status = statusClientGone
 			}
-			attrs := []slog.Attr{
+			// Room for every attribute below, so the optional ones are appended on the stack
+			// instead of growing the slice on the heap.
+			attrs := append(make([]slog.Attr, 0, 8),
 				slog.String("method", v.Method),
 				slog.String("route", v.RoutePath),
 				slog.Int("status", status),
 				slog.Duration("duration", v.Latency),
 				slog.String("request_id", requestIDFrom(ctx)),
-			}
+			)
 			if gone {
 				attrs = append(attrs, slog.Bool("client_gone", true))
 			}

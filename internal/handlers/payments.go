@@ -20,7 +20,7 @@ func (s *Server) CreatePayment(ctx context.Context, req api.CreatePaymentRequest
 		return nil, err
 	}
 	res, err := s.idempotency.Do(ctx, idem, func(tx db.Tx) (idempotency.Response, error) {
-		p, err := s.payments.Create(ctx, tx, acct.ID, payments.CreateParams{
+		p, resource, err := s.payments.Create(ctx, tx, acct.ID, payments.CreateParams{
 			Amount:        req.Body.Amount,
 			Currency:      req.Body.Currency,
 			PaymentMethod: string(req.Body.PaymentMethod),
@@ -33,7 +33,7 @@ func (s *Server) CreatePayment(ctx context.Context, req api.CreatePaymentRequest
 		if p.Status == payments.StatusFailed {
 			return declinedResponse(ctx, p)
 		}
-		return paymentResponse(p)
+		return paymentResponse(p, resource), nil
 	})
 	if err != nil {
 		return nil, err
@@ -41,13 +41,16 @@ func (s *Server) CreatePayment(ctx context.Context, req api.CreatePaymentRequest
 	return storedResponse(res), nil
 }
 
-// paymentResponse is the 201 for a new payment, with its Location and ETag.
-func paymentResponse(p db.Payment) (idempotency.Response, error) {
-	res, err := payments.Resource(p)
-	if err != nil {
-		return idempotency.Response{}, err
+// paymentResponse is the 201 for a new payment, with its Location and ETag. Its body is the
+// resource as its event encoded it, ended as jsonResponse ends one (json.Encoder writes the
+// same bytes as json.Marshal, then a newline), so it is encoded once and a later GET of the
+// payment is written alike.
+func paymentResponse(p db.Payment, resource []byte) idempotency.Response {
+	return idempotency.Response{
+		Status: http.StatusCreated,
+		Header: map[string]string{"Content-Type": "application/json", "Location": "/payments/" + p.ID, "ETag": etag(p.Version)},
+		Body:   append(resource, '\n'), // appending leaves the event's bytes as they are
 	}
-	return jsonResponse(http.StatusCreated, res, map[string]string{"Location": "/payments/" + p.ID, "ETag": etag(p.Version)})
 }
 
 // declinedResponse is the 402 for a declined card. The payment exists, so this answer is

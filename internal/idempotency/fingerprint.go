@@ -133,11 +133,32 @@ func canonicalArray(dec *json.Decoder, out *bytes.Buffer) error {
 	return nil
 }
 
+// writeString writes s as encoding/json does without HTML escaping. Most names and values
+// need no escape, and for those its output is s in quotes: writing that directly spares an
+// encoder per string, and the bytes, which earlier fingerprints were made of, stay the same.
 func writeString(out *bytes.Buffer, s string) {
+	if !needsEscape(s) {
+		out.WriteByte('"')
+		out.WriteString(s)
+		out.WriteByte('"')
+		return
+	}
 	enc := json.NewEncoder(out)
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(s)           // encoding a string cannot fail
 	out.Truncate(out.Len() - 1) // Encode appends a newline
+}
+
+// needsEscape reports whether s may need escaping: control characters, '"' and '\\' do, and
+// anything beyond ASCII is left to encoding/json (it replaces invalid UTF-8 and escapes
+// U+2028 and U+2029).
+func needsEscape(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			return true
+		}
+	}
+	return false
 }
 
 // canonicalNumber writes a JSON number as <digits>e<exponent> with no leading or trailing

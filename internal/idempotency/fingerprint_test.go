@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+	"unicode/utf8"
 )
 
 func TestCanonicalizeEqualDocuments(t *testing.T) {
@@ -67,6 +68,39 @@ func TestCanonicalizeRejects(t *testing.T) {
 	} {
 		if c, err := Canonicalize([]byte(doc)); err == nil {
 			t.Errorf("Canonicalize(%q) = %s, want an error", doc, c)
+		}
+	}
+}
+
+// TestWriteStringAsEncodingJSON holds the shortcut for strings without escapes to the bytes
+// encoding/json writes, of which stored fingerprints were made: every ASCII character alone
+// and inside a word, and some beyond ASCII.
+func TestWriteStringAsEncodingJSON(t *testing.T) {
+	strs := []string{"", "pm_card_visa", "é", "\u2028", "a\xffb", "<&>"}
+	for c := range utf8.RuneSelf {
+		strs = append(strs, string(rune(c)), "a"+string(rune(c))+"z")
+	}
+	for _, s := range strs {
+		var got, want bytes.Buffer
+		writeString(&got, s)
+		enc := json.NewEncoder(&want)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(s); err != nil {
+			t.Fatal(err)
+		}
+		if !bytes.Equal(got.Bytes(), bytes.TrimSuffix(want.Bytes(), []byte("\n"))) {
+			t.Errorf("writeString(%q) = %s, encoding/json writes %s", s, got.Bytes(), want.Bytes())
+		}
+	}
+}
+
+// BenchmarkFingerprint measures the fingerprint of a typical POST /payments body.
+func BenchmarkFingerprint(b *testing.B) {
+	body := []byte(`{"amount":2500,"currency":"usd","payment_method":"pm_card_visa","description":"Order 1234","metadata":{"order_id":"1234","customer":"c_42"}}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Fingerprint("payments.create", body); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

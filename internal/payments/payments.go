@@ -58,14 +58,17 @@ type CreateParams struct {
 // atomic phases: commit the key with a recovery point ("started"), call the network with the
 // key as its idempotency key, commit the result ("charge_created"), and let a completer
 // resume keys left mid-way.
-func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p CreateParams) (db.Payment, error) {
+//
+// Create returns the payment with its resource encoded as JSON: the bytes its event carries,
+// so a caller answering with the resource need not encode it again.
+func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p CreateParams) (db.Payment, []byte, error) {
 	span := trace.Start(ctx, "charge")
 	result, err := s.processor.Charge(ctx, processor.Charge{
 		Amount: p.Amount, Currency: p.Currency, PaymentMethod: p.PaymentMethod,
 	})
 	span.End()
 	if err != nil {
-		return db.Payment{}, fmt.Errorf("charge %s: %w", p.PaymentMethod, err)
+		return db.Payment{}, nil, fmt.Errorf("charge %s: %w", p.PaymentMethod, err)
 	}
 	status, eventType := StatusSucceeded, events.PaymentSucceeded
 	var failureCode *string
@@ -77,7 +80,7 @@ func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p Crea
 	}
 	metadata, err := json.Marshal(p.Metadata)
 	if err != nil {
-		return db.Payment{}, err
+		return db.Payment{}, nil, err
 	}
 	pay, err := tx.PaymentInsert(ctx, db.PaymentInsertParams{
 		ID:            domain.NewID("pay"),
@@ -91,9 +94,26 @@ func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p Crea
 		Metadata:      metadata,
 	})
 	if err != nil {
-		return db.Payment{}, fmt.Errorf("insert payment: %w", err)
+		return db.Payment{}, nil, fmt.Errorf("insert payment: %w", err)
 	}
-	return pay, s.recordEvent(ctx, tx, eventType, pay)
+	payload, err := s.recordCreated(ctx, tx, eventType, pay)
+	if err != nil {
+		return db.Payment{}, nil, err
+	}
+	return pay, payload, nil
+}
+
+// recordCreated records a new payment's event and returns its encoded resource.
+func (s *Service) recordCreated(ctx context.Context, tx db.Tx, eventType string, p db.Payment) ([]byte, error) {
+	res, err := Resource(p)
+	if err != nil {
+		return nil, err
+	}
+	payload, err := json.Marshal(res)
+	if err != nil {
+		return nil, fmt.Errorf("encode payment %s: %w", p.ID, err)
+	}
+	return payload, s.outbox.RecordEncoded(ctx, tx, p.AccountID, eventType, payload)
 }
 
 // Get returns one payment of the account.
