@@ -53,7 +53,7 @@ func (c *client) do(ctx context.Context, method, path string, body any, headers 
 	resp, err := c.http.Do(req)
 	if err == nil {
 		a.body, err = io.ReadAll(resp.Body)
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		if err == nil {
 			a.status, a.header = resp.StatusCode, resp.Header
 		}

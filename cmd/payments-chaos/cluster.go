@@ -27,21 +27,22 @@ type process struct {
 	done chan struct{} // closed when the current run exits
 }
 
-func (p *process) start() error {
+// start runs the program. Its lifetime is signal's to end, not ctx's: ctx may be a fault's
+// bounded wait, and a run that is interrupted still drains the apps with SIGTERM in stop.
+func (p *process) start(ctx context.Context) error {
 	out, err := os.OpenFile(p.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(p.argv[0], p.argv[1:]...)
+	cmd := exec.CommandContext(context.WithoutCancel(ctx), p.argv[0], p.argv[1:]...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = append(os.Environ(), p.env...), out, out
 	if err := cmd.Start(); err != nil {
-		out.Close()
-		return fmt.Errorf("start %s: %w", p.name, err)
+		return errors.Join(fmt.Errorf("start %s: %w", p.name, err), out.Close())
 	}
 	p.cmd, p.done = cmd, make(chan struct{})
 	go func() {
 		_ = cmd.Wait()
-		out.Close()
+		_ = out.Close() // the child wrote the log, not this process: nothing is lost
 		close(p.done)
 	}()
 	return nil
@@ -88,7 +89,7 @@ func startCluster(ctx context.Context, c clusterConfig) (*cluster, error) {
 		pgbouncer: &process{name: "pgbouncer", argv: c.pgbouncerArgv, log: filepath.Join(c.dir, "pgbouncer.log")},
 		db:        toxiproxy.NewProxy(server, "pgbouncer", "127.0.0.1:0", c.pgbouncerAddr),
 		redis:     toxiproxy.NewProxy(server, "redis", "127.0.0.1:0", c.redisAddr)}
-	if err := cl.pgbouncer.start(); err != nil {
+	if err := cl.pgbouncer.start(ctx); err != nil {
 		return cl, err
 	}
 	if err := waitTCP(ctx, c.pgbouncerAddr); err != nil {
@@ -123,7 +124,7 @@ func startCluster(ctx context.Context, c clusterConfig) (*cluster, error) {
 			log: filepath.Join(c.dir, fmt.Sprintf("worker%d.log", i+1))})
 	}
 	for _, p := range cl.apps() {
-		if err := p.start(); err != nil {
+		if err := p.start(ctx); err != nil {
 			return cl, err
 		}
 	}
@@ -160,16 +161,17 @@ func waitReady(ctx context.Context, addr string) error {
 		if err != nil {
 			return false
 		}
-		resp.Body.Close()
+		_ = resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	})
 }
 
 func waitTCP(ctx context.Context, addr string) error {
+	dialer := &net.Dialer{Timeout: time.Second}
 	return poll(ctx, 30*time.Second, func() bool {
-		conn, err := net.DialTimeout("tcp", addr, time.Second)
+		conn, err := dialer.DialContext(ctx, "tcp", addr)
 		if err == nil {
-			conn.Close()
+			_ = conn.Close() // only whether it connected matters
 		}
 		return err == nil
 	})

@@ -38,7 +38,7 @@ func (cl *cluster) faults() []fault {
 		return fault{name: "kill -9 " + p.name, hold: 3 * time.Second,
 			begin: func() error { p.signal(syscall.SIGKILL, 5*time.Second); return nil },
 			end: func(ctx context.Context) error {
-				if err := p.start(); err != nil {
+				if err := p.start(ctx); err != nil {
 					return err
 				}
 				return ready(ctx)
@@ -56,7 +56,7 @@ func (cl *cluster) faults() []fault {
 			fault{name: "restart PgBouncer", hold: 2 * time.Second,
 				begin: func() error { cl.pgbouncer.signal(syscall.SIGTERM, 5*time.Second); return nil },
 				end: func(ctx context.Context) error {
-					if err := cl.pgbouncer.start(); err != nil {
+					if err := cl.pgbouncer.start(ctx); err != nil {
 						return err
 					}
 					return waitTCP(ctx, cl.pgbouncerAddr)

@@ -80,7 +80,7 @@ func main() {
 // run starts the cluster, drives the load and the faults for the duration, lets the
 // workers finish, and prints the verdict; ok is false when any check failed.
 func run(ctx context.Context, o options) (ok bool, err error) {
-	recv, err := startReceiver()
+	recv, err := startReceiver(ctx)
 	if err != nil {
 		return false, err
 	}

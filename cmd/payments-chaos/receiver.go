@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/http"
@@ -21,8 +22,8 @@ type receiver struct {
 	url      string
 }
 
-func startReceiver() (*receiver, error) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+func startReceiver(ctx context.Context) (*receiver, error) {
+	ln, err := (&net.ListenConfig{}).Listen(ctx, "tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
 	}

@@ -2,7 +2,9 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"sort"
 	"strings"
@@ -20,7 +22,9 @@ func verdict(ctx context.Context, o options, l *load, endpoint string, recv *rec
 	if err != nil {
 		return false, err
 	}
-	defer conn.Close(context.WithoutCancel(ctx))
+	// Only read through, and every check is in hand before it closes: a failed close
+	// cannot change the verdict.
+	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
 	keys := map[string]string{}
 	l.keys.Range(func(k, v any) bool { keys[k.(string)] = v.(string); return true })
 
@@ -51,9 +55,10 @@ func verdict(ctx context.Context, o options, l *load, endpoint string, recv *rec
 	checks := []check{keyCheck, refunds, deliveries, jobs, checkStatuses(exchanges), linearizable(o, ops)}
 
 	printStatuses(exchanges)
-	printFaults(records)
-	ok := printChecks(checks)
-	return ok, nil
+	if err := printFaults(os.Stdout, records); err != nil {
+		return false, err
+	}
+	return printChecks(os.Stdout, checks)
 }
 
 // settle waits while the workers catch up with the load (webhook deliveries lag behind
@@ -102,7 +107,10 @@ func linearizable(o options, ops []porcupine.Operation) check {
 				return c
 			}
 			path = f.Name()
-			f.Close()
+			if err := f.Close(); err != nil {
+				c.found += "; " + err.Error()
+				return c
+			}
 		}
 		if err := porcupine.VisualizePath(paymentModel, info, path); err != nil {
 			c.found += "; " + err.Error()
@@ -130,9 +138,22 @@ func printStatuses(exchanges []exchange) {
 	fmt.Printf("requests  %d\nstatuses  %s\n\n", len(exchanges), strings.Join(parts, ", "))
 }
 
-func printFaults(records []faultRecord) {
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "FAULT\tAT\tHELD\tBACK AFTER\tHEALED AFTER\tFAILED REQUESTS")
+// printer writes formatted text and keeps the first error, so a table checks it once.
+type printer struct {
+	w   io.Writer
+	err error
+}
+
+func (p *printer) printf(format string, args ...any) {
+	if p.err == nil {
+		_, p.err = fmt.Fprintf(p.w, format, args...)
+	}
+}
+
+func printFaults(out io.Writer, records []faultRecord) error {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	table := &printer{w: tw}
+	table.printf("FAULT\tAT\tHELD\tBACK AFTER\tHEALED AFTER\tFAILED REQUESTS\n")
 	for _, r := range records {
 		healed := "never"
 		if r.healed > 0 {
@@ -142,27 +163,33 @@ func printFaults(records []faultRecord) {
 		if r.err != nil {
 			name += " (" + r.err.Error() + ")"
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\t%s\t%s\t%d\n", name, seconds(r.began), seconds(r.cleared-r.began),
+		table.printf("%s\t%s\t%s\t%s\t%s\t%d\n", name, seconds(r.began), seconds(r.cleared-r.began),
 			seconds(r.back-r.cleared), healed, r.failed)
 	}
-	w.Flush()
-	fmt.Println()
+	table.printf("\n") // a blank line after the table; it ends the table's columns too
+	if err := errors.Join(table.err, tw.Flush()); err != nil {
+		return fmt.Errorf("print faults: %w", err)
+	}
+	return nil
 }
 
 // printChecks prints the verdict and says whether every check held.
-func printChecks(checks []check) bool {
-	w := tabwriter.NewWriter(os.Stdout, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(w, "INVARIANT\tVERDICT\tFOUND")
+func printChecks(out io.Writer, checks []check) (bool, error) {
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
+	table := &printer{w: tw}
+	table.printf("INVARIANT\tVERDICT\tFOUND\n")
 	all := true
 	for _, c := range checks {
 		verdict := "ok"
 		if !c.ok {
 			verdict, all = "FAILED", false
 		}
-		fmt.Fprintf(w, "%s\t%s\t%s\n", c.name, verdict, c.found)
+		table.printf("%s\t%s\t%s\n", c.name, verdict, c.found)
 	}
-	w.Flush()
-	return all
+	if err := errors.Join(table.err, tw.Flush()); err != nil {
+		return all, fmt.Errorf("print checks: %w", err)
+	}
+	return all, nil
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }

@@ -32,7 +32,7 @@ func parseScaleServers(s string) ([]scaleServer, error) {
 		rows, u, ok := strings.Cut(part, "=")
 		n, err := strconv.Atoi(rows)
 		if !ok || err != nil || n < 0 {
-			return nil, fmt.Errorf("-scale %q: want rows=url,rows=url,...", part)
+			return nil, fmt.Errorf("-scale %q: want a comma-separated list of rows=url", part)
 		}
 		servers = append(servers, scaleServer{rows: n, url: u})
 	}
