@@ -3186,8 +3186,9 @@ type ClientInterface interface {
 
 	// RetryWebhookDeliveriesNow Make every scheduled webhook retry due now
 	//
-	// Every pending delivery of the account whose next attempt is scheduled for later is
-	// made due now, so a test need not wait for the retry schedule. Only the caller's account
+	// Every pending delivery of the account is made due now, so a test need not wait for the
+	// retry schedule. An attempt in flight at that moment finishes first and may put its
+	// retry back on the schedule; asking again then makes it due. Only the caller's account
 	// is touched.
 	// Sandbox only: in production it answers 404, as a path that does not exist would.
 	//
@@ -4082,8 +4083,9 @@ func (c *Client) RunJobsNow(ctx context.Context, params *RunJobsNowParams, reqEd
 
 // RetryWebhookDeliveriesNow Make every scheduled webhook retry due now
 //
-// Every pending delivery of the account whose next attempt is scheduled for later is
-// made due now, so a test need not wait for the retry schedule. Only the caller's account
+// Every pending delivery of the account is made due now, so a test need not wait for the
+// retry schedule. An attempt in flight at that moment finishes first and may put its
+// retry back on the schedule; asking again then makes it due. Only the caller's account
 // is touched.
 // Sandbox only: in production it answers 404, as a path that does not exist would.
 //
@@ -6874,8 +6876,9 @@ type ClientWithResponsesInterface interface {
 
 	// RetryWebhookDeliveriesNowWithResponse Make every scheduled webhook retry due now
 	//
-	// Every pending delivery of the account whose next attempt is scheduled for later is
-	// made due now, so a test need not wait for the retry schedule. Only the caller's account
+	// Every pending delivery of the account is made due now, so a test need not wait for the
+	// retry schedule. An attempt in flight at that moment finishes first and may put its
+	// retry back on the schedule; asking again then makes it due. Only the caller's account
 	// is touched.
 	// Sandbox only: in production it answers 404, as a path that does not exist would.
 	//
@@ -13263,8 +13266,9 @@ func (c *ClientWithResponses) RunJobsNowWithResponse(ctx context.Context, params
 
 // RetryWebhookDeliveriesNowWithResponse Make every scheduled webhook retry due now
 //
-// Every pending delivery of the account whose next attempt is scheduled for later is
-// made due now, so a test need not wait for the retry schedule. Only the caller's account
+// Every pending delivery of the account is made due now, so a test need not wait for the
+// retry schedule. An attempt in flight at that moment finishes first and may put its
+// retry back on the schedule; asking again then makes it due. Only the caller's account
 // is touched.
 // Sandbox only: in production it answers 404, as a path that does not exist would.
 //

@@ -315,7 +315,7 @@ func (q *Queries) WebhookDeliveryRequeue(ctx context.Context, arg WebhookDeliver
 const webhookDeliveryRetryNowByAccount = `-- name: WebhookDeliveryRetryNowByAccount :many
 UPDATE webhook_deliveries
 SET next_attempt_at = clock_timestamp(), updated_at = clock_timestamp()
-WHERE account_id = $1 AND status = 'pending' AND next_attempt_at > clock_timestamp()
+WHERE account_id = $1 AND status = 'pending'
 RETURNING id, endpoint_id
 `
 
@@ -324,8 +324,10 @@ type WebhookDeliveryRetryNowByAccountRow struct {
 	EndpointID string
 }
 
-// A test helper: every pending delivery of the account scheduled for later is due now. The
-// caller makes their snoozed jobs due too.
+// A test helper: every pending delivery of the account is due now, and the caller makes their
+// snoozed jobs due too. Not only those scheduled for later: a job still running its attempt
+// when the helper is called snoozes to the schedule afterwards, and a second call must find
+// its delivery again even though this one already set next_attempt_at.
 func (q *Queries) WebhookDeliveryRetryNowByAccount(ctx context.Context, accountID string) ([]WebhookDeliveryRetryNowByAccountRow, error) {
 	rows, err := q.db.Query(ctx, webhookDeliveryRetryNowByAccount, accountID)
 	if err != nil {

@@ -220,9 +220,11 @@ func TestHelpersActOnTheCallersAccountOnly(t *testing.T) {
 		t.Errorf("the other account's key with another body: %d, want 422 (still alive)", res.Status)
 	}
 
+	// The caller's pending deliveries: the one waiting an hour, and the new payment's (the
+	// endpoint came after the first payment).
 	b.client.Post("/test/webhook-deliveries/retry-now", nil).Decode(t, &result)
-	if result.Affected != 1 { // the endpoint came after the first payment
-		t.Errorf("made %d deliveries due, want the caller's 1", result.Affected)
+	if result.Affected != 2 {
+		t.Errorf("made %d deliveries due, want the caller's 2", result.Affected)
 	}
 	later := `SELECT count(*) FROM webhook_deliveries WHERE account_id = $1 AND next_attempt_at > now()`
 	if n := b.count(t, later, accountOf(t, b.client)); n != 0 {
@@ -238,6 +240,18 @@ func TestHelpersActOnTheCallersAccountOnly(t *testing.T) {
 	}
 	if n := b.count(t, jobWaits, accountOf(t, b.other)); n != 1 {
 		t.Errorf("%d of the other account's delivery jobs wait, want 1", n)
+	}
+
+	// An attempt that was running during the call finishes after it and snoozes its job to the
+	// schedule, while its delivery already says "due now": a second call must still find it.
+	_, err = b.pool.Exec(context.Background(), `UPDATE river_job j SET state = 'scheduled', scheduled_at = now() + interval '1 hour'
+		FROM webhook_deliveries d WHERE d.id = j.args->>'delivery_id' AND d.account_id = $1`, accountOf(t, b.client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b.client.Post("/test/webhook-deliveries/retry-now", nil)
+	if n := b.count(t, jobWaits, accountOf(t, b.client)); n != 0 {
+		t.Errorf("after asking again, %d of the caller's delivery jobs still wait", n)
 	}
 }
 

@@ -652,8 +652,9 @@ export interface paths {
         put?: never;
         /**
          * Make every scheduled webhook retry due now
-         * @description Every pending delivery of the account whose next attempt is scheduled for later is
-         *     made due now, so a test need not wait for the retry schedule. Only the caller's account
+         * @description Every pending delivery of the account is made due now, so a test need not wait for the
+         *     retry schedule. An attempt in flight at that moment finishes first and may put its
+         *     retry back on the schedule; asking again then makes it due. Only the caller's account
          *     is touched.
          *     Sandbox only: in production it answers 404, as a path that does not exist would.
          */
