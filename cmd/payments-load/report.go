@@ -24,6 +24,14 @@ func (p *printer) printf(format string, args ...any) {
 	}
 }
 
+// flushTable ends a table printed through table into tw: the first write error, or Flush's.
+func flushTable(table *printer, tw *tabwriter.Writer) error {
+	if table.err != nil {
+		return table.err
+	}
+	return tw.Flush()
+}
+
 // report prints one row per scenario, then the notes, the ratios the targets in
 // docs/performance.md are stated in, and the server's memory.
 func report(out io.Writer, results []result, rssBytes float64) error {
@@ -42,10 +50,7 @@ func report(out io.Writer, results []result, rssBytes float64) error {
 		table.printf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.name, fmtRate(r.rate()),
 			fmtMillis(r.p(0.50)), fmtMillis(r.p(0.95)), fmtMillis(r.p(0.99)), r.errors, base, baseRate, ratio, floorRate, floorRatio)
 	}
-	if table.err != nil {
-		return table.err
-	}
-	if err := tw.Flush(); err != nil {
+	if err := flushTable(table, tw); err != nil {
 		return err
 	}
 	p := &printer{w: out}

@@ -271,10 +271,7 @@ func reportScale(out io.Writer, servers []scaleServer, results []scaleResult) er
 		}
 		table.printf("%s\t%d\t\n", fmtRatio(float64(row[len(row)-1].p50()), float64(row[0].p50())), errs)
 	}
-	if table.err != nil {
-		return table.err
-	}
-	if err := tw.Flush(); err != nil {
+	if err := flushTable(table, tw); err != nil {
 		return err
 	}
 	p := &printer{w: out}

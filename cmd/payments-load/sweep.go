@@ -197,10 +197,7 @@ func reportSweep(out io.Writer, results []sweepResult) error {
 				fmtMillis(percentile(l, 0.50)), fmtMillis(percentile(l, 0.95)), fmtMillis(percentile(l, 0.99)), side.s.errors)
 		}
 	}
-	if table.err != nil {
-		return table.err
-	}
-	if err := tw.Flush(); err != nil {
+	if err := flushTable(table, tw); err != nil {
 		return err
 	}
 	p := &printer{w: out}
