@@ -30,7 +30,8 @@ type drawing struct {
 	Account   string            `json:"account"`  // the throwaway account's id
 	Outcomes  []string          `json:"outcomes"` // one per lane, in order
 	Labels    []string          `json:"labels"`
-	Values    map[string]string `json:"values"` // the final state, by data-key
+	Headers   []string          `json:"headers"` // per lane, what its keyboard-reachable headers disclose
+	Values    map[string]string `json:"values"`  // the final state, by data-key
 	Invariant string            `json:"invariant"`
 	Holds     string            `json:"holds"`
 }
@@ -45,6 +46,7 @@ const readDrawing = `(id => {
     account: s.querySelector("dl.state").dataset.account || "",
     outcomes: lanes.map(l => l.dataset.outcome || ""),
     labels: lanes.map(l => l.querySelector(".label").textContent),
+    headers: lanes.map(l => l.querySelector("details.headers > summary + pre")?.textContent || ""),
     values: Object.fromEntries([...s.querySelectorAll("dl.state dd")].map(d => [d.dataset.key, d.textContent])),
     invariant: s.querySelector("p.invariant").textContent, holds: s.querySelector("p.invariant").dataset.holds || "",
   };
@@ -137,6 +139,13 @@ var labExperiments = []struct {
 		samePayments(t, pool, d, countOf(race, "created"))
 		if countOf(race, "created") != 1 {
 			t.Errorf("%d lanes drawn created, want exactly 1: %v", countOf(race, "created"), race)
+		}
+		// Each answer's headers are there for the keyboard too, not only in a hover title.
+		for i, h := range d.Headers[1:] {
+			replayed := strings.Contains(h, "Idempotent-Replayed: true")
+			if !strings.Contains(h, "Request-Id: ") || replayed != (race[i] == "replayed") {
+				t.Errorf("lane %d (%s) discloses headers %q", i+1, race[i], h)
+			}
 		}
 	}},
 	{"inflight", func(t *testing.T, pool *pgxpool.Pool, d drawing) {
