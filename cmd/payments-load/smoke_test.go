@@ -5,15 +5,18 @@ import (
 	"context"
 	"encoding/xml"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/dbtest"
@@ -25,13 +28,24 @@ import (
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/ratelimit"
+	"github.com/payments-api/payments-api/internal/reports"
 	"github.com/payments-api/payments-api/internal/webhooks"
+	"github.com/riverqueue/river"
 )
 
 const smokeKey = "sk_test_payments_load"
 
-// startServer is the real server on a fresh database, wired as main wires it.
+// startServer is the real server on a fresh database, wired as main wires it, with no job
+// workers: reports are accepted and never built.
 func startServer(t *testing.T) (baseURL, databaseURL string) {
+	t.Helper()
+	baseURL, databaseURL, _ = startServerWith(t, false)
+	return baseURL, databaseURL
+}
+
+// startServerWith is startServer, with a report service and workers that build its reports
+// when reports is true. It also returns the server's pool.
+func startServerWith(t *testing.T, withReports bool) (baseURL, databaseURL string, _ *pgxpool.Pool) {
 	t.Helper()
 	pool, url := dbtest.NewPool(t)
 	if err := accounts.SeedDemoKeys(context.Background(), db.New(pool), []string{smokeKey}); err != nil {
@@ -47,10 +61,17 @@ func startServer(t *testing.T) (baseURL, databaseURL string) {
 		t.Fatal(err)
 	}
 	deliveries := webhooks.NewJobQueue(queue)
+	outbox := events.NewOutbox(deliveries)
+	var reportService *reports.Service
+	if withReports {
+		reportService = reports.NewService(pool, queue, reports.DefaultRetention)
+		startReportWorkers(t, pool, outbox)
+	}
 	e, err := handlers.New(handlers.Options{
 		Pool:        pool,
 		Logger:      slog.New(slog.DiscardHandler),
-		Payments:    payments.NewService(pool, processor.Simulated{}, events.NewOutbox(deliveries)),
+		Payments:    payments.NewService(pool, processor.Simulated{}, outbox),
+		Reports:     reportService,
 		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL).WithObserver(m),
 		Events:      events.NewService(pool),
 		Webhooks:    webhooks.NewService(pool, webhooks.URLPolicy{}, deliveries),
@@ -68,7 +89,31 @@ func startServer(t *testing.T) (baseURL, databaseURL string) {
 	}
 	srv := httptest.NewServer(e)
 	t.Cleanup(srv.Close)
-	return srv.URL, url
+	return srv.URL, url, pool
+}
+
+// startReportWorkers builds reports on pool until the test ends.
+func startReportWorkers(t *testing.T, pool *pgxpool.Pool, outbox *events.Outbox) {
+	t.Helper()
+	registry := river.NewWorkers()
+	river.AddWorker(registry, reports.NewWorker(pool, outbox, reports.DefaultRetention, reports.DefaultPageSize))
+	runner, err := jobs.NewClient(pool, jobs.Config{
+		Workers: 2, Timeout: time.Minute, RescueAfter: 2 * time.Minute, Work: true, Registry: registry,
+		Logger: slog.New(slog.DiscardHandler),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := runner.Start(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if err := runner.Stop(ctx); err != nil {
+			t.Errorf("stop the report workers: %v", err)
+		}
+	})
 }
 
 // TestEveryScenarioRunsCleanly runs every scenario and both baselines briefly against a
@@ -194,4 +239,62 @@ func TestSweepComparisonRunsCleanly(t *testing.T) {
 	if !strings.Contains(out.String(), "during the sweep / alone: req/s ") {
 		t.Errorf("no ratios in\n%s", out.String())
 	}
+}
+
+// TestScaleComparisonRunsCleanly runs -scale briefly against two real servers, one empty and
+// one with a few hundred preloaded payments, each with report workers: every operation at
+// both sizes sends requests without an error (a report counts when its job succeeded), the
+// deep page starts past the preloaded rows, and the table and the chart have a row per
+// operation.
+func TestScaleComparisonRunsCleanly(t *testing.T) {
+	const preloaded = 300
+	emptyURL, _, _ := startServerWith(t, true)
+	loadedURL, _, pool := startServerWith(t, true)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // a hang fails instead of stalling the package
+	defer cancel()
+	if _, _, err := preload(ctx, pool, smokeKey, preloaded); err != nil {
+		t.Fatal(err)
+	}
+	cfg := config{
+		APIKey: smokeKey, Duration: 400 * time.Millisecond, Slices: 2, Concurrency: 2, MaxPerWorker: 10_000,
+		Scale: []scaleServer{{rows: preloaded, url: loadedURL}, {rows: 0, url: emptyURL}},
+		SVG:   filepath.Join(t.TempDir(), "scale.svg"),
+	}
+	slices.SortFunc(cfg.Scale, func(a, b scaleServer) int { return a.rows - b.rows }) // as parseScaleServers does
+	var out bytes.Buffer
+	results, err := runScale(ctx, cfg, &out)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	if len(results) != len(scaleOps)*len(cfg.Scale) {
+		t.Fatalf("%d results for %d operations at %d sizes", len(results), len(scaleOps), len(cfg.Scale))
+	}
+	var names []string
+	for _, r := range results {
+		if r.requests == 0 || r.errors != 0 {
+			t.Errorf("%s @%d rows: %d requests, %d errors (first: %v)", r.op, r.rows, r.requests, r.errors, r.firstErr)
+		}
+		if !slices.Contains(names, r.op) {
+			names = append(names, r.op)
+			if !strings.Contains(out.String(), "\n"+r.op+" ") && !strings.Contains(out.String(), " "+r.op+" ") {
+				t.Errorf("the table has no row for %s", r.op)
+			}
+		}
+	}
+	// Both setups make the same payments, so the preloaded server's deep page starts lower by
+	// the preloaded rows of the key's account: nine in ten.
+	depth := func(url string) int {
+		var d int
+		for line := range strings.Lines(out.String()) {
+			if _, err := fmt.Sscanf(line, url+": %d preloaded rows, deep page after row %d", new(int), &d); err == nil {
+				return d
+			}
+		}
+		t.Fatalf("no setup line for %s in\n%s", url, out.String())
+		return 0
+	}
+	if got := depth(loadedURL) - depth(emptyURL); got != preloaded*9/10 {
+		t.Errorf("the deep pages are %d rows apart, want the %d preloaded in the key's account", got, preloaded*9/10)
+	}
+	checkSVG(t, cfg.SVG, names)
 }
