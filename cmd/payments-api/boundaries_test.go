@@ -20,7 +20,8 @@ type boundary struct {
 // TestServerAndPrismAgreeOnTheBoundaries sends requests at the edges of the contract to the
 // server directly and through Prism's validation proxy, which judges each by the spec alone:
 // Idempotency-Key lengths around 255, bare and quoted; integers written 2500, 2500.0, 25e2
-// and 2.5E3 and a number that is not one; HEAD, OPTIONS and methods a path does not list.
+// and 2.5E3 and a number that is not one, in a body and in the query (limit); HEAD, OPTIONS
+// and methods a path does not list.
 // The server must accept exactly what the spec accepts (a 2xx, or a 4xx), so a tool that
 // generates requests from the spec never meets a refusal it cannot predict. Each case also
 // states the verdict, so the boundary itself is pinned, not only the agreement.
@@ -95,6 +96,17 @@ func boundaries(payment string) []boundary {
 		method(http.MethodOptions, "/payments/not-an-id", true), // a path's methods do not depend on the id
 		method(http.MethodOptions, "/problems/Not_A_Problem", true),
 		method(http.MethodOptions, "/no/such/path", false),
+		method(http.MethodGet, "/payments?limit=10", true),
+		method(http.MethodGet, "/payments?limit=10.0", true),
+		method(http.MethodGet, "/payments?limit=1e1", true),
+		method(http.MethodGet, "/payments?limit=010", true),
+		method(http.MethodGet, "/payments?limit=%2B10", true),
+		method(http.MethodGet, "/payments?limit=10.5", false),
+		method(http.MethodGet, "/payments?limit=0", false),
+		method(http.MethodGet, "/payments?limit=101", false),
+		// Not here: an empty limit=, which Prism forwards and the server refuses with 400,
+		// as the spec says (a parameter without allowEmptyValue is never empty).
+		method(http.MethodGet, "/payments?limit=ten", false),
 		method(http.MethodPut, "/payments", false),
 		method(http.MethodPut, "/payments/"+payment, false),
 		method(http.MethodDelete, "/payments", false),

@@ -342,7 +342,10 @@ func (v *value) parse(s string) (any, bool) {
 	switch v.kind {
 	case "integer":
 		n, err := strconv.ParseInt(s, 10, 64)
-		return n, err == nil
+		if err != nil {
+			return wholeNumber(s)
+		}
+		return n, true
 	case "number":
 		f, err := strconv.ParseFloat(s, 64)
 		return f, err == nil

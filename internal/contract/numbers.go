@@ -70,3 +70,20 @@ func integerLiteral(n json.Number) json.Number {
 	}
 	return json.Number(literal)
 }
+
+// wholeNumber reads a parameter's text that strconv.ParseInt refused as an integer, as a body
+// member's would be read: 10.0, 1e1 and 1.0E1 are 10, as in JSON Schema (and as Prism coerces
+// a query string), while 10.5, 0x10 and anything but a JSON number are not integers.
+func wholeNumber(s string) (int64, bool) {
+	if len(s) > MaxNumberLength || !isJSONNumber(s) {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(string(integerLiteral(json.Number(s))), 10, 64)
+	return n, err == nil
+}
+
+// isJSONNumber reports whether s is a number as JSON writes one (RFC 8259, section 6): a
+// valid JSON text that starts as only a number can, with no whitespace around it.
+func isJSONNumber(s string) bool {
+	return s != "" && (s[0] == '-' || '0' <= s[0] && s[0] <= '9') && strings.TrimSpace(s) == s && json.Valid([]byte(s))
+}

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -20,6 +21,10 @@ type Request struct {
 	// Body is the decoded body (json.Number for numbers, whole ones written as integers:
 	// see wholeNumbers), nil without one.
 	Body any
+	// Query is the request's query with every integer parameter written as plain digits,
+	// when one was written otherwise (limit=10.0 is limit=10), so that a binder that reads
+	// only digits binds what the schema accepted; nil when nothing needed rewriting.
+	Query url.Values
 }
 
 // ValidateRequest checks a request against its operation: route, parameters and headers,
@@ -62,7 +67,7 @@ func (op *Operation) Validate(req *http.Request, pathParams PathParams, body []b
 	}
 	valid := &Request{OperationID: op.id}
 	errs := collector{notes: op.notes}
-	op.checkParams(&errs, req, pathParams)
+	valid.Query = op.checkParams(&errs, req, pathParams)
 	if op.body != nil && len(body) > 0 {
 		mt, err := op.body.mediaType(req.Header.Get("Content-Type"))
 		if err != nil {
@@ -86,8 +91,9 @@ func (op *Operation) Validate(req *http.Request, pathParams PathParams, body []b
 }
 
 // checkParams checks every parameter the operation declares. Unknown query parameters are
-// ignored, as HTTP APIs usually do.
-func (op *Operation) checkParams(errs *collector, req *http.Request, pathParams PathParams) {
+// ignored, as HTTP APIs usually do. It returns the query rewritten as Request.Query says, or
+// nil.
+func (op *Operation) checkParams(errs *collector, req *http.Request, pathParams PathParams) (rewritten url.Values) {
 	var query url.Values
 	for _, p := range op.params {
 		var values []string
@@ -111,9 +117,20 @@ func (op *Operation) checkParams(errs *collector, req *http.Request, pathParams 
 				if err := p.schema.Validate(v); err != nil {
 					addSchemaErrors(errs, err, p.name, nil)
 				}
+				if n, ok := v.(int64); ok && p.in == "query" && !plainInteger(values[0]) {
+					query[p.name] = []string{strconv.FormatInt(n, 10)} // 10.0 → 10
+					rewritten = query
+				}
 			}
 		}
 	}
+	return rewritten
+}
+
+// plainInteger reports whether strconv.ParseInt reads s as written: an optional sign, then digits.
+func plainInteger(s string) bool {
+	_, err := strconv.ParseInt(s, 10, 64)
+	return err == nil
 }
 
 // check says what is wrong with a parameter's values before its schema is consulted.

@@ -457,6 +457,20 @@ func TestListPayments(t *testing.T) {
 		}
 	})
 
+	// A limit is an integer however it is written, as a body's amount is: 2.0 and 2e0 are 2.
+	t.Run("a whole-number limit", func(t *testing.T) {
+		t.Parallel()
+		b := setup(t)
+		for i := range 3 {
+			createPayment(t, b.client, 100+i)
+		}
+		for _, limit := range []string{"2", "2.0", "2e0", "0.2E1"} {
+			if page := listFull(t, b.client, url.Values{"limit": {limit}}); len(page.Data) != 2 || !page.HasMore {
+				t.Errorf("limit=%s: %d payments, has_more %v; want 2, true", limit, len(page.Data), page.HasMore)
+			}
+		}
+	})
+
 	t.Run("status filter", func(t *testing.T) {
 		t.Parallel()
 		b := setup(t)

@@ -81,6 +81,9 @@ func validateRequests() echo.MiddlewareFunc {
 			if err != nil {
 				return requestError(c, err)
 			}
+			if valid.Query != nil {
+				req.URL.RawQuery = valid.Query.Encode() // limit=10.0 bound as the schema read it
+			}
 			if valid.MediaType != "" {
 				// Media types are case-insensitive, but the generated binder compares prefixes
 				// case-sensitively: hand it the canonical, lowercase form.
