@@ -35,8 +35,8 @@ import (
 
 const smokeKey = "sk_test_payments_load"
 
-// startServer is the real server on a fresh database, wired as main wires it, with no job
-// workers: reports are accepted and never built.
+// startServer is the real server on a fresh database, wired as main wires it but for
+// reports: it has no report service and runs no job workers.
 func startServer(t *testing.T) (baseURL, databaseURL string) {
 	t.Helper()
 	baseURL, databaseURL, _ = startServerWith(t, false)
@@ -44,7 +44,7 @@ func startServer(t *testing.T) (baseURL, databaseURL string) {
 }
 
 // startServerWith is startServer, with a report service and workers that build its reports
-// when reports is true. It also returns the server's pool.
+// when withReports is true. It also returns the server's pool.
 func startServerWith(t *testing.T, withReports bool) (baseURL, databaseURL string, _ *pgxpool.Pool) {
 	t.Helper()
 	pool, url := dbtest.NewPool(t)
