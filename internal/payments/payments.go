@@ -96,15 +96,16 @@ func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p Crea
 	if err != nil {
 		return db.Payment{}, nil, fmt.Errorf("insert payment: %w", err)
 	}
-	payload, err := s.recordCreated(ctx, tx, eventType, pay)
+	payload, err := s.recordEvent(ctx, tx, eventType, pay)
 	if err != nil {
 		return db.Payment{}, nil, err
 	}
 	return pay, payload, nil
 }
 
-// recordCreated records a new payment's event and returns its encoded resource.
-func (s *Service) recordCreated(ctx context.Context, tx db.Tx, eventType string, p db.Payment) ([]byte, error) {
+// recordEvent records an event carrying the payment's resource and returns the resource as
+// it encoded it, for a caller that answers with the same bytes.
+func (s *Service) recordEvent(ctx context.Context, tx db.Tx, eventType string, p db.Payment) ([]byte, error) {
 	res, err := Resource(p)
 	if err != nil {
 		return nil, err
@@ -177,12 +178,4 @@ func listPayments(ctx context.Context, q *db.Queries, args db.PaymentListFiltere
 	return q.PaymentList(ctx, db.PaymentListParams{
 		AccountID: args.AccountID, AfterCreatedAt: args.AfterCreatedAt, AfterID: args.AfterID, RowLimit: args.RowLimit,
 	})
-}
-
-func (s *Service) recordEvent(ctx context.Context, tx db.Tx, eventType string, p db.Payment) error {
-	res, err := Resource(p)
-	if err != nil {
-		return err
-	}
-	return s.outbox.Record(ctx, tx, p.AccountID, eventType, res)
 }

@@ -63,7 +63,8 @@ func (s *Service) Refund(ctx context.Context, tx db.Tx, accountID string, p Refu
 	if err := s.outbox.Record(ctx, tx, accountID, events.RefundSucceeded, res); err != nil {
 		return db.Refund{}, err
 	}
-	return refund, s.recordEvent(ctx, tx, events.PaymentUpdated, pay)
+	_, err = s.recordEvent(ctx, tx, events.PaymentUpdated, pay)
+	return refund, err
 }
 
 // refundAmount checks a refund against the locked payment and returns its amount.

@@ -52,7 +52,8 @@ func (s *Service) Update(ctx context.Context, accountID, id string, pre domain.P
 			return err // rolls the update back
 		}
 		result = updated
-		return s.recordEvent(ctx, tx, events.PaymentUpdated, updated)
+		_, err = s.recordEvent(ctx, tx, events.PaymentUpdated, updated)
+		return err
 	})
 	return result, err
 }
