@@ -47,12 +47,14 @@ type preloader struct {
 	tag      string // makes this preload's ids unique
 	start    time.Time
 	step     time.Duration
+	expires  time.Time // every preloaded idempotency key's: a day from the preload
 }
 
 func newPreloader(n int, demoAccount string, now time.Time) *preloader {
 	p := &preloader{
 		n: n, demo: demoAccount, tag: strings.ToUpper(rand.Text()[:8]),
 		start: now.Add(-preloadSpan), step: preloadSpan / time.Duration(max(n, 1)),
+		expires: now.Add(idempotency.DefaultTTL),
 	}
 	for i := range preloadOthers {
 		p.others = append(p.others, fmt.Sprintf("acct_preload%s%03d", p.tag, i))
@@ -65,6 +67,17 @@ func newPreloader(n int, demoAccount string, now time.Time) *preloader {
 type preloadPayment struct {
 	payment db.Payment
 	refund  *db.Refund // one in five succeeded payments is refunded in part
+}
+
+// created is the payment as it was when it was made, before any refund: what its event and
+// its key's stored answer carry.
+func (pp preloadPayment) created() db.Payment {
+	x := pp.payment
+	x.AmountRefunded, x.Version, x.UpdatedAt = 0, 1, x.CreatedAt
+	if x.Status == "partially_refunded" {
+		x.Status = "succeeded"
+	}
+	return x
 }
 
 func (p *preloader) id(prefix string, i int) string {
@@ -157,7 +170,7 @@ func (p *preloader) tables() (first copyTable, rest [][]copyTable) {
 
 // eventRows are a payment's event, and its refund's.
 func (p *preloader) eventRows(i int, pp preloadPayment) ([][]any, error) {
-	body, err := paymentBody(pp.payment)
+	body, err := resourceJSON(pp.created())
 	if err != nil {
 		return nil, err
 	}
@@ -192,17 +205,12 @@ func (p *preloader) deliveryRows(i int, pp preloadPayment) ([][]any, error) {
 }
 
 // keyRows are the idempotency keys of the payment's create and its refund's, each holding
-// the response a replay answers with, valid for a day from now.
+// the response a replay answers with, valid for a day from the preload.
 func (p *preloader) keyRows(i int, pp preloadPayment) ([][]any, error) {
-	expires := time.Now().Add(idempotency.DefaultTTL)
+	expires := p.expires
 	x := pp.payment
 	request := fmt.Sprintf(`{"amount":%d,"currency":"usd","payment_method":%q}`, x.Amount, x.PaymentMethod)
-	created := x
-	created.AmountRefunded, created.Version, created.UpdatedAt = 0, 1, x.CreatedAt
-	if created.Status == "partially_refunded" {
-		created.Status = "succeeded"
-	}
-	body, err := paymentBody(created)
+	body, err := resourceJSON(pp.created())
 	if err != nil {
 		return nil, err
 	}
@@ -243,14 +251,6 @@ func keyRow(account, operation, key, request string, status int32, headers map[s
 	return []any{account, operation, key, fp, status, h, body, created, expires}, nil
 }
 
-func paymentBody(x db.Payment) ([]byte, error) {
-	res, err := payments.Resource(x)
-	if err != nil {
-		return nil, err
-	}
-	return json.Marshal(res)
-}
-
 func refundBody(r db.Refund) ([]byte, error) {
 	res, err := payments.RefundResource(r)
 	if err != nil {
@@ -261,12 +261,7 @@ func refundBody(r db.Refund) ([]byte, error) {
 
 // runPreload loads cfg.Preload payments into cfg.DatabaseURL for cfg.APIKey's account.
 func runPreload(ctx context.Context, cfg config, out io.Writer) error {
-	pcfg, err := pgxpool.ParseConfig(cfg.DatabaseURL)
-	if err != nil {
-		return err
-	}
-	pcfg.MaxConns = 4
-	pool, err := pgxpool.NewWithConfig(ctx, pcfg)
+	pool, err := db.Open(ctx, cfg.DatabaseURL, db.Options{MaxConns: 4})
 	if err != nil {
 		return fmt.Errorf("connect for the preload: %w", err)
 	}
@@ -314,8 +309,8 @@ func preload(ctx context.Context, pool *pgxpool.Pool, apiKey string, n int) (*pr
 		return nil, nil, fmt.Errorf("preload endpoint: %w", err)
 	}
 	first, rest := p.tables()
-	var counts sync.Map
-	if err := p.copy(ctx, pool, first, &counts); err != nil {
+	counts := &copyCounts{rows: map[string]int64{}}
+	if err := p.copy(ctx, pool, first, counts); err != nil {
 		return nil, nil, err
 	}
 	var wg sync.WaitGroup
@@ -323,7 +318,7 @@ func preload(ctx context.Context, pool *pgxpool.Pool, apiKey string, n int) (*pr
 	for i, chain := range rest {
 		wg.Go(func() {
 			for _, t := range chain {
-				if errs[i] = p.copy(ctx, pool, t, &counts); errs[i] != nil {
+				if errs[i] = p.copy(ctx, pool, t, counts); errs[i] != nil {
 					return
 				}
 			}
@@ -333,19 +328,22 @@ func preload(ctx context.Context, pool *pgxpool.Pool, apiKey string, n int) (*pr
 	if err := errors.Join(errs...); err != nil {
 		return nil, nil, err
 	}
-	total := map[string]int64{}
-	counts.Range(func(k, v any) bool {
-		total[k.(string)] = v.(int64)
-		return true
-	})
-	return p, total, nil
+	return p, counts.rows, nil
 }
 
-func (p *preloader) copy(ctx context.Context, pool *pgxpool.Pool, t copyTable, counts *sync.Map) error {
+// copyCounts are the rows each table got, written by the chains that copy at once.
+type copyCounts struct {
+	mu   sync.Mutex
+	rows map[string]int64
+}
+
+func (p *preloader) copy(ctx context.Context, pool *pgxpool.Pool, t copyTable, counts *copyCounts) error {
 	n, err := pool.CopyFrom(ctx, pgx.Identifier{t.name}, t.columns, p.rowsOf(t.rows))
 	if err != nil {
 		return fmt.Errorf("copy %s: %w", t.name, err)
 	}
-	counts.Store(t.name, n)
+	counts.mu.Lock()
+	counts.rows[t.name] = n
+	counts.mu.Unlock()
 	return nil
 }

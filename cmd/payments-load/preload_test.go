@@ -78,4 +78,13 @@ func TestPreloadedRowsServeTheAPI(t *testing.T) {
 	if fmt.Sprint(ids) != wantIDs || !page.HasMore {
 		t.Errorf("page after payment 200: %v, has_more %v; want %s, true", ids, page.HasMore, wantIDs)
 	}
+
+	// The refunded payment's own event carries it as it was made, as the server's would.
+	var status string
+	var refundedAmount int64
+	err = pool.QueryRow(ctx, `SELECT data->>'status', (data->>'amount_refunded')::bigint FROM events
+		WHERE type = 'payment.succeeded' AND data->>'id' = $1`, refunded.payment.ID).Scan(&status, &refundedAmount)
+	if err != nil || status != "succeeded" || refundedAmount != 0 {
+		t.Errorf("the refunded payment's payment.succeeded event: %q, amount_refunded %d, %v; want succeeded, 0", status, refundedAmount, err)
+	}
 }
