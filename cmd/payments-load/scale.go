@@ -82,9 +82,12 @@ func (c *client) scaleSetup(ctx context.Context, workers int) (*scaleFixtures, e
 }
 
 // walkList follows the payments list's cursor, 100 rows a page, and returns the id of the
-// row depth rows down (or of the last row, if there are fewer) and how deep it is.
+// row depth rows down and how deep it is. A list shorter than that gives the row 11 from
+// its end, so the page after it is still a full page of 10 (not the empty page after the
+// last row, which would cost less than any real one).
 func (c *client) walkList(ctx context.Context, depth int) (string, int, error) {
 	last, seen := "", 0
+	var recent []string // the last 11 ids seen
 	for seen < depth {
 		path := "/payments?limit=" + strconv.Itoa(min(100, depth-seen))
 		if last != "" {
@@ -105,8 +108,12 @@ func (c *client) walkList(ctx context.Context, depth int) (string, int, error) {
 			break
 		}
 		last, seen = page.Data[len(page.Data)-1].ID, seen+len(page.Data)
+		for _, d := range page.Data {
+			recent = append(recent, d.ID)
+		}
+		recent = recent[max(0, len(recent)-11):]
 		if !page.HasMore {
-			break
+			return recent[0], seen - len(recent) + 1, nil
 		}
 	}
 	return last, seen, nil
@@ -135,6 +142,12 @@ func (c *client) patch(f *scaleFixtures) workload {
 			map[string]string{"If-Match": p.etag})
 		if err == nil {
 			p.etag = r.etag
+			return nil
+		}
+		// A PATCH that failed may still have changed the payment (an answer lost to a
+		// timeout): read its ETag again, or every later PATCH of this worker answers 412.
+		if cur, gerr := c.expect(ctx, http.StatusOK, http.MethodGet, "/payments/"+p.id, "", nil); gerr == nil {
+			p.etag = cur.etag
 		}
 		return err
 	}

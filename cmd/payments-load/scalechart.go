@@ -32,7 +32,7 @@ type scaleLine struct {
 
 type scalePanel struct {
 	Title            string
-	X, Y             float64 // top left
+	Y                float64 // the panel's top
 	Left, Right, Top float64 // the plot's box
 	Bottom           float64
 	Max              string // the y axis's top value
@@ -83,7 +83,7 @@ func scaleChart(results []scaleResult, cfg config) scaleChartData {
 		row := results[o*sizes : (o+1)*sizes]
 		x0 := float64((o%scaleCols)*(scalePanelW+scaleMarginX) + scaleMarginX)
 		y0 := float64(scaleTop + (o/scaleCols)*scalePanelH)
-		p := scalePanel{Title: row[0].op, X: x0, Y: y0, Left: x0, Right: x0 + scalePanelW - 20,
+		p := scalePanel{Title: row[0].op, Y: y0, Left: x0, Right: x0 + scalePanelW - 20,
 			Top: y0 + scalePlotTop, Bottom: y0 + scalePanelH - scalePlotBase}
 		var top float64
 		for _, r := range row {
@@ -123,7 +123,7 @@ func niceCeil(v float64) float64 {
 		return 0
 	}
 	pow := math.Pow(10, math.Floor(math.Log10(v)))
-	for _, m := range []float64{1, 2, 5, 10} {
+	for _, m := range []float64{1, 2, 5} {
 		if v <= m*pow {
 			return m * pow
 		}

@@ -198,6 +198,11 @@ func TestConfigRefusesNonLoopbackTargets(t *testing.T) {
 			t.Errorf("url %s, db %q: %v, want a refusal naming loopback", tt.url, tt.db, err)
 		}
 	}
+	scale := base
+	scale.Scale = []scaleServer{{rows: 0, url: "http://127.0.0.1:8101"}, {rows: 100, url: "http://10.0.0.1:8102"}}
+	if err := scale.validate(); err == nil || !strings.Contains(err.Error(), "loopback") {
+		t.Errorf("-scale with a server at 10.0.0.1: %v, want a refusal naming loopback", err)
+	}
 	for _, ok := range []string{"http://localhost:8080", "http://[::1]:8080"} {
 		cfg := base
 		cfg.URL = ok
@@ -256,11 +261,16 @@ func TestScaleComparisonRunsCleanly(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg := config{
-		APIKey: smokeKey, Duration: 400 * time.Millisecond, Slices: 2, Concurrency: 2, MaxPerWorker: 10_000,
-		Scale: []scaleServer{{rows: preloaded, url: loadedURL}, {rows: 0, url: emptyURL}},
-		SVG:   filepath.Join(t.TempDir(), "scale.svg"),
+		URL: emptyURL, APIKey: smokeKey, Duration: 400 * time.Millisecond, Slices: 2, Concurrency: 2, RaceSize: 2,
+		MaxPerWorker: 10_000, SVG: filepath.Join(t.TempDir(), "scale.svg"),
 	}
-	slices.SortFunc(cfg.Scale, func(a, b scaleServer) int { return a.rows - b.rows }) // as parseScaleServers does
+	var err error
+	if cfg.Scale, err = parseScaleServers(fmt.Sprintf("%d=%s,0=%s", preloaded, loadedURL, emptyURL)); err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
 	var out bytes.Buffer
 	results, err := runScale(ctx, cfg, &out)
 	if err != nil {
