@@ -27,15 +27,17 @@ type process struct {
 	done chan struct{} // closed when the current run exits
 }
 
-// start runs the program. Its lifetime is signal's to end, not ctx's: ctx may be a fault's
-// bounded wait, and a run that is interrupted still drains the apps with SIGTERM in stop.
-func (p *process) start(ctx context.Context) error {
+// start runs the program. Its lifetime is signal's to end, not a context's: a run that is
+// interrupted still drains the apps with SIGTERM in stop. Should this process die without
+// stopping them, the kernel sends each SIGTERM (Pdeathsig), so none keeps its port.
+func (p *process) start() error {
 	out, err := os.OpenFile(p.log, os.O_CREATE|os.O_APPEND|os.O_WRONLY, 0o644)
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(context.WithoutCancel(ctx), p.argv[0], p.argv[1:]...)
+	cmd := exec.Command(p.argv[0], p.argv[1:]...)
 	cmd.Env, cmd.Stdout, cmd.Stderr = append(os.Environ(), p.env...), out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {
 		return errors.Join(fmt.Errorf("start %s: %w", p.name, err), out.Close())
 	}
@@ -89,7 +91,7 @@ func startCluster(ctx context.Context, c clusterConfig) (*cluster, error) {
 		pgbouncer: &process{name: "pgbouncer", argv: c.pgbouncerArgv, log: filepath.Join(c.dir, "pgbouncer.log")},
 		db:        toxiproxy.NewProxy(server, "pgbouncer", "127.0.0.1:0", c.pgbouncerAddr),
 		redis:     toxiproxy.NewProxy(server, "redis", "127.0.0.1:0", c.redisAddr)}
-	if err := cl.pgbouncer.start(ctx); err != nil {
+	if err := cl.pgbouncer.start(); err != nil {
 		return cl, err
 	}
 	if err := waitTCP(ctx, c.pgbouncerAddr); err != nil {
@@ -124,7 +126,7 @@ func startCluster(ctx context.Context, c clusterConfig) (*cluster, error) {
 			log: filepath.Join(c.dir, fmt.Sprintf("worker%d.log", i+1))})
 	}
 	for _, p := range cl.apps() {
-		if err := p.start(ctx); err != nil {
+		if err := p.start(); err != nil {
 			return cl, err
 		}
 	}

@@ -38,7 +38,7 @@ func (cl *cluster) faults() []fault {
 		return fault{name: "kill -9 " + p.name, hold: 3 * time.Second,
 			begin: func() error { p.signal(syscall.SIGKILL, 5*time.Second); return nil },
 			end: func(ctx context.Context) error {
-				if err := p.start(ctx); err != nil {
+				if err := p.start(); err != nil {
 					return err
 				}
 				return ready(ctx)
@@ -56,7 +56,7 @@ func (cl *cluster) faults() []fault {
 			fault{name: "restart PgBouncer", hold: 2 * time.Second,
 				begin: func() error { cl.pgbouncer.signal(syscall.SIGTERM, 5*time.Second); return nil },
 				end: func(ctx context.Context) error {
-					if err := cl.pgbouncer.start(ctx); err != nil {
+					if err := cl.pgbouncer.start(); err != nil {
 						return err
 					}
 					return waitTCP(ctx, cl.pgbouncerAddr)
@@ -88,7 +88,7 @@ func toxicFault(p *toxiproxy.Proxy, name string, hold time.Duration, kind string
 		end: func(ctx context.Context) error { p.Toxics.ResetToxics(ctx); return nil }}
 }
 
-// runFaults applies the faults in turn, each after gap, until stop closes or no whole fault
+// runFaults applies the faults in turn, each after gap, until ctx is done or no whole fault
 // fits before the deadline; it returns what happened.
 func runFaults(ctx context.Context, h *history, fs []fault, gap time.Duration, deadline time.Duration) []faultRecord {
 	var records []faultRecord
@@ -106,7 +106,10 @@ func runFaults(ctx context.Context, h *history, fs []fault, gap time.Duration, d
 		if err := f.begin(); err != nil {
 			r.err = err
 		}
-		time.Sleep(f.hold)
+		select { // an interrupted run still ends the fault below
+		case <-ctx.Done():
+		case <-time.After(f.hold):
+		}
 		r.cleared = h.now()
 		endCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		if err := f.end(endCtx); err != nil && r.err == nil {

@@ -19,6 +19,7 @@ import (
 	"os/signal"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -112,12 +113,9 @@ func drive(ctx context.Context, o options, cl *cluster, l *load) []faultRecord {
 	stop := make(chan struct{})
 	reqCtx, cancel := context.WithTimeout(ctx, o.duration+time.Minute)
 	defer cancel()
-	done := make(chan struct{})
+	var workers sync.WaitGroup
 	for range o.concurrency {
-		go func() {
-			l.work(reqCtx, stop)
-			done <- struct{}{}
-		}()
+		workers.Go(func() { l.work(reqCtx, stop) })
 	}
 	records := runFaults(ctx, l.client.history, cl.faults(), 10*time.Second, o.duration)
 	select {
@@ -125,9 +123,7 @@ func drive(ctx context.Context, o options, cl *cluster, l *load) []faultRecord {
 	case <-time.After(o.duration - l.client.history.now()):
 	}
 	close(stop)
-	for range o.concurrency {
-		<-done
-	}
+	workers.Wait()
 	return records
 }
 

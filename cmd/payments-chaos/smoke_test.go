@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -23,6 +24,9 @@ func TestChaosSmoke(t *testing.T) {
 	cmd := exec.CommandContext(ctx, "../../deploy/cluster/chaos", "30s")
 	cmd.Env = append(os.Environ(), "PORT=8480", "PGBOUNCER_PORT=6832", "REDIS_PORT=6790",
 		"CLUSTER_DATABASE=payments_chaos_smoke", "CONCURRENCY=4")
+	// At the deadline the script gets SIGTERM, so its EXIT trap stops the cluster; SIGKILL
+	// (CommandContext's default) would leave every process of it running.
+	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
 	cmd.WaitDelay = 30 * time.Second
 	out, err := cmd.CombinedOutput()
 	t.Logf("%s", out)

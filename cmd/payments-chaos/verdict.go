@@ -18,8 +18,15 @@ import (
 // verdict waits for the workers to finish what the load caused, runs every check and
 // prints the tables.
 func verdict(ctx context.Context, o options, l *load, endpoint string, recv *receiver, records []faultRecord) (bool, error) {
-	conn, err := pgx.Connect(ctx, o.cluster.directURL)
+	connectCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(connectCtx, o.cluster.directURL)
 	if err != nil {
+		return false, err
+	}
+	// A check waits on no lock, so a statement that runs a minute means a stuck database:
+	// the verdict fails rather than hang.
+	if _, err := conn.Exec(ctx, "SET statement_timeout = '60s'"); err != nil {
 		return false, err
 	}
 	// Only read through, and every check is in hand before it closes: a failed close

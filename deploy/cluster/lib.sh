@@ -2,7 +2,7 @@
 # installing the tools, building the server, migrating the database and starting the
 # processes of the cluster on loopback. Source it after setting any of these (defaults):
 # PORT (8080), PGBOUNCER_PORT (6432), REDIS_PORT (6390), CLUSTER_DATABASE (payments_cluster),
-# API_PROCESSES (3).
+# API_PROCESSES (3), FRESH_DATABASE (empty; set, prepare drops the database first).
 
 PORT=${PORT:-8080}
 PGBOUNCER_PORT=${PGBOUNCER_PORT:-6432}
@@ -98,6 +98,9 @@ prepare() {
 	if ! pg_isready -q -h 127.0.0.1 -p 5432; then
 		echo "PostgreSQL does not answer on 127.0.0.1:5432" >&2
 		exit 1
+	fi
+	if [[ -n ${FRESH_DATABASE:-} ]]; then # psql comes with pg_isready
+		psql -q -h 127.0.0.1 -U postgres -d postgres -c "DROP DATABASE IF EXISTS \"$DATABASE\" WITH (FORCE)"
 	fi
 	dir=$(mktemp -d -t payments-cluster.XXXXXX)
 	chmod 755 "$dir" # PgBouncer drops root for the postgres user and must read its files
