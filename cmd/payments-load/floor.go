@@ -48,13 +48,20 @@ func compareToFloor(own, atFloor []sample) floorFigures {
 	if len(atFloor) == 0 {
 		return floorFigures{}
 	}
+	rate, ratio, note := compareSlices(own, atFloor, "minimal server")
+	return floorFigures{floorRate: rate, floorRatio: ratio, floorNote: note}
+}
+
+// compareSlices pairs a scenario's slices with another side's, run in turn with them: the
+// other side's rate over its slices, the median of the slices' ratios, and a note naming the
+// other side (what) when it had errors.
+func compareSlices(own, other []sample, what string) (rate, ratio float64, note string) {
 	var total sample
-	for _, s := range atFloor {
+	for _, s := range other {
 		total.merge(s)
 	}
-	fig := floorFigures{floorRate: total.rate(), floorRatio: median(sliceRatios(own, atFloor))}
 	if total.errors > 0 {
-		fig.floorNote = fmt.Sprintf("minimal server errors: %d (%v)", total.errors, total.firstErr)
+		note = fmt.Sprintf("%s errors: %d (%v)", what, total.errors, total.firstErr)
 	}
-	return fig
+	return total.rate(), median(sliceRatios(own, other)), note
 }

@@ -84,15 +84,8 @@ func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *base
 	res.floorFigures = compareToFloor(own, atFloor)
 	slices.Sort(res.latencies)
 	if len(theirs) > 0 {
-		var total sample
-		for _, b := range theirs {
-			total.merge(b)
-		}
-		res.baseline, res.baselineRate = s.baseline, total.rate()
-		res.ratio = median(sliceRatios(own, theirs))
-		if total.errors > 0 {
-			res.note = fmt.Sprintf("baseline errors: %d (%v)", total.errors, total.firstErr)
-		}
+		res.baseline = s.baseline
+		res.baselineRate, res.ratio, res.note = compareSlices(own, theirs, "baseline")
 	}
 	return res
 }
