@@ -35,7 +35,7 @@ func (p *process) start() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.Command(p.argv[0], p.argv[1:]...)
+	cmd := exec.CommandContext(context.Background(), p.argv[0], p.argv[1:]...) // ended by signal, not a context
 	cmd.Env, cmd.Stdout, cmd.Stderr = append(os.Environ(), p.env...), out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGTERM}
 	if err := cmd.Start(); err != nil {

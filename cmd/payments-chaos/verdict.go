@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/anishathalye/porcupine"
 	"github.com/jackc/pgx/v5"
+	"github.com/payments-api/payments-api/internal/textout"
 )
 
 // verdict waits for the workers to finish what the load caused, runs every check and
@@ -145,22 +145,10 @@ func printStatuses(exchanges []exchange) {
 	fmt.Printf("requests  %d\nstatuses  %s\n\n", len(exchanges), strings.Join(parts, ", "))
 }
 
-// printer writes formatted text and keeps the first error, so a table checks it once.
-type printer struct {
-	w   io.Writer
-	err error
-}
-
-func (p *printer) printf(format string, args ...any) {
-	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format, args...)
-	}
-}
-
 func printFaults(out io.Writer, records []faultRecord) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	table := &printer{w: tw}
-	table.printf("FAULT\tAT\tHELD\tBACK AFTER\tHEALED AFTER\tFAILED REQUESTS\n")
+	table := &textout.Printer{W: tw}
+	table.Printf("FAULT\tAT\tHELD\tBACK AFTER\tHEALED AFTER\tFAILED REQUESTS\n")
 	for _, r := range records {
 		healed := "never"
 		if r.healed > 0 {
@@ -170,11 +158,11 @@ func printFaults(out io.Writer, records []faultRecord) error {
 		if r.err != nil {
 			name += " (" + r.err.Error() + ")"
 		}
-		table.printf("%s\t%s\t%s\t%s\t%s\t%d\n", name, seconds(r.began), seconds(r.cleared-r.began),
+		table.Printf("%s\t%s\t%s\t%s\t%s\t%d\n", name, seconds(r.began), seconds(r.cleared-r.began),
 			seconds(r.back-r.cleared), healed, r.failed)
 	}
-	table.printf("\n") // a blank line after the table; it ends the table's columns too
-	if err := errors.Join(table.err, tw.Flush()); err != nil {
+	table.Printf("\n") // a blank line after the table; it ends the table's columns too
+	if err := textout.FlushTable(table, tw); err != nil {
 		return fmt.Errorf("print faults: %w", err)
 	}
 	return nil
@@ -183,17 +171,17 @@ func printFaults(out io.Writer, records []faultRecord) error {
 // printChecks prints the verdict and says whether every check held.
 func printChecks(out io.Writer, checks []check) (bool, error) {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
-	table := &printer{w: tw}
-	table.printf("INVARIANT\tVERDICT\tFOUND\n")
+	table := &textout.Printer{W: tw}
+	table.Printf("INVARIANT\tVERDICT\tFOUND\n")
 	all := true
 	for _, c := range checks {
 		verdict := "ok"
 		if !c.ok {
 			verdict, all = "FAILED", false
 		}
-		table.printf("%s\t%s\t%s\n", c.name, verdict, c.found)
+		table.Printf("%s\t%s\t%s\n", c.name, verdict, c.found)
 	}
-	if err := errors.Join(table.err, tw.Flush()); err != nil {
+	if err := textout.FlushTable(table, tw); err != nil {
 		return all, fmt.Errorf("print checks: %w", err)
 	}
 	return all, nil

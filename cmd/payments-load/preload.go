@@ -17,6 +17,7 @@ import (
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/payments"
+	"github.com/payments-api/payments-api/internal/textout"
 )
 
 // The preload (-preload N) puts N payments into the server's database straight through COPY,
@@ -271,13 +272,13 @@ func runPreload(ctx context.Context, cfg config, out io.Writer) error {
 	if err != nil {
 		return err
 	}
-	p := &printer{w: out}
-	p.printf("preloaded in %.1f s:", time.Since(start).Seconds())
+	p := &textout.Printer{W: out}
+	p.Printf("preloaded in %.1f s:", time.Since(start).Seconds())
 	for _, t := range preloadTables {
-		p.printf(" %s %d", t, counts[t])
+		p.Printf(" %s %d", t, counts[t])
 	}
-	p.printf("\n")
-	return p.err
+	p.Printf("\n")
+	return p.Err
 }
 
 // preloadTables are the tables a preload fills, as it reports them.

@@ -3,41 +3,21 @@ package main
 import (
 	"bufio"
 	"context"
-	"fmt"
 	"io"
 	"net/http"
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/payments-api/payments-api/internal/textout"
 )
-
-// printer writes formatted lines and remembers the first error, so a report is written
-// in straight lines and checked once.
-type printer struct {
-	w   io.Writer
-	err error
-}
-
-func (p *printer) printf(format string, args ...any) {
-	if p.err == nil {
-		_, p.err = fmt.Fprintf(p.w, format, args...)
-	}
-}
-
-// flushTable ends a table printed through table into tw: the first write error, or Flush's.
-func flushTable(table *printer, tw *tabwriter.Writer) error {
-	if table.err != nil {
-		return table.err
-	}
-	return tw.Flush()
-}
 
 // report prints one row per scenario, then the notes, the ratios the targets in
 // docs/performance.md are stated in, and the server's memory.
 func report(out io.Writer, results []result, rssBytes float64) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	table := &printer{w: tw}
-	table.printf("scenario\treq/s\tp50\tp95\tp99\terrors\tbaseline\tbaseline req/s\tratio\tminimal req/s\tratio vs minimal\t\n")
+	table := &textout.Printer{W: tw}
+	table.Printf("scenario\treq/s\tp50\tp95\tp99\terrors\tbaseline\tbaseline req/s\tratio\tminimal req/s\tratio vs minimal\t\n")
 	for _, r := range results {
 		base, baseRate, ratio := "-", "-", "-"
 		if r.baseline != "" {
@@ -47,21 +27,21 @@ func report(out io.Writer, results []result, rssBytes float64) error {
 		if r.floorRate > 0 {
 			floorRate, floorRatio = fmtRate(r.floorRate), strconv.FormatFloat(r.floorRatio, 'f', 2, 64)
 		}
-		table.printf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.name, fmtRate(r.rate()),
+		table.Printf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.name, fmtRate(r.rate()),
 			fmtMillis(r.p(0.50)), fmtMillis(r.p(0.95)), fmtMillis(r.p(0.99)), r.errors, base, baseRate, ratio, floorRate, floorRatio)
 	}
-	if err := flushTable(table, tw); err != nil {
+	if err := textout.FlushTable(table, tw); err != nil {
 		return err
 	}
-	p := &printer{w: out}
+	p := &textout.Printer{W: out}
 	for _, r := range results {
 		for _, note := range []string{r.note, r.floorNote} {
 			if note != "" {
-				p.printf("%s: %s\n", r.name, note)
+				p.Printf("%s: %s\n", r.name, note)
 			}
 		}
 		if r.firstErr != nil {
-			p.printf("%s: first error: %v\n", r.name, r.firstErr)
+			p.Printf("%s: first error: %v\n", r.name, r.firstErr)
 		}
 	}
 	rate := map[string]float64{}
@@ -69,15 +49,15 @@ func report(out io.Writer, results []result, rssBytes float64) error {
 		rate[r.name] = r.rate()
 	}
 	if rate["create"] > 0 && rate["replay"] > 0 {
-		p.printf("replay / create: %.2f\n", rate["replay"]/rate["create"])
+		p.Printf("replay / create: %.2f\n", rate["replay"]/rate["create"])
 	}
 	if rate["get"] > 0 && rate["get-304"] > 0 {
-		p.printf("get-304 / get: %.2f\n", rate["get-304"]/rate["get"])
+		p.Printf("get-304 / get: %.2f\n", rate["get-304"]/rate["get"])
 	}
 	if rssBytes > 0 {
-		p.printf("server RSS: %.0f MiB\n", rssBytes/(1<<20))
+		p.Printf("server RSS: %.0f MiB\n", rssBytes/(1<<20))
 	}
-	return p.err
+	return p.Err
 }
 
 // serverRSS reads the server's resident memory from its /metrics, or 0 when it cannot.

@@ -12,6 +12,8 @@ import (
 	"strings"
 	"text/tabwriter"
 	"time"
+
+	"github.com/payments-api/payments-api/internal/textout"
 )
 
 // The scale comparison (-scale) measures the same operations against servers whose databases
@@ -264,34 +266,34 @@ func runScale(ctx context.Context, cfg config, out io.Writer) ([]scaleResult, er
 // largest size over the p50 at the smallest.
 func reportScale(out io.Writer, servers []scaleServer, results []scaleResult) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	table := &printer{w: tw}
-	table.printf("operation\t")
+	table := &textout.Printer{W: tw}
+	table.Printf("operation\t")
 	for _, s := range servers {
-		table.printf("p50 @%s\tp99 @%s\t", fmtRows(s.rows), fmtRows(s.rows))
+		table.Printf("p50 @%s\tp99 @%s\t", fmtRows(s.rows), fmtRows(s.rows))
 	}
-	table.printf("p50 %s/%s\terrors\t\n", fmtRows(servers[len(servers)-1].rows), fmtRows(servers[0].rows))
+	table.Printf("p50 %s/%s\terrors\t\n", fmtRows(servers[len(servers)-1].rows), fmtRows(servers[0].rows))
 	var firstErrs []string
 	for i := 0; i < len(results); i += len(servers) {
 		row := results[i : i+len(servers)]
-		table.printf("%s\t", row[0].op)
+		table.Printf("%s\t", row[0].op)
 		errs := 0
 		for _, r := range row {
-			table.printf("%s\t%s\t", fmtMillis(r.p50()), fmtMillis(percentile(r.latencies, 0.99)))
+			table.Printf("%s\t%s\t", fmtMillis(r.p50()), fmtMillis(percentile(r.latencies, 0.99)))
 			errs += r.errors
 			if r.firstErr != nil {
 				firstErrs = append(firstErrs, fmt.Sprintf("%s @%s: first error: %v", r.op, fmtRows(r.rows), r.firstErr))
 			}
 		}
-		table.printf("%s\t%d\t\n", fmtRatio(float64(row[len(row)-1].p50()), float64(row[0].p50())), errs)
+		table.Printf("%s\t%d\t\n", fmtRatio(float64(row[len(row)-1].p50()), float64(row[0].p50())), errs)
 	}
-	if err := flushTable(table, tw); err != nil {
+	if err := textout.FlushTable(table, tw); err != nil {
 		return err
 	}
-	p := &printer{w: out}
+	p := &textout.Printer{W: out}
 	for _, e := range firstErrs {
-		p.printf("%s\n", e)
+		p.Printf("%s\n", e)
 	}
-	return p.err
+	return p.Err
 }
 
 func (r scaleResult) p50() time.Duration { return percentile(r.latencies, 0.50) }

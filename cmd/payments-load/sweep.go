@@ -16,6 +16,7 @@ import (
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/textout"
 )
 
 // The sweep comparison (-sweep-keys N) measures what the periodic sweep costs ordinary
@@ -185,40 +186,40 @@ func (t *statementTimer) TraceQueryEnd(ctx context.Context, _ *pgx.Conn, _ pgx.T
 // of the scenario during the sweep to the scenario alone.
 func reportSweep(out io.Writer, results []sweepResult) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
-	table := &printer{w: tw}
-	table.printf("scenario\tsweep\treq/s\tp50\tp95\tp99\terrors\t\n")
+	table := &textout.Printer{W: tw}
+	table.Printf("scenario\tsweep\treq/s\tp50\tp95\tp99\terrors\t\n")
 	for _, r := range results {
 		for _, side := range []struct {
 			label string
 			s     sample
 		}{{"no", r.alone}, {"yes", r.during}} {
 			l := side.s.latencies
-			table.printf("%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", r.name, side.label, fmtRate(side.s.rate()),
+			table.Printf("%s\t%s\t%s\t%s\t%s\t%s\t%d\t\n", r.name, side.label, fmtRate(side.s.rate()),
 				fmtMillis(percentile(l, 0.50)), fmtMillis(percentile(l, 0.95)), fmtMillis(percentile(l, 0.99)), side.s.errors)
 		}
 	}
-	if err := flushTable(table, tw); err != nil {
+	if err := textout.FlushTable(table, tw); err != nil {
 		return err
 	}
-	p := &printer{w: out}
+	p := &textout.Printer{W: out}
 	for _, r := range results {
 		st := slices.Sorted(slices.Values(r.statements))
-		p.printf("%s: swept %d keys in %.1f s (%s a second) in %d statements: p50 %s, p99 %s, longest %s\n", r.name, r.swept,
+		p.Printf("%s: swept %d keys in %.1f s (%s a second) in %d statements: p50 %s, p99 %s, longest %s\n", r.name, r.swept,
 			r.sweepTime.Seconds(), fmtRate(float64(r.swept)/r.sweepTime.Seconds()), len(st),
 			fmtMillis(percentile(st, 0.50)), fmtMillis(percentile(st, 0.99)), fmtMillis(percentile(st, 1)))
 		a, d := r.alone.latencies, r.during.latencies
-		p.printf("%s during the sweep / alone: req/s %s, p50 %s, p99 %s\n", r.name,
+		p.Printf("%s during the sweep / alone: req/s %s, p50 %s, p99 %s\n", r.name,
 			fmtRatio(r.during.rate(), r.alone.rate()),
 			fmtRatio(float64(percentile(d, 0.50)), float64(percentile(a, 0.50))),
 			fmtRatio(float64(percentile(d, 0.99)), float64(percentile(a, 0.99))))
 		for _, s := range []sample{r.alone, r.during} {
 			if s.firstErr != nil {
-				p.printf("%s: first error: %v\n", r.name, s.firstErr)
+				p.Printf("%s: first error: %v\n", r.name, s.firstErr)
 				break
 			}
 		}
 	}
-	return p.err
+	return p.Err
 }
 
 // fmtRatio is a over b with two decimals, or "-" when b is 0.
