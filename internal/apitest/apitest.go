@@ -9,7 +9,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -31,29 +30,24 @@ type Client struct {
 	contract *contract.Contract
 }
 
-// loadContract compiles the embedded spec (a generated copy of api/openapi.yaml that CI keeps
-// fresh) once per test binary: the same validators the server runs on requests.
-var loadContract = sync.OnceValues(contract.Load)
-
 // NewClient is a client of the server at baseURL.
 func NewClient(t testing.TB, baseURL, apiKey string) *Client {
 	t.Helper()
-	c, err := loadContract()
+	// The embedded spec (a generated copy of api/openapi.yaml that CI keeps fresh), compiled
+	// once per test binary: the same validators the server runs on requests.
+	c, err := contract.Load()
 	if err != nil {
 		t.Fatalf("load contract: %v", err)
 	}
 	return &Client{t: t, BaseURL: baseURL, APIKey: apiKey, contract: c}
 }
 
-// loadProductionContract is the contract a production server serves (contract.LoadProduction).
-var loadProductionContract = sync.OnceValues(contract.LoadProduction)
-
 // Production is a copy of c that checks responses against the contract a production server
 // serves: without the x-sandbox-only operations, whose paths then do not exist at all (an
 // OPTIONS or another method on them is a 404, not the sandbox's 204 or 405).
 func (c *Client) Production() *Client {
 	c.t.Helper()
-	prod, err := loadProductionContract()
+	prod, err := contract.LoadProduction()
 	if err != nil {
 		c.t.Fatalf("load production contract: %v", err)
 	}

@@ -25,6 +25,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"sync/atomic"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -82,14 +83,19 @@ type response struct {
 	notes   enumNotes
 }
 
-// Load builds the contract from the spec embedded in the api package.
-func Load() (*Contract, error) {
+// Load returns the contract of the spec embedded in the api package. It is built on the first
+// call and shared after that: a Contract never changes, and building one (parsing the spec,
+// compiling every schema) is the costliest step of a server's start, so a process that starts
+// many servers, as a test binary does, pays for it once.
+func Load() (*Contract, error) { return loadEmbedded() }
+
+var loadEmbedded = sync.OnceValues(func() (*Contract, error) {
 	spec, err := api.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded spec: %w", err)
 	}
 	return New(spec)
-}
+})
 
 // New compiles every schema of spec. It fails on a construct the validators do not handle
 // (a parameter that is not a primitive, say) rather than let it pass unchecked later.

@@ -8,17 +8,14 @@ import (
 	"net/http/httptest"
 	"runtime"
 	"strings"
-	"sync"
 	"testing"
 )
 
 const createBody = `{"amount":2500,"currency":"usd","payment_method":"pm_card_visa"}`
 
-var loadOnce = sync.OnceValues(Load)
-
 func load(tb testing.TB) *Contract {
 	tb.Helper()
-	c, err := loadOnce()
+	c, err := Load()
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"fmt"
+	"sync"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/payments-api/payments-api/internal/api"
@@ -17,17 +18,19 @@ func SandboxOnly(op *openapi3.Operation) bool {
 	return only
 }
 
-// LoadProduction builds the contract a production server serves: the embedded spec without
+// LoadProduction returns the contract a production server serves: the embedded spec without
 // the operations marked x-sandbox-only. To its router they never existed, so a request for
 // one is answered exactly as a path nobody wrote (404, no Allow, before authentication),
-// which tells a prober nothing.
-func LoadProduction() (*Contract, error) {
+// which tells a prober nothing. Like Load, it is built once and shared.
+func LoadProduction() (*Contract, error) { return loadProduction() }
+
+var loadProduction = sync.OnceValues(func() (*Contract, error) {
 	spec, err := api.GetSpec()
 	if err != nil {
 		return nil, fmt.Errorf("load embedded spec: %w", err)
 	}
 	return New(withoutSandbox(spec))
-}
+})
 
 // withoutSandbox returns a copy of spec's paths without the sandbox-only operations (and
 // without a path left with none); spec itself is not changed.

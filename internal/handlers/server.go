@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -109,7 +110,7 @@ func New(opts Options) (*echo.Echo, error) {
 		return nil, err
 	}
 	spec := compiled.Spec()
-	specJSON, err := specAsJSON() // the whole contract, as /openapi.yaml, in every mode
+	specJSON, err := loadSpecJSON() // the whole contract, as /openapi.yaml, in every mode
 	if err != nil {
 		return nil, err
 	}
@@ -182,6 +183,10 @@ func routeTemplates(spec *openapi3.T) map[string]string {
 	}
 	return templates
 }
+
+// loadSpecJSON is the embedded spec as the JSON value GET /openapi.json answers with, made on
+// the first call and shared after that (nothing writes to it), as contract.Load is.
+var loadSpecJSON = sync.OnceValues(specAsJSON)
 
 func specAsJSON() (map[string]any, error) {
 	spec, err := api.GetSpec()
