@@ -117,20 +117,16 @@ func (op *Operation) checkParams(errs *collector, req *http.Request, pathParams 
 				if err := p.schema.Validate(v); err != nil {
 					addSchemaErrors(errs, err, p.name, nil)
 				}
-				if n, ok := v.(int64); ok && p.in == "query" && !plainInteger(values[0]) {
-					query[p.name] = []string{strconv.FormatInt(n, 10)} // 10.0 → 10
-					rewritten = query
+				if n, ok := v.(int64); ok && p.in == "query" {
+					if digits := strconv.FormatInt(n, 10); digits != values[0] { // 10.0 → 10
+						query[p.name] = []string{digits}
+						rewritten = query
+					}
 				}
 			}
 		}
 	}
 	return rewritten
-}
-
-// plainInteger reports whether strconv.ParseInt reads s as written: an optional sign, then digits.
-func plainInteger(s string) bool {
-	_, err := strconv.ParseInt(s, 10, 64)
-	return err == nil
 }
 
 // check says what is wrong with a parameter's values before its schema is consulted.
