@@ -85,17 +85,17 @@ func TestWorkOutlivesTheReadTimeout(t *testing.T) {
 func TestConnectionLimitRefusesRatherThanDies(t *testing.T) {
 	t.Parallel()
 	r := startServe(t, map[string]string{"MAX_CONNECTIONS": "3", "READ_HEADER_TIMEOUT": "30s", "READ_TIMEOUT": "30s"}, true)
-	// The readiness checks' keep-alive connection holds a slot until it is closed.
+	// The readiness checks' keep-alive connection holds a slot until the server sees it
+	// closed, so a connection counts as held only once it has stayed open a while: one
+	// dialled before that slot was freed is refused, and dialled again. With all three
+	// held, no other connection holds a slot.
 	http.DefaultClient.CloseIdleConnections()
-	waitFor(t, func() bool {
-		probe := dial(t, r.addr, "")
-		defer probe.Close()
-		return !closedWithin(probe, 100*time.Millisecond) // a slot is free
-	})
-
 	held := make([]net.Conn, 3)
 	for i := range held {
-		held[i] = dial(t, r.addr, "")
+		waitFor(t, func() bool {
+			held[i] = dial(t, r.addr, "")
+			return !closedWithin(held[i], 100*time.Millisecond)
+		})
 	}
 	extra := dial(t, r.addr, "")
 	if !closedWithin(extra, 2*time.Second) {
