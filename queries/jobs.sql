@@ -9,7 +9,7 @@ WHERE account_id = @account_id AND id = @id;
 
 -- name: JobList :many
 -- Keyset pagination, as PaymentList, and like it without the status filter, which is
--- JobListFiltered's.
+-- JobListByStatus's.
 SELECT * FROM jobs
 WHERE account_id = @account_id
   AND (created_at, id) < (coalesce(sqlc.narg(after_created_at)::timestamptz, 'infinity'),
@@ -17,8 +17,8 @@ WHERE account_id = @account_id
 ORDER BY created_at DESC, id DESC
 LIMIT @row_limit;
 
--- name: JobListFiltered :many
--- JobList of the jobs in one status.
+-- name: JobListByStatus :many
+-- JobList of the jobs in one status, a range of jobs_status_account_created_idx.
 SELECT * FROM jobs
 WHERE account_id = @account_id
   AND status = @status

@@ -45,6 +45,13 @@ func TestCoreFlowsThroughPgBouncer(t *testing.T) {
 	})
 	c := apitest.NewClient(t, p.base, processKey)
 
+	// The server's pool sends PgBouncer no startup setting (it would refuse the connection);
+	// the generic plans the server's direct connections ask for come from connect_query.
+	var mode string
+	if err := newPool(t, pooled.String()).QueryRow(context.Background(), "SHOW plan_cache_mode").Scan(&mode); err != nil || mode != "force_generic_plan" {
+		t.Errorf("plan_cache_mode through PgBouncer: %q (%v), want force_generic_plan", mode, err)
+	}
+
 	paymentID := checkPaymentFlows(t, c)
 	checkConcurrentRetries(t, c, newPool(t, direct))
 	checkRefund(t, c, paymentID)
@@ -69,8 +76,10 @@ func startPgBouncer(t *testing.T, databaseURL string) *url.URL {
 	}
 	dir := pgbouncerDir(t)
 	port := freePort(t)
+	// connect_query as in deploy/cluster/pgbouncer.ini: what the server sets on its direct
+	// connections, it cannot send through PgBouncer.
 	ini := fmt.Sprintf(`[databases]
-* = host=%s port=%s
+* = host=%s port=%s connect_query='SET plan_cache_mode = force_generic_plan'
 [pgbouncer]
 listen_addr = 127.0.0.1
 listen_port = %s

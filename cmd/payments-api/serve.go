@@ -181,10 +181,11 @@ func openPools(ctx context.Context, cfg config, logger *slog.Logger) (pool, dire
 	if direct, err = openDatabase(ctx, cfg, cfg.DatabaseDirectURL, opts, logger); err != nil {
 		return nil, nil, err
 	}
-	// No statement_timeout here: PgBouncer refuses it as a startup parameter, and a SET would
-	// stay with whichever server connection ran it. The pooler sets it on each server
-	// connection it opens (connect_query in deploy/cluster/pgbouncer.ini).
-	if pool, err = openDatabase(ctx, cfg, cfg.DatabaseURL, db.Options{}, logger); err != nil {
+	// No statement_timeout or plan_cache_mode here: PgBouncer refuses them as startup
+	// parameters, and a SET would stay with whichever server connection ran it. The pooler
+	// sets them on each server connection it opens (connect_query in
+	// deploy/cluster/pgbouncer.ini).
+	if pool, err = openDatabase(ctx, cfg, cfg.DatabaseURL, db.Options{Pooled: true}, logger); err != nil {
 		direct.Close()
 		return nil, nil, err
 	}

@@ -219,7 +219,7 @@ type JobListParams struct {
 }
 
 // Keyset pagination, as PaymentList, and like it without the status filter, which is
-// JobListFiltered's.
+// JobListByStatus's.
 func (q *Queries) JobList(ctx context.Context, arg JobListParams) ([]Job, error) {
 	rows, err := q.db.Query(ctx, jobList,
 		arg.AccountID,
@@ -296,7 +296,7 @@ func (q *Queries) JobListAbandoned(ctx context.Context, batchSize int32) ([]JobL
 	return items, nil
 }
 
-const jobListFiltered = `-- name: JobListFiltered :many
+const jobListByStatus = `-- name: JobListByStatus :many
 SELECT id, account_id, type, status, river_job_id, rows_processed, error_detail, report_id, created_at, started_at, finished_at, expires_at FROM jobs
 WHERE account_id = $1
   AND status = $2
@@ -306,7 +306,7 @@ ORDER BY created_at DESC, id DESC
 LIMIT $5
 `
 
-type JobListFilteredParams struct {
+type JobListByStatusParams struct {
 	AccountID      string
 	Status         string
 	AfterCreatedAt *time.Time
@@ -314,9 +314,9 @@ type JobListFilteredParams struct {
 	RowLimit       int32
 }
 
-// JobList of the jobs in one status.
-func (q *Queries) JobListFiltered(ctx context.Context, arg JobListFilteredParams) ([]Job, error) {
-	rows, err := q.db.Query(ctx, jobListFiltered,
+// JobList of the jobs in one status, a range of jobs_status_account_created_idx.
+func (q *Queries) JobListByStatus(ctx context.Context, arg JobListByStatusParams) ([]Job, error) {
+	rows, err := q.db.Query(ctx, jobListByStatus,
 		arg.AccountID,
 		arg.Status,
 		arg.AfterCreatedAt,

@@ -147,21 +147,29 @@ type ListParams struct {
 // List returns one page, newest first, and whether another page follows.
 func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]db.Payment, bool, error) {
 	q := db.New(s.pool)
-	args := db.PaymentListFilteredParams{
+	args := db.PaymentListParams{
 		AccountID:  accountID,
-		Status:     p.Status,
 		CreatedGte: p.CreatedGte,
-		CreatedLt:  p.CreatedLt,
 		RowLimit:   int32(p.Limit) + 1, // one more than asked tells whether there is a next page
+	}
+	// The page ends before created_lt or before the cursor, whichever comes first in the
+	// list: the query takes one upper bound (see PaymentList).
+	if p.CreatedLt != nil {
+		// As the database holds it: PostgreSQL keeps microseconds.
+		lt, none := p.CreatedLt.Truncate(time.Microsecond), ""
+		args.BeforeCreatedAt, args.BeforeID = &lt, &none
 	}
 	if p.StartingAfter != nil {
 		cursor, err := q.PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
 		if err := db.NotFoundAsInvalid(err, "starting_after", "no such payment"); err != nil {
 			return nil, false, err
 		}
-		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
+		if args.BeforeCreatedAt == nil || cursor.CreatedAt.Before(*args.BeforeCreatedAt) ||
+			cursor.CreatedAt.Equal(*args.BeforeCreatedAt) && cursor.ID < *args.BeforeID {
+			args.BeforeCreatedAt, args.BeforeID = &cursor.CreatedAt, &cursor.ID
+		}
 	}
-	rows, err := listPayments(ctx, q, args)
+	rows, err := listPayments(ctx, q, args, p.Status)
 	if err != nil {
 		return nil, false, fmt.Errorf("list payments: %w", err)
 	}
@@ -169,13 +177,15 @@ func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]d
 	return rows, hasMore, nil
 }
 
-// listPayments reads a page with PaymentList, or with PaymentListFiltered when a filter is
-// set: without the filters' conditions, PaymentList's cached plan reads only the page.
-func listPayments(ctx context.Context, q *db.Queries, args db.PaymentListFilteredParams) ([]db.Payment, error) {
-	if args.Status != nil || args.CreatedGte != nil || args.CreatedLt != nil {
-		return q.PaymentListFiltered(ctx, args)
+// listPayments reads a page with PaymentList, or with PaymentListByStatus for one status:
+// each is one range of its own index, so the page's scan starts at the cursor and reads only
+// the page, however many payments the account holds.
+func listPayments(ctx context.Context, q *db.Queries, args db.PaymentListParams, status *string) ([]db.Payment, error) {
+	if status == nil {
+		return q.PaymentList(ctx, args)
 	}
-	return q.PaymentList(ctx, db.PaymentListParams{
-		AccountID: args.AccountID, AfterCreatedAt: args.AfterCreatedAt, AfterID: args.AfterID, RowLimit: args.RowLimit,
+	return q.PaymentListByStatus(ctx, db.PaymentListByStatusParams{
+		AccountID: args.AccountID, Status: *status, CreatedGte: args.CreatedGte,
+		BeforeCreatedAt: args.BeforeCreatedAt, BeforeID: args.BeforeID, RowLimit: args.RowLimit,
 	})
 }

@@ -153,13 +153,13 @@ func (s *Service) ListJobs(ctx context.Context, accountID string, p JobListParam
 	return rows, hasMore, nil
 }
 
-// listJobs reads a page with JobList, or with JobListFiltered for one status: without the
-// filter's condition, JobList's cached plan reads only the page (see PaymentList).
+// listJobs reads a page with JobList, or with JobListByStatus for one status: each is one
+// range of its own index, so the page's scan starts at the cursor (see PaymentList).
 func listJobs(ctx context.Context, q *db.Queries, args db.JobListParams, status *string) ([]db.Job, error) {
 	if status == nil {
 		return q.JobList(ctx, args)
 	}
-	return q.JobListFiltered(ctx, db.JobListFilteredParams{
+	return q.JobListByStatus(ctx, db.JobListByStatusParams{
 		AccountID: args.AccountID, Status: *status, AfterCreatedAt: args.AfterCreatedAt, AfterID: args.AfterID, RowLimit: args.RowLimit,
 	})
 }
