@@ -50,12 +50,15 @@ SET response_status = @response_status,
 WHERE account_id = @account_id AND operation = @operation AND key = @key;
 
 -- name: IdempotencyKeyDeleteExpired :execrows
--- Deletes one small batch of expired keys; SKIP LOCKED leaves rows a claim is taking over.
+-- Deletes one small batch of expired keys, those that expired first, found through
+-- idempotency_keys_expires_at_idx (unordered, a plan could scan the table for them, reading
+-- every live key before the expired ones); SKIP LOCKED leaves rows a claim is taking over.
 DELETE FROM idempotency_keys
 WHERE (account_id, operation, key) IN (
     SELECT account_id, operation, key
     FROM idempotency_keys
     WHERE expires_at <= now()
+    ORDER BY expires_at
     LIMIT @batch_size
     FOR UPDATE SKIP LOCKED
 );

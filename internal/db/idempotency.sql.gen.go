@@ -93,12 +93,15 @@ WHERE (account_id, operation, key) IN (
     SELECT account_id, operation, key
     FROM idempotency_keys
     WHERE expires_at <= now()
+    ORDER BY expires_at
     LIMIT $1
     FOR UPDATE SKIP LOCKED
 )
 `
 
-// Deletes one small batch of expired keys; SKIP LOCKED leaves rows a claim is taking over.
+// Deletes one small batch of expired keys, those that expired first, found through
+// idempotency_keys_expires_at_idx (unordered, a plan could scan the table for them, reading
+// every live key before the expired ones); SKIP LOCKED leaves rows a claim is taking over.
 func (q *Queries) IdempotencyKeyDeleteExpired(ctx context.Context, batchSize int32) (int64, error) {
 	result, err := q.db.Exec(ctx, idempotencyKeyDeleteExpired, batchSize)
 	if err != nil {

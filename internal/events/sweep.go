@@ -40,7 +40,7 @@ func NewSweeper(pool *pgxpool.Pool, retention time.Duration, batch int) *Sweeper
 // reached the last of them. Stopping early costs nothing: the next sweep carries on.
 func (s *Sweeper) Sweep(ctx context.Context) (int64, error) {
 	before := time.Now().Add(-s.retention)
-	q := db.New(s.pool)
+	q := db.New(db.PlannedPerRun(s.pool)) // each batch planned for the rows it meets
 	var total int64
 	for {
 		children, err := s.deleteChildren(ctx, q, before)

@@ -15,7 +15,8 @@ const sweepBatch = 500
 func (s *Store) Sweep(ctx context.Context) (int64, error) {
 	var total int64
 	for {
-		n, err := db.New(s.pool).IdempotencyKeyDeleteExpired(ctx, sweepBatch)
+		// Planned for the keys it meets, each batch: see db.PlannedPerRun.
+		n, err := db.New(db.PlannedPerRun(s.pool)).IdempotencyKeyDeleteExpired(ctx, sweepBatch)
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("sweep expired idempotency keys: %w", err)

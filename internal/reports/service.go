@@ -180,7 +180,7 @@ func (s *Service) SweepExpired(ctx context.Context) (int64, error) {
 // deleted no chunk and fewer jobs than a batch has reached the last of them (or the rest
 // are locked, and the next sweep carries on).
 func (s *Service) sweepExpired(ctx context.Context, batch int32) (int64, error) {
-	q := db.New(s.pool)
+	q := db.New(db.PlannedPerRun(s.pool)) // each batch planned for the rows it meets
 	var total int64
 	for {
 		chunks, err := q.ReportChunkDeleteOfExpiredJobs(ctx, batch)

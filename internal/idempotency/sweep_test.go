@@ -1,0 +1,68 @@
+package idempotency_test
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/idempotency"
+)
+
+// TestSweepReadsOnlyExpiredKeys: a sweep that first ran while the table was empty must not
+// read the live keys once there are many. The server's connections plan a statement once
+// (db.Open), and the sweep's DELETE, planned then, kept a hash join over the whole table;
+// planned for each run (db.PlannedPerRun) and taking the oldest expired keys first, it
+// reaches them through their index. On one connection, so the first sweep's plan is the one
+// a planned-once statement would keep, the table is never analysed, and PostgreSQL counts
+// the sequential scans of the table during the second sweep: there must be none.
+func TestSweepReadsOnlyExpiredKeys(t *testing.T) {
+	t.Parallel()
+	ctx := bounded(t)
+	pool, err := db.Open(ctx, dbtest.NewURL(t)+"&pool_max_conns=1", db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	accountID := seedAccount(t, pool)
+	if _, err := pool.Exec(ctx, `ALTER TABLE idempotency_keys SET (autovacuum_enabled = off)`); err != nil {
+		t.Fatal(err)
+	}
+	store := idempotency.NewStore(pool, time.Hour)
+	if _, err := store.Sweep(ctx); err != nil { // planned on the empty table
+		t.Fatal(err)
+	}
+	const live, expired = 200_000, 600 // more expired keys than one batch
+	if _, err := pool.Exec(ctx, `
+		INSERT INTO idempotency_keys (account_id, operation, key, fingerprint, response_status, expires_at)
+		SELECT $1, 'payments.create', 'key-' || g, '\x00', 201,
+		       now() + CASE WHEN g <= $2 THEN interval '-1 minute' ELSE interval '1 day' END
+		FROM generate_series(1, $3::int) g`, accountID, expired, live+expired); err != nil {
+		t.Fatal(err)
+	}
+
+	before := seqScans(t, ctx, pool)
+	n, err := store.Sweep(ctx)
+	if err != nil || n != expired {
+		t.Fatalf("swept %d keys (%v), want %d", n, err, expired)
+	}
+	if scans := seqScans(t, ctx, pool) - before; scans != 0 {
+		t.Errorf("the sweep scanned the whole table of %d keys %d times to find %d expired ones", live+expired, scans, expired)
+	}
+}
+
+// seqScans is how many sequential scans of idempotency_keys PostgreSQL has counted, with the
+// pool's one connection's own counts flushed first.
+func seqScans(t *testing.T, ctx context.Context, pool *pgxpool.Pool) int64 {
+	t.Helper()
+	if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
+		t.Fatal(err)
+	}
+	var n int64
+	if err := pool.QueryRow(ctx, `SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'idempotency_keys'`).Scan(&n); err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
