@@ -249,7 +249,7 @@ func TestLookupPlansLeadWithTheirKeys(t *testing.T) {
 	p.checkAll("nearly empty tables")
 
 	// Which of two indexes a generic plan takes can flip as a table grows without statistics
-	// (a tie broken by their heights), so the plans are made afresh, on a second connection,
+	// (their estimated costs nearly tie), so the plans are made afresh, on a second connection,
 	// at several sizes on the way; p keeps the plans it made with the tables nearly empty.
 	fresh := &planner{t: t, ctx: ctx, conn: other, queries: queries, indexes: p.indexes}
 	fresh.exec(`SET plan_cache_mode = force_generic_plan`)

@@ -520,6 +520,13 @@ func TestListPayments(t *testing.T) {
 			{"a half-open window", url.Values{"created_gte": {p[1].CreatedAt}, "created_lt": {p[3].CreatedAt}}, ids(p[1], p[2])},
 			{"an empty window", url.Values{"created_gte": {p[3].CreatedAt}, "created_lt": {p[3].CreatedAt}}, ids()},
 			{"gte after the newest", url.Values{"created_gte": {p[4].createdAt(t).Add(time.Microsecond).Format(time.RFC3339Nano)}}, ids()},
+			// The page ends at the cursor or at created_lt, whichever comes first.
+			{"a cursor before lt", url.Values{"created_lt": {p[4].CreatedAt}, "starting_after": {p[2].ID}}, ids(p[0], p[1])},
+			{"lt before the cursor", url.Values{"created_lt": {p[2].CreatedAt}, "starting_after": {p[4].ID}}, ids(p[0], p[1])},
+			{"a status, a window and a cursor", url.Values{
+				"status": {"succeeded"}, "created_gte": {p[1].CreatedAt}, "created_lt": {p[4].CreatedAt}, "starting_after": {p[3].ID},
+			}, ids(p[1], p[2])},
+			{"a status, lt before the cursor", url.Values{"status": {"succeeded"}, "created_lt": {p[1].CreatedAt}, "starting_after": {p[3].ID}}, ids(p[0])},
 		}
 		for _, tt := range tests {
 			tt.query.Set("limit", "100")

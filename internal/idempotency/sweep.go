@@ -13,10 +13,10 @@ const sweepBatch = 500
 // Sweep deletes every expired key, one small batch per statement, and reports how many. The
 // periodic sweep job runs it (see internal/jobs).
 func (s *Store) Sweep(ctx context.Context) (int64, error) {
+	q := db.New(db.PlannedPerRun(s.pool)) // each batch planned for the keys it meets
 	var total int64
 	for {
-		// Planned for the keys it meets, each batch: see db.PlannedPerRun.
-		n, err := db.New(db.PlannedPerRun(s.pool)).IdempotencyKeyDeleteExpired(ctx, sweepBatch)
+		n, err := q.IdempotencyKeyDeleteExpired(ctx, sweepBatch)
 		total += n
 		if err != nil {
 			return total, fmt.Errorf("sweep expired idempotency keys: %w", err)
