@@ -106,13 +106,9 @@ func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p Crea
 // recordEvent records an event carrying the payment's resource and returns the resource as
 // it encoded it, for a caller that answers with the same bytes.
 func (s *Service) recordEvent(ctx context.Context, tx db.Tx, eventType string, p db.Payment) ([]byte, error) {
-	res, err := Resource(p)
+	payload, err := EncodeResource(p)
 	if err != nil {
 		return nil, err
-	}
-	payload, err := json.Marshal(res)
-	if err != nil {
-		return nil, fmt.Errorf("encode payment %s: %w", p.ID, err)
 	}
 	return payload, s.outbox.RecordEncoded(ctx, tx, p.AccountID, eventType, payload)
 }
