@@ -35,7 +35,7 @@ var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 func (s *Server) startRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		id := c.Request().Header.Get("Request-Id")
-		if !validRequestID.MatchString(id) {
+		if id == "" || !validRequestID.MatchString(id) { // most clients send none: skip the regexp
 			id = "req_" + rand.Text()
 		}
 		res := c.Response()
