@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -99,6 +100,38 @@ func TestBufferedLogWritesEveryLine(t *testing.T) {
 	if len(lines) != 101 || !strings.Contains(lines[100], `"n":99`) {
 		t.Errorf("after Stop, the output has %d lines, want 101 ending with n=99:\n%s", len(lines), out.String())
 	}
+}
+
+// TestBufferedLogNeverSyncsItsOutput: a flush writes to the output and does not Sync it (an
+// fsync, when stdout is a file), neither on the interval nor on Stop.
+func TestBufferedLogNeverSyncsItsOutput(t *testing.T) {
+	t.Parallel()
+	out := &syncCounter{}
+	w := bufferedLog(out)
+	logger := newLogger(w, slog.LevelInfo)
+	logger.Info("first")
+	waitFor(t, func() bool { return strings.Contains(out.String(), `"msg":"first"`) }) // the interval
+	logger.Info("second")
+	if err := w.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(out.String(), `"msg":"second"`) {
+		t.Fatalf("Stop did not write the last line:\n%s", out.String())
+	}
+	if n := out.syncs.Load(); n != 0 {
+		t.Errorf("the output was synced %d times", n)
+	}
+}
+
+// syncCounter is an output that can be synced, as an *os.File can, and counts it.
+type syncCounter struct {
+	syncBuffer
+	syncs atomic.Int32
+}
+
+func (s *syncCounter) Sync() error {
+	s.syncs.Add(1)
+	return nil
 }
 
 // TestProcessWritesItsLastLinesOnSIGTERM: the binary's log is buffered, and a graceful

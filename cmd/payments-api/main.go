@@ -118,9 +118,17 @@ func parseCommand(args []string) (command, error) {
 // first. At info, every request logs a line, and a write(2) per line cost about a tenth of
 // the server's GETs a second (docs/performance.md). The price: a line reaches w up to
 // 100 ms late, and a process killed outright loses those lines; shutting down writes them.
+//
+// A flush hands the lines to the operating system and stops there. zap would also Sync w, an
+// fsync when stdout is a file, and it holds the log's lock meanwhile: every request waited
+// behind the disk ten times a second. A log line written unbuffered would not be fsynced
+// either.
 func bufferedLog(w io.Writer) *zapcore.BufferedWriteSyncer {
-	return &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(w), Size: 64 << 10, FlushInterval: 100 * time.Millisecond}
+	return &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(writeOnly{w}), Size: 64 << 10, FlushInterval: 100 * time.Millisecond}
 }
+
+// writeOnly hides every method of its writer but Write, Sync among them.
+type writeOnly struct{ io.Writer }
 
 // newLogger writes JSON lines to w. Durations are written as Go durations ("1.5s"), which a
 // person can read, rather than slog's default integer nanoseconds.
