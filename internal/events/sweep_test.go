@@ -187,3 +187,55 @@ func TestSweepDeletesDeliveriesAndAttemptsWithTheirEvent(t *testing.T) {
 	checkBatches(t, b.rec, "WebhookDeliveryDeleteOfExpiredEvents", 3, 5)
 	checkBatches(t, b.rec, "EventDeleteExpired", 3, 4)
 }
+
+// TestSweepReadsOnlyOldEvents: the sweep first runs on empty tables; once live events, their
+// deliveries and attempts fill them, a batch still reads only the old events and the rows
+// that reference them, never a whole table. The pool's one connection would keep a plan made
+// on the empty tables (db.Open forces generic plans); db.PlannedPerRun plans every batch for
+// the rows it meets.
+func TestSweepReadsOnlyOldEvents(t *testing.T) {
+	t.Parallel()
+	ctx := bounded(t)
+	pool, err := db.Open(ctx, dbtest.NewURL(t)+"&pool_max_conns=1", db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	b := sweepBundle{pool: pool}
+	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{"sk_test_sweep"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := pool.QueryRow(ctx, `SELECT id FROM accounts`).Scan(&b.accountID); err != nil {
+		t.Fatal(err)
+	}
+	tables := []string{"events", "webhook_deliveries", "webhook_attempts"}
+	for _, table := range tables {
+		b.exec(t, `ALTER TABLE `+table+` SET (autovacuum_enabled = off)`)
+	}
+	sweeper := events.NewSweeper(pool, retention, events.SweepBatch)
+	if _, err := sweeper.Sweep(ctx); err != nil { // planned on the empty tables
+		t.Fatal(err)
+	}
+	const live, expired = 100_000, 600 // more old events than one batch
+	endpoint := b.endpoint(t)
+	b.exec(t, `INSERT INTO events (id, account_id, type, data, created_at)
+		SELECT 'evt_' || lpad(g::text, 26, '0'), $1, 'payment.succeeded', '{}',
+		       now() - CASE WHEN g <= $2 THEN $3::interval ELSE $4::interval END
+		FROM generate_series(1, $5::int) g`, b.accountID, expired, old, fresh, live+expired)
+	b.exec(t, `INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id, status, next_attempt_at, created_at)
+		SELECT 'msg_' || substr(id, 5), account_id, $1, id, 'succeeded', NULL, created_at FROM events`, endpoint)
+	b.exec(t, `INSERT INTO webhook_attempts (account_id, delivery_id, attempt, attempted_at, duration_ms, response_status)
+		SELECT account_id, id, 1, created_at, 10, 200 FROM webhook_deliveries`)
+
+	before := dbtest.SeqScans(t, ctx, pool, tables...)
+	n, err := sweeper.Sweep(ctx)
+	if err != nil || n != expired {
+		t.Fatalf("swept %d events (%v), want %d", n, err, expired)
+	}
+	after := dbtest.SeqScans(t, ctx, pool, tables...)
+	for i, table := range tables {
+		if scans := after[i] - before[i]; scans != 0 {
+			t.Errorf("the sweep scanned the whole of %s (%d rows) %d times to find %d old events", table, live+expired, scans, expired)
+		}
+	}
+}

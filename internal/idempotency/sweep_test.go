@@ -1,11 +1,9 @@
 package idempotency_test
 
 import (
-	"context"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/dbtest"
 	"github.com/payments-api/payments-api/internal/idempotency"
@@ -43,26 +41,12 @@ func TestSweepReadsOnlyExpiredKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	before := seqScans(t, ctx, pool)
+	before := dbtest.SeqScans(t, ctx, pool, "idempotency_keys")[0]
 	n, err := store.Sweep(ctx)
 	if err != nil || n != expired {
 		t.Fatalf("swept %d keys (%v), want %d", n, err, expired)
 	}
-	if scans := seqScans(t, ctx, pool) - before; scans != 0 {
+	if scans := dbtest.SeqScans(t, ctx, pool, "idempotency_keys")[0] - before; scans != 0 {
 		t.Errorf("the sweep scanned the whole table of %d keys %d times to find %d expired ones", live+expired, scans, expired)
 	}
-}
-
-// seqScans is how many sequential scans of idempotency_keys PostgreSQL has counted, with the
-// pool's one connection's own counts flushed first.
-func seqScans(t *testing.T, ctx context.Context, pool *pgxpool.Pool) int64 {
-	t.Helper()
-	if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
-		t.Fatal(err)
-	}
-	var n int64
-	if err := pool.QueryRow(ctx, `SELECT seq_scan FROM pg_stat_user_tables WHERE relname = 'idempotency_keys'`).Scan(&n); err != nil {
-		t.Fatal(err)
-	}
-	return n
 }

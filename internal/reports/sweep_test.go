@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/dbtest"
 	"github.com/payments-api/payments-api/internal/domain"
 )
@@ -84,6 +85,56 @@ func TestSweepDeletesExpiredJobsChunksFirstInBatches(t *testing.T) {
 		}
 		if total != q.rows { // chunks left to the jobs' cascade would be missing here
 			t.Errorf("%s deleted %d rows in all, want %d", q.name, total, q.rows)
+		}
+	}
+}
+
+// TestSweepReadsOnlyExpiredJobs: the sweep first runs on empty tables; once live jobs and
+// their chunks fill them, a round still reads only the expired jobs and their chunks, never a
+// whole table. The pool's one connection would keep a plan made on the empty tables (db.Open
+// forces generic plans); db.PlannedPerRun plans every round for the rows it meets.
+func TestSweepReadsOnlyExpiredJobs(t *testing.T) {
+	t.Parallel()
+	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
+	defer cancel()
+	pool, err := db.Open(ctx, dbtest.NewURL(t)+"&pool_max_conns=1", db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	exec := func(sql string, args ...any) {
+		t.Helper()
+		if _, err := pool.Exec(ctx, sql, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const accountID = "acct_sweep"
+	exec(`INSERT INTO accounts (id) VALUES ($1)`, accountID)
+	tables := []string{"jobs", "report_chunks"}
+	for _, table := range tables {
+		exec(`ALTER TABLE ` + table + ` SET (autovacuum_enabled = off)`)
+	}
+	s := &Service{pool: pool}
+	if _, err := s.SweepExpired(ctx); err != nil { // planned on the empty tables
+		t.Fatal(err)
+	}
+	const live, expired, chunks = 20_000, 150, 5 // more expired jobs than one round takes
+	exec(`INSERT INTO jobs (id, account_id, type, status, river_job_id, finished_at, expires_at)
+		SELECT 'job_' || lpad(g::text, 26, '0'), $1, 'report', 'succeeded', 0, now() - interval '1 day',
+		       now() + CASE WHEN g <= $2 THEN interval '-1 hour' ELSE interval '1 day' END
+		FROM generate_series(1, $3::int) g`, accountID, expired, live+expired)
+	exec(`INSERT INTO report_chunks (account_id, job_id, seq, data)
+		SELECT account_id, id, g, 'a chunk' FROM jobs, generate_series(0, $1::int - 1) g`, chunks)
+
+	before := dbtest.SeqScans(t, ctx, pool, tables...)
+	n, err := s.SweepExpired(ctx)
+	if err != nil || n != expired {
+		t.Fatalf("swept %d jobs (%v), want %d", n, err, expired)
+	}
+	after := dbtest.SeqScans(t, ctx, pool, tables...)
+	for i, table := range tables {
+		if scans := after[i] - before[i]; scans != 0 {
+			t.Errorf("the sweep scanned the whole of %s %d times to find %d expired jobs", table, scans, expired)
 		}
 	}
 }
