@@ -5,13 +5,44 @@ import (
 	"testing"
 
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/db"
 )
 
-// SeqScans is how many sequential scans of each table PostgreSQL has counted, in the order
-// given. The pool's own counts are flushed first, so with a pool of one connection the
-// figures include every statement that connection ran: a test compares them before and
-// after the work it checks.
-func SeqScans(t testing.TB, ctx context.Context, pool *pgxpool.Pool, tables ...string) []int64 {
+// NewPlanningPool creates a fresh migrated database for t and a pool of one connection on it,
+// closed when t ends, for tests of what a statement's plan reads. The pool is db.Open's, so
+// its connection plans a statement once and keeps the plan, as the server's do; with one
+// connection, the plan a test's first run made is the one every later run finds. Autovacuum
+// is off for tables, so nothing analyses them behind the test's back.
+func NewPlanningPool(t testing.TB, ctx context.Context, tables ...string) *pgxpool.Pool {
+	t.Helper()
+	pool, err := db.Open(ctx, NewURL(t)+"&pool_max_conns=1", db.Options{})
+	if err != nil {
+		t.Fatalf("connect to test database: %v", err)
+	}
+	t.Cleanup(pool.Close)
+	for _, table := range tables {
+		if _, err := pool.Exec(ctx, `ALTER TABLE `+table+` SET (autovacuum_enabled = off)`); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return pool
+}
+
+// SeqScansDuring runs work and returns how many sequential scans PostgreSQL counted of each
+// table meanwhile, in the order given. The pool's counts are flushed before and after, so on
+// a NewPlanningPool, whose one connection runs the work, they are the work's own.
+func SeqScansDuring(t testing.TB, ctx context.Context, pool *pgxpool.Pool, tables []string, work func()) []int64 {
+	t.Helper()
+	before := seqScans(t, ctx, pool, tables)
+	work()
+	after := seqScans(t, ctx, pool, tables)
+	for i := range after {
+		after[i] -= before[i]
+	}
+	return after
+}
+
+func seqScans(t testing.TB, ctx context.Context, pool *pgxpool.Pool, tables []string) []int64 {
 	t.Helper()
 	if _, err := pool.Exec(ctx, `SELECT pg_stat_force_next_flush()`); err != nil {
 		t.Fatal(err)

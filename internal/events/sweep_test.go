@@ -29,12 +29,17 @@ type sweepBundle struct {
 func setupSweep(t *testing.T) sweepBundle {
 	t.Helper()
 	pool, rec := dbtest.NewRecordedPool(t)
+	return withAccount(t, sweepBundle{pool: pool, rec: rec})
+}
+
+// withAccount seeds the bundle's database with one account and records its id.
+func withAccount(t *testing.T, b sweepBundle) sweepBundle {
+	t.Helper()
 	ctx := bounded(t)
-	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{"sk_test_sweep"}); err != nil {
+	if err := accounts.SeedDemoKeys(ctx, db.New(b.pool), []string{"sk_test_sweep"}); err != nil {
 		t.Fatal(err)
 	}
-	b := sweepBundle{pool: pool, rec: rec}
-	if err := pool.QueryRow(ctx, `SELECT id FROM accounts`).Scan(&b.accountID); err != nil {
+	if err := b.pool.QueryRow(ctx, `SELECT id FROM accounts`).Scan(&b.accountID); err != nil {
 		t.Fatal(err)
 	}
 	return b
@@ -196,22 +201,9 @@ func TestSweepDeletesDeliveriesAndAttemptsWithTheirEvent(t *testing.T) {
 func TestSweepReadsOnlyOldEvents(t *testing.T) {
 	t.Parallel()
 	ctx := bounded(t)
-	pool, err := db.Open(ctx, dbtest.NewURL(t)+"&pool_max_conns=1", db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
-	b := sweepBundle{pool: pool}
-	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{"sk_test_sweep"}); err != nil {
-		t.Fatal(err)
-	}
-	if err := pool.QueryRow(ctx, `SELECT id FROM accounts`).Scan(&b.accountID); err != nil {
-		t.Fatal(err)
-	}
 	tables := []string{"events", "webhook_deliveries", "webhook_attempts"}
-	for _, table := range tables {
-		b.exec(t, `ALTER TABLE `+table+` SET (autovacuum_enabled = off)`)
-	}
+	pool := dbtest.NewPlanningPool(t, ctx, tables...)
+	b := withAccount(t, sweepBundle{pool: pool})
 	sweeper := events.NewSweeper(pool, retention, events.SweepBatch)
 	if _, err := sweeper.Sweep(ctx); err != nil { // planned on the empty tables
 		t.Fatal(err)
@@ -227,15 +219,15 @@ func TestSweepReadsOnlyOldEvents(t *testing.T) {
 	b.exec(t, `INSERT INTO webhook_attempts (account_id, delivery_id, attempt, attempted_at, duration_ms, response_status)
 		SELECT account_id, id, 1, created_at, 10, 200 FROM webhook_deliveries`)
 
-	before := dbtest.SeqScans(t, ctx, pool, tables...)
-	n, err := sweeper.Sweep(ctx)
-	if err != nil || n != expired {
-		t.Fatalf("swept %d events (%v), want %d", n, err, expired)
-	}
-	after := dbtest.SeqScans(t, ctx, pool, tables...)
+	scans := dbtest.SeqScansDuring(t, ctx, pool, tables, func() {
+		n, err := sweeper.Sweep(ctx)
+		if err != nil || n != expired {
+			t.Fatalf("swept %d events (%v), want %d", n, err, expired)
+		}
+	})
 	for i, table := range tables {
-		if scans := after[i] - before[i]; scans != 0 {
-			t.Errorf("the sweep scanned the whole of %s (%d rows) %d times to find %d old events", table, live+expired, scans, expired)
+		if scans[i] != 0 {
+			t.Errorf("the sweep scanned the whole of %s (%d rows) %d times to find %d old events", table, live+expired, scans[i], expired)
 		}
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/dbtest"
 	"github.com/payments-api/payments-api/internal/domain"
 )
@@ -97,11 +96,8 @@ func TestSweepReadsOnlyExpiredJobs(t *testing.T) {
 	t.Parallel()
 	ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 	defer cancel()
-	pool, err := db.Open(ctx, dbtest.NewURL(t)+"&pool_max_conns=1", db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	tables := []string{"jobs", "report_chunks"}
+	pool := dbtest.NewPlanningPool(t, ctx, tables...)
 	exec := func(sql string, args ...any) {
 		t.Helper()
 		if _, err := pool.Exec(ctx, sql, args...); err != nil {
@@ -110,10 +106,6 @@ func TestSweepReadsOnlyExpiredJobs(t *testing.T) {
 	}
 	const accountID = "acct_sweep"
 	exec(`INSERT INTO accounts (id) VALUES ($1)`, accountID)
-	tables := []string{"jobs", "report_chunks"}
-	for _, table := range tables {
-		exec(`ALTER TABLE ` + table + ` SET (autovacuum_enabled = off)`)
-	}
 	s := &Service{pool: pool}
 	if _, err := s.SweepExpired(ctx); err != nil { // planned on the empty tables
 		t.Fatal(err)
@@ -126,15 +118,15 @@ func TestSweepReadsOnlyExpiredJobs(t *testing.T) {
 	exec(`INSERT INTO report_chunks (account_id, job_id, seq, data)
 		SELECT account_id, id, g, 'a chunk' FROM jobs, generate_series(0, $1::int - 1) g`, chunks)
 
-	before := dbtest.SeqScans(t, ctx, pool, tables...)
-	n, err := s.SweepExpired(ctx)
-	if err != nil || n != expired {
-		t.Fatalf("swept %d jobs (%v), want %d", n, err, expired)
-	}
-	after := dbtest.SeqScans(t, ctx, pool, tables...)
+	scans := dbtest.SeqScansDuring(t, ctx, pool, tables, func() {
+		n, err := s.SweepExpired(ctx)
+		if err != nil || n != expired {
+			t.Fatalf("swept %d jobs (%v), want %d", n, err, expired)
+		}
+	})
 	for i, table := range tables {
-		if scans := after[i] - before[i]; scans != 0 {
-			t.Errorf("the sweep scanned the whole of %s %d times to find %d expired jobs", table, scans, expired)
+		if scans[i] != 0 {
+			t.Errorf("the sweep scanned the whole of %s %d times to find %d expired jobs", table, scans[i], expired)
 		}
 	}
 }
