@@ -11,10 +11,10 @@ import (
 // (pgx's simple protocol) and is planned for them every time it runs. The server's
 // connections otherwise plan a statement once, for all its values (see Open): right for the
 // lookups TestLookupPlansLeadWithTheirKeys checks, wrong for the retention sweeps, which are
-// no lookup. A batch DELETE of "the oldest expired rows" planned once while its table was
-// empty kept a hash join over the whole table, and once 200,000 idempotency keys were there
-// every batch of 1,000 read all of them (40 ms, against 10 ms planned for the rows it meets).
-// A sweep runs a few statements a minute, so planning each one costs nothing that matters.
+// no lookup. A batch DELETE of "the oldest expired rows" planned once while its tables were
+// empty kept a hash join over each whole table: the tests TestSweepReadsOnlyExpiredKeys,
+// TestSweepReadsOnlyOldEvents and TestSweepReadsOnlyExpiredJobs count those scans. A sweep
+// runs a few statements a minute, so planning each one costs nothing that matters.
 func PlannedPerRun(d DBTX) DBTX { return plannedPerRun{d} }
 
 type plannedPerRun struct{ d DBTX }
