@@ -9,6 +9,7 @@
 package trace
 
 import (
+	"bytes"
 	"context"
 	"strconv"
 	"sync"
@@ -135,9 +136,15 @@ func (t *Trace) ServerTiming() string {
 }
 
 // appendTiming appends `name;dur=ms`. The duration is cut to whole microseconds, the three
-// decimals of milliseconds that a structured-field decimal holds.
+// decimals of milliseconds that a structured-field decimal holds, and always has a decimal
+// point: `dur=2` would be a structured-field integer, so a whole 2 ms goes out as `2.0`.
 func appendTiming(b []byte, name string, d time.Duration) []byte {
 	b = append(b, name...)
 	b = append(b, ";dur="...)
-	return strconv.AppendFloat(b, float64(d.Microseconds())/1e3, 'f', -1, 64)
+	start := len(b)
+	b = strconv.AppendFloat(b, float64(d.Microseconds())/1e3, 'f', -1, 64)
+	if !bytes.ContainsRune(b[start:], '.') {
+		b = append(b, ".0"...)
+	}
+	return b
 }

@@ -20,6 +20,25 @@ func TestServerTimingListsPhasesThenTotal(t *testing.T) {
 	}
 }
 
+// A whole number of milliseconds still goes out as a decimal: `dur=2` would be a
+// structured-field integer, which a client parsing Server-Timing as RFC 8941 rejects.
+func TestServerTimingDurIsAlwaysADecimal(t *testing.T) {
+	for _, tt := range []struct {
+		d    time.Duration
+		want string
+	}{
+		{0, "claim;dur=0.0"},
+		{999 * time.Nanosecond, "claim;dur=0.0"},
+		{2 * time.Millisecond, "claim;dur=2.0"},
+		{2*time.Millisecond + time.Microsecond, "claim;dur=2.001"},
+		{40 * time.Second, "claim;dur=40000.0"},
+	} {
+		if got := string(appendTiming(nil, "claim", tt.d)); got != tt.want {
+			t.Errorf("appendTiming(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}
+
 func TestWithoutATraceNothingIsRecorded(t *testing.T) {
 	ctx := context.Background()
 	Start(ctx, "claim").End() // must not panic
