@@ -598,10 +598,13 @@ type CreateRefundRequestReason string
 
 // CreateReportRequest defines model for CreateReportRequest.
 type CreateReportRequest struct {
-	// CreatedGte Only rows created at or after this time.
+	// CreatedGte Only rows created at or after this time. Times are held to the microsecond: a
+	// finer bound counts from the next microsecond, which selects the same rows, and the
+	// report shows it so.
 	CreatedGte time.Time `json:"created_gte"`
 
-	// CreatedLt Only rows created before this time; after `created_gte`, and at most 366 days after it.
+	// CreatedLt Only rows created before this time (held to the microsecond, as `created_gte`): at
+	// least a microsecond after `created_gte`, and at most 366 days after it.
 	CreatedLt time.Time                  `json:"created_lt"`
 	Format    *CreateReportRequestFormat `json:"format,omitempty"`
 
@@ -2082,10 +2085,12 @@ type ListPaymentsParams struct {
 	StartingAfter *PaymentsStartingAfter `form:"starting_after,omitempty" json:"starting_after,omitempty"`
 	Status        *PaymentStatusFilter   `form:"status,omitempty" json:"status,omitempty"`
 
-	// CreatedGte Only payments created at or after this time.
+	// CreatedGte Only payments created at or after this time. Times are held to the microsecond: a
+	// finer bound counts from the next microsecond, which selects the same payments.
 	CreatedGte *CreatedGte `form:"created_gte,omitempty" json:"created_gte,omitempty"`
 
-	// CreatedLt Only payments created before this time.
+	// CreatedLt Only payments created before this time. Times are held to the microsecond: a finer
+	// bound counts from the next microsecond, which selects the same payments.
 	CreatedLt *CreatedLt `form:"created_lt,omitempty" json:"created_lt,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC

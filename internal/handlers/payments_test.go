@@ -520,6 +520,10 @@ func TestListPayments(t *testing.T) {
 			{"a half-open window", url.Values{"created_gte": {p[1].CreatedAt}, "created_lt": {p[3].CreatedAt}}, ids(p[1], p[2])},
 			{"an empty window", url.Values{"created_gte": {p[3].CreatedAt}, "created_lt": {p[3].CreatedAt}}, ids()},
 			{"gte after the newest", url.Values{"created_gte": {p[4].createdAt(t).Add(time.Microsecond).Format(time.RFC3339Nano)}}, ids()},
+			// RFC 3339 allows any precision, PostgreSQL keeps microseconds: a bound between
+			// two still falls between the rows on either side of it.
+			{"gte a nanosecond after a row", url.Values{"created_gte": {nanosAfter(t, p[2])}}, ids(p[3], p[4])},
+			{"lt a nanosecond after a row", url.Values{"created_lt": {nanosAfter(t, p[2])}}, ids(p[0], p[1], p[2])},
 			// The page ends at the cursor or at created_lt, whichever comes first.
 			{"a cursor before lt", url.Values{"created_lt": {p[4].CreatedAt}, "starting_after": {p[2].ID}}, ids(p[0], p[1])},
 			{"lt before the cursor", url.Values{"created_lt": {p[2].CreatedAt}, "starting_after": {p[4].ID}}, ids(p[0], p[1])},
@@ -601,6 +605,11 @@ func (p listedPayment) createdAt(t *testing.T) time.Time {
 		t.Fatal(err)
 	}
 	return ts
+}
+
+// nanosAfter is the payment's created_at plus a nanosecond, finer than the database holds.
+func nanosAfter(t *testing.T, p listedPayment) string {
+	return p.createdAt(t).Add(time.Nanosecond).Format(time.RFC3339Nano)
 }
 
 type paymentPage struct {

@@ -201,6 +201,35 @@ func TestReportJSONListsResourcesAndEmptyReportsAreValid(t *testing.T) {
 	}
 }
 
+// A bound finer than the microseconds PostgreSQL keeps still falls between rows: a report
+// from a nanosecond after a payment's created_at leaves it out, one up to a nanosecond
+// after it takes it in.
+func TestReportRangeFinerThanAMicrosecond(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	startWorkers(t, b.pool, 2)
+	p, _ := createPayment(t, b.client, 1000)
+	var created listedPayment
+	b.client.Get("/payments/"+p.ID).Decode(t, &created)
+	hourBefore := created.createdAt(t).Add(-time.Hour).Format(time.RFC3339)
+	hourAfter := created.createdAt(t).Add(time.Hour).Format(time.RFC3339)
+	for _, c := range []struct {
+		name, gte, lt string
+		rows          int
+	}{
+		{"from a nanosecond after it", nanosAfter(t, created), hourAfter, 0},
+		{"up to a nanosecond after it", hourBefore, nanosAfter(t, created), 1},
+	} {
+		body := map[string]any{"type": "payments", "format": "json", "created_gte": c.gte, "created_lt": c.lt}
+		j := waitForJob(t, b.client, requestReport(t, b.client, body).ID, "succeeded")
+		var rows []map[string]any
+		b.client.Get(j.Result.DownloadURL).Decode(t, &rows)
+		if len(rows) != c.rows {
+			t.Errorf("%s (%s to %s, the payment at %s): %d rows, want %d", c.name, c.gte, c.lt, created.CreatedAt, len(rows), c.rows)
+		}
+	}
+}
+
 func TestReportRequestValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -211,6 +240,8 @@ func TestReportRequestValidation(t *testing.T) {
 	}{
 		{"created_lt before created_gte", map[string]any{"type": "payments", "created_gte": "2026-02-01T00:00:00Z", "created_lt": "2026-01-01T00:00:00Z"}, "/created_lt"},
 		{"empty range", map[string]any{"type": "payments", "created_gte": "2026-02-01T00:00:00Z", "created_lt": "2026-02-01T00:00:00Z"}, "/created_lt"},
+		// Between two microseconds, the finest time PostgreSQL holds: no row can lie in it.
+		{"range inside a microsecond", map[string]any{"type": "payments", "created_gte": "2026-02-01T00:00:00.0000001Z", "created_lt": "2026-02-01T00:00:00.0000009Z"}, "/created_lt"},
 		{"range over 366 days", map[string]any{"type": "payments", "created_gte": "2024-01-01T00:00:00Z", "created_lt": "2025-01-02T00:00:01Z"}, "/created_lt"},
 		{"unknown type", map[string]any{"type": "disputes", "created_gte": "2026-01-01T00:00:00Z", "created_lt": "2026-02-01T00:00:00Z"}, "/type"},
 		{"unknown format", map[string]any{"type": "payments", "format": "xlsx", "created_gte": "2026-01-01T00:00:00Z", "created_lt": "2026-02-01T00:00:00Z"}, "/format"},

@@ -144,15 +144,17 @@ type ListParams struct {
 func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]db.Payment, bool, error) {
 	q := db.New(s.pool)
 	args := db.PaymentListParams{
-		AccountID:  accountID,
-		CreatedGte: p.CreatedGte,
-		RowLimit:   int32(p.Limit) + 1, // one more than asked tells whether there is a next page
+		AccountID: accountID,
+		RowLimit:  int32(p.Limit) + 1, // one more than asked tells whether there is a next page
+	}
+	if p.CreatedGte != nil {
+		gte := db.RangeBound(*p.CreatedGte)
+		args.CreatedGte = &gte
 	}
 	// The page ends before created_lt or before the cursor, whichever comes first in the
 	// list: the query takes one upper bound (see PaymentList).
 	if p.CreatedLt != nil {
-		// As the database holds it: PostgreSQL keeps microseconds.
-		lt, none := p.CreatedLt.Truncate(time.Microsecond), ""
+		lt, none := db.RangeBound(*p.CreatedLt), ""
 		args.BeforeCreatedAt, args.BeforeID = &lt, &none
 	}
 	if p.StartingAfter != nil {

@@ -63,6 +63,9 @@ func (p Params) Validate() error {
 // Request enqueues a report in tx: the job row, its parameters and the River job that will
 // build it. Nothing runs until tx commits, and if it rolls back none of them exist.
 func (s *Service) Request(ctx context.Context, tx db.Tx, accountID string, p Params) (db.Job, error) {
+	// The range as the database compares it, so that one inside a microsecond is refused
+	// here rather than by the table's CHECK (created_lt > created_gte).
+	p.CreatedGte, p.CreatedLt = db.RangeBound(p.CreatedGte), db.RangeBound(p.CreatedLt)
 	if err := p.Validate(); err != nil {
 		return db.Job{}, err
 	}

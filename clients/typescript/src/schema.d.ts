@@ -1419,12 +1419,15 @@ export interface components {
             type: "payments" | "refunds";
             /**
              * Format: date-time
-             * @description Only rows created at or after this time.
+             * @description Only rows created at or after this time. Times are held to the microsecond: a
+             *     finer bound counts from the next microsecond, which selects the same rows, and the
+             *     report shows it so.
              */
             created_gte: string;
             /**
              * Format: date-time
-             * @description Only rows created before this time; after `created_gte`, and at most 366 days after it.
+             * @description Only rows created before this time (held to the microsecond, as `created_gte`): at
+             *     least a microsecond after `created_gte`, and at most 366 days after it.
              */
             created_lt: string;
             /**
@@ -2123,9 +2126,15 @@ export interface components {
         /** @description The id of the last payment of the previous page. */
         PaymentsStartingAfter: string;
         PaymentStatusFilter: components["schemas"]["PaymentStatus"];
-        /** @description Only payments created at or after this time. */
+        /**
+         * @description Only payments created at or after this time. Times are held to the microsecond: a
+         *     finer bound counts from the next microsecond, which selects the same payments.
+         */
         CreatedGte: string;
-        /** @description Only payments created before this time. */
+        /**
+         * @description Only payments created before this time. Times are held to the microsecond: a finer
+         *     bound counts from the next microsecond, which selects the same payments.
+         */
         CreatedLt: string;
         /** @description The id of the last refund of the previous page. */
         RefundsStartingAfter: string;
@@ -2245,9 +2254,15 @@ export interface operations {
                 /** @description The id of the last payment of the previous page. */
                 starting_after?: components["parameters"]["PaymentsStartingAfter"];
                 status?: components["parameters"]["PaymentStatusFilter"];
-                /** @description Only payments created at or after this time. */
+                /**
+                 * @description Only payments created at or after this time. Times are held to the microsecond: a
+                 *     finer bound counts from the next microsecond, which selects the same payments.
+                 */
                 created_gte?: components["parameters"]["CreatedGte"];
-                /** @description Only payments created before this time. */
+                /**
+                 * @description Only payments created before this time. Times are held to the microsecond: a finer
+                 *     bound counts from the next microsecond, which selects the same payments.
+                 */
                 created_lt?: components["parameters"]["CreatedLt"];
             };
             header?: {
@@ -2395,9 +2410,15 @@ export interface operations {
                 /** @description The id of the last payment of the previous page. */
                 starting_after?: components["parameters"]["PaymentsStartingAfter"];
                 status?: components["parameters"]["PaymentStatusFilter"];
-                /** @description Only payments created at or after this time. */
+                /**
+                 * @description Only payments created at or after this time. Times are held to the microsecond: a
+                 *     finer bound counts from the next microsecond, which selects the same payments.
+                 */
                 created_gte?: components["parameters"]["CreatedGte"];
-                /** @description Only payments created before this time. */
+                /**
+                 * @description Only payments created before this time. Times are held to the microsecond: a finer
+                 *     bound counts from the next microsecond, which selects the same payments.
+                 */
                 created_lt?: components["parameters"]["CreatedLt"];
             };
             header?: {
