@@ -557,6 +557,10 @@ func TestListPayments(t *testing.T) {
 			{"limit not a number", url.Values{"limit": {"ten"}}, "limit"},
 			{"unknown status", url.Values{"status": {"pending"}}, "status"},
 			{"created_gte not a date-time", url.Values{"created_gte": {"yesterday"}}, "created_gte"},
+			// RFC 3339 allows a leap second and a lower-case t; Go's parser, and so the server,
+			// reads neither, and says so as for any other bad value.
+			{"created_gte a leap second", url.Values{"created_gte": {"2016-12-31T23:59:60Z"}}, "created_gte"},
+			{"created_lt with a lower-case t", url.Values{"created_lt": {"2026-01-01t00:00:00Z"}}, "created_lt"},
 		}
 		for _, tt := range tests {
 			res := b.client.Get("/payments?" + tt.query.Encode())
