@@ -28,18 +28,20 @@ func NewPlanningPool(t testing.TB, ctx context.Context, tables ...string) *pgxpo
 	return pool
 }
 
-// SeqScansDuring runs work and returns how many sequential scans PostgreSQL counted of each
-// table meanwhile, in the order given. The pool's counts are flushed before and after, so on
-// a NewPlanningPool, whose one connection runs the work, they are the work's own.
-func SeqScansDuring(t testing.TB, ctx context.Context, pool *pgxpool.Pool, tables []string, work func()) []int64 {
+// NoSeqScans runs work and fails t for each table PostgreSQL counted a sequential scan of
+// meanwhile: work must reach its rows through indexes, never by reading a whole table. The
+// pool's counts are flushed before and after, so on a NewPlanningPool, whose one connection
+// runs the work, they are the work's own.
+func NoSeqScans(t testing.TB, ctx context.Context, pool *pgxpool.Pool, tables []string, work func()) {
 	t.Helper()
 	before := seqScans(t, ctx, pool, tables)
 	work()
 	after := seqScans(t, ctx, pool, tables)
-	for i := range after {
-		after[i] -= before[i]
+	for i, table := range tables {
+		if n := after[i] - before[i]; n != 0 {
+			t.Errorf("scanned the whole of %s %d times", table, n)
+		}
 	}
-	return after
 }
 
 func seqScans(t testing.TB, ctx context.Context, pool *pgxpool.Pool, tables []string) []int64 {

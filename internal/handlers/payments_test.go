@@ -561,6 +561,7 @@ func TestListPayments(t *testing.T) {
 			// reads neither, and says so as for any other bad value.
 			{"created_gte a leap second", url.Values{"created_gte": {"2016-12-31T23:59:60Z"}}, "created_gte"},
 			{"created_lt with a lower-case t", url.Values{"created_lt": {"2026-01-01t00:00:00Z"}}, "created_lt"},
+			{"created_lt with a lower-case z", url.Values{"created_lt": {"2026-01-01T00:00:00z"}}, "created_lt"},
 		}
 		for _, tt := range tests {
 			res := b.client.Get("/payments?" + tt.query.Encode())
@@ -613,6 +614,7 @@ func (p listedPayment) createdAt(t *testing.T) time.Time {
 
 // nanosAfter is the payment's created_at plus a nanosecond, finer than the database holds.
 func nanosAfter(t *testing.T, p listedPayment) string {
+	t.Helper()
 	return p.createdAt(t).Add(time.Nanosecond).Format(time.RFC3339Nano)
 }
 

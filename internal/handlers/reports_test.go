@@ -211,14 +211,16 @@ func TestReportRangeFinerThanAMicrosecond(t *testing.T) {
 	p, _ := createPayment(t, b.client, 1000)
 	var created listedPayment
 	b.client.Get("/payments/"+p.ID).Decode(t, &created)
-	hourBefore := created.createdAt(t).Add(-time.Hour).Format(time.RFC3339)
-	hourAfter := created.createdAt(t).Add(time.Hour).Format(time.RFC3339)
+	at := created.createdAt(t)
+	hourBefore, hourAfter := at.Add(-time.Hour).Format(time.RFC3339), at.Add(time.Hour).Format(time.RFC3339)
+	microAfter := at.Add(time.Microsecond) // what a bound a nanosecond after it is held as
 	for _, c := range []struct {
-		name, gte, lt string
-		rows          int
+		name, gte, lt   string
+		rows            int
+		heldGte, heldLt time.Time // the range the report shows
 	}{
-		{"from a nanosecond after it", nanosAfter(t, created), hourAfter, 0},
-		{"up to a nanosecond after it", hourBefore, nanosAfter(t, created), 1},
+		{"from a nanosecond after it", nanosAfter(t, created), hourAfter, 0, microAfter, at.Add(time.Hour).Truncate(time.Second)},
+		{"up to a nanosecond after it", hourBefore, nanosAfter(t, created), 1, at.Add(-time.Hour).Truncate(time.Second), microAfter},
 	} {
 		body := map[string]any{"type": "payments", "format": "json", "created_gte": c.gte, "created_lt": c.lt}
 		j := waitForJob(t, b.client, requestReport(t, b.client, body).ID, "succeeded")
@@ -226,6 +228,16 @@ func TestReportRangeFinerThanAMicrosecond(t *testing.T) {
 		b.client.Get(j.Result.DownloadURL).Decode(t, &rows)
 		if len(rows) != c.rows {
 			t.Errorf("%s (%s to %s, the payment at %s): %d rows, want %d", c.name, c.gte, c.lt, created.CreatedAt, len(rows), c.rows)
+		}
+		var report struct { // the report shows the range as held
+			CreatedGte time.Time `json:"created_gte"`
+			CreatedLt  time.Time `json:"created_lt"`
+		}
+		b.client.Get("/reports/"+j.Result.ReportID).Decode(t, &report)
+		if !report.CreatedGte.Equal(c.heldGte) || !report.CreatedLt.Equal(c.heldLt) {
+			t.Errorf("%s: the report's range is %s to %s, want %s to %s", c.name,
+				report.CreatedGte.Format(time.RFC3339Nano), report.CreatedLt.Format(time.RFC3339Nano),
+				c.heldGte.Format(time.RFC3339Nano), c.heldLt.Format(time.RFC3339Nano))
 		}
 	}
 }

@@ -33,13 +33,10 @@ func TestSweepReadsOnlyExpiredKeys(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	scans := dbtest.SeqScansDuring(t, ctx, pool, []string{"idempotency_keys"}, func() {
+	dbtest.NoSeqScans(t, ctx, pool, []string{"idempotency_keys"}, func() {
 		n, err := store.Sweep(ctx)
 		if err != nil || n != expired {
 			t.Fatalf("swept %d keys (%v), want %d", n, err, expired)
 		}
 	})
-	if scans[0] != 0 {
-		t.Errorf("the sweep scanned the whole table of %d keys %d times to find %d expired ones", live+expired, scans[0], expired)
-	}
 }
