@@ -241,7 +241,11 @@ func (p *preloader) keyRows(i int, pp preloadPayment) ([][]any, error) {
 }
 
 func keyRow(account, operation, key, request string, status int32, headers map[string]string, body []byte, created, expires time.Time) ([]any, error) {
-	fp, err := idempotency.Fingerprint(operation, []byte(request))
+	decoded, err := idempotency.Decode([]byte(request))
+	if err != nil {
+		return nil, err
+	}
+	fp, err := idempotency.Fingerprint(operation, decoded)
 	if err != nil {
 		return nil, err
 	}

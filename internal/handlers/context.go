@@ -19,6 +19,7 @@ type requestState struct {
 	account       db.Account
 	authenticated bool
 	body          []byte
+	decoded       any                 // the body as the contract decoded and checked it
 	operation     *contract.Operation // what findOperation found
 	// rateLimits are the RateLimit members of the quotas the request spent, for a refusal
 	// that Prefer asks for later; rateLimitBuf holds them without an allocation.
@@ -58,5 +59,9 @@ func accountFrom(ctx context.Context) db.Account {
 	return acct
 }
 
-// rawBodyFrom is the request body exactly as the client sent it (for idempotency fingerprints).
+// rawBodyFrom is the request body exactly as the client sent it.
 func rawBodyFrom(ctx context.Context) []byte { return stateFrom(ctx).body }
+
+// decodedBodyFrom is the JSON body as validateRequests decoded it, which is how an
+// idempotency fingerprint takes it; nil for a request without one.
+func decodedBodyFrom(ctx context.Context) any { return stateFrom(ctx).decoded }

@@ -15,7 +15,7 @@ import (
 // the stored response are written in one transaction that starts by claiming the key.
 func (s *Server) CreatePayment(ctx context.Context, req api.CreatePaymentRequestObject) (api.CreatePaymentResponseObject, error) {
 	acct := accountFrom(ctx)
-	idem, err := idempotency.NewRequest(acct.ID, "payments.create", req.Params.IdempotencyKey, rawBodyFrom(ctx))
+	idem, err := idempotency.NewRequest(acct.ID, "payments.create", req.Params.IdempotencyKey, decodedBodyFrom(ctx))
 	if err != nil {
 		return nil, err
 	}

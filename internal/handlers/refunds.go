@@ -15,7 +15,7 @@ import (
 // rolls it back, so nothing is stored and the key stays free.
 func (s *Server) CreateRefund(ctx context.Context, req api.CreateRefundRequestObject) (api.CreateRefundResponseObject, error) {
 	acct := accountFrom(ctx)
-	idem, err := idempotency.NewRequest(acct.ID, "refunds.create", req.Params.IdempotencyKey, rawBodyFrom(ctx))
+	idem, err := idempotency.NewRequest(acct.ID, "refunds.create", req.Params.IdempotencyKey, decodedBodyFrom(ctx))
 	if err != nil {
 		return nil, err
 	}

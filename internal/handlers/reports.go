@@ -21,7 +21,7 @@ const pollAfter = "1"
 // answers the same job at the same Location.
 func (s *Server) CreateReport(ctx context.Context, req api.CreateReportRequestObject) (api.CreateReportResponseObject, error) {
 	acct := accountFrom(ctx)
-	idem, err := idempotency.NewRequest(acct.ID, "reports.create", req.Params.IdempotencyKey, rawBodyFrom(ctx))
+	idem, err := idempotency.NewRequest(acct.ID, "reports.create", req.Params.IdempotencyKey, decodedBodyFrom(ctx))
 	if err != nil {
 		return nil, err
 	}

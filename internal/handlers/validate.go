@@ -89,6 +89,7 @@ func validateRequests() echo.MiddlewareFunc {
 				// case-sensitively: hand it the canonical, lowercase form.
 				req.Header.Set("Content-Type", valid.MediaType)
 				req.Body = validatedBody{ReadCloser: req.Body, value: valid.Body}
+				stateFrom(req.Context()).decoded = valid.Body
 			}
 			return next(c)
 		}

@@ -18,117 +18,141 @@ import (
 // re-serialises the same body (other key order, other spacing, 5000 written as 5e3 or
 // 5000.0, which the contract binds as the same integer) gets the same fingerprint; any
 // changed value gives another.
-func Fingerprint(operation string, body []byte) ([]byte, error) {
-	canonical, err := Canonicalize(body)
-	if err != nil {
+//
+// body is the document as Decode returns it: maps, slices, strings, json.Number, bools and
+// nil. The server passes the body its contract has already decoded and checked, which
+// refuses what Decode refuses, so a body is parsed once, not once more here.
+func Fingerprint(operation string, body any) ([]byte, error) {
+	var canonical bytes.Buffer
+	if err := writeCanonical(&canonical, body); err != nil {
 		return nil, err
 	}
 	h := sha256.New()
 	h.Write([]byte(operation))
 	h.Write([]byte{0}) // the operation never contains NUL, so the split is unambiguous
-	h.Write(canonical)
+	h.Write(canonical.Bytes())
 	return h.Sum(nil), nil
 }
 
 // Canonicalize rewrites a JSON document in one normal form: object members sorted by key,
 // no whitespace, strings re-escaped uniformly, numbers in exact scientific form (digits "e"
-// exponent, never through float64, which would make 9007199254740993 equal ...992). Duplicate
-// member names are rejected: which one wins differs between parsers, so such a body has no
-// single meaning to compare.
+// exponent, never through float64, which would make 9007199254740993 equal ...992).
 func Canonicalize(doc []byte) ([]byte, error) {
+	v, err := Decode(doc)
+	if err != nil {
+		return nil, err
+	}
+	var out bytes.Buffer
+	if err := writeCanonical(&out, v); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
+}
+
+// Decode reads a JSON document as Fingerprint takes it, numbers as json.Number. It refuses
+// what has no single meaning to compare: bytes that are not UTF-8 (a decoder replaces them),
+// duplicate member names (which one wins differs between parsers) and data after the value.
+func Decode(doc []byte) (any, error) {
 	if !utf8.Valid(doc) {
 		return nil, errors.New("the body is not valid UTF-8")
 	}
 	dec := json.NewDecoder(bytes.NewReader(doc))
 	dec.UseNumber()
-	var out bytes.Buffer
-	if err := canonicalValue(dec, &out); err != nil {
+	v, err := decodeValue(dec)
+	if err != nil {
 		return nil, err
 	}
 	if _, err := dec.Token(); err != io.EOF {
 		return nil, errors.New("the body has data after its JSON value")
 	}
-	return out.Bytes(), nil
+	return v, nil
 }
 
-func canonicalValue(dec *json.Decoder, out *bytes.Buffer) error {
+// decodeValue reads one value token by token, which is what lets it see a member name twice.
+func decodeValue(dec *json.Decoder) (any, error) {
 	tok, err := dec.Token()
 	if err != nil {
-		return fmt.Errorf("invalid JSON: %w", err)
+		return nil, fmt.Errorf("invalid JSON: %w", err)
 	}
-	switch t := tok.(type) {
-	case json.Delim:
-		if t == '{' {
-			return canonicalObject(dec, out)
+	switch tok {
+	case json.Delim('{'):
+		object := map[string]any{}
+		for dec.More() {
+			tok, err := dec.Token()
+			if err != nil {
+				return nil, fmt.Errorf("invalid JSON: %w", err)
+			}
+			name := tok.(string) // the decoder only yields strings in member-name position
+			if _, dup := object[name]; dup {
+				return nil, fmt.Errorf("duplicate member %q", name)
+			}
+			if object[name], err = decodeValue(dec); err != nil {
+				return nil, err
+			}
 		}
-		return canonicalArray(dec, out)
+		_, err = dec.Token() // the closing '}'
+		return object, err
+	case json.Delim('['):
+		array := []any{}
+		for dec.More() {
+			item, err := decodeValue(dec)
+			if err != nil {
+				return nil, err
+			}
+			array = append(array, item)
+		}
+		_, err = dec.Token() // the closing ']'
+		return array, err
+	}
+	return tok, nil // a string, json.Number, bool or nil
+}
+
+// writeCanonical writes v, a decoded document, in canonical form.
+func writeCanonical(out *bytes.Buffer, v any) error {
+	switch v := v.(type) {
+	case map[string]any:
+		names := make([]string, 0, len(v))
+		for name := range v {
+			names = append(names, name)
+		}
+		slices.Sort(names) // byte order, so the result does not depend on a locale
+		out.WriteByte('{')
+		for i, name := range names {
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			writeString(out, name)
+			out.WriteByte(':')
+			if err := writeCanonical(out, v[name]); err != nil {
+				return err
+			}
+		}
+		out.WriteByte('}')
+	case []any:
+		out.WriteByte('[')
+		for i, item := range v {
+			if i > 0 {
+				out.WriteByte(',')
+			}
+			if err := writeCanonical(out, item); err != nil {
+				return err
+			}
+		}
+		out.WriteByte(']')
 	case string:
-		writeString(out, t)
+		writeString(out, v)
 	case json.Number:
-		n, err := canonicalNumber(string(t))
+		n, err := canonicalNumber(string(v))
 		if err != nil {
 			return err
 		}
 		out.WriteString(n)
 	case bool:
-		out.WriteString(strconv.FormatBool(t))
+		out.WriteString(strconv.FormatBool(v))
 	case nil:
 		out.WriteString("null")
-	}
-	return nil
-}
-
-func canonicalObject(dec *json.Decoder, out *bytes.Buffer) error {
-	members := map[string][]byte{}
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return fmt.Errorf("invalid JSON: %w", err)
-		}
-		name := tok.(string) // the decoder only yields strings in member-name position
-		if _, dup := members[name]; dup {
-			return fmt.Errorf("duplicate member %q", name)
-		}
-		var value bytes.Buffer
-		if err := canonicalValue(dec, &value); err != nil {
-			return err
-		}
-		members[name] = value.Bytes()
-	}
-	if _, err := dec.Token(); err != nil { // the closing '}'
-		return fmt.Errorf("invalid JSON: %w", err)
-	}
-	names := make([]string, 0, len(members))
-	for name := range members {
-		names = append(names, name)
-	}
-	slices.Sort(names) // byte order, so the result does not depend on a locale
-	out.WriteByte('{')
-	for i, name := range names {
-		if i > 0 {
-			out.WriteByte(',')
-		}
-		writeString(out, name)
-		out.WriteByte(':')
-		out.Write(members[name])
-	}
-	out.WriteByte('}')
-	return nil
-}
-
-func canonicalArray(dec *json.Decoder, out *bytes.Buffer) error {
-	out.WriteByte('[')
-	for i := 0; dec.More(); i++ {
-		if i > 0 {
-			out.WriteByte(',')
-		}
-		if err := canonicalValue(dec, out); err != nil {
-			return err
-		}
-	}
-	out.WriteByte(']')
-	if _, err := dec.Token(); err != nil { // the closing ']'
-		return fmt.Errorf("invalid JSON: %w", err)
+	default: // a float64 would mean a decoder without UseNumber: its digits are already lost
+		return fmt.Errorf("idempotency: %T is not a value Decode returns", v)
 	}
 	return nil
 }

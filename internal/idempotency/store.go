@@ -25,8 +25,9 @@ type Request struct {
 	Fingerprint []byte
 }
 
-// NewRequest parses the Idempotency-Key header and fingerprints the raw body.
-func NewRequest(accountID, operation, keyHeader string, body []byte) (Request, error) {
+// NewRequest parses the Idempotency-Key header and fingerprints the body, decoded as
+// Fingerprint says.
+func NewRequest(accountID, operation, keyHeader string, body any) (Request, error) {
 	key, err := ParseKey(keyHeader)
 	if err != nil {
 		return Request{}, err

@@ -93,7 +93,7 @@ func TestExpiredKeyCanBeReused(t *testing.T) {
 
 	request := func(body string) idempotency.Request {
 		t.Helper()
-		req, err := idempotency.NewRequest(accountID, "payments.create", "key-K", []byte(body))
+		req, err := idempotency.NewRequest(accountID, "payments.create", "key-K", decode(t, body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +152,7 @@ func TestConcurrentReplaysOfACompletedKey(t *testing.T) {
 	t.Parallel()
 	store, _, accountID := setupStore(t)
 	ctx := bounded(t)
-	req, err := idempotency.NewRequest(accountID, "payments.create", "key-replayed", []byte(`{"amount":100}`))
+	req, err := idempotency.NewRequest(accountID, "payments.create", "key-replayed", decode(t, `{"amount":100}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -222,7 +222,7 @@ func TestAReplayIsAnsweredFromTheClaim(t *testing.T) {
 	defer pool.Close()
 	store := idempotency.NewStore(pool, time.Hour)
 	ctx := bounded(t)
-	req, err := idempotency.NewRequest(seedAccount(t, pool), "payments.create", "key-counted", []byte(`{"amount":100}`))
+	req, err := idempotency.NewRequest(seedAccount(t, pool), "payments.create", "key-counted", decode(t, `{"amount":100}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -240,4 +240,14 @@ func TestAReplayIsAnsweredFromTheClaim(t *testing.T) {
 	if n := statements.n.Load(); n != 3 {
 		t.Errorf("a replay sent %d statements, want 3: BEGIN, the claim, COMMIT", n)
 	}
+}
+
+// decode is a body as the contract hands it to NewRequest.
+func decode(t *testing.T, body string) any {
+	t.Helper()
+	v, err := idempotency.Decode([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v
 }
