@@ -3,26 +3,10 @@ package handlers
 import (
 	"bytes"
 	"context"
-	"time"
 
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/api"
 )
-
-// measureRequests records every request's duration under its route template and the status
-// the client got. It hands an error to the error handler itself (as the request logger does),
-// so the status it records is the problem's, not a guess from the error.
-func (s *Server) measureRequests(next echo.HandlerFunc) echo.HandlerFunc {
-	return func(c echo.Context) error {
-		start := time.Now()
-		err := next(c)
-		if err != nil && !c.Response().Committed {
-			c.Error(err)
-		}
-		s.metrics.ObserveRequest(c.Request().Method, s.routeTemplate(c), c.Response().Status, time.Since(start))
-		return err
-	}
-}
 
 // routeTemplate names the route as the spec does ("/payments/{id}"). A request that matched
 // no route is "unmatched": its path is the client's choice and must not become a series.

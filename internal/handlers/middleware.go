@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
-	"github.com/labstack/echo/v4/middleware"
 	"github.com/payments-api/payments-api/internal/domain"
 	"github.com/payments-api/payments-api/internal/trace"
 )
@@ -64,47 +63,55 @@ const (
 	clientGoneKey    = "client_gone"
 )
 
-// logRequests writes one structured line per request. HandleError makes the error handler
-// run first, so the logged status is the one the client got, or 499 when it left first.
-func (s *Server) logRequests() echo.MiddlewareFunc {
-	return middleware.RequestLoggerWithConfig(middleware.RequestLoggerConfig{
-		HandleError:  true,
-		LogMethod:    true,
-		LogRoutePath: true,
-		LogStatus:    true,
-		LogLatency:   true,
-		LogValuesFunc: func(c echo.Context, v middleware.RequestLoggerValues) error {
-			ctx := c.Request().Context()
-			if !s.logger.Enabled(ctx, slog.LevelInfo) {
-				return nil // LOG_LEVEL=warn or error: no request lines (and no debug decisions)
-			}
-			status, gone := v.Status, c.Get(clientGoneKey) == true
-			if gone {
-				status = statusClientGone
-			}
-			// Room for every attribute below, so the optional ones are appended on the stack
-			// instead of growing the slice on the heap.
-			attrs := append(make([]slog.Attr, 0, 8),
-				slog.String("method", v.Method),
-				slog.String("route", v.RoutePath),
-				slog.Int("status", status),
-				slog.Duration("duration", v.Latency),
-				slog.String("request_id", requestIDFrom(ctx)),
-			)
-			if gone {
-				attrs = append(attrs, slog.Bool("client_gone", true))
-			}
-			if acct, ok := authenticatedAccount(ctx); ok {
-				attrs = append(attrs, slog.String("account", acct.ID))
-			}
-			if c.Get(lostResponseKey) == true {
-				attrs = append(attrs, slog.Bool("response_dropped", true)) // Prefer: fault=lost-response
-			}
-			s.logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
-			s.logDecisions(c)
-			return nil
-		},
-	})
+// observeRequests records every request once it has been answered: its duration and status
+// in the metrics, under its route template, and one structured line in the log. It hands an
+// error to the error handler itself, so both record the status the client got (or 499 in
+// the log, when it left first), not a guess from the error. One layer does both, with one
+// clock, since they measure the same thing.
+func (s *Server) observeRequests(next echo.HandlerFunc) echo.HandlerFunc {
+	return func(c echo.Context) error {
+		start := time.Now()
+		err := next(c)
+		if err != nil && !c.Response().Committed {
+			c.Error(err)
+		}
+		elapsed := time.Since(start)
+		s.metrics.ObserveRequest(c.Request().Method, s.routeTemplate(c), c.Response().Status, elapsed)
+		s.logRequest(c, elapsed)
+		return err
+	}
+}
+
+// logRequest writes the request's line, at info.
+func (s *Server) logRequest(c echo.Context, elapsed time.Duration) {
+	ctx := c.Request().Context()
+	if !s.logger.Enabled(ctx, slog.LevelInfo) {
+		return // LOG_LEVEL=warn or error: no request lines (and no debug decisions)
+	}
+	status, gone := c.Response().Status, c.Get(clientGoneKey) == true
+	if gone {
+		status = statusClientGone
+	}
+	// Room for every attribute below, so the optional ones are appended on the stack
+	// instead of growing the slice on the heap.
+	attrs := append(make([]slog.Attr, 0, 8),
+		slog.String("method", c.Request().Method),
+		slog.String("route", c.Path()),
+		slog.Int("status", status),
+		slog.Duration("duration", elapsed),
+		slog.String("request_id", requestIDFrom(ctx)),
+	)
+	if gone {
+		attrs = append(attrs, slog.Bool("client_gone", true))
+	}
+	if acct, ok := authenticatedAccount(ctx); ok {
+		attrs = append(attrs, slog.String("account", acct.ID))
+	}
+	if c.Get(lostResponseKey) == true {
+		attrs = append(attrs, slog.Bool("response_dropped", true)) // Prefer: fault=lost-response
+	}
+	s.logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
+	s.logDecisions(c)
 }
 
 // authenticate resolves the bearer key to its account, once per request (from a short-lived

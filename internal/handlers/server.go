@@ -142,9 +142,8 @@ func New(opts Options) (*echo.Echo, error) {
 	e.HTTPErrorHandler = s.handleError
 	e.Use(chainOnce(
 		dropLostResponses, // first: it closes connections once everything else is done
-		s.startRequest,    // outside the logger, so the logger still sees the context the client left
-		s.measureRequests,
-		s.logRequests(),
+		s.startRequest,    // outside the log, so the log still sees the context the client left
+		s.observeRequests, // metrics and the log line, after the error handler has answered
 		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: s.logPanic, DisableErrorHandler: true}),
 		cors(opts.CORSAllowedOrigins),
 		answerMethods,
