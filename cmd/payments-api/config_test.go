@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -229,6 +230,27 @@ func TestRunModeDefaults(t *testing.T) {
 	for _, bad := range []map[string]string{{"RUN_MODE": "staging"}, {"RUN_MODE": "production", "METRICS_ADDR": "9090"}} {
 		if _, err := loadConfig(bad); err == nil {
 			t.Errorf("%v: accepted", bad)
+		}
+	}
+}
+
+// TestGCPercent: the server's own default pace for the collector, unless GOGC names one
+// (the runtime has then read it already).
+func TestGCPercent(t *testing.T) {
+	restore := debug.SetGCPercent(100)
+	t.Cleanup(func() { debug.SetGCPercent(restore) })
+	for _, tt := range []struct {
+		env  map[string]string
+		want int
+	}{
+		{map[string]string{}, defaultGOGC},
+		{map[string]string{"GOGC": "100"}, 100}, // left as the runtime set it (here, 100)
+		{map[string]string{"GOGC": "off"}, 100},
+	} {
+		debug.SetGCPercent(100)
+		setGCPercent(tt.env)
+		if got := debug.SetGCPercent(100); got != tt.want {
+			t.Errorf("GOGC %q: the collector's percent is %d, want %d", tt.env["GOGC"], got, tt.want)
 		}
 	}
 }
