@@ -58,7 +58,8 @@ func run(args []string, stdout io.Writer) error {
 		o.apiKey = cmp.Or(o.apiKey, os.Getenv("PAYMENTS_API_KEY"), "sk_test_demo")
 		return listen(ctx, o, stdout)
 	}
-	cfg, err := loadConfig(environ())
+	env := environ()
+	cfg, err := loadConfig(env)
 	if err != nil {
 		return fmt.Errorf("configuration: %w", err)
 	}
@@ -79,7 +80,7 @@ func run(args []string, stdout io.Writer) error {
 			return fmt.Errorf("listen on LISTEN_ADDR %s: %w", cfg.ListenAddr, err)
 		}
 	}
-	setGCPercent(environ())
+	setGCPercent(env)
 	return serve(ctx, cfg, logger, ln)
 }
 

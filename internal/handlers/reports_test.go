@@ -252,8 +252,8 @@ func TestReportRequestValidation(t *testing.T) {
 	}{
 		{"created_lt before created_gte", map[string]any{"type": "payments", "created_gte": "2026-02-01T00:00:00Z", "created_lt": "2026-01-01T00:00:00Z"}, "/created_lt"},
 		{"empty range", map[string]any{"type": "payments", "created_gte": "2026-02-01T00:00:00Z", "created_lt": "2026-02-01T00:00:00Z"}, "/created_lt"},
-		// Between two microseconds, the finest time PostgreSQL holds: no row can lie in it.
 		{"a leap second", map[string]any{"type": "payments", "created_gte": "2016-12-31T23:59:60Z", "created_lt": "2017-01-31T00:00:00Z"}, "/created_gte"},
+		// Between two microseconds, the finest time PostgreSQL holds: no row can lie in it.
 		{"range inside a microsecond", map[string]any{"type": "payments", "created_gte": "2026-02-01T00:00:00.0000001Z", "created_lt": "2026-02-01T00:00:00.0000009Z"}, "/created_lt"},
 		{"range over 366 days", map[string]any{"type": "payments", "created_gte": "2024-01-01T00:00:00Z", "created_lt": "2025-01-02T00:00:01Z"}, "/created_lt"},
 		{"unknown type", map[string]any{"type": "disputes", "created_gte": "2026-01-01T00:00:00Z", "created_lt": "2026-02-01T00:00:00Z"}, "/type"},

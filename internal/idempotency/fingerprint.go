@@ -23,14 +23,14 @@ import (
 // nil. The server passes the body its contract has already decoded and checked, which
 // refuses what Decode refuses, so a body is parsed once, not once more here.
 func Fingerprint(operation string, body any) ([]byte, error) {
-	var canonical bytes.Buffer
-	if err := writeCanonical(&canonical, body); err != nil {
+	c, err := canonical(body)
+	if err != nil {
 		return nil, err
 	}
 	h := sha256.New()
 	h.Write([]byte(operation))
 	h.Write([]byte{0}) // the operation never contains NUL, so the split is unambiguous
-	h.Write(canonical.Bytes())
+	h.Write(c)
 	return h.Sum(nil), nil
 }
 
@@ -42,11 +42,7 @@ func Canonicalize(doc []byte) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	var out bytes.Buffer
-	if err := writeCanonical(&out, v); err != nil {
-		return nil, err
-	}
-	return out.Bytes(), nil
+	return canonical(v)
 }
 
 // Decode reads a JSON document as Fingerprint takes it, numbers as json.Number. It refuses
@@ -90,8 +86,7 @@ func decodeValue(dec *json.Decoder) (any, error) {
 				return nil, err
 			}
 		}
-		_, err = dec.Token() // the closing '}'
-		return object, err
+		return object, closing(dec)
 	case json.Delim('['):
 		array := []any{}
 		for dec.More() {
@@ -101,10 +96,26 @@ func decodeValue(dec *json.Decoder) (any, error) {
 			}
 			array = append(array, item)
 		}
-		_, err = dec.Token() // the closing ']'
-		return array, err
+		return array, closing(dec)
 	}
 	return tok, nil // a string, json.Number, bool or nil
+}
+
+// closing reads the '}' or ']' that ends the object or array just read.
+func closing(dec *json.Decoder) error {
+	if _, err := dec.Token(); err != nil {
+		return fmt.Errorf("invalid JSON: %w", err)
+	}
+	return nil
+}
+
+// canonical is v, a decoded document, in canonical form.
+func canonical(v any) ([]byte, error) {
+	var out bytes.Buffer
+	if err := writeCanonical(&out, v); err != nil {
+		return nil, err
+	}
+	return out.Bytes(), nil
 }
 
 // writeCanonical writes v, a decoded document, in canonical form.
