@@ -3,6 +3,8 @@ package trace
 import (
 	"context"
 	"regexp"
+	"strconv"
+	"strings"
 	"testing"
 	"time"
 )
@@ -31,10 +33,30 @@ func TestServerTimingDurIsAlwaysADecimal(t *testing.T) {
 		{999 * time.Nanosecond, "claim;dur=0.0"},
 		{2 * time.Millisecond, "claim;dur=2.0"},
 		{2*time.Millisecond + time.Microsecond, "claim;dur=2.001"},
+		{2*time.Millisecond + 10*time.Microsecond, "claim;dur=2.01"},
+		{2*time.Millisecond + 500*time.Microsecond, "claim;dur=2.5"},
+		{50 * time.Microsecond, "claim;dur=0.05"},
+		{1234567 * time.Microsecond, "claim;dur=1234.567"},
 		{40 * time.Second, "claim;dur=40000.0"},
 	} {
 		if got := string(appendTiming(nil, "claim", tt.d)); got != tt.want {
 			t.Errorf("appendTiming(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}
+
+// Every whole number of microseconds up to ten seconds reads back as itself, in at most
+// three decimals and never without the point.
+func TestServerTimingDurReadsBackAsItsMicroseconds(t *testing.T) {
+	for us := int64(0); us <= 10_000_000; us += 7 {
+		got := string(appendTiming(nil, "", time.Duration(us)*time.Microsecond))[len(";dur="):]
+		whole, frac, ok := strings.Cut(got, ".")
+		if !ok || len(frac) < 1 || len(frac) > 3 || strings.HasSuffix(frac, "0") && frac != "0" {
+			t.Fatalf("%d µs: dur=%s, want a decimal with 1 to 3 decimals and no trailing zero", us, got)
+		}
+		f, err := strconv.ParseFloat(got, 64)
+		if err != nil || f != float64(us)/1e3 || whole != strconv.FormatInt(us/1000, 10) {
+			t.Fatalf("%d µs: dur=%s reads back as %v (%v)", us, got, f, err)
 		}
 	}
 }
