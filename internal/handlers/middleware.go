@@ -110,7 +110,11 @@ func (s *Server) logRequest(c echo.Context, elapsed time.Duration) {
 	if c.Get(lostResponseKey) == true {
 		attrs = append(attrs, slog.Bool("response_dropped", true)) // Prefer: fault=lost-response
 	}
-	s.logger.LogAttrs(ctx, slog.LevelInfo, "request", attrs...)
+	// The record goes to the handler directly, with no caller: Logger.LogAttrs would walk
+	// the stack for one on every request, for a source line the handler does not write.
+	r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+	r.AddAttrs(attrs...)
+	_ = s.logger.Handler().Handle(ctx, r) // as Logger does, a line that fails to write is dropped
 	s.logDecisions(c)
 }
 
