@@ -34,10 +34,12 @@ func Fingerprint(operation string, body any) ([]byte, error) {
 	return h.Sum(nil), nil
 }
 
-// Canonicalize rewrites a JSON document in one normal form: object members sorted by key,
-// no whitespace, strings re-escaped uniformly, numbers in exact scientific form (digits "e"
-// exponent, never through float64, which would make 9007199254740993 equal ...992).
-func Canonicalize(doc []byte) ([]byte, error) {
+// canonicalize rewrites a JSON document in the normal form Fingerprint hashes: object
+// members sorted by key, no whitespace, strings re-escaped uniformly, numbers in exact
+// scientific form (digits "e" exponent, never through float64, which would make
+// 9007199254740993 equal ...992). The server never holds the bytes alone (Fingerprint takes
+// the decoded body); the tests and the fuzz target check the form through it.
+func canonicalize(doc []byte) ([]byte, error) {
 	v, err := Decode(doc)
 	if err != nil {
 		return nil, err

@@ -28,8 +28,8 @@ func TestCanonicalizeEqualDocuments(t *testing.T) {
 		{`[1,"x",null,true]`, ` [ 1 , "x" , null , true ] `},
 	}
 	for _, tt := range tests {
-		ca, errA := Canonicalize([]byte(tt.a))
-		cb, errB := Canonicalize([]byte(tt.b))
+		ca, errA := canonicalize([]byte(tt.a))
+		cb, errB := canonicalize([]byte(tt.b))
 		if errA != nil || errB != nil || !bytes.Equal(ca, cb) {
 			t.Errorf("%s and %s: canonical %s (%v) vs %s (%v)", tt.a, tt.b, ca, errA, cb, errB)
 		}
@@ -48,8 +48,8 @@ func TestCanonicalizeDifferentDocuments(t *testing.T) {
 		{`{"n":0.1}`, `{"n":0.10000000000000001}`}, // equal as float64
 	}
 	for _, tt := range tests {
-		ca, _ := Canonicalize([]byte(tt.a))
-		cb, _ := Canonicalize([]byte(tt.b))
+		ca, _ := canonicalize([]byte(tt.a))
+		cb, _ := canonicalize([]byte(tt.b))
 		if bytes.Equal(ca, cb) {
 			t.Errorf("%s and %s both canonicalize to %s", tt.a, tt.b, ca)
 		}
@@ -66,8 +66,8 @@ func TestCanonicalizeRejects(t *testing.T) {
 		`{"n":1e99999999999}`,
 		``,
 	} {
-		if c, err := Canonicalize([]byte(doc)); err == nil {
-			t.Errorf("Canonicalize(%q) = %s, want an error", doc, c)
+		if c, err := canonicalize([]byte(doc)); err == nil {
+			t.Errorf("canonicalize(%q) = %s, want an error", doc, c)
 		}
 	}
 }
@@ -129,21 +129,21 @@ func FuzzCanonicalize(f *testing.F) {
 		f.Add(seed, `{"amount":5000}`)
 	}
 	f.Fuzz(func(t *testing.T, a, b string) {
-		ca, errA := Canonicalize([]byte(a))
+		ca, errA := canonicalize([]byte(a))
 		if errA != nil {
 			return
 		}
 		// Canonical form is a fixed point, and whitespace does not matter.
-		if again, err := Canonicalize(ca); err != nil || !bytes.Equal(again, ca) {
+		if again, err := canonicalize(ca); err != nil || !bytes.Equal(again, ca) {
 			t.Fatalf("not a fixed point: %s -> %s (%v)", ca, again, err)
 		}
 		var indented bytes.Buffer
 		if err := json.Indent(&indented, []byte(a), "", "  "); err == nil {
-			if ci, err := Canonicalize(indented.Bytes()); err != nil || !bytes.Equal(ci, ca) {
+			if ci, err := canonicalize(indented.Bytes()); err != nil || !bytes.Equal(ci, ca) {
 				t.Fatalf("re-spacing changed the canonical form: %s vs %s", ci, ca)
 			}
 		}
-		cb, errB := Canonicalize([]byte(b))
+		cb, errB := canonicalize([]byte(b))
 		if errB != nil {
 			return
 		}
