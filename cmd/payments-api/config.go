@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"net/url"
 	"reflect"
 	"slices"
@@ -52,6 +53,7 @@ type config struct {
 	WebhookTimeout              time.Duration   `env:"WEBHOOK_TIMEOUT" envDefault:"10s"`
 	WebhookWorkers              int             `env:"WEBHOOK_WORKERS" envDefault:"20"`
 	CORSOrigins                 []string        `env:"CORS_ALLOWED_ORIGINS" envDefault:"*"`
+	TrustedProxies              []proxyRange    `env:"TRUSTED_PROXIES"`
 	RedisURL                    string          `env:"REDIS_URL"`
 	RateLimitDefault            ratelimit.Rate  `env:"RATE_LIMIT_DEFAULT" envDefault:"100/1s"`
 	RateLimitWrites             ratelimit.Rate  `env:"RATE_LIMIT_WRITES" envDefault:"25/1s"`
@@ -76,6 +78,38 @@ type config struct {
 	OpenTestAccounts bool `env:"OPEN_TEST_ACCOUNTS"`
 	// MetricsAddr is the listener of its own that serves /metrics; empty serves none.
 	MetricsAddr string `env:"METRICS_ADDR"`
+}
+
+// proxyRange is one entry of TRUSTED_PROXIES: a proxy's address (127.0.0.1) or its network
+// (10.0.0.0/8). The server believes X-Forwarded-For only from these (handlers.clientIPExtractor).
+type proxyRange struct{ netip.Prefix }
+
+func (r *proxyRange) UnmarshalText(text []byte) error {
+	s := strings.TrimSpace(string(text))
+	if addr, err := netip.ParseAddr(s); err == nil {
+		addr = addr.Unmap()
+		r.Prefix = netip.PrefixFrom(addr, addr.BitLen())
+		return nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return fmt.Errorf("%q is neither an address (10.0.0.7) nor a network (10.0.0.0/8)", s)
+	}
+	if p.Bits() == 0 {
+		// Every address a proxy: any client could name itself in X-Forwarded-For.
+		return fmt.Errorf("%q trusts every address", s)
+	}
+	r.Prefix = p.Masked()
+	return nil
+}
+
+// trustedProxies is TRUSTED_PROXIES as handlers.Options takes it.
+func (c config) trustedProxies() []netip.Prefix {
+	prefixes := make([]netip.Prefix, len(c.TrustedProxies))
+	for i, r := range c.TrustedProxies {
+		prefixes[i] = r.Prefix
+	}
+	return prefixes
 }
 
 // runMode is RUN_MODE. The sandbox is a demo for SDK authors and learners: a published key,

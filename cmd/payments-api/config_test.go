@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net/netip"
 	"runtime/debug"
 	"slices"
 	"strings"
@@ -65,6 +66,10 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"CORS_ALLOWED_ORIGINS": "app.example.com"}, "CORS_ALLOWED_ORIGINS"},
 		{map[string]string{"CORS_ALLOWED_ORIGINS": "ftp://files.example.com"}, "CORS_ALLOWED_ORIGINS"},
 		{map[string]string{"CORS_ALLOWED_ORIGINS": "https://app.*.example.com"}, "CORS_ALLOWED_ORIGINS"},
+		{map[string]string{"TRUSTED_PROXIES": "haproxy"}, "TRUSTED_PROXIES"},
+		{map[string]string{"TRUSTED_PROXIES": "10.0.0.0/33"}, "TRUSTED_PROXIES"},
+		{map[string]string{"TRUSTED_PROXIES": "127.0.0.1,0.0.0.0/0"}, "TRUSTED_PROXIES"}, // anyone could name themselves
+		{map[string]string{"TRUSTED_PROXIES": "::/0"}, "TRUSTED_PROXIES"},
 		{map[string]string{"DATABASE_CONNECT_TIMEOUT": "0s"}, "DATABASE_CONNECT_TIMEOUT"},
 		{map[string]string{"REQUEST_TIMEOUT": "0s"}, "REQUEST_TIMEOUT"},
 		{map[string]string{"PROCESSOR_LATENCY": "30s"}, "PROCESSOR_LATENCY"}, // not below REQUEST_TIMEOUT
@@ -158,6 +163,25 @@ func TestConfigParsesLists(t *testing.T) {
 	}
 	if len(cfg.DemoAPIKeys) != 2 || cfg.DemoAPIKeys[1] != "sk_test_bbbbbbbb" {
 		t.Errorf("DEMO_API_KEYS parsed as %q", cfg.DemoAPIKeys)
+	}
+}
+
+// TestConfigParsesTrustedProxies: addresses and networks, as the prefixes the server
+// matches a connection's address against; none by default.
+func TestConfigParsesTrustedProxies(t *testing.T) {
+	cfg, err := loadConfig(map[string]string{"TRUSTED_PROXIES": "127.0.0.1, 10.1.2.3/8,::1,::ffff:192.0.2.7"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []netip.Prefix{
+		netip.MustParsePrefix("127.0.0.1/32"), netip.MustParsePrefix("10.0.0.0/8"),
+		netip.MustParsePrefix("::1/128"), netip.MustParsePrefix("192.0.2.7/32"),
+	}
+	if got := cfg.trustedProxies(); !slices.Equal(got, want) {
+		t.Errorf("TRUSTED_PROXIES parsed as %v, want %v", got, want)
+	}
+	if cfg, err := loadConfig(map[string]string{}); err != nil || len(cfg.trustedProxies()) != 0 {
+		t.Errorf("default TRUSTED_PROXIES: %v (%v), want none", cfg.trustedProxies(), err)
 	}
 }
 

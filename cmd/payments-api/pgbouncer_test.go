@@ -59,17 +59,26 @@ func TestCoreFlowsThroughPgBouncer(t *testing.T) {
 	checkWebhookDelivery(t, c)
 }
 
+// systemTool is the path of the program name from Debian's package of that name, which puts
+// it in /usr/sbin, outside a user's PATH. The test is skipped where it is not installed;
+// .ci/run installs it.
+func systemTool(t *testing.T, name string) string {
+	t.Helper()
+	bin, err := osexec.LookPath(name)
+	if err != nil {
+		bin = "/usr/sbin/" + name
+	}
+	if _, err := os.Stat(bin); err != nil {
+		t.Skipf("%s is not installed (apt-get install %[1]s; .ci/run installs it)", name)
+	}
+	return bin
+}
+
 // startPgBouncer runs a private PgBouncer in transaction pooling mode in front of the
 // PostgreSQL server of databaseURL and returns databaseURL rewritten to go through it.
 func startPgBouncer(t *testing.T, databaseURL string) *url.URL {
 	t.Helper()
-	bin, err := osexec.LookPath("pgbouncer")
-	if err != nil {
-		bin = "/usr/sbin/pgbouncer" // Debian's, outside a user's PATH
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Skip("pgbouncer is not installed (apt-get install pgbouncer; .ci/run installs it)")
-	}
+	bin := systemTool(t, "pgbouncer")
 	u, err := url.Parse(databaseURL)
 	if err != nil {
 		t.Fatal(err)

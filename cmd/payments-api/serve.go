@@ -86,6 +86,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		Sandbox:            cfg.sandbox(),
 		FaultInjection:     cfg.FaultInjection,
 		OpenTestAccounts:   cfg.OpenTestAccounts,
+		TrustedProxies:     cfg.trustedProxies(),
 	})
 	if err != nil {
 		return err

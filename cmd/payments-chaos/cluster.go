@@ -117,7 +117,7 @@ func startCluster(ctx context.Context, c clusterConfig) (*cluster, error) {
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		cl.apiAddrs = append(cl.apiAddrs, addr)
 		cl.apis = append(cl.apis, &process{name: fmt.Sprintf("api%d", i+1), argv: []string{c.apiBinary},
-			env: append([]string{"PROCESS_ROLE=api", "LISTEN_ADDR=" + addr}, common...),
+			env: append([]string{"PROCESS_ROLE=api", "LISTEN_ADDR=" + addr, "TRUSTED_PROXIES=127.0.0.1"}, common...),
 			log: filepath.Join(c.dir, fmt.Sprintf("api%d.log", i+1))})
 	}
 	for i := range c.workers {

@@ -5,8 +5,10 @@ package apitest
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"io"
+	"net"
 	"net/http"
 	"strings"
 	"testing"
@@ -28,6 +30,7 @@ type Client struct {
 	BaseURL  string
 	APIKey   string
 	contract *contract.Contract
+	http     *http.Client // nil: the shared httpClient
 }
 
 // NewClient is a client of the server at baseURL.
@@ -60,6 +63,15 @@ func (c *Client) Production() *Client {
 func (c *Client) WithKey(apiKey string) *Client {
 	cp := *c
 	cp.APIKey = apiKey
+	return &cp
+}
+
+// From is a copy of c whose connections come from the local address ip (any of 127.0.0.0/8
+// on Linux), so that one test can be several clients to a limit kept per client address.
+func (c *Client) From(ip string) *Client {
+	dialer := &net.Dialer{Timeout: 5 * time.Second, LocalAddr: &net.TCPAddr{IP: net.ParseIP(ip)}}
+	cp := *c
+	cp.http = &http.Client{Timeout: RequestTimeout, Transport: &http.Transport{DialContext: dialer.DialContext, DisableKeepAlives: true}}
 	return &cp
 }
 
@@ -117,7 +129,7 @@ func (c *Client) Do(method, path string, body any, opts ...Option) *Response {
 		c.t.Errorf("build request: %v", err)
 		return &Response{}
 	}
-	res, err := httpClient.Do(req)
+	res, err := cmp.Or(c.http, httpClient).Do(req)
 	if err != nil {
 		c.t.Errorf("%s %s: %v", method, path, err)
 		return &Response{}

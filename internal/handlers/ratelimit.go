@@ -93,7 +93,7 @@ func (l *rateLimiter) limitFailedAuth(public map[string]bool) echo.MiddlewareFun
 			if public[c.Path()] {
 				return next(c)
 			}
-			p, addr := l.Unauthenticated, clientAddress(c.Request())
+			p, addr := l.Unauthenticated, clientAddress(c)
 			if d := l.failures.Peek(p, addr); !d.Allowed {
 				l.metrics.RateLimitRefused(p.Name)
 				setRateLimitHeaders(c, l.failuresPolicy, rateLimitItem(p, d))
@@ -150,7 +150,7 @@ func (l *rateLimiter) limitAccount(next echo.HandlerFunc) echo.HandlerFunc {
 
 // limitAddress spends the client address's TestAccounts bucket.
 func (l *rateLimiter) limitAddress(c echo.Context, next echo.HandlerFunc) error {
-	items, err := l.spend(c, nil, []ratelimit.Policy{l.TestAccounts}, clientAddress(c.Request()))
+	items, err := l.spend(c, nil, []ratelimit.Policy{l.TestAccounts}, clientAddress(c))
 	if err != nil && !isExceeded(err) {
 		return err
 	}
@@ -350,21 +350,34 @@ func plural(n int, unit string) string {
 	return strconv.Itoa(n) + " " + unit + "s"
 }
 
-// clientAddress is the bucket key of an unauthenticated client: the connection's address,
-// never a header the client could vary (X-Forwarded-For). An IPv6 client usually holds a
-// whole /64, so it is one client.
-func clientAddress(r *http.Request) string {
-	host, _, err := net.SplitHostPort(r.RemoteAddr)
+// clientAddress is the bucket key of an unauthenticated client: the address that connected,
+// as the server's IPExtractor finds it (see clientIPExtractor), never a header an
+// untrusted client could vary. An IPv6 client usually holds a whole /64, so it is one client.
+func clientAddress(c echo.Context) string {
+	ip := c.RealIP()
+	addr, err := netip.ParseAddr(ip)
 	if err != nil {
-		host = r.RemoteAddr
-	}
-	addr, err := netip.ParseAddr(host)
-	if err != nil {
-		return host
+		return ip
 	}
 	if addr = addr.Unmap(); addr.Is6() {
 		prefix, _ := addr.Prefix(64)
 		return prefix.String()
 	}
 	return addr.String()
+}
+
+// clientIPExtractor is how echo's RealIP finds a request's client. With no trusted proxy it
+// is the connection's address alone. Behind proxies (TRUSTED_PROXIES), each of which appends
+// the address it saw connect to X-Forwarded-For, the client is the first address, read from
+// the right, that is not one of them: the entries further left are whatever the client sent.
+// Nothing else is trusted, not even loopback or private networks (echo's defaults).
+func clientIPExtractor(trusted []netip.Prefix) echo.IPExtractor {
+	if len(trusted) == 0 {
+		return echo.ExtractIPDirect()
+	}
+	opts := []echo.TrustOption{echo.TrustLoopback(false), echo.TrustLinkLocal(false), echo.TrustPrivateNet(false)}
+	for _, p := range trusted {
+		opts = append(opts, echo.TrustIPRange(&net.IPNet{IP: p.Addr().AsSlice(), Mask: net.CIDRMask(p.Bits(), p.Addr().BitLen())}))
+	}
+	return echo.ExtractIPFromXFFHeader(opts...)
 }

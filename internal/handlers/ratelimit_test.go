@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -367,6 +369,62 @@ func TestRateLimitUnauthenticatedFlood(t *testing.T) {
 		if p := res.Problem(t); !slices.Equal(policyNames(p), []string{"unauthenticated"}) || res.Header.Get("Retry-After") == "" {
 			t.Fatalf("flood request %d: %s (Retry-After %q)", i+1, res.Body, res.Header.Get("Retry-After"))
 		}
+	}
+}
+
+// TestRateLimitUnauthenticatedBehindProxy: behind a trusted proxy, which appends the address
+// it saw connect to X-Forwarded-For, each client has its own failed-authentication budget,
+// so one client's flood of wrong keys does not lock the others out, and a client cannot
+// leave its own by naming another address in front of the proxy's entry. Without a trusted
+// proxy the header is ignored: every request is the connection's, the test's 127.0.0.1.
+func TestRateLimitUnauthenticatedBehindProxy(t *testing.T) {
+	t.Parallel()
+	const flooder, other = "203.0.113.7", "198.51.100.9"
+	from := func(xff string) apitest.Option { return apitest.Header("X-Forwarded-For", xff) }
+	for _, tc := range []struct {
+		name    string
+		trusted []netip.Prefix
+		// what the other client gets once the flooder is refused: with a wrong key, and with its own
+		wrongKey, ownKey int
+	}{
+		{"proxy trusted", []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, http.StatusUnauthorized, http.StatusOK},
+		{"no proxy", nil, http.StatusTooManyRequests, http.StatusTooManyRequests},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			pool, _ := seededDB(t)
+			opts := testOptions(t, pool, processor.Simulated{}, slog.New(slog.DiscardHandler))
+			opts.RateLimits = limits(ratelimit.NewMemory(), "1000/1s", "1000/1s")
+			opts.RateLimits.Unauthenticated.Rate = mustRate("3/1m")
+			opts.TrustedProxies = tc.trusted
+			e, err := handlers.New(opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			srv := httptest.NewServer(e)
+			t.Cleanup(srv.Close)
+			c := apitest.NewClient(t, srv.URL, testKey)
+			wrong := apitest.Header("Authorization", "Bearer sk_test_guess")
+
+			for i := range 3 {
+				if res := c.Get("/account", wrong, from(flooder)); res.Status != http.StatusUnauthorized {
+					t.Fatalf("failure %d: %d, want 401", i+1, res.Status)
+				}
+			}
+			if res := c.Get("/account", wrong, from(flooder)); res.Status != http.StatusTooManyRequests {
+				t.Fatalf("the flooder's fourth failure: %d, want 429", res.Status)
+			}
+			// The flooder names the other client; the proxy appends the flooder's own address.
+			if res := c.Get("/account", wrong, from(other+", "+flooder)); res.Status != http.StatusTooManyRequests {
+				t.Errorf("the flooder naming another address: %d, want 429", res.Status)
+			}
+			if res := c.Get("/account", wrong, from(other)); res.Status != tc.wrongKey {
+				t.Errorf("another client's wrong key: %d, want %d", res.Status, tc.wrongKey)
+			}
+			if res := c.Get("/account", from(other)); res.Status != tc.ownKey {
+				t.Errorf("another client's own key: %d, want %d", res.Status, tc.ownKey)
+			}
+		})
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"net/netip"
 	"sync"
 	"time"
 
@@ -68,6 +69,10 @@ type Options struct {
 	FaultInjection bool
 	// OpenTestAccounts lets anyone create a throwaway account (POST /test/accounts).
 	OpenTestAccounts bool
+	// TrustedProxies are the proxies in front of the server whose X-Forwarded-For it
+	// believes, so the per-address limits see clients, not the proxy. None: the
+	// connection's address is the client's.
+	TrustedProxies []netip.Prefix
 }
 
 // Server implements api.StrictServerInterface.
@@ -140,6 +145,7 @@ func New(opts Options) (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
+	e.IPExtractor = clientIPExtractor(opts.TrustedProxies) // never echo's default, which believes any header
 	e.Use(chainOnce(
 		dropLostResponses, // first: it closes connections once everything else is done
 		s.startRequest,    // outside the log, so the log still sees the context the client left
