@@ -85,8 +85,7 @@ func startHAProxy(t *testing.T, apiAddr string) string {
 	if err := os.WriteFile(path, []byte(text), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	cmd := osexec.CommandContext(t.Context(), bin, "-db", "-f", path)
-	cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+	cmd := osexec.CommandContext(context.Background(), bin, "-db", "-f", path) // stopped by the cleanup below
 	var out syncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
@@ -100,8 +99,7 @@ func startHAProxy(t *testing.T, apiAddr string) string {
 		}
 	})
 	base := "http://127.0.0.1:" + port
-	waitFor(t, func() bool {
-		// /healthz answers once HAProxy's first check of the API has passed.
+	waitFor(t, func() bool { // HAProxy is listening and passes requests to the API
 		status, err := get(context.Background(), base+"/healthz")
 		return err == nil && status == http.StatusOK
 	})

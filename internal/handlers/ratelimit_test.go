@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -397,12 +396,7 @@ func TestRateLimitUnauthenticatedBehindProxy(t *testing.T) {
 			opts.RateLimits = limits(ratelimit.NewMemory(), "1000/1s", "1000/1s")
 			opts.RateLimits.Unauthenticated.Rate = mustRate("3/1m")
 			opts.TrustedProxies = tc.trusted
-			e, err := handlers.New(opts)
-			if err != nil {
-				t.Fatal(err)
-			}
-			srv := httptest.NewServer(e)
-			t.Cleanup(srv.Close)
+			_, srv := serveOptions(t, opts)
 			c := apitest.NewClient(t, srv.URL, testKey)
 			wrong := apitest.Header("Authorization", "Bearer sk_test_guess")
 

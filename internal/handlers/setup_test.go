@@ -122,6 +122,12 @@ func startServerWithLimits(tb testing.TB, pool *pgxpool.Pool, proc processor.Pro
 	tb.Helper()
 	opts := testOptions(tb, pool, proc, logger)
 	opts.RateLimits = limits
+	return serveOptions(tb, opts)
+}
+
+// serveOptions serves the server opts builds until the test ends.
+func serveOptions(tb testing.TB, opts handlers.Options) (*echo.Echo, *httptest.Server) {
+	tb.Helper()
 	e, err := handlers.New(opts)
 	if err != nil {
 		tb.Fatal(err)
