@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/apitest"
-	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
+	"github.com/payments-api/payments-api/internal/testing/dbtest"
 )
 
 // BenchmarkReportBuild times a payments report of 10,000 and of 100,000 rows, from the 202

@@ -12,7 +12,7 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // TestPerAddressLimitsBehindHAProxy runs the server behind HAProxy with the cluster's own

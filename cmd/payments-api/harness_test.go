@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/dbtest"
 )
 
 const testKey = "sk_test_serve_harness"

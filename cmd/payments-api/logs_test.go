@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/dbtest"
 )
 
 // TestLogDurationsAreReadable: durations are logged as "30s", not as integer nanoseconds.

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/apitest"
-	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
+	"github.com/payments-api/payments-api/internal/testing/dbtest"
 )
 
 // TestFrozenDatabaseAnswers503WithinTheDeadline freezes the database (it accepts and never

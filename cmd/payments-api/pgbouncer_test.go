@@ -16,8 +16,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/payments-api/payments-api/internal/apitest"
-	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
+	"github.com/payments-api/payments-api/internal/testing/dbtest"
 )
 
 // pgbouncerPoolSize is PgBouncer's server connections per database and user: fewer than the

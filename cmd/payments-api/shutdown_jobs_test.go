@@ -4,8 +4,8 @@ import (
 	"context"
 	"testing"
 
-	"github.com/payments-api/payments-api/internal/apitest"
-	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
+	"github.com/payments-api/payments-api/internal/testing/dbtest"
 )
 
 // TestShutdownFinishesRunningJobs sends the shutdown (what SIGTERM does) while a report is

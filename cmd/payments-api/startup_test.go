@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/dbtest"
 )
 
 // TestStartupWaitsForTheDatabase starts the server while the database refuses connections

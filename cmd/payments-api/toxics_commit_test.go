@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 
-	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // TestLostCommitAnswer cuts the connection of a payment's transaction at its COMMIT: in

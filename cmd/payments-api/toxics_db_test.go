@@ -5,8 +5,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/apitest"
-	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
+	"github.com/payments-api/payments-api/internal/testing/dbtest"
 )
 
 const paymentBody = `{"amount":100,"currency":"usd","payment_method":"pm_card_visa"}`

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/redistest"
+	"github.com/payments-api/payments-api/internal/testing/redistest"
 )
 
 // TestRedisToxics breaks the path to the rate limits' Redis (connections reset, or

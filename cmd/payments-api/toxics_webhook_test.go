@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // TestWebhookReceiverToxics breaks the path from the webhook sender to a receiver that

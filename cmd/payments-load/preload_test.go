@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // TestPreloadedRowsServeTheAPI preloads a few hundred payments into a real server's database

@@ -5,7 +5,7 @@ import (
 	"testing"
 
 	"github.com/payments-api/payments-api/internal/db"
-	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/dbtest"
 )
 
 // BenchmarkPaymentGetByID reads one payment in pgx's default mode (statements prepared once

@@ -10,7 +10,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/payments-api/payments-api/internal/db"
-	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/dbtest"
 )
 
 // TestOpenCreatesAMissingDatabase: on a fresh machine the server's database does not exist

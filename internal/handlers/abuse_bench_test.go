@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // BenchmarkGetUnderAbuse times ordinary GET /payments/{id} requests, one at a time, while 0 or

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/handlers"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // TestCreatePaymentBodyProblems sends POST /payments bodies that must be refused before any

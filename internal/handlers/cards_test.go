@@ -6,8 +6,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // TestDeclineCards: each declining card answers 402 naming the payment and its failure

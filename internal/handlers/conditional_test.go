@@ -5,7 +5,7 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // malformedTags are If-Match / If-None-Match values that are neither * nor a list of quoted

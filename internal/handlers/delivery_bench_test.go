@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // BenchmarkFirstAttemptLatency measures, per event, the time from a payment's answer (its

@@ -8,9 +8,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/domain"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // payment is the part of a payment body the tests read.

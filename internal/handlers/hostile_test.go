@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/contract"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // maxProblemBytes bounds every problem answer, whatever the request held.

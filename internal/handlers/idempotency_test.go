@@ -8,8 +8,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // TestParallelRetriesChargeOnce fires 64 identical POSTs at once at two server instances

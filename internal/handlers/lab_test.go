@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // external finds what would make a page load something from elsewhere: an absolute or

@@ -12,9 +12,9 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/api"
-	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // TestHeadAnswersLikeGet sends HEAD and GET to every GET route: the same status and headers

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // TestMetricsCountWhatHappened drives one key through every idempotency outcome (in flight,

@@ -6,10 +6,10 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/contract"
 	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // productionServer is the server as RUN_MODE=production wires it, on a fresh database with

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/ratelimit"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // throwawayWithQuotas creates an account with POST /test/accounts and the body's rate_limits,

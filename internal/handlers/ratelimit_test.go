@@ -16,11 +16,11 @@ import (
 	"github.com/dunglas/httpsfv"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/api"
-	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/ratelimit"
-	"github.com/payments-api/payments-api/internal/redistest"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
+	"github.com/payments-api/payments-api/internal/testing/redistest"
 )
 
 // limits is a RateLimits on limiter with the given rates, and a generous unauthenticated one

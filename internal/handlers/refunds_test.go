@@ -6,8 +6,8 @@ import (
 	"slices"
 	"testing"
 
-	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 type refund struct {

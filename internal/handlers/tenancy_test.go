@@ -13,7 +13,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/payments-api/payments-api/internal/api"
-	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // TestAnotherAccountsIDsAreNotFound walks the spec: every operation that takes a resource id

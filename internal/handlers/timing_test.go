@@ -12,8 +12,8 @@ import (
 
 	"github.com/dunglas/httpsfv"
 	"github.com/labstack/echo/v4"
-	"github.com/payments-api/payments-api/internal/apitest"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 func newTestServer(t *testing.T, e *echo.Echo) *httptest.Server {

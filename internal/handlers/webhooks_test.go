@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/payments-api/payments-api/internal/apitest"
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
 // endpoint is the part of a webhook endpoint body the tests read.

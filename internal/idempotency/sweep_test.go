@@ -4,8 +4,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/dbtest"
 	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/testing/dbtest"
 )
 
 // TestSweepReadsOnlyExpiredKeys: a sweep that first ran while the table was empty must not

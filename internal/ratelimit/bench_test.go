@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/redistest"
+	"github.com/payments-api/payments-api/internal/testing/redistest"
 )
 
 var benchPolicy = Policy{Name: "default", Rate: Rate{Quota: 1_000_000_000 / 1000, Window: time.Second}}

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/redistest"
+	"github.com/payments-api/payments-api/internal/testing/redistest"
 )
 
 func TestParseRate(t *testing.T) {

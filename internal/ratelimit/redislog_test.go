@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/redistest"
+	"github.com/payments-api/payments-api/internal/testing/redistest"
 )
 
 // go-redis logs a failed dial on its own; those lines must arrive as structured records, not

@@ -13,7 +13,7 @@ import (
 
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
-	"github.com/payments-api/payments-api/internal/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/dbtest"
 )
 
 const testKey = "sk_test_minimal"
