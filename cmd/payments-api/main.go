@@ -1,6 +1,6 @@
 // Command payments-api serves the API (the default) or manages the schema; `payments-api
 // --help` lists the commands. Configuration comes from environment variables (see config.go
-// and README.md).
+// and docs/configuration.md).
 package main
 
 import (
@@ -28,7 +28,7 @@ const usage = `Usage: payments-api [COMMAND]
   listen [FLAGS]     show an account's events as they happen, and forward them signed (listen --help)
   help, --help, -h   print this text
 
-Configuration comes from environment variables; README.md lists them with their defaults.
+Configuration comes from environment variables; docs/configuration.md lists them with their defaults.
 `
 
 var logLevels = map[string]slog.Level{
