@@ -21,7 +21,7 @@ import (
 )
 
 // config is the whole configuration, read from environment variables. Every variable has a
-// default that works on a developer machine; README.md lists them.
+// default that works on a developer machine; docs/configuration.md lists them.
 type config struct {
 	DatabaseURL            string        `env:"DATABASE_URL" envDefault:"postgres://postgres@localhost:5432/payments?sslmode=disable"`
 	DatabaseConnectTimeout time.Duration `env:"DATABASE_CONNECT_TIMEOUT" envDefault:"30s"`

@@ -1,6 +1,6 @@
 // Command payments-api serves the API (the default) or manages the schema; `payments-api
 // --help` lists the commands. Configuration comes from environment variables (see config.go
-// and README.md).
+// and docs/configuration.md).
 package main
 
 import (
@@ -28,7 +28,7 @@ const usage = `Usage: payments-api [COMMAND]
   listen [FLAGS]     show an account's events as they happen, and forward them signed (listen --help)
   help, --help, -h   print this text
 
-Configuration comes from environment variables; README.md lists them with their defaults.
+Configuration comes from environment variables; docs/configuration.md lists them with their defaults.
 `
 
 var logLevels = map[string]slog.Level{
@@ -88,11 +88,12 @@ func run(args []string, stdout io.Writer) error {
 // where Go's default is 100.
 //
 // Most of the server's live heap is data it keeps for its whole life (the compiled contract,
-// the pools, the caches: about 5 MiB). At 100 the collector runs each time as much again has
-// been allocated, a few hundred requests, and marks all of that again: about a tenth of a
-// GET's CPU and more of a create's (docs/performance.md). At 400 it runs a quarter as often,
-// for some 20 MiB more memory under load. What that costs grows with what is live, so a
-// deployment that holds more, or has less memory to give, sets GOGC or GOMEMLIMIT itself.
+// the pools, the caches). At 100 the collector runs each time as much again has been
+// allocated, every few hundred requests, and marks all of that again each time: a share of
+// every request's CPU that a server holding little does not pay (docs/performance.md). At 400
+// it runs a quarter as often, for more memory under load. What that costs grows with what is
+// live, so a deployment that holds more, or has less memory to give, sets GOGC or GOMEMLIMIT
+// itself.
 const defaultGOGC = 400
 
 // setGCPercent applies defaultGOGC unless the environment names a GOGC of its own.
@@ -136,8 +137,8 @@ func parseCommand(args []string) (command, error) {
 }
 
 // bufferedLog batches the log's lines into one write every 100 ms or 64 KiB, whichever comes
-// first. At info, every request logs a line, and a write(2) per line cost about a tenth of
-// the server's GETs a second (docs/performance.md). The price: a line reaches w up to
+// first. At info, every request logs a line, and a write(2) per line would add a system call
+// to every request beside its socket's (docs/performance.md). The price: a line reaches w up to
 // 100 ms late, and a process killed outright loses those lines; shutting down writes them.
 //
 // A flush hands the lines to the operating system and stops there. zap would also Sync w, an

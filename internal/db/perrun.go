@@ -10,10 +10,9 @@ import (
 // PlannedPerRun wraps d so that each statement sent through it carries its values in its SQL
 // (pgx's simple protocol) and is planned for them every time it runs. The server's
 // connections otherwise plan a statement once, for all its values (see Open): right for the
-// lookups TestLookupPlansLeadWithTheirKeys checks, wrong for the retention sweeps, which are
-// no lookup. A batch DELETE of "the oldest expired rows" planned once while its tables were
-// empty kept a hash join over each whole table: the tests TestSweepReadsOnlyExpiredKeys,
-// TestSweepReadsOnlyOldEvents and TestSweepReadsOnlyExpiredJobs count those scans. A sweep
+// lookups, whose generic plans are tested, wrong for the retention sweeps, which are no
+// lookup. A batch DELETE of "the oldest expired rows" planned once while its tables were
+// empty kept a hash join over each whole table; each sweep's tests count such scans. A sweep
 // runs a few statements a minute, so planning each one costs nothing that matters.
 func PlannedPerRun(d DBTX) DBTX { return plannedPerRun{d} }
 

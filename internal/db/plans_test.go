@@ -204,8 +204,8 @@ const planRows = 20_000
 // it once, generically (db.Open sets plan_cache_mode = force_generic_plan), from the
 // statistics of that moment, until an ANALYZE or a schema change. A lookup whose equality
 // columns lead no index depends on that moment: a plan made while the tables were nearly
-// empty walked (account_id, created_at, id) for one id, every entry of the account, after a
-// load run left 98,718 payments in one account before any ANALYZE.
+// empty walked (account_id, created_at, id) for one id, every entry of the account, once a
+// load run had left many thousands of payments in one account before any ANALYZE.
 //
 // Every lookup is planned as the server's connections plan it, generically, with nearly
 // empty tables, with 500, 5,000 and planRows rows in one account never analysed, and

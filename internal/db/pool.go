@@ -43,11 +43,11 @@ type Options struct {
 // Every connection plans each prepared statement once, for all its values (plan_cache_mode =
 // force_generic_plan). Left to itself, PostgreSQL plans a statement anew for its first five
 // runs and keeps a generic plan only if that looks no costlier: a page's LIMIT is a
-// parameter, which a generic plan takes for a tenth of the rows, so once an account held a
-// million payments every list request was planned again (a page 10,000 rows deep took 1.31
-// times as long as on an empty database; 1.02 times with this setting). The generic plans are
-// also the ones TestLookupPlansLeadWithTheirKeys checks, each an index range on its equality
-// columns whatever the statistics say: the plan that runs is the plan that was tested.
+// parameter, which a generic plan takes for a tenth of the rows, so once an account held
+// many payments every list request was planned again, and a deep page grew slower with the
+// account (docs/performance.md, latency against the data held). The generic plans are also
+// the ones this package's plan tests check, each an index range on its equality columns
+// whatever the statistics say: the plan that runs is the plan that was tested.
 func Open(ctx context.Context, databaseURL string, opts Options) (*pgxpool.Pool, error) {
 	cfg, err := pgxpool.ParseConfig(databaseURL)
 	if err != nil {

@@ -51,7 +51,7 @@ func TestOpenCreatesAMissingDatabase(t *testing.T) {
 }
 
 // TestPoolPlansEachStatementOnce: the server's connections use one generic plan per prepared
-// statement from its first run (the plan TestLookupPlansLeadWithTheirKeys checks), where
+// statement from its first run (the plan the lookup plan tests check), where
 // PostgreSQL would plan each of the first five runs for their values and then keep planning
 // a list page anew once its account grew. A plan_cache_mode in the URL wins.
 func TestPoolPlansEachStatementOnce(t *testing.T) {

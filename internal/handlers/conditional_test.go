@@ -11,7 +11,7 @@ import (
 // malformedTags are If-Match / If-None-Match values that are neither * nor a list of quoted
 // entity tags (RFC 9110 §8.8.3): each must be a 400 naming the header, never a 412 or 304.
 var malformedTags = []string{
-	`v1`,          // the README's tag without its quotes
+	`v1`,          // the documented tag without its quotes
 	`""v1""`,      // the quotes pasted twice
 	`'v1'`,        // single quotes
 	`"v1`,         // no closing quote

@@ -12,8 +12,8 @@ import (
 // quotas it spent, then its body once readBody has. startRequest
 // attaches it to the request's context, once, and the middleware after it fill it in, all
 // before the handler runs. One value filled in, rather than a context value per middleware,
-// because http.Request.WithContext copies the whole request: a copy each was an eighth of the
-// bytes a read allocated (docs/performance.md).
+// because http.Request.WithContext copies the whole request, and a copy per middleware
+// would be a large share of what a read allocates.
 type requestState struct {
 	id            string
 	account       db.Account

@@ -20,7 +20,7 @@ import (
 
 // The fuzz targets send mutated requests through the real server on a real database. Their
 // seed corpora (testdata/fuzz) hold every hostile request a robustness review found and run in every
-// `go test`, but for the largest, which TestHugeRequestsMeetTheFuzzBounds sends through the
+// `go test`, but for the largest, which a test of their own sends through the
 // same checks; scripts/test also fuzzes each target for a few seconds. Any request fails the
 // target when the server answers 5xx (but the documented processor outage), takes longer than
 // fuzzSlow, answers more than fuzzLargest bytes, or answers something the spec does not document.

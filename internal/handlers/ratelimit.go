@@ -265,8 +265,8 @@ func rateLimitItem(p ratelimit.Policy, d ratelimit.Decision) limitItem {
 }
 
 // rateLimitValue serialises the RateLimit members as a structured-field list (RFC 9651),
-// by hand rather than through httpsfv: it is on every response, and httpsfv's parameters
-// cost seven allocations a member. The policy name is an sf-string; newRateLimiter has
+// by hand rather than through httpsfv: it is on every response, and httpsfv allocates for
+// every parameter of every member. The policy name is an sf-string; newRateLimiter has
 // serialised every name through httpsfv once (a name it refuses fails at start-up), so
 // quoting and escaping are all that is left to do.
 func rateLimitValue(items []limitItem) string {

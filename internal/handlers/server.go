@@ -167,7 +167,7 @@ func New(opts Options) (*echo.Echo, error) {
 
 // chainOnce composes middleware into one chain, built once. echo v4 applies e.Use's middleware
 // anew on every request, so each layer's closure (and whatever its constructor sets up) would
-// be built again for every request: a dozen allocations and their collection before the
+// be built again for every request: an allocation per layer, and its collection, before the
 // request does anything. The chain ends in the handler that e.Use hands it for the request
 // (the route's, behind any middleware added later), carried in the echo.Context; the layers
 // keep no state of their own per request, so building them once changes nothing else.

@@ -107,7 +107,7 @@ func echoPath(specPath string) string {
 // largeBody is the size above which bodies are validated one at a time. The largest valid
 // body of the spec is about 30 KB (50 metadata entries of 540 bytes), so only bodies that are
 // certain to fail wait here: their senders queue behind each other instead of taking every core
-// from ordinary requests (BenchmarkGetUnderAbuse).
+// from ordinary requests.
 const largeBody = 64 << 10
 
 // validatedBody hands the generated handler the value the contract decoded and validated,

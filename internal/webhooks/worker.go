@@ -39,8 +39,8 @@ const AttemptOverhead = 5 * time.Second
 // insert notifications (LISTEN/NOTIFY), which start most first attempts within milliseconds
 // of the commit. Some inserts are still found only by a poll (a notification within the
 // client's fetch cooldown of another, or one handled before its fetch could see the job), so
-// the poll bounds a first attempt's delay: measured, median 8 ms, slowest 204 ms of 50. It is
-// also when a job snoozed until a retry is picked up. One indexed query five times a second.
+// the poll bounds a first attempt's delay to about its interval. It is also when a job
+// snoozed until a retry is picked up. One indexed query five times a second.
 const fetchPollInterval = 200 * time.Millisecond
 
 // QueueConfig is the webhooks queue's River configuration with workers workers.

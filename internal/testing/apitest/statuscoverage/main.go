@@ -6,12 +6,12 @@
 // One rule spares HEAD: a HEAD status counts as produced when the GET's same status was and
 // at least one HEAD of that path was checked. The server answers HEAD by running the GET
 // (internal/handlers/methods.go), so the GET's tests produce each status for both, and the
-// HEAD recorded on the path shows the convention holds there; TestHeadAnswersLikeGet and
-// TestEveryOperationAnswersItsSharedProblems send HEAD to every path that has a GET.
+// HEAD recorded on the path shows the convention holds there; internal/handlers' tests send
+// HEAD to every path that has a GET.
 //
 // scripts/test runs it after go test:
 //
-//	go run ./internal/apitest/statuscoverage DIR
+//	go run ./internal/testing/apitest/statuscoverage DIR
 package main
 
 import (
