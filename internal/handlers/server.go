@@ -90,8 +90,8 @@ type Server struct {
 	reports          *reports.Service
 	limits           *rateLimiter
 	specJSON         map[string]any
-	publicPaths      map[string]bool   // "/problems/:problem": paths whose operations all have `security: []`
-	routeTemplates   map[string]string // echo's "/payments/:id" to the spec's "/payments/{id}"
+	publicPaths      map[string]bool // "/problems/:problem": paths whose operations all have `security: []`
+	contract         *contract.Contract
 	faultInjection   bool
 	openTestAccounts bool
 }
@@ -134,7 +134,7 @@ func New(opts Options) (*echo.Echo, error) {
 		limits:           newRateLimiter(*opts.RateLimits, opts.Metrics),
 		specJSON:         specJSON,
 		publicPaths:      publicPaths(spec),
-		routeTemplates:   routeTemplates(spec),
+		contract:         compiled,
 		faultInjection:   opts.Sandbox && opts.FaultInjection,
 		openTestAccounts: opts.OpenTestAccounts,
 	}
@@ -194,18 +194,9 @@ func publicPaths(spec *openapi3.T) map[string]bool {
 		for _, op := range item.Operations() {
 			all = all && op.Security != nil && len(*op.Security) == 0
 		}
-		public[echoPath(path)] = all
+		public[contract.EchoPath(path)] = all
 	}
 	return public
-}
-
-// routeTemplates maps each path as echo names it to the path as the spec writes it.
-func routeTemplates(spec *openapi3.T) map[string]string {
-	templates := map[string]string{}
-	for path := range spec.Paths.Map() {
-		templates[echoPath(path)] = path
-	}
-	return templates
 }
 
 // loadSpecJSON is the embedded spec as the JSON value GET /openapi.json answers with, made on

@@ -21,15 +21,12 @@ import (
 // "/payments/:id"); only a request echo matched to no operation goes through the contract's
 // own router, for its 404 or 405.
 func findOperation(spec *contract.Contract) echo.MiddlewareFunc {
-	operations := map[echoRoute]*contract.Operation{}
-	for path, item := range spec.Spec().Paths.Map() {
-		for method := range item.Operations() {
-			operations[echoRoute{method, echoPath(path)}] = spec.Operation(method, path)
-		}
-	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			op := operations[echoRoute{c.Request().Method, c.Path()}]
+			var op *contract.Operation
+			if template, ok := spec.Template(c.Path()); ok {
+				op = spec.Operation(c.Request().Method, template)
+			}
 			if op == nil || slashInParam(c) {
 				_, err := spec.ValidateRequest(c.Request(), nil)
 				return requestError(c, cmp.Or(err, contract.ErrNoRoute))
@@ -94,14 +91,6 @@ func validateRequests() echo.MiddlewareFunc {
 			return next(c)
 		}
 	}
-}
-
-// echoRoute is a route as echo names it: method and path with :params.
-type echoRoute struct{ method, path string }
-
-// echoPath is a spec path template as echo writes it: /payments/{id} is /payments/:id.
-func echoPath(specPath string) string {
-	return strings.NewReplacer("{", ":", "}", "").Replace(specPath)
 }
 
 // largeBody is the size above which bodies are validated one at a time. The largest valid
