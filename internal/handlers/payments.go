@@ -131,14 +131,10 @@ func (r encodedPayment) VisitUpdatePaymentResponse(w http.ResponseWriter) error 
 // ListPayments pages through the account's payments, newest first.
 func (s *Server) ListPayments(ctx context.Context, req api.ListPaymentsRequestObject) (api.ListPaymentsResponseObject, error) {
 	params := payments.ListParams{
-		Limit:         10,
-		StartingAfter: req.Params.StartingAfter,
-		Status:        (*string)(req.Params.Status),
-		CreatedGte:    req.Params.CreatedGte,
-		CreatedLt:     req.Params.CreatedLt,
-	}
-	if req.Params.Limit != nil {
-		params.Limit = *req.Params.Limit
+		Page:       s.page(req.Params.Limit, req.Params.StartingAfter),
+		Status:     (*string)(req.Params.Status),
+		CreatedGte: req.Params.CreatedGte,
+		CreatedLt:  req.Params.CreatedLt,
 	}
 	rows, hasMore, err := s.payments.List(ctx, accountFrom(ctx).ID, params)
 	if err != nil {

@@ -90,6 +90,7 @@ type Server struct {
 	reports          *reports.Service
 	limits           *rateLimiter
 	specJSON         map[string]any
+	defaultPageLimit int             // a list's page size when the request names none (see page)
 	publicPaths      map[string]bool // "/problems/:problem": paths whose operations all have `security: []`
 	contract         *contract.Contract
 	faultInjection   bool
@@ -119,6 +120,10 @@ func New(opts Options) (*echo.Echo, error) {
 	if err != nil {
 		return nil, err
 	}
+	pageLimit, err := defaultPageLimit(spec)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		pool:             opts.Pool,
 		logger:           opts.Logger,
@@ -133,6 +138,7 @@ func New(opts Options) (*echo.Echo, error) {
 		reports:          opts.Reports,
 		limits:           newRateLimiter(*opts.RateLimits, opts.Metrics),
 		specJSON:         specJSON,
+		defaultPageLimit: pageLimit,
 		publicPaths:      publicPaths(spec),
 		contract:         compiled,
 		faultInjection:   opts.Sandbox && opts.FaultInjection,
