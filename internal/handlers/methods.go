@@ -45,7 +45,7 @@ func answerMethods(next echo.HandlerFunc) echo.HandlerFunc {
 		case http.MethodOptions:
 			allow, _ := c.Get(echo.ContextKeyHeaderAllow).(string) // set by echo's router
 			if allow == "" {
-				return echo.ErrNotFound
+				return contract.ErrNoRoute
 			}
 			c.Response().Header().Set(echo.HeaderAllow, allow)
 			return c.NoContent(http.StatusNoContent)

@@ -23,9 +23,7 @@ func (s *Server) GetReadiness(ctx context.Context, _ api.GetReadinessRequestObje
 	defer cancel()
 	if err := s.pool.Ping(ctx); err != nil {
 		s.logger.WarnContext(ctx, "readiness: database ping failed", "error", err)
-		p := newProblem(probServiceUnavailable, "The database is not answering.")
-		p.Headers.Set("Retry-After", retryAfterUnavailable)
-		return nil, p
+		return nil, unavailable(retryAfterUnavailable, "The database is not answering.")
 	}
 	return api.GetReadiness200JSONResponse{HealthOKJSONResponse: api.HealthOKJSONResponse{Body: api.Health{Status: api.Ok}}}, nil
 }

@@ -140,6 +140,3 @@ func (p *problem) write(w http.ResponseWriter) error {
 	_, err = w.Write(body)
 	return err
 }
-
-// Error lets a handler return a ready-made problem as its error.
-func (p *problem) Error() string { return p.Title + ": " + p.Detail }

@@ -10,13 +10,16 @@ import (
 	"github.com/payments-api/payments-api/internal/jobs"
 )
 
+// errTestAccountsClosed answers POST /test/accounts while OPEN_TEST_ACCOUNTS=false.
+var errTestAccountsClosed = &notFoundError{"Throwaway accounts are turned off on this server."}
+
 // CreateTestAccount makes a throwaway account, without authentication, so each test of a
 // client can run in an account of its own, with quotas of its own if it asks (within the
 // server's: see ownQuotas). The rate limiter bounds it per client address (the TestAccounts
 // policy); OPEN_TEST_ACCOUNTS=false makes it a 404.
 func (s *Server) CreateTestAccount(ctx context.Context, req api.CreateTestAccountRequestObject) (api.CreateTestAccountResponseObject, error) {
 	if !s.openTestAccounts {
-		return nil, newProblem(probNotFound, "Throwaway accounts are turned off on this server.")
+		return nil, errTestAccountsClosed
 	}
 	var asked *api.TestAccountRateLimitOverrides
 	if req.Body != nil {
@@ -45,7 +48,7 @@ func (s *Server) DeleteAccount(ctx context.Context, _ api.DeleteAccountRequestOb
 	if errors.Is(err, domain.ErrNotFound) {
 		// Deleted meanwhile, by a request this process's key cache had not heard of: the key
 		// is revoked, as it is for every request from now on.
-		return nil, unknownKey()
+		return nil, errUnknownAPIKey
 	}
 	if err != nil {
 		return nil, err

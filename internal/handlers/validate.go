@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"io"
-	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -113,13 +112,10 @@ func (b validatedBody) ValidatedValue() any { return b.value }
 // requestError turns a contract error into the error the problem table knows.
 func requestError(c echo.Context, err error) error {
 	var (
-		methods  *contract.MethodNotAllowedError
-		invalid  *contract.Error
-		badMedia *contract.MediaTypeError
+		methods *contract.MethodNotAllowedError
+		invalid *contract.Error
 	)
 	switch {
-	case errors.Is(err, contract.ErrNoRoute):
-		return echo.ErrNotFound
 	case errors.As(err, &methods):
 		// echo's router lists HEAD and OPTIONS too (see methods.go); the spec's list is the
 		// fallback where echo matched no route.
@@ -128,9 +124,6 @@ func requestError(c echo.Context, err error) error {
 			allow = strings.Join(methods.Allow, ", ")
 		}
 		c.Response().Header().Set(echo.HeaderAllow, allow)
-		return echo.ErrMethodNotAllowed
-	case errors.As(err, &badMedia):
-		return echo.NewHTTPError(http.StatusUnsupportedMediaType, badMedia.Detail)
 	case errors.As(err, &invalid):
 		for _, f := range invalid.Fields {
 			if f.Field == "Idempotency-Key" {
