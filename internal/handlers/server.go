@@ -8,12 +8,9 @@ package handlers
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -203,24 +200,4 @@ func publicPaths(spec *openapi3.T) map[string]bool {
 		public[contract.EchoPath(path)] = all
 	}
 	return public
-}
-
-// loadSpecJSON is the embedded spec as the JSON value GET /openapi.json answers with, made on
-// the first call and shared after that (nothing writes to it), as contract.Load is.
-var loadSpecJSON = sync.OnceValues(specAsJSON)
-
-func specAsJSON() (map[string]any, error) {
-	spec, err := api.GetSpec()
-	if err != nil {
-		return nil, fmt.Errorf("load embedded spec: %w", err)
-	}
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		return nil, fmt.Errorf("marshal spec: %w", err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("unmarshal spec: %w", err)
-	}
-	return m, nil
 }
