@@ -38,12 +38,14 @@ import (
 
 // Contract is the compiled spec. It is safe for concurrent use.
 type Contract struct {
-	spec     *openapi3.T
-	router   routers.Router
-	byRoute  map[route]*Operation
-	unrouted map[int]*response // x-unrouted-responses: the 404 and 405 of requests no operation matches
-	common   []*value          // x-common-response-headers: headers any response may carry
-	notes    enumNotes
+	spec    *openapi3.T
+	router  routers.Router
+	byRoute map[route]*Operation
+	// templates maps each path as echo's router names it to the spec's template (Template).
+	templates map[string]string
+	unrouted  map[int]*response // x-unrouted-responses: the 404 and 405 of requests no operation matches
+	common    []*value          // x-common-response-headers: headers any response may carry
+	notes     enumNotes
 }
 
 // schemasCompiled counts every schema compiled in this process. Only New compiles, so it stays
@@ -111,9 +113,10 @@ func New(spec *openapi3.T) (*Contract, error) {
 	if err != nil {
 		return nil, err
 	}
-	c := &Contract{spec: spec, router: router, byRoute: map[route]*Operation{}, unrouted: map[int]*response{}, notes: b.notes}
+	c := &Contract{spec: spec, router: router, byRoute: map[route]*Operation{}, templates: map[string]string{}, unrouted: map[int]*response{}, notes: b.notes}
 	for _, path := range spec.Paths.InMatchingOrder() {
 		item := spec.Paths.Value(path)
+		c.templates[EchoPath(path)] = path
 		for method, op := range item.Operations() {
 			at := "#/paths/" + escapePointer(path) + "/" + strings.ToLower(method)
 			compiled, err := b.operation(item, op, "#/paths/"+escapePointer(path), at)

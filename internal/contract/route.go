@@ -1,6 +1,9 @@
 package contract
 
-import "net/http"
+import (
+	"net/http"
+	"strings"
+)
 
 // Route names the documented operation a request reaches, as the spec writes it: its path
 // template (/payments/{id}) and method (HEAD and OPTIONS included). ok is false for a request
@@ -25,3 +28,20 @@ func (c *Contract) Operation(method, path string) *Operation {
 
 // TakesBody reports whether the operation declares a request body.
 func (op *Operation) TakesBody() bool { return op.body != nil }
+
+// EchoPath writes a spec path template as echo's router names the route: /payments/{id} is
+// /payments/:id. It is the one translation between the two spellings; Template reads it
+// backwards.
+func EchoPath(template string) string {
+	return echoPathReplacer.Replace(template)
+}
+
+var echoPathReplacer = strings.NewReplacer("{", ":", "}", "")
+
+// Template is the spec's path template (/payments/{id}) of a route as echo's router names it
+// (/payments/:id), which is how metrics, logs and spans name a request's route; ok is false
+// for a path the contract does not hold.
+func (c *Contract) Template(echoPath string) (template string, ok bool) {
+	template, ok = c.templates[echoPath]
+	return template, ok
+}

@@ -3,6 +3,7 @@ package events
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/db"
@@ -25,38 +26,26 @@ func (s *Service) Get(ctx context.Context, accountID, id string) (db.Event, erro
 
 // ListParams pages the account's events, optionally of one type.
 type ListParams struct {
-	Limit         int
-	StartingAfter *string
-	Type          *string
+	db.Page
+	Type *string
 }
 
 // List returns one page, newest first, and whether another page follows.
 func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]db.Event, bool, error) {
 	q := db.New(s.pool)
-	args := db.EventListParams{AccountID: accountID, RowLimit: int32(p.Limit) + 1}
-	if p.StartingAfter != nil {
-		cursor, err := q.EventGetByID(ctx, db.EventGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
-		if err := db.NotFoundAsInvalid(err, "starting_after", "no such event"); err != nil {
-			return nil, false, err
+	createdAt := func(id string) (time.Time, error) {
+		e, err := q.EventGetByID(ctx, db.EventGetByIDParams{AccountID: accountID, ID: id})
+		return e.CreatedAt, err
+	}
+	return db.ListPage(p.Page, "event", createdAt, func(after db.After, rowLimit int32) ([]db.Event, error) {
+		// A query for each, so each has an index that leads with its equality columns.
+		if p.Type == nil {
+			return q.EventList(ctx, db.EventListParams{
+				AccountID: accountID, AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: rowLimit,
+			})
 		}
-		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
-	}
-	rows, err := list(ctx, q, args, p.Type)
-	if err != nil {
-		return nil, false, fmt.Errorf("list events: %w", err)
-	}
-	rows, hasMore := db.Page(rows, p.Limit)
-	return rows, hasMore, nil
-}
-
-// list reads a page with EventList, or with EventListByType for one type: a query for each,
-// so each has an index that leads with its equality columns.
-func list(ctx context.Context, q *db.Queries, args db.EventListParams, eventType *string) ([]db.Event, error) {
-	if eventType == nil {
-		return q.EventList(ctx, args)
-	}
-	return q.EventListByType(ctx, db.EventListByTypeParams{
-		AccountID: args.AccountID, Type: *eventType,
-		AfterCreatedAt: args.AfterCreatedAt, AfterID: args.AfterID, RowLimit: args.RowLimit,
+		return q.EventListByType(ctx, db.EventListByTypeParams{
+			AccountID: accountID, Type: *p.Type, AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: rowLimit,
+		})
 	})
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -15,11 +16,16 @@ import (
 )
 
 // errorProblems is the one table that decides what a failure looks like on the wire: each
-// row recognises one kind of error (a domain sentinel, a typed domain error, or an error from
-// echo or the validator) and builds its problem. The first row that matches wins; an error no
-// row matches is a 500. New kinds of failure join as rows.
+// row recognises one kind of error (a domain sentinel, a typed domain error, the contract's,
+// the HTTP layer's own, or echo's) and builds its problem. The first row that matches wins;
+// an error no row matches is a 500. New kinds of failure join as rows; no problem is built
+// anywhere else.
 var errorProblems = []errorRule{
-	typed(func(p *problem) *problem { return p }), // already a problem (a handler built it)
+	sentinel(contract.ErrNoRoute, probNotFound, 0),
+	typed(func(*contract.MethodNotAllowedError) *problem {
+		return newProblem(probMethodNotAllowed, probMethodNotAllowed.Description) // Allow is set by requestError
+	}),
+	typed(func(e *contract.MediaTypeError) *problem { return newProblem(probUnsupportedMediaType, e.Detail) }),
 	typed(func(e *contract.Error) *problem {
 		p := newProblem(probInvalidRequest, e.Summary)
 		p.Errors = e.Fields
@@ -61,21 +67,30 @@ var errorProblems = []errorRule{
 		p.EndpointID = e.EndpointID
 		return p
 	}),
+	typed(func(e *paymentDeclinedError) *problem {
+		p := newProblem(probPaymentDeclined, "The card was declined ("+e.failureCode+").")
+		p.PaymentID, p.FailureCode = e.paymentID, e.failureCode
+		return p
+	}),
+	typed(func(e *unauthorizedError) *problem {
+		p := newProblem(probUnauthorized, e.detail)
+		p.Headers.Set("WWW-Authenticate", `Bearer realm="payments-api"`)
+		return p
+	}),
+	typed(func(e *notFoundError) *problem { return newProblem(probNotFound, e.detail) }),
+	typed(bodyProblem),
+	typed(unavailableProblem),
 	typed(rateLimitedProblem),
 	typed(bindingProblem),
-	sentinel(domain.ErrNotFound, probNotFound, ""),
-	sentinel(domain.ErrIdempotencyKeyInUse, probIdempotencyKeyInUse, "1"),
-	sentinel(domain.ErrIdempotencyKeyReused, probIdempotencyKeyReused, ""),
-	sentinel(domain.ErrPreconditionRequired, probPreconditionRequired, ""),
-	sentinel(domain.ErrProcessorUnavailable, probProcessorUnavailable, "1"),
+	sentinel(domain.ErrNotFound, probNotFound, 0),
+	sentinel(domain.ErrIdempotencyKeyInUse, probIdempotencyKeyInUse, 1),
+	sentinel(domain.ErrIdempotencyKeyReused, probIdempotencyKeyReused, 0),
+	sentinel(domain.ErrPreconditionRequired, probPreconditionRequired, 0),
+	sentinel(domain.ErrProcessorUnavailable, probProcessorUnavailable, 1),
 	databaseUnavailable,
-	sentinel(domain.ErrJobNotCancelable, probJobNotCancelable, ""),
-	typed(echoProblem), // echo's own errors: no route, wrong method, body too large, ...
+	sentinel(domain.ErrJobNotCancelable, probJobNotCancelable, 0),
+	typed(echoProblem), // echo's own errors: the generated binder's 400s, the router's 404 and 405
 }
-
-// retryAfterUnavailable is the Retry-After, in seconds, of a 503 service-unavailable: long
-// enough for a database restart or failover to be noticed, short enough not to lose clients.
-const retryAfterUnavailable = "5"
 
 // databaseUnavailable is the row for a database that could not be reached or did not answer
 // before the request's deadline (db.IsUnavailable): 503, not 500, because the request was
@@ -85,9 +100,8 @@ func databaseUnavailable(err error) *problem {
 	if !db.IsUnavailable(err) {
 		return nil
 	}
-	p := newProblem(probServiceUnavailable, "The database could not be reached or did not answer in time. Retry after Retry-After seconds (a POST with the same Idempotency-Key).")
-	p.Headers.Set("Retry-After", retryAfterUnavailable)
-	return p
+	return unavailableProblem(unavailable(retryAfterUnavailable,
+		"The database could not be reached or did not answer in time. Retry after Retry-After seconds (a POST with the same Idempotency-Key)."))
 }
 
 // errorRule is one row of errorProblems: it returns nil when err is not its kind.
@@ -105,31 +119,31 @@ func typed[E error](build func(E) *problem) errorRule {
 	}
 }
 
-// sentinel is a row for a domain sentinel error. retryAfter (seconds) is set where the client
-// should come back later.
-func sentinel(target error, t problemType, retryAfter string) errorRule {
+// sentinel is a row for a sentinel error, whose problem says what its type says. retryAfter
+// (seconds), when not 0, is where the client should come back later.
+func sentinel(target error, t problemType, retryAfter int) errorRule {
 	return func(err error) *problem {
 		if !errors.Is(err, target) {
 			return nil
 		}
 		p := newProblem(t, t.Description)
-		if retryAfter != "" {
-			p.Headers.Set("Retry-After", retryAfter)
+		if retryAfter != 0 {
+			p.Headers.Set("Retry-After", strconv.Itoa(retryAfter))
 		}
 		return p
 	}
 }
 
-// echoProblems maps the statuses echo and the validator produce for requests that never
-// reached a handler (no route, wrong method, body too large, bad body).
+// echoProblems maps the statuses of echo's own errors, which reach the error handler from
+// code this package does not write: the generated binder (400, 415), and echo's router (404,
+// 405, should a request get past findOperation) and body limit (413). This is the one place
+// an echo.HTTPError is read; the server's own code returns the errors the rows above know.
 var echoProblems = map[int]problemType{
 	http.StatusBadRequest:            probInvalidRequest,
-	http.StatusUnauthorized:          probUnauthorized,
 	http.StatusNotFound:              probNotFound,
 	http.StatusMethodNotAllowed:      probMethodNotAllowed,
 	http.StatusRequestEntityTooLarge: probPayloadTooLarge,
 	http.StatusUnsupportedMediaType:  probUnsupportedMediaType,
-	http.StatusServiceUnavailable:    probServiceUnavailable,
 }
 
 // handleError is echo's HTTPErrorHandler: every error a handler or middleware returns ends
@@ -159,20 +173,26 @@ func (s *Server) problemFor(c echo.Context, err error) *problem {
 		// waiting for the answer (the logger records 499). Should a client still be reading
 		// after all, it is told to retry.
 		c.Set(clientGoneKey, true)
-		p := newProblem(probServiceUnavailable, "The request was canceled before it finished; send it again.")
-		p.Headers.Set("Retry-After", retryAfterUnavailable)
-		return p
+		err = unavailable(retryAfterUnavailable, "The request was canceled before it finished; send it again.")
 	}
-	for _, rule := range errorProblems {
-		if p := rule(err); p != nil {
-			if db.IsUnavailable(err) {
-				s.logger.WarnContext(ctx, "service unavailable", "error", err, "request_id", requestIDFrom(ctx))
-			}
-			return p
+	if p := problemOf(err); p != nil {
+		if db.IsUnavailable(err) {
+			s.logger.WarnContext(ctx, "service unavailable", "error", err, "request_id", requestIDFrom(ctx))
 		}
+		return p
 	}
 	s.logger.ErrorContext(ctx, "internal error", "error", err, "request_id", requestIDFrom(ctx))
 	return newProblem(probInternal, "")
+}
+
+// problemOf is the problem of the first row of errorProblems that knows err, or nil.
+func problemOf(err error) *problem {
+	for _, rule := range errorProblems {
+		if p := rule(err); p != nil {
+			return p
+		}
+	}
+	return nil
 }
 
 // bindingProblem is a body the schema accepts but Go cannot bind. The contract hands whole
@@ -201,14 +221,7 @@ func echoProblem(httpErr *echo.HTTPError) *problem {
 	if msg, ok := httpErr.Message.(string); ok && msg != http.StatusText(httpErr.Code) {
 		detail = msg
 	}
-	p := newProblem(t, detail)
-	switch t {
-	case probUnauthorized:
-		p.Headers.Set("WWW-Authenticate", `Bearer realm="payments-api"`)
-	case probServiceUnavailable:
-		p.Headers.Set("Retry-After", retryAfterUnavailable)
-	}
-	return p
+	return newProblem(t, detail)
 }
 
 // logPanic is the Recover middleware's hook: the stack goes to the log under the request id;

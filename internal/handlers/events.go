@@ -25,10 +25,7 @@ func (s *Server) GetEvent(ctx context.Context, req api.GetEventRequestObject) (a
 
 // ListEvents pages through the account's events, newest first, optionally of one type.
 func (s *Server) ListEvents(ctx context.Context, req api.ListEventsRequestObject) (api.ListEventsResponseObject, error) {
-	params := events.ListParams{Limit: 10, StartingAfter: req.Params.StartingAfter, Type: (*string)(req.Params.Type)}
-	if req.Params.Limit != nil {
-		params.Limit = *req.Params.Limit
-	}
+	params := events.ListParams{Page: s.page(req.Params.Limit, req.Params.StartingAfter), Type: (*string)(req.Params.Type)}
 	rows, hasMore, err := s.events.List(ctx, accountFrom(ctx).ID, params)
 	if err != nil {
 		return nil, err

@@ -15,7 +15,7 @@ const lostResponseKey = "fault.lost_response"
 
 // retryAfterInjected is the Retry-After of an injected 503: short, so that an SDK's retry
 // tests do not wait.
-const retryAfterInjected = "1"
+const retryAfterInjected = 1
 
 // injectFaults makes the failures SDKs must survive happen on demand, for requests that
 // carry an API key (see prefer.go for the preferences). It runs after authentication and the
@@ -51,9 +51,7 @@ func (s *Server) injectFaults(limits *rateLimiter) echo.MiddlewareFunc {
 			switch prefs.fault {
 			case faultErrorBefore:
 				applyPreference(res.Header(), preferFault+"="+faultErrorBefore)
-				p := newProblem(probServiceUnavailable, "Prefer: fault=error-before asked for this failure. Nothing was done; send the request again after Retry-After seconds.")
-				p.Headers.Set("Retry-After", retryAfterInjected)
-				return p
+				return unavailable(retryAfterInjected, "Prefer: fault=error-before asked for this failure. Nothing was done; send the request again after Retry-After seconds.")
 			case faultRateLimited:
 				applyPreference(res.Header(), preferFault+"="+faultRateLimited)
 				return limits.refuse(c)

@@ -24,10 +24,7 @@ func (s *Server) GetJob(ctx context.Context, req api.GetJobRequestObject) (api.G
 
 // ListJobs pages through the account's jobs, newest first.
 func (s *Server) ListJobs(ctx context.Context, req api.ListJobsRequestObject) (api.ListJobsResponseObject, error) {
-	params := reports.JobListParams{Limit: 10, StartingAfter: req.Params.StartingAfter, Status: (*string)(req.Params.Status)}
-	if req.Params.Limit != nil {
-		params.Limit = *req.Params.Limit
-	}
+	params := reports.JobListParams{Page: s.page(req.Params.Limit, req.Params.StartingAfter), Status: (*string)(req.Params.Status)}
 	rows, hasMore, err := s.reports.ListJobs(ctx, accountFrom(ctx).ID, params)
 	if err != nil {
 		return nil, err

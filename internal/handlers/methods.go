@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"net/http"
-	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/api"
@@ -46,7 +45,7 @@ func answerMethods(next echo.HandlerFunc) echo.HandlerFunc {
 		case http.MethodOptions:
 			allow, _ := c.Get(echo.ContextKeyHeaderAllow).(string) // set by echo's router
 			if allow == "" {
-				return echo.ErrNotFound
+				return contract.ErrNoRoute
 			}
 			c.Response().Header().Set(echo.HeaderAllow, allow)
 			return c.NoContent(http.StatusNoContent)
@@ -72,7 +71,8 @@ type servedRoutes struct {
 }
 
 func (r servedRoutes) serves(method, path string) bool {
-	return r.contract.Operation(method, specPath(path)) != nil
+	template, ok := r.contract.Template(path)
+	return ok && r.contract.Operation(method, template) != nil
 }
 
 func (r servedRoutes) GET(path string, h echo.HandlerFunc, m ...echo.MiddlewareFunc) *echo.Route {
@@ -108,15 +108,4 @@ func (r servedRoutes) add(method, path string, h echo.HandlerFunc, m []echo.Midd
 		return nil
 	}
 	return r.Add(method, path, h, m...)
-}
-
-// specPath writes an echo route ("/payments/:id") as the spec does ("/payments/{id}").
-func specPath(echoPath string) string {
-	segments := strings.Split(echoPath, "/")
-	for i, seg := range segments {
-		if name, ok := strings.CutPrefix(seg, ":"); ok {
-			segments[i] = "{" + name + "}"
-		}
-	}
-	return strings.Join(segments, "/")
 }

@@ -11,7 +11,7 @@ import (
 // routeTemplate names the route as the spec does ("/payments/{id}"). A request that matched
 // no route is "unmatched": its path is the client's choice and must not become a series.
 func (s *Server) routeTemplate(c echo.Context) string {
-	if template, ok := s.routeTemplates[c.Path()]; ok {
+	if template, ok := s.contract.Template(c.Path()); ok {
 		return template
 	}
 	return "unmatched"

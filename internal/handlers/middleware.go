@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"regexp"
 	"strings"
@@ -128,13 +127,13 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		scheme, key, _ := strings.Cut(c.Request().Header.Get("Authorization"), " ")
 		if !strings.EqualFold(scheme, "Bearer") || key == "" {
-			return echo.NewHTTPError(http.StatusUnauthorized, "Send an API key as Authorization: Bearer <key>.")
+			return errNoAPIKey
 		}
 		span := trace.Start(c.Request().Context(), "auth")
 		acct, err := s.apiKeys.Authenticate(c.Request().Context(), key)
 		span.End()
 		if errors.Is(err, domain.ErrNotFound) {
-			return unknownKey()
+			return errUnknownAPIKey
 		}
 		if err != nil {
 			return err
@@ -143,11 +142,6 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		st.account, st.authenticated = acct, true
 		return next(c)
 	}
-}
-
-// unknownKey is the 401 for a key that is not, or is no longer, any account's.
-func unknownKey() error {
-	return echo.NewHTTPError(http.StatusUnauthorized, "The API key is unknown or revoked.")
 }
 
 // readBody reads the whole body once, up to limit bytes (413 beyond), so that the validator,
@@ -181,20 +175,10 @@ func (s *Server) receiveBody(c echo.Context, limit int64) ([]byte, error) {
 	stopWatching := context.AfterFunc(s.draining, func() { _ = rc.SetReadDeadline(time.Now()) })
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
 	if !stopWatching() { // the server began draining while the body arrived
-		p := newProblem(probServiceUnavailable, "The server is shutting down and stopped reading the request; send it again.")
-		p.Headers.Set("Retry-After", retryAfterUnavailable)
-		return nil, p
+		return nil, unavailable(retryAfterUnavailable, "The server is shutting down and stopped reading the request; send it again.")
 	}
-	var tooLarge *http.MaxBytesError
-	var netErr net.Error
-	switch {
-	case errors.As(err, &tooLarge):
-		return nil, echo.NewHTTPError(http.StatusRequestEntityTooLarge,
-			"The request body is larger than the limit of "+humanBytes(limit)+".")
-	case errors.As(err, &netErr) && netErr.Timeout():
-		return nil, echo.NewHTTPError(http.StatusBadRequest, "The request body did not arrive within the read timeout.")
-	case err != nil:
-		return nil, echo.NewHTTPError(http.StatusBadRequest, "The request body could not be read.")
+	if err != nil {
+		return nil, &bodyError{cause: err}
 	}
 	return body, nil
 }

@@ -53,11 +53,18 @@ func paymentResponse(p db.Payment, resource []byte) idempotency.Response {
 	}
 }
 
+// paymentDeclinedError is a payment whose card was declined: the payment is stored (failed),
+// and the 402 that says so is stored with it (declinedResponse).
+type paymentDeclinedError struct{ paymentID, failureCode string }
+
+func (e *paymentDeclinedError) Error() string {
+	return "payment " + e.paymentID + " declined: " + e.failureCode
+}
+
 // declinedResponse is the 402 for a declined card. The payment exists, so this answer is
-// stored and replayed like a 201.
+// stored and replayed like a 201, rather than answered by the error handler.
 func declinedResponse(ctx context.Context, p db.Payment) (idempotency.Response, error) {
-	prob := newProblem(probPaymentDeclined, "The card was declined ("+*p.FailureCode+").")
-	prob.PaymentID, prob.FailureCode = p.ID, *p.FailureCode
+	prob := problemOf(&paymentDeclinedError{paymentID: p.ID, failureCode: *p.FailureCode})
 	prob.Instance, prob.RequestID = "/payments", requestIDFrom(ctx)
 	body, err := prob.body()
 	if err != nil {
@@ -131,14 +138,10 @@ func (r encodedPayment) VisitUpdatePaymentResponse(w http.ResponseWriter) error 
 // ListPayments pages through the account's payments, newest first.
 func (s *Server) ListPayments(ctx context.Context, req api.ListPaymentsRequestObject) (api.ListPaymentsResponseObject, error) {
 	params := payments.ListParams{
-		Limit:         10,
-		StartingAfter: req.Params.StartingAfter,
-		Status:        (*string)(req.Params.Status),
-		CreatedGte:    req.Params.CreatedGte,
-		CreatedLt:     req.Params.CreatedLt,
-	}
-	if req.Params.Limit != nil {
-		params.Limit = *req.Params.Limit
+		Page:       s.page(req.Params.Limit, req.Params.StartingAfter),
+		Status:     (*string)(req.Params.Status),
+		CreatedGte: req.Params.CreatedGte,
+		CreatedLt:  req.Params.CreatedLt,
 	}
 	rows, hasMore, err := s.payments.List(ctx, accountFrom(ctx).ID, params)
 	if err != nil {

@@ -2,11 +2,15 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"html/template"
 	"net/http"
 	"strings"
 
+	"github.com/payments-api/payments-api/internal/api"
 	"github.com/payments-api/payments-api/internal/contract"
+	"github.com/payments-api/payments-api/internal/domain"
 	"github.com/payments-api/payments-api/internal/reports"
 )
 
@@ -141,5 +145,21 @@ func (p *problem) write(w http.ResponseWriter) error {
 	return err
 }
 
-// Error lets a handler return a ready-made problem as its error.
-func (p *problem) Error() string { return p.Title + ": " + p.Detail }
+var problemPage = template.Must(template.New("problem").Parse(`<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>{{.Title}}</title></head>
+<body><h1>{{.Title}}</h1><p>HTTP status {{.Status}}.</p><p>{{.Description}}</p>
+<p>The problem's <code>type</code> is <code>{{.URI}}</code>. See <a href="/openapi.yaml">the API contract</a>.</p></body></html>
+`))
+
+// GetProblemType makes every problem `type` URI resolve to a page a human can read.
+func (s *Server) GetProblemType(ctx context.Context, req api.GetProblemTypeRequestObject) (api.GetProblemTypeResponseObject, error) {
+	t, ok := problemTypes[req.Problem]
+	if !ok {
+		return nil, domain.ErrNotFound
+	}
+	var page bytes.Buffer
+	if err := problemPage.Execute(&page, t); err != nil {
+		return nil, err
+	}
+	return api.GetProblemType200TexthtmlResponse{Body: &page, ContentLength: int64(page.Len())}, nil
+}

@@ -112,8 +112,8 @@ func (l *rateLimiter) limitFailedAuth(public map[string]bool) echo.MiddlewareFun
 // isUnauthorized reports whether err answers 401. It is asked only of an error: errors.As
 // needs its target on the heap, which would cost every successful request an allocation.
 func isUnauthorized(err error) bool {
-	var httpErr *echo.HTTPError
-	return errors.As(err, &httpErr) && httpErr.Code == http.StatusUnauthorized
+	var unauthorized *unauthorizedError
+	return errors.As(err, &unauthorized)
 }
 
 // limitAccount runs after authenticate and spends the account's Default bucket and, on

@@ -72,10 +72,7 @@ func (s *Server) GetRefund(ctx context.Context, req api.GetRefundRequestObject) 
 
 // ListRefunds pages through the account's refunds, newest first.
 func (s *Server) ListRefunds(ctx context.Context, req api.ListRefundsRequestObject) (api.ListRefundsResponseObject, error) {
-	params := payments.RefundListParams{Limit: 10, StartingAfter: req.Params.StartingAfter, PaymentID: req.Params.PaymentId}
-	if req.Params.Limit != nil {
-		params.Limit = *req.Params.Limit
-	}
+	params := payments.RefundListParams{Page: s.page(req.Params.Limit, req.Params.StartingAfter), PaymentID: req.Params.PaymentId}
 	rows, hasMore, err := s.payments.ListRefunds(ctx, accountFrom(ctx).ID, params)
 	if err != nil {
 		return nil, err

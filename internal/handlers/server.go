@@ -8,12 +8,9 @@ package handlers
 import (
 	"cmp"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"log/slog"
 	"net/netip"
-	"sync"
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -90,8 +87,9 @@ type Server struct {
 	reports          *reports.Service
 	limits           *rateLimiter
 	specJSON         map[string]any
-	publicPaths      map[string]bool   // "/problems/:problem": paths whose operations all have `security: []`
-	routeTemplates   map[string]string // echo's "/payments/:id" to the spec's "/payments/{id}"
+	defaultPageLimit int             // a list's page size when the request names none (see page)
+	publicPaths      map[string]bool // "/problems/:problem": paths whose operations all have `security: []`
+	contract         *contract.Contract
 	faultInjection   bool
 	openTestAccounts bool
 }
@@ -119,6 +117,10 @@ func New(opts Options) (*echo.Echo, error) {
 	if err != nil {
 		return nil, err
 	}
+	pageLimit, err := defaultPageLimit(spec)
+	if err != nil {
+		return nil, err
+	}
 	s := &Server{
 		pool:             opts.Pool,
 		logger:           opts.Logger,
@@ -133,8 +135,9 @@ func New(opts Options) (*echo.Echo, error) {
 		reports:          opts.Reports,
 		limits:           newRateLimiter(*opts.RateLimits, opts.Metrics),
 		specJSON:         specJSON,
+		defaultPageLimit: pageLimit,
 		publicPaths:      publicPaths(spec),
-		routeTemplates:   routeTemplates(spec),
+		contract:         compiled,
 		faultInjection:   opts.Sandbox && opts.FaultInjection,
 		openTestAccounts: opts.OpenTestAccounts,
 	}
@@ -194,36 +197,7 @@ func publicPaths(spec *openapi3.T) map[string]bool {
 		for _, op := range item.Operations() {
 			all = all && op.Security != nil && len(*op.Security) == 0
 		}
-		public[echoPath(path)] = all
+		public[contract.EchoPath(path)] = all
 	}
 	return public
-}
-
-// routeTemplates maps each path as echo names it to the path as the spec writes it.
-func routeTemplates(spec *openapi3.T) map[string]string {
-	templates := map[string]string{}
-	for path := range spec.Paths.Map() {
-		templates[echoPath(path)] = path
-	}
-	return templates
-}
-
-// loadSpecJSON is the embedded spec as the JSON value GET /openapi.json answers with, made on
-// the first call and shared after that (nothing writes to it), as contract.Load is.
-var loadSpecJSON = sync.OnceValues(specAsJSON)
-
-func specAsJSON() (map[string]any, error) {
-	spec, err := api.GetSpec()
-	if err != nil {
-		return nil, fmt.Errorf("load embedded spec: %w", err)
-	}
-	raw, err := json.Marshal(spec)
-	if err != nil {
-		return nil, fmt.Errorf("marshal spec: %w", err)
-	}
-	var m map[string]any
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return nil, fmt.Errorf("unmarshal spec: %w", err)
-	}
-	return m, nil
 }

@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"errors"
 	"io"
-	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -21,15 +20,12 @@ import (
 // "/payments/:id"); only a request echo matched to no operation goes through the contract's
 // own router, for its 404 or 405.
 func findOperation(spec *contract.Contract) echo.MiddlewareFunc {
-	operations := map[echoRoute]*contract.Operation{}
-	for path, item := range spec.Spec().Paths.Map() {
-		for method := range item.Operations() {
-			operations[echoRoute{method, echoPath(path)}] = spec.Operation(method, path)
-		}
-	}
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			op := operations[echoRoute{c.Request().Method, c.Path()}]
+			var op *contract.Operation
+			if template, ok := spec.Template(c.Path()); ok {
+				op = spec.Operation(c.Request().Method, template)
+			}
 			if op == nil || slashInParam(c) {
 				_, err := spec.ValidateRequest(c.Request(), nil)
 				return requestError(c, cmp.Or(err, contract.ErrNoRoute))
@@ -96,14 +92,6 @@ func validateRequests() echo.MiddlewareFunc {
 	}
 }
 
-// echoRoute is a route as echo names it: method and path with :params.
-type echoRoute struct{ method, path string }
-
-// echoPath is a spec path template as echo writes it: /payments/{id} is /payments/:id.
-func echoPath(specPath string) string {
-	return strings.NewReplacer("{", ":", "}", "").Replace(specPath)
-}
-
 // largeBody is the size above which bodies are validated one at a time. The largest valid
 // body of the spec is about 30 KB (50 metadata entries of 540 bytes), so only bodies that are
 // certain to fail wait here: their senders queue behind each other instead of taking every core
@@ -124,13 +112,10 @@ func (b validatedBody) ValidatedValue() any { return b.value }
 // requestError turns a contract error into the error the problem table knows.
 func requestError(c echo.Context, err error) error {
 	var (
-		methods  *contract.MethodNotAllowedError
-		invalid  *contract.Error
-		badMedia *contract.MediaTypeError
+		methods *contract.MethodNotAllowedError
+		invalid *contract.Error
 	)
 	switch {
-	case errors.Is(err, contract.ErrNoRoute):
-		return echo.ErrNotFound
 	case errors.As(err, &methods):
 		// echo's router lists HEAD and OPTIONS too (see methods.go); the spec's list is the
 		// fallback where echo matched no route.
@@ -139,9 +124,6 @@ func requestError(c echo.Context, err error) error {
 			allow = strings.Join(methods.Allow, ", ")
 		}
 		c.Response().Header().Set(echo.HeaderAllow, allow)
-		return echo.ErrMethodNotAllowed
-	case errors.As(err, &badMedia):
-		return echo.NewHTTPError(http.StatusUnsupportedMediaType, badMedia.Detail)
 	case errors.As(err, &invalid):
 		for _, f := range invalid.Fields {
 			if f.Field == "Idempotency-Key" {

@@ -38,7 +38,7 @@ func (s *Server) GetWebhookEndpoint(ctx context.Context, req api.GetWebhookEndpo
 
 // ListWebhookEndpoints pages through the account's endpoints, newest first.
 func (s *Server) ListWebhookEndpoints(ctx context.Context, req api.ListWebhookEndpointsRequestObject) (api.ListWebhookEndpointsResponseObject, error) {
-	rows, hasMore, err := s.webhooks.ListEndpoints(ctx, accountFrom(ctx).ID, listParams(req.Params.Limit, req.Params.StartingAfter))
+	rows, hasMore, err := s.webhooks.ListEndpoints(ctx, accountFrom(ctx).ID, s.page(req.Params.Limit, req.Params.StartingAfter))
 	if err != nil {
 		return nil, err
 	}
@@ -98,7 +98,7 @@ func (s *Server) RotateWebhookEndpointSecret(ctx context.Context, req api.Rotate
 
 // ListWebhookDeliveries pages through an endpoint's deliveries with their attempts.
 func (s *Server) ListWebhookDeliveries(ctx context.Context, req api.ListWebhookDeliveriesRequestObject) (api.ListWebhookDeliveriesResponseObject, error) {
-	rows, hasMore, err := s.webhooks.ListDeliveries(ctx, accountFrom(ctx).ID, req.Id, listParams(req.Params.Limit, req.Params.StartingAfter))
+	rows, hasMore, err := s.webhooks.ListDeliveries(ctx, accountFrom(ctx).ID, req.Id, s.page(req.Params.Limit, req.Params.StartingAfter))
 	if err != nil {
 		return nil, err
 	}
@@ -112,15 +112,6 @@ func eventNames[T ~string](events []T) []string {
 		names[i] = string(e)
 	}
 	return names
-}
-
-// listParams applies the default page size.
-func listParams(limit *int, startingAfter *string) webhooks.ListParams {
-	p := webhooks.ListParams{Limit: 10, StartingAfter: startingAfter}
-	if limit != nil {
-		p.Limit = *limit
-	}
-	return p
 }
 
 // endpointResource is the endpoint as the API shows it: never with its secrets.

@@ -73,7 +73,8 @@ func NewStore(pool *pgxpool.Pool, ttl time.Duration) *Store {
 	return &Store{pool: pool, ttl: ttl}
 }
 
-// WithObserver returns the store telling o every outcome.
+// WithObserver returns a copy of s that tells o every outcome; s itself is not changed. A nil
+// o is told nothing.
 func (s *Store) WithObserver(o Observer) *Store {
 	cp := *s
 	cp.observer = o

@@ -21,7 +21,6 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"github.com/riverqueue/river/rivertype"
 )
 
 // Config is how a process runs jobs.
@@ -43,7 +42,8 @@ type Config struct {
 	Registry *river.Workers
 	Periodic []*river.PeriodicJob
 	Logger   *slog.Logger
-	// Observer, when set, is told of every job run.
+	// Observer is told of every job run; nil tells no one. (Config is a value handed to
+	// NewClient, so the observer is a field of it rather than a WithObserver on a built value.)
 	Observer Observer
 	// ListenPool, when set, is where the client LISTENs for new jobs and leadership changes:
 	// a pool of direct connections to PostgreSQL, for when the main pool goes through a
@@ -91,9 +91,7 @@ func NewClient(pool *pgxpool.Pool, c Config) (*river.Client[pgx.Tx], error) {
 		maps.Copy(rc.Queues, c.Queues)
 		rc.PeriodicJobs = c.Periodic
 	}
-	if c.Observer != nil {
-		rc.Middleware = []rivertype.Middleware{observeRuns(c.Observer)}
-	}
+	rc.Middleware = observeRuns(c.Observer)
 	var driver riverdriver.Driver[pgx.Tx] = riverpgxv5.New(pool)
 	if c.ListenPool != nil && c.ListenPool != pool {
 		driver = listenApart{Driver: riverpgxv5.New(pool), listener: riverpgxv5.New(c.ListenPool)}

@@ -16,15 +16,18 @@ type Observer interface {
 	JobRan(kind, outcome string, d time.Duration)
 }
 
-// observeRuns is the worker middleware that times every run and reports its outcome, read
-// from what the worker returned as River reads it.
-func observeRuns(o Observer) rivertype.Middleware {
-	return river.WorkerMiddlewareFunc(func(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
+// observeRuns is the worker middleware that times every run and reports its outcome to o,
+// read from what the worker returned as River reads it. A nil o needs no middleware.
+func observeRuns(o Observer) []rivertype.Middleware {
+	if o == nil {
+		return nil
+	}
+	return []rivertype.Middleware{river.WorkerMiddlewareFunc(func(ctx context.Context, job *rivertype.JobRow, doInner func(context.Context) error) error {
 		start := time.Now()
 		err := doInner(ctx)
 		o.JobRan(job.Kind, runOutcome(err), time.Since(start))
 		return err
-	})
+	})}
 }
 
 func runOutcome(err error) string {

@@ -134,7 +134,8 @@ func (m *Metrics) JobsQueued(queue string, n int) {
 	m.jobsQueued.WithLabelValues(queue).Set(float64(n))
 }
 
-// JobRan records one run of a job of kind: outcome is "succeeded", "failed" or "canceled".
+// JobRan records one run of a job of kind: outcome is "succeeded", "failed", "canceled" or
+// "snoozed" (jobs.Observer).
 func (m *Metrics) JobRan(kind, outcome string, d time.Duration) {
 	if m == nil {
 		return
@@ -143,7 +144,7 @@ func (m *Metrics) JobRan(kind, outcome string, d time.Duration) {
 }
 
 // WebhookDelivered records one delivery attempt: outcome is "succeeded" (a 2xx), "failed"
-// (another status), "error" (no answer: timeout, refused, blocked address).
+// (another status), "error" (no answer: timeout, refused, blocked address) (webhooks.Observer).
 func (m *Metrics) WebhookDelivered(outcome string, d time.Duration) {
 	if m == nil {
 		return

@@ -131,48 +131,44 @@ func (s *Service) Version(ctx context.Context, accountID, id string) (int32, err
 	return v, nil
 }
 
-// ListParams filters and pages a list. StartingAfter is the last id of the previous page.
+// ListParams filters and pages a list.
 type ListParams struct {
-	Limit         int
-	StartingAfter *string
-	Status        *string
-	CreatedGte    *time.Time
-	CreatedLt     *time.Time
+	db.Page
+	Status     *string
+	CreatedGte *time.Time
+	CreatedLt  *time.Time
 }
 
 // List returns one page, newest first, and whether another page follows.
 func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]db.Payment, bool, error) {
 	q := db.New(s.pool)
-	args := db.PaymentListParams{
-		AccountID: accountID,
-		RowLimit:  int32(p.Limit) + 1, // one more than asked tells whether there is a next page
+	createdAt := func(id string) (time.Time, error) {
+		cursor, err := q.PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: id})
+		return cursor.CreatedAt, err
 	}
-	if p.CreatedGte != nil {
-		gte := db.RangeBound(*p.CreatedGte)
-		args.CreatedGte = &gte
-	}
-	// The page ends before created_lt or before the cursor, whichever comes first in the
-	// list: the query takes one upper bound (see PaymentList).
-	if p.CreatedLt != nil {
-		lt, none := db.RangeBound(*p.CreatedLt), ""
-		args.BeforeCreatedAt, args.BeforeID = &lt, &none
-	}
-	if p.StartingAfter != nil {
-		cursor, err := q.PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
-		if err := db.NotFoundAsInvalid(err, "starting_after", "no such payment"); err != nil {
-			return nil, false, err
+	return db.ListPage(p.Page, "payment", createdAt, func(after db.After, rowLimit int32) ([]db.Payment, error) {
+		args := db.PaymentListParams{AccountID: accountID, RowLimit: rowLimit}
+		if p.CreatedGte != nil {
+			gte := db.RangeBound(*p.CreatedGte)
+			args.CreatedGte = &gte
 		}
-		if args.BeforeCreatedAt == nil || cursor.CreatedAt.Before(*args.BeforeCreatedAt) ||
-			cursor.CreatedAt.Equal(*args.BeforeCreatedAt) && cursor.ID < *args.BeforeID {
-			args.BeforeCreatedAt, args.BeforeID = &cursor.CreatedAt, &cursor.ID
-		}
+		args.BeforeCreatedAt, args.BeforeID = upperBound(after, p.CreatedLt)
+		return listPayments(ctx, q, args, p.Status)
+	})
+}
+
+// upperBound is where a page of payments ends: before created_lt or before the cursor,
+// whichever comes first in the list, since the query takes one upper bound (see
+// PaymentList). Nil, nil is no bound.
+func upperBound(after db.After, createdLt *time.Time) (*time.Time, *string) {
+	if createdLt == nil {
+		return after.CreatedAt, after.ID
 	}
-	rows, err := listPayments(ctx, q, args, p.Status)
-	if err != nil {
-		return nil, false, fmt.Errorf("list payments: %w", err)
+	lt, none := db.RangeBound(*createdLt), ""
+	if after.CreatedAt != nil && after.CreatedAt.Before(lt) {
+		return after.CreatedAt, after.ID
 	}
-	rows, hasMore := db.Page(rows, p.Limit)
-	return rows, hasMore, nil
+	return &lt, &none
 }
 
 // listPayments reads a page with PaymentList, or with PaymentListByStatus for one status:

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
@@ -97,44 +98,32 @@ func (s *Service) GetRefund(ctx context.Context, accountID, id string) (db.Refun
 
 // RefundListParams pages the account's refunds, optionally of one payment.
 type RefundListParams struct {
-	Limit         int
-	StartingAfter *string
-	PaymentID     *string
+	db.Page
+	PaymentID *string
 }
 
 // ListRefunds returns one page, newest first, and whether another page follows.
 func (s *Service) ListRefunds(ctx context.Context, accountID string, p RefundListParams) ([]db.Refund, bool, error) {
 	q := db.New(s.pool)
-	args := db.RefundListParams{AccountID: accountID, RowLimit: int32(p.Limit) + 1}
 	if p.PaymentID != nil {
 		_, err := q.PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: *p.PaymentID})
 		if err := db.NotFoundAsInvalid(err, "payment_id", "no such payment"); err != nil {
 			return nil, false, err
 		}
 	}
-	if p.StartingAfter != nil {
-		cursor, err := q.RefundGetByID(ctx, db.RefundGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
-		if err := db.NotFoundAsInvalid(err, "starting_after", "no such refund"); err != nil {
-			return nil, false, err
+	createdAt := func(id string) (time.Time, error) {
+		r, err := q.RefundGetByID(ctx, db.RefundGetByIDParams{AccountID: accountID, ID: id})
+		return r.CreatedAt, err
+	}
+	return db.ListPage(p.Page, "refund", createdAt, func(after db.After, rowLimit int32) ([]db.Refund, error) {
+		// A query for each, so each has an index that leads with its equality columns.
+		if p.PaymentID == nil {
+			return q.RefundList(ctx, db.RefundListParams{
+				AccountID: accountID, AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: rowLimit,
+			})
 		}
-		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
-	}
-	rows, err := listRefunds(ctx, q, args, p.PaymentID)
-	if err != nil {
-		return nil, false, fmt.Errorf("list refunds: %w", err)
-	}
-	rows, hasMore := db.Page(rows, p.Limit)
-	return rows, hasMore, nil
-}
-
-// listRefunds reads a page with RefundList, or with RefundListByPayment for one payment: a
-// query for each, so each has an index that leads with its equality columns.
-func listRefunds(ctx context.Context, q *db.Queries, args db.RefundListParams, paymentID *string) ([]db.Refund, error) {
-	if paymentID == nil {
-		return q.RefundList(ctx, args)
-	}
-	return q.RefundListByPayment(ctx, db.RefundListByPaymentParams{
-		AccountID: args.AccountID, PaymentID: *paymentID,
-		AfterCreatedAt: args.AfterCreatedAt, AfterID: args.AfterID, RowLimit: args.RowLimit,
+		return q.RefundListByPayment(ctx, db.RefundListByPaymentParams{
+			AccountID: accountID, PaymentID: *p.PaymentID, AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: rowLimit,
+		})
 	})
 }

@@ -130,40 +130,30 @@ func (s *Service) CancelJob(ctx context.Context, accountID, id string) (db.Job, 
 	return job, err
 }
 
-// JobListParams filters and pages a list. StartingAfter is the last id of the previous page.
+// JobListParams filters and pages a list.
 type JobListParams struct {
-	Limit         int
-	StartingAfter *string
-	Status        *string
+	db.Page
+	Status *string
 }
 
 // ListJobs returns one page, newest first, and whether another page follows.
 func (s *Service) ListJobs(ctx context.Context, accountID string, p JobListParams) ([]db.Job, bool, error) {
 	q := db.New(s.pool)
-	args := db.JobListParams{AccountID: accountID, RowLimit: int32(p.Limit) + 1}
-	if p.StartingAfter != nil {
-		cursor, err := q.JobGetByID(ctx, db.JobGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
-		if err := db.NotFoundAsInvalid(err, "starting_after", "no such job"); err != nil {
-			return nil, false, err
+	createdAt := func(id string) (time.Time, error) {
+		j, err := q.JobGetByID(ctx, db.JobGetByIDParams{AccountID: accountID, ID: id})
+		return j.CreatedAt, err
+	}
+	return db.ListPage(p.Page, "job", createdAt, func(after db.After, rowLimit int32) ([]db.Job, error) {
+		// JobList, or JobListByStatus for one status: each is one range of its own index, so
+		// the page's scan starts at the cursor (see PaymentList).
+		if p.Status == nil {
+			return q.JobList(ctx, db.JobListParams{
+				AccountID: accountID, AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: rowLimit,
+			})
 		}
-		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
-	}
-	rows, err := listJobs(ctx, q, args, p.Status)
-	if err != nil {
-		return nil, false, fmt.Errorf("list jobs: %w", err)
-	}
-	rows, hasMore := db.Page(rows, p.Limit)
-	return rows, hasMore, nil
-}
-
-// listJobs reads a page with JobList, or with JobListByStatus for one status: each is one
-// range of its own index, so the page's scan starts at the cursor (see PaymentList).
-func listJobs(ctx context.Context, q *db.Queries, args db.JobListParams, status *string) ([]db.Job, error) {
-	if status == nil {
-		return q.JobList(ctx, args)
-	}
-	return q.JobListByStatus(ctx, db.JobListByStatusParams{
-		AccountID: args.AccountID, Status: *status, AfterCreatedAt: args.AfterCreatedAt, AfterID: args.AfterID, RowLimit: args.RowLimit,
+		return q.JobListByStatus(ctx, db.JobListByStatusParams{
+			AccountID: accountID, Status: *p.Status, AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: rowLimit,
+		})
 	})
 }
 

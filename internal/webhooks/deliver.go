@@ -43,10 +43,12 @@ func NewDeliverer(pool *pgxpool.Pool, sender *Sender, schedule Schedule) *Delive
 	return &Deliverer{pool: pool, sender: sender, schedule: schedule}
 }
 
-// WithObserver reports every attempt to o.
+// WithObserver returns a copy of d that reports every attempt to o; d itself is not changed.
+// A nil o reports to no one.
 func (d *Deliverer) WithObserver(o Observer) *Deliverer {
-	d.observer = o
-	return d
+	cp := *d
+	cp.observer = o
+	return &cp
 }
 
 // dueSlack is how early an attempt may start before its delivery's next_attempt_at: the job

@@ -73,7 +73,7 @@ func (b *deliverBundle) recordEvent(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ds, _, err := b.service.ListDeliveries(ctx, b.accountID, b.endpoint.ID, webhooks.ListParams{Limit: 1})
+	ds, _, err := b.service.ListDeliveries(ctx, b.accountID, b.endpoint.ID, db.Page{Limit: 1})
 	if err != nil || len(ds) != 1 {
 		t.Fatalf("deliveries %v, %v", ds, err)
 	}
@@ -94,7 +94,7 @@ func (b *deliverBundle) attemptNow(t *testing.T, deliveryID string) (*time.Time,
 
 func (b *deliverBundle) delivery(t *testing.T) webhooks.Delivery {
 	t.Helper()
-	ds, _, err := b.service.ListDeliveries(context.Background(), b.accountID, b.endpoint.ID, webhooks.ListParams{Limit: 100})
+	ds, _, err := b.service.ListDeliveries(context.Background(), b.accountID, b.endpoint.ID, db.Page{Limit: 100})
 	for _, d := range ds {
 		if d.ID == b.deliveryID {
 			return d

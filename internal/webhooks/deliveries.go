@@ -3,6 +3,7 @@ package webhooks
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
@@ -18,27 +19,26 @@ type Delivery struct {
 
 // ListDeliveries returns one page of an endpoint's deliveries, newest first, each with its
 // attempts, and whether another page follows.
-func (s *Service) ListDeliveries(ctx context.Context, accountID, endpointID string, p ListParams) ([]Delivery, bool, error) {
+func (s *Service) ListDeliveries(ctx context.Context, accountID, endpointID string, p db.Page) ([]Delivery, bool, error) {
 	if _, err := s.GetEndpoint(ctx, accountID, endpointID); err != nil {
 		return nil, false, err
 	}
 	q := db.New(s.pool)
-	args := db.WebhookDeliveryListByEndpointParams{AccountID: accountID, EndpointID: endpointID, RowLimit: int32(p.Limit) + 1}
-	if p.StartingAfter != nil {
-		cursor, err := q.WebhookDeliveryGetByID(ctx, db.WebhookDeliveryGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
-		if err == nil && cursor.EndpointID != endpointID {
+	createdAt := func(id string) (time.Time, error) {
+		d, err := q.WebhookDeliveryGetByID(ctx, db.WebhookDeliveryGetByIDParams{AccountID: accountID, ID: id})
+		if err == nil && d.EndpointID != endpointID {
 			err = domain.ErrNotFound // another endpoint's delivery
 		}
-		if err := db.NotFoundAsInvalid(err, "starting_after", "no such delivery of this endpoint"); err != nil {
-			return nil, false, err
-		}
-		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
+		return d.CreatedAt, err
 	}
-	rows, err := q.WebhookDeliveryListByEndpoint(ctx, args)
+	rows, hasMore, err := db.ListPage(p, "delivery of this endpoint", createdAt, func(after db.After, rowLimit int32) ([]db.WebhookDeliveryListByEndpointRow, error) {
+		return q.WebhookDeliveryListByEndpoint(ctx, db.WebhookDeliveryListByEndpointParams{
+			AccountID: accountID, EndpointID: endpointID, AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: rowLimit,
+		})
+	})
 	if err != nil {
-		return nil, false, fmt.Errorf("list deliveries of %s: %w", endpointID, err)
+		return nil, false, err
 	}
-	rows, hasMore := db.Page(rows, p.Limit)
 	deliveries := make([]Delivery, len(rows))
 	for i, r := range rows {
 		deliveries[i] = Delivery{WebhookDelivery: r.WebhookDelivery, EventType: r.EventType}

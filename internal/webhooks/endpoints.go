@@ -63,29 +63,18 @@ func (s *Service) GetEndpoint(ctx context.Context, accountID, id string) (db.Web
 	return e, nil
 }
 
-// ListParams pages a list. StartingAfter is the last id of the previous page.
-type ListParams struct {
-	Limit         int
-	StartingAfter *string
-}
-
 // ListEndpoints returns one page, newest first, and whether another page follows.
-func (s *Service) ListEndpoints(ctx context.Context, accountID string, p ListParams) ([]db.WebhookEndpoint, bool, error) {
+func (s *Service) ListEndpoints(ctx context.Context, accountID string, p db.Page) ([]db.WebhookEndpoint, bool, error) {
 	q := db.New(s.pool)
-	args := db.WebhookEndpointListParams{AccountID: accountID, RowLimit: int32(p.Limit) + 1}
-	if p.StartingAfter != nil {
-		cursor, err := q.WebhookEndpointGetByID(ctx, db.WebhookEndpointGetByIDParams{AccountID: accountID, ID: *p.StartingAfter})
-		if err := db.NotFoundAsInvalid(err, "starting_after", "no such webhook endpoint"); err != nil {
-			return nil, false, err
-		}
-		args.AfterCreatedAt, args.AfterID = &cursor.CreatedAt, &cursor.ID
+	createdAt := func(id string) (time.Time, error) {
+		e, err := q.WebhookEndpointGetByID(ctx, db.WebhookEndpointGetByIDParams{AccountID: accountID, ID: id})
+		return e.CreatedAt, err
 	}
-	rows, err := q.WebhookEndpointList(ctx, args)
-	if err != nil {
-		return nil, false, fmt.Errorf("list webhook endpoints: %w", err)
-	}
-	rows, hasMore := db.Page(rows, p.Limit)
-	return rows, hasMore, nil
+	return db.ListPage(p, "webhook endpoint", createdAt, func(after db.After, rowLimit int32) ([]db.WebhookEndpoint, error) {
+		return q.WebhookEndpointList(ctx, db.WebhookEndpointListParams{
+			AccountID: accountID, AfterCreatedAt: after.CreatedAt, AfterID: after.ID, RowLimit: rowLimit,
+		})
+	})
 }
 
 // EndpointPatch is a JSON merge patch of an endpoint: nil members are left alone.

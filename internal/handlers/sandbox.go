@@ -1,14 +1,19 @@
 package handlers
 
+// The /test/* operations: helpers the spec marks x-sandbox-only, so that a client's tests can
+// make an account of their own and hurry what would otherwise take time (key expiry, webhook
+// retries, queued jobs). A production server never routes them.
+
 import (
 	"context"
-	"errors"
 
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/api"
-	"github.com/payments-api/payments-api/internal/domain"
 	"github.com/payments-api/payments-api/internal/jobs"
 )
+
+// errTestAccountsClosed answers POST /test/accounts while OPEN_TEST_ACCOUNTS=false.
+var errTestAccountsClosed = &notFoundError{"Throwaway accounts are turned off on this server."}
 
 // CreateTestAccount makes a throwaway account, without authentication, so each test of a
 // client can run in an account of its own, with quotas of its own if it asks (within the
@@ -16,7 +21,7 @@ import (
 // policy); OPEN_TEST_ACCOUNTS=false makes it a 404.
 func (s *Server) CreateTestAccount(ctx context.Context, req api.CreateTestAccountRequestObject) (api.CreateTestAccountResponseObject, error) {
 	if !s.openTestAccounts {
-		return nil, newProblem(probNotFound, "Throwaway accounts are turned off on this server.")
+		return nil, errTestAccountsClosed
 	}
 	var asked *api.TestAccountRateLimitOverrides
 	if req.Body != nil {
@@ -35,23 +40,6 @@ func (s *Server) CreateTestAccount(ctx context.Context, req api.CreateTestAccoun
 		ApiKey:     acct.APIKey,
 		RateLimits: s.limits.accountRateLimits(quotas),
 	}}, nil
-}
-
-// DeleteAccount deletes the caller's account and all its data, and makes this server forget
-// its keys at once.
-func (s *Server) DeleteAccount(ctx context.Context, _ api.DeleteAccountRequestObject) (api.DeleteAccountResponseObject, error) {
-	id := accountFrom(ctx).ID
-	err := accounts.Delete(ctx, s.pool, id)
-	if errors.Is(err, domain.ErrNotFound) {
-		// Deleted meanwhile, by a request this process's key cache had not heard of: the key
-		// is revoked, as it is for every request from now on.
-		return nil, unknownKey()
-	}
-	if err != nil {
-		return nil, err
-	}
-	s.apiKeys.ForgetAccount(id)
-	return api.DeleteAccount204Response{}, nil
 }
 
 // ExpireIdempotencyKeys expires the caller's keys now.
