@@ -100,7 +100,7 @@ func TestTracesOfAWebhookDelivery(t *testing.T) {
 	if len(parts) != 4 {
 		t.Fatalf("traceparent = %q, want version-traceid-spanid-flags", traceparent)
 	}
-	delivery := waitForSpan(t, collector, func(s *tracepb.Span) bool { return s.GetName() == "webhook.deliver" })
+	delivery := waitForSpan(t, collector, func(s *tracepb.Span) bool { return s.GetName() == "webhook.attempt" })
 	if got := hex.EncodeToString(delivery.GetTraceId()); got != parts[1] {
 		t.Errorf("delivery span's trace id %s, the receiver's traceparent names %s", got, parts[1])
 	}

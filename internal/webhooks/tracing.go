@@ -30,7 +30,7 @@ func (s *Sender) startSpan(ctx context.Context, m Message) (context.Context, tra
 	if u, err := url.Parse(m.URL); err == nil {
 		attrs = append(attrs, semconv.ServerAddress(u.Hostname()))
 	}
-	return s.tracer.Start(ctx, "webhook.deliver", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return s.tracer.Start(ctx, "webhook.attempt", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 }
 
 // endSpan records the attempt's answer and ends the span that startSpan started, if any.
