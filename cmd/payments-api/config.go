@@ -16,6 +16,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/ratelimit"
+	"github.com/payments-api/payments-api/internal/telemetry"
 	"github.com/payments-api/payments-api/internal/webhooks"
 	"github.com/redis/go-redis/v9"
 )
@@ -78,6 +79,8 @@ type config struct {
 	OpenTestAccounts bool `env:"OPEN_TEST_ACCOUNTS"`
 	// MetricsAddr is the listener of its own that serves /metrics; empty serves none.
 	MetricsAddr string `env:"METRICS_ADDR"`
+	// Telemetry is OpenTelemetry's standard variables: traces go out when an endpoint is set.
+	Telemetry telemetry.Config
 }
 
 // proxyRange is one entry of TRUSTED_PROXIES: a proxy's address (127.0.0.1) or its network

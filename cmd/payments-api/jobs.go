@@ -16,6 +16,7 @@ import (
 	"github.com/payments-api/payments-api/internal/reports"
 	"github.com/payments-api/payments-api/internal/webhooks"
 	"github.com/riverqueue/river"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // sweepInterval is how often expired idempotency keys, reports and events are deleted, and
@@ -39,9 +40,9 @@ type background struct {
 // Enqueuing goes through a client of its own that never runs a job: the workers need the
 // outbox, the outbox a client, and the running client its workers when it is built. direct,
 // when not nil, is where the running client LISTENs (pool goes through a pooler).
-func newBackground(pool, direct *pgxpool.Pool, cfg config, logger *slog.Logger, keys *idempotency.Store, m *metrics.Metrics) (*background, error) {
+func newBackground(pool, direct *pgxpool.Pool, cfg config, logger *slog.Logger, keys *idempotency.Store, m *metrics.Metrics, tracing trace.TracerProvider) (*background, error) {
 	inserter, err := jobs.NewClient(pool, jobs.Config{
-		Timeout: cfg.JobTimeout, RescueAfter: cfg.JobRescueAfter, Logger: logger,
+		Timeout: cfg.JobTimeout, RescueAfter: cfg.JobRescueAfter, Logger: logger, TracerProvider: tracing,
 	})
 	if err != nil {
 		return nil, err
@@ -53,7 +54,7 @@ func newBackground(pool, direct *pgxpool.Pool, cfg config, logger *slog.Logger, 
 	registry := river.NewWorkers()
 	builds := reports.NewWorker(pool, bg.outbox, cfg.ReportRetention, reports.DefaultPageSize)
 	river.AddWorker(registry, builds)
-	river.AddWorker(registry, webhooks.NewWorker(newDeliverer(pool, cfg, m)))
+	river.AddWorker(registry, webhooks.NewWorker(newDeliverer(pool, cfg, m, tracing)))
 	river.AddWorker(registry, &jobs.SweepWorker{Logger: logger, Sweeps: []jobs.Sweep{
 		{Name: "idempotency keys", Run: keys.Sweep},
 		{Name: "expired jobs and reports", Run: bg.reports.SweepExpired},
@@ -71,6 +72,8 @@ func newBackground(pool, direct *pgxpool.Pool, cfg config, logger *slog.Logger, 
 		Logger:      logger,
 		Observer:    m,
 		ListenPool:  direct,
+
+		TracerProvider: tracing,
 	})
 	if err != nil {
 		return nil, err
@@ -80,9 +83,9 @@ func newBackground(pool, direct *pgxpool.Pool, cfg config, logger *slog.Logger, 
 
 // newDeliverer sends webhooks as WEBHOOK_TIMEOUT, WEBHOOK_ALLOW_PRIVATE_NETWORKS and
 // WEBHOOK_RETRY_SCHEDULE say.
-func newDeliverer(pool *pgxpool.Pool, cfg config, m *metrics.Metrics) *webhooks.Deliverer {
+func newDeliverer(pool *pgxpool.Pool, cfg config, m *metrics.Metrics, tracing trace.TracerProvider) *webhooks.Deliverer {
 	sender := webhooks.NewSender(webhooks.SenderOptions{
-		Timeout: cfg.WebhookTimeout, AllowPrivateNetworks: cfg.WebhookAllowPrivateNetworks,
+		Timeout: cfg.WebhookTimeout, AllowPrivateNetworks: cfg.WebhookAllowPrivateNetworks, TracerProvider: tracing,
 	})
 	return webhooks.NewDeliverer(pool, sender, cfg.WebhookRetrySchedule).WithObserver(m)
 }

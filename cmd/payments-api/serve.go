@@ -21,7 +21,9 @@ import (
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/telemetry"
 	"github.com/payments-api/payments-api/internal/webhooks"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // serve migrates, seeds the demo keys, starts the job workers (unless PROCESS_ROLE=api) and
@@ -30,7 +32,12 @@ import (
 // short and in-flight requests finish, while the workers stop fetching and finish the jobs
 // they run; only then is the pool closed.
 func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener) error {
-	pool, direct, err := openPools(ctx, cfg, logger)
+	tracing, stopTracing, err := telemetry.Setup(ctx, cfg.Telemetry)
+	if err != nil {
+		return err
+	}
+	defer flushTraces(ctx, stopTracing, logger) // last: the spans of the drain itself too
+	pool, direct, err := openPools(ctx, cfg, logger, tracing)
 	if err != nil {
 		return err
 	}
@@ -65,7 +72,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		apiKeys = apiKeys.OnlyKeys(cfg.DemoAPIKeys)
 	}
 	keys := idempotency.NewStore(pool, cfg.IdempotencyTTL).WithObserver(metricsReg)
-	bg, err := newBackground(pool, direct, cfg, logger, keys, metricsReg)
+	bg, err := newBackground(pool, direct, cfg, logger, keys, metricsReg, tracing)
 	if err != nil {
 		return err
 	}
@@ -87,6 +94,7 @@ func serve(ctx context.Context, cfg config, logger *slog.Logger, ln net.Listener
 		FaultInjection:     cfg.FaultInjection,
 		OpenTestAccounts:   cfg.OpenTestAccounts,
 		TrustedProxies:     cfg.trustedProxies(),
+		TracerProvider:     tracing,
 	})
 	if err != nil {
 		return err
@@ -172,8 +180,8 @@ func newHTTPServer(cfg config, handler http.Handler, logger *slog.Logger) *http.
 // openPools opens the pool that requests and jobs share and, when DATABASE_URL goes through
 // a transaction pooler, a small pool of direct connections for River's LISTEN (nil
 // otherwise). The direct one opens first: it is the one that may create the database.
-func openPools(ctx context.Context, cfg config, logger *slog.Logger) (pool, direct *pgxpool.Pool, err error) {
-	opts := db.Options{StatementTimeout: cfg.RequestTimeout}
+func openPools(ctx context.Context, cfg config, logger *slog.Logger, tracing trace.TracerProvider) (pool, direct *pgxpool.Pool, err error) {
+	opts := db.Options{StatementTimeout: cfg.RequestTimeout, TracerProvider: tracing}
 	if !cfg.pooled() {
 		pool, err = openDatabase(ctx, cfg, cfg.DatabaseURL, opts, logger)
 		return pool, nil, err
@@ -186,7 +194,7 @@ func openPools(ctx context.Context, cfg config, logger *slog.Logger) (pool, dire
 	// parameters, and a SET would stay with whichever server connection ran it. The pooler
 	// sets them on each server connection it opens (connect_query in
 	// deploy/cluster/pgbouncer.ini).
-	if pool, err = openDatabase(ctx, cfg, cfg.DatabaseURL, db.Options{Pooled: true}, logger); err != nil {
+	if pool, err = openDatabase(ctx, cfg, cfg.DatabaseURL, db.Options{Pooled: true, TracerProvider: tracing}, logger); err != nil {
 		direct.Close()
 		return nil, nil, err
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"go.opentelemetry.io/otel/trace"
 )
 
 const (
@@ -33,6 +34,9 @@ type Options struct {
 	// settings sent as a connection starts, so Open sends none; the pooler applies them to
 	// each server connection it opens (connect_query in deploy/cluster/pgbouncer.ini).
 	Pooled bool
+	// TracerProvider, when set, records a span for every statement a traced request or job
+	// runs (see traceQueries).
+	TracerProvider trace.TracerProvider
 }
 
 // Open connects a pool to databaseURL and checks the connection. When the database does not
@@ -67,6 +71,9 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*pgxpool.Pool,
 	}
 	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set && !opts.Pooled {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
+	}
+	if opts.TracerProvider != nil {
+		traceQueries(cfg.ConnConfig, opts.TracerProvider)
 	}
 	pool, err := connect(ctx, cfg)
 	var pgErr *pgconn.PgError

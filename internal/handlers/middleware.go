@@ -16,6 +16,7 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/domain"
 	"github.com/payments-api/payments-api/internal/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // validRequestID is what we accept from a client's Request-Id: short and safe to log.
@@ -27,7 +28,8 @@ var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 // The id is the client's Request-Id when it is sane, or a new one; it is echoed in the
 // Request-Id response header, in problem bodies and in every log line. The trace
 // (internal/trace) is what the code doing the work reports its phases and decisions to; its
-// phases go out as Server-Timing (see timingWriter). The deadline, REQUEST_TIMEOUT, travels
+// phases go out as Server-Timing (see timingWriter) and, when the server traces, as child
+// spans of the request's span (see startSpan). The deadline, REQUEST_TIMEOUT, travels
 // in the context into every database call, so a frozen database costs a request its
 // deadline, not forever; the error it ends with answers 503.
 func (s *Server) startRequest(next echo.HandlerFunc) echo.HandlerFunc {
@@ -41,6 +43,11 @@ func (s *Server) startRequest(next echo.HandlerFunc) echo.HandlerFunc {
 		ctx, cancel := context.WithTimeout(withRequestState(c.Request().Context(), id), s.requestTimeout)
 		defer cancel()
 		ctx, t := trace.New(ctx)
+		if s.tracer != nil {
+			var span oteltrace.Span
+			ctx, span = s.startSpan(ctx, c, id)
+			defer endSpan(span, c)
+		}
 		c.SetRequest(c.Request().WithContext(ctx))
 		res.Writer = &timingWriter{ResponseWriter: res.Writer, trace: t, requestID: id}
 		return next(c)

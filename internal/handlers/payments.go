@@ -9,6 +9,7 @@ import (
 	"github.com/payments-api/payments-api/internal/domain"
 	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/payments"
+	"github.com/payments-api/payments-api/internal/trace"
 )
 
 // CreatePayment charges a card at most once per Idempotency-Key. The payment, its event and
@@ -30,6 +31,7 @@ func (s *Server) CreatePayment(ctx context.Context, req api.CreatePaymentRequest
 		if err != nil {
 			return idempotency.Response{}, err
 		}
+		trace.Attribute(ctx, paymentIDAttribute, p.ID)
 		if p.Status == payments.StatusFailed {
 			return declinedResponse(ctx, p)
 		}
@@ -80,6 +82,7 @@ func declinedResponse(ctx context.Context, p db.Payment) (idempotency.Response, 
 // GetPayment answers 304 when If-None-Match still matches, so a polling client spends no body.
 func (s *Server) GetPayment(ctx context.Context, req api.GetPaymentRequestObject) (api.GetPaymentResponseObject, error) {
 	acct := accountFrom(ctx).ID
+	trace.Attribute(ctx, paymentIDAttribute, req.Id)
 	if req.Params.IfNoneMatch != nil {
 		// A conditional read asks for the version alone first: when the client's copy is
 		// current, the 304 costs neither the row nor its encoding. A stale copy costs a
@@ -156,6 +159,7 @@ func (s *Server) ListPayments(ctx context.Context, req api.ListPaymentsRequestOb
 
 // UpdatePayment applies a merge patch under If-Match: 428 without it, 412 when stale.
 func (s *Server) UpdatePayment(ctx context.Context, req api.UpdatePaymentRequestObject) (api.UpdatePaymentResponseObject, error) {
+	trace.Attribute(ctx, paymentIDAttribute, req.Id)
 	pre, err := requiredIfMatch(ctx, req.Params.IfMatch)
 	if err != nil {
 		return nil, err

@@ -26,6 +26,7 @@ import (
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/reports"
 	"github.com/payments-api/payments-api/internal/webhooks"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // MaxBodyBytes is the largest request body accepted (413 beyond).
@@ -70,6 +71,9 @@ type Options struct {
 	// believes, so the per-address limits see clients, not the proxy. None: the
 	// connection's address is the client's.
 	TrustedProxies []netip.Prefix
+	// TracerProvider records a span per request, with its phases as children; nil traces
+	// nothing, at no cost.
+	TracerProvider oteltrace.TracerProvider
 }
 
 // Server implements api.StrictServerInterface.
@@ -92,6 +96,7 @@ type Server struct {
 	contract         *contract.Contract
 	faultInjection   bool
 	openTestAccounts bool
+	tracer           oteltrace.Tracer // nil: no spans
 }
 
 var _ api.StrictServerInterface = (*Server)(nil)
@@ -140,6 +145,9 @@ func New(opts Options) (*echo.Echo, error) {
 		contract:         compiled,
 		faultInjection:   opts.Sandbox && opts.FaultInjection,
 		openTestAccounts: opts.OpenTestAccounts,
+	}
+	if opts.TracerProvider != nil {
+		s.tracer = opts.TracerProvider.Tracer(instrumentation)
 	}
 	if s.draining == nil {
 		s.draining = context.Background()

@@ -21,6 +21,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // Config is how a process runs jobs.
@@ -49,6 +50,8 @@ type Config struct {
 	// a pool of direct connections to PostgreSQL, for when the main pool goes through a
 	// transaction pooler such as PgBouncer, which cannot keep a LISTEN (it is session state).
 	ListenPool *pgxpool.Pool
+	// TracerProvider, when set, traces inserts and runs (see traceJobs).
+	TracerProvider trace.TracerProvider
 }
 
 // Validate reports what is wrong with c, before River would.
@@ -91,7 +94,10 @@ func NewClient(pool *pgxpool.Pool, c Config) (*river.Client[pgx.Tx], error) {
 		maps.Copy(rc.Queues, c.Queues)
 		rc.PeriodicJobs = c.Periodic
 	}
-	rc.Middleware = observeRuns(c.Observer)
+	rc.Middleware = observeRuns(c.Observer) // none for a nil observer
+	if c.TracerProvider != nil {
+		rc.Middleware = append(rc.Middleware, traceJobs(c.TracerProvider))
+	}
 	var driver riverdriver.Driver[pgx.Tx] = riverpgxv5.New(pool)
 	if c.ListenPool != nil && c.ListenPool != pool {
 		driver = listenApart{Driver: riverpgxv5.New(pool), listener: riverpgxv5.New(c.ListenPool)}

@@ -7,6 +7,10 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"go.opentelemetry.io/otel/attribute"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 func TestServerTimingListsPhasesThenTotal(t *testing.T) {
@@ -78,5 +82,41 @@ func TestDecisions(t *testing.T) {
 	Decide(ctx, ETag, "not_modified")
 	if got := tr.Decision(ETag); got != "not_modified" {
 		t.Errorf("Decision = %q, want not_modified", got)
+	}
+}
+
+// A phase of a traced request is also a child span of the request's span, made by the same
+// provider; the phase still goes out as Server-Timing.
+func TestPhasesOfATracedRequestAreChildSpans(t *testing.T) {
+	recorder := tracetest.NewSpanRecorder()
+	provider := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(recorder))
+	ctx, request := provider.Tracer("test").Start(context.Background(), "POST /payments")
+	ctx, tr := New(ctx)
+
+	Start(ctx, "claim").End()
+	Attribute(ctx, "payment.id", "pay_1")
+	request.End()
+
+	spans := recorder.Ended()
+	if len(spans) != 2 || spans[0].Name() != "claim" || spans[0].Parent().SpanID() != request.SpanContext().SpanID() {
+		t.Fatalf("ended spans %v, want claim as the request span's child, then the request's", spans)
+	}
+	if got := spans[1].Attributes(); len(got) != 1 || got[0] != attribute.String("payment.id", "pay_1") {
+		t.Errorf("request span attributes %v, want payment.id", got)
+	}
+	if !strings.HasPrefix(tr.ServerTiming(), "claim;dur=") {
+		t.Errorf("ServerTiming() = %q, want the claim phase", tr.ServerTiming())
+	}
+}
+
+// Without a recording span, a phase costs no allocation: it runs on every request.
+func TestAnUntracedPhaseDoesNotAllocate(t *testing.T) {
+	ctx, _ := New(context.Background())
+	allocs := testing.AllocsPerRun(5, func() { // within the Trace's room for eight phases
+		Start(ctx, "claim").End()
+		Attribute(ctx, "payment.id", "pay_1")
+	})
+	if allocs != 0 {
+		t.Errorf("%v allocations per untraced phase, want 0", allocs)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"go.opentelemetry.io/otel/trace"
 )
 
 // DefaultTimeout bounds one attempt, from dialling to the response headers (WEBHOOK_TIMEOUT).
@@ -59,12 +61,15 @@ type SenderOptions struct {
 	Timeout              time.Duration // DefaultTimeout when zero
 	AllowPrivateNetworks bool          // also dial loopback and private addresses: local development and tests only
 	Resolver             *net.Resolver // nil: net.DefaultResolver
+	// TracerProvider, when set, records a span for every attempt (see startSpan).
+	TracerProvider trace.TracerProvider
 }
 
 // Sender posts webhooks. Safe for concurrent use.
 type Sender struct {
 	client  *http.Client
 	timeout time.Duration
+	tracer  trace.Tracer // nil: no spans
 }
 
 // NewSender builds the HTTP client every attempt goes through. It has no proxy (a proxy
@@ -88,13 +93,24 @@ func NewSender(opts SenderOptions) *Sender {
 		Transport:     transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	return &Sender{client: client, timeout: opts.Timeout}
+	sender := &Sender{client: client, timeout: opts.Timeout}
+	if opts.TracerProvider != nil {
+		sender.tracer = opts.TracerProvider.Tracer(instrumentation)
+	}
+	return sender
 }
 
 // Send makes one attempt at now (the webhook-timestamp), bounded by the sender's timeout.
 func (s *Sender) Send(ctx context.Context, m Message, now time.Time) Result {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	ctx, span := s.startSpan(ctx, m)
+	r := s.attempt(ctx, m, now)
+	endSpan(span, r)
+	return r
+}
+
+func (s *Sender) attempt(ctx context.Context, m Message, now time.Time) Result {
 	start := time.Now()
 	res, err := s.post(ctx, m, now)
 	if err != nil {
@@ -127,6 +143,7 @@ func (s *Sender) post(ctx context.Context, m Message, now time.Time) (*http.Resp
 	req.Header.Set(HeaderID, m.ID)
 	req.Header.Set(HeaderTimestamp, strconv.FormatInt(now.Unix(), 10))
 	req.Header.Set(HeaderSignature, sig)
+	injectTraceparent(ctx, req.Header)
 	return s.client.Do(req)
 }
 

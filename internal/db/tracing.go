@@ -1,0 +1,42 @@
+package db
+
+import (
+	"context"
+	"strings"
+
+	"github.com/exaring/otelpgx"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/multitracer"
+	"go.opentelemetry.io/otel/metric/noop"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// traceQueries adds a span for every statement run under a recording span (a traced request,
+// a traced job) to the pool's tracer, beside any tracer the config already has. The spans
+// carry the statement's text, never its arguments. A statement run outside a trace (River
+// polling for jobs) records nothing.
+//
+// otelpgx rather than a tracer of our own: it is maintained, follows the database semantic
+// conventions, and also covers batches, COPY and waits for a connection.
+func traceQueries(cfg *pgx.ConnConfig, tp trace.TracerProvider) {
+	traced := otelpgx.NewTracer(
+		otelpgx.WithTracerProvider(tp),
+		otelpgx.WithMeterProvider(noop.NewMeterProvider()), // the metrics are Prometheus's (internal/metrics)
+		otelpgx.WithSpanNameCtxFunc(queryName),
+	)
+	if cfg.Tracer == nil {
+		cfg.Tracer = traced
+		return
+	}
+	cfg.Tracer = multitracer.New(cfg.Tracer, traced)
+}
+
+// queryName names a statement's span after its sqlc query ("-- name: PaymentGetByID :one"
+// is PaymentGetByID), which says more than its verb; any other statement by its verb.
+func queryName(ctx context.Context, sql string) string {
+	if rest, ok := strings.CutPrefix(sql, "-- name: "); ok {
+		name, _, _ := strings.Cut(rest, " ")
+		return name
+	}
+	return otelpgx.SQLOperationName(ctx, sql)
+}

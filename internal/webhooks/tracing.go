@@ -1,0 +1,55 @@
+package webhooks
+
+import (
+	"context"
+	"net/http"
+	"net/url"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
+	"go.opentelemetry.io/otel/trace"
+)
+
+// instrumentation names the delivery spans' origin, as OpenTelemetry asks every tracer to.
+const instrumentation = "github.com/payments-api/payments-api/internal/webhooks"
+
+// webhookIDKey is the attempt span's webhook-id, the one the receiver sees.
+const webhookIDKey = attribute.Key("webhook.id")
+
+// startSpan starts the span of one attempt, when the sender traces: a child of the job run
+// that makes it. It records where the delivery goes (the host, never the whole URL, whose
+// query a customer may have put a token in) and its webhook-id; never the body, the
+// signature or a secret. The span is nil when the sender does not trace.
+func (s *Sender) startSpan(ctx context.Context, m Message) (context.Context, trace.Span) {
+	if s.tracer == nil {
+		return ctx, nil
+	}
+	attrs := []attribute.KeyValue{semconv.HTTPRequestMethodKey.String(http.MethodPost), webhookIDKey.String(m.ID)}
+	if u, err := url.Parse(m.URL); err == nil {
+		attrs = append(attrs, semconv.ServerAddress(u.Hostname()))
+	}
+	return s.tracer.Start(ctx, "webhook.attempt", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+}
+
+// endSpan records the attempt's answer and ends the span that startSpan started, if any.
+func endSpan(span trace.Span, r Result) {
+	if span == nil {
+		return
+	}
+	if r.Status != 0 {
+		span.SetAttributes(semconv.HTTPResponseStatusCode(r.Status))
+	}
+	if r.Outcome != Delivered {
+		span.SetStatus(codes.Error, r.Error)
+	}
+	span.End()
+}
+
+// injectTraceparent writes the attempt's traceparent into its headers (W3C Trace Context),
+// so a receiver that traces can join the delivery to its own work. Outside a trace it
+// writes nothing.
+func injectTraceparent(ctx context.Context, h http.Header) {
+	propagation.TraceContext{}.Inject(ctx, propagation.HeaderCarrier(h))
+}
