@@ -54,7 +54,7 @@ func New(ctx context.Context, cfg Config, logger *slog.Logger, rateLimits RateLi
 	a.release = append(a.release, releaseLimits)
 	o := newOptions(cfg, opts)
 	keys := idempotency.NewStore(a.Pool, cfg.IdempotencyTTL).WithObserver(a.Metrics)
-	bg, err := a.newBackground(keys, o.reportPageSize)
+	bg, err := a.newBackground(keys)
 	if err != nil {
 		return nil, err
 	}

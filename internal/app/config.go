@@ -8,7 +8,6 @@ import (
 	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/processor"
-	"github.com/payments-api/payments-api/internal/reports"
 )
 
 // Config is what the application is built from, as plain values: cmd/payments-api reads
@@ -62,8 +61,7 @@ type RateLimitsFunc func(*metrics.Metrics) (limits *handlers.RateLimits, release
 type Option func(*options)
 
 type options struct {
-	processor      processor.Processor
-	reportPageSize int
+	processor processor.Processor
 }
 
 // WithProcessor charges cards with p instead of the simulated processor.
@@ -71,13 +69,8 @@ func WithProcessor(p processor.Processor) Option {
 	return func(o *options) { o.processor = p }
 }
 
-// WithReportPageSize builds reports n rows per page, so a handful of rows make several.
-func WithReportPageSize(n int) Option {
-	return func(o *options) { o.reportPageSize = n }
-}
-
 func newOptions(cfg Config, opts []Option) options {
-	o := options{processor: processor.Simulated{Latency: cfg.ProcessorLatency}, reportPageSize: reports.DefaultPageSize}
+	o := options{processor: processor.Simulated{Latency: cfg.ProcessorLatency}}
 	for _, opt := range opts {
 		opt(&o)
 	}

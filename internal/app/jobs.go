@@ -32,7 +32,7 @@ type background struct {
 // Enqueuing goes through a client of its own that never runs a job: the workers need the
 // outbox, the outbox a client, and the running client its workers when it is built. The
 // running client LISTENs on the direct pool when there is one (Pool goes through a pooler).
-func (a *App) newBackground(keys *idempotency.Store, reportPageSize int) (*background, error) {
+func (a *App) newBackground(keys *idempotency.Store) (*background, error) {
 	cfg := a.cfg
 	inserter, err := jobs.NewClient(a.Pool, jobs.Config{
 		Timeout: cfg.JobTimeout, RescueAfter: cfg.JobRescueAfter, Logger: a.logger,
@@ -45,7 +45,7 @@ func (a *App) newBackground(keys *idempotency.Store, reportPageSize int) (*backg
 	bg.reports = reports.NewService(a.Pool, inserter, cfg.ReportRetention)
 
 	registry := river.NewWorkers()
-	builds := reports.NewWorker(a.Pool, bg.outbox, cfg.ReportRetention, reportPageSize)
+	builds := reports.NewWorker(a.Pool, bg.outbox, cfg.ReportRetention, reports.DefaultPageSize)
 	river.AddWorker(registry, builds)
 	river.AddWorker(registry, webhooks.NewWorker(a.newDeliverer()))
 	river.AddWorker(registry, &jobs.SweepWorker{Logger: a.logger, Sweeps: []jobs.Sweep{

@@ -22,6 +22,7 @@ import (
 	"github.com/payments-api/payments-api/internal/reports"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
+	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
 const (
@@ -89,7 +90,7 @@ func withUnreachableDatabase() setupOption {
 // setup builds the application through internal/app, as the process does, on a fresh
 // database with the accounts of testKey and otherKey, and serves it until the test ends. By
 // default the server is a sandbox with generousLimits whose jobs only queue (tests that need
-// them run start workers).
+// them run startWorkers or setupDelivery).
 func setup(t testing.TB, opts ...setupOption) *testBundle {
 	t.Helper()
 	logs := &syncBuffer{}
@@ -125,7 +126,7 @@ func setup(t testing.TB, opts ...setupOption) *testBundle {
 }
 
 // testConfig is the server's configuration by default (RUN_MODE=sandbox), with the jobs
-// only queued and both test accounts seeded.
+// only queued (Work runs them) and both test accounts seeded.
 func testConfig() app.Config {
 	return app.Config{
 		DatabaseConnectTimeout: 10 * time.Second,
@@ -136,6 +137,9 @@ func testConfig() app.Config {
 		IdempotencyTTL:         idempotency.DefaultTTL,
 		APIKeyCacheSize:        accounts.DefaultCacheSize,
 		APIKeyCacheTTL:         accounts.DefaultCacheTTL,
+		WebhookRetrySchedule:   webhooks.DefaultSchedule,
+		WebhookTimeout:         webhooks.DefaultTimeout,
+		WebhookWorkers:         20,
 		JobWorkers:             2,
 		JobTimeout:             time.Minute,
 		JobRescueAfter:         2 * time.Minute,
