@@ -15,41 +15,20 @@ import (
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
+	"github.com/payments-api/payments-api/internal/testing/apptest"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
 )
 
 const testKey = "sk_test_app_wiring"
 
-func config(url string) app.Config {
-	return app.Config{
-		DatabaseURL:            url,
-		DatabaseConnectTimeout: 10 * time.Second,
-		DemoAPIKeys:            []string{testKey},
-		Sandbox:                true,
-		IdempotencyTTL:         time.Hour,
-		APIKeyCacheSize:        10,
-		JobTimeout:             time.Minute,
-		JobRescueAfter:         2 * time.Minute,
-		ReportRetention:        time.Hour,
-		EventRetention:         time.Hour,
-	}
-}
-
-func memoryLimits(*metrics.Metrics) (*handlers.RateLimits, func(), error) {
-	rate := ratelimit.Rate{Quota: 1000, Window: time.Second}
-	return &handlers.RateLimits{
-		Limiter:         ratelimit.NewMemory(),
-		Default:         ratelimit.Policy{Name: "default", Rate: rate},
-		Writes:          ratelimit.Policy{Name: "writes", Rate: rate},
-		Unauthenticated: ratelimit.Policy{Name: "unauthenticated", Rate: rate},
-	}, func() {}, nil
-}
+// memoryLimits are limits no test here reaches.
+var memoryLimits = apptest.Fixed(apptest.Limits(ratelimit.Rate{Quota: 1000, Window: time.Second}))
 
 // TestNewMigratesAndSeeds: on a database with no schema at all, New migrates it and gives
 // each demo key its account, so the key is accepted at once.
 func TestNewMigratesAndSeeds(t *testing.T) {
 	t.Parallel()
-	a, err := app.New(context.Background(), config(dbtest.NewEmptyURL(t)), slog.New(slog.DiscardHandler), memoryLimits)
+	a, err := app.New(context.Background(), apptest.Config(dbtest.NewEmptyURL(t), testKey), slog.New(slog.DiscardHandler), memoryLimits)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,7 +46,7 @@ func TestNewReleasesWhatItOpenedWhenItFails(t *testing.T) {
 	t.Parallel()
 	url := dbtest.NewURL(t)
 	failing := func(*metrics.Metrics) (*handlers.RateLimits, func(), error) { return nil, nil, errors.New("no limits") }
-	if _, err := app.New(context.Background(), config(url), slog.New(slog.DiscardHandler), failing); err == nil {
+	if _, err := app.New(context.Background(), apptest.Config(url, testKey), slog.New(slog.DiscardHandler), failing); err == nil {
 		t.Fatal("New succeeded without its rate limits")
 	}
 	conn, err := pgx.Connect(context.Background(), url)

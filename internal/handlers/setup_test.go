@@ -11,18 +11,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
-	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/app"
-	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/handlers"
-	"github.com/payments-api/payments-api/internal/idempotency"
-	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/ratelimit"
-	"github.com/payments-api/payments-api/internal/reports"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
+	"github.com/payments-api/payments-api/internal/testing/apptest"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
-	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
 const (
@@ -44,13 +39,11 @@ type testBundle struct {
 
 // testSetup is what setup builds: the application's configuration and what tests replace.
 type testSetup struct {
-	cfg     app.Config
-	proc    processor.Processor
-	limits  *handlers.RateLimits
-	logger  *slog.Logger
-	appOpts []app.Option
-	work    bool // start the job workers (cfg.Work)
-	cutOff  bool // the database stops answering once the server is built
+	cfg    app.Config
+	proc   processor.Processor
+	limits *handlers.RateLimits
+	logger *slog.Logger
+	cutOff bool // the database stops answering once the server is built
 }
 
 // setupOption changes one thing of the server setup builds.
@@ -94,7 +87,7 @@ func withUnreachableDatabase() setupOption {
 func setup(t testing.TB, opts ...setupOption) *testBundle {
 	t.Helper()
 	logs := &syncBuffer{}
-	s := testSetup{cfg: testConfig(), proc: processor.Simulated{}, limits: generousLimits(), logger: slog.New(slog.NewJSONHandler(logs, nil))}
+	s := testSetup{cfg: apptest.Config("", testKey, otherKey), proc: processor.Simulated{}, limits: generousLimits(), logger: slog.New(slog.NewJSONHandler(logs, nil))}
 	for _, opt := range opts {
 		opt(&s)
 	}
@@ -106,8 +99,7 @@ func setup(t testing.TB, opts ...setupOption) *testBundle {
 	if s.cutOff {
 		s.cfg.DatabaseURL, cut = relay(t, dbURL)
 	}
-	limits := func(*metrics.Metrics) (*handlers.RateLimits, func(), error) { return s.limits, func() {}, nil }
-	a, err := app.New(context.Background(), s.cfg, s.logger, limits, append(s.appOpts, app.WithProcessor(s.proc))...)
+	a, err := app.New(context.Background(), s.cfg, s.logger, apptest.Fixed(s.limits), app.WithProcessor(s.proc))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -123,29 +115,6 @@ func setup(t testing.TB, opts ...setupOption) *testBundle {
 	t.Cleanup(srv.Close)
 	client := apitest.NewClient(t, srv.URL, testKey)
 	return &testBundle{client: client, other: client.WithKey(otherKey), pool: a.Pool, dbURL: dbURL, proc: s.proc, echo: a.Handler, logs: logs}
-}
-
-// testConfig is the server's configuration by default (RUN_MODE=sandbox), with the jobs
-// only queued (Work runs them) and both test accounts seeded.
-func testConfig() app.Config {
-	return app.Config{
-		DatabaseConnectTimeout: 10 * time.Second,
-		DemoAPIKeys:            []string{testKey, otherKey},
-		Sandbox:                true,
-		FaultInjection:         true,
-		OpenTestAccounts:       true,
-		IdempotencyTTL:         idempotency.DefaultTTL,
-		APIKeyCacheSize:        accounts.DefaultCacheSize,
-		APIKeyCacheTTL:         accounts.DefaultCacheTTL,
-		WebhookRetrySchedule:   webhooks.DefaultSchedule,
-		WebhookTimeout:         webhooks.DefaultTimeout,
-		WebhookWorkers:         20,
-		JobWorkers:             2,
-		JobTimeout:             time.Minute,
-		JobRescueAfter:         2 * time.Minute,
-		ReportRetention:        reports.DefaultRetention,
-		EventRetention:         events.DefaultRetention,
-	}
 }
 
 // startJobs runs a's workers until the test ends.
@@ -184,14 +153,7 @@ func (b *testBundle) count(t *testing.T, query string, args ...any) int {
 // headers and is checked against the spec with them, but no quota is ever reached by the
 // parallel requests tests make. Rate-limit tests ask for tight limits (withLimits).
 func generousLimits() *handlers.RateLimits {
-	huge := ratelimit.Rate{Quota: 1_000_000, Window: time.Second}
-	return &handlers.RateLimits{
-		Limiter:         ratelimit.NewMemory(),
-		Default:         ratelimit.Policy{Name: "default", Rate: huge},
-		Writes:          ratelimit.Policy{Name: "writes", Rate: huge},
-		Unauthenticated: ratelimit.Policy{Name: "unauthenticated", Rate: huge},
-		TestAccounts:    ratelimit.Policy{Name: "test_accounts", Rate: huge},
-	}
+	return apptest.Limits(ratelimit.Rate{Quota: 1_000_000, Window: time.Second})
 }
 
 // syncBuffer collects log output written by the server's goroutines.
