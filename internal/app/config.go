@@ -53,7 +53,8 @@ type Config struct {
 func (c Config) directDatabaseURL() string { return cmp.Or(c.DatabaseDirectURL, c.DatabaseURL) }
 
 // RateLimitsFunc builds the rate limits once the metrics exist (a shared limiter reports its
-// fallbacks to them); release frees what they hold.
+// fallbacks to them); release frees what they hold. cmd/payments-api builds them from its
+// environment (Redis or memory); a test hands over limits of its choosing.
 type RateLimitsFunc func(*metrics.Metrics) (limits *handlers.RateLimits, release func(), err error)
 
 // Option changes a part of the application that configuration does not reach; tests use
