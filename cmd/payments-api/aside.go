@@ -70,3 +70,22 @@ func serveAside(ctx context.Context, variable, addr string, handler http.Handler
 		_ = srv.Shutdown(ctx) // a profile still streaming is cut off; the process is stopping
 	}, nil
 }
+
+// startAside starts the listeners aside that the configuration asks for; Close stops them.
+func (m *Main) startAside(ctx context.Context) error {
+	if m.Config.PprofAddr != "" {
+		stop, err := servePprof(ctx, m.Config.PprofAddr, m.Logger)
+		if err != nil {
+			return err
+		}
+		m.aside = append(m.aside, stop)
+	}
+	if m.Config.MetricsAddr != "" {
+		stop, err := serveMetrics(ctx, m.Config.MetricsAddr, m.app.Metrics, m.Logger)
+		if err != nil {
+			return err
+		}
+		m.aside = append(m.aside, stop)
+	}
+	return nil
+}

@@ -20,16 +20,16 @@ const testKey = "sk_test_serve_harness"
 // httpClient is what the tests here send requests with: none of them may hang the package.
 var httpClient = &http.Client{Timeout: 10 * time.Second}
 
-// running is the real serve loop, as main runs it, on a local port.
+// running is the real server process (Main), as main runs it, on a local port.
 type running struct {
 	base string // http://127.0.0.1:port
 	addr string
 	logs *syncBuffer
 	stop context.CancelFunc // what SIGTERM does
-	done chan error         // serve's result
+	done chan error         // Run's result, once Close has released everything
 }
 
-// startServe runs serve with the configuration in env (on a fresh database unless env names
+// startServe runs Main with the configuration in env (on a fresh database unless env names
 // one, with testKey unless env sets DEMO_API_KEYS) and, unless wait is false, waits until it
 // is ready. It is stopped when t ends.
 func startServe(t *testing.T, env map[string]string, wait bool) *running {
@@ -51,7 +51,12 @@ func startServe(t *testing.T, env map[string]string, wait bool) *running {
 	}
 	ctx, stop := context.WithCancel(context.Background())
 	r := &running{base: "http://" + ln.Addr().String(), addr: ln.Addr().String(), logs: &syncBuffer{}, stop: stop, done: make(chan error, 1)}
-	go func() { r.done <- serve(ctx, cfg, newLogger(r.logs, slog.LevelDebug), ln) }()
+	m := &Main{Config: cfg, Logger: newLogger(r.logs, slog.LevelDebug), Listener: ln}
+	go func() {
+		err := m.Run(ctx)
+		m.Close()
+		r.done <- err
+	}()
 	t.Cleanup(func() {
 		stop()
 		select {
@@ -69,7 +74,7 @@ func startServe(t *testing.T, env map[string]string, wait bool) *running {
 	return r
 }
 
-// wait is serve's result once it returns, after stop. A shutdown that hangs fails t after
+// wait is Run's result once it returns, after stop. A shutdown that hangs fails t after
 // 30 s instead of hanging the package.
 func (r *running) wait(t *testing.T) error {
 	t.Helper()

@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -73,15 +72,13 @@ func run(args []string, stdout io.Writer) error {
 	if cmd.migrate != nil {
 		return migrateCommand(ctx, cfg, *cmd.migrate, stdout)
 	}
-	var ln net.Listener // a worker-only process does not listen
-	if cfg.serves() {
-		var lc net.ListenConfig
-		if ln, err = lc.Listen(ctx, "tcp", cfg.ListenAddr); err != nil {
-			return fmt.Errorf("listen on LISTEN_ADDR %s: %w", cfg.ListenAddr, err)
-		}
+	m := &Main{Config: cfg, Logger: logger}
+	defer m.Close()
+	if err := m.Listen(ctx); err != nil {
+		return err
 	}
 	setGCPercent(env)
-	return serve(ctx, cfg, logger, ln)
+	return m.Run(ctx)
 }
 
 // defaultGOGC is the collector's pace for the server when GOGC does not set one: 400,

@@ -25,8 +25,7 @@ const benchParallelism = 4
 
 var benchBody = []byte(`{"amount":2500,"currency":"usd","payment_method":"pm_card_visa"}`)
 
-// benchServer is the real server on a fresh database, as setupWithProcessor builds it, but for
-// testing.TB. Its log is discarded (a buffer would grow with b.N), and the timed loops use a
+// benchServer is the real server on a fresh database, as setup builds it. Its log is discarded (a buffer would grow with b.N), and the timed loops use a
 // plain HTTP client with enough idle connections for RunParallel, so they measure the server
 // and not the contract check that client (an apitest.Client) makes on every response.
 type benchServer struct {
@@ -38,15 +37,14 @@ type benchServer struct {
 
 func setupBench(tb testing.TB, proc processor.Processor) *benchServer {
 	tb.Helper()
-	pool, _ := seededDB(tb)
-	_, srv := startServer(tb, pool, proc, slog.New(slog.DiscardHandler))
+	b := setup(tb, withProcessor(proc), withLogger(slog.New(slog.DiscardHandler)))
 	transport := &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256}
 	tb.Cleanup(transport.CloseIdleConnections)
 	return &benchServer{
-		client: apitest.NewClient(tb, srv.URL, testKey),
-		url:    srv.URL,
+		client: b.client,
+		url:    b.client.BaseURL,
 		http:   &http.Client{Transport: transport, Timeout: 10 * time.Second},
-		pool:   pool,
+		pool:   b.pool,
 	}
 }
 
@@ -272,9 +270,9 @@ func millis(d time.Duration) float64 { return float64(d) / float64(time.Millisec
 // is the server's own allocation per read, which the collector pays for under load
 // (docs/performance.md).
 func BenchmarkGetPaymentServeHTTP(b *testing.B) {
-	pool, _ := seededDB(b)
-	e, srv := startServer(b, pool, processor.Simulated{}, slog.New(slog.NewJSONHandler(io.Discard, nil)))
-	res := apitest.NewClient(b, srv.URL, testKey).Post("/payments", benchBody, apitest.Header("Idempotency-Key", newKey()))
+	bundle := setup(b, withLogger(slog.New(slog.NewJSONHandler(io.Discard, nil))))
+	e := bundle.echo
+	res := bundle.client.Post("/payments", benchBody, apitest.Header("Idempotency-Key", newKey()))
 	if res.Status != http.StatusCreated {
 		b.Fatalf("create: %d %s", res.Status, res.Body)
 	}

@@ -1,22 +1,14 @@
 package handlers_test
 
 import (
-	"context"
 	"io"
-	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/payments-api/payments-api/internal/handlers"
-	"github.com/payments-api/payments-api/internal/jobs"
-	"github.com/payments-api/payments-api/internal/processor"
-	"github.com/payments-api/payments-api/internal/testing/apitest"
+	"github.com/payments-api/payments-api/internal/app"
 	"github.com/payments-api/payments-api/internal/webhooks"
-	"github.com/riverqueue/river"
 )
 
 // deliveryOptions configure the webhook workers of a test.
@@ -34,59 +26,22 @@ var defaultDelivery = deliveryOptions{
 }
 
 // setupDelivery is a server that accepts receivers on this machine
-// (WEBHOOK_ALLOW_PRIVATE_NETWORKS=true), with webhook workers running on its database.
-func setupDelivery(t testing.TB, opts deliveryOptions) *testBundle {
+// (WEBHOOK_ALLOW_PRIVATE_NETWORKS=true) and runs its job workers, webhook deliveries among
+// them.
+func setupDelivery(t testing.TB, opts deliveryOptions, more ...setupOption) *testBundle {
 	t.Helper()
-	pool, url := seededDB(t)
-	b := servePrivateReceivers(t, pool)
-	b.dbURL = url
-	startDeliveryWorkers(t, pool, opts)
-	return b
+	return setup(t, append([]setupOption{withPrivateReceivers(), withConfig(func(c *app.Config) {
+		c.Work = true
+		c.JobWorkers = 1
+		c.WebhookRetrySchedule = opts.schedule
+		c.WebhookTimeout = opts.timeout
+		c.WebhookWorkers = opts.workers
+	})}, more...)...)
 }
 
-// servePrivateReceivers starts a server on pool whose endpoints may be on this machine.
-func servePrivateReceivers(t testing.TB, pool *pgxpool.Pool) *testBundle {
-	t.Helper()
-	logs := &syncBuffer{}
-	opts := testOptions(t, pool, processor.Simulated{}, slog.New(slog.NewJSONHandler(logs, nil)))
-	opts.RateLimits = generousLimits()
-	opts.Webhooks = webhooks.NewService(pool, webhooks.URLPolicy{AllowPrivateNetworks: true}, webhooks.NewJobQueue(insertOnlyQueue(t, pool)))
-	e, err := handlers.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	client := apitest.NewClient(t, srv.URL, testKey)
-	return &testBundle{client: client, other: client.WithKey(otherKey), pool: pool, echo: e, logs: logs}
-}
-
-// startDeliveryWorkers runs the webhooks queue on pool, as a server process does, until the
-// test ends.
-func startDeliveryWorkers(t testing.TB, pool *pgxpool.Pool, opts deliveryOptions) *river.Client[pgx.Tx] {
-	t.Helper()
-	sender := webhooks.NewSender(webhooks.SenderOptions{Timeout: opts.timeout, AllowPrivateNetworks: true})
-	registry := river.NewWorkers()
-	river.AddWorker(registry, webhooks.NewWorker(webhooks.NewDeliverer(pool, sender, opts.schedule)))
-	client, err := jobs.NewClient(pool, jobs.Config{
-		Workers: 1, Queues: map[string]river.QueueConfig{webhooks.QueueName: webhooks.QueueConfig(opts.workers)},
-		Timeout: time.Minute, RescueAfter: 2 * time.Minute, Work: true, Registry: registry,
-		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := client.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		defer cancel()
-		if err := client.StopAndCancel(ctx); err != nil {
-			t.Errorf("stop webhook workers: %v", err)
-		}
-	})
-	return client
+// withPrivateReceivers lets webhook endpoints be on this machine.
+func withPrivateReceivers() setupOption {
+	return withConfig(func(c *app.Config) { c.WebhookAllowPrivateNetworks = true })
 }
 
 // hook is one request a receiver got.

@@ -1,14 +1,12 @@
 package handlers_test
 
 import (
-	"context"
 	"encoding/json"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/webhooks"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
@@ -214,12 +212,7 @@ func waitBacklogFetched(t *testing.T, b *testBundle, within time.Duration) {
 func TestTwoProcessesDeliverEachEventOnce(t *testing.T) {
 	t.Parallel()
 	b := setupDelivery(t, defaultDelivery)
-	second, err := db.Open(context.Background(), b.dbURL, db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(second.Close)
-	startDeliveryWorkers(t, second, defaultDelivery)
+	setupDelivery(t, defaultDelivery, withDatabase(b.dbURL)) // the second process
 
 	const events = 30
 	url, got := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })

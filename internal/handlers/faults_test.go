@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"log/slog"
 	"maps"
 	"net/http"
 	"slices"
@@ -13,8 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/handlers"
-	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/app"
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
@@ -116,7 +114,7 @@ func TestRateLimitedIsTheLimitersOwn429(t *testing.T) {
 	t.Parallel()
 	limits := generousLimits()
 	limits.Writes = ratelimit.Policy{Name: "writes", Rate: ratelimit.Rate{Quota: 1, Window: time.Minute}}
-	b := setupWithLimits(t, limits)
+	b := setup(t, withLimits(limits))
 
 	injected := b.client.Post("/payments", visa(100), apitest.Header("Idempotency-Key", newKey()), apitest.Header("Prefer", "fault=rate-limited"))
 	if injected.Status != http.StatusTooManyRequests || injected.Header.Get("Preference-Applied") != "fault=rate-limited" {
@@ -155,7 +153,7 @@ func TestRateLimitedIsTheLimitersOwn429(t *testing.T) {
 func TestRateLimitedWithRateLimitsOff(t *testing.T) {
 	t.Parallel()
 	off := limits(nil, "100/1s", "25/1s")
-	b := setupWithLimits(t, off)
+	b := setup(t, withLimits(off))
 	own, _, _ := throwawayWithQuotas(t, b.client, map[string]any{"default": map[string]int{"quota": 5, "window_seconds": 10}})
 	for _, tt := range []struct {
 		name          string
@@ -253,15 +251,7 @@ func TestPreferIsCheckedAndOtherwiseIgnored(t *testing.T) {
 // TestFaultInjectionOff: FAULT_INJECTION=false ignores every preference.
 func TestFaultInjectionOff(t *testing.T) {
 	t.Parallel()
-	pool, _ := seededDB(t)
-	opts := testOptions(t, pool, processor.Simulated{}, slog.New(slog.DiscardHandler))
-	opts.FaultInjection = false
-	e, err := handlers.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := newTestServer(t, e)
-	c := apitest.NewClient(t, srv.URL, testKey)
+	c := setup(t, withConfig(func(c *app.Config) { c.FaultInjection = false })).client
 	for _, prefer := range []string{"fault=error-before", "fault=explode"} {
 		res := c.Post("/payments", visa(100), apitest.Header("Idempotency-Key", newKey()), apitest.Header("Prefer", prefer))
 		if res.Status != http.StatusCreated || res.Header.Get("Preference-Applied") != "" {

@@ -46,9 +46,8 @@ type fuzzServer struct {
 
 func setupFuzz(f testing.TB) *fuzzServer {
 	f.Helper()
-	pool, _ := seededDB(f)
-	_, srv := startServer(f, pool, processor.Simulated{}, slog.New(slog.DiscardHandler))
-	res := apitest.NewClient(f, srv.URL, testKey).Post("/payments", visa(5000), apitest.Header("Idempotency-Key", newKey()))
+	b := setup(f, withLogger(slog.New(slog.DiscardHandler)))
+	res := b.client.Post("/payments", visa(5000), apitest.Header("Idempotency-Key", newKey()))
 	if res.Status != http.StatusCreated {
 		f.Fatalf("create payment: %d %s", res.Status, res.Body)
 	}
@@ -58,7 +57,7 @@ func setupFuzz(f testing.TB) *fuzzServer {
 	if err != nil {
 		f.Fatal(err)
 	}
-	return &fuzzServer{url: srv.URL, http: &http.Client{Timeout: 10 * time.Second}, contract: c, payment: p.ID, etag: res.Header.Get("ETag")}
+	return &fuzzServer{url: b.client.BaseURL, http: &http.Client{Timeout: 10 * time.Second}, contract: c, payment: p.ID, etag: res.Header.Get("ETag")}
 }
 
 // isReference reports whether res is the API reference page (GET /docs or GET /): one fixed

@@ -20,7 +20,7 @@ import (
 func TestParallelRetriesChargeOnce(t *testing.T) {
 	t.Parallel()
 	gate := newGatedProcessor()
-	b := setupWithProcessor(t, gate)
+	b := setup(t, withProcessor(gate))
 	clients := []*apitest.Client{b.client, b.secondInstance(t).client}
 	t.Cleanup(gate.open) // before the servers close: Close waits for the held request
 	key := newKey()
@@ -81,7 +81,7 @@ func TestParallelRetriesChargeOnce(t *testing.T) {
 func TestInFlightRetriesAnswerBeforeTheWinnerCommits(t *testing.T) {
 	t.Parallel()
 	gate := newGatedProcessor()
-	b := setupWithProcessor(t, gate)
+	b := setup(t, withProcessor(gate))
 	clients := []*apitest.Client{b.client, b.secondInstance(t).client}
 	t.Cleanup(gate.open) // before the servers close: Close waits for the held request
 	key := newKey()
@@ -121,7 +121,7 @@ func TestFailedAttemptLeavesNothingClaimed(t *testing.T) {
 	t.Parallel()
 	flaky := &flakyProcessor{}
 	flaky.failures.Store(1)
-	b := setupWithProcessor(t, flaky)
+	b := setup(t, withProcessor(flaky))
 	key := newKey()
 
 	res := b.client.Post("/payments", visa(1200), apitest.Header("Idempotency-Key", key))

@@ -17,7 +17,7 @@ import (
 // charged is logged as what it is, status 499 with client_gone, and not as an internal error.
 func TestClientThatLeavesIsLoggedAsGone(t *testing.T) {
 	t.Parallel()
-	b := setupWithProcessor(t, processor.Simulated{Latency: time.Minute})
+	b := setup(t, withProcessor(processor.Simulated{Latency: time.Minute}))
 	ctx, leave := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.client.BaseURL+"/payments",
 		strings.NewReader(`{"amount":100,"currency":"usd","payment_method":"pm_card_visa"}`))

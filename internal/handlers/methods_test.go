@@ -2,18 +2,15 @@ package handlers_test
 
 import (
 	"bytes"
-	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/api"
+	"github.com/payments-api/payments-api/internal/app"
 	"github.com/payments-api/payments-api/internal/handlers"
-	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
@@ -142,10 +139,9 @@ var exposedHeaders = []string{
 // of any origin.
 func TestCORS(t *testing.T) {
 	t.Parallel()
-	pool, _ := seededDB(t)
 	const app = "https://app.example.com"
-	allowApp := corsClient(t, pool, []string{app})
-	anyOrigin := corsClient(t, pool, nil) // the test server's default, like CORS_ALLOWED_ORIGINS=*
+	allowApp := corsClient(t, []string{app})
+	anyOrigin := corsClient(t, nil) // the test server's default, like CORS_ALLOWED_ORIGINS=*
 
 	preflight := func(c *apitest.Client, origin, method, headers string) *apitest.Response {
 		return c.Do(http.MethodOptions, "/payments", nil, apitest.NoAuth(),
@@ -205,17 +201,9 @@ func TestCORS(t *testing.T) {
 
 // corsClient serves the API with CORS for origins (nil: the default) and returns a client
 // with testKey.
-func corsClient(t *testing.T, pool *pgxpool.Pool, origins []string) *apitest.Client {
+func corsClient(t *testing.T, origins []string) *apitest.Client {
 	t.Helper()
-	opts := testOptions(t, pool, processor.Simulated{}, slog.New(slog.DiscardHandler))
-	opts.CORSAllowedOrigins = origins
-	e, err := handlers.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	return apitest.NewClient(t, srv.URL, testKey)
+	return setup(t, withConfig(func(c *app.Config) { c.CORSOrigins = origins })).client
 }
 
 // TestNoOperationIsAnsweredBeforeAnythingElse: a request that matches no operation is 404 or

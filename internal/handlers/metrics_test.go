@@ -16,7 +16,7 @@ import (
 func TestMetricsCountWhatHappened(t *testing.T) {
 	t.Parallel()
 	gate := newGatedProcessor()
-	b := setupWithProcessor(t, gate)
+	b := setup(t, withProcessor(gate))
 	// Before the server closes: Close waits for the held request, so a Fatal below while the
 	// gate is shut would otherwise hang the package until go test's timeout.
 	t.Cleanup(gate.open)

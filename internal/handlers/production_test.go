@@ -1,14 +1,12 @@
 package handlers_test
 
 import (
-	"log/slog"
 	"net/http"
 	"slices"
 	"testing"
 
+	"github.com/payments-api/payments-api/internal/app"
 	"github.com/payments-api/payments-api/internal/contract"
-	"github.com/payments-api/payments-api/internal/handlers"
-	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
@@ -17,14 +15,7 @@ import (
 // mode shuts the doors.
 func productionServer(t *testing.T) *apitest.Client {
 	t.Helper()
-	pool, _ := seededDB(t)
-	opts := testOptions(t, pool, processor.Simulated{}, slog.New(slog.DiscardHandler))
-	opts.Sandbox = false
-	e, err := handlers.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return apitest.NewClient(t, newTestServer(t, e).URL, testKey)
+	return setup(t, withConfig(func(c *app.Config) { c.Sandbox = false })).client
 }
 
 // sandboxOperations lists the operations the spec marks x-sandbox-only, from the spec, so an

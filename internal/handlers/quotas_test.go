@@ -33,7 +33,7 @@ func throwawayWithQuotas(t *testing.T, c *apitest.Client, rateLimits map[string]
 // problem, while another account, under the server's quota of 25 per second, does not.
 func TestAccountsOwnQuotaLimitsThemOnly(t *testing.T) {
 	t.Parallel()
-	b := setupWithLimits(t, limits(ratelimit.NewMemory(), "1000/1m", "25/1s"))
+	b := setup(t, withLimits(limits(ratelimit.NewMemory(), "1000/1m", "25/1s")))
 	tight, _, quotas := throwawayWithQuotas(t, b.client, map[string]any{"writes": map[string]int{"quota": 2, "window_seconds": 60}})
 	if w, d := quotas["writes"], quotas["default"]; w["quota"] != 2 || w["window_seconds"] != 60 || d["quota"] != 1000 || d["window_seconds"] != 60 {
 		t.Errorf("rate_limits %v, want its own writes 2 per 60 s and the server's default 1000 per 60 s", quotas)
@@ -83,7 +83,7 @@ func TestAccountsOwnQuotaLimitsThemOnly(t *testing.T) {
 // naming the field, and no account is made. The schema refuses what is malformed.
 func TestOwnQuotaAboveTheServersIsRefused(t *testing.T) {
 	t.Parallel()
-	b := setupWithLimits(t, limits(ratelimit.NewMemory(), "100/1s", "20/1m"))
+	b := setup(t, withLimits(limits(ratelimit.NewMemory(), "100/1s", "20/1m")))
 	quota := func(q, w int) map[string]int { return map[string]int{"quota": q, "window_seconds": w} }
 
 	// Up to the server's own: the same quota, or a smaller one refilled no faster.
@@ -132,7 +132,7 @@ func TestOwnQuotaAboveTheServersIsRefused(t *testing.T) {
 // less than the server limits every account.
 func TestOwnQuotaAboveTheServersGivesWay(t *testing.T) {
 	t.Parallel()
-	b := setupWithLimits(t, limits(ratelimit.NewMemory(), "100/1s", "20/1m"))
+	b := setup(t, withLimits(limits(ratelimit.NewMemory(), "100/1s", "20/1m")))
 	acct, id, _ := throwawayWithQuotas(t, b.client, map[string]any{"writes": map[string]int{"quota": 10, "window_seconds": 30}})
 	// Before the account's first request, so that no server has its row cached.
 	b.count(t, `WITH u AS (UPDATE accounts SET rate_limit_writes_quota = 1000 WHERE id = $1 RETURNING 1) SELECT count(*) FROM u`, id)

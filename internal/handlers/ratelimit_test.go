@@ -1,7 +1,6 @@
 package handlers_test
 
 import (
-	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -14,10 +13,9 @@ import (
 	"time"
 
 	"github.com/dunglas/httpsfv"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/api"
+	"github.com/payments-api/payments-api/internal/app"
 	"github.com/payments-api/payments-api/internal/handlers"
-	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 	"github.com/payments-api/payments-api/internal/testing/redistest"
@@ -40,22 +38,6 @@ func mustRate(s string) ratelimit.Rate {
 		panic(err)
 	}
 	return r
-}
-
-// setupWithLimits is setup with the given rate limits instead of the generous ones.
-func setupWithLimits(t *testing.T, l *handlers.RateLimits) *testBundle {
-	t.Helper()
-	pool, url := seededDB(t)
-	return serveWithLimits(t, pool, url, l)
-}
-
-func serveWithLimits(t *testing.T, pool *pgxpool.Pool, url string, l *handlers.RateLimits) *testBundle {
-	t.Helper()
-	logs := &syncBuffer{}
-	proc := processor.Simulated{}
-	e, srv := startServerWithLimits(t, pool, proc, slog.New(slog.NewJSONHandler(logs, nil)), l)
-	client := apitest.NewClient(t, srv.URL, testKey)
-	return &testBundle{client: client, other: client.WithKey(otherKey), pool: pool, dbURL: url, proc: proc, echo: e, logs: logs}
 }
 
 // rateLimitHeaders parses RateLimit-Policy and RateLimit as the structured-field lists
@@ -97,7 +79,7 @@ func TestRateLimitWritesBurst(t *testing.T) {
 	const quota = 5
 	// A 15 s window refills one request every 3 s: long enough that none refills during the
 	// burst, short enough to wait for Retry-After.
-	b := setupWithLimits(t, limits(ratelimit.NewMemory(), "1000/1m", "5/15s"))
+	b := setup(t, withLimits(limits(ratelimit.NewMemory(), "1000/1m", "5/15s")))
 
 	keys := make([]string, quota+3)
 	for i := range keys {
@@ -182,7 +164,7 @@ func policyNames(p apitest.Problem) []string {
 
 func TestRateLimitBucketsAreSeparate(t *testing.T) {
 	t.Parallel()
-	b := setupWithLimits(t, limits(ratelimit.NewMemory(), "100/1h", "2/1h")) // no refill during the test
+	b := setup(t, withLimits(limits(ratelimit.NewMemory(), "100/1h", "2/1h"))) // no refill during the test
 	for range 2 {
 		createPayment(t, b.client, 100)
 	}
@@ -254,7 +236,7 @@ func TestRateLimitedDetail(t *testing.T) {
 // the wait it names is its Retry-After.
 func TestRateLimitedDetailOnTheWire(t *testing.T) {
 	t.Parallel()
-	b := setupWithLimits(t, limits(ratelimit.NewMemory(), "100/1h", "1/1m")) // no refill during the test
+	b := setup(t, withLimits(limits(ratelimit.NewMemory(), "100/1h", "1/1m"))) // no refill during the test
 	createPayment(t, b.client, 100)
 	res := b.client.Post("/payments", visa(100), apitest.Header("Idempotency-Key", newKey()))
 	want := fmt.Sprintf("The writes quota of 1 request per minute is used up; retry after %s seconds.", res.Header.Get("Retry-After"))
@@ -279,13 +261,8 @@ func TestRateLimitSharedAcrossProcesses(t *testing.T) {
 	}
 	// A one-minute window refills one write every 6 s: the test ends before a refill.
 	const quota = 10
-	first := setupWithLimits(t, limits(shared(), "1000/1m", "10/1m"))
-	secondPool, err := pgxpool.New(context.Background(), first.dbURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(secondPool.Close)
-	second := serveWithLimits(t, secondPool, first.dbURL, limits(shared(), "1000/1m", "10/1m"))
+	first := setup(t, withLimits(limits(shared(), "1000/1m", "10/1m")))
+	second := setup(t, withDatabase(first.dbURL), withLimits(limits(shared(), "1000/1m", "10/1m")))
 
 	responses := concurrently(3*quota, func(i int) *apitest.Response {
 		client := []*apitest.Client{first.client, second.client}[i%2]
@@ -319,7 +296,7 @@ func TestRateLimitSurvivesRedisOutage(t *testing.T) {
 	t.Cleanup(func() { r.Close() })
 	logs := &syncBuffer{}
 	limiter := ratelimit.NewFallback(r, ratelimit.NewMemory(), slog.New(slog.NewJSONHandler(logs, nil)))
-	b := setupWithLimits(t, limits(limiter, "1000/1h", "1000/1h")) // no refill during the test
+	b := setup(t, withLimits(limits(limiter, "1000/1h", "1000/1h"))) // no refill during the test
 
 	get := func(want int64) {
 		t.Helper()
@@ -350,7 +327,7 @@ func TestRateLimitUnauthenticatedFlood(t *testing.T) {
 	t.Parallel()
 	l := limits(ratelimit.NewMemory(), "1000/1s", "1000/1s")
 	l.Unauthenticated.Rate = mustRate("3/1m")
-	b := setupWithLimits(t, l)
+	b := setup(t, withLimits(l))
 
 	for i := range 3 {
 		res := b.client.Get("/account", apitest.Header("Authorization", "Bearer sk_test_guess_"+strconv.Itoa(i)))
@@ -391,13 +368,9 @@ func TestRateLimitUnauthenticatedBehindProxy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			pool, _ := seededDB(t)
-			opts := testOptions(t, pool, processor.Simulated{}, slog.New(slog.DiscardHandler))
-			opts.RateLimits = limits(ratelimit.NewMemory(), "1000/1s", "1000/1s")
-			opts.RateLimits.Unauthenticated.Rate = mustRate("3/1m")
-			opts.TrustedProxies = tc.trusted
-			_, srv := serveOptions(t, opts)
-			c := apitest.NewClient(t, srv.URL, testKey)
+			l := limits(ratelimit.NewMemory(), "1000/1s", "1000/1s")
+			l.Unauthenticated.Rate = mustRate("3/1m")
+			c := setup(t, withLimits(l), withConfig(func(c *app.Config) { c.TrustedProxies = tc.trusted })).client
 			wrong := apitest.Header("Authorization", "Bearer sk_test_guess")
 
 			for i := range 3 {

@@ -2,7 +2,7 @@
 // from api/openapi.yaml, plus the middleware (request ids, logging, auth, validation) and the
 // one error handler that turns every failure into an RFC 9457 problem. Handlers are thin: they
 // parse the typed request, call the package that owns the work, and convert the result.
-// It may import api, domain, db, metrics and the service packages; nothing imports it but cmd.
+// It may import api, domain, db, metrics and the service packages; nothing imports it but internal/app.
 package handlers
 
 import (
@@ -35,7 +35,7 @@ const MaxBodyBytes = 1 << 20
 // DefaultRequestTimeout is Options.RequestTimeout when it is left zero.
 const DefaultRequestTimeout = 30 * time.Second
 
-// Options is what the server needs from main.
+// Options is what the server needs from the wiring (internal/app).
 type Options struct {
 	Pool        *pgxpool.Pool
 	Logger      *slog.Logger

@@ -10,9 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
-	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
@@ -162,13 +160,7 @@ func TestReadiness(t *testing.T) {
 		t.Errorf("healthy database: %d %s", res.Status, res.Body)
 	}
 
-	// A pool whose server never answers: nothing listens on port 1.
-	dead, err := pgxpool.New(context.Background(), "postgres://postgres@127.0.0.1:1/postgres?connect_timeout=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dead.Close)
-	down := serve(t, dead, processor.Simulated{})
+	down := setup(t, withUnreachableDatabase())
 	res := down.client.Get("/readyz")
 	if res.Status != http.StatusServiceUnavailable || res.Problem(t).Type != "/problems/service-unavailable" {
 		t.Errorf("unreachable database: %d %s", res.Status, res.Body)

@@ -11,20 +11,13 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
-	"github.com/payments-api/payments-api/internal/accounts"
-	"github.com/payments-api/payments-api/internal/db"
-	"github.com/payments-api/payments-api/internal/events"
+	"github.com/payments-api/payments-api/internal/app"
 	"github.com/payments-api/payments-api/internal/handlers"
-	"github.com/payments-api/payments-api/internal/idempotency"
-	"github.com/payments-api/payments-api/internal/jobs"
-	"github.com/payments-api/payments-api/internal/metrics"
-	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/ratelimit"
-	"github.com/payments-api/payments-api/internal/reports"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
+	"github.com/payments-api/payments-api/internal/testing/apptest"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
-	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
 const (
@@ -32,7 +25,8 @@ const (
 	otherKey = "sk_test_handlers_two"
 )
 
-// testBundle is one real server on its own fresh database.
+// testBundle is one real server, built by internal/app as the process builds it, behind an
+// httptest server.
 type testBundle struct {
 	client *apitest.Client // authenticates with testKey
 	other  *apitest.Client // authenticates with otherKey: another account
@@ -40,42 +34,109 @@ type testBundle struct {
 	dbURL  string
 	proc   processor.Processor
 	echo   *echo.Echo
-	logs   *syncBuffer
+	logs   *syncBuffer // the server's log, unless withLogger sent it elsewhere
 }
 
-func setup(t *testing.T) *testBundle {
+// testSetup is what setup builds: the application's configuration and what tests replace.
+type testSetup struct {
+	cfg    app.Config
+	proc   processor.Processor
+	limits *handlers.RateLimits
+	logger *slog.Logger
+	cutOff bool // the database stops answering once the server is built
+}
+
+// setupOption changes one thing of the server setup builds.
+type setupOption func(*testSetup)
+
+// withProcessor charges cards with p.
+func withProcessor(p processor.Processor) setupOption {
+	return func(s *testSetup) { s.proc = p }
+}
+
+// withLimits enforces l instead of generousLimits.
+func withLimits(l *handlers.RateLimits) setupOption {
+	return func(s *testSetup) { s.limits = l }
+}
+
+// withConfig changes the configuration, as environment variables would.
+func withConfig(change func(*app.Config)) setupOption {
+	return func(s *testSetup) { change(&s.cfg) }
+}
+
+// withLogger writes the server's log to l.
+func withLogger(l *slog.Logger) setupOption {
+	return func(s *testSetup) { s.logger = l }
+}
+
+// withDatabase serves url instead of a fresh database: a second process on the same one.
+func withDatabase(url string) setupOption {
+	return withConfig(func(c *app.Config) { c.DatabaseURL = url })
+}
+
+// withUnreachableDatabase makes the database stop answering once the server is built (it
+// migrates and seeds first): nothing listens at its address any more.
+func withUnreachableDatabase() setupOption {
+	return func(s *testSetup) { s.cutOff = true }
+}
+
+// setup builds the application through internal/app, as the process does, on a fresh
+// database with the accounts of testKey and otherKey, and serves it until the test ends. By
+// default the server is a sandbox with generousLimits whose jobs only queue (tests that need
+// them run startWorkers or setupDelivery).
+func setup(t testing.TB, opts ...setupOption) *testBundle {
 	t.Helper()
-	return setupWithProcessor(t, processor.Simulated{})
-}
-
-func setupWithProcessor(t *testing.T, proc processor.Processor) *testBundle {
-	t.Helper()
-	pool, url := seededDB(t)
-	b := serve(t, pool, proc)
-	b.dbURL = url
-	return b
-}
-
-// seededDB is a fresh database with the accounts of testKey and otherKey.
-func seededDB(tb testing.TB) (*pgxpool.Pool, string) {
-	tb.Helper()
-	pool, url := dbtest.NewPool(tb)
-	if err := accounts.SeedDemoKeys(context.Background(), db.New(pool), []string{testKey, otherKey}); err != nil {
-		tb.Fatal(err)
+	logs := &syncBuffer{}
+	s := testSetup{cfg: apptest.Config("", testKey, otherKey), proc: processor.Simulated{}, limits: generousLimits(), logger: slog.New(slog.NewJSONHandler(logs, nil))}
+	for _, opt := range opts {
+		opt(&s)
 	}
-	return pool, url
+	if s.cfg.DatabaseURL == "" {
+		s.cfg.DatabaseURL = dbtest.NewURL(t)
+	}
+	dbURL := s.cfg.DatabaseURL
+	var cut func()
+	if s.cutOff {
+		s.cfg.DatabaseURL, cut = relay(t, dbURL)
+	}
+	a, err := app.New(context.Background(), s.cfg, s.logger, apptest.Fixed(s.limits), app.WithProcessor(s.proc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(a.Close)
+	if s.cfg.Work {
+		startJobs(t, a)
+	}
+	if cut != nil {
+		cut()
+		a.Pool.Reset() // no connection survives
+	}
+	srv := httptest.NewServer(a.Handler)
+	t.Cleanup(srv.Close)
+	client := apitest.NewClient(t, srv.URL, testKey)
+	return &testBundle{client: client, other: client.WithKey(otherKey), pool: a.Pool, dbURL: dbURL, proc: s.proc, echo: a.Handler, logs: logs}
+}
+
+// startJobs runs a's workers until the test ends.
+func startJobs(t testing.TB, a *app.App) {
+	t.Helper()
+	if err := a.StartJobs(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		if err := a.StopJobs(ctx); err != nil {
+			t.Errorf("stop job workers: %v", err)
+		}
+	})
 }
 
 // secondInstance starts another server on the same database with a pool of its own: what
 // a second process behind the load balancer would be.
 func (b *testBundle) secondInstance(t *testing.T) *testBundle {
 	t.Helper()
-	pool, err := db.Open(context.Background(), b.dbURL, db.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
-	return serve(t, pool, b.proc)
+	return setup(t, withDatabase(b.dbURL), withProcessor(b.proc))
 }
 
 // count runs a SELECT count(*) ... and returns the number.
@@ -88,82 +149,11 @@ func (b *testBundle) count(t *testing.T, query string, args ...any) int {
 	return n
 }
 
-// serve starts the real echo stack on pool behind an httptest server.
-func serve(t *testing.T, pool *pgxpool.Pool, proc processor.Processor) *testBundle {
-	t.Helper()
-	logs := &syncBuffer{}
-	e, srv := startServer(t, pool, proc, slog.New(slog.NewJSONHandler(logs, nil)))
-	client := apitest.NewClient(t, srv.URL, testKey)
-	return &testBundle{client: client, other: client.WithKey(otherKey), pool: pool, proc: proc, echo: e, logs: logs}
-}
-
-// startServer wires the server as main does, on pool and proc, behind an httptest server
-// closed when tb ends. Its rate limits are generousLimits.
-func startServer(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, logger *slog.Logger) (*echo.Echo, *httptest.Server) {
-	tb.Helper()
-	return startServerWithLimits(tb, pool, proc, logger, generousLimits())
-}
-
 // generousLimits are on in every test server, so every response carries the rate-limit
 // headers and is checked against the spec with them, but no quota is ever reached by the
-// parallel requests tests make. Rate-limit tests ask for tight limits (setupWithLimits).
+// parallel requests tests make. Rate-limit tests ask for tight limits (withLimits).
 func generousLimits() *handlers.RateLimits {
-	huge := ratelimit.Rate{Quota: 1_000_000, Window: time.Second}
-	return &handlers.RateLimits{
-		Limiter:         ratelimit.NewMemory(),
-		Default:         ratelimit.Policy{Name: "default", Rate: huge},
-		Writes:          ratelimit.Policy{Name: "writes", Rate: huge},
-		Unauthenticated: ratelimit.Policy{Name: "unauthenticated", Rate: huge},
-		TestAccounts:    ratelimit.Policy{Name: "test_accounts", Rate: huge},
-	}
-}
-
-func startServerWithLimits(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, logger *slog.Logger, limits *handlers.RateLimits) (*echo.Echo, *httptest.Server) {
-	tb.Helper()
-	opts := testOptions(tb, pool, proc, logger)
-	opts.RateLimits = limits
-	return serveOptions(tb, opts)
-}
-
-// serveOptions serves the server opts builds until the test ends.
-func serveOptions(tb testing.TB, opts handlers.Options) (*echo.Echo, *httptest.Server) {
-	tb.Helper()
-	e, err := handlers.New(opts)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	srv := httptest.NewServer(e)
-	tb.Cleanup(srv.Close)
-	return e, srv
-}
-
-// testOptions wires the server's parts as main does, on pool and proc, with generousLimits.
-func testOptions(tb testing.TB, pool *pgxpool.Pool, proc processor.Processor, logger *slog.Logger) handlers.Options {
-	tb.Helper()
-	m := metrics.New(pool)
-	m.CountJobsOnScrape(jobs.WaitingByQueue(pool)) // as serve wires it
-	apiKeys, err := accounts.NewAuthenticator(db.New(pool), accounts.DefaultCacheSize, accounts.DefaultCacheTTL)
-	if err != nil {
-		tb.Fatal(err)
-	}
-	queue := insertOnlyQueue(tb, pool)
-	deliveries := webhooks.NewJobQueue(queue)
-	return handlers.Options{
-		Pool:        pool,
-		Logger:      logger,
-		Payments:    payments.NewService(pool, proc, events.NewOutbox(deliveries)),
-		Events:      events.NewService(pool),
-		Webhooks:    webhooks.NewService(pool, webhooks.URLPolicy{}, deliveries),
-		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL).WithObserver(m),
-		APIKeys:     apiKeys,
-		Metrics:     m,
-		RateLimits:  generousLimits(),
-		Reports:     reports.NewService(pool, queue, reports.DefaultRetention),
-		// On, as the server's configuration has them by default (RUN_MODE=sandbox).
-		Sandbox:          true,
-		FaultInjection:   true,
-		OpenTestAccounts: true,
-	}
+	return apptest.Limits(ratelimit.Rate{Quota: 1_000_000, Window: time.Second})
 }
 
 // syncBuffer collects log output written by the server's goroutines.

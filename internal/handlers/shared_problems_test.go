@@ -1,8 +1,6 @@
 package handlers_test
 
 import (
-	"context"
-	"log/slog"
 	"net/http"
 	"regexp"
 	"slices"
@@ -12,11 +10,9 @@ import (
 	"time"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/api"
 	"github.com/payments-api/payments-api/internal/handlers"
-	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
@@ -85,7 +81,7 @@ func (o sharedOperation) send(c *apitest.Client, url string, body any, opts ...a
 func TestEveryOperationAnswersItsSharedProblems(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
-	limited := limitedServer(t, b.pool)
+	limited := limitedServer(t, b.dbURL)
 	down := unreachableDatabase(t)
 	failing := panickingServer(t)
 	huge := `{"description":"` + strings.Repeat("x", 1<<20) + `"}`
@@ -151,7 +147,7 @@ func malformed(c *apitest.Client, o sharedOperation) *apitest.Response {
 
 // limitedServer serves the same database with a quota of one request an hour per account,
 // spent at once, so that every later request of that account answers 429.
-func limitedServer(t *testing.T, pool *pgxpool.Pool) *apitest.Client {
+func limitedServer(t *testing.T, dbURL string) *apitest.Client {
 	t.Helper()
 	one := ratelimit.Rate{Quota: 1, Window: time.Hour}
 	limits := &handlers.RateLimits{
@@ -160,8 +156,7 @@ func limitedServer(t *testing.T, pool *pgxpool.Pool) *apitest.Client {
 		Writes:          ratelimit.Policy{Name: "writes", Rate: one},
 		Unauthenticated: ratelimit.Policy{Name: "unauthenticated", Rate: ratelimit.Rate{Quota: 1000, Window: time.Second}},
 	}
-	_, srv := startServerWithLimits(t, pool, processor.Simulated{}, slog.New(slog.DiscardHandler), limits)
-	c := apitest.NewClient(t, srv.URL, testKey)
+	c := setup(t, withDatabase(dbURL), withLimits(limits)).client
 	if res := c.Get("/account"); res.Status != http.StatusOK {
 		t.Fatalf("spend the quota: %d %s", res.Status, res.Body)
 	}
@@ -187,10 +182,5 @@ func panickingServer(t *testing.T) *apitest.Client {
 // unreachableDatabase is a client of a server whose database never answers.
 func unreachableDatabase(t *testing.T) *apitest.Client {
 	t.Helper()
-	dead, err := pgxpool.New(context.Background(), "postgres://postgres@127.0.0.1:1/postgres?connect_timeout=1")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(dead.Close)
-	return serve(t, dead, processor.Simulated{}).client
+	return setup(t, withUnreachableDatabase()).client
 }

@@ -2,12 +2,11 @@ package handlers_test
 
 import (
 	"context"
-	"log/slog"
 	"net/http"
 	"testing"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/handlers"
+	"github.com/payments-api/payments-api/internal/app"
 	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
@@ -156,7 +155,7 @@ func TestTestAccountsLimitsAndSwitch(t *testing.T) {
 	t.Parallel()
 	limits := generousLimits()
 	limits.TestAccounts = ratelimit.Policy{Name: "test_accounts", Rate: ratelimit.Rate{Quota: 2, Window: time.Minute}}
-	b := setupWithLimits(t, limits)
+	b := setup(t, withLimits(limits))
 	for i := range 3 {
 		res := b.client.Post("/test/accounts", nil, apitest.NoAuth())
 		want := http.StatusCreated
@@ -171,14 +170,7 @@ func TestTestAccountsLimitsAndSwitch(t *testing.T) {
 		}
 	}
 
-	pool, _ := seededDB(t)
-	opts := testOptions(t, pool, processor.Simulated{}, slog.New(slog.DiscardHandler))
-	opts.OpenTestAccounts = false
-	e, err := handlers.New(opts)
-	if err != nil {
-		t.Fatal(err)
-	}
-	closed := apitest.NewClient(t, newTestServer(t, e).URL, "")
+	closed := setup(t, withConfig(func(c *app.Config) { c.OpenTestAccounts = false })).client.WithKey("")
 	if res := closed.Post("/test/accounts", nil); res.Status != http.StatusNotFound {
 		t.Errorf("with OPEN_TEST_ACCOUNTS=false: %d, want 404", res.Status)
 	}

@@ -5,23 +5,13 @@ import (
 	"encoding/json"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/dunglas/httpsfv"
-	"github.com/labstack/echo/v4"
-	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
-
-func newTestServer(t *testing.T, e *echo.Echo) *httptest.Server {
-	t.Helper()
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	return srv
-}
 
 // serverTiming parses Server-Timing as the RFC 8941 list it is, failing the test on any
 // other syntax, and returns each phase's dur (milliseconds) by name, with the names in
@@ -106,10 +96,8 @@ func TestServerTimingNamesThePhases(t *testing.T) {
 // the Idempotency-Key, the ETag and the transaction.
 func TestDebugLogStatesTheDecisions(t *testing.T) {
 	t.Parallel()
-	pool, _ := seededDB(t)
 	logs := &syncBuffer{}
-	_, srv := startServer(t, pool, processor.Simulated{}, slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))
-	c := apitest.NewClient(t, srv.URL, testKey)
+	c := setup(t, withLogger(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))).client
 
 	key := newKey()
 	created := c.Post("/payments", visa(100), apitest.Header("Idempotency-Key", key), apitest.Header("Request-Id", "create-1"))
@@ -151,9 +139,8 @@ func TestDebugLogStatesTheDecisions(t *testing.T) {
 // TestCORSLetsBrowsersSendPrefer: a browser may send Prefer, and read what it did.
 func TestCORSLetsBrowsersSendPrefer(t *testing.T) {
 	t.Parallel()
-	pool, _ := seededDB(t)
 	const app = "https://app.example.com"
-	c := corsClient(t, pool, []string{app})
+	c := corsClient(t, []string{app})
 	preflight := c.Do(http.MethodOptions, "/payments", nil, apitest.NoAuth(), apitest.Header("Origin", app),
 		apitest.Header("Access-Control-Request-Method", "POST"), apitest.Header("Access-Control-Request-Headers", "prefer"))
 	if allowed := strings.ToLower(preflight.Header.Get("Access-Control-Allow-Headers")); !strings.Contains(allowed, "prefer") {

@@ -194,8 +194,7 @@ func TestWebhookEndpointBadInput(t *testing.T) {
 // and private addresses, never link-local or cloud metadata ones, on create and on update.
 func TestWebhookURLsWithPrivateNetworksAllowed(t *testing.T) {
 	t.Parallel()
-	pool, _ := seededDB(t)
-	b := servePrivateReceivers(t, pool)
+	b := setup(t, withPrivateReceivers())
 	refused := []string{
 		"https://169.254.169.254/latest/meta-data", "http://169.254.169.254/latest/meta-data",
 		"http://169.254.10.1/", "http://[fe80::1]/", "http://[fd00:ec2::254]/latest/meta-data",
@@ -222,8 +221,7 @@ func TestWebhookURLsWithPrivateNetworksAllowed(t *testing.T) {
 // private networks allowed or not, rather than failing at every attempt.
 func TestWebhookURLsInDisguiseAreRefusedInEveryMode(t *testing.T) {
 	t.Parallel()
-	pool, _ := seededDB(t)
-	modes := map[string]*apitest.Client{"strict": setup(t).client, "private allowed": servePrivateReceivers(t, pool).client}
+	modes := map[string]*apitest.Client{"strict": setup(t).client, "private allowed": setup(t, withPrivateReceivers()).client}
 	for mode, c := range modes {
 		for _, host := range []string{"2130706433", "0x7f.1", "0177.0.0.1", "127.1", "localhost.", "app.localhost"} {
 			t.Run(mode+"/"+host, func(t *testing.T) {

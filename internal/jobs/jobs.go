@@ -3,9 +3,9 @@
 // if that transaction commits, survives any restart, and is fetched by exactly one worker
 // (SELECT ... FOR UPDATE SKIP LOCKED). This package builds the River client from the
 // configuration and runs the periodic sweeps; the workers themselves live with the domain
-// they serve (internal/reports) and cmd registers them here.
+// they serve (internal/reports) and internal/app registers them here.
 //
-// It imports River and pgx, never a domain package: cmd wires the two.
+// It imports River and pgx, never a domain package: internal/app wires the two.
 package jobs
 
 import (

@@ -10,5 +10,5 @@
 //
 // It imports the domain, database and events layers, River and the standard library; domain
 // packages (payments, events, reports) never import it, so no outgoing HTTP call can happen
-// inside their transactions. cmd wires it to the job runner.
+// inside their transactions. internal/app wires it to the job runner.
 package webhooks

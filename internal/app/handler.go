@@ -1,0 +1,48 @@
+package app
+
+import (
+	"context"
+
+	"github.com/labstack/echo/v4"
+	"github.com/payments-api/payments-api/internal/accounts"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/events"
+	"github.com/payments-api/payments-api/internal/handlers"
+	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/payments"
+	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/webhooks"
+)
+
+// newHandler builds the services and the echo instance that serves them. draining ends
+// when the server starts shutting down.
+func (a *App) newHandler(draining context.Context, limits *handlers.RateLimits, keys *idempotency.Store, bg *background, proc processor.Processor) (*echo.Echo, error) {
+	cfg := a.cfg
+	apiKeys, err := accounts.NewAuthenticator(db.New(a.Pool), cfg.APIKeyCacheSize, cfg.APIKeyCacheTTL)
+	if err != nil {
+		return nil, err
+	}
+	if !cfg.Sandbox {
+		apiKeys = apiKeys.OnlyKeys(cfg.DemoAPIKeys)
+	}
+	return handlers.New(handlers.Options{
+		Pool:               a.Pool,
+		Logger:             a.logger,
+		Payments:           payments.NewService(a.Pool, proc, bg.outbox),
+		Idempotency:        keys,
+		Events:             events.NewService(a.Pool),
+		Webhooks:           webhooks.NewService(a.Pool, webhooks.URLPolicy{AllowPrivateNetworks: cfg.WebhookAllowPrivateNetworks}, bg.deliveries),
+		CORSAllowedOrigins: cfg.CORSOrigins,
+		RequestTimeout:     cfg.RequestTimeout,
+		Draining:           draining,
+		RateLimits:         limits,
+		APIKeys:            apiKeys,
+		Metrics:            a.Metrics,
+		Reports:            bg.reports,
+		Sandbox:            cfg.Sandbox,
+		FaultInjection:     cfg.FaultInjection,
+		OpenTestAccounts:   cfg.OpenTestAccounts,
+		TrustedProxies:     cfg.TrustedProxies,
+		TracerProvider:     cfg.Tracing,
+	})
+}

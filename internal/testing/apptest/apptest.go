@@ -1,0 +1,57 @@
+// Package apptest is what a test needs to build the application through internal/app as
+// the process does: the server's default configuration and rate limits of its choosing.
+package apptest
+
+import (
+	"time"
+
+	"github.com/payments-api/payments-api/internal/accounts"
+	"github.com/payments-api/payments-api/internal/app"
+	"github.com/payments-api/payments-api/internal/events"
+	"github.com/payments-api/payments-api/internal/handlers"
+	"github.com/payments-api/payments-api/internal/idempotency"
+	"github.com/payments-api/payments-api/internal/metrics"
+	"github.com/payments-api/payments-api/internal/ratelimit"
+	"github.com/payments-api/payments-api/internal/reports"
+	"github.com/payments-api/payments-api/internal/webhooks"
+)
+
+// Config is the server's configuration by default (RUN_MODE=sandbox) on the database at
+// url, with an account for each of keys. Its jobs are only queued; Work runs them.
+func Config(url string, keys ...string) app.Config {
+	return app.Config{
+		DatabaseURL:            url,
+		DatabaseConnectTimeout: 10 * time.Second,
+		DemoAPIKeys:            keys,
+		Sandbox:                true,
+		FaultInjection:         true,
+		OpenTestAccounts:       true,
+		IdempotencyTTL:         idempotency.DefaultTTL,
+		APIKeyCacheSize:        accounts.DefaultCacheSize,
+		APIKeyCacheTTL:         accounts.DefaultCacheTTL,
+		WebhookRetrySchedule:   webhooks.DefaultSchedule,
+		WebhookTimeout:         webhooks.DefaultTimeout,
+		WebhookWorkers:         20,
+		JobWorkers:             2,
+		JobTimeout:             time.Minute,
+		JobRescueAfter:         2 * time.Minute,
+		ReportRetention:        reports.DefaultRetention,
+		EventRetention:         events.DefaultRetention,
+	}
+}
+
+// Limits is rate for every policy, counted in this process's memory.
+func Limits(rate ratelimit.Rate) *handlers.RateLimits {
+	return &handlers.RateLimits{
+		Limiter:         ratelimit.NewMemory(),
+		Default:         ratelimit.Policy{Name: "default", Rate: rate},
+		Writes:          ratelimit.Policy{Name: "writes", Rate: rate},
+		Unauthenticated: ratelimit.Policy{Name: "unauthenticated", Rate: rate},
+		TestAccounts:    ratelimit.Policy{Name: "test_accounts", Rate: rate},
+	}
+}
+
+// Fixed hands l to app.New, which has nothing to release.
+func Fixed(l *handlers.RateLimits) app.RateLimitsFunc {
+	return func(*metrics.Metrics) (*handlers.RateLimits, func(), error) { return l, func() {}, nil }
+}
