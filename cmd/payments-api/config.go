@@ -84,7 +84,7 @@ type config struct {
 }
 
 // proxyRange is one entry of TRUSTED_PROXIES: a proxy's address (127.0.0.1) or its network
-// (10.0.0.0/8). The server believes X-Forwarded-For only from these (handlers.clientIPExtractor).
+// (10.0.0.0/8). The server believes X-Forwarded-For only from these (ratelimit.ClientIPExtractor).
 type proxyRange struct{ netip.Prefix }
 
 func (r *proxyRange) UnmarshalText(text []byte) error {

@@ -8,6 +8,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/payments-api/payments-api/internal/ratelimit"
 	"golang.org/x/time/rate"
 )
 
@@ -107,21 +108,15 @@ func (l *limitListener) release(client netip.Prefix) {
 	}
 }
 
-// clientOf is what connections are counted by per client: the IPv4 address, or the IPv6 /64,
-// since one host is usually given a whole /64 and could otherwise open a full quota from each
-// of its addresses. It is the zero Prefix for an address that is not TCP.
+// clientOf is what connections are counted by per client: the block of addresses one client
+// holds, as the per-address rate limits count it (ratelimit.ClientPrefix). It is the zero
+// Prefix for an address that is not TCP.
 func clientOf(addr net.Addr) netip.Prefix {
 	tcp, ok := addr.(*net.TCPAddr)
 	if !ok {
 		return netip.Prefix{}
 	}
-	ip := tcp.AddrPort().Addr().Unmap() // an IPv4 client of a dual-stack socket is ::ffff:a.b.c.d
-	bits := 64
-	if ip.Is4() {
-		bits = 32
-	}
-	client, _ := ip.Prefix(bits) // cannot fail: bits fits either family, and a zone is dropped
-	return client
+	return ratelimit.ClientPrefix(tcp.AddrPort().Addr())
 }
 
 // countedConn gives its slot back when closed, however many times Close is called.

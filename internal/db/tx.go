@@ -1,6 +1,12 @@
 // Package db is the database layer: the sqlc-generated queries (*.gen.go, from queries/*.sql),
 // the one transaction helper, error translation and migrations. It imports the domain package,
-// trace (the transaction helper reports its commit) and pgx; nothing above it sees pgx.
+// trace (the transaction helper reports its commit) and pgx.
+//
+// Of the server's packages, only this one holds SQL and interprets pgx errors (Translate,
+// IsUnavailable). Above it pgx appears only as handles passed through: services take the
+// *pgxpool.Pool and hand it to New and InTx; River takes the pool, and a Tx's PgxTx to
+// enqueue a job in the transaction that causes it; handlers also ping the pool for /readyz,
+// and metrics reads its statistics.
 package db
 
 import (

@@ -5,6 +5,7 @@ import (
 
 	"github.com/payments-api/payments-api/internal/contract"
 	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/ratelimit"
 )
 
 // requestState is what the middleware learns about a request, for the handlers below it: its
@@ -23,8 +24,8 @@ type requestState struct {
 	operation     *contract.Operation // what findOperation found
 	// rateLimits are the RateLimit members of the quotas the request spent, for a refusal
 	// that Prefer asks for later; rateLimitBuf holds them without an allocation.
-	rateLimits   []limitItem
-	rateLimitBuf [2]limitItem
+	rateLimits   []ratelimit.State
+	rateLimitBuf [2]ratelimit.State
 }
 
 type stateKey struct{}

@@ -18,11 +18,12 @@ func (l *rateLimiter) ownQuotas(asked *api.TestAccountRateLimitOverrides) (accou
 	if asked == nil {
 		return accounts.Quotas{}, nil
 	}
-	def, err := ownQuota(l.Default, asked.Default)
+	limits := l.Limits()
+	def, err := ownQuota(limits.Default, asked.Default)
 	if err != nil {
 		return accounts.Quotas{}, err
 	}
-	writes, err := ownQuota(l.Writes, asked.Writes)
+	writes, err := ownQuota(limits.Writes, asked.Writes)
 	if err != nil {
 		return accounts.Quotas{}, err
 	}
@@ -54,9 +55,10 @@ func ownQuota(server ratelimit.Policy, asked *api.TestAccountQuota) (ratelimit.R
 // accountRateLimits lists, as POST /test/accounts shows them, the quotas of an account
 // whose own quotas are own: those where it has them, the server's elsewhere.
 func (l *rateLimiter) accountRateLimits(own accounts.Quotas) api.TestAccountRateLimits {
+	limits := l.Limits()
 	return api.TestAccountRateLimits{
-		Default: apiQuota(ownOrServer(l.Default, own.Default)),
-		Writes:  apiQuota(ownOrServer(l.Writes, own.Writes)),
+		Default: apiQuota(limits.Default.LimitedTo(own.Default)),
+		Writes:  apiQuota(limits.Writes.LimitedTo(own.Writes)),
 	}
 }
 

@@ -207,33 +207,8 @@ func TestRateLimitBucketsAreSeparate(t *testing.T) {
 	})
 }
 
-// TestRateLimitedDetail: a 429 says its quota and its wait as a person would say them.
-func TestRateLimitedDetail(t *testing.T) {
-	tests := []struct {
-		rate       string
-		retryAfter int
-		want       string
-	}{
-		{"25/1s", 1, "The writes quota of 25 requests per second is used up; retry after 1 second."},
-		{"1/1s", 1, "The writes quota of 1 request per second is used up; retry after 1 second."},
-		{"100/10s", 2, "The writes quota of 100 requests per 10 seconds is used up; retry after 2 seconds."},
-		{"10/60s", 6, "The writes quota of 10 requests per minute is used up; retry after 6 seconds."},
-		{"10/90s", 9, "The writes quota of 10 requests per 90 seconds is used up; retry after 9 seconds."},
-		{"20/5m", 15, "The writes quota of 20 requests per 5 minutes is used up; retry after 15 seconds."},
-		{"1000/3600s", 4, "The writes quota of 1000 requests per hour is used up; retry after 4 seconds."},
-		{"1000/2h", 8, "The writes quota of 1000 requests per 2 hours is used up; retry after 8 seconds."},
-		{"1/24h", 86400, "The writes quota of 1 request per day is used up; retry after 86400 seconds."},
-	}
-	for _, tt := range tests {
-		p := ratelimit.Policy{Name: "writes", Rate: mustRate(tt.rate)}
-		if got := handlers.RateLimitedDetail(p, tt.retryAfter); got != tt.want {
-			t.Errorf("%s, retry after %d:\ngot  %s\nwant %s", tt.rate, tt.retryAfter, got, tt.want)
-		}
-	}
-}
-
-// TestRateLimitedDetailOnTheWire: the 429 a refused request gets carries those words, and
-// the wait it names is its Retry-After.
+// TestRateLimitedDetailOnTheWire: the 429 a refused request gets says in words which quota
+// is used up, and the wait it names is its Retry-After.
 func TestRateLimitedDetailOnTheWire(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withLimits(limits(ratelimit.NewMemory(), "100/1h", "1/1m"))) // no refill during the test
@@ -348,6 +323,15 @@ func TestRateLimitUnauthenticatedFlood(t *testing.T) {
 	}
 }
 
+// serveFailuresLimited serves a client three failed authentications a minute per address,
+// believing the X-Forwarded-For of the trusted proxies.
+func serveFailuresLimited(t *testing.T, trusted []netip.Prefix) *apitest.Client {
+	t.Helper()
+	l := limits(ratelimit.NewMemory(), "1000/1s", "1000/1s")
+	l.Unauthenticated.Rate = mustRate("3/1m")
+	return setup(t, withLimits(l), withConfig(func(c *app.Config) { c.TrustedProxies = trusted })).client
+}
+
 // TestRateLimitUnauthenticatedBehindProxy: behind a trusted proxy, which appends the address
 // it saw connect to X-Forwarded-For, each client has its own failed-authentication budget,
 // so one client's flood of wrong keys does not lock the others out, and a client cannot
@@ -368,9 +352,7 @@ func TestRateLimitUnauthenticatedBehindProxy(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
-			l := limits(ratelimit.NewMemory(), "1000/1s", "1000/1s")
-			l.Unauthenticated.Rate = mustRate("3/1m")
-			c := setup(t, withLimits(l), withConfig(func(c *app.Config) { c.TrustedProxies = tc.trusted })).client
+			c := serveFailuresLimited(t, tc.trusted)
 			wrong := apitest.Header("Authorization", "Bearer sk_test_guess")
 
 			for i := range 3 {
@@ -392,6 +374,29 @@ func TestRateLimitUnauthenticatedBehindProxy(t *testing.T) {
 				t.Errorf("another client's own key: %d, want %d", res.Status, tc.ownKey)
 			}
 		})
+	}
+}
+
+// TestRateLimitUnauthenticatedIPv6Block: behind a trusted proxy, the IPv6 addresses of one
+// /64 are one client, so a host cannot have a fresh failed-authentication budget from each of
+// its addresses; the next /64 is another client.
+func TestRateLimitUnauthenticatedIPv6Block(t *testing.T) {
+	t.Parallel()
+	c := serveFailuresLimited(t, []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")})
+	wrong := apitest.Header("Authorization", "Bearer sk_test_guess")
+	from := func(ip string) apitest.Option { return apitest.Header("X-Forwarded-For", ip) }
+
+	for i := range 3 {
+		ip := fmt.Sprintf("2001:db8:1:2::%x", i+1) // a new address of the /64 each time
+		if res := c.Get("/account", wrong, from(ip)); res.Status != http.StatusUnauthorized {
+			t.Fatalf("failure %d from %s: %d, want 401", i+1, ip, res.Status)
+		}
+	}
+	if res := c.Get("/account", wrong, from("2001:db8:1:2:ffff::9")); res.Status != http.StatusTooManyRequests {
+		t.Errorf("another address of the same /64: %d, want 429", res.Status)
+	}
+	if res := c.Get("/account", wrong, from("2001:db8:1:3::1")); res.Status != http.StatusUnauthorized {
+		t.Errorf("an address of the next /64: %d, want 401", res.Status)
 	}
 }
 

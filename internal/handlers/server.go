@@ -24,6 +24,7 @@ import (
 	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/payments"
+	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/reports"
 	"github.com/payments-api/payments-api/internal/webhooks"
 	oteltrace "go.opentelemetry.io/otel/trace"
@@ -156,7 +157,7 @@ func New(opts Options) (*echo.Echo, error) {
 	e := echo.New()
 	e.HideBanner, e.HidePort = true, true
 	e.HTTPErrorHandler = s.handleError
-	e.IPExtractor = clientIPExtractor(opts.TrustedProxies) // never echo's default, which believes any header
+	e.IPExtractor = ratelimit.ClientIPExtractor(opts.TrustedProxies) // never echo's default, which believes any header
 	e.Use(chainOnce(
 		dropLostResponses, // first: it closes connections once everything else is done
 		s.startRequest,    // outside the log, so the log still sees the context the client left

@@ -19,8 +19,13 @@ type Fallback struct {
 	logger          *slog.Logger
 	observer        FallbackObserver
 	probeEvery      time.Duration
-	down            atomic.Bool
-	nextProbe       atomic.Int64 // unix nanoseconds: when a request may try the primary again
+	health          *health // shared by the copies WithObserver makes: they front one primary
+}
+
+// health is whether a Fallback's primary is down, and when to try it again.
+type health struct {
+	down      atomic.Bool
+	nextProbe atomic.Int64 // unix nanoseconds: when a request may try the primary again
 }
 
 // FallbackObserver is told of every decision the backup makes because the primary failed
@@ -32,13 +37,15 @@ type FallbackObserver interface {
 
 // NewFallback decides with primary, and with backup while primary fails.
 func NewFallback(primary, backup Limiter, logger *slog.Logger) *Fallback {
-	return &Fallback{primary: primary, backup: backup, logger: logger, probeEvery: probeInterval}
+	return &Fallback{primary: primary, backup: backup, logger: logger, probeEvery: probeInterval, health: &health{}}
 }
 
-// WithObserver returns the fallback telling o of every decision made by the backup.
+// WithObserver returns a copy of f that tells o of every decision made by the backup; f is
+// unchanged. A nil o tells no one.
 func (f *Fallback) WithObserver(o FallbackObserver) *Fallback {
-	f.observer = o
-	return f
+	cp := *f
+	cp.observer = o
+	return &cp
 }
 
 // Allow spends one request of key's quota under p, in the primary if it answers.
@@ -61,28 +68,28 @@ func (f *Fallback) Allow(ctx context.Context, p Policy, key string) (Decision, e
 }
 
 // Degraded reports whether decisions are being made by the backup.
-func (f *Fallback) Degraded() bool { return f.down.Load() }
+func (f *Fallback) Degraded() bool { return f.health.down.Load() }
 
 // usePrimary is true while the primary is up, and for one request per probeInterval while
 // it is down.
 func (f *Fallback) usePrimary() bool {
-	if !f.down.Load() {
+	if !f.health.down.Load() {
 		return true
 	}
-	next := f.nextProbe.Load()
+	next := f.health.nextProbe.Load()
 	now := time.Now().UnixNano()
-	return now >= next && f.nextProbe.CompareAndSwap(next, now+int64(f.probeEvery))
+	return now >= next && f.health.nextProbe.CompareAndSwap(next, now+int64(f.probeEvery))
 }
 
 func (f *Fallback) failed(ctx context.Context, err error) {
-	if f.down.CompareAndSwap(false, true) {
-		f.nextProbe.Store(time.Now().Add(f.probeEvery).UnixNano())
+	if f.health.down.CompareAndSwap(false, true) {
+		f.health.nextProbe.Store(time.Now().Add(f.probeEvery).UnixNano())
 		f.logger.WarnContext(ctx, "rate limits: redis failed; limiting in this process's memory until it answers", "error", err)
 	}
 }
 
 func (f *Fallback) recovered(ctx context.Context) {
-	if f.down.CompareAndSwap(true, false) {
+	if f.health.down.CompareAndSwap(true, false) {
 		f.logger.InfoContext(ctx, "rate limits: redis answers again; limits are shared again")
 	}
 }

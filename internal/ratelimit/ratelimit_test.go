@@ -263,6 +263,26 @@ func TestFallbackProbesADownPrimaryRarely(t *testing.T) {
 	}
 }
 
+// TestFallbackWithObserverCopies: WithObserver leaves its receiver as it was, so a Fallback
+// handed to one user cannot start reporting to another's observer.
+func TestFallbackWithObserverCopies(t *testing.T) {
+	plain := NewFallback(&failing{}, NewMemory(), slog.New(slog.DiscardHandler))
+	var fellBack countingObserver
+	observed := plain.WithObserver(&fellBack)
+	p := Policy{Name: "default", Rate: Rate{Quota: 1000, Window: time.Second}}
+	for _, f := range []*Fallback{plain, observed} {
+		if _, err := f.Allow(context.Background(), p, "k"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := fellBack.n.Load(); n != 1 {
+		t.Errorf("the observer was told of %d fallbacks, want 1: the copy's alone", n)
+	}
+	if plain.WithObserver(nil).observer != nil {
+		t.Error("WithObserver(nil) set an observer")
+	}
+}
+
 type syncBuffer struct {
 	mu  sync.Mutex
 	buf bytes.Buffer

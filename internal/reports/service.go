@@ -113,7 +113,7 @@ func (s *Service) CancelJob(ctx context.Context, accountID, id string) (db.Job, 
 		job, err = tx.JobCancel(ctx, db.JobCancelParams{
 			AccountID: accountID, ID: id, RetentionSeconds: s.retention.Seconds(),
 		})
-		if errors.Is(err, pgx.ErrNoRows) {
+		if errors.Is(db.Translate(err), domain.ErrNotFound) {
 			if _, err := tx.JobGetByID(ctx, db.JobGetByIDParams{AccountID: accountID, ID: id}); err != nil {
 				return fmt.Errorf("cancel job %s: %w", id, db.Translate(err))
 			}

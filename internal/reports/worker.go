@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
@@ -106,7 +105,7 @@ func lockForWork(ctx context.Context, tx db.Tx, accountID, jobID string) (db.Job
 	}
 	j, err := tx.JobLockForWork(ctx, db.JobLockForWorkParams{AccountID: accountID, ID: jobID})
 	switch {
-	case errors.Is(err, pgx.ErrNoRows), err == nil && j.Status == StatusCanceled:
+	case errors.Is(db.Translate(err), domain.ErrNotFound), err == nil && j.Status == StatusCanceled:
 		return j, errCanceled
 	case err != nil:
 		return j, fmt.Errorf("lock job %s: %w", jobID, err)
