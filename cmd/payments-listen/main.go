@@ -1,0 +1,107 @@
+// Command payments-listen shows every event of an account as it happens, one line each
+// (time, type, event id, the object's id), and with -forward-to POSTs each one to a local
+// receiver, signed per Standard Webhooks with the secret it prints. It is a client of the
+// API and uses only what any client may: it polls GET /events with the account's key.
+//
+//	go run ./cmd/payments-listen -api-url http://localhost:8080 -api-key sk_test_... \
+//	  -forward-to http://localhost:3000/webhooks
+//
+// Like every tool here (payments-load, payments-chaos), it is configured by flags, read by
+// parseFlags into options; -h lists them. The server, payments-api, reads environment
+// variables instead, as a deployment sets them.
+package main
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"net/url"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/payments-api/payments-api/internal/webhooks"
+)
+
+const usage = `Usage: payments-listen [flags]
+
+Shows every event of an account as it happens, and with -forward-to POSTs each one to a local
+receiver, signed per Standard Webhooks. It polls GET /events.
+
+Flags:
+`
+
+// demoKey is the key a sandbox server seeds when DEMO_API_KEYS is not set.
+const demoKey = "sk_test_demo"
+
+// options is the command line.
+type options struct {
+	apiURL, apiKey     string
+	forwardTo, secret  string
+	interval, lookback time.Duration
+}
+
+func main() {
+	o, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return // -h: the usage is printed
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "payments-listen:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := listen(ctx, o, os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "payments-listen:", err)
+		os.Exit(1)
+	}
+}
+
+// parseFlags reads the command line; -h prints the usage and returns flag.ErrHelp.
+func parseFlags(args []string) (options, error) {
+	var o options
+	fs := flag.NewFlagSet("payments-listen", flag.ContinueOnError)
+	fs.Usage = func() {
+		fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	fs.StringVar(&o.apiURL, "api-url", "http://localhost:8080", "the server")
+	fs.StringVar(&o.apiKey, "api-key", "", "the account's API key (default: $PAYMENTS_API_KEY, else "+demoKey+")")
+	fs.StringVar(&o.forwardTo, "forward-to", "", "POST each event to this URL, signed")
+	fs.StringVar(&o.secret, "secret", "", "sign with this whsec_ secret instead of a new one")
+	fs.DurationVar(&o.interval, "interval", time.Second, "how often to poll")
+	fs.DurationVar(&o.lookback, "lookback", 10*time.Second, "how far behind the newest event to look for events committed late")
+	if err := fs.Parse(args); err != nil {
+		return o, err
+	}
+	if fs.NArg() > 0 {
+		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+	}
+	o.apiKey = cmp.Or(o.apiKey, os.Getenv("PAYMENTS_API_KEY"), demoKey)
+	return o, o.validate()
+}
+
+func (o options) validate() error {
+	var errs []error
+	if o.interval < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("-interval %s: want at least 10ms", o.interval))
+	}
+	if o.lookback < 0 {
+		errs = append(errs, fmt.Errorf("-lookback %s: want at least 0", o.lookback))
+	}
+	for _, f := range []struct{ name, url string }{{"-api-url", o.apiURL}, {"-forward-to", o.forwardTo}} {
+		if u, err := url.Parse(f.url); f.url != "" && (err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https")) {
+			errs = append(errs, fmt.Errorf("%s %q: want an http(s) URL", f.name, f.url))
+		}
+	}
+	if o.secret != "" {
+		if _, err := webhooks.DecodeSecret(o.secret); err != nil {
+			errs = append(errs, fmt.Errorf("-secret: %w", err))
+		}
+	}
+	return errors.Join(errs...)
+}
