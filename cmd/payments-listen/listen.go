@@ -32,7 +32,7 @@ type event struct {
 // when its transaction writes it, just before the commit, so one committed a moment after a
 // newer one still shows up. The ids seen in that window are remembered.
 type eventListener struct {
-	options
+	config
 	client *http.Client
 	out    io.Writer
 	seen   map[string]time.Time
@@ -40,8 +40,8 @@ type eventListener struct {
 }
 
 // listen runs until ctx ends. Events that exist when it starts are not shown.
-func listen(ctx context.Context, o options, out io.Writer) error {
-	l := &eventListener{options: o, client: &http.Client{Timeout: 10 * time.Second}, out: out, seen: map[string]time.Time{}}
+func listen(ctx context.Context, cfg config, out io.Writer) error {
+	l := &eventListener{config: cfg, client: &http.Client{Timeout: 10 * time.Second}, out: out, seen: map[string]time.Time{}}
 	l.apiURL = strings.TrimSuffix(l.apiURL, "/")
 	if l.forwardTo != "" {
 		if l.secret == "" {

@@ -6,9 +6,9 @@
 //	go run ./cmd/payments-listen -api-url http://localhost:8080 -api-key sk_test_... \
 //	  -forward-to http://localhost:3000/webhooks
 //
-// Like every tool here (payments-load, payments-chaos), it is configured by flags, read by
-// parseFlags into options; -h lists them. The server, payments-api, reads environment
-// variables instead, as a deployment sets them.
+// Like every tool here (payments-load, payments-chaos), it takes flags, read by parseFlags
+// into a config; -h lists them. The server, payments-api, takes environment variables
+// instead, as a deployment sets them.
 package main
 
 import (
@@ -37,15 +37,15 @@ Flags:
 // demoKey is the key a sandbox server seeds when DEMO_API_KEYS is not set.
 const demoKey = "sk_test_demo"
 
-// options is the command line.
-type options struct {
+// config is the command line.
+type config struct {
 	apiURL, apiKey     string
 	forwardTo, secret  string
 	interval, lookback time.Duration
 }
 
 func main() {
-	o, err := parseFlags(os.Args[1:])
+	cfg, err := parseFlags(os.Args[1:])
 	if errors.Is(err, flag.ErrHelp) {
 		return // -h: the usage is printed
 	}
@@ -55,51 +55,51 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := listen(ctx, o, os.Stdout); err != nil {
+	if err := listen(ctx, cfg, os.Stdout); err != nil {
 		fmt.Fprintln(os.Stderr, "payments-listen:", err)
 		os.Exit(1)
 	}
 }
 
 // parseFlags reads the command line; -h prints the usage and returns flag.ErrHelp.
-func parseFlags(args []string) (options, error) {
-	var o options
+func parseFlags(args []string) (config, error) {
+	var cfg config
 	fs := flag.NewFlagSet("payments-listen", flag.ContinueOnError)
 	fs.Usage = func() {
 		fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
-	fs.StringVar(&o.apiURL, "api-url", "http://localhost:8080", "the server")
-	fs.StringVar(&o.apiKey, "api-key", "", "the account's API key (default: $PAYMENTS_API_KEY, else "+demoKey+")")
-	fs.StringVar(&o.forwardTo, "forward-to", "", "POST each event to this URL, signed")
-	fs.StringVar(&o.secret, "secret", "", "sign with this whsec_ secret instead of a new one")
-	fs.DurationVar(&o.interval, "interval", time.Second, "how often to poll")
-	fs.DurationVar(&o.lookback, "lookback", 10*time.Second, "how far behind the newest event to look for events committed late")
+	fs.StringVar(&cfg.apiURL, "api-url", "http://localhost:8080", "the server")
+	fs.StringVar(&cfg.apiKey, "api-key", "", "the account's API key (default: $PAYMENTS_API_KEY, else "+demoKey+")")
+	fs.StringVar(&cfg.forwardTo, "forward-to", "", "POST each event to this URL, signed")
+	fs.StringVar(&cfg.secret, "secret", "", "sign with this whsec_ secret instead of a new one")
+	fs.DurationVar(&cfg.interval, "interval", time.Second, "how often to poll")
+	fs.DurationVar(&cfg.lookback, "lookback", 10*time.Second, "how far behind the newest event to look for events committed late")
 	if err := fs.Parse(args); err != nil {
-		return o, err
+		return cfg, err
 	}
 	if fs.NArg() > 0 {
-		return o, fmt.Errorf("unexpected argument %q", fs.Arg(0))
+		return cfg, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
-	o.apiKey = cmp.Or(o.apiKey, os.Getenv("PAYMENTS_API_KEY"), demoKey)
-	return o, o.validate()
+	cfg.apiKey = cmp.Or(cfg.apiKey, os.Getenv("PAYMENTS_API_KEY"), demoKey)
+	return cfg, cfg.validate()
 }
 
-func (o options) validate() error {
+func (c config) validate() error {
 	var errs []error
-	if o.interval < 10*time.Millisecond {
-		errs = append(errs, fmt.Errorf("-interval %s: want at least 10ms", o.interval))
+	if c.interval < 10*time.Millisecond {
+		errs = append(errs, fmt.Errorf("-interval %s: want at least 10ms", c.interval))
 	}
-	if o.lookback < 0 {
-		errs = append(errs, fmt.Errorf("-lookback %s: want at least 0", o.lookback))
+	if c.lookback < 0 {
+		errs = append(errs, fmt.Errorf("-lookback %s: want at least 0", c.lookback))
 	}
-	for _, f := range []struct{ name, url string }{{"-api-url", o.apiURL}, {"-forward-to", o.forwardTo}} {
+	for _, f := range []struct{ name, url string }{{"-api-url", c.apiURL}, {"-forward-to", c.forwardTo}} {
 		if u, err := url.Parse(f.url); f.url != "" && (err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https")) {
 			errs = append(errs, fmt.Errorf("%s %q: want an http(s) URL", f.name, f.url))
 		}
 	}
-	if o.secret != "" {
-		if _, err := webhooks.DecodeSecret(o.secret); err != nil {
+	if c.secret != "" {
+		if _, err := webhooks.DecodeSecret(c.secret); err != nil {
 			errs = append(errs, fmt.Errorf("-secret: %w", err))
 		}
 	}
