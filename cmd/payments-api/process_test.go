@@ -1,6 +1,7 @@
 package main
 
 import (
+	"maps"
 	"testing"
 
 	"github.com/payments-api/payments-api/internal/testing/integration"
@@ -20,8 +21,6 @@ func startProcess(t testing.TB, dbURL string, env map[string]string) *integratio
 		"DATABASE_URL": dbURL, "DEMO_API_KEYS": processKey, "LOG_LEVEL": "info",
 		"JOB_TIMEOUT": "5s", "JOB_RESCUE_AFTER": "6s", "SHUTDOWN_TIMEOUT": "5s", "WEBHOOK_TIMEOUT": "500ms",
 	}
-	for k, v := range env {
-		cfg[k] = v
-	}
+	maps.Copy(cfg, env)
 	return integration.Start(t, cfg)
 }

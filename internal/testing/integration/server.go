@@ -44,8 +44,8 @@ func Main(m *testing.M) {
 	os.Exit(code)
 }
 
-// Binary builds payments-api once for all the tests of the package that run it, and returns
-// its path.
+// Binary builds payments-api once for all the tests of the package that run it, with the
+// race detector when they have it, and returns its path.
 func Binary(t testing.TB) string {
 	t.Helper()
 	binary.once.Do(func() {
@@ -54,7 +54,11 @@ func Binary(t testing.TB) string {
 			return
 		}
 		binary.path = filepath.Join(binary.dir, "payments-api")
-		out, err := exec.CommandContext(context.Background(), "go", "build", "-o", binary.path, serverPackage).CombinedOutput()
+		args := []string{"build", "-o", binary.path}
+		if raceDetector {
+			args = append(args, "-race")
+		}
+		out, err := exec.CommandContext(context.Background(), "go", append(args, serverPackage)...).CombinedOutput()
 		if err != nil {
 			binary.err = fmt.Errorf("go build: %w\n%s", err, out)
 		}
@@ -80,7 +84,7 @@ type Server struct {
 // unless env names DATABASE_URL, on a free loopback port unless it names LISTEN_ADDR. It
 // waits until the server is ready: its /readyz answers 200, or, for PROCESS_ROLE=worker, it
 // logged that it runs jobs. When t ends the process gets SIGTERM (SIGKILL if it has not
-// exited within 30 s), and a failed t shows its log.
+// exited within 30 s); a data race it reported fails t, and a failed t shows its log.
 func Start(t testing.TB, env map[string]string) *Server {
 	t.Helper()
 	env = maps.Clone(env)
@@ -107,6 +111,9 @@ func Start(t testing.TB, env map[string]string) *Server {
 	go func() { s.err = s.cmd.Wait(); close(s.exited) }()
 	t.Cleanup(func() {
 		_ = s.Stop(30 * time.Second)
+		if strings.Contains(s.logs.String(), "WARNING: DATA RACE") {
+			t.Error("payments-api reported a data race")
+		}
 		if t.Failed() {
 			t.Logf("log of payments-api (pid %d):\n%s", s.Pid(), s.logs)
 		}
@@ -127,14 +134,20 @@ func (s *Server) waitReady(t testing.TB) {
 			t.Fatalf("payments-api exited before it was ready: %v\n%s", s.err, s.logs)
 		default:
 		}
-		if s.Base == "" && strings.Contains(s.logs.String(), "running jobs only") {
-			return
-		}
-		if status, err := Get(context.Background(), s.Base+"/readyz"); s.Base != "" && err == nil && status == http.StatusOK {
+		if s.ready() {
 			return
 		}
 	}
 	t.Fatalf("payments-api was not ready within 30s:\n%s", s.logs)
+}
+
+// ready reports whether the server answers /readyz with 200, or, a worker, runs jobs.
+func (s *Server) ready() bool {
+	if s.Base == "" {
+		return strings.Contains(s.logs.String(), "running jobs only")
+	}
+	status, err := Get(context.Background(), s.Base+"/readyz")
+	return err == nil && status == http.StatusOK
 }
 
 // Pid is the process's id.
