@@ -54,8 +54,9 @@ func main() {
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-	defer stop()
-	if err := listen(ctx, cfg, os.Stdout); err != nil {
+	err = listen(ctx, cfg, os.Stdout)
+	stop()
+	if err != nil {
 		fmt.Fprintln(os.Stderr, "payments-listen:", err)
 		os.Exit(1)
 	}
@@ -66,7 +67,7 @@ func parseFlags(args []string) (config, error) {
 	var cfg config
 	fs := flag.NewFlagSet("payments-listen", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage)
+		_, _ = fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&cfg.apiURL, "api-url", "http://localhost:8080", "the server")

@@ -91,7 +91,7 @@ func parseFlags(args []string) (config, error) {
 	var cfg config
 	fs := flag.NewFlagSet("payments-load", flag.ContinueOnError)
 	fs.Usage = func() {
-		fmt.Fprint(fs.Output(), usage)
+		_, _ = fmt.Fprint(fs.Output(), usage)
 		fs.PrintDefaults()
 	}
 	fs.StringVar(&cfg.URL, "url", "http://127.0.0.1:8080", "the server's base URL (loopback only)")
