@@ -11,6 +11,7 @@ import (
 
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/integration"
 )
 
 // BenchmarkReportBuild times a payments report of 10,000 and of 100,000 rows, from the 202
@@ -24,17 +25,17 @@ func BenchmarkReportBuild(b *testing.B) {
 		b.Run(fmt.Sprintf("rows=%d", rows), func(b *testing.B) {
 			url := dbtest.NewURL(b)
 			p := startProcess(b, url, map[string]string{"PROCESS_ROLE": roleAll, "JOB_TIMEOUT": "5m", "JOB_RESCUE_AFTER": "10m", "LOG_LEVEL": "warn"})
-			seedPayments(b, newPool(b, url), rows)
-			client := apitest.NewClient(b, p.base, processKey)
-			idle := peakRSS(b, p.cmd.Process.Pid)
+			integration.SeedPayments(b, integration.Pool(b, url), processKey, rows)
+			client := apitest.NewClient(b, p.Base, processKey)
+			idle := peakRSS(b, p.Pid())
 			b.ResetTimer()
 			for b.Loop() {
-				waitForStatus(b, client, requestReport(b, client), "succeeded", 5*time.Minute)
+				integration.WaitForJob(b, client, integration.RequestReport(b, client), "succeeded", 5*time.Minute)
 			}
 			b.StopTimer()
 			b.ReportMetric(float64(rows*b.N)/b.Elapsed().Seconds(), "rows/s")
 			b.ReportMetric(idle/1024, "idle-peak-RSS-MiB")
-			b.ReportMetric(peakRSS(b, p.cmd.Process.Pid)/1024, "peak-RSS-MiB")
+			b.ReportMetric(peakRSS(b, p.Pid())/1024, "peak-RSS-MiB")
 		})
 	}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/chromedp/chromedp"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/integration"
 )
 
 // labScreenshotsEnv names a folder where TestLabInBrowser leaves one PNG per experiment
@@ -69,7 +70,7 @@ func TestLabInBrowser(t *testing.T) {
 		"WEBHOOK_RETRY_SCHEDULE":         "1s,10m,10m",
 		"RATE_LIMIT_TEST_ACCOUNTS":       "100/1m",
 	}, true)
-	pool := newPool(t, dbURL)
+	pool := integration.Pool(t, dbURL)
 	shots := cmp.Or(os.Getenv(labScreenshotsEnv), t.TempDir())
 	if err := os.MkdirAll(shots, 0o755); err != nil {
 		t.Fatal(err)
@@ -155,7 +156,7 @@ var labExperiments = []struct {
 	{"mismatch", func(t *testing.T, pool *pgxpool.Pool, d drawing) {
 		wantOutcomes(t, d, "created", "422")
 		samePayments(t, pool, d, 1)
-		if amount := count(t, pool, `SELECT amount FROM payments WHERE account_id = $1`, d.Account); d.Values["amount"] != fmt.Sprint(amount) || amount != 2000 {
+		if amount := integration.Count(t, pool, `SELECT amount FROM payments WHERE account_id = $1`, d.Account); d.Values["amount"] != fmt.Sprint(amount) || amount != 2000 {
 			t.Errorf("drawn amount %s, database %d: want the first body's 2000", d.Values["amount"], amount)
 		}
 	}},
@@ -185,8 +186,8 @@ var labExperiments = []struct {
 	{"refunds", func(t *testing.T, pool *pgxpool.Pool, d drawing) {
 		race := d.Outcomes[2:]
 		onlyOutcomes(t, race, "created", "422")
-		refunds := count(t, pool, `SELECT count(*) FROM refunds WHERE account_id = $1`, d.Account)
-		refunded := count(t, pool, `SELECT amount_refunded FROM payments WHERE account_id = $1`, d.Account)
+		refunds := integration.Count(t, pool, `SELECT count(*) FROM refunds WHERE account_id = $1`, d.Account)
+		refunded := integration.Count(t, pool, `SELECT amount_refunded FROM payments WHERE account_id = $1`, d.Account)
 		if countOf(race, "created") != refunds || refunds != 3 || countOf(race, "422") != 2 {
 			t.Errorf("drawn %v, database has %d refunds: want 3 created (one per refund row) and 2 refused", race, refunds)
 		}
@@ -231,7 +232,7 @@ var labExperiments = []struct {
 		}
 	}},
 	{"webhook", func(t *testing.T, pool *pgxpool.Pool, d drawing) {
-		attempts := count(t, pool, `SELECT count(*) FROM webhook_attempts a JOIN webhook_deliveries w ON w.id = a.delivery_id
+		attempts := integration.Count(t, pool, `SELECT count(*) FROM webhook_attempts a JOIN webhook_deliveries w ON w.id = a.delivery_id
 			WHERE w.account_id = $1 AND a.response_status = 405`, d.Account)
 		if drawn := countOf(d.Outcomes, "receiver"); drawn != attempts || attempts < 3 {
 			t.Errorf("%d attempts drawn, the database has %d that got 405: want them equal, at least 3", drawn, attempts)
@@ -313,7 +314,7 @@ func chromiumPath(t *testing.T) string {
 // and against what the lanes say was made.
 func samePayments(t *testing.T, pool *pgxpool.Pool, d drawing, drawnCreated int) {
 	t.Helper()
-	n := count(t, pool, `SELECT count(*) FROM payments WHERE account_id = $1`, d.Account)
+	n := integration.Count(t, pool, `SELECT count(*) FROM payments WHERE account_id = $1`, d.Account)
 	if d.Values["payments"] != fmt.Sprint(n) {
 		t.Errorf("the page shows %s payments, the database holds %d", d.Values["payments"], n)
 	}

@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"testing"
 	"time"
 
@@ -139,13 +138,10 @@ func (s *syncCounter) Sync() error {
 func TestProcessWritesItsLastLinesOnSIGTERM(t *testing.T) {
 	t.Parallel()
 	p := startProcess(t, dbtest.NewURL(t), nil)
-	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
+	if err := p.Stop(30 * time.Second); err != nil {
+		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.Logs())
 	}
-	if err := p.wait(30 * time.Second); err != nil {
-		t.Fatalf("exit after SIGTERM: %v\n%s", err, p.logs)
-	}
-	if !strings.Contains(p.logs.String(), `"msg":"stopped"`) {
-		t.Errorf("the last line, stopped, is not in the output:\n%s", p.logs)
+	if !strings.Contains(p.Logs(), `"msg":"stopped"`) {
+		t.Errorf("the last line, stopped, is not in the output:\n%s", p.Logs())
 	}
 }

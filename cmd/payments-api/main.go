@@ -4,7 +4,6 @@
 package main
 
 import (
-	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -24,7 +23,6 @@ const usage = `Usage: payments-api [COMMAND]
   (no command)       create and migrate the database, seed DEMO_API_KEYS, serve on LISTEN_ADDR
                      and run jobs (PROCESS_ROLE=api only serves; =worker only runs jobs)
   migrate COMMAND    manage the schema: up | down N | version | force V (payments-api migrate --help)
-  listen [FLAGS]     show an account's events as they happen, and forward them signed (listen --help)
   help, --help, -h   print this text
 
 Configuration comes from environment variables; docs/configuration.md lists them with their defaults.
@@ -49,13 +47,6 @@ func run(args []string, stdout io.Writer) error {
 	if cmd.help != "" {
 		_, err := io.WriteString(stdout, cmd.help)
 		return err
-	}
-	if cmd.listen != nil { // a client of the API: it needs none of the server's configuration
-		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
-		defer stop()
-		o := *cmd.listen
-		o.apiKey = cmp.Or(o.apiKey, os.Getenv("PAYMENTS_API_KEY"), "sk_test_demo")
-		return listen(ctx, o, stdout)
 	}
 	env := environ()
 	cfg, err := loadConfig(env)
@@ -104,7 +95,6 @@ func setGCPercent(env map[string]string) {
 type command struct {
 	help    string // text to print instead of doing anything
 	migrate *migration
-	listen  *listenOptions
 }
 
 // parseCommand reads the arguments before any configuration is loaded, so --help works
@@ -116,11 +106,6 @@ func parseCommand(args []string) (command, error) {
 		return command{}, nil
 	case isHelp(args[0]):
 		return command{help: usage}, nil
-	case args[0] == "listen" && len(args) > 1 && isHelp(args[1]):
-		return command{help: listenUsage}, nil
-	case args[0] == "listen":
-		o, err := parseListen(args[1:])
-		return command{listen: &o}, err
 	case args[0] != "migrate":
 		return command{}, fmt.Errorf("unknown command %q (see payments-api --help)", args[0])
 	case len(args) > 1 && isHelp(args[1]):

@@ -16,6 +16,7 @@ import (
 
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/integration"
 )
 
 const operatorKey = "sk_live_operator_key_1"
@@ -49,7 +50,7 @@ func TestProductionShutsTheSandboxDoors(t *testing.T) {
 	}
 	sandbox.done <- nil // for its cleanup
 
-	metricsAddr := "127.0.0.1:" + freePort(t)
+	metricsAddr := "127.0.0.1:" + integration.FreePort(t)
 	prod := startServe(t, map[string]string{
 		"DATABASE_URL": dbURL, "RUN_MODE": "production", "DEMO_API_KEYS": operatorKey, "METRICS_ADDR": metricsAddr,
 	}, true)
@@ -94,7 +95,7 @@ func TestEmptyDemoKeysMeansNoKey(t *testing.T) {
 // before it touches the database (which here would only be retried for 30 s).
 func TestProductionRefusesPrivateWebhookNetworks(t *testing.T) {
 	t.Parallel()
-	bin := buildBinary(t)
+	bin := integration.Binary(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	cmd := osexec.CommandContext(ctx, bin)

@@ -6,6 +6,7 @@ import (
 
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/integration"
 )
 
 // TestShutdownFinishesRunningJobs sends the shutdown (what SIGTERM does) while a report is
@@ -17,8 +18,8 @@ func TestShutdownFinishesRunningJobs(t *testing.T) {
 	url := dbtest.NewURL(t)
 	r := startServe(t, map[string]string{"DATABASE_URL": url, "DEMO_API_KEYS": processKey, "SHUTDOWN_TIMEOUT": "20s"}, true)
 
-	pool := newPool(t, url)
-	seedPayments(t, pool, 10)
+	pool := integration.Pool(t, url)
+	integration.SeedPayments(t, pool, processKey, 10)
 	hold, err := pool.Begin(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -27,9 +28,9 @@ func TestShutdownFinishesRunningJobs(t *testing.T) {
 	if _, err := hold.Exec(context.Background(), `LOCK TABLE report_chunks IN SHARE MODE`); err != nil {
 		t.Fatal(err)
 	}
-	jobID := requestReport(t, apitest.NewClient(t, r.base, processKey))
+	jobID := integration.RequestReport(t, apitest.NewClient(t, r.base, processKey))
 	waitFor(t, func() bool {
-		return count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO report_chunks%'`) == 1
+		return integration.Count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO report_chunks%'`) == 1
 	})
 
 	r.stop() // SIGTERM
@@ -46,7 +47,7 @@ func TestShutdownFinishesRunningJobs(t *testing.T) {
 	if err := r.wait(t); err != nil {
 		t.Errorf("serve: %v", err)
 	}
-	if n := count(t, pool, `SELECT count(*) FROM jobs JOIN river_job ON river_job.id = jobs.river_job_id
+	if n := integration.Count(t, pool, `SELECT count(*) FROM jobs JOIN river_job ON river_job.id = jobs.river_job_id
 		WHERE jobs.id = $1 AND jobs.status = 'succeeded' AND river_job.state = 'completed' AND river_job.attempt = 1`, jobID); n != 1 {
 		t.Errorf("the running job did not finish during the shutdown")
 	}

@@ -7,11 +7,16 @@
 //	payments-chaos [flags] -- PGBOUNCER_COMMAND...
 //
 // It exits 1 when an invariant fails or a history is not linearizable.
+//
+// Like every tool here (payments-load, payments-listen), it takes flags, read by parseFlags
+// into a config; -h lists them. The server, payments-api, takes environment variables
+// instead, as a deployment sets them.
 package main
 
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -28,7 +33,16 @@ import (
 
 const demoKey = "sk_test_demo"
 
-type options struct {
+const usage = `Usage: payments-chaos [flags] -- PGBOUNCER_COMMAND...
+
+Runs the cluster's processes under load and faults, then checks the invariants and each
+payment's history (deploy/cluster/README.md). deploy/cluster/chaos runs it.
+
+Flags:
+`
+
+// config is the command line.
+type config struct {
 	duration, settle time.Duration
 	concurrency      int
 	url              string
@@ -37,37 +51,16 @@ type options struct {
 }
 
 func main() {
-	var o options
-	var apiPorts string
-	flag.DurationVar(&o.duration, "duration", 5*time.Minute, "how long the load and the faults run")
-	flag.DurationVar(&o.settle, "settle", time.Minute, "after the load, how long the workers may go without finishing a delivery or a job before the checks run anyway")
-	flag.IntVar(&o.concurrency, "concurrency", 8, "payments worked on at once")
-	flag.StringVar(&o.url, "url", "http://127.0.0.1:8180", "HAProxy")
-	flag.StringVar(&o.cluster.dir, "dir", os.TempDir(), "where the processes' logs go")
-	flag.StringVar(&o.cluster.apiBinary, "api-binary", "payments-api", "the payments-api binary")
-	flag.StringVar(&o.cluster.database, "database", "payments_chaos", "the database name, behind PgBouncer")
-	flag.StringVar(&o.cluster.directURL, "direct-url", "postgres://postgres@127.0.0.1:5432/payments_chaos?sslmode=disable", "the database on PostgreSQL itself, migrated")
-	flag.StringVar(&o.cluster.pgbouncerAddr, "pgbouncer-addr", "127.0.0.1:6532", "where the PgBouncer command listens")
-	flag.StringVar(&o.cluster.redisAddr, "redis-addr", "127.0.0.1:6490", "a running Redis")
-	flag.StringVar(&apiPorts, "api-ports", "8181,8182,8183", "the API processes' ports, HAProxy's servers")
-	flag.IntVar(&o.cluster.workers, "workers", 2, "worker processes")
-	flag.StringVar(&o.html, "html", "", "where to write Porcupine's visualization when a history is not linearizable (default: a temporary file)")
-	flag.Parse()
-	o.cluster.pgbouncerArgv = flag.Args()
-	for _, p := range strings.Split(apiPorts, ",") {
-		port, err := strconv.Atoi(p)
-		if err != nil {
-			fmt.Fprintln(os.Stderr, "payments-chaos: -api-ports:", err)
-			os.Exit(2)
-		}
-		o.cluster.apiPorts = append(o.cluster.apiPorts, port)
+	cfg, err := parseFlags(os.Args[1:])
+	if errors.Is(err, flag.ErrHelp) {
+		return // -h: the usage is printed
 	}
-	if len(o.cluster.pgbouncerArgv) == 0 {
-		fmt.Fprintln(os.Stderr, "payments-chaos: give the PgBouncer command after --")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "payments-chaos:", err)
 		os.Exit(2)
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	ok, err := run(ctx, o)
+	ok, err := run(ctx, cfg)
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "payments-chaos:", err)
@@ -78,9 +71,47 @@ func main() {
 	}
 }
 
+// parseFlags reads the command line; -h prints the usage and returns flag.ErrHelp.
+func parseFlags(args []string) (config, error) {
+	var cfg config
+	fs := flag.NewFlagSet("payments-chaos", flag.ContinueOnError)
+	fs.Usage = func() {
+		_, _ = fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
+	fs.DurationVar(&cfg.duration, "duration", 5*time.Minute, "how long the load and the faults run")
+	fs.DurationVar(&cfg.settle, "settle", time.Minute, "after the load, how long the workers may go without finishing a delivery or a job before the checks run anyway")
+	fs.IntVar(&cfg.concurrency, "concurrency", 8, "payments worked on at once")
+	fs.StringVar(&cfg.url, "url", "http://127.0.0.1:8180", "HAProxy")
+	fs.StringVar(&cfg.cluster.dir, "dir", os.TempDir(), "where the processes' logs go")
+	fs.StringVar(&cfg.cluster.apiBinary, "api-binary", "payments-api", "the payments-api binary")
+	fs.StringVar(&cfg.cluster.database, "database", "payments_chaos", "the database name, behind PgBouncer")
+	fs.StringVar(&cfg.cluster.directURL, "direct-url", "postgres://postgres@127.0.0.1:5432/payments_chaos?sslmode=disable", "the database on PostgreSQL itself, migrated")
+	fs.StringVar(&cfg.cluster.pgbouncerAddr, "pgbouncer-addr", "127.0.0.1:6532", "where the PgBouncer command listens")
+	fs.StringVar(&cfg.cluster.redisAddr, "redis-addr", "127.0.0.1:6490", "a running Redis")
+	apiPorts := fs.String("api-ports", "8181,8182,8183", "the API processes' ports, HAProxy's servers")
+	fs.IntVar(&cfg.cluster.workers, "workers", 2, "worker processes")
+	fs.StringVar(&cfg.html, "html", "", "where to write Porcupine's visualization when a history is not linearizable (default: a temporary file)")
+	if err := fs.Parse(args); err != nil {
+		return cfg, err
+	}
+	cfg.cluster.pgbouncerArgv = fs.Args()
+	if len(cfg.cluster.pgbouncerArgv) == 0 {
+		return cfg, errors.New("give the PgBouncer command after --")
+	}
+	for _, p := range strings.Split(*apiPorts, ",") {
+		port, err := strconv.Atoi(p)
+		if err != nil {
+			return cfg, fmt.Errorf("-api-ports: %w", err)
+		}
+		cfg.cluster.apiPorts = append(cfg.cluster.apiPorts, port)
+	}
+	return cfg, nil
+}
+
 // run starts the cluster, drives the load and the faults for the duration, lets the
 // workers finish, and prints the verdict; ok is false when any check failed.
-func run(ctx context.Context, o options) (ok bool, err error) {
+func run(ctx context.Context, o config) (ok bool, err error) {
 	recv, err := startReceiver(ctx)
 	if err != nil {
 		return false, err
@@ -109,7 +140,7 @@ func run(ctx context.Context, o options) (ok bool, err error) {
 
 // drive runs the load workers and the fault schedule for the duration, then lets the
 // payments in hand finish (their requests are bounded by the client's timeout).
-func drive(ctx context.Context, o options, cl *cluster, l *load) []faultRecord {
+func drive(ctx context.Context, o config, cl *cluster, l *load) []faultRecord {
 	stop := make(chan struct{})
 	reqCtx, cancel := context.WithTimeout(ctx, o.duration+time.Minute)
 	defer cancel()

@@ -17,7 +17,7 @@ import (
 
 // verdict waits for the workers to finish what the load caused, runs every check and
 // prints the tables.
-func verdict(ctx context.Context, o options, l *load, endpoint string, recv *receiver, records []faultRecord) (bool, error) {
+func verdict(ctx context.Context, o config, l *load, endpoint string, recv *receiver, records []faultRecord) (bool, error) {
 	connectCtx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	conn, err := pgx.Connect(connectCtx, o.cluster.directURL)
@@ -100,7 +100,7 @@ func settle(ctx context.Context, stall time.Duration, measure func() (check, che
 const settleLimit = 15 * time.Minute
 
 // linearizable checks every payment's history against the model of one payment.
-func linearizable(o options, ops []porcupine.Operation) check {
+func linearizable(o config, ops []porcupine.Operation) check {
 	res, info := porcupine.CheckOperationsVerbose(paymentModel, ops, time.Minute)
 	payments := len(paymentModel.Partition(ops))
 	c := check{name: "each payment's history linearizable",

@@ -13,6 +13,10 @@
 //
 // It only talks to loopback addresses: it is for measuring a server on this machine, never
 // for loading someone else's. docs/performance.md explains the figures.
+//
+// Like every tool here (payments-chaos, payments-listen), it takes flags, read by parseFlags
+// into a config; -h lists them. The server, payments-api, takes environment variables
+// instead, as a deployment sets them.
 package main
 
 import (
@@ -32,6 +36,14 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 )
+
+const usage = `Usage: payments-load [flags]
+
+Measures a running payments-api server on this machine, scenario by scenario, beside the same
+work sent straight to its database (docs/performance.md).
+
+Flags:
+`
 
 // config is the command line.
 type config struct {
@@ -56,10 +68,11 @@ func main() {
 	if errors.Is(err, flag.ErrHelp) {
 		return // -h: the usage is printed
 	}
-	if err == nil {
-		err = runUntilSignal(cfg)
-	}
 	if err != nil {
+		fmt.Fprintln(os.Stderr, "payments-load:", err)
+		os.Exit(2)
+	}
+	if err := runUntilSignal(cfg); err != nil {
 		fmt.Fprintln(os.Stderr, "payments-load:", err)
 		os.Exit(1)
 	}
@@ -73,9 +86,14 @@ func runUntilSignal(cfg config) error {
 	return err
 }
 
+// parseFlags reads the command line; -h prints the usage and returns flag.ErrHelp.
 func parseFlags(args []string) (config, error) {
 	var cfg config
 	fs := flag.NewFlagSet("payments-load", flag.ContinueOnError)
+	fs.Usage = func() {
+		_, _ = fmt.Fprint(fs.Output(), usage)
+		fs.PrintDefaults()
+	}
 	fs.StringVar(&cfg.URL, "url", "http://127.0.0.1:8080", "the server's base URL (loopback only)")
 	fs.StringVar(&cfg.APIKey, "key", "sk_test_demo", "API key to authenticate with")
 	fs.StringVar(&cfg.DatabaseURL, "database-url", envOr("DATABASE_URL", "postgres://postgres@localhost:5432/payments?sslmode=disable"),
@@ -97,6 +115,9 @@ func parseFlags(args []string) (config, error) {
 		"instead of the scenarios, measure create, get, get-304, patch, refund, list, list-deep and report on each server of a list of rows=url (rows: the payments preloaded into its database)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	cfg.Scenarios = strings.Split(*scenarioList, ",")
 	if *scale != "" {

@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"context"
@@ -43,17 +43,17 @@ func TestCoreFlowsThroughPgBouncer(t *testing.T) {
 	p := startProcess(t, pooled.String(), map[string]string{
 		"DATABASE_DIRECT_URL": direct, "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "PROCESSOR_LATENCY": "100ms",
 	})
-	c := apitest.NewClient(t, p.base, processKey)
+	c := apitest.NewClient(t, p.Base, testKey)
 
 	// The server's pool sends PgBouncer no startup setting (it would refuse the connection);
 	// the generic plans the server's direct connections ask for come from connect_query.
 	var mode string
-	if err := newPool(t, pooled.String()).QueryRow(context.Background(), "SHOW plan_cache_mode").Scan(&mode); err != nil || mode != "force_generic_plan" {
+	if err := Pool(t, pooled.String()).QueryRow(context.Background(), "SHOW plan_cache_mode").Scan(&mode); err != nil || mode != "force_generic_plan" {
 		t.Errorf("plan_cache_mode through PgBouncer: %q (%v), want force_generic_plan", mode, err)
 	}
 
 	paymentID := checkPaymentFlows(t, c)
-	checkConcurrentRetries(t, c, newPool(t, direct))
+	checkConcurrentRetries(t, c, Pool(t, direct))
 	checkRefund(t, c, paymentID)
 	checkReport(t, c)
 	checkWebhookDelivery(t, c)
@@ -84,7 +84,7 @@ func startPgBouncer(t *testing.T, databaseURL string) *url.URL {
 		t.Fatal(err)
 	}
 	dir := pgbouncerDir(t)
-	port := freePort(t)
+	port := FreePort(t)
 	// connect_query as in deploy/cluster/pgbouncer.ini: what the server sets on its direct
 	// connections, it cannot send through PgBouncer.
 	ini := fmt.Sprintf(`[databases]
@@ -107,7 +107,7 @@ max_client_conn = 100
 		args = append([]string{"-u", "postgres"}, args...)
 	}
 	cmd := osexec.CommandContext(context.Background(), bin, args...)
-	logs := &syncBuffer{}
+	logs := &SyncBuffer{}
 	cmd.Stdout, cmd.Stderr = logs, logs
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -119,7 +119,7 @@ max_client_conn = 100
 			t.Logf("pgbouncer's log:\n%s", logs)
 		}
 	})
-	waitFor(t, func() bool {
+	WaitFor(t, func() bool {
 		conn, err := new(net.Dialer).DialContext(context.Background(), "tcp", "127.0.0.1:"+port)
 		if err == nil {
 			conn.Close()
@@ -209,7 +209,7 @@ func checkConcurrentRetries(t *testing.T, c *apitest.Client, directPool *pgxpool
 	if created == 0 {
 		t.Errorf("no retry answered 201: %v", statuses)
 	}
-	if n := count(t, directPool, `SELECT count(*) FROM payments WHERE amount = 4242`); n != 1 {
+	if n := Count(t, directPool, `SELECT count(*) FROM payments WHERE amount = 4242`); n != 1 {
 		t.Errorf("%d charges for one key, want 1", n)
 	}
 }
@@ -234,8 +234,8 @@ func checkRefund(t *testing.T, c *apitest.Client, paymentID string) {
 // checkReport builds a report to the end and downloads it.
 func checkReport(t *testing.T, c *apitest.Client) {
 	t.Helper()
-	jobID := requestReport(t, c)
-	waitForStatus(t, c, jobID, "succeeded", 30*time.Second)
+	jobID := RequestReport(t, c)
+	WaitForJob(t, c, jobID, "succeeded", 30*time.Second)
 	var j struct {
 		Result struct {
 			DownloadURL string `json:"download_url"`

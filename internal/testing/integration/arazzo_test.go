@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"path/filepath"
@@ -15,7 +15,7 @@ import (
 // setting, and leaves the key's quota to the others.
 func TestArazzoWorkflows(t *testing.T) {
 	t.Parallel()
-	srv := startServe(t, map[string]string{"DEMO_API_KEYS": publishedDemoKey}, true) // the default
+	srv := startServer(t, map[string]string{"DEMO_API_KEYS": publishedDemoKey}) // the default
 	files, err := filepath.Glob(filepath.Join(repoRoot, "api/*.arazzo.yaml"))
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no workflows in api/: %v", err)
@@ -25,7 +25,7 @@ func TestArazzoWorkflows(t *testing.T) {
 		rel, _ := filepath.Rel(repoRoot, f)
 		args = append(args, rel)
 	}
-	args = append(args, "--server", "api="+srv.base, "--input", "api_key="+publishedDemoKey)
+	args = append(args, "--server", "api="+srv.Base, "--input", "api_key="+publishedDemoKey)
 	respect := nodeTool(t, filepath.Join(repoRoot, ".ci/lint"), "redocly")
 	env := []string{"REDOCLY_TELEMETRY=off", "REDOCLY_SUPPRESS_UPDATE_NOTICE=true"}
 	for _, run := range []string{"fresh database", "earlier data"} {

@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"context"
@@ -53,7 +53,7 @@ func TestLostCommitAnswer(t *testing.T) {
 // the COMMIT (after PostgreSQL received it when deliver), checks the answer and the retry,
 // and reports whether the first attempt had committed, and how many retries met its key
 // still in use.
-func cutAtCommit(ctx context.Context, t *testing.T, r *running, proxy *toxicProxy, conn *pgx.Conn, key string, deliver bool) (committed bool, inUse int) {
+func cutAtCommit(ctx context.Context, t *testing.T, r *Server, proxy *toxicProxy, conn *pgx.Conn, key string, deliver bool) (committed bool, inUse int) {
 	t.Helper()
 	before := countPayments(ctx, t, conn)
 	commitCuts.Store(key, &commitCut{deliver: deliver})
@@ -92,7 +92,7 @@ func cutAtCommit(ctx context.Context, t *testing.T, r *running, proxy *toxicProx
 // after the client heard of the loss. The 409 says so, with Retry-After; the test retries
 // sooner, to stay short.
 // It returns the last answer and how many 409s came before it.
-func retryWhileInUse(t *testing.T, r *running, key string) (res *apitest.Response, inUse int) {
+func retryWhileInUse(t *testing.T, r *Server, key string) (res *apitest.Response, inUse int) {
 	t.Helper()
 	deadline := time.Now().Add(5 * time.Second)
 	for {

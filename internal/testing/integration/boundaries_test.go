@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"encoding/json"
@@ -27,13 +27,13 @@ type boundary struct {
 // states the verdict, so the boundary itself is pinned, not only the agreement.
 func TestServerAndPrismAgreeOnTheBoundaries(t *testing.T) {
 	t.Parallel()
-	srv := startServe(t, map[string]string{"RATE_LIMIT_DISABLED": "true"}, true)
-	prism := startPrism(t, srv.base)
-	payment := createPaymentAt(t, srv.base)
+	srv := startServer(t, map[string]string{"RATE_LIMIT_DISABLED": "true"})
+	prism := startPrism(t, srv.Base)
+	payment := createPaymentAt(t, srv.Base)
 
 	for _, b := range boundaries(payment) {
 		t.Run(b.name, func(t *testing.T) {
-			direct, _ := b.send(t, srv.base)
+			direct, _ := b.send(t, srv.Base)
 			status, body := b.send(t, prism.base)
 			serverAccepts := direct < 300
 			specAccepts := !prismRefused(b.method, status, body)

@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"context"
@@ -29,8 +29,8 @@ func TestPerAddressLimitsBehindHAProxy(t *testing.T) {
 	for _, trusted := range []string{"127.0.0.1", "127.0.0.0/8"} {
 		t.Run(trusted, func(t *testing.T) {
 			t.Parallel()
-			r := startServe(t, map[string]string{"TRUSTED_PROXIES": trusted, "RATE_LIMIT_UNAUTHENTICATED": "3/1m"}, true)
-			base := startHAProxy(t, r.addr)
+			r := startServer(t, map[string]string{"TRUSTED_PROXIES": trusted, "RATE_LIMIT_UNAUTHENTICATED": "3/1m"})
+			base := startHAProxy(t, r.Addr)
 			flooder := apitest.NewClient(t, base, testKey).From("127.0.0.2")
 			other := apitest.NewClient(t, base, testKey).From("127.0.0.3")
 			wrong := apitest.Header("Authorization", "Bearer sk_test_guess")
@@ -62,12 +62,12 @@ func TestPerAddressLimitsBehindHAProxy(t *testing.T) {
 func startHAProxy(t *testing.T, apiAddr string) string {
 	t.Helper()
 	bin := systemTool(t, "haproxy")
-	cfg, err := os.ReadFile("../../deploy/cluster/haproxy.cfg")
+	cfg, err := os.ReadFile(filepath.Join(repoRoot, "deploy/cluster/haproxy.cfg"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	dir := t.TempDir()
-	page, err := os.ReadFile("../../deploy/cluster/unavailable.http")
+	page, err := os.ReadFile(filepath.Join(repoRoot, "deploy/cluster/unavailable.http"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,7 +75,7 @@ func startHAProxy(t *testing.T, apiAddr string) string {
 		t.Fatal(err)
 	}
 	_, apiPort, _ := net.SplitHostPort(apiAddr)
-	port := freePort(t)
+	port := FreePort(t)
 	text := regexp.MustCompile(`(?m)^ *server api[23] .*\n`).ReplaceAllString(string(cfg), "")
 	text = strings.NewReplacer("${PORT}", port, "${API1_PORT}", apiPort, "${CONFIG_DIR}", dir).Replace(text)
 	if regexp.MustCompile(`\$\{[A-Z0-9_]+\}`).MatchString(text) {
@@ -86,7 +86,7 @@ func startHAProxy(t *testing.T, apiAddr string) string {
 		t.Fatal(err)
 	}
 	cmd := osexec.CommandContext(context.Background(), bin, "-db", "-f", path) // stopped by the cleanup below
-	var out syncBuffer
+	var out SyncBuffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
@@ -99,8 +99,8 @@ func startHAProxy(t *testing.T, apiAddr string) string {
 		}
 	})
 	base := "http://127.0.0.1:" + port
-	waitFor(t, func() bool { // HAProxy is listening and passes requests to the API
-		status, err := get(context.Background(), base+"/healthz")
+	WaitFor(t, func() bool { // HAProxy is listening and passes requests to the API
+		status, err := Get(context.Background(), base+"/healthz")
 		return err == nil && status == http.StatusOK
 	})
 	return base

@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"net/http"
@@ -15,18 +15,18 @@ const paymentBody = `{"amount":100,"currency":"usd","payment_method":"pm_card_vi
 // cache is off, so every request needs the database; only the API runs, so no worker's
 // query shares the path with the request under test.
 // It returns the database's own URL too, for the test to look behind the proxy.
-func startBehindToxics(t *testing.T, env map[string]string) (*running, *toxicProxy, string) {
+func startBehindToxics(t *testing.T, env map[string]string) (*Server, *toxicProxy, string) {
 	t.Helper()
 	direct := dbtest.NewURL(t)
 	proxy, url := newDBToxicProxy(t, direct)
 	env["DATABASE_URL"] = url
 	env["API_KEY_CACHE_TTL"] = "0s"
 	env["PROCESS_ROLE"] = roleAPI
-	return startServe(t, env, true), proxy, direct
+	return startServer(t, env), proxy, direct
 }
 
 // timed sends one request and returns its answer and how long it took.
-func timed(t *testing.T, r *running, method, path, body, key string) (*apitest.Response, time.Duration) {
+func timed(t *testing.T, r *Server, method, path, body, key string) (*apitest.Response, time.Duration) {
 	t.Helper()
 	start := time.Now()
 	res := send(t, r, method, path, body, key)
@@ -55,7 +55,7 @@ func TestDatabaseLatency(t *testing.T) {
 	}
 
 	proxy.Remove()
-	waitFor(t, func() bool {
+	WaitFor(t, func() bool {
 		return send(t, r, http.MethodPost, "/payments", paymentBody, "latency-2").Status == http.StatusCreated
 	})
 }
@@ -94,12 +94,12 @@ func TestDatabaseResetPeer(t *testing.T) {
 	} {
 		checkUnavailable(t, "reset: "+req.method+" "+req.path, send(t, r, req.method, req.path, req.body, "reset-1"))
 	}
-	if r.logged(`"level":"ERROR"`) {
-		t.Errorf("a reset connection is not an internal error, yet ERROR was logged:\n%s", r.logs.String())
+	if r.Logged(`"level":"ERROR"`) {
+		t.Errorf("a reset connection is not an internal error, yet ERROR was logged:\n%s", r.Logs())
 	}
 
 	proxy.Remove()
-	waitFor(t, func() bool { return send(t, r, http.MethodGet, "/account", "", "").Status == http.StatusOK })
+	WaitFor(t, func() bool { return send(t, r, http.MethodGet, "/account", "", "").Status == http.StatusOK })
 	if res := send(t, r, http.MethodPost, "/payments", paymentBody, "reset-1"); res.Status != http.StatusCreated {
 		t.Errorf("the retried payment after recovery: %d %s", res.Status, res.Body)
 	}
@@ -125,7 +125,7 @@ func TestDatabaseTimeout(t *testing.T) {
 	}
 
 	proxy.Remove()
-	waitFor(t, func() bool { return send(t, r, http.MethodGet, "/account", "", "").Status == http.StatusOK })
+	WaitFor(t, func() bool { return send(t, r, http.MethodGet, "/account", "", "").Status == http.StatusOK })
 	if res := send(t, r, http.MethodPost, "/payments", paymentBody, "timeout-1"); res.Status != http.StatusCreated {
 		t.Errorf("the retried payment after recovery: %d %s", res.Status, res.Body)
 	}

@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"fmt"
@@ -32,12 +32,12 @@ func TestWebhookReceiverToxics(t *testing.T) {
 			receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {}))
 			t.Cleanup(receiver.Close)
 			proxy := newToxicProxy(t, strings.TrimPrefix(receiver.URL, "http://"))
-			r := startServe(t, map[string]string{
+			r := startServer(t, map[string]string{
 				"WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true",
 				"WEBHOOK_TIMEOUT":                webhookTimeout.String(),
 				"WEBHOOK_RETRY_SCHEDULE":         "1s,1s",
-			}, true)
-			client := apitest.NewClient(t, r.base, testKey)
+			})
+			client := apitest.NewClient(t, r.Base, testKey)
 			var endpoint struct{ ID string }
 			client.Post("/webhook-endpoints", map[string]any{"url": "http://" + proxy.Addr() + "/hook", "enabled_events": []string{"payment.succeeded"}}).Decode(t, &endpoint)
 

@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"net/http"
@@ -22,7 +22,7 @@ func TestRedisToxics(t *testing.T) {
 			t.Parallel()
 			redis := redistest.Start(t)
 			proxy := newToxicProxy(t, strings.TrimSuffix(strings.TrimPrefix(redis.URL(), "redis://"), "/0"))
-			r := startServe(t, map[string]string{"REDIS_URL": "redis://" + proxy.Addr() + "/0", "RATE_LIMIT_DEFAULT": "1000/1h"}, true)
+			r := startServer(t, map[string]string{"REDIS_URL": "redis://" + proxy.Addr() + "/0", "RATE_LIMIT_DEFAULT": "1000/1h"})
 
 			for want := 999; want >= 990; want-- { // counted in Redis
 				checkRemaining(t, r, want)
@@ -35,14 +35,14 @@ func TestRedisToxics(t *testing.T) {
 			if took := time.Since(start); took > 5*time.Second {
 				t.Errorf("three requests without Redis took %s", took)
 			}
-			if !r.logged("rate limits: redis failed") {
+			if !r.Logged("rate limits: redis failed") {
 				t.Error("the fallback to memory was not logged")
 			}
 
 			proxy.Remove()
 			time.Sleep(1100 * time.Millisecond) // ratelimit's probe interval: the next request asks Redis
 			checkRemaining(t, r, 989)           // Redis's count, not memory's 996
-			if !r.logged("rate limits: redis answers again") {
+			if !r.Logged("rate limits: redis answers again") {
 				t.Error("the return to Redis was not logged")
 			}
 		})
@@ -52,7 +52,7 @@ func TestRedisToxics(t *testing.T) {
 var defaultRemaining = regexp.MustCompile(`"default";r=(\d+)`)
 
 // remaining is the default quota's requests left after a GET /account that must succeed.
-func remaining(t *testing.T, r *running) int {
+func remaining(t *testing.T, r *Server) int {
 	t.Helper()
 	res := send(t, r, http.MethodGet, "/account", "", "")
 	if res.Status != http.StatusOK {
@@ -66,7 +66,7 @@ func remaining(t *testing.T, r *running) int {
 	return n
 }
 
-func checkRemaining(t *testing.T, r *running, want int) {
+func checkRemaining(t *testing.T, r *Server, want int) {
 	t.Helper()
 	if got := remaining(t, r); got != want {
 		t.Errorf("GET /account: %d requests left, want %d", got, want)

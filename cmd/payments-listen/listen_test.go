@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -13,7 +15,16 @@ import (
 	"time"
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/payments-api/payments-api/internal/testing/integration"
 )
+
+func TestMain(m *testing.M) { integration.Main(m) }
+
+const testKey = "sk_test_listen"
+
+// httpClient is what the tests send requests with: none of them may hang the package.
+var httpClient = &http.Client{Timeout: 10 * time.Second}
 
 // received is one request the test receiver got.
 type received struct {
@@ -21,11 +32,11 @@ type received struct {
 	body   []byte
 }
 
-// createPayment makes a succeeded payment on the running server and returns its id.
-func createPayment(t *testing.T, r *running, card string) string {
+// createPayment makes a succeeded payment on the server at base and returns its id.
+func createPayment(t *testing.T, base, card string) string {
 	t.Helper()
 	body := `{"amount":700,"currency":"usd","payment_method":"` + card + `"}`
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, r.base+"/payments", strings.NewReader(body))
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/payments", strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -44,14 +55,14 @@ func createPayment(t *testing.T, r *running, card string) string {
 	return p.ID
 }
 
-// TestListenForwardsSignedEvents runs `payments-api listen --forward-to` against a real
+// TestListenForwardsSignedEvents runs listen with -forward-to against a real
 // server and an httptest receiver: events that happen after it starts are printed and
 // arrive, and their signatures verify with the official Standard Webhooks library under the
 // secret listen printed. Events from before it started are not sent.
 func TestListenForwardsSignedEvents(t *testing.T) {
 	t.Parallel()
-	r := startServe(t, map[string]string{}, true)
-	before := createPayment(t, r, "pm_card_visa")
+	r := integration.Start(t, map[string]string{"DEMO_API_KEYS": testKey})
+	before := createPayment(t, r.Base, "pm_card_visa")
 
 	got := make(chan received, 10)
 	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
@@ -61,10 +72,10 @@ func TestListenForwardsSignedEvents(t *testing.T) {
 	}))
 	t.Cleanup(receiver.Close)
 
-	out := &syncBuffer{}
+	out := &integration.SyncBuffer{}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	opts, err := parseListen([]string{"--api-url", r.base, "--api-key", testKey, "--forward-to", receiver.URL, "--interval", "50ms"})
+	opts, err := parseFlags([]string{"--api-url", r.Base, "--api-key", testKey, "--forward-to", receiver.URL, "--interval", "50ms"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,14 +91,14 @@ func TestListenForwardsSignedEvents(t *testing.T) {
 			t.Error("listen did not return within 10s of its context's end")
 		}
 	})
-	waitFor(t, func() bool { return strings.Contains(out.String(), "Listening for") })
+	integration.WaitFor(t, func() bool { return strings.Contains(out.String(), "Listening for") })
 	secret := regexp.MustCompile(`whsec_[A-Za-z0-9+/=]+`).FindString(out.String())
 	wh, err := standardwebhooks.NewWebhook(secret)
 	if err != nil {
 		t.Fatalf("the secret listen printed (%q): %v", secret, err)
 	}
 
-	succeeded := createPayment(t, r, "pm_card_visa")
+	succeeded := createPayment(t, r.Base, "pm_card_visa")
 	var messages []received
 	for len(messages) < 1 {
 		select {
@@ -115,7 +126,7 @@ func TestListenForwardsSignedEvents(t *testing.T) {
 	if !strings.HasPrefix(m.header.Get("webhook-id"), "msg_") {
 		t.Errorf("webhook-id %q", m.header.Get("webhook-id"))
 	}
-	waitFor(t, func() bool { return strings.Contains(out.String(), succeeded) })
+	integration.WaitFor(t, func() bool { return strings.Contains(out.String(), succeeded) })
 	line := regexp.MustCompile(`(?m)^\S+Z  payment\.succeeded\s+evt_\S+  ` + succeeded + `  -> 204 No Content$`)
 	if !line.MatchString(out.String()) {
 		t.Errorf("no line with time, type, event id, payment id and the receiver's answer:\n%s", out.String())
@@ -135,12 +146,11 @@ func TestListenFlags(t *testing.T) {
 	for _, args := range [][]string{
 		{"--forward-to", "localhost:3000"}, {"--interval", "0s"}, {"--secret", "nope"}, {"extra"}, {"--nope"},
 	} {
-		if _, err := parseListen(args); err == nil {
-			t.Errorf("listen %v: accepted", args)
+		if _, err := parseFlags(args); err == nil {
+			t.Errorf("payments-listen %v: accepted", args)
 		}
 	}
-	cmd, err := parseCommand([]string{"listen", "--help"})
-	if err != nil || !strings.Contains(cmd.help, "--forward-to") {
-		t.Errorf("listen --help: %q, %v", cmd.help, err)
+	if _, err := parseFlags([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("payments-listen -h: %v, want flag.ErrHelp (the usage printed)", err)
 	}
 }

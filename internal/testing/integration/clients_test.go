@@ -1,8 +1,7 @@
-package main
+package integration
 
 import (
 	"context"
-	"net"
 	"os"
 	osexec "os/exec"
 	"path/filepath"
@@ -11,9 +10,6 @@ import (
 	"testing"
 	"time"
 )
-
-// repoRoot is the repository's root, from this package's directory (where go test runs).
-const repoRoot = "../.."
 
 // TestClientStories runs the story example of each generated client (clients/go and
 // clients/typescript) against the real server, through the Prism validation proxy: a
@@ -27,9 +23,9 @@ const repoRoot = "../.."
 // without it.
 func TestClientStories(t *testing.T) {
 	t.Parallel()
-	srv := startServe(t, map[string]string{"WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"}, true)
-	prism := startPrism(t, srv.base)
-	runStories(t, prism.base, srv.base, "webhook payment.succeeded for pay_")
+	srv := startServer(t, map[string]string{"WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"})
+	prism := startPrism(t, srv.Base)
+	runStories(t, prism.base, srv.Base, "webhook payment.succeeded for pay_")
 	t.Cleanup(func() { prism.checkClean(t) })
 }
 
@@ -39,8 +35,8 @@ func TestClientStories(t *testing.T) {
 // TestClientStories, which sends the same requests and more.)
 func TestClientStoriesWithoutSettings(t *testing.T) {
 	t.Parallel()
-	srv := startServe(t, map[string]string{"DEMO_API_KEYS": publishedDemoKey}, true) // the default
-	runStories(t, srv.base, srv.base, "webhook: skipped")
+	srv := startServer(t, map[string]string{"DEMO_API_KEYS": publishedDemoKey}) // the default
+	runStories(t, srv.Base, srv.Base, "webhook: skipped")
 }
 
 // typeScript compiles the TypeScript client and its story once for both tests that run it,
@@ -92,7 +88,7 @@ func checkStory(t *testing.T, out, webhook string) {
 // prismProxy is Prism's validation proxy in front of a server.
 type prismProxy struct {
 	base string
-	logs *syncBuffer
+	logs *SyncBuffer
 	stop context.CancelFunc
 	done chan error
 }
@@ -102,11 +98,11 @@ type prismProxy struct {
 func startPrism(t *testing.T, upstream string) *prismProxy {
 	t.Helper()
 	bin := nodeTool(t, filepath.Join(repoRoot, ".ci/lint"), "prism")
-	port := freePort(t)
+	port := FreePort(t)
 	ctx, stop := context.WithCancel(context.Background())
 	cmd := osexec.CommandContext(ctx, bin, "proxy", filepath.Join(repoRoot, "api/openapi.yaml"), upstream,
 		"--host", "127.0.0.1", "--port", port, "--errors")
-	p := &prismProxy{base: "http://127.0.0.1:" + port, logs: &syncBuffer{}, stop: stop, done: make(chan error, 1)}
+	p := &prismProxy{base: "http://127.0.0.1:" + port, logs: &SyncBuffer{}, stop: stop, done: make(chan error, 1)}
 	cmd.Stdout, cmd.Stderr = p.logs, p.logs
 	cmd.WaitDelay = 5 * time.Second
 	if err := cmd.Start(); err != nil {
@@ -120,7 +116,7 @@ func startPrism(t *testing.T, upstream string) *prismProxy {
 		}
 	})
 	for deadline := time.Now().Add(90 * time.Second); ; time.Sleep(200 * time.Millisecond) {
-		if status, err := get(context.Background(), p.base+"/healthz"); err == nil && status == 200 {
+		if status, err := Get(context.Background(), p.base+"/healthz"); err == nil && status == 200 {
 			return p
 		}
 		select {
@@ -177,17 +173,4 @@ func nodeTool(t *testing.T, dir, name string) string {
 		t.Fatalf("%s is not installed: run npm ci in %s (scripts/test does): %v", name, dir, err)
 	}
 	return bin
-}
-
-// freePort is a TCP port free on 127.0.0.1 a moment ago, for a process that takes a port
-// number rather than a listener.
-func freePort(t *testing.T) string {
-	t.Helper()
-	ln, err := new(net.ListenConfig).Listen(context.Background(), "tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	_, port, _ := net.SplitHostPort(ln.Addr().String())
-	return port
 }

@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"bufio"
@@ -70,8 +70,8 @@ func TestDocumentationExamples(t *testing.T) {
 					env[k] = v
 				}
 			}
-			srv := startServe(t, env, true)
-			runExamples(t, name, srv.addr, examples)
+			srv := startServer(t, env)
+			runExamples(t, name, srv.Addr, examples)
 		})
 	}
 }

@@ -1,4 +1,4 @@
-package main
+package integration
 
 import (
 	"context"
@@ -25,11 +25,11 @@ func TestKilledWorkerJobFinishesExactlyOnce(t *testing.T) {
 	}
 	url := dbtest.NewURL(t)
 	api := startProcess(t, url, map[string]string{"PROCESS_ROLE": roleAPI})
-	pool := newPool(t, url)
+	pool := Pool(t, url)
 	const rows = 2500 // three pages of 1000
-	seedPayments(t, pool, rows)
-	client := apitest.NewClient(t, api.base, processKey)
-	jobID := requestReport(t, client)
+	SeedPayments(t, pool, testKey, rows)
+	client := apitest.NewClient(t, api.Base, testKey)
+	jobID := RequestReport(t, client)
 
 	hold, err := pool.Begin(context.Background())
 	if err != nil {
@@ -41,25 +41,25 @@ func TestKilledWorkerJobFinishesExactlyOnce(t *testing.T) {
 		t.Fatal(err)
 	}
 	worker := startProcess(t, url, map[string]string{"PROCESS_ROLE": roleWorker})
-	waitFor(t, func() bool {
-		return count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO report_chunks%'`) == 1
+	WaitFor(t, func() bool {
+		return Count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO report_chunks%'`) == 1
 	})
-	if n := count(t, pool, `SELECT rows_processed FROM jobs WHERE id = $1 AND status = 'running'`, jobID); n != 1000 {
+	if n := Count(t, pool, `SELECT rows_processed FROM jobs WHERE id = $1 AND status = 'running'`, jobID); n != 1000 {
 		t.Fatalf("%d rows written before the kill, want the first page's 1000", n)
 	}
-	worker.kill(t)
+	worker.Kill(t)
 	if err := hold.Rollback(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 
 	restarted := startProcess(t, url, map[string]string{"PROCESS_ROLE": roleAll})
-	client = apitest.NewClient(t, restarted.base, processKey)
-	waitForStatus(t, client, jobID, "succeeded", 90*time.Second)
+	client = apitest.NewClient(t, restarted.Base, testKey)
+	WaitForJob(t, client, jobID, "succeeded", 90*time.Second)
 
-	if n := count(t, pool, `SELECT river_job.attempt FROM river_job JOIN jobs ON jobs.river_job_id = river_job.id WHERE jobs.id = $1`, jobID); n != 2 {
+	if n := Count(t, pool, `SELECT river_job.attempt FROM river_job JOIN jobs ON jobs.river_job_id = river_job.id WHERE jobs.id = $1`, jobID); n != 2 {
 		t.Errorf("the job ran %d times, want 2: the killed attempt and the rescue", n)
 	}
-	if n := count(t, pool, `SELECT count(*) FROM events WHERE type = 'report.succeeded'`); n != 1 {
+	if n := Count(t, pool, `SELECT count(*) FROM events WHERE type = 'report.succeeded'`); n != 1 {
 		t.Errorf("%d report.succeeded events, want 1", n)
 	}
 	var j struct {
@@ -100,30 +100,30 @@ func TestTwoProcessesBuildEachReportOnce(t *testing.T) {
 	url := dbtest.NewURL(t)
 	first := startProcess(t, url, map[string]string{"PROCESS_ROLE": roleAll})
 	second := startProcess(t, url, map[string]string{"PROCESS_ROLE": roleAll})
-	pool := newPool(t, url)
+	pool := Pool(t, url)
 	const rows = 1500
-	seedPayments(t, pool, rows)
-	clients := []*apitest.Client{apitest.NewClient(t, first.base, processKey), apitest.NewClient(t, second.base, processKey)}
+	SeedPayments(t, pool, testKey, rows)
+	clients := []*apitest.Client{apitest.NewClient(t, first.Base, testKey), apitest.NewClient(t, second.Base, testKey)}
 
 	var ids []string
 	for i := range 20 {
-		ids = append(ids, requestReport(t, clients[i%2]))
+		ids = append(ids, RequestReport(t, clients[i%2]))
 	}
 	for i, id := range ids {
-		waitForStatus(t, clients[(i+1)%2], id, "succeeded", 60*time.Second)
+		WaitForJob(t, clients[(i+1)%2], id, "succeeded", 60*time.Second)
 	}
-	if n := count(t, pool, `SELECT count(*) FROM river_job WHERE kind = 'report.build' AND attempt = 1 AND state = 'completed'`); n != 20 {
+	if n := Count(t, pool, `SELECT count(*) FROM river_job WHERE kind = 'report.build' AND attempt = 1 AND state = 'completed'`); n != 20 {
 		t.Errorf("%d of 20 builds completed in exactly one attempt", n)
 	}
-	if n := count(t, pool, `SELECT count(*) FROM reports WHERE row_count = $1`, rows); n != 20 {
+	if n := Count(t, pool, `SELECT count(*) FROM reports WHERE row_count = $1`, rows); n != 20 {
 		t.Errorf("%d complete reports, want 20", n)
 	}
-	if n := count(t, pool, `SELECT count(*) FROM events WHERE type = 'report.succeeded'`); n != 20 {
+	if n := Count(t, pool, `SELECT count(*) FROM events WHERE type = 'report.succeeded'`); n != 20 {
 		t.Errorf("%d report.succeeded events, want 20", n)
 	}
-	if n := count(t, pool, `SELECT count(*) FROM report_chunks`); n != 20*2 {
+	if n := Count(t, pool, `SELECT count(*) FROM report_chunks`); n != 20*2 {
 		t.Errorf("%d chunks, want 2 pages for each of 20 reports", n)
 	}
-	t.Logf("builds per process: %d distinct workers", count(t, pool,
+	t.Logf("builds per process: %d distinct workers", Count(t, pool,
 		`SELECT count(DISTINCT attempted_by[1]) FROM river_job WHERE kind = 'report.build'`))
 }

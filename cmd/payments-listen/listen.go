@@ -6,7 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -19,60 +18,6 @@ import (
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/webhooks"
 )
-
-const listenUsage = `Usage: payments-api listen [FLAGS]
-
-Shows every event of an account as it happens, one line each (time, type, event id, the
-object's id), and with --forward-to POSTs each one to a local receiver, signed per Standard
-Webhooks with the secret it prints. It uses only the public API: it polls GET /events.
-
-Flags:
-  --api-url URL       the server (default http://localhost:8080)
-  --api-key KEY       the account's API key (default: $PAYMENTS_API_KEY, else sk_test_demo)
-  --forward-to URL    POST each event here, signed
-  --secret whsec_...  sign with this secret instead of a new one
-  --interval D        how often to poll (default 1s)
-  --lookback D        how far behind the newest event to look for events committed late (default 10s)
-`
-
-// listenOptions is what the listen flags ask for.
-type listenOptions struct {
-	apiURL, apiKey     string
-	forwardTo, secret  string
-	interval, lookback time.Duration
-}
-
-func parseListen(args []string) (listenOptions, error) {
-	fs := flag.NewFlagSet("listen", flag.ContinueOnError)
-	fs.SetOutput(io.Discard)
-	var o listenOptions
-	fs.StringVar(&o.apiURL, "api-url", "http://localhost:8080", "")
-	fs.StringVar(&o.apiKey, "api-key", "", "")
-	fs.StringVar(&o.forwardTo, "forward-to", "", "")
-	fs.StringVar(&o.secret, "secret", "", "")
-	fs.DurationVar(&o.interval, "interval", time.Second, "")
-	fs.DurationVar(&o.lookback, "lookback", 10*time.Second, "")
-	if err := fs.Parse(args); err != nil {
-		return o, fmt.Errorf("listen: %w (see payments-api listen --help)", err)
-	}
-	if fs.NArg() > 0 {
-		return o, fmt.Errorf("listen: unexpected argument %q", fs.Arg(0))
-	}
-	if o.interval < 10*time.Millisecond || o.lookback < 0 {
-		return o, errors.New("listen: --interval must be at least 10ms and --lookback at least 0")
-	}
-	for _, u := range []string{o.apiURL, o.forwardTo} {
-		if parsed, err := url.Parse(u); u != "" && (err != nil || parsed.Host == "" || (parsed.Scheme != "http" && parsed.Scheme != "https")) {
-			return o, fmt.Errorf("listen: %q is not an http(s) URL", u)
-		}
-	}
-	if o.secret != "" {
-		if _, err := webhooks.DecodeSecret(o.secret); err != nil {
-			return o, fmt.Errorf("listen: --secret: %w", err)
-		}
-	}
-	return o, nil
-}
 
 // event is an Event as GET /events shows it; data is kept as sent, to forward byte for byte.
 type event struct {
@@ -87,7 +32,7 @@ type event struct {
 // when its transaction writes it, just before the commit, so one committed a moment after a
 // newer one still shows up. The ids seen in that window are remembered.
 type eventListener struct {
-	listenOptions
+	config
 	client *http.Client
 	out    io.Writer
 	seen   map[string]time.Time
@@ -95,8 +40,8 @@ type eventListener struct {
 }
 
 // listen runs until ctx ends. Events that exist when it starts are not shown.
-func listen(ctx context.Context, o listenOptions, out io.Writer) error {
-	l := &eventListener{listenOptions: o, client: &http.Client{Timeout: 10 * time.Second}, out: out, seen: map[string]time.Time{}}
+func listen(ctx context.Context, cfg config, out io.Writer) error {
+	l := &eventListener{config: cfg, client: &http.Client{Timeout: 10 * time.Second}, out: out, seen: map[string]time.Time{}}
 	l.apiURL = strings.TrimSuffix(l.apiURL, "/")
 	if l.forwardTo != "" {
 		if l.secret == "" {

@@ -1,0 +1,28 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"strings"
+	"testing"
+)
+
+func TestParseFlags(t *testing.T) {
+	for _, tt := range []struct {
+		args []string
+		want string // what the error names
+	}{
+		{[]string{"-duration", "0s"}, "-duration"},
+		{[]string{"-url", "http://192.0.2.1:8080"}, "-url"},
+		{[]string{"-scenarios", "get,nope"}, `"nope"`},
+		{[]string{"-nope"}, "-nope"},
+		{[]string{"extra"}, `"extra"`},
+	} {
+		if _, err := parseFlags(tt.args); err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("payments-load %v: %v, want an error naming %s", tt.args, err, tt.want)
+		}
+	}
+	if _, err := parseFlags([]string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("payments-load -h: %v, want flag.ErrHelp (the usage printed)", err)
+	}
+}
