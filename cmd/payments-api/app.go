@@ -11,8 +11,8 @@ import (
 	"sync"
 
 	"github.com/payments-api/payments-api/internal/app"
-	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/metrics"
+	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/telemetry"
 )
 
@@ -48,7 +48,7 @@ func (m *Main) Listen(ctx context.Context) error {
 // while the workers stop fetching and finish the jobs they run. Close, after it, closes the
 // pool.
 func (m *Main) Run(ctx context.Context) (err error) {
-	limits := func(reg *metrics.Metrics) (*handlers.RateLimits, func(), error) {
+	limits := func(reg *metrics.Metrics) (*ratelimit.Limits, func(), error) {
 		return rateLimits(m.Config, m.Logger, reg)
 	}
 	cfg := m.Config.appConfig()

@@ -17,103 +17,53 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/payments-api/payments-api/internal/accounts"
-	"github.com/payments-api/payments-api/internal/db"
-	"github.com/payments-api/payments-api/internal/events"
-	"github.com/payments-api/payments-api/internal/handlers"
-	"github.com/payments-api/payments-api/internal/idempotency"
-	"github.com/payments-api/payments-api/internal/jobs"
-	"github.com/payments-api/payments-api/internal/metrics"
-	"github.com/payments-api/payments-api/internal/payments"
-	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/app"
 	"github.com/payments-api/payments-api/internal/ratelimit"
-	"github.com/payments-api/payments-api/internal/reports"
+	"github.com/payments-api/payments-api/internal/testing/apptest"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
-	"github.com/payments-api/payments-api/internal/webhooks"
-	"github.com/riverqueue/river"
 )
 
 const smokeKey = "sk_test_payments_load"
 
-// startServer is the real server on a fresh database, wired as main wires it but for
-// reports: it has no report service and runs no job workers.
+// startServer is the real application on a fresh database, as main builds it; it runs no
+// job workers.
 func startServer(t *testing.T) (baseURL, databaseURL string) {
 	t.Helper()
 	baseURL, databaseURL, _ = startServerWith(t, false)
 	return baseURL, databaseURL
 }
 
-// startServerWith is startServer, with a report service and workers that build its reports
-// when withReports is true. It also returns the server's pool.
+// startServerWith is startServer, with job workers that build its reports (and deliver its
+// webhooks) when withReports is true. It also returns the server's pool.
 func startServerWith(t *testing.T, withReports bool) (baseURL, databaseURL string, _ *pgxpool.Pool) {
 	t.Helper()
-	pool, url := dbtest.NewPool(t)
-	if err := accounts.SeedDemoKeys(context.Background(), db.New(pool), []string{smokeKey}); err != nil {
-		t.Fatal(err)
+	cfg := apptest.Config(dbtest.NewURL(t), smokeKey)
+	cfg.Work = withReports
+	// No Limiter: rate limits off, as a load test runs the server (RATE_LIMIT_DISABLED).
+	limits := &ratelimit.Limits{
+		Default: ratelimit.Policy{Name: "default", Rate: ratelimit.Rate{Quota: 100, Window: time.Second}},
+		Writes:  ratelimit.Policy{Name: "writes", Rate: ratelimit.Rate{Quota: 25, Window: time.Second}},
 	}
-	m := metrics.New(pool)
-	apiKeys, err := accounts.NewAuthenticator(db.New(pool), accounts.DefaultCacheSize, accounts.DefaultCacheTTL)
+	a, err := app.New(context.Background(), cfg, slog.New(slog.DiscardHandler), apptest.Fixed(limits))
 	if err != nil {
 		t.Fatal(err)
 	}
-	queue, err := jobs.NewClient(pool, jobs.Config{Timeout: time.Minute, RescueAfter: 2 * time.Minute, Logger: slog.New(slog.DiscardHandler)})
-	if err != nil {
-		t.Fatal(err)
-	}
-	deliveries := webhooks.NewJobQueue(queue)
-	outbox := events.NewOutbox(deliveries)
-	var reportService *reports.Service
+	t.Cleanup(a.Close)
 	if withReports {
-		reportService = reports.NewService(pool, queue, reports.DefaultRetention)
-		startReportWorkers(t, pool, outbox)
-	}
-	e, err := handlers.New(handlers.Options{
-		Pool:        pool,
-		Logger:      slog.New(slog.DiscardHandler),
-		Payments:    payments.NewService(pool, processor.Simulated{}, outbox),
-		Reports:     reportService,
-		Idempotency: idempotency.NewStore(pool, idempotency.DefaultTTL).WithObserver(m),
-		Events:      events.NewService(pool),
-		Webhooks:    webhooks.NewService(pool, webhooks.URLPolicy{}, deliveries),
-		APIKeys:     apiKeys,
-		Metrics:     m,
-		Sandbox:     true, // the load tool reads the sandbox's /metrics beside the API
-		// No Limiter: rate limits off, as a load test runs the server (RATE_LIMIT_DISABLED).
-		RateLimits: &handlers.RateLimits{
-			Default: ratelimit.Policy{Name: "default", Rate: ratelimit.Rate{Quota: 100, Window: time.Second}},
-			Writes:  ratelimit.Policy{Name: "writes", Rate: ratelimit.Rate{Quota: 25, Window: time.Second}},
-		},
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	srv := httptest.NewServer(e)
-	t.Cleanup(srv.Close)
-	return srv.URL, url, pool
-}
-
-// startReportWorkers builds reports on pool until the test ends.
-func startReportWorkers(t *testing.T, pool *pgxpool.Pool, outbox *events.Outbox) {
-	t.Helper()
-	registry := river.NewWorkers()
-	river.AddWorker(registry, reports.NewWorker(pool, outbox, reports.DefaultRetention, reports.DefaultPageSize))
-	runner, err := jobs.NewClient(pool, jobs.Config{
-		Workers: 2, Timeout: time.Minute, RescueAfter: 2 * time.Minute, Work: true, Registry: registry,
-		Logger: slog.New(slog.DiscardHandler),
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := runner.Start(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if err := runner.Stop(ctx); err != nil {
-			t.Errorf("stop the report workers: %v", err)
+		if err := a.StartJobs(context.Background()); err != nil {
+			t.Fatal(err)
 		}
-	})
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			if err := a.StopJobs(ctx); err != nil {
+				t.Errorf("stop the job workers: %v", err)
+			}
+		})
+	}
+	srv := httptest.NewServer(a.Handler)
+	t.Cleanup(srv.Close)
+	return srv.URL, cfg.DatabaseURL, a.Pool
 }
 
 // TestEveryScenarioRunsCleanly runs every scenario and both baselines briefly against a

@@ -11,7 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/payments-api/payments-api/internal/app"
-	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
@@ -45,7 +44,7 @@ func TestNewMigratesAndSeeds(t *testing.T) {
 func TestNewReleasesWhatItOpenedWhenItFails(t *testing.T) {
 	t.Parallel()
 	url := dbtest.NewURL(t)
-	failing := func(*metrics.Metrics) (*handlers.RateLimits, func(), error) { return nil, nil, errors.New("no limits") }
+	failing := func(*metrics.Metrics) (*ratelimit.Limits, func(), error) { return nil, nil, errors.New("no limits") }
 	if _, err := app.New(context.Background(), apptest.Config(url, testKey), slog.New(slog.DiscardHandler), failing); err == nil {
 		t.Fatal("New succeeded without its rate limits")
 	}

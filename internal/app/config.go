@@ -5,9 +5,9 @@ import (
 	"net/netip"
 	"time"
 
-	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/ratelimit"
 	"go.opentelemetry.io/otel/trace"
 )
 
@@ -60,7 +60,7 @@ func (c Config) directDatabaseURL() string { return cmp.Or(c.DatabaseDirectURL, 
 // RateLimitsFunc builds the rate limits once the metrics exist (a shared limiter reports its
 // fallbacks to them); release frees what they hold. cmd/payments-api builds them from its
 // environment (Redis or memory); a test hands over limits of its choosing.
-type RateLimitsFunc func(*metrics.Metrics) (limits *handlers.RateLimits, release func(), err error)
+type RateLimitsFunc func(*metrics.Metrics) (limits *ratelimit.Limits, release func(), err error)
 
 // Option changes a part of the application that configuration does not reach; tests use
 // them.

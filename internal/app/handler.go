@@ -11,12 +11,13 @@ import (
 	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/payments"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
 // newHandler builds the services and the echo instance that serves them. draining ends
 // when the server starts shutting down.
-func (a *App) newHandler(draining context.Context, limits *handlers.RateLimits, keys *idempotency.Store, bg *background, proc processor.Processor) (*echo.Echo, error) {
+func (a *App) newHandler(draining context.Context, limits *ratelimit.Limits, keys *idempotency.Store, bg *background, proc processor.Processor) (*echo.Echo, error) {
 	cfg := a.cfg
 	apiKeys, err := accounts.NewAuthenticator(db.New(a.Pool), cfg.APIKeyCacheSize, cfg.APIKeyCacheTTL)
 	if err != nil {

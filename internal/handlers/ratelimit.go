@@ -13,10 +13,6 @@ import (
 	"github.com/payments-api/payments-api/internal/trace"
 )
 
-// RateLimits is the type of Options.RateLimits, the quotas the server enforces; they are
-// package ratelimit's Limits, named here so that callers building Options need no other name.
-type RateLimits = ratelimit.Limits
-
 // writeRoutes are the operations under the Writes policy: the ones that move money or
 // start work, which OWASP API6 says to limit apart from reads.
 var writeRoutes = map[string]bool{
@@ -40,7 +36,7 @@ type rateLimiter struct {
 	metrics *metrics.Metrics // counts refusals by policy
 }
 
-func newRateLimiter(limits RateLimits, m *metrics.Metrics) *rateLimiter {
+func newRateLimiter(limits ratelimit.Limits, m *metrics.Metrics) *rateLimiter {
 	return &rateLimiter{Enforcer: ratelimit.NewEnforcer(limits), metrics: m}
 }
 

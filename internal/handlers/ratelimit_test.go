@@ -15,7 +15,6 @@ import (
 	"github.com/dunglas/httpsfv"
 	"github.com/payments-api/payments-api/internal/api"
 	"github.com/payments-api/payments-api/internal/app"
-	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 	"github.com/payments-api/payments-api/internal/testing/redistest"
@@ -23,8 +22,8 @@ import (
 
 // limits is a RateLimits on limiter with the given rates, and a generous unauthenticated one
 // unless the test sets it.
-func limits(limiter ratelimit.Limiter, reads, writes string) *handlers.RateLimits {
-	return &handlers.RateLimits{
+func limits(limiter ratelimit.Limiter, reads, writes string) *ratelimit.Limits {
+	return &ratelimit.Limits{
 		Limiter:         limiter,
 		Default:         ratelimit.Policy{Name: "default", Rate: mustRate(reads)},
 		Writes:          ratelimit.Policy{Name: "writes", Rate: mustRate(writes)},

@@ -55,7 +55,7 @@ type Options struct {
 	// Nil means never.
 	Draining context.Context
 	// RateLimits are the quotas the server enforces (required; a nil Limiter enforces none).
-	RateLimits *RateLimits
+	RateLimits *ratelimit.Limits
 	APIKeys    *accounts.Authenticator
 	Metrics    *metrics.Metrics
 

@@ -12,7 +12,6 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/app"
-	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
@@ -41,7 +40,7 @@ type testBundle struct {
 type testSetup struct {
 	cfg    app.Config
 	proc   processor.Processor
-	limits *handlers.RateLimits
+	limits *ratelimit.Limits
 	logger *slog.Logger
 	cutOff bool // the database stops answering once the server is built
 }
@@ -55,7 +54,7 @@ func withProcessor(p processor.Processor) setupOption {
 }
 
 // withLimits enforces l instead of generousLimits.
-func withLimits(l *handlers.RateLimits) setupOption {
+func withLimits(l *ratelimit.Limits) setupOption {
 	return func(s *testSetup) { s.limits = l }
 }
 
@@ -152,7 +151,7 @@ func (b *testBundle) count(t *testing.T, query string, args ...any) int {
 // generousLimits are on in every test server, so every response carries the rate-limit
 // headers and is checked against the spec with them, but no quota is ever reached by the
 // parallel requests tests make. Rate-limit tests ask for tight limits (withLimits).
-func generousLimits() *handlers.RateLimits {
+func generousLimits() *ratelimit.Limits {
 	return apptest.Limits(ratelimit.Rate{Quota: 1_000_000, Window: time.Second})
 }
 

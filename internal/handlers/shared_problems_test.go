@@ -12,7 +12,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/api"
-	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
@@ -150,7 +149,7 @@ func malformed(c *apitest.Client, o sharedOperation) *apitest.Response {
 func limitedServer(t *testing.T, dbURL string) *apitest.Client {
 	t.Helper()
 	one := ratelimit.Rate{Quota: 1, Window: time.Hour}
-	limits := &handlers.RateLimits{
+	limits := &ratelimit.Limits{
 		Limiter:         ratelimit.NewMemory(),
 		Default:         ratelimit.Policy{Name: "default", Rate: one},
 		Writes:          ratelimit.Policy{Name: "writes", Rate: one},

@@ -8,7 +8,6 @@ import (
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/app"
 	"github.com/payments-api/payments-api/internal/events"
-	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/ratelimit"
@@ -41,8 +40,8 @@ func Config(url string, keys ...string) app.Config {
 }
 
 // Limits is rate for every policy, counted in this process's memory.
-func Limits(rate ratelimit.Rate) *handlers.RateLimits {
-	return &handlers.RateLimits{
+func Limits(rate ratelimit.Rate) *ratelimit.Limits {
+	return &ratelimit.Limits{
 		Limiter:         ratelimit.NewMemory(),
 		Default:         ratelimit.Policy{Name: "default", Rate: rate},
 		Writes:          ratelimit.Policy{Name: "writes", Rate: rate},
@@ -52,6 +51,6 @@ func Limits(rate ratelimit.Rate) *handlers.RateLimits {
 }
 
 // Fixed hands l to app.New, which has nothing to release.
-func Fixed(l *handlers.RateLimits) app.RateLimitsFunc {
-	return func(*metrics.Metrics) (*handlers.RateLimits, func(), error) { return l, func() {}, nil }
+func Fixed(l *ratelimit.Limits) app.RateLimitsFunc {
+	return func(*metrics.Metrics) (*ratelimit.Limits, func(), error) { return l, func() {}, nil }
 }
