@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"context"
 	"io"
 	"net"
 	"net/url"
@@ -18,7 +19,7 @@ func relay(t testing.TB, dbURL string) (string, func()) {
 		t.Fatal(err)
 	}
 	target := u.Host
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := new(net.ListenConfig).Listen(context.Background(), "tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -31,7 +32,7 @@ func relay(t testing.TB, dbURL string) (string, func()) {
 			if err != nil {
 				return
 			}
-			up, err := net.Dial("tcp", target)
+			up, err := new(net.Dialer).DialContext(context.Background(), "tcp", target)
 			mu.Lock()
 			if err != nil || cut {
 				mu.Unlock()
