@@ -107,8 +107,10 @@ func TestTerminatedBackendAnswers503(t *testing.T) {
 	answer := make(chan *apitest.Response, 1)
 	go func() { answer <- b.client.Post("/refunds", refund, apitest.Header("Idempotency-Key", key)) }()
 	b.waitUntilBlocked(t, 1) // the refund is inside its transaction
+	// Waiting (up to 5 s) until the backend has exited, and so released the key it claimed,
+	// stands for the client waiting Retry-After before it retries.
 	var terminated bool
-	err := b.pool.QueryRow(context.Background(), `SELECT pg_terminate_backend(pid) FROM pg_stat_activity
+	err := b.pool.QueryRow(context.Background(), `SELECT pg_terminate_backend(pid, 5000) FROM pg_stat_activity
 		WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&terminated)
 	release()
 	if err != nil || !terminated {
