@@ -12,9 +12,8 @@ import (
 )
 
 // traceQueries adds a span for every statement run under a recording span (a traced request,
-// a traced job) to the pool's tracers. The spans
-// carry the statement's text, never its arguments. A statement run outside a trace (River
-// polling for jobs) records nothing.
+// a traced job) to the pool's tracers. The spans carry the statement's text, never its
+// arguments. A statement run outside a trace (River polling for jobs) records nothing.
 //
 // otelpgx rather than a tracer of our own: it is maintained, follows the database semantic
 // conventions, and also covers batches, COPY and waits for a connection.
