@@ -23,10 +23,11 @@ func Translate(err error) error {
 
 // IsUnavailable reports whether err means the database could not be reached or did not
 // answer in time, rather than that it refused the request: the server is down, restarting or
-// frozen, the network is, the pool waited out the deadline, or a statement was cut off by
-// statement_timeout. Such a failure is temporary and says nothing about the request, so it
-// is worth retrying (a 503, not a 500). An error the server sent for the request itself
-// (a constraint, bad credentials) is not.
+// frozen, the network is, the pool waited out the deadline, a statement was cut off by
+// statement_timeout, or a failover left the connection on a node that is now read-only.
+// Such a failure is temporary and says nothing about the request, so it is worth retrying
+// (a 503, not a 500). An error the server sent for the request itself (a constraint, bad
+// credentials) is not.
 func IsUnavailable(err error) bool {
 	if err == nil {
 		return false
@@ -46,15 +47,18 @@ func IsUnavailable(err error) bool {
 }
 
 // unavailableSQLState: the connection broke (class 08), the server is out of connections
-// (53300), shutting down or starting (57P01-57P03), or the statement outlived statement_timeout
-// (57014).
+// (53300), shutting down or starting (57P01-57P03), the statement outlived statement_timeout
+// (57014), or the server refused a write as read-only (25006). The server never asks for a
+// read-only transaction, so a 25006 means the node it reached is no longer the primary: a
+// failover demoted it, or the connection reached a standby. The write is not done, and once
+// the pool has moved to the new primary (dropDemoted) a retry succeeds.
 func unavailableSQLState(code string) bool {
 	switch {
 	case pgerrcode.IsConnectionException(code):
 		return true
 	case code == pgerrcode.TooManyConnections, code == pgerrcode.AdminShutdown,
 		code == pgerrcode.CrashShutdown, code == pgerrcode.CannotConnectNow,
-		code == pgerrcode.QueryCanceled:
+		code == pgerrcode.QueryCanceled, code == pgerrcode.ReadOnlySQLTransaction:
 		return true
 	}
 	return false

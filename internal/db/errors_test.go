@@ -33,6 +33,7 @@ func TestIsUnavailable(t *testing.T) {
 		{"too many connections", pgErr("53300"), true},
 		{"statement timeout", pgErr("57014"), true},
 		{"connection failure", pgErr("08006"), true},
+		{"demoted to a standby", pgErr("25006"), true},
 		{"nil", nil, false},
 		{"client gone", context.Canceled, false},
 		{"unique violation", pgErr("23505"), false},

@@ -42,7 +42,8 @@ type Options struct {
 // Open connects a pool to databaseURL and checks the connection. When the database does not
 // exist yet it is created (connecting to the server's "postgres" database to do so), so a
 // fresh machine needs no manual setup. Settings in the URL (pool_max_conns, connect_timeout,
-// statement_timeout, plan_cache_mode) win over the defaults set here.
+// statement_timeout, plan_cache_mode) win over the defaults set here. A write refused because
+// the server turned read-only (a failover demoted it) empties the pool (see dropDemoted).
 //
 // Every connection plans each prepared statement once, for all its values (plan_cache_mode =
 // force_generic_plan). Left to itself, PostgreSQL plans a statement anew for its first five
@@ -72,6 +73,7 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*pgxpool.Pool,
 	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set && !opts.Pooled {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
+	addTracer(cfg.ConnConfig, dropDemoted{})
 	if opts.TracerProvider != nil {
 		traceQueries(cfg.ConnConfig, opts.TracerProvider)
 	}

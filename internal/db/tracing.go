@@ -12,9 +12,8 @@ import (
 )
 
 // traceQueries adds a span for every statement run under a recording span (a traced request,
-// a traced job) to the pool's tracer, beside any tracer the config already has. The spans
-// carry the statement's text, never its arguments. A statement run outside a trace (River
-// polling for jobs) records nothing.
+// a traced job) to the pool's tracers. The spans carry the statement's text, never its
+// arguments. A statement run outside a trace (River polling for jobs) records nothing.
 //
 // otelpgx rather than a tracer of our own: it is maintained, follows the database semantic
 // conventions, and also covers batches, COPY and waits for a connection.
@@ -24,11 +23,16 @@ func traceQueries(cfg *pgx.ConnConfig, tp trace.TracerProvider) {
 		otelpgx.WithMeterProvider(noop.NewMeterProvider()), // the metrics are Prometheus's (internal/metrics)
 		otelpgx.WithSpanNameCtxFunc(queryName),
 	)
+	addTracer(cfg, traced)
+}
+
+// addTracer adds t beside any tracer cfg already has.
+func addTracer(cfg *pgx.ConnConfig, t pgx.QueryTracer) {
 	if cfg.Tracer == nil {
-		cfg.Tracer = traced
+		cfg.Tracer = t
 		return
 	}
-	cfg.Tracer = multitracer.New(cfg.Tracer, traced)
+	cfg.Tracer = multitracer.New(cfg.Tracer, t)
 }
 
 // queryName names a statement's span after its sqlc query ("-- name: PaymentGetByID :one"

@@ -1,10 +1,12 @@
 package integration
 
 import (
+	"context"
 	"net/http"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
 )
@@ -82,10 +84,10 @@ func TestDatabaseBandwidthLimit(t *testing.T) {
 
 // TestDatabaseResetPeer: connections to PostgreSQL reset by the network answer 503 with
 // Retry-After (not 500); once the network heals, the server serves again without a restart
-// and the retried payment is created.
+// and the retried payment is created, once.
 func TestDatabaseResetPeer(t *testing.T) {
 	t.Parallel()
-	r, proxy, _ := startBehindToxics(t, map[string]string{})
+	r, proxy, direct := startBehindToxics(t, map[string]string{})
 	proxy.Add("reset_peer", "upstream", map[string]any{"timeout": 0})
 
 	for _, req := range []struct{ method, path, body string }{
@@ -102,6 +104,14 @@ func TestDatabaseResetPeer(t *testing.T) {
 	WaitFor(t, func() bool { return send(t, r, http.MethodGet, "/account", "", "").Status == http.StatusOK })
 	if res := send(t, r, http.MethodPost, "/payments", paymentBody, "reset-1"); res.Status != http.StatusCreated {
 		t.Errorf("the retried payment after recovery: %d %s", res.Status, res.Body)
+	}
+	conn, err := pgx.Connect(t.Context(), direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(context.WithoutCancel(t.Context()))
+	if n := countPayments(t.Context(), t, conn); n != 1 {
+		t.Errorf("%d payments after the retry, want 1", n)
 	}
 }
 
