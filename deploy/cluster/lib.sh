@@ -2,9 +2,12 @@
 # installing the tools, building the server, migrating the database and starting the
 # processes of the cluster on loopback. Source it after setting any of these (defaults):
 # PORT (8080), PGBOUNCER_PORT (6432), REDIS_PORT (6390), CLUSTER_DATABASE (payments_cluster),
-# API_PROCESSES (3), FRESH_DATABASE (empty; set, prepare drops the database first).
+# API_PROCESSES (3), FRESH_DATABASE (empty; set, prepare drops the database first),
+# LISTEN_HOST (127.0.0.1; deploy/ha runs the cluster in a network namespace of its own, where
+# HAProxy listens on every address).
 
 PORT=${PORT:-8080}
+LISTEN_HOST=${LISTEN_HOST:-127.0.0.1}
 PGBOUNCER_PORT=${PGBOUNCER_PORT:-6432}
 REDIS_PORT=${REDIS_PORT:-6390}
 DATABASE=${CLUSTER_DATABASE:-payments_cluster}
@@ -65,11 +68,11 @@ start() {
 	esac
 }
 
-# wait_for NAME COMMAND...: polls COMMAND for up to 30 s.
+# wait_for NAME COMMAND...: polls COMMAND for up to WAIT_SECONDS (30).
 wait_for() {
 	local name=$1
 	shift
-	for _ in $(seq 150); do
+	for _ in $(seq $((5 * ${WAIT_SECONDS:-30}))); do
 		if "$@" >/dev/null 2>&1; then
 			return
 		fi
@@ -81,10 +84,10 @@ wait_for() {
 
 # render FILE: FILE with its ${...} filled in from the variables above.
 render() {
-	sed -e "s|\${PORT}|$PORT|g" -e "s|\${PGBOUNCER_PORT}|$PGBOUNCER_PORT|g" \
-		-e "s|\${DATABASE}|$DATABASE|g" -e "s|\${CONFIG_DIR}|$dir|g" \
-		-e "s|\${API1_PORT}|$((PORT + 1))|g" -e "s|\${API2_PORT}|$((PORT + 2))|g" \
-		-e "s|\${API3_PORT}|$((PORT + 3))|g" "$1"
+	sed -e "s|\${LISTEN_HOST}|$LISTEN_HOST|g" -e "s|\${PORT}|$PORT|g" \
+		-e "s|\${PGBOUNCER_PORT}|$PGBOUNCER_PORT|g" -e "s|\${DATABASE}|$DATABASE|g" \
+		-e "s|\${CONFIG_DIR}|$dir|g" -e "s|\${API1_PORT}|$((PORT + 1))|g" \
+		-e "s|\${API2_PORT}|$((PORT + 2))|g" -e "s|\${API3_PORT}|$((PORT + 3))|g" "$1"
 }
 
 # prepare: the tools installed, $dir made (removed of its processes on exit), payments-api

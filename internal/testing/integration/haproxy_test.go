@@ -77,7 +77,8 @@ func startHAProxy(t *testing.T, apiAddr string) string {
 	_, apiPort, _ := net.SplitHostPort(apiAddr)
 	port := FreePort(t)
 	text := regexp.MustCompile(`(?m)^ *server api[23] .*\n`).ReplaceAllString(string(cfg), "")
-	text = strings.NewReplacer("${PORT}", port, "${API1_PORT}", apiPort, "${CONFIG_DIR}", dir).Replace(text)
+	text = strings.NewReplacer("${LISTEN_HOST}", "127.0.0.1", "${PORT}", port, "${API1_PORT}", apiPort,
+		"${CONFIG_DIR}", dir).Replace(text)
 	if regexp.MustCompile(`\$\{[A-Z0-9_]+\}`).MatchString(text) {
 		t.Fatalf("haproxy.cfg names a setting this test does not fill in:\n%s", text)
 	}
