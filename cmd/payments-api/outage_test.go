@@ -1,10 +1,7 @@
 package main
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
-	"strings"
 	"testing"
 	"time"
 
@@ -30,7 +27,7 @@ func TestFrozenDatabaseAnswers503WithinTheDeadline(t *testing.T) {
 		start := time.Now()
 		res := send(t, r, req.method, req.path, req.body, "frozen-1")
 		took := time.Since(start)
-		checkUnavailable(t, req.method+" "+req.path, res)
+		res.WantUnavailable(t, req.method+" "+req.path)
 		if took < requestTimeout*9/10 || took > requestTimeout+2*time.Second {
 			t.Errorf("%s %s answered after %s, want about REQUEST_TIMEOUT (%s)", req.method, req.path, took, requestTimeout)
 		}
@@ -71,7 +68,7 @@ func TestStoppedDatabaseAnswers503AndRecovers(t *testing.T) {
 		client.Get("/refunds/re_none"),
 		client.Get("/readyz"),
 	} {
-		checkUnavailable(t, "while stopped", res)
+		res.WantUnavailable(t, "while stopped")
 	}
 	if res := client.Get("/healthz"); res.Status != http.StatusOK {
 		t.Errorf("liveness while the database is stopped: %d", res.Status)
@@ -89,41 +86,16 @@ func TestStoppedDatabaseAnswers503AndRecovers(t *testing.T) {
 }
 
 // send makes one request with the harness key (and an Idempotency-Key when key is set),
-// through a client with a timeout of its own, for the tests that time the answer.
+// through a client with a timeout (apitest.RequestTimeout), for the tests that time the answer.
 func send(t *testing.T, r *running, method, path, body, key string) *apitest.Response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, r.base+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+testKey)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	var opts []apitest.Option
 	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
+		opts = append(opts, apitest.Header("Idempotency-Key", key))
 	}
-	res, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+	var b any // nil: no body
+	if body != "" {
+		b = body
 	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &apitest.Response{Status: res.StatusCode, Header: res.Header, Body: data}
-}
-
-// checkUnavailable asserts a 503 service-unavailable problem with Retry-After.
-func checkUnavailable(t *testing.T, what string, res *apitest.Response) {
-	t.Helper()
-	var p struct{ Type string }
-	_ = json.Unmarshal(res.Body, &p)
-	if res.Status != http.StatusServiceUnavailable || p.Type != "/problems/service-unavailable" {
-		t.Errorf("%s: %d %s, want 503 service-unavailable", what, res.Status, res.Body)
-	}
-	if res.Header.Get("Retry-After") == "" {
-		t.Errorf("%s: no Retry-After", what)
-	}
+	return apitest.NewClient(t, r.base, testKey).Do(method, path, b, opts...)
 }

@@ -46,17 +46,6 @@ func setReadOnly(t *testing.T, admin *pgx.Conn, on bool) {
 	}
 }
 
-// checkServiceUnavailable fails the test unless res is the database's 503 with Retry-After.
-func checkServiceUnavailable(t *testing.T, what string, res *apitest.Response) {
-	t.Helper()
-	if res.Status != http.StatusServiceUnavailable || res.Problem(t).Type != "/problems/service-unavailable" {
-		t.Errorf("%s: %d %s, want 503 service-unavailable", what, res.Status, res.Body)
-	}
-	if res.Header.Get("Retry-After") == "" {
-		t.Errorf("%s: 503 without Retry-After", what)
-	}
-}
-
 // checkRetryCreatesOnce sends the failed request again with its key and fails the test
 // unless it is created anew (the failed attempt committed nothing to replay) and query,
 // a count, finds exactly one row: the client was charged once.
@@ -83,7 +72,7 @@ func TestDemotedPrimaryAnswers503(t *testing.T) {
 
 	setReadOnly(t, admin, true)
 	b.pool.Reset() // the pool's next sessions are the demoted node's
-	checkServiceUnavailable(t, "a write on a read-only node", b.client.Post("/payments", visa(1500), apitest.Header("Idempotency-Key", key)))
+	b.client.Post("/payments", visa(1500), apitest.Header("Idempotency-Key", key)).WantUnavailable(t, "a write on a read-only node")
 	if !strings.Contains(b.logs.String(), "SQLSTATE 25006") {
 		t.Errorf("the 503 did not come from a read-only answer:\n%s", b.logs.String())
 	}
@@ -116,7 +105,7 @@ func TestTerminatedBackendAnswers503(t *testing.T) {
 	if err != nil || !terminated {
 		t.Fatalf("terminate the refund's backend: %t, %v", terminated, err)
 	}
-	checkServiceUnavailable(t, "a refund whose backend was terminated", <-answer)
+	(<-answer).WantUnavailable(t, "a refund whose backend was terminated")
 	if !strings.Contains(b.logs.String(), "SQLSTATE 57P01") {
 		t.Errorf("the 503 did not come from a terminated backend:\n%s", b.logs.String())
 	}
@@ -137,7 +126,7 @@ func TestJobsResumeAfterDemotion(t *testing.T) {
 
 	setReadOnly(t, admin, true)
 	b.pool.Reset()
-	checkServiceUnavailable(t, "a report requested on a read-only node", b.client.Post("/reports", report, apitest.Header("Idempotency-Key", key)))
+	b.client.Post("/reports", report, apitest.Header("Idempotency-Key", key)).WantUnavailable(t, "a report requested on a read-only node")
 	waitUntil(t, func() bool { // the workers met the read-only node too: a 25006 outside any request
 		for line := range strings.Lines(b.logs.String()) {
 			if strings.Contains(line, "SQLSTATE 25006") && !strings.Contains(line, `"request_id"`) {

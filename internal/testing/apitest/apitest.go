@@ -194,3 +194,17 @@ func (c *Client) newRequest(method, path string, body any, opts []Option) (*http
 	}
 	return req, nil
 }
+
+// WantUnavailable fails the test unless r is the 503 a client gets while the database cannot
+// answer: a service-unavailable problem with Retry-After, so the client knows to retry.
+func (r *Response) WantUnavailable(t testing.TB, what string) {
+	t.Helper()
+	var p Problem
+	_ = json.Unmarshal(r.Body, &p)
+	if r.Status != http.StatusServiceUnavailable || p.Type != "/problems/service-unavailable" {
+		t.Errorf("%s: %d %s, want 503 service-unavailable", what, r.Status, r.Body)
+	}
+	if r.Header.Get("Retry-After") == "" {
+		t.Errorf("%s: 503 without Retry-After", what)
+	}
+}

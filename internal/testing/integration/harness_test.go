@@ -1,11 +1,7 @@
 package integration
 
 import (
-	"encoding/json"
-	"io"
 	"maps"
-	"net/http"
-	"strings"
 	"testing"
 
 	"github.com/payments-api/payments-api/internal/testing/apitest"
@@ -64,38 +60,13 @@ func startProcess(t *testing.T, dbURL string, env map[string]string) *Server {
 // client with a timeout of its own, for the tests that time the answer.
 func send(t *testing.T, s *Server, method, path, body, key string) *apitest.Response {
 	t.Helper()
-	req, err := http.NewRequestWithContext(t.Context(), method, s.Base+path, strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+testKey)
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
+	var opts []apitest.Option
 	if key != "" {
-		req.Header.Set("Idempotency-Key", key)
+		opts = append(opts, apitest.Header("Idempotency-Key", key))
 	}
-	res, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatalf("%s %s: %v", method, path, err)
+	var b any // nil: no body
+	if body != "" {
+		b = body
 	}
-	defer res.Body.Close()
-	data, err := io.ReadAll(res.Body)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return &apitest.Response{Status: res.StatusCode, Header: res.Header, Body: data}
-}
-
-// checkUnavailable asserts a 503 service-unavailable problem with Retry-After.
-func checkUnavailable(t *testing.T, what string, res *apitest.Response) {
-	t.Helper()
-	var p struct{ Type string }
-	_ = json.Unmarshal(res.Body, &p)
-	if res.Status != http.StatusServiceUnavailable || p.Type != "/problems/service-unavailable" {
-		t.Errorf("%s: %d %s, want 503 service-unavailable", what, res.Status, res.Body)
-	}
-	if res.Header.Get("Retry-After") == "" {
-		t.Errorf("%s: no Retry-After", what)
-	}
+	return apitest.NewClient(t, s.Base, testKey).Do(method, path, b, opts...)
 }

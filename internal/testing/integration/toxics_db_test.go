@@ -51,7 +51,7 @@ func TestDatabaseLatency(t *testing.T) {
 	proxy.Remove()
 	proxy.Add("latency", "downstream", map[string]any{"latency": 3000})
 	res, took = timed(t, r, http.MethodPost, "/payments", paymentBody, "latency-2")
-	checkUnavailable(t, "with 3 s per answer", res)
+	res.WantUnavailable(t, "with 3 s per answer")
 	if took < requestTimeout*9/10 || took > requestTimeout+2*time.Second {
 		t.Errorf("with 3 s per answer: answered after %s, want about REQUEST_TIMEOUT (%s)", took, requestTimeout)
 	}
@@ -94,7 +94,7 @@ func TestDatabaseResetPeer(t *testing.T) {
 		{http.MethodGet, "/account", ""},
 		{http.MethodPost, "/payments", paymentBody},
 	} {
-		checkUnavailable(t, "reset: "+req.method+" "+req.path, send(t, r, req.method, req.path, req.body, "reset-1"))
+		send(t, r, req.method, req.path, req.body, "reset-1").WantUnavailable(t, "reset: "+req.method+" "+req.path)
 	}
 	if r.Logged(`"level":"ERROR"`) {
 		t.Errorf("a reset connection is not an internal error, yet ERROR was logged:\n%s", r.Logs())
@@ -128,7 +128,7 @@ func TestDatabaseTimeout(t *testing.T) {
 		{http.MethodPost, "/payments", paymentBody},
 	} {
 		res, took := timed(t, r, req.method, req.path, req.body, "timeout-1")
-		checkUnavailable(t, "timeout: "+req.method+" "+req.path, res)
+		res.WantUnavailable(t, "timeout: "+req.method+" "+req.path)
 		if took > requestTimeout+2*time.Second {
 			t.Errorf("timeout: %s %s answered after %s, want within REQUEST_TIMEOUT (%s)", req.method, req.path, took, requestTimeout)
 		}
