@@ -1,18 +1,17 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"log/slog"
 	"maps"
 	"net"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/integration"
 )
 
 const testKey = "sk_test_serve_harness"
@@ -24,7 +23,7 @@ var httpClient = &http.Client{Timeout: 10 * time.Second}
 type running struct {
 	base string // http://127.0.0.1:port
 	addr string
-	logs *syncBuffer
+	logs *integration.SyncBuffer
 	stop context.CancelFunc // what SIGTERM does
 	done chan error         // Run's result, once Close has released everything
 }
@@ -50,7 +49,7 @@ func startServe(t *testing.T, env map[string]string, wait bool) *running {
 		t.Fatal(err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	r := &running{base: "http://" + ln.Addr().String(), addr: ln.Addr().String(), logs: &syncBuffer{}, stop: stop, done: make(chan error, 1)}
+	r := &running{base: "http://" + ln.Addr().String(), addr: ln.Addr().String(), logs: &integration.SyncBuffer{}, stop: stop, done: make(chan error, 1)}
 	m := &Main{Config: cfg, Logger: newLogger(r.logs, slog.LevelDebug), Listener: ln}
 	go func() {
 		err := m.Run(ctx)
@@ -69,7 +68,7 @@ func startServe(t *testing.T, env map[string]string, wait bool) *running {
 		}
 	})
 	if wait {
-		waitFor(t, func() bool { return r.status("/readyz") == http.StatusOK })
+		integration.WaitFor(t, func() bool { return r.status("/readyz") == http.StatusOK })
 	}
 	return r
 }
@@ -90,7 +89,7 @@ func (r *running) wait(t *testing.T) error {
 
 // status is the status of a GET, or 0 when there is no answer.
 func (r *running) status(path string) int {
-	status, err := get(context.Background(), r.base+path)
+	status, err := integration.Get(context.Background(), r.base+path)
 	if err != nil {
 		return 0
 	}
@@ -109,22 +108,4 @@ func (r *running) logged(parts ...string) bool {
 		}
 	}
 	return false
-}
-
-// syncBuffer collects log output written by the server's goroutines.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
 }

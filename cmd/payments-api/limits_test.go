@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/payments-api/payments-api/internal/testing/integration"
 )
 
 // TestSlowAndIdleConnectionsAreClosed holds three connections the way an attacker (or a bad
@@ -92,7 +94,7 @@ func TestConnectionLimitRefusesRatherThanDies(t *testing.T) {
 	http.DefaultClient.CloseIdleConnections()
 	held := make([]net.Conn, 3)
 	for i := range held {
-		waitFor(t, func() bool {
+		integration.WaitFor(t, func() bool {
 			held[i] = dial(t, r.addr, "")
 			return !closedWithin(held[i], 100*time.Millisecond)
 		})
@@ -101,7 +103,7 @@ func TestConnectionLimitRefusesRatherThanDies(t *testing.T) {
 	if !closedWithin(extra, 2*time.Second) {
 		t.Fatal("a connection beyond MAX_CONNECTIONS was kept open")
 	}
-	if _, err := get(context.Background(), r.base+"/healthz"); err == nil {
+	if _, err := integration.Get(context.Background(), r.base+"/healthz"); err == nil {
 		t.Error("a request beyond MAX_CONNECTIONS was served")
 	}
 	if !r.logged(`"level":"WARN"`, "MAX_CONNECTIONS reached") {
@@ -109,7 +111,7 @@ func TestConnectionLimitRefusesRatherThanDies(t *testing.T) {
 	}
 
 	held[0].Close()
-	waitFor(t, func() bool { return r.status("/healthz") == http.StatusOK })
+	integration.WaitFor(t, func() bool { return r.status("/healthz") == http.StatusOK })
 	for _, c := range held[1:] {
 		c.Close()
 	}
@@ -131,7 +133,7 @@ func TestConnectionLimitPerIP(t *testing.T) {
 	http.DefaultClient.CloseIdleConnections()
 	held := make([]net.Conn, 3)
 	for i := range held {
-		waitFor(t, func() bool {
+		integration.WaitFor(t, func() bool {
 			held[i] = servedKeepAlive(t, "127.0.0.1", r.addr)
 			return held[i] != nil
 		})
@@ -149,7 +151,7 @@ func TestConnectionLimitPerIP(t *testing.T) {
 	}
 
 	held[0].Close()
-	waitFor(t, func() bool {
+	integration.WaitFor(t, func() bool {
 		got, err := getFrom(t, "127.0.0.1", r.base+"/healthz")
 		return err == nil && got == http.StatusOK
 	})

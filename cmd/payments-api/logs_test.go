@@ -14,12 +14,13 @@ import (
 	"time"
 
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/integration"
 )
 
 // TestLogDurationsAreReadable: durations are logged as "30s", not as integer nanoseconds.
 func TestLogDurationsAreReadable(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out integration.SyncBuffer
 	newLogger(&out, slog.LevelInfo).Info("shutting down", "timeout", 30*time.Second, "took", 1500*time.Microsecond)
 	var line map[string]any
 	if err := json.Unmarshal([]byte(out.String()), &line); err != nil {
@@ -35,7 +36,7 @@ func TestLogDurationsAreReadable(t *testing.T) {
 func TestLogLevelsAreWrittenAsSlogWritesThem(t *testing.T) {
 	t.Parallel()
 	for _, level := range []slog.Level{slog.LevelInfo, slog.LevelWarn + 1, slog.LevelError} {
-		var ours, slogs syncBuffer
+		var ours, slogs integration.SyncBuffer
 		newLogger(&ours, slog.LevelInfo).Log(context.Background(), level, "m")
 		slog.New(slog.NewJSONHandler(&slogs, nil)).Log(context.Background(), level, "m")
 		var a, b map[string]any
@@ -56,7 +57,7 @@ func TestHTTPServerErrorsAreJSONLogs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var logs syncBuffer
+	var logs integration.SyncBuffer
 	srv := newHTTPServer(cfg, http.HandlerFunc(func(http.ResponseWriter, *http.Request) { panic("handler bug") }),
 		newLogger(&logs, slog.LevelInfo))
 	ln, err := new(net.ListenConfig).Listen(context.Background(), "tcp", "127.0.0.1:0")
@@ -66,10 +67,10 @@ func TestHTTPServerErrorsAreJSONLogs(t *testing.T) {
 	go func() { _ = srv.Serve(ln) }()
 	t.Cleanup(func() { srv.Close() })
 
-	if _, err := get(context.Background(), "http://"+ln.Addr().String()); err == nil {
+	if _, err := integration.Get(context.Background(), "http://"+ln.Addr().String()); err == nil {
 		t.Fatal("a panicking handler answered")
 	}
-	waitFor(t, func() bool { return strings.Contains(logs.String(), "handler bug") })
+	integration.WaitFor(t, func() bool { return strings.Contains(logs.String(), "handler bug") })
 	var line map[string]any
 	if err := json.Unmarshal([]byte(strings.SplitN(logs.String(), "\n", 2)[0]), &line); err != nil {
 		t.Fatalf("not a JSON line: %q", logs.String())
@@ -83,11 +84,11 @@ func TestHTTPServerErrorsAreJSONLogs(t *testing.T) {
 // on the flush interval while the server runs, and on Stop, when it shuts down.
 func TestBufferedLogWritesEveryLine(t *testing.T) {
 	t.Parallel()
-	var out syncBuffer
+	var out integration.SyncBuffer
 	w := bufferedLog(&out)
 	logger := newLogger(w, slog.LevelInfo)
 	logger.Info("first")
-	waitFor(t, func() bool { return strings.Contains(out.String(), `"msg":"first"`) }) // the interval
+	integration.WaitFor(t, func() bool { return strings.Contains(out.String(), `"msg":"first"`) }) // the interval
 
 	for i := range 100 {
 		logger.Info("request", "n", i)
@@ -109,7 +110,7 @@ func TestBufferedLogNeverSyncsItsOutput(t *testing.T) {
 	w := bufferedLog(out)
 	logger := newLogger(w, slog.LevelInfo)
 	logger.Info("first")
-	waitFor(t, func() bool { return strings.Contains(out.String(), `"msg":"first"`) }) // the interval
+	integration.WaitFor(t, func() bool { return strings.Contains(out.String(), `"msg":"first"`) }) // the interval
 	logger.Info("second")
 	if err := w.Stop(); err != nil {
 		t.Fatal(err)
@@ -124,7 +125,7 @@ func TestBufferedLogNeverSyncsItsOutput(t *testing.T) {
 
 // syncCounter is an output that can be synced, as an *os.File can, and counts it.
 type syncCounter struct {
-	syncBuffer
+	integration.SyncBuffer
 	syncs atomic.Int32
 }
 

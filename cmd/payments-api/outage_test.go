@@ -7,6 +7,7 @@ import (
 
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/integration"
 )
 
 // TestFrozenDatabaseAnswers503WithinTheDeadline freezes the database (it accepts and never
@@ -38,7 +39,7 @@ func TestFrozenDatabaseAnswers503WithinTheDeadline(t *testing.T) {
 	}
 
 	proxy.Resume()
-	waitFor(t, func() bool { return send(t, r, http.MethodGet, "/account", "", "").Status == http.StatusOK })
+	integration.WaitFor(t, func() bool { return send(t, r, http.MethodGet, "/account", "", "").Status == http.StatusOK })
 }
 
 // TestStoppedDatabaseAnswers503AndRecovers stops the database (connections dropped and
@@ -78,7 +79,7 @@ func TestStoppedDatabaseAnswers503AndRecovers(t *testing.T) {
 	}
 
 	proxy.Resume()
-	waitFor(t, func() bool { return r.status("/readyz") == http.StatusOK })
+	integration.WaitFor(t, func() bool { return r.status("/readyz") == http.StatusOK })
 	res := client.Post("/payments", payment, apitest.Header("Idempotency-Key", "during-outage"))
 	if res.Status != http.StatusCreated {
 		t.Errorf("the retried payment after recovery: %d %s", res.Status, res.Body)

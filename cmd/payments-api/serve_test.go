@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
-	"io"
 	"net/http"
 	"testing"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/integration"
 )
 
 // TestShutdownDrainsInFlightRequests runs the real serve loop, starts a payment whose charge
@@ -33,7 +32,7 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer conn.Close(context.Background())
-	waitFor(t, func() bool {
+	integration.WaitFor(t, func() bool {
 		var n int
 		_ = conn.QueryRow(context.Background(), `SELECT count(*) FROM pg_locks
 			WHERE locktype = 'advisory'
@@ -52,34 +51,7 @@ func TestShutdownDrainsInFlightRequests(t *testing.T) {
 	if err := conn.QueryRow(context.Background(), `SELECT count(*) FROM payments`).Scan(&n); err != nil || n != 1 {
 		t.Errorf("%d payments committed (%v), want 1", n, err)
 	}
-	if _, err := get(context.Background(), base+"/healthz"); err == nil {
+	if _, err := integration.Get(context.Background(), base+"/healthz"); err == nil {
 		t.Error("the server still accepts connections after shutdown")
 	}
-}
-
-// get answers the status of a GET, within a timeout.
-func get(ctx context.Context, url string) (int, error) {
-	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-	defer cancel()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, err
-	}
-	res, err := httpClient.Do(req)
-	if err != nil {
-		return 0, err
-	}
-	defer res.Body.Close()
-	_, err = io.Copy(io.Discard, res.Body)
-	return res.StatusCode, err
-}
-
-func waitFor(t testing.TB, cond func() bool) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		if cond() {
-			return
-		}
-	}
-	t.Fatal("condition not met within 10s")
 }

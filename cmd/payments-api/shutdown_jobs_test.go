@@ -29,12 +29,12 @@ func TestShutdownFinishesRunningJobs(t *testing.T) {
 		t.Fatal(err)
 	}
 	jobID := integration.RequestReport(t, apitest.NewClient(t, r.base, processKey))
-	waitFor(t, func() bool {
+	integration.WaitFor(t, func() bool {
 		return integration.Count(t, pool, `SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%INSERT INTO report_chunks%'`) == 1
 	})
 
 	r.stop() // SIGTERM
-	waitFor(t, func() bool { return r.status("/healthz") == 0 })
+	integration.WaitFor(t, func() bool { return r.status("/healthz") == 0 })
 	select {
 	case err := <-r.done:
 		r.done <- err // for the cleanup

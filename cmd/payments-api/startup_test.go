@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/integration"
 )
 
 // TestStartupWaitsForTheDatabase starts the server while the database refuses connections
@@ -18,10 +19,10 @@ func TestStartupWaitsForTheDatabase(t *testing.T) {
 	proxy, url := newDBProxy(t, dbtest.NewURL(t))
 	proxy.Refuse()
 	r := startServe(t, map[string]string{"DATABASE_URL": url, "DATABASE_CONNECT_TIMEOUT": "30s"}, false)
-	waitFor(t, func() bool { return r.logged(`"level":"WARN"`, "database unreachable, retrying") })
+	integration.WaitFor(t, func() bool { return r.logged(`"level":"WARN"`, "database unreachable, retrying") })
 
 	proxy.Resume()
-	waitFor(t, func() bool { return r.status("/readyz") == http.StatusOK })
+	integration.WaitFor(t, func() bool { return r.status("/readyz") == http.StatusOK })
 }
 
 // TestStartupGivesUp: the retries end after DATABASE_CONNECT_TIMEOUT, and an error waiting
