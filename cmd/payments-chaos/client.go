@@ -60,7 +60,7 @@ func (c *client) do(ctx context.Context, method, path string, body any, headers 
 	}
 	a.ret = c.history.now()
 	c.history.addExchange(exchange{Call: a.call, Return: a.ret, Status: a.status,
-		RetryAfter: a.header.Get("Retry-After") != ""})
+		RetryAfter: a.header.Get("Retry-After") != "", Write: method == http.MethodPost})
 	return a
 }
 

@@ -76,10 +76,13 @@ type cluster struct {
 
 type clusterConfig struct {
 	dir, apiBinary, database, directURL string
-	pgbouncerArgv                       []string
-	pgbouncerAddr, redisAddr            string
-	apiPorts                            []int
-	workers                             int
+	// appDatabaseURL, when set, is the apps' DATABASE_URL in place of Toxiproxy and
+	// PgBouncer: deploy/ha/chaos's multi-host URL, which finds the primary itself.
+	appDatabaseURL           string
+	pgbouncerArgv            []string
+	pgbouncerAddr, redisAddr string
+	apiPorts                 []int
+	workers                  int
 }
 
 // startCluster starts PgBouncer, the proxies, the APIs and the workers, and waits until
@@ -105,14 +108,19 @@ func startCluster(ctx context.Context, c clusterConfig) (*cluster, error) {
 	common := []string{
 		"DATABASE_URL=postgres://postgres@" + cl.db.Listen + "/" + c.database + "?sslmode=disable&default_query_exec_mode=cache_describe",
 		"DATABASE_DIRECT_URL=" + c.directURL,
-		"REDIS_URL=redis://" + cl.redis.Listen + "/0",
-		"DEMO_API_KEYS=" + demoKey,
+	}
+	if c.appDatabaseURL != "" {
+		common = []string{"DATABASE_URL=" + c.appDatabaseURL}
+	}
+	common = append(common,
+		"REDIS_URL=redis://"+cl.redis.Listen+"/0",
+		"DEMO_API_KEYS="+demoKey,
 		// The load is one key at a few hundred requests a second: limits high enough never
 		// to answer 429, still counted in Redis, so cutting Redis exercises the fallback.
 		"RATE_LIMIT_DEFAULT=100000/1s", "RATE_LIMIT_WRITES=100000/1s",
 		"WEBHOOK_ALLOW_PRIVATE_NETWORKS=true", "WEBHOOK_RETRY_SCHEDULE=1s,2s,5s,10s,20s,30s",
 		"WEBHOOK_TIMEOUT=5s", "JOB_TIMEOUT=20s", "JOB_RESCUE_AFTER=30s",
-	}
+	)
 	for i, port := range c.apiPorts {
 		addr := fmt.Sprintf("127.0.0.1:%d", port)
 		cl.apiAddrs = append(cl.apiAddrs, addr)

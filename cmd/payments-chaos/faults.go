@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"slices"
 	"strings"
 	"syscall"
 	"time"
@@ -18,15 +20,27 @@ type fault struct {
 	hold  time.Duration
 	begin func() error
 	end   func(ctx context.Context) error
+	// writesWithin, when set, is the longest the fault may leave the load without an
+	// acknowledged write (a database fault's target).
+	writesWithin time.Duration
+	// timeline, when set, reads the primary's timeline before the fault and once it is
+	// cleared: each promotion starts a new one. promotes is how many the fault should make.
+	timeline func(ctx context.Context) (int, error)
+	promotes int
 }
 
 // faultRecord is when a fault began and was cleared, when the broken part was back, when
-// the first request sent after the clearing succeeded (healed; 0 when none did), and how
-// many requests sent meanwhile got no answer or a 5xx.
+// the first request sent after the clearing succeeded (healed; 0 when none did), how many
+// requests sent meanwhile were answered 503 with Retry-After (unavailable) or failed
+// otherwise (no answer, another 5xx), and the longest stretch from its beginning until
+// writes flowed again with no write acknowledged (writesPaused; -1 when none ever was).
 type faultRecord struct {
 	name                         string
 	began, cleared, back, healed time.Duration
-	failed                       int
+	unavailable, failed          int
+	writesPaused, writesWithin   time.Duration
+	timelines                    [2]int // before and after; 0 when not read
+	promotes                     int
 	err                          error
 }
 
@@ -102,8 +116,11 @@ func runFaults(ctx context.Context, h *history, fs []fault, gap time.Duration, d
 			return records
 		case <-time.After(gap):
 		}
-		r := faultRecord{name: f.name, began: h.now()}
-		if err := f.begin(); err != nil {
+		r := faultRecord{name: f.name, began: h.now(), writesWithin: f.writesWithin, promotes: f.promotes}
+		if f.timeline != nil {
+			r.timelines[0], r.err = f.timeline(ctx)
+		}
+		if err := f.begin(); err != nil && r.err == nil {
 			r.err = err
 		}
 		select { // an interrupted run still ends the fault below
@@ -111,19 +128,32 @@ func runFaults(ctx context.Context, h *history, fs []fault, gap time.Duration, d
 		case <-time.After(f.hold):
 		}
 		r.cleared = h.now()
-		endCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		// A database fault ends when Patroni has rejoined the old primary, which can take
+		// a pg_rewind and a restart.
+		endCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 		if err := f.end(endCtx); err != nil && r.err == nil {
 			r.err = fmt.Errorf("clear: %w", err)
 		}
-		cancel()
 		r.back = h.now()
+		if f.timeline != nil && r.err == nil {
+			r.timelines[1], r.err = f.timeline(endCtx)
+		}
+		cancel()
 		records = append(records, r)
 	}
 }
 
-// heal fills in each record's heal time from the exchanges (the return of the first
-// successful request sent after the fault was cleared) and its failed requests.
+// heal fills in each record from the exchanges: its heal time (the return of the first
+// successful request sent after the fault was cleared), the requests sent from its beginning
+// until then that failed, and the longest pause in acknowledged writes.
 func heal(records []faultRecord, exchanges []exchange) {
+	var writes []time.Duration // the returns of acknowledged writes, in order
+	for _, e := range exchanges {
+		if e.ok() && e.Write {
+			writes = append(writes, e.Return)
+		}
+	}
+	slices.Sort(writes)
 	for i := range records {
 		r := &records[i]
 		for _, e := range exchanges {
@@ -132,9 +162,34 @@ func heal(records []faultRecord, exchanges []exchange) {
 			}
 		}
 		for _, e := range exchanges {
-			if e.Call >= r.began && (r.healed == 0 || e.Call <= r.healed) && (e.Status == 0 || e.Status >= 500) {
+			if e.Call < r.began || r.healed != 0 && e.Call > r.healed {
+				continue
+			}
+			switch {
+			case e.Status == http.StatusServiceUnavailable && e.RetryAfter:
+				r.unavailable++
+			case e.Status == 0 || e.Status >= 500:
 				r.failed++
 			}
 		}
+		r.writesPaused = writesPaused(writes, r.began, max(r.back, r.healed))
 	}
+}
+
+// writesPaused is the longest gap between acknowledged writes (their returns, sorted) from
+// began until the first one after until: the time the load could not write. It is -1 when
+// no write was acknowledged after until.
+func writesPaused(writes []time.Duration, began, until time.Duration) time.Duration {
+	longest, last := time.Duration(0), began
+	for _, w := range writes {
+		if w <= began {
+			continue
+		}
+		longest = max(longest, w-last)
+		if w >= until {
+			return longest
+		}
+		last = w
+	}
+	return -1
 }

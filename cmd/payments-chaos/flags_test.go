@@ -25,6 +25,8 @@ func TestParseFlags(t *testing.T) {
 		{[]string{"-duration", "soon", "--", "pgbouncer"}, "-duration"},
 		{[]string{"-nope", "--", "pgbouncer"}, "-nope"},
 		{nil, "--"},
+		{[]string{"-db-faults", "kill-primary", "--", "pgbouncer"}, "-fault-command"},
+		{[]string{"-db-faults", "unplug", "-fault-command", "fault", "-nodes", "postgres://n1", "--", "pgbouncer"}, "unplug"},
 	} {
 		if _, err := parseFlags(tt.args); err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("payments-chaos %v: %v, want an error naming %s", tt.args, err, tt.want)

@@ -13,6 +13,7 @@ type exchange struct {
 	Call, Return time.Duration // since the run began
 	Status       int           // 0 when no answer came (timeout, dropped connection)
 	RetryAfter   bool          // the answer carried Retry-After
+	Write        bool          // a POST: it asked the database to commit
 }
 
 func (e exchange) ok() bool { return e.Status >= 200 && e.Status < 300 }

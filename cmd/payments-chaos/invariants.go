@@ -155,3 +155,31 @@ func statusLabel(e exchange) string {
 	}
 	return fmt.Sprint(e.Status)
 }
+
+// checkAcknowledged looks up, on the final primary, everything a client was answered 201
+// for: each payment and refund by its id, and each of their idempotency keys with its stored
+// answer. A failover that promoted a standby without the last commits loses some of them.
+func checkAcknowledged(ctx context.Context, conn *pgx.Conn, payments, refunds map[string]string) (check, error) {
+	var paymentIDs, refundIDs, keys []string
+	for key, id := range payments {
+		if id != "" {
+			paymentIDs, keys = append(paymentIDs, id), append(keys, key)
+		}
+	}
+	for key, id := range refunds {
+		refundIDs, keys = append(refundIDs, id), append(keys, key)
+	}
+	var primary string
+	var lostPayments, lostRefunds, lostKeys int
+	err := conn.QueryRow(ctx, `
+		SELECT coalesce(host(inet_server_addr()), 'a local socket'),
+		       (SELECT count(*) FROM unnest($1::text[]) a(id) WHERE NOT EXISTS (SELECT 1 FROM payments p WHERE p.id = a.id)),
+		       (SELECT count(*) FROM unnest($2::text[]) a(id) WHERE NOT EXISTS (SELECT 1 FROM refunds r WHERE r.id = a.id)),
+		       (SELECT count(*) FROM unnest($3::text[]) a(key) WHERE NOT EXISTS
+		           (SELECT 1 FROM idempotency_keys k WHERE k.key = a.key AND k.response_status IS NOT NULL))`,
+		paymentIDs, refundIDs, keys).Scan(&primary, &lostPayments, &lostRefunds, &lostKeys)
+	return check{name: "every acknowledged write exists",
+		found: fmt.Sprintf("on %s: %d of %d payments, %d of %d refunds, %d of %d keys missing",
+			primary, lostPayments, len(paymentIDs), lostRefunds, len(refundIDs), lostKeys, len(keys)),
+		ok: lostPayments == 0 && lostRefunds == 0 && lostKeys == 0}, err
+}

@@ -28,6 +28,7 @@ type load struct {
 	run      string // prefixes idempotency keys, so runs never share one
 	payments atomic.Int64
 	keys     sync.Map // create key → payment id ("" while unknown)
+	refunds  sync.Map // refund key → refund id, for the refunds answered 201
 	reports  atomic.Int64
 }
 
@@ -36,6 +37,8 @@ func (l *load) work(ctx context.Context, stop <-chan struct{}) {
 	for {
 		select {
 		case <-stop:
+			return
+		case <-ctx.Done(): // no request could be sent
 			return
 		default:
 		}
@@ -115,6 +118,10 @@ func (l *load) refund(ctx context.Context, p, clientID int, paymentID, key strin
 		switch {
 		case a.status == http.StatusCreated:
 			l.client.history.addOp(clientID, in, a.call, a.ret, paymentOutput{Known: true})
+			var refund struct{ ID string }
+			if json.Unmarshal(a.body, &refund) == nil && refund.ID != "" {
+				l.refunds.Store(key, refund.ID)
+			}
 			return
 		case a.status == http.StatusUnprocessableEntity:
 			l.client.history.addOp(clientID, in, a.call, a.ret, paymentOutput{Known: true, Rejected: true})

@@ -48,6 +48,11 @@ type config struct {
 	url              string
 	cluster          clusterConfig
 	html             string
+	// The database's faults instead of the processes' (deploy/ha/chaos): which ones, the
+	// command that does them, and every PostgreSQL node, for the timeline check.
+	dbFaults     []dbFault
+	faultCommand []string
+	nodes        []string
 }
 
 func main() {
@@ -87,13 +92,27 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.cluster.apiBinary, "api-binary", "payments-api", "the payments-api binary")
 	fs.StringVar(&cfg.cluster.database, "database", "payments_chaos", "the database name, behind PgBouncer")
 	fs.StringVar(&cfg.cluster.directURL, "direct-url", "postgres://postgres@127.0.0.1:5432/payments_chaos?sslmode=disable", "the database on PostgreSQL itself, migrated")
+	fs.StringVar(&cfg.cluster.appDatabaseURL, "app-database-url", "", "the API and worker processes' DATABASE_URL, in place of PgBouncer through Toxiproxy (default: that)")
 	fs.StringVar(&cfg.cluster.pgbouncerAddr, "pgbouncer-addr", "127.0.0.1:6532", "where the PgBouncer command listens")
 	fs.StringVar(&cfg.cluster.redisAddr, "redis-addr", "127.0.0.1:6490", "a running Redis")
 	apiPorts := fs.String("api-ports", "8181,8182,8183", "the API processes' ports, HAProxy's servers")
 	fs.IntVar(&cfg.cluster.workers, "workers", 2, "worker processes")
 	fs.StringVar(&cfg.html, "html", "", "where to write Porcupine's visualization when a history is not linearizable (default: a temporary file)")
+	dbFaultList := fs.String("db-faults", "", "fault the database instead of the processes: a comma-separated list of "+strings.Join(dbFaultNames(), ",")+" (needs -fault-command and -nodes)")
+	faultCommand := fs.String("fault-command", "", "the command that does the database's faults, deploy/ha/fault, with any words before it (split at spaces)")
+	nodes := fs.String("nodes", "", "every PostgreSQL node's URL, comma-separated, read for their timelines after the run")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
+	}
+	if *dbFaultList != "" {
+		var err error
+		if cfg.dbFaults, err = chooseDBFaults(strings.Split(*dbFaultList, ",")); err != nil {
+			return cfg, err
+		}
+		cfg.faultCommand, cfg.nodes = strings.Fields(*faultCommand), strings.Split(*nodes, ",")
+		if len(cfg.faultCommand) == 0 || *nodes == "" {
+			return cfg, errors.New("-db-faults needs -fault-command and -nodes")
+		}
 	}
 	cfg.cluster.pgbouncerArgv = fs.Args()
 	if len(cfg.cluster.pgbouncerArgv) == 0 {
@@ -142,16 +161,23 @@ func run(ctx context.Context, o config) (ok bool, err error) {
 // payments in hand finish (their requests are bounded by the client's timeout).
 func drive(ctx context.Context, o config, cl *cluster, l *load) []faultRecord {
 	stop := make(chan struct{})
-	reqCtx, cancel := context.WithTimeout(ctx, o.duration+time.Minute)
+	// The last fault may end after the duration (a database fault waits for the old primary
+	// to rejoin): the load goes on meanwhile, as the checks of that fault need it.
+	reqCtx, cancel := context.WithTimeout(ctx, o.duration+5*time.Minute)
 	defer cancel()
 	var workers sync.WaitGroup
 	for range o.concurrency {
 		workers.Go(func() { l.work(reqCtx, stop) })
 	}
-	records := runFaults(ctx, l.client.history, cl.faults(), 10*time.Second, o.duration)
+	schedule := cl.faults()
+	if len(o.dbFaults) > 0 {
+		schedule = dbFaults(o.faultCommand, o.cluster.directURL, o.dbFaults)
+	}
+	records := runFaults(ctx, l.client.history, schedule, 10*time.Second, o.duration)
 	select {
 	case <-ctx.Done():
-	case <-time.After(o.duration - l.client.history.now()):
+	// A few seconds at least after the last fault, so that writes are seen to flow again.
+	case <-time.After(max(o.duration-l.client.history.now(), 5*time.Second)):
 	}
 	close(stop)
 	workers.Wait()

@@ -32,8 +32,9 @@ func verdict(ctx context.Context, o config, l *load, endpoint string, recv *rece
 	// Only read through, and every check is in hand before it closes: a failed close
 	// cannot change the verdict.
 	defer func() { _ = conn.Close(context.WithoutCancel(ctx)) }()
-	keys := map[string]string{}
+	keys, refunds := map[string]string{}, map[string]string{}
 	l.keys.Range(func(k, v any) bool { keys[k.(string)] = v.(string); return true })
+	l.refunds.Range(func(k, v any) bool { refunds[k.(string)] = v.(string); return true })
 
 	deliveries, jobs, err := settle(ctx, o.settle, func() (check, check, error) {
 		d, err := checkDeliveries(ctx, conn, endpoint, recv)
@@ -55,11 +56,18 @@ func verdict(ctx context.Context, o config, l *load, endpoint string, recv *rece
 	if err != nil {
 		return false, err
 	}
-	refunds, err := checkRefunds(ctx, conn)
+	acknowledged, err := checkAcknowledged(ctx, conn, keys, refunds)
 	if err != nil {
 		return false, err
 	}
-	checks := []check{keyCheck, refunds, deliveries, jobs, checkStatuses(exchanges), linearizable(o, ops)}
+	refundCheck, err := checkRefunds(ctx, conn)
+	if err != nil {
+		return false, err
+	}
+	checks := []check{acknowledged, keyCheck, refundCheck, deliveries, jobs, checkStatuses(exchanges), linearizable(o, ops)}
+	if len(o.dbFaults) > 0 {
+		checks = append(checks, checkTimelines(ctx, o.nodes), checkPromotions(records), checkWriteTargets(records))
+	}
 
 	printStatuses(exchanges)
 	if err := printFaults(os.Stdout, records); err != nil {
@@ -101,7 +109,7 @@ const settleLimit = 15 * time.Minute
 
 // linearizable checks every payment's history against the model of one payment.
 func linearizable(o config, ops []porcupine.Operation) check {
-	res, info := porcupine.CheckOperationsVerbose(paymentModel, ops, time.Minute)
+	res, info := porcupine.CheckOperationsVerbose(paymentModel, ops, 5*time.Minute)
 	payments := len(paymentModel.Partition(ops))
 	c := check{name: "each payment's history linearizable",
 		found: fmt.Sprintf("%d operations on %d payments: %s", len(ops), payments, res), ok: res == porcupine.Ok}
@@ -148,18 +156,25 @@ func printStatuses(exchanges []exchange) {
 func printFaults(out io.Writer, records []faultRecord) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', 0)
 	table := &textout.Printer{W: tw}
-	table.Printf("FAULT\tAT\tHELD\tBACK AFTER\tHEALED AFTER\tFAILED REQUESTS\n")
+	table.Printf("FAULT\tAT\tHELD\tBACK AFTER\tHEALED AFTER\tWRITES PAUSED\t503 + RETRY-AFTER\tOTHER FAILURES\tTIMELINE\n")
 	for _, r := range records {
-		healed := "never"
+		healed, paused := "never", "never resumed"
 		if r.healed > 0 {
 			healed = seconds(r.healed - r.cleared)
+		}
+		if r.writesPaused >= 0 {
+			paused = seconds(r.writesPaused)
 		}
 		name := r.name
 		if r.err != nil {
 			name += " (" + r.err.Error() + ")"
 		}
-		table.Printf("%s\t%s\t%s\t%s\t%s\t%d\n", name, seconds(r.began), seconds(r.cleared-r.began),
-			seconds(r.back-r.cleared), healed, r.failed)
+		timeline := "-"
+		if r.timelines[0] != 0 {
+			timeline = fmt.Sprintf("%d → %d", r.timelines[0], r.timelines[1])
+		}
+		table.Printf("%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%s\n", name, seconds(r.began), seconds(r.cleared-r.began),
+			seconds(r.back-r.cleared), healed, paused, r.unavailable, r.failed, timeline)
 	}
 	table.Printf("\n") // a blank line after the table; it ends the table's columns too
 	if err := textout.FlushTable(table, tw); err != nil {

@@ -13,6 +13,9 @@ HOSTS=(app db1 db2 db3)
 DB_HOSTS=(db1 db2 db3)
 declare -A ADDR=([app]=198.18.0.10 [db1]=198.18.0.11 [db2]=198.18.0.12 [db3]=198.18.0.13)
 API_PORT=8080
+# deploy/ha/chaos names this namespace too, so that the chaos command, running on the app host,
+# can run deploy/ha/fault here, where every host is reachable whatever the partitions.
+ROOT_NETNS=ha-root
 
 # on HOST COMMAND...: COMMAND in HOST's namespace.
 on() {
