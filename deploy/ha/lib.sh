@@ -14,7 +14,7 @@ fi
 pg_bin=/usr/lib/postgresql/15/bin
 
 if ((EUID != 0)); then
-	echo "deploy/ha/run creates network namespaces: run it as root" >&2
+	echo "$0 creates network namespaces: run it as root" >&2
 	exit 2
 fi
 
