@@ -21,8 +21,11 @@ import (
 // a request that waits on a lock forever fails its test instead of hanging the package.
 const RequestTimeout = 10 * time.Second
 
-// httpClient is shared by every Client, so they share one pool of connections.
-var httpClient = &http.Client{Timeout: RequestTimeout}
+// httpClient is shared by every Client, so they share one pool of connections. The pool is
+// its own, not http.DefaultTransport's: httptest.Server.Close closes the default transport's
+// idle connections, and a parallel test's request that had just picked one failed with
+// "transport connection broken: http: CloseIdleConnections called".
+var httpClient = &http.Client{Timeout: RequestTimeout, Transport: http.DefaultTransport.(*http.Transport).Clone()}
 
 // Client sends requests to BaseURL with APIKey as the bearer token.
 type Client struct {
