@@ -1,7 +1,9 @@
--- name: PaymentInsert :one
-INSERT INTO payments (id, account_id, amount, currency, status, payment_method, failure_code, description, metadata)
-VALUES (@id, @account_id, @amount, @currency, @status, @payment_method, @failure_code, @description, @metadata)
-RETURNING *;
+-- name: PaymentInsert :exec
+-- A new payment, built whole by its caller, its times included (payments.Create): nothing
+-- comes back that the caller does not already hold, so the insert can wait for the commit's
+-- round trip (db.Tx.Later). The amount refunded and the version start at their defaults.
+INSERT INTO payments (id, account_id, amount, currency, status, payment_method, failure_code, description, metadata, created_at, updated_at)
+VALUES (@id, @account_id, @amount, @currency, @status, @payment_method, @failure_code, @description, @metadata, @created_at, @created_at);
 
 -- name: PaymentGetByID :one
 SELECT * FROM payments

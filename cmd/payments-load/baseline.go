@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"sync/atomic"
+	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/accounts"
@@ -62,9 +63,9 @@ func (b *baselines) workload(name string) workload {
 	panic("unknown baseline " + name)
 }
 
-// createPayment is a fresh create as plain statements, one round trip each, in the order
-// the server runs them: claim the key, insert the payment and its event, look up the
-// webhook endpoints to fan the event out to, store the response.
+// createPayment is a fresh create's statements in the order and the round trips the server
+// sends them: BEGIN with the claim, the lookup of the webhook endpoints to fan the event out
+// to, then the payment, its event and the stored response with COMMIT.
 func (b *baselines) createPayment(ctx context.Context, key string) (db.Payment, error) {
 	var p db.Payment
 	err := db.InTx(ctx, b.pool, func(tx db.Tx) error {
@@ -78,9 +79,14 @@ func (b *baselines) createPayment(ctx context.Context, key string) (db.Payment, 
 		if !claim.Claimed {
 			return fmt.Errorf("claim %s: the key was already used", key)
 		}
-		p, err = tx.PaymentInsert(ctx, db.PaymentInsertParams{
-			ID: domain.NewID("pay"), AccountID: b.accountID, Amount: 2500, Currency: "usd",
-			Status: payments.StatusSucceeded, PaymentMethod: "pm_card_visa", Metadata: []byte(`{}`),
+		now := time.Now().UTC().Truncate(time.Microsecond)
+		p = db.Payment{
+			ID: domain.NewID("pay"), AccountID: b.accountID, Amount: 2500, Currency: "usd", Status: payments.StatusSucceeded,
+			PaymentMethod: "pm_card_visa", Metadata: []byte(`{}`), Version: 1, CreatedAt: now, UpdatedAt: now,
+		}
+		err = tx.Later.PaymentInsert(ctx, db.PaymentInsertParams{
+			ID: p.ID, AccountID: p.AccountID, Amount: p.Amount, Currency: p.Currency, Status: p.Status,
+			PaymentMethod: p.PaymentMethod, Metadata: p.Metadata, CreatedAt: now,
 		})
 		if err != nil {
 			return err
@@ -89,7 +95,7 @@ func (b *baselines) createPayment(ctx context.Context, key string) (db.Payment, 
 		if err != nil {
 			return err
 		}
-		err = tx.EventInsert(ctx, db.EventInsertParams{ID: domain.NewID("evt"), AccountID: b.accountID, Type: "payment.succeeded", Data: body})
+		err = tx.Later.EventInsert(ctx, db.EventInsertParams{ID: domain.NewID("evt"), AccountID: b.accountID, Type: "payment.succeeded", Data: body})
 		if err != nil {
 			return err
 		}
@@ -99,7 +105,7 @@ func (b *baselines) createPayment(ctx context.Context, key string) (db.Payment, 
 			return err
 		}
 		status := int32(201)
-		return tx.IdempotencyKeySaveResponse(ctx, db.IdempotencyKeySaveResponseParams{
+		return tx.Later.IdempotencyKeySaveResponse(ctx, db.IdempotencyKeySaveResponseParams{
 			ResponseStatus: &status, ResponseHeaders: []byte(`{"Content-Type":"application/json"}`), ResponseBody: body,
 			AccountID: b.accountID, Operation: "payments.create", Key: key,
 		})

@@ -12,33 +12,31 @@ import (
 // only exist after the transaction's last round trip, too late for the caller to read.
 var errNotDeferrable = errors.New("db: only :exec statements can be deferred to the commit")
 
-// laterQueue is the DBTX behind Tx.Later: it queues statements in a pgx.Batch instead of
-// sending them, so the sqlc-generated methods (their SQL and arguments) are reused unchanged.
-type laterQueue struct {
-	batch pgx.Batch
+// Queue returns queries whose :exec statements are queued on b instead of sent, so the
+// sqlc-generated methods (their SQL and arguments) are reused unchanged. Tx.Later is one, on
+// the batch that ends its transaction; the load tool's floor server, which keeps its own
+// transaction, sends one of its own.
+func Queue(b *pgx.Batch) *Queries {
+	return New(batchQueue{b})
 }
 
-func (q *laterQueue) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+// batchQueue is the DBTX behind Queue.
+type batchQueue struct{ batch *pgx.Batch }
+
+func (q batchQueue) Exec(_ context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	q.batch.Queue(sql, args...)
 	return pgconn.CommandTag{}, nil
 }
 
-func (q *laterQueue) Query(context.Context, string, ...any) (pgx.Rows, error) {
+func (batchQueue) Query(context.Context, string, ...any) (pgx.Rows, error) {
 	return nil, errNotDeferrable
 }
 
-func (q *laterQueue) QueryRow(context.Context, string, ...any) pgx.Row {
-	return errRow{}
+func (batchQueue) QueryRow(context.Context, string, ...any) pgx.Row {
+	return errRow{errNotDeferrable}
 }
 
-type errRow struct{}
+// errRow is a row that could not be read: its Scan answers why.
+type errRow struct{ err error }
 
-func (errRow) Scan(...any) error { return errNotDeferrable }
-
-// send runs the queued statements in one round trip and returns the first error.
-func (q *laterQueue) send(ctx context.Context, tx pgx.Tx) error {
-	if q.batch.Len() == 0 {
-		return nil
-	}
-	return tx.SendBatch(ctx, &q.batch).Close()
-}
+func (r errRow) Scan(...any) error { return r.err }

@@ -31,7 +31,11 @@ func TestLaterWritesWaitForTheCommit(t *testing.T) {
 		if err := tx.Later.AccountCreateIfMissing(ctx, "acct_later"); err != nil {
 			return err
 		}
-		if n := countAccounts(t, tx.PgxTx, "acct_later"); n != 0 {
+		pgxTx, err := tx.PgxTx(ctx)
+		if err != nil {
+			return err
+		}
+		if n := countAccounts(t, pgxTx, "acct_later"); n != 0 {
 			t.Errorf("the queued insert ran before the commit: %d rows in the transaction", n)
 		}
 		return nil

@@ -112,10 +112,9 @@ func (q *Queries) PaymentGetForUpdate(ctx context.Context, arg PaymentGetForUpda
 	return i, err
 }
 
-const paymentInsert = `-- name: PaymentInsert :one
-INSERT INTO payments (id, account_id, amount, currency, status, payment_method, failure_code, description, metadata)
-VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
-RETURNING id, account_id, amount, currency, status, amount_refunded, payment_method, failure_code, description, metadata, version, created_at, updated_at
+const paymentInsert = `-- name: PaymentInsert :exec
+INSERT INTO payments (id, account_id, amount, currency, status, payment_method, failure_code, description, metadata, created_at, updated_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $10)
 `
 
 type PaymentInsertParams struct {
@@ -128,10 +127,14 @@ type PaymentInsertParams struct {
 	FailureCode   *string
 	Description   *string
 	Metadata      []byte
+	CreatedAt     time.Time
 }
 
-func (q *Queries) PaymentInsert(ctx context.Context, arg PaymentInsertParams) (Payment, error) {
-	row := q.db.QueryRow(ctx, paymentInsert,
+// A new payment, built whole by its caller, its times included (payments.Create): nothing
+// comes back that the caller does not already hold, so the insert can wait for the commit's
+// round trip (db.Tx.Later). The amount refunded and the version start at their defaults.
+func (q *Queries) PaymentInsert(ctx context.Context, arg PaymentInsertParams) error {
+	_, err := q.db.Exec(ctx, paymentInsert,
 		arg.ID,
 		arg.AccountID,
 		arg.Amount,
@@ -141,24 +144,9 @@ func (q *Queries) PaymentInsert(ctx context.Context, arg PaymentInsertParams) (P
 		arg.FailureCode,
 		arg.Description,
 		arg.Metadata,
+		arg.CreatedAt,
 	)
-	var i Payment
-	err := row.Scan(
-		&i.ID,
-		&i.AccountID,
-		&i.Amount,
-		&i.Currency,
-		&i.Status,
-		&i.AmountRefunded,
-		&i.PaymentMethod,
-		&i.FailureCode,
-		&i.Description,
-		&i.Metadata,
-		&i.Version,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-	)
-	return i, err
+	return err
 }
 
 const paymentList = `-- name: PaymentList :many

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/trace"
 )
@@ -23,48 +24,67 @@ import (
 // rollbackTimeout bounds a rollback that runs after the caller's context is gone.
 const rollbackTimeout = 5 * time.Second
 
-// Tx is one open transaction. Its embedded Queries run the sqlc queries inside it; PgxTx is
-// the transaction itself, for code that joins it directly: River's InsertTx enqueues a job in
-// the transaction that causes it, so the job exists if and only if the change commits.
+// txOptions: READ COMMITTED, not REPEATABLE READ. INSERT ... ON CONFLICT under REPEATABLE
+// READ fails with 40001 when it meets a row committed after the snapshot, which the
+// idempotency claim does by design.
+var txOptions = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
+
+// Tx is one open transaction. Its embedded Queries run the sqlc queries inside it.
 //
 // Later runs the same queries, but only :exec statements, and not at once: they are queued
-// and sent together, in one round trip, just before COMMIT. It is for writes that nothing in
-// the transaction reads back (an outbox event, a stored idempotent response): each one sent
-// on its own would cost a round trip to the database while the transaction holds its locks.
-// An error in a queued statement fails the commit, so the transaction still commits all or
-// nothing.
+// and sent together with COMMIT, in the transaction's last round trip. It is for writes that
+// nothing in the transaction reads back (a payment built whole in Go, an outbox event, a
+// stored idempotent response): each one sent on its own would cost a round trip to the
+// database while the transaction holds its locks. An error in a queued statement fails the
+// commit, so the transaction still commits all or nothing.
 type Tx struct {
 	*Queries
 	Later *Queries
-	PgxTx pgx.Tx
+	conn  *txConn
 }
 
-// InTx runs fn in one READ COMMITTED transaction and commits if fn returns nil.
+// PgxTx is the transaction itself, for code that joins it directly: River's InsertTx enqueues
+// a job in the transaction that causes it, so the job exists if and only if the change
+// commits. It begins the transaction if no statement has yet.
+func (tx Tx) PgxTx(ctx context.Context) (pgx.Tx, error) {
+	return tx.conn.begun(ctx)
+}
+
+// InTx runs fn in one READ COMMITTED transaction and commits if fn returns nil. The reads
+// in ahead go with its first statement (see Ahead).
+//
+// A transaction costs the round trips of its statements and no more. BEGIN is not sent on
+// its own: it goes with the transaction's first statement, in one batch (pgx's
+// Batch.BeginTx). COMMIT goes with the statements queued on Later. So a transaction of one
+// read and some writes (an idempotent create: the claim, then the payment, its event and the
+// stored answer) is two round trips, where BEGIN, each statement and COMMIT sent in turn
+// would be six.
 //
 // The rollback sits in a defer with a context detached from the caller's (with a short
 // timeout of its own, as River's RollbackWithoutCancel): when the request's context is
-// canceled mid-transaction the rollback must still reach the server, or the connection would
-// go back to the pool with an open transaction. (READ COMMITTED, not REPEATABLE READ:
-// INSERT ... ON CONFLICT under REPEATABLE READ fails with 40001 when it meets a row committed
-// after the snapshot, which the idempotency claim does by design.)
-func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx Tx) error) (err error) {
-	tx, err := pool.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+// canceled mid-transaction the rollback must still reach the server. Should it fail, or a
+// COMMIT's answer be lost, the connection is still in a transaction when it is released,
+// and the pool closes it rather than hand it to another request.
+func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx Tx) error, ahead ...*Ahead) (err error) {
+	pooled, err := pool.Acquire(ctx)
 	if err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
+	defer pooled.Release()
+	conn := &txConn{conn: pooled.Conn(), ahead: ahead}
 	defer func() {
 		rbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 		defer cancel()
-		if rbErr := tx.Rollback(rbCtx); rbErr != nil && !errors.Is(rbErr, pgx.ErrTxClosed) {
+		if rbErr := conn.rollback(rbCtx); rbErr != nil {
 			err = errors.Join(err, fmt.Errorf("rollback: %w", rbErr))
 		}
 	}()
-	later := &laterQueue{}
-	if err := fn(Tx{Queries: New(tx), Later: New(later), PgxTx: tx}); err != nil {
+	var later pgx.Batch
+	if err := fn(Tx{Queries: New(conn), Later: Queue(&later), conn: conn}); err != nil {
 		trace.Decide(ctx, trace.Transaction, "rolled_back")
 		return err
 	}
-	if err := commit(ctx, tx, later); err != nil {
+	if err := conn.commit(ctx, &later); err != nil {
 		trace.Decide(ctx, trace.Transaction, "rolled_back")
 		return err
 	}
@@ -72,14 +92,166 @@ func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx Tx) error) (err er
 	return nil
 }
 
-// commit sends the deferred writes and commits: the "commit" phase of the request's trace.
-func commit(ctx context.Context, tx pgx.Tx, later *laterQueue) error {
-	defer trace.Start(ctx, "commit").End()
-	if err := later.send(ctx, tx); err != nil {
-		return fmt.Errorf("deferred writes: %w", err)
+// txConn is the DBTX a Tx's queries run on: the transaction's connection, with the
+// transaction begun by the first statement that needs an answer.
+type txConn struct {
+	conn  *pgx.Conn
+	tx    pgx.Tx   // nil until the first statement
+	ahead []*Ahead // sent with the first statement, answered when its batch closes
+	done  bool     // committed: nothing is left to roll back
+}
+
+// send runs the statement sql as the transaction's first, together with BEGIN and the reads
+// sent ahead, and returns its batch with BEGIN's answer read: the statement's answer is next.
+// The caller closes it, which answers the reads.
+func (c *txConn) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	var b pgx.Batch
+	b.BeginTx(txOptions)
+	b.Queue(sql, args...)
+	for _, a := range c.ahead {
+		a.queue(&b)
 	}
-	if err := tx.Commit(ctx); err != nil {
+	br := c.conn.SendBatch(ctx, &b)
+	c.tx = br.Tx()
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close() // its error is BEGIN's
+		return nil, fmt.Errorf("begin transaction: %w", err)
+	}
+	return br, nil
+}
+
+// begun is the transaction, begun now (BEGIN alone) if no statement has begun it.
+func (c *txConn) begun(ctx context.Context) (pgx.Tx, error) {
+	if c.tx != nil {
+		return c.tx, nil
+	}
+	tx, err := c.conn.BeginTx(ctx, txOptions)
+	if err != nil {
+		return nil, fmt.Errorf("begin transaction: %w", err)
+	}
+	c.tx = tx
+	return tx, nil
+}
+
+func (c *txConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+	if c.tx != nil {
+		return c.tx.Exec(ctx, sql, args...)
+	}
+	br, err := c.send(ctx, sql, args)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	return tag, errors.Join(err, closeUnlessFailed(br, err))
+}
+
+func (c *txConn) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if c.tx != nil {
+		return c.tx.Query(ctx, sql, args...)
+	}
+	br, err := c.send(ctx, sql, args)
+	if err != nil {
+		return nil, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		return nil, errors.Join(err, closeUnlessFailed(br, err))
+	}
+	return &batchRows{Rows: rows, br: br}, nil
+}
+
+func (c *txConn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	if c.tx != nil {
+		return c.tx.QueryRow(ctx, sql, args...)
+	}
+	br, err := c.send(ctx, sql, args)
+	if err != nil {
+		return errRow{err}
+	}
+	return batchRow{br}
+}
+
+// commit sends the deferred writes and COMMIT in one round trip: the "commit" phase of the
+// request's trace. If a write fails, PostgreSQL skips the rest of the batch, COMMIT
+// included, and the transaction is left to roll back.
+func (c *txConn) commit(ctx context.Context, later *pgx.Batch) error {
+	defer trace.Start(ctx, "commit").End()
+	if c.tx == nil {
+		// Only writes were queued, or nothing at all. A batch without BEGIN runs as one
+		// implicit transaction: all of it commits, or none.
+		if err := c.conn.SendBatch(ctx, later).Close(); err != nil {
+			return fmt.Errorf("deferred writes: %w", err)
+		}
+		c.done = true
+		return nil
+	}
+	writes := later.Len()
+	later.Queue("commit")
+	br := c.tx.SendBatch(ctx, later)
+	err := committed(br, writes)
+	if err = errors.Join(err, closeUnlessFailed(br, err)); err != nil {
+		return err
+	}
+	c.done = true
+	return nil
+}
+
+// committed reads the answers of a batch of writes then COMMIT.
+func committed(br pgx.BatchResults, writes int) error {
+	for range writes {
+		if _, err := br.Exec(); err != nil {
+			return fmt.Errorf("deferred writes: %w", err)
+		}
+	}
+	tag, err := br.Exec()
+	if err != nil {
 		return fmt.Errorf("commit: %w", err)
 	}
+	if tag.String() == "ROLLBACK" { // the transaction had already failed: COMMIT rolls it back
+		return fmt.Errorf("commit: %w", pgx.ErrTxCommitRollback)
+	}
 	return nil
+}
+
+// rollback ends a transaction that did not commit. The connection says whether one is open:
+// COMMIT may have ended it either way even when its answer was an error.
+func (c *txConn) rollback(ctx context.Context) error {
+	if c.tx == nil || c.done || c.conn.IsClosed() || c.conn.PgConn().TxStatus() == 'I' {
+		return nil
+	}
+	if err := c.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {
+		return err
+	}
+	return nil
+}
+
+// closeUnlessFailed closes a batch whose statement has been answered. After a failed
+// statement its error is the batch's too, and is already reported.
+func closeUnlessFailed(br pgx.BatchResults, err error) error {
+	closeErr := br.Close()
+	if err != nil {
+		return nil
+	}
+	return closeErr
+}
+
+// batchRow is the answer of a transaction's first statement, a :one query: the batch closes
+// once the row is read.
+type batchRow struct{ br pgx.BatchResults }
+
+func (r batchRow) Scan(dest ...any) error {
+	err := r.br.QueryRow().Scan(dest...)
+	return errors.Join(err, closeUnlessFailed(r.br, err))
+}
+
+// batchRows is the answer of a transaction's first statement, a :many query: the batch
+// closes with the rows.
+type batchRows struct {
+	pgx.Rows
+	br pgx.BatchResults
+}
+
+func (r *batchRows) Close() {
+	r.Rows.Close()
+	_ = r.br.Close() // an error of the rows is theirs (Err); one of a read sent ahead, the read's
 }

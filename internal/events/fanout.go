@@ -16,9 +16,10 @@ import (
 // The delivery rows wait for the commit's batch while the queue entries are inserted now:
 // a worker cannot fetch an entry before the transaction commits, and then the rows commit
 // with it, so the order inside the transaction does not matter. An account without
-// subscribed endpoints pays for the lookup only.
+// subscribed endpoints pays for the lookup only, and nothing when its caller read the
+// endpoints ahead (db.SubscribedEndpointsAhead).
 func (o *Outbox) fanOut(ctx context.Context, tx db.Tx, accountID, eventID, eventType string) error {
-	endpoints, err := tx.WebhookEndpointListSubscribed(ctx, db.WebhookEndpointListSubscribedParams{
+	endpoints, err := tx.SubscribedEndpoints(ctx, db.WebhookEndpointListSubscribedParams{
 		AccountID: accountID, Type: eventType,
 	})
 	if err != nil {

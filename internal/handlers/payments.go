@@ -36,7 +36,7 @@ func (s *Server) CreatePayment(ctx context.Context, req api.CreatePaymentRequest
 			return declinedResponse(ctx, p)
 		}
 		return paymentResponse(p, resource), nil
-	})
+	}, payments.CreateReadsAhead(acct.ID)...)
 	if err != nil {
 		return nil, err
 	}

@@ -90,10 +90,12 @@ func (s *Store) WithObserver(o Observer) *Store {
 //     the response is stored beside the effect and both commit. If it returns an error,
 //     everything rolls back (the claim too), so nothing is stored and a retry runs op again.
 //
+// The reads in ahead go with the claim, in the transaction's first round trip (db.Ahead).
+//
 // This is right because op only changes this database. An operation that called a foreign
 // system (a real card network) between local transactions would need recovery points and a
 // lease instead (Brandur Leach, "Implementing Stripe-like Idempotency Keys in Postgres").
-func (s *Store) Do(ctx context.Context, req Request, op func(tx db.Tx) (Response, error)) (Response, error) {
+func (s *Store) Do(ctx context.Context, req Request, op func(tx db.Tx) (Response, error), ahead ...*db.Ahead) (Response, error) {
 	var res Response
 	err := db.InTx(ctx, s.pool, func(tx db.Tx) error {
 		span := trace.Start(ctx, "claim")
@@ -130,7 +132,7 @@ func (s *Store) Do(ctx context.Context, req Request, op func(tx db.Tx) (Response
 		}
 		// The response is queued, not sent: it goes with the transaction's last round trip.
 		return s.save(ctx, tx.Later, req, res)
-	})
+	}, ahead...)
 	s.observe(ctx, req.Operation, res, err)
 	return res, err
 }

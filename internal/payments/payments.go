@@ -82,7 +82,12 @@ func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p Crea
 	if err != nil {
 		return db.Payment{}, nil, err
 	}
-	pay, err := tx.PaymentInsert(ctx, db.PaymentInsertParams{
+	// The payment is built here whole, so its insert needs no answer and goes with the
+	// commit (tx.Later): the create's transaction is the claim's round trip and the commit's.
+	// Its time is the server's clock to PostgreSQL's precision (microseconds), so the resource
+	// answered now is the resource a GET reads back.
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	pay := db.Payment{
 		ID:            domain.NewID("pay"),
 		AccountID:     accountID,
 		Amount:        p.Amount,
@@ -92,6 +97,21 @@ func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p Crea
 		FailureCode:   failureCode,
 		Description:   p.Description,
 		Metadata:      metadata,
+		Version:       1,
+		CreatedAt:     now,
+		UpdatedAt:     now,
+	}
+	err = tx.Later.PaymentInsert(ctx, db.PaymentInsertParams{
+		ID:            pay.ID,
+		AccountID:     pay.AccountID,
+		Amount:        pay.Amount,
+		Currency:      pay.Currency,
+		Status:        pay.Status,
+		PaymentMethod: pay.PaymentMethod,
+		FailureCode:   pay.FailureCode,
+		Description:   pay.Description,
+		Metadata:      pay.Metadata,
+		CreatedAt:     pay.CreatedAt,
 	})
 	if err != nil {
 		return db.Payment{}, nil, fmt.Errorf("insert payment: %w", err)
@@ -101,6 +121,14 @@ func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p Crea
 		return db.Payment{}, nil, err
 	}
 	return pay, payload, nil
+}
+
+// CreateReadsAhead are the reads Create will need after the idempotency claim, for the claim
+// to carry (db.Ahead): the webhook endpoints its event fans out to, for either outcome of the
+// charge, which is only known later. So a create is two round trips: BEGIN, the claim and
+// these reads; then the payment, its event and the stored answer with COMMIT.
+func CreateReadsAhead(accountID string) []*db.Ahead {
+	return db.SubscribedEndpointsAhead(accountID, events.PaymentSucceeded, events.PaymentFailed)
 }
 
 // recordEvent records an event carrying the payment's resource and returns the resource as

@@ -70,7 +70,11 @@ func (s *Service) Request(ctx context.Context, tx db.Tx, accountID string, p Par
 		return db.Job{}, err
 	}
 	jobID := domain.NewID("job")
-	queued, err := s.queue.InsertTx(ctx, tx.PgxTx, BuildArgs{AccountID: accountID, JobID: jobID}, nil)
+	pgxTx, err := tx.PgxTx(ctx)
+	if err != nil {
+		return db.Job{}, err
+	}
+	queued, err := s.queue.InsertTx(ctx, pgxTx, BuildArgs{AccountID: accountID, JobID: jobID}, nil)
 	if err != nil {
 		return db.Job{}, fmt.Errorf("enqueue report job: %w", err)
 	}
@@ -122,7 +126,11 @@ func (s *Service) CancelJob(ctx context.Context, accountID, id string) (db.Job, 
 		if err != nil {
 			return fmt.Errorf("cancel job %s: %w", id, err)
 		}
-		if _, err := s.queue.JobCancelTx(ctx, tx.PgxTx, job.RiverJobID); err != nil && !errors.Is(err, river.ErrNotFound) {
+		pgxTx, err := tx.PgxTx(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := s.queue.JobCancelTx(ctx, pgxTx, job.RiverJobID); err != nil && !errors.Is(err, river.ErrNotFound) {
 			return fmt.Errorf("cancel queued job %s: %w", id, err)
 		}
 		return nil
@@ -203,8 +211,12 @@ func (s *Service) RunNow(ctx context.Context, accountID string, sweep river.JobA
 		if err != nil {
 			return fmt.Errorf("list unfinished jobs: %w", err)
 		}
+		pgxTx, err := tx.PgxTx(ctx)
+		if err != nil {
+			return err
+		}
 		for _, j := range unfinished {
-			row, err := s.queue.JobRetryTx(ctx, tx.PgxTx, j.RiverJobID)
+			row, err := s.queue.JobRetryTx(ctx, pgxTx, j.RiverJobID)
 			if errors.Is(err, river.ErrNotFound) {
 				continue
 			}
@@ -215,7 +227,7 @@ func (s *Service) RunNow(ctx context.Context, accountID string, sweep river.JobA
 				due++
 			}
 		}
-		if _, err := s.queue.InsertTx(ctx, tx.PgxTx, sweep, nil); err != nil {
+		if _, err := s.queue.InsertTx(ctx, pgxTx, sweep, nil); err != nil {
 			return fmt.Errorf("enqueue a sweep: %w", err)
 		}
 		return nil

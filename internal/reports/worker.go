@@ -206,7 +206,11 @@ func (w *Worker) finish(ctx context.Context, tx db.Tx, job *river.Job[BuildArgs]
 	if err := w.outbox.Record(ctx, tx, j.AccountID, events.ReportSucceeded, JobResource(finished)); err != nil {
 		return err
 	}
-	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, tx.PgxTx, job); err != nil {
+	pgxTx, err := tx.PgxTx(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, pgxTx, job); err != nil {
 		return fmt.Errorf("complete queue entry of %s: %w", j.ID, err)
 	}
 	return nil

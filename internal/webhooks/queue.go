@@ -77,7 +77,11 @@ func (q *JobQueue) EnqueueTx(ctx context.Context, tx db.Tx, deliveries []events.
 	for i, d := range deliveries {
 		params[i] = river.InsertManyParams{Args: DeliverArgs{AccountID: d.AccountID, DeliveryID: d.ID, EndpointID: d.EndpointID}}
 	}
-	results, err := q.river.InsertManyTx(ctx, tx.PgxTx, params)
+	pgxTx, err := tx.PgxTx(ctx)
+	if err != nil {
+		return err
+	}
+	results, err := q.river.InsertManyTx(ctx, pgxTx, params)
 	if err != nil {
 		return fmt.Errorf("insert delivery jobs: %w", err)
 	}
@@ -85,7 +89,7 @@ func (q *JobQueue) EnqueueTx(ctx context.Context, tx db.Tx, deliveries []events.
 		if !r.UniqueSkippedAsDuplicate || r.Job.State == rivertype.JobStateRunning {
 			continue
 		}
-		if _, err := q.river.JobRetryTx(ctx, tx.PgxTx, r.Job.ID); err != nil {
+		if _, err := q.river.JobRetryTx(ctx, pgxTx, r.Job.ID); err != nil {
 			return fmt.Errorf("make delivery job %d due: %w", r.Job.ID, err)
 		}
 	}

@@ -5,7 +5,7 @@
 //
 //   - GET /payments/{id}: the server's primary-key select.
 //   - POST /payments with an Idempotency-Key: the statements of the server's fresh create,
-//     through the same transaction helper (db.InTx), so in the same round trips: BEGIN, the
+//     each sent when the one before has answered, as a naive server sends them: BEGIN, the
 //     claim, the payment insert, the lookup of subscribed webhook endpoints, the event and
 //     the stored response in one batch, COMMIT. A key already used answers 409.
 //

@@ -2,6 +2,10 @@ package integration
 
 import (
 	"bytes"
+	"crypto/sha256"
+	wire "encoding/binary"
+	"encoding/hex"
+	"strings"
 	"sync"
 	"sync/atomic"
 
@@ -41,11 +45,44 @@ func cutFor(marker string) *commitCut {
 	return c.(*commitCut)
 }
 
-// isCommit reports whether data carries a COMMIT, as pgx sends it (the simple query
-// "commit", NUL-terminated, in the simple or the extended protocol).
+// isCommit reports whether data carries a COMMIT to be run, in any of the ways pgx sends one:
+//
+//   - a simple query "commit" (Conn.Exec without arguments);
+//   - an unnamed statement "commit", parsed to run at once (the exec and describe modes);
+//   - the run (Bind) of the statement pgx's cache prepared for "commit", as in the batch
+//     that carries a transaction's deferred writes and its COMMIT (db.InTx). The cache names
+//     a statement by its text's hash, as stmtcache.StatementName does. Preparing it (a named
+//     Parse, sent in a batch's first round trip on a new connection) runs nothing.
+//
+// data is read as the protocol's messages (a type byte, then a length that counts itself);
+// a chunk that does not start at a message, as the connection's startup does not, holds none.
 func isCommit(data []byte) bool {
-	return bytes.Contains(bytes.ToLower(data), []byte("commit\x00"))
+	for len(data) >= 5 {
+		n := int(wire.BigEndian.Uint32(data[1:5]))
+		if n < 4 || 1+n > len(data) {
+			return false
+		}
+		typ, fields := data[0], bytes.Split(data[5:1+n], []byte{0})
+		switch {
+		case typ == 'Q' && isCommitSQL(fields[0]):
+			return true
+		case typ == 'P' && len(fields) > 1 && len(fields[0]) == 0 && isCommitSQL(fields[1]):
+			return true
+		case typ == 'B' && len(fields) > 1 && string(fields[1]) == commitStatement:
+			return true
+		}
+		data = data[1+n:]
+	}
+	return false
 }
+
+func isCommitSQL(sql []byte) bool { return strings.EqualFold(string(sql), "commit") }
+
+// commitStatement is the name pgx's statement cache gives "commit".
+var commitStatement = func() string {
+	digest := sha256.Sum256([]byte("commit"))
+	return "stmtcache_" + hex.EncodeToString(digest[0:24])
+}()
 
 type commitWatchToxic struct {
 	Marker string `json:"marker"`

@@ -1,0 +1,131 @@
+package db_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/testing/dbtest"
+)
+
+// TestATransactionCostsItsStatementsRoundTrips: BEGIN goes with the first statement and
+// COMMIT with the deferred writes, so a read and a write commit in two round trips.
+func TestATransactionCostsItsStatementsRoundTrips(t *testing.T) {
+	t.Parallel()
+	pool, trips := dbtest.NewCountedPool(t)
+	ctx := context.Background()
+	readThenWrite := func(id string) error {
+		return db.InTx(ctx, pool, func(tx db.Tx) error {
+			if _, err := tx.AccountGetByAPIKeyHash(ctx, []byte(id)); err == nil {
+				t.Errorf("account of key %q found, want none", id)
+			}
+			return tx.Later.AccountCreateIfMissing(ctx, id)
+		})
+	}
+	if err := readThenWrite("acct_warm"); err != nil {
+		t.Fatal(err)
+	}
+	trips.Reset()
+	if err := readThenWrite("acct_counted"); err != nil {
+		t.Fatal(err)
+	}
+	if n := trips.Count(); n != 2 {
+		t.Errorf("a read and a deferred write took %d round trips, want 2", n)
+	}
+	if n := countAccounts(t, pool, "acct_counted"); n != 1 {
+		t.Errorf("%d rows after the commit, want 1", n)
+	}
+}
+
+// TestDeferredWritesAloneCommitAllOrNothing: a transaction of deferred writes only is one
+// batch, without BEGIN, which PostgreSQL runs as one implicit transaction: when its second
+// write fails, its first does not commit either.
+func TestDeferredWritesAloneCommitAllOrNothing(t *testing.T) {
+	t.Parallel()
+	pool, trips := dbtest.NewCountedPool(t)
+	ctx := context.Background()
+	err := db.InTx(ctx, pool, func(tx db.Tx) error {
+		if err := tx.Later.AccountCreateIfMissing(ctx, "acct_first"); err != nil {
+			return err
+		}
+		return tx.Later.APIKeyCreateIfMissing(ctx, db.APIKeyCreateIfMissingParams{
+			ID: "key_orphan", AccountID: "acct_missing", KeyHash: []byte{1}, Prefix: "sk_test_",
+		})
+	})
+	if err == nil {
+		t.Fatal("InTx succeeded although a queued statement violated a foreign key")
+	}
+	if n := countAccounts(t, pool, "acct_first"); n != 0 {
+		t.Errorf("the write before the failed one committed (%d rows)", n)
+	}
+	trips.Reset()
+	if err := db.InTx(ctx, pool, func(tx db.Tx) error { return tx.Later.AccountCreateIfMissing(ctx, "acct_alone") }); err != nil {
+		t.Fatal(err)
+	}
+	if n := trips.Count(); n != 1 {
+		t.Errorf("a deferred write alone took %d round trips, want 1", n)
+	}
+}
+
+// TestAFailedFirstStatementRollsBack: the statement that began the transaction fails, the
+// transaction rolls back and its connection is free for the next one.
+func TestAFailedFirstStatementRollsBack(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.NewCountedPool(t)
+	ctx := context.Background()
+	err := db.InTx(ctx, pool, func(tx db.Tx) error {
+		return tx.APIKeyCreateIfMissing(ctx, db.APIKeyCreateIfMissingParams{
+			ID: "key_orphan", AccountID: "acct_missing", KeyHash: []byte{1}, Prefix: "sk_test_",
+		})
+	})
+	if err == nil {
+		t.Fatal("InTx succeeded although its first statement violated a foreign key")
+	}
+	if err := db.InTx(ctx, pool, func(tx db.Tx) error { return tx.AccountCreateIfMissing(ctx, "acct_next") }); err != nil {
+		t.Fatalf("the next transaction on the same connection: %v", err)
+	}
+	if n := countAccounts(t, pool, "acct_next"); n != 1 {
+		t.Errorf("%d rows after the next transaction, want 1", n)
+	}
+}
+
+// TestReadsAheadGoWithTheFirstStatement: the webhook endpoints read ahead come back with
+// the transaction's first statement, and asking for them costs no round trip.
+func TestReadsAheadGoWithTheFirstStatement(t *testing.T) {
+	t.Parallel()
+	pool, trips := dbtest.NewCountedPool(t)
+	ctx := context.Background()
+	if _, err := pool.Exec(ctx, `INSERT INTO accounts (id) VALUES ('acct_ahead');
+		INSERT INTO webhook_endpoints (id, account_id, url, enabled_events, secret)
+		VALUES ('we_all', 'acct_ahead', 'https://example.com/all', '{*}', 'whsec_x'),
+		       ('we_failed', 'acct_ahead', 'https://example.com/failed', '{payment.failed}', 'whsec_x')`); err != nil {
+		t.Fatal(err)
+	}
+	lookup := func() (succeeded, failed []string) {
+		ahead := db.SubscribedEndpointsAhead("acct_ahead", "payment.succeeded", "payment.failed")
+		err := db.InTx(ctx, pool, func(tx db.Tx) error {
+			if _, err := tx.AccountGetByAPIKeyHash(ctx, []byte("no key")); err == nil {
+				t.Error("an account for no key")
+			}
+			var err error
+			if succeeded, err = tx.SubscribedEndpoints(ctx, db.WebhookEndpointListSubscribedParams{AccountID: "acct_ahead", Type: "payment.succeeded"}); err != nil {
+				return err
+			}
+			failed, err = tx.SubscribedEndpoints(ctx, db.WebhookEndpointListSubscribedParams{AccountID: "acct_ahead", Type: "payment.failed"})
+			return err
+		}, ahead...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return succeeded, failed
+	}
+	lookup()
+	trips.Reset()
+	succeeded, failed := lookup()
+	if len(succeeded) != 1 || succeeded[0] != "we_all" || len(failed) != 2 {
+		t.Errorf("endpoints read ahead: succeeded %v, failed %v; want [we_all] and [we_all we_failed]", succeeded, failed)
+	}
+	if n := trips.Count(); n != 2 {
+		t.Errorf("a statement, two reads ahead and COMMIT took %d round trips, want 2", n)
+	}
+}
