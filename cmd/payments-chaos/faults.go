@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"encoding/json"
-	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -41,7 +40,8 @@ type faultRecord struct {
 	writesPaused, writesWithin   time.Duration
 	timelines                    [2]int // before and after; 0 when not read
 	promotes                     int
-	err                          error
+	err                          error // beginning the fault or reading a timeline failed
+	notCleared                   error // the fault's end never saw the system whole again
 }
 
 // faults is the schedule's cycle: each kind of fault in turn, round robin over the APIs and
@@ -131,14 +131,16 @@ func runFaults(ctx context.Context, h *history, fs []fault, gap time.Duration, d
 		// A database fault ends when Patroni has rejoined the old primary, which can take
 		// a pg_rewind and a restart.
 		endCtx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		if err := f.end(endCtx); err != nil && r.err == nil {
-			r.err = fmt.Errorf("clear: %w", err)
-		}
-		r.back = h.now()
-		if f.timeline != nil && r.err == nil {
-			r.timelines[1], r.err = f.timeline(endCtx)
-		}
+		r.notCleared = f.end(endCtx)
 		cancel()
+		r.back = h.now()
+		// The primary's timeline is read even when a node has not rejoined yet: a promotion
+		// is over once there is a primary to write to, however long the old one takes.
+		if f.timeline != nil && r.err == nil {
+			readCtx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			r.timelines[1], r.err = f.timeline(readCtx)
+			cancel()
+		}
 		records = append(records, r)
 	}
 }

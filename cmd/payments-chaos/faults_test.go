@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"strings"
 	"testing"
 	"time"
@@ -65,6 +66,13 @@ func TestPromotionsAndWriteTargets(t *testing.T) {
 	}
 	if c := checkWriteTargets(records); c.ok || !strings.Contains(c.found, "never resumed") {
 		t.Errorf("writes that never resumed passed: %+v", c)
+	}
+	if c := checkCleared(records); !c.ok {
+		t.Errorf("every fault cleared: %+v", c)
+	}
+	records[1].notCleared = errors.New("wait-healthy 240: signal: killed")
+	if c := checkCleared(records); c.ok || !strings.Contains(c.found, "partition the app") {
+		t.Errorf("a fault whose cluster never healed passed: %+v", c)
 	}
 }
 

@@ -172,3 +172,19 @@ func hostOf(url string) string {
 	}
 	return cfg.Host
 }
+
+// checkCleared: after each database fault the cluster was whole again (a primary and every
+// standby streaming from it) within the fault's wait, so the next fault met a healthy cluster.
+func checkCleared(records []faultRecord) check {
+	c := check{name: "cluster whole after each fault", ok: true, found: fmt.Sprintf("%d faults", len(records))}
+	var bad []string
+	for _, r := range records {
+		if r.notCleared != nil {
+			bad = append(bad, fmt.Sprintf("%s at %s: %v", r.name, seconds(r.began), r.notCleared))
+		}
+	}
+	if len(bad) > 0 {
+		c.ok, c.found = false, strings.Join(bad, "; ")
+	}
+	return c
+}

@@ -66,7 +66,7 @@ func verdict(ctx context.Context, o config, l *load, endpoint string, recv *rece
 	}
 	checks := []check{acknowledged, keyCheck, refundCheck, deliveries, jobs, checkStatuses(exchanges), linearizable(o, ops)}
 	if len(o.dbFaults) > 0 {
-		checks = append(checks, checkTimelines(ctx, o.nodes), checkPromotions(records), checkWriteTargets(records))
+		checks = append(checks, checkTimelines(ctx, o.nodes), checkPromotions(records), checkWriteTargets(records), checkCleared(records))
 	}
 
 	printStatuses(exchanges)
@@ -168,6 +168,9 @@ func printFaults(out io.Writer, records []faultRecord) error {
 		name := r.name
 		if r.err != nil {
 			name += " (" + r.err.Error() + ")"
+		}
+		if r.notCleared != nil {
+			name += " (not cleared: " + r.notCleared.Error() + ")"
 		}
 		timeline := "-"
 		if r.timelines[0] != 0 {
