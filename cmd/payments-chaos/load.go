@@ -77,11 +77,13 @@ func (l *load) payment(ctx context.Context, p int) {
 // create posts the payment until an answer says it exists, and returns its id.
 func (l *load) create(ctx context.Context, p int, key string, amount int64) (string, bool) {
 	l.keys.Store(key, "")
-	in := paymentInput{Payment: p, Kind: opCreate, Key: key, Amount: amount}
+	op := keyedOp{history: l.client.history, client: 0, in: paymentInput{Payment: p, Kind: opCreate, Key: key, Amount: amount}}
+	defer op.giveUp()
 	body := map[string]any{"amount": amount, "currency": "usd", "payment_method": "pm_card_visa",
 		"metadata": map[string]string{"chaos_key": key}}
 	for range maxAttempts {
 		a := l.client.do(ctx, http.MethodPost, "/payments", body, "Idempotency-Key", key)
+		op.attempted(a)
 		switch {
 		case a.status == http.StatusCreated:
 			var pay struct {
@@ -92,13 +94,11 @@ func (l *load) create(ctx context.Context, p int, key string, amount int64) (str
 			if json.Unmarshal(a.body, &pay) != nil {
 				return "", false
 			}
-			l.client.history.addOp(0, in, a.call, a.ret, paymentOutput{Known: true, Amount: pay.Amount,
+			op.answered(a, paymentOutput{Known: true, Amount: pay.Amount,
 				Refunded: pay.AmountRefunded, Version: etagVersion(a.header.Get("ETag"))})
 			l.keys.Store(key, pay.ID)
 			return pay.ID, true
-		case a.lost():
-			l.client.history.addOp(0, in, a.call, a.ret, paymentOutput{})
-		case !retryable(a.status):
+		case !a.lost() && !retryable(a.status):
 			return "", false
 		}
 		if ctx.Err() != nil {
@@ -111,30 +111,67 @@ func (l *load) create(ctx context.Context, p int, key string, amount int64) (str
 
 // refund posts one refund until an answer says whether it happened.
 func (l *load) refund(ctx context.Context, p, clientID int, paymentID, key string, amount int64) {
-	in := paymentInput{Payment: p, Kind: opRefund, Key: key, Amount: amount}
+	op := keyedOp{history: l.client.history, client: clientID, in: paymentInput{Payment: p, Kind: opRefund, Key: key, Amount: amount}}
+	defer op.giveUp()
 	body := map[string]any{"payment_id": paymentID, "amount": amount}
 	for range maxAttempts {
 		a := l.client.do(ctx, http.MethodPost, "/refunds", body, "Idempotency-Key", key)
+		op.attempted(a)
 		switch {
 		case a.status == http.StatusCreated:
-			l.client.history.addOp(clientID, in, a.call, a.ret, paymentOutput{Known: true})
+			op.answered(a, paymentOutput{Known: true})
 			var refund struct{ ID string }
 			if json.Unmarshal(a.body, &refund) == nil && refund.ID != "" {
 				l.refunds.Store(key, refund.ID)
 			}
 			return
 		case a.status == http.StatusUnprocessableEntity:
-			l.client.history.addOp(clientID, in, a.call, a.ret, paymentOutput{Known: true, Rejected: true})
+			op.answered(a, paymentOutput{Known: true, Rejected: true})
 			return
-		case a.lost():
-			l.client.history.addOp(clientID, in, a.call, a.ret, paymentOutput{})
-		case !retryable(a.status):
+		case !a.lost() && !retryable(a.status):
 			return
 		}
 		if ctx.Err() != nil {
 			return
 		}
 		pause(ctx, a)
+	}
+}
+
+// keyedOp is one operation with an idempotency key, however many attempts it takes: the
+// attempts share the key, so together they take effect at most once, somewhere between the
+// first attempt's call and the answer that says how it went. It is recorded as that one
+// operation: each attempt whose answer was lost, recorded on its own, would be one more
+// open-ended operation for Porcupine to place (a refund retried each second through a 20 s
+// outage, twenty of them), though the key lets only one attempt take effect.
+type keyedOp struct {
+	history *history
+	client  int
+	in      paymentInput
+	first   time.Duration // the first attempt's call
+	started bool          // an attempt was made
+	lost    bool          // an attempt's answer was lost: it may have taken effect
+	done    bool          // recorded
+}
+
+func (o *keyedOp) attempted(a answer) {
+	if !o.started {
+		o.first, o.started = a.call, true
+	}
+	o.lost = o.lost || a.lost()
+}
+
+// answered records the operation with the answer that settled it.
+func (o *keyedOp) answered(a answer, out paymentOutput) {
+	o.history.addOp(o.client, o.in, o.first, a.ret, out)
+	o.done = true
+}
+
+// giveUp records an operation no answer settled, if one of its attempts may have taken
+// effect: open-ended from its first call.
+func (o *keyedOp) giveUp() {
+	if !o.done && o.lost {
+		o.history.addOp(o.client, o.in, o.first, o.first, paymentOutput{}) // addOp leaves its return open
 	}
 }
 

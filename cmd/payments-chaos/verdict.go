@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"math"
 	"os"
+	"slices"
 	"sort"
 	"strings"
 	"text/tabwriter"
@@ -110,9 +112,12 @@ const settleLimit = 15 * time.Minute
 // linearizable checks every payment's history against the model of one payment.
 func linearizable(o config, ops []porcupine.Operation) check {
 	res, info := porcupine.CheckOperationsVerbose(paymentModel, ops, 5*time.Minute)
-	payments := len(paymentModel.Partition(ops))
+	partitions := paymentModel.Partition(ops)
 	c := check{name: "each payment's history linearizable",
-		found: fmt.Sprintf("%d operations on %d payments: %s", len(ops), payments, res), ok: res == porcupine.Ok}
+		found: fmt.Sprintf("%d operations on %d payments: %s", len(ops), len(partitions), res), ok: res == porcupine.Ok}
+	if res == porcupine.Unknown {
+		c.found += "; " + largestHistories(partitions, 3)
+	}
 	if res == porcupine.Illegal {
 		path := o.html
 		if path == "" {
@@ -206,3 +211,21 @@ func printChecks(out io.Writer, checks []check) (bool, error) {
 }
 
 func seconds(d time.Duration) string { return fmt.Sprintf("%.2fs", d.Seconds()) }
+
+// largestHistories names the n payments with the most operations, and how many of those were
+// open-ended (their answers lost): where Porcupine's search spends its time when it does not
+// finish.
+func largestHistories(partitions [][]porcupine.Operation, n int) string {
+	sorted := slices.SortedFunc(slices.Values(partitions), func(a, b []porcupine.Operation) int { return len(b) - len(a) })
+	var parts []string
+	for _, ops := range sorted[:min(n, len(sorted))] {
+		open := 0
+		for _, op := range ops {
+			if op.Return == math.MaxInt64 {
+				open++
+			}
+		}
+		parts = append(parts, fmt.Sprintf("payment %d: %d operations, %d open-ended", ops[0].Input.(paymentInput).Payment, len(ops), open))
+	}
+	return "largest: " + strings.Join(parts, ", ")
+}
