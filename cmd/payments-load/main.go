@@ -59,6 +59,7 @@ type config struct {
 	MaxPerWorker int
 	SweepKeys    int           // > 0: compare each scenario alone and while this many expired keys are swept
 	MinimalURL   string        // the minimal server (cmd/payments-load/minimal); empty: no floor
+	StripeMock   string        // stripe-mock's URL (Stripe's stateless mock of its API); empty: none
 	Preload      int           // > 0: only copy this many payments (and their rows) into the database
 	Scale        []scaleServer // set: measure the scale operations on each of these servers
 }
@@ -109,6 +110,8 @@ func parseFlags(args []string) (config, error) {
 		"instead of the baselines, run each scenario alone and while the sweep deletes this many expired idempotency keys (needs -database-url)")
 	fs.StringVar(&cfg.MinimalURL, "minimal-url", "",
 		"the minimal server (cmd/payments-load/minimal, loopback only) to measure get and create against in the same slices; empty for none")
+	fs.StringVar(&cfg.StripeMock, "stripe-mock-url", "",
+		"stripe-mock (loopback only) to measure get and create against, as Stripe's API takes them, in the same slices; empty for none")
 	fs.IntVar(&cfg.Preload, "preload", 0,
 		"instead of measuring, copy this many payments with their refunds, events, deliveries and keys into -database-url (9 in 10 in -key's account), without ANALYZE")
 	scale := fs.String("scale", "",
@@ -149,6 +152,9 @@ func (c config) validate() error {
 	errs = append(errs, validateTarget("-url", c.URL))
 	if c.MinimalURL != "" {
 		errs = append(errs, validateTarget("-minimal-url", c.MinimalURL))
+	}
+	if c.StripeMock != "" {
+		errs = append(errs, validateTarget("-stripe-mock-url", c.StripeMock))
 	}
 	for _, s := range c.Scale {
 		errs = append(errs, validateTarget("-scale", s.url))
@@ -253,12 +259,14 @@ func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
 
 	fl := newFloor(cfg.MinimalURL, cfg.APIKey, cfg.Concurrency, fix)
 	defer fl.close()
+	sm := newStripeMock(cfg.StripeMock, cfg.Concurrency)
+	defer sm.close()
 	var results []result
 	for _, name := range cfg.Scenarios {
 		if _, err := fmt.Fprintf(out, "running %s...\n", name); err != nil {
 			return results, err
 		}
-		results = append(results, measure(ctx, cfg, c, fix, base, fl, name))
+		results = append(results, measure(ctx, cfg, c, fix, base, fl, sm, name))
 		if ctx.Err() != nil {
 			return results, ctx.Err()
 		}

@@ -51,6 +51,7 @@ type result struct {
 	ratio        float64 // median of the slices' scenario/baseline ratios; 0 without a baseline
 	note         string
 	floorFigures
+	stripeMockFigures
 }
 
 // p returns a latency percentile of the scenario's successful requests.
@@ -58,9 +59,9 @@ func (r result) p(q float64) time.Duration { return percentile(r.latencies, q) }
 
 // measure runs one scenario for cfg.Duration in cfg.Slices slices, each followed by a
 // slice of its baseline of the same length (A/B/A/B), and one against the minimal server
-// when it serves the scenario (A/B/C/A/B/C), so drift of a shared machine
-// affects both sides of each slice's ratio alike.
-func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *baselines, fl *floor, name string) result {
+// and one against stripe-mock when they serve the scenario (A/B/C/D/A/B/C/D), so drift of a
+// shared machine affects both sides of each slice's ratio alike.
+func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *baselines, fl *floor, sm *stripeMock, name string) result {
 	s := scenarios[scenarioIndex(name)]
 	if s.name == raceScenario {
 		return measureRace(ctx, cfg, c)
@@ -68,8 +69,8 @@ func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *base
 	w := s.workload(c, f)
 	slice := cfg.Duration / time.Duration(cfg.Slices)
 	res := result{name: s.name}
-	var own, theirs, atFloor []sample
-	floorWork := fl.workload(s.name)
+	var own, theirs, atFloor, atMock []sample
+	floorWork, mockWork := fl.workload(s.name), sm.workload(s.name)
 	for range cfg.Slices {
 		a := runSlice(ctx, cfg.Concurrency, slice, cfg.MaxPerWorker, w)
 		own = append(own, a)
@@ -80,8 +81,12 @@ func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *base
 		if floorWork != nil {
 			atFloor = append(atFloor, runSlice(ctx, cfg.Concurrency, slice, cfg.MaxPerWorker, floorWork))
 		}
+		if mockWork != nil {
+			atMock = append(atMock, runSlice(ctx, cfg.Concurrency, slice, cfg.MaxPerWorker, mockWork))
+		}
 	}
 	res.floorFigures = compareToFloor(own, atFloor)
+	res.stripeMockRate, res.stripeMockRatio, res.stripeMockNote = compareSlices(own, atMock, "stripe-mock") // zeros without it
 	slices.Sort(res.latencies)
 	if len(theirs) > 0 {
 		res.baseline = s.baseline

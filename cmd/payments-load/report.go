@@ -17,7 +17,7 @@ import (
 func report(out io.Writer, results []result, rssBytes float64) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	table := &textout.Printer{W: tw}
-	table.Printf("scenario\treq/s\tp50\tp95\tp99\terrors\tbaseline\tbaseline req/s\tratio\tminimal req/s\tratio vs minimal\t\n")
+	table.Printf("scenario\treq/s\tp50\tp95\tp99\terrors\tbaseline\tbaseline req/s\tratio\tminimal req/s\tratio vs minimal\tstripe-mock req/s\tratio vs stripe-mock\t\n")
 	for _, r := range results {
 		base, baseRate, ratio := "-", "-", "-"
 		if r.baseline != "" {
@@ -27,15 +27,19 @@ func report(out io.Writer, results []result, rssBytes float64) error {
 		if r.floorRate > 0 {
 			floorRate, floorRatio = fmtRate(r.floorRate), strconv.FormatFloat(r.floorRatio, 'f', 2, 64)
 		}
-		table.Printf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.name, fmtRate(r.rate()),
-			fmtMillis(r.p(0.50)), fmtMillis(r.p(0.95)), fmtMillis(r.p(0.99)), r.errors, base, baseRate, ratio, floorRate, floorRatio)
+		mockRate, mockRatio := "-", "-"
+		if r.stripeMockRate > 0 {
+			mockRate, mockRatio = fmtRate(r.stripeMockRate), strconv.FormatFloat(r.stripeMockRatio, 'f', 2, 64)
+		}
+		table.Printf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.name, fmtRate(r.rate()),
+			fmtMillis(r.p(0.50)), fmtMillis(r.p(0.95)), fmtMillis(r.p(0.99)), r.errors, base, baseRate, ratio, floorRate, floorRatio, mockRate, mockRatio)
 	}
 	if err := textout.FlushTable(table, tw); err != nil {
 		return err
 	}
 	p := &textout.Printer{W: out}
 	for _, r := range results {
-		for _, note := range []string{r.note, r.floorNote} {
+		for _, note := range []string{r.note, r.floorNote, r.stripeMockNote} {
 			if note != "" {
 				p.Printf("%s: %s\n", r.name, note)
 			}
