@@ -11,6 +11,9 @@
 // with their rows into a database, and -scale rows=url,... measures the same operations on
 // servers whose databases hold different numbers of them.
 //
+// Beside the rates, the tool reports what a request cost: CPU of the server, the minimal
+// server and PostgreSQL, and system calls, read from /proc (cost.go).
+//
 // It only talks to loopback addresses: it is for measuring a server on this machine, never
 // for loading someone else's. docs/performance.md explains the figures.
 //
@@ -261,12 +264,13 @@ func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
 	defer fl.close()
 	sm := newStripeMock(cfg.StripeMock, cfg.Concurrency)
 	defer sm.close()
+	meters := newCostMeters(ctx, cfg)
 	var results []result
 	for _, name := range cfg.Scenarios {
 		if _, err := fmt.Fprintf(out, "running %s...\n", name); err != nil {
 			return results, err
 		}
-		results = append(results, measure(ctx, cfg, c, fix, base, fl, sm, name))
+		results = append(results, measure(ctx, cfg, c, fix, base, fl, sm, meters, name))
 		if ctx.Err() != nil {
 			return results, ctx.Err()
 		}

@@ -52,6 +52,7 @@ type result struct {
 	note         string
 	floorFigures
 	stripeMockFigures
+	cost costFigures // CPU and system calls per request, on our server and the floor (cost.go)
 }
 
 // p returns a latency percentile of the scenario's successful requests.
@@ -60,8 +61,9 @@ func (r result) p(q float64) time.Duration { return percentile(r.latencies, q) }
 // measure runs one scenario for cfg.Duration in cfg.Slices slices, each followed by a
 // slice of its baseline of the same length (A/B/A/B), and one against the minimal server
 // and one against stripe-mock when they serve the scenario (A/B/C/D/A/B/C/D), so drift of a
-// shared machine affects both sides of each slice's ratio alike.
-func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *baselines, fl *floor, sm *stripeMock, name string) result {
+// shared machine affects both sides of each slice's ratio alike. The meters read what our
+// server, the minimal server and PostgreSQL spent in their slices.
+func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *baselines, fl *floor, sm *stripeMock, m costMeters, name string) result {
 	s := scenarios[scenarioIndex(name)]
 	if s.name == raceScenario {
 		return measureRace(ctx, cfg, c)
@@ -72,14 +74,14 @@ func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *base
 	var own, theirs, atFloor, atMock []sample
 	floorWork, mockWork := fl.workload(s.name), sm.workload(s.name)
 	for range cfg.Slices {
-		a := runSlice(ctx, cfg.Concurrency, slice, cfg.MaxPerWorker, w)
+		a := m.own.runSlice(ctx, &res.cost.own, cfg.Concurrency, slice, cfg.MaxPerWorker, w)
 		own = append(own, a)
 		res.merge(a)
 		if base != nil && s.baseline != "" {
 			theirs = append(theirs, runSlice(ctx, cfg.Concurrency, slice, cfg.MaxPerWorker, base.workload(s.baseline)))
 		}
 		if floorWork != nil {
-			atFloor = append(atFloor, runSlice(ctx, cfg.Concurrency, slice, cfg.MaxPerWorker, floorWork))
+			atFloor = append(atFloor, m.floor.runSlice(ctx, &res.cost.floor, cfg.Concurrency, slice, cfg.MaxPerWorker, floorWork))
 		}
 		if mockWork != nil {
 			atMock = append(atMock, runSlice(ctx, cfg.Concurrency, slice, cfg.MaxPerWorker, mockWork))

@@ -12,8 +12,8 @@ import (
 	"github.com/payments-api/payments-api/internal/textout"
 )
 
-// report prints one row per scenario, then the notes, the ratios the targets in
-// docs/performance.md are stated in, and the server's memory.
+// report prints one row per scenario, then the cost per request, the notes, the ratios the
+// targets in docs/performance.md are stated in, and the server's memory.
 func report(out io.Writer, results []result, rssBytes float64) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	table := &textout.Printer{W: tw}
@@ -35,6 +35,9 @@ func report(out io.Writer, results []result, rssBytes float64) error {
 			fmtMillis(r.p(0.50)), fmtMillis(r.p(0.95)), fmtMillis(r.p(0.99)), r.errors, base, baseRate, ratio, floorRate, floorRatio, mockRate, mockRatio)
 	}
 	if err := textout.FlushTable(table, tw); err != nil {
+		return err
+	}
+	if err := reportCosts(out, results); err != nil {
 		return err
 	}
 	p := &textout.Printer{W: out}

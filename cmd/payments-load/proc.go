@@ -1,0 +1,250 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"net/url"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/procfs"
+	"golang.org/x/sys/unix"
+)
+
+// The processes whose cost is measured, found and read in /proc with prometheus/procfs.
+//
+// A server is found from its URL's port rather than from a PID given on the command line:
+// the socket listening on the port is the one the load's connections reach, so the process
+// holding it is the one answering them, never a stale PID from an earlier run, nor the
+// parent of `go run` or of a shell wrapper, which hold no socket. It needs what reading
+// another process's file descriptors needs: the same user (or root), and the same network
+// and PID namespaces (a server in a container is seen as the proxy that forwards its port,
+// or not at all).
+
+// spent is what a set of processes has spent so far: CPU time (utime + stime) and read and
+// write system calls (syscr and syscw of /proc/PID/io).
+type spent struct {
+	cpu           time.Duration
+	reads, writes uint64
+}
+
+// since is what was used between an earlier reading and u. A total that went down (see
+// pgSpent) counts as nothing rather than wrapping around.
+func (u spent) since(earlier spent) spent {
+	return spent{
+		cpu:    max(u.cpu-earlier.cpu, 0),
+		reads:  u.reads - min(earlier.reads, u.reads),
+		writes: u.writes - min(earlier.writes, u.writes),
+	}
+}
+
+func (u spent) plus(o spent) spent {
+	return spent{cpu: u.cpu + o.cpu, reads: u.reads + o.reads, writes: u.writes + o.writes}
+}
+
+// procReader reads /proc (or a copy of its layout, in tests) in clock ticks of tick.
+type procReader struct {
+	fs   procfs.FS
+	tick time.Duration
+}
+
+// clockTick is the length of the clock tick /proc counts CPU time in: the kernel's USER_HZ,
+// which it passes every process in the ELF auxiliary vector as AT_CLKTCK (where glibc's
+// sysconf(_SC_CLK_TCK) reads it too). Where that cannot be read, 1/100 s: USER_HZ on every
+// architecture Go runs on.
+func clockTick() time.Duration {
+	const atClkTck = 17 // AT_CLKTCK in <elf.h>
+	if auxv, err := unix.Auxv(); err == nil {
+		for _, kv := range auxv {
+			if kv[0] == atClkTck && kv[1] > 0 {
+				return time.Second / time.Duration(kv[1])
+			}
+		}
+	}
+	return 10 * time.Millisecond
+}
+
+func (r procReader) ticks(n uint64) time.Duration { return time.Duration(n) * r.tick }
+
+// serverSpent sums what pids have spent. A process that is gone is an error: its CPU until it
+// went cannot be read any more, so no figure is better than a low one.
+func (r procReader) serverSpent(pids []int) (spent, error) {
+	var u spent
+	for _, pid := range pids {
+		p, err := r.fs.Proc(pid)
+		if err != nil {
+			return spent{}, fmt.Errorf("process %d: %w", pid, err)
+		}
+		st, err := p.Stat()
+		if err != nil {
+			return spent{}, fmt.Errorf("process %d: %w", pid, err)
+		}
+		io, err := p.IO()
+		if err != nil {
+			return spent{}, fmt.Errorf("process %d: %w", pid, err)
+		}
+		u.cpu += r.ticks(uint64(st.UTime) + uint64(st.STime))
+		u.reads += io.SyscR
+		u.writes += io.SyscW
+	}
+	return u, nil
+}
+
+// tcpListen is the state of a listening socket in /proc/net/tcp (TCP_LISTEN).
+const tcpListen = 0x0A
+
+// listeners are the processes holding a TCP socket that listens on port at a loopback or
+// unspecified address: the sockets a connection to the port on loopback can reach. Several
+// are summed (SO_REUSEPORT, or a socket a child inherited).
+func (r procReader) listeners(port uint64) ([]int, error) {
+	inodes := map[string]bool{}
+	for _, read := range []func() (procfs.NetTCP, error){r.fs.NetTCP, r.fs.NetTCP6} {
+		sockets, err := read()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // no IPv6
+		}
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range sockets {
+			if s.St == tcpListen && s.LocalPort == port && (s.LocalAddr.IsLoopback() || s.LocalAddr.IsUnspecified()) {
+				inodes["socket:["+strconv.FormatUint(s.Inode, 10)+"]"] = true
+			}
+		}
+	}
+	if len(inodes) == 0 {
+		return nil, fmt.Errorf("no socket listens on port %d", port)
+	}
+	procs, err := r.fs.AllProcs()
+	if err != nil {
+		return nil, err
+	}
+	var pids []int
+	for _, p := range procs {
+		targets, err := p.FileDescriptorTargets()
+		if err != nil {
+			continue // gone since the listing, or not this user's to read
+		}
+		if slices.ContainsFunc(targets, func(t string) bool { return inodes[t] }) {
+			pids = append(pids, p.PID)
+		}
+	}
+	if len(pids) == 0 {
+		return nil, fmt.Errorf("the socket listening on port %d is held by no process this user may read", port)
+	}
+	return pids, nil
+}
+
+// urlPort is the TCP port of an http(s) URL.
+func urlPort(target string) (uint64, error) {
+	u, err := url.Parse(target)
+	if err != nil {
+		return 0, err
+	}
+	port := u.Port()
+	switch {
+	case port != "":
+	case u.Scheme == "https":
+		port = "443"
+	default:
+		port = "80"
+	}
+	return strconv.ParseUint(port, 10, 16)
+}
+
+// postmaster is the PID of the PostgreSQL server databaseURL reaches: the parent of the
+// backend serving a connection to it. Asking the server (pg_backend_pid) rather than
+// reading postmaster.pid in its data directory needs no superuser and no access to the
+// directory, and names the one cluster the URL reaches when a machine runs several.
+func (r procReader) postmaster(ctx context.Context, databaseURL string) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, databaseURL)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = conn.Close(ctx) }()
+	var backend int
+	if err := conn.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&backend); err != nil {
+		return 0, err
+	}
+	pid, err := r.postgresParent(backend)
+	if err != nil {
+		return 0, err
+	}
+	if _, err := r.postgresParent(pid); err != nil {
+		return 0, err
+	}
+	return pid, nil
+}
+
+// postgresParent is the parent of pid, which must be a postgres process: a PostgreSQL in
+// another PID namespace (a container) reports PIDs of its own, which here are other
+// processes or none.
+func (r procReader) postgresParent(pid int) (int, error) {
+	p, err := r.fs.Proc(pid)
+	if err != nil {
+		return 0, fmt.Errorf("postgres process %d is not a process here: %w", pid, err)
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return 0, err
+	}
+	if st.Comm != "postgres" && st.Comm != "postmaster" {
+		return 0, fmt.Errorf("process %d is %q, not postgres: is PostgreSQL in another PID namespace?", pid, st.Comm)
+	}
+	return st.PPID, nil
+}
+
+// pgSpent is the CPU the PostgreSQL server of the postmaster pid has used so far: the
+// postmaster's and that of every process it started (backends, checkpointer, background
+// writer, WAL writer, autovacuum launcher and workers, parallel workers), each with its
+// cutime + cstime beside its utime + stime.
+//
+// The children's times are what makes processes that come and go count: the postmaster
+// reaps every child it starts, and the kernel then adds the child's CPU to the postmaster's
+// cutime and cstime, so a backend or autovacuum worker that exits during a slice moves from
+// its own line to the postmaster's and is counted whole; one that starts during the slice is
+// counted from its start. The postmaster is read last, so a child that exits while its
+// siblings are read is in its cutime. What is not counted, or not right: a child that exits
+// between its own reading and the postmaster's is counted twice in that reading (rare: the
+// load's backends live as long as its pooled connections; since clamps a total that dips);
+// the kernel's work on PostgreSQL's behalf charged to no process of it (loopback packets
+// handled in softirq of whichever process runs, writeback by kernel threads); and nothing
+// tells the database measured from others on the same server, so any other load on it
+// counts too. System calls are not read: a backend's reads and writes are its disk I/O as
+// much as its requests.
+func (r procReader) pgSpent(postmaster int) (spent, error) {
+	procs, err := r.fs.AllProcs()
+	if err != nil {
+		return spent{}, err
+	}
+	var total uint64
+	for _, p := range procs {
+		st, err := p.Stat()
+		if err != nil {
+			continue // exited since the listing: the postmaster's cutime, read next, has it
+		}
+		if st.PPID == postmaster {
+			total += withChildren(st)
+		}
+	}
+	p, err := r.fs.Proc(postmaster)
+	if err != nil {
+		return spent{}, fmt.Errorf("postmaster %d: %w", postmaster, err)
+	}
+	st, err := p.Stat()
+	if err != nil {
+		return spent{}, fmt.Errorf("postmaster %d: %w", postmaster, err)
+	}
+	return spent{cpu: r.ticks(total + withChildren(st))}, nil
+}
+
+// withChildren is a process's CPU with that of its children it has reaped, in ticks.
+func withChildren(st procfs.ProcStat) uint64 {
+	return uint64(st.UTime) + uint64(st.STime) + uint64(max(st.CUTime, 0)) + uint64(max(st.CSTime, 0))
+}
