@@ -12,7 +12,8 @@
 // servers whose databases hold different numbers of them.
 //
 // Beside the rates, the tool reports what a request cost: CPU of the server, the minimal
-// server and PostgreSQL, and system calls, read from /proc (cost.go).
+// server and PostgreSQL, and system calls, read from /proc (cost.go). -clients-sweep
+// 1,8,64,256 compares the server with the minimal server at each of those counts of clients.
 //
 // It only talks to loopback addresses: it is for measuring a server on this machine, never
 // for loading someone else's. docs/performance.md explains the figures.
@@ -65,6 +66,7 @@ type config struct {
 	StripeMock   string        // stripe-mock's URL (Stripe's stateless mock of its API); empty: none
 	Preload      int           // > 0: only copy this many payments (and their rows) into the database
 	Scale        []scaleServer // set: measure the scale operations on each of these servers
+	ClientsSweep []int         // set: compare with the floor at each of these counts of clients
 }
 
 func main() {
@@ -119,6 +121,8 @@ func parseFlags(args []string) (config, error) {
 		"instead of measuring, copy this many payments with their refunds, events, deliveries and keys into -database-url (9 in 10 in -key's account), without ANALYZE")
 	scale := fs.String("scale", "",
 		"instead of the scenarios, measure create, get, get-304, patch, refund, list, list-deep and report on each server of a list of rows=url (rows: the payments preloaded into its database)")
+	clientsSweep := fs.String("clients-sweep", "",
+		"instead of the scenario table, run each scenario (get, create) against the server and -minimal-url with each of a comma-separated list of client counts, e.g. 1,8,64,256")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -129,6 +133,11 @@ func parseFlags(args []string) (config, error) {
 	if *scale != "" {
 		var err error
 		if cfg.Scale, err = parseScaleServers(*scale); err != nil {
+			return config{}, err
+		}
+	}
+	if *clientsSweep != "" {
+		if err := cfg.setClientsSweep(*clientsSweep, flagGiven(fs, "scenarios")); err != nil {
 			return config{}, err
 		}
 	}
@@ -149,6 +158,7 @@ func (c config) validate() error {
 		errs = append(errs, errors.New("-slices, -concurrency and -max-requests must be at least 1, -race-size at least 2"))
 	}
 	errs = append(errs, c.validateSweep()...)
+	errs = append(errs, c.validateClientsSweep()...)
 	if c.Preload < 0 || c.Preload > 10_000_000 || (c.Preload > 0 && c.DatabaseURL == "") {
 		errs = append(errs, fmt.Errorf("-preload %d: want at most 10,000,000, and -database-url", c.Preload))
 	}
@@ -231,6 +241,9 @@ func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
 		return nil, runPreload(ctx, cfg, out)
 	case len(cfg.Scale) > 0:
 		_, err := runScale(ctx, cfg, out)
+		return nil, err
+	case len(cfg.ClientsSweep) > 0:
+		_, err := runClientsSweep(ctx, cfg, out)
 		return nil, err
 	}
 	c := newClient(cfg.URL, cfg.APIKey, max(cfg.Concurrency, cfg.RaceSize))
