@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"strings"
 	"testing"
@@ -65,21 +64,10 @@ func TestReportCostsPrintsBothServersAndWhatIsMissing(t *testing.T) {
 // port it listens on, and PostgreSQL's from the database URL. Every figure is measured.
 func TestCostIsMeasuredAroundEachSlice(t *testing.T) {
 	baseURL, databaseURL := startServer(t)
-	cfg := config{
+	results, out := runShort(t, config{
 		URL: baseURL, APIKey: smokeKey, DatabaseURL: databaseURL, MinimalURL: baseURL,
-		Duration: 300 * time.Millisecond, Slices: 2, Concurrency: 2, RaceSize: 8,
-		Scenarios: []string{"get", "create"}, MaxPerWorker: 10_000,
-	}
-	if err := cfg.validate(); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	results, err := run(ctx, cfg, &out)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
+		Scenarios: []string{"get", "create"},
+	})
 	for _, r := range results {
 		for side, c := range map[string]cost{"payments-api": r.cost.own, "minimal": r.cost.floor} {
 			p := c.perRequest()
@@ -88,7 +76,7 @@ func TestCostIsMeasuredAroundEachSlice(t *testing.T) {
 			}
 		}
 	}
-	if !strings.Contains(out.String(), "cpu µs/req") || strings.Contains(out.String(), "not measured") {
-		t.Errorf("cost table missing or incomplete in\n%s", out.String())
+	if !strings.Contains(out, "cpu µs/req") || strings.Contains(out, "not measured") {
+		t.Errorf("cost table missing or incomplete in\n%s", out)
 	}
 }

@@ -14,29 +14,18 @@ import (
 // does not serve, gets none.
 func TestFloorIsMeasuredInTheSameSlices(t *testing.T) {
 	baseURL, databaseURL := startServer(t)
-	cfg := config{
+	results, out := runShort(t, config{
 		URL: baseURL, APIKey: smokeKey, DatabaseURL: databaseURL, MinimalURL: baseURL,
-		Duration: 300 * time.Millisecond, Slices: 2, Concurrency: 2, RaceSize: 8,
-		Scenarios: []string{"get", "create", "list"}, MaxPerWorker: 10_000,
-	}
-	if err := cfg.validate(); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	results, err := run(ctx, cfg, &out)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
+		Scenarios: []string{"get", "create", "list"},
+	})
 	for _, r := range results {
 		measured := r.floorRate > 0 && r.floorRatio > 0 && r.floorNote == ""
 		if measured != floorScenarios[r.name] {
 			t.Errorf("%s: floor %v/s, ratio %v, note %q", r.name, r.floorRate, r.floorRatio, r.floorNote)
 		}
 	}
-	if !strings.Contains(out.String(), "ratio vs minimal") {
-		t.Errorf("no floor column in\n%s", out.String())
+	if !strings.Contains(out, "ratio vs minimal") {
+		t.Errorf("no floor column in\n%s", out)
 	}
 }
 
@@ -48,4 +37,22 @@ func TestConfigRefusesANonLoopbackFloor(t *testing.T) {
 	if err := cfg.validate(); err == nil || !strings.Contains(err.Error(), "-minimal-url") {
 		t.Errorf("validate: %v, want a refusal naming -minimal-url", err)
 	}
+}
+
+// runShort runs cfg's scenarios in two short slices with two clients, as the tests of the
+// comparisons need, and returns the results and what the tool printed.
+func runShort(t *testing.T, cfg config) ([]result, string) {
+	t.Helper()
+	cfg.Duration, cfg.Slices, cfg.Concurrency, cfg.RaceSize, cfg.MaxPerWorker = 300*time.Millisecond, 2, 2, 8, 10_000
+	if err := cfg.validate(); err != nil {
+		t.Fatal(err)
+	}
+	var out bytes.Buffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	results, err := run(ctx, cfg, &out)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, out.String())
+	}
+	return results, out.String()
 }

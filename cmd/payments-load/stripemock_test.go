@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net/http"
@@ -129,21 +128,10 @@ func TestStripeMockAnswersOtherThan200AreErrors(t *testing.T) {
 func TestStripeMockIsMeasuredInTheSameSlices(t *testing.T) {
 	baseURL, _ := startServer(t)
 	f, mockURL := startFakeStripeMock(t, http.StatusOK)
-	cfg := config{
+	results, out := runShort(t, config{
 		URL: baseURL, APIKey: smokeKey, StripeMock: mockURL,
-		Duration: 300 * time.Millisecond, Slices: 2, Concurrency: 2, RaceSize: 8,
-		Scenarios: []string{"get", "create", "list"}, MaxPerWorker: 10_000,
-	}
-	if err := cfg.validate(); err != nil {
-		t.Fatal(err)
-	}
-	var out bytes.Buffer
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
-	results, err := run(ctx, cfg, &out)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, out.String())
-	}
+		Scenarios: []string{"get", "create", "list"},
+	})
 	for _, r := range results {
 		measured := r.stripeMockRate > 0 && r.stripeMockRatio > 0 && r.stripeMockNote == ""
 		if measured != (r.name == "get" || r.name == "create") {
@@ -154,7 +142,7 @@ func TestStripeMockIsMeasuredInTheSameSlices(t *testing.T) {
 	if unique := slices.Compact(slices.Sorted(slices.Values(keys))); len(keys) == 0 || len(unique) != len(keys) {
 		t.Errorf("stripe-mock got %d creates with %d different keys, want some, each with its own", len(keys), len(unique))
 	}
-	if !strings.Contains(out.String(), "ratio vs stripe-mock") {
-		t.Errorf("no stripe-mock column in\n%s", out.String())
+	if !strings.Contains(out, "ratio vs stripe-mock") {
+		t.Errorf("no stripe-mock column in\n%s", out)
 	}
 }
