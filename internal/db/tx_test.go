@@ -2,7 +2,10 @@ package db_test
 
 import (
 	"context"
+	"errors"
 	"testing"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
@@ -127,5 +130,37 @@ func TestReadsAheadGoWithTheFirstStatement(t *testing.T) {
 	}
 	if n := trips.Count(); n != 2 {
 		t.Errorf("a statement, two reads ahead and COMMIT took %d round trips, want 2", n)
+	}
+}
+
+// TestACommitThatRollsBackIsAnError: a statement failed inside fn and fn went on regardless,
+// so PostgreSQL answers the COMMIT with ROLLBACK, alone or after deferred writes (which it
+// refuses). InTx reports it, never a commit that did not happen.
+func TestACommitThatRollsBackIsAnError(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.NewCountedPool(t)
+	ctx := context.Background()
+	for _, deferred := range []bool{false, true} {
+		err := db.InTx(ctx, pool, func(tx db.Tx) error {
+			if err := tx.AccountCreateIfMissing(ctx, "acct_lost"); err != nil {
+				return err
+			}
+			_ = tx.APIKeyCreateIfMissing(ctx, db.APIKeyCreateIfMissingParams{ // fails: no such account
+				ID: "key_orphan", AccountID: "acct_missing", KeyHash: []byte{1}, Prefix: "sk_test_",
+			})
+			if deferred {
+				return tx.Later.AccountCreateIfMissing(ctx, "acct_deferred")
+			}
+			return nil
+		})
+		if err == nil {
+			t.Errorf("deferred writes %t: InTx succeeded, but the transaction had failed", deferred)
+		}
+		if !deferred && !errors.Is(err, pgx.ErrTxCommitRollback) {
+			t.Errorf("COMMIT alone: %v, want pgx.ErrTxCommitRollback", err)
+		}
+		if n := countAccounts(t, pool, "acct_lost"); n != 0 {
+			t.Errorf("deferred writes %t: the statement before the failed one committed (%d rows)", deferred, n)
+		}
 	}
 }
