@@ -22,9 +22,12 @@ INSERT INTO accounts (
 );
 
 -- name: APIKeyCreateIfMissing :exec
+-- A seeded key's id is derived from its hash, so servers starting at once insert the same row
+-- and collide on both unique indexes. ON CONFLICT with no target makes both arbiters: with
+-- (key_hash) alone, two inserts racing past the check could still fail on the primary key.
 INSERT INTO api_keys (id, account_id, key_hash, prefix)
 VALUES (@id, @account_id, @key_hash, @prefix)
-ON CONFLICT (key_hash) DO NOTHING;
+ON CONFLICT DO NOTHING;
 
 -- name: AccountGetForUpdate :one
 -- Locks the account row first thing when it is deleted: requests of the account still

@@ -12,7 +12,7 @@ import (
 const aPIKeyCreateIfMissing = `-- name: APIKeyCreateIfMissing :exec
 INSERT INTO api_keys (id, account_id, key_hash, prefix)
 VALUES ($1, $2, $3, $4)
-ON CONFLICT (key_hash) DO NOTHING
+ON CONFLICT DO NOTHING
 `
 
 type APIKeyCreateIfMissingParams struct {
@@ -22,6 +22,9 @@ type APIKeyCreateIfMissingParams struct {
 	Prefix    string
 }
 
+// A seeded key's id is derived from its hash, so servers starting at once insert the same row
+// and collide on both unique indexes. ON CONFLICT with no target makes both arbiters: with
+// (key_hash) alone, two inserts racing past the check could still fail on the primary key.
 func (q *Queries) APIKeyCreateIfMissing(ctx context.Context, arg APIKeyCreateIfMissingParams) error {
 	_, err := q.db.Exec(ctx, aPIKeyCreateIfMissing,
 		arg.ID,

@@ -1,0 +1,76 @@
+package accounts_test
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/payments-api/payments-api/internal/accounts"
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/testing/dbtest"
+)
+
+// TestServersSeedingAtOnceAllStart is the cluster's start: several processes seed the same
+// demo key at once, and each must start. The seeders are held at the api_keys table (a lock
+// the test takes, which an INSERT waits for) until all of them wait, then let go together,
+// so their inserts race past ON CONFLICT's check for the row the others are inserting.
+func TestServersSeedingAtOnceAllStart(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.NewPool(t)
+	ctx := context.Background()
+	const seeders = 8
+	const key = "sk_test_seeded_at_once"
+
+	for round := range 5 { // each round a new key: five chances for the race to go wrong
+		roundKey := key + string(rune('a'+round))
+		hold, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := hold.Exec(ctx, `LOCK TABLE api_keys IN SHARE MODE`); err != nil {
+			t.Fatal(err)
+		}
+		errs := make(chan error, seeders)
+		var wg sync.WaitGroup
+		for range seeders {
+			wg.Go(func() { errs <- accounts.SeedDemoKeys(ctx, db.New(pool), []string{roundKey}) })
+		}
+		waitForLockWaiters(t, pool, seeders)
+		if err := hold.Commit(ctx); err != nil {
+			t.Fatal(err)
+		}
+		wg.Wait()
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				t.Errorf("round %d: a seeder failed: %v", round, err)
+			}
+		}
+		var keys int
+		if err := pool.QueryRow(ctx, `SELECT count(*) FROM api_keys WHERE key_hash = $1`, accounts.HashKey(roundKey)).Scan(&keys); err != nil {
+			t.Fatal(err)
+		}
+		if keys != 1 {
+			t.Errorf("round %d: %d rows for the key, want 1", round, keys)
+		}
+	}
+}
+
+// waitForLockWaiters waits until n sessions of the test's database wait for a lock.
+func waitForLockWaiters(t *testing.T, pool *pgxpool.Pool, n int) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		var waiting int
+		err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if waiting == n {
+			return
+		}
+	}
+	t.Fatalf("%d sessions never all waited for the lock", n)
+}
