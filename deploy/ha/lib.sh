@@ -102,11 +102,16 @@ start_etcd() {
 	for h in "${DB_HOSTS[@]}"; do
 		cluster+="$h=http://${ADDR[$h]}:2380,"
 	done
+	# --pre-vote (off by default in etcd 3.4): a member cut off keeps calling elections, each
+	# with a higher term, and without a pre-vote its first message after the partition heals
+	# deposes the leader of the two that carried on. etcd then has no leader for seconds, and a
+	# primary promoted during the partition, unable to renew its key, demoted itself.
 	for h in "${DB_HOSTS[@]}"; do
 		start_in "$h" etcd "etcd-$h" etcd --name "$h" --data-dir "$STATE/$h/etcd" \
 			--listen-peer-urls "http://${ADDR[$h]}:2380" --initial-advertise-peer-urls "http://${ADDR[$h]}:2380" \
 			--listen-client-urls "http://${ADDR[$h]}:2379" --advertise-client-urls "http://${ADDR[$h]}:2379" \
 			--initial-cluster "${cluster%,}" --initial-cluster-token payments-ha --initial-cluster-state new \
+			--pre-vote \
 			--enable-v2 # Patroni's protocol: patroni.yml says why
 	done
 	wait_for etcd etcdctl --endpoints "${ADDR[db1]}:2379,${ADDR[db2]}:2379,${ADDR[db3]}:2379" endpoint health
