@@ -283,13 +283,8 @@ func (c config) validate() error {
 	return errors.Join(append(errs, c.validateLimits()...)...)
 }
 
-// validateDatabase checks the URLs, and that a pooled DATABASE_URL keeps no prepared
-// statement on a connection. pgx's default mode prepares each statement once per connection
-// and reuses it by name; behind a transaction pooler the next transaction runs on another
-// server connection, where that name is unknown or already taken. cache_describe runs every
-// query as an unnamed statement, with the parameter types it learned once per connection;
-// exec would not do: it guesses types from Go values, and sends the []byte of a jsonb
-// column as bytea.
+// validateDatabase checks the URLs, and that a pooled DATABASE_URL keeps nothing on a server
+// connection from one round trip to the next (see pooledExecModeProblem).
 func (c config) validateDatabase() []error {
 	var errs []error
 	pooled, err := pgxpool.ParseConfig(c.DatabaseURL)
@@ -302,10 +297,32 @@ func (c config) validateDatabase() []error {
 	if _, err := pgxpool.ParseConfig(c.DatabaseDirectURL); err != nil {
 		errs = append(errs, fmt.Errorf("DATABASE_DIRECT_URL: %w", err))
 	}
-	if pooled != nil && pooled.ConnConfig.DefaultQueryExecMode != pgx.QueryExecModeCacheDescribe {
-		errs = append(errs, errors.New("DATABASE_URL: goes through a pooler (DATABASE_DIRECT_URL is set), so it must name no prepared statement: add default_query_exec_mode=cache_describe"))
+	if pooled == nil {
+		return errs
+	}
+	if problem := pooledExecModeProblem(pooled.ConnConfig.DefaultQueryExecMode); problem != "" {
+		errs = append(errs, fmt.Errorf("DATABASE_URL: goes through a pooler (DATABASE_DIRECT_URL is set), where %s: "+
+			"set default_query_exec_mode to cache_describe, exec or simple_protocol", problem))
 	}
 	return errs
+}
+
+// pooledExecModeProblem says why pgx's query exec mode breaks behind a transaction pooler,
+// which lends each transaction, and each statement outside one, whichever server connection
+// is free; "" when it does not. cache_describe sends every query as an unnamed statement with
+// the parameter types it learned once per connection; exec and simple_protocol type each
+// parameter by its Go value (internal/db reads jsonb as json.RawMessage, never as []byte,
+// which they would send as bytea). None of the three leaves a statement on a connection.
+func pooledExecModeProblem(mode pgx.QueryExecMode) string {
+	switch mode {
+	case pgx.QueryExecModeCacheStatement:
+		return "default_query_exec_mode=cache_statement, pgx's default, would prepare each statement by name " +
+			"on one server connection and run it on another, where the name is unknown or taken"
+	case pgx.QueryExecModeDescribeExec:
+		return "default_query_exec_mode=describe_exec would describe each statement in one round trip and run it in " +
+			"a second, which may reach another server connection"
+	}
+	return ""
 }
 
 // validateLimits checks the limits, and the timeouts against each other: a charge must fit

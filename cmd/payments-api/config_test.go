@@ -35,10 +35,15 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 	}{
 		{map[string]string{"DATABASE_URL": "postgres://%zz"}, "DATABASE_URL"},
 		{map[string]string{"DATABASE_DIRECT_URL": "postgres://%zz"}, "DATABASE_DIRECT_URL"},
-		// Behind a pooler, pgx's default prepared statements would break.
-		{map[string]string{"DATABASE_DIRECT_URL": "postgres://localhost/payments"}, "DATABASE_URL"},
+		// Behind a pooler, pgx's default prepared statements would break, and so would
+		// describe_exec's two round trips.
+		{map[string]string{"DATABASE_DIRECT_URL": "postgres://localhost/payments"}, "DATABASE_URL: goes through a pooler"},
 		{map[string]string{"DATABASE_DIRECT_URL": "postgres://localhost/payments",
-			"DATABASE_URL": "postgres://localhost:6432/payments?default_query_exec_mode=exec"}, "DATABASE_URL"},
+			"DATABASE_URL": "postgres://localhost:6432/payments?default_query_exec_mode=cache_statement"}, "cache_statement, pgx's default"},
+		{map[string]string{"DATABASE_DIRECT_URL": "postgres://localhost/payments",
+			"DATABASE_URL": "postgres://localhost:6432/payments?default_query_exec_mode=describe_exec"}, "describe_exec would describe"},
+		{map[string]string{"DATABASE_DIRECT_URL": "postgres://localhost/payments",
+			"DATABASE_URL": "postgres://localhost:6432/payments?default_query_exec_mode=prepare"}, "DATABASE_URL"},
 		{map[string]string{"LISTEN_ADDR": "8080"}, "LISTEN_ADDR"},
 		{map[string]string{"DEMO_API_KEYS": "sk_test_ok_key,short"}, "DEMO_API_KEYS"},
 		{map[string]string{"DEMO_API_KEYS": "has a space in it"}, "DEMO_API_KEYS"},
@@ -98,6 +103,20 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		_, err := loadConfig(tt.env)
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%v: error %v, want one naming %s", tt.env, err, tt.want)
+		}
+	}
+}
+
+// TestConfigAcceptsPooledExecModes: behind a pooler, every mode that leaves no statement on
+// a server connection will do (internal/testing/integration runs the server in each).
+func TestConfigAcceptsPooledExecModes(t *testing.T) {
+	for _, mode := range []string{"cache_describe", "exec", "simple_protocol"} {
+		_, err := loadConfig(map[string]string{
+			"DATABASE_URL":        "postgres://localhost:6432/payments?default_query_exec_mode=" + mode,
+			"DATABASE_DIRECT_URL": "postgres://localhost:5432/payments",
+		})
+		if err != nil {
+			t.Errorf("default_query_exec_mode=%s behind a pooler: %v", mode, err)
 		}
 	}
 }

@@ -87,7 +87,7 @@ func runClientsSweep(ctx context.Context, cfg config, out io.Writer) ([]clientsR
 	if err != nil {
 		return nil, fmt.Errorf("setup: %w", err)
 	}
-	fl := newFloor(cfg.MinimalURL, cfg.APIKey, most, fix)
+	fl := newPeer(cfg.MinimalURL, cfg.APIKey, most, fix, floorScenarios)
 	defer fl.close()
 	meters := newCostMeters(ctx, cfg)
 	var rows []clientsRow
@@ -107,7 +107,7 @@ func runClientsSweep(ctx context.Context, cfg config, out io.Writer) ([]clientsR
 
 // measureClients runs one scenario with n clients for cfg.Duration in cfg.Slices slices,
 // each followed by a slice as long against the minimal server.
-func measureClients(ctx context.Context, cfg config, n int, c *client, f *fixtures, fl *floor, m costMeters, name string) clientsRow {
+func measureClients(ctx context.Context, cfg config, n int, c *client, f *fixtures, fl *peer, m costMeters, name string) clientsRow {
 	w := scenarios[scenarioIndex(name)].workload(c, f)
 	floorWork := fl.workload(name)
 	slice := cfg.Duration / time.Duration(cfg.Slices)

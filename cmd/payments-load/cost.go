@@ -156,7 +156,7 @@ func reportCosts(out io.Writer, results []result) error {
 		}
 		table.Printf("%s\tpayments-api\t%s\t%s\t\n", r.name, fmtRate(r.rate()), fmtCost(r.cost.own.perRequest()))
 		if r.cost.floor.requests > 0 {
-			table.Printf("%s\tminimal\t%s\t%s\t\n", r.name, fmtRate(r.floorRate), fmtCost(r.cost.floor.perRequest()))
+			table.Printf("%s\tminimal\t%s\t%s\t\n", r.name, fmtRate(r.floor.rate), fmtCost(r.cost.floor.perRequest()))
 		}
 	}
 	if err := textout.FlushTable(table, tw); err != nil {

@@ -32,7 +32,7 @@ func TestReportCostsPrintsBothServersAndWhatIsMissing(t *testing.T) {
 	ours := cost{requests: 1000, server: spent{cpu: 88 * time.Millisecond, reads: 4000, writes: 2000}, pgErr: errors.New("no -database-url")}
 	floor := cost{requests: 1000, server: spent{cpu: 40 * time.Millisecond, reads: 4000, writes: 2000}, pgErr: errors.New("no -database-url")}
 	results := []result{
-		{name: "get", sample: sample{requests: 1000, elapsed: time.Second}, floorFigures: floorFigures{floorRate: 2000}, cost: costFigures{own: ours, floor: floor}},
+		{name: "get", sample: sample{requests: 1000, elapsed: time.Second}, floor: comparison{rate: 2000}, cost: costFigures{own: ours, floor: floor}},
 		{name: "race", sample: sample{requests: 64, elapsed: time.Second}},
 	}
 	var out bytes.Buffer

@@ -8,27 +8,6 @@ import (
 	"time"
 )
 
-// TestFloorIsMeasuredInTheSameSlices runs get, create and list with a floor. The server
-// stands in for the minimal server here (the plumbing is what is tested): get and create
-// get a floor rate and a ratio, printed beside the SQL ratio; list, which the minimal server
-// does not serve, gets none.
-func TestFloorIsMeasuredInTheSameSlices(t *testing.T) {
-	baseURL, databaseURL := startServer(t)
-	results, out := runShort(t, config{
-		URL: baseURL, APIKey: smokeKey, DatabaseURL: databaseURL, MinimalURL: baseURL,
-		Scenarios: []string{"get", "create", "list"},
-	})
-	for _, r := range results {
-		measured := r.floorRate > 0 && r.floorRatio > 0 && r.floorNote == ""
-		if measured != floorScenarios[r.name] {
-			t.Errorf("%s: floor %v/s, ratio %v, note %q", r.name, r.floorRate, r.floorRatio, r.floorNote)
-		}
-	}
-	if !strings.Contains(out, "ratio vs minimal") {
-		t.Errorf("no floor column in\n%s", out)
-	}
-}
-
 func TestConfigRefusesANonLoopbackFloor(t *testing.T) {
 	cfg := config{
 		URL: "http://127.0.0.1:8080", MinimalURL: "http://10.0.0.1:8081", Duration: time.Second,

@@ -11,6 +11,9 @@
 // with their rows into a database, and -scale rows=url,... measures the same operations on
 // servers whose databases hold different numbers of them.
 //
+// -cluster-url measures get and create through HAProxy and PgBouncer too, against the same
+// server reached directly at -url (scripts/perf-cluster runs both).
+//
 // Beside the rates, the tool reports what a request cost: CPU of the server, the minimal
 // server and PostgreSQL, and system calls, read from /proc (cost.go). -clients-sweep
 // 1,8,64,256 compares the server with the minimal server at each of those counts of clients.
@@ -64,6 +67,7 @@ type config struct {
 	SweepKeys    int           // > 0: compare each scenario alone and while this many expired keys are swept
 	MinimalURL   string        // the minimal server (cmd/payments-load/minimal); empty: no floor
 	StripeMock   string        // stripe-mock's URL (Stripe's stateless mock of its API); empty: none
+	ClusterURL   string        // the server through HAProxy and PgBouncer, on -url's database; empty: none
 	Preload      int           // > 0: only copy this many payments (and their rows) into the database
 	Scale        []scaleServer // set: measure the scale operations on each of these servers
 	ClientsSweep []int         // set: compare with the floor at each of these counts of clients
@@ -117,6 +121,8 @@ func parseFlags(args []string) (config, error) {
 		"the minimal server (cmd/payments-load/minimal, loopback only) to measure get and create against in the same slices; empty for none")
 	fs.StringVar(&cfg.StripeMock, "stripe-mock-url", "",
 		"stripe-mock (loopback only) to measure get and create against, as Stripe's API takes them, in the same slices; empty for none")
+	fs.StringVar(&cfg.ClusterURL, "cluster-url", "",
+		"the same server through HAProxy and PgBouncer (deploy/cluster/run with API_PROCESSES=1) on -url's database (loopback only), to measure get and create through in the same slices; empty for none")
 	fs.IntVar(&cfg.Preload, "preload", 0,
 		"instead of measuring, copy this many payments with their refunds, events, deliveries and keys into -database-url (9 in 10 in -key's account), without ANALYZE")
 	scale := fs.String("scale", "",
@@ -163,11 +169,12 @@ func (c config) validate() error {
 		errs = append(errs, fmt.Errorf("-preload %d: want at most 10,000,000, and -database-url", c.Preload))
 	}
 	errs = append(errs, validateTarget("-url", c.URL))
-	if c.MinimalURL != "" {
-		errs = append(errs, validateTarget("-minimal-url", c.MinimalURL))
-	}
-	if c.StripeMock != "" {
-		errs = append(errs, validateTarget("-stripe-mock-url", c.StripeMock))
+	for _, other := range []struct{ flag, url string }{
+		{"-minimal-url", c.MinimalURL}, {"-stripe-mock-url", c.StripeMock}, {"-cluster-url", c.ClusterURL},
+	} {
+		if other.url != "" {
+			errs = append(errs, validateTarget(other.flag, other.url))
+		}
 	}
 	for _, s := range c.Scale {
 		errs = append(errs, validateTarget("-scale", s.url))
@@ -273,17 +280,19 @@ func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
 		return nil, fmt.Errorf("setup: %w", err)
 	}
 
-	fl := newFloor(cfg.MinimalURL, cfg.APIKey, cfg.Concurrency, fix)
-	defer fl.close()
-	sm := newStripeMock(cfg.StripeMock, cfg.Concurrency)
-	defer sm.close()
+	o := others{
+		floor:      newPeer(cfg.MinimalURL, cfg.APIKey, cfg.Concurrency, fix, floorScenarios),
+		cluster:    newPeer(cfg.ClusterURL, cfg.APIKey, cfg.Concurrency, fix, clusterScenarios),
+		stripeMock: newStripeMock(cfg.StripeMock, cfg.Concurrency),
+	}
+	defer o.close()
 	meters := newCostMeters(ctx, cfg)
 	var results []result
 	for _, name := range cfg.Scenarios {
 		if _, err := fmt.Fprintf(out, "running %s...\n", name); err != nil {
 			return results, err
 		}
-		results = append(results, measure(ctx, cfg, c, fix, base, fl, sm, meters, name))
+		results = append(results, measure(ctx, cfg, c, fix, base, o, meters, name))
 		if ctx.Err() != nil {
 			return results, ctx.Err()
 		}

@@ -50,20 +50,22 @@ type result struct {
 	baselineRate float64 // requests per second of the baseline over its slices
 	ratio        float64 // median of the slices' scenario/baseline ratios; 0 without a baseline
 	note         string
-	floorFigures
-	stripeMockFigures
-	cost costFigures // CPU and system calls per request, on our server and the floor (cost.go)
+	floor        comparison  // against the minimal server (floor.go)
+	stripeMock   comparison  // against stripe-mock (stripemock.go)
+	cluster      comparison  // through the cluster, its ratio cluster/direct (cluster.go)
+	cost         costFigures // CPU and system calls per request, on our server and the floor (cost.go)
 }
 
 // p returns a latency percentile of the scenario's successful requests.
 func (r result) p(q float64) time.Duration { return percentile(r.latencies, q) }
 
 // measure runs one scenario for cfg.Duration in cfg.Slices slices, each followed by a
-// slice of its baseline of the same length (A/B/A/B), and one against the minimal server
-// and one against stripe-mock when they serve the scenario (A/B/C/D/A/B/C/D), so drift of a
-// shared machine affects both sides of each slice's ratio alike. The meters read what our
-// server, the minimal server and PostgreSQL spent in their slices.
-func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *baselines, fl *floor, sm *stripeMock, m costMeters, name string) result {
+// slice of its baseline of the same length (A/B/A/B), and one against each other server
+// that answers the scenario, the minimal server, stripe-mock and the cluster
+// (A/B/C/D/E/A/B/C/D/E), so drift of a shared machine affects both sides of each slice's
+// ratio alike. The meters read what our server, the minimal server and PostgreSQL spent in
+// their slices.
+func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *baselines, o others, m costMeters, name string) result {
 	s := scenarios[scenarioIndex(name)]
 	if s.name == raceScenario {
 		return measureRace(ctx, cfg, c)
@@ -71,8 +73,10 @@ func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *base
 	w := s.workload(c, f)
 	slice := cfg.Duration / time.Duration(cfg.Slices)
 	res := result{name: s.name}
-	var own, theirs, atFloor, atMock []sample
-	floorWork, mockWork := fl.workload(s.name), sm.workload(s.name)
+	var own, theirs []sample
+	atFloor := otherSlices{work: o.floor.workload(s.name), meter: m.floor, cost: &res.cost.floor}
+	atMock := otherSlices{work: o.stripeMock.workload(s.name)}
+	atCluster := otherSlices{work: o.cluster.workload(s.name)}
 	for range cfg.Slices {
 		a := m.own.runSlice(ctx, &res.cost.own, cfg.Concurrency, slice, cfg.MaxPerWorker, w)
 		own = append(own, a)
@@ -80,15 +84,14 @@ func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *base
 		if base != nil && s.baseline != "" {
 			theirs = append(theirs, runSlice(ctx, cfg.Concurrency, slice, cfg.MaxPerWorker, base.workload(s.baseline)))
 		}
-		if floorWork != nil {
-			atFloor = append(atFloor, m.floor.runSlice(ctx, &res.cost.floor, cfg.Concurrency, slice, cfg.MaxPerWorker, floorWork))
-		}
-		if mockWork != nil {
-			atMock = append(atMock, runSlice(ctx, cfg.Concurrency, slice, cfg.MaxPerWorker, mockWork))
+		for _, other := range []*otherSlices{&atFloor, &atMock, &atCluster} {
+			other.run(ctx, cfg, slice)
 		}
 	}
-	res.floorFigures = compareToFloor(own, atFloor)
-	res.stripeMockRate, res.stripeMockRatio, res.stripeMockNote = compareSlices(own, atMock, "stripe-mock") // zeros without it
+	// Zeros for a server not run.
+	res.floor = compare(own, atFloor.samples, "minimal server")
+	res.stripeMock = compare(own, atMock.samples, "stripe-mock")
+	res.cluster = compareCluster(own, atCluster.samples)
 	slices.Sort(res.latencies)
 	if len(theirs) > 0 {
 		res.baseline = s.baseline

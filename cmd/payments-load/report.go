@@ -12,8 +12,8 @@ import (
 	"github.com/payments-api/payments-api/internal/textout"
 )
 
-// report prints one row per scenario, then the cost per request, the notes, the ratios the
-// targets in docs/performance.md are stated in, and the server's memory.
+// report prints one row per scenario, then the cluster's figures, the cost per request, the
+// notes, the ratios the targets in docs/performance.md are stated in, and the server's memory.
 func report(out io.Writer, results []result, rssBytes float64) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	table := &textout.Printer{W: tw}
@@ -23,26 +23,23 @@ func report(out io.Writer, results []result, rssBytes float64) error {
 		if r.baseline != "" {
 			base, baseRate, ratio = r.baseline, fmtRate(r.baselineRate), strconv.FormatFloat(r.ratio, 'f', 2, 64)
 		}
-		floorRate, floorRatio := "-", "-"
-		if r.floorRate > 0 {
-			floorRate, floorRatio = fmtRate(r.floorRate), strconv.FormatFloat(r.floorRatio, 'f', 2, 64)
-		}
-		mockRate, mockRatio := "-", "-"
-		if r.stripeMockRate > 0 {
-			mockRate, mockRatio = fmtRate(r.stripeMockRate), strconv.FormatFloat(r.stripeMockRatio, 'f', 2, 64)
-		}
-		table.Printf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.name, fmtRate(r.rate()),
-			fmtMillis(r.p(0.50)), fmtMillis(r.p(0.95)), fmtMillis(r.p(0.99)), r.errors, base, baseRate, ratio, floorRate, floorRatio, mockRate, mockRatio)
+		table.Printf("%s\t%s\t%s\t%s\t%s\t%d\t%s\t%s\t%s\t%s\t%s\t\n", r.name, fmtRate(r.rate()),
+			fmtMillis(r.p(0.50)), fmtMillis(r.p(0.95)), fmtMillis(r.p(0.99)), r.errors, base, baseRate, ratio,
+			fmtComparison(r.floor), fmtComparison(r.stripeMock))
 	}
 	if err := textout.FlushTable(table, tw); err != nil {
 		return err
 	}
+	p := &textout.Printer{W: out}
+	reportCluster(p, results)
+	if p.Err != nil {
+		return p.Err
+	}
 	if err := reportCosts(out, results); err != nil {
 		return err
 	}
-	p := &textout.Printer{W: out}
 	for _, r := range results {
-		for _, note := range []string{r.note, r.floorNote, r.stripeMockNote} {
+		for _, note := range []string{r.note, r.floor.note, r.stripeMock.note} {
 			if note != "" {
 				p.Printf("%s: %s\n", r.name, note)
 			}
@@ -65,6 +62,14 @@ func report(out io.Writer, results []result, rssBytes float64) error {
 		p.Printf("server RSS: %.0f MiB\n", rssBytes/(1<<20))
 	}
 	return p.Err
+}
+
+// fmtComparison is the rate and ratio columns of another server, "-" where it was not run.
+func fmtComparison(c comparison) string {
+	if c.rate == 0 {
+		return "-\t-"
+	}
+	return fmtRate(c.rate) + "\t" + strconv.FormatFloat(c.ratio, 'f', 2, 64)
 }
 
 // serverRSS reads the server's resident memory from its /metrics, or 0 when it cannot.

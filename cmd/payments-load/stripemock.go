@@ -65,10 +65,3 @@ func (sm *stripeMock) close() {
 		sm.c.http.CloseIdleConnections()
 	}
 }
-
-// stripeMockFigures are a scenario's figures against stripe-mock.
-type stripeMockFigures struct {
-	stripeMockRate  float64 // requests per second of stripe-mock over its slices
-	stripeMockRatio float64 // median of the slices' scenario/stripe-mock ratios; 0 without it
-	stripeMockNote  string
-}

@@ -133,9 +133,9 @@ func TestStripeMockIsMeasuredInTheSameSlices(t *testing.T) {
 		Scenarios: []string{"get", "create", "list"},
 	})
 	for _, r := range results {
-		measured := r.stripeMockRate > 0 && r.stripeMockRatio > 0 && r.stripeMockNote == ""
+		measured := r.stripeMock.rate > 0 && r.stripeMock.ratio > 0 && r.stripeMock.note == ""
 		if measured != (r.name == "get" || r.name == "create") {
-			t.Errorf("%s: stripe-mock %v/s, ratio %v, note %q", r.name, r.stripeMockRate, r.stripeMockRatio, r.stripeMockNote)
+			t.Errorf("%s: stripe-mock %+v", r.name, r.stripeMock)
 		}
 	}
 	keys := f.createKeys()

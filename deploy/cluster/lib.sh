@@ -2,7 +2,8 @@
 # installing the tools, building the server, migrating the database and starting the
 # processes of the cluster on loopback. Source it after setting any of these (defaults):
 # PORT (8080), PGBOUNCER_PORT (6432), REDIS_PORT (6390), CLUSTER_DATABASE (payments_cluster),
-# API_PROCESSES (3), FRESH_DATABASE (empty; set, prepare drops the database first),
+# API_PROCESSES (3), HTTP_REUSE (safe: HAProxy's http-reuse), FRESH_DATABASE (empty; set,
+# prepare drops the database first),
 # LISTEN_HOST (127.0.0.1; deploy/ha runs the cluster in a network namespace of its own, where
 # HAProxy listens on every address).
 
@@ -15,6 +16,13 @@ DATABASE=${CLUSTER_DATABASE:-payments_cluster}
 API_PROCESSES=${API_PROCESSES:-3}
 if [[ ! $API_PROCESSES =~ ^[1-3]$ ]]; then
 	echo "API_PROCESSES=$API_PROCESSES: want 1, 2 or 3" >&2
+	exit 2
+fi
+# HTTP_REUSE is HAProxy's http-reuse: when a request may go on an idle connection to an API
+# process that another client's request opened.
+HTTP_REUSE=${HTTP_REUSE:-safe}
+if [[ ! $HTTP_REUSE =~ ^(never|safe|aggressive|always)$ ]]; then
+	echo "HTTP_REUSE=$HTTP_REUSE: want never, safe, aggressive or always" >&2
 	exit 2
 fi
 DEMO_KEY=sk_test_demo
@@ -86,7 +94,7 @@ wait_for() {
 render() {
 	sed -e "s|\${LISTEN_HOST}|$LISTEN_HOST|g" -e "s|\${PORT}|$PORT|g" \
 		-e "s|\${PGBOUNCER_PORT}|$PGBOUNCER_PORT|g" -e "s|\${DATABASE}|$DATABASE|g" \
-		-e "s|\${CONFIG_DIR}|$dir|g" -e "s|\${API1_PORT}|$((PORT + 1))|g" \
+		-e "s|\${CONFIG_DIR}|$dir|g" -e "s|\${HTTP_REUSE}|$HTTP_REUSE|g" -e "s|\${API1_PORT}|$((PORT + 1))|g" \
 		-e "s|\${API2_PORT}|$((PORT + 2))|g" -e "s|\${API3_PORT}|$((PORT + 3))|g" "$1"
 }
 

@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -70,7 +71,7 @@ type EventInsertParams struct {
 	ID        string
 	AccountID string
 	Type      string
-	Data      []byte
+	Data      json.RawMessage
 }
 
 func (q *Queries) EventInsert(ctx context.Context, arg EventInsertParams) error {

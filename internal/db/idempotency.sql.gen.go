@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 )
 
 const idempotencyKeyClaim = `-- name: IdempotencyKeyClaim :one
@@ -49,7 +50,7 @@ type IdempotencyKeyClaimRow struct {
 	Claimed         bool
 	Fingerprint     []byte
 	ResponseStatus  *int32
-	ResponseHeaders []byte
+	ResponseHeaders json.RawMessage
 	ResponseBody    []byte
 }
 
@@ -189,7 +190,7 @@ WHERE account_id = $4 AND operation = $5 AND key = $6
 
 type IdempotencyKeySaveResponseParams struct {
 	ResponseStatus  *int32
-	ResponseHeaders []byte
+	ResponseHeaders json.RawMessage
 	ResponseBody    []byte
 	AccountID       string
 	Operation       string

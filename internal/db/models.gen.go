@@ -6,6 +6,7 @@ package db
 
 import (
 	"database/sql/driver"
+	"encoding/json"
 	"fmt"
 	"time"
 
@@ -82,7 +83,7 @@ type Event struct {
 	ID        string
 	AccountID string
 	Type      string
-	Data      []byte
+	Data      json.RawMessage
 	CreatedAt time.Time
 }
 
@@ -92,7 +93,7 @@ type IdempotencyKey struct {
 	Key             string
 	Fingerprint     []byte
 	ResponseStatus  *int32
-	ResponseHeaders []byte
+	ResponseHeaders json.RawMessage
 	ResponseBody    []byte
 	CreatedAt       time.Time
 	ExpiresAt       time.Time
@@ -123,7 +124,7 @@ type Payment struct {
 	PaymentMethod  string
 	FailureCode    *string
 	Description    *string
-	Metadata       []byte
+	Metadata       json.RawMessage
 	Version        int32
 	CreatedAt      time.Time
 	UpdatedAt      time.Time
@@ -137,7 +138,7 @@ type Refund struct {
 	Currency  string
 	Status    string
 	Reason    *string
-	Metadata  []byte
+	Metadata  json.RawMessage
 	CreatedAt time.Time
 }
 
@@ -185,11 +186,11 @@ type RiverJob struct {
 	FinalizedAt  *time.Time
 	ScheduledAt  time.Time
 	Priority     int16
-	Args         []byte
+	Args         json.RawMessage
 	AttemptedBy  []string
-	Errors       [][]byte
+	Errors       []json.RawMessage
 	Kind         string
-	Metadata     []byte
+	Metadata     json.RawMessage
 	Queue        string
 	Tags         []string
 	UniqueKey    []byte
@@ -219,7 +220,7 @@ type RiverNotification struct {
 type RiverQueue struct {
 	Name      string
 	CreatedAt time.Time
-	Metadata  []byte
+	Metadata  json.RawMessage
 	PausedAt  *time.Time
 	UpdatedAt time.Time
 }

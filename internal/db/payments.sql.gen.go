@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -126,7 +127,7 @@ type PaymentInsertParams struct {
 	PaymentMethod string
 	FailureCode   *string
 	Description   *string
-	Metadata      []byte
+	Metadata      json.RawMessage
 	CreatedAt     time.Time
 }
 
@@ -305,7 +306,7 @@ type PaymentUpdateParams struct {
 	SetDescription bool
 	Description    *string
 	ClearMetadata  bool
-	MetadataPatch  []byte
+	MetadataPatch  json.RawMessage
 	AccountID      string
 	ID             string
 	AnyVersion     bool

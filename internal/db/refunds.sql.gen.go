@@ -7,6 +7,7 @@ package db
 
 import (
 	"context"
+	"encoding/json"
 	"time"
 )
 
@@ -50,7 +51,7 @@ type RefundInsertParams struct {
 	Amount    int64
 	Currency  string
 	Reason    *string
-	Metadata  []byte
+	Metadata  json.RawMessage
 }
 
 func (q *Queries) RefundInsert(ctx context.Context, arg RefundInsertParams) (Refund, error) {

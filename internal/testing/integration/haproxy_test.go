@@ -78,7 +78,7 @@ func startHAProxy(t *testing.T, apiAddr string) string {
 	port := FreePort(t)
 	text := regexp.MustCompile(`(?m)^ *server api[23] .*\n`).ReplaceAllString(string(cfg), "")
 	text = strings.NewReplacer("${LISTEN_HOST}", "127.0.0.1", "${PORT}", port, "${API1_PORT}", apiPort,
-		"${CONFIG_DIR}", dir).Replace(text)
+		"${CONFIG_DIR}", dir, "${HTTP_REUSE}", "safe").Replace(text)
 	if regexp.MustCompile(`\$\{[A-Z0-9_]+\}`).MatchString(text) {
 		t.Fatalf("haproxy.cfg names a setting this test does not fill in:\n%s", text)
 	}

@@ -28,16 +28,26 @@ const pgbouncerPoolSize = 2
 // TestCoreFlowsThroughPgBouncer runs the server's core flows with its pool behind PgBouncer
 // in transaction pooling mode, where each transaction gets whichever server connection is
 // free: nothing may lean on session state (a prepared statement, a SET, a LISTEN, a
-// session-level advisory lock) from one transaction to the next.
+// session-level advisory lock) from one transaction to the next. It runs them in each of
+// pgx's query exec modes the server accepts behind a pooler.
 func TestCoreFlowsThroughPgBouncer(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs PgBouncer and the server for several seconds")
 	}
+	for _, mode := range []string{"cache_describe", "exec", "simple_protocol"} {
+		t.Run(mode, func(t *testing.T) {
+			t.Parallel()
+			checkCoreFlowsThroughPgBouncer(t, mode)
+		})
+	}
+}
+
+func checkCoreFlowsThroughPgBouncer(t *testing.T, execMode string) {
 	direct := dbtest.NewURL(t)
 	pooled := startPgBouncer(t, direct)
 	q := pooled.Query()
-	q.Set("default_query_exec_mode", "cache_describe")
+	q.Set("default_query_exec_mode", execMode)
 	q.Set("pool_max_conns", "8")
 	pooled.RawQuery = q.Encode()
 	p := startProcess(t, pooled.String(), map[string]string{
@@ -148,11 +158,12 @@ func writeFile(t *testing.T, name, content string) {
 	}
 }
 
-// checkPaymentFlows creates a payment, replays it, reads it with ETag and 304, and updates
-// it with If-Match. It returns the payment's id.
+// checkPaymentFlows creates a payment with metadata, replays it, reads it with ETag and 304,
+// and updates its description and metadata with If-Match. It returns the payment's id.
 func checkPaymentFlows(t *testing.T, c *apitest.Client) string {
 	t.Helper()
-	body := map[string]any{"amount": 5000, "currency": "usd", "payment_method": "pm_card_visa"}
+	body := map[string]any{"amount": 5000, "currency": "usd", "payment_method": "pm_card_visa",
+		"metadata": map[string]string{"order": "42"}}
 	key := apitest.Header("Idempotency-Key", "pgbouncer-create")
 	first := c.Post("/payments", body, key)
 	if first.Status != http.StatusCreated {
@@ -173,8 +184,11 @@ func checkPaymentFlows(t *testing.T, c *apitest.Client) string {
 	if res := c.Get("/payments/"+pay.ID, apitest.Header("If-None-Match", etag)); res.Status != http.StatusNotModified {
 		t.Errorf("get with If-None-Match: %d, want 304", res.Status)
 	}
-	patch := map[string]any{"description": "through pgbouncer"}
-	if res := c.Patch("/payments/"+pay.ID, patch, apitest.Header("If-Match", etag)); res.Status != http.StatusOK {
+	patch := map[string]any{"description": "through pgbouncer", "metadata": map[string]string{"note": "a"}}
+	res := c.Patch("/payments/"+pay.ID, patch, apitest.Header("If-Match", etag))
+	var patched struct{ Metadata map[string]string }
+	res.Decode(t, &patched)
+	if res.Status != http.StatusOK || patched.Metadata["order"] != "42" || patched.Metadata["note"] != "a" {
 		t.Errorf("patch with the current ETag: %d %s", res.Status, res.Body)
 	}
 	if res := c.Patch("/payments/"+pay.ID, patch, apitest.Header("If-Match", etag)); res.Status != http.StatusPreconditionFailed {
