@@ -106,7 +106,7 @@ func startCluster(ctx context.Context, c clusterConfig) (*cluster, error) {
 		}
 	}
 	common := []string{
-		"DATABASE_URL=postgres://postgres@" + cl.db.Listen + "/" + c.database + "?sslmode=disable&default_query_exec_mode=cache_describe",
+		"DATABASE_URL=postgres://postgres@" + cl.db.Listen + "/" + c.database + "?sslmode=disable&default_query_exec_mode=simple_protocol",
 		"DATABASE_DIRECT_URL=" + c.directURL,
 	}
 	if c.appDatabaseURL != "" {

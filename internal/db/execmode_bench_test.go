@@ -9,10 +9,10 @@ import (
 )
 
 // BenchmarkPaymentGetByID reads one payment in pgx's default mode (statements prepared once
-// per connection) and in cache_describe, the mode DATABASE_URL needs behind PgBouncer
-// (an unnamed statement parsed on every query): the price of a transaction pooler.
+// per connection) and in the modes DATABASE_URL may use behind PgBouncer, where every query
+// is parsed again: the price of a transaction pooler.
 func BenchmarkPaymentGetByID(b *testing.B) {
-	for _, mode := range []string{"cache_statement", "cache_describe"} {
+	for _, mode := range []string{"cache_statement", "cache_describe", "exec", "simple_protocol"} {
 		b.Run(mode, func(b *testing.B) {
 			pool, err := db.Open(context.Background(), dbtest.NewURL(b)+"&default_query_exec_mode="+mode, db.Options{})
 			if err != nil {
