@@ -4,12 +4,11 @@ import (
 	"context"
 	"sync"
 	"testing"
-	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/integration"
 )
 
 // TestServersSeedingAtOnceAllStart is the cluster's start: several processes seed the same
@@ -37,7 +36,10 @@ func TestServersSeedingAtOnceAllStart(t *testing.T) {
 		for range seeders {
 			wg.Go(func() { errs <- accounts.SeedDemoKeys(ctx, db.New(pool), []string{roundKey}) })
 		}
-		waitForLockWaiters(t, pool, seeders)
+		integration.WaitFor(t, func() bool {
+			return integration.Count(t, pool, `SELECT count(*) FROM pg_stat_activity
+				WHERE datname = current_database() AND wait_event_type = 'Lock'`) == seeders
+		})
 		if err := hold.Commit(ctx); err != nil {
 			t.Fatal(err)
 		}
@@ -56,21 +58,4 @@ func TestServersSeedingAtOnceAllStart(t *testing.T) {
 			t.Errorf("round %d: %d rows for the key, want 1", round, keys)
 		}
 	}
-}
-
-// waitForLockWaiters waits until n sessions of the test's database wait for a lock.
-func waitForLockWaiters(t *testing.T, pool *pgxpool.Pool, n int) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		var waiting int
-		err := pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&waiting)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if waiting == n {
-			return
-		}
-	}
-	t.Fatalf("%d sessions never all waited for the lock", n)
 }
