@@ -119,6 +119,7 @@ func (c config) appConfig() app.Config {
 		DatabaseURL:                 c.DatabaseURL,
 		DatabaseDirectURL:           c.DatabaseDirectURL,
 		DatabaseConnectTimeout:      c.DatabaseConnectTimeout,
+		DatabaseFailoverWait:        c.DatabaseFailoverWait,
 		DemoAPIKeys:                 c.DemoAPIKeys,
 		Sandbox:                     c.sandbox(),
 		FaultInjection:              c.FaultInjection,

@@ -26,6 +26,7 @@ import (
 type config struct {
 	DatabaseURL            string        `env:"DATABASE_URL" envDefault:"postgres://postgres@localhost:5432/payments?sslmode=disable"`
 	DatabaseConnectTimeout time.Duration `env:"DATABASE_CONNECT_TIMEOUT" envDefault:"30s"`
+	DatabaseFailoverWait   time.Duration `env:"DATABASE_FAILOVER_WAIT" envDefault:"3s"`
 	// DatabaseDirectURL, when set, says DATABASE_URL goes through a transaction pooler
 	// (PgBouncer) and names the same database without it: see directDatabaseURL.
 	DatabaseDirectURL string `env:"DATABASE_DIRECT_URL"`
@@ -236,6 +237,9 @@ func (c config) validate() error {
 	errs = append(errs, c.validateDatabase()...)
 	if c.DatabaseConnectTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("DATABASE_CONNECT_TIMEOUT: must be positive, got %s", c.DatabaseConnectTimeout))
+	}
+	if c.DatabaseFailoverWait < 0 {
+		errs = append(errs, fmt.Errorf("DATABASE_FAILOVER_WAIT: must be at least 0, got %s", c.DatabaseFailoverWait))
 	}
 	if _, _, err := net.SplitHostPort(c.ListenAddr); err != nil {
 		errs = append(errs, fmt.Errorf("LISTEN_ADDR: %w", err))

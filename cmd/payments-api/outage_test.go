@@ -17,7 +17,7 @@ import (
 func TestFrozenDatabaseAnswers503WithinTheDeadline(t *testing.T) {
 	t.Parallel()
 	const requestTimeout = time.Second
-	proxy, url := newDBProxy(t, dbtest.NewURL(t))
+	proxy, url := dbtest.NewProxy(t, dbtest.NewURL(t))
 	r := startServe(t, map[string]string{"DATABASE_URL": url, "REQUEST_TIMEOUT": requestTimeout.String(), "WRITE_TIMEOUT": "5s"}, true)
 
 	proxy.Freeze()
@@ -43,15 +43,15 @@ func TestFrozenDatabaseAnswers503WithinTheDeadline(t *testing.T) {
 }
 
 // TestStoppedDatabaseAnswers503AndRecovers stops the database (connections dropped and
-// refused): every authenticated operation answers 503 with Retry-After at once, not 500,
-// readiness fails, liveness does not; when the database is back the server recovers without
-// a restart, and a retried payment goes through.
+// refused): with no failover wait, every authenticated operation answers 503 with
+// Retry-After at once, not 500, readiness fails, liveness does not; when the database is
+// back the server recovers without a restart, and a retried payment goes through.
 func TestStoppedDatabaseAnswers503AndRecovers(t *testing.T) {
 	t.Parallel()
-	proxy, url := newDBProxy(t, dbtest.NewURL(t))
+	proxy, url := dbtest.NewProxy(t, dbtest.NewURL(t))
 	// With the API-key cache on, GET /account is answered from memory for a key looked up in
 	// the last seconds, database or not; off, every operation here needs the database.
-	r := startServe(t, map[string]string{"DATABASE_URL": url, "API_KEY_CACHE_TTL": "0s"}, true)
+	r := startServe(t, map[string]string{"DATABASE_URL": url, "API_KEY_CACHE_TTL": "0s", "DATABASE_FAILOVER_WAIT": "0s"}, true)
 	client := apitest.NewClient(t, r.base, testKey)
 	payment := map[string]any{"amount": 100, "currency": "usd", "payment_method": "pm_card_visa"}
 	var created struct{ ID string }
@@ -83,6 +83,36 @@ func TestStoppedDatabaseAnswers503AndRecovers(t *testing.T) {
 	res := client.Post("/payments", payment, apitest.Header("Idempotency-Key", "during-outage"))
 	if res.Status != http.StatusCreated {
 		t.Errorf("the retried payment after recovery: %d %s", res.Status, res.Body)
+	}
+}
+
+// TestStoppedDatabaseWithinTheFailoverWait stops the database for less than
+// DATABASE_FAILOVER_WAIT, as a failover does: requests that arrive meanwhile wait for it
+// instead of answering 503 (a payment, a read of it, the key's lookup), and are answered
+// once it is back. The payment is created once: its retry with the key replays it.
+func TestStoppedDatabaseWithinTheFailoverWait(t *testing.T) {
+	t.Parallel()
+	proxy, url := dbtest.NewProxy(t, dbtest.NewURL(t))
+	r := startServe(t, map[string]string{"DATABASE_URL": url, "API_KEY_CACHE_TTL": "0s", "DATABASE_FAILOVER_WAIT": "20s"}, true)
+	payment := `{"amount":100,"currency":"usd","payment_method":"pm_card_visa"}`
+	var before struct{ ID string }
+	send(t, r, http.MethodPost, "/payments", payment, "before-outage").Decode(t, &before)
+
+	proxy.Refuse()
+	created, read := make(chan *apitest.Response, 1), make(chan *apitest.Response, 1)
+	go func() { created <- send(t, r, http.MethodPost, "/payments", payment, "during-outage") }()
+	go func() { read <- send(t, r, http.MethodGet, "/payments/"+before.ID, "", "") }()
+	proxy.WaitRefused(6) // both requests have tried, and tried again
+	proxy.Resume()
+
+	if res := <-created; res.Status != http.StatusCreated {
+		t.Errorf("a payment sent while the database was away: %d %s, want 201 once it is back", res.Status, res.Body)
+	}
+	if res := <-read; res.Status != http.StatusOK {
+		t.Errorf("a read sent while the database was away: %d %s, want 200 once it is back", res.Status, res.Body)
+	}
+	if res := send(t, r, http.MethodPost, "/payments", payment, "during-outage"); res.Header.Get("Idempotent-Replayed") != "true" {
+		t.Errorf("the payment's retry: %d, Idempotent-Replayed %q, want a replay of the one created", res.Status, res.Header.Get("Idempotent-Replayed"))
 	}
 }
 

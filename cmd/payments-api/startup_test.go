@@ -16,7 +16,7 @@ import (
 // serves as soon as the database is there.
 func TestStartupWaitsForTheDatabase(t *testing.T) {
 	t.Parallel()
-	proxy, url := newDBProxy(t, dbtest.NewURL(t))
+	proxy, url := dbtest.NewProxy(t, dbtest.NewURL(t))
 	proxy.Refuse()
 	r := startServe(t, map[string]string{"DATABASE_URL": url, "DATABASE_CONNECT_TIMEOUT": "30s"}, false)
 	integration.WaitFor(t, func() bool { return r.logged(`"level":"WARN"`, "database unreachable, retrying") })
@@ -29,7 +29,7 @@ func TestStartupWaitsForTheDatabase(t *testing.T) {
 // cannot fix (an unknown role) ends them at once.
 func TestStartupGivesUp(t *testing.T) {
 	t.Parallel()
-	proxy, refused := newDBProxy(t, dbtest.NewURL(t))
+	proxy, refused := dbtest.NewProxy(t, dbtest.NewURL(t))
 	proxy.Refuse()
 	u, err := url.Parse(dbtest.NewURL(t))
 	if err != nil {

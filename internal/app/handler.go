@@ -19,7 +19,7 @@ import (
 // when the server starts shutting down.
 func (a *App) newHandler(draining context.Context, limits *ratelimit.Limits, keys *idempotency.Store, bg *background, proc processor.Processor) (*echo.Echo, error) {
 	cfg := a.cfg
-	apiKeys, err := accounts.NewAuthenticator(db.New(a.Pool), cfg.APIKeyCacheSize, cfg.APIKeyCacheTTL)
+	apiKeys, err := accounts.NewAuthenticator(db.Reads(a.Pool), cfg.APIKeyCacheSize, cfg.APIKeyCacheTTL)
 	if err != nil {
 		return nil, err
 	}
@@ -35,6 +35,7 @@ func (a *App) newHandler(draining context.Context, limits *ratelimit.Limits, key
 		Webhooks:           webhooks.NewService(a.Pool, webhooks.URLPolicy{AllowPrivateNetworks: cfg.WebhookAllowPrivateNetworks}, bg.deliveries),
 		CORSAllowedOrigins: cfg.CORSOrigins,
 		RequestTimeout:     cfg.RequestTimeout,
+		FailoverWait:       cfg.DatabaseFailoverWait,
 		Draining:           draining,
 		RateLimits:         limits,
 		APIKeys:            apiKeys,

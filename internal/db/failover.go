@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -68,5 +69,120 @@ func (dropDemoted) TraceBatchEnd(context.Context, *pgx.Conn, pgx.TraceBatchEndDa
 func (dropDemoted) TraceRelease(pool *pgxpool.Pool, data pgxpool.TraceReleaseData) {
 	if data.Conn.PgConn().CustomData()[demotedKey] == true {
 		pool.Reset()
+	}
+}
+
+// failoverWaitKey is the context key of WithFailoverWait.
+type failoverWaitKey struct{}
+
+// WithFailoverWait returns ctx under which work that finds the database unavailable
+// (IsUnavailable: no connection, a connection cut, a pooler with no server to give it)
+// before it has changed anything is tried again, on another connection, until it succeeds or
+// wait has passed since the first try: a transaction that cannot begin (InTx) and a read
+// (Reads). A failover leaves no primary for a second or two; without the wait, every
+// request that starts in that time fails, and each client comes back only after its
+// Retry-After. A transaction is retried only until BEGIN has answered: nothing of it has
+// run and fn has seen nothing. One cut off later is not, since fn has acted on what it
+// read; its request answers 503 and the client retries it with its key.
+//
+// The wait rides on the context as the deadline does: it is the request's budget, set
+// where the request starts (handlers). Jobs set none: River retries a failed job itself.
+func WithFailoverWait(ctx context.Context, wait time.Duration) context.Context {
+	if wait <= 0 {
+		return ctx
+	}
+	return context.WithValue(ctx, failoverWaitKey{}, wait)
+}
+
+// The pauses between tries: short at first, since a switchover's new primary accepts a
+// second or two after the old one stopped, and PgBouncer retries its login every quarter of
+// a second (deploy/cluster/pgbouncer.ini).
+const (
+	firstRetryPause = 50 * time.Millisecond
+	maxRetryPause   = 250 * time.Millisecond
+)
+
+// failoverRetry paces the tries of one transaction's BEGIN or one read.
+type failoverRetry struct {
+	until time.Time // the zero time: no retry
+	pause time.Duration
+}
+
+func newFailoverRetry(ctx context.Context) failoverRetry {
+	wait, _ := ctx.Value(failoverWaitKey{}).(time.Duration)
+	if wait <= 0 {
+		return failoverRetry{}
+	}
+	return failoverRetry{until: time.Now().Add(wait), pause: firstRetryPause}
+}
+
+// worth reports whether err is worth another try: the database was unavailable, the caller
+// is still waiting and the next try fits in the wait.
+func (r *failoverRetry) worth(ctx context.Context, err error) bool {
+	return !r.until.IsZero() && ctx.Err() == nil && IsUnavailable(err) &&
+		time.Now().Add(r.pause).Before(r.until)
+}
+
+// wait pauses before the next try, longer each time; false when ctx ended first.
+func (r *failoverRetry) wait(ctx context.Context) bool {
+	t := time.NewTimer(r.pause)
+	defer t.Stop()
+	r.pause = min(2*r.pause, maxRetryPause)
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// errNotARead is what Reads answers a statement without rows with.
+var errNotARead = errors.New("db: Reads is for statements that change nothing; write in InTx")
+
+// Reads returns queries on pool for statements that change nothing, each sent again, on
+// another connection, while the database is unavailable and ctx's failover wait allows
+// (WithFailoverWait). A read that failed changed nothing, so it may be tried again wherever
+// it failed; a write may not (its answer can be lost after it committed), so none goes
+// through Reads: an :exec statement is refused, and a write that returns rows belongs in
+// InTx. A read is sent again when it fails as it is sent or, for a :one read, as its row is
+// scanned; an error met while a :many read's rows are read is the caller's.
+func Reads(pool *pgxpool.Pool) *Queries { return New(reads{pool}) }
+
+// reads is the DBTX behind Reads.
+type reads struct{ pool *pgxpool.Pool }
+
+func (reads) Exec(context.Context, string, ...any) (pgconn.CommandTag, error) {
+	return pgconn.CommandTag{}, errNotARead
+}
+
+func (r reads) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	retry := newFailoverRetry(ctx)
+	for {
+		rows, err := r.pool.Query(ctx, sql, args...)
+		if err == nil || !retry.worth(ctx, err) || !retry.wait(ctx) {
+			return rows, err
+		}
+	}
+}
+
+func (r reads) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	return readRow{r.pool, ctx, sql, args}
+}
+
+// readRow is a :one read, sent when it is scanned.
+type readRow struct {
+	pool *pgxpool.Pool
+	ctx  context.Context //nolint:containedctx // the row is sent when scanned, under the caller's context
+	sql  string
+	args []any
+}
+
+func (r readRow) Scan(dest ...any) error {
+	retry := newFailoverRetry(r.ctx)
+	for {
+		err := r.pool.QueryRow(r.ctx, r.sql, r.args...).Scan(dest...)
+		if err == nil || !retry.worth(r.ctx, err) || !retry.wait(r.ctx) {
+			return err
+		}
 	}
 }

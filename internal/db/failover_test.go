@@ -2,8 +2,12 @@ package db_test
 
 import (
 	"context"
+	"errors"
+	"slices"
 	"testing"
+	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
@@ -66,5 +70,141 @@ func idleReadOnly(t *testing.T, pool *pgxpool.Pool, n int) {
 		if _, err := conn.Exec(ctx, "SET default_transaction_read_only = on"); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// TestTransactionWaitsOutAFailover: with a failover wait, a transaction that cannot begin
+// (its connection cut, each new one closed at once) keeps trying, and commits once the
+// database is back; fn runs once, on the connection that began. Without a wait, or once
+// the wait is spent, it fails as unavailable, having committed nothing.
+func TestTransactionWaitsOutAFailover(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	direct := dbtest.NewURL(t)
+	proxy, url := dbtest.NewProxy(t, direct)
+	pool, err := db.Open(ctx, url, db.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	calls := 0
+	create := func(id string) func(tx db.Tx) error {
+		return func(tx db.Tx) error {
+			calls++
+			return tx.AccountCreateIfMissing(ctx, id)
+		}
+	}
+	// cutIdle leaves the pool one idle connection, then has the proxy refuse: the
+	// connection is cut, so the next BEGIN on it fails, and every new one is refused.
+	cutIdle := func() {
+		t.Helper()
+		proxy.Resume()
+		if err := db.InTx(ctx, pool, func(tx db.Tx) error { _, err := tx.PgxTx(ctx); return err }); err != nil {
+			t.Fatal(err)
+		}
+		proxy.Refuse()
+	}
+
+	cutIdle()
+	if err := db.InTx(ctx, pool, create("acct_nowait")); !db.IsUnavailable(err) {
+		t.Fatalf("without a failover wait: %v, want an unavailable error", err)
+	}
+	cutIdle()
+	if err := db.InTx(db.WithFailoverWait(ctx, 300*time.Millisecond), pool, create("acct_spent")); !db.IsUnavailable(err) {
+		t.Fatalf("once the wait is spent: %v, want an unavailable error", err)
+	}
+
+	cutIdle()
+	calls = 0
+	done := make(chan error, 1)
+	go func() { done <- db.InTx(db.WithFailoverWait(ctx, time.Minute), pool, create("acct_waited")) }()
+	proxy.WaitRefused(3) // BEGIN failed, and new connections were tried again and again
+	select {
+	case err := <-done:
+		t.Fatalf("the transaction ended while the database was away: %v", err)
+	default:
+	}
+	proxy.Resume()
+	if err := <-done; err != nil {
+		t.Fatalf("once the database is back: %v, want the transaction committed", err)
+	}
+	if calls != 1 {
+		t.Errorf("fn ran %d times, want once: the transaction is begun again before fn sees anything", calls)
+	}
+
+	check, err := pgx.Connect(ctx, direct)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer check.Close(ctx)
+	rows, _ := check.Query(ctx, `SELECT id FROM accounts WHERE id LIKE 'acct\_%' ORDER BY id`)
+	ids, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(ids, []string{"acct_waited"}) {
+		t.Errorf("accounts %v: want acct_waited alone", ids)
+	}
+}
+
+// TestTransactionCutAfterBeginIsNotRetried: once BEGIN has answered, fn has acted on what
+// the transaction read, so a connection cut later fails the transaction as unavailable,
+// failover wait or not: the request answers 503 and its client retries with its key.
+func TestTransactionCutAfterBeginIsNotRetried(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	proxy, url := dbtest.NewProxy(t, dbtest.NewURL(t))
+	pool, err := db.Open(ctx, url, db.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	calls := 0
+	err = db.InTx(db.WithFailoverWait(ctx, time.Minute), pool, func(tx db.Tx) error {
+		calls++
+		if err := tx.AccountCreateIfMissing(ctx, "acct_first"); err != nil {
+			return err
+		}
+		proxy.Refuse()
+		defer proxy.Resume()
+		return tx.AccountCreateIfMissing(ctx, "acct_second")
+	})
+	if !db.IsUnavailable(err) || calls != 1 {
+		t.Errorf("a connection cut mid-transaction: %v after %d runs of fn, want an unavailable error after one", err, calls)
+	}
+}
+
+// TestReadWaitsOutAFailover: a read through Reads that meets an unavailable database is
+// sent again until it is answered, within the failover wait; a write through Reads is
+// refused before it is sent.
+func TestReadWaitsOutAFailover(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	proxy, url := dbtest.NewProxy(t, dbtest.NewURL(t))
+	pool, err := db.Open(ctx, url, db.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	read := func(ctx context.Context) error {
+		_, err := db.Reads(pool).AccountGetByAPIKeyHash(ctx, []byte("no such key"))
+		return err
+	}
+
+	proxy.Refuse()
+	if err := read(ctx); !db.IsUnavailable(err) {
+		t.Fatalf("without a failover wait: %v, want an unavailable error", err)
+	}
+	proxy.Refuse() // counts the refusals from here on
+	done := make(chan error, 1)
+	go func() { done <- read(db.WithFailoverWait(ctx, time.Minute)) }()
+	proxy.WaitRefused(3)
+	proxy.Resume()
+	if err := <-done; !errors.Is(err, pgx.ErrNoRows) {
+		t.Errorf("once the database is back: %v, want the read answered (no rows)", err)
+	}
+
+	if err := db.Reads(pool).AccountCreateIfMissing(ctx, "acct_x"); err == nil {
+		t.Error("a write through Reads was sent, want it refused")
 	}
 }

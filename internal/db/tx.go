@@ -1,10 +1,11 @@
 // Package db is the database layer: the sqlc-generated queries (*.gen.go, from queries/*.sql),
-// the one transaction helper, error translation and migrations. It imports the domain package,
-// trace (the transaction helper reports its commit) and pgx.
+// the one transaction helper (InTx), reads outside a transaction (Reads), both of which ride
+// out a failover (WithFailoverWait), error translation and migrations. It imports the domain
+// package, trace (the transaction helper reports its commit) and pgx.
 //
 // Of the server's packages, only this one holds SQL and interprets pgx errors (Translate,
 // IsUnavailable). Above it pgx appears only as handles passed through: services take the
-// *pgxpool.Pool and hand it to New and InTx; River takes the pool, and a Tx's PgxTx to
+// *pgxpool.Pool and hand it to New, Reads and InTx; River takes the pool, and a Tx's PgxTx to
 // enqueue a job in the transaction that causes it; handlers also ping the pool for /readyz,
 // and metrics reads its statistics.
 package db
@@ -60,18 +61,21 @@ func (tx Tx) PgxTx(ctx context.Context) (pgx.Tx, error) {
 // stored answer) is two round trips, where BEGIN, each statement and COMMIT sent in turn
 // would be six.
 //
+// A transaction that cannot begin because the database is unavailable (a failover under
+// way) is begun again on another connection, for as long as ctx's failover wait allows
+// (WithFailoverWait): until BEGIN has answered, nothing of it has run and fn has seen nothing.
+//
 // The rollback sits in a defer with a context detached from the caller's (with a short
 // timeout of its own, as River's RollbackWithoutCancel): when the request's context is
 // canceled mid-transaction the rollback must still reach the server. Should it fail, or a
 // COMMIT's answer be lost, the connection is still in a transaction when it is released,
 // and the pool closes it rather than hand it to another request.
 func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx Tx) error, ahead ...*Ahead) (err error) {
-	pooled, err := pool.Acquire(ctx)
-	if err != nil {
+	conn := &txConn{pool: pool, ahead: ahead, retry: newFailoverRetry(ctx)}
+	if err := conn.acquire(ctx); err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
 	}
-	defer pooled.Release()
-	conn := &txConn{conn: pooled.Conn(), ahead: ahead}
+	defer conn.release()
 	defer func() {
 		rbCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rollbackTimeout)
 		defer cancel()
@@ -95,16 +99,64 @@ func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx Tx) error, ahead .
 // txConn is the DBTX a Tx's queries run on: the transaction's connection, with the
 // transaction begun by the first statement that needs an answer.
 type txConn struct {
-	conn  *pgx.Conn
-	tx    pgx.Tx   // nil until the first statement
-	ahead []*Ahead // sent with the first statement, answered when its batch closes
-	done  bool     // committed: nothing is left to roll back
+	pool   *pgxpool.Pool
+	pooled *pgxpool.Conn // nil between a failed BEGIN and the next connection
+	conn   *pgx.Conn     // pooled's
+	retry  failoverRetry
+	tx     pgx.Tx   // nil until the first statement
+	ahead  []*Ahead // sent with the first statement, answered when its batch closes
+	done   bool     // committed: nothing is left to roll back
+}
+
+// acquire takes a connection from the pool, waiting out an unavailable database as retry
+// allows.
+func (c *txConn) acquire(ctx context.Context) error {
+	for {
+		pooled, err := c.pool.Acquire(ctx)
+		if err == nil {
+			c.pooled, c.conn = pooled, pooled.Conn()
+			return nil
+		}
+		if !c.retry.worth(ctx, err) || !c.retry.wait(ctx) {
+			return err
+		}
+	}
+}
+
+func (c *txConn) release() {
+	if c.pooled != nil {
+		c.pooled.Release()
+		c.pooled, c.conn = nil, nil
+	}
+}
+
+// beginAgain decides what to do after BEGIN failed with err: when the database was
+// unavailable and the failover wait has time left, it gives the connection back (the pool
+// closes it, broken or in a failed transaction), waits, takes another and reports true; the
+// caller then sends BEGIN again. Otherwise it reports false and the caller returns err.
+func (c *txConn) beginAgain(ctx context.Context, err error) bool {
+	if !c.retry.worth(ctx, err) {
+		return false
+	}
+	c.tx = nil
+	c.release()
+	return c.retry.wait(ctx) && c.acquire(ctx) == nil
 }
 
 // send runs the statement sql as the transaction's first, together with BEGIN and the reads
 // sent ahead, and returns its batch with BEGIN's answer read: the statement's answer is next.
-// The caller closes it, which answers the reads.
+// The caller closes it, which answers the reads. A BEGIN that fails because the database is
+// unavailable is sent again, with the rest of the batch, as beginAgain allows.
 func (c *txConn) send(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	for {
+		br, err := c.trySend(ctx, sql, args)
+		if err == nil || !c.beginAgain(ctx, err) {
+			return br, err
+		}
+	}
+}
+
+func (c *txConn) trySend(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
 	var b pgx.Batch
 	b.BeginTx(txOptions)
 	b.Queue(sql, args...)
@@ -125,12 +177,16 @@ func (c *txConn) begun(ctx context.Context) (pgx.Tx, error) {
 	if c.tx != nil {
 		return c.tx, nil
 	}
-	tx, err := c.conn.BeginTx(ctx, txOptions)
-	if err != nil {
-		return nil, fmt.Errorf("begin transaction: %w", err)
+	for {
+		tx, err := c.conn.BeginTx(ctx, txOptions)
+		if err == nil {
+			c.tx = tx
+			return tx, nil
+		}
+		if !c.beginAgain(ctx, err) {
+			return nil, fmt.Errorf("begin transaction: %w", err)
+		}
 	}
-	c.tx = tx
-	return tx, nil
 }
 
 func (c *txConn) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
@@ -216,7 +272,7 @@ func committed(br pgx.BatchResults, writes int) error {
 // rollback ends a transaction that did not commit. The connection says whether one is open:
 // COMMIT may have ended it either way even when its answer was an error.
 func (c *txConn) rollback(ctx context.Context) error {
-	if c.tx == nil || c.done || c.conn.IsClosed() || c.conn.PgConn().TxStatus() == 'I' {
+	if c.tx == nil || c.done || c.conn == nil || c.conn.IsClosed() || c.conn.PgConn().TxStatus() == 'I' {
 		return nil
 	}
 	if err := c.tx.Rollback(ctx); err != nil && !errors.Is(err, pgx.ErrTxClosed) {

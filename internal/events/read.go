@@ -17,7 +17,7 @@ func NewService(pool *pgxpool.Pool) *Service { return &Service{pool: pool} }
 
 // Get returns one event of the account.
 func (s *Service) Get(ctx context.Context, accountID, id string) (db.Event, error) {
-	e, err := db.New(s.pool).EventGetByID(ctx, db.EventGetByIDParams{AccountID: accountID, ID: id})
+	e, err := db.Reads(s.pool).EventGetByID(ctx, db.EventGetByIDParams{AccountID: accountID, ID: id})
 	if err != nil {
 		return db.Event{}, fmt.Errorf("get event %s: %w", id, db.Translate(err))
 	}
@@ -32,7 +32,7 @@ type ListParams struct {
 
 // List returns one page, newest first, and whether another page follows.
 func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]db.Event, bool, error) {
-	q := db.New(s.pool)
+	q := db.Reads(s.pool)
 	createdAt := func(id string) (time.Time, error) {
 		e, err := q.EventGetByID(ctx, db.EventGetByIDParams{AccountID: accountID, ID: id})
 		return e.CreatedAt, err

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/labstack/echo/v4"
+	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
 	"github.com/payments-api/payments-api/internal/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
@@ -22,8 +23,9 @@ import (
 // validRequestID is what we accept from a client's Request-Id: short and safe to log.
 var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 
-// startRequest gives every request its id, its trace and its deadline, with one copy of the
-// request (http.Request.WithContext copies the whole request).
+// startRequest gives every request its id, its trace, its deadline and its failover wait
+// (db.WithFailoverWait), with one copy of the request (http.Request.WithContext copies the
+// whole request).
 //
 // The id is the client's Request-Id when it is sane, or a new one; it is echoed in the
 // Request-Id response header, in problem bodies and in every log line. The trace
@@ -42,6 +44,7 @@ func (s *Server) startRequest(next echo.HandlerFunc) echo.HandlerFunc {
 		res.Header().Set("Request-Id", id)
 		ctx, cancel := context.WithTimeout(withRequestState(c.Request().Context(), id), s.requestTimeout)
 		defer cancel()
+		ctx = db.WithFailoverWait(ctx, s.failoverWait)
 		ctx, t := trace.New(ctx)
 		if s.tracer != nil {
 			var span oteltrace.Span

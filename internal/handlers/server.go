@@ -50,6 +50,10 @@ type Options struct {
 	// RequestTimeout is every request's deadline, carried by its context into every database
 	// call; a request that runs out of it waiting for the database answers 503.
 	RequestTimeout time.Duration
+	// FailoverWait is how long a request waits for a database that is unavailable as its
+	// transaction begins (a failover), before it answers 503; 0 waits not at all
+	// (db.WithFailoverWait).
+	FailoverWait time.Duration
 	// Draining ends when the server starts shutting down: bodies still arriving are cut
 	// short (503), so a slow client cannot hold the shutdown for its whole timeout.
 	// Nil means never.
@@ -86,6 +90,7 @@ type Server struct {
 	events           *events.Service
 	webhooks         *webhooks.Service
 	requestTimeout   time.Duration
+	failoverWait     time.Duration
 	draining         context.Context
 	apiKeys          *accounts.Authenticator
 	metrics          *metrics.Metrics
@@ -135,6 +140,7 @@ func New(opts Options) (*echo.Echo, error) {
 		events:           opts.Events,
 		webhooks:         opts.Webhooks,
 		requestTimeout:   cmp.Or(opts.RequestTimeout, DefaultRequestTimeout),
+		failoverWait:     opts.FailoverWait,
 		draining:         opts.Draining,
 		apiKeys:          opts.APIKeys,
 		metrics:          opts.Metrics,

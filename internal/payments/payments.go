@@ -143,7 +143,7 @@ func (s *Service) recordEvent(ctx context.Context, tx db.Tx, eventType string, p
 
 // Get returns one payment of the account.
 func (s *Service) Get(ctx context.Context, accountID, id string) (db.Payment, error) {
-	p, err := db.New(s.pool).PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: id})
+	p, err := db.Reads(s.pool).PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: id})
 	if err != nil {
 		return db.Payment{}, fmt.Errorf("get payment %s: %w", id, db.Translate(err))
 	}
@@ -152,7 +152,7 @@ func (s *Service) Get(ctx context.Context, accountID, id string) (db.Payment, er
 
 // Version is the payment's current version, without the rest of the row.
 func (s *Service) Version(ctx context.Context, accountID, id string) (int32, error) {
-	v, err := db.New(s.pool).PaymentVersion(ctx, db.PaymentVersionParams{AccountID: accountID, ID: id})
+	v, err := db.Reads(s.pool).PaymentVersion(ctx, db.PaymentVersionParams{AccountID: accountID, ID: id})
 	if err != nil {
 		return 0, fmt.Errorf("get payment %s: %w", id, db.Translate(err))
 	}
@@ -169,7 +169,7 @@ type ListParams struct {
 
 // List returns one page, newest first, and whether another page follows.
 func (s *Service) List(ctx context.Context, accountID string, p ListParams) ([]db.Payment, bool, error) {
-	q := db.New(s.pool)
+	q := db.Reads(s.pool)
 	createdAt := func(id string) (time.Time, error) {
 		cursor, err := q.PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: id})
 		return cursor.CreatedAt, err

@@ -89,7 +89,7 @@ func refundAmount(pay db.Payment, p RefundParams) (int64, error) {
 
 // GetRefund returns one refund of the account.
 func (s *Service) GetRefund(ctx context.Context, accountID, id string) (db.Refund, error) {
-	r, err := db.New(s.pool).RefundGetByID(ctx, db.RefundGetByIDParams{AccountID: accountID, ID: id})
+	r, err := db.Reads(s.pool).RefundGetByID(ctx, db.RefundGetByIDParams{AccountID: accountID, ID: id})
 	if err != nil {
 		return db.Refund{}, fmt.Errorf("get refund %s: %w", id, db.Translate(err))
 	}
@@ -104,7 +104,7 @@ type RefundListParams struct {
 
 // ListRefunds returns one page, newest first, and whether another page follows.
 func (s *Service) ListRefunds(ctx context.Context, accountID string, p RefundListParams) ([]db.Refund, bool, error) {
-	q := db.New(s.pool)
+	q := db.Reads(s.pool)
 	if p.PaymentID != nil {
 		_, err := q.PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: *p.PaymentID})
 		if err := db.NotFoundAsInvalid(err, "payment_id", "no such payment"); err != nil {

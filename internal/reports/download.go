@@ -12,7 +12,7 @@ import (
 
 // Get returns one report of the account and when it expires.
 func (s *Service) Get(ctx context.Context, accountID, id string) (db.Report, time.Time, error) {
-	row, err := db.New(s.pool).ReportGetByID(ctx, db.ReportGetByIDParams{AccountID: accountID, ID: id})
+	row, err := db.Reads(s.pool).ReportGetByID(ctx, db.ReportGetByIDParams{AccountID: accountID, ID: id})
 	if err != nil {
 		return db.Report{}, time.Time{}, fmt.Errorf("get report %s: %w", id, db.Translate(err))
 	}
@@ -46,7 +46,7 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		chunk := db.ReportChunkGetParams{AccountID: r.accountID, JobID: r.jobID, Seq: r.next}
-		data, err := db.New(r.pool).ReportChunkGet(r.ctx, chunk)
+		data, err := db.Reads(r.pool).ReportChunkGet(r.ctx, chunk)
 		if err != nil {
 			return 0, fmt.Errorf("read report chunk %d of job %s: %w", r.next, r.jobID, err)
 		}

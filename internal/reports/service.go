@@ -95,7 +95,7 @@ func (s *Service) Request(ctx context.Context, tx db.Tx, accountID string, p Par
 
 // GetJob returns one job of the account.
 func (s *Service) GetJob(ctx context.Context, accountID, id string) (db.Job, error) {
-	job, err := db.New(s.pool).JobGetByID(ctx, db.JobGetByIDParams{AccountID: accountID, ID: id})
+	job, err := db.Reads(s.pool).JobGetByID(ctx, db.JobGetByIDParams{AccountID: accountID, ID: id})
 	if err != nil {
 		return db.Job{}, fmt.Errorf("get job %s: %w", id, db.Translate(err))
 	}
@@ -146,7 +146,7 @@ type JobListParams struct {
 
 // ListJobs returns one page, newest first, and whether another page follows.
 func (s *Service) ListJobs(ctx context.Context, accountID string, p JobListParams) ([]db.Job, bool, error) {
-	q := db.New(s.pool)
+	q := db.Reads(s.pool)
 	createdAt := func(id string) (time.Time, error) {
 		j, err := q.JobGetByID(ctx, db.JobGetByIDParams{AccountID: accountID, ID: id})
 		return j.CreatedAt, err

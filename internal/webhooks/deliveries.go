@@ -23,7 +23,7 @@ func (s *Service) ListDeliveries(ctx context.Context, accountID, endpointID stri
 	if _, err := s.GetEndpoint(ctx, accountID, endpointID); err != nil {
 		return nil, false, err
 	}
-	q := db.New(s.pool)
+	q := db.Reads(s.pool)
 	createdAt := func(id string) (time.Time, error) {
 		d, err := q.WebhookDeliveryGetByID(ctx, db.WebhookDeliveryGetByIDParams{AccountID: accountID, ID: id})
 		if err == nil && d.EndpointID != endpointID {

@@ -56,7 +56,7 @@ func (s *Service) CreateEndpoint(ctx context.Context, accountID string, p Endpoi
 
 // GetEndpoint returns one endpoint of the account.
 func (s *Service) GetEndpoint(ctx context.Context, accountID, id string) (db.WebhookEndpoint, error) {
-	e, err := db.New(s.pool).WebhookEndpointGetByID(ctx, db.WebhookEndpointGetByIDParams{AccountID: accountID, ID: id})
+	e, err := db.Reads(s.pool).WebhookEndpointGetByID(ctx, db.WebhookEndpointGetByIDParams{AccountID: accountID, ID: id})
 	if err != nil {
 		return db.WebhookEndpoint{}, fmt.Errorf("get webhook endpoint %s: %w", id, db.Translate(err))
 	}
@@ -65,7 +65,7 @@ func (s *Service) GetEndpoint(ctx context.Context, accountID, id string) (db.Web
 
 // ListEndpoints returns one page, newest first, and whether another page follows.
 func (s *Service) ListEndpoints(ctx context.Context, accountID string, p db.Page) ([]db.WebhookEndpoint, bool, error) {
-	q := db.New(s.pool)
+	q := db.Reads(s.pool)
 	createdAt := func(id string) (time.Time, error) {
 		e, err := q.WebhookEndpointGetByID(ctx, db.WebhookEndpointGetByIDParams{AccountID: accountID, ID: id})
 		return e.CreatedAt, err
