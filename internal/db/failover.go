@@ -94,12 +94,12 @@ func WithFailoverWait(ctx context.Context, wait time.Duration) context.Context {
 	return context.WithValue(ctx, failoverWaitKey{}, wait)
 }
 
-// The pauses between tries: short at first, since a switchover's new primary accepts a
-// second or two after the old one stopped, and PgBouncer retries its login every quarter of
-// a second (deploy/cluster/pgbouncer.ini).
+// The pauses between tries: short, since a switchover's new primary accepts a second or two
+// after the old one stopped, and the cluster's PgBouncer and HAProxy notice it within a tenth
+// of a second (deploy/cluster/pgbouncer.ini, deploy/ha/haproxy-postgres.cfg).
 const (
 	firstRetryPause = 50 * time.Millisecond
-	maxRetryPause   = 250 * time.Millisecond
+	maxRetryPause   = 100 * time.Millisecond
 )
 
 // failoverRetry paces the tries of one transaction's BEGIN or one read.
