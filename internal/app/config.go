@@ -19,7 +19,7 @@ type Config struct {
 	DatabaseURL            string
 	DatabaseDirectURL      string
 	DatabaseConnectTimeout time.Duration // how long start-up waits for an unreachable database
-	DatabaseFailoverWait   time.Duration // how long a request waits to begin a transaction (db.WithFailoverWait)
+	DatabaseFailoverWait   time.Duration // how long a request waits out an unavailable database (db.WithFailoverWait)
 	DemoAPIKeys            []string      // each seeded as its own account
 	Sandbox                bool          // RUN_MODE=sandbox; production accepts only DemoAPIKeys
 	FaultInjection         bool

@@ -50,9 +50,9 @@ type Options struct {
 	// RequestTimeout is every request's deadline, carried by its context into every database
 	// call; a request that runs out of it waiting for the database answers 503.
 	RequestTimeout time.Duration
-	// FailoverWait is how long a request waits for a database that is unavailable as its
-	// transaction begins (a failover), before it answers 503; 0 waits not at all
-	// (db.WithFailoverWait).
+	// FailoverWait is how long a request waits for a database that is unavailable (a
+	// failover) as its transaction begins or as it reads, before it answers 503; 0 waits not
+	// at all (db.WithFailoverWait).
 	FailoverWait time.Duration
 	// Draining ends when the server starts shutting down: bodies still arriving are cut
 	// short (503), so a slow client cannot hold the shutdown for its whole timeout.
