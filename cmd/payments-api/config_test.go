@@ -76,6 +76,7 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"TRUSTED_PROXIES": "127.0.0.1,0.0.0.0/0"}, "TRUSTED_PROXIES"}, // anyone could name themselves
 		{map[string]string{"TRUSTED_PROXIES": "::/0"}, "TRUSTED_PROXIES"},
 		{map[string]string{"DATABASE_CONNECT_TIMEOUT": "0s"}, "DATABASE_CONNECT_TIMEOUT"},
+		{map[string]string{"DATABASE_FAILOVER_WAIT": "-1s"}, "DATABASE_FAILOVER_WAIT"},
 		{map[string]string{"REQUEST_TIMEOUT": "0s"}, "REQUEST_TIMEOUT"},
 		{map[string]string{"PROCESSOR_LATENCY": "30s"}, "PROCESSOR_LATENCY"}, // not below REQUEST_TIMEOUT
 		{map[string]string{"REQUEST_TIMEOUT": "40s"}, "WRITE_TIMEOUT"},       // the default 35s no longer covers it

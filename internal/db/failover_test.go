@@ -73,6 +73,19 @@ func idleReadOnly(t *testing.T, pool *pgxpool.Pool, n int) {
 	}
 }
 
+// poolBehindProxy opens a one-connection pool on databaseURL's database through a
+// dbtest.Proxy, for a test to take the database away from it.
+func poolBehindProxy(t *testing.T, databaseURL string) (*dbtest.Proxy, *pgxpool.Pool) {
+	t.Helper()
+	proxy, url := dbtest.NewProxy(t, databaseURL)
+	pool, err := db.Open(context.Background(), url, db.Options{MaxConns: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return proxy, pool
+}
+
 // TestTransactionWaitsOutAFailover: with a failover wait, a transaction that cannot begin
 // (its connection cut, each new one closed at once) keeps trying, and commits once the
 // database is back; fn runs once, on the connection that began. Without a wait, or once
@@ -81,12 +94,7 @@ func TestTransactionWaitsOutAFailover(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	direct := dbtest.NewURL(t)
-	proxy, url := dbtest.NewProxy(t, direct)
-	pool, err := db.Open(ctx, url, db.Options{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	proxy, pool := poolBehindProxy(t, direct)
 	calls := 0
 	create := func(id string) func(tx db.Tx) error {
 		return func(tx db.Tx) error {
@@ -153,14 +161,9 @@ func TestTransactionWaitsOutAFailover(t *testing.T) {
 func TestTransactionCutAfterBeginIsNotRetried(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	proxy, url := dbtest.NewProxy(t, dbtest.NewURL(t))
-	pool, err := db.Open(ctx, url, db.Options{MaxConns: 2})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	proxy, pool := poolBehindProxy(t, dbtest.NewURL(t))
 	calls := 0
-	err = db.InTx(db.WithFailoverWait(ctx, time.Minute), pool, func(tx db.Tx) error {
+	err := db.InTx(db.WithFailoverWait(ctx, time.Minute), pool, func(tx db.Tx) error {
 		calls++
 		if err := tx.AccountCreateIfMissing(ctx, "acct_first"); err != nil {
 			return err
@@ -180,12 +183,7 @@ func TestTransactionCutAfterBeginIsNotRetried(t *testing.T) {
 func TestReadWaitsOutAFailover(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
-	proxy, url := dbtest.NewProxy(t, dbtest.NewURL(t))
-	pool, err := db.Open(ctx, url, db.Options{MaxConns: 1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer pool.Close()
+	proxy, pool := poolBehindProxy(t, dbtest.NewURL(t))
 	read := func(ctx context.Context) error {
 		_, err := db.Reads(pool).AccountGetByAPIKeyHash(ctx, []byte("no such key"))
 		return err
