@@ -68,6 +68,7 @@ type value struct {
 	required bool
 	kind     string // integer, number, boolean or string: what the string is converted to
 	schema   *jsonschema.Schema
+	plain    *plainString // set when the schema is a plain string's: see plainString
 }
 
 type requestBody struct {
@@ -155,6 +156,7 @@ func (c *Contract) AllowedMethods(req *http.Request) []string {
 // their $refs resolve exactly as the document says. Everything it builds shares its notes.
 type builder struct {
 	compiler *jsonschema.Compiler
+	doc      any // the spec's JSON form, as the compiler reads it
 	notes    enumNotes
 }
 
@@ -176,7 +178,7 @@ func newBuilder(spec *openapi3.T) (*builder, error) {
 	if err := c.AddResource(specURL, doc); err != nil {
 		return nil, err
 	}
-	return &builder{compiler: c, notes: newEnumNotes(spec)}, nil
+	return &builder{compiler: c, doc: doc, notes: newEnumNotes(spec)}, nil
 }
 
 // validateDateTime checks a date-time as the server reads it, with Go's RFC 3339 parser
@@ -268,7 +270,11 @@ func (b *builder) value(name, in string, required bool, schema *openapi3.SchemaR
 	if err != nil {
 		return nil, err
 	}
-	return &value{name: name, in: in, required: required || in == openapi3.ParameterInPath, kind: kind, schema: compiled}, nil
+	v := &value{name: name, in: in, required: required || in == openapi3.ParameterInPath, kind: kind, schema: compiled}
+	if written, ok := lookup(b.doc, loc+"/schema").(map[string]any); ok && isPlainString(written) {
+		v.plain = newPlainString(compiled)
+	}
+	return v, nil
 }
 
 func (b *builder) content(content openapi3.Content, loc string) (map[string]*media, error) {

@@ -113,6 +113,9 @@ func (op *Operation) checkParams(errs *collector, req *http.Request, pathParams 
 		if msg := p.check(values); msg != "" {
 			errs.add(p.name, msg)
 		} else if len(values) == 1 {
+			if p.plain != nil && p.plain.accepts(values[0]) {
+				continue // valid, and known so without the validator: most requests' path IDs
+			}
 			if v, _ := p.parse(values[0]); v != nil {
 				if err := p.schema.Validate(v); err != nil {
 					addSchemaErrors(errs, err, p.name, nil)

@@ -36,6 +36,9 @@ var (
 
 // isReadOnly reports whether the server refused the statement because it is read-only.
 func isReadOnly(err error) bool {
+	if err == nil {
+		return false // every statement's end comes here: no PgError allocated for none
+	}
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.ReadOnlySQLTransaction
 }
