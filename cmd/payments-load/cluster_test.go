@@ -24,7 +24,7 @@ func TestClusterRatioIsClusterOverDirect(t *testing.T) {
 		t.Errorf("cluster figures %+v, want ratio 0.5, rate %v and its errors", c, float64(50+90+30)/3)
 	}
 	var out strings.Builder
-	if err := report(&out, []result{{name: "get", sample: slices(300)[0], cluster: c}}, 0); err != nil {
+	if err := report(&out, []result{{name: "get", sample: slices(300)[0], cluster: c}}, nil, 0); err != nil {
 		t.Fatal(err)
 	}
 	if want := "get: cluster 57 req/s, direct 300 req/s, cluster/direct 0.50; cluster errors: 2 (status 503)\n"; !strings.Contains(out.String(), want) {

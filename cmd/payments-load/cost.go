@@ -71,9 +71,18 @@ type meter struct {
 	pgErr      error // why PostgreSQL's processes are unknown
 }
 
-// costMeters are the meters of our server and of the minimal server (nil without one).
+// costMeters are the meters of our server and of the minimal server (nil without one), and
+// of -tiers (nil without them).
 type costMeters struct {
 	own, floor *meter
+	tiers      *tierMeter
+}
+
+func (m costMeters) tierNames() []string {
+	if m.tiers == nil {
+		return nil
+	}
+	return m.tiers.names
 }
 
 // newCostMeters finds the processes of the servers at cfg's URLs and of the PostgreSQL
@@ -97,7 +106,7 @@ func newCostMeters(ctx context.Context, cfg config) costMeters {
 		pids, err := r.serverProcesses(target)
 		return &meter{proc: r, pids: pids, pidsErr: err, postmaster: postmaster, pgErr: pgErr}
 	}
-	m := costMeters{own: newMeter(cfg.URL)}
+	m := costMeters{own: newMeter(cfg.URL), tiers: newTierMeter(r, cfg.Tiers)}
 	if cfg.MinimalURL != "" {
 		m.floor = newMeter(cfg.MinimalURL)
 	}

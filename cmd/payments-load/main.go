@@ -68,6 +68,7 @@ type config struct {
 	MinimalURL   string        // the minimal server (cmd/payments-load/minimal); empty: no floor
 	StripeMock   string        // stripe-mock's URL (Stripe's stateless mock of its API); empty: none
 	ClusterURL   string        // the server through HAProxy and PgBouncer, on -url's database; empty: none
+	Tiers        []tier        // with ClusterURL: the processes whose CPU per request each path is split into (tiers.go)
 	Preload      int           // > 0: only copy this many payments (and their rows) into the database
 	Scale        []scaleServer // set: measure the scale operations on each of these servers
 	ClientsSweep []int         // set: compare with the floor at each of these counts of clients
@@ -123,6 +124,8 @@ func parseFlags(args []string) (config, error) {
 		"stripe-mock (loopback only) to measure get and create against, as Stripe's API takes them, in the same slices; empty for none")
 	fs.StringVar(&cfg.ClusterURL, "cluster-url", "",
 		"the same server through HAProxy and PgBouncer (deploy/cluster/run with API_PROCESSES=1) on -url's database (loopback only), to measure get and create through in the same slices; empty for none")
+	tiers := fs.String("tiers", "",
+		"with -cluster-url, the processes a request may cross, as a comma-separated list of name=port (the port each listens on, PostgreSQL's too), to split each path's CPU per request by them")
 	fs.IntVar(&cfg.Preload, "preload", 0,
 		"instead of measuring, copy this many payments with their refunds, events, deliveries and keys into -database-url (9 in 10 in -key's account), without ANALYZE")
 	scale := fs.String("scale", "",
@@ -136,6 +139,12 @@ func parseFlags(args []string) (config, error) {
 		return config{}, fmt.Errorf("unexpected argument %q", fs.Arg(0))
 	}
 	cfg.Scenarios = strings.Split(*scenarioList, ",")
+	if *tiers != "" {
+		var err error
+		if cfg.Tiers, err = parseTiers(*tiers); err != nil {
+			return config{}, err
+		}
+	}
 	if *scale != "" {
 		var err error
 		if cfg.Scale, err = parseScaleServers(*scale); err != nil {
@@ -167,6 +176,9 @@ func (c config) validate() error {
 	errs = append(errs, c.validateClientsSweep()...)
 	if c.Preload < 0 || c.Preload > 10_000_000 || (c.Preload > 0 && c.DatabaseURL == "") {
 		errs = append(errs, fmt.Errorf("-preload %d: want at most 10,000,000, and -database-url", c.Preload))
+	}
+	if len(c.Tiers) > 0 && c.ClusterURL == "" {
+		errs = append(errs, errors.New("-tiers: needs -cluster-url"))
 	}
 	errs = append(errs, validateTarget("-url", c.URL))
 	for _, other := range []struct{ flag, url string }{
@@ -297,7 +309,7 @@ func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
 			return results, ctx.Err()
 		}
 	}
-	if err := report(out, results, serverRSS(ctx, c)); err != nil {
+	if err := report(out, results, meters.tierNames(), serverRSS(ctx, c)); err != nil {
 		return results, err
 	}
 	if cfg.SVG == "" {

@@ -54,6 +54,7 @@ type result struct {
 	stripeMock   comparison  // against stripe-mock (stripemock.go)
 	cluster      comparison  // through the cluster, its ratio cluster/direct (cluster.go)
 	cost         costFigures // CPU and system calls per request, on our server and the floor (cost.go)
+	tiers        tierCosts   // CPU per request of each of -tiers, direct and through the cluster (tiers.go)
 }
 
 // p returns a latency percentile of the scenario's successful requests.
@@ -64,7 +65,7 @@ func (r result) p(q float64) time.Duration { return percentile(r.latencies, q) }
 // that answers the scenario, the minimal server, stripe-mock and the cluster
 // (A/B/C/D/E/A/B/C/D/E), so drift of a shared machine affects both sides of each slice's
 // ratio alike. The meters read what our server, the minimal server and PostgreSQL spent in
-// their slices.
+// their slices, and each of -tiers in ours and the cluster's.
 func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *baselines, o others, m costMeters, name string) result {
 	s := scenarios[scenarioIndex(name)]
 	if s.name == raceScenario {
@@ -76,9 +77,11 @@ func measure(ctx context.Context, cfg config, c *client, f *fixtures, base *base
 	var own, theirs []sample
 	atFloor := otherSlices{work: o.floor.workload(s.name), meter: m.floor, cost: &res.cost.floor}
 	atMock := otherSlices{work: o.stripeMock.workload(s.name)}
-	atCluster := otherSlices{work: o.cluster.workload(s.name)}
+	atCluster := otherSlices{work: o.cluster.workload(s.name), tiers: m.tiers, tierCost: &res.tiers.cluster}
 	for range cfg.Slices {
-		a := m.own.runSlice(ctx, &res.cost.own, cfg.Concurrency, slice, cfg.MaxPerWorker, w)
+		a := m.tiers.around(&res.tiers.direct, func() sample {
+			return m.own.runSlice(ctx, &res.cost.own, cfg.Concurrency, slice, cfg.MaxPerWorker, w)
+		})
 		own = append(own, a)
 		res.merge(a)
 		if base != nil && s.baseline != "" {

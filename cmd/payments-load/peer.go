@@ -53,16 +53,22 @@ func (o others) close() {
 
 // otherSlices are one other server's slices of a scenario, run in turn with ours.
 type otherSlices struct {
-	work    workload // nil: the server does not answer the scenario, and is not run
-	meter   *meter   // nil: what it spends is not read
-	cost    *cost
-	samples []sample
+	work     workload // nil: the server does not answer the scenario, and is not run
+	meter    *meter   // nil: what it spends is not read
+	cost     *cost
+	tiers    *tierMeter // nil: no tiers are read around its slices
+	tierCost *tierCost
+	samples  []sample
 }
 
 func (o *otherSlices) run(ctx context.Context, cfg config, d time.Duration) {
-	if o.work != nil {
-		o.samples = append(o.samples, o.meter.runSlice(ctx, o.cost, cfg.Concurrency, d, cfg.MaxPerWorker, o.work))
+	if o.work == nil {
+		return
 	}
+	s := o.tiers.around(o.tierCost, func() sample {
+		return o.meter.runSlice(ctx, o.cost, cfg.Concurrency, d, cfg.MaxPerWorker, o.work)
+	})
+	o.samples = append(o.samples, s)
 }
 
 // comparison is a scenario's figures against another server run in the same slices.

@@ -194,7 +194,7 @@ func (r procReader) postgresParent(pid int) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	if st.Comm != "postgres" && st.Comm != "postmaster" {
+	if !isPostgresComm(st) {
 		return 0, fmt.Errorf("process %d is %q, not postgres: is PostgreSQL in another PID namespace?", pid, st.Comm)
 	}
 	return st.PPID, nil

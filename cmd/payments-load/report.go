@@ -12,9 +12,10 @@ import (
 	"github.com/payments-api/payments-api/internal/textout"
 )
 
-// report prints one row per scenario, then the cluster's figures, the cost per request, the
-// notes, the ratios the targets in docs/performance.md are stated in, and the server's memory.
-func report(out io.Writer, results []result, rssBytes float64) error {
+// report prints one row per scenario, then the cluster's figures and its tiers (named
+// tiers), the cost per request, the notes, the ratios the targets in docs/performance.md
+// are stated in, and the server's memory.
+func report(out io.Writer, results []result, tiers []string, rssBytes float64) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	table := &textout.Printer{W: tw}
 	table.Printf("scenario\treq/s\tp50\tp95\tp99\terrors\tbaseline\tbaseline req/s\tratio\tminimal req/s\tratio vs minimal\tstripe-mock req/s\tratio vs stripe-mock\t\n")
@@ -34,6 +35,9 @@ func report(out io.Writer, results []result, rssBytes float64) error {
 	reportCluster(p, results)
 	if p.Err != nil {
 		return p.Err
+	}
+	if err := reportTiers(out, tiers, results); err != nil {
+		return err
 	}
 	if err := reportCosts(out, results); err != nil {
 		return err

@@ -1,0 +1,197 @@
+package main
+
+import (
+	"cmp"
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/payments-api/payments-api/internal/textout"
+	"github.com/prometheus/procfs"
+)
+
+// Where the cluster path's CPU goes. -tiers names the processes a request may cross, each
+// by a port it listens on (scripts/perf-cluster: the direct server, HAProxy, the cluster's
+// API process, PgBouncer, Redis and PostgreSQL). Around every slice, direct and through the
+// cluster, the tool reads what each of them has spent, so each path's cost per request is
+// split by tier. Every tier is read on both paths: one a path does not cross (HAProxy on the
+// direct path) shows what it spends idle, its health checks, and nothing is assumed.
+
+// tier is one process (or several sharing a port) of -tiers.
+type tier struct {
+	name string
+	port uint64
+}
+
+// parseTiers reads -tiers: a comma-separated list of name=port, each name once.
+func parseTiers(s string) ([]tier, error) {
+	var tiers []tier
+	for part := range strings.SplitSeq(s, ",") {
+		name, p, _ := strings.Cut(part, "=")
+		port, err := strconv.ParseUint(p, 10, 16)
+		if name == "" || err != nil || port == 0 {
+			return nil, fmt.Errorf("-tiers %q: want a comma-separated list of name=port", part)
+		}
+		if slices.ContainsFunc(tiers, func(t tier) bool { return t.name == name }) {
+			return nil, fmt.Errorf("-tiers: %q twice", name)
+		}
+		tiers = append(tiers, tier{name: name, port: port})
+	}
+	return tiers, nil
+}
+
+// tierMeter reads what every tier has spent. A nil tierMeter reads nothing.
+type tierMeter struct {
+	names []string
+	read  []func() (spent, error) // one per tier
+}
+
+// newTierMeter finds each tier's processes. A tier that cannot be found is read as an error,
+// which the report names; the others are still measured.
+func newTierMeter(r procReader, tiers []tier) *tierMeter {
+	if len(tiers) == 0 {
+		return nil
+	}
+	m := &tierMeter{}
+	for _, t := range tiers {
+		m.names = append(m.names, t.name)
+		m.read = append(m.read, r.tierReader(t.port))
+	}
+	return m
+}
+
+// tierReader is how to read the processes listening on port. PostgreSQL's listening
+// process is its postmaster, which does none of the queries' work: that tier is read as the
+// postmaster and every process it started (pgSpent).
+func (r procReader) tierReader(port uint64) func() (spent, error) {
+	pids, err := r.listeners(port)
+	if err != nil {
+		return func() (spent, error) { return spent{}, err }
+	}
+	if len(pids) == 1 && r.isPostgres(pids[0]) {
+		return func() (spent, error) { return r.pgSpent(pids[0]) }
+	}
+	return func() (spent, error) { return r.serverSpent(pids) }
+}
+
+func (r procReader) isPostgres(pid int) bool {
+	p, err := r.fs.Proc(pid)
+	if err != nil {
+		return false
+	}
+	st, err := p.Stat()
+	return err == nil && isPostgresComm(st)
+}
+
+func isPostgresComm(st procfs.ProcStat) bool { return st.Comm == "postgres" || st.Comm == "postmaster" }
+
+// reading is one tier's total at one moment.
+type reading struct {
+	spent spent
+	err   error
+}
+
+func (m *tierMeter) readAll() []reading {
+	out := make([]reading, len(m.read))
+	for i, read := range m.read {
+		out[i].spent, out[i].err = read()
+	}
+	return out
+}
+
+// around runs a slice between two readings of every tier and adds what each spent to into.
+func (m *tierMeter) around(into *tierCost, slice func() sample) sample {
+	if m == nil {
+		return slice()
+	}
+	before := m.readAll()
+	s := slice()
+	after := m.readAll()
+	if into.spent == nil {
+		into.spent, into.errs = make([]spent, len(m.names)), make([]error, len(m.names))
+	}
+	into.requests += s.requests
+	for i := range after {
+		into.spent[i] = into.spent[i].plus(after[i].spent.since(before[i].spent))
+		into.errs[i] = cmp.Or(into.errs[i], before[i].err, after[i].err)
+	}
+	return s
+}
+
+// tierCost is what every tier spent over one path's slices of a scenario.
+type tierCost struct {
+	requests int
+	spent    []spent // by tier, in -tiers' order
+	errs     []error // why a tier has no figure
+}
+
+// tierCosts are a scenario's tier costs on the direct path and through the cluster.
+type tierCosts struct {
+	direct, cluster tierCost
+}
+
+// cpuPerRequest is a tier's CPU per request in microseconds; false when it was not
+// measured.
+func (c tierCost) cpuPerRequest(i int) (float64, bool) {
+	if c.requests == 0 || i >= len(c.spent) || c.errs[i] != nil {
+		return 0, false
+	}
+	return c.spent[i].cpu.Seconds() * 1e6 / float64(c.requests), true
+}
+
+// reportTiers prints, for every scenario measured through the cluster, each tier's CPU per
+// request on both paths and their sums, then why any tier has no figure.
+func reportTiers(out io.Writer, names []string, results []result) error {
+	if len(names) == 0 {
+		return nil
+	}
+	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
+	table := &textout.Printer{W: tw}
+	table.Printf("scenario\ttier\tdirect cpu µs/req\tcluster cpu µs/req\t\n")
+	seen := map[string]bool{}
+	var whyNot []string
+	for _, r := range results {
+		if r.cluster.rate == 0 {
+			continue
+		}
+		var sums [2]float64
+		var whole [2]bool
+		whole[0], whole[1] = true, true
+		for i, name := range names {
+			var cells [2]string
+			for side, c := range []tierCost{r.tiers.direct, r.tiers.cluster} {
+				v, ok := c.cpuPerRequest(i)
+				cells[side], sums[side], whole[side] = "-", sums[side]+v, whole[side] && ok
+				if ok {
+					cells[side] = strconv.FormatFloat(v, 'f', 0, 64)
+				} else if i < len(c.errs) && c.errs[i] != nil {
+					line := fmt.Sprintf("tier %s not measured: %v", name, c.errs[i])
+					if !seen[line] {
+						seen[line] = true
+						whyNot = append(whyNot, line)
+					}
+				}
+			}
+			table.Printf("%s\t%s\t%s\t%s\t\n", r.name, name, cells[0], cells[1])
+		}
+		var all [2]string
+		for side := range all {
+			all[side] = "-"
+			if whole[side] {
+				all[side] = strconv.FormatFloat(sums[side], 'f', 0, 64)
+			}
+		}
+		table.Printf("%s\tall tiers\t%s\t%s\t\n", r.name, all[0], all[1])
+	}
+	if err := textout.FlushTable(table, tw); err != nil {
+		return err
+	}
+	p := &textout.Printer{W: out}
+	for _, line := range whyNot {
+		p.Printf("%s\n", line)
+	}
+	return p.Err
+}

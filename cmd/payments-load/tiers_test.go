@@ -1,0 +1,106 @@
+package main
+
+import (
+	"cmp"
+	"errors"
+	"net"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseTiers(t *testing.T) {
+	got, err := parseTiers("haproxy=8280,postgresql=5432")
+	if err != nil || len(got) != 2 || got[0] != (tier{"haproxy", 8280}) || got[1] != (tier{"postgresql", 5432}) {
+		t.Errorf("parseTiers: %+v, %v", got, err)
+	}
+	for _, bad := range []string{"haproxy", "haproxy=", "=8280", "haproxy=0", "haproxy=70000", "a=1,a=2", "a=1,"} {
+		if _, err := parseTiers(bad); err == nil {
+			t.Errorf("parseTiers(%q): no error", bad)
+		}
+	}
+	if _, err := parseFlags([]string{"-tiers", "haproxy=8280"}); err == nil || !strings.Contains(err.Error(), "-cluster-url") {
+		t.Errorf("-tiers without -cluster-url: %v, want an error naming -cluster-url", err)
+	}
+}
+
+// TestReportTiers: each tier's CPU per request on both paths, their sums, and a "-" (and
+// why) where a tier was not measured, which leaves that path without a sum.
+func TestReportTiers(t *testing.T) {
+	ms := func(n int) spent { return spent{cpu: time.Duration(n) * time.Millisecond} }
+	r := result{name: "get", cluster: comparison{rate: 500}, tiers: tierCosts{
+		direct:  tierCost{requests: 1000, spent: []spent{ms(100), ms(0), ms(40)}, errs: []error{nil, nil, nil}},
+		cluster: tierCost{requests: 500, spent: []spent{ms(70), {}, ms(50)}, errs: []error{nil, errors.New("no socket listens on port 6632"), nil}},
+	}}
+	var out strings.Builder
+	if err := reportTiers(&out, []string{"api", "pgbouncer", "postgresql"}, []result{r, {name: "list"}}); err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(out.String(), "\n")
+	for i, want := range []string{
+		"scenario tier direct cpu µs/req cluster cpu µs/req",
+		"get api 100 140",
+		"get pgbouncer 0 -",
+		"get postgresql 40 100",
+		"get all tiers 140 -",
+		"tier pgbouncer not measured: no socket listens on port 6632",
+	} {
+		if i >= len(lines) || strings.Join(strings.Fields(lines[i]), " ") != want {
+			t.Errorf("line %d: want %q in\n%s", i, want, out.String())
+		}
+	}
+	if strings.Contains(out.String(), " list ") {
+		t.Errorf("a scenario not run through the cluster is reported:\n%s", out.String())
+	}
+}
+
+// TestTiersAreMeasuredAroundEachSlice runs get and create against a server in this process,
+// which stands in for the cluster too, with two tiers: the server, found from its port, and
+// PostgreSQL, found from its own (the postmaster, counted with its backends). Both are read
+// around the direct and the cluster slices alike; a tier nothing listens on is named as not
+// measured.
+func TestTiersAreMeasuredAroundEachSlice(t *testing.T) {
+	baseURL, databaseURL := startServer(t)
+	free, err := (&net.ListenConfig{}).Listen(t.Context(), "tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	freePort := free.Addr().(*net.TCPAddr).Port
+	_ = free.Close() // nothing listens on it now
+	results, out := runShort(t, config{
+		URL: baseURL, APIKey: smokeKey, ClusterURL: baseURL, Scenarios: []string{"get", "create"},
+		Tiers: []tier{{"server", mustPort(t, baseURL)}, {"postgresql", mustPort(t, databaseURL)}, {"none", uint64(freePort)}},
+	})
+	for _, r := range results {
+		for side, c := range map[string]tierCost{"direct": r.tiers.direct, "cluster": r.tiers.cluster} {
+			for i, name := range []string{"server", "postgresql"} {
+				if v, ok := c.cpuPerRequest(i); !ok || v <= 0 {
+					t.Errorf("%s, %s path, tier %s: %v %v (%v), want a figure", r.name, side, name, v, ok, c.errs)
+				}
+			}
+			if _, ok := c.cpuPerRequest(2); ok {
+				t.Errorf("%s, %s path: a figure for a port nothing listens on", r.name, side)
+			}
+		}
+	}
+	for _, want := range []string{"get postgresql", "create all tiers -", "tier none not measured: no socket listens on port " + strconv.Itoa(freePort)} {
+		if !strings.Contains(strings.Join(strings.Fields(out), " "), want) {
+			t.Errorf("want %q in\n%s", want, out)
+		}
+	}
+}
+
+func mustPort(t *testing.T, rawURL string) uint64 {
+	t.Helper()
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	port, err := strconv.ParseUint(cmp.Or(u.Port(), "5432"), 10, 16)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return port
+}
