@@ -145,41 +145,35 @@ func (c tierCost) cpuPerRequest(i int) (float64, bool) {
 // reportTiers prints, for every scenario measured through the cluster, each tier's CPU per
 // request on both paths and their sums, then why any tier has no figure.
 func reportTiers(out io.Writer, names []string, results []result) error {
-	if len(names) == 0 {
+	measured := slices.DeleteFunc(slices.Clone(results), func(r result) bool { return r.cluster.rate == 0 })
+	if len(names) == 0 || len(measured) == 0 {
 		return nil
 	}
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	table := &textout.Printer{W: tw}
 	table.Printf("scenario\ttier\tdirect cpu µs/req\tcluster cpu µs/req\t\n")
-	seen := map[string]bool{}
 	var whyNot []string
-	for _, r := range results {
-		if r.cluster.rate == 0 {
-			continue
-		}
+	for _, r := range measured {
+		paths := [2]tierCost{r.tiers.direct, r.tiers.cluster}
 		var sums [2]float64
-		var whole [2]bool
-		whole[0], whole[1] = true, true
+		whole := [2]bool{true, true} // every tier of the path measured, so its sum is too
 		for i, name := range names {
-			var cells [2]string
-			for side, c := range []tierCost{r.tiers.direct, r.tiers.cluster} {
+			cells := [2]string{"-", "-"}
+			for side, c := range paths {
 				v, ok := c.cpuPerRequest(i)
-				cells[side], sums[side], whole[side] = "-", sums[side]+v, whole[side] && ok
+				sums[side], whole[side] = sums[side]+v, whole[side] && ok
 				if ok {
 					cells[side] = strconv.FormatFloat(v, 'f', 0, 64)
 				} else if i < len(c.errs) && c.errs[i] != nil {
-					line := fmt.Sprintf("tier %s not measured: %v", name, c.errs[i])
-					if !seen[line] {
-						seen[line] = true
+					if line := fmt.Sprintf("tier %s not measured: %v", name, c.errs[i]); !slices.Contains(whyNot, line) {
 						whyNot = append(whyNot, line)
 					}
 				}
 			}
 			table.Printf("%s\t%s\t%s\t%s\t\n", r.name, name, cells[0], cells[1])
 		}
-		var all [2]string
+		all := [2]string{"-", "-"}
 		for side := range all {
-			all[side] = "-"
 			if whole[side] {
 				all[side] = strconv.FormatFloat(sums[side], 'f', 0, 64)
 			}
