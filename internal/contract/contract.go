@@ -156,7 +156,6 @@ func (c *Contract) AllowedMethods(req *http.Request) []string {
 // their $refs resolve exactly as the document says. Everything it builds shares its notes.
 type builder struct {
 	compiler *jsonschema.Compiler
-	doc      any // the spec's JSON form, as the compiler reads it
 	notes    enumNotes
 }
 
@@ -178,7 +177,7 @@ func newBuilder(spec *openapi3.T) (*builder, error) {
 	if err := c.AddResource(specURL, doc); err != nil {
 		return nil, err
 	}
-	return &builder{compiler: c, doc: doc, notes: newEnumNotes(spec)}, nil
+	return &builder{compiler: c, notes: newEnumNotes(spec)}, nil
 }
 
 // validateDateTime checks a date-time as the server reads it, with Go's RFC 3339 parser
@@ -271,7 +270,7 @@ func (b *builder) value(name, in string, required bool, schema *openapi3.SchemaR
 		return nil, err
 	}
 	v := &value{name: name, in: in, required: required || in == openapi3.ParameterInPath, kind: kind, schema: compiled}
-	if written, ok := lookup(b.doc, loc+"/schema").(map[string]any); ok && isPlainString(written) {
+	if isPlainString(writtenSchema(schema)) {
 		v.plain = newPlainString(compiled)
 	}
 	return v, nil

@@ -1,10 +1,10 @@
 package contract
 
 import (
-	"strconv"
-	"strings"
+	"encoding/json"
 	"unicode/utf8"
 
+	"github.com/getkin/kin-openapi/openapi3"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 )
 
@@ -25,6 +25,17 @@ type plainString struct {
 var plainKeywords = map[string]bool{
 	"type": true, "pattern": true, "minLength": true, "maxLength": true,
 	"description": true, "title": true, "example": true, "examples": true,
+}
+
+// writtenSchema is a schema as the spec writes it (a $ref stays a $ref, not what it names),
+// in kin-openapi's JSON form; nil if it has none.
+func writtenSchema(schema *openapi3.SchemaRef) map[string]any {
+	raw, err := schema.MarshalJSON()
+	var written map[string]any
+	if err != nil || json.Unmarshal(raw, &written) != nil {
+		return nil
+	}
+	return written
 }
 
 // isPlainString reports whether a schema, as written in the spec, is a plain string's. Any
@@ -63,25 +74,3 @@ func (p *plainString) accepts(s string) bool {
 	}
 	return p.pattern == nil || p.pattern.MatchString(s)
 }
-
-// lookup returns what a "#/..." JSON pointer (RFC 6901) names in doc, or nil.
-func lookup(doc any, pointer string) any {
-	for _, token := range strings.Split(strings.TrimPrefix(pointer, "#/"), "/") {
-		token = pointerUnescaper.Replace(token)
-		switch node := doc.(type) {
-		case map[string]any:
-			doc = node[token]
-		case []any:
-			i, err := strconv.Atoi(token)
-			if err != nil || i < 0 || i >= len(node) {
-				return nil
-			}
-			doc = node[i]
-		default:
-			return nil
-		}
-	}
-	return doc
-}
-
-var pointerUnescaper = strings.NewReplacer("~1", "/", "~0", "~")
