@@ -1,9 +1,40 @@
 package contract
 
 import (
+	"context"
 	"fmt"
+	"net/http/httptest"
 	"testing"
 )
+
+// BenchmarkValidateGetPayment is the validation every GET /payments/{id} pays, with the ID's
+// pattern matched by prefixClass and, for comparison, by the regexp engine.
+func BenchmarkValidateGetPayment(b *testing.B) {
+	op := load(b).Operation("GET", "/payments/{id}")
+	var id *value
+	for _, p := range op.params {
+		if p.name == "id" {
+			id = p
+		}
+	}
+	req := httptest.NewRequestWithContext(context.Background(), "GET", "/payments/pay_YEJFMEDWCPMRGFWKE3NNRZ6OCW", nil)
+	params := paramMap{"id": "pay_YEJFMEDWCPMRGFWKE3NNRZ6OCW"}
+	fast := id.plain.fast
+	for _, matcher := range []string{"prefixClass", "regexp"} {
+		b.Run(matcher, func(b *testing.B) {
+			if matcher == "regexp" {
+				id.plain.fast = nil
+				defer func() { id.plain.fast = fast }()
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := op.Validate(req, params, nil); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
 
 // BenchmarkValidateCreatePayment is the validation every POST /payments pays.
 func BenchmarkValidateCreatePayment(b *testing.B) {

@@ -3,6 +3,7 @@ package contract
 import (
 	"context"
 	"net/http/httptest"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -30,6 +31,9 @@ func TestPlainStringsSkipTheValidator(t *testing.T) {
 	id := params["GET /payments/{id} path id"]
 	if id == nil || id.plain.pattern == nil || id.plain.maxLength != 64 {
 		t.Fatalf("GET /payments/{id}'s id: plain check %+v, want one with its pattern and maxLength 64", id)
+	}
+	if id.plain.fast == nil {
+		t.Errorf("GET /payments/{id}'s id: its pattern %s is matched by the regexp engine, want prefixClass", id.plain.pattern)
 	}
 	for name, p := range params {
 		if p.kind != "string" {
@@ -120,5 +124,45 @@ func TestAPaymentIDIsValidatedWithoutAllocating(t *testing.T) {
 	})
 	if allocs > 2 {
 		t.Errorf("validating GET /payments/pay_abc allocates %.0f times, want at most 2", allocs)
+	}
+}
+
+// TestPrefixClassAgreesWithRegexp: newPrefixClass takes exactly the patterns of its shape, and
+// on each it matches what Go's regexp matches. The spec's own patterns are covered too, by
+// TestPlainStringsAgreeWithTheValidator and FuzzPlainPaymentID.
+func TestPrefixClassAgreesWithRegexp(t *testing.T) {
+	taken := []string{`^pay_[A-Za-z0-9]+$`, `^a[b-d]*$`, `^x_[a-z-]+$`, `^evt_[0-9]+$`}
+	left := []string{
+		`^[a-z-]{1,64}$`,               // a counted repeat
+		`^pay_[A-Za-z0-9]+`,            // no end anchor
+		`^pay_[a-z]+x`,                 // a literal where the end anchor goes
+		`pay_[A-Za-z0-9]+$`,            // no start anchor
+		`(?i)^pay_[a-z]+$`,             // a case-folded prefix
+		`^pay_[a-zé]+$`,                // a class beyond ASCII
+		`^payé_[a-z]+$`,                // a prefix beyond ASCII
+		`^pay_[a-z]+|^re_[a-z]+$`,      // an alternation
+		`^whsec_[A-Za-z0-9+/]+={0,2}$`, // more after the class
+		`^pay_[^a-z]+$`,                // a negated class, which admits every other rune
+		`^pay_(`,                       // no pattern at all
+	}
+	for _, pattern := range left {
+		if newPrefixClass(pattern) != nil {
+			t.Errorf("%s: taken, want it left to the regexp", pattern)
+		}
+	}
+	inputs := []string{"", "pay_", "pay_a", "pay_abc9", "pay_ab-c", "pay_abc\n", "\npay_abc", "PAY_abc", "pay_é", "a", "ab", "abd", "abe",
+		"x_", "x_a-b", "x_A", "evt_", "evt_0", "evt_0x", " pay_abc", "pay_abc ", "pay_pay_abc", "pay_\x00", "pay_\xff"}
+	for _, pattern := range taken {
+		m := newPrefixClass(pattern)
+		if m == nil {
+			t.Errorf("%s: left to the regexp, want it taken", pattern)
+			continue
+		}
+		re := regexp.MustCompile(pattern)
+		for _, s := range inputs {
+			if got, want := m.matches(s), re.MatchString(s); got != want {
+				t.Errorf("%s on %q: %v, the regexp says %v", pattern, s, got, want)
+			}
+		}
 	}
 }
