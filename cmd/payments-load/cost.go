@@ -76,6 +76,15 @@ type meter struct {
 type costMeters struct {
 	own, floor *meter
 	tiers      *tierMeter
+	machine    *procReader // the machine's CPU time (see steal.go); nil without /proc
+}
+
+// machineTimes reads the machine's CPU time, or says why it cannot.
+func (m costMeters) machineTimes() (cpuTimes, error) {
+	if m.machine == nil {
+		return cpuTimes{}, errors.New("no /proc")
+	}
+	return m.machine.cpuTimes()
 }
 
 func (m costMeters) tierNames() []string {
@@ -106,7 +115,7 @@ func newCostMeters(ctx context.Context, cfg config) costMeters {
 		pids, err := r.serverProcesses(target)
 		return &meter{proc: r, pids: pids, pidsErr: err, postmaster: postmaster, pgErr: pgErr}
 	}
-	m := costMeters{own: newMeter(cfg.URL), tiers: newTierMeter(r, cfg.Tiers)}
+	m := costMeters{own: newMeter(cfg.URL), tiers: newTierMeter(r, cfg.Tiers), machine: &r}
 	if cfg.MinimalURL != "" {
 		m.floor = newMeter(cfg.MinimalURL)
 	}

@@ -299,6 +299,7 @@ func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
 	}
 	defer o.close()
 	meters := newCostMeters(ctx, cfg)
+	machineBefore, machineErr := meters.machineTimes()
 	var results []result
 	for _, name := range cfg.Scenarios {
 		if _, err := fmt.Fprintf(out, "running %s...\n", name); err != nil {
@@ -311,6 +312,12 @@ func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
 	}
 	if err := report(out, results, meters.tierNames(), serverRSS(ctx, c)); err != nil {
 		return results, err
+	}
+	if machineAfter, err := meters.machineTimes(); machineErr == nil && err == nil {
+		share := stealShare(machineBefore, machineAfter)
+		if _, err := fmt.Fprintf(out, "cpu steal: %.1f %% of the machine's CPU time during the load\n", 100*share); err != nil {
+			return results, err
+		}
 	}
 	if cfg.SVG == "" {
 		return results, nil

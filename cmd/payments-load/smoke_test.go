@@ -11,6 +11,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -102,6 +103,9 @@ func TestEveryScenarioRunsCleanly(t *testing.T) {
 	}
 	if !strings.Contains(out.String(), "server RSS: ") {
 		t.Errorf("no RSS read from /metrics in\n%s", out.String())
+	}
+	if !regexp.MustCompile(`\ncpu steal: \d+\.\d % of the machine's CPU time during the load\n`).MatchString(out.String()) {
+		t.Errorf("no steal share in\n%s", out.String())
 	}
 	checkSVG(t, cfg.SVG, scenarioNames())
 }
