@@ -70,6 +70,16 @@ WHERE account_id = @account_id
   AND (@type::text = ANY (enabled_events) OR '*' = ANY (enabled_events))
 ORDER BY id;
 
+-- name: WebhookEndpointListSubscribedAny :many
+-- The enabled endpoints an event of any of @types goes to, each with the events it takes: one
+-- read for a create, which learns only later which event it records (db.Ahead). An endpoint
+-- takes an event of type t if t or '*' is among its events, as in WebhookEndpointListSubscribed.
+SELECT id, enabled_events FROM webhook_endpoints
+WHERE account_id = @account_id
+  AND disabled_reason IS NULL
+  AND (enabled_events && @types::text[] OR '*' = ANY (enabled_events))
+ORDER BY id;
+
 -- name: WebhookDeliveryInsertMany :exec
 INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id)
 SELECT unnest(@ids::text[]), @account_id, unnest(@endpoint_ids::text[]), @event_id;

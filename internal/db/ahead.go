@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"slices"
 
 	"github.com/jackc/pgx/v5"
 )
@@ -16,38 +17,52 @@ import (
 // (SubscribedEndpointsAhead), which a create would otherwise look up between its claim and
 // its commit.
 type Ahead struct {
-	subscribed WebhookEndpointListSubscribedParams
+	subscribed WebhookEndpointListSubscribedAnyParams
 	answered   bool
-	ids        []string
+	endpoints  []WebhookEndpointListSubscribedAnyRow
 	err        error
 }
 
-// SubscribedEndpointsAhead reads ahead the endpoints of the account that an event of each
-// of eventTypes would fan out to: a create names every event it may record (a payment
-// succeeds or fails, which it learns only later). Tx.SubscribedEndpoints answers from it.
-func SubscribedEndpointsAhead(accountID string, eventTypes ...string) []*Ahead {
-	reads := make([]*Ahead, len(eventTypes))
-	for i, t := range eventTypes {
-		reads[i] = &Ahead{subscribed: WebhookEndpointListSubscribedParams{AccountID: accountID, Type: t}}
-	}
-	return reads
+// SubscribedEndpointsAhead reads ahead, in one statement, the endpoints of the account that
+// an event of any of eventTypes would fan out to: a create names every event it may record
+// (a payment succeeds or fails, which it learns only later). Tx.SubscribedEndpoints answers
+// from it for each of eventTypes.
+func SubscribedEndpointsAhead(accountID string, eventTypes ...string) *Ahead {
+	return &Ahead{subscribed: WebhookEndpointListSubscribedAnyParams{AccountID: accountID, Types: eventTypes}}
 }
 
 // queue adds the read to b, to be answered when b's results are closed.
 func (a *Ahead) queue(b *pgx.Batch) {
-	b.Queue(webhookEndpointListSubscribed, a.subscribed.AccountID, a.subscribed.Type).Query(func(rows pgx.Rows) error {
-		a.ids, a.err = pgx.CollectRows(rows, pgx.RowTo[string])
+	b.Queue(webhookEndpointListSubscribedAny, a.subscribed.AccountID, a.subscribed.Types).Query(func(rows pgx.Rows) error {
+		a.endpoints, a.err = pgx.CollectRows(rows, pgx.RowToStructByPos[WebhookEndpointListSubscribedAnyRow])
 		a.answered = true
 		return a.err
 	})
+}
+
+// covers reports whether the read was answered and holds what arg asks for.
+func (a *Ahead) covers(arg WebhookEndpointListSubscribedParams) bool {
+	return a.answered && a.subscribed.AccountID == arg.AccountID && slices.Contains(a.subscribed.Types, arg.Type)
+}
+
+// subscribedTo is what WebhookEndpointListSubscribed answers for eventType: the endpoints
+// read that take eventType or '*', in the read's order (by id).
+func (a *Ahead) subscribedTo(eventType string) []string {
+	var ids []string
+	for _, e := range a.endpoints {
+		if slices.Contains(e.EnabledEvents, eventType) || slices.Contains(e.EnabledEvents, "*") {
+			ids = append(ids, e.ID)
+		}
+	}
+	return ids
 }
 
 // SubscribedEndpoints is WebhookEndpointListSubscribed, answered from the transaction's
 // first round trip when the read was sent ahead, and sent now otherwise.
 func (tx Tx) SubscribedEndpoints(ctx context.Context, arg WebhookEndpointListSubscribedParams) ([]string, error) {
 	for _, a := range tx.conn.ahead {
-		if a.subscribed == arg && a.answered {
-			return a.ids, a.err
+		if a.covers(arg) {
+			return a.subscribedTo(arg.Type), a.err
 		}
 	}
 	return tx.WebhookEndpointListSubscribed(ctx, arg)

@@ -147,6 +147,9 @@ var lookups = map[string]lookup{
 	"WebhookEndpointListSubscribed": {
 		args: map[string]any{"account_id": planAccount, "type": "payment.succeeded"}, keys: map[string][]string{"webhook_endpoints": accountKey},
 	},
+	"WebhookEndpointListSubscribedAny": {
+		args: map[string]any{"account_id": planAccount, "types": []string{"payment.succeeded", "payment.failed"}}, keys: map[string][]string{"webhook_endpoints": accountKey},
+	},
 
 	"WebhookDeliveryGetByID":       byID("webhook_deliveries", planDelivery),
 	"WebhookDeliveryRecordAttempt": byID("webhook_deliveries", planDelivery),

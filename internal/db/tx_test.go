@@ -3,6 +3,8 @@ package db_test
 import (
 	"context"
 	"errors"
+	"maps"
+	"slices"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -93,43 +95,61 @@ func TestAFailedFirstStatementRollsBack(t *testing.T) {
 }
 
 // TestReadsAheadGoWithTheFirstStatement: the webhook endpoints read ahead come back with
-// the transaction's first statement, and asking for them costs no round trip.
+// the transaction's first statement, and asking for them costs no round trip. What the one
+// read answers for each type is what WebhookEndpointListSubscribed answers on its own: an
+// endpoint taking the type or '*', none disabled or of another account or type, by id.
 func TestReadsAheadGoWithTheFirstStatement(t *testing.T) {
 	t.Parallel()
 	pool, trips := dbtest.NewCountedPool(t)
 	ctx := context.Background()
-	if _, err := pool.Exec(ctx, `INSERT INTO accounts (id) VALUES ('acct_ahead');
+	if _, err := pool.Exec(ctx, `INSERT INTO accounts (id) VALUES ('acct_ahead'), ('acct_other');
 		INSERT INTO webhook_endpoints (id, account_id, url, enabled_events, secret)
 		VALUES ('we_all', 'acct_ahead', 'https://example.com/all', '{*}', 'whsec_x'),
-		       ('we_failed', 'acct_ahead', 'https://example.com/failed', '{payment.failed}', 'whsec_x')`); err != nil {
+		       ('we_failed', 'acct_ahead', 'https://example.com/failed', '{payment.failed}', 'whsec_x'),
+		       ('we_both', 'acct_ahead', 'https://example.com/both', '{refund.created,payment.succeeded,payment.failed}', 'whsec_x'),
+		       ('we_refunds', 'acct_ahead', 'https://example.com/refunds', '{refund.created}', 'whsec_x'),
+		       ('we_other', 'acct_other', 'https://example.com/other', '{*}', 'whsec_x');
+		INSERT INTO webhook_endpoints (id, account_id, url, enabled_events, secret, disabled_reason)
+		VALUES ('we_disabled', 'acct_ahead', 'https://example.com/disabled', '{*}', 'whsec_x', 'gone')`); err != nil {
 		t.Fatal(err)
 	}
-	lookup := func() (succeeded, failed []string) {
-		ahead := db.SubscribedEndpointsAhead("acct_ahead", "payment.succeeded", "payment.failed")
+	types := []string{"payment.succeeded", "payment.failed"}
+	lookup := func(ahead bool) map[string][]string {
+		var reads []*db.Ahead
+		if ahead {
+			reads = append(reads, db.SubscribedEndpointsAhead("acct_ahead", types...))
+		}
+		found := map[string][]string{}
 		err := db.InTx(ctx, pool, func(tx db.Tx) error {
 			if _, err := tx.AccountGetByAPIKeyHash(ctx, []byte("no key")); err == nil {
 				t.Error("an account for no key")
 			}
-			var err error
-			if succeeded, err = tx.SubscribedEndpoints(ctx, db.WebhookEndpointListSubscribedParams{AccountID: "acct_ahead", Type: "payment.succeeded"}); err != nil {
-				return err
+			for _, eventType := range types {
+				ids, err := tx.SubscribedEndpoints(ctx, db.WebhookEndpointListSubscribedParams{AccountID: "acct_ahead", Type: eventType})
+				if err != nil {
+					return err
+				}
+				found[eventType] = ids
 			}
-			failed, err = tx.SubscribedEndpoints(ctx, db.WebhookEndpointListSubscribedParams{AccountID: "acct_ahead", Type: "payment.failed"})
-			return err
-		}, ahead...)
+			return nil
+		}, reads...)
 		if err != nil {
 			t.Fatal(err)
 		}
-		return succeeded, failed
+		return found
 	}
-	lookup()
+	alone := lookup(false)
+	want := map[string][]string{"payment.succeeded": {"we_all", "we_both"}, "payment.failed": {"we_all", "we_both", "we_failed"}}
+	if !maps.EqualFunc(alone, want, slices.Equal) {
+		t.Fatalf("WebhookEndpointListSubscribed on its own: %v, want %v", alone, want)
+	}
+	lookup(true)
 	trips.Reset()
-	succeeded, failed := lookup()
-	if len(succeeded) != 1 || succeeded[0] != "we_all" || len(failed) != 2 {
-		t.Errorf("endpoints read ahead: succeeded %v, failed %v; want [we_all] and [we_all we_failed]", succeeded, failed)
+	if ahead := lookup(true); !maps.EqualFunc(ahead, alone, slices.Equal) {
+		t.Errorf("endpoints read ahead: %v; on their own: %v", ahead, alone)
 	}
 	if n := trips.Count(); n != 2 {
-		t.Errorf("a statement, two reads ahead and COMMIT took %d round trips, want 2", n)
+		t.Errorf("a statement, the read ahead and COMMIT took %d round trips, want 2", n)
 	}
 }
 

@@ -580,6 +580,47 @@ func (q *Queries) WebhookEndpointListSubscribed(ctx context.Context, arg Webhook
 	return items, nil
 }
 
+const webhookEndpointListSubscribedAny = `-- name: WebhookEndpointListSubscribedAny :many
+SELECT id, enabled_events FROM webhook_endpoints
+WHERE account_id = $1
+  AND disabled_reason IS NULL
+  AND (enabled_events && $2::text[] OR '*' = ANY (enabled_events))
+ORDER BY id
+`
+
+type WebhookEndpointListSubscribedAnyParams struct {
+	AccountID string
+	Types     []string
+}
+
+type WebhookEndpointListSubscribedAnyRow struct {
+	ID            string
+	EnabledEvents []string
+}
+
+// The enabled endpoints an event of any of @types goes to, each with the events it takes: one
+// read for a create, which learns only later which event it records (db.Ahead). An endpoint
+// takes an event of type t if t or '*' is among its events, as in WebhookEndpointListSubscribed.
+func (q *Queries) WebhookEndpointListSubscribedAny(ctx context.Context, arg WebhookEndpointListSubscribedAnyParams) ([]WebhookEndpointListSubscribedAnyRow, error) {
+	rows, err := q.db.Query(ctx, webhookEndpointListSubscribedAny, arg.AccountID, arg.Types)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []WebhookEndpointListSubscribedAnyRow
+	for rows.Next() {
+		var i WebhookEndpointListSubscribedAnyRow
+		if err := rows.Scan(&i.ID, &i.EnabledEvents); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const webhookEndpointRecordFailure = `-- name: WebhookEndpointRecordFailure :one
 UPDATE webhook_endpoints
 SET failing_since = coalesce(failing_since, $1),

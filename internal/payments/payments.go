@@ -128,7 +128,7 @@ func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p Crea
 // charge, which is only known later. So a create is two round trips: BEGIN, the claim and
 // these reads; then the payment, its event and the stored answer with COMMIT.
 func CreateReadsAhead(accountID string) []*db.Ahead {
-	return db.SubscribedEndpointsAhead(accountID, events.PaymentSucceeded, events.PaymentFailed)
+	return []*db.Ahead{db.SubscribedEndpointsAhead(accountID, events.PaymentSucceeded, events.PaymentFailed)}
 }
 
 // recordEvent records an event carrying the payment's resource and returns the resource as
