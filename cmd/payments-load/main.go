@@ -27,6 +27,7 @@
 package main
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"flag"
@@ -313,11 +314,14 @@ func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
 	if err := report(out, results, meters.tierNames(), serverRSS(ctx, c)); err != nil {
 		return results, err
 	}
-	if machineAfter, err := meters.machineTimes(); machineErr == nil && err == nil {
-		share := stealShare(machineBefore, machineAfter)
-		if _, err := fmt.Fprintf(out, "cpu steal: %.1f %% of the machine's CPU time during the load\n", 100*share); err != nil {
-			return results, err
-		}
+	machineAfter, err := meters.machineTimes()
+	if err = cmp.Or(machineErr, err); err != nil {
+		_, err = fmt.Fprintf(out, "cpu steal not measured: %v\n", err)
+	} else {
+		_, err = fmt.Fprintf(out, "cpu steal: %.1f %% of the machine's CPU time during the load\n", 100*stealShare(machineBefore, machineAfter))
+	}
+	if err != nil {
+		return results, err
 	}
 	if cfg.SVG == "" {
 		return results, nil

@@ -125,8 +125,9 @@ func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p Crea
 
 // CreateReadsAhead are the reads Create will need after the idempotency claim, for the claim
 // to carry (db.Ahead): the webhook endpoints its event fans out to, for either outcome of the
-// charge, which is only known later. So a create is two round trips: BEGIN, the claim and
-// these reads; then the payment, its event and the stored answer with COMMIT.
+// charge, which is only known later, in one statement. So a create is two round trips:
+// BEGIN, the claim and this read; then the payment, its event and the stored answer with
+// COMMIT.
 func CreateReadsAhead(accountID string) []*db.Ahead {
 	return []*db.Ahead{db.SubscribedEndpointsAhead(accountID, events.PaymentSucceeded, events.PaymentFailed)}
 }
