@@ -315,12 +315,7 @@ func run(ctx context.Context, cfg config, out io.Writer) ([]result, error) {
 		return results, err
 	}
 	machineAfter, err := meters.machineTimes()
-	if err = cmp.Or(machineErr, err); err != nil {
-		_, err = fmt.Fprintf(out, "cpu steal not measured: %v\n", err)
-	} else {
-		_, err = fmt.Fprintf(out, "cpu steal: %.1f %% of the machine's CPU time during the load\n", 100*stealShare(machineBefore, machineAfter))
-	}
-	if err != nil {
+	if err := reportSteal(out, machineBefore, machineAfter, cmp.Or(machineErr, err)); err != nil {
 		return results, err
 	}
 	if cfg.SVG == "" {

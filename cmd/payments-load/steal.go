@@ -1,5 +1,10 @@
 package main
 
+import (
+	"fmt"
+	"io"
+)
+
 // On a virtual machine the hypervisor may run other guests on the cores this one believes it
 // has, and /proc/stat counts the time it took as steal. A run that lost much of it measured a
 // slower machine than one that lost none: the ratios of alternating slices mostly hold up,
@@ -26,4 +31,14 @@ func stealShare(before, after cpuTimes) float64 {
 		return 0
 	}
 	return (after.steal - before.steal) / all
+}
+
+// reportSteal prints the share stolen between two readings, or why it was not measured.
+func reportSteal(out io.Writer, before, after cpuTimes, err error) error {
+	if err != nil {
+		_, err = fmt.Fprintf(out, "cpu steal not measured: %v\n", err)
+		return err
+	}
+	_, err = fmt.Fprintf(out, "cpu steal: %.1f %% of the machine's CPU time during the load\n", 100*stealShare(before, after))
+	return err
 }
