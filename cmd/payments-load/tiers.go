@@ -71,19 +71,43 @@ func (r procReader) tierReader(port uint64) func() (spent, error) {
 	if err != nil {
 		return func() (spent, error) { return spent{}, err }
 	}
-	if len(pids) == 1 && r.isPostgres(pids[0]) {
-		return func() (spent, error) { return r.pgSpent(pids[0]) }
+	if postmaster, ok := r.postmasterAmong(pids); ok {
+		return func() (spent, error) { return r.pgSpent(postmaster) }
 	}
 	return func() (spent, error) { return r.serverSpent(pids) }
 }
 
-func (r procReader) isPostgres(pid int) bool {
-	p, err := r.fs.Proc(pid)
-	if err != nil {
-		return false
+// postmasterAmong finds PostgreSQL's postmaster among the processes holding a listening
+// socket, if they are PostgreSQL's. A backend the postmaster has just forked holds a copy
+// of the socket until it closes it, so on a busy server the socket can have two holders for
+// a moment, and the backend may be gone a moment later: the postmaster is the holder whose
+// parent is not one of them, and a holder already gone is left out.
+func (r procReader) postmasterAmong(pids []int) (int, bool) {
+	parents := map[int]int{}
+	for _, pid := range pids {
+		p, err := r.fs.Proc(pid)
+		if err != nil {
+			continue // gone since the listing
+		}
+		st, err := p.Stat()
+		if err != nil {
+			continue
+		}
+		if !isPostgresComm(st) {
+			return 0, false
+		}
+		parents[pid] = st.PPID
 	}
-	st, err := p.Stat()
-	return err == nil && isPostgresComm(st)
+	var roots []int
+	for pid, parent := range parents {
+		if _, forked := parents[parent]; !forked {
+			roots = append(roots, pid)
+		}
+	}
+	if len(roots) != 1 {
+		return 0, false
+	}
+	return roots[0], true
 }
 
 func isPostgresComm(st procfs.ProcStat) bool { return st.Comm == "postgres" || st.Comm == "postmaster" }

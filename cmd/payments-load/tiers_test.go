@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net"
 	"net/url"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -103,4 +105,33 @@ func mustPort(t *testing.T, rawURL string) uint64 {
 		t.Fatal(err)
 	}
 	return port
+}
+
+// TestTierReaderFindsThePostmasterBesideAForkedBackend: on a busy PostgreSQL, a backend
+// just forked still holds the listening socket beside the postmaster. The tier is still read
+// as the postmaster and its children, even once that backend has gone; two processes of
+// another program holding one socket (a master and its worker) are still summed.
+func TestTierReaderFindsThePostmasterBesideAForkedBackend(t *testing.T) {
+	f := newFakeProc(t)
+	f.write("net/tcp", tcpHeader+
+		tcpLine(0, "0100007F:1538", "00000000:0000", "0A", 2001)+ // 127.0.0.1:5432
+		tcpLine(1, "0100007F:1F90", "00000000:0000", "0A", 2002)) // 127.0.0.1:8080
+	f.process(500, "postgres", 1, cpuTicks{utime: 10, stime: 5, cutime: 100, cstime: 50}, "socket:[2001]")
+	f.process(501, "postgres", 500, cpuTicks{utime: 20, stime: 10}, "socket:[2001]") // forked, not yet closed it
+	f.process(700, "haproxy", 1, cpuTicks{utime: 1}, "socket:[2002]")
+	f.io(700, 0, 0)
+	f.process(701, "haproxy", 700, cpuTicks{utime: 2}, "socket:[2002]")
+	f.io(701, 0, 0)
+	r := f.reader()
+
+	pg := r.tierReader(5432)
+	if err := os.RemoveAll(filepath.Join(f.root, "501")); err != nil { // the backend exits
+		t.Fatal(err)
+	}
+	if got, err := pg(); err != nil || got.cpu != 1650*time.Millisecond {
+		t.Errorf("postgresql tier = %v, %v; want the postmaster's 1.65s with its children's", got.cpu, err)
+	}
+	if got, err := r.tierReader(8080)(); err != nil || got.cpu != 30*time.Millisecond {
+		t.Errorf("haproxy tier = %v, %v; want both processes' 30ms", got.cpu, err)
+	}
 }
