@@ -30,7 +30,12 @@ type config struct {
 	// DatabaseDirectURL, when set, says DATABASE_URL goes through a transaction pooler
 	// (PgBouncer) and names the same database without it: see directDatabaseURL.
 	DatabaseDirectURL string `env:"DATABASE_DIRECT_URL"`
-	ListenAddr        string `env:"LISTEN_ADDR" envDefault:":8080"`
+	// DatabasePoolerPreparedStatements says that pooler keeps each client's named prepared
+	// statements whichever server connection it lends (PgBouncer 1.21 or later, with
+	// max_prepared_statements above 0, its default from 1.24), so pgx's default exec mode may
+	// go through it.
+	DatabasePoolerPreparedStatements bool   `env:"DATABASE_POOLER_PREPARED_STATEMENTS" envDefault:"false"`
+	ListenAddr                       string `env:"LISTEN_ADDR" envDefault:":8080"`
 	// DemoAPIKeys has no envDefault: the env library would put the default in place of an
 	// empty value, and DEMO_API_KEYS= must mean "no key" (see applyModeDefaults).
 	DemoAPIKeys      []string      `env:"DEMO_API_KEYS"`
@@ -296,6 +301,9 @@ func (c config) validateDatabase() []error {
 		errs = append(errs, fmt.Errorf("DATABASE_URL: %w", err))
 	}
 	if !c.pooled() {
+		if c.DatabasePoolerPreparedStatements {
+			errs = append(errs, errors.New("DATABASE_POOLER_PREPARED_STATEMENTS: set, but DATABASE_URL goes through no pooler (DATABASE_DIRECT_URL is not set)"))
+		}
 		return errs
 	}
 	if _, err := pgxpool.ParseConfig(c.DatabaseDirectURL); err != nil {
@@ -304,9 +312,8 @@ func (c config) validateDatabase() []error {
 	if pooled == nil {
 		return errs
 	}
-	if problem := pooledExecModeProblem(pooled.ConnConfig.DefaultQueryExecMode); problem != "" {
-		errs = append(errs, fmt.Errorf("DATABASE_URL: goes through a pooler (DATABASE_DIRECT_URL is set), where %s: "+
-			"set default_query_exec_mode to cache_describe, exec or simple_protocol", problem))
+	if problem := pooledExecModeProblem(pooled.ConnConfig.DefaultQueryExecMode, c.DatabasePoolerPreparedStatements); problem != "" {
+		errs = append(errs, fmt.Errorf("DATABASE_URL: goes through a pooler (DATABASE_DIRECT_URL is set), where %s", problem))
 	}
 	return errs
 }
@@ -317,14 +324,20 @@ func (c config) validateDatabase() []error {
 // the parameter types it learned once per connection; exec and simple_protocol type each
 // parameter by its Go value (internal/db reads jsonb as json.RawMessage, never as []byte,
 // which they would send as bytea). None of the three leaves a statement on a connection.
-func pooledExecModeProblem(mode pgx.QueryExecMode) string {
-	switch mode {
-	case pgx.QueryExecModeCacheStatement:
+// cache_statement, pgx's default, leaves one named statement per query, which only a pooler
+// that keeps prepared statements (keepsPrepared) can follow from one server connection to
+// the next.
+func pooledExecModeProblem(mode pgx.QueryExecMode, keepsPrepared bool) string {
+	const fix = "set default_query_exec_mode to cache_describe, exec or simple_protocol"
+	switch {
+	case mode == pgx.QueryExecModeCacheStatement && !keepsPrepared:
 		return "default_query_exec_mode=cache_statement, pgx's default, would prepare each statement by name " +
-			"on one server connection and run it on another, where the name is unknown or taken"
-	case pgx.QueryExecModeDescribeExec:
+			"on one server connection and run it on another, where the name is unknown or taken: " + fix +
+			", or DATABASE_POOLER_PREPARED_STATEMENTS=true if the pooler keeps prepared statements"
+	case mode == pgx.QueryExecModeDescribeExec:
+		// Its statement is unnamed, which no pooler keeps.
 		return "default_query_exec_mode=describe_exec would describe each statement in one round trip and run it in " +
-			"a second, which may reach another server connection"
+			"a second, which may reach another server connection: " + fix
 	}
 	return ""
 }

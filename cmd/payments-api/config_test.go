@@ -44,6 +44,12 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 			"DATABASE_URL": "postgres://localhost:6432/payments?default_query_exec_mode=describe_exec"}, "describe_exec would describe"},
 		{map[string]string{"DATABASE_DIRECT_URL": "postgres://localhost/payments",
 			"DATABASE_URL": "postgres://localhost:6432/payments?default_query_exec_mode=prepare"}, "DATABASE_URL"},
+		// A pooler that keeps named statements still loses describe_exec's unnamed one, and
+		// keeps nothing when there is no pooler.
+		{map[string]string{"DATABASE_DIRECT_URL": "postgres://localhost/payments", "DATABASE_POOLER_PREPARED_STATEMENTS": "true",
+			"DATABASE_URL": "postgres://localhost:6432/payments?default_query_exec_mode=describe_exec"}, "describe_exec would describe"},
+		{map[string]string{"DATABASE_POOLER_PREPARED_STATEMENTS": "true"}, "DATABASE_POOLER_PREPARED_STATEMENTS: set, but"},
+		{map[string]string{"DATABASE_POOLER_PREPARED_STATEMENTS": "yes"}, "DATABASE_POOLER_PREPARED_STATEMENTS"},
 		{map[string]string{"LISTEN_ADDR": "8080"}, "LISTEN_ADDR"},
 		{map[string]string{"DEMO_API_KEYS": "sk_test_ok_key,short"}, "DEMO_API_KEYS"},
 		{map[string]string{"DEMO_API_KEYS": "has a space in it"}, "DEMO_API_KEYS"},
@@ -118,6 +124,22 @@ func TestConfigAcceptsPooledExecModes(t *testing.T) {
 		})
 		if err != nil {
 			t.Errorf("default_query_exec_mode=%s behind a pooler: %v", mode, err)
+		}
+	}
+}
+
+// TestConfigAcceptsPreparedStatementsThroughAPoolerThatKeepsThem: with
+// DATABASE_POOLER_PREPARED_STATEMENTS, pgx's default mode goes through the pooler, whether
+// DATABASE_URL names it or not; the modes that leave nothing on a connection still do.
+func TestConfigAcceptsPreparedStatementsThroughAPoolerThatKeepsThem(t *testing.T) {
+	for _, query := range []string{"", "?default_query_exec_mode=cache_statement", "?default_query_exec_mode=simple_protocol"} {
+		_, err := loadConfig(map[string]string{
+			"DATABASE_URL":                        "postgres://localhost:6432/payments" + query,
+			"DATABASE_DIRECT_URL":                 "postgres://localhost:5432/payments",
+			"DATABASE_POOLER_PREPARED_STATEMENTS": "true",
+		})
+		if err != nil {
+			t.Errorf("DATABASE_URL %q through a pooler that keeps prepared statements: %v", query, err)
 		}
 	}
 }

@@ -3,7 +3,7 @@
 # processes of the cluster on loopback. Source it after setting any of these (defaults):
 # PORT (8080), PGBOUNCER_PORT (6432), REDIS_PORT (6390), CLUSTER_DATABASE (payments_cluster),
 # API_PROCESSES (3), HTTP_REUSE (safe: HAProxy's http-reuse), FRESH_DATABASE (empty; set,
-# prepare drops the database first),
+# prepare drops the database first), PGBOUNCER_MAX_PREPARED_STATEMENTS (empty; see prepare),
 # LISTEN_HOST (127.0.0.1; deploy/ha runs the cluster in a network namespace of its own, where
 # HAProxy listens on every address).
 
@@ -124,6 +124,11 @@ prepare() {
 	DATABASE_URL=$direct_url "$dir/payments-api" migrate up
 
 	render "$here/pgbouncer.ini" >"$dir/pgbouncer.ini"
+	if [[ -n ${PGBOUNCER_MAX_PREPARED_STATEMENTS:-} ]]; then
+		# PgBouncer 1.21 and later keep each client's named prepared statements, which lets the
+		# API keep pgx's default exec mode; Debian 12's 1.18 refuses to start on the setting.
+		echo "max_prepared_statements = $PGBOUNCER_MAX_PREPARED_STATEMENTS" >>"$dir/pgbouncer.ini"
+	fi
 	echo '"postgres" ""' >"$dir/userlist.txt"
 	chmod 644 "$dir/pgbouncer.ini" "$dir/userlist.txt"
 	pgbouncer_cmd=("$(command -v pgbouncer || echo /usr/sbin/pgbouncer)")

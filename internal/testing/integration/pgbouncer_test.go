@@ -11,6 +11,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -29,7 +30,9 @@ const pgbouncerPoolSize = 2
 // in transaction pooling mode, where each transaction gets whichever server connection is
 // free: nothing may lean on session state (a prepared statement, a SET, a LISTEN, a
 // session-level advisory lock) from one transaction to the next. It runs them in each of
-// pgx's query exec modes the server accepts behind a pooler.
+// pgx's query exec modes the server accepts behind a pooler, and in pgx's default mode
+// behind a PgBouncer that keeps prepared statements (1.21 or later, first on PATH; Debian
+// 12's is 1.18, where that case is skipped).
 func TestCoreFlowsThroughPgBouncer(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -38,20 +41,31 @@ func TestCoreFlowsThroughPgBouncer(t *testing.T) {
 	for _, mode := range []string{"cache_describe", "exec", "simple_protocol"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			checkCoreFlowsThroughPgBouncer(t, mode)
+			checkCoreFlowsThroughPgBouncer(t, mode, false)
 		})
 	}
+	t.Run("cache_statement", func(t *testing.T) {
+		t.Parallel()
+		if v := pgbouncerVersion(t); v < 121 {
+			t.Skipf("PgBouncer %d.%d keeps no prepared statements (max_prepared_statements came in 1.21)", v/100, v%100)
+		}
+		checkCoreFlowsThroughPgBouncer(t, "cache_statement", true)
+	})
 }
 
-func checkCoreFlowsThroughPgBouncer(t *testing.T, execMode string) {
+// checkCoreFlowsThroughPgBouncer runs the core flows through a PgBouncer of their own, in
+// execMode; keepPrepared has PgBouncer keep each client's prepared statements
+// (max_prepared_statements) and tells the server so (DATABASE_POOLER_PREPARED_STATEMENTS).
+func checkCoreFlowsThroughPgBouncer(t *testing.T, execMode string, keepPrepared bool) {
 	direct := dbtest.NewURL(t)
-	pooled := startPgBouncer(t, direct)
+	pooled := startPgBouncer(t, direct, keepPrepared)
 	q := pooled.Query()
 	q.Set("default_query_exec_mode", execMode)
 	q.Set("pool_max_conns", "8")
 	pooled.RawQuery = q.Encode()
 	p := startProcess(t, pooled.String(), map[string]string{
 		"DATABASE_DIRECT_URL": direct, "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "PROCESSOR_LATENCY": "100ms",
+		"DATABASE_POOLER_PREPARED_STATEMENTS": strconv.FormatBool(keepPrepared),
 	})
 	c := apitest.NewClient(t, p.Base, testKey)
 
@@ -84,9 +98,25 @@ func systemTool(t *testing.T, name string) string {
 	return bin
 }
 
+// pgbouncerVersion is the version of the PgBouncer startPgBouncer runs, as major*100+minor
+// (1.18 is 118).
+func pgbouncerVersion(t *testing.T) int {
+	t.Helper()
+	out, err := osexec.CommandContext(context.Background(), systemTool(t, "pgbouncer"), "--version").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var major, minor int
+	if _, err := fmt.Sscanf(string(out), "PgBouncer %d.%d", &major, &minor); err != nil {
+		t.Fatalf("pgbouncer --version: %q: %v", out, err)
+	}
+	return major*100 + minor
+}
+
 // startPgBouncer runs a private PgBouncer in transaction pooling mode in front of the
-// PostgreSQL server of databaseURL and returns databaseURL rewritten to go through it.
-func startPgBouncer(t *testing.T, databaseURL string) *url.URL {
+// PostgreSQL server of databaseURL and returns databaseURL rewritten to go through it. With
+// keepPrepared it keeps each client's named prepared statements (PgBouncer 1.21 or later).
+func startPgBouncer(t *testing.T, databaseURL string, keepPrepared bool) *url.URL {
 	t.Helper()
 	bin := systemTool(t, "pgbouncer")
 	u, err := url.Parse(databaseURL)
@@ -109,6 +139,9 @@ pool_mode = transaction
 default_pool_size = %d
 max_client_conn = 100
 `, u.Hostname(), u.Port(), port, filepath.Join(dir, "users.txt"), pgbouncerPoolSize)
+	if keepPrepared {
+		ini += "max_prepared_statements = 100\n"
+	}
 	writeFile(t, filepath.Join(dir, "users.txt"), fmt.Sprintf("%q \"\"\n", u.User.Username()))
 	writeFile(t, filepath.Join(dir, "pgbouncer.ini"), ini)
 
