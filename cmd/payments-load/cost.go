@@ -64,11 +64,11 @@ type costFigures struct {
 // meter reads what one server's processes and PostgreSQL's spend around a slice. A nil
 // meter measures nothing.
 type meter struct {
-	proc       procReader
-	pids       []int // the server's processes
-	pidsErr    error // why they are unknown
-	postmaster int
-	pgErr      error // why PostgreSQL's processes are unknown
+	proc     procReader
+	pids     []int // the server's processes
+	pidsErr  error // why they are unknown
+	postgres *pgCounter
+	pgErr    error // why PostgreSQL's processes are unknown
 }
 
 // costMeters are the meters of our server and of the minimal server (nil without one), and
@@ -107,13 +107,17 @@ func newCostMeters(ctx context.Context, cfg config) costMeters {
 		return m
 	}
 	r := procReader{fs: fs, tick: clockTick()}
-	postmaster, pgErr := 0, errors.New("no -database-url")
+	var postgres *pgCounter
+	pgErr := errors.New("no -database-url")
 	if cfg.DatabaseURL != "" {
-		postmaster, pgErr = r.postmaster(ctx, cfg.DatabaseURL)
+		var postmaster int
+		if postmaster, pgErr = r.postmaster(ctx, cfg.DatabaseURL); pgErr == nil {
+			postgres = newPGCounter(r, postmaster) // both meters read it, each around its own slices
+		}
 	}
 	newMeter := func(target string) *meter {
 		pids, err := r.serverProcesses(target)
-		return &meter{proc: r, pids: pids, pidsErr: err, postmaster: postmaster, pgErr: pgErr}
+		return &meter{proc: r, pids: pids, pidsErr: err, postgres: postgres, pgErr: pgErr}
 	}
 	m := costMeters{own: newMeter(cfg.URL), tiers: newTierMeter(r, cfg.Tiers), machine: &r}
 	if cfg.MinimalURL != "" {
@@ -159,7 +163,7 @@ func (m *meter) pg() (spent, error) {
 	if m.pgErr != nil {
 		return spent{}, m.pgErr
 	}
-	return m.proc.pgSpent(m.postmaster)
+	return m.postgres.spent()
 }
 
 // reportCosts prints what a request cost on our server and on the minimal server, the

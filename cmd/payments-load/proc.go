@@ -8,6 +8,7 @@ import (
 	"net/url"
 	"slices"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -32,8 +33,8 @@ type spent struct {
 	reads, writes uint64
 }
 
-// since is what was used between an earlier reading and u. A total that went down (see
-// pgSpent) counts as nothing rather than wrapping around.
+// since is what was used between an earlier reading and u. A total that went down (a
+// process read once and gone the next time) counts as nothing rather than wrapping around.
 func (u spent) since(earlier spent) spent {
 	return spent{
 		cpu:    max(u.cpu-earlier.cpu, 0),
@@ -200,48 +201,122 @@ func (r procReader) postgresParent(pid int) (int, error) {
 	return st.PPID, nil
 }
 
-// pgSpent is the CPU the PostgreSQL server of the postmaster pid has used so far: the
+// pgCounter counts the CPU the PostgreSQL server of one postmaster has used: the
 // postmaster's and that of every process it started (backends, checkpointer, background
-// writer, WAL writer, autovacuum launcher and workers, parallel workers), each with its
-// cutime + cstime beside its utime + stime.
+// writer, WAL writer, autovacuum launcher and workers, parallel workers). Its spent is a
+// running total, so the difference of two readings is what PostgreSQL spent between them.
 //
-// The children's times are what makes processes that come and go count: the postmaster
-// reaps every child it starts, and the kernel then adds the child's CPU to the postmaster's
-// cutime and cstime, so a backend or autovacuum worker that exits during a slice moves from
-// its own line to the postmaster's and is counted whole; one that starts during the slice is
-// counted from its start. The postmaster is read last, so a child that exits while its
-// siblings are read is in its cutime. What is not counted, or not right: a child that exits
-// between its own reading and the postmaster's is counted twice in that reading (rare: the
-// load's backends live as long as its pooled connections; since clamps a total that dips);
-// the kernel's work on PostgreSQL's behalf charged to no process of it (loopback packets
-// handled in softirq of whichever process runs, writeback by kernel threads); and nothing
-// tells the database measured from others on the same server, so any other load on it
-// counts too. System calls are not read: a backend's reads and writes are its disk I/O as
-// much as its requests.
-func (r procReader) pgSpent(postmaster int) (spent, error) {
-	procs, err := r.fs.AllProcs()
+// Processes come and go while it counts. Each reading records every child's CPU by PID
+// (its utime + stime, with its own children's cutime + cstime), and the postmaster's cutime
+// + cstime: the CPU of the children it has reaped, each of which the kernel adds there
+// whole once it exits. From one reading to the next the total grows by
+//   - the postmaster's own growth, and each child's (a child first seen counts from its start);
+//   - the growth of the postmaster's reaped CPU, less what the children that have gone
+//     since had already been counted for.
+//
+// So a backend that exits between two readings counts for what it spent after the first,
+// however short-lived. A total taken as one sum per reading could not tell that apart: on a
+// server where connections open and close all the time (a test suite's), a child counted in
+// one reading and reaped before that reading got to the postmaster counted twice in it, and
+// the next reading came out lower. Still not counted: the kernel's work on PostgreSQL's
+// behalf charged to no process of it (loopback packets handled in softirq of whichever
+// process runs, writeback by kernel threads); and nothing tells the database measured from
+// others on the same server, so any other load on it counts too. System calls are not read:
+// a backend's reads and writes are its disk I/O as much as its requests.
+type pgCounter struct {
+	r          procReader
+	postmaster int
+
+	mu    sync.Mutex // the meters of our server and of the floor share one
+	last  pgReading  // children nil before the first reading
+	total uint64     // ticks
+}
+
+func newPGCounter(r procReader, postmaster int) *pgCounter {
+	return &pgCounter{r: r, postmaster: postmaster}
+}
+
+// pgReading is one reading of a PostgreSQL server's processes, in ticks.
+type pgReading struct {
+	own      uint64         // the postmaster's utime + stime
+	reaped   uint64         // its cutime + cstime
+	children map[int]uint64 // withChildren of each process it started, by PID
+}
+
+// spent reads the server's processes and returns the total so far; the first reading's
+// total is what they have spent since they started.
+func (c *pgCounter) spent() (spent, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	now, err := c.r.readPostgres(c.postmaster)
 	if err != nil {
 		return spent{}, err
 	}
-	var total uint64
+	if c.last.children == nil {
+		c.total = now.own + now.reaped
+		for _, v := range now.children {
+			c.total += v
+		}
+	} else {
+		c.total += now.grownSince(c.last)
+	}
+	c.last = now
+	return spent{cpu: c.r.ticks(c.total)}, nil
+}
+
+// grownSince is what the server spent between the earlier reading and r.
+func (r pgReading) grownSince(earlier pgReading) uint64 {
+	grown := r.own - min(earlier.own, r.own)
+	var counted uint64 // what the children gone since earlier had been counted for
+	for pid, v := range r.children {
+		before, seen := earlier.children[pid]
+		switch {
+		case !seen:
+			grown += v
+		case v < before: // the PID is another process's now: the earlier one is gone
+			grown += v
+			counted += before
+		default:
+			grown += v - before
+		}
+	}
+	for pid, before := range earlier.children {
+		if _, ok := r.children[pid]; !ok {
+			counted += before
+		}
+	}
+	reaped := r.reaped - min(earlier.reaped, r.reaped)
+	return grown + reaped - min(counted, reaped)
+}
+
+// readPostgres reads the postmaster's children, then the postmaster: a child that exits
+// in between is in the postmaster's reaped CPU.
+func (r procReader) readPostgres(postmaster int) (pgReading, error) {
+	procs, err := r.fs.AllProcs()
+	if err != nil {
+		return pgReading{}, err
+	}
+	reading := pgReading{children: map[int]uint64{}}
 	for _, p := range procs {
 		st, err := p.Stat()
 		if err != nil {
-			continue // exited since the listing: the postmaster's cutime, read next, has it
+			continue // exited since the listing: the postmaster's reaped CPU, read next, has it
 		}
 		if st.PPID == postmaster {
-			total += withChildren(st)
+			reading.children[p.PID] = withChildren(st)
 		}
 	}
 	p, err := r.fs.Proc(postmaster)
 	if err != nil {
-		return spent{}, fmt.Errorf("postmaster %d: %w", postmaster, err)
+		return pgReading{}, fmt.Errorf("postmaster %d: %w", postmaster, err)
 	}
 	st, err := p.Stat()
 	if err != nil {
-		return spent{}, fmt.Errorf("postmaster %d: %w", postmaster, err)
+		return pgReading{}, fmt.Errorf("postmaster %d: %w", postmaster, err)
 	}
-	return spent{cpu: r.ticks(total + withChildren(st))}, nil
+	reading.own = uint64(st.UTime) + uint64(st.STime)
+	reading.reaped = uint64(max(st.CUTime, 0)) + uint64(max(st.CSTime, 0))
+	return reading, nil
 }
 
 // withChildren is a process's CPU with that of its children it has reaped, in ticks.

@@ -138,30 +138,76 @@ func TestServerSpentSumsItsProcesses(t *testing.T) {
 	}
 }
 
-// TestPgSpentCountsChildrenThatComeAndGo: PostgreSQL's CPU is the postmaster's and its
+// TestPGCounterCountsChildrenThatComeAndGo: PostgreSQL's CPU is the postmaster's and its
 // children's, with the CPU of children they reaped; a child that exits moves into the
-// postmaster's cutime and cstime, so the total does not drop, and a new one adds its own.
-func TestPgSpentCountsChildrenThatComeAndGo(t *testing.T) {
+// postmaster's cutime and cstime and counts for what it spent since the last reading, and a
+// new one adds its own.
+func TestPGCounterCountsChildrenThatComeAndGo(t *testing.T) {
 	f := newFakeProc(t)
 	f.process(500, "postgres", 1, cpuTicks{utime: 10, stime: 5, cutime: 100, cstime: 50})
 	f.process(501, "postgres", 500, cpuTicks{utime: 20, stime: 10, cutime: 1, cstime: 2}) // a backend
 	f.process(502, "postgres", 500, cpuTicks{utime: 3, stime: 4})                         // an autovacuum worker
 	f.process(600, "bash", 1, cpuTicks{utime: 1000, stime: 1000})                         // not PostgreSQL's
-	r := f.reader()
+	pg := newPGCounter(f.reader(), 500)
 
-	before, err := r.pgSpent(500)
+	before, err := pg.spent()
 	if want := 2050 * time.Millisecond; err != nil || before.cpu != want {
-		t.Fatalf("pgSpent = %v, %v; want %v", before.cpu, err, want)
+		t.Fatalf("spent = %v, %v; want %v", before.cpu, err, want)
 	}
 
-	// The autovacuum worker exits and is reaped; a new backend starts and spends 4 ticks.
+	// The autovacuum worker spends 2 ticks more, exits and is reaped; a new backend starts and
+	// spends 4 ticks.
 	if err := os.RemoveAll(filepath.Join(f.root, "502")); err != nil {
 		t.Fatal(err)
 	}
-	f.process(500, "postgres", 1, cpuTicks{utime: 10, stime: 5, cutime: 103, cstime: 54})
+	f.process(500, "postgres", 1, cpuTicks{utime: 10, stime: 5, cutime: 105, cstime: 54})
 	f.process(503, "postgres", 500, cpuTicks{utime: 4})
-	after, err := r.pgSpent(500)
+	after, err := pg.spent()
+	if want := 60 * time.Millisecond; err != nil || after.since(before).cpu != want {
+		t.Errorf("spent between = %v, %v; want %v", after.since(before).cpu, err, want)
+	}
+}
+
+// TestPGCounterCountsAChildReapedWhileItReadsOnce: a backend read among the children and
+// reaped before the postmaster is read is in that reading twice, as itself and in the
+// postmaster's cutime. The next reading must still count what the others spent meanwhile,
+// not come out lower than the first.
+func TestPGCounterCountsAChildReapedWhileItReadsOnce(t *testing.T) {
+	f := newFakeProc(t)
+	f.process(500, "postgres", 1, cpuTicks{utime: 10, stime: 5, cutime: 130, cstime: 50}) // 501's 30 reaped
+	f.process(501, "postgres", 500, cpuTicks{utime: 20, stime: 10})                       // and still listed
+	f.process(502, "postgres", 500, cpuTicks{utime: 10})
+	pg := newPGCounter(f.reader(), 500)
+	before, err := pg.spent()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	if err := os.RemoveAll(filepath.Join(f.root, "501")); err != nil {
+		t.Fatal(err)
+	}
+	f.process(502, "postgres", 500, cpuTicks{utime: 14}) // 4 ticks meanwhile
+	after, err := pg.spent()
 	if want := 40 * time.Millisecond; err != nil || after.since(before).cpu != want {
+		t.Errorf("spent between = %v, %v; want %v", after.since(before).cpu, err, want)
+	}
+}
+
+// TestPGCounterTakesAReusedPIDForANewProcess: a PID that reads less than before belongs to a
+// process started since; the one before it is gone and was reaped.
+func TestPGCounterTakesAReusedPIDForANewProcess(t *testing.T) {
+	f := newFakeProc(t)
+	f.process(500, "postgres", 1, cpuTicks{})
+	f.process(501, "postgres", 500, cpuTicks{utime: 50})
+	pg := newPGCounter(f.reader(), 500)
+	before, err := pg.spent()
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.process(500, "postgres", 1, cpuTicks{cutime: 52}) // the first 501 spent 2 more, then exited
+	f.process(501, "postgres", 500, cpuTicks{utime: 3}) // a new process got its PID
+	after, err := pg.spent()
+	if want := 50 * time.Millisecond; err != nil || after.since(before).cpu != want {
 		t.Errorf("spent between = %v, %v; want %v", after.since(before).cpu, err, want)
 	}
 }

@@ -65,14 +65,14 @@ func newTierMeter(r procReader, tiers []tier) *tierMeter {
 
 // tierReader is how to read the processes listening on port. PostgreSQL's listening
 // process is its postmaster, which does none of the queries' work: that tier is read as the
-// postmaster and every process it started (pgSpent).
+// postmaster and every process it started (pgCounter).
 func (r procReader) tierReader(port uint64) func() (spent, error) {
 	pids, err := r.listeners(port)
 	if err != nil {
 		return func() (spent, error) { return spent{}, err }
 	}
 	if postmaster, ok := r.postmasterAmong(pids); ok {
-		return func() (spent, error) { return r.pgSpent(postmaster) }
+		return newPGCounter(r, postmaster).spent
 	}
 	return func() (spent, error) { return r.serverSpent(pids) }
 }
