@@ -18,11 +18,8 @@ func (m *Main) serveAPI() <-chan error {
 		logger.Info("running jobs only", "workers", cfg.JobWorkers)
 		return served
 	}
-	m.http = newHTTPServer(cfg, m.app.Handler, logger)
-	go func() {
-		err := m.http.Serve(limitConnections(ln, cfg.MaxConnections, cfg.MaxConnectionsPerIP, logger))
-		served <- fmt.Errorf("serve on %s: %w", ln.Addr(), err)
-	}()
+	// The start-up lines come before the first request is answered, so whoever sees the
+	// server answer can already read them.
 	logger.Info("serving", "addr", ln.Addr().String(), "mode", cfg.RunMode, "demo_keys", len(cfg.DemoAPIKeys), "role", cfg.ProcessRole)
 	warnOfOpenDoors(cfg, ln.Addr(), logger)
 	if slow := cfg.ProcessorLatency + processor.SlowCardDelay; slow >= cfg.RequestTimeout {
@@ -30,6 +27,11 @@ func (m *Main) serveAPI() <-chan error {
 		logger.Warn("pm_card_slow will not fit in REQUEST_TIMEOUT: its charges will answer 503",
 			"charge_takes", slow, "request_timeout", cfg.RequestTimeout)
 	}
+	m.http = newHTTPServer(cfg, m.app.Handler, logger)
+	go func() {
+		err := m.http.Serve(limitConnections(ln, cfg.MaxConnections, cfg.MaxConnectionsPerIP, logger))
+		served <- fmt.Errorf("serve on %s: %w", ln.Addr(), err)
+	}()
 	return served
 }
 
