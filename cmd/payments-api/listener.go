@@ -66,12 +66,14 @@ func (l *limitListener) Accept() (net.Conn, error) {
 		if refused == nil {
 			return &countedConn{Conn: conn, release: sync.OnceFunc(func() { l.release(client) })}, nil
 		}
-		_ = conn.Close() // refused: nothing was read, so there is nothing to tell the client
+		// Logged before the close, so a client that sees its connection closed can already
+		// read why.
 		total := refused.total.Add(1)
 		refused.logEvery.Do(func() {
 			l.logger.Warn("connection refused: "+refused.reason+" reached",
 				"limit", refused.limit, "client", client.String(), "refused_total", total)
 		})
+		_ = conn.Close() // refused: nothing was read, so there is nothing to tell the client
 	}
 }
 
