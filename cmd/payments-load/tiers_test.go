@@ -75,16 +75,28 @@ func TestTiersAreMeasuredAroundEachSlice(t *testing.T) {
 		URL: baseURL, APIKey: smokeKey, ClusterURL: baseURL, Scenarios: []string{"get", "create"},
 		Tiers: []tier{{"server", mustPort(t, baseURL)}, {"postgresql", mustPort(t, databaseURL)}, {"none", uint64(freePort)}},
 	})
+	// PostgreSQL's CPU moves in clock ticks of 10 ms, more than the few hundred GETs of a
+	// 150 ms slice may cost it: its figure must be there for every slice, and above zero
+	// over each path's two scenarios.
+	pg := map[string]float64{}
 	for _, r := range results {
 		for side, c := range map[string]tierCost{"direct": r.tiers.direct, "cluster": r.tiers.cluster} {
-			for i, name := range []string{"server", "postgresql"} {
-				if v, ok := c.cpuPerRequest(i); !ok || v <= 0 {
-					t.Errorf("%s, %s path, tier %s: %v %v (%v), want a figure", r.name, side, name, v, ok, c.errs)
-				}
+			if v, ok := c.cpuPerRequest(0); !ok || v <= 0 {
+				t.Errorf("%s, %s path, tier server: %v %v (%v), want a figure", r.name, side, v, ok, c.errs)
 			}
+			v, ok := c.cpuPerRequest(1)
+			if !ok {
+				t.Errorf("%s, %s path, tier postgresql: not measured (%v)", r.name, side, c.errs)
+			}
+			pg[side] += v
 			if _, ok := c.cpuPerRequest(2); ok {
 				t.Errorf("%s, %s path: a figure for a port nothing listens on", r.name, side)
 			}
+		}
+	}
+	for _, side := range []string{"direct", "cluster"} {
+		if pg[side] <= 0 {
+			t.Errorf("%s path: PostgreSQL spent nothing over get and create", side)
 		}
 	}
 	for _, want := range []string{"get postgresql", "create all tiers -", "tier none not measured: no socket listens on port " + strconv.Itoa(freePort)} {
