@@ -218,7 +218,9 @@ func (r procReader) postgresParent(pid int) (int, error) {
 // however short-lived. A total taken as one sum per reading could not tell that apart: on a
 // server where connections open and close all the time (a test suite's), a child counted in
 // one reading and reaped before that reading got to the postmaster counted twice in it, and
-// the next reading came out lower. Still not counted: the kernel's work on PostgreSQL's
+// the next reading came out lower. Here such a child counts twice in that step and is
+// taken back in the next, once its PID is gone (unless the reaped CPU then grows less than
+// what it had been counted for). Still not counted: the kernel's work on PostgreSQL's
 // behalf charged to no process of it (loopback packets handled in softirq of whichever
 // process runs, writeback by kernel threads); and nothing tells the database measured from
 // others on the same server, so any other load on it counts too. System calls are not read:
