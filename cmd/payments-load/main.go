@@ -126,7 +126,7 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.ClusterURL, "cluster-url", "",
 		"the same server through HAProxy and PgBouncer (deploy/cluster/run with API_PROCESSES=1) on -url's database (loopback only), to measure get and create through in the same slices; empty for none")
 	tiers := fs.String("tiers", "",
-		"with -cluster-url, the processes a request may cross, as a comma-separated list of name=port (the port each listens on, PostgreSQL's too), to split each path's CPU per request by them")
+		"with -cluster-url, the processes a request may cross or set to work, as a comma-separated list of name=port (the port each listens on, PostgreSQL's too; name=port+port for a tier of processes on several ports), to split each path's CPU per request by them")
 	fs.IntVar(&cfg.Preload, "preload", 0,
 		"instead of measuring, copy this many payments with their refunds, events, deliveries and keys into -database-url (9 in 10 in -key's account), without ANALYZE")
 	scale := fs.String("scale", "",

@@ -13,32 +13,44 @@ import (
 	"github.com/prometheus/procfs"
 )
 
-// Where the cluster path's CPU goes. -tiers names the processes a request may cross, each
-// by a port it listens on (scripts/perf-cluster: the direct server, HAProxy, the cluster's
-// API process, PgBouncer, Redis and PostgreSQL). Around every slice, direct and through the
-// cluster, the tool reads what each of them has spent, so each path's cost per request is
-// split by tier. Every tier is read on both paths: one a path does not cross (HAProxy on the
-// direct path) shows what it spends idle, its health checks, and nothing is assumed.
+// Where the cluster path's CPU goes. -tiers names the processes a request may cross or set
+// to work, each by a port it listens on (scripts/perf-cluster: the direct server, HAProxy,
+// the cluster's API process, PgBouncer, Redis, PostgreSQL, and the cluster's job workers by
+// the ports of their /metrics). Around every slice, direct and through the cluster, the tool
+// reads what each of them has spent, so each path's cost per request is split by tier. Every
+// tier is read on both paths: one a path does not cross (HAProxy on the direct path) shows
+// what it spends idle, its health checks, and nothing is assumed.
 
-// tier is one process (or several sharing a port) of -tiers.
+// tier is one process of -tiers, or several: those sharing a port (HAProxy's master and
+// worker), and those listening on each of several ports (the cluster's job workers, each on
+// the port of its /metrics), summed.
 type tier struct {
-	name string
-	port uint64
+	name  string
+	ports []uint64
 }
 
-// parseTiers reads -tiers: a comma-separated list of name=port, each name once.
+// parseTiers reads -tiers: a comma-separated list of name=port, or name=port+port+... for a
+// tier of processes on several ports, each name once.
 func parseTiers(s string) ([]tier, error) {
 	var tiers []tier
 	for part := range strings.SplitSeq(s, ",") {
-		name, p, _ := strings.Cut(part, "=")
-		port, err := strconv.ParseUint(p, 10, 16)
-		if name == "" || err != nil || port == 0 {
-			return nil, fmt.Errorf("-tiers %q: want a comma-separated list of name=port", part)
+		name, list, _ := strings.Cut(part, "=")
+		var ports []uint64
+		for p := range strings.SplitSeq(list, "+") {
+			port, err := strconv.ParseUint(p, 10, 16)
+			if err != nil || port == 0 || slices.Contains(ports, port) {
+				ports = nil
+				break
+			}
+			ports = append(ports, port)
+		}
+		if name == "" || ports == nil {
+			return nil, fmt.Errorf("-tiers %q: want a comma-separated list of name=port or name=port+port", part)
 		}
 		if slices.ContainsFunc(tiers, func(t tier) bool { return t.name == name }) {
 			return nil, fmt.Errorf("-tiers: %q twice", name)
 		}
-		tiers = append(tiers, tier{name: name, port: port})
+		tiers = append(tiers, tier{name: name, ports: ports})
 	}
 	return tiers, nil
 }
@@ -58,18 +70,26 @@ func newTierMeter(r procReader, tiers []tier) *tierMeter {
 	m := &tierMeter{}
 	for _, t := range tiers {
 		m.names = append(m.names, t.name)
-		m.read = append(m.read, r.tierReader(t.port))
+		m.read = append(m.read, r.tierReader(t.ports...))
 	}
 	return m
 }
 
-// tierReader is how to read the processes listening on port. PostgreSQL's listening
+// tierReader is how to read the processes listening on ports. PostgreSQL's listening
 // process is its postmaster, which does none of the queries' work: that tier is read as the
 // postmaster and every process it started (pgCounter).
-func (r procReader) tierReader(port uint64) func() (spent, error) {
-	pids, err := r.listeners(port)
-	if err != nil {
-		return func() (spent, error) { return spent{}, err }
+func (r procReader) tierReader(ports ...uint64) func() (spent, error) {
+	var pids []int
+	for _, port := range ports {
+		held, err := r.listeners(port)
+		if err != nil {
+			return func() (spent, error) { return spent{}, err }
+		}
+		for _, pid := range held {
+			if !slices.Contains(pids, pid) { // one process may listen on two of them
+				pids = append(pids, pid)
+			}
+		}
 	}
 	if postmaster, ok := r.postmasterAmong(pids); ok {
 		return newPGCounter(r, postmaster).spent

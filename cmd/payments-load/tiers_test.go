@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,11 +15,13 @@ import (
 )
 
 func TestParseTiers(t *testing.T) {
-	got, err := parseTiers("haproxy=8280,postgresql=5432")
-	if err != nil || len(got) != 2 || got[0] != (tier{"haproxy", 8280}) || got[1] != (tier{"postgresql", 5432}) {
-		t.Errorf("parseTiers: %+v, %v", got, err)
+	got, err := parseTiers("haproxy=8280,workers=9291+9292,postgresql=5432")
+	want := []tier{{"haproxy", []uint64{8280}}, {"workers", []uint64{9291, 9292}}, {"postgresql", []uint64{5432}}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("parseTiers: %+v, %v; want %+v", got, err, want)
 	}
-	for _, bad := range []string{"haproxy", "haproxy=", "=8280", "haproxy=0", "haproxy=70000", "a=1,a=2", "a=1,"} {
+	for _, bad := range []string{"haproxy", "haproxy=", "=8280", "haproxy=0", "haproxy=70000", "a=1,a=2", "a=1,",
+		"a=1+", "a=+1", "a=1+1", "a=1+0", "a=1+x"} {
 		if _, err := parseTiers(bad); err == nil {
 			t.Errorf("parseTiers(%q): no error", bad)
 		}
@@ -73,7 +76,7 @@ func TestTiersAreMeasuredAroundEachSlice(t *testing.T) {
 	_ = free.Close() // nothing listens on it now
 	results, out := runShort(t, config{
 		URL: baseURL, APIKey: smokeKey, ClusterURL: baseURL, Scenarios: []string{"get", "create"},
-		Tiers: []tier{{"server", mustPort(t, baseURL)}, {"postgresql", mustPort(t, databaseURL)}, {"none", uint64(freePort)}},
+		Tiers: []tier{{"server", []uint64{mustPort(t, baseURL)}}, {"postgresql", []uint64{mustPort(t, databaseURL)}}, {"none", []uint64{uint64(freePort)}}},
 	})
 	// PostgreSQL's CPU moves in clock ticks of 10 ms, more than the few hundred GETs of a
 	// 150 ms slice may cost it: its figure must be there for every slice, and above zero
@@ -122,18 +125,25 @@ func mustPort(t *testing.T, rawURL string) uint64 {
 // TestTierReaderFindsThePostmasterBesideAForkedBackend: on a busy PostgreSQL, a backend
 // just forked still holds the listening socket beside the postmaster. The tier is still read
 // as the postmaster and its children, even once that backend has gone; two processes of
-// another program holding one socket (a master and its worker) are still summed.
+// another program holding one socket (a master and its worker) are still summed, and so are
+// the processes listening on each port of a tier of several, each counted once.
 func TestTierReaderFindsThePostmasterBesideAForkedBackend(t *testing.T) {
 	f := newFakeProc(t)
 	f.write("net/tcp", tcpHeader+
 		tcpLine(0, "0100007F:1538", "00000000:0000", "0A", 2001)+ // 127.0.0.1:5432
-		tcpLine(1, "0100007F:1F90", "00000000:0000", "0A", 2002)) // 127.0.0.1:8080
+		tcpLine(1, "0100007F:1F90", "00000000:0000", "0A", 2002)+ // 127.0.0.1:8080
+		tcpLine(2, "0100007F:244C", "00000000:0000", "0A", 2003)+ // 127.0.0.1:9292
+		tcpLine(3, "0100007F:244D", "00000000:0000", "0A", 2004)) // 127.0.0.1:9293
 	f.process(500, "postgres", 1, cpuTicks{utime: 10, stime: 5, cutime: 100, cstime: 50}, "socket:[2001]")
 	f.process(501, "postgres", 500, cpuTicks{utime: 20, stime: 10}, "socket:[2001]") // forked, not yet closed it
 	f.process(700, "haproxy", 1, cpuTicks{utime: 1}, "socket:[2002]")
 	f.io(700, 0, 0)
 	f.process(701, "haproxy", 700, cpuTicks{utime: 2}, "socket:[2002]")
 	f.io(701, 0, 0)
+	f.process(800, "payments-api", 1, cpuTicks{utime: 4}, "socket:[2003]")
+	f.io(800, 0, 0)
+	f.process(801, "payments-api", 1, cpuTicks{utime: 5, stime: 1}, "socket:[2004]")
+	f.io(801, 0, 0)
 	r := f.reader()
 
 	pg := r.tierReader(5432)
@@ -145,5 +155,14 @@ func TestTierReaderFindsThePostmasterBesideAForkedBackend(t *testing.T) {
 	}
 	if got, err := r.tierReader(8080)(); err != nil || got.cpu != 30*time.Millisecond {
 		t.Errorf("haproxy tier = %v, %v; want both processes' 30ms", got.cpu, err)
+	}
+	if got, err := r.tierReader(9292, 9293)(); err != nil || got.cpu != 100*time.Millisecond {
+		t.Errorf("workers tier = %v, %v; want the 40ms and 60ms of the two ports' processes", got.cpu, err)
+	}
+	if got, err := r.tierReader(9292, 8080, 9292)(); err != nil || got.cpu != 70*time.Millisecond {
+		t.Errorf("tier of 9292, 8080 and 9292 again = %v, %v; want 70ms, each process once", got.cpu, err)
+	}
+	if _, err := r.tierReader(9292, 9294)(); err == nil || !strings.Contains(err.Error(), "9294") {
+		t.Errorf("tier with a port nothing listens on: %v, want an error naming it", err)
 	}
 }
