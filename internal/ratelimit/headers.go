@@ -26,9 +26,17 @@ func (h Headers) Set(header http.Header) {
 	if h.Policy == "" {
 		return
 	}
-	header.Set("RateLimit-Policy", h.Policy)
-	header.Set("RateLimit", stateList(h.States))
+	header[policyField] = []string{h.Policy}
+	header[stateField] = []string{stateList(h.States)}
 }
+
+// policyField and stateField are RateLimit-Policy and RateLimit as net/http's canonical keys
+// ("Ratelimit-Policy"), which it sends as they are: field names are case-insensitive. Set
+// under the draft's spelling, each would cost every response a canonical copy of its name.
+var (
+	policyField = http.CanonicalHeaderKey("RateLimit-Policy")
+	stateField  = http.CanonicalHeaderKey("RateLimit")
+)
 
 // State is one RateLimit member: `"default";r=42;t=1`, r the requests left now and t the
 // whole seconds until the bucket is full again (rounded up, so waiting t always suffices).
