@@ -3,7 +3,6 @@ package contract
 import (
 	"encoding/json"
 	"regexp/syntax"
-	"strings"
 	"unicode/utf8"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -18,7 +17,7 @@ import (
 // validator, which words the 400, so the two can never disagree on a message.
 type plainString struct {
 	pattern   jsonschema.Regexp // the validator's own compiled pattern, so both match alike; nil when none
-	fast      *prefixClass      // the pattern, when its shape can be matched without the regexp; else nil
+	fast      *classPattern     // the pattern, or some of its alternatives, matched without the regexp; nil when none
 	minLength int
 	maxLength int // -1 when none
 }
@@ -58,7 +57,7 @@ func isPlainString(schema map[string]any) bool {
 func newPlainString(compiled *jsonschema.Schema) *plainString {
 	p := &plainString{pattern: compiled.Pattern, maxLength: -1}
 	if p.pattern != nil {
-		p.fast = newPrefixClass(p.pattern.String())
+		p.fast = newClassPattern(p.pattern.String())
 	}
 	if compiled.MinLength != nil {
 		p.minLength = *compiled.MinLength
@@ -70,7 +69,7 @@ func newPlainString(compiled *jsonschema.Schema) *plainString {
 }
 
 // accepts reports whether s is valid against the schema, counting its length in characters
-// as JSON Schema does.
+// as JSON Schema does. The regexp decides what the fast match does not accept.
 func (p *plainString) accepts(s string) bool {
 	if p.minLength > 0 || p.maxLength >= 0 {
 		n := utf8.RuneCountInString(s)
@@ -78,71 +77,146 @@ func (p *plainString) accepts(s string) bool {
 			return false
 		}
 	}
-	switch {
-	case p.fast != nil:
-		return p.fast.matches(s)
-	case p.pattern != nil:
-		return p.pattern.MatchString(s)
+	if p.fast != nil && p.fast.matches(s) {
+		return true
 	}
-	return true
+	return p.pattern == nil || p.pattern.MatchString(s)
 }
 
-// prefixClass matches a pattern of the shape `^prefix[class]+$` (or `*`), all of it ASCII:
-// the shape of every ID pattern in the spec ("^pay_[A-Za-z0-9]+$"). It compares the prefix and
-// then looks each remaining byte up in the class, where Go's regexp engine steps through
-// its program a character at a time: on a payment ID that was most of what validating a GET
-// cost (docs/performance.md). Any other pattern keeps the regexp.
-type prefixClass struct {
-	prefix string
-	class  [utf8.RuneSelf]bool // the bytes the class admits
-	empty  bool                // the quantifier is `*`: the prefix alone matches
+// classPattern matches the shape of the spec's patterns without Go's regexp engine, which
+// steps through its program a character at a time (and through a program of 255 steps for a
+// repeat of {0,254}): anchored at both ends, one or more alternatives, each a sequence of
+// ASCII classes repeated a bounded or unbounded number of times, a literal character being a
+// class of one. `^pay_[A-Za-z0-9]+$` is one alternative of five classes; Idempotency-Key's
+// `^(?:[ !#-~][ -~]{0,254}|"…")$` has the bare key, two classes, and the quoted key, which
+// this shape cannot hold and leaves to the regexp.
+//
+// It matches greedily and never backtracks: each class takes as many characters as it may.
+// So a match is always one the regexp finds too, but a miss may not be (greedy, `^[a-z]+z$`
+// leaves no z for the end), and accepts asks the regexp then. On the spec's patterns, where
+// no class is followed by one that overlaps it, greedy matching finds every match.
+type classPattern struct {
+	alternatives [][]classRun
 }
 
-// newPrefixClass recognises pattern's shape from its parse tree, or returns nil. A pattern is
-// ECMA-262 to JSON Schema and RE2 to Go; on this ASCII-only shape the two mean the same.
-func newPrefixClass(pattern string) *prefixClass {
-	re, err := syntax.Parse(pattern, syntax.Perl)
-	if err != nil {
+// classRun is one class repeated from min to max times (max -1: without bound).
+type classRun struct {
+	class    [utf8.RuneSelf]bool // the bytes the class admits
+	min, max int
+}
+
+// newClassPattern reads pattern's alternatives that have the shape, from its parse tree, or
+// returns nil when none has. A pattern is ECMA-262 to JSON Schema and RE2 to Go; on this
+// ASCII-only shape the two mean the same.
+func newClassPattern(pattern string) *classPattern {
+	re, err := syntax.Parse(pattern, syntax.Perl) // Perl's flags make $ the end of the text, as in regexp.Compile
+	if err != nil || re.Op != syntax.OpConcat || len(re.Sub) < 3 ||
+		re.Sub[0].Op != syntax.OpBeginText || re.Sub[len(re.Sub)-1].Op != syntax.OpEndText {
 		return nil
 	}
-	re = re.Simplify()
-	if re.Op != syntax.OpConcat || len(re.Sub) != 4 {
+	inner := re.Sub[1 : len(re.Sub)-1]
+	alternatives := []*syntax.Regexp{{Op: syntax.OpConcat, Sub: inner}}
+	if len(inner) == 1 && inner[0].Op == syntax.OpAlternate {
+		alternatives = inner[0].Sub
+	}
+	m := &classPattern{}
+	for _, alt := range alternatives {
+		if runs, ok := classRuns(alt); ok {
+			m.alternatives = append(m.alternatives, runs)
+		}
+	}
+	if len(m.alternatives) == 0 {
 		return nil
-	}
-	begin, literal, repeat, end := re.Sub[0], re.Sub[1], re.Sub[2], re.Sub[3]
-	if begin.Op != syntax.OpBeginText || end.Op != syntax.OpEndText ||
-		literal.Op != syntax.OpLiteral || literal.Flags&syntax.FoldCase != 0 ||
-		(repeat.Op != syntax.OpPlus && repeat.Op != syntax.OpStar) || repeat.Sub[0].Op != syntax.OpCharClass {
-		return nil
-	}
-	m := &prefixClass{prefix: string(literal.Rune), empty: repeat.Op == syntax.OpStar}
-	for _, r := range literal.Rune {
-		if r >= utf8.RuneSelf {
-			return nil
-		}
-	}
-	ranges := repeat.Sub[0].Rune // lo, hi pairs
-	for i := 0; i < len(ranges); i += 2 {
-		lo, hi := ranges[i], ranges[i+1]
-		if hi >= utf8.RuneSelf {
-			return nil
-		}
-		for r := lo; r <= hi; r++ {
-			m.class[r] = true
-		}
 	}
 	return m
 }
 
-func (m *prefixClass) matches(s string) bool {
-	rest, ok := strings.CutPrefix(s, m.prefix)
-	if !ok || (rest == "" && !m.empty) {
-		return false
+// classRuns is an alternative as classes, if it has the shape.
+func classRuns(re *syntax.Regexp) ([]classRun, bool) {
+	items := []*syntax.Regexp{re}
+	if re.Op == syntax.OpConcat {
+		items = re.Sub
 	}
-	for i := range len(rest) {
-		if c := rest[i]; c >= utf8.RuneSelf || !m.class[c] {
+	var runs []classRun
+	for _, item := range items {
+		least, most, one := 1, 1, item
+		switch item.Op {
+		case syntax.OpStar:
+			least, most, one = 0, -1, item.Sub[0]
+		case syntax.OpPlus:
+			least, most, one = 1, -1, item.Sub[0]
+		case syntax.OpQuest:
+			least, most, one = 0, 1, item.Sub[0]
+		case syntax.OpRepeat:
+			least, most, one = item.Min, item.Max, item.Sub[0]
+		case syntax.OpLiteral: // a string: a class of one character for each
+			if item.Flags&syntax.FoldCase != 0 {
+				return nil, false
+			}
+			for _, r := range item.Rune {
+				run, ok := newClassRun([]rune{r, r}, 1, 1)
+				if !ok {
+					return nil, false
+				}
+				runs = append(runs, run)
+			}
+			continue
+		}
+		var ranges []rune // lo, hi pairs
+		switch {
+		case one.Op == syntax.OpCharClass:
+			ranges = one.Rune
+		case one.Op == syntax.OpLiteral && len(one.Rune) == 1 && one.Flags&syntax.FoldCase == 0:
+			ranges = []rune{one.Rune[0], one.Rune[0]}
+		default:
+			return nil, false
+		}
+		run, ok := newClassRun(ranges, least, most)
+		if !ok {
+			return nil, false
+		}
+		runs = append(runs, run)
+	}
+	return runs, true
+}
+
+// newClassRun is the class of ranges, repeated from least to most times, if it is all ASCII.
+func newClassRun(ranges []rune, least, most int) (classRun, bool) {
+	run := classRun{min: least, max: most}
+	for i := 0; i < len(ranges); i += 2 {
+		lo, hi := ranges[i], ranges[i+1]
+		if hi >= utf8.RuneSelf {
+			return classRun{}, false
+		}
+		for r := lo; r <= hi; r++ {
+			run.class[r] = true
+		}
+	}
+	return run, true
+}
+
+// matches reports whether one of the alternatives matches all of s, greedily.
+func (m *classPattern) matches(s string) bool {
+	for _, runs := range m.alternatives {
+		if matchRuns(runs, s) {
+			return true
+		}
+	}
+	return false
+}
+
+func matchRuns(runs []classRun, s string) bool {
+	i := 0
+	for r := range runs {
+		run := &runs[r]
+		n := 0
+		for i < len(s) && (run.max < 0 || n < run.max) && s[i] < utf8.RuneSelf && run.class[s[i]] {
+			i++
+			n++
+		}
+		if n < run.min {
 			return false
 		}
 	}
-	return true
+	return i == len(s)
 }

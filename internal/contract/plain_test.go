@@ -9,7 +9,7 @@ import (
 )
 
 // plainParams are the parameters of the spec that plainString checks, by operation and name.
-func plainParams(t *testing.T) map[string]*value {
+func plainParams(t testing.TB) map[string]*value {
 	t.Helper()
 	found := map[string]*value{}
 	for r, op := range load(t).byRoute {
@@ -33,7 +33,7 @@ func TestPlainStringsSkipTheValidator(t *testing.T) {
 		t.Fatalf("GET /payments/{id}'s id: plain check %+v, want one with its pattern and maxLength 64", id)
 	}
 	if id.plain.fast == nil {
-		t.Errorf("GET /payments/{id}'s id: its pattern %s is matched by the regexp engine, want prefixClass", id.plain.pattern)
+		t.Errorf("GET /payments/{id}'s id: its pattern %s is matched by the regexp engine, want classPattern", id.plain.pattern)
 	}
 	for name, p := range params {
 		if p.kind != "string" {
@@ -67,21 +67,17 @@ func TestPlainStringsAgreeWithTheValidator(t *testing.T) {
 	}
 }
 
-// FuzzPlainPaymentID: on any string, the payment ID's plain check and the validator agree.
-func FuzzPlainPaymentID(f *testing.F) {
-	for _, s := range []string{"pay_abc", "", "pay_", "pay_é", strings.Repeat("a", 70), "PAY_x"} {
+// FuzzPlainStrings: on any string, every plain parameter's check and the validator agree.
+func FuzzPlainStrings(f *testing.F) {
+	for _, s := range []string{"pay_abc", "", "pay_", "pay_é", strings.Repeat("a", 70), "PAY_x", `"abc"`, `"a\"b"`, `"`, "k\x7f"} {
 		f.Add(s)
 	}
-	p := load(f).Operation("GET", "/payments/{id}").params
-	var id *value
-	for _, v := range p {
-		if v.name == "id" {
-			id = v
-		}
-	}
+	params := plainParams(f)
 	f.Fuzz(func(t *testing.T, s string) {
-		if accepted, valid := id.plain.accepts(s), id.schema.Validate(s) == nil; accepted != valid {
-			t.Errorf("%q: check says %v, validator says %v", s, accepted, valid)
+		for name, p := range params {
+			if accepted, valid := p.plain.accepts(s), p.schema.Validate(s) == nil; accepted != valid {
+				t.Errorf("%s, %q: check says %v, validator says %v", name, s, accepted, valid)
+			}
 		}
 	})
 }
@@ -89,7 +85,8 @@ func FuzzPlainPaymentID(f *testing.F) {
 // plainCandidates are values on both sides of a plain check's bounds, in one-byte and
 // multi-byte characters (lengths count characters), with and without the pattern's prefix.
 func plainCandidates(p *plainString) []string {
-	out := []string{"", "a", "pay_abc", "pay_", "PAY_abc", "pay_ab-c", " pay_abc", "pay_abc\n", "ref_1", "re_1", "rep_1", "job_1", "we_1", "evt_1"}
+	out := []string{"", "a", "pay_abc", "pay_", "PAY_abc", "pay_ab-c", " pay_abc", "pay_abc\n", "ref_1", "re_1", "rep_1", "job_1", "we_1", "evt_1",
+		`"abc"`, `"a\"b"`, `"a\\b"`, `"a\b"`, `"`, `""`, `a"b`, "~", "\x7f", "k\x7f", "\tk"}
 	lengths := []int{0, 1, p.minLength - 1, p.minLength, p.minLength + 1}
 	if p.maxLength >= 0 {
 		lengths = append(lengths, p.maxLength-1, p.maxLength, p.maxLength+1)
@@ -98,7 +95,7 @@ func plainCandidates(p *plainString) []string {
 		if n < 0 {
 			continue
 		}
-		for _, unit := range []string{"a", "é", "7"} {
+		for _, unit := range []string{"a", "é", "7", " "} {
 			out = append(out, strings.Repeat(unit, n))
 			for _, prefix := range []string{"pay_", "re_", "rep_", "job_", "we_", "evt_"} {
 				if n > len(prefix) {
@@ -127,42 +124,88 @@ func TestAPaymentIDIsValidatedWithoutAllocating(t *testing.T) {
 	}
 }
 
-// TestPrefixClassAgreesWithRegexp: newPrefixClass takes exactly the patterns of its shape, and
-// on each it matches what Go's regexp matches. The spec's own patterns are covered too, by
-// TestPlainStringsAgreeWithTheValidator and FuzzPlainPaymentID.
-func TestPrefixClassAgreesWithRegexp(t *testing.T) {
-	taken := []string{`^pay_[A-Za-z0-9]+$`, `^a[b-d]*$`, `^x_[a-z-]+$`, `^evt_[0-9]+$`}
+// TestClassPatternAgreesWithRegexp: newClassPattern takes the alternatives of its shape and
+// leaves every other pattern to the regexp. On patterns where no class is followed by one it
+// overlaps, it matches exactly what Go's regexp matches; on any other, whatever it matches the
+// regexp matches too. The spec's own patterns are covered by TestPlainStringsAgreeWithTheValidator
+// and FuzzPlainStrings.
+func TestClassPatternAgreesWithRegexp(t *testing.T) {
+	exact := []string{
+		`^pay_[A-Za-z0-9]+$`, `^a[b-d]*$`, `^x_[a-z-]+$`, `^evt_[0-9]+$`, `^[a-z-]{1,4}$`, `^a?b{2,3}c*$`,
+		`^whsec_[A-Za-z0-9+/]+={0,2}$`, `^(?:ab+|x{2})$`,
+	}
+	greedy := []string{`^[a-z]+z$`, `^a*ab$`, `^(?:[a-z]{1,3}|[a-z]+)$`}
 	left := []string{
-		`^[a-z-]{1,64}$`,               // a counted repeat
-		`^pay_[A-Za-z0-9]+`,            // no end anchor
-		`^pay_[a-z]+x`,                 // a literal where the end anchor goes
-		`pay_[A-Za-z0-9]+$`,            // no start anchor
-		`(?i)^pay_[a-z]+$`,             // a case-folded prefix
-		`^pay_[a-zé]+$`,                // a class beyond ASCII
-		`^payé_[a-z]+$`,                // a prefix beyond ASCII
-		`^pay_[a-z]+|^re_[a-z]+$`,      // an alternation
-		`^whsec_[A-Za-z0-9+/]+={0,2}$`, // more after the class
-		`^pay_[^a-z]+$`,                // a negated class, which admits every other rune
-		`^pay_(`,                       // no pattern at all
+		`^pay_[A-Za-z0-9]+`,       // no end anchor
+		`^pay_[a-z]+x`,            // a literal where the end anchor goes
+		`pay_[A-Za-z0-9]+$`,       // no start anchor
+		`(?i)^pay_[a-z]+$`,        // a case-folded prefix
+		`^pay_[a-zé]+$`,           // a class beyond ASCII
+		`^payé_[a-z]+$`,           // a prefix beyond ASCII
+		`^pay_[a-z]+|^re_[a-z]+$`, // an alternation of unanchored halves
+		`^pay_[^a-z]+$`,           // a negated class, which admits every other rune
+		`^(pay)_[a-z]+$`,          // a capture
+		`^pay_.+$`,                // any character
+		`^(?:ab)+$`,               // a repeat of more than one character
+		`^(?:pay|re)_[a-z]+$`,     // an alternation inside a sequence
+		`^pay_(`,                  // no pattern at all
 	}
 	for _, pattern := range left {
-		if newPrefixClass(pattern) != nil {
+		if newClassPattern(pattern) != nil {
 			t.Errorf("%s: taken, want it left to the regexp", pattern)
 		}
 	}
-	inputs := []string{"", "pay_", "pay_a", "pay_abc9", "pay_ab-c", "pay_abc\n", "\npay_abc", "PAY_abc", "pay_é", "a", "ab", "abd", "abe",
-		"x_", "x_a-b", "x_A", "evt_", "evt_0", "evt_0x", " pay_abc", "pay_abc ", "pay_pay_abc", "pay_\x00", "pay_\xff"}
-	for _, pattern := range taken {
-		m := newPrefixClass(pattern)
+	inputs := []string{"", "pay_", "pay_a", "pay_abc9", "pay_ab-c", "pay_abc\n", "\npay_abc", "PAY_abc", "pay_é", "a", "ab", "abb",
+		"abbb", "abbbb", "abbc", "abd", "abe", "abz", "aab", "xx", "xxx", "zz", "z", "abcz", "x_", "x_a-b", "x_A", "evt_", "evt_0", "evt_0x",
+		" pay_abc", "pay_abc ", "pay_pay_abc", "pay_\x00", "pay_\xff", "re_a", "re_", "a-b", "abcde", "whsec_ab+/=", "whsec_ab===",
+		"whsec_=", "bb", "bbbb"}
+	check := func(pattern string, exact bool) {
+		m := newClassPattern(pattern)
 		if m == nil {
 			t.Errorf("%s: left to the regexp, want it taken", pattern)
-			continue
+			return
 		}
 		re := regexp.MustCompile(pattern)
 		for _, s := range inputs {
-			if got, want := m.matches(s), re.MatchString(s); got != want {
+			got, want := m.matches(s), re.MatchString(s)
+			if got && !want || exact && got != want {
 				t.Errorf("%s on %q: %v, the regexp says %v", pattern, s, got, want)
 			}
+		}
+	}
+	for _, pattern := range exact {
+		check(pattern, true)
+	}
+	for _, pattern := range greedy {
+		check(pattern, false)
+	}
+	// What greedy matching misses, the regexp finds: accepts asks it.
+	if m := newClassPattern(`^[a-z]+z$`); m.matches("abz") {
+		t.Errorf("^[a-z]+z$ matched abz greedily, which leaves no z for the end")
+	}
+}
+
+// TestIdempotencyKeysSkipTheRegexp: the bare Idempotency-Key, what nearly every client sends
+// (a UUID, say), is matched by classPattern; the quoted form, which the shape cannot hold,
+// still by the regexp, and both are accepted.
+func TestIdempotencyKeysSkipTheRegexp(t *testing.T) {
+	key := plainParams(t)["POST /payments header Idempotency-Key"]
+	if key == nil || key.plain.fast == nil {
+		t.Fatalf("POST /payments' Idempotency-Key: plain check %+v, want one with a classPattern", key)
+	}
+	for _, s := range []string{"3f2b8c1e-4a5d-4e6f-8a7b-9c0d1e2f3a4b", "a", "order 42 ~retry!", strings.Repeat("k", 255)} {
+		if !key.plain.fast.matches(s) || !key.plain.accepts(s) {
+			t.Errorf("%q: matched %v, accepted %v; want both", s, key.plain.fast.matches(s), key.plain.accepts(s))
+		}
+	}
+	for _, s := range []string{`"abc"`, `"a\"b"`} {
+		if key.plain.fast.matches(s) || !key.plain.accepts(s) {
+			t.Errorf("%q: matched %v, accepted %v; want it left to the regexp, which accepts it", s, key.plain.fast.matches(s), key.plain.accepts(s))
+		}
+	}
+	for _, s := range []string{`"`, `"abc`, strings.Repeat("k", 256), "k\x7f", "ké"} {
+		if key.plain.accepts(s) {
+			t.Errorf("%q: accepted, want it refused", s)
 		}
 	}
 }
