@@ -31,9 +31,10 @@ type config struct {
 	// (PgBouncer) and names the same database without it: see directDatabaseURL.
 	DatabaseDirectURL string `env:"DATABASE_DIRECT_URL"`
 	// DatabasePoolerPreparedStatements says that pooler keeps each client's named prepared
-	// statements whichever server connection it lends (PgBouncer 1.21 or later, with
-	// max_prepared_statements above 0, its default from 1.24), so pgx's default exec mode may
-	// go through it.
+	// statements: whichever server connection it lends (PgBouncer 1.21 or later, with
+	// max_prepared_statements above 0, its default from 1.24), or because it lends one for as
+	// long as the client stays connected (PgBouncer's session pooling). pgx's default exec
+	// mode may then go through it.
 	DatabasePoolerPreparedStatements bool   `env:"DATABASE_POOLER_PREPARED_STATEMENTS" envDefault:"false"`
 	ListenAddr                       string `env:"LISTEN_ADDR" envDefault:":8080"`
 	// DemoAPIKeys has no envDefault: the env library would put the default in place of an

@@ -4,6 +4,7 @@
 # PORT (8080), PGBOUNCER_PORT (6432), REDIS_PORT (6390), CLUSTER_DATABASE (payments_cluster),
 # API_PROCESSES (3), HTTP_REUSE (safe: HAProxy's http-reuse), FRESH_DATABASE (empty; set,
 # prepare drops the database first), PGBOUNCER_MAX_PREPARED_STATEMENTS (empty; see prepare),
+# PGBOUNCER_POOL_MODE (transaction, or session: see below),
 # LISTEN_HOST (127.0.0.1; deploy/ha runs the cluster in a network namespace of its own, where
 # HAProxy listens on every address).
 
@@ -24,6 +25,24 @@ HTTP_REUSE=${HTTP_REUSE:-safe}
 if [[ ! $HTTP_REUSE =~ ^(never|safe|aggressive|always)$ ]]; then
 	echo "HTTP_REUSE=$HTTP_REUSE: want never, safe, aggressive or always" >&2
 	exit 2
+fi
+# PGBOUNCER_POOL_MODE is PgBouncer's pool_mode. In transaction pooling (the default) a server
+# connection is lent for one transaction, so the processes' 20 connections each share
+# PgBouncer's 20 and nothing may stay on one: no prepared statement (POOLED_EXEC_MODE in
+# deploy/cluster/run). In session pooling a process's connection keeps its server connection
+# while it is open, prepared statements with it, so pgx's default exec mode works and
+# PostgreSQL plans a statement once per connection; each process then opens at most
+# SESSION_POOL_CONNS (10) connections, and PgBouncer may open one for each of them.
+PGBOUNCER_POOL_MODE=${PGBOUNCER_POOL_MODE:-transaction}
+if [[ ! $PGBOUNCER_POOL_MODE =~ ^(transaction|session)$ ]]; then
+	echo "PGBOUNCER_POOL_MODE=$PGBOUNCER_POOL_MODE: want transaction or session" >&2
+	exit 2
+fi
+SESSION_POOL_CONNS=10
+if [[ $PGBOUNCER_POOL_MODE == session ]]; then
+	pgbouncer_pool_size=$(((API_PROCESSES + 2) * SESSION_POOL_CONNS)) # the APIs and the two workers
+else
+	pgbouncer_pool_size=20
 fi
 DEMO_KEY=sk_test_demo
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -95,7 +114,8 @@ render() {
 	sed -e "s|\${LISTEN_HOST}|$LISTEN_HOST|g" -e "s|\${PORT}|$PORT|g" \
 		-e "s|\${PGBOUNCER_PORT}|$PGBOUNCER_PORT|g" -e "s|\${DATABASE}|$DATABASE|g" \
 		-e "s|\${CONFIG_DIR}|$dir|g" -e "s|\${HTTP_REUSE}|$HTTP_REUSE|g" -e "s|\${API1_PORT}|$((PORT + 1))|g" \
-		-e "s|\${API2_PORT}|$((PORT + 2))|g" -e "s|\${API3_PORT}|$((PORT + 3))|g" "$1"
+		-e "s|\${API2_PORT}|$((PORT + 2))|g" -e "s|\${API3_PORT}|$((PORT + 3))|g" \
+		-e "s|\${POOL_MODE}|$PGBOUNCER_POOL_MODE|g" -e "s|\${POOL_SIZE}|$pgbouncer_pool_size|g" "$1"
 }
 
 # prepare: the tools installed, $dir made (removed of its processes on exit), payments-api

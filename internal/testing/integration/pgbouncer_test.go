@@ -21,10 +21,14 @@ import (
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
 )
 
-// pgbouncerPoolSize is PgBouncer's server connections per database and user: fewer than the
-// server's pool (pool_max_conns below), so the server's connections really share them and a
-// statement prepared on one is missing on the next.
-const pgbouncerPoolSize = 2
+// pgbouncerPoolSize is PgBouncer's server connections per database and user in transaction
+// pooling: fewer than the server's pool (pool_max_conns below), so the server's connections
+// really share them and a statement prepared on one is missing on the next. In session
+// pooling each client connection holds one, so there are enough for all of them.
+const (
+	pgbouncerPoolSize        = 2
+	pgbouncerSessionPoolSize = 30
+)
 
 // TestCoreFlowsThroughPgBouncer runs the server's core flows with its pool behind PgBouncer
 // in transaction pooling mode, where each transaction gets whichever server connection is
@@ -32,7 +36,9 @@ const pgbouncerPoolSize = 2
 // session-level advisory lock) from one transaction to the next. It runs them in each of
 // pgx's query exec modes the server accepts behind a pooler, and in pgx's default mode
 // behind a PgBouncer that keeps prepared statements (1.21 or later, first on PATH; Debian
-// 12's is 1.18, where that case is skipped).
+// 12's is 1.18, where that case is skipped). Last, in pgx's default mode behind PgBouncer in
+// session pooling (deploy/cluster's PGBOUNCER_POOL_MODE=session), where a client connection
+// keeps its server connection and the statements prepared on it.
 func TestCoreFlowsThroughPgBouncer(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
@@ -41,7 +47,7 @@ func TestCoreFlowsThroughPgBouncer(t *testing.T) {
 	for _, mode := range []string{"cache_describe", "exec", "simple_protocol"} {
 		t.Run(mode, func(t *testing.T) {
 			t.Parallel()
-			checkCoreFlowsThroughPgBouncer(t, mode, false)
+			checkCoreFlowsThroughPgBouncer(t, mode, pgbouncerConfig{poolMode: "transaction"})
 		})
 	}
 	t.Run("cache_statement", func(t *testing.T) {
@@ -49,23 +55,37 @@ func TestCoreFlowsThroughPgBouncer(t *testing.T) {
 		if v := pgbouncerVersion(t); v < 121 {
 			t.Skipf("PgBouncer %d.%d keeps no prepared statements (max_prepared_statements came in 1.21)", v/100, v%100)
 		}
-		checkCoreFlowsThroughPgBouncer(t, "cache_statement", true)
+		checkCoreFlowsThroughPgBouncer(t, "cache_statement", pgbouncerConfig{poolMode: "transaction", keepPrepared: true})
+	})
+	t.Run("session_pooling", func(t *testing.T) {
+		t.Parallel()
+		checkCoreFlowsThroughPgBouncer(t, "cache_statement", pgbouncerConfig{poolMode: "session"})
 	})
 }
 
-// checkCoreFlowsThroughPgBouncer runs the core flows through a PgBouncer of their own, in
-// execMode; keepPrepared has PgBouncer keep each client's prepared statements
-// (max_prepared_statements) and tells the server so (DATABASE_POOLER_PREPARED_STATEMENTS).
-func checkCoreFlowsThroughPgBouncer(t *testing.T, execMode string, keepPrepared bool) {
+// pgbouncerConfig is how startPgBouncer configures PgBouncer: its pool_mode, and with
+// keepPrepared, in transaction pooling, max_prepared_statements.
+type pgbouncerConfig struct {
+	poolMode     string
+	keepPrepared bool
+}
+
+// keepsPrepared reports whether a client's prepared statements survive from one transaction
+// to the next, which the server is told (DATABASE_POOLER_PREPARED_STATEMENTS).
+func (c pgbouncerConfig) keepsPrepared() bool { return c.keepPrepared || c.poolMode == "session" }
+
+// checkCoreFlowsThroughPgBouncer runs the core flows through a PgBouncer of their own,
+// configured as cfg says, in execMode.
+func checkCoreFlowsThroughPgBouncer(t *testing.T, execMode string, cfg pgbouncerConfig) {
 	direct := dbtest.NewURL(t)
-	pooled := startPgBouncer(t, direct, keepPrepared)
+	pooled := startPgBouncer(t, direct, cfg)
 	q := pooled.Query()
 	q.Set("default_query_exec_mode", execMode)
 	q.Set("pool_max_conns", "8")
 	pooled.RawQuery = q.Encode()
 	p := startProcess(t, pooled.String(), map[string]string{
 		"DATABASE_DIRECT_URL": direct, "WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "PROCESSOR_LATENCY": "100ms",
-		"DATABASE_POOLER_PREPARED_STATEMENTS": strconv.FormatBool(keepPrepared),
+		"DATABASE_POOLER_PREPARED_STATEMENTS": strconv.FormatBool(cfg.keepsPrepared()),
 	})
 	c := apitest.NewClient(t, p.Base, testKey)
 
@@ -113,10 +133,9 @@ func pgbouncerVersion(t *testing.T) int {
 	return major*100 + minor
 }
 
-// startPgBouncer runs a private PgBouncer in transaction pooling mode in front of the
-// PostgreSQL server of databaseURL and returns databaseURL rewritten to go through it. With
-// keepPrepared it keeps each client's named prepared statements (PgBouncer 1.21 or later).
-func startPgBouncer(t *testing.T, databaseURL string, keepPrepared bool) *url.URL {
+// startPgBouncer runs a private PgBouncer, configured as cfg says, in front of the PostgreSQL
+// server of databaseURL and returns databaseURL rewritten to go through it.
+func startPgBouncer(t *testing.T, databaseURL string, cfg pgbouncerConfig) *url.URL {
 	t.Helper()
 	bin := systemTool(t, "pgbouncer")
 	u, err := url.Parse(databaseURL)
@@ -125,6 +144,10 @@ func startPgBouncer(t *testing.T, databaseURL string, keepPrepared bool) *url.UR
 	}
 	dir := pgbouncerDir(t)
 	port := FreePort(t)
+	poolSize := pgbouncerPoolSize
+	if cfg.poolMode == "session" {
+		poolSize = pgbouncerSessionPoolSize
+	}
 	// connect_query as in deploy/cluster/pgbouncer.ini: what the server sets on its direct
 	// connections, it cannot send through PgBouncer.
 	ini := fmt.Sprintf(`[databases]
@@ -135,11 +158,11 @@ listen_port = %s
 unix_socket_dir =
 auth_type = trust
 auth_file = %s
-pool_mode = transaction
+pool_mode = %s
 default_pool_size = %d
 max_client_conn = 100
-`, u.Hostname(), u.Port(), port, filepath.Join(dir, "users.txt"), pgbouncerPoolSize)
-	if keepPrepared {
+`, u.Hostname(), u.Port(), port, filepath.Join(dir, "users.txt"), cfg.poolMode, poolSize)
+	if cfg.keepPrepared {
 		ini += "max_prepared_statements = 100\n"
 	}
 	writeFile(t, filepath.Join(dir, "users.txt"), fmt.Sprintf("%q \"\"\n", u.User.Username()))
