@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -78,7 +79,13 @@ type clusterConfig struct {
 	dir, apiBinary, database, directURL string
 	// appDatabaseURL, when set, is the apps' DATABASE_URL in place of Toxiproxy and
 	// PgBouncer: deploy/ha/chaos's multi-host URL, which finds the primary itself.
-	appDatabaseURL           string
+	appDatabaseURL string
+	// pooledQuery is the query of the apps' DATABASE_URL through PgBouncer: pgx's exec mode,
+	// and the pool's size where it matters (deploy/cluster/lib.sh, pooled_settings).
+	pooledQuery string
+	// poolerPreparedStatements tells the apps PgBouncer keeps their prepared statements
+	// (DATABASE_POOLER_PREPARED_STATEMENTS): in session pooling, say.
+	poolerPreparedStatements bool
 	pgbouncerArgv            []string
 	pgbouncerAddr, redisAddr string
 	apiPorts                 []int
@@ -106,8 +113,9 @@ func startCluster(ctx context.Context, c clusterConfig) (*cluster, error) {
 		}
 	}
 	common := []string{
-		"DATABASE_URL=postgres://postgres@" + cl.db.Listen + "/" + c.database + "?sslmode=disable&default_query_exec_mode=simple_protocol",
+		"DATABASE_URL=postgres://postgres@" + cl.db.Listen + "/" + c.database + "?sslmode=disable&" + c.pooledQuery,
 		"DATABASE_DIRECT_URL=" + c.directURL,
+		"DATABASE_POOLER_PREPARED_STATEMENTS=" + strconv.FormatBool(c.poolerPreparedStatements),
 	}
 	if c.appDatabaseURL != "" {
 		common = []string{"DATABASE_URL=" + c.appDatabaseURL}

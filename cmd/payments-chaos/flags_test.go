@@ -17,6 +17,16 @@ func TestParseFlags(t *testing.T) {
 		!slices.Equal(cfg.cluster.pgbouncerArgv, []string{"pgbouncer", "pgbouncer.ini"}) {
 		t.Errorf("parsed %+v", cfg.cluster)
 	}
+	if cfg.cluster.pooledQuery != "default_query_exec_mode=simple_protocol" || cfg.cluster.poolerPreparedStatements {
+		t.Errorf("by default: pooled query %q, pooler keeps prepared statements %v; want simple_protocol, false",
+			cfg.cluster.pooledQuery, cfg.cluster.poolerPreparedStatements)
+	}
+	session, err := parseFlags([]string{"-pooled-query", "default_query_exec_mode=cache_statement&pool_max_conns=10",
+		"-pooler-prepared-statements=true", "--", "pgbouncer"})
+	if err != nil || session.cluster.pooledQuery != "default_query_exec_mode=cache_statement&pool_max_conns=10" ||
+		!session.cluster.poolerPreparedStatements {
+		t.Errorf("session pooling's flags: %+v, %v", session.cluster, err)
+	}
 	for _, tt := range []struct {
 		args []string
 		want string // what the error names

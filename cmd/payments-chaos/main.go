@@ -93,6 +93,8 @@ func parseFlags(args []string) (config, error) {
 	fs.StringVar(&cfg.cluster.database, "database", "payments_chaos", "the database name, behind PgBouncer")
 	fs.StringVar(&cfg.cluster.directURL, "direct-url", "postgres://postgres@127.0.0.1:5432/payments_chaos?sslmode=disable", "the database on PostgreSQL itself, migrated")
 	fs.StringVar(&cfg.cluster.appDatabaseURL, "app-database-url", "", "the API and worker processes' DATABASE_URL, in place of PgBouncer through Toxiproxy (default: that)")
+	fs.StringVar(&cfg.cluster.pooledQuery, "pooled-query", "default_query_exec_mode=simple_protocol", "the query of the apps' DATABASE_URL through PgBouncer")
+	fs.BoolVar(&cfg.cluster.poolerPreparedStatements, "pooler-prepared-statements", false, "PgBouncer keeps each client's prepared statements (session pooling, say): the apps' DATABASE_POOLER_PREPARED_STATEMENTS")
 	fs.StringVar(&cfg.cluster.pgbouncerAddr, "pgbouncer-addr", "127.0.0.1:6532", "where the PgBouncer command listens")
 	fs.StringVar(&cfg.cluster.redisAddr, "redis-addr", "127.0.0.1:6490", "a running Redis")
 	apiPorts := fs.String("api-ports", "8181,8182,8183", "the API processes' ports, HAProxy's servers")

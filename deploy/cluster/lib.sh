@@ -38,11 +38,20 @@ if [[ ! $PGBOUNCER_POOL_MODE =~ ^(transaction|session)$ ]]; then
 	echo "PGBOUNCER_POOL_MODE=$PGBOUNCER_POOL_MODE: want transaction or session" >&2
 	exit 2
 fi
+# pooled_query is the query of the processes' DATABASE_URL through PgBouncer, and
+# pooler_prepared their DATABASE_POOLER_PREPARED_STATEMENTS (run and chaos pass them on).
 SESSION_POOL_CONNS=10
 if [[ $PGBOUNCER_POOL_MODE == session ]]; then
 	pgbouncer_pool_size=$(((API_PROCESSES + 2) * SESSION_POOL_CONNS)) # the APIs and the two workers
+	pooled_query="default_query_exec_mode=${POOLED_EXEC_MODE:-cache_statement}&pool_max_conns=$SESSION_POOL_CONNS"
+	pooler_prepared=true
 else
 	pgbouncer_pool_size=20
+	pooled_query="default_query_exec_mode=${POOLED_EXEC_MODE:-simple_protocol}"
+	pooler_prepared=false
+	if [[ -n ${PGBOUNCER_MAX_PREPARED_STATEMENTS:-} ]]; then
+		pooler_prepared=true
+	fi
 fi
 DEMO_KEY=sk_test_demo
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
