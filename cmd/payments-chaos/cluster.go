@@ -81,7 +81,8 @@ type clusterConfig struct {
 	// PgBouncer: deploy/ha/chaos's multi-host URL, which finds the primary itself.
 	appDatabaseURL string
 	// pooledQuery is the query of the apps' DATABASE_URL through PgBouncer: pgx's exec mode,
-	// and the pool's size where it matters (deploy/cluster/lib.sh, pooled_settings).
+	// and the pool's size where it matters (deploy/cluster/lib.sh works it out from
+	// PGBOUNCER_POOL_MODE).
 	pooledQuery string
 	// poolerPreparedStatements tells the apps PgBouncer keeps their prepared statements
 	// (DATABASE_POOLER_PREPARED_STATEMENTS): in session pooling, say.
