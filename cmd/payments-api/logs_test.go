@@ -9,6 +9,7 @@ import (
 	"net"
 	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -144,5 +145,127 @@ func TestProcessWritesItsLastLinesOnSIGTERM(t *testing.T) {
 	}
 	if !strings.Contains(p.Logs(), `"msg":"stopped"`) {
 		t.Errorf("the last line, stopped, is not in the output:\n%s", p.Logs())
+	}
+}
+
+// slogsLine is what slog's own JSON handler, with newLogger's options, writes for r: what
+// plainLines must write too.
+func slogsLine(t testing.TB, r slog.Record) string {
+	t.Helper()
+	var out strings.Builder
+	h := slog.NewJSONHandler(&out, &slog.HandlerOptions{Level: slog.LevelDebug, ReplaceAttr: readableAttrs})
+	if err := h.Handle(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	return out.String()
+}
+
+// ourLine is what newLogger's handler writes for r, and whether plainLines wrote it itself.
+func ourLine(t testing.TB, r slog.Record) (line string, plain bool) {
+	t.Helper()
+	var out strings.Builder
+	if err := newLogger(&out, slog.LevelDebug).Handler().Handle(context.Background(), r); err != nil {
+		t.Fatal(err)
+	}
+	_, plain = appendPlainLine(nil, r)
+	return out.String(), plain
+}
+
+func record(when time.Time, msg string, attrs ...slog.Attr) slog.Record {
+	r := slog.NewRecord(when, slog.LevelInfo, msg, 0)
+	r.AddAttrs(attrs...)
+	return r
+}
+
+// TestPlainLinesAreSlogsLines: the lines plainLines writes itself are byte for byte slog's,
+// and the request's line is one of them; every other record is left to slog.
+func TestPlainLinesAreSlogsLines(t *testing.T) {
+	t.Parallel()
+	now := time.Date(2026, 12, 6, 14, 30, 5, 123456000, time.UTC)
+	request := []slog.Attr{ // as the server's request line (handlers.logRequest)
+		slog.String("method", "GET"), slog.String("route", "/payments/:id"), slog.Int("status", 200),
+		slog.Duration("duration", 1234567*time.Nanosecond), slog.String("request_id", "req_X5M2KBCNUQHN7FGJCTXEBL76MG"),
+		slog.Bool("client_gone", true), slog.String("account", "acct_demo"),
+	}
+	for _, tt := range []struct {
+		name  string
+		r     slog.Record
+		plain bool
+	}{
+		{"a request", record(now, "request", request...), true},
+		{"a time in another zone", record(now.In(time.FixedZone("X", -3*3600)), "request", request...), true},
+		{"no time", record(time.Time{}, "request", request...), true},
+		{"no attributes", record(now, "stopped"), true},
+		{"an unsigned integer, a negative one, a duration under a microsecond", record(now, "m",
+			slog.Uint64("u", 1<<63), slog.Int("i", -5), slog.Duration("d", 999), slog.Duration("neg", -time.Minute)), true},
+		{"a level above the named ones", func() slog.Record {
+			r := record(now, "m")
+			r.Level = slog.LevelWarn + 1
+			return r
+		}(), true},
+		{"a quote in a value", record(now, "request", slog.String("route", `/a"b`)), false},
+		{"a backslash in the message", record(now, `a\b`), false},
+		{"a newline in a key", record(now, "m", slog.String("a\nb", "x")), false},
+		{"text beyond ASCII", record(now, "m", slog.String("name", "Zoë")), false},
+		{"invalid UTF-8", record(now, "m", slog.String("name", "\xff")), false},
+		{"DEL", record(now, "m", slog.String("name", "\x7f")), false},
+		{"an empty key", record(now, "m", slog.String("", "x")), false},
+		{"a float", record(now, "m", slog.Float64("f", 0.1)), false},
+		{"a time", record(now, "m", slog.Time("at", now)), false},
+		{"a group", record(now, "m", slog.Group("g", slog.Int("a", 1))), false},
+		{"an error", record(now, "m", slog.Any("err", errors.New("boom"))), false},
+		{"a year past 9999", record(time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), "m"), false},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			got, plain := ourLine(t, tt.r)
+			if want := slogsLine(t, tt.r); got != want {
+				t.Errorf("wrote\n%s\nslog writes\n%s", got, want)
+			}
+			if plain != tt.plain {
+				t.Errorf("written by plainLines: %v, want %v", plain, tt.plain)
+			}
+		})
+	}
+}
+
+// FuzzPlainLines: whatever the message, keys and values, the logger writes slog's line.
+func FuzzPlainLines(f *testing.F) {
+	f.Add("request", "route", "/payments/:id", int64(200), int64(1234567), true)
+	f.Add(`a"b`, "k\n", "Zoë", int64(-1), int64(-5), false)
+	f.Fuzz(func(t *testing.T, msg, key, s string, i, d int64, b bool) {
+		r := record(time.Unix(0, d).UTC(), msg, slog.String(key, s), slog.Int64("i", i),
+			slog.Duration("d", time.Duration(d)), slog.Bool("b", b))
+		if got, _ := ourLine(t, r); got != slogsLine(t, r) {
+			t.Errorf("wrote\n%s\nslog writes\n%s", got, slogsLine(t, r))
+		}
+	})
+}
+
+// TestLinesAreWrittenWhole: lines written by plainLines and by slog's handler at once, from
+// many goroutines, each reach the output in one piece (go test -race checks the writer is
+// only ever written under the lock).
+func TestLinesAreWrittenWhole(t *testing.T) {
+	t.Parallel()
+	var out strings.Builder // not safe for concurrent use: the logger's lock must make it so
+	logger := newLogger(&out, slog.LevelInfo)
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Go(func() {
+			for i := range 50 {
+				logger.Info("request", "g", g, "i", i)          // plainLines
+				logger.Info("request", "g", g, "f", float64(i)) // slog's handler
+			}
+		})
+	}
+	wg.Wait()
+	lines := strings.Split(strings.TrimSuffix(out.String(), "\n"), "\n")
+	if len(lines) != 8*50*2 {
+		t.Fatalf("%d lines, want %d", len(lines), 8*50*2)
+	}
+	for _, line := range lines {
+		if !json.Valid([]byte(line)) {
+			t.Fatalf("not a whole JSON line: %q", line)
+		}
 	}
 }

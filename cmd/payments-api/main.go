@@ -13,9 +13,6 @@ import (
 	"runtime/debug"
 	"strings"
 	"syscall"
-	"time"
-
-	"go.uber.org/zap/zapcore"
 )
 
 const usage = `Usage: payments-api [COMMAND]
@@ -116,45 +113,6 @@ func parseCommand(args []string) (command, error) {
 		return command{}, err
 	}
 	return command{migrate: &m}, nil
-}
-
-// bufferedLog batches the log's lines into one write every 100 ms or 64 KiB, whichever comes
-// first. At info, every request logs a line, and a write(2) per line would add a system call
-// to every request beside its socket's (docs/performance.md). The price: a line reaches w up to
-// 100 ms late, and a process killed outright loses those lines; shutting down writes them.
-//
-// A flush hands the lines to the operating system and stops there. zap would also Sync w, an
-// fsync when stdout is a file, and it holds the log's lock meanwhile: every request waited
-// behind the disk ten times a second. A log line written unbuffered would not be fsynced
-// either.
-func bufferedLog(w io.Writer) *zapcore.BufferedWriteSyncer {
-	return &zapcore.BufferedWriteSyncer{WS: zapcore.AddSync(writeOnly{w}), Size: 64 << 10, FlushInterval: 100 * time.Millisecond}
-}
-
-// writeOnly hides every method of its writer but Write, Sync among them.
-type writeOnly struct{ io.Writer }
-
-// newLogger writes JSON lines to w. Durations are written as Go durations ("1.5s"), which a
-// person can read, rather than slog's default integer nanoseconds.
-//
-// The level is turned into its string here too, as it is written anyway ("INFO"): with a
-// ReplaceAttr, slog hands it over as a slog.Level, which the JSON handler would encode
-// through encoding/json's Marshaler path, on every request's line.
-func newLogger(w io.Writer, level slog.Level) *slog.Logger {
-	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{
-		Level: level,
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			switch {
-			case a.Value.Kind() == slog.KindDuration:
-				a.Value = slog.StringValue(a.Value.Duration().String())
-			case a.Key == slog.LevelKey && len(groups) == 0:
-				if l, ok := a.Value.Any().(slog.Level); ok {
-					a.Value = slog.StringValue(l.String())
-				}
-			}
-			return a
-		},
-	}))
 }
 
 func environ() map[string]string {
