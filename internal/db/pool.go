@@ -73,6 +73,7 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*pgxpool.Pool,
 	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set && !opts.Pooled {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
 	}
+	cfg.AfterConnect = rawJSON
 	addTracer(cfg.ConnConfig, dropDemoted{})
 	if opts.TracerProvider != nil {
 		traceQueries(cfg.ConnConfig, opts.TracerProvider)
