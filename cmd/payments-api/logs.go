@@ -27,14 +27,8 @@ func bufferedLog(w io.Writer) *zapcore.BufferedWriteSyncer {
 // writeOnly hides every method of its writer but Write, Sync among them.
 type writeOnly struct{ io.Writer }
 
-// newLogger writes JSON lines to w, as slog's JSON handler writes them, with two changes:
-// durations are written as Go durations ("1.5s"), which a person can read, rather than
-// slog's default integer nanoseconds, and the commonest lines are written faster
-// (plainLines).
-//
-// The level is turned into its string here too, as it is written anyway ("INFO"): with a
-// ReplaceAttr, slog hands it over as a slog.Level, which the JSON handler would encode
-// through encoding/json's Marshaler path.
+// newLogger writes JSON lines to w, as slog's JSON handler writes them with readableAttrs,
+// the commonest lines faster (plainLines).
 func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 	w = &lockedWriter{w: w}
 	return slog.New(&plainLines{
@@ -43,6 +37,10 @@ func newLogger(w io.Writer, level slog.Level) *slog.Logger {
 	})
 }
 
+// readableAttrs writes durations as Go durations ("1.5s"), which a person can read, rather
+// than slog's default integer nanoseconds. It turns the level into its string too, as it is
+// written anyway ("INFO"): with a ReplaceAttr, slog hands it over as a slog.Level, which
+// the JSON handler would encode through encoding/json's Marshaler path.
 func readableAttrs(groups []string, a slog.Attr) slog.Attr {
 	switch {
 	case a.Value.Kind() == slog.KindDuration:
