@@ -65,6 +65,7 @@ type Operation struct {
 type value struct {
 	name     string
 	in       string // path, query or header
+	field    string // a header's name as net/http keys a Header (http.CanonicalHeaderKey)
 	required bool
 	kind     string // integer, number, boolean or string: what the string is converted to
 	schema   *jsonschema.Schema
@@ -270,6 +271,11 @@ func (b *builder) value(name, in string, required bool, schema *openapi3.SchemaR
 		return nil, err
 	}
 	v := &value{name: name, in: in, required: required || in == openapi3.ParameterInPath, kind: kind, schema: compiled}
+	if in == openapi3.ParameterInHeader {
+		// Keyed as net/http stores it ("If-None-Match"), a header is read with one map
+		// lookup: Header.Values would canonicalize its name again on every request.
+		v.field = http.CanonicalHeaderKey(name)
+	}
 	if isPlainString(writtenSchema(schema)) {
 		v.plain = newPlainString(compiled)
 	}

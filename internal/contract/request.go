@@ -108,7 +108,7 @@ func (op *Operation) checkParams(errs *collector, req *http.Request, pathParams 
 			}
 			values = query[p.name]
 		case "header":
-			values = req.Header.Values(p.name)
+			values = req.Header[p.field]
 		}
 		if msg := p.check(values); msg != "" {
 			errs.add(p.name, msg)

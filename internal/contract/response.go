@@ -100,7 +100,7 @@ func (r *response) check(header http.Header, body []byte, withBody bool) error {
 // and matching its schema.
 func checkHeaders(errs *collector, documented []*value, header http.Header) {
 	for _, h := range documented {
-		values := header.Values(h.name)
+		values := header[h.field]
 		if msg := h.check(values); msg != "" {
 			errs.add(h.name, msg)
 		} else if len(values) == 1 {

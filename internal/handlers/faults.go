@@ -40,7 +40,7 @@ func (s *Server) injectFaults(limits *rateLimiter) echo.MiddlewareFunc {
 			if _, ok := authenticatedAccount(c.Request().Context()); !ok {
 				return next(c) // a public route
 			}
-			prefs, err := parsePrefer(c.Request().Header.Values("Prefer"))
+			prefs, err := parsePrefer(c.Request().Header[fieldPrefer])
 			if err != nil {
 				return err
 			}

@@ -28,20 +28,19 @@ var validRequestID = regexp.MustCompile(`^[A-Za-z0-9._:-]{1,128}$`)
 // whole request).
 //
 // The id is the client's Request-Id when it is sane, or a new one; it is echoed in the
-// Request-Id response header, in problem bodies and in every log line. The trace
-// (internal/trace) is what the code doing the work reports its phases and decisions to; its
-// phases go out as Server-Timing (see timingWriter) and, when the server traces, as child
-// spans of the request's span (see startSpan). The deadline, REQUEST_TIMEOUT, travels
-// in the context into every database call, so a frozen database costs a request its
-// deadline, not forever; the error it ends with answers 503.
+// Request-Id response header (by timingWriter), in problem bodies and in every log line.
+// The trace (internal/trace) is what the code doing the work reports its phases and
+// decisions to; its phases go out as Server-Timing (see timingWriter) and, when the server
+// traces, as child spans of the request's span (see startSpan). The deadline,
+// REQUEST_TIMEOUT, travels in the context into every database call, so a frozen database
+// costs a request its deadline, not forever; the error it ends with answers 503.
 func (s *Server) startRequest(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
-		id := c.Request().Header.Get("Request-Id")
+		id := firstValue(c.Request().Header, fieldRequestID)
 		if id == "" || !validRequestID.MatchString(id) { // most clients send none: skip the regexp
 			id = "req_" + rand.Text()
 		}
 		res := c.Response()
-		res.Header().Set("Request-Id", id)
 		ctx, cancel := context.WithTimeout(withRequestState(c.Request().Context(), id), s.requestTimeout)
 		defer cancel()
 		ctx = db.WithFailoverWait(ctx, s.failoverWait)
@@ -135,7 +134,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if s.publicPaths[c.Path()] {
 			return next(c)
 		}
-		scheme, key, _ := strings.Cut(c.Request().Header.Get("Authorization"), " ")
+		scheme, key, _ := strings.Cut(firstValue(c.Request().Header, fieldAuthorization), " ")
 		if !strings.EqualFold(scheme, "Bearer") || key == "" {
 			return errNoAPIKey
 		}

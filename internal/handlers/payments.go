@@ -125,8 +125,9 @@ func paymentBody(p db.Payment) (encodedPayment, error) {
 }
 
 func (r encodedPayment) write(w http.ResponseWriter) error {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("ETag", r.etag)
+	h := w.Header()
+	h[fieldContentType] = []string{"application/json"}
+	h[fieldETag] = []string{r.etag}
 	w.WriteHeader(http.StatusOK)
 	_, err := w.Write(r.body)
 	return err

@@ -13,9 +13,9 @@ import (
 // total;dur=3.1`, durations in milliseconds. It sets the header at the moment the status line
 // is written, so the header covers everything up to then, an injected latency included.
 //
-// It sets Request-Id again at that moment too: generated strict responses set every header
-// the spec documents from their Headers field, Request-Id included, and would otherwise
-// replace ours with an empty one. (Here rather than in an echo Response.Before hook, which
+// It sets Request-Id at that moment too, and only then: generated strict responses set every
+// header the spec documents from their Headers field, Request-Id included, and would replace
+// one set earlier with an empty one. (Here rather than in an echo Response.Before hook, which
 // costs a closure and a slice per request.)
 type timingWriter struct {
 	http.ResponseWriter
@@ -28,8 +28,8 @@ func (w *timingWriter) WriteHeader(status int) {
 	if !w.wrote {
 		w.wrote = true
 		h := w.Header()
-		h.Set("Server-Timing", w.trace.ServerTiming())
-		h.Set("Request-Id", w.requestID)
+		h[fieldServerTiming] = []string{w.trace.ServerTiming()}
+		h[fieldRequestID] = []string{w.requestID}
 	}
 	w.ResponseWriter.WriteHeader(status)
 }
