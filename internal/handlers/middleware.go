@@ -41,7 +41,7 @@ func (s *Server) startRequest(next echo.HandlerFunc) echo.HandlerFunc {
 			id = "req_" + rand.Text()
 		}
 		res := c.Response()
-		ctx, cancel := context.WithTimeout(withRequestState(c.Request().Context(), id), s.requestTimeout)
+		ctx, cancel := context.WithTimeout(c.Request().Context(), s.requestTimeout)
 		defer cancel()
 		ctx = db.WithFailoverWait(ctx, s.failoverWait)
 		ctx, t := trace.New(ctx)
@@ -50,6 +50,9 @@ func (s *Server) startRequest(next echo.HandlerFunc) echo.HandlerFunc {
 			ctx, span = s.startSpan(ctx, c, id)
 			defer endSpan(span, c)
 		}
+		// Last, so first: a context finds a value by asking each layer in turn, newest first,
+		// and the request's state is what the middleware and handlers ask for most.
+		ctx = withRequestState(ctx, id)
 		c.SetRequest(c.Request().WithContext(ctx))
 		res.Writer = &timingWriter{ResponseWriter: res.Writer, trace: t, requestID: id}
 		return next(c)
