@@ -73,7 +73,8 @@ func policyList(policies ...Policy) string {
 // name through httpsfv once (a name it refuses fails at start-up), so quoting and escaping
 // are all that is left to do.
 func stateList(states []State) string {
-	b := make([]byte, 0, 32*len(states))
+	var buf [96]byte // room for three members on the stack; more move to the heap
+	b := buf[:0]
 	for i, s := range states {
 		if i > 0 {
 			b = append(b, ", "...)

@@ -155,7 +155,8 @@ func (t *Trace) ServerTiming() string {
 	total := t.Elapsed()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	b := make([]byte, 0, 24*(len(t.phases)+1))
+	var buf [192]byte // room for eight phases on the stack; more move to the heap
+	b := buf[:0]
 	for _, p := range t.phases {
 		b = appendTiming(b, p.Name, p.Duration)
 		b = append(b, ", "...)
