@@ -12,6 +12,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -30,7 +31,10 @@ type Metrics struct {
 	registry *prometheus.Registry
 
 	requestDuration *prometheus.HistogramVec // method, route, status
-	idempotency     *prometheus.CounterVec   // operation, outcome
+	// requestSeries holds the Observer of each requestDuration series once used: every
+	// request records one, and WithLabelValues hashes and checks its three labels each time.
+	requestSeries sync.Map               // requestLabels → prometheus.Observer
+	idempotency   *prometheus.CounterVec // operation, outcome
 
 	jobsQueued         *prometheus.GaugeVec     // queue
 	jobDuration        *prometheus.HistogramVec // kind, outcome
@@ -97,7 +101,18 @@ func (m *Metrics) ObserveRequest(method, route string, status int, d time.Durati
 	if m == nil {
 		return
 	}
-	m.requestDuration.WithLabelValues(methodLabel(method), route, strconv.Itoa(status)).Observe(d.Seconds())
+	labels := requestLabels{methodLabel(method), route, status}
+	o, ok := m.requestSeries.Load(labels)
+	if !ok {
+		o, _ = m.requestSeries.LoadOrStore(labels, m.requestDuration.WithLabelValues(labels.method, route, strconv.Itoa(status)))
+	}
+	o.(prometheus.Observer).Observe(d.Seconds())
+}
+
+// requestLabels are the labels of one requestDuration series.
+type requestLabels struct {
+	method, route string
+	status        int
 }
 
 // standardMethods are the methods of RFC 9110 and PATCH (RFC 5789): the ones net/http names.
