@@ -9,10 +9,25 @@ VALUES (@id, @account_id, @amount, @currency, @status, @payment_method, @failure
 SELECT * FROM payments
 WHERE account_id = @account_id AND id = @id;
 
--- name: PaymentVersion :one
--- The version alone, which is all a conditional read needs to answer 304.
-SELECT version FROM payments
-WHERE account_id = @account_id AND id = @id;
+-- name: PaymentGetByIDs :many
+-- Payments by id, each pair of @account_ids and @ids scoped as PaymentGetByID scopes one:
+-- payments.Service sends the reads that arrive together as this one statement
+-- (db.Coalescer). A pair with no payment has no row. Each pair is a lookup of the primary key
+-- of its own: as a lateral subquery with OFFSET 0, which the planner cannot fold into a join,
+-- it is an index lookup per pair whatever the statistics. Written as a join or
+-- "(account_id, id) IN (...)", the plan the server's connections keep (plan_cache_mode =
+-- force_generic_plan, internal/db/pool.go) was a hash join over the whole table when it was
+-- made while the table was nearly empty (TestLookupPlansLeadWithTheirKeys).
+SELECT p.* FROM
+  (SELECT unnest(@account_ids::text[]) AS account_id, unnest(@ids::text[]) AS id) AS k,
+  LATERAL (SELECT * FROM payments WHERE payments.account_id = k.account_id AND payments.id = k.id OFFSET 0) AS p;
+
+-- name: PaymentVersions :many
+-- The versions alone of PaymentGetByIDs' payments, which is all a conditional read needs to
+-- answer 304.
+SELECT p.account_id, p.id, p.version FROM
+  (SELECT unnest(@account_ids::text[]) AS account_id, unnest(@ids::text[]) AS id) AS k,
+  LATERAL (SELECT * FROM payments WHERE payments.account_id = k.account_id AND payments.id = k.id OFFSET 0) AS p;
 
 -- name: PaymentList :many
 -- Keyset pagination: rows strictly before the bound (created_at, id) in newest-first order,

@@ -44,6 +44,14 @@ func byID(table, id string) lookup {
 	}
 }
 
+// byIDs is the lookup of rows of table by pairs of accounts and ids, here one pair.
+func byIDs(table, id string) lookup {
+	return lookup{
+		args: map[string]any{"account_ids": []string{planAccount}, "ids": []string{id}},
+		keys: map[string][]string{table: {"account_id", "id"}},
+	}
+}
+
 // pageOf is a keyset page of table's rows under key.
 func pageOf(table string, key []string, args map[string]any) lookup {
 	return lookup{args: args, keys: map[string][]string{table: key}, page: table}
@@ -75,7 +83,8 @@ var lookups = map[string]lookup{
 	"AccountDelete": {args: map[string]any{"id": "acct_none"}, keys: map[string][]string{"accounts": {"id"}}},
 
 	"PaymentGetByID":      byID("payments", planPayment),
-	"PaymentVersion":      byID("payments", planPayment),
+	"PaymentGetByIDs":     byIDs("payments", planPayment),
+	"PaymentVersions":     byIDs("payments", planPayment),
 	"PaymentGetForUpdate": byID("payments", planPayment),
 	"PaymentUpdate":       byID("payments", planPayment),
 	"PaymentAddRefund":    byID("payments", planPayment).with(map[string]any{"amount": 1}),

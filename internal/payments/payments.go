@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
@@ -30,11 +31,35 @@ type Service struct {
 	pool      *pgxpool.Pool
 	processor processor.Processor
 	outbox    *events.Outbox
+	// The reads of one payment by id, the read a client makes most, coalesced under load.
+	reads    *db.Coalescer[paymentKey, db.Payment]
+	versions *db.Coalescer[paymentKey, db.PaymentVersionsRow]
 }
+
+// paymentKey is a payment as a read asks for it: its id within its account.
+type paymentKey struct{ accountID, id string }
 
 // NewService charges cards through proc and records every change's event in outbox.
 func NewService(pool *pgxpool.Pool, proc processor.Processor, outbox *events.Outbox) *Service {
-	return &Service{pool: pool, processor: proc, outbox: outbox}
+	q := db.Reads(pool)
+	return &Service{
+		pool: pool, processor: proc, outbox: outbox,
+		reads: db.NewCoalescer(func(ctx context.Context, keys []paymentKey) ([]db.Payment, error) {
+			return q.PaymentGetByIDs(ctx, byIDs(keys))
+		}, func(p db.Payment) paymentKey { return paymentKey{p.AccountID, p.ID} }),
+		versions: db.NewCoalescer(func(ctx context.Context, keys []paymentKey) ([]db.PaymentVersionsRow, error) {
+			return q.PaymentVersions(ctx, db.PaymentVersionsParams(byIDs(keys)))
+		}, func(p db.PaymentVersionsRow) paymentKey { return paymentKey{p.AccountID, p.ID} }),
+	}
+}
+
+// byIDs is the arguments of PaymentGetByIDs and PaymentVersions: keys as two arrays.
+func byIDs(keys []paymentKey) db.PaymentGetByIDsParams {
+	args := db.PaymentGetByIDsParams{AccountIds: make([]string, len(keys)), Ids: make([]string, len(keys))}
+	for i, k := range keys {
+		args.AccountIds[i], args.Ids[i] = k.accountID, k.id
+	}
+	return args
 }
 
 // CreateParams is a validated POST /payments body.
@@ -144,20 +169,25 @@ func (s *Service) recordEvent(ctx context.Context, tx db.Tx, eventType string, p
 
 // Get returns one payment of the account.
 func (s *Service) Get(ctx context.Context, accountID, id string) (db.Payment, error) {
-	p, err := db.Reads(s.pool).PaymentGetByID(ctx, db.PaymentGetByIDParams{AccountID: accountID, ID: id})
-	if err != nil {
-		return db.Payment{}, fmt.Errorf("get payment %s: %w", id, db.Translate(err))
-	}
-	return p, nil
+	p, found, err := s.reads.Get(ctx, paymentKey{accountID, id})
+	return p, readError(id, found, err)
 }
 
 // Version is the payment's current version, without the rest of the row.
 func (s *Service) Version(ctx context.Context, accountID, id string) (int32, error) {
-	v, err := db.Reads(s.pool).PaymentVersion(ctx, db.PaymentVersionParams{AccountID: accountID, ID: id})
-	if err != nil {
-		return 0, fmt.Errorf("get payment %s: %w", id, db.Translate(err))
+	v, found, err := s.versions.Get(ctx, paymentKey{accountID, id})
+	return v.Version, readError(id, found, err)
+}
+
+// readError is a coalesced read's error, a payment not found among them.
+func readError(id string, found bool, err error) error {
+	if err == nil && !found {
+		err = pgx.ErrNoRows
 	}
-	return v, nil
+	if err != nil {
+		return fmt.Errorf("get payment %s: %w", id, db.Translate(err))
+	}
+	return nil
 }
 
 // ListParams filters and pages a list.

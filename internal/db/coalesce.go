@@ -1,0 +1,146 @@
+package db
+
+import (
+	"context"
+	"sync"
+	"time"
+
+	"github.com/payments-api/payments-api/internal/trace"
+)
+
+// Coalescer reads rows by key, one statement at a time, and sends the reads that arrive
+// while a statement is in flight together, as the next statement. A read that finds none in
+// flight is sent at once, alone, so an idle server answers as soon as one without it would.
+// Under load the reads that queue behind a statement share one: the database parses, plans,
+// runs and answers it once for all their rows, and the server sends and receives it once. A
+// read then costs both sides less the busier they are, and the batches grow with the load
+// (Martin Thompson's "smart batching"; a GET /payments/{id} is the read this server serves
+// most).
+//
+// A batch is sent after each of its reads arrived, so each read sees every write committed
+// before it arrived, as a statement of its own would. Coalescing never answers a read from a
+// statement that was already under way, nor from a copy.
+//
+// A batch serves several requests, so it runs under a context of its own: it carries none of
+// their values (their traces, their spans) and ends at the latest of their deadlines. A read
+// whose context ends stops waiting; the batch goes on for the others.
+type Coalescer[K comparable, V any] struct {
+	fetch func(ctx context.Context, keys []K) ([]V, error) // the rows found of keys, in any order
+	key   func(V) K                                        // the key a row answers
+
+	mu       sync.Mutex
+	inFlight bool
+	waiting  []*coalescedRead[K, V]
+}
+
+// coalescedRead is a read waiting for the next statement.
+type coalescedRead[K comparable, V any] struct {
+	key      K
+	deadline time.Time // zero: none
+	done     chan struct{}
+	value    V
+	found    bool
+	err      error
+}
+
+// NewCoalescer reads with fetch, which returns the rows it finds of the keys it is given, in
+// any order; key says which key a row answers.
+func NewCoalescer[K comparable, V any](fetch func(context.Context, []K) ([]V, error), key func(V) K) *Coalescer[K, V] {
+	return &Coalescer[K, V]{fetch: fetch, key: key}
+}
+
+// Get returns the row of k; found is false when there is none.
+func (c *Coalescer[K, V]) Get(ctx context.Context, k K) (v V, found bool, err error) {
+	c.mu.Lock()
+	if !c.inFlight {
+		c.inFlight = true
+		c.mu.Unlock()
+		// Alone, under the caller's context: the statement is part of the caller's trace.
+		rows, err := c.fetch(ctx, []K{k})
+		c.next()
+		if err != nil || len(rows) == 0 {
+			return v, false, err
+		}
+		return rows[0], true, nil
+	}
+	r := &coalescedRead[K, V]{key: k, done: make(chan struct{})}
+	r.deadline, _ = ctx.Deadline()
+	c.waiting = append(c.waiting, r)
+	c.mu.Unlock()
+	// The wait and the shared statement are one phase of the request: "coalesce".
+	defer trace.Start(ctx, "coalesce").End()
+	select {
+	case <-r.done:
+		return r.value, r.found, r.err
+	case <-ctx.Done():
+		return v, false, ctx.Err()
+	}
+}
+
+// next is called as a statement returns. When reads have queued behind it, they go out as the
+// next statement, sent by a goroutine of its own so that the caller answers its own request
+// now; otherwise no statement is in flight any more.
+func (c *Coalescer[K, V]) next() {
+	if batch := c.takeWaiting(); batch != nil {
+		go c.sendBatches(batch)
+	}
+}
+
+// takeWaiting returns the reads waiting, or nil and marks no statement in flight.
+func (c *Coalescer[K, V]) takeWaiting() []*coalescedRead[K, V] {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	batch := c.waiting
+	c.waiting = nil
+	if batch == nil {
+		c.inFlight = false
+	}
+	return batch
+}
+
+// sendBatches sends batch, then each batch that queued behind it, until none has.
+func (c *Coalescer[K, V]) sendBatches(batch []*coalescedRead[K, V]) {
+	for batch != nil {
+		c.send(batch)
+		batch = c.takeWaiting()
+	}
+}
+
+// send reads batch's keys in one statement and answers each of its reads.
+func (c *Coalescer[K, V]) send(batch []*coalescedRead[K, V]) {
+	ctx, cancel := batchContext(batch)
+	defer cancel()
+	keys := make([]K, 0, len(batch))
+	asked := make(map[K]bool, len(batch))
+	for _, r := range batch {
+		if !asked[r.key] { // two requests for one row ask for it once
+			asked[r.key] = true
+			keys = append(keys, r.key)
+		}
+	}
+	rows, err := c.fetch(ctx, keys)
+	found := make(map[K]V, len(rows))
+	for _, v := range rows {
+		found[c.key(v)] = v
+	}
+	for _, r := range batch {
+		r.value, r.found = found[r.key]
+		r.err = err
+		close(r.done)
+	}
+}
+
+// batchContext ends at the latest deadline of the batch's reads, or never when one of them
+// has none: no read still waiting is cut short by another's deadline.
+func batchContext[K comparable, V any](batch []*coalescedRead[K, V]) (context.Context, context.CancelFunc) {
+	var latest time.Time
+	for _, r := range batch {
+		if r.deadline.IsZero() {
+			return context.WithCancel(context.Background())
+		}
+		if r.deadline.After(latest) {
+			latest = r.deadline
+		}
+	}
+	return context.WithDeadline(context.Background(), latest)
+}

@@ -1,0 +1,232 @@
+package db_test
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/testing/dbtest"
+)
+
+// key is a payment as payments.Service reads one: its id within its account.
+type key struct{ account, id string }
+
+// heldReads reads payments with PaymentGetByIDs on pool, as payments.Service does, and holds
+// its first statement at hold until the test releases it: before the statement when
+// holdAfter is false, after it when true. statements lists the keys of every statement sent.
+type heldReads struct {
+	pool      *pgxpool.Pool
+	holdAfter bool
+	held      chan struct{} // closed when the first statement reaches the hold
+	release   chan struct{}
+
+	mu         sync.Mutex
+	statements [][]key
+}
+
+func newHeldReads(pool *pgxpool.Pool, holdAfter bool) *heldReads {
+	return &heldReads{pool: pool, holdAfter: holdAfter, held: make(chan struct{}), release: make(chan struct{})}
+}
+
+func (h *heldReads) coalescer() *db.Coalescer[key, db.Payment] {
+	return db.NewCoalescer(h.fetch, func(p db.Payment) key { return key{p.AccountID, p.ID} })
+}
+
+func (h *heldReads) fetch(ctx context.Context, keys []key) ([]db.Payment, error) {
+	h.mu.Lock()
+	h.statements = append(h.statements, keys)
+	first := len(h.statements) == 1
+	h.mu.Unlock()
+	if first && !h.holdAfter {
+		close(h.held)
+		<-h.release
+	}
+	args := db.PaymentGetByIDsParams{}
+	for _, k := range keys {
+		args.AccountIds, args.Ids = append(args.AccountIds, k.account), append(args.Ids, k.id)
+	}
+	rows, err := db.New(h.pool).PaymentGetByIDs(ctx, args)
+	if first && h.holdAfter {
+		close(h.held)
+		<-h.release
+	}
+	return rows, err
+}
+
+// sent is the keys of each statement sent, each statement's in order of account and id (the
+// reads' goroutines queue in any order).
+func (h *heldReads) sent() [][]key {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	sent := make([][]key, len(h.statements))
+	for i, keys := range h.statements {
+		sent[i] = slices.SortedFunc(slices.Values(keys), func(a, b key) int {
+			return cmp.Or(strings.Compare(a.account, b.account), strings.Compare(a.id, b.id))
+		})
+	}
+	return sent
+}
+
+// read is one Get's answer.
+type read struct {
+	payment db.Payment
+	found   bool
+	err     error
+}
+
+// startRead runs c.Get(ctx, k) in a goroutine of its own; its answer arrives on the channel.
+func startRead(ctx context.Context, c *db.Coalescer[key, db.Payment], k key) <-chan read {
+	answer := make(chan read, 1)
+	go func() {
+		p, found, err := c.Get(ctx, k)
+		answer <- read{p, found, err}
+	}()
+	return answer
+}
+
+// waitFor polls until cond holds, or fails t after 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+	}
+}
+
+// insertPayments inserts payments of 100 usd, each the key's id in the key's account.
+func insertPayments(t *testing.T, pool *pgxpool.Pool, keys ...key) {
+	t.Helper()
+	for _, k := range keys {
+		if _, err := pool.Exec(context.Background(), `INSERT INTO accounts (id) VALUES ($1) ON CONFLICT DO NOTHING`, k.account); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := pool.Exec(context.Background(), `INSERT INTO payments (id, account_id, amount, currency, status, payment_method)
+			VALUES ($1, $2, 100, 'usd', 'succeeded', 'pm_card_visa')`, k.id, k.account); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestReadsQueuedBehindAStatementShareTheNext holds the first read's statement, queues six
+// reads behind it, and releases it: the six go out as one statement, one round trip, which
+// asks for a row twice asked once, and each read gets its own answer. A payment of another
+// account is not found, in a batch as alone.
+func TestReadsQueuedBehindAStatementShareTheNext(t *testing.T) {
+	t.Parallel()
+	pool, trips := dbtest.NewCountedPool(t)
+	a1, a2, a3, b1 := key{"acct_a", "pay_a1"}, key{"acct_a", "pay_a2"}, key{"acct_a", "pay_a3"}, key{"acct_b", "pay_b1"}
+	insertPayments(t, pool, a1, a2, a3, b1)
+	ctx := context.Background()
+	// Prepare the statement, so that the count below is of the reads' round trips alone.
+	if _, err := db.New(pool).PaymentGetByIDs(ctx, db.PaymentGetByIDsParams{AccountIds: []string{"acct_a"}, Ids: []string{"pay_a1"}}); err != nil {
+		t.Fatal(err)
+	}
+	trips.Reset()
+
+	h := newHeldReads(pool, false)
+	c := h.coalescer()
+	first := startRead(ctx, c, a1)
+	<-h.held
+	queued := []key{
+		a2, a3, a2,
+		b1,
+		{"acct_b", "pay_a1"},  // acct_a's payment, asked for by acct_b
+		{"acct_a", "pay_none"}, // no such payment
+	}
+	answers := make([]<-chan read, len(queued))
+	for i, k := range queued {
+		answers[i] = startRead(ctx, c, k)
+	}
+	waitFor(t, "six reads queued", func() bool { return c.Waiting() == len(queued) })
+	close(h.release)
+
+	if r := <-first; r.err != nil || !r.found || r.payment.ID != a1.id {
+		t.Errorf("the first read: %+v", r)
+	}
+	for i, k := range queued {
+		r := <-answers[i]
+		wantFound := k != key{"acct_b", "pay_a1"} && k.id != "pay_none"
+		if r.err != nil || r.found != wantFound || (wantFound && (r.payment.ID != k.id || r.payment.AccountID != k.account)) {
+			t.Errorf("read of %v: found %t, payment %s of %s, err %v; want found %t", k, r.found, r.payment.ID, r.payment.AccountID, r.err, wantFound)
+		}
+	}
+	want := [][]key{{a1}, {a2, a3, {"acct_a", "pay_none"}, {"acct_b", "pay_a1"}, b1}}
+	if got := h.sent(); !slices.EqualFunc(got, want, slices.Equal) {
+		t.Errorf("statements sent:\n got %v\nwant %v", got, want)
+	}
+	if n := trips.Count(); n != 2 {
+		t.Errorf("seven reads took %d round trips, want 2", n)
+	}
+}
+
+// TestACoalescedReadSeesWritesCommittedBeforeIt: a read that arrives while a statement for
+// the same payment is under way, after a write to it committed, is not answered by that
+// statement, which began before the write: it waits for the next, and sees the write.
+func TestACoalescedReadSeesWritesCommittedBeforeIt(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.NewPool(t)
+	p := key{"acct_a", "pay_a1"}
+	insertPayments(t, pool, p)
+	ctx := context.Background()
+
+	h := newHeldReads(pool, true)
+	c := h.coalescer()
+	before := startRead(ctx, c, p)
+	<-h.held // its statement has read version 1
+	if _, err := pool.Exec(ctx, `UPDATE payments SET version = 2 WHERE id = $1`, p.id); err != nil {
+		t.Fatal(err)
+	}
+	after := startRead(ctx, c, p)
+	waitFor(t, "the second read queued", func() bool { return c.Waiting() == 1 })
+	close(h.release)
+
+	if r := <-before; r.err != nil || r.payment.Version != 1 {
+		t.Errorf("the read before the write: version %d, err %v; want 1", r.payment.Version, r.err)
+	}
+	if r := <-after; r.err != nil || r.payment.Version != 2 {
+		t.Errorf("the read after the write: version %d, err %v; want 2", r.payment.Version, r.err)
+	}
+}
+
+// TestAReadThatStopsWaitingLeavesTheOthers: a queued read whose context ends returns its
+// context's error at once; the statement it would have shared still answers the others.
+func TestAReadThatStopsWaitingLeavesTheOthers(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.NewPool(t)
+	a1, a2, a3 := key{"acct_a", "pay_a1"}, key{"acct_a", "pay_a2"}, key{"acct_a", "pay_a3"}
+	insertPayments(t, pool, a1, a2, a3)
+	ctx := context.Background()
+
+	h := newHeldReads(pool, false)
+	c := h.coalescer()
+	first := startRead(ctx, c, a1)
+	<-h.held
+	giveUp, cancel := context.WithCancel(ctx)
+	gaveUp := startRead(giveUp, c, a2)
+	stays := startRead(ctx, c, a3)
+	waitFor(t, "two reads queued", func() bool { return c.Waiting() == 2 })
+	cancel()
+	select {
+	case r := <-gaveUp:
+		if !errors.Is(r.err, context.Canceled) {
+			t.Errorf("the read whose context ended: %+v, want context.Canceled", r)
+		}
+	case <-time.After(10 * time.Second):
+		t.Error("the read whose context ended still waits for the statement")
+	}
+	close(h.release)
+	for _, r := range []read{<-first, <-stays} {
+		if r.err != nil || !r.found {
+			t.Errorf("a read that waited on: %+v", r)
+		}
+	}
+}
