@@ -22,8 +22,9 @@ import (
 // statement that was already under way, nor from a copy.
 //
 // A batch serves several requests, so it runs under a context of its own: it carries none of
-// their values (their traces, their spans) and ends at the latest of their deadlines. A read
-// whose context ends stops waiting; the batch goes on for the others.
+// their values (their traces, their spans) but the failover wait (WithFailoverWait), and ends
+// at the latest of their deadlines, waiting out a failover as long as the longest of their
+// waits. A read whose context ends stops waiting; the batch goes on for the others.
 type Coalescer[K comparable, V any] struct {
 	fetch func(ctx context.Context, keys []K) ([]V, error) // the rows found of keys, in any order
 	key   func(V) K                                        // the key a row answers
@@ -35,12 +36,13 @@ type Coalescer[K comparable, V any] struct {
 
 // coalescedRead is a read waiting for the next statement.
 type coalescedRead[K comparable, V any] struct {
-	key      K
-	deadline time.Time // zero: none
-	done     chan struct{}
-	value    V
-	found    bool
-	err      error
+	key          K
+	deadline     time.Time     // zero: none
+	failoverWait time.Duration // WithFailoverWait's, or zero
+	done         chan struct{}
+	value        V
+	found        bool
+	err          error
 }
 
 // NewCoalescer reads with fetch, which returns the rows it finds of the keys it is given, in
@@ -65,6 +67,7 @@ func (c *Coalescer[K, V]) Get(ctx context.Context, k K) (v V, found bool, err er
 	}
 	r := &coalescedRead[K, V]{key: k, done: make(chan struct{})}
 	r.deadline, _ = ctx.Deadline()
+	r.failoverWait, _ = ctx.Value(failoverWaitKey{}).(time.Duration)
 	c.waiting = append(c.waiting, r)
 	c.mu.Unlock()
 	// The wait and the shared statement are one phase of the request: "coalesce".
@@ -131,16 +134,22 @@ func (c *Coalescer[K, V]) send(batch []*coalescedRead[K, V]) {
 }
 
 // batchContext ends at the latest deadline of the batch's reads, or never when one of them
-// has none: no read still waiting is cut short by another's deadline.
+// has none, and waits out a failover as long as the longest of their waits: no read still
+// waiting is cut short by another's.
 func batchContext[K comparable, V any](batch []*coalescedRead[K, V]) (context.Context, context.CancelFunc) {
 	var latest time.Time
+	noDeadline := false
+	var wait time.Duration
 	for _, r := range batch {
-		if r.deadline.IsZero() {
-			return context.WithCancel(context.Background())
-		}
+		noDeadline = noDeadline || r.deadline.IsZero()
 		if r.deadline.After(latest) {
 			latest = r.deadline
 		}
+		wait = max(wait, r.failoverWait)
 	}
-	return context.WithDeadline(context.Background(), latest)
+	ctx := WithFailoverWait(context.Background(), wait)
+	if noDeadline {
+		return context.WithCancel(ctx)
+	}
+	return context.WithDeadline(ctx, latest)
 }

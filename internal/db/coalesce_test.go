@@ -19,7 +19,7 @@ import (
 // key is a payment as payments.Service reads one: its id within its account.
 type key struct{ account, id string }
 
-// heldReads reads payments with PaymentGetByIDs on pool, as payments.Service does, and holds
+// heldReads reads payments with PaymentGetByIDs through Reads, as payments.Service does, and holds
 // its first statement at hold until the test releases it: before the statement when
 // holdAfter is false, after it when true. statements lists the keys of every statement sent.
 type heldReads struct {
@@ -53,7 +53,7 @@ func (h *heldReads) fetch(ctx context.Context, keys []key) ([]db.Payment, error)
 	for _, k := range keys {
 		args.AccountIds, args.Ids = append(args.AccountIds, k.account), append(args.Ids, k.id)
 	}
-	rows, err := db.New(h.pool).PaymentGetByIDs(ctx, args)
+	rows, err := db.Reads(h.pool).PaymentGetByIDs(ctx, args)
 	if first && h.holdAfter {
 		close(h.held)
 		<-h.release
@@ -139,7 +139,7 @@ func TestReadsQueuedBehindAStatementShareTheNext(t *testing.T) {
 	queued := []key{
 		a2, a3, a2,
 		b1,
-		{"acct_b", "pay_a1"},  // acct_a's payment, asked for by acct_b
+		{"acct_b", "pay_a1"},   // acct_a's payment, asked for by acct_b
 		{"acct_a", "pay_none"}, // no such payment
 	}
 	answers := make([]<-chan read, len(queued))
@@ -228,5 +228,34 @@ func TestAReadThatStopsWaitingLeavesTheOthers(t *testing.T) {
 		if r.err != nil || !r.found {
 			t.Errorf("a read that waited on: %+v", r)
 		}
+	}
+}
+
+// TestACoalescedReadWaitsOutAFailover: the statement a read shares waits out a failover for
+// as long as the read would alone (db.WithFailoverWait), though it runs under a context of
+// its own. The read held first has no wait, and fails as the database is unavailable.
+func TestACoalescedReadWaitsOutAFailover(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	proxy, pool := poolBehindProxy(t, dbtest.NewURL(t))
+	a1, a2 := key{"acct_a", "pay_a1"}, key{"acct_a", "pay_a2"}
+	insertPayments(t, pool, a1, a2)
+
+	h := newHeldReads(pool, false)
+	c := h.coalescer()
+	first := startRead(ctx, c, a1)
+	<-h.held
+	queued := startRead(db.WithFailoverWait(ctx, time.Minute), c, a2)
+	waitFor(t, "a read queued", func() bool { return c.Waiting() == 1 })
+	proxy.Refuse()
+	close(h.release)
+	if r := <-first; !db.IsUnavailable(r.err) {
+		t.Errorf("the read without a failover wait: %+v, want an unavailable error", r)
+	}
+	proxy.Refuse() // counts the refusals from here on
+	proxy.WaitRefused(3)
+	proxy.Resume()
+	if r := <-queued; r.err != nil || !r.found || r.payment.ID != a2.id {
+		t.Errorf("the queued read, once the database is back: %+v", r)
 	}
 }
