@@ -22,13 +22,7 @@ import (
 // sends the same statements in six (cmd/payments-load/minimal).
 func TestAFreshCreateRoundTrips(t *testing.T) {
 	t.Parallel()
-	spans := tracetest.NewSpanRecorder()
-	provider := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	b := setup(t, withConfig(func(c *app.Config) {
-		c.Tracing = provider
-		// One connection: the counted create runs where the first one prepared every statement.
-		c.DatabaseURL = dbtest.NewURL(t) + "&pool_max_conns=1"
-	}))
+	b, spans := setupCounted(t)
 	body := map[string]any{"amount": 1000, "currency": "usd", "payment_method": "pm_card_visa"}
 	if res := b.client.Post("/payments", body, apitest.Header("Idempotency-Key", newKey())); res.Status != http.StatusCreated {
 		t.Fatalf("first create: %d %s", res.Status, res.Body)
@@ -47,6 +41,49 @@ func TestAFreshCreateRoundTrips(t *testing.T) {
 	if got := roundTrips(spans.Ended(), traceID); strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("a fresh create's round trips:\n got %d: %s\nwant %d: %s", len(got), strings.Join(got, "; "), len(want), strings.Join(want, "; "))
 	}
+}
+
+// TestAGetRoundTrips: a GET the server is not busy with is one statement, sent alone under
+// the request's context, so it is part of the request's trace (docs/tracing.md): the
+// payment's row for a 200, its version alone for a 304.
+func TestAGetRoundTrips(t *testing.T) {
+	t.Parallel()
+	b, spans := setupCounted(t)
+	p, etag := createPayment(t, b.client, 1000)
+	b.client.Get("/payments/" + p.ID) // prepares the statements
+	b.client.Get("/payments/"+p.ID, apitest.Header("If-None-Match", etag))
+
+	for _, c := range []struct {
+		traceID, ifNoneMatch string
+		status               int
+		want                 string
+	}{
+		{"4bf92f3577b34da6a3ce929d0e0e4737", "", http.StatusOK, "PaymentGetByIDs"},
+		{"4bf92f3577b34da6a3ce929d0e0e4738", etag, http.StatusNotModified, "PaymentVersions"},
+	} {
+		opts := []apitest.Option{apitest.Header("traceparent", "00-"+c.traceID+"-00f067aa0ba902b7-01")}
+		if c.ifNoneMatch != "" {
+			opts = append(opts, apitest.Header("If-None-Match", c.ifNoneMatch))
+		}
+		if res := b.client.Get("/payments/"+p.ID, opts...); res.Status != c.status {
+			t.Fatalf("GET (If-None-Match %q): %d, want %d", c.ifNoneMatch, res.Status, c.status)
+		}
+		if got := roundTrips(spans.Ended(), c.traceID); strings.Join(got, "; ") != c.want {
+			t.Errorf("a GET's round trips (If-None-Match %q): %v, want [%s]", c.ifNoneMatch, got, c.want)
+		}
+	}
+}
+
+// setupCounted is setup with every span recorded, for roundTrips, and one connection to the
+// database: counted work runs where the work before it prepared every statement.
+func setupCounted(t *testing.T) (*testBundle, *tracetest.SpanRecorder) {
+	t.Helper()
+	spans := tracetest.NewSpanRecorder()
+	provider := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	return setup(t, withConfig(func(c *app.Config) {
+		c.Tracing = provider
+		c.DatabaseURL = dbtest.NewURL(t) + "&pool_max_conns=1"
+	})), spans
 }
 
 // roundTrips names the round trips to the database among a trace's spans, in the order they

@@ -179,7 +179,7 @@ func (s *Service) Version(ctx context.Context, accountID, id string) (int32, err
 	return v.Version, readError(id, found, err)
 }
 
-// readError is a coalesced read's error, a payment not found among them.
+// readError is the error of a read of payment id: err, or not found when the read found none.
 func readError(id string, found bool, err error) error {
 	if err == nil && !found {
 		err = pgx.ErrNoRows
