@@ -9,10 +9,17 @@ VALUES (@id, @account_id, @amount, @currency, @status, @payment_method, @failure
 SELECT * FROM payments
 WHERE account_id = @account_id AND id = @id;
 
+-- name: PaymentVersion :one
+-- The version alone, which is all a conditional read needs to answer 304.
+SELECT version FROM payments
+WHERE account_id = @account_id AND id = @id;
+
 -- name: PaymentGetByIDs :many
 -- Payments by id, each pair of @account_ids and @ids scoped as PaymentGetByID scopes one:
 -- payments.Service sends the reads that arrive together as this one statement
--- (db.Coalescer). A pair with no payment has no row. Each pair is a lookup of the primary key
+-- (db.Coalescer), and a read that goes alone as PaymentGetByID, which PostgreSQL plans for
+-- less (behind a transaction pooler it plans every statement it runs). A pair with no
+-- payment has no row. Each pair is a lookup of the primary key
 -- of its own: as a lateral subquery with OFFSET 0, which the planner cannot fold into a join,
 -- it is an index lookup per pair whatever the statistics. Written as a join or
 -- "(account_id, id) IN (...)", the plan the server's connections keep (plan_cache_mode =
@@ -23,8 +30,7 @@ SELECT p.* FROM
   LATERAL (SELECT * FROM payments WHERE payments.account_id = k.account_id AND payments.id = k.id OFFSET 0) AS p;
 
 -- name: PaymentVersions :many
--- The versions alone of PaymentGetByIDs' payments, which is all a conditional read needs to
--- answer 304.
+-- PaymentVersion of several payments, as PaymentGetByIDs reads them.
 SELECT p.account_id, p.id, p.version FROM
   (SELECT unnest(@account_ids::text[]) AS account_id, unnest(@ids::text[]) AS id) AS k,
   LATERAL (SELECT * FROM payments WHERE payments.account_id = k.account_id AND payments.id = k.id OFFSET 0) AS p;

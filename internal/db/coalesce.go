@@ -2,8 +2,11 @@ package db
 
 import (
 	"context"
+	"errors"
 	"sync"
 	"time"
+
+	"github.com/jackc/pgx/v5"
 
 	"github.com/payments-api/payments-api/internal/trace"
 )
@@ -152,4 +155,17 @@ func batchContext[K comparable, V any](batch []*coalescedRead[K, V]) (context.Co
 		return context.WithCancel(ctx)
 	}
 	return context.WithDeadline(ctx, latest)
+}
+
+// OneRow is the answer of a query of one row (sqlc's :one) as a Coalescer's fetch returns
+// rows: no rows when there is none. A fetch given a single key can then run a statement of
+// that key alone, which PostgreSQL plans for less than one of many.
+func OneRow[V any](v V, err error) ([]V, error) {
+	if errors.Is(err, pgx.ErrNoRows) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return []V{v}, nil
 }

@@ -92,7 +92,9 @@ type PaymentGetByIDsParams struct {
 
 // Payments by id, each pair of @account_ids and @ids scoped as PaymentGetByID scopes one:
 // payments.Service sends the reads that arrive together as this one statement
-// (db.Coalescer). A pair with no payment has no row. Each pair is a lookup of the primary key
+// (db.Coalescer), and a read that goes alone as PaymentGetByID, which PostgreSQL plans for
+// less (behind a transaction pooler it plans every statement it runs). A pair with no
+// payment has no row. Each pair is a lookup of the primary key
 // of its own: as a lateral subquery with OFFSET 0, which the planner cannot fold into a join,
 // it is an index lookup per pair whatever the statistics. Written as a join or
 // "(account_id, id) IN (...)", the plan the server's connections keep (plan_cache_mode =
@@ -401,6 +403,24 @@ func (q *Queries) PaymentUpdate(ctx context.Context, arg PaymentUpdateParams) (P
 	return i, err
 }
 
+const paymentVersion = `-- name: PaymentVersion :one
+SELECT version FROM payments
+WHERE account_id = $1 AND id = $2
+`
+
+type PaymentVersionParams struct {
+	AccountID string
+	ID        string
+}
+
+// The version alone, which is all a conditional read needs to answer 304.
+func (q *Queries) PaymentVersion(ctx context.Context, arg PaymentVersionParams) (int32, error) {
+	row := q.db.QueryRow(ctx, paymentVersion, arg.AccountID, arg.ID)
+	var version int32
+	err := row.Scan(&version)
+	return version, err
+}
+
 const paymentVersions = `-- name: PaymentVersions :many
 SELECT p.account_id, p.id, p.version FROM
   (SELECT unnest($1::text[]) AS account_id, unnest($2::text[]) AS id) AS k,
@@ -418,8 +438,7 @@ type PaymentVersionsRow struct {
 	Version   int32
 }
 
-// The versions alone of PaymentGetByIDs' payments, which is all a conditional read needs to
-// answer 304.
+// PaymentVersion of several payments, as PaymentGetByIDs reads them.
 func (q *Queries) PaymentVersions(ctx context.Context, arg PaymentVersionsParams) ([]PaymentVersionsRow, error) {
 	rows, err := q.db.Query(ctx, paymentVersions, arg.AccountIds, arg.Ids)
 	if err != nil {

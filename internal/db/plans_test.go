@@ -83,6 +83,7 @@ var lookups = map[string]lookup{
 	"AccountDelete": {args: map[string]any{"id": "acct_none"}, keys: map[string][]string{"accounts": {"id"}}},
 
 	"PaymentGetByID":      byID("payments", planPayment),
+	"PaymentVersion":      byID("payments", planPayment),
 	"PaymentGetByIDs":     byIDs("payments", planPayment),
 	"PaymentVersions":     byIDs("payments", planPayment),
 	"PaymentGetForUpdate": byID("payments", planPayment),

@@ -73,8 +73,8 @@ func TestReadsArrivingTogetherEachGetTheirOwnAnswer(t *testing.T) {
 	}
 	// The first read of each kind, a payment's row and a payment's version, is sent alone and
 	// waits for the lock.
-	waitUntilBlocked(t, b.pool, "name: PaymentGetByIDs ")
-	waitUntilBlocked(t, b.pool, "name: PaymentVersions ")
+	waitUntilBlocked(t, b.pool, "name: PaymentGetByID ")
+	waitUntilBlocked(t, b.pool, "name: PaymentVersion ")
 	if err := lock.Rollback(ctx); err != nil {
 		t.Fatal(err)
 	}

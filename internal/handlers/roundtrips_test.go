@@ -44,8 +44,8 @@ func TestAFreshCreateRoundTrips(t *testing.T) {
 }
 
 // TestAGetRoundTrips: a GET the server is not busy with is one statement, sent alone under
-// the request's context, so it is part of the request's trace (docs/tracing.md): the
-// payment's row for a 200, its version alone for a 304.
+// the request's context, so it is part of the request's trace (docs/tracing.md): the plain
+// lookup of the payment's row for a 200, of its version alone for a 304.
 func TestAGetRoundTrips(t *testing.T) {
 	t.Parallel()
 	b, spans := setupCounted(t)
@@ -58,8 +58,8 @@ func TestAGetRoundTrips(t *testing.T) {
 		status               int
 		want                 string
 	}{
-		{"4bf92f3577b34da6a3ce929d0e0e4737", "", http.StatusOK, "PaymentGetByIDs"},
-		{"4bf92f3577b34da6a3ce929d0e0e4738", etag, http.StatusNotModified, "PaymentVersions"},
+		{"4bf92f3577b34da6a3ce929d0e0e4737", "", http.StatusOK, "PaymentGetByID"},
+		{"4bf92f3577b34da6a3ce929d0e0e4738", etag, http.StatusNotModified, "PaymentVersion"},
 	} {
 		opts := []apitest.Option{apitest.Header("traceparent", "00-"+c.traceID+"-00f067aa0ba902b7-01")}
 		if c.ifNoneMatch != "" {
