@@ -18,8 +18,10 @@ import (
 // The clients sweep (-clients-sweep 1,8,64,256) measures how our server and the minimal
 // server hold up as clients are added: each scenario the minimal server serves runs at each
 // count of clients against both, in alternating slices as the floor comparison does, and the
-// report gives rate, p99 and CPU per request of both at each count. (The -sweep-keys
-// comparison, sweep.go, is another thing: the idempotency-key sweep under load.)
+// report gives rate, p99 and CPU per request of both at each count. With -stripe-mock-url,
+// stripe-mock runs a slice of its own after each of the floor's, and the report gives its
+// rate and ours over it too. (The -sweep-keys comparison, sweep.go, is another thing: the
+// idempotency-key sweep under load.)
 
 // maxClients bounds -clients-sweep: each client holds a connection to each server, and
 // two fixture payments made at setup.
@@ -32,6 +34,7 @@ type clientsRow struct {
 	own, floor sample  // all slices merged, latencies sorted
 	ratio      float64 // median of the slices' ours/minimal rate ratios
 	note       string
+	stripeMock comparison // zero without -stripe-mock-url
 	cost       costFigures
 }
 
@@ -89,6 +92,8 @@ func runClientsSweep(ctx context.Context, cfg config, out io.Writer) ([]clientsR
 	}
 	fl := newPeer(cfg.MinimalURL, cfg.APIKey, most, fix, floorScenarios)
 	defer fl.close()
+	sm := newStripeMock(cfg.StripeMock, most)
+	defer sm.close()
 	meters := newCostMeters(ctx, cfg)
 	var rows []clientsRow
 	for _, name := range cfg.Scenarios {
@@ -96,7 +101,7 @@ func runClientsSweep(ctx context.Context, cfg config, out io.Writer) ([]clientsR
 			if _, err := fmt.Fprintf(out, "running %s, clients: %d...\n", name, n); err != nil {
 				return rows, err
 			}
-			rows = append(rows, measureClients(ctx, cfg, n, c, fix, fl, meters, name))
+			rows = append(rows, measureClients(ctx, cfg, n, c, fix, fl, sm, meters, name))
 			if ctx.Err() != nil {
 				return rows, ctx.Err()
 			}
@@ -106,17 +111,22 @@ func runClientsSweep(ctx context.Context, cfg config, out io.Writer) ([]clientsR
 }
 
 // measureClients runs one scenario with n clients for cfg.Duration in cfg.Slices slices,
-// each followed by a slice as long against the minimal server.
-func measureClients(ctx context.Context, cfg config, n int, c *client, f *fixtures, fl *peer, m costMeters, name string) clientsRow {
+// each followed by a slice as long against the minimal server, and one against stripe-mock
+// when sm is not nil.
+func measureClients(ctx context.Context, cfg config, n int, c *client, f *fixtures, fl *peer, sm *stripeMock, m costMeters, name string) clientsRow {
 	w := scenarios[scenarioIndex(name)].workload(c, f)
-	floorWork := fl.workload(name)
+	floorWork, mockWork := fl.workload(name), sm.workload(name)
 	slice := cfg.Duration / time.Duration(cfg.Slices)
 	row := clientsRow{name: name, clients: n}
-	var own, atFloor []sample
+	var own, atFloor, atMock []sample
 	for range cfg.Slices {
 		own = append(own, m.own.runSlice(ctx, &row.cost.own, n, slice, cfg.MaxPerWorker, w))
 		atFloor = append(atFloor, m.floor.runSlice(ctx, &row.cost.floor, n, slice, cfg.MaxPerWorker, floorWork))
+		if mockWork != nil {
+			atMock = append(atMock, runSlice(ctx, n, slice, cfg.MaxPerWorker, mockWork))
+		}
 	}
+	row.stripeMock = compare(own, atMock, "stripe-mock")
 	for _, s := range own {
 		row.own.merge(s)
 	}
@@ -135,20 +145,26 @@ func measureClients(ctx context.Context, cfg config, n int, c *client, f *fixtur
 func reportClientsSweep(out io.Writer, rows []clientsRow) error {
 	tw := tabwriter.NewWriter(out, 0, 0, 2, ' ', tabwriter.AlignRight)
 	table := &textout.Printer{W: tw}
-	table.Printf("scenario\tclients\treq/s\tp99\terrors\tminimal req/s\tminimal p99\tminimal errors\tratio\tcpu µs/req\tminimal cpu µs/req\t\n")
+	table.Printf("scenario\tclients\treq/s\tp99\terrors\tminimal req/s\tminimal p99\tminimal errors\tratio\tcpu µs/req\tminimal cpu µs/req\tstripe-mock req/s\tratio vs stripe-mock\t\n")
 	for _, r := range rows {
-		table.Printf("%s\t%d\t%s\t%s\t%d\t%s\t%s\t%d\t%.2f\t%s\t%s\t\n", r.name, r.clients,
+		mockRate, mockRatio := "-", "-"
+		if r.stripeMock.rate > 0 {
+			mockRate, mockRatio = fmtRate(r.stripeMock.rate), fmt.Sprintf("%.2f", r.stripeMock.ratio)
+		}
+		table.Printf("%s\t%d\t%s\t%s\t%d\t%s\t%s\t%d\t%.2f\t%s\t%s\t%s\t%s\t\n", r.name, r.clients,
 			fmtRate(r.own.rate()), fmtMillis(percentile(r.own.latencies, 0.99)), r.own.errors,
 			fmtRate(r.floor.rate()), fmtMillis(percentile(r.floor.latencies, 0.99)), r.floor.errors, r.ratio,
-			fmtCPU(r.cost.own.perRequest()), fmtCPU(r.cost.floor.perRequest()))
+			fmtCPU(r.cost.own.perRequest()), fmtCPU(r.cost.floor.perRequest()), mockRate, mockRatio)
 	}
 	if err := textout.FlushTable(table, tw); err != nil {
 		return err
 	}
 	p := &textout.Printer{W: out}
 	for _, r := range rows {
-		if r.note != "" {
-			p.Printf("%s with %d clients: %s\n", r.name, r.clients, r.note)
+		for _, note := range []string{r.note, r.stripeMock.note} {
+			if note != "" {
+				p.Printf("%s with %d clients: %s\n", r.name, r.clients, note)
+			}
 		}
 		if r.own.firstErr != nil {
 			p.Printf("%s with %d clients: first error: %v\n", r.name, r.clients, r.own.firstErr)

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -40,14 +41,16 @@ func TestClientsSweepFlags(t *testing.T) {
 }
 
 // TestClientsSweepComparesAtEachCount sweeps get and create at 1 and 3 clients against a
-// server that stands in for the minimal server too: every count of every scenario has rates,
-// latencies and CPU on both sides, and a row in the table. Each client sends at most 3
-// requests a slice, and a slice ends when every client is done, so the count of requests
-// says how many clients sent them.
+// server that stands in for the minimal server too, and a stand-in for stripe-mock: every
+// count of every scenario has rates, latencies and CPU on both sides, a rate and a ratio
+// against stripe-mock, and a row in the table. Each client sends at most 3 requests a
+// slice, and a slice ends when every client is done, so the count of requests says how many
+// clients sent them.
 func TestClientsSweepComparesAtEachCount(t *testing.T) {
 	baseURL, databaseURL := startServer(t)
+	mock, mockURL := startFakeStripeMock(t, http.StatusOK)
 	cfg := config{
-		URL: baseURL, APIKey: smokeKey, DatabaseURL: databaseURL, MinimalURL: baseURL,
+		URL: baseURL, APIKey: smokeKey, DatabaseURL: databaseURL, MinimalURL: baseURL, StripeMock: mockURL,
 		Duration: 10 * time.Second, Slices: 2, Concurrency: 8, RaceSize: 64,
 		Scenarios: []string{"get", "create"}, ClientsSweep: []int{1, 3}, MaxPerWorker: 3,
 	}
@@ -76,8 +79,15 @@ func TestClientsSweepComparesAtEachCount(t *testing.T) {
 		if !r.cost.own.perRequest().server || !r.cost.floor.perRequest().server {
 			t.Errorf("%s with %d clients: no CPU figure (%v, %v)", r.name, r.clients, r.cost.own.serverErr, r.cost.floor.serverErr)
 		}
+		if r.stripeMock.rate <= 0 || r.stripeMock.ratio <= 0 || r.stripeMock.note != "" {
+			t.Errorf("%s with %d clients against stripe-mock: rate %v, ratio %v, %s", r.name, r.clients, r.stripeMock.rate, r.stripeMock.ratio, r.stripeMock.note)
+		}
 	}
-	if !strings.Contains(out.String(), "minimal p99") {
+	// The creates of both counts, each client's three in each slice.
+	if got, want := len(mock.createKeys()), 3*(1+3)*cfg.Slices; got != want {
+		t.Errorf("stripe-mock received %d creates, want %d", got, want)
+	}
+	if !strings.Contains(out.String(), "minimal p99") || !strings.Contains(out.String(), "ratio vs stripe-mock") {
 		t.Errorf("no table in\n%s", out.String())
 	}
 }
