@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"time"
 
@@ -27,7 +28,8 @@ import (
 // A batch serves several requests, so it runs under a context of its own: it carries none of
 // their values (their traces, their spans) but the failover wait (WithFailoverWait), and ends
 // at the latest of their deadlines, waiting out a failover as long as the longest of their
-// waits. A read whose context ends stops waiting; the batch goes on for the others.
+// waits. A read whose context ends stops waiting; the batch goes on for the others. A
+// statement that panics fails its reads and leaves the Coalescer serving.
 type Coalescer[K comparable, V any] struct {
 	fetch func(ctx context.Context, keys []K) ([]V, error) // the rows found of keys, in any order
 	key   func(V) K                                        // the key a row answers
@@ -60,9 +62,10 @@ func (c *Coalescer[K, V]) Get(ctx context.Context, k K) (v V, found bool, err er
 	if !c.inFlight {
 		c.inFlight = true
 		c.mu.Unlock()
+		// Whatever becomes of the statement, a panic too, the reads queued behind it go next.
+		defer c.next()
 		// Alone, under the caller's context: the statement is part of the caller's trace.
 		rows, err := c.fetch(ctx, []K{k})
-		c.next()
 		if err != nil || len(rows) == 0 {
 			return v, false, err
 		}
@@ -124,7 +127,7 @@ func (c *Coalescer[K, V]) send(batch []*coalescedRead[K, V]) {
 			keys = append(keys, r.key)
 		}
 	}
-	rows, err := c.fetch(ctx, keys)
+	rows, err := c.fetchShared(ctx, keys)
 	found := make(map[K]V, len(rows))
 	for _, v := range rows {
 		found[c.key(v)] = v
@@ -134,6 +137,18 @@ func (c *Coalescer[K, V]) send(batch []*coalescedRead[K, V]) {
 		r.err = err
 		close(r.done)
 	}
+}
+
+// fetchShared is fetch for a shared statement, with a panic turned into its reads' error: it
+// runs on a goroutine of its own, which no request's recovery reaches, so a bug that panics
+// would otherwise end the process where alone it fails one request.
+func (c *Coalescer[K, V]) fetchShared(ctx context.Context, keys []K) (rows []V, err error) {
+	defer func() {
+		if p := recover(); p != nil {
+			rows, err = nil, fmt.Errorf("coalesced read: panic: %v", p)
+		}
+	}()
+	return c.fetch(ctx, keys)
 }
 
 // batchContext ends at the latest deadline of the batch's reads, or never when one of them

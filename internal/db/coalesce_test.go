@@ -49,16 +49,22 @@ func (h *heldReads) fetch(ctx context.Context, keys []key) ([]db.Payment, error)
 		close(h.held)
 		<-h.release
 	}
-	args := db.PaymentGetByIDsParams{}
-	for _, k := range keys {
-		args.AccountIds, args.Ids = append(args.AccountIds, k.account), append(args.Ids, k.id)
-	}
-	rows, err := db.Reads(h.pool).PaymentGetByIDs(ctx, args)
+	rows, err := readPayments(ctx, h.pool, keys)
 	if first && h.holdAfter {
 		close(h.held)
 		<-h.release
 	}
 	return rows, err
+}
+
+// readPayments reads the payments of keys in one statement, as payments.Service reads
+// several.
+func readPayments(ctx context.Context, pool *pgxpool.Pool, keys []key) ([]db.Payment, error) {
+	args := db.PaymentGetByIDsParams{}
+	for _, k := range keys {
+		args.AccountIds, args.Ids = append(args.AccountIds, k.account), append(args.Ids, k.id)
+	}
+	return db.Reads(pool).PaymentGetByIDs(ctx, args)
 }
 
 // sent is the keys of each statement sent, each statement's in order of account and id (the
@@ -257,5 +263,61 @@ func TestACoalescedReadWaitsOutAFailover(t *testing.T) {
 	proxy.Resume()
 	if r := <-queued; r.err != nil || !r.found || r.payment.ID != a2.id {
 		t.Errorf("the queued read, once the database is back: %+v", r)
+	}
+}
+
+// TestAReadThatPanicsLeavesTheCoalescerServing: a read whose statement panics (a bug in a
+// scan, say) fails as a panic in a request's own goroutine fails that request, and the reads
+// after it are served as before. Alone, the panic reaches the caller (where echo's recovery
+// answers 500), and the next read still finds no statement in flight. In a shared statement,
+// which runs on a goroutine of its own that no request's recovery reaches, the panic is each
+// of its reads' error, and the server goes on.
+func TestAReadThatPanicsLeavesTheCoalescerServing(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.NewPool(t)
+	a1, a2 := key{"acct_a", "pay_a1"}, key{"acct_a", "pay_a2"}
+	insertPayments(t, pool, a1, a2)
+	bad := key{"acct_a", "pay_bug"}
+	held, release := make(chan struct{}), make(chan struct{})
+	var holdOnce sync.Once
+	c := db.NewCoalescer(func(ctx context.Context, keys []key) ([]db.Payment, error) {
+		if slices.Contains(keys, bad) {
+			panic("a bug in a read")
+		}
+		if slices.Contains(keys, a1) { // a1's first statement waits for the test
+			holdOnce.Do(func() { close(held); <-release })
+		}
+		return readPayments(ctx, pool, keys)
+	}, func(p db.Payment) key { return key{p.AccountID, p.ID} })
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the read that panicked alone returned")
+			}
+		}()
+		_, _, _ = c.Get(ctx, bad)
+	}()
+	if _, found, err := c.Get(ctx, a2); err != nil || !found {
+		t.Fatalf("a read after a panic alone: found %t, err %v", found, err)
+	}
+
+	first := startRead(ctx, c, a1)
+	<-held
+	failed, after := startRead(ctx, c, bad), startRead(ctx, c, a2)
+	waitFor(t, "two reads queued", func() bool { return c.Waiting() == 2 })
+	close(release)
+	if r := <-first; r.err != nil || !r.found {
+		t.Errorf("the read held first: %+v", r)
+	}
+	for _, r := range []read{<-failed, <-after} {
+		if r.err == nil || !strings.Contains(r.err.Error(), "a bug in a read") {
+			t.Errorf("a read that shared the statement that panicked: %+v, want the panic as its error", r)
+		}
+	}
+	if _, found, err := c.Get(ctx, a2); err != nil || !found {
+		t.Errorf("a read after a panic in a shared statement: found %t, err %v", found, err)
 	}
 }
