@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sync"
 	"time"
 
@@ -28,7 +29,8 @@ import (
 // A batch serves several requests, so it runs under a context of its own: it carries none of
 // their values (their traces, their spans) but the failover wait (WithFailoverWait), and ends
 // at the latest of their deadlines, waiting out a failover as long as the longest of their
-// waits. A read whose context ends stops waiting; the batch goes on for the others. A
+// waits. A read whose context ends stops waiting, and leaves the queue if its statement has
+// not been sent; the batch goes on for the others. A
 // statement that panics fails its reads and leaves the Coalescer serving.
 type Coalescer[K comparable, V any] struct {
 	fetch func(ctx context.Context, keys []K) ([]V, error) // the rows found of keys, in any order
@@ -82,6 +84,12 @@ func (c *Coalescer[K, V]) Get(ctx context.Context, k K) (v V, found bool, err er
 	case <-r.done:
 		return r.value, r.found, r.err
 	case <-ctx.Done():
+		// A read that gave up before its statement was sent leaves the queue: nobody waits
+		// for its row, and an overloaded server should not read rows for requests that
+		// timed out.
+		c.mu.Lock()
+		c.waiting = slices.DeleteFunc(c.waiting, func(w *coalescedRead[K, V]) bool { return w == r })
+		c.mu.Unlock()
 		return v, false, ctx.Err()
 	}
 }
@@ -101,8 +109,9 @@ func (c *Coalescer[K, V]) takeWaiting() []*coalescedRead[K, V] {
 	defer c.mu.Unlock()
 	batch := c.waiting
 	c.waiting = nil
-	if batch == nil {
+	if len(batch) == 0 { // none queued, or all that did gave up
 		c.inFlight = false
+		return nil
 	}
 	return batch
 }

@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"sync"
@@ -203,37 +204,60 @@ func TestACoalescedReadSeesWritesCommittedBeforeIt(t *testing.T) {
 	}
 }
 
-// TestAReadThatStopsWaitingLeavesTheOthers: a queued read whose context ends returns its
-// context's error at once; the statement it would have shared still answers the others.
-func TestAReadThatStopsWaitingLeavesTheOthers(t *testing.T) {
+// TestAReadThatStopsWaitingLeavesTheQueue: a queued read whose context ends returns its
+// context's error at once and leaves the queue. The statement it would have shared still
+// answers the read that stays, without its row; when no read stays, no statement follows the
+// one in flight, and the next read is sent alone at once. Either way the read after the first
+// is the only one sent.
+func TestAReadThatStopsWaitingLeavesTheQueue(t *testing.T) {
 	t.Parallel()
-	pool, _ := dbtest.NewPool(t)
 	a1, a2, a3 := key{"acct_a", "pay_a1"}, key{"acct_a", "pay_a2"}, key{"acct_a", "pay_a3"}
-	insertPayments(t, pool, a1, a2, a3)
-	ctx := context.Background()
+	for _, another := range []bool{true, false} {
+		t.Run(fmt.Sprintf("another read queued: %t", another), func(t *testing.T) {
+			t.Parallel()
+			pool, _ := dbtest.NewPool(t)
+			insertPayments(t, pool, a1, a2, a3)
+			ctx := context.Background()
 
-	h := newHeldReads(pool, false)
-	c := h.coalescer()
-	first := startRead(ctx, c, a1)
-	<-h.held
-	giveUp, cancel := context.WithCancel(ctx)
-	gaveUp := startRead(giveUp, c, a2)
-	stays := startRead(ctx, c, a3)
-	waitFor(t, "two reads queued", func() bool { return c.Waiting() == 2 })
-	cancel()
-	select {
-	case r := <-gaveUp:
-		if !errors.Is(r.err, context.Canceled) {
-			t.Errorf("the read whose context ended: %+v, want context.Canceled", r)
-		}
-	case <-time.After(10 * time.Second):
-		t.Error("the read whose context ended still waits for the statement")
-	}
-	close(h.release)
-	for _, r := range []read{<-first, <-stays} {
-		if r.err != nil || !r.found {
-			t.Errorf("a read that waited on: %+v", r)
-		}
+			h := newHeldReads(pool, false)
+			c := h.coalescer()
+			first := startRead(ctx, c, a1)
+			<-h.held
+			giveUp, cancel := context.WithCancel(ctx)
+			gaveUp := startRead(giveUp, c, a2)
+			var stays <-chan read
+			queued := 1
+			if another {
+				stays, queued = startRead(ctx, c, a3), 2
+			}
+			waitFor(t, "the reads queued", func() bool { return c.Waiting() == queued })
+			cancel()
+			select {
+			case r := <-gaveUp:
+				if !errors.Is(r.err, context.Canceled) {
+					t.Errorf("the read whose context ended: %+v, want context.Canceled", r)
+				}
+			case <-time.After(10 * time.Second):
+				t.Error("the read whose context ended still waits for the statement")
+			}
+			if n := c.Waiting(); n != queued-1 {
+				t.Errorf("%d reads queued after one of %d gave up, want %d", n, queued, queued-1)
+			}
+			close(h.release)
+			if r := <-first; r.err != nil || !r.found {
+				t.Errorf("the read held first: %+v", r)
+			}
+			if another {
+				if r := <-stays; r.err != nil || !r.found {
+					t.Errorf("the read that waited on: %+v", r)
+				}
+			} else if _, found, err := c.Get(ctx, a3); err != nil || !found {
+				t.Errorf("the next read: found %t, err %v", found, err)
+			}
+			if got, want := h.sent(), [][]key{{a1}, {a3}}; !slices.EqualFunc(got, want, slices.Equal) {
+				t.Errorf("statements sent:\n got %v\nwant %v", got, want)
+			}
+		})
 	}
 }
 
