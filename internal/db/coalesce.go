@@ -30,8 +30,8 @@ import (
 // their values (their traces, their spans) but the failover wait (WithFailoverWait), and ends
 // at the latest of their deadlines, waiting out a failover as long as the longest of their
 // waits. A read whose context ends stops waiting, and leaves the queue if its statement has
-// not been sent; the batch goes on for the others. A
-// statement that panics fails its reads and leaves the Coalescer serving.
+// not been sent; the batch goes on for the others. A statement that panics fails its reads
+// and leaves the Coalescer serving.
 type Coalescer[K comparable, V any] struct {
 	fetch func(ctx context.Context, keys []K) ([]V, error) // the rows found of keys, in any order
 	key   func(V) K                                        // the key a row answers
