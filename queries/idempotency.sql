@@ -1,16 +1,49 @@
+-- name: IdempotencyKeyLock :one
+-- Takes the key's lock for the rest of the transaction, the operation's first statement.
+-- pg_try_advisory_xact_lock answers at once: false means another transaction holds it, so
+-- the key's first use is still running (or another retry is reading the key), and unless
+-- IdempotencyKeyGet finds the key used, the caller answers 409. The lock is a hash of the
+-- key: a collision can only cause a false 409, never a second effect, because the key's row
+-- is written with a plain INSERT, which its primary key refuses a second time.
+SELECT pg_try_advisory_xact_lock(hashtextextended(@lock_key::text, 0)) AS acquired;
+
+-- name: IdempotencyKeyGet :many
+-- The key's row, if it has one: sent right after IdempotencyKeyLock, in the same round trip
+-- (db.IdempotencyKeyAhead). Under READ COMMITTED a statement reads what had committed when it
+-- started, and this one starts once the lock is answered, so it sees every use of the key
+-- that committed before the lock was free. A row is only ever written whole, response
+-- included (IdempotencyKeyInsert), so a row found is a use that completed.
+SELECT fingerprint, response_status, response_headers, response_body, expires_at,
+       expires_at <= now() AS expired
+FROM idempotency_keys
+WHERE account_id = @account_id AND operation = @operation AND key = @key;
+
+-- name: IdempotencyKeyInsert :exec
+-- Records the key's use, its response with it, in the operation's own transaction: queued
+-- with its COMMIT (Tx.Later). One write, of a row nobody has seen yet, where claiming the row
+-- first and storing the response later writes it twice. A plain INSERT: should a row of the
+-- key exist, it fails, and the operation's effect rolls back with it.
+INSERT INTO idempotency_keys (account_id, operation, key, fingerprint, response_status, response_headers, response_body, expires_at)
+VALUES (@account_id, @operation, @key, @fingerprint, @response_status, @response_headers, @response_body,
+        now() + make_interval(secs => @ttl_seconds::float8));
+
+-- name: IdempotencyKeyDeleteIfExpired :exec
+-- Makes way for a new use of an expired key: queued before its IdempotencyKeyInsert, only
+-- when IdempotencyKeyGet found the key expired. An unexpired row stays, and the insert fails.
+DELETE FROM idempotency_keys
+WHERE account_id = @account_id AND operation = @operation AND key = @key AND expires_at <= now();
+
 -- name: IdempotencyKeyClaim :one
--- Claims a key as the first statement of the operation's transaction, without ever waiting:
---   * pg_try_advisory_xact_lock answers at once. If another transaction holds the lock for
---     this key, that request is in flight: acquired = false, and the caller answers 409.
+-- The floor's claim (cmd/payments-load/minimal), the way a naive server claims a key: it
+-- inserts the key's row first, in the claim, and stores the response in that row at the end
+-- (IdempotencyKeySaveResponse), so every use writes the row twice. The server writes it once
+-- (IdempotencyKeyLock, IdempotencyKeyGet, IdempotencyKeyInsert).
+--   * pg_try_advisory_xact_lock answers at once: false, and the key is in flight.
 --   * With the lock held, INSERT ... ON CONFLICT cannot meet an uncommitted row for this
---     key (its writer would hold the lock), so it never blocks either. claimed = false
---     means a committed row exists: the caller replays it or answers 422.
+--     key, so it never blocks. claimed = false means a committed row exists.
 --   * An expired row is taken over as if it were new.
---   * The key's committed, unexpired row comes back with the claim, so a replay needs no
---     second statement. It is read from the statement's snapshot: a row committed after
---     that (by the lock's previous holder) is not in it, and the caller reads again.
--- The lock is a hash: a collision can only cause a false 409, never a double effect,
--- because the primary key still guards the row. Both end with the transaction.
+--   * The key's committed, unexpired row comes back with the claim, from the statement's
+--     snapshot.
 WITH lock AS (
     SELECT pg_try_advisory_xact_lock(hashtextextended(@lock_key::text, 0)) AS acquired
 ), claimed AS (
@@ -35,14 +68,9 @@ LEFT JOIN idempotency_keys used
     ON used.account_id = @account_id AND used.operation = @operation AND used.key = @key
     AND used.expires_at > now();
 
--- name: IdempotencyKeyGetCompleted :one
--- A committed, unexpired key and its response. Rows are only ever visible committed (with
--- their response), so no row here means the key is free or its first use is still running.
-SELECT * FROM idempotency_keys
-WHERE account_id = @account_id AND operation = @operation AND key = @key
-  AND expires_at > now();
-
 -- name: IdempotencyKeySaveResponse :exec
+-- The floor's second write of its key's row: the response, stored at the end of the
+-- transaction that claimed it (IdempotencyKeyClaim).
 UPDATE idempotency_keys
 SET response_status = @response_status,
     response_headers = @response_headers,

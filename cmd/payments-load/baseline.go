@@ -64,20 +64,22 @@ func (b *baselines) workload(name string) workload {
 }
 
 // createPayment is a fresh create's statements in the order and the round trips the server
-// sends them: BEGIN with the claim, the lookup of the webhook endpoints to fan the event out
-// to, then the payment, its event and the stored response with COMMIT.
+// sends them: BEGIN with the key's lock and its row, the lookup of the webhook endpoints to
+// fan the event out to, then the payment, its event and the key's row with COMMIT.
 func (b *baselines) createPayment(ctx context.Context, key string) (db.Payment, error) {
 	var p db.Payment
+	used := db.IdempotencyKeyAhead(db.IdempotencyKeyGetParams{AccountID: b.accountID, Operation: "payments.create", Key: key})
 	err := db.InTx(ctx, b.pool, func(tx db.Tx) error {
-		claim, err := tx.IdempotencyKeyClaim(ctx, db.IdempotencyKeyClaimParams{
-			LockKey: b.accountID + "|payments.create|" + key, AccountID: b.accountID,
-			Operation: "payments.create", Key: key, Fingerprint: []byte(key), TtlSeconds: idempotency.DefaultTTL.Seconds(),
-		})
+		acquired, err := tx.IdempotencyKeyLock(ctx, b.accountID+"|payments.create|"+key)
 		if err != nil {
-			return fmt.Errorf("claim %s: %w", key, err)
+			return fmt.Errorf("lock %s: %w", key, err)
 		}
-		if !claim.Claimed {
-			return fmt.Errorf("claim %s: the key was already used", key)
+		_, found, err := used.Row()
+		switch {
+		case err != nil:
+			return fmt.Errorf("read key %s: %w", key, err)
+		case found || !acquired:
+			return fmt.Errorf("claim %s: the key was already used, or is in use", key)
 		}
 		now := time.Now().UTC().Truncate(time.Microsecond)
 		p = db.Payment{
@@ -105,11 +107,12 @@ func (b *baselines) createPayment(ctx context.Context, key string) (db.Payment, 
 			return err
 		}
 		status := int32(201)
-		return tx.Later.IdempotencyKeySaveResponse(ctx, db.IdempotencyKeySaveResponseParams{
+		return tx.Later.IdempotencyKeyInsert(ctx, db.IdempotencyKeyInsertParams{
+			AccountID: b.accountID, Operation: "payments.create", Key: key, Fingerprint: []byte(key),
 			ResponseStatus: &status, ResponseHeaders: []byte(`{"Content-Type":"application/json"}`), ResponseBody: body,
-			AccountID: b.accountID, Operation: "payments.create", Key: key,
+			TtlSeconds: idempotency.DefaultTTL.Seconds(),
 		})
-	})
+	}, used)
 	return p, err
 }
 

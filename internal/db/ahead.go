@@ -2,6 +2,7 @@ package db
 
 import (
 	"context"
+	"errors"
 	"slices"
 
 	"github.com/jackc/pgx/v5"
@@ -13,10 +14,58 @@ import (
 // own. Under READ COMMITTED each statement reads what had committed when it started, so a
 // read sent with the first statement sees what it would have seen sent alone a moment later.
 //
-// One read has a use for it today: the webhook endpoints an event fans out to
+// Two reads have a use for it today: a key's row, read once its lock is answered
+// (IdempotencyKeyAhead), and the webhook endpoints an event fans out to
 // (SubscribedEndpointsAhead), which a create would otherwise look up between its claim and
 // its commit.
-type Ahead struct {
+type Ahead interface {
+	// queue adds the read to b, to be answered when b's results are closed.
+	queue(b *pgx.Batch)
+}
+
+// errNotAnswered is what a read sent ahead answers before the round trip that carries it.
+var errNotAnswered = errors.New("db: a read sent ahead is answered with the transaction's first statement")
+
+// KeyAhead reads an idempotency key's row ahead (IdempotencyKeyGet).
+type KeyAhead struct {
+	arg      IdempotencyKeyGetParams
+	answered bool
+	rows     []IdempotencyKeyGetRow
+	err      error
+}
+
+// IdempotencyKeyAhead reads the key's row in the round trip of the transaction's first
+// statement, after it: the key's lock (IdempotencyKeyLock), so what it reads is what had
+// committed once the lock was answered.
+func IdempotencyKeyAhead(arg IdempotencyKeyGetParams) *KeyAhead {
+	return &KeyAhead{arg: arg}
+}
+
+func (a *KeyAhead) queue(b *pgx.Batch) {
+	b.Queue(idempotencyKeyGet, a.arg.AccountID, a.arg.Operation, a.arg.Key).Query(func(rows pgx.Rows) error {
+		a.rows, a.err = pgx.CollectRows(rows, pgx.RowToStructByPos[IdempotencyKeyGetRow])
+		a.answered = true
+		return a.err
+	})
+}
+
+// Row is the key's row and whether it has one. It is an error to ask before the
+// transaction's first statement has been answered.
+func (a *KeyAhead) Row() (IdempotencyKeyGetRow, bool, error) {
+	switch {
+	case a.err != nil:
+		return IdempotencyKeyGetRow{}, false, a.err
+	case !a.answered:
+		return IdempotencyKeyGetRow{}, false, errNotAnswered
+	case len(a.rows) == 0:
+		return IdempotencyKeyGetRow{}, false, nil
+	}
+	return a.rows[0], true, nil
+}
+
+// EndpointsAhead reads ahead the webhook endpoints an event may fan out to
+// (WebhookEndpointListSubscribedAny).
+type EndpointsAhead struct {
 	subscribed WebhookEndpointListSubscribedAnyParams
 	answered   bool
 	endpoints  []WebhookEndpointListSubscribedAnyRow
@@ -27,12 +76,11 @@ type Ahead struct {
 // an event of any of eventTypes would fan out to: a create names every event it may record
 // (a payment succeeds or fails, which it learns only later). Tx.SubscribedEndpoints answers
 // from it for each of eventTypes.
-func SubscribedEndpointsAhead(accountID string, eventTypes ...string) *Ahead {
-	return &Ahead{subscribed: WebhookEndpointListSubscribedAnyParams{AccountID: accountID, Types: eventTypes}}
+func SubscribedEndpointsAhead(accountID string, eventTypes ...string) *EndpointsAhead {
+	return &EndpointsAhead{subscribed: WebhookEndpointListSubscribedAnyParams{AccountID: accountID, Types: eventTypes}}
 }
 
-// queue adds the read to b, to be answered when b's results are closed.
-func (a *Ahead) queue(b *pgx.Batch) {
+func (a *EndpointsAhead) queue(b *pgx.Batch) {
 	b.Queue(webhookEndpointListSubscribedAny, a.subscribed.AccountID, a.subscribed.Types).Query(func(rows pgx.Rows) error {
 		a.endpoints, a.err = pgx.CollectRows(rows, pgx.RowToStructByPos[WebhookEndpointListSubscribedAnyRow])
 		a.answered = true
@@ -41,13 +89,13 @@ func (a *Ahead) queue(b *pgx.Batch) {
 }
 
 // covers reports whether the read was answered and holds what arg asks for.
-func (a *Ahead) covers(arg WebhookEndpointListSubscribedParams) bool {
+func (a *EndpointsAhead) covers(arg WebhookEndpointListSubscribedParams) bool {
 	return a.answered && a.subscribed.AccountID == arg.AccountID && slices.Contains(a.subscribed.Types, arg.Type)
 }
 
 // subscribedTo is what WebhookEndpointListSubscribed answers for eventType: the endpoints
 // read that take eventType or '*', in the read's order (by id).
-func (a *Ahead) subscribedTo(eventType string) []string {
+func (a *EndpointsAhead) subscribedTo(eventType string) []string {
 	var ids []string
 	for _, e := range a.endpoints {
 		if slices.Contains(e.EnabledEvents, eventType) || slices.Contains(e.EnabledEvents, "*") {
@@ -61,7 +109,7 @@ func (a *Ahead) subscribedTo(eventType string) []string {
 // first round trip when the read was sent ahead, and sent now otherwise.
 func (tx Tx) SubscribedEndpoints(ctx context.Context, arg WebhookEndpointListSubscribedParams) ([]string, error) {
 	for _, a := range tx.conn.ahead {
-		if a.covers(arg) {
+		if a, ok := a.(*EndpointsAhead); ok && a.covers(arg) {
 			return a.subscribedTo(arg.Type), a.err
 		}
 	}

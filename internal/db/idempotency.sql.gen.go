@@ -8,6 +8,7 @@ package db
 import (
 	"context"
 	"encoding/json"
+	"time"
 )
 
 const idempotencyKeyClaim = `-- name: IdempotencyKeyClaim :one
@@ -54,19 +55,16 @@ type IdempotencyKeyClaimRow struct {
 	ResponseBody    []byte
 }
 
-// Claims a key as the first statement of the operation's transaction, without ever waiting:
-//   - pg_try_advisory_xact_lock answers at once. If another transaction holds the lock for
-//     this key, that request is in flight: acquired = false, and the caller answers 409.
+// The floor's claim (cmd/payments-load/minimal), the way a naive server claims a key: it
+// inserts the key's row first, in the claim, and stores the response in that row at the end
+// (IdempotencyKeySaveResponse), so every use writes the row twice. The server writes it once
+// (IdempotencyKeyLock, IdempotencyKeyGet, IdempotencyKeyInsert).
+//   - pg_try_advisory_xact_lock answers at once: false, and the key is in flight.
 //   - With the lock held, INSERT ... ON CONFLICT cannot meet an uncommitted row for this
-//     key (its writer would hold the lock), so it never blocks either. claimed = false
-//     means a committed row exists: the caller replays it or answers 422.
+//     key, so it never blocks. claimed = false means a committed row exists.
 //   - An expired row is taken over as if it were new.
-//   - The key's committed, unexpired row comes back with the claim, so a replay needs no
-//     second statement. It is read from the statement's snapshot: a row committed after
-//     that (by the lock's previous holder) is not in it, and the caller reads again.
-//
-// The lock is a hash: a collision can only cause a false 409, never a double effect,
-// because the primary key still guards the row. Both end with the transaction.
+//   - The key's committed, unexpired row comes back with the claim, from the statement's
+//     snapshot.
 func (q *Queries) IdempotencyKeyClaim(ctx context.Context, arg IdempotencyKeyClaimParams) (IdempotencyKeyClaimRow, error) {
 	row := q.db.QueryRow(ctx, idempotencyKeyClaim,
 		arg.AccountID,
@@ -111,6 +109,24 @@ func (q *Queries) IdempotencyKeyDeleteExpired(ctx context.Context, batchSize int
 	return result.RowsAffected(), nil
 }
 
+const idempotencyKeyDeleteIfExpired = `-- name: IdempotencyKeyDeleteIfExpired :exec
+DELETE FROM idempotency_keys
+WHERE account_id = $1 AND operation = $2 AND key = $3 AND expires_at <= now()
+`
+
+type IdempotencyKeyDeleteIfExpiredParams struct {
+	AccountID string
+	Operation string
+	Key       string
+}
+
+// Makes way for a new use of an expired key: queued before its IdempotencyKeyInsert, only
+// when IdempotencyKeyGet found the key expired. An unexpired row stays, and the insert fails.
+func (q *Queries) IdempotencyKeyDeleteIfExpired(ctx context.Context, arg IdempotencyKeyDeleteIfExpiredParams) error {
+	_, err := q.db.Exec(ctx, idempotencyKeyDeleteIfExpired, arg.AccountID, arg.Operation, arg.Key)
+	return err
+}
+
 const idempotencyKeyExpireByAccount = `-- name: IdempotencyKeyExpireByAccount :execrows
 UPDATE idempotency_keys SET expires_at = now()
 WHERE account_id = $1 AND expires_at > now()
@@ -125,35 +141,93 @@ func (q *Queries) IdempotencyKeyExpireByAccount(ctx context.Context, accountID s
 	return result.RowsAffected(), nil
 }
 
-const idempotencyKeyGetCompleted = `-- name: IdempotencyKeyGetCompleted :one
-SELECT account_id, operation, key, fingerprint, response_status, response_headers, response_body, created_at, expires_at FROM idempotency_keys
+const idempotencyKeyGet = `-- name: IdempotencyKeyGet :many
+SELECT fingerprint, response_status, response_headers, response_body, expires_at,
+       expires_at <= now() AS expired
+FROM idempotency_keys
 WHERE account_id = $1 AND operation = $2 AND key = $3
-  AND expires_at > now()
 `
 
-type IdempotencyKeyGetCompletedParams struct {
+type IdempotencyKeyGetParams struct {
 	AccountID string
 	Operation string
 	Key       string
 }
 
-// A committed, unexpired key and its response. Rows are only ever visible committed (with
-// their response), so no row here means the key is free or its first use is still running.
-func (q *Queries) IdempotencyKeyGetCompleted(ctx context.Context, arg IdempotencyKeyGetCompletedParams) (IdempotencyKey, error) {
-	row := q.db.QueryRow(ctx, idempotencyKeyGetCompleted, arg.AccountID, arg.Operation, arg.Key)
-	var i IdempotencyKey
-	err := row.Scan(
-		&i.AccountID,
-		&i.Operation,
-		&i.Key,
-		&i.Fingerprint,
-		&i.ResponseStatus,
-		&i.ResponseHeaders,
-		&i.ResponseBody,
-		&i.CreatedAt,
-		&i.ExpiresAt,
+type IdempotencyKeyGetRow struct {
+	Fingerprint     []byte
+	ResponseStatus  *int32
+	ResponseHeaders json.RawMessage
+	ResponseBody    []byte
+	ExpiresAt       time.Time
+	Expired         bool
+}
+
+// The key's row, if it has one: sent right after IdempotencyKeyLock, in the same round trip
+// (db.IdempotencyKeyAhead). Under READ COMMITTED a statement reads what had committed when it
+// started, and this one starts once the lock is answered, so it sees every use of the key
+// that committed before the lock was free. A row is only ever written whole, response
+// included (IdempotencyKeyInsert), so a row found is a use that completed.
+func (q *Queries) IdempotencyKeyGet(ctx context.Context, arg IdempotencyKeyGetParams) ([]IdempotencyKeyGetRow, error) {
+	rows, err := q.db.Query(ctx, idempotencyKeyGet, arg.AccountID, arg.Operation, arg.Key)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []IdempotencyKeyGetRow
+	for rows.Next() {
+		var i IdempotencyKeyGetRow
+		if err := rows.Scan(
+			&i.Fingerprint,
+			&i.ResponseStatus,
+			&i.ResponseHeaders,
+			&i.ResponseBody,
+			&i.ExpiresAt,
+			&i.Expired,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const idempotencyKeyInsert = `-- name: IdempotencyKeyInsert :exec
+INSERT INTO idempotency_keys (account_id, operation, key, fingerprint, response_status, response_headers, response_body, expires_at)
+VALUES ($1, $2, $3, $4, $5, $6, $7,
+        now() + make_interval(secs => $8::float8))
+`
+
+type IdempotencyKeyInsertParams struct {
+	AccountID       string
+	Operation       string
+	Key             string
+	Fingerprint     []byte
+	ResponseStatus  *int32
+	ResponseHeaders json.RawMessage
+	ResponseBody    []byte
+	TtlSeconds      float64
+}
+
+// Records the key's use, its response with it, in the operation's own transaction: queued
+// with its COMMIT (Tx.Later). One write, of a row nobody has seen yet, where claiming the row
+// first and storing the response later writes it twice. A plain INSERT: should a row of the
+// key exist, it fails, and the operation's effect rolls back with it.
+func (q *Queries) IdempotencyKeyInsert(ctx context.Context, arg IdempotencyKeyInsertParams) error {
+	_, err := q.db.Exec(ctx, idempotencyKeyInsert,
+		arg.AccountID,
+		arg.Operation,
+		arg.Key,
+		arg.Fingerprint,
+		arg.ResponseStatus,
+		arg.ResponseHeaders,
+		arg.ResponseBody,
+		arg.TtlSeconds,
 	)
-	return i, err
+	return err
 }
 
 const idempotencyKeyInsertExpired = `-- name: IdempotencyKeyInsertExpired :execrows
@@ -180,6 +254,23 @@ func (q *Queries) IdempotencyKeyInsertExpired(ctx context.Context, arg Idempoten
 	return result.RowsAffected(), nil
 }
 
+const idempotencyKeyLock = `-- name: IdempotencyKeyLock :one
+SELECT pg_try_advisory_xact_lock(hashtextextended($1::text, 0)) AS acquired
+`
+
+// Takes the key's lock for the rest of the transaction, the operation's first statement.
+// pg_try_advisory_xact_lock answers at once: false means another transaction holds it, so
+// the key's first use is still running (or another retry is reading the key), and unless
+// IdempotencyKeyGet finds the key used, the caller answers 409. The lock is a hash of the
+// key: a collision can only cause a false 409, never a second effect, because the key's row
+// is written with a plain INSERT, which its primary key refuses a second time.
+func (q *Queries) IdempotencyKeyLock(ctx context.Context, lockKey string) (bool, error) {
+	row := q.db.QueryRow(ctx, idempotencyKeyLock, lockKey)
+	var acquired bool
+	err := row.Scan(&acquired)
+	return acquired, err
+}
+
 const idempotencyKeySaveResponse = `-- name: IdempotencyKeySaveResponse :exec
 UPDATE idempotency_keys
 SET response_status = $1,
@@ -197,6 +288,8 @@ type IdempotencyKeySaveResponseParams struct {
 	Key             string
 }
 
+// The floor's second write of its key's row: the response, stored at the end of the
+// transaction that claimed it (IdempotencyKeyClaim).
 func (q *Queries) IdempotencyKeySaveResponse(ctx context.Context, arg IdempotencyKeySaveResponseParams) error {
 	_, err := q.db.Exec(ctx, idempotencyKeySaveResponse,
 		arg.ResponseStatus,

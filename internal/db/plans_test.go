@@ -109,7 +109,11 @@ var lookups = map[string]lookup{
 		args: map[string]any{"lock_key": "plans", "account_id": planAccount, "operation": "op", "key": planKey, "fingerprint": `\x00`, "ttl_seconds": 60},
 		keys: map[string][]string{"idempotency_keys": {"account_id", "operation", "key"}},
 	},
-	"IdempotencyKeyGetCompleted": {
+	"IdempotencyKeyGet": {
+		args: map[string]any{"account_id": planAccount, "operation": "op", "key": planKey},
+		keys: map[string][]string{"idempotency_keys": {"account_id", "operation", "key"}},
+	},
+	"IdempotencyKeyDeleteIfExpired": {
 		args: map[string]any{"account_id": planAccount, "operation": "op", "key": planKey},
 		keys: map[string][]string{"idempotency_keys": {"account_id", "operation", "key"}},
 	},

@@ -25,9 +25,11 @@ import (
 // rollbackTimeout bounds a rollback that runs after the caller's context is gone.
 const rollbackTimeout = 5 * time.Second
 
-// txOptions: READ COMMITTED, not REPEATABLE READ. INSERT ... ON CONFLICT under REPEATABLE
-// READ fails with 40001 when it meets a row committed after the snapshot, which the
-// idempotency claim does by design.
+// txOptions: READ COMMITTED, not REPEATABLE READ. Each statement then reads what had
+// committed when it started, which the idempotency claim relies on: the key's row is read
+// by the statement after the key's lock, so it sees the use of the key that released the
+// lock. Under REPEATABLE READ it would read the transaction's first snapshot, taken before
+// the lock was answered.
 var txOptions = pgx.TxOptions{IsoLevel: pgx.ReadCommitted}
 
 // Tx is one open transaction. Its embedded Queries run the sqlc queries inside it.
@@ -57,9 +59,9 @@ func (tx Tx) PgxTx(ctx context.Context) (pgx.Tx, error) {
 // A transaction costs the round trips of its statements and no more. BEGIN is not sent on
 // its own: it goes with the transaction's first statement, in one batch (pgx's
 // Batch.BeginTx). COMMIT goes with the statements queued on Later. So a transaction of one
-// read and some writes (an idempotent create: the claim, then the payment, its event and the
-// stored answer) is two round trips, where BEGIN, each statement and COMMIT sent in turn
-// would be six.
+// read and some writes (an idempotent create: the key's lock and row, then the payment, its
+// event and the key's row with the answer) is two round trips, where BEGIN, each statement
+// and COMMIT sent in turn would be six.
 //
 // A transaction that cannot begin because the database is unavailable (a failover under
 // way) is begun again on another connection, for as long as ctx's failover wait allows
@@ -70,7 +72,7 @@ func (tx Tx) PgxTx(ctx context.Context) (pgx.Tx, error) {
 // canceled mid-transaction the rollback must still reach the server. Should it fail, or a
 // COMMIT's answer be lost, the connection is still in a transaction when it is released,
 // and the pool closes it rather than hand it to another request.
-func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx Tx) error, ahead ...*Ahead) (err error) {
+func InTx(ctx context.Context, pool *pgxpool.Pool, fn func(tx Tx) error, ahead ...Ahead) (err error) {
 	conn := &txConn{pool: pool, ahead: ahead, retry: newFailoverRetry(ctx)}
 	if err := conn.acquire(ctx); err != nil {
 		return fmt.Errorf("begin transaction: %w", err)
@@ -103,9 +105,9 @@ type txConn struct {
 	pooled *pgxpool.Conn // nil between a failed BEGIN and the next connection
 	conn   *pgx.Conn     // pooled's
 	retry  failoverRetry
-	tx     pgx.Tx   // nil until the first statement
-	ahead  []*Ahead // sent with the first statement, answered when its batch closes
-	done   bool     // committed: nothing is left to roll back
+	tx     pgx.Tx  // nil until the first statement
+	ahead  []Ahead // sent with the first statement, answered when its batch closes
+	done   bool    // committed: nothing is left to roll back
 }
 
 // acquire takes a connection from the pool, waiting out an unavailable database as retry

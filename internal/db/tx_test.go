@@ -115,7 +115,7 @@ func TestReadsAheadGoWithTheFirstStatement(t *testing.T) {
 	}
 	types := []string{"payment.succeeded", "payment.failed"}
 	lookup := func(ahead bool) map[string][]string {
-		var reads []*db.Ahead
+		var reads []db.Ahead
 		if ahead {
 			reads = append(reads, db.SubscribedEndpointsAhead("acct_ahead", types...))
 		}

@@ -16,10 +16,10 @@ import (
 )
 
 // TestAFreshCreateRoundTrips counts the round trips a fresh POST /payments makes to the
-// database, from its statements' spans. There are two: BEGIN goes with the idempotency claim
-// and the lookup of the webhook endpoints its event may fan out to (db.Ahead), and the
-// payment, its event and the stored answer go with COMMIT (db.Tx.Later). A naive server
-// sends the same statements in six (cmd/payments-load/minimal).
+// database, from its statements' spans. There are two: BEGIN goes with the idempotency key's
+// lock, its row and the lookup of the webhook endpoints its event may fan out to (db.Ahead),
+// and the payment, its event and the key's row with the answer go with COMMIT
+// (db.Tx.Later). A naive server sends its statements in six (cmd/payments-load/minimal).
 func TestAFreshCreateRoundTrips(t *testing.T) {
 	t.Parallel()
 	b, spans := setupCounted(t)
@@ -35,8 +35,8 @@ func TestAFreshCreateRoundTrips(t *testing.T) {
 		t.Fatalf("counted create: %d %s", res.Status, res.Body)
 	}
 	want := []string{
-		"batch [BEGIN, IdempotencyKeyClaim, WebhookEndpointListSubscribedAny]",
-		"batch [PaymentInsert, EventInsert, IdempotencyKeySaveResponse, COMMIT]",
+		"batch [BEGIN, IdempotencyKeyLock, IdempotencyKeyGet, WebhookEndpointListSubscribedAny]",
+		"batch [PaymentInsert, EventInsert, IdempotencyKeyInsert, COMMIT]",
 	}
 	if got := roundTrips(spans.Ended(), traceID); strings.Join(got, "; ") != strings.Join(want, "; ") {
 		t.Errorf("a fresh create's round trips:\n got %d: %s\nwant %d: %s", len(got), strings.Join(got, "; "), len(want), strings.Join(want, "; "))

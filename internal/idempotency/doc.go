@@ -3,9 +3,11 @@
 //  1. key.go: the Idempotency-Key header, bare (Stripe) or as a structured-field string (IETF).
 //  2. fingerprint.go: what "the same request" means: SHA-256 of the operation and the body's
 //     canonical JSON, so key order and whitespace do not matter but any value does.
-//  3. store.go: the record is one row, unique on (account, operation, key), claimed by the
-//     first statement of the same transaction that performs the operation. Either the
-//     operation and its record commit together, or neither exists and a retry runs again.
+//  3. store.go: the key is claimed by the first statements of the same transaction that
+//     performs the operation (its advisory lock, then its row), and its record is one row,
+//     unique on (account, operation, key), written with the operation's response before
+//     COMMIT. Either the operation and its record commit together, or neither exists and a
+//     retry runs again.
 //     A second request with the key gets 409 while the first is in flight (answered at
 //     once, not after the first finishes), the stored response byte for byte afterwards,
 //     or 422 if its body differs.

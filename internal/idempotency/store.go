@@ -83,58 +83,55 @@ func (s *Store) WithObserver(o Observer) *Store {
 	return &cp
 }
 
-// Do runs op at most once per key, inside one transaction that begins by claiming the key:
+// Do runs op at most once per key, inside one transaction that begins by taking the key's
+// lock and reading its row:
 //
-//   - key in flight (its first use has not committed): domain.ErrIdempotencyKeyInUse, at once;
 //   - key done, same fingerprint: the stored response, Replayed set;
 //   - key done, other fingerprint: domain.ErrIdempotencyKeyReused;
-//   - key new (or expired): op runs inside the transaction. If it returns a Response,
-//     the response is stored beside the effect and both commit. If it returns an error,
-//     everything rolls back (the claim too), so nothing is stored and a retry runs op again.
+//   - key in flight (another transaction holds its lock, and no use of it has committed):
+//     domain.ErrIdempotencyKeyInUse, at once;
+//   - key new (or expired): op runs inside the transaction. If it returns a Response, the
+//     key's row is written with the response, beside the effect, and both commit. If it
+//     returns an error, everything rolls back, so nothing is stored and a retry runs op again.
 //
-// The reads in ahead go with the claim, in the transaction's first round trip (db.Ahead).
+// The lock, the key's row and the reads in ahead are the transaction's first round trip
+// (db.Ahead); the row and the effect's writes go with COMMIT, in the second.
 //
 // This is right because op only changes this database. An operation that called a foreign
 // system (a real card network) between local transactions would need recovery points and a
 // lease instead (Brandur Leach, "Implementing Stripe-like Idempotency Keys in Postgres").
-func (s *Store) Do(ctx context.Context, req Request, op func(tx db.Tx) (Response, error), ahead ...*db.Ahead) (Response, error) {
+func (s *Store) Do(ctx context.Context, req Request, op func(tx db.Tx) (Response, error), ahead ...db.Ahead) (Response, error) {
 	var res Response
+	key := db.IdempotencyKeyAhead(db.IdempotencyKeyGetParams{AccountID: req.AccountID, Operation: req.Operation, Key: req.Key})
 	err := db.InTx(ctx, s.pool, func(tx db.Tx) error {
 		span := trace.Start(ctx, "claim")
-		claim, err := tx.IdempotencyKeyClaim(ctx, db.IdempotencyKeyClaimParams{
-			LockKey:     req.AccountID + "|" + req.Operation + "|" + req.Key, // ids and operations contain no "|"
-			AccountID:   req.AccountID,
-			Operation:   req.Operation,
-			Key:         req.Key,
-			Fingerprint: req.Fingerprint,
-			TtlSeconds:  s.ttl.Seconds(),
-		})
+		acquired, err := tx.IdempotencyKeyLock(ctx, req.AccountID+"|"+req.Operation+"|"+req.Key) // ids and operations contain no "|"
+		used, found, readErr := key.Row()
 		span.End()
 		switch {
 		case err != nil:
-			return fmt.Errorf("claim idempotency key: %w", err)
-		case claim.ResponseStatus != nil:
-			// The key was used and its response committed: answer from it.
+			return fmt.Errorf("lock idempotency key: %w", err)
+		case readErr != nil:
+			return fmt.Errorf("read idempotency key: %w", readErr)
+		case found && !used.Expired:
+			// The key was used and its response committed: answer from it, whoever holds
+			// the lock (another retry reading it, as this one is).
 			span := trace.Start(ctx, "replay")
-			res, err = replay(req, claim.Fingerprint, *claim.ResponseStatus, claim.ResponseHeaders, claim.ResponseBody)
+			res, err = replay(req, used.Fingerprint, *used.ResponseStatus, used.ResponseHeaders, used.ResponseBody)
 			span.End()
 			return err
-		case !claim.Claimed:
-			// Another transaction holds the key's lock (its first use is still running, or
-			// another retry is reading it), or the row was committed too late for the
-			// claim's snapshot. Only a committed row can answer; without one, it is in flight.
-			res, err = s.stored(ctx, tx.Queries, req)
-			if errors.Is(err, domain.ErrNotFound) {
-				return domain.ErrIdempotencyKeyInUse
-			}
-			return err
+		case !acquired:
+			// Another transaction holds the lock and no use of the key has committed: its
+			// first use is still running.
+			return domain.ErrIdempotencyKeyInUse
 		}
 		if res, err = op(tx); err != nil {
 			return err
 		}
-		// The response is queued, not sent: it goes with the transaction's last round trip.
-		return s.save(ctx, tx.Later, req, res)
-	}, ahead...)
+		// The row is queued, not sent: it goes with the transaction's last round trip. A row
+		// found here has expired (one that had not was replayed), and makes way for it.
+		return s.record(ctx, tx.Later, req, res, found)
+	}, append([]db.Ahead{key}, ahead...)...)
 	s.observe(ctx, req.Operation, res, err)
 	return res, err
 }
@@ -162,18 +159,6 @@ func (s *Store) observe(ctx context.Context, operation string, res Response, err
 	}
 }
 
-// stored loads the committed response of a used key (domain.ErrNotFound when there is none).
-func (s *Store) stored(ctx context.Context, q *db.Queries, req Request) (Response, error) {
-	defer trace.Start(ctx, "replay").End()
-	row, err := q.IdempotencyKeyGetCompleted(ctx, db.IdempotencyKeyGetCompletedParams{
-		AccountID: req.AccountID, Operation: req.Operation, Key: req.Key,
-	})
-	if err != nil {
-		return Response{}, fmt.Errorf("load idempotency key: %w", db.Translate(err))
-	}
-	return replay(req, row.Fingerprint, *row.ResponseStatus, row.ResponseHeaders, row.ResponseBody)
-}
-
 // replay is the stored response of a used key, or domain.ErrIdempotencyKeyReused when the
 // key was first used for a different request.
 func replay(req Request, fingerprint []byte, status int32, headers, body []byte) (Response, error) {
@@ -187,18 +172,30 @@ func replay(req Request, fingerprint []byte, status int32, headers, body []byte)
 	return res, nil
 }
 
-func (s *Store) save(ctx context.Context, q *db.Queries, req Request, res Response) error {
+// record queues the key's row, holding res, for the commit: after deleting the key's
+// expired row, when it has one.
+func (s *Store) record(ctx context.Context, q *db.Queries, req Request, res Response, expired bool) error {
+	if expired {
+		err := q.IdempotencyKeyDeleteIfExpired(ctx, db.IdempotencyKeyDeleteIfExpiredParams{
+			AccountID: req.AccountID, Operation: req.Operation, Key: req.Key,
+		})
+		if err != nil {
+			return fmt.Errorf("delete expired idempotency key: %w", err)
+		}
+	}
 	status := int32(res.Status)
-	err := q.IdempotencyKeySaveResponse(ctx, db.IdempotencyKeySaveResponseParams{
-		ResponseStatus:  &status,
-		ResponseHeaders: encodeHeader(res.Header),
-		ResponseBody:    res.Body,
+	err := q.IdempotencyKeyInsert(ctx, db.IdempotencyKeyInsertParams{
 		AccountID:       req.AccountID,
 		Operation:       req.Operation,
 		Key:             req.Key,
+		Fingerprint:     req.Fingerprint,
+		ResponseStatus:  &status,
+		ResponseHeaders: encodeHeader(res.Header),
+		ResponseBody:    res.Body,
+		TtlSeconds:      s.ttl.Seconds(),
 	})
 	if err != nil {
-		return fmt.Errorf("save idempotent response: %w", err)
+		return fmt.Errorf("record idempotent response: %w", err)
 	}
 	return nil
 }

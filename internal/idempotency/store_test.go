@@ -127,10 +127,11 @@ func TestExpiredKeyCanBeReused(t *testing.T) {
 		t.Fatalf("after expiry: %+v, %v, %d calls; want the operation to run again", res, err, calls)
 	}
 
-	row, err := db.New(pool).IdempotencyKeyGetCompleted(ctx, db.IdempotencyKeyGetCompletedParams{AccountID: accountID, Operation: "payments.create", Key: "key-K"})
-	if err != nil {
-		t.Fatal(err)
+	rows, err := db.New(pool).IdempotencyKeyGet(ctx, db.IdempotencyKeyGetParams{AccountID: accountID, Operation: "payments.create", Key: "key-K"})
+	if err != nil || len(rows) != 1 {
+		t.Fatalf("the key's rows: %d, %v; want 1", len(rows), err)
 	}
+	row := rows[0]
 	if !bytes.Equal(row.Fingerprint, second.Fingerprint) || string(row.ResponseBody) != `{"run":2}` {
 		t.Errorf("the row keeps the old request: body %s", row.ResponseBody)
 	}
@@ -140,6 +141,46 @@ func TestExpiredKeyCanBeReused(t *testing.T) {
 	res, err = store.Do(ctx, second, op(`{"run":"never"}`))
 	if err != nil || !res.Replayed || string(res.Body) != `{"run":2}` || calls != 2 {
 		t.Errorf("replay of the new use: %+v, %v, %d calls", res, err, calls)
+	}
+}
+
+// TestTheKeysRowRefusesASecondEffect: the key's lock keeps a second use of a key from
+// running while the first does, and behind it the key's primary key refuses a second row.
+// Here a use of the key commits while the operation runs, written straight to the table as
+// if it had got past the lock, so the operation's own row is the second. Its transaction
+// must fail, and the operation's effect roll back with it.
+func TestTheKeysRowRefusesASecondEffect(t *testing.T) {
+	t.Parallel()
+	store, pool, accountID := setupStore(t)
+	ctx := bounded(t)
+	req, err := idempotency.NewRequest(accountID, "payments.create", "key-raced", decode(t, `{"amount":100}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	op := func(tx db.Tx) (idempotency.Response, error) {
+		status := int32(201)
+		if err := db.New(pool).IdempotencyKeyInsert(ctx, db.IdempotencyKeyInsertParams{ // another connection: commits now
+			AccountID: accountID, Operation: req.Operation, Key: req.Key, Fingerprint: req.Fingerprint,
+			ResponseStatus: &status, ResponseHeaders: []byte(`{}`), ResponseBody: []byte(`{"id":"other"}`), TtlSeconds: 60,
+		}); err != nil {
+			return idempotency.Response{}, err
+		}
+		err := tx.Later.EventInsert(ctx, db.EventInsertParams{ID: "evt_raced", AccountID: accountID, Type: "payment.succeeded", Data: []byte(`{}`)})
+		return idempotency.Response{Status: 201, Body: []byte(`{"id":"second"}`)}, err
+	}
+	if _, err := store.Do(ctx, req, op); err == nil {
+		t.Error("a second row of the key committed")
+	}
+	var events int
+	if err := pool.QueryRow(ctx, `SELECT count(*) FROM events WHERE id = 'evt_raced'`).Scan(&events); err != nil {
+		t.Fatal(err)
+	}
+	if events != 0 {
+		t.Error("the second use's effect committed beside the first use's row")
+	}
+	res, err := store.Do(ctx, req, op)
+	if err != nil || !res.Replayed || string(res.Body) != `{"id":"other"}` {
+		t.Errorf("a retry: %+v, %v; want the first use's response", res, err)
 	}
 }
 
@@ -194,8 +235,8 @@ func TestConcurrentReplaysOfACompletedKey(t *testing.T) {
 	}
 }
 
-// TestAReplayIsAnsweredFromTheClaim: the claim brings back a used key's stored response, so
-// a replay costs two round trips: BEGIN with the claim, then COMMIT; no read after the claim.
+// TestAReplayIsAnsweredFromTheClaim: the key's row comes back with its lock, so a replay
+// costs two round trips: BEGIN with the lock and the row, then COMMIT; no read after them.
 func TestAReplayIsAnsweredFromTheClaim(t *testing.T) {
 	t.Parallel()
 	pool, roundTrips := dbtest.NewCountedPool(t) // its one connection ran the first use: every statement is prepared
@@ -220,7 +261,7 @@ func TestAReplayIsAnsweredFromTheClaim(t *testing.T) {
 		t.Fatalf("replay: %+v, %v", res, err)
 	}
 	if n := roundTrips.Count(); n != 2 {
-		t.Errorf("a replay took %d round trips, want 2: BEGIN with the claim, COMMIT", n)
+		t.Errorf("a replay took %d round trips, want 2: BEGIN with the lock and the row, COMMIT", n)
 	}
 }
 

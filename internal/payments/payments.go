@@ -162,10 +162,10 @@ func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p Crea
 // CreateReadsAhead are the reads Create will need after the idempotency claim, for the claim
 // to carry (db.Ahead): the webhook endpoints its event fans out to, for either outcome of the
 // charge, which is only known later, in one statement. So a create is two round trips:
-// BEGIN, the claim and this read; then the payment, its event and the stored answer with
-// COMMIT.
-func CreateReadsAhead(accountID string) []*db.Ahead {
-	return []*db.Ahead{db.SubscribedEndpointsAhead(accountID, events.PaymentSucceeded, events.PaymentFailed)}
+// BEGIN, the key's lock, its row and this read; then the payment, its event and the key's
+// row with the answer, with COMMIT.
+func CreateReadsAhead(accountID string) []db.Ahead {
+	return []db.Ahead{db.SubscribedEndpointsAhead(accountID, events.PaymentSucceeded, events.PaymentFailed)}
 }
 
 // recordEvent records an event carrying the payment's resource and returns the resource as

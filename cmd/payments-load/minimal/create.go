@@ -22,12 +22,13 @@ type createBody struct {
 
 var errKeyUsed = errors.New("idempotency key already used")
 
-// create is the server's fresh create as plain statements in the server's order, sent as a
-// naive server sends them: BEGIN, the claim, the payment insert, the lookup of subscribed
-// webhook endpoints, the event and the stored response in one batch, COMMIT, each waiting for
-// the one before. (The server sends BEGIN with the claim, and the writes with COMMIT.) The
-// fingerprint is the key itself (nothing is compared), the payment row is encoded once, for
-// the event and the answer alike, and the card is always approved.
+// create is a fresh create as a naive server sends it: BEGIN, the claim (the key's row
+// inserted), the payment insert, the lookup of subscribed webhook endpoints, the event and the
+// stored response (the key's row updated) in one batch, COMMIT, each waiting for the one
+// before. (The server sends BEGIN with the key's lock and row, and the writes with COMMIT,
+// the key's row written once among them.) The fingerprint is the key itself (nothing is
+// compared), the payment row is encoded once, for the event and the answer alike, and the
+// card is always approved.
 func create(ctx context.Context, pool *pgxpool.Pool, accountID, key string, body createBody) (db.Payment, []byte, error) {
 	var p db.Payment
 	var res []byte
