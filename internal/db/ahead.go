@@ -26,27 +26,33 @@ type Ahead interface {
 // errNotAnswered is what a read sent ahead answers before the round trip that carries it.
 var errNotAnswered = errors.New("db: a read sent ahead is answered with the transaction's first statement")
 
+// aheadRows is a read sent ahead and its answer: the rows of sql with args, as T.
+type aheadRows[T any] struct {
+	sql      string
+	args     []any
+	answered bool
+	rows     []T
+	err      error
+}
+
+func (a *aheadRows[T]) queue(b *pgx.Batch) {
+	b.Queue(a.sql, a.args...).Query(func(rows pgx.Rows) error {
+		a.rows, a.err = pgx.CollectRows(rows, pgx.RowToStructByPos[T])
+		a.answered = true
+		return a.err
+	})
+}
+
 // KeyAhead reads an idempotency key's row ahead (IdempotencyKeyGet).
 type KeyAhead struct {
-	arg      IdempotencyKeyGetParams
-	answered bool
-	rows     []IdempotencyKeyGetRow
-	err      error
+	aheadRows[IdempotencyKeyGetRow]
 }
 
 // IdempotencyKeyAhead reads the key's row in the round trip of the transaction's first
 // statement, after it: the key's lock (IdempotencyKeyLock), so what it reads is what had
 // committed once the lock was answered.
 func IdempotencyKeyAhead(arg IdempotencyKeyGetParams) *KeyAhead {
-	return &KeyAhead{arg: arg}
-}
-
-func (a *KeyAhead) queue(b *pgx.Batch) {
-	b.Queue(idempotencyKeyGet, a.arg.AccountID, a.arg.Operation, a.arg.Key).Query(func(rows pgx.Rows) error {
-		a.rows, a.err = pgx.CollectRows(rows, pgx.RowToStructByPos[IdempotencyKeyGetRow])
-		a.answered = true
-		return a.err
-	})
+	return &KeyAhead{aheadRows[IdempotencyKeyGetRow]{sql: idempotencyKeyGet, args: []any{arg.AccountID, arg.Operation, arg.Key}}}
 }
 
 // Row is the key's row and whether it has one. It is an error to ask before the
@@ -66,10 +72,8 @@ func (a *KeyAhead) Row() (IdempotencyKeyGetRow, bool, error) {
 // EndpointsAhead reads ahead the webhook endpoints an event may fan out to
 // (WebhookEndpointListSubscribedAny).
 type EndpointsAhead struct {
+	aheadRows[WebhookEndpointListSubscribedAnyRow]
 	subscribed WebhookEndpointListSubscribedAnyParams
-	answered   bool
-	endpoints  []WebhookEndpointListSubscribedAnyRow
-	err        error
 }
 
 // SubscribedEndpointsAhead reads ahead, in one statement, the endpoints of the account that
@@ -77,15 +81,10 @@ type EndpointsAhead struct {
 // (a payment succeeds or fails, which it learns only later). Tx.SubscribedEndpoints answers
 // from it for each of eventTypes.
 func SubscribedEndpointsAhead(accountID string, eventTypes ...string) *EndpointsAhead {
-	return &EndpointsAhead{subscribed: WebhookEndpointListSubscribedAnyParams{AccountID: accountID, Types: eventTypes}}
-}
-
-func (a *EndpointsAhead) queue(b *pgx.Batch) {
-	b.Queue(webhookEndpointListSubscribedAny, a.subscribed.AccountID, a.subscribed.Types).Query(func(rows pgx.Rows) error {
-		a.endpoints, a.err = pgx.CollectRows(rows, pgx.RowToStructByPos[WebhookEndpointListSubscribedAnyRow])
-		a.answered = true
-		return a.err
-	})
+	return &EndpointsAhead{
+		aheadRows:  aheadRows[WebhookEndpointListSubscribedAnyRow]{sql: webhookEndpointListSubscribedAny, args: []any{accountID, eventTypes}},
+		subscribed: WebhookEndpointListSubscribedAnyParams{AccountID: accountID, Types: eventTypes},
+	}
 }
 
 // covers reports whether the read was answered and holds what arg asks for.
@@ -97,7 +96,7 @@ func (a *EndpointsAhead) covers(arg WebhookEndpointListSubscribedParams) bool {
 // read that take eventType or '*', in the read's order (by id).
 func (a *EndpointsAhead) subscribedTo(eventType string) []string {
 	var ids []string
-	for _, e := range a.endpoints {
+	for _, e := range a.rows {
 		if slices.Contains(e.EnabledEvents, eventType) || slices.Contains(e.EnabledEvents, "*") {
 			ids = append(ids, e.ID)
 		}
