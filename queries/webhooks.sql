@@ -81,8 +81,17 @@ WHERE account_id = @account_id
 ORDER BY id;
 
 -- name: WebhookDeliveryInsertMany :exec
+-- One delivery per endpoint that still exists. A create reads its endpoints ahead, before
+-- the charge (db.SubscribedEndpointsAhead), and one deleted during the charge is skipped
+-- here rather than failing the foreign key and, with it, the payment. FOR KEY SHARE waits
+-- for a delete not yet committed, then skips the row if it committed; in a LATERAL subquery
+-- it also keeps each endpoint a lookup by its key.
 INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id)
-SELECT unnest(@ids::text[]), @account_id, unnest(@endpoint_ids::text[]), @event_id;
+SELECT d.id, e.account_id, e.id, @event_id
+FROM (SELECT unnest(@ids::text[]) AS id, unnest(@endpoint_ids::text[]) AS endpoint_id) AS d,
+LATERAL (SELECT w.account_id, w.id FROM webhook_endpoints AS w
+         WHERE w.account_id = @account_id AND w.id = d.endpoint_id
+         FOR KEY SHARE) AS e;
 
 -- name: WebhookDeliveryRequeue :one
 -- Queues an event for an endpoint again, now, with a fresh retry schedule. An earlier
@@ -131,16 +140,31 @@ ORDER BY attempts.delivery_id, attempts.attempt;
 INSERT INTO webhook_attempts (account_id, delivery_id, attempt, attempted_at, duration_ms, response_status, error)
 VALUES (@account_id, @delivery_id, @attempt, @attempted_at, @duration_ms, @response_status, @error);
 
--- name: WebhookDeliveryRecordAttempt :execrows
+-- name: WebhookDeliveryLock :one
+-- The delivery as it is now, locked until the transaction ends: an attempt is recorded, and a
+-- job ended, against it, while a redelivery (WebhookDeliveryRequeue) waits.
+SELECT * FROM webhook_deliveries
+WHERE account_id = @account_id AND id = @id
+FOR UPDATE;
+
+-- name: WebhookDeliveryRecordAttempt :exec
 -- Counts an attempt and sets what follows: pending with the next attempt's time, or
--- succeeded / failed with none. Only if no other attempt was recorded since it was read.
+-- succeeded / failed with none.
 UPDATE webhook_deliveries
 SET attempt_count = attempt_count + 1,
     round_attempts = round_attempts + 1,
     status = @status,
     next_attempt_at = sqlc.narg(next_attempt_at),
     updated_at = clock_timestamp()
-WHERE account_id = @account_id AND id = @id AND status = 'pending' AND attempt_count = @seen_attempts;
+WHERE account_id = @account_id AND id = @id;
+
+-- name: WebhookDeliveryCountAttempt :exec
+-- Counts an attempt that decides nothing: the delivery ended while it was in flight (its
+-- endpoint was disabled).
+UPDATE webhook_deliveries
+SET attempt_count = attempt_count + 1,
+    updated_at = clock_timestamp()
+WHERE account_id = @account_id AND id = @id;
 
 -- name: WebhookDeliveryFail :exec
 -- Ends a pending delivery without an attempt: its endpoint is disabled.

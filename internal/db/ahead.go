@@ -12,12 +12,14 @@ import (
 // statement, in the round trip that begins it (InTx). It is for a read whose answer a
 // request needs later but can name before it begins, so that it costs no round trip of its
 // own. Under READ COMMITTED each statement reads what had committed when it started, so a
-// read sent with the first statement sees what it would have seen sent alone a moment later.
+// read sent ahead sees the database as of the transaction's start, not as of its use: what
+// reads it must allow for what commits in between.
 //
 // Two reads have a use for it today: a key's row, read once its lock is answered
 // (IdempotencyKeyAhead), and the webhook endpoints an event fans out to
 // (SubscribedEndpointsAhead), which a create would otherwise look up between its claim and
-// its commit.
+// its commit. A create's charge comes in between: WebhookDeliveryInsertMany skips an
+// endpoint deleted meanwhile.
 type Ahead interface {
 	// queue adds the read to b, to be answered when b's results are closed.
 	queue(b *pgx.Batch)

@@ -166,8 +166,14 @@ var lookups = map[string]lookup{
 	},
 
 	"WebhookDeliveryGetByID":       byID("webhook_deliveries", planDelivery),
-	"WebhookDeliveryRecordAttempt": byID("webhook_deliveries", planDelivery),
+	"WebhookDeliveryLock":          byID("webhook_deliveries", planDelivery),
+	"WebhookDeliveryRecordAttempt": byID("webhook_deliveries", planDelivery).with(map[string]any{"status": "failed"}),
+	"WebhookDeliveryCountAttempt":  byID("webhook_deliveries", planDelivery),
 	"WebhookDeliveryFail":          byID("webhook_deliveries", planDelivery),
+	"WebhookDeliveryInsertMany": {
+		args: map[string]any{"account_id": planAccount, "ids": []string{"msg_plans_new"}, "endpoint_ids": []string{planSpare}, "event_id": planEvent},
+		keys: map[string][]string{"webhook_endpoints": {"account_id", "id"}},
+	},
 	"WebhookDeliveryFailPendingByEndpoint": {
 		args: map[string]any{"account_id": planAccount, "endpoint_id": planEndpoint},
 		keys: map[string][]string{"webhook_deliveries": {"account_id", "endpoint_id"}},

@@ -85,6 +85,25 @@ func (q *Queries) WebhookAttemptListByDeliveries(ctx context.Context, arg Webhoo
 	return items, nil
 }
 
+const webhookDeliveryCountAttempt = `-- name: WebhookDeliveryCountAttempt :exec
+UPDATE webhook_deliveries
+SET attempt_count = attempt_count + 1,
+    updated_at = clock_timestamp()
+WHERE account_id = $1 AND id = $2
+`
+
+type WebhookDeliveryCountAttemptParams struct {
+	AccountID string
+	ID        string
+}
+
+// Counts an attempt that decides nothing: the delivery ended while it was in flight (its
+// endpoint was disabled).
+func (q *Queries) WebhookDeliveryCountAttempt(ctx context.Context, arg WebhookDeliveryCountAttemptParams) error {
+	_, err := q.db.Exec(ctx, webhookDeliveryCountAttempt, arg.AccountID, arg.ID)
+	return err
+}
+
 const webhookDeliveryFail = `-- name: WebhookDeliveryFail :exec
 UPDATE webhook_deliveries
 SET status = 'failed', next_attempt_at = NULL, updated_at = clock_timestamp()
@@ -149,22 +168,31 @@ func (q *Queries) WebhookDeliveryGetByID(ctx context.Context, arg WebhookDeliver
 
 const webhookDeliveryInsertMany = `-- name: WebhookDeliveryInsertMany :exec
 INSERT INTO webhook_deliveries (id, account_id, endpoint_id, event_id)
-SELECT unnest($1::text[]), $2, unnest($3::text[]), $4
+SELECT d.id, e.account_id, e.id, $1
+FROM (SELECT unnest($2::text[]) AS id, unnest($3::text[]) AS endpoint_id) AS d,
+LATERAL (SELECT w.account_id, w.id FROM webhook_endpoints AS w
+         WHERE w.account_id = $4 AND w.id = d.endpoint_id
+         FOR KEY SHARE) AS e
 `
 
 type WebhookDeliveryInsertManyParams struct {
-	Ids         []string
-	AccountID   string
-	EndpointIds []string
 	EventID     string
+	Ids         []string
+	EndpointIds []string
+	AccountID   string
 }
 
+// One delivery per endpoint that still exists. A create reads its endpoints ahead, before
+// the charge (db.SubscribedEndpointsAhead), and one deleted during the charge is skipped
+// here rather than failing the foreign key and, with it, the payment. FOR KEY SHARE waits
+// for a delete not yet committed, then skips the row if it committed; in a LATERAL subquery
+// it also keeps each endpoint a lookup by its key.
 func (q *Queries) WebhookDeliveryInsertMany(ctx context.Context, arg WebhookDeliveryInsertManyParams) error {
 	_, err := q.db.Exec(ctx, webhookDeliveryInsertMany,
-		arg.Ids,
-		arg.AccountID,
-		arg.EndpointIds,
 		arg.EventID,
+		arg.Ids,
+		arg.EndpointIds,
+		arg.AccountID,
 	)
 	return err
 }
@@ -235,14 +263,45 @@ func (q *Queries) WebhookDeliveryListByEndpoint(ctx context.Context, arg Webhook
 	return items, nil
 }
 
-const webhookDeliveryRecordAttempt = `-- name: WebhookDeliveryRecordAttempt :execrows
+const webhookDeliveryLock = `-- name: WebhookDeliveryLock :one
+SELECT id, account_id, endpoint_id, event_id, status, attempt_count, round_attempts, next_attempt_at, created_at, updated_at FROM webhook_deliveries
+WHERE account_id = $1 AND id = $2
+FOR UPDATE
+`
+
+type WebhookDeliveryLockParams struct {
+	AccountID string
+	ID        string
+}
+
+// The delivery as it is now, locked until the transaction ends: an attempt is recorded, and a
+// job ended, against it, while a redelivery (WebhookDeliveryRequeue) waits.
+func (q *Queries) WebhookDeliveryLock(ctx context.Context, arg WebhookDeliveryLockParams) (WebhookDelivery, error) {
+	row := q.db.QueryRow(ctx, webhookDeliveryLock, arg.AccountID, arg.ID)
+	var i WebhookDelivery
+	err := row.Scan(
+		&i.ID,
+		&i.AccountID,
+		&i.EndpointID,
+		&i.EventID,
+		&i.Status,
+		&i.AttemptCount,
+		&i.RoundAttempts,
+		&i.NextAttemptAt,
+		&i.CreatedAt,
+		&i.UpdatedAt,
+	)
+	return i, err
+}
+
+const webhookDeliveryRecordAttempt = `-- name: WebhookDeliveryRecordAttempt :exec
 UPDATE webhook_deliveries
 SET attempt_count = attempt_count + 1,
     round_attempts = round_attempts + 1,
     status = $1,
     next_attempt_at = $2,
     updated_at = clock_timestamp()
-WHERE account_id = $3 AND id = $4 AND status = 'pending' AND attempt_count = $5
+WHERE account_id = $3 AND id = $4
 `
 
 type WebhookDeliveryRecordAttemptParams struct {
@@ -250,23 +309,18 @@ type WebhookDeliveryRecordAttemptParams struct {
 	NextAttemptAt *time.Time
 	AccountID     string
 	ID            string
-	SeenAttempts  int32
 }
 
 // Counts an attempt and sets what follows: pending with the next attempt's time, or
-// succeeded / failed with none. Only if no other attempt was recorded since it was read.
-func (q *Queries) WebhookDeliveryRecordAttempt(ctx context.Context, arg WebhookDeliveryRecordAttemptParams) (int64, error) {
-	result, err := q.db.Exec(ctx, webhookDeliveryRecordAttempt,
+// succeeded / failed with none.
+func (q *Queries) WebhookDeliveryRecordAttempt(ctx context.Context, arg WebhookDeliveryRecordAttemptParams) error {
+	_, err := q.db.Exec(ctx, webhookDeliveryRecordAttempt,
 		arg.Status,
 		arg.NextAttemptAt,
 		arg.AccountID,
 		arg.ID,
-		arg.SeenAttempts,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	return err
 }
 
 const webhookDeliveryRequeue = `-- name: WebhookDeliveryRequeue :one

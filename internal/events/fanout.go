@@ -10,8 +10,9 @@ import (
 
 // fanOut writes one pending delivery of the event for every enabled endpoint of the account
 // subscribed to its type, and enqueues their sending, in the event's transaction: a delivery
-// and its queue entry exist if and only if the event does. An endpoint disabled now never
-// receives this event, even once enabled again.
+// and its queue entry exist only if the event does. An endpoint disabled now never receives
+// this event, even once enabled again. An endpoint deleted after it was read gets no
+// delivery (WebhookDeliveryInsertMany); its queue entry finds none and ends.
 //
 // The delivery rows wait for the commit's batch while the queue entries are inserted now:
 // a worker cannot fetch an entry before the transaction commits, and then the rows commit

@@ -7,6 +7,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 	"github.com/payments-api/payments-api/internal/webhooks"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 )
@@ -236,4 +237,35 @@ func TestTwoProcessesDeliverEachEventOnce(t *testing.T) {
 	}
 	workedBy := b.count(t, `SELECT count(DISTINCT attempted_by[1]) FROM river_job WHERE queue = 'webhooks'`)
 	t.Logf("the deliveries were made by %d processes", workedBy)
+}
+
+// TestAnEndpointDeletedDuringAChargeLosesNoPayment: a create reads the endpoints its event
+// fans out to ahead, with its first statement, and writes their deliveries at its commit,
+// after the charge. An endpoint deleted while the charge is held gets no delivery, and the
+// payment commits: the deleted endpoint's foreign key would otherwise fail the whole
+// transaction, a 500 for a charge that went through.
+func TestAnEndpointDeletedDuringAChargeLosesNoPayment(t *testing.T) {
+	t.Parallel()
+	gate := newGatedProcessor()
+	b := setup(t, withPrivateReceivers(), withProcessor(gate))
+	t.Cleanup(gate.open) // before the servers close: Close waits for the held request
+	deleted, _ := createEndpoint(t, b.client, "http://127.0.0.1:3000/deleted", "payment.succeeded")
+	kept, _ := createEndpoint(t, b.client, "http://127.0.0.1:3000/kept", "payment.succeeded")
+
+	created := make(chan *apitest.Response, 1)
+	go func() { created <- b.client.Post("/payments", visa(900), apitest.Header("Idempotency-Key", newKey())) }()
+	gate.waitCharging(t) // the create has read both endpoints and is charging
+	if res := b.client.Do(http.MethodDelete, "/webhook-endpoints/"+deleted.ID, nil); res.Status != http.StatusNoContent {
+		t.Fatalf("delete during the charge: %d %s", res.Status, res.Body)
+	}
+	gate.open()
+	if res := <-created; res.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s, want 201", res.Status, res.Body)
+	}
+	if n := b.count(t, `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`, kept.ID); n != 1 {
+		t.Errorf("%d deliveries to the endpoint kept, want 1", n)
+	}
+	if n := b.count(t, `SELECT count(*) FROM webhook_deliveries`); n != 1 {
+		t.Errorf("%d deliveries in all, want only the kept endpoint's", n)
+	}
 }

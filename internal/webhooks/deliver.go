@@ -55,10 +55,16 @@ func (d *Deliverer) WithObserver(o Observer) *Deliverer {
 // that runs it is scheduled for that time, by a clock that may differ slightly.
 const dueSlack = 500 * time.Millisecond
 
+// EndJob ends the job that runs a delivery, inside the transaction that ends the delivery:
+// the worker completes its River job there (Worker.Work). A nil EndJob ends nothing: tests
+// make attempts without a job.
+type EndJob func(ctx context.Context, tx db.Tx) error
+
 // Attempt makes the next attempt of a delivery and records it. It returns when the attempt
-// after it is due, or nil when the delivery is over (succeeded, failed, gone or deleted).
-// No transaction is open while the receiver is called.
-func (d *Deliverer) Attempt(ctx context.Context, accountID, deliveryID string) (*time.Time, error) {
+// after it is due, or nil when the delivery is over (succeeded, failed, gone or deleted),
+// having called end in the transaction that found it over. No transaction is open while the
+// receiver is called.
+func (d *Deliverer) Attempt(ctx context.Context, accountID, deliveryID string, end EndJob) (*time.Time, error) {
 	t, err := d.load(ctx, accountID, deliveryID)
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, nil // deleted with its endpoint
@@ -67,11 +73,8 @@ func (d *Deliverer) Attempt(ctx context.Context, accountID, deliveryID string) (
 		return nil, err
 	}
 	delivery, endpoint := t.delivery, t.endpoint
-	if delivery.Status != StatusPending {
-		return nil, nil
-	}
-	if endpoint.DisabledReason != nil {
-		return nil, db.New(d.pool).WebhookDeliveryFail(ctx, db.WebhookDeliveryFailParams{AccountID: accountID, ID: deliveryID})
+	if delivery.Status != StatusPending || endpoint.DisabledReason != nil {
+		return d.finish(ctx, delivery, endpoint.DisabledReason != nil, end)
 	}
 	now := time.Now()
 	if due := delivery.NextAttemptAt; due != nil && due.After(now.Add(dueSlack)) {
@@ -87,10 +90,55 @@ func (d *Deliverer) Attempt(ctx context.Context, accountID, deliveryID string) (
 	d.observe(res)
 	var next *time.Time
 	err = db.InTx(ctx, d.pool, func(tx db.Tx) error {
-		next, err = d.record(ctx, tx, delivery, now, res)
+		next, err = d.record(ctx, tx, delivery, now, res, end)
 		return err
 	})
 	return next, err
+}
+
+// finish ends the job of a delivery that needs no attempt: it is over, or its endpoint is
+// disabled (it then fails). It decides on the delivery's row, locked: a redelivery that
+// committed since the row was read made it pending again, and this job goes on to send it
+// (its time is returned). Ended in the same transaction, the job can never look alive to a
+// redelivery that commits after: that one finds it over and enqueues a job of its own.
+func (d *Deliverer) finish(ctx context.Context, seen db.WebhookDelivery, disabled bool, end EndJob) (*time.Time, error) {
+	var next *time.Time
+	err := db.InTx(ctx, d.pool, func(tx db.Tx) error {
+		current, err := tx.WebhookDeliveryLock(ctx, db.WebhookDeliveryLockParams{AccountID: seen.AccountID, ID: seen.ID})
+		if err != nil {
+			return fmt.Errorf("lock delivery %s: %w", seen.ID, db.Translate(err))
+		}
+		if current.Status == StatusPending && disabled {
+			// The endpoint was disabled when it was read; a redelivery needs it enabled again.
+			endpoint, err := tx.WebhookEndpointGetByID(ctx, db.WebhookEndpointGetByIDParams{AccountID: seen.AccountID, ID: seen.EndpointID})
+			if err != nil {
+				return fmt.Errorf("load endpoint of %s: %w", seen.ID, db.Translate(err))
+			}
+			disabled = endpoint.DisabledReason != nil
+		}
+		switch {
+		case current.Status == StatusPending && !disabled: // redelivered meanwhile
+			next = current.NextAttemptAt
+			return nil
+		case current.Status == StatusPending:
+			fail := db.WebhookDeliveryFailParams{AccountID: seen.AccountID, ID: seen.ID}
+			if err := tx.WebhookDeliveryFail(ctx, fail); err != nil {
+				return fmt.Errorf("fail delivery %s: %w", seen.ID, err)
+			}
+		}
+		return endJob(ctx, tx, end)
+	})
+	if errors.Is(err, domain.ErrNotFound) {
+		return nil, nil // deleted with its endpoint meanwhile
+	}
+	return next, err
+}
+
+func endJob(ctx context.Context, tx db.Tx, end EndJob) error {
+	if end == nil {
+		return nil
+	}
+	return end(ctx, tx)
 }
 
 // target is what an attempt needs: the delivery, where it goes and what it sends.
@@ -101,7 +149,7 @@ type target struct {
 }
 
 // load reads an attempt's target without a lock (no transaction is open while the receiver
-// is called: WebhookDeliveryRecordAttempt checks that nothing moved meanwhile). Three
+// is called: record checks what moved meanwhile). Three
 // lookups by primary key rather than one join, whose generic plan could read all the
 // account's endpoints and events (see WebhookDeliveryListByEndpoint). An error wraps
 // domain.ErrNotFound when the delivery or its endpoint is gone.
@@ -139,12 +187,50 @@ func (d *Deliverer) observe(res Result) {
 	d.observer.WebhookDelivered(outcome, res.Duration)
 }
 
-// record writes the attempt and what follows from it, in one transaction.
-func (d *Deliverer) record(ctx context.Context, tx db.Tx, delivery db.WebhookDelivery, now time.Time, res Result) (*time.Time, error) {
+// record writes the attempt and what follows from it, in one transaction, against the
+// delivery's row as it is now (locked): the attempt was made from a copy read before it.
+func (d *Deliverer) record(ctx context.Context, tx db.Tx, seen db.WebhookDelivery, now time.Time, res Result, end EndJob) (*time.Time, error) {
+	current, err := tx.WebhookDeliveryLock(ctx, db.WebhookDeliveryLockParams{AccountID: seen.AccountID, ID: seen.ID})
+	if errors.Is(db.Translate(err), domain.ErrNotFound) {
+		return nil, nil // deleted with its endpoint while the attempt was in flight
+	}
+	if err != nil {
+		return nil, fmt.Errorf("lock delivery %s: %w", seen.ID, err)
+	}
+	if current.AttemptCount != seen.AttemptCount {
+		// Another run of the job made and recorded this attempt: it decides what follows.
+		// Waiting on the row above, rather than on the attempt's key below, ends this one here.
+		return nil, errAttemptRaced
+	}
+	var (
+		status   string
+		next     *time.Time
+		disabled bool
+	)
+	if current.Status == StatusPending {
+		// Decided from the row as it is now, not as it was read: after a redelivery that
+		// committed while the attempt was in flight, the schedule starts again, and the
+		// attempt counts as the redelivery's first (POST /events/{id}/redeliver says so).
+		// Decided from the copy, a failure of the old schedule's last attempt would fail
+		// the delivery, and the redelivery answered 202 would never be sent.
+		if status, next, disabled, err = d.outcome(ctx, tx, current, now, res); err != nil {
+			return nil, err
+		}
+		err = tx.WebhookDeliveryRecordAttempt(ctx, db.WebhookDeliveryRecordAttemptParams{
+			Status: status, NextAttemptAt: next, AccountID: seen.AccountID, ID: seen.ID,
+		})
+	} else {
+		// Ended while the attempt was in flight (its endpoint was disabled): the attempt is
+		// counted and decides nothing.
+		err = tx.WebhookDeliveryCountAttempt(ctx, db.WebhookDeliveryCountAttemptParams{AccountID: seen.AccountID, ID: seen.ID})
+	}
+	if err != nil {
+		return nil, fmt.Errorf("update delivery %s: %w", seen.ID, err)
+	}
 	attempt := db.WebhookAttemptInsertParams{
-		AccountID:   delivery.AccountID,
-		DeliveryID:  delivery.ID,
-		Attempt:     delivery.AttemptCount + 1,
+		AccountID:   seen.AccountID,
+		DeliveryID:  seen.ID,
+		Attempt:     seen.AttemptCount + 1,
 		AttemptedAt: now,
 		DurationMs:  int32(res.Duration.Milliseconds()),
 	}
@@ -154,34 +240,22 @@ func (d *Deliverer) record(ctx context.Context, tx db.Tx, delivery db.WebhookDel
 	if res.Error != "" {
 		attempt.Error = &res.Error
 	}
-	status, next, disabled, err := d.outcome(ctx, tx, delivery, now, res)
-	if err != nil {
-		return nil, err
-	}
-	n, err := tx.WebhookDeliveryRecordAttempt(ctx, db.WebhookDeliveryRecordAttemptParams{
-		Status: status, NextAttemptAt: next, AccountID: delivery.AccountID, ID: delivery.ID, SeenAttempts: delivery.AttemptCount,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("update delivery %s: %w", delivery.ID, err)
-	}
-	if n == 0 { // another attempt was recorded meanwhile: it, not this one, decides what follows
-		return nil, errAttemptRaced
-	}
-	// The attempt's row comes after that check: a second run of the same attempt waits on
-	// the delivery's row above and ends there, rather than on this row's key.
 	if err := tx.WebhookAttemptInsert(ctx, attempt); err != nil {
-		return nil, fmt.Errorf("record attempt %d of %s: %w", attempt.Attempt, delivery.ID, err)
+		return nil, fmt.Errorf("record attempt %d of %s: %w", attempt.Attempt, seen.ID, err)
 	}
 	if disabled { // a disabled endpoint is sent nothing more
-		pending := db.WebhookDeliveryFailPendingByEndpointParams{AccountID: delivery.AccountID, EndpointID: delivery.EndpointID}
+		pending := db.WebhookDeliveryFailPendingByEndpointParams{AccountID: seen.AccountID, EndpointID: seen.EndpointID}
 		if err := tx.WebhookDeliveryFailPendingByEndpoint(ctx, pending); err != nil {
-			return nil, fmt.Errorf("end pending deliveries of %s: %w", delivery.EndpointID, err)
+			return nil, fmt.Errorf("end pending deliveries of %s: %w", seen.EndpointID, err)
 		}
+	}
+	if next == nil {
+		return nil, endJob(ctx, tx, end)
 	}
 	return next, nil
 }
 
-// errAttemptRaced rolls back an attempt recorded after another one of the same delivery.
+// errAttemptRaced rolls back an attempt recorded after another run recorded the same one.
 var errAttemptRaced = errors.New("another attempt of the delivery was recorded first")
 
 // outcome decides the delivery's status after an attempt, and updates its endpoint: a

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
@@ -17,12 +18,15 @@ import (
 	"github.com/payments-api/payments-api/internal/jobs"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
 	"github.com/payments-api/payments-api/internal/webhooks"
+	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/rivertest"
 )
 
 // deliverBundle is a database with one account, one endpoint at a test receiver and one
 // event queued for it.
 type deliverBundle struct {
 	pool       *pgxpool.Pool
+	queue      *river.Client[pgx.Tx] // inserts jobs; never started, so it works none
 	service    *webhooks.Service
 	outbox     *events.Outbox
 	deliverer  *webhooks.Deliverer
@@ -46,6 +50,7 @@ func setupDelivery(t *testing.T, reply http.HandlerFunc, schedule webhooks.Sched
 	deliveries := webhooks.NewJobQueue(queue)
 	b := &deliverBundle{
 		pool:    pool,
+		queue:   queue,
 		service: webhooks.NewService(pool, webhooks.URLPolicy{AllowPrivateNetworks: true}, deliveries),
 		outbox:  events.NewOutbox(deliveries),
 	}
@@ -89,7 +94,7 @@ func (b *deliverBundle) attemptNow(t *testing.T, deliveryID string) (*time.Time,
 	if err != nil {
 		t.Fatal(err)
 	}
-	return b.deliverer.Attempt(ctx, b.accountID, deliveryID)
+	return b.deliverer.Attempt(ctx, b.accountID, deliveryID, nil)
 }
 
 func (b *deliverBundle) delivery(t *testing.T) webhooks.Delivery {
@@ -160,11 +165,11 @@ func TestDeliveredOnTheThirdAttemptWithOneWebhookID(t *testing.T) {
 // process died after recording the previous attempt) sends nothing and returns the time.
 func TestAnAttemptBeforeItsTimeWaits(t *testing.T) {
 	b := setupDelivery(t, replies(500), webhooks.Schedule{time.Hour})
-	due, err := b.deliverer.Attempt(context.Background(), b.accountID, b.deliveryID)
+	due, err := b.deliverer.Attempt(context.Background(), b.accountID, b.deliveryID, nil)
 	if err != nil || due == nil {
 		t.Fatalf("first attempt: next %v, err %v", due, err)
 	}
-	again, err := b.deliverer.Attempt(context.Background(), b.accountID, b.deliveryID)
+	again, err := b.deliverer.Attempt(context.Background(), b.accountID, b.deliveryID, nil)
 	if err != nil || again == nil || again.Sub(*due).Abs() > time.Millisecond {
 		t.Fatalf("early run: next %v, err %v; want %v", again, err, due)
 	}
@@ -251,7 +256,7 @@ func TestUsedUpScheduleFailsTheDelivery(t *testing.T) {
 func TestRefusedAddressFailsWithoutRetries(t *testing.T) {
 	b := setupDelivery(t, replies(200), webhooks.DefaultSchedule)
 	strict := webhooks.NewDeliverer(b.pool, webhooks.NewSender(webhooks.SenderOptions{Timeout: time.Second}), webhooks.DefaultSchedule)
-	if next, err := strict.Attempt(context.Background(), b.accountID, b.deliveryID); err != nil || next != nil {
+	if next, err := strict.Attempt(context.Background(), b.accountID, b.deliveryID, nil); err != nil || next != nil {
 		t.Fatalf("next %v, err %v; want no retry", next, err)
 	}
 	d := b.delivery(t)
@@ -273,7 +278,7 @@ func TestUnresolvableHostRecordsAFixedReason(t *testing.T) {
 	}
 	sender := webhooks.NewSender(webhooks.SenderOptions{Timeout: time.Second, AllowPrivateNetworks: true, Resolver: fakeDNS(nil)})
 	deliverer := webhooks.NewDeliverer(b.pool, sender, webhooks.DefaultSchedule)
-	next, err := deliverer.Attempt(context.Background(), b.accountID, b.deliveryID)
+	next, err := deliverer.Attempt(context.Background(), b.accountID, b.deliveryID, nil)
 	if err != nil || next == nil {
 		t.Fatalf("next %v, err %v; want a retry", next, err)
 	}
@@ -330,7 +335,7 @@ func TestTwoRunsOfOneAttemptRecordItOnce(t *testing.T) {
 	errs := make(chan error, 2)
 	for range 2 {
 		go func() {
-			_, err := b.deliverer.Attempt(context.Background(), b.accountID, b.deliveryID)
+			_, err := b.deliverer.Attempt(context.Background(), b.accountID, b.deliveryID, nil)
 			errs <- err
 		}()
 	}
@@ -353,5 +358,99 @@ func TestTwoRunsOfOneAttemptRecordItOnce(t *testing.T) {
 	}
 	if attempts != 1 || count != 1 {
 		t.Errorf("%d attempts recorded and attempt_count %d, want 1 and 1", attempts, count)
+	}
+}
+
+// TestAnAttemptInFlightCountsAsTheRedeliverysFirst: the last attempt of a delivery's
+// schedule is held at the receiver when a redelivery (POST /events/{id}/redeliver) commits;
+// then it fails. As the redelivery documents, that attempt counts as the redelivery's first:
+// the delivery stays pending with the fresh schedule's next step. Decided as of the old
+// schedule, the delivery would fail and the redelivery answered 202 would never be sent.
+func TestAnAttemptInFlightCountsAsTheRedeliverysFirst(t *testing.T) {
+	release := make(chan struct{})
+	var calls atomic.Int32
+	holdTheSecond := func(w http.ResponseWriter, _ *http.Request) {
+		if calls.Add(1) == 2 {
+			<-release
+		}
+		w.WriteHeader(http.StatusInternalServerError)
+	}
+	b := setupDelivery(t, holdTheSecond, webhooks.Schedule{time.Minute}) // one retry
+	if next, err := b.attemptNow(t, b.deliveryID); err != nil || next == nil {
+		t.Fatalf("first attempt: next %v, err %v; want its retry", next, err)
+	}
+	<-b.received
+	if _, err := b.pool.Exec(context.Background(), `UPDATE webhook_deliveries SET next_attempt_at = now() WHERE id = $1`, b.deliveryID); err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		next *time.Time
+		err  error
+	}
+	attempted := make(chan outcome, 1)
+	go func() {
+		next, err := b.deliverer.Attempt(context.Background(), b.accountID, b.deliveryID, nil)
+		attempted <- outcome{next, err}
+	}()
+	<-b.received // the schedule's last attempt is at the receiver
+	if _, err := b.service.Redeliver(context.Background(), b.accountID, b.delivery(t).EventID, nil); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	got := <-attempted
+	if got.err != nil || got.next == nil || time.Until(*got.next) < 30*time.Second {
+		t.Fatalf("next %v, err %v; want the redelivery's retry, about a minute away", got.next, got.err)
+	}
+	d := b.delivery(t)
+	if d.Status != webhooks.StatusPending || d.AttemptCount != 2 || d.RoundAttempts != 1 || len(d.Attempts) != 2 {
+		t.Fatalf("delivery %s, %d attempts (%d since the redelivery), %d listed; want pending, 2, 1, 2",
+			d.Status, d.AttemptCount, d.RoundAttempts, len(d.Attempts))
+	}
+}
+
+// TestAJobEndsInTheTransactionThatEndsItsDelivery: the job whose attempt ends its delivery
+// completes its River entry in the transaction that records it. River would mark the entry
+// completed only after Work returns, batched a moment later; a redelivery committing in
+// between would find the job running, insert none (one live job per delivery) and leave the
+// delivery pending with no job to send it. No River client runs here, so only Work can
+// complete the entry, and the redelivery that follows gets a job of its own.
+func TestAJobEndsInTheTransactionThatEndsItsDelivery(t *testing.T) {
+	b := setupDelivery(t, replies(500), webhooks.Schedule{})
+	ctx := context.Background()
+	var jobID int64
+	err := b.pool.QueryRow(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
+		WHERE kind = 'webhook.deliver' AND args->>'delivery_id' = $1 RETURNING id`, b.deliveryID).Scan(&jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := b.queue.JobGet(ctx, jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := &river.Job[webhooks.DeliverArgs]{JobRow: row, Args: webhooks.DeliverArgs{
+		AccountID: b.accountID, DeliveryID: b.deliveryID, EndpointID: b.endpoint.ID,
+	}}
+	if err := webhooks.NewWorker(b.deliverer).Work(rivertest.WorkContext(ctx, b.queue), job); err != nil {
+		t.Fatal(err)
+	}
+	if d := b.delivery(t); d.Status != webhooks.StatusFailed {
+		t.Fatalf("delivery %s after its only attempt failed, want failed", d.Status)
+	}
+	jobs := func(state string) (n int) {
+		t.Helper()
+		if err := b.pool.QueryRow(ctx, `SELECT count(*) FROM river_job WHERE kind = 'webhook.deliver'
+			AND args->>'delivery_id' = $1 AND state = $2`, b.deliveryID, state).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := jobs("completed"); n != 1 {
+		t.Fatalf("%d completed jobs as Work returns, want 1 (running: %d)", n, jobs("running"))
+	}
+	if _, err := b.service.Redeliver(ctx, b.accountID, b.delivery(t).EventID, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := jobs("available"); n != 1 {
+		t.Fatalf("%d jobs available after the redelivery, want 1", n)
 	}
 }

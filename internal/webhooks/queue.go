@@ -70,8 +70,11 @@ func NewJobQueue(client Inserter) *JobQueue {
 var _ events.DeliveryQueue = (*JobQueue)(nil)
 
 // EnqueueTx inserts one job per delivery in tx, in one statement. A delivery that already has
-// a waiting job (a redelivery) has that job made due now instead; one running now is left to
-// finish its attempt, whose outcome then applies to the redelivery.
+// a waiting job (a redelivery) has that job made due now instead. One running now goes on
+// with the redelivery: the outcome of its attempt in flight counts as the redelivery's first
+// attempt (Deliverer.record). A job that ended its delivery completed in the same
+// transaction (completeJob), so it is never found running here once it can no longer see
+// the redelivery.
 func (q *JobQueue) EnqueueTx(ctx context.Context, tx db.Tx, deliveries []events.Delivery) error {
 	params := make([]river.InsertManyParams, len(deliveries))
 	for i, d := range deliveries {

@@ -3,11 +3,14 @@ package webhooks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"sync"
 	"time"
 
+	"github.com/payments-api/payments-api/internal/db"
 	"github.com/riverqueue/river"
+	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 )
 
 // MaxInFlightPerEndpoint caps the attempts one process makes to one endpoint at once.
@@ -78,16 +81,33 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 		return river.JobSnooze(time.Duration(float64(busySnooze) * (0.5 + rand.Float64())))
 	}
 	defer w.inFlight.release(job.Args.EndpointID)
-	next, err := w.deliverer.Attempt(ctx, job.Args.AccountID, job.Args.DeliveryID)
+	next, err := w.deliverer.Attempt(ctx, job.Args.AccountID, job.Args.DeliveryID, completeJob(job))
 	switch {
 	case errors.Is(err, errAttemptRaced):
-		return nil // another job made this attempt; it decides what follows
+		return nil // another run of this job made the attempt; it decides what follows
 	case err != nil:
 		return err
 	case next == nil:
 		return nil
 	}
 	return river.JobSnooze(max(time.Until(*next), 0))
+}
+
+// completeJob completes job in the transaction that ends its delivery. Completed later, by
+// River after Work returns, the job would still look alive to a redelivery committing in
+// between: it would skip inserting a job (one live job per delivery) and leave the delivery
+// pending with none to send it.
+func completeJob(job *river.Job[DeliverArgs]) EndJob {
+	return func(ctx context.Context, tx db.Tx) error {
+		pgxTx, err := tx.PgxTx(ctx)
+		if err != nil {
+			return err
+		}
+		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, pgxTx, job); err != nil {
+			return fmt.Errorf("complete delivery job %d: %w", job.ID, err)
+		}
+		return nil
+	}
 }
 
 // endpointSlots counts the attempts in flight per endpoint in this process.
