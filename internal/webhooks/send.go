@@ -8,6 +8,9 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
+	"net/url"
+	"slices"
 	"strconv"
 	"time"
 
@@ -35,7 +38,8 @@ const (
 	Retry
 	// Gone: 410, the receiver asks never to be called again; the endpoint is disabled.
 	Gone
-	// Refused: the destination is an address the SSRF guard refuses; retrying cannot help.
+	// Refused: every address of the destination's host is one the SSRF guard refuses;
+	// retrying cannot help.
 	Refused
 )
 
@@ -67,9 +71,11 @@ type SenderOptions struct {
 
 // Sender posts webhooks. Safe for concurrent use.
 type Sender struct {
-	client  *http.Client
-	timeout time.Duration
-	tracer  trace.Tracer // nil: no spans
+	client       *http.Client
+	timeout      time.Duration
+	resolver     *net.Resolver // the dialer's, to look a refused host up again
+	allowPrivate bool
+	tracer       trace.Tracer // nil: no spans
 }
 
 // NewSender builds the HTTP client every attempt goes through. It has no proxy (a proxy
@@ -93,7 +99,10 @@ func NewSender(opts SenderOptions) *Sender {
 		Transport:     transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	sender := &Sender{client: client, timeout: opts.Timeout}
+	sender := &Sender{client: client, timeout: opts.Timeout, resolver: opts.Resolver, allowPrivate: opts.AllowPrivateNetworks}
+	if sender.resolver == nil {
+		sender.resolver = net.DefaultResolver
+	}
 	if opts.TracerProvider != nil {
 		sender.tracer = opts.TracerProvider.Tracer(instrumentation)
 	}
@@ -114,6 +123,9 @@ func (s *Sender) attempt(ctx context.Context, m Message, now time.Time) Result {
 	start := time.Now()
 	res, err := s.post(ctx, m, now)
 	if err != nil {
+		if errors.Is(err, ErrAddressRefused) && !s.refusedEverywhere(ctx, m.URL) {
+			err = errSomeAddressRefused
+		}
 		r := Result{Outcome: Retry, Duration: time.Since(start), Error: failureReason(err)}
 		if errors.Is(err, ErrAddressRefused) {
 			r.Outcome = Refused
@@ -145,6 +157,32 @@ func (s *Sender) post(ctx context.Context, m Message, now time.Time) (*http.Resp
 	req.Header.Set(HeaderSignature, sig)
 	injectTraceparent(ctx, req.Header)
 	return s.client.Do(req)
+}
+
+// errSomeAddressRefused replaces a refusal when the host has an address that may be dialled:
+// the attempt is retried, with the catch-all reason, as the dialer reported only the refusal.
+var errSomeAddressRefused = errors.New("an address was refused, but not every address of the host is")
+
+// refusedEverywhere reports whether no address of the URL's host may be dialled. The dialer
+// tries a host's addresses in turn and returns the first one's error, so a refusal may hide
+// an allowed address that failed after it: the host is looked up again, as the dialer looks
+// it up, and a lookup that fails proves nothing.
+func (s *Sender) refusedEverywhere(ctx context.Context, rawURL string) bool {
+	u, err := url.Parse(rawURL)
+	if err != nil {
+		return false
+	}
+	host, err := dialledHost(u.Hostname())
+	if err != nil {
+		return true // an address in disguise, refused in every mode
+	}
+	addrs, err := s.resolver.LookupNetIP(ctx, "ip", host)
+	if err != nil {
+		return false
+	}
+	// Unmapped: the resolver may give an IPv4 address in IPv4-mapped form (a literal, a hosts
+	// file entry), which the dialer dials, and its Control hook checks, as IPv4.
+	return !slices.ContainsFunc(addrs, func(a netip.Addr) bool { return checkAddr(a.Unmap(), s.allowPrivate) == nil })
 }
 
 // classify maps a response status to its outcome.

@@ -10,8 +10,8 @@ import (
 	"code.dny.dev/ssrf"
 )
 
-// ErrAddressRefused is a destination the SSRF guard will not dial. A delivery refused for it
-// is not retried: the answer would be the same next time.
+// ErrAddressRefused is a destination the SSRF guard will not dial. A delivery is not retried
+// when every address of its host is refused: the answer would be the same next time.
 var ErrAddressRefused = errors.New("destination address refused")
 
 // neverDialled are refused in every mode, WEBHOOK_ALLOW_PRIVATE_NETWORKS included: the
