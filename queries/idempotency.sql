@@ -80,7 +80,10 @@ WHERE account_id = @account_id AND operation = @operation AND key = @key;
 -- name: IdempotencyKeyDeleteExpired :execrows
 -- Deletes one small batch of expired keys, those that expired first, found through
 -- idempotency_keys_expires_at_idx (unordered, a plan could scan the table for them, reading
--- every live key before the expired ones); SKIP LOCKED leaves rows a claim is taking over.
+-- every live key before the expired ones). SKIP LOCKED passes over rows another transaction
+-- holds. A claim takes an expired key over only in its commit's batch, so the sweep may delete
+-- the row first: the claim's IdempotencyKeyDeleteIfExpired then deletes nothing, and its
+-- INSERT goes ahead.
 DELETE FROM idempotency_keys
 WHERE (account_id, operation, key) IN (
     SELECT account_id, operation, key

@@ -11,8 +11,9 @@ import (
 )
 
 // CreateRefund refunds a payment at most once per Idempotency-Key. Claim, lock, check,
-// refund, payment update and events are one transaction; any refusal (404, 409, 412, 422)
-// rolls it back, so nothing is stored and the key stays free.
+// refund, payment update and events are one transaction; any refusal (400 for a payment_id
+// the account does not have, 409, 412, 422) rolls it back, so nothing is stored and the key
+// stays free.
 func (s *Server) CreateRefund(ctx context.Context, req api.CreateRefundRequestObject) (api.CreateRefundResponseObject, error) {
 	acct := accountFrom(ctx)
 	idem, err := idempotency.NewRequest(acct.ID, "refunds.create", req.Params.IdempotencyKey, decodedBodyFrom(ctx))
