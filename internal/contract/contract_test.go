@@ -34,7 +34,7 @@ func (r call) validate(c *Contract) (*Request, error) {
 		req.Header.Set("Content-Type", r.contentType)
 	}
 	for i := 0; i+1 < len(r.headers); i += 2 {
-		req.Header.Set(r.headers[i], r.headers[i+1])
+		req.Header.Add(r.headers[i], r.headers[i+1]) // a name given twice is sent as two lines
 	}
 	return c.ValidateRequest(req, []byte(r.body))
 }
@@ -120,6 +120,8 @@ func TestMessages(t *testing.T) {
 		{"a limit of 0", get("/payments?limit=0"), "limit", "must be at least 1; got 0", ""},
 		{"a limit in words", get("/payments?limit=ten"), "limit", "must be an integer", ""},
 		{"a limit sent twice", get("/payments?limit=1&limit=2"), "limit", "must be sent once", ""},
+		{"an Idempotency-Key sent twice", call{http.MethodPost, "/payments", "application/json", createBody,
+			[]string{"Idempotency-Key", "k-1", "Idempotency-Key", "k-2"}}, "Idempotency-Key", "must be sent once", ""},
 		{"a missing member", createPayment(`{"currency":"usd","payment_method":"pm_card_visa"}`), "/amount", "is required", ""},
 		{"an unknown member", createPayment(`{"amount":1,"currency":"usd","payment_method":"pm_card_visa","x":1}`), "/x", "unknown field", ""},
 		{"a currency in capitals", createPayment(`{"amount":1,"currency":"USD","payment_method":"pm_card_visa"}`),
@@ -317,4 +319,26 @@ func manyMembers(n, nameLen int) string {
 	}
 	b.WriteByte('}')
 	return b.String()
+}
+
+// TestListHeadersSentAsSeveralLinesAreOneList: If-Match, If-None-Match and Prefer are lists,
+// which a client may send as several field lines (RFC 9110, section 5.3). They are one list
+// in order, folded into one line in the request, which the generated binder takes once.
+func TestListHeadersSentAsSeveralLinesAreOneList(t *testing.T) {
+	c := load(t)
+	req := httptest.NewRequestWithContext(context.Background(), http.MethodPatch, "/payments/pay_1", nil)
+	req.Header.Set("Content-Type", "application/merge-patch+json")
+	req.Header.Add("If-Match", `"v1"`)
+	req.Header.Add("If-Match", `"v2", "v3"`)
+	req.Header.Add("Prefer", "return=minimal")
+	req.Header.Add("Prefer", "handling=strict")
+	if _, err := c.ValidateRequest(req, []byte(`{"description":"x"}`)); err != nil {
+		t.Fatal(err)
+	}
+	if got := req.Header["If-Match"]; len(got) != 1 || got[0] != `"v1", "v2", "v3"` {
+		t.Errorf("If-Match %q, want one line with the three tags in order", got)
+	}
+	if got := req.Header["Prefer"]; len(got) != 1 || got[0] != "return=minimal, handling=strict" {
+		t.Errorf("Prefer %q, want one line", got)
+	}
 }

@@ -90,6 +90,11 @@ func (op *Operation) Validate(req *http.Request, pathParams PathParams, body []b
 	return valid, nil
 }
 
+// listFields are the header parameters whose value is a comma-separated list, which a client
+// may send as one field line or as several: If-Match and If-None-Match (RFC 9110) and Prefer
+// (RFC 7240). Any other parameter sent twice is refused.
+var listFields = map[string]bool{"If-Match": true, "If-None-Match": true, "Prefer": true}
+
 // checkParams checks every parameter the operation declares. Unknown query parameters are
 // ignored, as HTTP APIs usually do. It returns the query rewritten as Request.Query says, or
 // nil.
@@ -109,6 +114,12 @@ func (op *Operation) checkParams(errs *collector, req *http.Request, pathParams 
 			values = query[p.name]
 		case "header":
 			values = req.Header[p.field]
+			if len(values) > 1 && listFields[p.field] {
+				// Field lines of a list are one list, in order (RFC 9110, section 5.3): fold
+				// them, in the request too, where the generated binder wants one line.
+				req.Header[p.field] = []string{strings.Join(values, ", ")}
+				values = req.Header[p.field]
+			}
 		}
 		if msg := p.check(values); msg != "" {
 			errs.add(p.name, msg)

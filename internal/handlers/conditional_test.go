@@ -153,3 +153,27 @@ func TestNoOpPatchKeepsTheVersion(t *testing.T) {
 		}
 	})
 }
+
+// TestEntityTagListsOnSeveralLinesAreOneList: a client may send If-Match or If-None-Match as
+// several field lines, each a part of one list (RFC 9110, section 5.3): the current tag on
+// the second line still matches, where refusing a header sent twice would answer 400.
+func TestEntityTagListsOnSeveralLinesAreOneList(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p, tag := createPayment(t, b.client, 1400)
+	lines := func(name string, values ...string) apitest.Option {
+		return func(r *http.Request) {
+			for _, v := range values {
+				r.Header.Add(name, v)
+			}
+		}
+	}
+	if res := b.client.Get("/payments/"+p.ID, lines("If-None-Match", `"v7"`, tag)); res.Status != http.StatusNotModified {
+		t.Errorf("GET with the current tag on the second If-None-Match line: %d %s, want 304", res.Status, res.Body)
+	}
+	res := b.client.Do(http.MethodPatch, "/payments/"+p.ID, map[string]any{"description": "two lines"},
+		lines("If-Match", `"v7"`, tag), apitest.Header("Content-Type", "application/merge-patch+json"))
+	if res.Status != http.StatusOK {
+		t.Errorf("PATCH with the current tag on the second If-Match line: %d %s, want 200", res.Status, res.Body)
+	}
+}
