@@ -63,7 +63,8 @@ func parseEntityTags(header, value string) (tags []entityTag, any bool, err erro
 
 // scanEntityTag reads one entity-tag at the start of s and returns it and its length, or a
 // length of 0 when s does not start with one. etagc is %x21 / %x23-7E / obs-text: any byte
-// but controls, space, DEL and the double quote.
+// but controls, space, DEL and the double quote. (The request's validation has already
+// refused a header that is not UTF-8, so obs-text arrives here as UTF-8 text only.)
 func scanEntityTag(s string) (entityTag, int) {
 	var tag entityTag
 	start := 0
