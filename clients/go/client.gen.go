@@ -878,7 +878,8 @@ type Problem struct {
 	Type string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1258,6 +1259,9 @@ type JobsStartingAfter = string
 // Limit defines model for Limit.
 type Limit = int
 
+// OptionalIdempotencyKey defines model for OptionalIdempotencyKey.
+type OptionalIdempotencyKey = string
+
 // PaymentID defines model for PaymentID.
 type PaymentID = string
 
@@ -1339,7 +1343,8 @@ type BadRequest struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1385,7 +1390,8 @@ type IdempotencyKeyInUse struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1428,7 +1434,8 @@ type IdempotencyKeyReused struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1471,7 +1478,8 @@ type InternalError struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1514,7 +1522,8 @@ type MethodNotAllowed struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1557,7 +1566,8 @@ type NotFound struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1600,7 +1610,8 @@ type PayloadTooLarge struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1643,7 +1654,8 @@ type PaymentDeclined struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1686,7 +1698,8 @@ type PreconditionFailed struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1729,7 +1742,8 @@ type PreconditionRequired struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1772,7 +1786,8 @@ type ServiceUnavailable struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1815,7 +1830,8 @@ type TooManyRequests struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies []string `json:"violated_policies"`
 }
 
@@ -1858,7 +1874,8 @@ type Unauthorized struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1901,7 +1918,8 @@ type UnsupportedMediaType struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1944,7 +1962,8 @@ type WebhookEndpointDisabled struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -2015,6 +2034,16 @@ type GetEventParams struct {
 
 // RedeliverEventParams defines parameters for RedeliverEvent.
 type RedeliverEventParams struct {
+	// IdempotencyKey Optional: without it the operation runs as it always does, and a retry runs it again.
+	// With it, the operation is idempotent as those that require a key are: the same key
+	// with the same request (the id in the path and the body) returns the stored response
+	// with `Idempotent-Replayed: true`; the same key with another request is 422; the same
+	// key while the first request is still in flight is 409. The key is as the required
+	// `Idempotency-Key` takes it: 1-255 printable ASCII characters, bare or as a
+	// structured-field string. Keys expire 24 hours after first use (configurable by the
+	// operator).
+	IdempotencyKey *OptionalIdempotencyKey `json:"Idempotency-Key,omitempty"`
+
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
@@ -2157,6 +2186,16 @@ type UpdatePaymentParams struct {
 	// not `*` or a list of quoted tags is a 400. Tags are compared byte for byte, and weak
 	// tags (`W/"..."`) never match (RFC 9110 strong comparison).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+
+	// IdempotencyKey Optional: without it the operation runs as it always does, and a retry runs it again.
+	// With it, the operation is idempotent as those that require a key are: the same key
+	// with the same request (the id in the path and the body) returns the stored response
+	// with `Idempotent-Replayed: true`; the same key with another request is 422; the same
+	// key while the first request is still in flight is 409. The key is as the required
+	// `Idempotency-Key` takes it: 1-255 printable ASCII characters, bare or as a
+	// structured-field string. Keys expire 24 hours after first use (configurable by the
+	// operator).
+	IdempotencyKey *OptionalIdempotencyKey `json:"Idempotency-Key,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -2362,6 +2401,16 @@ type ListWebhookEndpointsParams struct {
 
 // CreateWebhookEndpointParams defines parameters for CreateWebhookEndpoint.
 type CreateWebhookEndpointParams struct {
+	// IdempotencyKey Optional: without it the operation runs as it always does, and a retry runs it again.
+	// With it, the operation is idempotent as those that require a key are: the same key
+	// with the same request (the id in the path and the body) returns the stored response
+	// with `Idempotent-Replayed: true`; the same key with another request is 422; the same
+	// key while the first request is still in flight is 409. The key is as the required
+	// `Idempotency-Key` takes it: 1-255 printable ASCII characters, bare or as a
+	// structured-field string. Keys expire 24 hours after first use (configurable by the
+	// operator).
+	IdempotencyKey *OptionalIdempotencyKey `json:"Idempotency-Key,omitempty"`
+
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
@@ -2410,6 +2459,16 @@ type UpdateWebhookEndpointParams struct {
 	// tags (`W/"..."`) never match (RFC 9110 strong comparison).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 
+	// IdempotencyKey Optional: without it the operation runs as it always does, and a retry runs it again.
+	// With it, the operation is idempotent as those that require a key are: the same key
+	// with the same request (the id in the path and the body) returns the stored response
+	// with `Idempotent-Replayed: true`; the same key with another request is 422; the same
+	// key while the first request is still in flight is 409. The key is as the required
+	// `Idempotency-Key` takes it: 1-255 printable ASCII characters, bare or as a
+	// structured-field string. Keys expire 24 hours after first use (configurable by the
+	// operator).
+	IdempotencyKey *OptionalIdempotencyKey `json:"Idempotency-Key,omitempty"`
+
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
@@ -2444,6 +2503,16 @@ type ListWebhookDeliveriesParams struct {
 
 // RotateWebhookEndpointSecretParams defines parameters for RotateWebhookEndpointSecret.
 type RotateWebhookEndpointSecretParams struct {
+	// IdempotencyKey Optional: without it the operation runs as it always does, and a retry runs it again.
+	// With it, the operation is idempotent as those that require a key are: the same key
+	// with the same request (the id in the path and the body) returns the stored response
+	// with `Idempotent-Replayed: true`; the same key with another request is 422; the same
+	// key while the first request is still in flight is 409. The key is as the required
+	// `Idempotency-Key` takes it: 1-255 printable ASCII characters, bare or as a
+	// structured-field string. Keys expire 24 hours after first use (configurable by the
+	// operator).
+	IdempotencyKey *OptionalIdempotencyKey `json:"Idempotency-Key,omitempty"`
+
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
@@ -2838,7 +2907,8 @@ type ClientInterface interface {
 	// the event's type. The `webhook-id` of an endpoint's earlier delivery of the event is
 	// kept, so a receiver that already processed it can tell. When an attempt of that
 	// delivery is in flight at that moment, its outcome counts as the redelivery's first
-	// attempt.
+	// attempt. With an `Idempotency-Key`, a retry replays the first answer and queues
+	// nothing more.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2852,7 +2922,8 @@ type ClientInterface interface {
 	// the event's type. The `webhook-id` of an endpoint's earlier delivery of the event is
 	// kept, so a receiver that already processed it can tell. When an attempt of that
 	// delivery is in flight at that moment, its outcome counts as the redelivery's first
-	// attempt.
+	// attempt. With an `Idempotency-Key`, a retry replays the first answer and queues
+	// nothing more.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -2979,6 +3050,8 @@ type ClientInterface interface {
 	// `metadata` is merged key by key (`{"metadata": {"k": null}}` removes `k`;
 	// `{"metadata": null}` removes all). Requires `If-Match` with the current `ETag`.
 	// A patch that changes nothing answers 200 with the payment and its `ETag` unchanged.
+	// With an `Idempotency-Key`, a retry of an update that was made replays its 200, though
+	// the retry's `If-Match` is stale by then.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -2991,6 +3064,8 @@ type ClientInterface interface {
 	// `metadata` is merged key by key (`{"metadata": {"k": null}}` removes `k`;
 	// `{"metadata": null}` removes all). Requires `If-Match` with the current `ETag`.
 	// A patch that changes nothing answers 200 with the payment and its `ETag` unchanged.
+	// With an `Idempotency-Key`, a retry of an update that was made replays its 200, though
+	// the retry's `If-Match` is stale by then.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3003,6 +3078,8 @@ type ClientInterface interface {
 	// `metadata` is merged key by key (`{"metadata": {"k": null}}` removes `k`;
 	// `{"metadata": null}` removes all). Requires `If-Match` with the current `ETag`.
 	// A patch that changes nothing answers 200 with the payment and its `ETag` unchanged.
+	// With an `Idempotency-Key`, a retry of an update that was made replays its 200, though
+	// the retry's `If-Match` is stale by then.
 	//
 	// Takes a body of the `application/merge-patch+json` content type.
 	//
@@ -3214,7 +3291,8 @@ type ClientInterface interface {
 	// rotation, so store it. The URL must be `https` (plain `http` only where the operator
 	// allows private networks, for local development); a URL whose host is, or resolves
 	// only to, an address webhooks are never sent to, or is an address in disguise, is
-	// refused with a field error on `/url` (see `WebhookURL`).
+	// refused with a field error on `/url` (see `WebhookURL`). With an `Idempotency-Key`,
+	// a retry replays the first answer, secret included, and registers nothing more.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3228,7 +3306,8 @@ type ClientInterface interface {
 	// rotation, so store it. The URL must be `https` (plain `http` only where the operator
 	// allows private networks, for local development); a URL whose host is, or resolves
 	// only to, an address webhooks are never sent to, or is an address in disguise, is
-	// refused with a field error on `/url` (see `WebhookURL`).
+	// refused with a field error on `/url` (see `WebhookURL`). With an `Idempotency-Key`,
+	// a retry replays the first answer, secret included, and registers nothing more.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3255,7 +3334,9 @@ type ClientInterface interface {
 	// removes it) and `disabled`. `disabled: true` stops deliveries (events created
 	// meanwhile are not sent later); `disabled: false` enables an endpoint again, also one
 	// the server disabled. Requires `If-Match` with the current `ETag`. A patch that
-	// changes nothing answers `200` with the same `ETag`.
+	// changes nothing answers `200` with the same `ETag`. With an `Idempotency-Key`, a retry
+	// of an update that was made replays its 200, though the retry's `If-Match` is stale by
+	// then.
 	//
 	// Takes any type of body and a specified content type.
 	//
@@ -3268,7 +3349,9 @@ type ClientInterface interface {
 	// removes it) and `disabled`. `disabled: true` stops deliveries (events created
 	// meanwhile are not sent later); `disabled: false` enables an endpoint again, also one
 	// the server disabled. Requires `If-Match` with the current `ETag`. A patch that
-	// changes nothing answers `200` with the same `ETag`.
+	// changes nothing answers `200` with the same `ETag`. With an `Idempotency-Key`, a retry
+	// of an update that was made replays its 200, though the retry's `If-Match` is stale by
+	// then.
 	//
 	// Takes a body of the `application/json` content type.
 	//
@@ -3281,7 +3364,9 @@ type ClientInterface interface {
 	// removes it) and `disabled`. `disabled: true` stops deliveries (events created
 	// meanwhile are not sent later); `disabled: false` enables an endpoint again, also one
 	// the server disabled. Requires `If-Match` with the current `ETag`. A patch that
-	// changes nothing answers `200` with the same `ETag`.
+	// changes nothing answers `200` with the same `ETag`. With an `Idempotency-Key`, a retry
+	// of an update that was made replays its 200, though the retry's `If-Match` is stale by
+	// then.
 	//
 	// Takes a body of the `application/merge-patch+json` content type.
 	//
@@ -3302,7 +3387,9 @@ type ClientInterface interface {
 	// every webhook carries two signatures in `webhook-signature`, space separated: one
 	// with the new secret and one with the previous, so receivers can switch without
 	// losing a webhook. `previous_secret_expires_at` says when the old one stops signing.
-	// Rotating again within those 24 hours retires the oldest secret at once.
+	// Rotating again within those 24 hours retires the oldest secret at once. So a client
+	// that lost the answer should retry with the same `Idempotency-Key`, which replays the
+	// secret the rotation issued, rather than rotate again.
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookEndpointSecret` operationId).
 	RotateWebhookEndpointSecret(ctx context.Context, id WebhookEndpointID, params *RotateWebhookEndpointSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3425,7 +3512,8 @@ func (c *Client) GetEvent(ctx context.Context, id EventID, params *GetEventParam
 // the event's type. The `webhook-id` of an endpoint's earlier delivery of the event is
 // kept, so a receiver that already processed it can tell. When an attempt of that
 // delivery is in flight at that moment, its outcome counts as the redelivery's first
-// attempt.
+// attempt. With an `Idempotency-Key`, a retry replays the first answer and queues
+// nothing more.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3449,7 +3537,8 @@ func (c *Client) RedeliverEventWithBody(ctx context.Context, id EventID, params 
 // the event's type. The `webhook-id` of an endpoint's earlier delivery of the event is
 // kept, so a receiver that already processed it can tell. When an attempt of that
 // delivery is in flight at that moment, its outcome counts as the redelivery's first
-// attempt.
+// attempt. With an `Idempotency-Key`, a retry replays the first answer and queues
+// nothing more.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3706,6 +3795,8 @@ func (c *Client) GetPayment(ctx context.Context, id PaymentID, params *GetPaymen
 // `metadata` is merged key by key (`{"metadata": {"k": null}}` removes `k`;
 // `{"metadata": null}` removes all). Requires `If-Match` with the current `ETag`.
 // A patch that changes nothing answers 200 with the payment and its `ETag` unchanged.
+// With an `Idempotency-Key`, a retry of an update that was made replays its 200, though
+// the retry's `If-Match` is stale by then.
 //
 // Takes any type of body and a specified content type.
 //
@@ -3728,6 +3819,8 @@ func (c *Client) UpdatePaymentWithBody(ctx context.Context, id PaymentID, params
 // `metadata` is merged key by key (`{"metadata": {"k": null}}` removes `k`;
 // `{"metadata": null}` removes all). Requires `If-Match` with the current `ETag`.
 // A patch that changes nothing answers 200 with the payment and its `ETag` unchanged.
+// With an `Idempotency-Key`, a retry of an update that was made replays its 200, though
+// the retry's `If-Match` is stale by then.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -3750,6 +3843,8 @@ func (c *Client) UpdatePayment(ctx context.Context, id PaymentID, params *Update
 // `metadata` is merged key by key (`{"metadata": {"k": null}}` removes `k`;
 // `{"metadata": null}` removes all). Requires `If-Match` with the current `ETag`.
 // A patch that changes nothing answers 200 with the payment and its `ETag` unchanged.
+// With an `Idempotency-Key`, a retry of an update that was made replays its 200, though
+// the retry's `If-Match` is stale by then.
 //
 // Takes a body of the `application/merge-patch+json` content type.
 //
@@ -4131,7 +4226,8 @@ func (c *Client) ListWebhookEndpoints(ctx context.Context, params *ListWebhookEn
 // rotation, so store it. The URL must be `https` (plain `http` only where the operator
 // allows private networks, for local development); a URL whose host is, or resolves
 // only to, an address webhooks are never sent to, or is an address in disguise, is
-// refused with a field error on `/url` (see `WebhookURL`).
+// refused with a field error on `/url` (see `WebhookURL`). With an `Idempotency-Key`,
+// a retry replays the first answer, secret included, and registers nothing more.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4155,7 +4251,8 @@ func (c *Client) CreateWebhookEndpointWithBody(ctx context.Context, params *Crea
 // rotation, so store it. The URL must be `https` (plain `http` only where the operator
 // allows private networks, for local development); a URL whose host is, or resolves
 // only to, an address webhooks are never sent to, or is an address in disguise, is
-// refused with a field error on `/url` (see `WebhookURL`).
+// refused with a field error on `/url` (see `WebhookURL`). With an `Idempotency-Key`,
+// a retry replays the first answer, secret included, and registers nothing more.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4212,7 +4309,9 @@ func (c *Client) GetWebhookEndpoint(ctx context.Context, id WebhookEndpointID, p
 // removes it) and `disabled`. `disabled: true` stops deliveries (events created
 // meanwhile are not sent later); `disabled: false` enables an endpoint again, also one
 // the server disabled. Requires `If-Match` with the current `ETag`. A patch that
-// changes nothing answers `200` with the same `ETag`.
+// changes nothing answers `200` with the same `ETag`. With an `Idempotency-Key`, a retry
+// of an update that was made replays its 200, though the retry's `If-Match` is stale by
+// then.
 //
 // Takes any type of body and a specified content type.
 //
@@ -4235,7 +4334,9 @@ func (c *Client) UpdateWebhookEndpointWithBody(ctx context.Context, id WebhookEn
 // removes it) and `disabled`. `disabled: true` stops deliveries (events created
 // meanwhile are not sent later); `disabled: false` enables an endpoint again, also one
 // the server disabled. Requires `If-Match` with the current `ETag`. A patch that
-// changes nothing answers `200` with the same `ETag`.
+// changes nothing answers `200` with the same `ETag`. With an `Idempotency-Key`, a retry
+// of an update that was made replays its 200, though the retry's `If-Match` is stale by
+// then.
 //
 // Takes a body of the `application/json` content type.
 //
@@ -4258,7 +4359,9 @@ func (c *Client) UpdateWebhookEndpoint(ctx context.Context, id WebhookEndpointID
 // removes it) and `disabled`. `disabled: true` stops deliveries (events created
 // meanwhile are not sent later); `disabled: false` enables an endpoint again, also one
 // the server disabled. Requires `If-Match` with the current `ETag`. A patch that
-// changes nothing answers `200` with the same `ETag`.
+// changes nothing answers `200` with the same `ETag`. With an `Idempotency-Key`, a retry
+// of an update that was made replays its 200, though the retry's `If-Match` is stale by
+// then.
 //
 // Takes a body of the `application/merge-patch+json` content type.
 //
@@ -4299,7 +4402,9 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, id WebhookEndpointID
 // every webhook carries two signatures in `webhook-signature`, space separated: one
 // with the new secret and one with the previous, so receivers can switch without
 // losing a webhook. `previous_secret_expires_at` says when the old one stops signing.
-// Rotating again within those 24 hours retires the oldest secret at once.
+// Rotating again within those 24 hours retires the oldest secret at once. So a client
+// that lost the answer should retry with the same `Idempotency-Key`, which replays the
+// secret the rotation issued, rather than rotate again.
 //
 // Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookEndpointSecret` operationId).
 func (c *Client) RotateWebhookEndpointSecret(ctx context.Context, id WebhookEndpointID, params *RotateWebhookEndpointSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4640,15 +4745,26 @@ func NewRedeliverEventRequestWithBody(server string, id EventID, params *Redeliv
 
 	if params != nil {
 
-		if params.Prefer != nil {
+		if params.IdempotencyKey != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Prefer", headerParam0)
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
 		}
 
 	}
@@ -5291,15 +5407,26 @@ func NewUpdatePaymentRequestWithBody(server string, id PaymentID, params *Update
 			req.Header.Set("If-Match", headerParam0)
 		}
 
-		if params.Prefer != nil {
+		if params.IdempotencyKey != nil {
 			var headerParam1 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Prefer", headerParam1)
+			req.Header.Set("Idempotency-Key", headerParam1)
+		}
+
+		if params.Prefer != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam2)
 		}
 
 	}
@@ -6044,15 +6171,26 @@ func NewCreateWebhookEndpointRequestWithBody(server string, params *CreateWebhoo
 
 	if params != nil {
 
-		if params.Prefer != nil {
+		if params.IdempotencyKey != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Prefer", headerParam0)
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
 		}
 
 	}
@@ -6226,15 +6364,26 @@ func NewUpdateWebhookEndpointRequestWithBody(server string, id WebhookEndpointID
 			req.Header.Set("If-Match", headerParam0)
 		}
 
-		if params.Prefer != nil {
+		if params.IdempotencyKey != nil {
 			var headerParam1 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Prefer", headerParam1)
+			req.Header.Set("Idempotency-Key", headerParam1)
+		}
+
+		if params.Prefer != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam2)
 		}
 
 	}
@@ -6363,15 +6512,26 @@ func NewRotateWebhookEndpointSecretRequest(server string, id WebhookEndpointID, 
 
 	if params != nil {
 
-		if params.Prefer != nil {
+		if params.IdempotencyKey != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Idempotency-Key", *params.IdempotencyKey, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Prefer", headerParam0)
+			req.Header.Set("Idempotency-Key", headerParam0)
+		}
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
 		}
 
 	}
@@ -6492,7 +6652,8 @@ type ClientWithResponsesInterface interface {
 	// the event's type. The `webhook-id` of an endpoint's earlier delivery of the event is
 	// kept, so a receiver that already processed it can tell. When an attempt of that
 	// delivery is in flight at that moment, its outcome counts as the redelivery's first
-	// attempt.
+	// attempt. With an `Idempotency-Key`, a retry replays the first answer and queues
+	// nothing more.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6506,7 +6667,8 @@ type ClientWithResponsesInterface interface {
 	// the event's type. The `webhook-id` of an endpoint's earlier delivery of the event is
 	// kept, so a receiver that already processed it can tell. When an attempt of that
 	// delivery is in flight at that moment, its outcome counts as the redelivery's first
-	// attempt.
+	// attempt. With an `Idempotency-Key`, a retry replays the first answer and queues
+	// nothing more.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6653,6 +6815,8 @@ type ClientWithResponsesInterface interface {
 	// `metadata` is merged key by key (`{"metadata": {"k": null}}` removes `k`;
 	// `{"metadata": null}` removes all). Requires `If-Match` with the current `ETag`.
 	// A patch that changes nothing answers 200 with the payment and its `ETag` unchanged.
+	// With an `Idempotency-Key`, a retry of an update that was made replays its 200, though
+	// the retry's `If-Match` is stale by then.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6665,6 +6829,8 @@ type ClientWithResponsesInterface interface {
 	// `metadata` is merged key by key (`{"metadata": {"k": null}}` removes `k`;
 	// `{"metadata": null}` removes all). Requires `If-Match` with the current `ETag`.
 	// A patch that changes nothing answers 200 with the payment and its `ETag` unchanged.
+	// With an `Idempotency-Key`, a retry of an update that was made replays its 200, though
+	// the retry's `If-Match` is stale by then.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6677,6 +6843,8 @@ type ClientWithResponsesInterface interface {
 	// `metadata` is merged key by key (`{"metadata": {"k": null}}` removes `k`;
 	// `{"metadata": null}` removes all). Requires `If-Match` with the current `ETag`.
 	// A patch that changes nothing answers 200 with the payment and its `ETag` unchanged.
+	// With an `Idempotency-Key`, a retry of an update that was made replays its 200, though
+	// the retry's `If-Match` is stale by then.
 	//
 	// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6908,7 +7076,8 @@ type ClientWithResponsesInterface interface {
 	// rotation, so store it. The URL must be `https` (plain `http` only where the operator
 	// allows private networks, for local development); a URL whose host is, or resolves
 	// only to, an address webhooks are never sent to, or is an address in disguise, is
-	// refused with a field error on `/url` (see `WebhookURL`).
+	// refused with a field error on `/url` (see `WebhookURL`). With an `Idempotency-Key`,
+	// a retry replays the first answer, secret included, and registers nothing more.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6922,7 +7091,8 @@ type ClientWithResponsesInterface interface {
 	// rotation, so store it. The URL must be `https` (plain `http` only where the operator
 	// allows private networks, for local development); a URL whose host is, or resolves
 	// only to, an address webhooks are never sent to, or is an address in disguise, is
-	// refused with a field error on `/url` (see `WebhookURL`).
+	// refused with a field error on `/url` (see `WebhookURL`). With an `Idempotency-Key`,
+	// a retry replays the first answer, secret included, and registers nothing more.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6953,7 +7123,9 @@ type ClientWithResponsesInterface interface {
 	// removes it) and `disabled`. `disabled: true` stops deliveries (events created
 	// meanwhile are not sent later); `disabled: false` enables an endpoint again, also one
 	// the server disabled. Requires `If-Match` with the current `ETag`. A patch that
-	// changes nothing answers `200` with the same `ETag`.
+	// changes nothing answers `200` with the same `ETag`. With an `Idempotency-Key`, a retry
+	// of an update that was made replays its 200, though the retry's `If-Match` is stale by
+	// then.
 	//
 	// Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6966,7 +7138,9 @@ type ClientWithResponsesInterface interface {
 	// removes it) and `disabled`. `disabled: true` stops deliveries (events created
 	// meanwhile are not sent later); `disabled: false` enables an endpoint again, also one
 	// the server disabled. Requires `If-Match` with the current `ETag`. A patch that
-	// changes nothing answers `200` with the same `ETag`.
+	// changes nothing answers `200` with the same `ETag`. With an `Idempotency-Key`, a retry
+	// of an update that was made replays its 200, though the retry's `If-Match` is stale by
+	// then.
 	//
 	// Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -6979,7 +7153,9 @@ type ClientWithResponsesInterface interface {
 	// removes it) and `disabled`. `disabled: true` stops deliveries (events created
 	// meanwhile are not sent later); `disabled: false` enables an endpoint again, also one
 	// the server disabled. Requires `If-Match` with the current `ETag`. A patch that
-	// changes nothing answers `200` with the same `ETag`.
+	// changes nothing answers `200` with the same `ETag`. With an `Idempotency-Key`, a retry
+	// of an update that was made replays its 200, though the retry's `If-Match` is stale by
+	// then.
 	//
 	// Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
 	//
@@ -7002,7 +7178,9 @@ type ClientWithResponsesInterface interface {
 	// every webhook carries two signatures in `webhook-signature`, space separated: one
 	// with the new secret and one with the previous, so receivers can switch without
 	// losing a webhook. `previous_secret_expires_at` says when the old one stops signing.
-	// Rotating again within those 24 hours retires the oldest secret at once.
+	// Rotating again within those 24 hours retires the oldest secret at once. So a client
+	// that lost the answer should retry with the same `Idempotency-Key`, which replays the
+	// secret the rotation issued, rather than rotate again.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7667,11 +7845,12 @@ func (r GetEventResponse) ContentType() string {
 
 // RedeliverEventResponse202Headers the declared response headers of an HTTP 202 response for RedeliverEvent
 type RedeliverEventResponse202Headers struct {
-	Location        string
-	RateLimit       *string
-	RateLimitPolicy *string
-	RequestId       string
-	RetryAfter      int
+	IdempotentReplayed *string
+	Location           string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	RequestId          string
+	RetryAfter         int
 }
 
 // RedeliverEventResponse400Headers the declared response headers of an HTTP 400 response for RedeliverEvent
@@ -7701,6 +7880,7 @@ type RedeliverEventResponse409Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
+	RetryAfter      *int
 }
 
 // RedeliverEventResponse413Headers the declared response headers of an HTTP 413 response for RedeliverEvent
@@ -7712,6 +7892,13 @@ type RedeliverEventResponse413Headers struct {
 
 // RedeliverEventResponse415Headers the declared response headers of an HTTP 415 response for RedeliverEvent
 type RedeliverEventResponse415Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// RedeliverEventResponse422Headers the declared response headers of an HTTP 422 response for RedeliverEvent
+type RedeliverEventResponse422Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
@@ -7752,11 +7939,54 @@ type RedeliverEventResponse struct {
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
-	ApplicationproblemJSON409 *WebhookEndpointDisabled
+	ApplicationproblemJSON409 *struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
+		// Detail An explanation specific to this occurrence.
+		Detail *string `json:"detail,omitempty"`
+
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
+
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
+		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
+
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
+		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
+		PaymentId *string `json:"payment_id,omitempty"`
+
+		// RequestId The `Request-Id` of the request, for support.
+		RequestId *string     `json:"request_id,omitempty"`
+		Status    interface{} `json:"status"`
+
+		// Title A short summary of the problem type; the same for every occurrence.
+		Title string      `json:"title"`
+		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
+	}
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *IdempotencyKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -7777,6 +8007,8 @@ type RedeliverEventResponse struct {
 	Headers413 *RedeliverEventResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *RedeliverEventResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RedeliverEventResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RedeliverEventResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -7806,7 +8038,48 @@ func (r RedeliverEventResponse) GetApplicationproblemJSON404() *NotFound {
 }
 
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
-func (r RedeliverEventResponse) GetApplicationproblemJSON409() *WebhookEndpointDisabled {
+func (r RedeliverEventResponse) GetApplicationproblemJSON409() *struct {
+	// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+	AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
+	// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+	CurrentEtag *string `json:"current_etag,omitempty"`
+
+	// Detail An explanation specific to this occurrence.
+	Detail *string `json:"detail,omitempty"`
+
+	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+	EndpointId *string `json:"endpoint_id,omitempty"`
+
+	// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+	// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
+	Errors *[]FieldError `json:"errors,omitempty"`
+
+	// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+	ErrorsOmitted *int `json:"errors_omitted,omitempty"`
+
+	// FailureCode For `payment-declined`, why the card was declined.
+	FailureCode *string `json:"failure_code,omitempty"`
+
+	// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
+	Instance *string `json:"instance,omitempty"`
+
+	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
+	PaymentId *string `json:"payment_id,omitempty"`
+
+	// RequestId The `Request-Id` of the request, for support.
+	RequestId *string     `json:"request_id,omitempty"`
+	Status    interface{} `json:"status"`
+
+	// Title A short summary of the problem type; the same for every occurrence.
+	Title string      `json:"title"`
+	Type  interface{} `json:"type"`
+
+	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
+	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
+} {
 	return r.ApplicationproblemJSON409
 }
 
@@ -7818,6 +8091,11 @@ func (r RedeliverEventResponse) GetApplicationproblemJSON413() *PayloadTooLarge 
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r RedeliverEventResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RedeliverEventResponse) GetApplicationproblemJSON422() *IdempotencyKeyReused {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -8170,7 +8448,8 @@ type CancelJobResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -8256,7 +8535,8 @@ func (r CancelJobResponse) GetApplicationproblemJSON409() *struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 } {
 	return r.ApplicationproblemJSON409
@@ -9011,7 +9291,8 @@ type CreatePaymentResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 	// Headers201 the parsed response headers for an HTTP 201 response
@@ -9127,7 +9408,8 @@ func (r CreatePaymentResponse) GetApplicationproblemJSON503() *struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 } {
 	return r.ApplicationproblemJSON503
@@ -9324,10 +9606,11 @@ func (r GetPaymentResponse) ContentType() string {
 
 // UpdatePaymentResponse200Headers the declared response headers of an HTTP 200 response for UpdatePayment
 type UpdatePaymentResponse200Headers struct {
-	ETag            string
-	RateLimit       *string
-	RateLimitPolicy *string
-	RequestId       string
+	ETag               string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	RequestId          string
 }
 
 // UpdatePaymentResponse400Headers the declared response headers of an HTTP 400 response for UpdatePayment
@@ -9352,6 +9635,14 @@ type UpdatePaymentResponse404Headers struct {
 	RequestId       string
 }
 
+// UpdatePaymentResponse409Headers the declared response headers of an HTTP 409 response for UpdatePayment
+type UpdatePaymentResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+
 // UpdatePaymentResponse412Headers the declared response headers of an HTTP 412 response for UpdatePayment
 type UpdatePaymentResponse412Headers struct {
 	RateLimit       *string
@@ -9368,6 +9659,13 @@ type UpdatePaymentResponse413Headers struct {
 
 // UpdatePaymentResponse415Headers the declared response headers of an HTTP 415 response for UpdatePayment
 type UpdatePaymentResponse415Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// UpdatePaymentResponse422Headers the declared response headers of an HTTP 422 response for UpdatePayment
+type UpdatePaymentResponse422Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
@@ -9414,12 +9712,16 @@ type UpdatePaymentResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *IdempotencyKeyInUse
 	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
 	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *IdempotencyKeyReused
 	// ApplicationproblemJSON428 the response for an HTTP 428 `application/problem+json` response
 	ApplicationproblemJSON428 *PreconditionRequired
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -9436,12 +9738,16 @@ type UpdatePaymentResponse struct {
 	Headers401 *UpdatePaymentResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *UpdatePaymentResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdatePaymentResponse409Headers
 	// Headers412 the parsed response headers for an HTTP 412 response
 	Headers412 *UpdatePaymentResponse412Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *UpdatePaymentResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *UpdatePaymentResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdatePaymentResponse422Headers
 	// Headers428 the parsed response headers for an HTTP 428 response
 	Headers428 *UpdatePaymentResponse428Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -9472,6 +9778,11 @@ func (r UpdatePaymentResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
 }
 
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UpdatePaymentResponse) GetApplicationproblemJSON409() *IdempotencyKeyInUse {
+	return r.ApplicationproblemJSON409
+}
+
 // GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
 func (r UpdatePaymentResponse) GetApplicationproblemJSON412() *PreconditionFailed {
 	return r.ApplicationproblemJSON412
@@ -9485,6 +9796,11 @@ func (r UpdatePaymentResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r UpdatePaymentResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdatePaymentResponse) GetApplicationproblemJSON422() *IdempotencyKeyReused {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON428 returns the response for an HTTP 428 `application/problem+json` response
@@ -9970,7 +10286,8 @@ type CreateRefundResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
@@ -10018,7 +10335,8 @@ type CreateRefundResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -10105,7 +10423,8 @@ func (r CreateRefundResponse) GetApplicationproblemJSON409() *struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 } {
 	return r.ApplicationproblemJSON409
@@ -10165,7 +10484,8 @@ func (r CreateRefundResponse) GetApplicationproblemJSON422() *struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 } {
 	return r.ApplicationproblemJSON422
@@ -11621,11 +11941,12 @@ func (r ListWebhookEndpointsResponse) ContentType() string {
 
 // CreateWebhookEndpointResponse201Headers the declared response headers of an HTTP 201 response for CreateWebhookEndpoint
 type CreateWebhookEndpointResponse201Headers struct {
-	ETag            string
-	Location        string
-	RateLimit       *string
-	RateLimitPolicy *string
-	RequestId       string
+	ETag               string
+	IdempotentReplayed *string
+	Location           string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	RequestId          string
 }
 
 // CreateWebhookEndpointResponse400Headers the declared response headers of an HTTP 400 response for CreateWebhookEndpoint
@@ -11643,6 +11964,14 @@ type CreateWebhookEndpointResponse401Headers struct {
 	WWWAuthenticate string
 }
 
+// CreateWebhookEndpointResponse409Headers the declared response headers of an HTTP 409 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+
 // CreateWebhookEndpointResponse413Headers the declared response headers of an HTTP 413 response for CreateWebhookEndpoint
 type CreateWebhookEndpointResponse413Headers struct {
 	RateLimit       *string
@@ -11652,6 +11981,13 @@ type CreateWebhookEndpointResponse413Headers struct {
 
 // CreateWebhookEndpointResponse415Headers the declared response headers of an HTTP 415 response for CreateWebhookEndpoint
 type CreateWebhookEndpointResponse415Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// CreateWebhookEndpointResponse422Headers the declared response headers of an HTTP 422 response for CreateWebhookEndpoint
+type CreateWebhookEndpointResponse422Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
@@ -11689,10 +12025,14 @@ type CreateWebhookEndpointResponse struct {
 	ApplicationproblemJSON400 *BadRequest
 	// ApplicationproblemJSON401 the response for an HTTP 401 `application/problem+json` response
 	ApplicationproblemJSON401 *Unauthorized
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *IdempotencyKeyInUse
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *IdempotencyKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -11705,10 +12045,14 @@ type CreateWebhookEndpointResponse struct {
 	Headers400 *CreateWebhookEndpointResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
 	Headers401 *CreateWebhookEndpointResponse401Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *CreateWebhookEndpointResponse409Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *CreateWebhookEndpointResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *CreateWebhookEndpointResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *CreateWebhookEndpointResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *CreateWebhookEndpointResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -11732,6 +12076,11 @@ func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON401() *Unauthori
 	return r.ApplicationproblemJSON401
 }
 
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON409() *IdempotencyKeyInUse {
+	return r.ApplicationproblemJSON409
+}
+
 // GetApplicationproblemJSON413 returns the response for an HTTP 413 `application/problem+json` response
 func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON413() *PayloadTooLarge {
 	return r.ApplicationproblemJSON413
@@ -11740,6 +12089,11 @@ func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON413() *PayloadTo
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r CreateWebhookEndpointResponse) GetApplicationproblemJSON422() *IdempotencyKeyReused {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -12080,10 +12434,11 @@ func (r GetWebhookEndpointResponse) ContentType() string {
 
 // UpdateWebhookEndpointResponse200Headers the declared response headers of an HTTP 200 response for UpdateWebhookEndpoint
 type UpdateWebhookEndpointResponse200Headers struct {
-	ETag            string
-	RateLimit       *string
-	RateLimitPolicy *string
-	RequestId       string
+	ETag               string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	RequestId          string
 }
 
 // UpdateWebhookEndpointResponse400Headers the declared response headers of an HTTP 400 response for UpdateWebhookEndpoint
@@ -12108,6 +12463,14 @@ type UpdateWebhookEndpointResponse404Headers struct {
 	RequestId       string
 }
 
+// UpdateWebhookEndpointResponse409Headers the declared response headers of an HTTP 409 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+
 // UpdateWebhookEndpointResponse412Headers the declared response headers of an HTTP 412 response for UpdateWebhookEndpoint
 type UpdateWebhookEndpointResponse412Headers struct {
 	RateLimit       *string
@@ -12124,6 +12487,13 @@ type UpdateWebhookEndpointResponse413Headers struct {
 
 // UpdateWebhookEndpointResponse415Headers the declared response headers of an HTTP 415 response for UpdateWebhookEndpoint
 type UpdateWebhookEndpointResponse415Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// UpdateWebhookEndpointResponse422Headers the declared response headers of an HTTP 422 response for UpdateWebhookEndpoint
+type UpdateWebhookEndpointResponse422Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
@@ -12170,12 +12540,16 @@ type UpdateWebhookEndpointResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *IdempotencyKeyInUse
 	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
 	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON413 the response for an HTTP 413 `application/problem+json` response
 	ApplicationproblemJSON413 *PayloadTooLarge
 	// ApplicationproblemJSON415 the response for an HTTP 415 `application/problem+json` response
 	ApplicationproblemJSON415 *UnsupportedMediaType
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *IdempotencyKeyReused
 	// ApplicationproblemJSON428 the response for an HTTP 428 `application/problem+json` response
 	ApplicationproblemJSON428 *PreconditionRequired
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -12192,12 +12566,16 @@ type UpdateWebhookEndpointResponse struct {
 	Headers401 *UpdateWebhookEndpointResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *UpdateWebhookEndpointResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *UpdateWebhookEndpointResponse409Headers
 	// Headers412 the parsed response headers for an HTTP 412 response
 	Headers412 *UpdateWebhookEndpointResponse412Headers
 	// Headers413 the parsed response headers for an HTTP 413 response
 	Headers413 *UpdateWebhookEndpointResponse413Headers
 	// Headers415 the parsed response headers for an HTTP 415 response
 	Headers415 *UpdateWebhookEndpointResponse415Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *UpdateWebhookEndpointResponse422Headers
 	// Headers428 the parsed response headers for an HTTP 428 response
 	Headers428 *UpdateWebhookEndpointResponse428Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -12228,6 +12606,11 @@ func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON404() *NotFound 
 	return r.ApplicationproblemJSON404
 }
 
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON409() *IdempotencyKeyInUse {
+	return r.ApplicationproblemJSON409
+}
+
 // GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
 func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON412() *PreconditionFailed {
 	return r.ApplicationproblemJSON412
@@ -12241,6 +12624,11 @@ func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON413() *PayloadTo
 // GetApplicationproblemJSON415 returns the response for an HTTP 415 `application/problem+json` response
 func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON415() *UnsupportedMediaType {
 	return r.ApplicationproblemJSON415
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r UpdateWebhookEndpointResponse) GetApplicationproblemJSON422() *IdempotencyKeyReused {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON428 returns the response for an HTTP 428 `application/problem+json` response
@@ -12443,10 +12831,11 @@ func (r ListWebhookDeliveriesResponse) ContentType() string {
 
 // RotateWebhookEndpointSecretResponse200Headers the declared response headers of an HTTP 200 response for RotateWebhookEndpointSecret
 type RotateWebhookEndpointSecretResponse200Headers struct {
-	ETag            string
-	RateLimit       *string
-	RateLimitPolicy *string
-	RequestId       string
+	ETag               string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	RequestId          string
 }
 
 // RotateWebhookEndpointSecretResponse400Headers the declared response headers of an HTTP 400 response for RotateWebhookEndpointSecret
@@ -12466,6 +12855,21 @@ type RotateWebhookEndpointSecretResponse401Headers struct {
 
 // RotateWebhookEndpointSecretResponse404Headers the declared response headers of an HTTP 404 response for RotateWebhookEndpointSecret
 type RotateWebhookEndpointSecretResponse404Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// RotateWebhookEndpointSecretResponse409Headers the declared response headers of an HTTP 409 response for RotateWebhookEndpointSecret
+type RotateWebhookEndpointSecretResponse409Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      int
+}
+
+// RotateWebhookEndpointSecretResponse422Headers the declared response headers of an HTTP 422 response for RotateWebhookEndpointSecret
+type RotateWebhookEndpointSecretResponse422Headers struct {
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
@@ -12505,6 +12909,10 @@ type RotateWebhookEndpointSecretResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
+	ApplicationproblemJSON409 *IdempotencyKeyInUse
+	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
+	ApplicationproblemJSON422 *IdempotencyKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -12519,6 +12927,10 @@ type RotateWebhookEndpointSecretResponse struct {
 	Headers401 *RotateWebhookEndpointSecretResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *RotateWebhookEndpointSecretResponse404Headers
+	// Headers409 the parsed response headers for an HTTP 409 response
+	Headers409 *RotateWebhookEndpointSecretResponse409Headers
+	// Headers422 the parsed response headers for an HTTP 422 response
+	Headers422 *RotateWebhookEndpointSecretResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *RotateWebhookEndpointSecretResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -12545,6 +12957,16 @@ func (r RotateWebhookEndpointSecretResponse) GetApplicationproblemJSON401() *Una
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r RotateWebhookEndpointSecretResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
+func (r RotateWebhookEndpointSecretResponse) GetApplicationproblemJSON409() *IdempotencyKeyInUse {
+	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
+func (r RotateWebhookEndpointSecretResponse) GetApplicationproblemJSON422() *IdempotencyKeyReused {
+	return r.ApplicationproblemJSON422
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -12696,7 +13118,8 @@ func (c *ClientWithResponses) GetEventWithResponse(ctx context.Context, id Event
 // the event's type. The `webhook-id` of an endpoint's earlier delivery of the event is
 // kept, so a receiver that already processed it can tell. When an attempt of that
 // delivery is in flight at that moment, its outcome counts as the redelivery's first
-// attempt.
+// attempt. With an `Idempotency-Key`, a retry replays the first answer and queues
+// nothing more.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12716,7 +13139,8 @@ func (c *ClientWithResponses) RedeliverEventWithBodyWithResponse(ctx context.Con
 // the event's type. The `webhook-id` of an endpoint's earlier delivery of the event is
 // kept, so a receiver that already processed it can tell. When an attempt of that
 // delivery is in flight at that moment, its outcome counts as the redelivery's first
-// attempt.
+// attempt. With an `Idempotency-Key`, a retry replays the first answer and queues
+// nothing more.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12941,6 +13365,8 @@ func (c *ClientWithResponses) GetPaymentWithResponse(ctx context.Context, id Pay
 // `metadata` is merged key by key (`{"metadata": {"k": null}}` removes `k`;
 // `{"metadata": null}` removes all). Requires `If-Match` with the current `ETag`.
 // A patch that changes nothing answers 200 with the payment and its `ETag` unchanged.
+// With an `Idempotency-Key`, a retry of an update that was made replays its 200, though
+// the retry's `If-Match` is stale by then.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12959,6 +13385,8 @@ func (c *ClientWithResponses) UpdatePaymentWithBodyWithResponse(ctx context.Cont
 // `metadata` is merged key by key (`{"metadata": {"k": null}}` removes `k`;
 // `{"metadata": null}` removes all). Requires `If-Match` with the current `ETag`.
 // A patch that changes nothing answers 200 with the payment and its `ETag` unchanged.
+// With an `Idempotency-Key`, a retry of an update that was made replays its 200, though
+// the retry's `If-Match` is stale by then.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -12977,6 +13405,8 @@ func (c *ClientWithResponses) UpdatePaymentWithResponse(ctx context.Context, id 
 // `metadata` is merged key by key (`{"metadata": {"k": null}}` removes `k`;
 // `{"metadata": null}` removes all). Requires `If-Match` with the current `ETag`.
 // A patch that changes nothing answers 200 with the payment and its `ETag` unchanged.
+// With an `Idempotency-Key`, a retry of an update that was made replays its 200, though
+// the retry's `If-Match` is stale by then.
 //
 // Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13310,7 +13740,8 @@ func (c *ClientWithResponses) ListWebhookEndpointsWithResponse(ctx context.Conte
 // rotation, so store it. The URL must be `https` (plain `http` only where the operator
 // allows private networks, for local development); a URL whose host is, or resolves
 // only to, an address webhooks are never sent to, or is an address in disguise, is
-// refused with a field error on `/url` (see `WebhookURL`).
+// refused with a field error on `/url` (see `WebhookURL`). With an `Idempotency-Key`,
+// a retry replays the first answer, secret included, and registers nothing more.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13330,7 +13761,8 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithBodyWithResponse(ctx cont
 // rotation, so store it. The URL must be `https` (plain `http` only where the operator
 // allows private networks, for local development); a URL whose host is, or resolves
 // only to, an address webhooks are never sent to, or is an address in disguise, is
-// refused with a field error on `/url` (see `WebhookURL`).
+// refused with a field error on `/url` (see `WebhookURL`). With an `Idempotency-Key`,
+// a retry replays the first answer, secret included, and registers nothing more.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13379,7 +13811,9 @@ func (c *ClientWithResponses) GetWebhookEndpointWithResponse(ctx context.Context
 // removes it) and `disabled`. `disabled: true` stops deliveries (events created
 // meanwhile are not sent later); `disabled: false` enables an endpoint again, also one
 // the server disabled. Requires `If-Match` with the current `ETag`. A patch that
-// changes nothing answers `200` with the same `ETag`.
+// changes nothing answers `200` with the same `ETag`. With an `Idempotency-Key`, a retry
+// of an update that was made replays its 200, though the retry's `If-Match` is stale by
+// then.
 //
 // Takes any type of body and a specified content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13398,7 +13832,9 @@ func (c *ClientWithResponses) UpdateWebhookEndpointWithBodyWithResponse(ctx cont
 // removes it) and `disabled`. `disabled: true` stops deliveries (events created
 // meanwhile are not sent later); `disabled: false` enables an endpoint again, also one
 // the server disabled. Requires `If-Match` with the current `ETag`. A patch that
-// changes nothing answers `200` with the same `ETag`.
+// changes nothing answers `200` with the same `ETag`. With an `Idempotency-Key`, a retry
+// of an update that was made replays its 200, though the retry's `If-Match` is stale by
+// then.
 //
 // Takes a body of the `application/json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13417,7 +13853,9 @@ func (c *ClientWithResponses) UpdateWebhookEndpointWithResponse(ctx context.Cont
 // removes it) and `disabled`. `disabled: true` stops deliveries (events created
 // meanwhile are not sent later); `disabled: false` enables an endpoint again, also one
 // the server disabled. Requires `If-Match` with the current `ETag`. A patch that
-// changes nothing answers `200` with the same `ETag`.
+// changes nothing answers `200` with the same `ETag`. With an `Idempotency-Key`, a retry
+// of an update that was made replays its 200, though the retry's `If-Match` is stale by
+// then.
 //
 // Takes a body of the `application/merge-patch+json` content type, and returns a wrapper object for the known response body format(s).
 //
@@ -13452,7 +13890,9 @@ func (c *ClientWithResponses) ListWebhookDeliveriesWithResponse(ctx context.Cont
 // every webhook carries two signatures in `webhook-signature`, space separated: one
 // with the new secret and one with the previous, so receivers can switch without
 // losing a webhook. `previous_secret_expires_at` says when the old one stops signing.
-// Rotating again within those 24 hours retires the oldest secret at once.
+// Rotating again within those 24 hours retires the oldest secret at once. So a client
+// that lost the answer should retry with the same `Idempotency-Key`, which replays the
+// secret the rotation issued, rather than rotate again.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -14577,7 +15017,48 @@ func ParseRedeliverEventResponse(rsp *http.Response) (*RedeliverEventResponse, e
 		response.ApplicationproblemJSON404 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
-		var dest WebhookEndpointDisabled
+		var dest struct {
+			// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+			AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
+			// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+			CurrentEtag *string `json:"current_etag,omitempty"`
+
+			// Detail An explanation specific to this occurrence.
+			Detail *string `json:"detail,omitempty"`
+
+			// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+			EndpointId *string `json:"endpoint_id,omitempty"`
+
+			// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+			// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
+			Errors *[]FieldError `json:"errors,omitempty"`
+
+			// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+			ErrorsOmitted *int `json:"errors_omitted,omitempty"`
+
+			// FailureCode For `payment-declined`, why the card was declined.
+			FailureCode *string `json:"failure_code,omitempty"`
+
+			// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
+			Instance *string `json:"instance,omitempty"`
+
+			// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
+			PaymentId *string `json:"payment_id,omitempty"`
+
+			// RequestId The `Request-Id` of the request, for support.
+			RequestId *string     `json:"request_id,omitempty"`
+			Status    interface{} `json:"status"`
+
+			// Title A short summary of the problem type; the same for every occurrence.
+			Title string      `json:"title"`
+			Type  interface{} `json:"type"`
+
+			// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+			// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+			// `test_accounts`), as in the draft's `violated-policies`.
+			ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
+		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
 			return nil, err
 		}
@@ -14596,6 +15077,13 @@ func ParseRedeliverEventResponse(rsp *http.Response) (*RedeliverEventResponse, e
 			return nil, err
 		}
 		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -14623,6 +15111,13 @@ func ParseRedeliverEventResponse(rsp *http.Response) (*RedeliverEventResponse, e
 	switch {
 	case rsp.StatusCode == 202:
 		var headers RedeliverEventResponse202Headers
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
+		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "Location", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
@@ -14761,6 +15256,13 @@ func ParseRedeliverEventResponse(rsp *http.Response) (*RedeliverEventResponse, e
 			}
 			headers.RequestId = value
 		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = &value
+		}
 		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers RedeliverEventResponse413Headers
@@ -14810,6 +15312,30 @@ func ParseRedeliverEventResponse(rsp *http.Response) (*RedeliverEventResponse, e
 			headers.RequestId = value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers RedeliverEventResponse422Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers RedeliverEventResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -15281,7 +15807,8 @@ func ParseCancelJobResponse(rsp *http.Response) (*CancelJobResponse, error) {
 			Type  interface{} `json:"type"`
 
 			// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-			// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+			// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+			// `test_accounts`), as in the draft's `violated-policies`.
 			ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -16478,7 +17005,8 @@ func ParseCreatePaymentResponse(rsp *http.Response) (*CreatePaymentResponse, err
 			Type  interface{} `json:"type"`
 
 			// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-			// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+			// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+			// `test_accounts`), as in the draft's `violated-policies`.
 			ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17164,6 +17692,13 @@ func ParseUpdatePaymentResponse(rsp *http.Response) (*UpdatePaymentResponse, err
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17184,6 +17719,13 @@ func ParseUpdatePaymentResponse(rsp *http.Response) (*UpdatePaymentResponse, err
 			return nil, err
 		}
 		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 428:
 		var dest PreconditionRequired
@@ -17224,6 +17766,13 @@ func ParseUpdatePaymentResponse(rsp *http.Response) (*UpdatePaymentResponse, err
 				return nil, err
 			}
 			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
 		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
@@ -17326,6 +17875,37 @@ func ParseUpdatePaymentResponse(rsp *http.Response) (*UpdatePaymentResponse, err
 			headers.RequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdatePaymentResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 412:
 		var headers UpdatePaymentResponse412Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -17398,6 +17978,30 @@ func ParseUpdatePaymentResponse(rsp *http.Response) (*UpdatePaymentResponse, err
 			headers.RequestId = value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdatePaymentResponse422Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 428:
 		var headers UpdatePaymentResponse428Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -18049,7 +18653,8 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 			Type  interface{} `json:"type"`
 
 			// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-			// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+			// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+			// `test_accounts`), as in the draft's `violated-policies`.
 			ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -18117,7 +18722,8 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 			Type  interface{} `json:"type"`
 
 			// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-			// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+			// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+			// `test_accounts`), as in the draft's `violated-policies`.
 			ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 		}
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21000,6 +21606,13 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 		}
 		response.ApplicationproblemJSON401 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 413:
 		var dest PayloadTooLarge
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21013,6 +21626,13 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 			return nil, err
 		}
 		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
@@ -21046,6 +21666,13 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 				return nil, err
 			}
 			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
 		}
 		if values := rsp.Header.Values("Location"); len(values) > 0 {
 			var value string
@@ -21131,6 +21758,37 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 			headers.WWWAuthenticate = value
 		}
 		response.Headers401 = &headers
+	case rsp.StatusCode == 409:
+		var headers CreateWebhookEndpointResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 413:
 		var headers CreateWebhookEndpointResponse413Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -21179,6 +21837,30 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 			headers.RequestId = value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers CreateWebhookEndpointResponse422Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers CreateWebhookEndpointResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -21835,6 +22517,13 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
 		var dest PreconditionFailed
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -21855,6 +22544,13 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 			return nil, err
 		}
 		response.ApplicationproblemJSON415 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
 
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 428:
 		var dest PreconditionRequired
@@ -21895,6 +22591,13 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 				return nil, err
 			}
 			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
 		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
@@ -21997,6 +22700,37 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 			headers.RequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers UpdateWebhookEndpointResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
 	case rsp.StatusCode == 412:
 		var headers UpdateWebhookEndpointResponse412Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -22069,6 +22803,30 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 			headers.RequestId = value
 		}
 		response.Headers415 = &headers
+	case rsp.StatusCode == 422:
+		var headers UpdateWebhookEndpointResponse422Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 428:
 		var headers UpdateWebhookEndpointResponse428Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -22486,6 +23244,20 @@ func ParseRotateWebhookEndpointSecretResponse(rsp *http.Response) (*RotateWebhoo
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 409:
+		var dest IdempotencyKeyInUse
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON409 = &dest
+
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
+		var dest IdempotencyKeyReused
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON422 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22518,6 +23290,13 @@ func ParseRotateWebhookEndpointSecretResponse(rsp *http.Response) (*RotateWebhoo
 				return nil, err
 			}
 			headers.ETag = value
+		}
+		if values := rsp.Header.Values("Idempotent-Replayed"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Idempotent-Replayed", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.IdempotentReplayed = &value
 		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
@@ -22620,6 +23399,61 @@ func ParseRotateWebhookEndpointSecretResponse(rsp *http.Response) (*RotateWebhoo
 			headers.RequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 409:
+		var headers RotateWebhookEndpointSecretResponse409Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		if values := rsp.Header.Values("Retry-After"); len(values) > 0 {
+			var value int
+			if err := runtime.BindStyledParameterWithOptions("simple", "Retry-After", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "integer", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RetryAfter = value
+		}
+		response.Headers409 = &headers
+	case rsp.StatusCode == 422:
+		var headers RotateWebhookEndpointSecretResponse422Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers422 = &headers
 	case rsp.StatusCode == 429:
 		var headers RotateWebhookEndpointSecretResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

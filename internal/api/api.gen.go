@@ -876,7 +876,8 @@ type Problem struct {
 	Type string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1256,6 +1257,9 @@ type JobsStartingAfter = string
 // Limit defines model for Limit.
 type Limit = int
 
+// OptionalIdempotencyKey defines model for OptionalIdempotencyKey.
+type OptionalIdempotencyKey = string
+
 // PaymentID defines model for PaymentID.
 type PaymentID = string
 
@@ -1337,7 +1341,8 @@ type BadRequest struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1383,7 +1388,8 @@ type IdempotencyKeyInUse struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1426,7 +1432,8 @@ type IdempotencyKeyReused struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1469,7 +1476,8 @@ type InternalError struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1512,7 +1520,8 @@ type MethodNotAllowed struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1555,7 +1564,8 @@ type NotFound struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1598,7 +1608,8 @@ type PayloadTooLarge struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1641,7 +1652,8 @@ type PaymentDeclined struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1684,7 +1696,8 @@ type PreconditionFailed struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1727,7 +1740,8 @@ type PreconditionRequired struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1770,7 +1784,8 @@ type ServiceUnavailable struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1813,7 +1828,8 @@ type TooManyRequests struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies []string `json:"violated_policies"`
 }
 
@@ -1856,7 +1872,8 @@ type Unauthorized struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1899,7 +1916,8 @@ type UnsupportedMediaType struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -1942,7 +1960,8 @@ type WebhookEndpointDisabled struct {
 	Type  interface{} `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-	// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+	// `test_accounts`), as in the draft's `violated-policies`.
 	ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 }
 
@@ -2013,6 +2032,16 @@ type GetEventParams struct {
 
 // RedeliverEventParams defines parameters for RedeliverEvent.
 type RedeliverEventParams struct {
+	// IdempotencyKey Optional: without it the operation runs as it always does, and a retry runs it again.
+	// With it, the operation is idempotent as those that require a key are: the same key
+	// with the same request (the id in the path and the body) returns the stored response
+	// with `Idempotent-Replayed: true`; the same key with another request is 422; the same
+	// key while the first request is still in flight is 409. The key is as the required
+	// `Idempotency-Key` takes it: 1-255 printable ASCII characters, bare or as a
+	// structured-field string. Keys expire 24 hours after first use (configurable by the
+	// operator).
+	IdempotencyKey *OptionalIdempotencyKey `json:"Idempotency-Key,omitempty"`
+
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
@@ -2155,6 +2184,16 @@ type UpdatePaymentParams struct {
 	// not `*` or a list of quoted tags is a 400. Tags are compared byte for byte, and weak
 	// tags (`W/"..."`) never match (RFC 9110 strong comparison).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
+
+	// IdempotencyKey Optional: without it the operation runs as it always does, and a retry runs it again.
+	// With it, the operation is idempotent as those that require a key are: the same key
+	// with the same request (the id in the path and the body) returns the stored response
+	// with `Idempotent-Replayed: true`; the same key with another request is 422; the same
+	// key while the first request is still in flight is 409. The key is as the required
+	// `Idempotency-Key` takes it: 1-255 printable ASCII characters, bare or as a
+	// structured-field string. Keys expire 24 hours after first use (configurable by the
+	// operator).
+	IdempotencyKey *OptionalIdempotencyKey `json:"Idempotency-Key,omitempty"`
 
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -2360,6 +2399,16 @@ type ListWebhookEndpointsParams struct {
 
 // CreateWebhookEndpointParams defines parameters for CreateWebhookEndpoint.
 type CreateWebhookEndpointParams struct {
+	// IdempotencyKey Optional: without it the operation runs as it always does, and a retry runs it again.
+	// With it, the operation is idempotent as those that require a key are: the same key
+	// with the same request (the id in the path and the body) returns the stored response
+	// with `Idempotent-Replayed: true`; the same key with another request is 422; the same
+	// key while the first request is still in flight is 409. The key is as the required
+	// `Idempotency-Key` takes it: 1-255 printable ASCII characters, bare or as a
+	// structured-field string. Keys expire 24 hours after first use (configurable by the
+	// operator).
+	IdempotencyKey *OptionalIdempotencyKey `json:"Idempotency-Key,omitempty"`
+
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
@@ -2408,6 +2457,16 @@ type UpdateWebhookEndpointParams struct {
 	// tags (`W/"..."`) never match (RFC 9110 strong comparison).
 	IfMatch *IfMatch `json:"If-Match,omitempty"`
 
+	// IdempotencyKey Optional: without it the operation runs as it always does, and a retry runs it again.
+	// With it, the operation is idempotent as those that require a key are: the same key
+	// with the same request (the id in the path and the body) returns the stored response
+	// with `Idempotent-Replayed: true`; the same key with another request is 422; the same
+	// key while the first request is still in flight is 409. The key is as the required
+	// `Idempotency-Key` takes it: 1-255 printable ASCII characters, bare or as a
+	// structured-field string. Keys expire 24 hours after first use (configurable by the
+	// operator).
+	IdempotencyKey *OptionalIdempotencyKey `json:"Idempotency-Key,omitempty"`
+
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
@@ -2442,6 +2501,16 @@ type ListWebhookDeliveriesParams struct {
 
 // RotateWebhookEndpointSecretParams defines parameters for RotateWebhookEndpointSecret.
 type RotateWebhookEndpointSecretParams struct {
+	// IdempotencyKey Optional: without it the operation runs as it always does, and a retry runs it again.
+	// With it, the operation is idempotent as those that require a key are: the same key
+	// with the same request (the id in the path and the body) returns the stored response
+	// with `Idempotent-Replayed: true`; the same key with another request is 422; the same
+	// key while the first request is still in flight is 409. The key is as the required
+	// `Idempotency-Key` takes it: 1-255 printable ASCII characters, bare or as a
+	// structured-field string. Keys expire 24 hours after first use (configurable by the
+	// operator).
+	IdempotencyKey *OptionalIdempotencyKey `json:"Idempotency-Key,omitempty"`
+
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
@@ -3004,6 +3073,21 @@ func (w *ServerInterfaceWrapper) RedeliverEvent(ctx echo.Context) error {
 	var params RedeliverEventParams
 
 	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey OptionalIdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
 	// ------------- Optional header parameter "Prefer" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
 		var Prefer Prefer
@@ -3380,6 +3464,21 @@ func (w *ServerInterfaceWrapper) UpdatePayment(ctx echo.Context) error {
 		}
 
 		params.IfMatch = &IfMatch
+	}
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey OptionalIdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
 	}
 	// ------------- Optional header parameter "Prefer" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
@@ -3852,6 +3951,21 @@ func (w *ServerInterfaceWrapper) CreateWebhookEndpoint(ctx echo.Context) error {
 	var params CreateWebhookEndpointParams
 
 	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey OptionalIdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
 	// ------------- Optional header parameter "Prefer" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
 		var Prefer Prefer
@@ -3975,6 +4089,21 @@ func (w *ServerInterfaceWrapper) UpdateWebhookEndpoint(ctx echo.Context) error {
 
 		params.IfMatch = &IfMatch
 	}
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey OptionalIdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
 	// ------------- Optional header parameter "Prefer" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
 		var Prefer Prefer
@@ -4060,6 +4189,21 @@ func (w *ServerInterfaceWrapper) RotateWebhookEndpointSecret(ctx echo.Context) e
 	var params RotateWebhookEndpointSecretParams
 
 	headers := ctx.Request().Header
+	// ------------- Optional header parameter "Idempotency-Key" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("Idempotency-Key")]; found {
+		var IdempotencyKey OptionalIdempotencyKey
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for Idempotency-Key, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "Idempotency-Key", valueList[0], &IdempotencyKey, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter Idempotency-Key: %s", err))
+		}
+
+		params.IdempotencyKey = &IdempotencyKey
+	}
 	// ------------- Optional header parameter "Prefer" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
 		var Prefer Prefer
@@ -4699,7 +4843,8 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
@@ -4836,7 +4981,8 @@ type IdempotencyKeyInUseApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
@@ -4887,7 +5033,8 @@ type IdempotencyKeyReusedApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
@@ -4938,7 +5085,8 @@ type InternalErrorApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
@@ -4990,7 +5138,8 @@ type MethodNotAllowedApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
@@ -5041,7 +5190,8 @@ type NotFoundApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
@@ -5113,7 +5263,8 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
@@ -5166,7 +5317,8 @@ type PaymentDeclinedApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
@@ -5217,7 +5369,8 @@ type PreconditionFailedApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
@@ -5268,7 +5421,8 @@ type PreconditionRequiredApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
@@ -5320,7 +5474,8 @@ type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
@@ -5372,7 +5527,8 @@ type TooManyRequestsApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies []string `json:"violated_policies"`
 	}
 
@@ -5424,7 +5580,8 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
@@ -5475,7 +5632,8 @@ type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
@@ -5526,7 +5684,8 @@ type WebhookEndpointDisabledApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 
@@ -6280,11 +6439,12 @@ type RedeliverEventResponseObject interface {
 }
 
 type RedeliverEvent202ResponseHeaders struct {
-	Location        string
-	RateLimit       *string
-	RateLimitPolicy *string
-	RequestId       string
-	RetryAfter      int
+	IdempotentReplayed *string
+	Location           string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	RequestId          string
+	RetryAfter         int
 }
 
 type RedeliverEvent202JSONResponse struct {
@@ -6299,6 +6459,9 @@ func (response RedeliverEvent202JSONResponse) VisitRedeliverEventResponse(w http
 		return err
 	}
 	w.Header().Set("Content-Type", "application/json")
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
@@ -6383,8 +6546,57 @@ func (response RedeliverEvent404ApplicationProblemPlusJSONResponse) VisitRedeliv
 	return err
 }
 
+type RedeliverEvent409ResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+	RetryAfter      *int
+}
+
 type RedeliverEvent409ApplicationProblemPlusJSONResponse struct {
-	WebhookEndpointDisabledApplicationProblemPlusJSONResponse
+	Body struct {
+		// AmountRefundable For `refund-exceeds-payment`, how much of the payment can still be refunded.
+		AmountRefundable *int64 `json:"amount_refundable,omitempty"`
+
+		// CurrentEtag For `precondition-failed`, the resource's current `ETag`.
+		CurrentEtag *string `json:"current_etag,omitempty"`
+
+		// Detail An explanation specific to this occurrence.
+		Detail *string `json:"detail,omitempty"`
+
+		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
+		EndpointId *string `json:"endpoint_id,omitempty"`
+
+		// Errors For `invalid-request`, one entry per invalid field, at most 20. For
+		// `invalid-idempotency-key`, one entry whose `field` is `Idempotency-Key`.
+		Errors *[]FieldError `json:"errors,omitempty"`
+
+		// ErrorsOmitted For `invalid-request`, how many further invalid fields were found but not listed in `errors`.
+		ErrorsOmitted *int `json:"errors_omitted,omitempty"`
+
+		// FailureCode For `payment-declined`, why the card was declined.
+		FailureCode *string `json:"failure_code,omitempty"`
+
+		// Instance The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes.
+		Instance *string `json:"instance,omitempty"`
+
+		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
+		PaymentId *string `json:"payment_id,omitempty"`
+
+		// RequestId The `Request-Id` of the request, for support.
+		RequestId *string     `json:"request_id,omitempty"`
+		Status    interface{} `json:"status"`
+
+		// Title A short summary of the problem type; the same for every occurrence.
+		Title string      `json:"title"`
+		Type  interface{} `json:"type"`
+
+		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
+		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
+	}
+	Headers RedeliverEvent409ResponseHeaders
 }
 
 func (response RedeliverEvent409ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
@@ -6401,6 +6613,9 @@ func (response RedeliverEvent409ApplicationProblemPlusJSONResponse) VisitRedeliv
 		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
 	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	if response.Headers.RetryAfter != nil {
+		w.Header().Set("Retry-After", fmt.Sprint(*response.Headers.RetryAfter))
+	}
 	w.WriteHeader(409)
 	_, err := buf.WriteTo(w)
 	return err
@@ -6448,6 +6663,29 @@ func (response RedeliverEvent415ApplicationProblemPlusJSONResponse) VisitRedeliv
 	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RedeliverEvent422ApplicationProblemPlusJSONResponse struct {
+	IdempotencyKeyReusedApplicationProblemPlusJSONResponse
+}
+
+func (response RedeliverEvent422ApplicationProblemPlusJSONResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -6878,7 +7116,8 @@ type CancelJob409ApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 	Headers CancelJob409ResponseHeaders
@@ -7887,7 +8126,8 @@ type CreatePayment503ApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 	Headers CreatePayment503ResponseHeaders
@@ -8122,10 +8362,11 @@ type UpdatePaymentResponseObject interface {
 }
 
 type UpdatePayment200ResponseHeaders struct {
-	ETag            string
-	RateLimit       *string
-	RateLimitPolicy *string
-	RequestId       string
+	ETag               string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	RequestId          string
 }
 
 type UpdatePayment200JSONResponse struct {
@@ -8141,6 +8382,9 @@ func (response UpdatePayment200JSONResponse) VisitUpdatePaymentResponse(w http.R
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -8223,6 +8467,30 @@ func (response UpdatePayment404ApplicationProblemPlusJSONResponse) VisitUpdatePa
 	return err
 }
 
+type UpdatePayment409ApplicationProblemPlusJSONResponse struct {
+	IdempotencyKeyInUseApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePayment409ApplicationProblemPlusJSONResponse) VisitUpdatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdatePayment412ApplicationProblemPlusJSONResponse struct {
 	PreconditionFailedApplicationProblemPlusJSONResponse
 }
@@ -8288,6 +8556,29 @@ func (response UpdatePayment415ApplicationProblemPlusJSONResponse) VisitUpdatePa
 	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdatePayment422ApplicationProblemPlusJSONResponse struct {
+	IdempotencyKeyReusedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdatePayment422ApplicationProblemPlusJSONResponse) VisitUpdatePaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -8852,7 +9143,8 @@ type CreateRefund409ApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 	Headers CreateRefund409ResponseHeaders
@@ -8994,7 +9286,8 @@ type CreateRefund422ApplicationProblemPlusJSONResponse struct {
 		Type  interface{} `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
-		// (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+		// `test_accounts`), as in the draft's `violated-policies`.
 		ViolatedPolicies *[]string `json:"violated_policies,omitempty"`
 	}
 	Headers CreateRefund422ResponseHeaders
@@ -10850,11 +11143,12 @@ type CreateWebhookEndpointResponseObject interface {
 }
 
 type CreateWebhookEndpoint201ResponseHeaders struct {
-	ETag            string
-	Location        string
-	RateLimit       *string
-	RateLimitPolicy *string
-	RequestId       string
+	ETag               string
+	IdempotentReplayed *string
+	Location           string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	RequestId          string
 }
 
 type CreateWebhookEndpoint201JSONResponse struct {
@@ -10870,6 +11164,9 @@ func (response CreateWebhookEndpoint201JSONResponse) VisitCreateWebhookEndpointR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	w.Header().Set("Location", fmt.Sprint(response.Headers.Location))
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
@@ -10930,6 +11227,30 @@ func (response CreateWebhookEndpoint401ApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type CreateWebhookEndpoint409ApplicationProblemPlusJSONResponse struct {
+	IdempotencyKeyInUseApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint409ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type CreateWebhookEndpoint413ApplicationProblemPlusJSONResponse struct {
 	PayloadTooLargeApplicationProblemPlusJSONResponse
 }
@@ -10972,6 +11293,29 @@ func (response CreateWebhookEndpoint415ApplicationProblemPlusJSONResponse) Visit
 	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type CreateWebhookEndpoint422ApplicationProblemPlusJSONResponse struct {
+	IdempotencyKeyReusedApplicationProblemPlusJSONResponse
+}
+
+func (response CreateWebhookEndpoint422ApplicationProblemPlusJSONResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11413,10 +11757,11 @@ type UpdateWebhookEndpointResponseObject interface {
 }
 
 type UpdateWebhookEndpoint200ResponseHeaders struct {
-	ETag            string
-	RateLimit       *string
-	RateLimitPolicy *string
-	RequestId       string
+	ETag               string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	RequestId          string
 }
 
 type UpdateWebhookEndpoint200JSONResponse struct {
@@ -11432,6 +11777,9 @@ func (response UpdateWebhookEndpoint200JSONResponse) VisitUpdateWebhookEndpointR
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -11514,6 +11862,30 @@ func (response UpdateWebhookEndpoint404ApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type UpdateWebhookEndpoint409ApplicationProblemPlusJSONResponse struct {
+	IdempotencyKeyInUseApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint409ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type UpdateWebhookEndpoint412ApplicationProblemPlusJSONResponse struct {
 	PreconditionFailedApplicationProblemPlusJSONResponse
 }
@@ -11579,6 +11951,29 @@ func (response UpdateWebhookEndpoint415ApplicationProblemPlusJSONResponse) Visit
 	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(415)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type UpdateWebhookEndpoint422ApplicationProblemPlusJSONResponse struct {
+	IdempotencyKeyReusedApplicationProblemPlusJSONResponse
+}
+
+func (response UpdateWebhookEndpoint422ApplicationProblemPlusJSONResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }
@@ -11867,10 +12262,11 @@ type RotateWebhookEndpointSecretResponseObject interface {
 }
 
 type RotateWebhookEndpointSecret200ResponseHeaders struct {
-	ETag            string
-	RateLimit       *string
-	RateLimitPolicy *string
-	RequestId       string
+	ETag               string
+	IdempotentReplayed *string
+	RateLimit          *string
+	RateLimitPolicy    *string
+	RequestId          string
 }
 
 type RotateWebhookEndpointSecret200JSONResponse struct {
@@ -11886,6 +12282,9 @@ func (response RotateWebhookEndpointSecret200JSONResponse) VisitRotateWebhookEnd
 	}
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.IdempotentReplayed != nil {
+		w.Header().Set("Idempotent-Replayed", fmt.Sprint(*response.Headers.IdempotentReplayed))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -11964,6 +12363,53 @@ func (response RotateWebhookEndpointSecret404ApplicationProblemPlusJSONResponse)
 	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret409ApplicationProblemPlusJSONResponse struct {
+	IdempotencyKeyInUseApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret409ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
+	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret422ApplicationProblemPlusJSONResponse struct {
+	IdempotencyKeyReusedApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret422ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(422)
 	_, err := buf.WriteTo(w)
 	return err
 }

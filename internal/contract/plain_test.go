@@ -209,3 +209,20 @@ func TestIdempotencyKeysSkipTheRegexp(t *testing.T) {
 		}
 	}
 }
+
+// TestIdempotencyKeysAreOneSchema: an optional Idempotency-Key writes out the required one's
+// schema (a $ref would not be a plain string's); every operation must take one key syntax.
+func TestIdempotencyKeysAreOneSchema(t *testing.T) {
+	params := plainParams(t)
+	want := params["POST /payments header Idempotency-Key"]
+	if want == nil || params["PATCH /payments/{id} header Idempotency-Key"] == nil {
+		t.Fatal("POST /payments' or PATCH /payments/{id}'s Idempotency-Key has no plain check")
+	}
+	for op, p := range params {
+		if p.name == "Idempotency-Key" && (p.plain.pattern.String() != want.plain.pattern.String() ||
+			p.plain.minLength != want.plain.minLength || p.plain.maxLength != want.plain.maxLength) {
+			t.Errorf("%s: pattern %s, length %d-%d; POST /payments has %s, %d-%d", op,
+				p.plain.pattern, p.plain.minLength, p.plain.maxLength, want.plain.pattern, want.plain.minLength, want.plain.maxLength)
+		}
+	}
+}

@@ -33,6 +33,13 @@ func (b *testBundle) fireBehindPaymentLock(t *testing.T, paymentID string, n int
 // own (not the server's pool) until release is called or the test ends.
 func (b *testBundle) lockPayment(t *testing.T, paymentID string) (release func()) {
 	t.Helper()
+	return b.holdLocks(t, `SELECT 1 FROM payments WHERE id = $1 FOR UPDATE`, paymentID)
+}
+
+// holdLocks runs query, a SELECT ... FOR UPDATE, in a transaction on a connection of the
+// test's own and holds the row locks it takes until release is called or the test ends.
+func (b *testBundle) holdLocks(t *testing.T, query string, args ...any) (release func()) {
+	t.Helper()
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, b.dbURL)
 	if err != nil {
@@ -40,11 +47,11 @@ func (b *testBundle) lockPayment(t *testing.T, paymentID string) (release func()
 	}
 	tx, err := conn.Begin(ctx)
 	if err == nil {
-		_, err = tx.Exec(ctx, `SELECT 1 FROM payments WHERE id = $1 FOR UPDATE`, paymentID)
+		_, err = tx.Exec(ctx, query, args...)
 	}
 	if err != nil {
 		_ = conn.Close(ctx)
-		t.Fatalf("lock payment %s: %v", paymentID, err)
+		t.Fatalf("%s %v: %v", query, args, err)
 	}
 	release = sync.OnceFunc(func() {
 		if err := tx.Commit(ctx); err != nil {

@@ -4,10 +4,13 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strconv"
 
 	"github.com/payments-api/payments-api/internal/api"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/events"
+	"github.com/payments-api/payments-api/internal/idempotency"
 )
 
 // GetEvent returns one event of the account.
@@ -43,24 +46,32 @@ const firstAttemptAfter = 1
 
 // RedeliverEvent queues the event again for one endpoint or for every subscribed one. Like
 // every 202, it says where to watch the work: the named endpoint's deliveries, or else the
-// event, whose deliveries may go to several endpoints (each named in the body).
+// event, whose deliveries may go to several endpoints (each named in the body). Under an
+// Idempotency-Key (optional here) the deliveries, their jobs and the 202 commit together, so
+// a retry replays the 202 rather than send the event once more.
 func (s *Server) RedeliverEvent(ctx context.Context, req api.RedeliverEventRequestObject) (api.RedeliverEventResponseObject, error) {
 	var endpointID *string
 	if req.Body != nil {
 		endpointID = req.Body.EndpointId
 	}
-	queued, err := s.webhooks.Redeliver(ctx, accountFrom(ctx).ID, req.Id, endpointID)
-	if err != nil {
-		return nil, err
-	}
+	acct := accountFrom(ctx).ID
 	location := "/events/" + req.Id
 	if endpointID != nil {
 		location = "/webhook-endpoints/" + *endpointID + "/deliveries"
 	}
-	return api.RedeliverEvent202JSONResponse{
-		Body:    api.WebhookDeliveryBatch{Data: deliveryResources(queued)},
-		Headers: api.RedeliverEvent202ResponseHeaders{Location: location, RetryAfter: firstAttemptAfter},
-	}, nil
+	res, err := s.idempotent(ctx, "events.redeliver", req.Params.IdempotencyKey, idempotency.OnResource(req.Id, decodedBodyFrom(ctx)),
+		func(tx db.Tx) (idempotency.Response, error) {
+			queued, err := s.webhooks.RedeliverTx(ctx, tx, acct, req.Id, endpointID)
+			if err != nil {
+				return idempotency.Response{}, err
+			}
+			return jsonResponse(http.StatusAccepted, api.WebhookDeliveryBatch{Data: deliveryResources(queued)},
+				map[string]string{"Location": location, "Retry-After": strconv.Itoa(firstAttemptAfter)})
+		})
+	if err != nil {
+		return nil, err
+	}
+	return res, nil
 }
 
 func eventResource(e db.Event) (api.Event, error) {

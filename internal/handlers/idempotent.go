@@ -2,9 +2,11 @@ package handlers
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"net/http"
 
+	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/idempotency"
 )
 
@@ -22,6 +24,29 @@ func (r storedResponse) write(w http.ResponseWriter) error {
 	w.WriteHeader(r.Status)
 	_, err := w.Write(r.Body)
 	return err
+}
+
+// idempotent runs op, the effect of an operation that takes an Idempotency-Key optionally,
+// in one transaction. With a key it runs as the operations that require one do (Store.Do):
+// the key claimed in op's transaction, the response stored with its effect, and a retry
+// answered from it. Without one, op runs alone, and a retry runs it again. request is what
+// the key fingerprints: the body, or the path's id and the body (idempotency.OnResource).
+func (s *Server) idempotent(ctx context.Context, operation string, key *string, request any, op func(tx db.Tx) (idempotency.Response, error)) (storedResponse, error) {
+	if key == nil {
+		var res idempotency.Response
+		err := db.InTx(ctx, s.pool, func(tx db.Tx) error {
+			var err error
+			res, err = op(tx)
+			return err
+		})
+		return storedResponse(res), err
+	}
+	idem, err := idempotency.NewRequest(accountFrom(ctx).ID, operation, *key, request)
+	if err != nil {
+		return storedResponse{}, err
+	}
+	res, err := s.idempotency.Do(ctx, idem, op)
+	return storedResponse(res), err
 }
 
 // jsonResponse serialises v once, for storing and sending, with its resource headers. It
@@ -44,3 +69,24 @@ func (r storedResponse) VisitCreateRefundResponse(w http.ResponseWriter) error {
 
 // VisitCreateReportResponse lets the generated strict handler write it.
 func (r storedResponse) VisitCreateReportResponse(w http.ResponseWriter) error { return r.write(w) }
+
+// VisitUpdatePaymentResponse lets the generated strict handler write it.
+func (r storedResponse) VisitUpdatePaymentResponse(w http.ResponseWriter) error { return r.write(w) }
+
+// VisitCreateWebhookEndpointResponse lets the generated strict handler write it.
+func (r storedResponse) VisitCreateWebhookEndpointResponse(w http.ResponseWriter) error {
+	return r.write(w)
+}
+
+// VisitUpdateWebhookEndpointResponse lets the generated strict handler write it.
+func (r storedResponse) VisitUpdateWebhookEndpointResponse(w http.ResponseWriter) error {
+	return r.write(w)
+}
+
+// VisitRotateWebhookEndpointSecretResponse lets the generated strict handler write it.
+func (r storedResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+	return r.write(w)
+}
+
+// VisitRedeliverEventResponse lets the generated strict handler write it.
+func (r storedResponse) VisitRedeliverEventResponse(w http.ResponseWriter) error { return r.write(w) }

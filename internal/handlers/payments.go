@@ -133,6 +133,15 @@ func (r encodedPayment) write(w http.ResponseWriter) error {
 	return err
 }
 
+// stored is the 200 as an idempotency key stores it.
+func (r encodedPayment) stored() idempotency.Response {
+	return idempotency.Response{
+		Status: http.StatusOK,
+		Header: map[string]string{"Content-Type": "application/json", "ETag": r.etag},
+		Body:   r.body,
+	}
+}
+
 // VisitGetPaymentResponse lets the generated strict handler write it.
 func (r encodedPayment) VisitGetPaymentResponse(w http.ResponseWriter) error { return r.write(w) }
 
@@ -158,7 +167,10 @@ func (s *Server) ListPayments(ctx context.Context, req api.ListPaymentsRequestOb
 	return api.ListPayments200JSONResponse{Body: api.PaymentList{Data: data, HasMore: hasMore}}, nil
 }
 
-// UpdatePayment applies a merge patch under If-Match: 428 without it, 412 when stale.
+// UpdatePayment applies a merge patch under If-Match: 428 without it, 412 when stale. With an
+// Idempotency-Key (optional here), the update runs in the transaction that claims the key and
+// its 200 is stored with it: a retry replays that answer, though its If-Match is stale by then.
+// A 412 or 428 commits nothing and leaves the key unused.
 func (s *Server) UpdatePayment(ctx context.Context, req api.UpdatePaymentRequestObject) (api.UpdatePaymentResponseObject, error) {
 	trace.Attribute(ctx, paymentIDAttribute, req.Id)
 	pre, err := requiredIfMatch(ctx, req.Params.IfMatch)
@@ -172,11 +184,23 @@ func (s *Server) UpdatePayment(ctx context.Context, req api.UpdatePaymentRequest
 	if body == nil { // the validator requires a body, so this is a binding gap: refuse, never no-op
 		return nil, &domain.ValidationError{Field: "/", Message: "the body could not be read as a merge patch"}
 	}
-	p, err := s.payments.Update(ctx, accountFrom(ctx).ID, req.Id, pre, mergePatch(body))
-	if err := traceIfMatch(ctx, err); err != nil {
+	acct, patch := accountFrom(ctx).ID, mergePatch(body)
+	res, err := s.idempotent(ctx, "payments.update", req.Params.IdempotencyKey, idempotency.OnResource(req.Id, decodedBodyFrom(ctx)),
+		func(tx db.Tx) (idempotency.Response, error) {
+			p, err := s.payments.UpdateTx(ctx, tx, acct, req.Id, pre, patch)
+			if err := traceIfMatch(ctx, err); err != nil {
+				return idempotency.Response{}, err
+			}
+			res, err := paymentBody(p)
+			if err != nil {
+				return idempotency.Response{}, err
+			}
+			return res.stored(), nil
+		})
+	if err != nil {
 		return nil, err
 	}
-	return paymentBody(p)
+	return res, nil
 }
 
 // mergePatch reads which members the patch carries: absent, null or a value (RFC 7396).

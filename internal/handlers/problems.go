@@ -58,7 +58,7 @@ var (
 	probPaymentNotRefundable = problemType{"payment-not-refundable", http.StatusConflict, "Payment not refundable",
 		"The payment failed, so it captured nothing that could be refunded. payment_id names it."}
 	probRateLimited = problemType{"rate-limited", http.StatusTooManyRequests, "Too many requests",
-		"A rate-limit quota is used up: the account's default or writes quota, or, for requests that fail authentication, the client address's unauthenticated quota. violated_policies names it. Retry after the number of seconds in Retry-After; RateLimit and RateLimit-Policy give every quota's state."}
+		"A rate-limit quota is used up: the account's default or writes quota, or the client address's unauthenticated quota (for requests that fail authentication) or test_accounts quota (for POST /test/accounts). violated_policies names it. Retry after the number of seconds in Retry-After; RateLimit and RateLimit-Policy give every quota's state."}
 	probJobNotCancelable = problemType{"job-not-cancelable", http.StatusConflict, "Job not cancelable",
 		"The job already finished (it succeeded, failed or was canceled), so there is nothing left to cancel."}
 	// probJobFailed is never a response: it is the error member of a failed job.
@@ -93,7 +93,8 @@ func indexProblemTypes(types ...problemType) map[string]problemType {
 type fieldError = contract.FieldError
 
 // problem is an RFC 9457 problem details body plus the extension members this API uses.
-// Headers are response headers that belong with it (Retry-After, WWW-Authenticate, ETag).
+// Headers are response headers that belong with it (Retry-After, WWW-Authenticate); a 412
+// carries the current tag in its body, as current_etag, not as an ETag header.
 type problem struct {
 	Type      string       `json:"type"`
 	Title     string       `json:"title"`

@@ -2,29 +2,42 @@ package handlers
 
 import (
 	"context"
+	"net/http"
 	"time"
 
 	"github.com/oapi-codegen/nullable"
 	"github.com/payments-api/payments-api/internal/api"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
+	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
-// CreateWebhookEndpoint registers an endpoint; its secret is in this answer only.
+// CreateWebhookEndpoint registers an endpoint; its secret is in this answer only, and in the
+// answer stored under an Idempotency-Key (optional here), kept as long as the key.
 func (s *Server) CreateWebhookEndpoint(ctx context.Context, req api.CreateWebhookEndpointRequestObject) (api.CreateWebhookEndpointResponseObject, error) {
-	e, err := s.webhooks.CreateEndpoint(ctx, accountFrom(ctx).ID, webhooks.EndpointParams{
+	acct := accountFrom(ctx).ID
+	params := webhooks.EndpointParams{
 		URL:           req.Body.Url,
 		EnabledEvents: eventNames(req.Body.EnabledEvents),
 		Description:   req.Body.Description,
-	})
+	}
+	if err := s.webhooks.CheckURL(ctx, params.URL); err != nil {
+		return nil, err
+	}
+	res, err := s.idempotent(ctx, "webhook_endpoints.create", req.Params.IdempotencyKey, decodedBodyFrom(ctx),
+		func(tx db.Tx) (idempotency.Response, error) {
+			e, err := s.webhooks.CreateEndpointTx(ctx, tx, acct, params)
+			if err != nil {
+				return idempotency.Response{}, err
+			}
+			return jsonResponse(http.StatusCreated, endpointWithSecret(e),
+				map[string]string{"Location": "/webhook-endpoints/" + e.ID, "ETag": etag(e.Version)})
+		})
 	if err != nil {
 		return nil, err
 	}
-	return api.CreateWebhookEndpoint201JSONResponse{
-		Body:    endpointWithSecret(e),
-		Headers: api.CreateWebhookEndpoint201ResponseHeaders{Location: "/webhook-endpoints/" + e.ID, ETag: etag(e.Version)},
-	}, nil
+	return res, nil
 }
 
 // GetWebhookEndpoint returns an endpoint without its secret.
@@ -50,6 +63,9 @@ func (s *Server) ListWebhookEndpoints(ctx context.Context, req api.ListWebhookEn
 }
 
 // UpdateWebhookEndpoint applies a merge patch under If-Match: 428 without it, 412 when stale.
+// Under an Idempotency-Key (optional here) its 200 is stored with the update and replayed to
+// a retry, whose If-Match is stale by then; a 412 or 428 commits nothing and leaves the key
+// unused.
 func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req api.UpdateWebhookEndpointRequestObject) (api.UpdateWebhookEndpointResponseObject, error) {
 	pre, err := requiredIfMatch(ctx, req.Params.IfMatch)
 	if err != nil {
@@ -72,11 +88,24 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req api.UpdateWebhoo
 			patch.Description = new(body.Description.MustGet())
 		}
 	}
-	e, err := s.webhooks.UpdateEndpoint(ctx, accountFrom(ctx).ID, req.Id, pre, patch)
-	if err := traceIfMatch(ctx, err); err != nil {
+	if patch.URL != nil {
+		if err := s.webhooks.CheckURL(ctx, *patch.URL); err != nil {
+			return nil, err
+		}
+	}
+	acct := accountFrom(ctx).ID
+	res, err := s.idempotent(ctx, "webhook_endpoints.update", req.Params.IdempotencyKey, idempotency.OnResource(req.Id, decodedBodyFrom(ctx)),
+		func(tx db.Tx) (idempotency.Response, error) {
+			e, err := s.webhooks.UpdateEndpointTx(ctx, tx, acct, req.Id, pre, patch)
+			if err := traceIfMatch(ctx, err); err != nil {
+				return idempotency.Response{}, err
+			}
+			return jsonResponse(http.StatusOK, endpointResource(e), map[string]string{"ETag": etag(e.Version)})
+		})
+	if err != nil {
 		return nil, err
 	}
-	return api.UpdateWebhookEndpoint200JSONResponse{Body: endpointResource(e), Headers: api.UpdateWebhookEndpoint200ResponseHeaders{ETag: etag(e.Version)}}, nil
+	return res, nil
 }
 
 // DeleteWebhookEndpoint deletes an endpoint and its delivery history.
@@ -88,12 +117,22 @@ func (s *Server) DeleteWebhookEndpoint(ctx context.Context, req api.DeleteWebhoo
 }
 
 // RotateWebhookEndpointSecret issues a new secret; the previous one signs beside it for 24 h.
+// Under an Idempotency-Key (optional here) a retry gets the secret the rotation issued, where
+// rotating again would retire the one it lost the answer of.
 func (s *Server) RotateWebhookEndpointSecret(ctx context.Context, req api.RotateWebhookEndpointSecretRequestObject) (api.RotateWebhookEndpointSecretResponseObject, error) {
-	e, err := s.webhooks.RotateSecret(ctx, accountFrom(ctx).ID, req.Id)
+	acct := accountFrom(ctx).ID
+	res, err := s.idempotent(ctx, "webhook_endpoints.rotate_secret", req.Params.IdempotencyKey, idempotency.OnResource(req.Id, nil),
+		func(tx db.Tx) (idempotency.Response, error) {
+			e, err := s.webhooks.RotateSecretTx(ctx, tx, acct, req.Id)
+			if err != nil {
+				return idempotency.Response{}, err
+			}
+			return jsonResponse(http.StatusOK, endpointWithSecret(e), map[string]string{"ETag": etag(e.Version)})
+		})
 	if err != nil {
 		return nil, err
 	}
-	return api.RotateWebhookEndpointSecret200JSONResponse{Body: endpointWithSecret(e), Headers: api.RotateWebhookEndpointSecret200ResponseHeaders{ETag: etag(e.Version)}}, nil
+	return res, nil
 }
 
 // ListWebhookDeliveries pages through an endpoint's deliveries with their attempts.

@@ -34,6 +34,14 @@ func Fingerprint(operation string, body any) ([]byte, error) {
 	return h.Sum(nil), nil
 }
 
+// OnResource is the document Fingerprint takes for an operation on one resource: the id in
+// its path beside its body (nil when it has none). The id is as much the request as the body:
+// the key of PATCH /payments/pay_1 sent with the same body to /payments/pay_2 is another
+// request (422), where the body alone would replay pay_1's answer for pay_2.
+func OnResource(id string, body any) any {
+	return map[string]any{"id": id, "body": body}
+}
+
 // canonicalize rewrites a JSON document in the normal form Fingerprint hashes: object
 // members sorted by key, no whitespace, strings re-escaped uniformly, numbers in exact
 // scientific form (digits "e" exponent, never through float64, which would make

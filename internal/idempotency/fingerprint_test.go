@@ -118,6 +118,23 @@ func TestFingerprintSeparatesOperations(t *testing.T) {
 	}
 }
 
+// TestFingerprintOnResource: the id in the path is part of the request, beside the body, and
+// a request without a body (a rotation, say) still names its resource.
+func TestFingerprintOnResource(t *testing.T) {
+	body := map[string]any{"description": "x"}
+	a, _ := Fingerprint("payments.update", OnResource("pay_1", body))
+	b, _ := Fingerprint("payments.update", OnResource("pay_2", body))
+	again, _ := Fingerprint("payments.update", OnResource("pay_1", map[string]any{"description": "x"}))
+	if bytes.Equal(a, b) || !bytes.Equal(a, again) {
+		t.Error("the same body on two payments must differ, and on one payment must not")
+	}
+	c, _ := Fingerprint("rotate", OnResource("we_1", nil))
+	d, _ := Fingerprint("rotate", OnResource("we_2", nil))
+	if bytes.Equal(c, d) {
+		t.Error("two resources without a body must not share a fingerprint")
+	}
+}
+
 // FuzzCanonicalize checks the fingerprint's two promises on arbitrary input: equal
 // documents canonicalize equally (however they are spaced), and documents that differ in
 // any value (compared exactly, numbers as rationals) canonicalize differently.

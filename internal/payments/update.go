@@ -19,11 +19,12 @@ type Patch struct {
 	Metadata       map[string]*string // merged key by key; a nil value removes the key
 }
 
-// Update applies patch if the payment's version still satisfies pre. The check and the write
-// are one conditional UPDATE, so two clients holding the same ETag cannot both succeed. A
-// patch that changes nothing leaves the payment, its version and its events as they were and
-// returns it as it is.
-func (s *Service) Update(ctx context.Context, accountID, id string, pre domain.Precondition, patch Patch) (db.Payment, error) {
+// UpdateTx applies patch in tx, if the payment's version still satisfies pre: the update of
+// a PATCH, whose transaction claims its Idempotency-Key first when it has one. The check and
+// the write are one conditional UPDATE, so two clients holding the same ETag cannot both
+// succeed. A patch that changes nothing leaves the payment, its version and its events as
+// they were and returns it as it is.
+func (s *Service) UpdateTx(ctx context.Context, tx db.Tx, accountID, id string, pre domain.Precondition, patch Patch) (db.Payment, error) {
 	if patch.Metadata == nil {
 		patch.Metadata = map[string]*string{} // merging {} changes nothing
 	}
@@ -41,21 +42,17 @@ func (s *Service) Update(ctx context.Context, accountID, id string, pre domain.P
 		AnyVersion:     pre.Any,
 		Versions:       pre.Versions,
 	}
-	var result db.Payment
-	err = db.InTx(ctx, s.pool, func(tx db.Tx) error {
-		updated, changed, err := s.updateOrExplain(ctx, tx, args, pre)
-		if err != nil || !changed {
-			result = updated
-			return err
-		}
-		if err := checkMetadataSize(updated.Metadata); err != nil {
-			return err // rolls the update back
-		}
-		result = updated
-		_, err = s.recordEvent(ctx, tx, events.PaymentUpdated, updated)
-		return err
-	})
-	return result, err
+	updated, changed, err := s.updateOrExplain(ctx, tx, args, pre)
+	if err != nil || !changed {
+		return updated, err
+	}
+	if err := checkMetadataSize(updated.Metadata); err != nil {
+		return db.Payment{}, err // rolls the update back
+	}
+	if _, err := s.recordEvent(ctx, tx, events.PaymentUpdated, updated); err != nil {
+		return db.Payment{}, err
+	}
+	return updated, nil
 }
 
 // updateOrExplain runs the conditional UPDATE. When it matches no row, the payment is

@@ -73,34 +73,42 @@ func withAttempts(ctx context.Context, q *db.Queries, accountID string, deliveri
 func (s *Service) Redeliver(ctx context.Context, accountID, eventID string, endpointID *string) ([]Delivery, error) {
 	var queued []Delivery
 	err := db.InTx(ctx, s.pool, func(tx db.Tx) error {
-		event, err := tx.EventGetByID(ctx, db.EventGetByIDParams{AccountID: accountID, ID: eventID})
-		if err != nil {
-			return fmt.Errorf("get event %s: %w", eventID, db.Translate(err))
-		}
-		endpoints, err := redeliveryTargets(ctx, tx, event, endpointID)
-		if err != nil {
-			return err
-		}
-		queued = make([]Delivery, 0, len(endpoints))
-		jobs := make([]events.Delivery, 0, len(endpoints))
-		for _, id := range endpoints {
-			d, err := tx.WebhookDeliveryRequeue(ctx, db.WebhookDeliveryRequeueParams{
-				ID: domain.NewID("msg"), AccountID: accountID, EndpointID: id, EventID: eventID,
-			})
-			if err != nil {
-				return fmt.Errorf("requeue %s for %s: %w", eventID, id, err)
-			}
-			queued = append(queued, Delivery{WebhookDelivery: d, EventType: event.Type})
-			jobs = append(jobs, events.Delivery{AccountID: accountID, ID: d.ID, EndpointID: d.EndpointID})
-		}
-		if len(jobs) > 0 {
-			if err := s.queue.EnqueueTx(ctx, tx, jobs); err != nil {
-				return fmt.Errorf("enqueue redelivery of %s: %w", eventID, err)
-			}
-		}
-		return withAttempts(ctx, tx.Queries, accountID, queued)
+		var err error
+		queued, err = s.RedeliverTx(ctx, tx, accountID, eventID, endpointID)
+		return err
 	})
 	return queued, err
+}
+
+// RedeliverTx is Redeliver in tx (a request's under an Idempotency-Key): the deliveries and
+// their jobs commit with it.
+func (s *Service) RedeliverTx(ctx context.Context, tx db.Tx, accountID, eventID string, endpointID *string) ([]Delivery, error) {
+	event, err := tx.EventGetByID(ctx, db.EventGetByIDParams{AccountID: accountID, ID: eventID})
+	if err != nil {
+		return nil, fmt.Errorf("get event %s: %w", eventID, db.Translate(err))
+	}
+	endpoints, err := redeliveryTargets(ctx, tx, event, endpointID)
+	if err != nil {
+		return nil, err
+	}
+	queued := make([]Delivery, 0, len(endpoints))
+	jobs := make([]events.Delivery, 0, len(endpoints))
+	for _, id := range endpoints {
+		d, err := tx.WebhookDeliveryRequeue(ctx, db.WebhookDeliveryRequeueParams{
+			ID: domain.NewID("msg"), AccountID: accountID, EndpointID: id, EventID: eventID,
+		})
+		if err != nil {
+			return nil, fmt.Errorf("requeue %s for %s: %w", eventID, id, err)
+		}
+		queued = append(queued, Delivery{WebhookDelivery: d, EventType: event.Type})
+		jobs = append(jobs, events.Delivery{AccountID: accountID, ID: d.ID, EndpointID: d.EndpointID})
+	}
+	if len(jobs) > 0 {
+		if err := s.queue.EnqueueTx(ctx, tx, jobs); err != nil {
+			return nil, fmt.Errorf("enqueue redelivery of %s: %w", eventID, err)
+		}
+	}
+	return queued, withAttempts(ctx, tx.Queries, accountID, queued)
 }
 
 // redeliveryTargets are the endpoints a redelivery goes to.

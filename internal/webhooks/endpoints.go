@@ -35,12 +35,29 @@ type EndpointParams struct {
 	Description   *string
 }
 
+// CheckURL refuses a URL webhooks are never sent to (URLPolicy). The Tx variants below leave
+// it to their caller, to do before the transaction: it may resolve the host, and a
+// transaction holds its connection (and an idempotency key's lock) while it waits.
+func (s *Service) CheckURL(ctx context.Context, raw string) error {
+	return s.urls.Check(ctx, raw)
+}
+
 // CreateEndpoint registers an endpoint with a fresh secret.
 func (s *Service) CreateEndpoint(ctx context.Context, accountID string, p EndpointParams) (db.WebhookEndpoint, error) {
 	if err := s.urls.Check(ctx, p.URL); err != nil {
 		return db.WebhookEndpoint{}, err
 	}
-	e, err := db.New(s.pool).WebhookEndpointInsert(ctx, db.WebhookEndpointInsertParams{
+	return createEndpoint(ctx, db.New(s.pool), accountID, p)
+}
+
+// CreateEndpointTx registers an endpoint in tx (a request's under an Idempotency-Key), whose
+// URL the caller has checked (CheckURL).
+func (s *Service) CreateEndpointTx(ctx context.Context, tx db.Tx, accountID string, p EndpointParams) (db.WebhookEndpoint, error) {
+	return createEndpoint(ctx, tx.Queries, accountID, p)
+}
+
+func createEndpoint(ctx context.Context, q *db.Queries, accountID string, p EndpointParams) (db.WebhookEndpoint, error) {
+	e, err := q.WebhookEndpointInsert(ctx, db.WebhookEndpointInsertParams{
 		ID:            domain.NewID("we"),
 		AccountID:     accountID,
 		Url:           p.URL,
@@ -86,15 +103,10 @@ type EndpointPatch struct {
 	Disabled       *bool
 }
 
-// UpdateEndpoint applies patch if the endpoint's version still satisfies pre, in one
-// conditional UPDATE as payments do. A patch that changes nothing returns the endpoint as it
-// is, with its version.
-func (s *Service) UpdateEndpoint(ctx context.Context, accountID, id string, pre domain.Precondition, patch EndpointPatch) (db.WebhookEndpoint, error) {
-	if patch.URL != nil {
-		if err := s.urls.Check(ctx, *patch.URL); err != nil {
-			return db.WebhookEndpoint{}, err
-		}
-	}
+// UpdateEndpointTx applies patch in tx if the endpoint's version still satisfies pre, in one
+// conditional UPDATE as payments do; the caller has checked the patch's URL (CheckURL). A
+// patch that changes nothing returns the endpoint as it is, with its version.
+func (s *Service) UpdateEndpointTx(ctx context.Context, tx db.Tx, accountID, id string, pre domain.Precondition, patch EndpointPatch) (db.WebhookEndpoint, error) {
 	args := db.WebhookEndpointUpdateParams{
 		Url:            patch.URL,
 		EnabledEvents:  patch.EnabledEvents,
@@ -106,13 +118,7 @@ func (s *Service) UpdateEndpoint(ctx context.Context, accountID, id string, pre 
 		AnyVersion:     pre.Any,
 		Versions:       pre.Versions,
 	}
-	var result db.WebhookEndpoint
-	err := db.InTx(ctx, s.pool, func(tx db.Tx) error {
-		var err error
-		result, err = updateOrExplain(ctx, tx, args, pre)
-		return err
-	})
-	return result, err
+	return updateOrExplain(ctx, tx, args, pre)
 }
 
 // updateOrExplain runs the conditional UPDATE. When it matches no row, the endpoint is
@@ -160,7 +166,16 @@ func (s *Service) DeleteEndpoint(ctx context.Context, accountID, id string) erro
 // RotateSecret gives the endpoint a new secret; the current one keeps signing beside it for
 // RotationOverlap.
 func (s *Service) RotateSecret(ctx context.Context, accountID, id string) (db.WebhookEndpoint, error) {
-	e, err := db.New(s.pool).WebhookEndpointRotateSecret(ctx, db.WebhookEndpointRotateSecretParams{
+	return rotateSecret(ctx, db.New(s.pool), accountID, id)
+}
+
+// RotateSecretTx is RotateSecret in tx (a request's under an Idempotency-Key).
+func (s *Service) RotateSecretTx(ctx context.Context, tx db.Tx, accountID, id string) (db.WebhookEndpoint, error) {
+	return rotateSecret(ctx, tx.Queries, accountID, id)
+}
+
+func rotateSecret(ctx context.Context, q *db.Queries, accountID, id string) (db.WebhookEndpoint, error) {
+	e, err := q.WebhookEndpointRotateSecret(ctx, db.WebhookEndpointRotateSecretParams{
 		Secret:            NewSecret(),
 		PreviousExpiresAt: new(time.Now().Add(RotationOverlap)),
 		AccountID:         accountID,

@@ -72,6 +72,8 @@ export interface paths {
          *     `metadata` is merged key by key (`{"metadata": {"k": null}}` removes `k`;
          *     `{"metadata": null}` removes all). Requires `If-Match` with the current `ETag`.
          *     A patch that changes nothing answers 200 with the payment and its `ETag` unchanged.
+         *     With an `Idempotency-Key`, a retry of an update that was made replays its 200, though
+         *     the retry's `If-Match` is stale by then.
          */
         patch: operations["updatePayment"];
         trace?: never;
@@ -161,7 +163,8 @@ export interface paths {
          *     rotation, so store it. The URL must be `https` (plain `http` only where the operator
          *     allows private networks, for local development); a URL whose host is, or resolves
          *     only to, an address webhooks are never sent to, or is an address in disguise, is
-         *     refused with a field error on `/url` (see `WebhookURL`).
+         *     refused with a field error on `/url` (see `WebhookURL`). With an `Idempotency-Key`,
+         *     a retry replays the first answer, secret included, and registers nothing more.
          */
         post: operations["createWebhookEndpoint"];
         delete?: never;
@@ -215,7 +218,9 @@ export interface paths {
          *     removes it) and `disabled`. `disabled: true` stops deliveries (events created
          *     meanwhile are not sent later); `disabled: false` enables an endpoint again, also one
          *     the server disabled. Requires `If-Match` with the current `ETag`. A patch that
-         *     changes nothing answers `200` with the same `ETag`.
+         *     changes nothing answers `200` with the same `ETag`. With an `Idempotency-Key`, a retry
+         *     of an update that was made replays its 200, though the retry's `If-Match` is stale by
+         *     then.
          */
         patch: operations["updateWebhookEndpoint"];
         trace?: never;
@@ -237,7 +242,9 @@ export interface paths {
          *     every webhook carries two signatures in `webhook-signature`, space separated: one
          *     with the new secret and one with the previous, so receivers can switch without
          *     losing a webhook. `previous_secret_expires_at` says when the old one stops signing.
-         *     Rotating again within those 24 hours retires the oldest secret at once.
+         *     Rotating again within those 24 hours retires the oldest secret at once. So a client
+         *     that lost the answer should retry with the same `Idempotency-Key`, which replays the
+         *     secret the rotation issued, rather than rotate again.
          */
         post: operations["rotateWebhookEndpointSecret"];
         delete?: never;
@@ -359,7 +366,8 @@ export interface paths {
          *     the event's type. The `webhook-id` of an endpoint's earlier delivery of the event is
          *     kept, so a receiver that already processed it can tell. When an attempt of that
          *     delivery is in flight at that moment, its outcome counts as the redelivery's first
-         *     attempt.
+         *     attempt. With an `Idempotency-Key`, a retry replays the first answer and queues
+         *     nothing more.
          */
         post: operations["redeliverEvent"];
         delete?: never;
@@ -1578,7 +1586,8 @@ export interface components {
             amount_refundable?: number;
             /**
              * @description For `rate-limited`, the rate-limit policies whose quota the request exceeded
-             *     (`default`, `writes` or `unauthenticated`), as in the draft's `violated-policies`.
+             *     (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
+             *     `test_accounts`), as in the draft's `violated-policies`.
              */
             violated_policies?: string[];
             /** @description For `webhook-endpoint-disabled`, the endpoint concerned. */
@@ -2093,6 +2102,17 @@ export interface components {
          */
         IdempotencyKey: string;
         /**
+         * @description Optional: without it the operation runs as it always does, and a retry runs it again.
+         *     With it, the operation is idempotent as those that require a key are: the same key
+         *     with the same request (the id in the path and the body) returns the stored response
+         *     with `Idempotent-Replayed: true`; the same key with another request is 422; the same
+         *     key while the first request is still in flight is 409. The key is as the required
+         *     `Idempotency-Key` takes it: 1-255 printable ASCII characters, bare or as a
+         *     structured-field string. Keys expire 24 hours after first use (configurable by the
+         *     operator).
+         */
+        OptionalIdempotencyKey: string;
+        /**
          * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
          *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
          *     connection without an answer; `fault=error-before` answers 503
@@ -2567,6 +2587,17 @@ export interface operations {
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /**
+                 * @description Optional: without it the operation runs as it always does, and a retry runs it again.
+                 *     With it, the operation is idempotent as those that require a key are: the same key
+                 *     with the same request (the id in the path and the body) returns the stored response
+                 *     with `Idempotent-Replayed: true`; the same key with another request is 422; the same
+                 *     key while the first request is still in flight is 409. The key is as the required
+                 *     `Idempotency-Key` takes it: 1-255 printable ASCII characters, bare or as a
+                 *     structured-field string. Keys expire 24 hours after first use (configurable by the
+                 *     operator).
+                 */
+                "Idempotency-Key"?: components["parameters"]["OptionalIdempotencyKey"];
+                /**
                  * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
                  *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
@@ -2598,6 +2629,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -2607,9 +2639,11 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             428: components["responses"]["PreconditionRequired"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -2967,6 +3001,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description Optional: without it the operation runs as it always does, and a retry runs it again.
+                 *     With it, the operation is idempotent as those that require a key are: the same key
+                 *     with the same request (the id in the path and the body) returns the stored response
+                 *     with `Idempotent-Replayed: true`; the same key with another request is 422; the same
+                 *     key while the first request is still in flight is 409. The key is as the required
+                 *     `Idempotency-Key` takes it: 1-255 printable ASCII characters, bare or as a
+                 *     structured-field string. Keys expire 24 hours after first use (configurable by the
+                 *     operator).
+                 */
+                "Idempotency-Key"?: components["parameters"]["OptionalIdempotencyKey"];
+                /**
                  * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
                  *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
@@ -2996,6 +3041,7 @@ export interface operations {
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     Location: components["headers"]["Location"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3004,8 +3050,10 @@ export interface operations {
             };
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3205,6 +3253,17 @@ export interface operations {
                  */
                 "If-Match"?: components["parameters"]["IfMatch"];
                 /**
+                 * @description Optional: without it the operation runs as it always does, and a retry runs it again.
+                 *     With it, the operation is idempotent as those that require a key are: the same key
+                 *     with the same request (the id in the path and the body) returns the stored response
+                 *     with `Idempotent-Replayed: true`; the same key with another request is 422; the same
+                 *     key while the first request is still in flight is 409. The key is as the required
+                 *     `Idempotency-Key` takes it: 1-255 printable ASCII characters, bare or as a
+                 *     structured-field string. Keys expire 24 hours after first use (configurable by the
+                 *     operator).
+                 */
+                "Idempotency-Key"?: components["parameters"]["OptionalIdempotencyKey"];
+                /**
                  * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
                  *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
@@ -3236,6 +3295,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3245,9 +3305,11 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
             412: components["responses"]["PreconditionFailed"];
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             428: components["responses"]["PreconditionRequired"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
@@ -3258,6 +3320,17 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Optional: without it the operation runs as it always does, and a retry runs it again.
+                 *     With it, the operation is idempotent as those that require a key are: the same key
+                 *     with the same request (the id in the path and the body) returns the stored response
+                 *     with `Idempotent-Replayed: true`; the same key with another request is 422; the same
+                 *     key while the first request is still in flight is 409. The key is as the required
+                 *     `Idempotency-Key` takes it: 1-255 printable ASCII characters, bare or as a
+                 *     structured-field string. Keys expire 24 hours after first use (configurable by the
+                 *     operator).
+                 */
+                "Idempotency-Key"?: components["parameters"]["OptionalIdempotencyKey"];
                 /**
                  * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
                  *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -3285,6 +3358,7 @@ export interface operations {
                     RateLimit: components["headers"]["RateLimit"];
                     "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                     ETag: components["headers"]["ETag"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3294,6 +3368,8 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            409: components["responses"]["IdempotencyKeyInUse"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3610,6 +3686,17 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description Optional: without it the operation runs as it always does, and a retry runs it again.
+                 *     With it, the operation is idempotent as those that require a key are: the same key
+                 *     with the same request (the id in the path and the body) returns the stored response
+                 *     with `Idempotent-Replayed: true`; the same key with another request is 422; the same
+                 *     key while the first request is still in flight is 409. The key is as the required
+                 *     `Idempotency-Key` takes it: 1-255 printable ASCII characters, bare or as a
+                 *     structured-field string. Keys expire 24 hours after first use (configurable by the
+                 *     operator).
+                 */
+                "Idempotency-Key"?: components["parameters"]["OptionalIdempotencyKey"];
+                /**
                  * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
                  *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
@@ -3651,6 +3738,7 @@ export interface operations {
                      */
                     Location: string;
                     "Retry-After": components["headers"]["RetryAfter"];
+                    "Idempotent-Replayed": components["headers"]["IdempotentReplayed"];
                     [name: string]: unknown;
                 };
                 content: {
@@ -3660,9 +3748,32 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
-            409: components["responses"]["WebhookEndpointDisabled"];
+            /**
+             * @description The endpoint named is disabled (`/problems/webhook-endpoint-disabled`, with
+             *     `endpoint_id`), or a request with this `Idempotency-Key` is still in flight
+             *     (`/problems/idempotency-key-in-use`, with `Retry-After`).
+             */
+            409: {
+                headers: {
+                    "Request-Id": components["headers"]["RequestId"];
+                    RateLimit: components["headers"]["RateLimit"];
+                    "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                    /** @description Present with `/problems/idempotency-key-in-use`. */
+                    "Retry-After"?: number;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/problem+json": components["schemas"]["Problem"] & {
+                        /** @enum {unknown} */
+                        type?: "/problems/webhook-endpoint-disabled" | "/problems/idempotency-key-in-use";
+                        /** @constant */
+                        status?: 409;
+                    };
+                };
+            };
             413: components["responses"]["PayloadTooLarge"];
             415: components["responses"]["UnsupportedMediaType"];
+            422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
