@@ -2425,6 +2425,11 @@ type CreateWebhookEndpointParams struct {
 
 // DeleteWebhookEndpointParams defines parameters for DeleteWebhookEndpoint.
 type DeleteWebhookEndpointParams struct {
+	// IfMatch Optional: the endpoint's `ETag`, e.g. `"v3"` with its quotes. When given, the
+	// endpoint is deleted only if it is still at that version (412 otherwise). Syntax and
+	// comparison as for `PATCH /webhook-endpoints/{id}`.
+	IfMatch *string `json:"If-Match,omitempty"`
+
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
@@ -2439,6 +2444,11 @@ type DeleteWebhookEndpointParams struct {
 
 // GetWebhookEndpointParams defines parameters for GetWebhookEndpoint.
 type GetWebhookEndpointParams struct {
+	// IfNoneMatch An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
+	// current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
+	// A value that is not `*` or a list of quoted tags is a 400.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
@@ -3316,14 +3326,17 @@ type ClientInterface interface {
 
 	// DeleteWebhookEndpoint Delete a webhook endpoint
 	//
-	// Deletes the endpoint and its delivery history; pending deliveries are dropped.
+	// Deletes the endpoint and its delivery history; pending deliveries are dropped. With
+	// `If-Match`, only while the endpoint is at that `ETag`: a delete that would discard a
+	// change its sender has not seen is refused with 412.
 	//
 	// Corresponds with DELETE /webhook-endpoints/{id} (the `DeleteWebhookEndpoint` operationId).
 	DeleteWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *DeleteWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
 
 	// GetWebhookEndpoint Get a webhook endpoint
 	//
-	// Returns the endpoint (without its secret) and its strong `ETag`.
+	// Returns the endpoint (without its secret) and its strong `ETag`. Send that `ETag` back
+	// in `If-None-Match` to get 304 without a body while the endpoint is unchanged.
 	//
 	// Corresponds with GET /webhook-endpoints/{id} (the `GetWebhookEndpoint` operationId).
 	GetWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *GetWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4271,7 +4284,9 @@ func (c *Client) CreateWebhookEndpoint(ctx context.Context, params *CreateWebhoo
 
 // DeleteWebhookEndpoint Delete a webhook endpoint
 //
-// Deletes the endpoint and its delivery history; pending deliveries are dropped.
+// Deletes the endpoint and its delivery history; pending deliveries are dropped. With
+// `If-Match`, only while the endpoint is at that `ETag`: a delete that would discard a
+// change its sender has not seen is refused with 412.
 //
 // Corresponds with DELETE /webhook-endpoints/{id} (the `DeleteWebhookEndpoint` operationId).
 func (c *Client) DeleteWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *DeleteWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -4288,7 +4303,8 @@ func (c *Client) DeleteWebhookEndpoint(ctx context.Context, id WebhookEndpointID
 
 // GetWebhookEndpoint Get a webhook endpoint
 //
-// Returns the endpoint (without its secret) and its strong `ETag`.
+// Returns the endpoint (without its secret) and its strong `ETag`. Send that `ETag` back
+// in `If-None-Match` to get 304 without a body while the endpoint is unchanged.
 //
 // Corresponds with GET /webhook-endpoints/{id} (the `GetWebhookEndpoint` operationId).
 func (c *Client) GetWebhookEndpoint(ctx context.Context, id WebhookEndpointID, params *GetWebhookEndpointParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6231,15 +6247,26 @@ func NewDeleteWebhookEndpointRequest(server string, id WebhookEndpointID, params
 
 	if params != nil {
 
-		if params.Prefer != nil {
+		if params.IfMatch != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Prefer", headerParam0)
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
 		}
 
 	}
@@ -6280,15 +6307,26 @@ func NewGetWebhookEndpointRequest(server string, id WebhookEndpointID, params *G
 
 	if params != nil {
 
-		if params.Prefer != nil {
+		if params.IfNoneMatch != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Prefer", headerParam0)
+			req.Header.Set("If-None-Match", headerParam0)
+		}
+
+		if params.Prefer != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam1)
 		}
 
 	}
@@ -7101,7 +7139,9 @@ type ClientWithResponsesInterface interface {
 
 	// DeleteWebhookEndpointWithResponse Delete a webhook endpoint
 	//
-	// Deletes the endpoint and its delivery history; pending deliveries are dropped.
+	// Deletes the endpoint and its delivery history; pending deliveries are dropped. With
+	// `If-Match`, only while the endpoint is at that `ETag`: a delete that would discard a
+	// change its sender has not seen is refused with 412.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -7110,7 +7150,8 @@ type ClientWithResponsesInterface interface {
 
 	// GetWebhookEndpointWithResponse Get a webhook endpoint
 	//
-	// Returns the endpoint (without its secret) and its strong `ETag`.
+	// Returns the endpoint (without its secret) and its strong `ETag`. Send that `ETag` back
+	// in `If-None-Match` to get 304 without a body while the endpoint is unchanged.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12169,6 +12210,13 @@ type DeleteWebhookEndpointResponse404Headers struct {
 	RequestId       string
 }
 
+// DeleteWebhookEndpointResponse412Headers the declared response headers of an HTTP 412 response for DeleteWebhookEndpoint
+type DeleteWebhookEndpointResponse412Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
 // DeleteWebhookEndpointResponse429Headers the declared response headers of an HTTP 429 response for DeleteWebhookEndpoint
 type DeleteWebhookEndpointResponse429Headers struct {
 	RateLimit       *string
@@ -12201,6 +12249,8 @@ type DeleteWebhookEndpointResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -12215,6 +12265,8 @@ type DeleteWebhookEndpointResponse struct {
 	Headers401 *DeleteWebhookEndpointResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DeleteWebhookEndpointResponse404Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *DeleteWebhookEndpointResponse412Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DeleteWebhookEndpointResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -12236,6 +12288,11 @@ func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON401() *Unauthori
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r DeleteWebhookEndpointResponse) GetApplicationproblemJSON412() *PreconditionFailed {
+	return r.ApplicationproblemJSON412
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -12284,6 +12341,14 @@ func (r DeleteWebhookEndpointResponse) ContentType() string {
 
 // GetWebhookEndpointResponse200Headers the declared response headers of an HTTP 200 response for GetWebhookEndpoint
 type GetWebhookEndpointResponse200Headers struct {
+	ETag            string
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
+// GetWebhookEndpointResponse304Headers the declared response headers of an HTTP 304 response for GetWebhookEndpoint
+type GetWebhookEndpointResponse304Headers struct {
 	ETag            string
 	RateLimit       *string
 	RateLimitPolicy *string
@@ -12354,6 +12419,8 @@ type GetWebhookEndpointResponse struct {
 	ApplicationproblemJSON503 *ServiceUnavailable
 	// Headers200 the parsed response headers for an HTTP 200 response
 	Headers200 *GetWebhookEndpointResponse200Headers
+	// Headers304 the parsed response headers for an HTTP 304 response
+	Headers304 *GetWebhookEndpointResponse304Headers
 	// Headers400 the parsed response headers for an HTTP 400 response
 	Headers400 *GetWebhookEndpointResponse400Headers
 	// Headers401 the parsed response headers for an HTTP 401 response
@@ -13777,7 +13844,9 @@ func (c *ClientWithResponses) CreateWebhookEndpointWithResponse(ctx context.Cont
 
 // DeleteWebhookEndpointWithResponse Delete a webhook endpoint
 //
-// Deletes the endpoint and its delivery history; pending deliveries are dropped.
+// Deletes the endpoint and its delivery history; pending deliveries are dropped. With
+// `If-Match`, only while the endpoint is at that `ETag`: a delete that would discard a
+// change its sender has not seen is refused with 412.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -13792,7 +13861,8 @@ func (c *ClientWithResponses) DeleteWebhookEndpointWithResponse(ctx context.Cont
 
 // GetWebhookEndpointWithResponse Get a webhook endpoint
 //
-// Returns the endpoint (without its secret) and its strong `ETag`.
+// Returns the endpoint (without its secret) and its strong `ETag`. Send that `ETag` back
+// in `If-None-Match` to get 304 without a body while the endpoint is unchanged.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -21990,6 +22060,13 @@ func ParseDeleteWebhookEndpointResponse(rsp *http.Response) (*DeleteWebhookEndpo
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22117,6 +22194,30 @@ func ParseDeleteWebhookEndpointResponse(rsp *http.Response) (*DeleteWebhookEndpo
 			headers.RequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 412:
+		var headers DeleteWebhookEndpointResponse412Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers412 = &headers
 	case rsp.StatusCode == 429:
 		var headers DeleteWebhookEndpointResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -22229,6 +22330,9 @@ func ParseGetWebhookEndpointResponse(rsp *http.Response) (*GetWebhookEndpointRes
 		}
 		response.JSON200 = &dest
 
+	case rsp.StatusCode == 304:
+		break // No content-type
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 400:
 		var dest BadRequest
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22305,6 +22409,37 @@ func ParseGetWebhookEndpointResponse(rsp *http.Response) (*GetWebhookEndpointRes
 			headers.RequestId = value
 		}
 		response.Headers200 = &headers
+	case rsp.StatusCode == 304:
+		var headers GetWebhookEndpointResponse304Headers
+		if values := rsp.Header.Values("ETag"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "ETag", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.ETag = value
+		}
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers304 = &headers
 	case rsp.StatusCode == 400:
 		var headers GetWebhookEndpointResponse400Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

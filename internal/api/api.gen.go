@@ -2423,6 +2423,11 @@ type CreateWebhookEndpointParams struct {
 
 // DeleteWebhookEndpointParams defines parameters for DeleteWebhookEndpoint.
 type DeleteWebhookEndpointParams struct {
+	// IfMatch Optional: the endpoint's `ETag`, e.g. `"v3"` with its quotes. When given, the
+	// endpoint is deleted only if it is still at that version (412 otherwise). Syntax and
+	// comparison as for `PATCH /webhook-endpoints/{id}`.
+	IfMatch *string `json:"If-Match,omitempty"`
+
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
@@ -2437,6 +2442,11 @@ type DeleteWebhookEndpointParams struct {
 
 // GetWebhookEndpointParams defines parameters for GetWebhookEndpoint.
 type GetWebhookEndpointParams struct {
+	// IfNoneMatch An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
+	// current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
+	// A value that is not `*` or a list of quoted tags is a 400.
+	IfNoneMatch *IfNoneMatch `json:"If-None-Match,omitempty"`
+
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
@@ -4002,6 +4012,21 @@ func (w *ServerInterfaceWrapper) DeleteWebhookEndpoint(ctx echo.Context) error {
 	var params DeleteWebhookEndpointParams
 
 	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
 	// ------------- Optional header parameter "Prefer" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
 		var Prefer Prefer
@@ -4038,6 +4063,21 @@ func (w *ServerInterfaceWrapper) GetWebhookEndpoint(ctx echo.Context) error {
 	var params GetWebhookEndpointParams
 
 	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-None-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
+		var IfNoneMatch IfNoneMatch
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-None-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-None-Match", valueList[0], &IfNoneMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-None-Match: %s", err))
+		}
+
+		params.IfNoneMatch = &IfNoneMatch
+	}
 	// ------------- Optional header parameter "Prefer" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
 		var Prefer Prefer
@@ -11492,6 +11532,29 @@ func (response DeleteWebhookEndpoint404ApplicationProblemPlusJSONResponse) Visit
 	return err
 }
 
+type DeleteWebhookEndpoint412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response DeleteWebhookEndpoint412ApplicationProblemPlusJSONResponse) VisitDeleteWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DeleteWebhookEndpoint429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -11602,6 +11665,21 @@ func (response GetWebhookEndpoint200JSONResponse) VisitGetWebhookEndpointRespons
 	w.WriteHeader(200)
 	_, err := buf.WriteTo(w)
 	return err
+}
+
+type GetWebhookEndpoint304Response = NotModifiedResponse
+
+func (response GetWebhookEndpoint304Response) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+	w.Header().Set("ETag", fmt.Sprint(response.Headers.ETag))
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(304)
+	return nil
 }
 
 type GetWebhookEndpoint400ApplicationProblemPlusJSONResponse struct {

@@ -40,11 +40,22 @@ func (s *Server) CreateWebhookEndpoint(ctx context.Context, req api.CreateWebhoo
 	return res, nil
 }
 
-// GetWebhookEndpoint returns an endpoint without its secret.
+// GetWebhookEndpoint returns an endpoint without its secret, or 304 when If-None-Match names
+// its current ETag.
 func (s *Server) GetWebhookEndpoint(ctx context.Context, req api.GetWebhookEndpointRequestObject) (api.GetWebhookEndpointResponseObject, error) {
 	e, err := s.webhooks.GetEndpoint(ctx, accountFrom(ctx).ID, req.Id)
 	if err != nil {
 		return nil, err
+	}
+	if req.Params.IfNoneMatch != nil {
+		notModified, err := ifNoneMatch(*req.Params.IfNoneMatch, opaqueTag(e.Version))
+		if err != nil {
+			return nil, err
+		}
+		traceIfNoneMatch(ctx, notModified)
+		if notModified {
+			return api.GetWebhookEndpoint304Response{Headers: api.NotModifiedResponseHeaders{ETag: etag(e.Version)}}, nil
+		}
 	}
 	return api.GetWebhookEndpoint200JSONResponse{Body: endpointResource(e), Headers: api.GetWebhookEndpoint200ResponseHeaders{ETag: etag(e.Version)}}, nil
 }
@@ -108,9 +119,23 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req api.UpdateWebhoo
 	return res, nil
 }
 
-// DeleteWebhookEndpoint deletes an endpoint and its delivery history.
+// DeleteWebhookEndpoint deletes an endpoint and its delivery history; under an If-Match
+// (optional here), only while the endpoint is at that ETag, 412 otherwise (RFC 9110: a server
+// that issues ETags evaluates the precondition it is sent).
 func (s *Server) DeleteWebhookEndpoint(ctx context.Context, req api.DeleteWebhookEndpointRequestObject) (api.DeleteWebhookEndpointResponseObject, error) {
-	if err := s.webhooks.DeleteEndpoint(ctx, accountFrom(ctx).ID, req.Id); err != nil {
+	var pre *domain.Precondition
+	if req.Params.IfMatch != nil {
+		p, err := ifMatch(*req.Params.IfMatch)
+		if err != nil {
+			return nil, err
+		}
+		pre = &p
+	}
+	err := s.webhooks.DeleteEndpoint(ctx, accountFrom(ctx).ID, req.Id, pre)
+	if pre != nil {
+		err = traceIfMatch(ctx, err)
+	}
+	if err != nil {
 		return nil, err
 	}
 	return api.DeleteWebhookEndpoint204Response{}, nil

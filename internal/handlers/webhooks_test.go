@@ -130,6 +130,53 @@ func TestWebhookEndpointLifecycle(t *testing.T) {
 	}
 }
 
+// TestWebhookEndpointReadsAndDeletesAreConditional: an endpoint's ETag works as a payment's.
+// A current If-None-Match is a 304, on GET and HEAD. A DELETE under a stale If-Match is a 412
+// naming the current tag, and the endpoint stays; under the current one, or without one, it
+// goes.
+func TestWebhookEndpointReadsAndDeletesAreConditional(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e, v1 := createEndpoint(t, b.client, publicURL, "*")
+	for _, method := range []string{http.MethodGet, http.MethodHead} {
+		res := b.client.Do(method, "/webhook-endpoints/"+e.ID, nil, apitest.Header("If-None-Match", v1))
+		if res.Status != http.StatusNotModified || res.Header.Get("ETag") != v1 || len(res.Body) != 0 {
+			t.Fatalf("%s with the current tag: %d ETag %q %s, want 304", method, res.Status, res.Header.Get("ETag"), res.Body)
+		}
+	}
+	res := b.client.Patch("/webhook-endpoints/"+e.ID, `{"description":"changed"}`, apitest.Header("If-Match", v1))
+	v2 := res.Header.Get("ETag")
+	if res.Status != http.StatusOK || v2 == v1 {
+		t.Fatalf("PATCH: %d ETag %q %s", res.Status, v2, res.Body)
+	}
+	if res := b.client.Get("/webhook-endpoints/"+e.ID, apitest.Header("If-None-Match", v1)); res.Status != http.StatusOK {
+		t.Fatalf("GET with the old tag: %d, want 200", res.Status)
+	}
+
+	del := func(id string, opts ...apitest.Option) *apitest.Response {
+		return b.client.Do(http.MethodDelete, "/webhook-endpoints/"+id, nil, opts...)
+	}
+	if res := del(e.ID, apitest.Header("If-Match", v1)); res.Status != http.StatusPreconditionFailed || res.Problem(t).Raw["current_etag"] != v2 {
+		t.Fatalf("DELETE under the old tag: %d %s, want 412 naming %s", res.Status, res.Body, v2)
+	}
+	if res := del(e.ID, apitest.Header("If-Match", "v2")); res.Status != http.StatusBadRequest {
+		t.Fatalf("DELETE under a tag without quotes: %d %s, want 400", res.Status, res.Body)
+	}
+	if res := b.client.Get("/webhook-endpoints/" + e.ID); res.Status != http.StatusOK {
+		t.Fatalf("GET after refused deletes: %d, want the endpoint still there", res.Status)
+	}
+	if res := del(e.ID, apitest.Header("If-Match", v2)); res.Status != http.StatusNoContent {
+		t.Fatalf("DELETE under the current tag: %d %s", res.Status, res.Body)
+	}
+	if res := del(e.ID, apitest.Header("If-Match", v2)); res.Status != http.StatusNotFound {
+		t.Fatalf("DELETE of a deleted endpoint: %d %s, want 404", res.Status, res.Body)
+	}
+	other, _ := createEndpoint(t, b.client, publicURL, "*")
+	if res := del(other.ID); res.Status != http.StatusNoContent {
+		t.Fatalf("DELETE without If-Match: %d %s", res.Status, res.Body)
+	}
+}
+
 func TestListWebhookEndpointsPages(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

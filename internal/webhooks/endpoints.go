@@ -151,16 +151,29 @@ func wrapUpdate(id string, err error) error {
 	return fmt.Errorf("update webhook endpoint %s: %w", id, err)
 }
 
-// DeleteEndpoint deletes an endpoint with its deliveries.
-func (s *Service) DeleteEndpoint(ctx context.Context, accountID, id string) error {
-	n, err := db.New(s.pool).WebhookEndpointDelete(ctx, db.WebhookEndpointDeleteParams{AccountID: accountID, ID: id})
-	if err != nil {
-		return fmt.Errorf("delete webhook endpoint %s: %w", id, err)
-	}
-	if n == 0 {
-		return fmt.Errorf("delete webhook endpoint %s: %w", id, domain.ErrNotFound)
-	}
-	return nil
+// DeleteEndpoint deletes an endpoint with its deliveries. With pre (an If-Match), only while
+// the endpoint is at a version pre names, checked on its row, locked, as an update's is: a
+// *domain.PreconditionFailedError otherwise.
+func (s *Service) DeleteEndpoint(ctx context.Context, accountID, id string, pre *domain.Precondition) error {
+	return db.InTx(ctx, s.pool, func(tx db.Tx) error {
+		if pre != nil {
+			current, err := tx.WebhookEndpointGetForUpdate(ctx, db.WebhookEndpointGetForUpdateParams{AccountID: accountID, ID: id})
+			if err != nil {
+				return fmt.Errorf("delete webhook endpoint %s: %w", id, db.Translate(err))
+			}
+			if !pre.Matches(current.Version) {
+				return &domain.PreconditionFailedError{CurrentVersion: current.Version}
+			}
+		}
+		n, err := tx.WebhookEndpointDelete(ctx, db.WebhookEndpointDeleteParams{AccountID: accountID, ID: id})
+		if err != nil {
+			return fmt.Errorf("delete webhook endpoint %s: %w", id, err)
+		}
+		if n == 0 {
+			return fmt.Errorf("delete webhook endpoint %s: %w", id, domain.ErrNotFound)
+		}
+		return nil
+	})
 }
 
 // RotateSecret gives the endpoint a new secret; the current one keeps signing beside it for

@@ -192,14 +192,17 @@ export interface paths {
         };
         /**
          * Get a webhook endpoint
-         * @description Returns the endpoint (without its secret) and its strong `ETag`.
+         * @description Returns the endpoint (without its secret) and its strong `ETag`. Send that `ETag` back
+         *     in `If-None-Match` to get 304 without a body while the endpoint is unchanged.
          */
         get: operations["getWebhookEndpoint"];
         put?: never;
         post?: never;
         /**
          * Delete a webhook endpoint
-         * @description Deletes the endpoint and its delivery history; pending deliveries are dropped.
+         * @description Deletes the endpoint and its delivery history; pending deliveries are dropped. With
+         *     `If-Match`, only while the endpoint is at that `ETag`: a delete that would discard a
+         *     change its sender has not seen is refused with 412.
          */
         delete: operations["deleteWebhookEndpoint"];
         /**
@@ -3111,6 +3114,12 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
+                 *     current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
+                 *     A value that is not `*` or a list of quoted tags is a 400.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+                /**
                  * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
                  *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
@@ -3143,6 +3152,7 @@ export interface operations {
                     "application/json": components["schemas"]["WebhookEndpoint"];
                 };
             };
+            304: components["responses"]["NotModified"];
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
@@ -3155,6 +3165,12 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Optional: the endpoint's `ETag`, e.g. `"v3"` with its quotes. When given, the
+                 *     endpoint is deleted only if it is still at that version (412 otherwise). Syntax and
+                 *     comparison as for `PATCH /webhook-endpoints/{id}`.
+                 */
+                "If-Match"?: string;
                 /**
                  * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
                  *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
@@ -3188,6 +3204,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3213,6 +3230,12 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
+                 *     current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
+                 *     A value that is not `*` or a list of quoted tags is a 400.
+                 */
+                "If-None-Match"?: components["parameters"]["IfNoneMatch"];
+                /**
                  * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
                  *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
@@ -3233,6 +3256,7 @@ export interface operations {
         requestBody?: never;
         responses: {
             200: components["responses"]["HeadOKWithETag"];
+            304: components["responses"]["NotModified"];
             400: components["responses"]["HeadBadRequest"];
             401: components["responses"]["HeadUnauthorized"];
             404: components["responses"]["HeadNotFound"];
