@@ -59,3 +59,28 @@ func TestServersSeedingAtOnceAllStart(t *testing.T) {
 		}
 	}
 }
+
+// TestAKeysStoredPrefixGivesLittleAway: api_keys keeps a key's hash and a prefix to show. The
+// prefix is at most a quarter of the key: of a short operator's key it leaves most of the key
+// to guess, where its first 8 characters would leave one of "prodkey99".
+func TestAKeysStoredPrefixGivesLittleAway(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.NewPool(t)
+	ctx := context.Background()
+	for key, want := range map[string]string{
+		"prodkey99":                           "pr",
+		"sk_test_demo":                        "sk_",
+		"sk_test_0123456789ABCDEFGHIJKLMNOPQ": "sk_test_",
+	} {
+		if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{key}); err != nil {
+			t.Fatal(err)
+		}
+		var prefix string
+		if err := pool.QueryRow(ctx, `SELECT prefix FROM api_keys WHERE key_hash = $1`, accounts.HashKey(key)).Scan(&prefix); err != nil {
+			t.Fatal(err)
+		}
+		if prefix != want {
+			t.Errorf("%q is stored with the prefix %q, want %q", key, prefix, want)
+		}
+	}
+}
