@@ -98,3 +98,21 @@ func waitUntil(t *testing.T, cond func() bool) {
 	}
 	t.Fatal("condition not met within 10s")
 }
+
+// TestARequestWhoseBodyArrivedIsServedWhileDraining: once the server starts shutting down it
+// stops waiting for bodies still arriving, but a request whose body has arrived whole is in
+// flight, and in-flight requests finish: its payment is made and answered 201, not a 503
+// telling the client to send it again.
+func TestARequestWhoseBodyArrivedIsServedWhileDraining(t *testing.T) {
+	t.Parallel()
+	draining, drain := context.WithCancel(context.Background())
+	b := setup(t, withDraining(draining))
+	drain() // SIGTERM, before the request reaches the body
+	res := b.client.Post("/payments", visa(800), apitest.Header("Idempotency-Key", newKey()))
+	if res.Status != http.StatusCreated {
+		t.Fatalf("a whole body while draining: %d %s, want 201", res.Status, res.Body)
+	}
+	if n := b.count(t, `SELECT count(*) FROM payments`); n != 1 {
+		t.Fatalf("%d payments, want 1", n)
+	}
+}

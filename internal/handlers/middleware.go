@@ -180,20 +180,38 @@ func (s *Server) readBody(limit int64) echo.MiddlewareFunc {
 	}
 }
 
-// receiveBody reads the body within the server's READ_TIMEOUT, or until the server starts
-// draining: then the read is cut short, so a shutdown never waits on a body that trickles in.
+// receiveBody reads the body within the server's READ_TIMEOUT, or until drainGrace after the
+// server starts draining: then the read is cut short, so a shutdown never waits long on a
+// body that trickles in. A body read whole is served, draining or not: the request is in
+// flight, and in-flight requests finish.
 func (s *Server) receiveBody(c echo.Context, limit int64) ([]byte, error) {
 	rc := http.NewResponseController(c.Response())
-	stopWatching := context.AfterFunc(s.draining, func() { _ = rc.SetReadDeadline(time.Now()) })
+	deadlineSet := make(chan struct{})
+	stopWatching := context.AfterFunc(s.draining, func() {
+		_ = rc.SetReadDeadline(time.Now().Add(drainGrace))
+		close(deadlineSet)
+	})
 	body, err := io.ReadAll(http.MaxBytesReader(c.Response(), c.Request().Body, limit))
-	if !stopWatching() { // the server began draining while the body arrived
-		return nil, unavailable(retryAfterUnavailable, "The server is shutting down and stopped reading the request; send it again.")
+	if !stopWatching() { // the server began draining
+		if err != nil {
+			return nil, unavailable(retryAfterUnavailable, "The server is shutting down and stopped reading the request; send it again.")
+		}
+		// The body arrived whole. Lift the deadline: net/http reads on in the background once
+		// the body is read, and a read that timed out would cancel the request.
+		<-deadlineSet
+		_ = rc.SetReadDeadline(time.Time{})
 	}
 	if err != nil {
 		return nil, &bodyError{cause: err}
 	}
 	return body, nil
 }
+
+// drainGrace is how long a body still arriving when the server starts draining may take. A
+// body already sent is read within it; one that trickles in is cut short. Not zero: a read
+// deadline already past would also end net/http's read in the background once the body is
+// read, and with it a request whose body had arrived.
+const drainGrace = time.Second
 
 func humanBytes(n int64) string {
 	if n%(1<<20) == 0 {

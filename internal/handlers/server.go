@@ -54,8 +54,9 @@ type Options struct {
 	// failover) as its transaction begins or as it reads, before it answers 503; 0 waits not
 	// at all (db.WithFailoverWait).
 	FailoverWait time.Duration
-	// Draining ends when the server starts shutting down: bodies still arriving are cut
-	// short (503), so a slow client cannot hold the shutdown for its whole timeout.
+	// Draining ends when the server starts shutting down: bodies still arriving a second
+	// later are cut short (503), so a slow client cannot hold the shutdown for its whole
+	// timeout.
 	// Nil means never.
 	Draining context.Context
 	// RateLimits are the quotas the server enforces (required; a nil Limiter enforces none).

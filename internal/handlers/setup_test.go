@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"log/slog"
 	"net/http/httptest"
@@ -43,10 +44,18 @@ type testSetup struct {
 	limits *ratelimit.Limits
 	logger *slog.Logger
 	cutOff bool // the database stops answering once the server is built
+	// draining ends when the server starts shutting down (app.New's context); nil: never.
+	draining context.Context
 }
 
 // setupOption changes one thing of the server setup builds.
 type setupOption func(*testSetup)
+
+// withDraining builds the server with draining as its shutdown signal: the server is
+// shutting down once draining ends.
+func withDraining(draining context.Context) setupOption {
+	return func(s *testSetup) { s.draining = draining }
+}
 
 // withProcessor charges cards with p.
 func withProcessor(p processor.Processor) setupOption {
@@ -98,7 +107,7 @@ func setup(t testing.TB, opts ...setupOption) *testBundle {
 	if s.cutOff {
 		s.cfg.DatabaseURL, cut = relay(t, dbURL)
 	}
-	a, err := app.New(context.Background(), s.cfg, s.logger, apptest.Fixed(s.limits), app.WithProcessor(s.proc))
+	a, err := app.New(cmp.Or(s.draining, context.Background()), s.cfg, s.logger, apptest.Fixed(s.limits), app.WithProcessor(s.proc))
 	if err != nil {
 		t.Fatal(err)
 	}
