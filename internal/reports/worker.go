@@ -10,8 +10,8 @@ import (
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
 	"github.com/payments-api/payments-api/internal/events"
+	"github.com/payments-api/payments-api/internal/jobs"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 )
 
 // DefaultPageSize is how many source rows one page, and so one chunk and one transaction,
@@ -206,11 +206,7 @@ func (w *Worker) finish(ctx context.Context, tx db.Tx, job *river.Job[BuildArgs]
 	if err := w.outbox.Record(ctx, tx, j.AccountID, events.ReportSucceeded, JobResource(finished)); err != nil {
 		return err
 	}
-	pgxTx, err := tx.PgxTx(ctx)
-	if err != nil {
-		return err
-	}
-	if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, pgxTx, job); err != nil {
+	if err := jobs.CompleteTx(ctx, tx, job); err != nil {
 		return fmt.Errorf("complete queue entry of %s: %w", j.ID, err)
 	}
 	return nil

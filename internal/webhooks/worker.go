@@ -9,8 +9,8 @@ import (
 	"time"
 
 	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/jobs"
 	"github.com/riverqueue/river"
-	"github.com/riverqueue/river/riverdriver/riverpgxv5"
 )
 
 // MaxInFlightPerEndpoint caps the attempts one process makes to one endpoint at once.
@@ -93,17 +93,13 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	return river.JobSnooze(max(time.Until(*next), 0))
 }
 
-// completeJob completes job in the transaction that ends its delivery. Completed later, by
-// River after Work returns, the job would still look alive to a redelivery committing in
-// between: it would skip inserting a job (one live job per delivery) and leave the delivery
-// pending with none to send it.
+// completeJob completes job in the transaction that ends its delivery (jobs.CompleteTx).
+// Completed later, by River after Work returns, the job would still look alive to a
+// redelivery committing in between: it would skip inserting a job (one live job per
+// delivery) and leave the delivery pending with none to send it.
 func completeJob(job *river.Job[DeliverArgs]) EndJob {
 	return func(ctx context.Context, tx db.Tx) error {
-		pgxTx, err := tx.PgxTx(ctx)
-		if err != nil {
-			return err
-		}
-		if _, err := river.JobCompleteTx[*riverpgxv5.Driver](ctx, pgxTx, job); err != nil {
+		if err := jobs.CompleteTx(ctx, tx, job); err != nil {
 			return fmt.Errorf("complete delivery job %d: %w", job.ID, err)
 		}
 		return nil
