@@ -17,6 +17,7 @@ import (
 	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/jobs"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
+	"github.com/payments-api/payments-api/internal/testing/integration"
 	"github.com/payments-api/payments-api/internal/webhooks"
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/rivertest"
@@ -452,5 +453,50 @@ func TestAJobEndsInTheTransactionThatEndsItsDelivery(t *testing.T) {
 	}
 	if n := jobs("available"); n != 1 {
 		t.Fatalf("%d jobs available after the redelivery, want 1", n)
+	}
+}
+
+// TestAJobThatFindsItsDeliveryOverSendsARedeliveryFirst: a job run after its delivery ended
+// (failed) reads it over, then decides on its row, locked. A redelivery that commits in
+// between, while the test holds that lock, makes the delivery pending again: the job goes on
+// to send it (it returns the attempt's time) rather than end, which would leave the
+// redelivery with no job once River completes this one.
+func TestAJobThatFindsItsDeliveryOverSendsARedeliveryFirst(t *testing.T) {
+	b := setupDelivery(t, replies(500), webhooks.Schedule{})
+	ctx := context.Background()
+	if next, err := b.attemptNow(t, b.deliveryID); err != nil || next != nil {
+		t.Fatalf("the only attempt: next %v, err %v; want the delivery over", next, err)
+	}
+	hold, err := b.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = hold.Rollback(ctx) }()
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM webhook_deliveries WHERE id = $1 FOR UPDATE`, b.deliveryID); err != nil {
+		t.Fatal(err)
+	}
+	type outcome struct {
+		next *time.Time
+		err  error
+	}
+	ran := make(chan outcome, 1)
+	go func() {
+		next, err := b.deliverer.Attempt(ctx, b.accountID, b.deliveryID, nil)
+		ran <- outcome{next, err}
+	}()
+	integration.WaitFor(t, func() bool {
+		return integration.Count(t, b.pool, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 1
+	})
+	// What WebhookDeliveryRequeue does, in the transaction that holds the row.
+	if _, err := hold.Exec(ctx, `UPDATE webhook_deliveries SET status = 'pending', round_attempts = 0,
+		next_attempt_at = clock_timestamp() WHERE id = $1`, b.deliveryID); err != nil {
+		t.Fatal(err)
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-ran; got.err != nil || got.next == nil {
+		t.Fatalf("next %v, err %v; want the redelivery's attempt, due now", got.next, got.err)
 	}
 }
