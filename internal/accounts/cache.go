@@ -60,6 +60,16 @@ func (a *Authenticator) OnlyKeys(keys []string) *Authenticator {
 	return &cp
 }
 
+// Cached returns the account of a key looked up within the last TTL, without a round trip.
+// A key it does not know may still be good: Authenticate tells.
+func (a *Authenticator) Cached(key string) (db.Account, bool) {
+	hash := string(HashKey(key))
+	if a.cache == nil || (a.only != nil && !a.only[hash]) {
+		return db.Account{}, false
+	}
+	return a.cache.GetIfPresent(hash)
+}
+
 // Authenticate returns the account an active key belongs to, or domain.ErrNotFound.
 func (a *Authenticator) Authenticate(ctx context.Context, key string) (db.Account, error) {
 	// Keyed by the hash, so neither the allow-list nor the cache holds a key in clear.

@@ -2,6 +2,7 @@ package handlers_test
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -63,24 +64,36 @@ func (b *testBundle) holdLocks(t *testing.T, query string, args ...any) (release
 	return release
 }
 
-// waitUntilBlocked waits until n backends of the test's database are waiting for a lock. It
-// fails the test (without stopping it, so the caller still releases and collects its
-// requests) when that has not happened within 10 s.
-func (b *testBundle) waitUntilBlocked(t *testing.T, n int) {
+// waitUntil waits until done says yes, asked with the number of backends of the test's
+// database waiting for a lock. It fails the test (without stopping it, so the caller still
+// releases and collects its requests) when that has not happened within 10 s.
+func (b *testBundle) waitUntil(t *testing.T, what string, done func(blocked int) bool) {
 	t.Helper()
-	// Asked on a connection outside any transaction: inside one, PostgreSQL would answer
-	// from the snapshot of pg_stat_activity it took at the first read.
-	const blocked = `SELECT count(*) FROM pg_stat_activity
-		WHERE datname = current_database() AND wait_event_type = 'Lock'`
-	var got int
 	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
-		if err := b.pool.QueryRow(context.Background(), blocked).Scan(&got); err != nil {
+		blocked, err := b.blocked()
+		if err != nil {
 			t.Errorf("count blocked backends: %v", err)
 			return
 		}
-		if got >= n {
+		if done(blocked) {
 			return
 		}
 	}
-	t.Errorf("only %d of %d requests were waiting for a lock after 10s", got, n)
+	t.Errorf("not within 10s: %s", what)
+}
+
+// waitUntilBlocked waits until n backends of the test's database are waiting for a lock.
+func (b *testBundle) waitUntilBlocked(t *testing.T, n int) {
+	t.Helper()
+	b.waitUntil(t, fmt.Sprintf("%d requests waiting for a lock", n), func(blocked int) bool { return blocked >= n })
+}
+
+// blocked counts the backends of the test's database that wait for a lock.
+func (b *testBundle) blocked() (int, error) {
+	// Asked on a connection outside any transaction: inside one, PostgreSQL would answer
+	// from the snapshot of pg_stat_activity it took at the first read.
+	var n int
+	err := b.pool.QueryRow(context.Background(), `SELECT count(*) FROM pg_stat_activity
+		WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&n)
+	return n, err
 }

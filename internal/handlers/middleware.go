@@ -15,7 +15,6 @@ import (
 
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/db"
-	"github.com/payments-api/payments-api/internal/domain"
 	"github.com/payments-api/payments-api/internal/trace"
 	oteltrace "go.opentelemetry.io/otel/trace"
 )
@@ -132,6 +131,8 @@ func (s *Server) logRequest(c echo.Context, elapsed time.Duration) {
 // authenticate resolves the bearer key to its account, once per request (from a short-lived
 // cache: see accounts.Authenticator for how long a revoked key may still work). Operations
 // the spec marks `security: []` (health, metrics, the spec itself, problem pages) skip it.
+// Failed authentications are limited per client address on the way (rateLimiter.lookUpKey
+// says how): an address that used them up is refused before its key is looked up.
 func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		if s.publicPaths[c.Path()] {
@@ -139,14 +140,11 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		scheme, key, _ := strings.Cut(firstValue(c.Request().Header, fieldAuthorization), " ")
 		if !strings.EqualFold(scheme, "Bearer") || key == "" {
-			return errNoAPIKey
+			return s.limits.failWithoutKey(c)
 		}
 		span := trace.Start(c.Request().Context(), "auth")
-		acct, err := s.apiKeys.Authenticate(c.Request().Context(), key)
+		acct, err := s.resolveKey(c, key)
 		span.End()
-		if errors.Is(err, domain.ErrNotFound) {
-			return errUnknownAPIKey
-		}
 		if err != nil {
 			return err
 		}
@@ -154,6 +152,14 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		st.account, st.authenticated = acct, true
 		return next(c)
 	}
+}
+
+// resolveKey is the account of key: from the cache, or looked up.
+func (s *Server) resolveKey(c echo.Context, key string) (db.Account, error) {
+	if acct, ok := s.apiKeys.Cached(key); ok {
+		return acct, s.limits.checkFailures(c)
+	}
+	return s.limits.lookUpKey(c, key, s.apiKeys.Authenticate)
 }
 
 // readBody reads the whole body once, up to limit bytes (413 beyond), so that the validator,

@@ -1,6 +1,7 @@
 package handlers
 
 import (
+	"context"
 	"errors"
 	"net/http"
 	"strconv"
@@ -8,9 +9,11 @@ import (
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/domain"
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/trace"
+	"golang.org/x/sync/singleflight"
 )
 
 // writeRoutes are the operations under the Writes policy: the ones that move money or
@@ -33,42 +36,105 @@ var addressRoutes = map[string]bool{
 // under an Idempotency-Key.
 type rateLimiter struct {
 	*ratelimit.Enforcer
-	metrics *metrics.Metrics // counts refusals by policy
+	metrics *metrics.Metrics   // counts refusals by policy
+	lookups singleflight.Group // key lookups in flight, by client address and key (lookUpKey)
 }
 
 func newRateLimiter(limits ratelimit.Limits, m *metrics.Metrics) *rateLimiter {
 	return &rateLimiter{Enforcer: ratelimit.NewEnforcer(limits), metrics: m}
 }
 
-// limitFailedAuth runs before authenticate: an address whose failed authentications used up
-// the Unauthenticated quota gets 429 before its key is looked up. Failures are counted after
-// authenticate answers 401; successful requests spend nothing here.
-func (l *rateLimiter) limitFailedAuth(public map[string]bool) echo.MiddlewareFunc {
-	return func(next echo.HandlerFunc) echo.HandlerFunc {
-		if !l.Enabled() {
-			return next
+// Failed authentications are limited per client address (the Unauthenticated policy), so
+// keys cannot be guessed at speed and a flood of wrong keys costs no database lookups.
+// authenticate asks one of three, by what the request carries:
+//   - no key: failWithoutKey spends one;
+//   - a cached key: checkFailures refuses an address that used them up, and spends nothing;
+//   - any other key: lookUpKey spends one before the lookup, and gives it back if the key is good.
+
+// failWithoutKey answers a request that sent no API key: 401, spending one of the client
+// address's failed authentications, or 429 once they are used up.
+func (l *rateLimiter) failWithoutKey(c echo.Context) error {
+	if !l.Enabled() {
+		return errNoAPIKey
+	}
+	h, err := l.SpendFailure(c.RealIP())
+	if err != nil {
+		return l.refused(c, h, err)
+	}
+	h.Set(c.Response().Header())
+	return errNoAPIKey
+}
+
+// checkFailures refuses a request with a good key from an address whose failed
+// authentications are used up, as it would have refused the key's lookup.
+func (l *rateLimiter) checkFailures(c echo.Context) error {
+	if !l.Enabled() {
+		return nil
+	}
+	if h, err := l.CheckFailures(c.RealIP()); err != nil {
+		return l.refused(c, h, err)
+	}
+	return nil
+}
+
+// lookUpKey resolves a key that is not cached with find, which asks the database.
+//
+// The lookup first spends one of the client address's failed authentications, and a key that
+// proves good gives it back. A check that only peeked would let wrong keys sent at once all
+// pass on the last failure left, and each would cost a lookup and be a guess. The requests of
+// one address with one key share one lookup, and with it what the lookup spent: a burst with
+// a good key that has just left the cache is not refused for having spent the quota many
+// times over while it waited.
+func (l *rateLimiter) lookUpKey(c echo.Context, key string, find func(context.Context, string) (db.Account, error)) (db.Account, error) {
+	ctx := c.Request().Context()
+	if !l.Enabled() {
+		acct, err := find(ctx, key)
+		if errors.Is(err, domain.ErrNotFound) {
+			return db.Account{}, errUnknownAPIKey
 		}
-		return func(c echo.Context) error {
-			if public[c.Path()] {
-				return next(c)
+		return acct, err
+	}
+	ip := c.RealIP()
+	for {
+		led := false // whether this request looked the key up, or shared another's lookup
+		v, err, _ := l.lookups.Do(ratelimit.ClientKey(ip)+" "+key, func() (any, error) {
+			led = true
+			h, err := l.SpendFailure(ip)
+			if err != nil {
+				return keyLookup{failures: h}, err
 			}
-			if h, err := l.CheckFailures(c.RealIP()); err != nil {
-				return l.refused(c, h, err)
+			acct, err := find(ctx, key)
+			if !errors.Is(err, domain.ErrNotFound) {
+				l.ReturnFailure(ip) // a good key, or no answer: not a failed authentication
 			}
-			err := next(c)
-			if err != nil && isUnauthorized(err) {
-				l.CountFailure(c.Request().Context(), c.RealIP()).Set(c.Response().Header())
-			}
-			return err
+			return keyLookup{acct, h}, err
+		})
+		if !led && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+			continue // the request that looked the key up went away; this one looks again
 		}
+		var exceeded *ratelimit.ExceededError
+		switch {
+		case errors.As(err, &exceeded):
+			return db.Account{}, l.refused(c, v.(keyLookup).failures, err)
+		case errors.Is(err, domain.ErrNotFound):
+			h := v.(keyLookup).failures
+			if !led { // each request with a wrong key is a failed authentication
+				h, _ = l.SpendFailure(ip)
+			}
+			h.Set(c.Response().Header())
+			return db.Account{}, errUnknownAPIKey
+		case err != nil:
+			return db.Account{}, err
+		}
+		return v.(keyLookup).acct, nil
 	}
 }
 
-// isUnauthorized reports whether err answers 401. It is asked only of an error: errors.As
-// needs its target on the heap, which would cost every successful request an allocation.
-func isUnauthorized(err error) bool {
-	var unauthorized *unauthorizedError
-	return errors.As(err, &unauthorized)
+// keyLookup is what lookUpKey's shared lookup found: the account, and the state of the
+// address's failed authentications once it spent one (or was refused).
+type keyLookup struct {
+	acct     db.Account
+	failures ratelimit.Headers
 }
 
 // limitAccount runs after authenticate and spends the account's buckets; on the routes

@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net/http"
@@ -9,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -18,6 +20,8 @@ import (
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 	"github.com/payments-api/payments-api/internal/testing/redistest"
+	sdktrace "go.opentelemetry.io/otel/sdk/trace"
+	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 // limits is a RateLimits on limiter with the given rates, and a generous unauthenticated one
@@ -424,4 +428,159 @@ func TestSpecDocumentsRateLimits(t *testing.T) {
 			}
 		}
 	}
+}
+
+// TestRateLimitUnauthenticatedGuessesAtOnce: wrong keys sent at once are looked up no more
+// often than the address has failed authentications left, however they interleave: each
+// lookup spends one before it starts, where a peek alone would let them all through on the
+// last one left. The test holds every lookup on a lock until each request is either waiting
+// for it or answered, then lets go.
+func TestRateLimitUnauthenticatedGuessesAtOnce(t *testing.T) {
+	t.Parallel()
+	const quota, n = 3, 10
+	l := limits(ratelimit.NewMemory(), "1000/1s", "1000/1s")
+	l.Unauthenticated.Rate = mustRate(fmt.Sprintf("%d/1m", quota))
+	b := setup(t, withLimits(l))
+
+	release := b.holdLocks(t, `LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE`)
+	answered, wait := sendAtOnce(n, func(i int) *apitest.Response {
+		return b.client.Get("/account", apitest.Header("Authorization", "Bearer sk_test_guess_"+strconv.Itoa(i)))
+	})
+	b.waitUntil(t, "every request waits for its lookup or is answered", func(blocked int) bool {
+		return blocked+int(answered.Load()) == n
+	})
+	release()
+	responses := wait()
+
+	statuses := map[int]int{}
+	for _, res := range responses {
+		statuses[res.Status]++
+	}
+	if statuses[http.StatusUnauthorized] != quota || statuses[http.StatusTooManyRequests] != n-quota {
+		t.Errorf("%d wrong keys at once with %d failures allowed: %v by status; want %d looked up (401), the rest refused (429)",
+			n, quota, statuses, quota)
+	}
+}
+
+// TestRateLimitUnauthenticatedGoodKeyAtOnce: requests sent at once from one address with a
+// good key that is not cached share one lookup, which spends one failed authentication and
+// gives it back, so none of them is refused however few failures the address has left. The
+// test holds the lookup on a lock until every request has reached it.
+func TestRateLimitUnauthenticatedGoodKeyAtOnce(t *testing.T) {
+	t.Parallel()
+	const n = 10
+	l := limits(ratelimit.NewMemory(), "1000/1s", "1000/1s")
+	l.Unauthenticated.Rate = mustRate("1/1m")
+	spans := tracetest.NewSpanRecorder()
+	provider := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	b := setup(t, withLimits(l), withConfig(func(c *app.Config) { c.Tracing = provider }))
+
+	release := b.holdLocks(t, `LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE`)
+	_, wait := sendAtOnce(n, func(int) *apitest.Response {
+		return b.other.Get("/account") // otherKey's first use: it is not cached
+	})
+	// Each request starts its auth span before it looks for its key; one lookup waits for
+	// the lock, and the others wait for it or were refused.
+	b.waitUntil(t, "every request reaches its lookup", func(blocked int) bool {
+		return authsStarted(spans) == n && blocked >= 1
+	})
+	release()
+	responses := wait()
+
+	for i, res := range responses {
+		if res.Status != http.StatusOK {
+			t.Errorf("request %d of %d with a good key: %d %s", i+1, n, res.Status, res.Body)
+		}
+	}
+	// What the lookup spent was given back: the address still has its one failure.
+	if res := b.client.Get("/account", apitest.Header("Authorization", "Bearer sk_test_guess")); res.Status != http.StatusUnauthorized {
+		t.Errorf("a wrong key after the good ones: %d, want 401", res.Status)
+	}
+}
+
+// TestRateLimitUnauthenticatedSharedLookupOfALeaver: a request that shares the key lookup of
+// a request whose client goes away looks the key up itself, instead of failing with the
+// other request's cancellation.
+func TestRateLimitUnauthenticatedSharedLookupOfALeaver(t *testing.T) {
+	t.Parallel()
+	spans := tracetest.NewSpanRecorder()
+	provider := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	b := setup(t, withConfig(func(c *app.Config) { c.Tracing = provider }))
+
+	release := b.holdLocks(t, `LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE`)
+	// The leaver looks up otherKey, not yet cached, and waits for the lock.
+	ctx, leave := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.client.BaseURL+"/account", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+otherKey)
+	left := make(chan struct{})
+	go func() {
+		defer close(left)
+		if res, err := http.DefaultClient.Do(req); err == nil {
+			res.Body.Close()
+			t.Errorf("the leaver was answered %d", res.StatusCode)
+		}
+	}()
+	b.waitUntilBlocked(t, 1)
+	first := b.lockWaitStarted(t)
+
+	var stayer *apitest.Response
+	stayed := make(chan struct{})
+	go func() {
+		defer close(stayed)
+		stayer = b.other.Get("/account")
+	}()
+	b.waitUntil(t, "the second request reaches the lookup", func(int) bool { return authsStarted(spans) == 2 })
+	leave()
+	<-left
+	// The leaver's statement is cancelled with its request; the second request's own lookup
+	// then waits for the lock.
+	b.waitUntil(t, "the second request looks the key up itself", func(blocked int) bool {
+		return blocked == 1 && b.lockWaitStarted(t).After(first)
+	})
+	release()
+	<-stayed
+	if stayer.Status != http.StatusOK {
+		t.Errorf("the request that stayed: %d %s", stayer.Status, stayer.Body)
+	}
+}
+
+// sendAtOnce starts n requests at once, each from its own goroutine. answered counts those
+// answered so far; wait waits for them all and returns their responses in order.
+func sendAtOnce(n int, send func(i int) *apitest.Response) (answered *atomic.Int64, wait func() []*apitest.Response) {
+	answered = &atomic.Int64{}
+	responses := make([]*apitest.Response, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			responses[i] = send(i)
+			answered.Add(1)
+		})
+	}
+	return answered, func() []*apitest.Response { wg.Wait(); return responses }
+}
+
+// authsStarted counts the requests that have begun resolving their key.
+func authsStarted(spans *tracetest.SpanRecorder) int {
+	n := 0
+	for _, s := range spans.Started() {
+		if s.Name() == "auth" {
+			n++
+		}
+	}
+	return n
+}
+
+// lockWaitStarted is when the latest statement waiting for a lock began.
+func (b *testBundle) lockWaitStarted(t *testing.T) time.Time {
+	t.Helper()
+	var started time.Time
+	err := b.pool.QueryRow(context.Background(), `SELECT coalesce(max(query_start), 'epoch') FROM pg_stat_activity
+		WHERE datname = current_database() AND wait_event_type = 'Lock'`).Scan(&started)
+	if err != nil {
+		t.Errorf("when the lock wait started: %v", err)
+	}
+	return started
 }

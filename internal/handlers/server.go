@@ -173,7 +173,6 @@ func New(opts Options) (*echo.Echo, error) {
 		cors(opts.CORSAllowedOrigins),
 		answerMethods,
 		findOperation(compiled), // 404 and 405 before anything a route's operation would answer
-		s.limits.limitFailedAuth(s.publicPaths),
 		s.authenticate,
 		s.limits.limitAccount,
 		s.injectFaults(s.limits),

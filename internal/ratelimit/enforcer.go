@@ -36,9 +36,13 @@ func (e *Enforcer) Enabled() bool { return e.limits.Limiter != nil }
 // Limits are the limits enforced.
 func (e *Enforcer) Limits() Limits { return e.limits }
 
+// Failed authentications are limited per client address, in three steps: CheckFailures
+// before anything, SpendFailure for each key looked up (before the lookup) and for each
+// request without a key, and ReturnFailure for a key that proved good.
+
 // CheckFailures refuses the client at ip once its failed authentications have used up the
-// Unauthenticated quota; it spends nothing. It runs before the key lookup, so a flood of
-// wrong keys costs no database query and keys cannot be guessed at full speed.
+// Unauthenticated quota; it spends nothing. It runs before the key is resolved, so a flood
+// of wrong keys costs no database query and keys cannot be guessed at full speed.
 func (e *Enforcer) CheckFailures(ip string) (Headers, error) {
 	p := e.limits.Unauthenticated
 	if d := e.failures.Peek(p, ClientKey(ip)); !d.Allowed {
@@ -47,11 +51,23 @@ func (e *Enforcer) CheckFailures(ip string) (Headers, error) {
 	return Headers{}, nil
 }
 
-// CountFailure spends one of the client's Unauthenticated quota on a failed authentication.
-func (e *Enforcer) CountFailure(ctx context.Context, ip string) Headers {
+// SpendFailure spends one of the client's Unauthenticated quota, and refuses it when none is
+// left. A key is looked up only once it has spent one: wrong keys sent at once would all
+// pass CheckFailures on the last one left, and each would cost a lookup and be a guess.
+func (e *Enforcer) SpendFailure(ip string) (Headers, error) {
 	p := e.limits.Unauthenticated
-	d, _ := e.failures.Allow(ctx, p, ClientKey(ip)) // memory never fails
-	return Headers{e.failuresPolicy, []State{StateOf(p, d)}}
+	d := e.failures.take(p, ClientKey(ip), true)
+	h := Headers{e.failuresPolicy, []State{StateOf(p, d)}}
+	if !d.Allowed {
+		return h, &ExceededError{Policy: p, Decision: d}
+	}
+	return h, nil
+}
+
+// ReturnFailure gives back what SpendFailure spent ahead of a lookup whose key proved good,
+// or that failed for another reason (an unreachable database is no failed authentication).
+func (e *Enforcer) ReturnFailure(ip string) {
+	e.failures.Return(e.limits.Unauthenticated, ClientKey(ip))
 }
 
 // SpendAccount spends an account's Default bucket and, for a write, its Writes bucket, each

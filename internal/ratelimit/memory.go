@@ -59,9 +59,26 @@ func (m *Memory) Peek(p Policy, key string) Decision {
 	return m.take(p, key, false)
 }
 
+// Return gives back one request that Allow spent of key's quota under p, as if it had never
+// been made: the bucket's TAT moves back by one request's worth of time. A bucket that
+// refilled meanwhile stays full.
+func (m *Memory) Return(p Policy, key string) {
+	b := bucket{p.Name, key}
+	shard := m.shard(b)
+	shard.mu.Lock()
+	defer shard.mu.Unlock()
+	if tat, ok := shard.tats[b]; ok {
+		shard.tats[b] = tat - p.emissionInterval()
+	}
+}
+
+func (m *Memory) shard(b bucket) *memoryShard {
+	return &m.shards[maphash.Comparable(m.seed, b)%memoryShards]
+}
+
 func (m *Memory) take(p Policy, key string, spend bool) Decision {
 	b := bucket{p.Name, key}
-	shard := &m.shards[maphash.Comparable(m.seed, b)%memoryShards]
+	shard := m.shard(b)
 	shard.mu.Lock()
 	defer shard.mu.Unlock()
 	now := m.now()

@@ -127,6 +127,25 @@ func TestMemoryPeekSpendsNothing(t *testing.T) {
 	}
 }
 
+func TestMemoryReturnGivesBackOneRequest(t *testing.T) {
+	m, now := clockedMemory()
+	p := Policy{Name: "unauthenticated", Rate: Rate{Quota: 2, Window: time.Second}}
+	spend(m, p, "127.0.0.1")
+	spend(m, p, "127.0.0.1")
+	m.Return(p, "127.0.0.1")
+	if d, _ := m.Allow(context.Background(), p, "127.0.0.1"); !d.Allowed || d.Remaining != 0 {
+		t.Errorf("after one of two is given back: %+v, want one request allowed", d)
+	}
+	// A bucket that refilled meanwhile stays full: a return adds nothing to it.
+	*now += 5 * time.Second
+	m.Return(p, "127.0.0.1")
+	for i := range 3 {
+		if d, _ := m.Allow(context.Background(), p, "127.0.0.1"); d.Allowed != (i < 2) {
+			t.Errorf("request %d after a refill and a return: %+v, want the quota of 2 and no more", i+1, d)
+		}
+	}
+}
+
 func TestMemoryEvictsIdleKeys(t *testing.T) {
 	m, now := clockedMemory()
 	p := Policy{Name: "default", Rate: Rate{Quota: 100, Window: time.Second}}
