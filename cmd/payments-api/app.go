@@ -9,8 +9,10 @@ import (
 	"net/http"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/payments-api/payments-api/internal/app"
+	"github.com/payments-api/payments-api/internal/handlers"
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/telemetry"
@@ -23,10 +25,12 @@ type Main struct {
 	// Listener is the API's (see Listen); nil in a process that only runs jobs.
 	Listener net.Listener
 
-	app         *app.App
-	http        *http.Server
-	aside       []func()                    // stops the metrics and profiling listeners
-	stopTracing func(context.Context) error // exports the last spans; nil without tracing
+	app  *app.App
+	http *http.Server
+	// stopRequests cancels the context of every request still running (see stopServing).
+	stopRequests context.CancelCauseFunc
+	aside        []func()                    // stops the metrics and profiling listeners
+	stopTracing  func(context.Context) error // exports the last spans; nil without tracing
 }
 
 // Listen opens LISTEN_ADDR, unless the process only runs jobs.
@@ -100,7 +104,7 @@ func (m *Main) drain(ctx context.Context, serveErr error) error {
 	var wg sync.WaitGroup
 	var httpErr, jobsErr error
 	if m.http != nil {
-		wg.Go(func() { httpErr = m.http.Shutdown(ctx) })
+		wg.Go(func() { httpErr = m.stopServing(ctx) })
 	}
 	if m.Config.works() {
 		wg.Go(func() { jobsErr = m.app.StopJobs(ctx) })
@@ -112,6 +116,27 @@ func (m *Main) drain(ctx context.Context, serveErr error) error {
 	m.Logger.Info("stopped")
 	return nil
 }
+
+// stopServing closes the API's listener and waits for the requests in flight until ctx ends.
+// Those still running then are stopped, not waited for: their contexts are cancelled, so
+// each rolls back and answers 503, and the process ends soon after SHUTDOWN_TIMEOUT. Closing
+// the pool would otherwise wait for them, up to their REQUEST_TIMEOUT.
+func (m *Main) stopServing(ctx context.Context) error {
+	err := m.http.Shutdown(ctx)
+	if err != nil {
+		m.Logger.Warn("requests outlasted SHUTDOWN_TIMEOUT; stopping them", "error", err)
+		m.stopRequests(handlers.ErrShutdown)
+		// A moment for their answers to go out; Shutdown returns once their connections close.
+		grace, cancel := context.WithTimeout(context.WithoutCancel(ctx), stoppedRequestsGrace)
+		defer cancel()
+		_ = m.http.Shutdown(grace)
+	}
+	return err
+}
+
+// stoppedRequestsGrace is how long the requests stopped at the end of SHUTDOWN_TIMEOUT have to
+// answer: a cancelled statement or charge returns at once.
+const stoppedRequestsGrace = time.Second
 
 // appConfig is the part of the configuration the application is built from.
 func (c config) appConfig() app.Config {

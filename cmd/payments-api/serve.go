@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"net"
@@ -28,6 +29,9 @@ func (m *Main) serveAPI() <-chan error {
 			"charge_takes", slow, "request_timeout", cfg.RequestTimeout)
 	}
 	m.http = newHTTPServer(cfg, m.app.Handler, logger)
+	// Every request's context descends from this one, so drain can stop them all.
+	requests, stop := context.WithCancelCause(context.Background())
+	m.http.BaseContext, m.stopRequests = func(net.Listener) context.Context { return requests }, stop
 	go func() {
 		err := m.http.Serve(limitConnections(ln, cfg.MaxConnections, cfg.MaxConnectionsPerIP, logger))
 		served <- fmt.Errorf("serve on %s: %w", ln.Addr(), err)

@@ -168,12 +168,15 @@ func (s *Server) handleError(err error, c echo.Context) {
 
 func (s *Server) problemFor(c echo.Context, err error) *problem {
 	ctx := c.Request().Context()
-	if clientGone(ctx, err) {
+	switch {
+	case clientGone(ctx, err):
 		// The work stopped because the client left: not a failure of ours, and nobody is
 		// waiting for the answer (the logger records 499). Should a client still be reading
 		// after all, it is told to retry.
 		c.Set(clientGoneKey, true)
 		err = unavailable(retryAfterUnavailable, "The request was canceled before it finished; send it again.")
+	case canceled(ctx, err): // ErrShutdown
+		err = unavailable(retryAfterUnavailable, "The server shut down before the request finished; send it again.")
 	}
 	if p := problemOf(err); p != nil {
 		if db.IsUnavailable(err) {

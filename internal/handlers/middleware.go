@@ -60,8 +60,18 @@ func (s *Server) startRequest(next echo.HandlerFunc) echo.HandlerFunc {
 
 // clientGone reports whether err is the cancellation of a request whose client went away:
 // net/http cancels a request's context when its connection closes. (A deadline that passes
-// is not this: its error is context.DeadlineExceeded.)
+// is not this: its error is context.DeadlineExceeded. Nor is a request stopped at shutdown:
+// see ErrShutdown.)
 func clientGone(ctx context.Context, err error) bool {
+	return canceled(ctx, err) && !errors.Is(context.Cause(ctx), ErrShutdown)
+}
+
+// ErrShutdown is the cause with which the process cancels the requests still running when
+// its SHUTDOWN_TIMEOUT is over, rather than wait for them. Each is answered 503.
+var ErrShutdown = errors.New("stopped at shutdown")
+
+// canceled reports whether err is the cancellation of the request's context.
+func canceled(ctx context.Context, err error) bool {
 	return errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
 }
 
