@@ -46,6 +46,15 @@ func IsUnavailable(err error) bool {
 		errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) // the server hung up mid-message
 }
 
+// IsRolledBack reports whether PostgreSQL rolled the transaction back to settle a conflict
+// with another one: a deadlock (40P01) or a serialization failure (40001). Nothing was wrong
+// with the request and nothing of its transaction was kept, so it is worth retrying too.
+func IsRolledBack(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) &&
+		(pgErr.Code == pgerrcode.DeadlockDetected || pgErr.Code == pgerrcode.SerializationFailure)
+}
+
 // unavailableSQLState: the connection broke (class 08), the server is out of connections
 // (53300), shutting down or starting (57P01-57P03), the statement outlived statement_timeout
 // (57014), or the server refused a write as read-only (25006). The server never asks for a

@@ -88,6 +88,7 @@ var errorProblems = []errorRule{
 	sentinel(domain.ErrPreconditionRequired, probPreconditionRequired, 0),
 	sentinel(domain.ErrProcessorUnavailable, probProcessorUnavailable, 1),
 	databaseUnavailable,
+	transactionRolledBack,
 	sentinel(domain.ErrJobNotCancelable, probJobNotCancelable, 0),
 	typed(echoProblem), // echo's own errors: the generated binder's 400s, the router's 404 and 405
 }
@@ -102,6 +103,18 @@ func databaseUnavailable(err error) *problem {
 	}
 	return unavailableProblem(unavailable(retryAfterUnavailable,
 		"The database could not be reached or did not answer in time. Retry after Retry-After seconds (a POST with the same Idempotency-Key)."))
+}
+
+// transactionRolledBack is the row for a transaction PostgreSQL rolled back to break a
+// deadlock with another request's (db.IsRolledBack): 503, not 500, because a retry may well
+// get through. Deleting an account while one of its payments is refunded is one such case:
+// each holds a row the other needs.
+func transactionRolledBack(err error) *problem {
+	if !db.IsRolledBack(err) {
+		return nil
+	}
+	return unavailableProblem(unavailable(retryAfterUnavailable,
+		"The database rolled the request back to settle a conflict with another request. Send it again (a POST with the same Idempotency-Key)."))
 }
 
 // errorRule is one row of errorProblems: it returns nil when err is not its kind.
@@ -179,7 +192,7 @@ func (s *Server) problemFor(c echo.Context, err error) *problem {
 		err = unavailable(retryAfterUnavailable, "The server shut down before the request finished; send it again.")
 	}
 	if p := problemOf(err); p != nil {
-		if db.IsUnavailable(err) {
+		if db.IsUnavailable(err) || db.IsRolledBack(err) {
 			s.logger.WarnContext(ctx, "service unavailable", "error", err, "request_id", requestIDFrom(ctx))
 		}
 		return p

@@ -310,3 +310,44 @@ func TestDeletingADeletedAccountIs401(t *testing.T) {
 		t.Errorf("DELETE /account again, elsewhere: %d %s, want 401", res.Status, res.Body)
 	}
 }
+
+// TestADeadlockAnswers503: a refund holds its payment's row and then needs the account's (its
+// foreign key), while DELETE /account holds the account's row and then needs the payment's.
+// PostgreSQL breaks the deadlock by rolling one of them back; that request answers 503 with
+// Retry-After, as anything a retry may get through does, and the other one goes through.
+// The test holds the payment's row until both wait for it, then lets go.
+func TestADeadlockAnswers503(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	doomed, _ := throwaway(t, b.client)
+	pay, _ := createPayment(t, doomed, 100)
+
+	release := b.lockPayment(t, pay.ID)
+	refunded := make(chan *apitest.Response, 1)
+	go func() {
+		refunded <- doomed.Post("/refunds", refundOf(pay.ID, 10), apitest.Header("Idempotency-Key", newKey()))
+	}()
+	b.waitUntilBlocked(t, 1)
+	deleted := make(chan *apitest.Response, 1)
+	go func() { deleted <- doomed.Do(http.MethodDelete, "/account", nil) }()
+	b.waitUntilBlocked(t, 2) // the deletion has locked the account and waits to delete the payment
+	release()
+
+	refund, deletion := <-refunded, <-deleted
+	rolledBack := 0
+	for _, got := range []struct {
+		what string
+		res  *apitest.Response
+		ok   int
+	}{{"the refund", refund, http.StatusCreated}, {"the deletion", deletion, http.StatusNoContent}} {
+		switch {
+		case got.res.Status == http.StatusServiceUnavailable && got.res.Header.Get("Retry-After") != "":
+			rolledBack++
+		case got.res.Status != got.ok:
+			t.Errorf("%s: %d %s, want %d, or 503 with Retry-After", got.what, got.res.Status, got.res.Body, got.ok)
+		}
+	}
+	if rolledBack != 1 {
+		t.Errorf("%d of the two were rolled back (refund %d, deletion %d), want the deadlock's one", rolledBack, refund.Status, deletion.Status)
+	}
+}

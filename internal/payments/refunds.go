@@ -55,7 +55,7 @@ func (s *Service) Refund(ctx context.Context, tx db.Tx, accountID string, p Refu
 	}
 	pay, err = tx.PaymentAddRefund(ctx, db.PaymentAddRefundParams{Amount: amount, AccountID: accountID, ID: pay.ID})
 	if err != nil {
-		return db.Refund{}, fmt.Errorf("add refund to payment %s: %w", pay.ID, err)
+		return db.Refund{}, fmt.Errorf("add refund to payment %s: %w", p.PaymentID, err)
 	}
 	res, err := RefundResource(refund)
 	if err != nil {
