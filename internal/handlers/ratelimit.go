@@ -57,7 +57,7 @@ func (l *rateLimiter) failWithoutKey(c echo.Context) error {
 	if !l.Enabled() {
 		return errNoAPIKey
 	}
-	h, err := l.SpendFailure(c.RealIP())
+	h, _, err := l.SpendFailure(c.RealIP())
 	if err != nil {
 		return l.refused(c, h, err)
 	}
@@ -80,11 +80,12 @@ func (l *rateLimiter) checkFailures(c echo.Context) error {
 // lookUpKey resolves a key that is not cached with find, which asks the database.
 //
 // The lookup first spends one of the client address's failed authentications, and a key that
-// proves good gives it back. A check that only peeked would let wrong keys sent at once all
-// pass on the last failure left, and each would cost a lookup and be a guess. The requests of
-// one address with one key share one lookup, and with it what the lookup spent: a burst with
-// a good key that has just left the cache is not refused for having spent the quota many
-// times over while it waited.
+// proves good gives it back, as does a lookup that got no answer. A check that only peeked
+// would let wrong keys sent at once all pass on the last failure left, and each would cost a
+// lookup and be a guess. The price: while lookups are in flight, they count against the
+// address's quota. The requests of one address with one key share one lookup, and with it
+// what the lookup spent, so a burst with a good key that has just left the cache is not
+// refused for having spent the quota many times over while it waited.
 func (l *rateLimiter) lookUpKey(c echo.Context, key string, find func(context.Context, string) (db.Account, error)) (db.Account, error) {
 	ctx := c.Request().Context()
 	if !l.Enabled() {
@@ -95,22 +96,26 @@ func (l *rateLimiter) lookUpKey(c echo.Context, key string, find func(context.Co
 		return acct, err
 	}
 	ip := c.RealIP()
+	// Keyed by the key's hash, so the lookups in flight hold no key in clear.
+	flight := ratelimit.ClientKey(ip) + " " + string(accounts.HashKey(key))
 	for {
 		led := false // whether this request looked the key up, or shared another's lookup
-		v, err, _ := l.lookups.Do(ratelimit.ClientKey(ip)+" "+key, func() (any, error) {
+		v, err, _ := l.lookups.Do(flight, func() (_ any, err error) {
 			led = true
-			h, err := l.SpendFailure(ip)
+			h, receipt, err := l.SpendFailure(ip)
 			if err != nil {
 				return keyLookup{failures: h}, err
 			}
+			defer func() { // a good key, or no answer (a panic too): no failed authentication
+				if !errors.Is(err, domain.ErrNotFound) {
+					l.ReturnFailure(ip, receipt)
+				}
+			}()
 			acct, err := find(ctx, key)
-			if !errors.Is(err, domain.ErrNotFound) {
-				l.ReturnFailure(ip) // a good key, or no answer: not a failed authentication
-			}
-			return keyLookup{acct, h}, err
+			return keyLookup{acct: acct, failures: h, leaderGone: err != nil && ctx.Err() != nil}, err
 		})
-		if !led && ctx.Err() == nil && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
-			continue // the request that looked the key up went away; this one looks again
+		if !led && v.(keyLookup).leaderGone && ctx.Err() == nil {
+			continue // the request that looked the key up went away, and with it its lookup
 		}
 		var exceeded *ratelimit.ExceededError
 		switch {
@@ -119,7 +124,7 @@ func (l *rateLimiter) lookUpKey(c echo.Context, key string, find func(context.Co
 		case errors.Is(err, domain.ErrNotFound):
 			h := v.(keyLookup).failures
 			if !led { // each request with a wrong key is a failed authentication
-				h, _ = l.SpendFailure(ip)
+				h, _, _ = l.SpendFailure(ip)
 			}
 			h.Set(c.Response().Header())
 			return db.Account{}, errUnknownAPIKey
@@ -130,11 +135,13 @@ func (l *rateLimiter) lookUpKey(c echo.Context, key string, find func(context.Co
 	}
 }
 
-// keyLookup is what lookUpKey's shared lookup found: the account, and the state of the
-// address's failed authentications once it spent one (or was refused).
+// keyLookup is what lookUpKey's shared lookup found: the account, the state of the
+// address's failed authentications once it spent one (or was refused), and whether the
+// lookup failed because the request that made it had gone.
 type keyLookup struct {
-	acct     db.Account
-	failures ratelimit.Headers
+	acct       db.Account
+	failures   ratelimit.Headers
+	leaderGone bool
 }
 
 // limitAccount runs after authenticate and spends the account's buckets; on the routes

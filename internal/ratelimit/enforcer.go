@@ -53,21 +53,22 @@ func (e *Enforcer) CheckFailures(ip string) (Headers, error) {
 
 // SpendFailure spends one of the client's Unauthenticated quota, and refuses it when none is
 // left. A key is looked up only once it has spent one: wrong keys sent at once would all
-// pass CheckFailures on the last one left, and each would cost a lookup and be a guess.
-func (e *Enforcer) SpendFailure(ip string) (Headers, error) {
+// pass CheckFailures on the last one left, and each would cost a lookup and be a guess. The
+// Receipt gives it back (ReturnFailure).
+func (e *Enforcer) SpendFailure(ip string) (Headers, Receipt, error) {
 	p := e.limits.Unauthenticated
-	d := e.failures.take(p, ClientKey(ip), true)
+	d, r := e.failures.Spend(p, ClientKey(ip))
 	h := Headers{e.failuresPolicy, []State{StateOf(p, d)}}
 	if !d.Allowed {
-		return h, &ExceededError{Policy: p, Decision: d}
+		return h, Receipt{}, &ExceededError{Policy: p, Decision: d}
 	}
-	return h, nil
+	return h, r, nil
 }
 
 // ReturnFailure gives back what SpendFailure spent ahead of a lookup whose key proved good,
 // or that failed for another reason (an unreachable database is no failed authentication).
-func (e *Enforcer) ReturnFailure(ip string) {
-	e.failures.Return(e.limits.Unauthenticated, ClientKey(ip))
+func (e *Enforcer) ReturnFailure(ip string, r Receipt) {
+	e.failures.Return(e.limits.Unauthenticated, ClientKey(ip), r)
 }
 
 // SpendAccount spends an account's Default bucket and, for a write, its Writes bucket, each

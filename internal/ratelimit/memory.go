@@ -51,24 +51,39 @@ func NewMemory() *Memory {
 
 // Allow spends one request of key's quota under p if one is left. It never fails.
 func (m *Memory) Allow(_ context.Context, p Policy, key string) (Decision, error) {
-	return m.take(p, key, true), nil
+	d, _ := m.take(p, key, true)
+	return d, nil
 }
 
 // Peek says whether a request would pass, without spending anything.
 func (m *Memory) Peek(p Policy, key string) Decision {
-	return m.take(p, key, false)
+	d, _ := m.take(p, key, false)
+	return d
 }
 
-// Return gives back one request that Allow spent of key's quota under p, as if it had never
-// been made: the bucket's TAT moves back by one request's worth of time. A bucket that
-// refilled meanwhile stays full.
-func (m *Memory) Return(p Policy, key string) {
+// Spend spends one request of key's quota under p, as Allow does, and returns with the
+// decision a Receipt for giving it back (Return).
+func (m *Memory) Spend(p Policy, key string) (Decision, Receipt) {
+	d, tat := m.take(p, key, true)
+	return d, Receipt{until: tat}
+}
+
+// A Receipt says until when a request that Spend let through counts in its bucket.
+type Receipt struct{ until time.Duration }
+
+// Return gives back what is left of a request Spend let through, as if it had not been made.
+// A request counts in its bucket only until its bucket has refilled by its own worth: the
+// GCRA forgets requests oldest first. So Return moves the bucket's TAT back by what of the
+// request's worth has not refilled yet, and a request already forgotten gives back nothing
+// (moving back by a whole request's worth then would forget a later one).
+func (m *Memory) Return(p Policy, key string, r Receipt) {
 	b := bucket{p.Name, key}
 	shard := m.shard(b)
 	shard.mu.Lock()
 	defer shard.mu.Unlock()
-	if tat, ok := shard.tats[b]; ok {
-		shard.tats[b] = tat - p.emissionInterval()
+	left := min(r.until-m.now(), p.emissionInterval())
+	if tat, ok := shard.tats[b]; ok && left > 0 {
+		shard.tats[b] = tat - left
 	}
 }
 
@@ -76,7 +91,9 @@ func (m *Memory) shard(b bucket) *memoryShard {
 	return &m.shards[maphash.Comparable(m.seed, b)%memoryShards]
 }
 
-func (m *Memory) take(p Policy, key string, spend bool) Decision {
+// take decides one request of key under p, spends it if asked to and it is allowed, and
+// returns the bucket's TAT after.
+func (m *Memory) take(p Policy, key string, spend bool) (Decision, time.Duration) {
 	b := bucket{p.Name, key}
 	shard := m.shard(b)
 	shard.mu.Lock()
@@ -89,7 +106,7 @@ func (m *Memory) take(p Policy, key string, spend bool) Decision {
 	if now-shard.lastSweep >= sweepInterval {
 		shard.sweep(now)
 	}
-	return d
+	return d, tat
 }
 
 // sweep drops the keys whose buckets are full again. It copies the survivors into a new

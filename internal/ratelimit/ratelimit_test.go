@@ -129,20 +129,41 @@ func TestMemoryPeekSpendsNothing(t *testing.T) {
 
 func TestMemoryReturnGivesBackOneRequest(t *testing.T) {
 	m, now := clockedMemory()
-	p := Policy{Name: "unauthenticated", Rate: Rate{Quota: 2, Window: time.Second}}
-	spend(m, p, "127.0.0.1")
-	spend(m, p, "127.0.0.1")
-	m.Return(p, "127.0.0.1")
-	if d, _ := m.Allow(context.Background(), p, "127.0.0.1"); !d.Allowed || d.Remaining != 0 {
-		t.Errorf("after one of two is given back: %+v, want one request allowed", d)
+	p := Policy{Name: "unauthenticated", Rate: Rate{Quota: 2, Window: 2 * time.Second}} // one a second
+	const ip = "127.0.0.1"
+	allowed := func() bool { d, _ := m.Allow(context.Background(), p, ip); return d.Allowed }
+
+	_, first := m.Spend(p, ip)
+	spend(m, p, ip)
+	m.Return(p, ip, first)
+	if !allowed() || allowed() {
+		t.Errorf("after one of two is given back at once: want one request allowed, and no more")
 	}
-	// A bucket that refilled meanwhile stays full: a return adds nothing to it.
-	*now += 5 * time.Second
-	m.Return(p, "127.0.0.1")
-	for i := range 3 {
-		if d, _ := m.Allow(context.Background(), p, "127.0.0.1"); d.Allowed != (i < 2) {
-			t.Errorf("request %d after a refill and a return: %+v, want the quota of 2 and no more", i+1, d)
-		}
+
+	// A request half forgotten gives back half its worth: with the half second that refilled
+	// meanwhile, one request passes, and the next only a second and a half after the spends.
+	*now += 10 * time.Second // a full bucket again
+	_, half := m.Spend(p, ip)
+	spend(m, p, ip)
+	*now += 500 * time.Millisecond
+	m.Return(p, ip, half)
+	if !allowed() || allowed() {
+		t.Errorf("right after a half return: want one request allowed, and no more")
+	}
+	*now += 500 * time.Millisecond
+	if allowed() {
+		t.Errorf("a half-forgotten request gave back its whole worth")
+	}
+
+	// A request forgotten since gives back nothing: a return then must not forget a later one.
+	*now += 10 * time.Second
+	_, old := m.Spend(p, ip)
+	*now += 1500 * time.Millisecond // the bucket has refilled: old is forgotten
+	spend(m, p, ip)
+	spend(m, p, ip)
+	m.Return(p, ip, old)
+	if allowed() {
+		t.Errorf("a request forgotten before its return gave back a later one")
 	}
 }
 
