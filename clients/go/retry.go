@@ -2,19 +2,29 @@ package paymentsapi
 
 import (
 	"context"
+	"math"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 )
 
-// RetryAfter is an http.RoundTripper that sends a request again when the answer is
-// 429 Too Many Requests with a Retry-After header, after waiting as long as it says. A 429
-// means the server did nothing, so sending the same request again is always safe (a POST
-// keeps its Idempotency-Key, since the request is the same).
+// RetryAfter is an http.RoundTripper that sends a request again, after waiting as long as the
+// answer's Retry-After header says, when that answer is:
+//   - 429 Too Many Requests, always: the server did nothing;
+//   - 409 Conflict (/problems/idempotency-key-in-use) or 503 Service Unavailable
+//     (/problems/service-unavailable, /problems/processor-unavailable), only when sending the
+//     request again is safe: a GET, HEAD or OPTIONS, or a request with an Idempotency-Key,
+//     whose result the server replays. A keyless POST, PATCH or DELETE may have committed
+//     before a 503, so its answer goes back to the caller.
+//
+// The request sent again is the same, its Idempotency-Key included. An answer without a valid
+// Retry-After, or with one longer than MaxWait, goes back to the caller.
 type RetryAfter struct {
 	// Next sends the requests; http.DefaultTransport when nil.
 	Next http.RoundTripper
-	// MaxRetries bounds the retries of one request (default 3).
+	// MaxRetries bounds the retries of one request: 0 means the default, 3; a negative value
+	// means none.
 	MaxRetries int
 	// MaxWait bounds one wait; a longer Retry-After is returned to the caller (default 10s).
 	MaxWait time.Duration
@@ -36,7 +46,8 @@ func (t *RetryAfter) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 	for retry := 0; ; retry++ {
 		res, err := next.RoundTrip(req)
-		if err != nil || res.StatusCode != http.StatusTooManyRequests || retry == maxRetries {
+		// >=, not ==: a negative maxRetries allows no retry, rather than endless ones.
+		if err != nil || retry >= maxRetries || !mayResend(req, res.StatusCode) {
 			return res, err
 		}
 		wait, ok := retryAfter(res.Header.Get("Retry-After"), time.Now())
@@ -56,9 +67,31 @@ func (t *RetryAfter) RoundTrip(req *http.Request) (*http.Response, error) {
 	}
 }
 
+// mayResend says whether an answer with this status may be retried with req as it is. The
+// server sends Retry-After with a 409 only when the request's Idempotency-Key is in use, and
+// with a 503 when it could not serve: a keyless write may have committed before the 503.
+func mayResend(req *http.Request, status int) bool {
+	switch status {
+	case http.StatusTooManyRequests:
+		return true
+	case http.StatusConflict, http.StatusServiceUnavailable:
+		switch req.Method {
+		case "", http.MethodGet, http.MethodHead, http.MethodOptions: // "" is GET
+			return true
+		}
+		return req.Header.Get("Idempotency-Key") != ""
+	}
+	return false
+}
+
 // retryAfter reads Retry-After as delay-seconds or an HTTP-date (RFC 9110 section 10.2.3).
+// A delay too long for a time.Duration is the longest one, which MaxWait still turns back.
 func retryAfter(value string, now time.Time) (time.Duration, bool) {
-	if seconds, err := strconv.Atoi(value); err == nil && seconds >= 0 {
+	if value != "" && strings.Trim(value, "0123456789") == "" { // delay-seconds is 1*DIGIT
+		seconds, err := strconv.ParseInt(value, 10, 64)
+		if err != nil || seconds > int64(math.MaxInt64/time.Second) { // err: out of int64's range
+			return math.MaxInt64, true
+		}
 		return time.Duration(seconds) * time.Second, true
 	}
 	if at, err := http.ParseTime(value); err == nil {

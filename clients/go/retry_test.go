@@ -1,9 +1,13 @@
 package paymentsapi
 
 import (
+	"context"
+	"errors"
 	"io"
+	"math"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -53,25 +57,107 @@ func TestRetryAfterGivesUp(t *testing.T) {
 		w.WriteHeader(http.StatusTooManyRequests)
 	}))
 	defer srv.Close()
-	client := &http.Client{Timeout: 5 * time.Second, Transport: &RetryAfter{MaxRetries: 2, MaxWait: time.Second}}
 	for _, tc := range []struct {
 		retryAfter string
+		maxRetries int
 		calls      int32
 	}{
-		{"0", 3},    // retried MaxRetries times, then the 429 is the answer
-		{"60", 1},   // longer than MaxWait: the caller decides
-		{"soon", 1}, // not a Retry-After value
+		{"0", 2, 3},                    // retried MaxRetries times, then the 429 is the answer
+		{"0", 0, 4},                    // the default, 3
+		{"0", -1, 1},                   // negative: no retries
+		{"60", 2, 1},                   // longer than MaxWait: the caller decides
+		{"9300000000", 2, 1},           // too long for a time.Duration: still longer than MaxWait
+		{"99999999999999999999", 2, 1}, // too long for an int64
+		{"soon", 2, 1},                 // not a Retry-After value
 	} {
 		calls.Store(0)
+		client := &http.Client{Timeout: 5 * time.Second, Transport: &RetryAfter{MaxRetries: tc.maxRetries, MaxWait: time.Second}}
 		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"?retry_after="+tc.retryAfter, nil)
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("Retry-After %q, MaxRetries %d: %v", tc.retryAfter, tc.maxRetries, err)
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusTooManyRequests || calls.Load() != tc.calls {
+			t.Errorf("Retry-After %q, MaxRetries %d: %d after %d calls, want 429 after %d",
+				tc.retryAfter, tc.maxRetries, res.StatusCode, calls.Load(), tc.calls)
+		}
+	}
+}
+
+// A 429 is always sent again; a 409 or a 503 only when sending it again cannot do the work
+// twice: a safe method, or an Idempotency-Key the server replays.
+func TestRetryAfterRetriesOnlyWhatIsSafeToSendAgain(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			status, _ := strconv.Atoi(r.URL.Query().Get("status"))
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(status)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	client := &http.Client{Timeout: 5 * time.Second, Transport: &RetryAfter{}}
+	for _, tc := range []struct {
+		method string
+		key    bool
+		status int
+		calls  int32
+	}{
+		{http.MethodPost, false, http.StatusTooManyRequests, 2},
+		{http.MethodPost, true, http.StatusConflict, 2},
+		{http.MethodPost, true, http.StatusServiceUnavailable, 2},
+		{http.MethodPatch, true, http.StatusServiceUnavailable, 2},
+		{http.MethodGet, false, http.StatusServiceUnavailable, 2},
+		{http.MethodHead, false, http.StatusServiceUnavailable, 2},
+		{http.MethodOptions, false, http.StatusConflict, 2},
+		{http.MethodPost, false, http.StatusConflict, 1},
+		{http.MethodPost, false, http.StatusServiceUnavailable, 1}, // it may have committed
+		{http.MethodPatch, false, http.StatusServiceUnavailable, 1},
+		{http.MethodDelete, false, http.StatusServiceUnavailable, 1},
+		{http.MethodGet, false, http.StatusInternalServerError, 1},
+	} {
+		calls.Store(0)
+		req, _ := http.NewRequestWithContext(t.Context(), tc.method, srv.URL+"?status="+strconv.Itoa(tc.status), strings.NewReader("{}"))
+		if tc.key {
+			req.Header.Set("Idempotency-Key", "k1")
+		}
 		res, err := client.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
 		res.Body.Close()
-		if res.StatusCode != http.StatusTooManyRequests || calls.Load() != tc.calls {
-			t.Errorf("Retry-After %q: %d after %d calls, want 429 after %d", tc.retryAfter, res.StatusCode, calls.Load(), tc.calls)
+		want := http.StatusOK
+		if tc.calls == 1 {
+			want = tc.status
 		}
+		if res.StatusCode != want || calls.Load() != tc.calls {
+			t.Errorf("%s (key %v) answered %d: %d after %d calls, want %d after %d",
+				tc.method, tc.key, tc.status, res.StatusCode, calls.Load(), want, tc.calls)
+		}
+	}
+}
+
+func TestRetryAfterStopsWaitingWhenCanceled(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Retry-After", "5")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(t.Context())
+	client := &http.Client{Timeout: 10 * time.Second, Transport: &RetryAfter{
+		OnRetry: func(*http.Response, time.Duration) { cancel() },
+	}}
+	req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+	began := time.Now()
+	res, err := client.Do(req)
+	if err == nil {
+		res.Body.Close()
+	}
+	if !errors.Is(err, context.Canceled) || time.Since(began) > 2*time.Second {
+		t.Errorf("canceled during a 5s Retry-After: %v after %s, want context.Canceled at once", err, time.Since(began))
 	}
 }
 
@@ -89,6 +175,11 @@ func TestRetryAfterValue(t *testing.T) {
 		{"-1", 0, false},
 		{"", 0, false},
 		{"1.5", 0, false},
+		{"+5", 0, false},
+		{"9300000000", math.MaxInt64, true},
+		{"99999999999999999999", math.MaxInt64, true},
+		{"Friday, 02-Jan-26 03:04:15 GMT", 10 * time.Second, true}, // RFC 850
+		{"Fri Jan  2 03:04:15 2026", 10 * time.Second, true},       // asctime
 	} {
 		got, ok := retryAfter(tc.value, now)
 		if got != tc.want || ok != tc.ok {

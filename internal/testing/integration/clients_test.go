@@ -39,11 +39,42 @@ func TestClientStoriesWithoutSettings(t *testing.T) {
 	runStories(t, srv.Base, srv.Base, "webhook: skipped")
 }
 
-// typeScript compiles the TypeScript client and its story once for both tests that run it,
-// which run in parallel: two compilers would write the same dist/ at once.
+// TestTypeScriptClientUnits runs the TypeScript client's own tests (clients/typescript/test),
+// which need no server. The files are named, not their folder: Node.js 21 and later read a
+// folder given to --test as a file.
+func TestTypeScriptClientUnits(t *testing.T) {
+	t.Parallel()
+	tsDir := compileTypeScript(t)
+	tests, err := filepath.Glob(filepath.Join(tsDir, "dist/test/*.test.js"))
+	if err != nil || len(tests) == 0 {
+		t.Fatalf("no compiled tests in %s/dist/test (%v)", tsDir, err)
+	}
+	args := []string{"--test"}
+	for _, test := range tests {
+		args = append(args, strings.TrimPrefix(test, tsDir+string(filepath.Separator)))
+	}
+	t.Log(runCommand(t, tsDir, nil, "node", args...))
+}
+
+// typeScript compiles the TypeScript client, its story and its tests once for the tests that
+// run them, which run in parallel: two compilers would write the same dist/ at once.
 var typeScript struct {
 	once     sync.Once
 	compiled bool
+}
+
+// compileTypeScript compiles clients/typescript once (typeScript) and returns its folder.
+func compileTypeScript(t *testing.T) string {
+	t.Helper()
+	tsDir := filepath.Join(repoRoot, "clients/typescript")
+	typeScript.once.Do(func() {
+		runCommand(t, tsDir, nil, nodeTool(t, tsDir, "tsc"), "-p", ".")
+		typeScript.compiled = true
+	})
+	if !typeScript.compiled {
+		t.Fatal("the TypeScript client did not compile (the test that compiled it says why)")
+	}
+	return tsDir
 }
 
 // runStories builds the Go and TypeScript stories and runs them side by side against baseURL
@@ -53,14 +84,7 @@ func runStories(t *testing.T, baseURL, directURL, webhook string) {
 	t.Helper()
 	story := filepath.Join(t.TempDir(), "story")
 	runCommand(t, repoRoot, nil, "go", "-C", "clients/go", "build", "-o", story, "./examples/story")
-	tsDir := filepath.Join(repoRoot, "clients/typescript")
-	typeScript.once.Do(func() {
-		runCommand(t, tsDir, nil, nodeTool(t, tsDir, "tsc"), "-p", ".")
-		typeScript.compiled = true
-	})
-	if !typeScript.compiled {
-		t.Fatal("the TypeScript client did not compile (the other story test says why)")
-	}
+	tsDir := compileTypeScript(t)
 	env := []string{"PAYMENTS_API_URL=" + baseURL, "PAYMENTS_API_DIRECT_URL=" + directURL}
 	t.Run("go", func(t *testing.T) {
 		t.Parallel()
