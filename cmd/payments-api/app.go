@@ -119,11 +119,12 @@ func (m *Main) drain(ctx context.Context, serveErr error) error {
 
 // stopServing closes the API's listener and waits for the requests in flight until ctx ends.
 // Those still running then are stopped, not waited for: their contexts are cancelled, so
-// each rolls back and answers 503, and the process ends soon after SHUTDOWN_TIMEOUT. Closing
-// the pool would otherwise wait for them, up to their REQUEST_TIMEOUT.
+// each answers 503 (a transaction not yet committed rolls back), and the process ends soon
+// after SHUTDOWN_TIMEOUT. Closing the pool would otherwise wait for them, up to their
+// REQUEST_TIMEOUT.
 func (m *Main) stopServing(ctx context.Context) error {
 	err := m.http.Shutdown(ctx)
-	if err != nil {
+	if errors.Is(err, context.DeadlineExceeded) {
 		m.Logger.Warn("requests outlasted SHUTDOWN_TIMEOUT; stopping them", "error", err)
 		m.stopRequests(handlers.ErrShutdown)
 		// A moment for their answers to go out; Shutdown returns once their connections close.

@@ -189,7 +189,7 @@ func (s *Server) problemFor(c echo.Context, err error) *problem {
 		c.Set(clientGoneKey, true)
 		err = unavailable(retryAfterUnavailable, "The request was canceled before it finished; send it again.")
 	case canceled(ctx, err): // ErrShutdown
-		err = unavailable(retryAfterUnavailable, "The server shut down before the request finished; send it again.")
+		err = unavailable(retryAfterUnavailable, "The server shut down before the request finished. Send it again (a POST with the same Idempotency-Key: it may have committed just before).")
 	}
 	if p := problemOf(err); p != nil {
 		if db.IsUnavailable(err) || db.IsRolledBack(err) {
