@@ -165,6 +165,24 @@ func policyNames(p apitest.Problem) []string {
 	return names
 }
 
+// TestRateLimitWritesCoverEveryWrite: a refund and a report spend the writes quota as a
+// payment does: the operations that move money or start work.
+func TestRateLimitWritesCoverEveryWrite(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withLimits(limits(ratelimit.NewMemory(), "1000/1m", "2/1h"))) // no refill during the test
+	pay, _ := createPayment(t, b.client, 100)
+	createPayment(t, b.client, 100)
+	for _, write := range []struct {
+		path string
+		body map[string]any
+	}{{"/refunds", refundOf(pay.ID, 10)}, {"/reports", reportBody("payments", "csv")}} {
+		res := b.client.Post(write.path, write.body, apitest.Header("Idempotency-Key", newKey()))
+		if res.Status != http.StatusTooManyRequests || !slices.Equal(policyNames(res.Problem(t)), []string{"writes"}) {
+			t.Errorf("POST %s with the writes quota spent: %d %s, want 429 naming writes", write.path, res.Status, res.Body)
+		}
+	}
+}
+
 func TestRateLimitBucketsAreSeparate(t *testing.T) {
 	t.Parallel()
 	b := setup(t, withLimits(limits(ratelimit.NewMemory(), "100/1h", "2/1h"))) // no refill during the test
@@ -306,15 +324,31 @@ func TestRateLimitUnauthenticatedFlood(t *testing.T) {
 	l := limits(ratelimit.NewMemory(), "1000/1s", "1000/1s")
 	l.Unauthenticated.Rate = mustRate("3/1m")
 	b := setup(t, withLimits(l))
+	if res := b.client.Get("/account"); res.Status != http.StatusOK { // the good key is now cached
+		t.Fatalf("GET /account with the good key: %d", res.Status)
+	}
 
 	for i := range 3 {
-		res := b.client.Get("/account", apitest.Header("Authorization", "Bearer sk_test_guess_"+strconv.Itoa(i)))
+		// Two wrong keys and a request with none: each is a failed authentication.
+		auth := apitest.Header("Authorization", "Bearer sk_test_guess_"+strconv.Itoa(i))
+		if i == 2 {
+			auth = apitest.NoAuth()
+		}
+		res := b.client.Get("/account", auth)
 		policies, state := rateLimitHeaders(t, res)
 		if res.Status != http.StatusUnauthorized || policies["unauthenticated"]["q"] != 3 || state["unauthenticated"]["r"] != int64(2-i) {
 			t.Fatalf("failure %d: %d, RateLimit %q", i+1, res.Status, res.Header.Get("RateLimit"))
 		}
 	}
 	b.pool.Close()
+	// The address is refused whatever it sends, its cached good key too: a key that answered
+	// otherwise than a wrong one would tell a guesser it is good.
+	if res := b.client.Get("/account"); res.Status != http.StatusTooManyRequests {
+		t.Errorf("the cached good key from an address out of failures: %d, want 429", res.Status)
+	}
+	if res := b.client.Get("/account", apitest.NoAuth()); res.Status != http.StatusTooManyRequests {
+		t.Errorf("no key from an address out of failures: %d, want 429", res.Status)
+	}
 	for i := range 20 {
 		res := b.client.Get("/account", apitest.Header("Authorization", "Bearer sk_test_flood_"+strconv.Itoa(i)))
 		if res.Status != http.StatusTooManyRequests {

@@ -117,3 +117,14 @@ func TestPublicAddressesPassTheCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestTheSenderUsesNoProxy: a proxy (HTTPS_PROXY, say, which http.DefaultTransport obeys)
+// would make the connection itself, to an address the dialer's Control hook never sees, so
+// the sender's transport has none.
+func TestTheSenderUsesNoProxy(t *testing.T) {
+	s := NewSender(SenderOptions{})
+	transport, ok := s.client.Transport.(*http.Transport)
+	if !ok || transport.Proxy != nil {
+		t.Errorf("the sender's transport is %T with a proxy function: a proxy would dial past the address check", s.client.Transport)
+	}
+}
