@@ -16,15 +16,13 @@ import (
 
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
 
+	"github.com/payments-api/payments-api/internal/testing/apitest"
 	"github.com/payments-api/payments-api/internal/testing/integration"
 )
 
 func TestMain(m *testing.M) { integration.Main(m) }
 
 const testKey = "sk_test_listen"
-
-// httpClient is what the tests send requests with: none of them may hang the package.
-var httpClient = &http.Client{Timeout: 10 * time.Second}
 
 // received is one request the test receiver got.
 type received struct {
@@ -35,23 +33,14 @@ type received struct {
 // createPayment makes a succeeded payment on the server at base and returns its id.
 func createPayment(t *testing.T, base, card string) string {
 	t.Helper()
-	body := `{"amount":700,"currency":"usd","payment_method":"` + card + `"}`
-	req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, base+"/payments", strings.NewReader(body))
-	if err != nil {
-		t.Fatal(err)
-	}
-	req.Header.Set("Authorization", "Bearer "+testKey)
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Idempotency-Key", card+time.Now().String())
-	res, err := httpClient.Do(req)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = res.Body.Close() }()
+	res := apitest.NewClient(t, base, testKey).Post("/payments",
+		map[string]any{"amount": 700, "currency": "usd", "payment_method": card},
+		apitest.Header("Idempotency-Key", card+time.Now().String()))
 	var p struct{ ID string }
-	if err := json.NewDecoder(res.Body).Decode(&p); err != nil || res.StatusCode != http.StatusCreated {
-		t.Fatalf("create payment: %d %v", res.StatusCode, err)
+	if res.Status != http.StatusCreated {
+		t.Fatalf("create payment: %d %s", res.Status, res.Body)
 	}
+	res.Decode(t, &p)
 	return p.ID
 }
 
