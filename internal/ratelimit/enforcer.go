@@ -36,13 +36,13 @@ func (e *Enforcer) Enabled() bool { return e.limits.Limiter != nil }
 // Limits are the limits enforced.
 func (e *Enforcer) Limits() Limits { return e.limits }
 
-// Failed authentications are limited per client address, in three steps: CheckFailures
-// before anything, SpendFailure for each key looked up (before the lookup) and for each
-// request without a key, and ReturnFailure for a key that proved good.
+// Failed authentications are limited per client address: SpendFailure for each key looked
+// up (before the lookup) and for each request without a key, ReturnFailure for a lookup
+// whose key proved good, and CheckFailures for a key that needs no lookup (a cached one).
 
 // CheckFailures refuses the client at ip once its failed authentications have used up the
-// Unauthenticated quota; it spends nothing. It runs before the key is resolved, so a flood
-// of wrong keys costs no database query and keys cannot be guessed at full speed.
+// Unauthenticated quota; it spends nothing. An address refused here gets 429 for its good
+// keys too, as for its wrong ones: an answer that differed would tell a guesser which is good.
 func (e *Enforcer) CheckFailures(ip string) (Headers, error) {
 	p := e.limits.Unauthenticated
 	if d := e.failures.Peek(p, ClientKey(ip)); !d.Allowed {
