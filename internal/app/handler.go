@@ -26,10 +26,12 @@ func (a *App) newHandler(draining context.Context, limits *ratelimit.Limits, key
 	if !cfg.Sandbox {
 		apiKeys = apiKeys.OnlyKeys(cfg.DemoAPIKeys)
 	}
+	pays := payments.NewService(a.Pool, proc, bg.outbox)
+	a.release = append(a.release, pays.Close) // before the pool closes: its shared reads would hold it
 	return handlers.New(handlers.Options{
 		Pool:               a.Pool,
 		Logger:             a.logger,
-		Payments:           payments.NewService(a.Pool, proc, bg.outbox),
+		Payments:           pays,
 		Idempotency:        keys,
 		Events:             events.NewService(a.Pool),
 		Webhooks:           webhooks.NewService(a.Pool, webhooks.URLPolicy{AllowPrivateNetworks: cfg.WebhookAllowPrivateNetworks}, bg.deliveries),

@@ -31,10 +31,14 @@ import (
 // at the latest of their deadlines, waiting out a failover as long as the longest of their
 // waits. A read whose context ends stops waiting, and leaves the queue if its statement has
 // not been sent; the batch goes on for the others. A statement that panics fails its reads
-// and leaves the Coalescer serving.
+// and leaves the Coalescer serving. Close ends the shared statements, for a process that is
+// about to close its pool and would otherwise wait for them.
 type Coalescer[K comparable, V any] struct {
 	fetch func(ctx context.Context, keys []K) ([]V, error) // the rows found of keys, in any order
 	key   func(V) K                                        // the key a row answers
+	// closing is the context every batch runs under; Close cancels it.
+	closing context.Context
+	close   context.CancelFunc
 
 	mu       sync.Mutex
 	inFlight bool
@@ -55,8 +59,14 @@ type coalescedRead[K comparable, V any] struct {
 // NewCoalescer reads with fetch, which returns the rows it finds of the keys it is given, in
 // any order; key says which key a row answers.
 func NewCoalescer[K comparable, V any](fetch func(context.Context, []K) ([]V, error), key func(V) K) *Coalescer[K, V] {
-	return &Coalescer[K, V]{fetch: fetch, key: key}
+	closing, close := context.WithCancel(context.Background())
+	return &Coalescer[K, V]{fetch: fetch, key: key, closing: closing, close: close}
 }
+
+// Close cancels the shared statements in flight and any sent later: no request's context
+// reaches them, so at shutdown, with the requests stopped, nothing else would end one that a
+// stalled database keeps waiting (up to the latest deadline of its reads).
+func (c *Coalescer[K, V]) Close() { c.close() }
 
 // Get returns the row of k; found is false when there is none.
 func (c *Coalescer[K, V]) Get(ctx context.Context, k K) (v V, found bool, err error) {
@@ -126,7 +136,7 @@ func (c *Coalescer[K, V]) sendBatches(batch []*coalescedRead[K, V]) {
 
 // send reads batch's keys in one statement and answers each of its reads.
 func (c *Coalescer[K, V]) send(batch []*coalescedRead[K, V]) {
-	ctx, cancel := batchContext(batch)
+	ctx, cancel := batchContext(c.closing, batch)
 	defer cancel()
 	keys := make([]K, 0, len(batch))
 	asked := make(map[K]bool, len(batch))
@@ -161,9 +171,9 @@ func (c *Coalescer[K, V]) fetchShared(ctx context.Context, keys []K) (rows []V, 
 }
 
 // batchContext ends at the latest deadline of the batch's reads, or never when one of them
-// has none, and waits out a failover as long as the longest of their waits: no read still
-// waiting is cut short by another's.
-func batchContext[K comparable, V any](batch []*coalescedRead[K, V]) (context.Context, context.CancelFunc) {
+// has none (unless closing ends first), and waits out a failover as long as the longest of
+// their waits: no read still waiting is cut short by another's.
+func batchContext[K comparable, V any](closing context.Context, batch []*coalescedRead[K, V]) (context.Context, context.CancelFunc) {
 	var latest time.Time
 	noDeadline := false
 	var wait time.Duration
@@ -174,7 +184,7 @@ func batchContext[K comparable, V any](batch []*coalescedRead[K, V]) (context.Co
 		}
 		wait = max(wait, r.failoverWait)
 	}
-	ctx := WithFailoverWait(context.Background(), wait)
+	ctx := WithFailoverWait(closing, wait)
 	if noDeadline {
 		return context.WithCancel(ctx)
 	}

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -343,5 +344,43 @@ func TestAReadThatPanicsLeavesTheCoalescerServing(t *testing.T) {
 	}
 	if _, found, err := c.Get(ctx, a2); err != nil || !found {
 		t.Errorf("a read after a panic in a shared statement: found %t, err %v", found, err)
+	}
+}
+
+// TestCloseEndsASharedStatement: a shared statement runs under a context no request's
+// reaches, so a database that stops answering would keep it, and the connection it holds,
+// up to the latest deadline of its reads. Close ends it. The test holds the first statement
+// until a read without a deadline queues behind it, then lets it go; the shared statement
+// that follows waits for its context alone.
+func TestCloseEndsASharedStatement(t *testing.T) {
+	t.Parallel()
+	releaseFirst, sharedSent := make(chan struct{}), make(chan struct{})
+	var statements atomic.Int32
+	c := db.NewCoalescer(func(ctx context.Context, keys []string) ([]string, error) {
+		if statements.Add(1) == 1 {
+			<-releaseFirst
+			return keys, nil
+		}
+		close(sharedSent)
+		<-ctx.Done() // a database that does not answer
+		return nil, ctx.Err()
+	}, func(s string) string { return s })
+
+	go func() { _, _, _ = c.Get(context.Background(), "first") }()
+	waitFor(t, "the first read's statement in flight", func() bool { return statements.Load() == 1 })
+	shared := make(chan error, 1)
+	go func() { _, _, err := c.Get(context.Background(), "shared"); shared <- err }()
+	waitFor(t, "the second read queued", func() bool { return c.Waiting() == 1 })
+	close(releaseFirst)
+	<-sharedSent
+
+	c.Close()
+	select {
+	case err := <-shared:
+		if !errors.Is(err, context.Canceled) {
+			t.Errorf("the shared read after Close: %v, want context.Canceled", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("Close did not end the shared statement")
 	}
 }

@@ -64,6 +64,13 @@ func NewService(pool *pgxpool.Pool, proc processor.Processor, outbox *events.Out
 	}
 }
 
+// Close ends the shared reads in flight (db.Coalescer.Close): the last thing before the pool
+// closes.
+func (s *Service) Close() {
+	s.reads.Close()
+	s.versions.Close()
+}
+
 // byIDs is the arguments of PaymentGetByIDs and PaymentVersions: keys as two arrays.
 func byIDs(keys []paymentKey) db.PaymentGetByIDsParams {
 	args := db.PaymentGetByIDsParams{AccountIds: make([]string, len(keys)), Ids: make([]string, len(keys))}
