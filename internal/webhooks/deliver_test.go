@@ -60,7 +60,9 @@ func setupDelivery(t *testing.T, reply http.HandlerFunc, schedule webhooks.Sched
 	}
 	srv, got := receiver(t, reply)
 	b.received = got
-	b.endpoint, err = b.service.CreateEndpoint(ctx, b.accountID, webhooks.EndpointParams{URL: srv.URL + "/hook", EnabledEvents: []string{"*"}})
+	b.endpoint, err = inTx(ctx, b.pool, func(tx db.Tx) (db.WebhookEndpoint, error) {
+		return b.service.CreateEndpointTx(ctx, tx, b.accountID, webhooks.EndpointParams{URL: srv.URL + "/hook", EnabledEvents: []string{"*"}})
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -245,7 +247,7 @@ func TestUsedUpScheduleFailsTheDelivery(t *testing.T) {
 	if d := b.delivery(t); d.Status != webhooks.StatusFailed || len(d.Attempts) != 2 {
 		t.Fatalf("delivery %s with %d attempts", d.Status, len(d.Attempts))
 	}
-	if _, err := b.service.Redeliver(context.Background(), b.accountID, b.delivery(t).EventID, nil); err != nil {
+	if _, err := b.redeliver(context.Background(), t); err != nil {
 		t.Fatal(err)
 	}
 	next, err := b.attemptNow(t, b.deliveryID)
@@ -291,7 +293,9 @@ func TestUnresolvableHostRecordsAFixedReason(t *testing.T) {
 
 func TestDuringRotationAttemptsCarryBothSignatures(t *testing.T) {
 	b := setupDelivery(t, replies(200), webhooks.DefaultSchedule)
-	rotated, err := b.service.RotateSecret(context.Background(), b.accountID, b.endpoint.ID)
+	rotated, err := inTx(context.Background(), b.pool, func(tx db.Tx) (db.WebhookEndpoint, error) {
+		return b.service.RotateSecretTx(context.Background(), tx, b.accountID, b.endpoint.ID)
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -394,7 +398,7 @@ func TestAnAttemptInFlightCountsAsTheRedeliverysFirst(t *testing.T) {
 		attempted <- outcome{next, err}
 	}()
 	<-b.received // the schedule's last attempt is at the receiver
-	if _, err := b.service.Redeliver(context.Background(), b.accountID, b.delivery(t).EventID, nil); err != nil {
+	if _, err := b.redeliver(context.Background(), t); err != nil {
 		t.Fatal(err)
 	}
 	close(release)
@@ -448,7 +452,7 @@ func TestAJobEndsInTheTransactionThatEndsItsDelivery(t *testing.T) {
 	if n := jobs("completed"); n != 1 {
 		t.Fatalf("%d completed jobs as Work returns, want 1 (running: %d)", n, jobs("running"))
 	}
-	if _, err := b.service.Redeliver(ctx, b.accountID, b.delivery(t).EventID, nil); err != nil {
+	if _, err := b.redeliver(ctx, t); err != nil {
 		t.Fatal(err)
 	}
 	if n := jobs("available"); n != 1 {
@@ -467,27 +471,7 @@ func TestAJobThatFindsItsDeliveryOverSendsARedeliveryFirst(t *testing.T) {
 	if next, err := b.attemptNow(t, b.deliveryID); err != nil || next != nil {
 		t.Fatalf("the only attempt: next %v, err %v; want the delivery over", next, err)
 	}
-	hold, err := b.pool.Begin(ctx)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = hold.Rollback(ctx) }()
-	if _, err := hold.Exec(ctx, `SELECT 1 FROM webhook_deliveries WHERE id = $1 FOR UPDATE`, b.deliveryID); err != nil {
-		t.Fatal(err)
-	}
-	type outcome struct {
-		next *time.Time
-		err  error
-	}
-	ran := make(chan outcome, 1)
-	go func() {
-		next, err := b.deliverer.Attempt(ctx, b.accountID, b.deliveryID, nil)
-		ran <- outcome{next, err}
-	}()
-	integration.WaitFor(t, func() bool {
-		return integration.Count(t, b.pool, `SELECT count(*) FROM pg_stat_activity
-			WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 1
-	})
+	hold, ran := b.attemptBehindRowLock(t)
 	// What WebhookDeliveryRequeue does, in the transaction that holds the row.
 	if _, err := hold.Exec(ctx, `UPDATE webhook_deliveries SET status = 'pending', round_attempts = 0,
 		next_attempt_at = clock_timestamp() WHERE id = $1`, b.deliveryID); err != nil {
@@ -499,4 +483,86 @@ func TestAJobThatFindsItsDeliveryOverSendsARedeliveryFirst(t *testing.T) {
 	if got := <-ran; got.err != nil || got.next == nil {
 		t.Fatalf("next %v, err %v; want the redelivery's attempt, due now", got.next, got.err)
 	}
+}
+
+// TestAJobThatFindsItsEndpointDisabledSendsARedeliveryFirst: a job that read its endpoint as
+// disabled, while the endpoint is enabled again and its delivery requeued, reads the endpoint
+// again under the delivery's lock and sends the redelivery, instead of failing it. The test
+// holds the delivery's row until the job waits for it.
+func TestAJobThatFindsItsEndpointDisabledSendsARedeliveryFirst(t *testing.T) {
+	b := setupDelivery(t, replies(200), webhooks.Schedule{})
+	ctx := context.Background()
+	if _, err := b.pool.Exec(ctx, `UPDATE webhook_endpoints SET disabled_reason = 'requested' WHERE id = $1`, b.endpoint.ID); err != nil {
+		t.Fatal(err)
+	}
+	hold, ran := b.attemptBehindRowLock(t)
+	// The endpoint enabled again, and the delivery requeued, in the transaction that holds it.
+	if _, err := hold.Exec(ctx, `UPDATE webhook_endpoints SET disabled_reason = NULL WHERE id = $1`, b.endpoint.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := hold.Exec(ctx, `UPDATE webhook_deliveries SET round_attempts = 0, next_attempt_at = clock_timestamp() WHERE id = $1`, b.deliveryID); err != nil {
+		t.Fatal(err)
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-ran; got.err != nil || got.next == nil {
+		t.Fatalf("next %v, err %v; want the redelivery's attempt, due now", got.next, got.err)
+	}
+	if d := b.delivery(t); d.Status != webhooks.StatusPending {
+		t.Errorf("delivery %s, want pending", d.Status)
+	}
+}
+
+// attemptOutcome is what an Attempt returned.
+type attemptOutcome struct {
+	next *time.Time
+	err  error
+}
+
+// attemptBehindRowLock locks the bundle's delivery row in a transaction of the test's, starts
+// an attempt, and returns once the attempt waits for the row: the transaction, which the
+// test commits to let it go (it is rolled back when the test ends otherwise), and the
+// attempt's outcome to come.
+func (b *deliverBundle) attemptBehindRowLock(t *testing.T) (pgx.Tx, <-chan attemptOutcome) {
+	t.Helper()
+	ctx := context.Background()
+	hold, err := b.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hold.Rollback(ctx) })
+	if _, err := hold.Exec(ctx, `SELECT 1 FROM webhook_deliveries WHERE id = $1 FOR UPDATE`, b.deliveryID); err != nil {
+		t.Fatal(err)
+	}
+	ran := make(chan attemptOutcome, 1)
+	go func() {
+		next, err := b.deliverer.Attempt(ctx, b.accountID, b.deliveryID, nil)
+		ran <- attemptOutcome{next, err}
+	}()
+	integration.WaitFor(t, func() bool {
+		return integration.Count(t, b.pool, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock'`) == 1
+	})
+	return hold, ran
+}
+
+// inTx runs op in a transaction of its own, as a request without an Idempotency-Key does.
+func inTx[T any](ctx context.Context, pool *pgxpool.Pool, op func(tx db.Tx) (T, error)) (T, error) {
+	var v T
+	err := db.InTx(ctx, pool, func(tx db.Tx) error {
+		var err error
+		v, err = op(tx)
+		return err
+	})
+	return v, err
+}
+
+// redeliver queues the bundle's event again to every endpoint subscribed to it.
+func (b *deliverBundle) redeliver(ctx context.Context, t *testing.T) ([]webhooks.Delivery, error) {
+	t.Helper()
+	eventID := b.delivery(t).EventID
+	return inTx(ctx, b.pool, func(tx db.Tx) ([]webhooks.Delivery, error) {
+		return b.service.RedeliverTx(ctx, tx, b.accountID, eventID, nil)
+	})
 }

@@ -67,21 +67,11 @@ func withAttempts(ctx context.Context, q *db.Queries, accountID string, deliveri
 	return nil
 }
 
-// Redeliver queues an event again, now, with a fresh retry schedule: to endpointID when
+// RedeliverTx queues an event again, now, with a fresh retry schedule: to endpointID when
 // given, whatever its enabled events, otherwise to every enabled endpoint subscribed to the
-// event's type. An endpoint's earlier delivery of the event keeps its webhook-id.
-func (s *Service) Redeliver(ctx context.Context, accountID, eventID string, endpointID *string) ([]Delivery, error) {
-	var queued []Delivery
-	err := db.InTx(ctx, s.pool, func(tx db.Tx) error {
-		var err error
-		queued, err = s.RedeliverTx(ctx, tx, accountID, eventID, endpointID)
-		return err
-	})
-	return queued, err
-}
-
-// RedeliverTx is Redeliver in tx (a request's under an Idempotency-Key): the deliveries and
-// their jobs commit with it.
+// event's type. An endpoint's earlier delivery of the event keeps its webhook-id. It runs in
+// tx (a request's, under its Idempotency-Key if it has one): the deliveries and their jobs
+// commit with it.
 func (s *Service) RedeliverTx(ctx context.Context, tx db.Tx, accountID, eventID string, endpointID *string) ([]Delivery, error) {
 	event, err := tx.EventGetByID(ctx, db.EventGetByIDParams{AccountID: accountID, ID: eventID})
 	if err != nil {

@@ -35,29 +35,17 @@ type EndpointParams struct {
 	Description   *string
 }
 
-// CheckURL refuses a URL webhooks are never sent to (URLPolicy). The Tx variants below leave
-// it to their caller, to do before the transaction: it may resolve the host, and a
+// CheckURL refuses a URL webhooks are never sent to (URLPolicy). CreateEndpointTx and
+// UpdateEndpointTx leave it to their caller, to do before the transaction: it may resolve the host, and a
 // transaction holds its connection (and an idempotency key's lock) while it waits.
 func (s *Service) CheckURL(ctx context.Context, raw string) error {
 	return s.urls.Check(ctx, raw)
 }
 
-// CreateEndpoint registers an endpoint with a fresh secret.
-func (s *Service) CreateEndpoint(ctx context.Context, accountID string, p EndpointParams) (db.WebhookEndpoint, error) {
-	if err := s.urls.Check(ctx, p.URL); err != nil {
-		return db.WebhookEndpoint{}, err
-	}
-	return createEndpoint(ctx, db.New(s.pool), accountID, p)
-}
-
-// CreateEndpointTx registers an endpoint in tx (a request's under an Idempotency-Key), whose
-// URL the caller has checked (CheckURL).
+// CreateEndpointTx registers an endpoint with a fresh secret in tx (a request's, under its
+// Idempotency-Key if it has one), once the caller has checked its URL (CheckURL).
 func (s *Service) CreateEndpointTx(ctx context.Context, tx db.Tx, accountID string, p EndpointParams) (db.WebhookEndpoint, error) {
-	return createEndpoint(ctx, tx.Queries, accountID, p)
-}
-
-func createEndpoint(ctx context.Context, q *db.Queries, accountID string, p EndpointParams) (db.WebhookEndpoint, error) {
-	e, err := q.WebhookEndpointInsert(ctx, db.WebhookEndpointInsertParams{
+	e, err := tx.WebhookEndpointInsert(ctx, db.WebhookEndpointInsertParams{
 		ID:            domain.NewID("we"),
 		AccountID:     accountID,
 		Url:           p.URL,
@@ -176,19 +164,10 @@ func (s *Service) DeleteEndpoint(ctx context.Context, accountID, id string, pre 
 	})
 }
 
-// RotateSecret gives the endpoint a new secret; the current one keeps signing beside it for
-// RotationOverlap.
-func (s *Service) RotateSecret(ctx context.Context, accountID, id string) (db.WebhookEndpoint, error) {
-	return rotateSecret(ctx, db.New(s.pool), accountID, id)
-}
-
-// RotateSecretTx is RotateSecret in tx (a request's under an Idempotency-Key).
+// RotateSecretTx gives the endpoint a new secret in tx (a request's, under its
+// Idempotency-Key if it has one); the current one keeps signing beside it for RotationOverlap.
 func (s *Service) RotateSecretTx(ctx context.Context, tx db.Tx, accountID, id string) (db.WebhookEndpoint, error) {
-	return rotateSecret(ctx, tx.Queries, accountID, id)
-}
-
-func rotateSecret(ctx context.Context, q *db.Queries, accountID, id string) (db.WebhookEndpoint, error) {
-	e, err := q.WebhookEndpointRotateSecret(ctx, db.WebhookEndpointRotateSecretParams{
+	e, err := tx.WebhookEndpointRotateSecret(ctx, db.WebhookEndpointRotateSecretParams{
 		Secret:            NewSecret(),
 		PreviousExpiresAt: new(time.Now().Add(RotationOverlap)),
 		AccountID:         accountID,

@@ -71,11 +71,10 @@ type SenderOptions struct {
 
 // Sender posts webhooks. Safe for concurrent use.
 type Sender struct {
-	client       *http.Client
-	timeout      time.Duration
-	resolver     *net.Resolver // the dialer's, to look a refused host up again
-	allowPrivate bool
-	tracer       trace.Tracer // nil: no spans
+	client  *http.Client
+	timeout time.Duration
+	urls    URLPolicy    // the dialer's rules and resolver, to look a refused host up again
+	tracer  trace.Tracer // nil: no spans
 }
 
 // NewSender builds the HTTP client every attempt goes through. It has no proxy (a proxy
@@ -99,10 +98,8 @@ func NewSender(opts SenderOptions) *Sender {
 		Transport:     transport,
 		CheckRedirect: func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse },
 	}
-	sender := &Sender{client: client, timeout: opts.Timeout, resolver: opts.Resolver, allowPrivate: opts.AllowPrivateNetworks}
-	if sender.resolver == nil {
-		sender.resolver = net.DefaultResolver
-	}
+	sender := &Sender{client: client, timeout: opts.Timeout,
+		urls: URLPolicy{AllowPrivateNetworks: opts.AllowPrivateNetworks, Resolver: opts.Resolver}}
 	if opts.TracerProvider != nil {
 		sender.tracer = opts.TracerProvider.Tracer(instrumentation)
 	}
@@ -165,8 +162,8 @@ var errSomeAddressRefused = errors.New("an address was refused, but not every ad
 
 // refusedEverywhere reports whether no address of the URL's host may be dialled. The dialer
 // tries a host's addresses in turn and returns the first one's error, so a refusal may hide
-// an allowed address that failed after it: the host is looked up again, as the dialer looks
-// it up, and a lookup that fails proves nothing.
+// an allowed address that failed after it: the host is looked up again, as URLPolicy.Check
+// looks it up, and a lookup that fails proves nothing.
 func (s *Sender) refusedEverywhere(ctx context.Context, rawURL string) bool {
 	u, err := url.Parse(rawURL)
 	if err != nil {
@@ -176,13 +173,13 @@ func (s *Sender) refusedEverywhere(ctx context.Context, rawURL string) bool {
 	if err != nil {
 		return true // an address in disguise, refused in every mode
 	}
-	addrs, err := s.resolver.LookupNetIP(ctx, "ip", host)
-	if err != nil {
+	addrs, ok := s.urls.addresses(ctx, host)
+	if !ok {
 		return false
 	}
 	// Unmapped: the resolver may give an IPv4 address in IPv4-mapped form (a literal, a hosts
 	// file entry), which the dialer dials, and its Control hook checks, as IPv4.
-	return !slices.ContainsFunc(addrs, func(a netip.Addr) bool { return checkAddr(a.Unmap(), s.allowPrivate) == nil })
+	return !slices.ContainsFunc(addrs, func(a netip.Addr) bool { return checkAddr(a.Unmap(), s.urls.AllowPrivateNetworks) == nil })
 }
 
 // classify maps a response status to its outcome.
