@@ -49,6 +49,24 @@ func (s *Server) idempotent(ctx context.Context, operation string, key *string, 
 	return storedResponse(res), err
 }
 
+// idempotentChecked is idempotent for an operation whose input was checked ahead of its
+// transaction by a check whose answer may change (a webhook URL's host may resolve elsewhere
+// tomorrow, a redeploy may close private networks): refusal is that check's error. The
+// refusal is answered from inside the transaction, after the key's replay, so a retry of a
+// request that succeeded replays its answer whatever the check says now, and a new key is
+// refused and left unused.
+func (s *Server) idempotentChecked(ctx context.Context, operation string, key *string, request any, refusal error, op func(tx db.Tx) (idempotency.Response, error)) (storedResponse, error) {
+	switch {
+	case refusal == nil:
+		return s.idempotent(ctx, operation, key, request, op)
+	case key == nil: // nothing to replay
+		return storedResponse{}, refusal
+	}
+	return s.idempotent(ctx, operation, key, request, func(db.Tx) (idempotency.Response, error) {
+		return idempotency.Response{}, refusal
+	})
+}
+
 // jsonResponse serialises v once, for storing and sending, with its resource headers. It
 // encodes as the generated handlers do (json.Encoder: a trailing newline), so a created
 // resource, its replay and a later GET of it are written alike.

@@ -22,10 +22,8 @@ func (s *Server) CreateWebhookEndpoint(ctx context.Context, req api.CreateWebhoo
 		EnabledEvents: eventNames(req.Body.EnabledEvents),
 		Description:   req.Body.Description,
 	}
-	if err := s.webhooks.CheckURL(ctx, params.URL); err != nil {
-		return nil, err
-	}
-	res, err := s.idempotent(ctx, "webhook_endpoints.create", req.Params.IdempotencyKey, decodedBodyFrom(ctx),
+	refusal := s.webhooks.CheckURL(ctx, params.URL)
+	res, err := s.idempotentChecked(ctx, "webhook_endpoints.create", req.Params.IdempotencyKey, decodedBodyFrom(ctx), refusal,
 		func(tx db.Tx) (idempotency.Response, error) {
 			e, err := s.webhooks.CreateEndpointTx(ctx, tx, acct, params)
 			if err != nil {
@@ -99,13 +97,12 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req api.UpdateWebhoo
 			patch.Description = new(body.Description.MustGet())
 		}
 	}
+	var refusal error
 	if patch.URL != nil {
-		if err := s.webhooks.CheckURL(ctx, *patch.URL); err != nil {
-			return nil, err
-		}
+		refusal = s.webhooks.CheckURL(ctx, *patch.URL)
 	}
 	acct := accountFrom(ctx).ID
-	res, err := s.idempotent(ctx, "webhook_endpoints.update", req.Params.IdempotencyKey, idempotency.OnResource(req.Id, decodedBodyFrom(ctx)),
+	res, err := s.idempotentChecked(ctx, "webhook_endpoints.update", req.Params.IdempotencyKey, idempotency.OnResource(req.Id, decodedBodyFrom(ctx)), refusal,
 		func(tx db.Tx) (idempotency.Response, error) {
 			e, err := s.webhooks.UpdateEndpointTx(ctx, tx, acct, req.Id, pre, patch)
 			if err := traceIfMatch(ctx, err); err != nil {

@@ -216,3 +216,47 @@ func TestWebhookWritesWithKeyInFlight(t *testing.T) {
 		})
 	})
 }
+
+// TestAWebhookURLRefusedNowStillReplays: a URL is checked when it is sent, and the check's
+// answer may change (a redeploy that closes private networks, a host that now resolves
+// elsewhere). A retry whose first request registered or moved the endpoint replays that
+// answer, as a retry of any other write does; a new key is refused and stays unused.
+func TestAWebhookURLRefusedNowStillReplays(t *testing.T) {
+	t.Parallel()
+	open := setup(t, withPrivateReceivers())
+	strict := setup(t, withDatabase(open.dbURL)) // the same database after a redeploy
+
+	const private = "http://127.0.0.1:3000/hooks"
+	createKey := apitest.Header("Idempotency-Key", newKey())
+	create := func(c *apitest.Client, key apitest.Option) *apitest.Response {
+		return c.Post("/webhook-endpoints", map[string]any{"url": private, "enabled_events": []string{"*"}}, key)
+	}
+	first := create(open.client, createKey)
+	if first.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", first.Status, first.Body)
+	}
+	if retry := create(strict.client, createKey); retry.Status != http.StatusCreated || retry.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(retry.Body, first.Body) {
+		t.Errorf("create's retry: %d replayed=%q %s, want a replay of\n%s", retry.Status, retry.Header.Get("Idempotent-Replayed"), retry.Body, first.Body)
+	}
+
+	e, v1 := createEndpoint(t, open.client, publicURL, "*")
+	patchKey := apitest.Header("Idempotency-Key", newKey())
+	patch := func(c *apitest.Client) *apitest.Response {
+		return c.Patch("/webhook-endpoints/"+e.ID, map[string]any{"url": private}, patchKey, apitest.Header("If-Match", v1))
+	}
+	moved := patch(open.client)
+	if moved.Status != http.StatusOK {
+		t.Fatalf("PATCH: %d %s", moved.Status, moved.Body)
+	}
+	if retry := patch(strict.client); retry.Status != http.StatusOK || retry.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(retry.Body, moved.Body) {
+		t.Errorf("PATCH's retry: %d replayed=%q %s, want a replay of\n%s", retry.Status, retry.Header.Get("Idempotent-Replayed"), retry.Body, moved.Body)
+	}
+
+	fresh := apitest.Header("Idempotency-Key", newKey())
+	if res := create(strict.client, fresh); res.Status != http.StatusBadRequest || !hasFieldError(res.Problem(t), "/url") {
+		t.Errorf("a new key: %d %s, want 400 naming /url", res.Status, res.Body)
+	}
+	if res := create(open.client, fresh); res.Status != http.StatusCreated || res.Header.Get("Idempotent-Replayed") != "" {
+		t.Errorf("the refused key, where the URL is allowed: %d %s, want a new 201", res.Status, res.Body)
+	}
+}
