@@ -1,7 +1,6 @@
 package main
 
 import (
-	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -28,7 +27,7 @@ type config struct {
 	DatabaseConnectTimeout time.Duration `env:"DATABASE_CONNECT_TIMEOUT" envDefault:"30s"`
 	DatabaseFailoverWait   time.Duration `env:"DATABASE_FAILOVER_WAIT" envDefault:"3s"`
 	// DatabaseDirectURL, when set, says DATABASE_URL goes through a transaction pooler
-	// (PgBouncer) and names the same database without it: see directDatabaseURL.
+	// (PgBouncer) and names the same database without it: see app.Config.DirectDatabaseURL.
 	DatabaseDirectURL string `env:"DATABASE_DIRECT_URL"`
 	// DatabasePoolerPreparedStatements says that pooler keeps each client's named prepared
 	// statements: whichever server connection it lends (PgBouncer 1.21 or later, with
@@ -158,12 +157,6 @@ const (
 
 // pooled reports whether DATABASE_URL goes through a transaction pooler.
 func (c config) pooled() bool { return c.DatabaseDirectURL != "" }
-
-// directDatabaseURL is where what needs a session of its own goes: migrations (a
-// session-level advisory lock), creating the database, and River's LISTEN. A transaction
-// pooler hands each transaction whichever server connection is free, so none of those
-// would hold.
-func (c config) directDatabaseURL() string { return cmp.Or(c.DatabaseDirectURL, c.DatabaseURL) }
 
 func (c config) serves() bool { return c.ProcessRole != roleWorker }
 func (c config) works() bool  { return c.ProcessRole != roleAPI }

@@ -8,7 +8,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payments-api/payments-api/internal/accounts"
+	"github.com/payments-api/payments-api/internal/events"
+	"github.com/payments-api/payments-api/internal/handlers"
+	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/processor"
+	"github.com/payments-api/payments-api/internal/reports"
+	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
 func TestConfigDefaultsWork(t *testing.T) {
@@ -224,6 +230,40 @@ func TestConfigParsesTrustedProxies(t *testing.T) {
 	}
 	if cfg, err := loadConfig(map[string]string{}); err != nil || len(cfg.trustedProxies()) != 0 {
 		t.Errorf("default TRUSTED_PROXIES: %v (%v), want none", cfg.trustedProxies(), err)
+	}
+}
+
+// TestTheProcessDefaultsAreThePackagesDefaults: a default is written twice, as the
+// environment's (an envDefault tag, which the configuration table documents) and as the
+// package's own constant, which tests build the application with (apptest.Config). The two
+// must be one value, or the tests run a server the process is not.
+func TestTheProcessDefaultsAreThePackagesDefaults(t *testing.T) {
+	cfg, err := loadConfig(map[string]string{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	app := cfg.appConfig()
+	durations := []struct {
+		name         string
+		process, pkg time.Duration
+	}{
+		{"IDEMPOTENCY_KEY_TTL", app.IdempotencyTTL, idempotency.DefaultTTL},
+		{"API_KEY_CACHE_TTL", app.APIKeyCacheTTL, accounts.DefaultCacheTTL},
+		{"WEBHOOK_TIMEOUT", app.WebhookTimeout, webhooks.DefaultTimeout},
+		{"REPORT_RETENTION", app.ReportRetention, reports.DefaultRetention},
+		{"EVENT_RETENTION", app.EventRetention, events.DefaultRetention},
+		{"REQUEST_TIMEOUT", app.RequestTimeout, handlers.DefaultRequestTimeout},
+	}
+	for _, d := range durations {
+		if d.process != d.pkg {
+			t.Errorf("%s defaults to %s in the process and %s in its package", d.name, d.process, d.pkg)
+		}
+	}
+	if app.APIKeyCacheSize != accounts.DefaultCacheSize {
+		t.Errorf("API_KEY_CACHE_SIZE defaults to %d in the process and %d in its package", app.APIKeyCacheSize, accounts.DefaultCacheSize)
+	}
+	if !slices.Equal(app.WebhookRetrySchedule, webhooks.DefaultSchedule) {
+		t.Errorf("WEBHOOK_RETRY_SCHEDULE defaults to %v in the process and %v in its package", app.WebhookRetrySchedule, webhooks.DefaultSchedule)
 	}
 }
 

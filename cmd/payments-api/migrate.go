@@ -56,15 +56,16 @@ func parseMigrate(args []string) (migration, error) {
 
 // migrateCommand runs a parsed migrate command and prints the resulting version.
 func migrateCommand(ctx context.Context, cfg config, mig migration, out io.Writer) (err error) {
+	direct := cfg.appConfig().DirectDatabaseURL()
 	if mig.action == "up" { // the only command that may create the database
-		pool, err := db.Open(ctx, cfg.directDatabaseURL(), db.Options{})
+		pool, err := db.Open(ctx, direct, db.Options{})
 		if err != nil {
 			return err
 		}
 		pool.Close()
 	}
 	// Direct, never through a pooler: the migrator's advisory lock is held by its session.
-	m, err := db.NewMigrator(cfg.directDatabaseURL())
+	m, err := db.NewMigrator(direct)
 	if err != nil {
 		return err
 	}

@@ -75,7 +75,7 @@ func (a *App) Close() {
 
 // migrateAndSeed brings the schema up to date and gives each demo key its account.
 func (a *App) migrateAndSeed(ctx context.Context) error {
-	m, err := db.NewMigrator(a.cfg.directDatabaseURL())
+	m, err := db.NewMigrator(a.cfg.DirectDatabaseURL())
 	if err != nil {
 		return err
 	}

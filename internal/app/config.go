@@ -52,11 +52,11 @@ type Config struct {
 	Tracing trace.TracerProvider
 }
 
-// directDatabaseURL is where what needs a session of its own goes: migrations (a
+// DirectDatabaseURL is where what needs a session of its own goes: migrations (a
 // session-level advisory lock), creating the database, and River's LISTEN. A transaction
 // pooler hands each transaction whichever server connection is free, so none of those
 // would hold.
-func (c Config) directDatabaseURL() string { return cmp.Or(c.DatabaseDirectURL, c.DatabaseURL) }
+func (c Config) DirectDatabaseURL() string { return cmp.Or(c.DatabaseDirectURL, c.DatabaseURL) }
 
 // RateLimitsFunc builds the rate limits once the metrics exist (a shared limiter reports its
 // fallbacks to them); release frees what they hold. cmd/payments-api builds them from its

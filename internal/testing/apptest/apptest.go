@@ -15,8 +15,12 @@ import (
 	"github.com/payments-api/payments-api/internal/webhooks"
 )
 
-// Config is the server's configuration by default (RUN_MODE=sandbox) on the database at
-// url, with an account for each of keys. Its jobs are only queued; Work runs them.
+// Config is a sandbox's configuration (RUN_MODE=sandbox) on the database at url, with an
+// account for each of keys. Its values are the packages' defaults, which the process's are
+// tested to be (cmd/payments-api's TestTheProcessDefaultsAreThePackagesDefaults), but for
+// what suits tests running side by side: two job workers rather than four, a 10 s connect
+// timeout rather than 30 s, and no failover wait or statement_timeout unless a test sets
+// one. Its jobs are only queued; Work runs them.
 func Config(url string, keys ...string) app.Config {
 	return app.Config{
 		DatabaseURL:            url,
