@@ -19,10 +19,11 @@ CREATE TABLE payments (
 -- Keyset pagination: newest first within an account, id breaking ties.
 CREATE INDEX payments_account_created_idx ON payments (account_id, created_at DESC, id DESC);
 
--- One row per (account, operation, key), claimed by the first statement of the transaction
--- that performs the operation and holding the response that transaction produced. The
--- response columns are NULL only inside that transaction: the row and its response commit
--- together, so no other transaction ever sees a claim without a response.
+-- One row per (account, operation, key) whose use committed, holding the response its
+-- transaction produced. The transaction claims the key with an advisory lock and inserts the
+-- row, response and all, with its commit (queries/idempotency.sql), so no other transaction
+-- ever sees a key without its response. The response columns are nullable for the load
+-- tool's floor, which inserts its claim first and its response last, as a naive server does.
 CREATE TABLE idempotency_keys (
     account_id       text NOT NULL REFERENCES accounts (id),
     operation        text NOT NULL,

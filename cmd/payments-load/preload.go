@@ -308,8 +308,9 @@ func preload(ctx context.Context, pool *pgxpool.Pool, apiKey string, n int) (*pr
 	if _, err := pool.CopyFrom(ctx, pgx.Identifier{"accounts"}, []string{"id"}, pgx.CopyFromRows(others)); err != nil {
 		return nil, nil, fmt.Errorf("copy accounts: %w", err)
 	}
-	_, err = pool.Exec(ctx, `INSERT INTO webhook_endpoints (id, account_id, url, enabled_events, disabled_reason, secret)
-		VALUES ($1, $2, 'https://example.com/preload', '{*}', 'requested', 'whsec_preload')`, p.endpoint, p.demo)
+	endpoint := []any{p.endpoint, p.demo, "https://example.com/preload", []string{"*"}, "requested", "whsec_preload"}
+	_, err = pool.CopyFrom(ctx, pgx.Identifier{"webhook_endpoints"}, []string{"id", "account_id", "url", "enabled_events", "disabled_reason", "secret"},
+		pgx.CopyFromRows([][]any{endpoint}))
 	if err != nil {
 		return nil, nil, fmt.Errorf("preload endpoint: %w", err)
 	}

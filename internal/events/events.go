@@ -5,7 +5,7 @@
 // their retention, events are deleted with their deliveries (Sweeper).
 //
 // It imports the database layer and the domain only. The queue it enqueues on is an
-// interface (DeliveryQueue) that cmd fills with the webhooks package's River queue, so no
+// interface (DeliveryQueue) that internal/app fills with the webhooks package's River queue, so no
 // domain package that records events ever imports webhooks, River or net/http.
 package events
 

@@ -125,7 +125,7 @@ func New(opts Options) (*echo.Echo, error) {
 		return nil, err
 	}
 	spec := compiled.Spec()
-	specJSON, err := loadSpecJSON() // the whole contract, as /openapi.yaml, in every mode
+	specJSON, err := loadSpecJSON() // the whole contract, as /openapi.json, in every mode
 	if err != nil {
 		return nil, err
 	}

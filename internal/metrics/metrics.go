@@ -1,9 +1,10 @@
 // Package metrics defines every Prometheus series the server exports, on one registry that
-// main creates and passes in: no global registry, so tests can run servers side by side.
+// internal/app creates and passes in: no global registry, so tests can run servers side by side.
 // Other packages record through the methods of Metrics and never import Prometheus. Methods
 // on a nil *Metrics record nothing, so code under test may leave metrics out.
 //
-// It imports the Prometheus client and pgxpool (for the pool collector) only.
+// It imports the Prometheus client, pgxpool (for the pool collector) and net/http (for the
+// names of its methods) only.
 package metrics
 
 import (

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
@@ -199,11 +198,11 @@ func (s *Service) Version(ctx context.Context, accountID, id string) (int32, err
 
 // readError is the error of a read of payment id: err, or not found when the read found none.
 func readError(id string, found bool, err error) error {
-	if err == nil && !found {
-		err = pgx.ErrNoRows
-	}
-	if err != nil {
+	switch {
+	case err != nil:
 		return fmt.Errorf("get payment %s: %w", id, db.Translate(err))
+	case !found:
+		return fmt.Errorf("get payment %s: %w", id, domain.ErrNotFound)
 	}
 	return nil
 }

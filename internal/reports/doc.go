@@ -6,6 +6,7 @@
 // and an interrupted build resumes where it stopped. The last transaction creates the report,
 // finishes the job, records its event in the outbox and completes the River job, all at once.
 //
-// It imports api (the resources it shows), db, domain, events, payments (the row resources)
-// and River; never net/http or handlers.
+// It imports api (the resources it shows), db, domain, events, jobs (the job resource),
+// payments (the row resources) and River, with pgx for River's transaction type; never
+// net/http or handlers.
 package reports

@@ -1,7 +1,6 @@
 package reports
 
 import (
-	"net/http"
 	"time"
 
 	"github.com/oapi-codegen/nullable"
@@ -49,7 +48,7 @@ func JobResource(job db.Job) api.Job {
 			detail = *job.ErrorDetail
 		}
 		res.Error = &api.Problem{
-			Type: JobFailedProblemType, Title: "Job failed", Status: http.StatusInternalServerError, Detail: &detail,
+			Type: JobFailedProblemType, Title: "Job failed", Status: 500, Detail: &detail,
 		}
 	}
 	return res
