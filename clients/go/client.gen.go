@@ -602,7 +602,8 @@ type CreateRefundRequestReason string
 type CreateReportRequest struct {
 	// CreatedGte Only rows created at or after this time. Times are held to the microsecond: a
 	// finer bound counts from the next microsecond, which selects the same rows, and the
-	// report shows it so.
+	// report shows it so. Both bounds, so held, fall within the years 0000 to 9999 in
+	// UTC, which the report can write.
 	CreatedGte time.Time `json:"created_gte"`
 
 	// CreatedLt Only rows created before this time (held to the microsecond, as `created_gte`): at

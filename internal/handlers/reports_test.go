@@ -242,6 +242,24 @@ func TestReportRangeFinerThanAMicrosecond(t *testing.T) {
 	}
 }
 
+// TestReportsAtTheEdgesOfTimeAreReadable: a range that ends on the last microsecond RFC 3339
+// can write, or starts on the first, is built and shown.
+func TestReportsAtTheEdgesOfTimeAreReadable(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	startWorkers(t, b.pool, 2)
+	for _, r := range [][2]string{
+		{"9999-12-31T00:00:00Z", "9999-12-31T23:59:59.999999Z"},
+		{"0000-01-01T00:00:00Z", "0000-01-02T00:00:00+01:00"},
+	} {
+		body := map[string]any{"type": "payments", "format": "json", "created_gte": r[0], "created_lt": r[1]}
+		j := waitForJob(t, b.client, requestReport(t, b.client, body).ID, "succeeded")
+		if res := b.client.Get("/reports/" + j.Result.ReportID); res.Status != http.StatusOK {
+			t.Errorf("a report from %s to %s: %d %s", r[0], r[1], res.Status, res.Body)
+		}
+	}
+}
+
 func TestReportRequestValidation(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -255,6 +273,9 @@ func TestReportRequestValidation(t *testing.T) {
 		{"a leap second", map[string]any{"type": "payments", "created_gte": "2016-12-31T23:59:60Z", "created_lt": "2017-01-31T00:00:00Z"}, "/created_gte"},
 		// Between two microseconds, the finest time PostgreSQL holds: no row can lie in it.
 		{"range inside a microsecond", map[string]any{"type": "payments", "created_gte": "2026-02-01T00:00:00.0000001Z", "created_lt": "2026-02-01T00:00:00.0000009Z"}, "/created_lt"},
+		// A bound the report could not show: RFC 3339 writes a year in four digits, in UTC.
+		{"past 9999 once rounded to a microsecond", map[string]any{"type": "payments", "created_gte": "9999-12-31T00:00:00Z", "created_lt": "9999-12-31T23:59:59.9999999Z"}, "/created_lt"},
+		{"before 0000 in UTC", map[string]any{"type": "payments", "created_gte": "0000-01-01T00:00:00+01:00", "created_lt": "0000-01-02T00:00:00Z"}, "/created_gte"},
 		{"range over 366 days", map[string]any{"type": "payments", "created_gte": "2024-01-01T00:00:00Z", "created_lt": "2025-01-02T00:00:01Z"}, "/created_lt"},
 		{"unknown type", map[string]any{"type": "disputes", "created_gte": "2026-01-01T00:00:00Z", "created_lt": "2026-02-01T00:00:00Z"}, "/type"},
 		{"unknown format", map[string]any{"type": "payments", "format": "xlsx", "created_gte": "2026-01-01T00:00:00Z", "created_lt": "2026-02-01T00:00:00Z"}, "/format"},

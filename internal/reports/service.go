@@ -49,15 +49,29 @@ type Params struct {
 	CreatedLt  time.Time
 }
 
-// Validate checks what the schema cannot: the range's order and width.
+// Validate checks what the schema cannot: the range's order and width, and that each bound
+// can be written back in the report as RFC 3339 does, with a four-digit year in UTC (an
+// offset or the rounding of RangeBound may carry one past 9999 or before 0000).
 func (p Params) Validate() error {
 	switch {
+	case !writable(p.CreatedGte):
+		return &domain.ValidationError{Field: "/created_gte", Message: outOfYears}
+	case !writable(p.CreatedLt):
+		return &domain.ValidationError{Field: "/created_lt", Message: outOfYears}
 	case !p.CreatedLt.After(p.CreatedGte):
 		return &domain.ValidationError{Field: "/created_lt", Message: "must be after created_gte"}
 	case p.CreatedLt.Sub(p.CreatedGte) > MaxRange:
 		return &domain.ValidationError{Field: "/created_lt", Message: "the range may cover at most 366 days"}
 	}
 	return nil
+}
+
+const outOfYears = "must fall within the years 0000 to 9999 in UTC, to the microsecond"
+
+// writable reports whether t, in UTC, has a year RFC 3339 can write.
+func writable(t time.Time) bool {
+	y := t.UTC().Year()
+	return y >= 0 && y <= 9999
 }
 
 // Request enqueues a report in tx: the job row, its parameters and the River job that will

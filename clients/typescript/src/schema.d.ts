@@ -1432,7 +1432,8 @@ export interface components {
              * Format: date-time
              * @description Only rows created at or after this time. Times are held to the microsecond: a
              *     finer bound counts from the next microsecond, which selects the same rows, and the
-             *     report shows it so.
+             *     report shows it so. Both bounds, so held, fall within the years 0000 to 9999 in
+             *     UTC, which the report can write.
              */
             created_gte: string;
             /**
