@@ -120,6 +120,9 @@ func TestMessages(t *testing.T) {
 		{"a limit of 0", get("/payments?limit=0"), "limit", "must be at least 1; got 0", ""},
 		{"a limit in words", get("/payments?limit=ten"), "limit", "must be an integer", ""},
 		{"a limit sent twice", get("/payments?limit=1&limit=2"), "limit", "must be sent once", ""},
+		// Pairs url.ParseQuery drops, which would leave the filter out.
+		{"a broken escape", get("/payments?status=failed%"), "status", "must be percent-encoded: a % begins an escape such as %25", ""},
+		{"a semicolon", get("/payments?limit=1;x=y"), "limit", "must not hold a semicolon: separate parameters with &", ""},
 		{"an Idempotency-Key sent twice", call{http.MethodPost, "/payments", "application/json", createBody,
 			[]string{"Idempotency-Key", "k-1", "Idempotency-Key", "k-2"}}, "Idempotency-Key", "must be sent once", ""},
 		{"a missing member", createPayment(`{"currency":"usd","payment_method":"pm_card_visa"}`), "/amount", "is required", ""},

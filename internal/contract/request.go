@@ -109,7 +109,10 @@ func (op *Operation) checkParams(errs *collector, req *http.Request, pathParams 
 			values = one[:]
 		case "query":
 			if query == nil {
-				query = req.URL.Query()
+				var err error
+				if query, err = url.ParseQuery(req.URL.RawQuery); err != nil {
+					malformedPairs(errs, req.URL.RawQuery)
+				}
 			}
 			values = query[p.name]
 		case "header":
@@ -141,6 +144,26 @@ func (op *Operation) checkParams(errs *collector, req *http.Request, pathParams 
 		}
 	}
 	return rewritten
+}
+
+// malformedPairs adds an error for each pair of a query string that url.ParseQuery drops: a
+// broken percent-escape, or a semicolon, which Go no longer reads as a separator. Dropped in
+// silence, such a pair would be a filter that quietly does not apply (?status=failed%).
+func malformedPairs(errs *collector, rawQuery string) {
+	for pair := range strings.SplitSeq(rawQuery, "&") {
+		key, value, _ := strings.Cut(pair, "=")
+		name, keyErr := url.QueryUnescape(key)
+		if keyErr != nil {
+			name = key
+		}
+		_, valueErr := url.QueryUnescape(value)
+		switch {
+		case strings.Contains(pair, ";"):
+			errs.add(name, "must not hold a semicolon: separate parameters with &")
+		case keyErr != nil || valueErr != nil:
+			errs.add(name, "must be percent-encoded: a % begins an escape such as %25")
+		}
+	}
 }
 
 // check says what is wrong with a parameter's values before its schema is consulted.
