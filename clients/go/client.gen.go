@@ -843,7 +843,7 @@ type Problem struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1314,7 +1314,7 @@ type BadRequest struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1361,7 +1361,7 @@ type IdempotencyKeyInUse struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1405,7 +1405,7 @@ type IdempotencyKeyReused struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1449,7 +1449,7 @@ type InternalError struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1493,7 +1493,7 @@ type MethodNotAllowed struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1537,7 +1537,7 @@ type NotFound struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1581,7 +1581,7 @@ type PayloadTooLarge struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1625,7 +1625,7 @@ type PaymentDeclined struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1669,7 +1669,7 @@ type PreconditionFailed struct {
 	CurrentEtag string `json:"current_etag"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1713,7 +1713,7 @@ type PreconditionRequired struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1757,7 +1757,7 @@ type ServiceUnavailable struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1801,7 +1801,7 @@ type TooManyRequests struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1845,7 +1845,7 @@ type Unauthorized struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1889,7 +1889,7 @@ type UnsupportedMediaType struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1933,7 +1933,7 @@ type WebhookEndpointDisabled struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId string `json:"endpoint_id"`
@@ -7989,7 +7989,7 @@ type RedeliverEventResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -8088,7 +8088,7 @@ func (r RedeliverEventResponse) GetApplicationproblemJSON409() *struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -8460,7 +8460,7 @@ type CancelJobResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -8547,7 +8547,7 @@ func (r CancelJobResponse) GetApplicationproblemJSON409() *struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -9303,7 +9303,7 @@ type CreatePaymentResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -9420,7 +9420,7 @@ func (r CreatePaymentResponse) GetApplicationproblemJSON503() *struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -10298,7 +10298,7 @@ type CreateRefundResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -10347,7 +10347,7 @@ type CreateRefundResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -10435,7 +10435,7 @@ func (r CreateRefundResponse) GetApplicationproblemJSON409() *struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -10496,7 +10496,7 @@ func (r CreateRefundResponse) GetApplicationproblemJSON422() *struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -15096,7 +15096,7 @@ func ParseRedeliverEventResponse(rsp *http.Response) (*RedeliverEventResponse, e
 			CurrentEtag *string `json:"current_etag,omitempty"`
 
 			// Detail An explanation specific to this occurrence.
-			Detail *string `json:"detail,omitempty"`
+			Detail string `json:"detail"`
 
 			// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 			EndpointId *string `json:"endpoint_id,omitempty"`
@@ -15848,7 +15848,7 @@ func ParseCancelJobResponse(rsp *http.Response) (*CancelJobResponse, error) {
 			CurrentEtag *string `json:"current_etag,omitempty"`
 
 			// Detail An explanation specific to this occurrence.
-			Detail *string `json:"detail,omitempty"`
+			Detail string `json:"detail"`
 
 			// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 			EndpointId *string `json:"endpoint_id,omitempty"`
@@ -17046,7 +17046,7 @@ func ParseCreatePaymentResponse(rsp *http.Response) (*CreatePaymentResponse, err
 			CurrentEtag *string `json:"current_etag,omitempty"`
 
 			// Detail An explanation specific to this occurrence.
-			Detail *string `json:"detail,omitempty"`
+			Detail string `json:"detail"`
 
 			// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 			EndpointId *string `json:"endpoint_id,omitempty"`
@@ -18694,7 +18694,7 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 			CurrentEtag *string `json:"current_etag,omitempty"`
 
 			// Detail An explanation specific to this occurrence.
-			Detail *string `json:"detail,omitempty"`
+			Detail string `json:"detail"`
 
 			// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 			EndpointId *string `json:"endpoint_id,omitempty"`
@@ -18763,7 +18763,7 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 			CurrentEtag *string `json:"current_etag,omitempty"`
 
 			// Detail An explanation specific to this occurrence.
-			Detail *string `json:"detail,omitempty"`
+			Detail string `json:"detail"`
 
 			// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 			EndpointId *string `json:"endpoint_id,omitempty"`

@@ -841,7 +841,7 @@ type Problem struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1312,7 +1312,7 @@ type BadRequest struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1359,7 +1359,7 @@ type IdempotencyKeyInUse struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1403,7 +1403,7 @@ type IdempotencyKeyReused struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1447,7 +1447,7 @@ type InternalError struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1491,7 +1491,7 @@ type MethodNotAllowed struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1535,7 +1535,7 @@ type NotFound struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1579,7 +1579,7 @@ type PayloadTooLarge struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1623,7 +1623,7 @@ type PaymentDeclined struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1667,7 +1667,7 @@ type PreconditionFailed struct {
 	CurrentEtag string `json:"current_etag"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1711,7 +1711,7 @@ type PreconditionRequired struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1755,7 +1755,7 @@ type ServiceUnavailable struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1799,7 +1799,7 @@ type TooManyRequests struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1843,7 +1843,7 @@ type Unauthorized struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1887,7 +1887,7 @@ type UnsupportedMediaType struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId *string `json:"endpoint_id,omitempty"`
@@ -1931,7 +1931,7 @@ type WebhookEndpointDisabled struct {
 	CurrentEtag *string `json:"current_etag,omitempty"`
 
 	// Detail An explanation specific to this occurrence.
-	Detail *string `json:"detail,omitempty"`
+	Detail string `json:"detail"`
 
 	// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 	EndpointId string `json:"endpoint_id"`
@@ -4854,7 +4854,7 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -4992,7 +4992,7 @@ type IdempotencyKeyInUseApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -5044,7 +5044,7 @@ type IdempotencyKeyReusedApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -5096,7 +5096,7 @@ type InternalErrorApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -5149,7 +5149,7 @@ type MethodNotAllowedApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -5201,7 +5201,7 @@ type NotFoundApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -5274,7 +5274,7 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -5328,7 +5328,7 @@ type PaymentDeclinedApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -5380,7 +5380,7 @@ type PreconditionFailedApplicationProblemPlusJSONResponse struct {
 		CurrentEtag string `json:"current_etag"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -5432,7 +5432,7 @@ type PreconditionRequiredApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -5485,7 +5485,7 @@ type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -5538,7 +5538,7 @@ type TooManyRequestsApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -5591,7 +5591,7 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -5643,7 +5643,7 @@ type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -5695,7 +5695,7 @@ type WebhookEndpointDisabledApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId string `json:"endpoint_id"`
@@ -6603,7 +6603,7 @@ type RedeliverEvent409ApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -7127,7 +7127,7 @@ type CancelJob409ApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -8137,7 +8137,7 @@ type CreatePayment503ApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -9154,7 +9154,7 @@ type CreateRefund409ApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`
@@ -9297,7 +9297,7 @@ type CreateRefund422ApplicationProblemPlusJSONResponse struct {
 		CurrentEtag *string `json:"current_etag,omitempty"`
 
 		// Detail An explanation specific to this occurrence.
-		Detail *string `json:"detail,omitempty"`
+		Detail string `json:"detail"`
 
 		// EndpointId For `webhook-endpoint-disabled`, the endpoint concerned.
 		EndpointId *string `json:"endpoint_id,omitempty"`

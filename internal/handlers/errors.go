@@ -198,7 +198,7 @@ func (s *Server) problemFor(c echo.Context, err error) *problem {
 		return p
 	}
 	s.logger.ErrorContext(ctx, "internal error", "error", err, "request_id", requestIDFrom(ctx))
-	return newProblem(probInternal, "")
+	return newProblem(probInternal, "The server failed to handle this request. Nothing about the failure is exposed here; request_id finds it in the server's logs.")
 }
 
 // problemOf is the problem of the first row of errorProblems that knows err, or nil.

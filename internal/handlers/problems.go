@@ -99,7 +99,7 @@ type problem struct {
 	Type      string       `json:"type"`
 	Title     string       `json:"title"`
 	Status    int          `json:"status"`
-	Detail    string       `json:"detail,omitempty"`
+	Detail    string       `json:"detail"`
 	Instance  string       `json:"instance,omitempty"`
 	RequestID string       `json:"request_id,omitempty"`
 	Errors    []fieldError `json:"errors,omitempty"`

@@ -48,7 +48,7 @@ func JobResource(job db.Job) api.Job {
 			detail = *job.ErrorDetail
 		}
 		res.Error = &api.Problem{
-			Type: JobFailedProblemType, Title: "Job failed", Status: 500, Detail: &detail,
+			Type: JobFailedProblemType, Title: "Job failed", Status: 500, Detail: detail,
 		}
 	}
 	return res

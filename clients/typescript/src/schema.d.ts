@@ -1565,7 +1565,7 @@ export interface components {
             /** @description The HTTP status code. */
             status: number;
             /** @description An explanation specific to this occurrence. */
-            detail?: string;
+            detail: string;
             /** @description The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes. */
             instance?: string;
             /** @description The `Request-Id` of the request, for support. */
