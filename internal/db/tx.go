@@ -232,26 +232,52 @@ func (c *txConn) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 // commit sends the deferred writes and COMMIT in one round trip: the "commit" phase of the
 // request's trace. If a write fails, PostgreSQL skips the rest of the batch, COMMIT
 // included, and the transaction is left to roll back.
+//
+// COMMIT is never cancelled. With a synchronous standby (deploy/ha), PostgreSQL answers a
+// COMMIT once the standby has its WAL, and a COMMIT told to stop waiting (a cancel request,
+// which pgx sends when a statement's context ends or its connection fails) commits on the
+// primary alone: visible at once, so a retry replays it, and lost if the primary then fails
+// over. So the batch is sent detached from ctx, and waited for on a goroutine that keeps the
+// connection until PostgreSQL answers. When ctx ends first, commit returns its cause (a 503,
+// whose retry with the same Idempotency-Key meets the key's lock, still held, then the
+// outcome) and the connection goes back to the pool once the answer comes. (statement_timeout
+// does not end the wait: PostgreSQL turns it off before a COMMIT commits.)
 func (c *txConn) commit(ctx context.Context, later *pgx.Batch) error {
 	defer trace.Start(ctx, "commit").End()
-	if c.tx == nil {
-		// Only writes were queued, or nothing at all. A batch without BEGIN runs as one
-		// implicit transaction: all of it commits, or none.
-		if err := c.conn.SendBatch(ctx, later).Close(); err != nil {
-			return fmt.Errorf("deferred writes: %w", err)
+	if err := context.Cause(ctx); err != nil {
+		return err // nothing sent: the transaction rolls back
+	}
+	send := func() error {
+		detached := context.WithoutCancel(ctx)
+		if c.tx == nil {
+			// Only writes were queued, or nothing at all. A batch without BEGIN runs as one
+			// implicit transaction: all of it commits, or none.
+			if err := c.conn.SendBatch(detached, later).Close(); err != nil {
+				return fmt.Errorf("deferred writes: %w", err)
+			}
+			return nil
 		}
-		c.done = true
-		return nil
+		writes := later.Len()
+		later.Queue("commit")
+		br := c.tx.SendBatch(detached, later)
+		err := committed(br, writes)
+		return errors.Join(err, closeUnlessFailed(br, err))
 	}
-	writes := later.Len()
-	later.Queue("commit")
-	br := c.tx.SendBatch(ctx, later)
-	err := committed(br, writes)
-	if err = errors.Join(err, closeUnlessFailed(br, err)); err != nil {
+	answered := make(chan error, 1)
+	go func() { answered <- send() }()
+	select {
+	case err := <-answered:
+		c.done = err == nil
 		return err
+	case <-ctx.Done():
+		pooled := c.pooled
+		c.pooled, c.conn, c.done = nil, nil, true // the goroutine below owns them now
+		go func() {
+			<-answered
+			pooled.Release() // closed by the pool, unless the transaction ended
+		}()
+		return fmt.Errorf("commit sent, not yet answered: %w", context.Cause(ctx))
 	}
-	c.done = true
-	return nil
 }
 
 // committed reads the answers of a batch of writes then COMMIT.
