@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
@@ -71,6 +72,41 @@ func TestUnavailableErrorsFromARealPool(t *testing.T) {
 	_, err = pool.Exec(ctx, "SELECT pg_sleep(5)")
 	if !db.IsUnavailable(err) || time.Since(start) > 2*time.Second {
 		t.Errorf("a statement past statement_timeout: %v after %s", err, time.Since(start))
+	}
+}
+
+// TestATransactionLeftIdleEnds: a transaction whose client goes silent for longer than the
+// pool's statement_timeout is ended by the server, and the locks it held are free.
+func TestATransactionLeftIdleEnds(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	url := dbtest.NewURL(t)
+	pool, err := db.Open(ctx, url, db.Options{StatementTimeout: 200 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	tx, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = tx.Rollback(ctx) }()
+	if _, err := tx.Exec(ctx, `SELECT pg_advisory_xact_lock(4343)`); err != nil {
+		t.Fatal(err)
+	}
+	other, err := pgx.Connect(ctx, url) // advisory locks are the database's
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer other.Close(ctx)
+	var free bool
+	for deadline := time.Now().Add(5 * time.Second); !free && time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+		if err := other.QueryRow(ctx, `SELECT pg_try_advisory_lock(4343)`).Scan(&free); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if !free {
+		t.Fatal("the lock of a transaction idle for 5 s is still held")
 	}
 }
 

@@ -26,7 +26,11 @@ const (
 // statement planned once for all its values (see Open), no statement_timeout.
 type Options struct {
 	// StatementTimeout is the pool's statement_timeout: the server itself stops a statement
-	// that runs longer, even after the client that wanted it has given up.
+	// that runs longer, even after the client that wanted it has given up. It is also the
+	// pool's idle_in_transaction_session_timeout: a transaction whose client went silent for
+	// longer than a request may take (cut off by a partition, its connection never closed)
+	// would otherwise hold its locks, an Idempotency-Key's among them, until TCP gives up,
+	// hours later.
 	StatementTimeout time.Duration
 	// MaxConns caps the pool when the URL sets no pool_max_conns; 0 means the default (20).
 	MaxConns int32
@@ -67,8 +71,10 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*pgxpool.Pool,
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
 	}
-	if _, set := cfg.ConnConfig.RuntimeParams["statement_timeout"]; !set && opts.StatementTimeout > 0 {
-		cfg.ConnConfig.RuntimeParams["statement_timeout"] = fmt.Sprint(opts.StatementTimeout.Milliseconds())
+	for _, name := range []string{"statement_timeout", "idle_in_transaction_session_timeout"} {
+		if _, set := cfg.ConnConfig.RuntimeParams[name]; !set && opts.StatementTimeout > 0 {
+			cfg.ConnConfig.RuntimeParams[name] = fmt.Sprint(opts.StatementTimeout.Milliseconds())
+		}
 	}
 	if _, set := cfg.ConnConfig.RuntimeParams["plan_cache_mode"]; !set && !opts.Pooled {
 		cfg.ConnConfig.RuntimeParams["plan_cache_mode"] = "force_generic_plan"
