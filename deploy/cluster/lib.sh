@@ -8,6 +8,11 @@
 # LISTEN_HOST (127.0.0.1; deploy/ha runs the cluster in a network namespace of its own, where
 # HAProxy listens on every address).
 
+# Go is installed under /usr/local/go on our machines, which sudo's secure_path leaves out.
+if ! command -v go >/dev/null && [[ -x /usr/local/go/bin/go ]]; then
+	export PATH="$PATH:/usr/local/go/bin"
+fi
+
 PORT=${PORT:-8080}
 LISTEN_HOST=${LISTEN_HOST:-127.0.0.1}
 PGBOUNCER_PORT=${PGBOUNCER_PORT:-6432}
