@@ -203,8 +203,8 @@ WHERE account_id = @account_id AND id = @id AND disabled_reason IS NULL;
 
 -- name: WebhookDeliveryRetryNowByAccount :many
 -- A test helper: every pending delivery of the account is due now, and the caller makes their
--- snoozed jobs due too. Not only those scheduled for later: a job still running its attempt
--- when the helper is called snoozes to the schedule afterwards, and a second call must find
+-- scheduled jobs due too. Not only those scheduled for later: a job still running its attempt
+-- when the helper is called schedules its next attempt afterwards, and a second call must find
 -- its delivery again even though this one already set next_attempt_at.
 UPDATE webhook_deliveries
 SET next_attempt_at = clock_timestamp(), updated_at = clock_timestamp()

@@ -379,8 +379,8 @@ type WebhookDeliveryRetryNowByAccountRow struct {
 }
 
 // A test helper: every pending delivery of the account is due now, and the caller makes their
-// snoozed jobs due too. Not only those scheduled for later: a job still running its attempt
-// when the helper is called snoozes to the schedule afterwards, and a second call must find
+// scheduled jobs due too. Not only those scheduled for later: a job still running its attempt
+// when the helper is called schedules its next attempt afterwards, and a second call must find
 // its delivery again even though this one already set next_attempt_at.
 func (q *Queries) WebhookDeliveryRetryNowByAccount(ctx context.Context, accountID string) ([]WebhookDeliveryRetryNowByAccountRow, error) {
 	rows, err := q.db.Query(ctx, webhookDeliveryRetryNowByAccount, accountID)

@@ -1,6 +1,7 @@
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -55,15 +56,16 @@ func (d *Deliverer) WithObserver(o Observer) *Deliverer {
 // that runs it is scheduled for that time, by a clock that may differ slightly.
 const dueSlack = 500 * time.Millisecond
 
-// EndJob ends the job that runs a delivery, inside the transaction that ends the delivery:
-// the worker completes its River job there (Worker.Work). A nil EndJob ends nothing: tests
-// make attempts without a job.
-type EndJob func(ctx context.Context, tx db.Tx) error
+// EndJob ends the job that runs a delivery, inside the transaction that decides what follows
+// its run: with next nil the delivery is over; with a time, the job that makes the attempt
+// then takes its place (Worker.Work). A nil EndJob ends nothing: tests make attempts without
+// a job.
+type EndJob func(ctx context.Context, tx db.Tx, next *time.Time) error
 
 // Attempt makes the next attempt of a delivery and records it. It returns when the attempt
 // after it is due, or nil when the delivery is over (succeeded, failed, gone or deleted),
-// having called end in the transaction that found it over. No transaction is open while the
-// receiver is called.
+// having called end with that time in the transaction that decided it. No transaction is
+// open while the receiver is called.
 func (d *Deliverer) Attempt(ctx context.Context, accountID, deliveryID string, end EndJob) (*time.Time, error) {
 	t, err := d.load(ctx, accountID, deliveryID)
 	if errors.Is(err, domain.ErrNotFound) {
@@ -73,14 +75,12 @@ func (d *Deliverer) Attempt(ctx context.Context, accountID, deliveryID string, e
 		return nil, err
 	}
 	delivery, endpoint := t.delivery, t.endpoint
-	if delivery.Status != StatusPending || endpoint.DisabledReason != nil {
-		return d.finish(ctx, delivery, endpoint.DisabledReason != nil, end)
-	}
 	now := time.Now()
-	if due := delivery.NextAttemptAt; due != nil && due.After(now.Add(dueSlack)) {
-		// Not due yet: a job run again after its process died just after recording the
-		// previous attempt. Wait for the time that attempt set.
-		return due, nil
+	notDue := delivery.NextAttemptAt != nil && delivery.NextAttemptAt.After(now.Add(dueSlack))
+	if delivery.Status != StatusPending || endpoint.DisabledReason != nil || notDue {
+		// Over, its endpoint disabled, or not due yet (a job run again after its process
+		// died just after recording the previous attempt): no attempt now.
+		return d.finish(ctx, delivery, endpoint.DisabledReason != nil, end)
 	}
 	body, err := Payload(t.event)
 	if err != nil {
@@ -96,11 +96,12 @@ func (d *Deliverer) Attempt(ctx context.Context, accountID, deliveryID string, e
 	return next, err
 }
 
-// finish ends the job of a delivery that needs no attempt: it is over, or its endpoint is
-// disabled (it then fails). It decides on the delivery's row, locked: a redelivery that
-// committed since the row was read made it pending again, and this job goes on to send it
-// (its time is returned). Ended in the same transaction, the job can never look alive to a
-// redelivery that commits after: that one finds it over and enqueues a job of its own.
+// finish ends the job of a delivery that needs no attempt now: it is over, its endpoint is
+// disabled (it then fails), or its next attempt is not due. It decides on the delivery's
+// row, locked: a pending delivery (redelivered since the row was read, or waiting) gets the
+// job for its next attempt, whose time is returned. Ended in the same transaction, the job
+// can never look alive to a redelivery that commits after: that one finds the delivery's
+// next job, or none, and makes it due.
 func (d *Deliverer) finish(ctx context.Context, seen db.WebhookDelivery, disabled bool, end EndJob) (*time.Time, error) {
 	var next *time.Time
 	err := db.InTx(ctx, d.pool, func(tx db.Tx) error {
@@ -117,16 +118,15 @@ func (d *Deliverer) finish(ctx context.Context, seen db.WebhookDelivery, disable
 			disabled = endpoint.DisabledReason != nil
 		}
 		switch {
-		case current.Status == StatusPending && !disabled: // redelivered meanwhile
-			next = current.NextAttemptAt
-			return nil
+		case current.Status == StatusPending && !disabled:
+			next = cmp.Or(current.NextAttemptAt, new(time.Now()))
 		case current.Status == StatusPending:
 			fail := db.WebhookDeliveryFailParams{AccountID: seen.AccountID, ID: seen.ID}
 			if err := tx.WebhookDeliveryFail(ctx, fail); err != nil {
 				return fmt.Errorf("fail delivery %s: %w", seen.ID, err)
 			}
 		}
-		return endJob(ctx, tx, end)
+		return endJob(ctx, tx, end, next)
 	})
 	if errors.Is(err, domain.ErrNotFound) {
 		return nil, nil // deleted with its endpoint meanwhile
@@ -134,11 +134,11 @@ func (d *Deliverer) finish(ctx context.Context, seen db.WebhookDelivery, disable
 	return next, err
 }
 
-func endJob(ctx context.Context, tx db.Tx, end EndJob) error {
+func endJob(ctx context.Context, tx db.Tx, end EndJob, next *time.Time) error {
 	if end == nil {
 		return nil
 	}
-	return end(ctx, tx)
+	return end(ctx, tx, next)
 }
 
 // target is what an attempt needs: the delivery, where it goes and what it sends.
@@ -249,10 +249,7 @@ func (d *Deliverer) record(ctx context.Context, tx db.Tx, seen db.WebhookDeliver
 			return nil, fmt.Errorf("end pending deliveries of %s: %w", seen.EndpointID, err)
 		}
 	}
-	if next == nil {
-		return nil, endJob(ctx, tx, end)
-	}
-	return next, nil
+	return next, endJob(ctx, tx, end, next)
 }
 
 // errAttemptRaced rolls back an attempt recorded after another run recorded the same one.

@@ -460,6 +460,56 @@ func TestAJobEndsInTheTransactionThatEndsItsDelivery(t *testing.T) {
 	}
 }
 
+// TestARedeliveryAfterAFailedAttemptIsSentNow: the transaction that records a failed
+// attempt completes its job and schedules the next attempt's. A redelivery that commits right
+// after, before River has done anything with the job that made the attempt, finds the next
+// job and makes it due now. Snoozed by River after Work returned, the job would still have
+// been running when the redelivery looked, been left be, and slept until the old retry, an
+// hour away.
+func TestARedeliveryAfterAFailedAttemptIsSentNow(t *testing.T) {
+	b := setupDelivery(t, replies(500), webhooks.Schedule{time.Hour})
+	ctx := context.Background()
+	var jobID int64
+	err := b.pool.QueryRow(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
+		WHERE kind = 'webhook.deliver' AND args->>'delivery_id' = $1 RETURNING id`, b.deliveryID).Scan(&jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	row, err := b.queue.JobGet(ctx, jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	job := &river.Job[webhooks.DeliverArgs]{JobRow: row, Args: webhooks.DeliverArgs{
+		AccountID: b.accountID, DeliveryID: b.deliveryID, EndpointID: b.endpoint.ID,
+	}}
+	if err := webhooks.NewWorker(b.deliverer).Work(rivertest.WorkContext(ctx, b.queue), job); err != nil {
+		t.Fatalf("Work: %v, want its job ended in the attempt's transaction", err)
+	}
+	if d := b.delivery(t); d.Status != webhooks.StatusPending || d.NextAttemptAt == nil || time.Until(*d.NextAttemptAt) < 50*time.Minute {
+		t.Fatalf("delivery %s, next attempt %v, want pending for an hour", d.Status, d.NextAttemptAt)
+	}
+	// Nothing of River's runs here: the redelivery commits as Work returns.
+	if _, err := b.redeliver(ctx, t); err != nil {
+		t.Fatal(err)
+	}
+	rows, err := b.pool.Query(ctx, `SELECT state, scheduled_at FROM river_job
+		WHERE kind = 'webhook.deliver' AND args->>'delivery_id' = $1 AND id <> $2`, b.deliveryID, jobID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	type next struct {
+		State string
+		At    time.Time `db:"scheduled_at"`
+	}
+	others, err := pgx.CollectRows(rows, pgx.RowToStructByPos[next])
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(others) != 1 || others[0].State != "available" || time.Until(others[0].At) > time.Second {
+		t.Fatalf("the delivery's jobs besides the one that ran: %+v, want one available now", others)
+	}
+}
+
 // TestAJobThatFindsItsDeliveryOverSendsARedeliveryFirst: a job run after its delivery ended
 // (failed) reads it over, then decides on its row, locked. A redelivery that commits in
 // between, while the test holds that lock, makes the delivery pending again: the job goes on

@@ -124,7 +124,7 @@ func redeliveryTargets(ctx context.Context, tx db.Tx, event db.Event, endpointID
 
 // RetryNow makes every pending delivery of the account that waits for a later attempt due
 // now (a test helper, so a test need not wait for the retry schedule), and reports how many.
-// Each one's job, snoozed until the retry, is made due through the queue, as a redelivery's
+// Each one's job, scheduled for the retry, is made due through the queue, as a redelivery's
 // is: the unique insert finds the waiting job and makes it due now.
 func (s *Service) RetryNow(ctx context.Context, accountID string) (int64, error) {
 	var due int64

@@ -15,8 +15,9 @@ import (
 // of webhooks never waits behind a long report build, nor the other way round.
 const QueueName = "webhooks"
 
-// DeliverArgs is the River job that sends one delivery: its next attempt, then, snoozed until
-// the time Attempt returns, each retry, until the delivery is over. The account rides along
+// DeliverArgs is the River job that makes one delivery's next attempt. The transaction that
+// records the attempt completes it and, until the delivery is over, inserts the next
+// attempt's job, scheduled for its time (nextJob). The account rides along
 // because the delivery's key is (account_id, id); the endpoint, so the worker can cap one
 // endpoint's attempts in flight without reading the database. Only the delivery's id makes
 // the job unique, as before the account was added: a waiting job inserted then is still
@@ -31,7 +32,7 @@ type DeliverArgs struct {
 func (DeliverArgs) Kind() string { return "webhook.deliver" }
 
 // InsertOpts puts deliveries on their own queue, one live job per delivery: a redelivery of
-// a delivery whose job is still waiting (snoozed until its next retry) finds that job instead
+// a delivery whose job is still waiting (scheduled for its next retry) finds that job instead
 // of adding a second one that would send the same webhook again beside it.
 func (DeliverArgs) InsertOpts() river.InsertOpts {
 	return river.InsertOpts{
@@ -46,7 +47,7 @@ func (DeliverArgs) InsertOpts() river.InsertOpts {
 
 // maxJobAttempts bounds how often River runs a delivery job that fails with an error of ours
 // (the database unreachable), on River's backoff, about three weeks for 25. Failed attempts
-// at the receiver are not errors: they are recorded and the job snoozes until the retry.
+// at the receiver are not errors: they are recorded, and the retry is a job of its own.
 const maxJobAttempts = 25
 
 // Inserter is the part of the River client that enqueues inside a transaction:
@@ -72,9 +73,9 @@ var _ events.DeliveryQueue = (*JobQueue)(nil)
 // EnqueueTx inserts one job per delivery in tx, in one statement. A delivery that already has
 // a waiting job (a redelivery) has that job made due now instead. One running now goes on
 // with the redelivery: the outcome of its attempt in flight counts as the redelivery's first
-// attempt (Deliverer.record). A job that ended its delivery completed in the same
-// transaction (completeJob), so it is never found running here once it can no longer see
-// the redelivery.
+// attempt (Deliverer.record). A job completes in the transaction that records its attempt,
+// with the next attempt's job inserted there (nextJob), so it is never found running here
+// once it can no longer see the redelivery.
 func (q *JobQueue) EnqueueTx(ctx context.Context, tx db.Tx, deliveries []events.Delivery) error {
 	params := make([]river.InsertManyParams, len(deliveries))
 	for i, d := range deliveries {
