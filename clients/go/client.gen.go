@@ -2524,6 +2524,11 @@ type RotateWebhookEndpointSecretParams struct {
 	// operator).
 	IdempotencyKey *OptionalIdempotencyKey `json:"Idempotency-Key,omitempty"`
 
+	// IfMatch Optional: the endpoint's `ETag`, e.g. `"v3"` with its quotes. When given, the
+	// secret is rotated only if the endpoint is still at that version (412 otherwise).
+	// Syntax and comparison as for `PATCH /webhook-endpoints/{id}`.
+	IfMatch *string `json:"If-Match,omitempty"`
+
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
@@ -3403,7 +3408,9 @@ type ClientInterface interface {
 	// losing a webhook. `previous_secret_expires_at` says when the old one stops signing.
 	// Rotating again within those 24 hours retires the oldest secret at once. So a client
 	// that lost the answer should retry with the same `Idempotency-Key`, which replays the
-	// secret the rotation issued, rather than rotate again.
+	// secret the rotation issued, rather than rotate again. With `If-Match`, the secret is
+	// rotated only while the endpoint is at that `ETag` (412 otherwise); the key is read
+	// first, so a retry replays its answer though its `If-Match` is stale by then.
 	//
 	// Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookEndpointSecret` operationId).
 	RotateWebhookEndpointSecret(ctx context.Context, id WebhookEndpointID, params *RotateWebhookEndpointSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -4421,7 +4428,9 @@ func (c *Client) ListWebhookDeliveries(ctx context.Context, id WebhookEndpointID
 // losing a webhook. `previous_secret_expires_at` says when the old one stops signing.
 // Rotating again within those 24 hours retires the oldest secret at once. So a client
 // that lost the answer should retry with the same `Idempotency-Key`, which replays the
-// secret the rotation issued, rather than rotate again.
+// secret the rotation issued, rather than rotate again. With `If-Match`, the secret is
+// rotated only while the endpoint is at that `ETag` (412 otherwise); the key is read
+// first, so a retry replays its answer though its `If-Match` is stale by then.
 //
 // Corresponds with POST /webhook-endpoints/{id}/rotate-secret (the `RotateWebhookEndpointSecret` operationId).
 func (c *Client) RotateWebhookEndpointSecret(ctx context.Context, id WebhookEndpointID, params *RotateWebhookEndpointSecretParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6562,15 +6571,26 @@ func NewRotateWebhookEndpointSecretRequest(server string, id WebhookEndpointID, 
 			req.Header.Set("Idempotency-Key", headerParam0)
 		}
 
-		if params.Prefer != nil {
+		if params.IfMatch != nil {
 			var headerParam1 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Prefer", headerParam1)
+			req.Header.Set("If-Match", headerParam1)
+		}
+
+		if params.Prefer != nil {
+			var headerParam2 string
+
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("Prefer", headerParam2)
 		}
 
 	}
@@ -7222,7 +7242,9 @@ type ClientWithResponsesInterface interface {
 	// losing a webhook. `previous_secret_expires_at` says when the old one stops signing.
 	// Rotating again within those 24 hours retires the oldest secret at once. So a client
 	// that lost the answer should retry with the same `Idempotency-Key`, which replays the
-	// secret the rotation issued, rather than rotate again.
+	// secret the rotation issued, rather than rotate again. With `If-Match`, the secret is
+	// rotated only while the endpoint is at that `ETag` (412 otherwise); the key is read
+	// first, so a retry replays its answer though its `If-Match` is stale by then.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -12936,6 +12958,13 @@ type RotateWebhookEndpointSecretResponse409Headers struct {
 	RetryAfter      int
 }
 
+// RotateWebhookEndpointSecretResponse412Headers the declared response headers of an HTTP 412 response for RotateWebhookEndpointSecret
+type RotateWebhookEndpointSecretResponse412Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
 // RotateWebhookEndpointSecretResponse422Headers the declared response headers of an HTTP 422 response for RotateWebhookEndpointSecret
 type RotateWebhookEndpointSecretResponse422Headers struct {
 	RateLimit       *string
@@ -12979,6 +13008,8 @@ type RotateWebhookEndpointSecretResponse struct {
 	ApplicationproblemJSON404 *NotFound
 	// ApplicationproblemJSON409 the response for an HTTP 409 `application/problem+json` response
 	ApplicationproblemJSON409 *IdempotencyKeyInUse
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON422 the response for an HTTP 422 `application/problem+json` response
 	ApplicationproblemJSON422 *IdempotencyKeyReused
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
@@ -12997,6 +13028,8 @@ type RotateWebhookEndpointSecretResponse struct {
 	Headers404 *RotateWebhookEndpointSecretResponse404Headers
 	// Headers409 the parsed response headers for an HTTP 409 response
 	Headers409 *RotateWebhookEndpointSecretResponse409Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *RotateWebhookEndpointSecretResponse412Headers
 	// Headers422 the parsed response headers for an HTTP 422 response
 	Headers422 *RotateWebhookEndpointSecretResponse422Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
@@ -13030,6 +13063,11 @@ func (r RotateWebhookEndpointSecretResponse) GetApplicationproblemJSON404() *Not
 // GetApplicationproblemJSON409 returns the response for an HTTP 409 `application/problem+json` response
 func (r RotateWebhookEndpointSecretResponse) GetApplicationproblemJSON409() *IdempotencyKeyInUse {
 	return r.ApplicationproblemJSON409
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r RotateWebhookEndpointSecretResponse) GetApplicationproblemJSON412() *PreconditionFailed {
+	return r.ApplicationproblemJSON412
 }
 
 // GetApplicationproblemJSON422 returns the response for an HTTP 422 `application/problem+json` response
@@ -13963,7 +14001,9 @@ func (c *ClientWithResponses) ListWebhookDeliveriesWithResponse(ctx context.Cont
 // losing a webhook. `previous_secret_expires_at` says when the old one stops signing.
 // Rotating again within those 24 hours retires the oldest secret at once. So a client
 // that lost the answer should retry with the same `Idempotency-Key`, which replays the
-// secret the rotation issued, rather than rotate again.
+// secret the rotation issued, rather than rotate again. With `If-Match`, the secret is
+// rotated only while the endpoint is at that `ETag` (412 otherwise); the key is read
+// first, so a retry replays its answer though its `If-Match` is stale by then.
 //
 // Returns a wrapper object for the known response body format(s).
 //
@@ -23387,6 +23427,13 @@ func ParseRotateWebhookEndpointSecretResponse(rsp *http.Response) (*RotateWebhoo
 		}
 		response.ApplicationproblemJSON409 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 422:
 		var dest IdempotencyKeyReused
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -23566,6 +23613,30 @@ func ParseRotateWebhookEndpointSecretResponse(rsp *http.Response) (*RotateWebhoo
 			headers.RetryAfter = value
 		}
 		response.Headers409 = &headers
+	case rsp.StatusCode == 412:
+		var headers RotateWebhookEndpointSecretResponse412Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers412 = &headers
 	case rsp.StatusCode == 422:
 		var headers RotateWebhookEndpointSecretResponse422Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

@@ -2522,6 +2522,11 @@ type RotateWebhookEndpointSecretParams struct {
 	// operator).
 	IdempotencyKey *OptionalIdempotencyKey `json:"Idempotency-Key,omitempty"`
 
+	// IfMatch Optional: the endpoint's `ETag`, e.g. `"v3"` with its quotes. When given, the
+	// secret is rotated only if the endpoint is still at that version (412 otherwise).
+	// Syntax and comparison as for `PATCH /webhook-endpoints/{id}`.
+	IfMatch *string `json:"If-Match,omitempty"`
+
 	// Prefer Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
 	// 7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
 	// connection without an answer; `fault=error-before` answers 503
@@ -4244,6 +4249,21 @@ func (w *ServerInterfaceWrapper) RotateWebhookEndpointSecret(ctx echo.Context) e
 		}
 
 		params.IdempotencyKey = &IdempotencyKey
+	}
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch string
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
 	}
 	// ------------- Optional header parameter "Prefer" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("Prefer")]; found {
@@ -12466,6 +12486,29 @@ func (response RotateWebhookEndpointSecret409ApplicationProblemPlusJSONResponse)
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.Header().Set("Retry-After", fmt.Sprint(response.Headers.RetryAfter))
 	w.WriteHeader(409)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type RotateWebhookEndpointSecret412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response RotateWebhookEndpointSecret412ApplicationProblemPlusJSONResponse) VisitRotateWebhookEndpointSecretResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(412)
 	_, err := buf.WriteTo(w)
 	return err
 }

@@ -96,6 +96,20 @@ func requiredIfMatch(ctx context.Context, value *string) (domain.Precondition, e
 	return ifMatch(*value)
 }
 
+// optionalIfMatch is the If-Match of a change that may carry one (a delete, a rotation): nil
+// when it carries none. RFC 9110 has a server that issues ETags evaluate the precondition it
+// is sent before acting.
+func optionalIfMatch(value *string) (*domain.Precondition, error) {
+	if value == nil {
+		return nil, nil
+	}
+	pre, err := ifMatch(*value)
+	if err != nil {
+		return nil, err
+	}
+	return &pre, nil
+}
+
 // ifMatch turns If-Match into a precondition with RFC 9110's strong comparison: the opaque
 // tags must be equal byte for byte and neither may be weak. A tag is kept as the version it
 // names only when it is exactly the tag this server issues for that version, so "v01" or

@@ -120,15 +120,11 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req api.UpdateWebhoo
 // (optional here), only while the endpoint is at that ETag, 412 otherwise (RFC 9110: a server
 // that issues ETags evaluates the precondition it is sent).
 func (s *Server) DeleteWebhookEndpoint(ctx context.Context, req api.DeleteWebhookEndpointRequestObject) (api.DeleteWebhookEndpointResponseObject, error) {
-	var pre *domain.Precondition
-	if req.Params.IfMatch != nil {
-		p, err := ifMatch(*req.Params.IfMatch)
-		if err != nil {
-			return nil, err
-		}
-		pre = &p
+	pre, err := optionalIfMatch(req.Params.IfMatch)
+	if err != nil {
+		return nil, err
 	}
-	err := s.webhooks.DeleteEndpoint(ctx, accountFrom(ctx).ID, req.Id, pre)
+	err = s.webhooks.DeleteEndpoint(ctx, accountFrom(ctx).ID, req.Id, pre)
 	if pre != nil {
 		err = traceIfMatch(ctx, err)
 	}
@@ -140,12 +136,21 @@ func (s *Server) DeleteWebhookEndpoint(ctx context.Context, req api.DeleteWebhoo
 
 // RotateWebhookEndpointSecret issues a new secret; the previous one signs beside it for 24 h.
 // Under an Idempotency-Key (optional here) a retry gets the secret the rotation issued, where
-// rotating again would retire the one it lost the answer of.
+// rotating again would retire the one it lost the answer of. Under an If-Match (optional
+// too), only while the endpoint is at that ETag, 412 otherwise; the key is read first, so a
+// retry replays though its If-Match is stale by then.
 func (s *Server) RotateWebhookEndpointSecret(ctx context.Context, req api.RotateWebhookEndpointSecretRequestObject) (api.RotateWebhookEndpointSecretResponseObject, error) {
+	pre, err := optionalIfMatch(req.Params.IfMatch)
+	if err != nil {
+		return nil, err
+	}
 	acct := accountFrom(ctx).ID
 	res, err := s.idempotent(ctx, "webhook_endpoints.rotate_secret", req.Params.IdempotencyKey, idempotency.OnResource(req.Id, nil),
 		func(tx db.Tx) (idempotency.Response, error) {
-			e, err := s.webhooks.RotateSecretTx(ctx, tx, acct, req.Id)
+			e, err := s.webhooks.RotateSecretTx(ctx, tx, acct, req.Id, pre)
+			if pre != nil {
+				err = traceIfMatch(ctx, err)
+			}
 			if err != nil {
 				return idempotency.Response{}, err
 			}

@@ -133,11 +133,11 @@ func TestUpdateAndRotateWebhookEndpointWithKey(t *testing.T) {
 		}
 	})
 
-	t.Run("a rotation retry replays the secret it issued and rotates once", func(t *testing.T) {
-		e, _ := createEndpoint(t, b.client, publicURL, "*")
+	t.Run("a rotation retry replays the secret it issued and rotates once, though its If-Match is stale", func(t *testing.T) {
+		e, v1 := createEndpoint(t, b.client, publicURL, "*")
 		key := apitest.Header("Idempotency-Key", newKey())
-		first := b.client.Post("/webhook-endpoints/"+e.ID+"/rotate-secret", nil, key)
-		retry := b.client.Post("/webhook-endpoints/"+e.ID+"/rotate-secret", nil, key)
+		first := b.client.Post("/webhook-endpoints/"+e.ID+"/rotate-secret", nil, key, apitest.Header("If-Match", v1))
+		retry := b.client.Post("/webhook-endpoints/"+e.ID+"/rotate-secret", nil, key, apitest.Header("If-Match", v1))
 		if first.Status != http.StatusOK || retry.Status != http.StatusOK || retry.Header.Get("Idempotent-Replayed") != "true" || !bytes.Equal(retry.Body, first.Body) {
 			t.Fatalf("first %d %s, retry %d replayed=%q %s", first.Status, first.Body, retry.Status, retry.Header.Get("Idempotent-Replayed"), retry.Body)
 		}

@@ -177,6 +177,35 @@ func TestWebhookEndpointReadsAndDeletesAreConditional(t *testing.T) {
 	}
 }
 
+// TestRotateUnderIfMatch: a rotation sent an If-Match rotates only while the endpoint is at
+// that ETag; a stale one is 412 and the secret stays, a malformed one 400. Without If-Match
+// it rotates as before.
+func TestRotateUnderIfMatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e, v1 := createEndpoint(t, b.client, publicURL, "*")
+	rotate := func(opts ...apitest.Option) *apitest.Response {
+		return b.client.Post("/webhook-endpoints/"+e.ID+"/rotate-secret", nil, opts...)
+	}
+	res := rotate(apitest.Header("If-Match", v1))
+	v2 := res.Header.Get("ETag")
+	if res.Status != http.StatusOK || v2 == v1 {
+		t.Fatalf("rotation under the current tag: %d ETag %q %s", res.Status, v2, res.Body)
+	}
+	if res := rotate(apitest.Header("If-Match", v1)); res.Status != http.StatusPreconditionFailed || res.Problem(t).Raw["current_etag"] != v2 {
+		t.Fatalf("rotation under the old tag: %d %s, want 412 naming %s", res.Status, res.Body, v2)
+	}
+	if res := rotate(apitest.Header("If-Match", "garbage")); res.Status != http.StatusBadRequest {
+		t.Fatalf("rotation under a malformed tag: %d %s, want 400", res.Status, res.Body)
+	}
+	if got := b.client.Get("/webhook-endpoints/" + e.ID).Header.Get("ETag"); got != v2 {
+		t.Fatalf("ETag %s after refused rotations, want %s", got, v2)
+	}
+	if res := rotate(); res.Status != http.StatusOK || res.Header.Get("ETag") == v2 {
+		t.Fatalf("rotation without If-Match: %d ETag %q", res.Status, res.Header.Get("ETag"))
+	}
+}
+
 func TestListWebhookEndpointsPages(t *testing.T) {
 	t.Parallel()
 	b := setup(t)

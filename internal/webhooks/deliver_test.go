@@ -294,7 +294,7 @@ func TestUnresolvableHostRecordsAFixedReason(t *testing.T) {
 func TestDuringRotationAttemptsCarryBothSignatures(t *testing.T) {
 	b := setupDelivery(t, replies(200), webhooks.DefaultSchedule)
 	rotated, err := inTx(context.Background(), b.pool, func(tx db.Tx) (db.WebhookEndpoint, error) {
-		return b.service.RotateSecretTx(context.Background(), tx, b.accountID, b.endpoint.ID)
+		return b.service.RotateSecretTx(context.Background(), tx, b.accountID, b.endpoint.ID, nil)
 	})
 	if err != nil {
 		t.Fatal(err)

@@ -144,14 +144,8 @@ func wrapUpdate(id string, err error) error {
 // *domain.PreconditionFailedError otherwise.
 func (s *Service) DeleteEndpoint(ctx context.Context, accountID, id string, pre *domain.Precondition) error {
 	return db.InTx(ctx, s.pool, func(tx db.Tx) error {
-		if pre != nil {
-			current, err := tx.WebhookEndpointGetForUpdate(ctx, db.WebhookEndpointGetForUpdateParams{AccountID: accountID, ID: id})
-			if err != nil {
-				return fmt.Errorf("delete webhook endpoint %s: %w", id, db.Translate(err))
-			}
-			if !pre.Matches(current.Version) {
-				return &domain.PreconditionFailedError{CurrentVersion: current.Version}
-			}
+		if err := lockAt(ctx, tx, accountID, id, pre); err != nil {
+			return fmt.Errorf("delete webhook endpoint %s: %w", id, err)
 		}
 		n, err := tx.WebhookEndpointDelete(ctx, db.WebhookEndpointDeleteParams{AccountID: accountID, ID: id})
 		if err != nil {
@@ -164,9 +158,30 @@ func (s *Service) DeleteEndpoint(ctx context.Context, accountID, id string, pre 
 	})
 }
 
+// lockAt locks the endpoint's row for a change under an optional If-Match: with pre, the
+// change waits for the row and goes ahead only while its version satisfies pre
+// (domain.PreconditionFailedError otherwise). Without, nothing is read.
+func lockAt(ctx context.Context, tx db.Tx, accountID, id string, pre *domain.Precondition) error {
+	if pre == nil {
+		return nil
+	}
+	current, err := tx.WebhookEndpointGetForUpdate(ctx, db.WebhookEndpointGetForUpdateParams{AccountID: accountID, ID: id})
+	if err != nil {
+		return db.Translate(err)
+	}
+	if !pre.Matches(current.Version) {
+		return &domain.PreconditionFailedError{CurrentVersion: current.Version}
+	}
+	return nil
+}
+
 // RotateSecretTx gives the endpoint a new secret in tx (a request's, under its
 // Idempotency-Key if it has one); the current one keeps signing beside it for RotationOverlap.
-func (s *Service) RotateSecretTx(ctx context.Context, tx db.Tx, accountID, id string) (db.WebhookEndpoint, error) {
+// With pre, only while the endpoint's version satisfies it, as DeleteEndpoint.
+func (s *Service) RotateSecretTx(ctx context.Context, tx db.Tx, accountID, id string, pre *domain.Precondition) (db.WebhookEndpoint, error) {
+	if err := lockAt(ctx, tx, accountID, id, pre); err != nil {
+		return db.WebhookEndpoint{}, fmt.Errorf("rotate secret of webhook endpoint %s: %w", id, err)
+	}
 	e, err := tx.WebhookEndpointRotateSecret(ctx, db.WebhookEndpointRotateSecretParams{
 		Secret:            NewSecret(),
 		PreviousExpiresAt: new(time.Now().Add(RotationOverlap)),

@@ -247,7 +247,9 @@ export interface paths {
          *     losing a webhook. `previous_secret_expires_at` says when the old one stops signing.
          *     Rotating again within those 24 hours retires the oldest secret at once. So a client
          *     that lost the answer should retry with the same `Idempotency-Key`, which replays the
-         *     secret the rotation issued, rather than rotate again.
+         *     secret the rotation issued, rather than rotate again. With `If-Match`, the secret is
+         *     rotated only while the endpoint is at that `ETag` (412 otherwise); the key is read
+         *     first, so a retry replays its answer though its `If-Match` is stale by then.
          */
         post: operations["rotateWebhookEndpointSecret"];
         delete?: never;
@@ -3357,6 +3359,12 @@ export interface operations {
                  */
                 "Idempotency-Key"?: components["parameters"]["OptionalIdempotencyKey"];
                 /**
+                 * @description Optional: the endpoint's `ETag`, e.g. `"v3"` with its quotes. When given, the
+                 *     secret is rotated only if the endpoint is still at that version (412 otherwise).
+                 *     Syntax and comparison as for `PATCH /webhook-endpoints/{id}`.
+                 */
+                "If-Match"?: string;
+                /**
                  * @description Fault injection, for testing clients, in the sandbox only (production ignores it): RFC
                  *     7240 preferences, comma-separated (see "Fault injection"). `fault=lost-response` does the work and commits, then closes the
                  *     connection without an answer; `fault=error-before` answers 503
@@ -3394,6 +3402,7 @@ export interface operations {
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
             409: components["responses"]["IdempotencyKeyInUse"];
+            412: components["responses"]["PreconditionFailed"];
             422: components["responses"]["IdempotencyKeyReused"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
