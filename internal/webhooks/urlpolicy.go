@@ -6,6 +6,7 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -25,9 +26,10 @@ type URLPolicy struct {
 }
 
 // Check refuses a URL the sender would never deliver to, as a validation error on /url: not
-// absolute, not https (http only with private networks allowed), carrying credentials, an
-// address in disguise (see dialledHost), or a host whose every address is refused. A name
-// that does not resolve now is accepted; the check at dial time still guards every attempt.
+// absolute, not https (http only with private networks allowed), carrying credentials, a
+// port outside 1 to 65535, an address in disguise (see dialledHost), or a host whose every
+// address is refused. A name that does not resolve now is accepted; the check at dial time
+// still guards every attempt.
 func (p URLPolicy) Check(ctx context.Context, raw string) error {
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" || u.Hostname() == "" {
@@ -41,6 +43,12 @@ func (p URLPolicy) Check(ctx context.Context, raw string) error {
 	}
 	if u.User != nil {
 		return invalidURL("must not contain credentials")
+	}
+	if port := u.Port(); port != "" {
+		// url.Parse takes any digits; a port no socket has would fail every attempt.
+		if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			return invalidURL("the port must be between 1 and 65535")
+		}
 	}
 	host, err := dialledHost(u.Hostname())
 	if err != nil {
