@@ -241,6 +241,14 @@ func TestMediaTypesAndRoutes(t *testing.T) {
 	if _, err := text.validate(c); !errors.As(err, &media) || !strings.Contains(media.Detail, "application/json") {
 		t.Errorf("text/plain: %v, want a media type error naming application/json", err)
 	}
+	gzipped := call{http.MethodPost, "/payments", "application/json", createBody, []string{"Idempotency-Key", "k", "Content-Encoding", "gzip"}}
+	if _, err := gzipped.validate(c); !errors.As(err, &media) || !strings.Contains(media.Detail, "Content-Encoding") {
+		t.Errorf("Content-Encoding: gzip: %v, want a media type error naming Content-Encoding", err)
+	}
+	identity := call{http.MethodPost, "/payments", "application/json", createBody, []string{"Idempotency-Key", "k", "Content-Encoding", "identity"}}
+	if _, err := identity.validate(c); err != nil {
+		t.Errorf("Content-Encoding: identity: %v, want the body read", err)
+	}
 	unrouted := call{http.MethodPatch, "/payments//pay_X", "application/json", `{"amount":1}`, nil}
 	if _, err := unrouted.validate(c); !errors.Is(err, ErrNoRoute) {
 		t.Errorf("PATCH /payments//pay_X: %v, want ErrNoRoute", err)

@@ -40,7 +40,7 @@ var (
 	probPayloadTooLarge = problemType{"payload-too-large", http.StatusRequestEntityTooLarge, "Payload too large",
 		"The request body is larger than the server accepts."}
 	probUnsupportedMediaType = problemType{"unsupported-media-type", http.StatusUnsupportedMediaType, "Unsupported media type",
-		"The request body's Content-Type is not one this operation accepts (application/json; PATCH also takes application/merge-patch+json), or names a charset other than UTF-8."}
+		"The request body's Content-Type is not one this operation accepts (application/json; PATCH also takes application/merge-patch+json), names a charset other than UTF-8, or the body is sent with a Content-Encoding (such as gzip), which the server does not decode."}
 	probPaymentDeclined = problemType{"payment-declined", http.StatusPaymentRequired, "Payment declined",
 		"The card was declined. The payment is stored with status failed; payment_id and failure_code say which payment and why. The response is stored under the Idempotency-Key and replayed like any other."}
 	probIdempotencyKeyInUse = problemType{"idempotency-key-in-use", http.StatusConflict, "Idempotency-Key in use",

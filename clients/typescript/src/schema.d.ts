@@ -1891,7 +1891,7 @@ export interface components {
                 };
             };
         };
-        /** @description The request body's `Content-Type` is not one the operation accepts, or names a charset other than UTF-8. */
+        /** @description The request body's `Content-Type` is not one the operation accepts or names a charset other than UTF-8, or the body is sent with a `Content-Encoding` other than `identity`. */
         UnsupportedMediaType: {
             headers: {
                 "Request-Id": components["headers"]["RequestId"];
