@@ -242,6 +242,22 @@ func TestReportRangeFinerThanAMicrosecond(t *testing.T) {
 	}
 }
 
+// TestAJobSaysWhenToPollUntilItEnds: GET /jobs/{id} carries Retry-After while the job has
+// not finished, and none once it has.
+func TestAJobSaysWhenToPollUntilItEnds(t *testing.T) {
+	t.Parallel()
+	b := setup(t) // its jobs only queue until the workers start
+	j := requestReport(t, b.client, reportBody("payments", "csv"))
+	if res := b.client.Get("/jobs/" + j.ID); res.Status != http.StatusOK || res.Header.Get("Retry-After") != "1" {
+		t.Fatalf("a queued job: %d Retry-After %q, want 1", res.Status, res.Header.Get("Retry-After"))
+	}
+	startWorkers(t, b.pool, 1)
+	waitForJob(t, b.client, j.ID, "succeeded")
+	if res := b.client.Get("/jobs/" + j.ID); res.Header.Get("Retry-After") != "" {
+		t.Errorf("a finished job: Retry-After %q, want none", res.Header.Get("Retry-After"))
+	}
+}
+
 // TestReportsAtTheEdgesOfTimeAreReadable: a range that ends on the last microsecond RFC 3339
 // can write, or starts on the first, is built and shown.
 func TestReportsAtTheEdgesOfTimeAreReadable(t *testing.T) {
