@@ -69,7 +69,8 @@ func (op *Operation) Validate(req *http.Request, pathParams PathParams, body []b
 	errs := collector{notes: op.notes}
 	valid.Query = op.checkParams(&errs, req, pathParams)
 	if op.body != nil && len(body) > 0 {
-		if coding := req.Header.Get("Content-Encoding"); coding != "" && !strings.EqualFold(coding, "identity") {
+		// Indexed, not Get: "Content-Encoding" is canonical, and Get would canonicalize it again.
+		if coding := req.Header["Content-Encoding"]; len(coding) > 0 && !strings.EqualFold(strings.Join(coding, ","), "identity") {
 			// A compressed body read as JSON would be refused as not JSON; RFC 9110 has an
 			// unsupported content coding answered 415.
 			return nil, &MediaTypeError{Detail: "Send the body without a Content-Encoding: it is read as sent."}
