@@ -426,7 +426,8 @@ func (c config) validateWebhooks() []error {
 		retries += d
 	}
 	if floor := max(time.Minute, retries); c.EventRetention <= floor {
-		// An event's deliveries are deleted with it: none may go while it is still retried.
+		// An event is kept while a delivery of it is pending; one shorter than the retries
+		// would keep most events past it, which is not what it says.
 		errs = append(errs, fmt.Errorf("EVENT_RETENTION: must exceed 1m and WEBHOOK_RETRY_SCHEDULE's total (%s), got %s", retries, c.EventRetention))
 	}
 	return errs

@@ -17,6 +17,8 @@ WHERE (account_id, id) IN (
     SELECT e.account_id, e.id
     FROM (SELECT old.account_id, old.id FROM events old
           WHERE (old.created_at AT TIME ZONE 'UTC') < ($1::timestamptz AT TIME ZONE 'UTC')
+            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.account_id = old.account_id
+                            AND p.event_id = old.id AND p.status = 'pending')
           ORDER BY (old.created_at AT TIME ZONE 'UTC')
           LIMIT $2) e
     WHERE NOT EXISTS (
@@ -188,6 +190,8 @@ WHERE (account_id, delivery_id, attempt) IN (
     SELECT a.account_id, a.delivery_id, a.attempt
     FROM (SELECT old.account_id, old.id FROM events old
           WHERE (old.created_at AT TIME ZONE 'UTC') < ($1::timestamptz AT TIME ZONE 'UTC')
+            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.account_id = old.account_id
+                            AND p.event_id = old.id AND p.status = 'pending')
           ORDER BY (old.created_at AT TIME ZONE 'UTC')
           LIMIT $2) e
     JOIN webhook_deliveries d ON d.account_id = e.account_id AND d.event_id = e.id
@@ -203,7 +207,9 @@ type WebhookAttemptDeleteOfExpiredEventsParams struct {
 
 // The retention sweep (events.Sweeper) deletes events created before @before with the
 // webhook deliveries and attempts that reference them, children first, in rounds of three
-// short statements. Each looks only at the @batch_size oldest such events (found through
+// short statements. An event with a delivery still pending is kept until it ends: a retry
+// pushed late by jitter or a receiver's Retry-After, or a redelivery of an old event, would
+// otherwise lose its delivery mid-way, and its job would find nothing to send. Each looks only at the @batch_size oldest such events (found through
 // events_created_idx) and deletes at most @batch_size rows, so no statement holds many row
 // locks or runs for long, however far behind the sweep is. Rows are named by their full
 // key, so each delete is an index lookup whatever the primary key leads with.
@@ -221,6 +227,8 @@ WHERE (account_id, id) IN (
     SELECT d.account_id, d.id
     FROM (SELECT old.account_id, old.id FROM events old
           WHERE (old.created_at AT TIME ZONE 'UTC') < ($1::timestamptz AT TIME ZONE 'UTC')
+            AND NOT EXISTS (SELECT 1 FROM webhook_deliveries p WHERE p.account_id = old.account_id
+                            AND p.event_id = old.id AND p.status = 'pending')
           ORDER BY (old.created_at AT TIME ZONE 'UTC')
           LIMIT $2) e
     JOIN webhook_deliveries d ON d.account_id = e.account_id AND d.event_id = e.id

@@ -193,6 +193,36 @@ func TestSweepDeletesDeliveriesAndAttemptsWithTheirEvent(t *testing.T) {
 	checkBatches(t, b.rec, "EventDeleteExpired", 3, 4)
 }
 
+// TestSweepKeepsAnEventStillBeingDelivered: an old event whose delivery is still pending (a
+// retry pushed late, a redelivery) keeps the delivery, its attempts and itself until the
+// delivery ends; its neighbours go as usual.
+func TestSweepKeepsAnEventStillBeingDelivered(t *testing.T) {
+	t.Parallel()
+	b := setupSweep(t)
+	endpoint := b.endpoint(t)
+	olds := b.events(t, 3, old)
+	for _, id := range olds {
+		b.delivery(t, id, endpoint, old, 2)
+	}
+	b.exec(t, `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now() + interval '1 hour' WHERE event_id = $1`, olds[1])
+
+	n, err := events.NewSweeper(b.pool, retention, 2).Sweep(bounded(t))
+	if err != nil || n != 2 {
+		t.Fatalf("Sweep = %d, %v; want 2", n, err)
+	}
+	kept := []string{olds[1]}
+	if left := b.ids(t, `SELECT id FROM events`); !slices.Equal(left, kept) {
+		t.Errorf("events left %v, want the one still being delivered, %v", left, kept)
+	}
+	if left := b.ids(t, `SELECT d.event_id FROM webhook_attempts a JOIN webhook_deliveries d ON d.id = a.delivery_id`); !slices.Equal(left, []string{olds[1], olds[1]}) {
+		t.Errorf("attempts left are of events %v, want the pending delivery's two", left)
+	}
+	b.exec(t, `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL`)
+	if n, err := events.NewSweeper(b.pool, retention, 2).Sweep(bounded(t)); err != nil || n != 1 {
+		t.Errorf("Sweep once the delivery failed = %d, %v; want 1", n, err)
+	}
+}
+
 // TestSweepReadsOnlyOldEvents: the sweep first runs on empty tables; once live events, their
 // deliveries and attempts fill them, a batch still reads only the old events and the rows
 // that reference them, never a whole table. The pool's one connection would keep a plan made
