@@ -96,6 +96,18 @@ func TestSendClassifiesResponses(t *testing.T) {
 		{"503 date", status(http.StatusServiceUnavailable, "Retry-After", date), webhooks.Retry, 80 * time.Second},
 		{"500 ignores Retry-After", status(http.StatusInternalServerError, "Retry-After", "7"), webhooks.Retry, 0},
 	}
+	// A receiver cannot push its retries out further than a day a step.
+	for _, far := range []string{"31536000", "99999999999999999999", time.Now().AddDate(1, 0, 0).UTC().Format(http.TimeFormat)} {
+		t.Run("429 "+far, func(t *testing.T) {
+			srv, _ := receiver(t, status(http.StatusTooManyRequests, "Retry-After", far))
+			res := localSender(time.Second).Send(context.Background(), webhooks.Message{
+				URL: srv.URL, ID: "msg_c", Body: body, Secrets: []string{webhooks.NewSecret()},
+			}, time.Now())
+			if res.Outcome != webhooks.Retry || res.RetryAfter != 24*time.Hour {
+				t.Fatalf("result %+v, want a retry after 24h", res)
+			}
+		})
+	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			srv, _ := receiver(t, tc.reply)
