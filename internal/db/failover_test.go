@@ -14,7 +14,8 @@ import (
 )
 
 // TestPoolDropsAReadOnlyNode: once a write meets a read-only server (a node demoted by a
-// failover), whether sent as it is called or queued for the commit, InTx fails as
+// failover), whether sent as it is called (in BEGIN's batch, or on its own as River's and a
+// transaction's later statements are) or queued for the commit, InTx fails as
 // unavailable, and the pool keeps none of the connections it had: not the one that met the
 // read-only answer, nor the idle one beside it, nor one in use at the time. The next
 // connection is a new one, which may write.
@@ -26,6 +27,12 @@ func TestPoolDropsAReadOnlyNode(t *testing.T) {
 	}{
 		{"a statement", func(ctx context.Context, tx db.Tx) error { return tx.AccountCreateIfMissing(ctx, "acct_now") }},
 		{"a write queued for the commit", func(ctx context.Context, tx db.Tx) error { return tx.Later.AccountCreateIfMissing(ctx, "acct_later") }},
+		{"a statement after BEGIN, on its own", func(ctx context.Context, tx db.Tx) error {
+			if _, err := tx.PgxTx(ctx); err != nil { // BEGIN alone: the write is not a batch's
+				return err
+			}
+			return tx.AccountCreateIfMissing(ctx, "acct_alone")
+		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
