@@ -148,7 +148,10 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		if s.publicPaths[c.Path()] {
 			return next(c)
 		}
-		scheme, key, _ := strings.Cut(firstValue(c.Request().Header, fieldAuthorization), " ")
+		var scheme, key string
+		if fields := c.Request().Header[fieldAuthorization]; len(fields) == 1 { // two name no one key
+			scheme, key, _ = strings.Cut(fields[0], " ")
+		}
 		if !strings.EqualFold(scheme, "Bearer") || key == "" {
 			return s.limits.failWithoutKey(c)
 		}

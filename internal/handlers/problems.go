@@ -32,7 +32,7 @@ var (
 	probInvalidIdempotencyKey = problemType{"invalid-idempotency-key", http.StatusBadRequest, "Invalid Idempotency-Key",
 		"The Idempotency-Key header is missing where the operation requires it, or it is empty, longer than 255 characters or not printable ASCII. The errors member names the header and says what is wrong with it."}
 	probUnauthorized = problemType{"unauthorized", http.StatusUnauthorized, "Unauthorized",
-		"Send a valid API key as Authorization: Bearer <key>. The key was missing, unknown or revoked."}
+		"Send a valid API key as Authorization: Bearer <key>, in one Authorization field. The key was missing, unknown or revoked, or the request had two Authorization fields."}
 	probNotFound = problemType{"not-found", http.StatusNotFound, "Not found",
 		"There is no such resource in your account, or no such route."}
 	probMethodNotAllowed = problemType{"method-not-allowed", http.StatusMethodNotAllowed, "Method not allowed",

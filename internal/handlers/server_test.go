@@ -29,6 +29,8 @@ func TestAuthentication(t *testing.T) {
 		{"empty bearer", apitest.Header("Authorization", "Bearer ")},
 		{"unknown key", apitest.Header("Authorization", "Bearer sk_test_nobody")},
 		{"revoked key", apitest.Header("Authorization", "Bearer "+revoked)},
+		// Two fields name no one key, though the first is good: neither is taken.
+		{"a good key and another", func(r *http.Request) { r.Header.Add("Authorization", "Bearer sk_test_nobody") }},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
