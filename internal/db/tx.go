@@ -273,7 +273,7 @@ func (c *txConn) commit(ctx context.Context, later *pgx.Batch) error {
 		pooled := c.pooled
 		c.pooled, c.conn, c.done = nil, nil, true // the goroutine below owns them now
 		go func() {
-			<-answered
+			<-answered       //nolint:errcheck // the outcome reaches the client through its retry, by the key
 			pooled.Release() // closed by the pool, unless the transaction ended
 		}()
 		return fmt.Errorf("commit sent, not yet answered: %w", context.Cause(ctx))
