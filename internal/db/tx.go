@@ -247,19 +247,20 @@ func (c *txConn) commit(ctx context.Context, later *pgx.Batch) error {
 	if err := context.Cause(ctx); err != nil {
 		return err // nothing sent: the transaction rolls back
 	}
+	conn, tx := c.conn, c.tx // read here: once ctx ends, c gives them up while send runs
 	send := func() error {
 		detached := context.WithoutCancel(ctx)
-		if c.tx == nil {
+		if tx == nil {
 			// Only writes were queued, or nothing at all. A batch without BEGIN runs as one
 			// implicit transaction: all of it commits, or none.
-			if err := c.conn.SendBatch(detached, later).Close(); err != nil {
+			if err := conn.SendBatch(detached, later).Close(); err != nil {
 				return fmt.Errorf("deferred writes: %w", err)
 			}
 			return nil
 		}
 		writes := later.Len()
 		later.Queue("commit")
-		br := c.tx.SendBatch(detached, later)
+		br := tx.SendBatch(detached, later)
 		err := committed(br, writes)
 		return errors.Join(err, closeUnlessFailed(br, err))
 	}
