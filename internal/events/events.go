@@ -2,11 +2,12 @@
 // transaction as the change it describes, so an event exists if and only if the change does,
 // with a delivery row for each webhook endpoint subscribed to it and the queue entry that
 // will send it. Webhook workers send those later; nothing is sent from a request. Past
-// their retention, events are deleted with their deliveries (Sweeper).
+// their retention, events are deleted with their deliveries (Sweeper), unless one is still
+// pending.
 //
 // It imports the database layer and the domain only. The queue it enqueues on is an
-// interface (DeliveryQueue) that internal/app fills with the webhooks package's River queue, so no
-// domain package that records events ever imports webhooks, River or net/http.
+// interface (DeliveryQueue) that internal/app fills with the webhooks package's River
+// queue, so no domain package that records events ever imports webhooks, River or net/http.
 package events
 
 import (

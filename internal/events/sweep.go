@@ -18,7 +18,8 @@ const DefaultRetention = 30 * 24 * time.Hour
 const SweepBatch = 500
 
 // Sweeper deletes events past their retention with the webhook deliveries and attempts that
-// reference them. The periodic sweep job runs it (see internal/jobs).
+// reference them, once none of those deliveries is pending. The periodic sweep job runs it
+// (see internal/jobs).
 type Sweeper struct {
 	pool      *pgxpool.Pool
 	retention time.Duration
