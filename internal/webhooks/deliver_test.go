@@ -413,14 +413,10 @@ func TestAnAttemptInFlightCountsAsTheRedeliverysFirst(t *testing.T) {
 	}
 }
 
-// TestAJobEndsInTheTransactionThatEndsItsDelivery: the job whose attempt ends its delivery
-// completes its River entry in the transaction that records it. River would mark the entry
-// completed only after Work returns, batched a moment later; a redelivery committing in
-// between would find the job running, insert none (one live job per delivery) and leave the
-// delivery pending with no job to send it. No River client runs here, so only Work can
-// complete the entry, and the redelivery that follows gets a job of its own.
-func TestAJobEndsInTheTransactionThatEndsItsDelivery(t *testing.T) {
-	b := setupDelivery(t, replies(500), webhooks.Schedule{})
+// runningJob is the delivery's River job as River hands it to Work: marked running, with no
+// River client running to complete or snooze it afterwards.
+func (b *deliverBundle) runningJob(t *testing.T) *river.Job[webhooks.DeliverArgs] {
+	t.Helper()
 	ctx := context.Background()
 	var jobID int64
 	err := b.pool.QueryRow(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
@@ -432,9 +428,21 @@ func TestAJobEndsInTheTransactionThatEndsItsDelivery(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	job := &river.Job[webhooks.DeliverArgs]{JobRow: row, Args: webhooks.DeliverArgs{
+	return &river.Job[webhooks.DeliverArgs]{JobRow: row, Args: webhooks.DeliverArgs{
 		AccountID: b.accountID, DeliveryID: b.deliveryID, EndpointID: b.endpoint.ID,
 	}}
+}
+
+// TestAJobEndsInTheTransactionThatEndsItsDelivery: the job whose attempt ends its delivery
+// completes its River entry in the transaction that records it. River would mark the entry
+// completed only after Work returns, batched a moment later; a redelivery committing in
+// between would find the job running, insert none (one live job per delivery) and leave the
+// delivery pending with no job to send it. No River client runs here, so only Work can
+// complete the entry, and the redelivery that follows gets a job of its own.
+func TestAJobEndsInTheTransactionThatEndsItsDelivery(t *testing.T) {
+	b := setupDelivery(t, replies(500), webhooks.Schedule{})
+	ctx := context.Background()
+	job := b.runningJob(t)
 	if err := webhooks.NewWorker(b.deliverer).Work(rivertest.WorkContext(ctx, b.queue), job); err != nil {
 		t.Fatal(err)
 	}
@@ -469,19 +477,7 @@ func TestAJobEndsInTheTransactionThatEndsItsDelivery(t *testing.T) {
 func TestARedeliveryAfterAFailedAttemptIsSentNow(t *testing.T) {
 	b := setupDelivery(t, replies(500), webhooks.Schedule{time.Hour})
 	ctx := context.Background()
-	var jobID int64
-	err := b.pool.QueryRow(ctx, `UPDATE river_job SET state = 'running', attempt = 1, attempted_at = now()
-		WHERE kind = 'webhook.deliver' AND args->>'delivery_id' = $1 RETURNING id`, b.deliveryID).Scan(&jobID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	row, err := b.queue.JobGet(ctx, jobID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	job := &river.Job[webhooks.DeliverArgs]{JobRow: row, Args: webhooks.DeliverArgs{
-		AccountID: b.accountID, DeliveryID: b.deliveryID, EndpointID: b.endpoint.ID,
-	}}
+	job := b.runningJob(t)
 	if err := webhooks.NewWorker(b.deliverer).Work(rivertest.WorkContext(ctx, b.queue), job); err != nil {
 		t.Fatalf("Work: %v, want its job ended in the attempt's transaction", err)
 	}
@@ -493,7 +489,7 @@ func TestARedeliveryAfterAFailedAttemptIsSentNow(t *testing.T) {
 		t.Fatal(err)
 	}
 	rows, err := b.pool.Query(ctx, `SELECT state, scheduled_at FROM river_job
-		WHERE kind = 'webhook.deliver' AND args->>'delivery_id' = $1 AND id <> $2`, b.deliveryID, jobID)
+		WHERE kind = 'webhook.deliver' AND args->>'delivery_id' = $1 AND id <> $2`, b.deliveryID, job.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
