@@ -560,6 +560,28 @@ func TestAJobThatFindsItsEndpointDisabledSendsARedeliveryFirst(t *testing.T) {
 	}
 }
 
+// TestAnAttemptInFlightWhenItsDeliveryEndsDecidesNothing: a delivery failed while its
+// attempt is in flight (its endpoint disabled: WebhookDeliveryFailPendingByEndpoint) stays
+// failed. The attempt, which the receiver accepted, is counted and decides nothing: the test
+// holds the delivery's row until the attempt waits to record, and fails it there.
+func TestAnAttemptInFlightWhenItsDeliveryEndsDecidesNothing(t *testing.T) {
+	b := setupDelivery(t, replies(200), webhooks.Schedule{time.Hour})
+	ctx := context.Background()
+	hold, ran := b.attemptBehindRowLock(t)
+	if _, err := hold.Exec(ctx, `UPDATE webhook_deliveries SET status = 'failed', next_attempt_at = NULL WHERE id = $1`, b.deliveryID); err != nil {
+		t.Fatal(err)
+	}
+	if err := hold.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := <-ran; got.err != nil || got.next != nil {
+		t.Fatalf("next %v, err %v; want the delivery over", got.next, got.err)
+	}
+	if d := b.delivery(t); d.Status != webhooks.StatusFailed || d.AttemptCount != 1 {
+		t.Errorf("delivery %s after %d attempts, want failed after the 1 in flight", d.Status, d.AttemptCount)
+	}
+}
+
 // attemptOutcome is what an Attempt returned.
 type attemptOutcome struct {
 	next *time.Time
