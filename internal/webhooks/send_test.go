@@ -124,6 +124,32 @@ func TestSendClassifiesResponses(t *testing.T) {
 	}
 }
 
+// TestSendReadsOnlyTheStartOfAnAnswer: an answer's body is read up to 64 KiB, so a
+// receiver that accepts a webhook and then streams without end does not hold the attempt,
+// and the worker making it, until the attempt's timeout.
+func TestSendReadsOnlyTheStartOfAnAnswer(t *testing.T) {
+	release := make(chan struct{})
+	srv, _ := receiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		w.WriteHeader(http.StatusOK)
+		chunk := make([]byte, 32<<10)
+		for range 32 {
+			if _, err := w.Write(chunk); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+		}
+		<-release // and never ends its answer
+	})
+	t.Cleanup(func() { close(release) }) // before the server's own cleanup, which waits for it
+	const timeout = time.Minute
+	res := localSender(timeout).Send(context.Background(), webhooks.Message{
+		URL: srv.URL, ID: "msg_stream", Body: body, Secrets: []string{webhooks.NewSecret()},
+	}, time.Now())
+	if res.Outcome != webhooks.Delivered || res.Duration >= timeout/2 {
+		t.Fatalf("result %+v, want delivered without waiting for the rest of the answer", res)
+	}
+}
+
 func TestSendNeverFollowsRedirects(t *testing.T) {
 	var reached atomic.Bool
 	target := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) { reached.Store(true) }))
