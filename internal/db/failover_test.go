@@ -147,6 +147,23 @@ func TestTransactionWaitsOutAFailover(t *testing.T) {
 		t.Errorf("fn ran %d times, want once: the transaction is begun again before fn sees anything", calls)
 	}
 
+	// A transaction whose first action is PgxTx (River's insert) sends BEGIN alone, and
+	// waits the failover out the same way.
+	cutIdle()
+	go func() {
+		done <- db.InTx(db.WithFailoverWait(ctx, time.Minute), pool, func(tx db.Tx) error {
+			if _, err := tx.PgxTx(ctx); err != nil {
+				return err
+			}
+			return tx.AccountCreateIfMissing(ctx, "acct_begun")
+		})
+	}()
+	proxy.WaitRefused(3)
+	proxy.Resume()
+	if err := <-done; err != nil {
+		t.Fatalf("BEGIN alone, once the database is back: %v, want the transaction committed", err)
+	}
+
 	check, err := pgx.Connect(ctx, direct)
 	if err != nil {
 		t.Fatal(err)
@@ -157,8 +174,8 @@ func TestTransactionWaitsOutAFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(ids, []string{"acct_waited"}) {
-		t.Errorf("accounts %v: want acct_waited alone", ids)
+	if !slices.Equal(ids, []string{"acct_begun", "acct_waited"}) {
+		t.Errorf("accounts %v: want acct_begun and acct_waited alone", ids)
 	}
 }
 
