@@ -80,6 +80,25 @@ func idleReadOnly(t *testing.T, pool *pgxpool.Pool, n int) {
 	}
 }
 
+// TestAFrozenServerIsGivenUpOn: a server that accepts the connection and never answers
+// fails Open after the default connect timeout (5 s), rather than hold the caller until its
+// own deadline, which a process starting up may not have.
+func TestAFrozenServerIsGivenUpOn(t *testing.T) {
+	t.Parallel()
+	proxy, url := dbtest.NewProxy(t, dbtest.NewURL(t))
+	proxy.Freeze()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	pool, err := db.Open(ctx, url, db.Options{})
+	if err == nil {
+		pool.Close()
+		t.Fatal("Open succeeded on a frozen server")
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Open waited out the caller's minute: %v, want the connect timeout's error first", err)
+	}
+}
+
 // poolBehindProxy opens a one-connection pool on databaseURL's database through a
 // dbtest.Proxy, for a test to take the database away from it.
 func poolBehindProxy(t *testing.T, databaseURL string) (*dbtest.Proxy, *pgxpool.Pool) {
