@@ -12,8 +12,8 @@ import (
 // Observer is told of every job run: *metrics.Metrics is one.
 type Observer interface {
 	// JobRan records one run of a job of kind: outcome is "succeeded", "failed",
-	// "canceled" or "snoozed" (a webhook delivery put off while its endpoint has the most
-	// attempts in flight it may).
+	// "canceled" or "snoozed" (a webhook delivery whose retry is seconds away, or put off
+	// while its endpoint has the most attempts in flight it may).
 	JobRan(kind, outcome string, d time.Duration)
 }
 

@@ -6,8 +6,8 @@
 // Standard Webhooks schedule. It also owns webhook endpoints and delivery records, and the
 // River job that sends a delivery: enqueued in the transaction that writes the delivery
 // (JobQueue, which the events outbox calls through its DeliveryQueue interface), run by
-// Worker on its own queue, one attempt per job, each retry a job of its own scheduled for its
-// time.
+// Worker on its own queue, one attempt per run: a retry is a job of its own, scheduled for
+// its time, or, within seconds, the same job snoozed.
 //
 // It imports the domain, database and events layers, River and the standard library; domain
 // packages (payments, events, reports) never import it, so no outgoing HTTP call can happen

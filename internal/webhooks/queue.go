@@ -17,7 +17,8 @@ const QueueName = "webhooks"
 
 // DeliverArgs is the River job that makes one delivery's next attempt. The transaction that
 // records the attempt completes it and, until the delivery is over, inserts the next
-// attempt's job, scheduled for its time (nextJob). The account rides along
+// attempt's job, scheduled for its time; a retry due within seconds is the same job,
+// snoozed (jobEnd). The account rides along
 // because the delivery's key is (account_id, id); the endpoint, so the worker can cap one
 // endpoint's attempts in flight without reading the database. Only the delivery's id makes
 // the job unique, as before the account was added: a waiting job inserted then is still
@@ -47,7 +48,8 @@ func (DeliverArgs) InsertOpts() river.InsertOpts {
 
 // maxJobAttempts bounds how often River runs a delivery job that fails with an error of ours
 // (the database unreachable), on River's backoff, about three weeks for 25. Failed attempts
-// at the receiver are not errors: they are recorded, and the retry is a job of its own.
+// at the receiver are not errors: they are recorded, and the retry is a job of its own or a
+// snooze.
 const maxJobAttempts = 25
 
 // Inserter is the part of the River client that enqueues inside a transaction:
@@ -74,7 +76,7 @@ var _ events.DeliveryQueue = (*JobQueue)(nil)
 // a waiting job (a redelivery) has that job made due now instead. One running now goes on
 // with the redelivery: the outcome of its attempt in flight counts as the redelivery's first
 // attempt (Deliverer.record). A job completes in the transaction that records its attempt,
-// with the next attempt's job inserted there (nextJob), so it is never found running here
+// with the next attempt's job inserted there (jobEnd), so it is never found running here
 // once it can no longer see the redelivery.
 func (q *JobQueue) EnqueueTx(ctx context.Context, tx db.Tx, deliveries []events.Delivery) error {
 	params := make([]river.InsertManyParams, len(deliveries))

@@ -44,7 +44,7 @@ const AttemptOverhead = 5 * time.Second
 // of the commit. Some inserts are still found only by a poll (a notification within the
 // client's fetch cooldown of another, or one handled before its fetch could see the job), so
 // the poll bounds a first attempt's delay to about its interval. It is also when a job
-// scheduled for a retry is picked up. One indexed query five times a second.
+// snoozed until a retry within seconds is picked up. One indexed query five times a second.
 const fetchPollInterval = 200 * time.Millisecond
 
 // QueueConfig is the webhooks queue's River configuration with workers workers.
@@ -52,7 +52,7 @@ func QueueConfig(workers int) river.QueueConfig {
 	return river.QueueConfig{MaxWorkers: workers, FetchPollInterval: fetchPollInterval}
 }
 
-// Worker is the River worker of DeliverArgs: it runs Deliverer.Attempt, one attempt per job
+// Worker is the River worker of DeliverArgs: it runs Deliverer.Attempt, one attempt per run
 // (see Work).
 type Worker struct {
 	river.WorkerDefaults[DeliverArgs]
@@ -73,55 +73,70 @@ func NewWorker(deliverer *Deliverer) *Worker {
 // Timeout bounds a run by one attempt instead of JOB_TIMEOUT, which is sized for reports.
 func (w *Worker) Timeout(*river.Job[DeliverArgs]) time.Duration { return w.timeout }
 
-// Work makes the delivery's next attempt: one attempt per job. The transaction that records
-// the attempt completes the job and, unless the delivery is over (succeeded, failed, its
-// endpoint disabled or deleted), enqueues the job of the next attempt, scheduled for its
-// time (nextJob). River's own attempts count only errors of ours (the database unreachable),
-// which it retries with backoff.
+// Work makes the delivery's next attempt. The transaction that records it decides what
+// follows (jobEnd): when the delivery is over, or its next attempt is more than shortWait
+// away, it completes the job there, and inserts the next attempt's job, scheduled for its
+// time; otherwise Work snoozes the job until the next attempt. River's own attempts count
+// only errors of ours (the database unreachable), which it retries with backoff.
 func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 	if !w.inFlight.acquire(job.Args.EndpointID) {
 		return river.JobSnooze(time.Duration(float64(busySnooze) * (0.5 + rand.Float64())))
 	}
 	defer w.inFlight.release(job.Args.EndpointID)
-	_, err := w.deliverer.Attempt(ctx, job.Args.AccountID, job.Args.DeliveryID, nextJob(job))
-	if errors.Is(err, errAttemptRaced) {
+	end := &jobEnd{job: job}
+	next, err := w.deliverer.Attempt(ctx, job.Args.AccountID, job.Args.DeliveryID, end.end)
+	switch {
+	case errors.Is(err, errAttemptRaced):
 		return nil // another run of this job made the attempt; it decides what follows
-	}
-	return err
-}
-
-// nextJob ends job in the transaction that decides what follows its attempt: it completes
-// it (jobs.CompleteTx) and, when another attempt is to come, inserts the job that makes it.
-// Ended later, by River after Work returns (completed, or snoozed until the next attempt),
-// the job would still look alive to a redelivery committing in between, which leaves a
-// running job be: the delivery would be left with no job, or wait for the old job's time
-// rather than be sent now. Ended here, a redelivery finds the next attempt's job, scheduled,
-// and makes it due.
-func nextJob(job *river.Job[DeliverArgs]) EndJob {
-	return func(ctx context.Context, tx db.Tx, next *time.Time) error {
-		if err := jobs.CompleteTx(ctx, tx, job); err != nil {
-			return fmt.Errorf("complete delivery job %d: %w", job.ID, err)
-		}
-		if next == nil {
-			return nil
-		}
-		client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
-		if err != nil {
-			return err
-		}
-		pgxTx, err := tx.PgxTx(ctx)
-		if err != nil {
-			return err
-		}
-		var opts river.InsertOpts
-		if next.After(time.Now()) { // a time past would wait for River's scheduler to see it
-			opts.ScheduledAt = *next
-		}
-		if _, err := client.InsertTx(ctx, pgxTx, job.Args, &opts); err != nil {
-			return fmt.Errorf("enqueue the next attempt of delivery %s: %w", job.Args.DeliveryID, err)
-		}
+	case err != nil:
+		return err
+	case end.ended || next == nil:
 		return nil
 	}
+	return river.JobSnooze(max(time.Until(*next), 0))
+}
+
+// shortWait is River's scheduler interval. A job snoozed for no longer is available at once
+// and runs at its time; a job inserted for a later time waits for the scheduler to make it
+// available, up to this much late.
+const shortWait = 5 * time.Second
+
+// jobEnd ends a delivery's job in the transaction that decides what follows its attempt,
+// unless the next attempt is at most shortWait away: it completes the job
+// (jobs.CompleteTx) and, when another attempt is to come, inserts the job that makes it.
+// Ended later, by River after Work returns (completed, or snoozed until the next attempt),
+// the job would still look alive to a redelivery committing in between, which leaves a
+// running job be: the delivery would be left with no job, or wait for the old job's time,
+// hours away, rather than be sent now. A job left running for a short wait delays such a
+// redelivery by that wait at most.
+type jobEnd struct {
+	job   *river.Job[DeliverArgs]
+	ended bool // the job was completed in the transaction
+}
+
+func (e *jobEnd) end(ctx context.Context, tx db.Tx, next *time.Time) error {
+	if next != nil && time.Until(*next) <= shortWait {
+		return nil // Work snoozes the job
+	}
+	if err := jobs.CompleteTx(ctx, tx, e.job); err != nil {
+		return fmt.Errorf("complete delivery job %d: %w", e.job.ID, err)
+	}
+	e.ended = true
+	if next == nil {
+		return nil
+	}
+	client, err := river.ClientFromContextSafely[pgx.Tx](ctx)
+	if err != nil {
+		return err
+	}
+	pgxTx, err := tx.PgxTx(ctx)
+	if err != nil {
+		return err
+	}
+	if _, err := client.InsertTx(ctx, pgxTx, e.job.Args, &river.InsertOpts{ScheduledAt: *next}); err != nil {
+		return fmt.Errorf("enqueue the next attempt of delivery %s: %w", e.job.Args.DeliveryID, err)
+	}
+	return nil
 }
 
 // endpointSlots counts the attempts in flight per endpoint in this process.
