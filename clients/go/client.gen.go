@@ -1070,6 +1070,7 @@ type UpdateWebhookEndpointRequest struct {
 	//   `127.0.0.1.`), and loopback by name is only `localhost` (not `localhost.`,
 	//   `app.localhost`, `localhost.localdomain`, `_gateway` or `_outbound`, which the
 	//   system resolver answers itself).
+	// - No credentials (`user:password@`), and a port, when given, between 1 and 65535.
 	//
 	// A name that does not resolve when registered is accepted; each attempt checks it again.
 	//
@@ -1208,6 +1209,7 @@ type WebhookEndpointWithSecretDisabledReason string
 //     `127.0.0.1.`), and loopback by name is only `localhost` (not `localhost.`,
 //     `app.localhost`, `localhost.localdomain`, `_gateway` or `_outbound`, which the
 //     system resolver answers itself).
+//   - No credentials (`user:password@`), and a port, when given, between 1 and 65535.
 //
 // A name that does not resolve when registered is accepted; each attempt checks it again.
 //

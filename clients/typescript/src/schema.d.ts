@@ -1253,6 +1253,7 @@ export interface components {
          *       `127.0.0.1.`), and loopback by name is only `localhost` (not `localhost.`,
          *       `app.localhost`, `localhost.localdomain`, `_gateway` or `_outbound`, which the
          *       system resolver answers itself).
+         *     - No credentials (`user:password@`), and a port, when given, between 1 and 65535.
          *
          *     A name that does not resolve when registered is accepted; each attempt checks it again.
          * @example https://example.com/webhooks/payments
