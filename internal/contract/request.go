@@ -43,7 +43,8 @@ func (c *Contract) ValidateRequest(req *http.Request, body []byte) (*Request, er
 }
 
 // PathParams are the path parameters a router matched, by name, as they appear in the
-// request's path (still percent-encoded). An echo.Context is one.
+// request's path (still percent-encoded, when the router matched req.URL.RawPath). An
+// echo.Context is one.
 type PathParams interface {
 	Param(name string) string
 }
@@ -112,6 +113,15 @@ func (op *Operation) checkParams(errs *collector, req *http.Request, pathParams 
 		switch p.in {
 		case "path":
 			one[0] = pathParams.Param(p.name)
+			if req.URL.RawPath != "" {
+				// The router matched the path as sent (req.URL.RawPath is set only when it
+				// holds an escape its decoding would not restore), so the parameter is still
+				// escaped. An escaped character is the character (RFC 3986, section 6.2.2.2):
+				// /payments/%70ay_1 is /payments/pay_1, as the generated binder reads it too.
+				if v, err := url.PathUnescape(one[0]); err == nil {
+					one[0] = v
+				}
+			}
 			values = one[:]
 		case "query":
 			if query == nil {

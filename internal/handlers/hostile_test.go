@@ -121,6 +121,29 @@ func TestNoRouteNeverReachesAHandler(t *testing.T) {
 	}
 }
 
+// TestAnEscapedIDIsTheID: a percent-escaped character in a path is the character (RFC 3986,
+// section 6.2.2.2), so /payments/%70ay_... names the payment /payments/pay_... does, for a
+// read and for a PATCH alike; an escaped slash is still no id.
+func TestAnEscapedIDIsTheID(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	p, tag := createPayment(t, b.client, 100)
+	escaped := "/payments/%70ay" + strings.Replace(strings.TrimPrefix(p.ID, "pay"), "_", "%5F", 1)
+	if res := b.client.Get(escaped); res.Status != http.StatusOK || res.Header.Get("ETag") != tag {
+		t.Errorf("GET %s: %d ETag %q, want 200 %q: %s", escaped, res.Status, res.Header.Get("ETag"), tag, res.Body)
+	}
+	res := b.client.Patch(escaped, `{"description":"escaped"}`, apitest.Header("If-Match", tag),
+		apitest.Header("Content-Type", "application/merge-patch+json"))
+	if res.Status != http.StatusOK {
+		t.Fatalf("PATCH %s: %d %s", escaped, res.Status, res.Body)
+	}
+	description := "escaped"
+	assertPayment(t, b.client, p.ID, res.Header.Get("ETag"), &description)
+	if res := b.client.Get("/payments/pay%2F" + strings.TrimPrefix(p.ID, "pay_")); res.Status != http.StatusBadRequest {
+		t.Errorf("GET an id with an escaped slash: %d %s", res.Status, res.Body)
+	}
+}
+
 // TestProblemsEchoLittle: a long path is not echoed as the problem's instance.
 func TestProblemsEchoLittle(t *testing.T) {
 	t.Parallel()
