@@ -183,7 +183,7 @@ func TestPlainLinesAreSlogsLines(t *testing.T) {
 	t.Parallel()
 	now := time.Date(2026, 12, 6, 14, 30, 5, 123456000, time.UTC)
 	request := []slog.Attr{ // as the server's request line (handlers.logRequest)
-		slog.String("method", "GET"), slog.String("route", "/payments/:id"), slog.Int("status", 200),
+		slog.String("method", "GET"), slog.String("route", "/payments/{id}"), slog.Int("status", 200),
 		slog.Duration("duration", 1234567*time.Nanosecond), slog.String("request_id", "req_X5M2KBCNUQHN7FGJCTXEBL76MG"),
 		slog.Bool("client_gone", true), slog.String("account", "acct_demo"),
 	}
@@ -231,7 +231,7 @@ func TestPlainLinesAreSlogsLines(t *testing.T) {
 
 // FuzzPlainLines: whatever the message, keys and values, the logger writes slog's line.
 func FuzzPlainLines(f *testing.F) {
-	f.Add("request", "route", "/payments/:id", int64(200), int64(1234567), true)
+	f.Add("request", "route", "/payments/{id}", int64(200), int64(1234567), true)
 	f.Add(`a"b`, "k\n", "Zoë", int64(-1), int64(-5), false)
 	f.Fuzz(func(t *testing.T, msg, key, s string, i, d int64, b bool) {
 		r := record(time.Unix(0, d).UTC(), msg, slog.String(key, s), slog.Int64("i", i),

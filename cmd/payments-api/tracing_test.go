@@ -78,7 +78,9 @@ func TestTracesOfAWebhookDelivery(t *testing.T) {
 	t.Cleanup(receiver.Close)
 	srv, collector := startTraced(t, map[string]string{"WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true"})
 	c := apitest.NewClient(t, srv.base, testKey)
-	res := c.Post("/webhook-endpoints", map[string]any{"url": receiver.URL, "enabled_events": []string{"payment.succeeded"}})
+	// A token in the URL's path and query, as some receivers take one: the spans record
+	// only the host and port.
+	res := c.Post("/webhook-endpoints", map[string]any{"url": receiver.URL + "/hooks/pathtoken?token=querytoken", "enabled_events": []string{"payment.succeeded"}})
 	if res.Status != http.StatusCreated {
 		t.Fatalf("create endpoint: %d %s", res.Status, res.Body)
 	}
@@ -114,7 +116,10 @@ func TestTracesOfAWebhookDelivery(t *testing.T) {
 	if !linked {
 		t.Errorf("the delivery's job run %q has no link to the trace of the request that enqueued it", run.GetName())
 	}
-	noSecrets(t, collector.Spans(), testKey, endpoint.Secret)
+	if host, port, _ := strings.Cut(strings.TrimPrefix(receiver.URL, "http://"), ":"); attribute(delivery, "server.address") != host || attribute(delivery, "server.port") != port {
+		t.Errorf("delivery span to %s:%s, want %s", attribute(delivery, "server.address"), attribute(delivery, "server.port"), receiver.URL)
+	}
+	noSecrets(t, collector.Spans(), testKey, endpoint.Secret, "pathtoken", "querytoken")
 }
 
 // waitForSpan is the first span received that matches, failing t after 10 s without one.

@@ -5,19 +5,22 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
+	"go.opentelemetry.io/otel/codes"
 )
 
 // TestClientThatLeavesIsLoggedAsGone: a client that disconnects while its payment is being
-// charged is logged as what it is, status 499 with client_gone, and not as an internal error.
+// charged is recorded as what it is, status 499, and not as a failure of ours: in the log,
+// with client_gone and not as an error, in the metrics and in its span.
 func TestClientThatLeavesIsLoggedAsGone(t *testing.T) {
 	t.Parallel()
-	b := setup(t, withProcessor(processor.Simulated{Latency: time.Minute}))
+	b, spans := setupTraced(t, withProcessor(processor.Simulated{Latency: time.Minute}))
 	ctx, leave := context.WithCancel(context.Background())
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, b.client.BaseURL+"/payments",
 		strings.NewReader(`{"amount":100,"currency":"usd","payment_method":"pm_card_visa"}`))
@@ -43,21 +46,36 @@ func TestClientThatLeavesIsLoggedAsGone(t *testing.T) {
 	leave()
 	<-sent
 
-	var line map[string]any
-	waitUntil(t, func() bool {
-		for _, l := range strings.Split(b.logs.String(), "\n") {
-			if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, "client-leaves-1") {
-				return json.Unmarshal([]byte(l), &line) == nil
-			}
-		}
-		return false
-	})
+	line := logLine(t, b, "client-leaves-1")
 	if line["status"] != float64(499) || line["client_gone"] != true || line["level"] != "INFO" {
 		t.Errorf("request logged as %v, want status 499 with client_gone", line)
 	}
 	if strings.Contains(b.logs.String(), `"level":"ERROR"`) {
 		t.Errorf("a client leaving was logged as an error:\n%s", b.logs.String())
 	}
+	metrics := strings.Split(string(b.client.Get("/metrics", apitest.NoAuth()).Body), "\n")
+	if want := `http_request_duration_seconds_count{method="POST",route="/payments",status="499"} 1`; !slices.Contains(metrics, want) {
+		t.Errorf("GET /metrics lacks %q", want)
+	}
+	span := requestSpan(t, spans, "client-leaves-1")
+	if got := spanAttribute(span, "http.response.status_code"); got != "499" || span.Status().Code != codes.Unset {
+		t.Errorf("span with status code %s and status %v, want 499 and unset", got, span.Status().Code)
+	}
+}
+
+// logLine is the log line of the request with the Request-Id id, decoded, once written.
+func logLine(t *testing.T, b *testBundle, id string) map[string]any {
+	t.Helper()
+	var line map[string]any
+	waitUntil(t, func() bool {
+		for _, l := range strings.Split(b.logs.String(), "\n") {
+			if strings.Contains(l, `"msg":"request"`) && strings.Contains(l, `"request_id":"`+id+`"`) {
+				return json.Unmarshal([]byte(l), &line) == nil
+			}
+		}
+		return false
+	})
+	return line
 }
 
 // TestJSONBodiesEndWithANewline: a created payment, its replay, a read of it and a problem

@@ -75,9 +75,9 @@ func canceled(ctx context.Context, err error) bool {
 	return errors.Is(err, context.Canceled) && errors.Is(ctx.Err(), context.Canceled)
 }
 
-// statusClientGone is what the log records for a request whose client left before its
-// answer, after nginx's 499: no such status is ever sent. clientGoneKey marks such a request
-// in its echo.Context, for the logger.
+// statusClientGone is what the log, the metrics and the span record for a request whose
+// client left before its answer, after nginx's 499: no such status is ever sent.
+// clientGoneKey marks such a request in its echo.Context (see answeredStatus).
 const (
 	statusClientGone = 499
 	clientGoneKey    = "client_gone"
@@ -85,8 +85,8 @@ const (
 
 // observeRequests records every request once it has been answered: its duration and status
 // in the metrics, under its route template, and one structured line in the log. It hands an
-// error to the error handler itself, so both record the status the client got (or 499 in
-// the log, when it left first), not a guess from the error. One layer does both, with one
+// error to the error handler itself, so both record the status the client got (or 499,
+// when it left first), not a guess from the error. One layer does both, with one
 // clock, since they measure the same thing.
 func (s *Server) observeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
@@ -96,10 +96,20 @@ func (s *Server) observeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 			c.Error(err)
 		}
 		elapsed := time.Since(start)
-		s.metrics.ObserveRequest(c.Request().Method, s.routeTemplate(c), c.Response().Status, elapsed)
+		s.metrics.ObserveRequest(c.Request().Method, s.routeTemplate(c), answeredStatus(c), elapsed)
 		s.logRequest(c, elapsed)
 		return err
 	}
+}
+
+// answeredStatus is the status the metrics, the log and the span record for a request that
+// has been answered: the one sent, or 499 when the client left first. Its 503 went to nobody,
+// and counted as a failure of ours it would page someone for a client's own timeout.
+func answeredStatus(c echo.Context) int {
+	if c.Get(clientGoneKey) == true {
+		return statusClientGone
+	}
+	return c.Response().Status
 }
 
 // logRequest writes the request's line, at info.
@@ -108,20 +118,17 @@ func (s *Server) logRequest(c echo.Context, elapsed time.Duration) {
 	if !s.logger.Enabled(ctx, slog.LevelInfo) {
 		return // LOG_LEVEL=warn or error: no request lines (and no debug decisions)
 	}
-	status, gone := c.Response().Status, c.Get(clientGoneKey) == true
-	if gone {
-		status = statusClientGone
-	}
+	status := answeredStatus(c)
 	// Room for every attribute below, so the optional ones are appended on the stack
 	// instead of growing the slice on the heap.
 	attrs := append(make([]slog.Attr, 0, 8),
 		slog.String("method", c.Request().Method),
-		slog.String("route", c.Path()),
+		slog.String("route", s.routeTemplate(c)),
 		slog.Int("status", status),
 		slog.Duration("duration", elapsed),
 		slog.String("request_id", requestIDFrom(ctx)),
 	)
-	if gone {
+	if status == statusClientGone {
 		attrs = append(attrs, slog.Bool("client_gone", true))
 	}
 	if acct, ok := authenticatedAccount(ctx); ok {

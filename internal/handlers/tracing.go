@@ -3,8 +3,11 @@ package handlers
 import (
 	"context"
 	"net/http"
+	"strconv"
 
 	"github.com/labstack/echo/v4"
+	"github.com/payments-api/payments-api/internal/contract"
+	"github.com/payments-api/payments-api/internal/metrics"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
@@ -24,12 +27,25 @@ const (
 
 // startSpan starts the request's span (Options.TracerProvider is set), as the child of the
 // client's traceparent when it sent one. The phases reported to internal/trace become its
-// children, and so do the database queries. Only the method, the route template and the
-// request id are recorded here: never a header's value, nor the body.
+// children, and so do the database queries. Only the method, the path, the route template
+// and the request id are recorded here, as OpenTelemetry's HTTP conventions name them:
+// never a header's value, the query, nor the body.
 func (s *Server) startSpan(ctx context.Context, c echo.Context, requestID string) (context.Context, oteltrace.Span) {
 	req := c.Request()
 	ctx = propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(req.Header))
-	name, attrs := req.Method, []attribute.KeyValue{semconv.HTTPRequestMethodKey.String(req.Method), requestIDKey.String(requestID)}
+	attrs := append(make([]attribute.KeyValue, 0, 6), semconv.URLScheme("http"), requestIDKey.String(requestID))
+	name := req.Method
+	if !metrics.StandardMethod(req.Method) {
+		// Any token is a method to net/http: one the conventions do not know is _OTHER, in a
+		// span named HTTP, so a client cannot choose span names.
+		name = "HTTP"
+		attrs = append(attrs, semconv.HTTPRequestMethodOther, semconv.HTTPRequestMethodOriginal(req.Method))
+	} else {
+		attrs = append(attrs, semconv.HTTPRequestMethodKey.String(req.Method))
+	}
+	if path := req.URL.EscapedPath(); len(path) <= contract.MaxEchoLength { // as a problem's instance
+		attrs = append(attrs, semconv.URLPath(path))
+	}
 	if route, ok := s.contract.Template(c.Path()); ok { // an unmatched path is the client's choice: not a name
 		name += " " + route
 		attrs = append(attrs, semconv.HTTPRoute(route))
@@ -37,12 +53,14 @@ func (s *Server) startSpan(ctx context.Context, c echo.Context, requestID string
 	return s.tracer.Start(ctx, name, oteltrace.WithSpanKind(oteltrace.SpanKindServer), oteltrace.WithAttributes(attrs...))
 }
 
-// endSpan records the status the client got and ends the span. Only a 5xx marks it failed:
-// a 4xx is the server working as documented.
+// endSpan records the status the client got (answeredStatus) and ends the span. Only a 5xx
+// marks it failed, with the status as its error.type: a 4xx is the server working as
+// documented, and a 499 is a client that stopped waiting.
 func endSpan(span oteltrace.Span, c echo.Context) {
-	status := c.Response().Status
+	status := answeredStatus(c)
 	span.SetAttributes(semconv.HTTPResponseStatusCode(status))
 	if status >= http.StatusInternalServerError {
+		span.SetAttributes(semconv.ErrorTypeKey.String(strconv.Itoa(status)))
 		span.SetStatus(codes.Error, http.StatusText(status))
 	}
 	span.End()

@@ -123,11 +123,15 @@ var standardMethods = map[string]bool{
 	http.MethodOptions: true, http.MethodTrace: true,
 }
 
+// StandardMethod reports whether method is one of RFC 9110's or PATCH: a method any other
+// signal (a span's name, say) may record as it is, where another would be the client's choice.
+func StandardMethod(method string) bool { return standardMethods[method] }
+
 // methodLabel is method if it is a standard one, and "OTHER" if not. A client may send any
 // token as a method (each answered 404 or 405), and every new label value would add a
 // histogram's series for as long as the process lives.
 func methodLabel(method string) string {
-	if standardMethods[method] {
+	if StandardMethod(method) {
 		return method
 	}
 	return "OTHER"

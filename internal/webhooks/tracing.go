@@ -1,9 +1,11 @@
 package webhooks
 
 import (
+	"cmp"
 	"context"
 	"net/http"
 	"net/url"
+	"strconv"
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
@@ -18,10 +20,14 @@ const instrumentation = "github.com/payments-api/payments-api/internal/webhooks"
 // webhookIDKey is the attempt span's webhook-id, the one the receiver sees.
 const webhookIDKey = attribute.Key("webhook.id")
 
+// defaultPorts are the ports of a webhook URL that names none.
+var defaultPorts = map[string]string{"http": "80", "https": "443"}
+
 // startSpan starts the span of one attempt, when the sender traces: a child of the job run
-// that makes it. It records where the delivery goes (the host, never the whole URL, whose
-// query a customer may have put a token in) and its webhook-id; never the body, the
-// signature or a secret. The span is nil when the sender does not trace.
+// that makes it. It records where the delivery goes (the host and port, never the whole URL,
+// whose path or query a customer may have put a token in: OpenTelemetry's url.full is left
+// out for that) and its webhook-id; never the body, the signature or a secret. The span is
+// nil when the sender does not trace.
 func (s *Sender) startSpan(ctx context.Context, m Message) (context.Context, trace.Span) {
 	if s.tracer == nil {
 		return ctx, nil
@@ -29,6 +35,11 @@ func (s *Sender) startSpan(ctx context.Context, m Message) (context.Context, tra
 	attrs := []attribute.KeyValue{semconv.HTTPRequestMethodKey.String(http.MethodPost), webhookIDKey.String(m.ID)}
 	if u, err := url.Parse(m.URL); err == nil {
 		attrs = append(attrs, semconv.ServerAddress(u.Hostname()))
+		if port := cmp.Or(u.Port(), defaultPorts[u.Scheme]); port != "" {
+			if n, err := strconv.Atoi(port); err == nil {
+				attrs = append(attrs, semconv.ServerPort(n))
+			}
+		}
 	}
 	return s.tracer.Start(ctx, "webhook.attempt", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
 }
