@@ -22,10 +22,13 @@ WHERE account_id = @account_id AND operation = @operation AND key = @key;
 -- Records the key's use, its response with it, in the operation's own transaction: queued
 -- with its COMMIT (Tx.Later). One write, of a row nobody has seen yet, where claiming the row
 -- first and storing the response later writes it twice. A plain INSERT: should a row of the
--- key exist, it fails, and the operation's effect rolls back with it.
+-- key exist, it fails, and the operation's effect rolls back with it. The TTL runs from now,
+-- as the row is written (clock_timestamp), not from the transaction's start (now()): an
+-- operation that ran longer than the TTL would otherwise commit a row already expired, and
+-- the retry it answers would run the operation a second time.
 INSERT INTO idempotency_keys (account_id, operation, key, fingerprint, response_status, response_headers, response_body, expires_at)
 VALUES (@account_id, @operation, @key, @fingerprint, @response_status, @response_headers, @response_body,
-        now() + make_interval(secs => @ttl_seconds::float8));
+        clock_timestamp() + make_interval(secs => @ttl_seconds::float8));
 
 -- name: IdempotencyKeyDeleteIfExpired :exec
 -- Makes way for a new use of an expired key: queued before its IdempotencyKeyInsert, only

@@ -201,7 +201,7 @@ func (q *Queries) IdempotencyKeyGet(ctx context.Context, arg IdempotencyKeyGetPa
 const idempotencyKeyInsert = `-- name: IdempotencyKeyInsert :exec
 INSERT INTO idempotency_keys (account_id, operation, key, fingerprint, response_status, response_headers, response_body, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7,
-        now() + make_interval(secs => $8::float8))
+        clock_timestamp() + make_interval(secs => $8::float8))
 `
 
 type IdempotencyKeyInsertParams struct {
@@ -218,7 +218,10 @@ type IdempotencyKeyInsertParams struct {
 // Records the key's use, its response with it, in the operation's own transaction: queued
 // with its COMMIT (Tx.Later). One write, of a row nobody has seen yet, where claiming the row
 // first and storing the response later writes it twice. A plain INSERT: should a row of the
-// key exist, it fails, and the operation's effect rolls back with it.
+// key exist, it fails, and the operation's effect rolls back with it. The TTL runs from now,
+// as the row is written (clock_timestamp), not from the transaction's start (now()): an
+// operation that ran longer than the TTL would otherwise commit a row already expired, and
+// the retry it answers would run the operation a second time.
 func (q *Queries) IdempotencyKeyInsert(ctx context.Context, arg IdempotencyKeyInsertParams) error {
 	_, err := q.db.Exec(ctx, idempotencyKeyInsert,
 		arg.AccountID,

@@ -144,6 +144,33 @@ func TestExpiredKeyCanBeReused(t *testing.T) {
 	}
 }
 
+// TestAKeyOutlivesAnOperationLongerThanItsTTL: a key is remembered for its TTL from when its
+// use is recorded, so an operation that ran longer than the TTL is still replayed to the retry
+// it answers, not run a second time.
+func TestAKeyOutlivesAnOperationLongerThanItsTTL(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.NewPool(t)
+	const ttl = time.Second
+	store, accountID, ctx := idempotency.NewStore(pool, ttl), seedAccount(t, pool), bounded(t)
+	req, err := idempotency.NewRequest(accountID, "payments.create", "key-slow", decode(t, `{"amount":100}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var calls int
+	op := func(db.Tx) (idempotency.Response, error) {
+		calls++
+		time.Sleep(ttl + 200*time.Millisecond) // the transaction began longer ago than the TTL
+		return idempotency.Response{Status: 201, Body: []byte(`{"run":1}`)}, nil
+	}
+	if _, err := store.Do(ctx, req, op); err != nil {
+		t.Fatal(err)
+	}
+	res, err := store.Do(ctx, req, op)
+	if err != nil || !res.Replayed || calls != 1 {
+		t.Errorf("the retry of an operation longer than the TTL: %+v, %v, %d calls; want a replay", res, err, calls)
+	}
+}
+
 // TestTheKeysRowRefusesASecondEffect: the key's lock keeps a second use of a key from
 // running while the first does, and behind it the key's primary key refuses a second row.
 // Here a use of the key commits while the operation runs, written straight to the table as
