@@ -99,6 +99,39 @@ func TestAFrozenServerIsGivenUpOn(t *testing.T) {
 	}
 }
 
+// TestAnIdleConnectionToAFrozenServerIsGivenUpOn: the pool pings a connection that sat idle
+// before lending it, and gives up on a ping the server does not answer within the ping
+// timeout (1 s), rather than hold the request that drew it until its own deadline.
+func TestAnIdleConnectionToAFrozenServerIsGivenUpOn(t *testing.T) {
+	t.Parallel()
+	// Room for a second connection: pgxpool closes the one it gave up on in the background,
+	// for up to 15 s, and only then frees its place. The second, which the pool opens once it
+	// has given up on the first, meets the frozen server too: a connect timeout of 1 s.
+	proxy, url := dbtest.NewProxy(t, dbtest.NewURL(t)+"&connect_timeout=1")
+	pool, err := db.Open(context.Background(), url, db.Options{MaxConns: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	if err := pool.Ping(context.Background()); err != nil { // the pool's one connection, idle
+		t.Fatal(err)
+	}
+	proxy.Freeze()
+	// Thawed when the test ends, so the pool's closing of the connection it gave up on ends too.
+	defer proxy.Resume()
+	time.Sleep(1100 * time.Millisecond) // idle for over a second: pgxpool pings it before lending it
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	conn, err := pool.Acquire(ctx)
+	if err == nil {
+		conn.Release()
+		t.Fatal("a connection was lent from a frozen server")
+	}
+	if ctx.Err() != nil {
+		t.Fatalf("Acquire waited out the caller's minute: %v, want the ping's and then the connect timeout's error first", err)
+	}
+}
+
 // poolBehindProxy opens a one-connection pool on databaseURL's database through a
 // dbtest.Proxy, for a test to take the database away from it.
 func poolBehindProxy(t *testing.T, databaseURL string) (*dbtest.Proxy, *pgxpool.Pool) {

@@ -20,6 +20,12 @@ const (
 	// defaultConnectTimeout bounds one attempt to open a connection (dial, TLS, startup): a
 	// frozen server accepts the TCP connection and then never answers.
 	defaultConnectTimeout = 5 * time.Second
+	// defaultPingTimeout bounds the ping with which the pool checks a connection that sat
+	// idle for over a second before lending it. Unbounded, a connection to a frozen server
+	// (a primary stopped, its replacement already promoted) held each request that drew it
+	// until the request's own deadline; bounded, the pool drops it and opens another, which
+	// a multi-host DATABASE_URL points at the new primary.
+	defaultPingTimeout = time.Second
 )
 
 // Options tunes the pool. The zero value is the server's pool: 20 connections, each
@@ -70,6 +76,9 @@ func Open(ctx context.Context, databaseURL string, opts Options) (*pgxpool.Pool,
 	}
 	if cfg.ConnConfig.ConnectTimeout == 0 {
 		cfg.ConnConfig.ConnectTimeout = defaultConnectTimeout
+	}
+	if !strings.Contains(databaseURL, "pool_ping_timeout") {
+		cfg.PingTimeout = defaultPingTimeout
 	}
 	for _, name := range []string{"statement_timeout", "idle_in_transaction_session_timeout"} {
 		if _, set := cfg.ConnConfig.RuntimeParams[name]; !set && opts.StatementTimeout > 0 {
