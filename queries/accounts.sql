@@ -30,9 +30,12 @@ VALUES (@id, @account_id, @key_hash, @prefix)
 ON CONFLICT DO NOTHING;
 
 -- name: AccountGetForUpdate :one
--- Locks the account row first thing when it is deleted: requests of the account still
--- inserting rows hold a key-share lock on it through their foreign keys, so the deletion
+-- Locks the account row first thing when it is deleted: requests of the account that have
+-- inserted rows hold a key-share lock on it through their foreign keys, so the deletion
 -- waits for them to commit, and new ones wait for the deletion (and then find no account).
+-- A request whose rows all go with its COMMIT (a create) holds no such lock until then:
+-- should the deletion commit first, that COMMIT fails on a foreign key, and the request
+-- answers 401, having recorded nothing (db.IsAccountDeleted).
 SELECT * FROM accounts WHERE id = @id FOR UPDATE;
 
 -- Deleting an account: one statement per table, children before their parents, all in one

@@ -121,9 +121,12 @@ const accountGetForUpdate = `-- name: AccountGetForUpdate :one
 SELECT id, created_at, rate_limit_default_quota, rate_limit_default_window_seconds, rate_limit_writes_quota, rate_limit_writes_window_seconds FROM accounts WHERE id = $1 FOR UPDATE
 `
 
-// Locks the account row first thing when it is deleted: requests of the account still
-// inserting rows hold a key-share lock on it through their foreign keys, so the deletion
+// Locks the account row first thing when it is deleted: requests of the account that have
+// inserted rows hold a key-share lock on it through their foreign keys, so the deletion
 // waits for them to commit, and new ones wait for the deletion (and then find no account).
+// A request whose rows all go with its COMMIT (a create) holds no such lock until then:
+// should the deletion commit first, that COMMIT fails on a foreign key, and the request
+// answers 401, having recorded nothing (db.IsAccountDeleted).
 func (q *Queries) AccountGetForUpdate(ctx context.Context, id string) (Account, error) {
 	row := q.db.QueryRow(ctx, accountGetForUpdate, id)
 	var i Account

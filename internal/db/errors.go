@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strings"
 
 	"github.com/jackc/pgerrcode"
 	"github.com/jackc/pgx/v5"
@@ -53,6 +54,16 @@ func IsRolledBack(err error) bool {
 	var pgErr *pgconn.PgError
 	return errors.As(err, &pgErr) &&
 		(pgErr.Code == pgerrcode.DeadlockDetected || pgErr.Code == pgerrcode.SerializationFailure)
+}
+
+// IsAccountDeleted reports whether err is a write refused because its account no longer
+// exists: a foreign key to accounts (each is named <table>_account_id_fkey) found no row.
+// DELETE /account can remove an account while one of its requests runs, since a request's
+// rows go with its COMMIT, after the deletion has committed.
+func IsAccountDeleted(err error) bool {
+	var pgErr *pgconn.PgError
+	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.ForeignKeyViolation &&
+		strings.HasSuffix(pgErr.ConstraintName, "_account_id_fkey")
 }
 
 // unavailableSQLState: the connection broke (class 08), the server is out of connections

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -121,5 +122,35 @@ func TestURLSettingsWin(t *testing.T) {
 	var setting string
 	if err := pool.QueryRow(context.Background(), "SHOW statement_timeout").Scan(&setting); err != nil || setting != "7s" {
 		t.Errorf("statement_timeout %q (%v), want the URL's 7s", setting, err)
+	}
+}
+
+// TestEveryForeignKeyToAnAccountIsKnownByName: IsAccountDeleted knows a write of a deleted
+// account's row by its foreign key's name, so every foreign key to accounts must have the
+// name it looks for; and a row of an account that is not there is known as one.
+func TestEveryForeignKeyToAnAccountIsKnownByName(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	pool, err := db.Open(ctx, dbtest.NewURL(t), db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer pool.Close()
+	rows, err := pool.Query(ctx, `SELECT conname FROM pg_constraint WHERE contype = 'f' AND confrelid = 'accounts'::regclass`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := pgx.CollectRows(rows, pgx.RowTo[string])
+	if err != nil || len(names) == 0 {
+		t.Fatalf("foreign keys to accounts: %v, %v", names, err)
+	}
+	for _, name := range names {
+		if !strings.HasSuffix(name, "_account_id_fkey") {
+			t.Errorf("the foreign key %s to accounts: IsAccountDeleted would not know it", name)
+		}
+	}
+	_, err = pool.Exec(ctx, `INSERT INTO api_keys (id, account_id, key_hash, prefix) VALUES ('key_x', 'acct_gone', '\x00', 'sk_test_')`)
+	if !db.IsAccountDeleted(err) {
+		t.Errorf("a row of no account: %v, want IsAccountDeleted", err)
 	}
 }

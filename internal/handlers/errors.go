@@ -72,11 +72,8 @@ var errorProblems = []errorRule{
 		p.PaymentID, p.FailureCode = e.paymentID, e.failureCode
 		return p
 	}),
-	typed(func(e *unauthorizedError) *problem {
-		p := newProblem(probUnauthorized, e.detail)
-		p.Headers.Set("WWW-Authenticate", `Bearer realm="payments-api"`)
-		return p
-	}),
+	typed(func(e *unauthorizedError) *problem { return unauthorizedProblem(e.detail) }),
+	accountDeleted,
 	typed(func(e *notFoundError) *problem { return newProblem(probNotFound, e.detail) }),
 	typed(bodyProblem),
 	typed(unavailableProblem),
@@ -103,6 +100,23 @@ func databaseUnavailable(err error) *problem {
 	}
 	return unavailableProblem(unavailable(retryAfterUnavailable,
 		"The database could not be reached or did not answer in time. Retry after Retry-After seconds (a POST with the same Idempotency-Key)."))
+}
+
+// accountDeleted is the row for a write refused because its account was deleted while the
+// request ran (db.IsAccountDeleted): nothing of the request committed, and the key that
+// authenticated it went with the account, so it answers the 401 its retry would get.
+func accountDeleted(err error) *problem {
+	if !db.IsAccountDeleted(err) {
+		return nil
+	}
+	return unauthorizedProblem("The account was deleted while this request ran; nothing of the request was recorded.")
+}
+
+// unauthorizedProblem is a 401 with its challenge.
+func unauthorizedProblem(detail string) *problem {
+	p := newProblem(probUnauthorized, detail)
+	p.Headers.Set("WWW-Authenticate", `Bearer realm="payments-api"`)
+	return p
 }
 
 // transactionRolledBack is the row for a transaction PostgreSQL rolled back to break a

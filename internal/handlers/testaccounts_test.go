@@ -3,6 +3,7 @@ package handlers_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -308,6 +309,34 @@ func TestDeletingADeletedAccountIs401(t *testing.T) {
 	}
 	if res := there.Do(http.MethodDelete, "/account", nil); res.Status != http.StatusUnauthorized {
 		t.Errorf("DELETE /account again, elsewhere: %d %s, want 401", res.Status, res.Body)
+	}
+}
+
+// TestACreateWhoseAccountIsDeletedMeanwhileAnswers401: a create's rows go with its COMMIT,
+// so DELETE /account does not wait for a create still charging, and the create's COMMIT then
+// finds no account. It answers 401, as its retry does, having recorded nothing; not a 500.
+func TestACreateWhoseAccountIsDeletedMeanwhileAnswers401(t *testing.T) {
+	t.Parallel()
+	gate := newGatedProcessor()
+	b := setup(t, withProcessor(gate))
+	t.Cleanup(gate.open) // before the server closes: Close waits for the held request
+	doomed, doomedID := throwaway(t, b.client)
+	created := make(chan *apitest.Response, 1)
+	go func() { created <- doomed.Post("/payments", visa(100), apitest.Header("Idempotency-Key", newKey())) }()
+	gate.waitCharging(t)
+	if res := doomed.Do(http.MethodDelete, "/account", nil); res.Status != http.StatusNoContent {
+		t.Fatalf("DELETE /account: %d %s", res.Status, res.Body)
+	}
+	gate.open()
+	res := <-created
+	if res.Status != http.StatusUnauthorized || res.Problem(t).Type != "/problems/unauthorized" || res.Header.Get("WWW-Authenticate") == "" {
+		t.Errorf("the create: %d %s, want a 401 problem with its challenge", res.Status, res.Body)
+	}
+	if n := b.count(t, `SELECT count(*) FROM payments WHERE account_id = $1`, doomedID); n != 0 {
+		t.Errorf("%d payments of the deleted account", n)
+	}
+	if strings.Contains(b.logs.String(), `"level":"ERROR"`) {
+		t.Errorf("logged as an internal error:\n%s", b.logs.String())
 	}
 }
 
