@@ -386,6 +386,8 @@ func TestRateLimitUnauthenticatedBehindProxy(t *testing.T) {
 	}{
 		{"proxy trusted", []netip.Prefix{netip.MustParsePrefix("127.0.0.1/32")}, http.StatusUnauthorized, http.StatusOK},
 		{"no proxy", nil, http.StatusTooManyRequests, http.StatusTooManyRequests},
+		// Only the proxies named are trusted: not loopback, which echo would trust by default.
+		{"another proxy trusted", []netip.Prefix{netip.MustParsePrefix("10.9.9.9/32")}, http.StatusTooManyRequests, http.StatusTooManyRequests},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
