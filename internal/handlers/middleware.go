@@ -158,6 +158,7 @@ func (s *Server) authenticate(next echo.HandlerFunc) echo.HandlerFunc {
 		var scheme, key string
 		if fields := c.Request().Header[fieldAuthorization]; len(fields) == 1 { // two name no one key
 			scheme, key, _ = strings.Cut(fields[0], " ")
+			key = strings.TrimLeft(key, " ") // the scheme and the key are apart by one space or more
 		}
 		if !strings.EqualFold(scheme, "Bearer") || key == "" {
 			return s.limits.failWithoutKey(c)

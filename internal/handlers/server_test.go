@@ -55,6 +55,11 @@ func TestAuthentication(t *testing.T) {
 			t.Errorf("accounts %q and %q: want two distinct acct_ ids", one.ID, two.ID)
 		}
 	})
+	t.Run("valid key after more than one space", func(t *testing.T) { // 1*SP, RFC 6750 section 2.1
+		if res := b.client.Get("/account", apitest.Header("Authorization", "Bearer   "+testKey)); res.Status != http.StatusOK {
+			t.Errorf("three spaces: %d %s", res.Status, res.Body)
+		}
+	})
 	t.Run("public operations need no key", func(t *testing.T) {
 		for _, path := range []string{"/healthz", "/readyz", "/openapi.yaml", "/openapi.json", "/problems/not-found", "/docs", "/"} {
 			if res := b.client.Get(path, apitest.NoAuth()); res.Status != http.StatusOK {
