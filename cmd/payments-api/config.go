@@ -164,6 +164,11 @@ func (c config) works() bool  { return c.ProcessRole != roleAPI }
 // loadConfig parses and validates environ (os.Environ's map). A bad value is an error that
 // names the variable, so the process stops at once with a message an operator can act on.
 func loadConfig(environ map[string]string) (config, error) {
+	if mode, set := environ["RUN_MODE"]; set && mode == "" {
+		// The env library takes an empty value for an unset one, which here means the
+		// sandbox: a deployment whose RUN_MODE came out empty would open every sandbox door.
+		return config{}, errors.New("RUN_MODE: set but empty; say sandbox or production (unset means sandbox)")
+	}
 	cfg, err := env.ParseAsWithOptions[config](env.Options{Environment: environ})
 	if err != nil {
 		return config{}, nameVariables(err)

@@ -333,9 +333,11 @@ func TestRunModeDefaults(t *testing.T) {
 			t.Errorf("RUN_MODE=production with %s=true: %v, want an error naming it", door, err)
 		}
 	}
-	for _, bad := range []map[string]string{{"RUN_MODE": "staging"}, {"RUN_MODE": "production", "METRICS_ADDR": "9090"}} {
-		if _, err := loadConfig(bad); err == nil {
-			t.Errorf("%v: accepted", bad)
+	// An empty RUN_MODE is refused, not taken for the default: a manifest whose ${MODE} came
+	// out empty must not open the sandbox's doors.
+	for _, bad := range []map[string]string{{"RUN_MODE": "staging"}, {"RUN_MODE": ""}, {"RUN_MODE": "production", "METRICS_ADDR": "9090"}} {
+		if _, err := loadConfig(bad); err == nil || !strings.Contains(err.Error(), "RUN_MODE") && bad["METRICS_ADDR"] == "" {
+			t.Errorf("%v: %v, want an error naming RUN_MODE", bad, err)
 		}
 	}
 }
