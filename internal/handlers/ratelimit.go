@@ -123,8 +123,11 @@ func (l *rateLimiter) lookUpKey(c echo.Context, key string, find func(context.Co
 			return db.Account{}, l.refused(c, v.(keyLookup).failures, err)
 		case errors.Is(err, domain.ErrNotFound):
 			h := v.(keyLookup).failures
-			if !led { // each request with a wrong key is a failed authentication
-				h, _, _ = l.SpendFailure(ip)
+			if !led { // each request with a wrong key is a failed authentication, refused past the quota
+				var spent error
+				if h, _, spent = l.SpendFailure(ip); spent != nil {
+					return db.Account{}, l.refused(c, h, spent)
+				}
 			}
 			h.Set(c.Response().Header())
 			return db.Account{}, errUnknownAPIKey

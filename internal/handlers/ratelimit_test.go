@@ -534,6 +534,39 @@ func TestRateLimitUnauthenticatedGoodKeyAtOnce(t *testing.T) {
 	}
 }
 
+// TestRateLimitUnauthenticatedWrongKeyAtOnce: requests sent at once from one address with
+// the same wrong key share one lookup, but each is a failed authentication of its own, so
+// once the address's failures are used up the rest are refused with 429, as they would be
+// one after another. The test holds the lookup on a lock until every request has reached it.
+func TestRateLimitUnauthenticatedWrongKeyAtOnce(t *testing.T) {
+	t.Parallel()
+	const n = 10
+	l := limits(ratelimit.NewMemory(), "1000/1s", "1000/1s")
+	l.Unauthenticated.Rate = mustRate("1/1m")
+	spans := tracetest.NewSpanRecorder()
+	provider := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
+	b := setup(t, withLimits(l), withConfig(func(c *app.Config) { c.Tracing = provider }))
+
+	release := b.holdLocks(t, `LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE`)
+	_, wait := sendAtOnce(n, func(int) *apitest.Response {
+		return b.client.Get("/account", apitest.Header("Authorization", "Bearer sk_test_guess"))
+	})
+	b.waitUntil(t, "every request reaches its lookup", func(blocked int) bool {
+		return authsStarted(spans) == n && blocked >= 1
+	})
+	release()
+	statuses := map[int]int{}
+	for _, res := range wait() {
+		statuses[res.Status]++
+		if res.Status == http.StatusTooManyRequests && res.Header.Get("Retry-After") == "" {
+			t.Errorf("429 without Retry-After: %s", res.Body)
+		}
+	}
+	if statuses[http.StatusUnauthorized] != 1 || statuses[http.StatusTooManyRequests] != n-1 {
+		t.Errorf("%d requests with one wrong key at once, one failure allowed: %v by status; want one 401, the rest 429", n, statuses)
+	}
+}
+
 // TestRateLimitUnauthenticatedSharedLookupOfALeaver: a request that shares the key lookup of
 // a request whose client goes away looks the key up itself, instead of failing with the
 // other request's cancellation.
