@@ -22,6 +22,7 @@ type requestState struct {
 	body          []byte
 	decoded       any                 // the body as the contract decoded and checked it
 	operation     *contract.Operation // what findOperation found
+	conn          context.Context     // the request's context before its deadline (streamContext)
 	// rateLimits are the RateLimit members of the quotas the request spent, for a refusal
 	// that Prefer asks for later; rateLimitBuf holds them without an allocation.
 	rateLimits   []ratelimit.State

@@ -52,6 +52,7 @@ func (s *Server) startRequest(next echo.HandlerFunc) echo.HandlerFunc {
 		// Last, so first: a context finds a value by asking each layer in turn, newest first,
 		// and the request's state is what the middleware and handlers ask for most.
 		ctx = withRequestState(ctx, id)
+		stateFrom(ctx).conn = c.Request().Context()
 		c.SetRequest(c.Request().WithContext(ctx))
 		res.Writer = &timingWriter{ResponseWriter: res.Writer, trace: t, requestID: id}
 		return next(c)
@@ -92,12 +93,15 @@ func (s *Server) observeRequests(next echo.HandlerFunc) echo.HandlerFunc {
 	return func(c echo.Context) error {
 		start := time.Now()
 		err := next(c)
+		var cutOff error // an answer that failed after its status went out: a stream cut off
 		if err != nil && !c.Response().Committed {
 			c.Error(err)
+		} else if err != nil {
+			cutOff = err
 		}
 		elapsed := time.Since(start)
 		s.metrics.ObserveRequest(c.Request().Method, s.routeTemplate(c), answeredStatus(c), elapsed)
-		s.logRequest(c, elapsed)
+		s.logRequest(c, elapsed, cutOff)
 		return err
 	}
 }
@@ -112,10 +116,15 @@ func answeredStatus(c echo.Context) int {
 	return c.Response().Status
 }
 
-// logRequest writes the request's line, at info.
-func (s *Server) logRequest(c echo.Context, elapsed time.Duration) {
+// logRequest writes the request's line, at info; at warn, with the error, when its answer
+// was cut off after its status went out (cutOff), since the status alone says all went well.
+func (s *Server) logRequest(c echo.Context, elapsed time.Duration, cutOff error) {
 	ctx := c.Request().Context()
-	if !s.logger.Enabled(ctx, slog.LevelInfo) {
+	level := slog.LevelInfo
+	if cutOff != nil {
+		level = slog.LevelWarn
+	}
+	if !s.logger.Enabled(ctx, level) {
 		return // LOG_LEVEL=warn or error: no request lines (and no debug decisions)
 	}
 	status := answeredStatus(c)
@@ -128,6 +137,9 @@ func (s *Server) logRequest(c echo.Context, elapsed time.Duration) {
 		slog.Duration("duration", elapsed),
 		slog.String("request_id", requestIDFrom(ctx)),
 	)
+	if cutOff != nil {
+		attrs = append(attrs, slog.String("cut_off", cutOff.Error()))
+	}
 	if status == statusClientGone {
 		attrs = append(attrs, slog.Bool("client_gone", true))
 	}
@@ -139,7 +151,7 @@ func (s *Server) logRequest(c echo.Context, elapsed time.Duration) {
 	}
 	// The record goes to the handler directly, with no caller: Logger.LogAttrs would walk
 	// the stack for one on every request, for a source line the handler does not write.
-	r := slog.NewRecord(time.Now(), slog.LevelInfo, "request", 0)
+	r := slog.NewRecord(time.Now(), level, "request", 0)
 	r.AddAttrs(attrs...)
 	_ = s.logger.Handler().Handle(ctx, r) // as Logger does, a line that fails to write is dropped
 	s.logDecisions(c)

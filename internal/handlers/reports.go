@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/payments-api/payments-api/internal/api"
 	"github.com/payments-api/payments-api/internal/db"
@@ -73,18 +74,25 @@ func (s *Server) DownloadReport(ctx context.Context, req api.DownloadReportReque
 			return api.DownloadReport304Response{Headers: api.DownloadReport304ResponseHeaders{ETag: tag}}, nil
 		}
 	}
-	return reportFile{report: r, etag: tag, body: s.reports.Content(ctx, r)}, nil
+	// A large report takes a slow client longer than a request may work: the download
+	// lives as long as its connection, and each chunk's read and each write has
+	// REQUEST_TIMEOUT of its own (see streamContext).
+	stream, stop := streamContext(ctx)
+	return reportFile{report: r, etag: tag, body: s.reports.Content(stream, r, s.requestTimeout), stop: stop, writeWithin: s.requestTimeout}, nil
 }
 
 // reportFile writes a report's bytes as they are read from the database, in the format
 // they were built in; the generated JSON response would decode them into memory first.
 type reportFile struct {
-	report db.Report
-	etag   string
-	body   io.Reader
+	report      db.Report
+	etag        string
+	body        io.Reader
+	stop        context.CancelFunc // ends the context body reads with
+	writeWithin time.Duration      // each write's deadline (see streamWriter)
 }
 
 func (f reportFile) VisitDownloadReportResponse(w http.ResponseWriter) error {
+	defer f.stop()
 	contentType := "text/csv; charset=utf-8; header=present"
 	if f.report.Format == reports.FormatJSON {
 		contentType = "application/json"
@@ -94,6 +102,6 @@ func (f reportFile) VisitDownloadReportResponse(w http.ResponseWriter) error {
 	w.Header().Set("ETag", f.etag)
 	w.Header().Set("Content-Disposition", fmt.Sprintf(`attachment; filename="%s.%s"`, f.report.ID, f.report.Format))
 	w.WriteHeader(http.StatusOK)
-	_, err := io.Copy(w, f.body)
+	_, err := io.Copy(streamWriter{w: w, rc: http.NewResponseController(w), within: f.writeWithin}, f.body)
 	return err
 }

@@ -3,12 +3,15 @@ package handlers_test
 import (
 	"context"
 	"encoding/csv"
+	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/payments-api/payments-api/internal/app"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
 
@@ -159,6 +162,94 @@ func TestReportIsAcceptedPolledAndDownloaded(t *testing.T) {
 			t.Errorf("another account's GET %s: %d", path, res.Status)
 		}
 	}
+}
+
+// TestASlowDownloadIsNotCutOff: a large report read slowly takes longer than a request may
+// work (REQUEST_TIMEOUT) and than the server gives an answer (WRITE_TIMEOUT), but each
+// chunk's read and each write has a deadline of its own, so a client that keeps reading gets
+// the whole file.
+func TestASlowDownloadIsNotCutOff(t *testing.T) {
+	t.Parallel()
+	const requestTimeout, writeTimeout = time.Second, 1500 * time.Millisecond
+	b := setup(t, withWriteTimeout(writeTimeout), withConfig(func(c *app.Config) { c.RequestTimeout = requestTimeout }))
+	startWorkers(t, b.pool, 1000)
+	const rows = 20_000 // about 2.4 MB of CSV: 4 s at the client's pace
+	b.seedPayments(t, testKey, rows, time.Now().UTC())
+	done := waitForJob(t, b.client, requestReport(t, b.client, reportBody("payments", "csv")).ID, "succeeded")
+
+	start := time.Now()
+	dl := b.client.Via(slowClient()).Get(done.Result.DownloadURL)
+	took := time.Since(start)
+	var meta struct {
+		ByteSize int64 `json:"byte_size"`
+	}
+	b.client.Get("/reports/"+done.Result.ReportID).Decode(t, &meta)
+	if dl.Status != http.StatusOK || int64(len(dl.Body)) != meta.ByteSize || strings.Count(string(dl.Body), "\n") != rows+1 {
+		t.Errorf("download: %d, %d bytes of %d, %d lines", dl.Status, len(dl.Body), meta.ByteSize, strings.Count(string(dl.Body), "\n"))
+	}
+	if took < 2*writeTimeout {
+		t.Errorf("the download took %v, not beyond WRITE_TIMEOUT: the test shows nothing", took)
+	}
+	if strings.Contains(b.logs.String(), "cut_off") {
+		t.Fatalf("a download logged as cut off:\n%s", b.logs.String())
+	}
+
+	// A client that stops reading is cut off once a write has waited REQUEST_TIMEOUT, and the
+	// request's log line says so: its 200 alone would say all went well.
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, b.client.BaseURL+done.Result.DownloadURL, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Authorization", "Bearer "+testKey)
+	req.Header.Set("Request-Id", "stalled-download")
+	res, err := slowClient().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	if _, err := io.ReadFull(res.Body, make([]byte, 32<<10)); err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(3 * requestTimeout) // reads nothing
+	if n, err := io.Copy(io.Discard, res.Body); err == nil {
+		t.Errorf("a client that stopped reading got the rest (%d bytes)", n)
+	}
+	if line := logLine(t, b, "stalled-download"); line["level"] != "WARN" || line["cut_off"] == nil {
+		t.Errorf("a download cut off logged as %v, want a warning with cut_off", line)
+	}
+}
+
+// slowClient reads each answer 32 KiB at a time, 20 times a second, through a small socket
+// buffer: a client on a slow link.
+func slowClient() *http.Client {
+	dialer := &net.Dialer{Timeout: 5 * time.Second}
+	return &http.Client{Timeout: apitest.RequestTimeout, Transport: slowTransport{&http.Transport{
+		DisableKeepAlives: true,
+		DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+			conn, err := dialer.DialContext(ctx, network, addr)
+			if tcp, ok := conn.(*net.TCPConn); ok {
+				err = tcp.SetReadBuffer(32 << 10)
+			}
+			return conn, err
+		},
+	}}}
+}
+
+type slowTransport struct{ http.RoundTripper }
+
+func (s slowTransport) RoundTrip(req *http.Request) (*http.Response, error) {
+	res, err := s.RoundTripper.RoundTrip(req)
+	if err == nil {
+		res.Body = slowBody{res.Body}
+	}
+	return res, err
+}
+
+type slowBody struct{ io.ReadCloser }
+
+func (b slowBody) Read(p []byte) (int, error) {
+	time.Sleep(50 * time.Millisecond)
+	return b.ReadCloser.Read(p[:min(len(p), 32<<10)])
 }
 
 func TestReportJSONListsResourcesAndEmptyReportsAreValid(t *testing.T) {

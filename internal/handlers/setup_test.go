@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"log/slog"
+	"net"
 	"net/http/httptest"
 	"sync"
 	"testing"
@@ -44,12 +45,33 @@ type testSetup struct {
 	limits *ratelimit.Limits
 	logger *slog.Logger
 	cutOff bool // the database stops answering once the server is built
+	// writeTimeout is the test server's WriteTimeout, as WRITE_TIMEOUT sets the process's;
+	// zero: none.
+	writeTimeout time.Duration
 	// draining ends when the server starts shutting down (app.New's context); nil: never.
 	draining context.Context
 }
 
 // setupOption changes one thing of the server setup builds.
 type setupOption func(*testSetup)
+
+// withWriteTimeout gives the test server a WriteTimeout, as WRITE_TIMEOUT does the process,
+// and connections with a small send buffer: on loopback the kernel would otherwise take
+// megabytes of an answer at once, and a write would not wait for a slow client to read.
+func withWriteTimeout(d time.Duration) setupOption {
+	return func(s *testSetup) { s.writeTimeout = d }
+}
+
+// smallSendBuffers is a listener whose connections hold at most 64 KiB unsent.
+type smallSendBuffers struct{ net.Listener }
+
+func (l smallSendBuffers) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if tcp, ok := conn.(*net.TCPConn); ok {
+		err = tcp.SetWriteBuffer(64 << 10)
+	}
+	return conn, err
+}
 
 // withDraining builds the server with draining as its shutdown signal: the server is
 // shutting down once draining ends.
@@ -119,7 +141,12 @@ func setup(t testing.TB, opts ...setupOption) *testBundle {
 		cut()
 		a.Pool.Reset() // no connection survives
 	}
-	srv := httptest.NewServer(a.Handler)
+	srv := httptest.NewUnstartedServer(a.Handler)
+	if s.writeTimeout > 0 {
+		srv.Config.WriteTimeout = s.writeTimeout
+		srv.Listener = smallSendBuffers{srv.Listener}
+	}
+	srv.Start()
 	t.Cleanup(srv.Close)
 	client := apitest.NewClient(t, srv.URL, testKey)
 	return &testBundle{client: client, other: client.WithKey(otherKey), pool: a.Pool, dbURL: dbURL, proc: s.proc, echo: a.Handler, logs: logs}

@@ -24,14 +24,16 @@ func (s *Service) Get(ctx context.Context, accountID, id string) (db.Report, tim
 }
 
 // Content streams a report's bytes: each Read past the current chunk fetches the next one,
-// so a download holds one chunk in memory however large the report is. A report never
-// changes once it exists, so reading its chunks in separate statements is consistent.
-func (s *Service) Content(ctx context.Context, r db.Report) io.Reader {
-	return &chunkReader{ctx: ctx, pool: s.pool, accountID: r.AccountID, jobID: r.JobID, chunks: r.Chunks}
+// within readWithin, so a download holds one chunk in memory however large the report is,
+// and its reads are bounded one by one rather than all together. A report never changes
+// once it exists, so reading its chunks in separate statements is consistent.
+func (s *Service) Content(ctx context.Context, r db.Report, readWithin time.Duration) io.Reader {
+	return &chunkReader{ctx: ctx, within: readWithin, pool: s.pool, accountID: r.AccountID, jobID: r.JobID, chunks: r.Chunks}
 }
 
 type chunkReader struct {
 	ctx       context.Context
+	within    time.Duration // each chunk's read
 	pool      *pgxpool.Pool
 	accountID string
 	jobID     string
@@ -46,7 +48,9 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 			return 0, io.EOF
 		}
 		chunk := db.ReportChunkGetParams{AccountID: r.accountID, JobID: r.jobID, Seq: r.next}
-		data, err := db.Reads(r.pool).ReportChunkGet(r.ctx, chunk)
+		ctx, cancel := context.WithTimeout(r.ctx, r.within)
+		data, err := db.Reads(r.pool).ReportChunkGet(ctx, chunk)
+		cancel()
 		if err != nil {
 			return 0, fmt.Errorf("read report chunk %d of job %s: %w", r.next, r.jobID, err)
 		}

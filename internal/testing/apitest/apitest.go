@@ -78,6 +78,14 @@ func (c *Client) From(ip string) *Client {
 	return &cp
 }
 
+// Via is a copy of c that sends its requests with h: a client that reads its answers in a
+// way of its own (slowly, say). Its answers are checked against the spec as any other.
+func (c *Client) Via(h *http.Client) *Client {
+	cp := *c
+	cp.http = h
+	return &cp
+}
+
 // Option changes a request before it is sent.
 type Option func(*http.Request)
 
