@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
@@ -112,6 +113,36 @@ func TestInFlightRetriesAnswerBeforeTheWinnerCommits(t *testing.T) {
 	}
 	if calls := gate.calls.Load(); calls != 1 {
 		t.Errorf("processor charged %d times, want 1", calls)
+	}
+}
+
+// TestOneKeyInTwoAccountsIsTwoKeys: a key is the account's own, so another account using the
+// same key while the first account's use is in flight is not answered 409: it charges too.
+// The first request is held inside its transaction while the second arrives.
+func TestOneKeyInTwoAccountsIsTwoKeys(t *testing.T) {
+	t.Parallel()
+	gate := newGatedProcessor()
+	b := setup(t, withProcessor(gate))
+	t.Cleanup(gate.open) // before the server closes: Close waits for the held requests
+	key := apitest.Header("Idempotency-Key", newKey())
+
+	first := make(chan *apitest.Response, 1)
+	go func() { first <- b.client.Post("/payments", visa(700), key) }()
+	gate.waitCharging(t)
+	second := make(chan *apitest.Response, 1)
+	go func() { second <- b.other.Post("/payments", visa(700), key) }()
+	for gate.calls.Load() < 2 { // the second account's request reaches its charge
+		select {
+		case res := <-second:
+			t.Fatalf("the other account's use of the key while the first's is in flight: %d %s, want it charged", res.Status, res.Body)
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	gate.open()
+	for _, res := range []*apitest.Response{<-first, <-second} {
+		if res.Status != http.StatusCreated || res.Header.Get("Idempotent-Replayed") != "" {
+			t.Errorf("%d %s, want each account's own 201", res.Status, res.Body)
+		}
 	}
 }
 
