@@ -88,13 +88,21 @@ func (d *Deliverer) Attempt(ctx context.Context, accountID, deliveryID string, e
 	}
 	res := d.sender.Send(ctx, Message{URL: endpoint.Url, ID: delivery.ID, Body: body, Secrets: SigningSecrets(endpoint, now)}, now)
 	d.observe(res)
+	// Recorded even when the job's context ended while the request was out (the process
+	// stopping): the receiver may have had it, and the attempts must say so, as the metrics
+	// and the span do. The record is bounded on its own.
+	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWithin)
+	defer cancel()
 	var next *time.Time
-	err = db.InTx(ctx, d.pool, func(tx db.Tx) error {
-		next, err = d.record(ctx, tx, delivery, now, res, end)
+	err = db.InTx(recordCtx, d.pool, func(tx db.Tx) error {
+		next, err = d.record(recordCtx, tx, delivery, now, res, end)
 		return err
 	})
 	return next, err
 }
+
+// recordWithin bounds the transaction that records an attempt once it has been made.
+const recordWithin = 10 * time.Second
 
 // finish ends the job of a delivery that needs no attempt now: it is over, its endpoint is
 // disabled (it then fails), or its next attempt is not due. It decides on the delivery's

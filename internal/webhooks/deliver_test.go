@@ -164,6 +164,25 @@ func TestDeliveredOnTheThirdAttemptWithOneWebhookID(t *testing.T) {
 	}
 }
 
+// TestAnAttemptCutOffByItsJobIsRecorded: an attempt whose job is stopped while the receiver
+// holds the request (the process shutting down) is still recorded, failed, and its retry
+// scheduled: the receiver had the request, and the delivery's attempts say so, as the
+// metrics and the span do.
+func TestAnAttemptCutOffByItsJobIsRecorded(t *testing.T) {
+	ctx, stop := context.WithCancel(context.Background())
+	b := setupDelivery(t, func(_ http.ResponseWriter, r *http.Request) {
+		stop() // the job's context ends while the receiver holds its request
+		<-r.Context().Done()
+	}, webhooks.Schedule{time.Hour})
+	next, err := b.deliverer.Attempt(ctx, b.accountID, b.deliveryID, nil)
+	if err != nil || next == nil {
+		t.Fatalf("next %v, err %v; want the attempt recorded and the next one scheduled", next, err)
+	}
+	if d := b.delivery(t); d.Status != webhooks.StatusPending || len(d.Attempts) != 1 || d.Attempts[0].Error == nil {
+		t.Errorf("delivery %s with attempts %+v, want one failed attempt recorded", d.Status, d.Attempts)
+	}
+}
+
 // TestAnAttemptBeforeItsTimeWaits: a job run again before its delivery's retry is due (its
 // process died after recording the previous attempt) sends nothing and returns the time.
 func TestAnAttemptBeforeItsTimeWaits(t *testing.T) {
