@@ -498,31 +498,34 @@ func TestRateLimitUnauthenticatedGuessesAtOnce(t *testing.T) {
 	}
 }
 
-// TestRateLimitUnauthenticatedGoodKeyAtOnce: requests sent at once from one address with a
-// good key that is not cached share one lookup, which spends one failed authentication and
-// gives it back, so none of them is refused however few failures the address has left. The
-// test holds the lookup on a lock until every request has reached it.
-func TestRateLimitUnauthenticatedGoodKeyAtOnce(t *testing.T) {
-	t.Parallel()
-	const n = 10
+// lookupsHeldTogether starts a server that allows each address one failed authentication,
+// sends n requests at once with send, holds the key lookup on a lock until every request has
+// reached it, then lets go, and returns the server and the answers in order.
+func lookupsHeldTogether(t *testing.T, n int, send func(b *testBundle) *apitest.Response) (*testBundle, []*apitest.Response) {
+	t.Helper()
 	l := limits(ratelimit.NewMemory(), "1000/1s", "1000/1s")
 	l.Unauthenticated.Rate = mustRate("1/1m")
-	spans := tracetest.NewSpanRecorder()
-	provider := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	b := setup(t, withLimits(l), withConfig(func(c *app.Config) { c.Tracing = provider }))
-
+	b, spans := setupTraced(t, withLimits(l))
 	release := b.holdLocks(t, `LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE`)
-	_, wait := sendAtOnce(n, func(int) *apitest.Response {
-		return b.other.Get("/account") // otherKey's first use: it is not cached
-	})
+	_, wait := sendAtOnce(n, func(int) *apitest.Response { return send(b) })
 	// Each request starts its auth span before it looks for its key; one lookup waits for
 	// the lock, and the others wait for it or were refused.
 	b.waitUntil(t, "every request reaches its lookup", func(blocked int) bool {
 		return authsStarted(spans) == n && blocked >= 1
 	})
 	release()
-	responses := wait()
+	return b, wait()
+}
 
+// TestRateLimitUnauthenticatedGoodKeyAtOnce: requests sent at once from one address with a
+// good key that is not cached share one lookup, which spends one failed authentication and
+// gives it back, so none of them is refused however few failures the address has left.
+func TestRateLimitUnauthenticatedGoodKeyAtOnce(t *testing.T) {
+	t.Parallel()
+	const n = 10
+	b, responses := lookupsHeldTogether(t, n, func(b *testBundle) *apitest.Response {
+		return b.other.Get("/account") // otherKey's first use: it is not cached
+	})
 	for i, res := range responses {
 		if res.Status != http.StatusOK {
 			t.Errorf("request %d of %d with a good key: %d %s", i+1, n, res.Status, res.Body)
@@ -537,26 +540,15 @@ func TestRateLimitUnauthenticatedGoodKeyAtOnce(t *testing.T) {
 // TestRateLimitUnauthenticatedWrongKeyAtOnce: requests sent at once from one address with
 // the same wrong key share one lookup, but each is a failed authentication of its own, so
 // once the address's failures are used up the rest are refused with 429, as they would be
-// one after another. The test holds the lookup on a lock until every request has reached it.
+// one after another.
 func TestRateLimitUnauthenticatedWrongKeyAtOnce(t *testing.T) {
 	t.Parallel()
 	const n = 10
-	l := limits(ratelimit.NewMemory(), "1000/1s", "1000/1s")
-	l.Unauthenticated.Rate = mustRate("1/1m")
-	spans := tracetest.NewSpanRecorder()
-	provider := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	b := setup(t, withLimits(l), withConfig(func(c *app.Config) { c.Tracing = provider }))
-
-	release := b.holdLocks(t, `LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE`)
-	_, wait := sendAtOnce(n, func(int) *apitest.Response {
+	_, responses := lookupsHeldTogether(t, n, func(b *testBundle) *apitest.Response {
 		return b.client.Get("/account", apitest.Header("Authorization", "Bearer sk_test_guess"))
 	})
-	b.waitUntil(t, "every request reaches its lookup", func(blocked int) bool {
-		return authsStarted(spans) == n && blocked >= 1
-	})
-	release()
 	statuses := map[int]int{}
-	for _, res := range wait() {
+	for _, res := range responses {
 		statuses[res.Status]++
 		if res.Status == http.StatusTooManyRequests && res.Header.Get("Retry-After") == "" {
 			t.Errorf("429 without Retry-After: %s", res.Body)
