@@ -19,7 +19,9 @@ import (
 //     before a 503, so its answer goes back to the caller.
 //
 // The request sent again is the same, its Idempotency-Key included. An answer without a valid
-// Retry-After, or with one longer than MaxWait, goes back to the caller.
+// Retry-After, or with one longer than MaxWait or than the request has left (its context's
+// deadline, http.Client.Timeout's among them), goes back to the caller at once: a wait the
+// deadline would cut short would end in a timeout, and the answer, problem and all, be lost.
 type RetryAfter struct {
 	// Next sends the requests; http.DefaultTransport when nil.
 	Next http.RoundTripper
@@ -51,7 +53,7 @@ func (t *RetryAfter) RoundTrip(req *http.Request) (*http.Response, error) {
 			return res, err
 		}
 		wait, ok := retryAfter(res.Header.Get("Retry-After"), time.Now())
-		if !ok || wait > maxWait || (req.Body != nil && req.GetBody == nil) {
+		if !ok || wait > maxWait || outlives(req.Context(), wait) || (req.Body != nil && req.GetBody == nil) {
 			return res, nil
 		}
 		if t.OnRetry != nil {
@@ -98,6 +100,13 @@ func retryAfter(value string, now time.Time) (time.Duration, bool) {
 		return max(at.Sub(now), 0), true
 	}
 	return 0, false
+}
+
+// outlives reports whether a wait of d would reach ctx's deadline: the retry could not be
+// sent in time.
+func outlives(ctx context.Context, d time.Duration) bool {
+	deadline, ok := ctx.Deadline()
+	return ok && time.Until(deadline) <= d
 }
 
 // rewind is req with a fresh copy of its body, to send it again.

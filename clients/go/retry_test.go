@@ -85,6 +85,44 @@ func TestRetryAfterGivesUp(t *testing.T) {
 	}
 }
 
+// An answer whose Retry-After the request's deadline would cut short goes back at once, 429
+// and all, rather than a timeout at the deadline: whether the deadline is http.Client's or
+// the context's.
+func TestRetryAfterReturnsWhatItCannotWaitOut(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		calls.Add(1)
+		w.Header().Set("Retry-After", "8")
+		w.WriteHeader(http.StatusTooManyRequests)
+	}))
+	defer srv.Close()
+	for name, tc := range map[string]struct {
+		clientTimeout, contextTimeout time.Duration
+	}{
+		"http.Client.Timeout": {5 * time.Second, 0},
+		"the context's":       {0, 5 * time.Second},
+	} {
+		calls.Store(0)
+		ctx := t.Context()
+		if tc.contextTimeout > 0 {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, tc.contextTimeout)
+			defer cancel()
+		}
+		client := &http.Client{Timeout: tc.clientTimeout, Transport: &RetryAfter{MaxWait: time.Minute}}
+		req, _ := http.NewRequestWithContext(ctx, http.MethodGet, srv.URL, nil)
+		began := time.Now()
+		res, err := client.Do(req)
+		if err != nil {
+			t.Fatalf("%s: %v after %s, want the 429 at once", name, err, time.Since(began))
+		}
+		res.Body.Close()
+		if res.StatusCode != http.StatusTooManyRequests || calls.Load() != 1 {
+			t.Errorf("%s: %d after %d calls, want the 429 after 1", name, res.StatusCode, calls.Load())
+		}
+	}
+}
+
 // A 429 is always sent again; a 409 or a 503 only when sending it again cannot do the work
 // twice: a safe method, or an Idempotency-Key the server replays.
 func TestRetryAfterRetriesOnlyWhatIsSafeToSendAgain(t *testing.T) {

@@ -67,8 +67,9 @@ export interface RetryOptions {
  *   so its answer goes back to the caller.
  *
  * The request sent again is the same, its Idempotency-Key included. An answer without a valid
- * Retry-After, or with one longer than maxWaitMs, goes back to the caller. When the request's
- * signal aborts during a wait, the wait ends at once, rejecting with the signal's reason.
+ * Retry-After, or with one longer than maxWaitMs (or than setTimeout can wait, about 24.8
+ * days), goes back to the caller. When the request's signal aborts during a wait, the wait
+ * ends at once, rejecting with the signal's reason.
  */
 export function retryAfter(next: Fetch = globalThis.fetch, options: RetryOptions = {}): Fetch {
   const { maxRetries = 3, maxWaitMs = 10_000, onRetry } = options;
@@ -76,7 +77,7 @@ export function retryAfter(next: Fetch = globalThis.fetch, options: RetryOptions
     for (let retry = 0; ; retry++) {
       const response = await next(request.clone(), init);
       const waitMs = retryAfterMs(response.headers.get("Retry-After"), Date.now());
-      if (retry >= maxRetries || !maySendAgain(request, response.status) || waitMs === undefined || waitMs > maxWaitMs) {
+      if (retry >= maxRetries || !maySendAgain(request, response.status) || waitMs === undefined || waitMs > Math.min(maxWaitMs, longestTimeout)) {
         return response;
       }
       onRetry?.(response, waitMs);
@@ -85,6 +86,9 @@ export function retryAfter(next: Fetch = globalThis.fetch, options: RetryOptions
     }
   };
 }
+
+/** The longest delay setTimeout keeps: a longer one fires at once, with a warning. */
+const longestTimeout = 2 ** 31 - 1;
 
 /**
  * maySendAgain says whether an answer with this status may be retried with request as it is.

@@ -65,6 +65,12 @@ test("a Retry-After longer than maxWaitMs, or not one, goes back to the caller",
   }
 });
 
+test("a Retry-After longer than setTimeout can wait goes back, whatever maxWaitMs says", async () => {
+  const next = answersOnce(429, "2592000"); // 30 days
+  const response = await retryAfter(next, { maxWaitMs: Infinity })(new Request(url));
+  assert.deepEqual([response.status, next.calls], [429, 1]);
+});
+
 test("every attempt gets fetch's second argument", async () => {
   const inits: unknown[] = [];
   const init = { dispatcher: "the caller's" } as RequestInit;
