@@ -124,15 +124,18 @@ SELECT * FROM webhook_deliveries
 WHERE account_id = @account_id AND id = @id;
 
 -- name: WebhookAttemptListByDeliveries :many
--- The attempts of a page of deliveries, each delivery's read by its key. OFFSET 0 keeps the
--- subquery apart: folded into a join, or written delivery_id = ANY (...), a generic plan
--- may read all the account's attempts and keep the page's.
+-- The latest attempts of a page of deliveries, at most @per_delivery of each, read by the
+-- delivery's key from its last attempt back: every redelivery adds attempts to the same
+-- delivery, so a page must not grow with them. The LIMIT keeps the subquery apart: folded
+-- into a join, or written delivery_id = ANY (...), a generic plan may read all the account's
+-- attempts and keep the page's.
 SELECT attempts.*
 FROM unnest(@delivery_ids::text[]) AS page (delivery_id)
 CROSS JOIN LATERAL (
     SELECT * FROM webhook_attempts
     WHERE webhook_attempts.account_id = @account_id AND webhook_attempts.delivery_id = page.delivery_id
-    OFFSET 0
+    ORDER BY webhook_attempts.attempt DESC
+    LIMIT @per_delivery
 ) attempts
 ORDER BY attempts.delivery_id, attempts.attempt;
 

@@ -1102,7 +1102,11 @@ type WebhookAttempt struct {
 // attempt. `pending` until an attempt gets a 2xx (`succeeded`) or the retry schedule is
 // used up, the address is refused or the endpoint is disabled (`failed`).
 type WebhookDelivery struct {
-	// Attempts Every attempt so far, oldest first.
+	// AttemptCount How many attempts the delivery has had, redeliveries' included.
+	AttemptCount int `json:"attempt_count"`
+
+	// Attempts The latest 20 attempts, oldest first (all of them while there are no more): every
+	// redelivery adds to the same delivery's attempts, and `attempt_count` counts them all.
 	Attempts   []WebhookAttempt `json:"attempts"`
 	CreatedAt  time.Time        `json:"created_at"`
 	EndpointId string           `json:"endpoint_id"`

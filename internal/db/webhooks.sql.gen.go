@@ -44,7 +44,8 @@ FROM unnest($1::text[]) AS page (delivery_id)
 CROSS JOIN LATERAL (
     SELECT delivery_id, attempt, attempted_at, duration_ms, response_status, error, account_id FROM webhook_attempts
     WHERE webhook_attempts.account_id = $2 AND webhook_attempts.delivery_id = page.delivery_id
-    OFFSET 0
+    ORDER BY webhook_attempts.attempt DESC
+    LIMIT $3
 ) attempts
 ORDER BY attempts.delivery_id, attempts.attempt
 `
@@ -52,13 +53,16 @@ ORDER BY attempts.delivery_id, attempts.attempt
 type WebhookAttemptListByDeliveriesParams struct {
 	DeliveryIds []string
 	AccountID   string
+	PerDelivery int32
 }
 
-// The attempts of a page of deliveries, each delivery's read by its key. OFFSET 0 keeps the
-// subquery apart: folded into a join, or written delivery_id = ANY (...), a generic plan
-// may read all the account's attempts and keep the page's.
+// The latest attempts of a page of deliveries, at most @per_delivery of each, read by the
+// delivery's key from its last attempt back: every redelivery adds attempts to the same
+// delivery, so a page must not grow with them. The LIMIT keeps the subquery apart: folded
+// into a join, or written delivery_id = ANY (...), a generic plan may read all the account's
+// attempts and keep the page's.
 func (q *Queries) WebhookAttemptListByDeliveries(ctx context.Context, arg WebhookAttemptListByDeliveriesParams) ([]WebhookAttempt, error) {
-	rows, err := q.db.Query(ctx, webhookAttemptListByDeliveries, arg.DeliveryIds, arg.AccountID)
+	rows, err := q.db.Query(ctx, webhookAttemptListByDeliveries, arg.DeliveryIds, arg.AccountID, arg.PerDelivery)
 	if err != nil {
 		return nil, err
 	}

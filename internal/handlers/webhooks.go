@@ -227,6 +227,7 @@ func deliveryResources(rows []webhooks.Delivery) []api.WebhookDelivery {
 			EventType:     api.EventType(d.EventType),
 			Status:        api.WebhookDeliveryStatus(d.Status),
 			NextAttemptAt: nullable.NewNullNullable[time.Time](),
+			AttemptCount:  int(d.AttemptCount),
 			Attempts:      make([]api.WebhookAttempt, len(d.Attempts)),
 			CreatedAt:     d.CreatedAt.UTC(),
 			UpdatedAt:     d.UpdatedAt.UTC(),

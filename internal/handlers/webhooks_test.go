@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"context"
 	"net/http"
 	"strings"
 	"testing"
@@ -22,12 +23,13 @@ type endpoint struct {
 
 // delivery is the part of a webhook delivery body the tests read.
 type delivery struct {
-	ID         string `json:"id"`
-	EndpointID string `json:"endpoint_id"`
-	EventID    string `json:"event_id"`
-	EventType  string `json:"event_type"`
-	Status     string `json:"status"`
-	Attempts   []struct {
+	ID           string `json:"id"`
+	EndpointID   string `json:"endpoint_id"`
+	EventID      string `json:"event_id"`
+	EventType    string `json:"event_type"`
+	Status       string `json:"status"`
+	AttemptCount int    `json:"attempt_count"`
+	Attempts     []struct {
 		Attempt        int     `json:"attempt"`
 		ResponseStatus *int    `json:"response_status"`
 		Error          *string `json:"error"`
@@ -367,6 +369,32 @@ func TestEventsFanOutToSubscribedEnabledEndpoints(t *testing.T) {
 	}
 	if ds := deliveries(t, b.other, foreign.ID); len(ds) != 0 {
 		t.Errorf("another account's endpoint got %+v", ds)
+	}
+}
+
+// TestADeliveryShowsItsLatestAttempts: every redelivery adds attempts to the same delivery, so
+// a delivery is listed with its latest 20 only, and attempt_count counts them all: a page of
+// deliveries does not grow with redeliveries.
+func TestADeliveryShowsItsLatestAttempts(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e, _ := createEndpoint(t, b.client, publicURL, "*")
+	createPayment(t, b.client, 1200)
+	const made = 25
+	if _, err := b.pool.Exec(context.Background(), `
+		WITH d AS (UPDATE webhook_deliveries SET attempt_count = $2 WHERE endpoint_id = $1 RETURNING account_id, id)
+		INSERT INTO webhook_attempts (account_id, delivery_id, attempt, attempted_at, duration_ms, response_status)
+		SELECT d.account_id, d.id, g, now(), 1, 500 FROM d, generate_series(1, $2) g`, e.ID, made); err != nil {
+		t.Fatal(err)
+	}
+	ds := deliveries(t, b.client, e.ID)
+	if len(ds) != 1 || ds[0].AttemptCount != made || len(ds[0].Attempts) != 20 {
+		t.Fatalf("deliveries %+v, want one with attempt_count %d and 20 attempts", ds, made)
+	}
+	for i, a := range ds[0].Attempts {
+		if a.Attempt != made-20+1+i {
+			t.Fatalf("attempt %d is number %d, want the latest 20 oldest first", i, a.Attempt)
+		}
 	}
 }
 

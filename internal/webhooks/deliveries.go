@@ -14,8 +14,13 @@ import (
 type Delivery struct {
 	db.WebhookDelivery
 	EventType string
-	Attempts  []db.WebhookAttempt
+	Attempts  []db.WebhookAttempt // the latest AttemptsShown, oldest first; AttemptCount counts all
 }
+
+// AttemptsShown is how many of a delivery's attempts it is read with, the latest: each
+// redelivery adds to the same delivery's attempts, and a page of deliveries must not grow
+// with them.
+const AttemptsShown = 20
 
 // ListDeliveries returns one page of an endpoint's deliveries, newest first, each with its
 // attempts, and whether another page follows.
@@ -46,7 +51,7 @@ func (s *Service) ListDeliveries(ctx context.Context, accountID, endpointID stri
 	return deliveries, hasMore, withAttempts(ctx, q, accountID, deliveries)
 }
 
-// withAttempts fills in the attempts of the account's deliveries with one query.
+// withAttempts fills in the latest attempts of the account's deliveries with one query.
 func withAttempts(ctx context.Context, q *db.Queries, accountID string, deliveries []Delivery) error {
 	ids := make([]string, len(deliveries))
 	byID := make(map[string]*Delivery, len(deliveries))
@@ -55,7 +60,7 @@ func withAttempts(ctx context.Context, q *db.Queries, accountID string, deliveri
 		deliveries[i].Attempts = []db.WebhookAttempt{}
 		byID[deliveries[i].ID] = &deliveries[i]
 	}
-	page := db.WebhookAttemptListByDeliveriesParams{AccountID: accountID, DeliveryIds: ids}
+	page := db.WebhookAttemptListByDeliveriesParams{AccountID: accountID, DeliveryIds: ids, PerDelivery: AttemptsShown}
 	attempts, err := q.WebhookAttemptListByDeliveries(ctx, page)
 	if err != nil {
 		return fmt.Errorf("list attempts: %w", err)

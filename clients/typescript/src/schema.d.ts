@@ -1344,7 +1344,12 @@ export interface components {
              * @description When the next attempt is due; `null` once the delivery succeeded or failed.
              */
             next_attempt_at: string | null;
-            /** @description Every attempt so far, oldest first. */
+            /** @description How many attempts the delivery has had, redeliveries' included. */
+            attempt_count: number;
+            /**
+             * @description The latest 20 attempts, oldest first (all of them while there are no more): every
+             *     redelivery adds to the same delivery's attempts, and `attempt_count` counts them all.
+             */
             attempts: components["schemas"]["WebhookAttempt"][];
             /** Format: date-time */
             created_at: string;
