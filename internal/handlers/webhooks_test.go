@@ -403,6 +403,9 @@ func TestRedeliverEvent(t *testing.T) {
 	b := setup(t)
 	sub, _ := createEndpoint(t, b.client, publicURL, "payment.succeeded")
 	unsub, unsubTag := createEndpoint(t, b.client, publicURL, "refund.succeeded")
+	// Subscribed but disabled: a redelivery to every subscriber passes it by.
+	off, offTag := createEndpoint(t, b.client, publicURL, "payment.succeeded")
+	b.client.Patch("/webhook-endpoints/"+off.ID, map[string]any{"disabled": true}, apitest.Header("If-Match", offTag))
 	createPayment(t, b.client, 700)
 	first := deliveries(t, b.client, sub.ID)
 	if len(first) != 1 {
@@ -428,6 +431,10 @@ func TestRedeliverEvent(t *testing.T) {
 	assertWatchAt(t, b.client, res, "/webhook-endpoints/"+unsub.ID+"/deliveries")
 	if ds := deliveries(t, b.client, unsub.ID); len(ds) != 1 || ds[0].ID != batch.Data[0].ID {
 		t.Errorf("the endpoint's deliveries %+v, want the one queued, %s", ds, batch.Data[0].ID)
+	}
+	// One endpoint's delivery is no cursor in another's list.
+	if res := b.client.Get("/webhook-endpoints/" + sub.ID + "/deliveries?starting_after=" + batch.Data[0].ID); res.Status != http.StatusBadRequest {
+		t.Errorf("another endpoint's delivery as the cursor: %d %s, want 400", res.Status, res.Body)
 	}
 
 	b.client.Patch("/webhook-endpoints/"+unsub.ID, map[string]any{"disabled": true}, apitest.Header("If-Match", unsubTag))
