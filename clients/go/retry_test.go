@@ -49,6 +49,51 @@ func TestRetryAfterSendsTheSameRequestAgain(t *testing.T) {
 	}
 }
 
+// The request sent again is a copy: the caller's request keeps its own body; a request whose
+// body cannot be read again is not sent again (it would go out empty); and a request with no
+// method is a GET, as net/http reads it.
+func TestRetryAfterResendsOnlyWhatItCanAndLeavesTheCallersRequest(t *testing.T) {
+	var calls atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	defer srv.Close()
+	send := func(req *http.Request) (status int, sent int32) {
+		t.Helper()
+		calls.Store(0)
+		res, err := (&RetryAfter{}).RoundTrip(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		res.Body.Close()
+		return res.StatusCode, calls.Load()
+	}
+
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, strings.NewReader("{}"))
+	req.Header.Set("Idempotency-Key", "k1")
+	body := req.Body
+	if status, sent := send(req); status != http.StatusOK || sent != 2 || req.Body != body {
+		t.Errorf("a rewindable body: %d after %d calls, caller's body replaced: %v; want 200 after 2, the caller's request as it was", status, sent, req.Body != body)
+	}
+
+	once, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, struct{ io.Reader }{strings.NewReader("{}")})
+	once.Header.Set("Idempotency-Key", "k2")
+	if status, sent := send(once); status != http.StatusServiceUnavailable || sent != 1 {
+		t.Errorf("a body that cannot be read again: %d after %d calls, want the 503 after 1", status, sent)
+	}
+
+	noMethod, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+	noMethod.Method = ""
+	if status, sent := send(noMethod); status != http.StatusOK || sent != 2 {
+		t.Errorf("no method (a GET): %d after %d calls, want 200 after 2", status, sent)
+	}
+}
+
 func TestRetryAfterGivesUp(t *testing.T) {
 	var calls atomic.Int32
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
