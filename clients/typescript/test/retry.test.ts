@@ -1,6 +1,7 @@
 // retryAfter and retryAfterMs, with a fake fetch that answers from a script, and once through
 // a real server.
 import assert from "node:assert/strict";
+import { getEventListeners } from "node:events";
 import { createServer } from "node:http";
 import type { AddressInfo } from "node:net";
 import { test } from "node:test";
@@ -81,6 +82,25 @@ test("every attempt gets fetch's second argument", async () => {
   })(new Request(url), init);
   assert.deepEqual(inits, [init, init]);
   assert.equal(inits[1], init);
+});
+
+test("a retry leaves nothing behind: the answer it drops is cancelled, its abort listener removed", async () => {
+  let cancelled = false;
+  let sent = 0;
+  const next = async () => {
+    if (++sent > 1) return new Response(null, { status: 200 });
+    const body = new ReadableStream({
+      cancel: () => {
+        cancelled = true;
+      },
+    });
+    return new Response(body, { status: 429, headers: { "Retry-After": "0" } });
+  };
+  const request = new Request(url, { signal: new AbortController().signal });
+  const response = await retryAfter(next)(request);
+  assert.deepEqual([response.status, sent], [200, 2]);
+  assert.ok(cancelled, "the dropped 429's body was never cancelled");
+  assert.equal(getEventListeners(request.signal, "abort").length, 0, "the wait's abort listener is still there");
 });
 
 // A generous bound: the wait is 5 s, so ending under 2 s means the abort ended it.
