@@ -1250,6 +1250,9 @@ type IdempotencyKey = string
 // IfMatch defines model for IfMatch.
 type IfMatch = string
 
+// IfMatchRead defines model for IfMatchRead.
+type IfMatchRead = string
+
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
 
@@ -2169,6 +2172,13 @@ type CreatePaymentParams struct {
 
 // GetPaymentParams defines parameters for GetPayment.
 type GetPaymentParams struct {
+	// IfMatch Optional on a read: the answer is 412 with `current_etag` when the current `ETag`
+	// matches none of the tags sent (RFC 9110 section 13.1.1: an origin server evaluates
+	// `If-Match` before any method). `*` matches any. Tags are compared byte for byte, and
+	// weak tags (`W/"..."`) never match (strong comparison). A value that is not `*` or a
+	// list of quoted tags is a 400. `If-None-Match` is evaluated after it.
+	IfMatch *IfMatchRead `json:"If-Match,omitempty"`
+
 	// IfNoneMatch An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
 	// current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
 	// A value that is not `*` or a list of quoted tags is a 400.
@@ -2322,6 +2332,13 @@ type GetReportParams struct {
 
 // DownloadReportParams defines parameters for DownloadReport.
 type DownloadReportParams struct {
+	// IfMatch Optional on a read: the answer is 412 with `current_etag` when the current `ETag`
+	// matches none of the tags sent (RFC 9110 section 13.1.1: an origin server evaluates
+	// `If-Match` before any method). `*` matches any. Tags are compared byte for byte, and
+	// weak tags (`W/"..."`) never match (strong comparison). A value that is not `*` or a
+	// list of quoted tags is a 400. `If-None-Match` is evaluated after it.
+	IfMatch *IfMatchRead `json:"If-Match,omitempty"`
+
 	// IfNoneMatch An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
 	// current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
 	// A value that is not `*` or a list of quoted tags is a 400.
@@ -2451,6 +2468,13 @@ type DeleteWebhookEndpointParams struct {
 
 // GetWebhookEndpointParams defines parameters for GetWebhookEndpoint.
 type GetWebhookEndpointParams struct {
+	// IfMatch Optional on a read: the answer is 412 with `current_etag` when the current `ETag`
+	// matches none of the tags sent (RFC 9110 section 13.1.1: an origin server evaluates
+	// `If-Match` before any method). `*` matches any. Tags are compared byte for byte, and
+	// weak tags (`W/"..."`) never match (strong comparison). A value that is not `*` or a
+	// list of quoted tags is a 400. `If-None-Match` is evaluated after it.
+	IfMatch *IfMatchRead `json:"If-Match,omitempty"`
+
 	// IfNoneMatch An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
 	// current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
 	// A value that is not `*` or a list of quoted tags is a 400.
@@ -5344,26 +5368,37 @@ func NewGetPaymentRequest(server string, id PaymentID, params *GetPaymentParams)
 
 	if params != nil {
 
-		if params.IfNoneMatch != nil {
+		if params.IfMatch != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("If-None-Match", headerParam0)
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam1)
 		}
 
 		if params.Prefer != nil {
-			var headerParam1 string
+			var headerParam2 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Prefer", headerParam1)
+			req.Header.Set("Prefer", headerParam2)
 		}
 
 	}
@@ -5890,26 +5925,37 @@ func NewDownloadReportRequest(server string, id ReportID, params *DownloadReport
 
 	if params != nil {
 
-		if params.IfNoneMatch != nil {
+		if params.IfMatch != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("If-None-Match", headerParam0)
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam1)
 		}
 
 		if params.Prefer != nil {
-			var headerParam1 string
+			var headerParam2 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Prefer", headerParam1)
+			req.Header.Set("Prefer", headerParam2)
 		}
 
 	}
@@ -6323,26 +6369,37 @@ func NewGetWebhookEndpointRequest(server string, id WebhookEndpointID, params *G
 
 	if params != nil {
 
-		if params.IfNoneMatch != nil {
+		if params.IfMatch != nil {
 			var headerParam0 string
 
-			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam0, err = runtime.StyleParamWithOptions("simple", false, "If-Match", *params.IfMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("If-None-Match", headerParam0)
+			req.Header.Set("If-Match", headerParam0)
+		}
+
+		if params.IfNoneMatch != nil {
+			var headerParam1 string
+
+			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "If-None-Match", *params.IfNoneMatch, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			if err != nil {
+				return nil, err
+			}
+
+			req.Header.Set("If-None-Match", headerParam1)
 		}
 
 		if params.Prefer != nil {
-			var headerParam1 string
+			var headerParam2 string
 
-			headerParam1, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
+			headerParam2, err = runtime.StyleParamWithOptions("simple", false, "Prefer", *params.Prefer, runtime.StyleParamOptions{ParamLocation: runtime.ParamLocationHeader, Type: "string", Format: ""})
 			if err != nil {
 				return nil, err
 			}
 
-			req.Header.Set("Prefer", headerParam1)
+			req.Header.Set("Prefer", headerParam2)
 		}
 
 	}
@@ -9552,6 +9609,13 @@ type GetPaymentResponse404Headers struct {
 	RequestId       string
 }
 
+// GetPaymentResponse412Headers the declared response headers of an HTTP 412 response for GetPayment
+type GetPaymentResponse412Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
 // GetPaymentResponse429Headers the declared response headers of an HTTP 429 response for GetPayment
 type GetPaymentResponse429Headers struct {
 	RateLimit       *string
@@ -9586,6 +9650,8 @@ type GetPaymentResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -9602,6 +9668,8 @@ type GetPaymentResponse struct {
 	Headers401 *GetPaymentResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetPaymentResponse404Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *GetPaymentResponse412Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetPaymentResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -9628,6 +9696,11 @@ func (r GetPaymentResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetPaymentResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r GetPaymentResponse) GetApplicationproblemJSON412() *PreconditionFailed {
+	return r.ApplicationproblemJSON412
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -11143,6 +11216,13 @@ type DownloadReportResponse404Headers struct {
 	RequestId       string
 }
 
+// DownloadReportResponse412Headers the declared response headers of an HTTP 412 response for DownloadReport
+type DownloadReportResponse412Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
 // DownloadReportResponse429Headers the declared response headers of an HTTP 429 response for DownloadReport
 type DownloadReportResponse429Headers struct {
 	RateLimit       *string
@@ -11177,6 +11257,8 @@ type DownloadReportResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -11193,6 +11275,8 @@ type DownloadReportResponse struct {
 	Headers401 *DownloadReportResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *DownloadReportResponse404Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *DownloadReportResponse412Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *DownloadReportResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -11219,6 +11303,11 @@ func (r DownloadReportResponse) GetApplicationproblemJSON401() *Unauthorized {
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r DownloadReportResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r DownloadReportResponse) GetApplicationproblemJSON412() *PreconditionFailed {
+	return r.ApplicationproblemJSON412
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -12406,6 +12495,13 @@ type GetWebhookEndpointResponse404Headers struct {
 	RequestId       string
 }
 
+// GetWebhookEndpointResponse412Headers the declared response headers of an HTTP 412 response for GetWebhookEndpoint
+type GetWebhookEndpointResponse412Headers struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+
 // GetWebhookEndpointResponse429Headers the declared response headers of an HTTP 429 response for GetWebhookEndpoint
 type GetWebhookEndpointResponse429Headers struct {
 	RateLimit       *string
@@ -12440,6 +12536,8 @@ type GetWebhookEndpointResponse struct {
 	ApplicationproblemJSON401 *Unauthorized
 	// ApplicationproblemJSON404 the response for an HTTP 404 `application/problem+json` response
 	ApplicationproblemJSON404 *NotFound
+	// ApplicationproblemJSON412 the response for an HTTP 412 `application/problem+json` response
+	ApplicationproblemJSON412 *PreconditionFailed
 	// ApplicationproblemJSON429 the response for an HTTP 429 `application/problem+json` response
 	ApplicationproblemJSON429 *TooManyRequests
 	// ApplicationproblemJSON500 the response for an HTTP 500 `application/problem+json` response
@@ -12456,6 +12554,8 @@ type GetWebhookEndpointResponse struct {
 	Headers401 *GetWebhookEndpointResponse401Headers
 	// Headers404 the parsed response headers for an HTTP 404 response
 	Headers404 *GetWebhookEndpointResponse404Headers
+	// Headers412 the parsed response headers for an HTTP 412 response
+	Headers412 *GetWebhookEndpointResponse412Headers
 	// Headers429 the parsed response headers for an HTTP 429 response
 	Headers429 *GetWebhookEndpointResponse429Headers
 	// Headers500 the parsed response headers for an HTTP 500 response
@@ -12482,6 +12582,11 @@ func (r GetWebhookEndpointResponse) GetApplicationproblemJSON401() *Unauthorized
 // GetApplicationproblemJSON404 returns the response for an HTTP 404 `application/problem+json` response
 func (r GetWebhookEndpointResponse) GetApplicationproblemJSON404() *NotFound {
 	return r.ApplicationproblemJSON404
+}
+
+// GetApplicationproblemJSON412 returns the response for an HTTP 412 `application/problem+json` response
+func (r GetWebhookEndpointResponse) GetApplicationproblemJSON412() *PreconditionFailed {
+	return r.ApplicationproblemJSON412
 }
 
 // GetApplicationproblemJSON429 returns the response for an HTTP 429 `application/problem+json` response
@@ -17511,6 +17616,13 @@ func ParseGetPaymentResponse(rsp *http.Response) (*GetPaymentResponse, error) {
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -17676,6 +17788,30 @@ func ParseGetPaymentResponse(rsp *http.Response) (*GetPaymentResponse, error) {
 			headers.RequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 412:
+		var headers GetPaymentResponse412Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers412 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetPaymentResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -20129,6 +20265,13 @@ func ParseDownloadReportResponse(rsp *http.Response) (*DownloadReportResponse, e
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -20304,6 +20447,30 @@ func ParseDownloadReportResponse(rsp *http.Response) (*DownloadReportResponse, e
 			headers.RequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 412:
+		var headers DownloadReportResponse412Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers412 = &headers
 	case rsp.StatusCode == 429:
 		var headers DownloadReportResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
@@ -22401,6 +22568,13 @@ func ParseGetWebhookEndpointResponse(rsp *http.Response) (*GetWebhookEndpointRes
 		}
 		response.ApplicationproblemJSON404 = &dest
 
+	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 412:
+		var dest PreconditionFailed
+		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
+			return nil, err
+		}
+		response.ApplicationproblemJSON412 = &dest
+
 	case strings.Contains(rsp.Header.Get("Content-Type"), "json") && rsp.StatusCode == 429:
 		var dest TooManyRequests
 		if err := json.Unmarshal(bodyBytes, &dest); err != nil {
@@ -22566,6 +22740,30 @@ func ParseGetWebhookEndpointResponse(rsp *http.Response) (*GetWebhookEndpointRes
 			headers.RequestId = value
 		}
 		response.Headers404 = &headers
+	case rsp.StatusCode == 412:
+		var headers GetWebhookEndpointResponse412Headers
+		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimit = &value
+		}
+		if values := rsp.Header.Values("RateLimit-Policy"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit-Policy", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RateLimitPolicy = &value
+		}
+		if values := rsp.Header.Values("Request-Id"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Request-Id", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: true, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.RequestId = value
+		}
+		response.Headers412 = &headers
 	case rsp.StatusCode == 429:
 		var headers GetWebhookEndpointResponse429Headers
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {

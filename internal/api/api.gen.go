@@ -1248,6 +1248,9 @@ type IdempotencyKey = string
 // IfMatch defines model for IfMatch.
 type IfMatch = string
 
+// IfMatchRead defines model for IfMatchRead.
+type IfMatchRead = string
+
 // IfNoneMatch defines model for IfNoneMatch.
 type IfNoneMatch = string
 
@@ -2167,6 +2170,13 @@ type CreatePaymentParams struct {
 
 // GetPaymentParams defines parameters for GetPayment.
 type GetPaymentParams struct {
+	// IfMatch Optional on a read: the answer is 412 with `current_etag` when the current `ETag`
+	// matches none of the tags sent (RFC 9110 section 13.1.1: an origin server evaluates
+	// `If-Match` before any method). `*` matches any. Tags are compared byte for byte, and
+	// weak tags (`W/"..."`) never match (strong comparison). A value that is not `*` or a
+	// list of quoted tags is a 400. `If-None-Match` is evaluated after it.
+	IfMatch *IfMatchRead `json:"If-Match,omitempty"`
+
 	// IfNoneMatch An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
 	// current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
 	// A value that is not `*` or a list of quoted tags is a 400.
@@ -2320,6 +2330,13 @@ type GetReportParams struct {
 
 // DownloadReportParams defines parameters for DownloadReport.
 type DownloadReportParams struct {
+	// IfMatch Optional on a read: the answer is 412 with `current_etag` when the current `ETag`
+	// matches none of the tags sent (RFC 9110 section 13.1.1: an origin server evaluates
+	// `If-Match` before any method). `*` matches any. Tags are compared byte for byte, and
+	// weak tags (`W/"..."`) never match (strong comparison). A value that is not `*` or a
+	// list of quoted tags is a 400. `If-None-Match` is evaluated after it.
+	IfMatch *IfMatchRead `json:"If-Match,omitempty"`
+
 	// IfNoneMatch An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
 	// current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
 	// A value that is not `*` or a list of quoted tags is a 400.
@@ -2449,6 +2466,13 @@ type DeleteWebhookEndpointParams struct {
 
 // GetWebhookEndpointParams defines parameters for GetWebhookEndpoint.
 type GetWebhookEndpointParams struct {
+	// IfMatch Optional on a read: the answer is 412 with `current_etag` when the current `ETag`
+	// matches none of the tags sent (RFC 9110 section 13.1.1: an origin server evaluates
+	// `If-Match` before any method). `*` matches any. Tags are compared byte for byte, and
+	// weak tags (`W/"..."`) never match (strong comparison). A value that is not `*` or a
+	// list of quoted tags is a 400. `If-None-Match` is evaluated after it.
+	IfMatch *IfMatchRead `json:"If-Match,omitempty"`
+
 	// IfNoneMatch An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
 	// current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
 	// A value that is not `*` or a list of quoted tags is a 400.
@@ -3421,6 +3445,21 @@ func (w *ServerInterfaceWrapper) GetPayment(ctx echo.Context) error {
 	var params GetPaymentParams
 
 	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatchRead
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
 	// ------------- Optional header parameter "If-None-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
 		var IfNoneMatch IfNoneMatch
@@ -3791,6 +3830,21 @@ func (w *ServerInterfaceWrapper) DownloadReport(ctx echo.Context) error {
 	var params DownloadReportParams
 
 	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatchRead
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
 	// ------------- Optional header parameter "If-None-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
 		var IfNoneMatch IfNoneMatch
@@ -4075,6 +4129,21 @@ func (w *ServerInterfaceWrapper) GetWebhookEndpoint(ctx echo.Context) error {
 	var params GetWebhookEndpointParams
 
 	headers := ctx.Request().Header
+	// ------------- Optional header parameter "If-Match" -------------
+	if valueList, found := headers[http.CanonicalHeaderKey("If-Match")]; found {
+		var IfMatch IfMatchRead
+		n := len(valueList)
+		if n != 1 {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Expected one value for If-Match, got %d", n))
+		}
+
+		err = runtime.BindStyledParameterWithOptions("simple", "If-Match", valueList[0], &IfMatch, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""})
+		if err != nil {
+			return echo.NewHTTPError(http.StatusBadRequest, fmt.Sprintf("Invalid format for parameter If-Match: %s", err))
+		}
+
+		params.IfMatch = &IfMatch
+	}
 	// ------------- Optional header parameter "If-None-Match" -------------
 	if valueList, found := headers[http.CanonicalHeaderKey("If-None-Match")]; found {
 		var IfNoneMatch IfNoneMatch
@@ -4962,6 +5031,15 @@ type HeadOKWithETagResponseHeaders struct {
 }
 type HeadOKWithETagResponse struct {
 	Headers HeadOKWithETagResponseHeaders
+}
+
+type HeadPreconditionFailedResponseHeaders struct {
+	RateLimit       *string
+	RateLimitPolicy *string
+	RequestId       string
+}
+type HeadPreconditionFailedResponse struct {
+	Headers HeadPreconditionFailedResponseHeaders
 }
 
 type HeadServiceUnavailableResponseHeaders struct {
@@ -8346,6 +8424,29 @@ func (response GetPayment404ApplicationProblemPlusJSONResponse) VisitGetPaymentR
 	return err
 }
 
+type GetPayment412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response GetPayment412ApplicationProblemPlusJSONResponse) VisitGetPaymentResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type GetPayment429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -10235,6 +10336,29 @@ func (response DownloadReport404ApplicationProblemPlusJSONResponse) VisitDownloa
 	return err
 }
 
+type DownloadReport412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response DownloadReport412ApplicationProblemPlusJSONResponse) VisitDownloadReportResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(412)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
 type DownloadReport429ApplicationProblemPlusJSONResponse struct {
 	TooManyRequestsApplicationProblemPlusJSONResponse
 }
@@ -11775,6 +11899,29 @@ func (response GetWebhookEndpoint404ApplicationProblemPlusJSONResponse) VisitGet
 	}
 	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
 	w.WriteHeader(404)
+	_, err := buf.WriteTo(w)
+	return err
+}
+
+type GetWebhookEndpoint412ApplicationProblemPlusJSONResponse struct {
+	PreconditionFailedApplicationProblemPlusJSONResponse
+}
+
+func (response GetWebhookEndpoint412ApplicationProblemPlusJSONResponse) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(response.Body); err != nil {
+		return err
+	}
+	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.RateLimit != nil {
+		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
+	}
+	if response.Headers.RateLimitPolicy != nil {
+		w.Header().Set("RateLimit-Policy", fmt.Sprint(*response.Headers.RateLimitPolicy))
+	}
+	w.Header().Set("Request-Id", fmt.Sprint(response.Headers.RequestId))
+	w.WriteHeader(412)
 	_, err := buf.WriteTo(w)
 	return err
 }

@@ -157,6 +157,20 @@ func versionOf(opaque string) (int32, bool) {
 	return int32(v), true
 }
 
+// readIfMatch evaluates an If-Match sent with a read (RFC 9110 section 13.1.1: an origin
+// server evaluates it before any method) against the resource's current version: a
+// *domain.PreconditionFailedError, a 412, when it matches none of the tags.
+func readIfMatch(ctx context.Context, value string, current int32) error {
+	pre, err := ifMatch(value)
+	if err != nil {
+		return err
+	}
+	if !pre.Matches(current) {
+		err = &domain.PreconditionFailedError{CurrentVersion: current}
+	}
+	return traceIfMatch(ctx, err)
+}
+
 // traceIfMatch records in the request's trace what became of a conditional write, and
 // returns err: matched (the write ran), stale (412), missing (428).
 func traceIfMatch(ctx context.Context, err error) error {

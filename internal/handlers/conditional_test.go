@@ -177,3 +177,57 @@ func TestEntityTagListsOnSeveralLinesAreOneList(t *testing.T) {
 		t.Errorf("PATCH with the current tag on the second If-Match line: %d %s, want 200", res.Status, res.Body)
 	}
 }
+
+// TestAReadEvaluatesIfMatch: an If-Match sent with a GET or a HEAD is evaluated before the
+// read (RFC 9110 section 13.1.1), on each resource with an ETag: 412 with the current tag
+// when it names none of them (a weak tag never matches), the resource when it names it or
+// is *, and If-None-Match only after it (section 13.2.2).
+func TestAReadEvaluatesIfMatch(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	startWorkers(t, b.pool, 1000)
+	p, paymentTag := createPayment(t, b.client, 1200)
+	e, endpointTag := createEndpoint(t, b.client, publicURL, "*")
+	done := waitForJob(t, b.client, requestReport(t, b.client, reportBody("payments", "csv")).ID, "succeeded")
+	reportTag := `"` + done.Result.ReportID + `"`
+
+	for _, r := range []struct{ path, tag, other string }{
+		{"/payments/" + p.ID, paymentTag, `"v9"`},
+		{"/webhook-endpoints/" + e.ID, endpointTag, `"v9"`},
+		{done.Result.DownloadURL, reportTag, `"rpt_other"`},
+	} {
+		for _, method := range []string{http.MethodGet, http.MethodHead} {
+			for _, c := range []struct {
+				ifMatch, ifNoneMatch string
+				status               int
+			}{
+				{r.other, "", http.StatusPreconditionFailed},
+				{"W/" + r.tag, "", http.StatusPreconditionFailed}, // strong comparison
+				{r.other + ", " + r.tag, "", http.StatusOK},
+				{"*", "", http.StatusOK},
+				{r.other, r.tag, http.StatusPreconditionFailed}, // If-Match first
+				{r.tag, r.tag, http.StatusNotModified},
+				{r.tag, r.other, http.StatusOK},
+			} {
+				opts := []apitest.Option{apitest.Header("If-Match", c.ifMatch)}
+				if c.ifNoneMatch != "" {
+					opts = append(opts, apitest.Header("If-None-Match", c.ifNoneMatch))
+				}
+				res := b.client.Do(method, r.path, nil, opts...)
+				if res.Status != c.status {
+					t.Errorf("%s %s, If-Match %s, If-None-Match %q: %d %s, want %d", method, r.path, c.ifMatch, c.ifNoneMatch, res.Status, res.Body, c.status)
+					continue
+				}
+				if c.status == http.StatusPreconditionFailed && method == http.MethodGet {
+					if got := res.Problem(t).Raw["current_etag"]; got != r.tag {
+						t.Errorf("GET %s, If-Match %s: current_etag %v, want %s", r.path, c.ifMatch, got, r.tag)
+					}
+				}
+			}
+			res := b.client.Do(method, r.path, nil, apitest.Header("If-Match", "garbage"))
+			if res.Status != http.StatusBadRequest {
+				t.Errorf("%s %s with a malformed If-Match: %d, want 400", method, r.path, res.Status)
+			}
+		}
+	}
+}

@@ -48,6 +48,11 @@ var errorProblems = []errorRule{
 		p.CurrentETag = etag(e.CurrentVersion)
 		return p
 	}),
+	typed(func(e *staleTagError) *problem {
+		p := newProblem(probPreconditionFailed, "If-Match names none of the resource's tags.")
+		p.CurrentETag = e.current
+		return p
+	}),
 	typed(func(e *domain.RefundExceedsPaymentError) *problem {
 		detail := fmt.Sprintf("The refund exceeds what is left of the payment: %d can still be refunded.", e.AmountRefundable)
 		if e.AmountRefundable == 0 {

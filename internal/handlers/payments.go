@@ -79,11 +79,12 @@ func declinedResponse(ctx context.Context, p db.Payment) (idempotency.Response, 
 	}, nil
 }
 
-// GetPayment answers 304 when If-None-Match still matches, so a polling client spends no body.
+// GetPayment answers 304 when If-None-Match still matches, so a polling client spends no body,
+// and 412 when an If-Match it is sent does not.
 func (s *Server) GetPayment(ctx context.Context, req api.GetPaymentRequestObject) (api.GetPaymentResponseObject, error) {
 	acct := accountFrom(ctx).ID
 	trace.Attribute(ctx, paymentIDAttribute, req.Id)
-	if req.Params.IfNoneMatch != nil {
+	if req.Params.IfMatch == nil && req.Params.IfNoneMatch != nil {
 		// A conditional read asks for the version alone first: when the client's copy is
 		// current, the 304 costs neither the row nor its encoding. A stale copy costs a
 		// second query, for the payment itself.
@@ -91,11 +92,10 @@ func (s *Server) GetPayment(ctx context.Context, req api.GetPaymentRequestObject
 		if err != nil {
 			return nil, err
 		}
-		notModified, err := ifNoneMatch(*req.Params.IfNoneMatch, opaqueTag(version))
+		notModified, err := checkIfNoneMatch(ctx, *req.Params.IfNoneMatch, version)
 		if err != nil {
 			return nil, err
 		}
-		traceIfNoneMatch(ctx, notModified)
 		if notModified {
 			return api.GetPayment304Response{Headers: api.NotModifiedResponseHeaders{ETag: etag(version)}}, nil
 		}
@@ -104,7 +104,32 @@ func (s *Server) GetPayment(ctx context.Context, req api.GetPaymentRequestObject
 	if err != nil {
 		return nil, err
 	}
+	if req.Params.IfMatch != nil {
+		// Both preconditions are evaluated on the row that is answered, If-Match first
+		// (RFC 9110 section 13.2.2), so the 200 is the version that matched.
+		if err := readIfMatch(ctx, *req.Params.IfMatch, p.Version); err != nil {
+			return nil, err
+		}
+		if req.Params.IfNoneMatch != nil {
+			notModified, err := checkIfNoneMatch(ctx, *req.Params.IfNoneMatch, p.Version)
+			if err != nil {
+				return nil, err
+			}
+			if notModified {
+				return api.GetPayment304Response{Headers: api.NotModifiedResponseHeaders{ETag: etag(p.Version)}}, nil
+			}
+		}
+	}
 	return paymentBody(p)
+}
+
+// checkIfNoneMatch evaluates If-None-Match against the current version and records the decision.
+func checkIfNoneMatch(ctx context.Context, value string, version int32) (bool, error) {
+	notModified, err := ifNoneMatch(value, opaqueTag(version))
+	if err == nil {
+		traceIfNoneMatch(ctx, notModified)
+	}
+	return notModified, err
 }
 
 // encodedPayment is a 200 with a payment, as the generated GetPayment200JSONResponse and

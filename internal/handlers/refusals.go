@@ -21,6 +21,12 @@ var (
 	errUnknownAPIKey = &unauthorizedError{"The API key is unknown or revoked."}
 )
 
+// staleTagError is an If-Match that matches none of a resource's tags when its tag is not a
+// version (a report's is its id): 412, with the tag that is current.
+type staleTagError struct{ current string }
+
+func (e *staleTagError) Error() string { return "precondition failed; current tag is " + e.current }
+
 // notFoundError is a 404 that says more than that the resource is not there.
 type notFoundError struct{ detail string }
 

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"slices"
 	"strconv"
 	"time"
 
@@ -65,6 +66,11 @@ func (s *Server) DownloadReport(ctx context.Context, req api.DownloadReportReque
 		return nil, err
 	}
 	tag := `"` + r.ID + `"`
+	if req.Params.IfMatch != nil {
+		if err := reportIfMatch(*req.Params.IfMatch, r.ID, tag); err != nil {
+			return nil, err
+		}
+	}
 	if req.Params.IfNoneMatch != nil {
 		match, err := ifNoneMatch(*req.Params.IfNoneMatch, r.ID) // a report's tag is its quoted id
 		if err != nil {
@@ -79,6 +85,16 @@ func (s *Server) DownloadReport(ctx context.Context, req api.DownloadReportReque
 	// REQUEST_TIMEOUT of its own (see streamContext).
 	stream, stop := streamContext(ctx)
 	return reportFile{report: r, etag: tag, body: s.reports.Content(stream, r, s.requestTimeout), stop: stop, writeWithin: s.requestTimeout}, nil
+}
+
+// reportIfMatch evaluates If-Match against a report's tag, its quoted id, with RFC 9110's
+// strong comparison: a *staleTagError when it names another report, or only a weak tag.
+func reportIfMatch(value, id, tag string) error {
+	tags, any, err := parseEntityTags("If-Match", value)
+	if err != nil || any || slices.ContainsFunc(tags, func(t entityTag) bool { return !t.weak && t.opaque == id }) {
+		return err
+	}
+	return &staleTagError{current: tag}
 }
 
 // reportFile writes a report's bytes as they are read from the database, in the format

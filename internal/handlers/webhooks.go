@@ -45,6 +45,11 @@ func (s *Server) GetWebhookEndpoint(ctx context.Context, req api.GetWebhookEndpo
 	if err != nil {
 		return nil, err
 	}
+	if req.Params.IfMatch != nil {
+		if err := readIfMatch(ctx, *req.Params.IfMatch, e.Version); err != nil {
+			return nil, err
+		}
+	}
 	if req.Params.IfNoneMatch != nil {
 		notModified, err := ifNoneMatch(*req.Params.IfNoneMatch, opaqueTag(e.Version))
 		if err != nil {

@@ -1848,6 +1848,16 @@ export interface components {
             };
             content?: never;
         };
+        /** @description `If-Match` does not match the current `ETag`. The headers of `PreconditionFailed`, without the problem. */
+        HeadPreconditionFailed: {
+            headers: {
+                "Request-Id": components["headers"]["RequestId"];
+                RateLimit: components["headers"]["RateLimit"];
+                "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
+                [name: string]: unknown;
+            };
+            content?: never;
+        };
         /** @description A rate-limit quota is used up; retry after `Retry-After` seconds. The headers of `TooManyRequests`, without the problem. */
         HeadTooManyRequests: {
             headers: {
@@ -2094,6 +2104,14 @@ export interface components {
          *     tags (`W/"..."`) never match (RFC 9110 strong comparison).
          */
         IfMatch: string;
+        /**
+         * @description Optional on a read: the answer is 412 with `current_etag` when the current `ETag`
+         *     matches none of the tags sent (RFC 9110 section 13.1.1: an origin server evaluates
+         *     `If-Match` before any method). `*` matches any. Tags are compared byte for byte, and
+         *     weak tags (`W/"..."`) never match (strong comparison). A value that is not `*` or a
+         *     list of quoted tags is a 400. `If-None-Match` is evaluated after it.
+         */
+        IfMatchRead: string;
         /**
          * @description An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
          *     current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
@@ -2485,6 +2503,14 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description Optional on a read: the answer is 412 with `current_etag` when the current `ETag`
+                 *     matches none of the tags sent (RFC 9110 section 13.1.1: an origin server evaluates
+                 *     `If-Match` before any method). `*` matches any. Tags are compared byte for byte, and
+                 *     weak tags (`W/"..."`) never match (strong comparison). A value that is not `*` or a
+                 *     list of quoted tags is a 400. `If-None-Match` is evaluated after it.
+                 */
+                "If-Match"?: components["parameters"]["IfMatchRead"];
+                /**
                  * @description An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
                  *     current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
                  *     A value that is not `*` or a list of quoted tags is a 400.
@@ -2527,6 +2553,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -2551,6 +2578,14 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Optional on a read: the answer is 412 with `current_etag` when the current `ETag`
+                 *     matches none of the tags sent (RFC 9110 section 13.1.1: an origin server evaluates
+                 *     `If-Match` before any method). `*` matches any. Tags are compared byte for byte, and
+                 *     weak tags (`W/"..."`) never match (strong comparison). A value that is not `*` or a
+                 *     list of quoted tags is a 400. `If-None-Match` is evaluated after it.
+                 */
+                "If-Match"?: components["parameters"]["IfMatchRead"];
                 /**
                  * @description An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
                  *     current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
@@ -2582,6 +2617,7 @@ export interface operations {
             400: components["responses"]["HeadBadRequest"];
             401: components["responses"]["HeadUnauthorized"];
             404: components["responses"]["HeadNotFound"];
+            412: components["responses"]["HeadPreconditionFailed"];
             429: components["responses"]["HeadTooManyRequests"];
             500: components["responses"]["HeadInternalError"];
             503: components["responses"]["HeadServiceUnavailable"];
@@ -3123,6 +3159,14 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description Optional on a read: the answer is 412 with `current_etag` when the current `ETag`
+                 *     matches none of the tags sent (RFC 9110 section 13.1.1: an origin server evaluates
+                 *     `If-Match` before any method). `*` matches any. Tags are compared byte for byte, and
+                 *     weak tags (`W/"..."`) never match (strong comparison). A value that is not `*` or a
+                 *     list of quoted tags is a 400. `If-None-Match` is evaluated after it.
+                 */
+                "If-Match"?: components["parameters"]["IfMatchRead"];
+                /**
                  * @description An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
                  *     current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
                  *     A value that is not `*` or a list of quoted tags is a 400.
@@ -3165,6 +3209,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -3239,6 +3284,14 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description Optional on a read: the answer is 412 with `current_etag` when the current `ETag`
+                 *     matches none of the tags sent (RFC 9110 section 13.1.1: an origin server evaluates
+                 *     `If-Match` before any method). `*` matches any. Tags are compared byte for byte, and
+                 *     weak tags (`W/"..."`) never match (strong comparison). A value that is not `*` or a
+                 *     list of quoted tags is a 400. `If-None-Match` is evaluated after it.
+                 */
+                "If-Match"?: components["parameters"]["IfMatchRead"];
+                /**
                  * @description An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
                  *     current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
                  *     A value that is not `*` or a list of quoted tags is a 400.
@@ -3269,6 +3322,7 @@ export interface operations {
             400: components["responses"]["HeadBadRequest"];
             401: components["responses"]["HeadUnauthorized"];
             404: components["responses"]["HeadNotFound"];
+            412: components["responses"]["HeadPreconditionFailed"];
             429: components["responses"]["HeadTooManyRequests"];
             500: components["responses"]["HeadInternalError"];
             503: components["responses"]["HeadServiceUnavailable"];
@@ -4006,6 +4060,14 @@ export interface operations {
             query?: never;
             header?: {
                 /**
+                 * @description Optional on a read: the answer is 412 with `current_etag` when the current `ETag`
+                 *     matches none of the tags sent (RFC 9110 section 13.1.1: an origin server evaluates
+                 *     `If-Match` before any method). `*` matches any. Tags are compared byte for byte, and
+                 *     weak tags (`W/"..."`) never match (strong comparison). A value that is not `*` or a
+                 *     list of quoted tags is a 400. `If-None-Match` is evaluated after it.
+                 */
+                "If-Match"?: components["parameters"]["IfMatchRead"];
+                /**
                  * @description An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
                  *     current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
                  *     A value that is not `*` or a list of quoted tags is a 400.
@@ -4061,6 +4123,7 @@ export interface operations {
             400: components["responses"]["BadRequest"];
             401: components["responses"]["Unauthorized"];
             404: components["responses"]["NotFound"];
+            412: components["responses"]["PreconditionFailed"];
             429: components["responses"]["TooManyRequests"];
             500: components["responses"]["InternalError"];
             503: components["responses"]["ServiceUnavailable"];
@@ -4085,6 +4148,14 @@ export interface operations {
         parameters: {
             query?: never;
             header?: {
+                /**
+                 * @description Optional on a read: the answer is 412 with `current_etag` when the current `ETag`
+                 *     matches none of the tags sent (RFC 9110 section 13.1.1: an origin server evaluates
+                 *     `If-Match` before any method). `*` matches any. Tags are compared byte for byte, and
+                 *     weak tags (`W/"..."`) never match (strong comparison). A value that is not `*` or a
+                 *     list of quoted tags is a 400. `If-None-Match` is evaluated after it.
+                 */
+                "If-Match"?: components["parameters"]["IfMatchRead"];
                 /**
                  * @description An `ETag` with its quotes (or a comma-separated list, or `*`). When it matches the
                  *     current one the answer is 304 (RFC 9110 weak comparison: `W/"v3"` matches `"v3"`).
@@ -4127,6 +4198,7 @@ export interface operations {
             400: components["responses"]["HeadBadRequest"];
             401: components["responses"]["HeadUnauthorized"];
             404: components["responses"]["HeadNotFound"];
+            412: components["responses"]["HeadPreconditionFailed"];
             429: components["responses"]["HeadTooManyRequests"];
             500: components["responses"]["HeadInternalError"];
             503: components["responses"]["HeadServiceUnavailable"];
