@@ -53,16 +53,7 @@ func TestRetryAfterSendsTheSameRequestAgain(t *testing.T) {
 // body cannot be read again is not sent again (it would go out empty); and a request with no
 // method is a GET, as net/http reads it.
 func TestRetryAfterResendsOnlyWhatItCanAndLeavesTheCallersRequest(t *testing.T) {
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) == 1 {
-			w.Header().Set("Retry-After", "0")
-			w.WriteHeader(http.StatusServiceUnavailable)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	}))
-	defer srv.Close()
+	srv, calls := refusesOnce(t)
 	send := func(req *http.Request) (status int, sent int32) {
 		t.Helper()
 		calls.Store(0)
@@ -74,20 +65,20 @@ func TestRetryAfterResendsOnlyWhatItCanAndLeavesTheCallersRequest(t *testing.T) 
 		return res.StatusCode, calls.Load()
 	}
 
-	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, strings.NewReader("{}"))
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"?status=503", strings.NewReader("{}"))
 	req.Header.Set("Idempotency-Key", "k1")
 	body := req.Body
 	if status, sent := send(req); status != http.StatusOK || sent != 2 || req.Body != body {
 		t.Errorf("a rewindable body: %d after %d calls, caller's body replaced: %v; want 200 after 2, the caller's request as it was", status, sent, req.Body != body)
 	}
 
-	once, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL, struct{ io.Reader }{strings.NewReader("{}")})
+	once, _ := http.NewRequestWithContext(t.Context(), http.MethodPost, srv.URL+"?status=503", struct{ io.Reader }{strings.NewReader("{}")})
 	once.Header.Set("Idempotency-Key", "k2")
 	if status, sent := send(once); status != http.StatusServiceUnavailable || sent != 1 {
 		t.Errorf("a body that cannot be read again: %d after %d calls, want the 503 after 1", status, sent)
 	}
 
-	noMethod, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL, nil)
+	noMethod, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, srv.URL+"?status=503", nil)
 	noMethod.Method = ""
 	if status, sent := send(noMethod); status != http.StatusOK || sent != 2 {
 		t.Errorf("no method (a GET): %d after %d calls, want 200 after 2", status, sent)
@@ -171,17 +162,7 @@ func TestRetryAfterReturnsWhatItCannotWaitOut(t *testing.T) {
 // A 429 is always sent again; a 409 or a 503 only when sending it again cannot do the work
 // twice: a safe method, or an Idempotency-Key the server replays.
 func TestRetryAfterRetriesOnlyWhatIsSafeToSendAgain(t *testing.T) {
-	var calls atomic.Int32
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if calls.Add(1) == 1 {
-			status, _ := strconv.Atoi(r.URL.Query().Get("status"))
-			w.Header().Set("Retry-After", "0")
-			w.WriteHeader(status)
-			return
-		}
-		w.WriteHeader(http.StatusOK)
-	}))
-	defer srv.Close()
+	srv, calls := refusesOnce(t)
 	client := &http.Client{Timeout: 5 * time.Second, Transport: &RetryAfter{}}
 	for _, tc := range []struct {
 		method string
@@ -269,4 +250,21 @@ func TestRetryAfterValue(t *testing.T) {
 			t.Errorf("retryAfter(%q) = %s, %v; want %s, %v", tc.value, got, ok, tc.want, tc.ok)
 		}
 	}
+}
+
+// refusesOnce is a server whose first answer since calls was last zeroed has the status its
+// query names (?status=503) and Retry-After: 0, and every other answer is 200.
+func refusesOnce(t *testing.T) (srv *httptest.Server, calls *atomic.Int32) {
+	calls = &atomic.Int32{}
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if calls.Add(1) == 1 {
+			status, _ := strconv.Atoi(r.URL.Query().Get("status"))
+			w.Header().Set("Retry-After", "0")
+			w.WriteHeader(status)
+			return
+		}
+		w.WriteHeader(http.StatusOK)
+	}))
+	t.Cleanup(srv.Close)
+	return srv, calls
 }
