@@ -111,10 +111,12 @@ func TestATransactionLeftIdleEnds(t *testing.T) {
 	}
 }
 
-// TestURLSettingsWin: statement_timeout in DATABASE_URL overrides the pool's default.
+// TestURLSettingsWin: statement_timeout and pool_ping_timeout in DATABASE_URL override the
+// pool's defaults.
 func TestURLSettingsWin(t *testing.T) {
 	t.Parallel()
-	pool, err := db.Open(context.Background(), dbtest.NewURL(t)+"&statement_timeout=7000", db.Options{StatementTimeout: time.Second})
+	url := dbtest.NewURL(t)
+	pool, err := db.Open(context.Background(), url+"&statement_timeout=7000&pool_ping_timeout=7s", db.Options{StatementTimeout: time.Second})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -122,6 +124,17 @@ func TestURLSettingsWin(t *testing.T) {
 	var setting string
 	if err := pool.QueryRow(context.Background(), "SHOW statement_timeout").Scan(&setting); err != nil || setting != "7s" {
 		t.Errorf("statement_timeout %q (%v), want the URL's 7s", setting, err)
+	}
+	if got := pool.Config().PingTimeout; got != 7*time.Second {
+		t.Errorf("pool_ping_timeout %v, want the URL's 7s", got)
+	}
+	defaults, err := db.Open(context.Background(), url, db.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer defaults.Close()
+	if got := defaults.Config().PingTimeout; got != time.Second {
+		t.Errorf("pool_ping_timeout %v without the URL's, want the default 1s", got)
 	}
 }
 
