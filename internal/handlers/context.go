@@ -31,8 +31,8 @@ type requestState struct {
 
 type stateKey struct{}
 
-func withRequestState(ctx context.Context, id string) context.Context {
-	return context.WithValue(ctx, stateKey{}, &requestState{id: id})
+func withRequestState(ctx context.Context, id string, conn context.Context) context.Context {
+	return context.WithValue(ctx, stateKey{}, &requestState{id: id, conn: conn})
 }
 
 // stateFrom is the request's state, or an empty one for a context that is not a request's.

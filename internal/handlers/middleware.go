@@ -51,8 +51,7 @@ func (s *Server) startRequest(next echo.HandlerFunc) echo.HandlerFunc {
 		}
 		// Last, so first: a context finds a value by asking each layer in turn, newest first,
 		// and the request's state is what the middleware and handlers ask for most.
-		ctx = withRequestState(ctx, id)
-		stateFrom(ctx).conn = c.Request().Context()
+		ctx = withRequestState(ctx, id, c.Request().Context())
 		c.SetRequest(c.Request().WithContext(ctx))
 		res.Writer = &timingWriter{ResponseWriter: res.Writer, trace: t, requestID: id}
 		return next(c)

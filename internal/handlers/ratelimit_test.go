@@ -20,7 +20,6 @@ import (
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 	"github.com/payments-api/payments-api/internal/testing/redistest"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
@@ -564,9 +563,7 @@ func TestRateLimitUnauthenticatedWrongKeyAtOnce(t *testing.T) {
 // other request's cancellation.
 func TestRateLimitUnauthenticatedSharedLookupOfALeaver(t *testing.T) {
 	t.Parallel()
-	spans := tracetest.NewSpanRecorder()
-	provider := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	b := setup(t, withConfig(func(c *app.Config) { c.Tracing = provider }))
+	b, spans := setupTraced(t)
 
 	release := b.holdLocks(t, `LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE`)
 	// The leaver looks up otherKey, not yet cached, and waits for the lock.

@@ -78,12 +78,7 @@ func TestAGetRoundTrips(t *testing.T) {
 // database: counted work runs where the work before it prepared every statement.
 func setupCounted(t *testing.T) (*testBundle, *tracetest.SpanRecorder) {
 	t.Helper()
-	spans := tracetest.NewSpanRecorder()
-	provider := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(spans))
-	return setup(t, withConfig(func(c *app.Config) {
-		c.Tracing = provider
-		c.DatabaseURL = dbtest.NewURL(t) + "&pool_max_conns=1"
-	})), spans
+	return setupTraced(t, withConfig(func(c *app.Config) { c.DatabaseURL = dbtest.NewURL(t) + "&pool_max_conns=1" }))
 }
 
 // roundTrips names the round trips to the database among a trace's spans, in the order they
