@@ -209,19 +209,29 @@ func waitBacklogFetched(t *testing.T, b *testBundle, within time.Duration) {
 }
 
 // TestTwoProcessesDeliverEachEventOnce: two processes' workers on one database send each
-// event to each endpoint once (at-least-once is the promise; once is the normal case).
+// event to each endpoint once (at-least-once is the promise; once is the normal case). The
+// receiver holds every request until more are in flight at once than one process ever sends
+// to one endpoint (webhooks.MaxInFlightPerEndpoint), so both processes are delivering the
+// same endpoint's events at the same moment before any is answered.
 func TestTwoProcessesDeliverEachEventOnce(t *testing.T) {
 	t.Parallel()
 	b := setupDelivery(t, defaultDelivery)
 	setupDelivery(t, defaultDelivery, withDatabase(b.dbURL)) // the second process
 
 	const events = 30
-	url, got := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+	together := newOverlap(webhooks.MaxInFlightPerEndpoint+1, 5*time.Second)
+	url, got := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		together.wait()
+		w.WriteHeader(http.StatusOK)
+	})
 	e, _ := createEndpoint(t, b.client, url, "payment.succeeded")
 	for range events {
 		createPayment(t, b.client, 100)
 	}
 	waitDelivered(t, b, e.ID, events)
+	if !together.reached() {
+		t.Fatalf("never %d requests in flight at once: the two processes did not deliver together", together.n)
+	}
 	time.Sleep(time.Second) // room for a duplicate to show up
 	seen := map[string]int{}
 	for len(got) > 0 {
@@ -235,8 +245,49 @@ func TestTwoProcessesDeliverEachEventOnce(t *testing.T) {
 			t.Errorf("%s received %d times", id, n)
 		}
 	}
-	workedBy := b.count(t, `SELECT count(DISTINCT attempted_by[1]) FROM river_job WHERE queue = 'webhooks'`)
-	t.Logf("the deliveries were made by %d processes", workedBy)
+	if n := b.count(t, `SELECT count(DISTINCT w) FROM river_job, unnest(attempted_by) w WHERE queue = 'webhooks'`); n != 2 {
+		t.Errorf("the webhook jobs were worked by %d processes, want 2", n)
+	}
+}
+
+// overlap holds each caller of wait until n callers are waiting at once, or until its
+// deadline; from the moment n were, it holds no one.
+type overlap struct {
+	n        int
+	deadline time.Time
+	mu       sync.Mutex
+	waiting  int
+	open     chan struct{}
+}
+
+func newOverlap(n int, patience time.Duration) *overlap {
+	return &overlap{n: n, deadline: time.Now().Add(patience), open: make(chan struct{})}
+}
+
+func (o *overlap) wait() {
+	o.mu.Lock()
+	o.waiting++
+	if o.waiting == o.n && !o.reached() { // under mu: one caller closes it
+		close(o.open)
+	}
+	o.mu.Unlock()
+	select {
+	case <-o.open:
+	case <-time.After(time.Until(o.deadline)):
+	}
+	o.mu.Lock()
+	o.waiting--
+	o.mu.Unlock()
+}
+
+// reached reports whether n callers were ever waiting at once.
+func (o *overlap) reached() bool {
+	select {
+	case <-o.open:
+		return true
+	default:
+		return false
+	}
 }
 
 // TestAnEndpointDeletedDuringAChargeLosesNoPayment: a create reads the endpoints its event

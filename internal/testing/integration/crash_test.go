@@ -91,24 +91,48 @@ func assertEveryPaymentOnce(t *testing.T, res *apitest.Response, n int) {
 }
 
 // TestTwoProcessesBuildEachReportOnce runs two servers on one database and requests 20
-// reports through both: each is built by exactly one attempt of one process.
+// reports through both: each is built by exactly one attempt of one process. The builds are
+// made to overlap: each process builds one report at a time (JOB_WORKERS=1) and the test
+// holds the payments table locked until two builds are running, one in each process, both
+// waiting on their first page.
 func TestTwoProcessesBuildEachReportOnce(t *testing.T) {
 	t.Parallel()
 	if testing.Short() {
 		t.Skip("runs two processes")
 	}
 	url := dbtest.NewURL(t)
-	first := startProcess(t, url, map[string]string{"PROCESS_ROLE": roleAll})
-	second := startProcess(t, url, map[string]string{"PROCESS_ROLE": roleAll})
+	// A build waits on the lock below; JOB_TIMEOUT gives it room enough not to time out.
+	env := map[string]string{"PROCESS_ROLE": roleAll, "JOB_WORKERS": "1", "JOB_TIMEOUT": "30s", "JOB_RESCUE_AFTER": "31s"}
+	first := startProcess(t, url, env)
+	second := startProcess(t, url, env)
 	pool := Pool(t, url)
 	const rows = 1500
 	SeedPayments(t, pool, testKey, rows)
 	clients := []*apitest.Client{apitest.NewClient(t, first.Base, testKey), apitest.NewClient(t, second.Base, testKey)}
 
+	ctx := context.Background()
+	lock, err := pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = lock.Rollback(ctx) }()
+	if _, err := lock.Exec(ctx, `LOCK TABLE payments IN ACCESS EXCLUSIVE MODE`); err != nil {
+		t.Fatal(err)
+	}
 	var ids []string
 	for i := range 20 {
 		ids = append(ids, RequestReport(t, clients[i%2]))
 	}
+	const building = `SELECT count(DISTINCT attempted_by[cardinality(attempted_by)]) FROM river_job WHERE kind = 'report.build' AND state = 'running'`
+	for deadline := time.Now().Add(20 * time.Second); Count(t, pool, building) < 2; time.Sleep(50 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("never two builds running at once, one in each process")
+		}
+	}
+	if err := lock.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+
 	for i, id := range ids {
 		WaitForJob(t, clients[(i+1)%2], id, "succeeded", 60*time.Second)
 	}
@@ -124,6 +148,4 @@ func TestTwoProcessesBuildEachReportOnce(t *testing.T) {
 	if n := Count(t, pool, `SELECT count(*) FROM report_chunks`); n != 20*2 {
 		t.Errorf("%d chunks, want 2 pages for each of 20 reports", n)
 	}
-	t.Logf("builds per process: %d distinct workers", Count(t, pool,
-		`SELECT count(DISTINCT attempted_by[1]) FROM river_job WHERE kind = 'report.build'`))
 }
