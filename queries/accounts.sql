@@ -29,8 +29,24 @@ INSERT INTO api_keys (id, account_id, key_hash, prefix)
 VALUES (@id, @account_id, @key_hash, @prefix)
 ON CONFLICT DO NOTHING;
 
+-- Deleting an account locks, before the account's row, the rows that its requests and jobs
+-- lock before they insert rows referencing the account: a refund locks its payment, and a
+-- report's last page its job, before inserting the refund, the report and their events.
+-- Those inserts take a key-share lock on the account's row through their foreign keys, so a
+-- deletion that locked the account first and then waited for one of those rows would wait
+-- for a transaction that waits for it: a deadlock, which PostgreSQL breaks by rolling one
+-- back. In this order the deletion waits for them, or they for it. Each in id order, so two
+-- deletions of one account take them in the same order. (A webhook attempt, recorded against
+-- its locked delivery, inserts nothing that references the account.)
+
+-- name: PaymentLockByAccount :exec
+SELECT 1 FROM payments WHERE account_id = @account_id ORDER BY id FOR UPDATE;
+
+-- name: JobLockByAccount :exec
+SELECT 1 FROM jobs WHERE account_id = @account_id ORDER BY id FOR UPDATE;
+
 -- name: AccountGetForUpdate :one
--- Locks the account row first thing when it is deleted: requests of the account that have
+-- Locks the account row, after the rows above: requests of the account that have
 -- inserted rows hold a key-share lock on it through their foreign keys, so the deletion
 -- waits for them to commit, and new ones wait for the deletion (and then find no account).
 -- A request whose rows all go with its COMMIT (a create) holds no such lock until then:

@@ -42,11 +42,20 @@ func CreateTestAccount(ctx context.Context, pool *pgxpool.Pool, quotas Quotas) (
 }
 
 // Delete removes the account and every row of it, in one transaction that first locks the
-// account (see AccountGetForUpdate). The deletes are queued and sent in one round trip before
-// the commit, children before parents. The caller must make its Authenticator forget the
-// account's keys.
+// rows its requests and jobs lock, then the account (queries/accounts.sql). The deletes are
+// queued and sent in one round trip before the commit, children before parents. The caller
+// must make its Authenticator forget the account's keys.
 func Delete(ctx context.Context, pool *pgxpool.Pool, accountID string) error {
 	err := db.InTx(ctx, pool, func(tx db.Tx) error {
+		// The rows other transactions lock before referencing the account, then the account's
+		// own: the order that leaves no deadlock (queries/accounts.sql).
+		for _, lock := range []func(context.Context, string) error{
+			tx.PaymentLockByAccount, tx.JobLockByAccount,
+		} {
+			if err := lock(ctx, accountID); err != nil {
+				return err
+			}
+		}
 		if _, err := tx.AccountGetForUpdate(ctx, accountID); err != nil {
 			return db.Translate(err)
 		}

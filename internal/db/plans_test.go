@@ -205,6 +205,8 @@ var notLookups = map[string]string{
 	"JobListUnfinishedByAccount":           "a test helper: every unfinished job of the account",
 	"WebhookDeliveryRetryNowByAccount":     "a test helper: every pending delivery of the account",
 
+	"PaymentLockByAccount":           "locks every row of the account, before deleting them",
+	"JobLockByAccount":               "locks every row of the account, before deleting them",
 	"WebhookAttemptDeleteByAccount":  "deletes every row of the account",
 	"WebhookDeliveryDeleteByAccount": "deletes every row of the account",
 	"WebhookEndpointDeleteByAccount": "deletes every row of the account",

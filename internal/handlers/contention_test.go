@@ -88,6 +88,17 @@ func (b *testBundle) waitUntilBlocked(t *testing.T, n int) {
 	b.waitUntil(t, fmt.Sprintf("%d requests waiting for a lock", n), func(blocked int) bool { return blocked >= n })
 }
 
+// waitUntilStatementBlocked waits until a backend of the test's database whose statement
+// contains text waits for a lock: for a test whose server also runs jobs of its own (a sweep
+// may wait on the same lock), the one statement it means.
+func (b *testBundle) waitUntilStatementBlocked(t *testing.T, text string) {
+	t.Helper()
+	b.waitUntil(t, fmt.Sprintf("a statement with %q waiting for a lock", text), func(int) bool {
+		return b.count(t, `SELECT count(*) FROM pg_stat_activity
+			WHERE datname = current_database() AND wait_event_type = 'Lock' AND strpos(query, $1) > 0`, text) > 0
+	})
+}
+
 // blocked counts the backends of the test's database that wait for a lock.
 func (b *testBundle) blocked() (int, error) {
 	// Asked on a connection outside any transaction: inside one, PostgreSQL would answer

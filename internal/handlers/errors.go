@@ -126,8 +126,8 @@ func unauthorizedProblem(detail string) *problem {
 
 // transactionRolledBack is the row for a transaction PostgreSQL rolled back to break a
 // deadlock with another request's (db.IsRolledBack): 503, not 500, because a retry may well
-// get through. Deleting an account while one of its payments is refunded is one such case:
-// each holds a row the other needs.
+// get through. The server's own transactions take their locks in an order that leaves none
+// (see accounts.Delete); this is for the one nobody foresaw.
 func transactionRolledBack(err error) *problem {
 	if !db.IsRolledBack(err) {
 		return nil

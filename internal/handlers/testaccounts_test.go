@@ -7,7 +7,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/payments-api/payments-api/internal/app"
+	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/ratelimit"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
@@ -340,12 +342,13 @@ func TestACreateWhoseAccountIsDeletedMeanwhileAnswers401(t *testing.T) {
 	}
 }
 
-// TestADeadlockAnswers503: a refund holds its payment's row and then needs the account's (its
-// foreign key), while DELETE /account holds the account's row and then needs the payment's.
-// PostgreSQL breaks the deadlock by rolling one of them back; that request answers 503 with
-// Retry-After, as anything a retry may get through does, and the other one goes through.
-// The test holds the payment's row until both wait for it, then lets go.
-func TestADeadlockAnswers503(t *testing.T) {
+// TestARefundAndItsAccountsDeletionTakeTurns: a refund locks its payment's row and then
+// references the account (its foreign key); DELETE /account locks the account's payments
+// before the account's row, so it waits for the refund instead of holding what the refund
+// needs. The test holds the payment's row until both wait for it, then lets go: the refund,
+// first in line, commits, then the deletion. Were the account's row locked first, each would
+// wait for the other and PostgreSQL would roll one back (a 503).
+func TestARefundAndItsAccountsDeletionTakeTurns(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	doomed, _ := throwaway(t, b.client)
@@ -359,24 +362,91 @@ func TestADeadlockAnswers503(t *testing.T) {
 	b.waitUntilBlocked(t, 1)
 	deleted := make(chan *apitest.Response, 1)
 	go func() { deleted <- doomed.Do(http.MethodDelete, "/account", nil) }()
-	b.waitUntilBlocked(t, 2) // the deletion has locked the account and waits to delete the payment
+	b.waitUntilBlocked(t, 2) // the deletion waits for the payment's row too
 	release()
 
-	refund, deletion := <-refunded, <-deleted
-	rolledBack := 0
-	for _, got := range []struct {
-		what string
-		res  *apitest.Response
-		ok   int
-	}{{"the refund", refund, http.StatusCreated}, {"the deletion", deletion, http.StatusNoContent}} {
-		switch {
-		case got.res.Status == http.StatusServiceUnavailable && got.res.Header.Get("Retry-After") != "":
-			rolledBack++
-		case got.res.Status != got.ok:
-			t.Errorf("%s: %d %s, want %d, or 503 with Retry-After", got.what, got.res.Status, got.res.Body, got.ok)
-		}
+	if res := <-refunded; res.Status != http.StatusCreated {
+		t.Errorf("the refund: %d %s, want 201", res.Status, res.Body)
 	}
-	if rolledBack != 1 {
-		t.Errorf("%d of the two were rolled back (refund %d, deletion %d), want the deadlock's one", rolledBack, refund.Status, deletion.Status)
+	if res := <-deleted; res.Status != http.StatusNoContent {
+		t.Errorf("the deletion: %d %s, want 204", res.Status, res.Body)
+	}
+}
+
+// TestADeadlockAnswers503: a request that PostgreSQL rolls back to break a deadlock answers
+// 503 with Retry-After, as anything a retry may get through does. The server's transactions
+// take their locks in an order that makes none, so the test makes one with a refund: it
+// locks the account's row, which the refund's inserts reference at its commit, lets the
+// refund lock its payment and wait for the account, and then asks for the payment's row.
+// The refund began to wait first, so its deadlock check (deadlock_timeout after that) is the
+// first to find the cycle, and it is the one rolled back. Should the test's own transaction
+// be rolled back instead (its wait began a whole deadlock_timeout later), it tries again.
+func TestADeadlockAnswers503(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	ctx := context.Background()
+	for try := 1; ; try++ {
+		pay, _ := createPayment(t, b.client, 100)
+		conn, err := pgx.Connect(ctx, b.dbURL)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tx, err := conn.Begin(ctx)
+		if err == nil {
+			_, err = tx.Exec(ctx, `SELECT 1 FROM accounts WHERE id = (SELECT account_id FROM payments WHERE id = $1) FOR UPDATE`, pay.ID)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		refunded := make(chan *apitest.Response, 1)
+		go func() {
+			refunded <- b.client.Post("/refunds", refundOf(pay.ID, 10), apitest.Header("Idempotency-Key", newKey()))
+		}()
+		b.waitUntilBlocked(t, 1) // the refund holds its payment and waits for the account
+		_, lockErr := tx.Exec(ctx, `SELECT 1 FROM payments WHERE id = $1 FOR UPDATE`, pay.ID)
+		_ = conn.Close(ctx) // ends the transaction, and with it the wait of a refund not rolled back
+		res := <-refunded
+		if db.IsRolledBack(lockErr) && try < 3 {
+			t.Logf("try %d: the test's transaction was the one rolled back (the refund answered %d)", try, res.Status)
+			continue
+		}
+		if lockErr != nil {
+			t.Fatalf("the test's side of the deadlock: %v", lockErr)
+		}
+		if p := res.Problem(t); res.Status != http.StatusServiceUnavailable || p.Type != "/problems/service-unavailable" || res.Header.Get("Retry-After") == "" {
+			t.Errorf("the refund rolled back: %d %s, want a 503 service-unavailable problem with Retry-After", res.Status, res.Body)
+		}
+		return
+	}
+}
+
+// TestAReportAndItsAccountsDeletionTakeTurns: a report's last page locks its job and then
+// inserts the report and its event, which reference the account; DELETE /account locks the
+// account's jobs before the account's row, so the two take turns, as a refund and the
+// deletion do. The test holds the report chunks' table until the build, having locked its
+// job, waits to write its page, and the deletion waits for the job: the report is finished
+// first, then the account deleted, and neither is rolled back.
+func TestAReportAndItsAccountsDeletionTakeTurns(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withConfig(func(c *app.Config) { c.Work = true }))
+	doomed, _ := throwaway(t, b.client)
+	createPayment(t, doomed, 100)
+
+	release := b.holdLocks(t, `LOCK TABLE report_chunks IN EXCLUSIVE MODE`)
+	j := requestReport(t, doomed, reportBody("payments", "csv"))
+	b.waitUntilStatementBlocked(t, "INSERT INTO report_chunks") // the build holds its job
+	deleted := make(chan *apitest.Response, 1)
+	go func() { deleted <- doomed.Do(http.MethodDelete, "/account", nil) }()
+	b.waitUntilStatementBlocked(t, "FROM jobs") // the deletion waits for the job's row
+	release()
+
+	if res := <-deleted; res.Status != http.StatusNoContent {
+		t.Errorf("the deletion: %d %s, want 204", res.Status, res.Body)
+	}
+	b.waitUntil(t, "the build's job to end", func(int) bool {
+		return b.count(t, `SELECT count(*) FROM river_job WHERE args->>'job_id' = $1 AND finalized_at IS NOT NULL`, j.ID) == 1
+	})
+	if n := b.count(t, `SELECT count(*) FROM river_job WHERE args->>'job_id' = $1 AND state = 'completed' AND attempt = 1`, j.ID); n != 1 {
+		t.Errorf("the build did not complete in its first attempt:\n%s", b.logs.String())
 	}
 }
