@@ -268,3 +268,54 @@ func refusesOnce(t *testing.T) (srv *httptest.Server, calls *atomic.Int32) {
 	t.Cleanup(srv.Close)
 	return srv, calls
 }
+
+// An answer dropped for a retry is closed before the retry is sent, and the answer returned
+// is left open for the caller: an unclosed body would hold its connection, which the
+// transport could then not reuse.
+func TestRetryAfterClosesTheAnswerItDrops(t *testing.T) {
+	var bodies []*trackedBody
+	next := roundTripFunc(func(req *http.Request) (*http.Response, error) {
+		for i, b := range bodies {
+			if !b.closed.Load() {
+				t.Errorf("attempt %d sent with answer %d still open", len(bodies)+1, i+1)
+			}
+		}
+		status, header := http.StatusServiceUnavailable, http.Header{"Retry-After": {"0"}}
+		if len(bodies) == 2 {
+			status, header = http.StatusOK, http.Header{}
+		}
+		b := &trackedBody{Reader: strings.NewReader("{}")}
+		bodies = append(bodies, b)
+		return &http.Response{StatusCode: status, Header: header, Body: b, Request: req}, nil
+	})
+	req, err := http.NewRequestWithContext(t.Context(), http.MethodGet, "http://payments.invalid/payments", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := (&RetryAfter{Next: next}).RoundTrip(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.StatusCode != http.StatusOK || len(bodies) != 3 {
+		t.Fatalf("%d after %d attempts, want 200 after 3", res.StatusCode, len(bodies))
+	}
+	if bodies[2].closed.Load() {
+		t.Error("the answer returned was closed before the caller read it")
+	}
+	res.Body.Close()
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(req *http.Request) (*http.Response, error) { return f(req) }
+
+// trackedBody is a response body that remembers being closed.
+type trackedBody struct {
+	io.Reader
+	closed atomic.Bool
+}
+
+func (b *trackedBody) Close() error {
+	b.closed.Store(true)
+	return nil
+}
