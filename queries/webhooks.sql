@@ -176,10 +176,18 @@ SET status = 'failed', next_attempt_at = NULL, updated_at = clock_timestamp()
 WHERE account_id = @account_id AND id = @id AND status = 'pending';
 
 -- name: WebhookDeliveryFailPendingByEndpoint :exec
--- A disabled endpoint is sent nothing more: its pending deliveries end.
-UPDATE webhook_deliveries
+-- A disabled endpoint is sent nothing more: its pending deliveries end. Those another
+-- transaction holds are left to it (SKIP LOCKED): an attempt being recorded holds its
+-- delivery and waits for the endpoint's row, which the transaction disabling the endpoint
+-- holds, so waiting for it would be a deadlock. Each such delivery still ends: its record
+-- then finds the endpoint disabled, and a job that comes to it finds the same (finish).
+UPDATE webhook_deliveries AS d
 SET status = 'failed', next_attempt_at = NULL, updated_at = clock_timestamp()
-WHERE account_id = @account_id AND endpoint_id = @endpoint_id AND status = 'pending';
+WHERE d.account_id = @account_id AND d.endpoint_id = @endpoint_id AND d.id IN (
+    SELECT pending.id FROM webhook_deliveries AS pending
+    WHERE pending.account_id = @account_id AND pending.endpoint_id = @endpoint_id AND pending.status = 'pending'
+    FOR UPDATE SKIP LOCKED
+);
 
 -- name: WebhookEndpointRecordSuccess :exec
 UPDATE webhook_endpoints SET failing_since = NULL

@@ -126,9 +126,13 @@ func (q *Queries) WebhookDeliveryFail(ctx context.Context, arg WebhookDeliveryFa
 }
 
 const webhookDeliveryFailPendingByEndpoint = `-- name: WebhookDeliveryFailPendingByEndpoint :exec
-UPDATE webhook_deliveries
+UPDATE webhook_deliveries AS d
 SET status = 'failed', next_attempt_at = NULL, updated_at = clock_timestamp()
-WHERE account_id = $1 AND endpoint_id = $2 AND status = 'pending'
+WHERE d.account_id = $1 AND d.endpoint_id = $2 AND d.id IN (
+    SELECT pending.id FROM webhook_deliveries AS pending
+    WHERE pending.account_id = $1 AND pending.endpoint_id = $2 AND pending.status = 'pending'
+    FOR UPDATE SKIP LOCKED
+)
 `
 
 type WebhookDeliveryFailPendingByEndpointParams struct {
@@ -136,7 +140,11 @@ type WebhookDeliveryFailPendingByEndpointParams struct {
 	EndpointID string
 }
 
-// A disabled endpoint is sent nothing more: its pending deliveries end.
+// A disabled endpoint is sent nothing more: its pending deliveries end. Those another
+// transaction holds are left to it (SKIP LOCKED): an attempt being recorded holds its
+// delivery and waits for the endpoint's row, which the transaction disabling the endpoint
+// holds, so waiting for it would be a deadlock. Each such delivery still ends: its record
+// then finds the endpoint disabled, and a job that comes to it finds the same (finish).
 func (q *Queries) WebhookDeliveryFailPendingByEndpoint(ctx context.Context, arg WebhookDeliveryFailPendingByEndpointParams) error {
 	_, err := q.db.Exec(ctx, webhookDeliveryFailPendingByEndpoint, arg.AccountID, arg.EndpointID)
 	return err

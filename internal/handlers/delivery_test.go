@@ -134,6 +134,58 @@ func TestGoneDisablesTheEndpoint(t *testing.T) {
 	}
 }
 
+// TestTwoAttemptsThatDisableTheirEndpointAreBothRecorded: recording an attempt locks its
+// delivery and then updates the endpoint; the attempt that disables the endpoint then fails
+// its pending deliveries. Two attempts answered 410 at once each hold their own delivery, so
+// the first must leave the second's alone (it fails its own) rather than wait for it while
+// the second waits for the endpoint. The test holds the endpoint's row until both records
+// wait for it, then lets go: each delivery has its one attempt recorded, and no transaction
+// was rolled back to break a deadlock.
+func TestTwoAttemptsThatDisableTheirEndpointAreBothRecorded(t *testing.T) {
+	t.Parallel()
+	b := setupDelivery(t, defaultDelivery)
+	together := newOverlap(2, 10*time.Second)
+	answer := make(chan struct{})
+	letAnswer := sync.OnceFunc(func() { close(answer) })
+	t.Cleanup(letAnswer)
+	url, _ := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		together.wait()
+		<-answer
+		w.WriteHeader(http.StatusGone)
+	})
+	e, _ := createEndpoint(t, b.client, url, "payment.succeeded")
+	createPayment(t, b.client, 100)
+	createPayment(t, b.client, 200)
+	for deadline := time.Now().Add(10 * time.Second); !together.reached(); time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the two attempts were never in flight together")
+		}
+	}
+	release := b.holdLocks(t, `SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR UPDATE`, e.ID)
+	letAnswer()
+	b.waitUntil(t, "both records waiting for the endpoint", func(blocked int) bool { return blocked >= 2 })
+	release()
+
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ds := deliveries(t, b.client, e.ID)
+		done := len(ds) == 2
+		for _, d := range ds {
+			done = done && d.Status == "failed" && d.AttemptCount == 1
+		}
+		if done {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("deliveries: %+v; want both failed with their one attempt recorded", ds)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if n := b.count(t, `SELECT count(*) FROM river_job WHERE queue = 'webhooks' AND cardinality(errors) > 0`); n != 0 {
+		t.Errorf("%d webhook jobs failed a run (a record rolled back to break a deadlock)", n)
+	}
+}
+
 // waitDelivered waits until the endpoint has n deliveries, all succeeded, and returns them.
 func waitDelivered(t *testing.T, b *testBundle, endpointID string, n int) []delivery {
 	t.Helper()
