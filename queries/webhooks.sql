@@ -47,6 +47,16 @@ SELECT * FROM webhook_endpoints
 WHERE account_id = @account_id AND id = @id
 FOR UPDATE;
 
+-- name: WebhookDeliveryLockByEndpoint :exec
+-- Deleting an endpoint locks its deliveries before the endpoint's row, in the order a
+-- record of an attempt takes them: its delivery, then the endpoint (see WebhookDeliveryLock).
+-- The cascade from the endpoint's row would lock them after it, and wait for a record that
+-- waits for the endpoint: a deadlock.
+SELECT 1 FROM webhook_deliveries
+WHERE account_id = @account_id AND endpoint_id = @endpoint_id
+ORDER BY id
+FOR UPDATE;
+
 -- name: WebhookEndpointDelete :execrows
 DELETE FROM webhook_endpoints
 WHERE account_id = @account_id AND id = @id;

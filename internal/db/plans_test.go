@@ -174,6 +174,10 @@ var lookups = map[string]lookup{
 		args: map[string]any{"account_id": planAccount, "ids": []string{"msg_plans_new"}, "endpoint_ids": []string{planSpare}, "event_id": planEvent},
 		keys: map[string][]string{"webhook_endpoints": {"account_id", "id"}},
 	},
+	"WebhookDeliveryLockByEndpoint": {
+		args: map[string]any{"account_id": planAccount, "endpoint_id": planEndpoint},
+		keys: map[string][]string{"webhook_deliveries": {"account_id", "endpoint_id"}},
+	},
 	"WebhookDeliveryFailPendingByEndpoint": {
 		args: map[string]any{"account_id": planAccount, "endpoint_id": planEndpoint},
 		keys: map[string][]string{"webhook_deliveries": {"account_id", "endpoint_id"}},

@@ -306,6 +306,27 @@ func (q *Queries) WebhookDeliveryLock(ctx context.Context, arg WebhookDeliveryLo
 	return i, err
 }
 
+const webhookDeliveryLockByEndpoint = `-- name: WebhookDeliveryLockByEndpoint :exec
+SELECT 1 FROM webhook_deliveries
+WHERE account_id = $1 AND endpoint_id = $2
+ORDER BY id
+FOR UPDATE
+`
+
+type WebhookDeliveryLockByEndpointParams struct {
+	AccountID  string
+	EndpointID string
+}
+
+// Deleting an endpoint locks its deliveries before the endpoint's row, in the order a
+// record of an attempt takes them: its delivery, then the endpoint (see WebhookDeliveryLock).
+// The cascade from the endpoint's row would lock them after it, and wait for a record that
+// waits for the endpoint: a deadlock.
+func (q *Queries) WebhookDeliveryLockByEndpoint(ctx context.Context, arg WebhookDeliveryLockByEndpointParams) error {
+	_, err := q.db.Exec(ctx, webhookDeliveryLockByEndpoint, arg.AccountID, arg.EndpointID)
+	return err
+}
+
 const webhookDeliveryRecordAttempt = `-- name: WebhookDeliveryRecordAttempt :exec
 UPDATE webhook_deliveries
 SET attempt_count = attempt_count + 1,

@@ -186,6 +186,45 @@ func TestTwoAttemptsThatDisableTheirEndpointAreBothRecorded(t *testing.T) {
 	}
 }
 
+// TestAnEndpointDeletedWhileAnAttemptIsRecordedTakesItsTurn: recording an attempt locks its
+// delivery and then updates the endpoint; deleting the endpoint locks its deliveries before
+// the endpoint's row, in the same order, so the two take turns. The test holds the
+// delivery's row until the record and the deletion both wait for it, then lets go: the
+// attempt is recorded, then the endpoint deleted, and neither is rolled back.
+func TestAnEndpointDeletedWhileAnAttemptIsRecordedTakesItsTurn(t *testing.T) {
+	t.Parallel()
+	b := setupDelivery(t, defaultDelivery)
+	answer := make(chan struct{})
+	letAnswer := sync.OnceFunc(func() { close(answer) })
+	t.Cleanup(letAnswer)
+	// A failure, which the record writes on the endpoint's row (a success on an endpoint
+	// with no failures to clear writes nothing there).
+	url, got := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) {
+		<-answer
+		w.WriteHeader(http.StatusInternalServerError)
+	})
+	e, _ := createEndpoint(t, b.client, url, "payment.succeeded")
+	createPayment(t, b.client, 100)
+	next(t, got, 10*time.Second) // the attempt is in flight
+	release := b.holdLocks(t, `SELECT 1 FROM webhook_deliveries WHERE endpoint_id = $1 FOR UPDATE`, e.ID)
+	letAnswer()
+	b.waitUntilStatementBlocked(t, "webhook_deliveries") // the record waits for its delivery
+	deleted := make(chan *apitest.Response, 1)
+	go func() { deleted <- b.client.Do(http.MethodDelete, "/webhook-endpoints/"+e.ID, nil) }()
+	b.waitUntilBlocked(t, 2) // the deletion waits for it too
+	release()
+
+	if res := <-deleted; res.Status != http.StatusNoContent {
+		t.Errorf("the deletion: %d %s, want 204", res.Status, res.Body)
+	}
+	b.waitUntil(t, "the delivery's job to end", func(int) bool {
+		return b.count(t, `SELECT count(*) FROM river_job WHERE queue = 'webhooks' AND finalized_at IS NULL`) == 0
+	})
+	if n := b.count(t, `SELECT count(*) FROM river_job WHERE queue = 'webhooks' AND cardinality(errors) > 0`); n != 0 {
+		t.Errorf("%d webhook jobs failed a run (a record rolled back to break a deadlock)", n)
+	}
+}
+
 // waitDelivered waits until the endpoint has n deliveries, all succeeded, and returns them.
 func waitDelivered(t *testing.T, b *testBundle, endpointID string, n int) []delivery {
 	t.Helper()

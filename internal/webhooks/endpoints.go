@@ -141,9 +141,14 @@ func wrapUpdate(id string, err error) error {
 
 // DeleteEndpoint deletes an endpoint with its deliveries. With pre (an If-Match), only while
 // the endpoint is at a version pre names, checked on its row, locked, as an update's is: a
-// *domain.PreconditionFailedError otherwise.
+// *domain.PreconditionFailedError otherwise. The deliveries are locked first, as a record of
+// an attempt locks them (WebhookDeliveryLockByEndpoint).
 func (s *Service) DeleteEndpoint(ctx context.Context, accountID, id string, pre *domain.Precondition) error {
 	return db.InTx(ctx, s.pool, func(tx db.Tx) error {
+		err := tx.WebhookDeliveryLockByEndpoint(ctx, db.WebhookDeliveryLockByEndpointParams{AccountID: accountID, EndpointID: id})
+		if err != nil {
+			return fmt.Errorf("delete webhook endpoint %s: %w", id, err)
+		}
 		if err := lockAt(ctx, tx, accountID, id, pre); err != nil {
 			return fmt.Errorf("delete webhook endpoint %s: %w", id, err)
 		}
