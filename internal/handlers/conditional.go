@@ -171,6 +171,15 @@ func readIfMatch(ctx context.Context, value string, current int32) error {
 	return traceIfMatch(ctx, err)
 }
 
+// checkIfNoneMatch evaluates If-None-Match against the current version and records the decision.
+func checkIfNoneMatch(ctx context.Context, value string, version int32) (bool, error) {
+	notModified, err := ifNoneMatch(value, opaqueTag(version))
+	if err == nil {
+		traceIfNoneMatch(ctx, notModified)
+	}
+	return notModified, err
+}
+
 // traceIfMatch records in the request's trace what became of a conditional write, and
 // returns err: matched (the write ran), stale (412), missing (428).
 func traceIfMatch(ctx context.Context, err error) error {

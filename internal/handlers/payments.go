@@ -92,12 +92,8 @@ func (s *Server) GetPayment(ctx context.Context, req api.GetPaymentRequestObject
 		if err != nil {
 			return nil, err
 		}
-		notModified, err := checkIfNoneMatch(ctx, *req.Params.IfNoneMatch, version)
-		if err != nil {
-			return nil, err
-		}
-		if notModified {
-			return api.GetPayment304Response{Headers: api.NotModifiedResponseHeaders{ETag: etag(version)}}, nil
+		if res, err := paymentNotModified(ctx, *req.Params.IfNoneMatch, version); res != nil || err != nil {
+			return res, err
 		}
 	}
 	p, err := s.payments.Get(ctx, acct, req.Id)
@@ -111,25 +107,22 @@ func (s *Server) GetPayment(ctx context.Context, req api.GetPaymentRequestObject
 			return nil, err
 		}
 		if req.Params.IfNoneMatch != nil {
-			notModified, err := checkIfNoneMatch(ctx, *req.Params.IfNoneMatch, p.Version)
-			if err != nil {
-				return nil, err
-			}
-			if notModified {
-				return api.GetPayment304Response{Headers: api.NotModifiedResponseHeaders{ETag: etag(p.Version)}}, nil
+			if res, err := paymentNotModified(ctx, *req.Params.IfNoneMatch, p.Version); res != nil || err != nil {
+				return res, err
 			}
 		}
 	}
 	return paymentBody(p)
 }
 
-// checkIfNoneMatch evaluates If-None-Match against the current version and records the decision.
-func checkIfNoneMatch(ctx context.Context, value string, version int32) (bool, error) {
-	notModified, err := ifNoneMatch(value, opaqueTag(version))
-	if err == nil {
-		traceIfNoneMatch(ctx, notModified)
+// paymentNotModified is the 304 for a payment at version when If-None-Match names it, and
+// nil when it does not.
+func paymentNotModified(ctx context.Context, ifNoneMatch string, version int32) (api.GetPaymentResponseObject, error) {
+	notModified, err := checkIfNoneMatch(ctx, ifNoneMatch, version)
+	if err != nil || !notModified {
+		return nil, err
 	}
-	return notModified, err
+	return api.GetPayment304Response{Headers: api.NotModifiedResponseHeaders{ETag: etag(version)}}, nil
 }
 
 // encodedPayment is a 200 with a payment, as the generated GetPayment200JSONResponse and

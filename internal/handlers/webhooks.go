@@ -51,11 +51,10 @@ func (s *Server) GetWebhookEndpoint(ctx context.Context, req api.GetWebhookEndpo
 		}
 	}
 	if req.Params.IfNoneMatch != nil {
-		notModified, err := ifNoneMatch(*req.Params.IfNoneMatch, opaqueTag(e.Version))
+		notModified, err := checkIfNoneMatch(ctx, *req.Params.IfNoneMatch, e.Version)
 		if err != nil {
 			return nil, err
 		}
-		traceIfNoneMatch(ctx, notModified)
 		if notModified {
 			return api.GetWebhookEndpoint304Response{Headers: api.NotModifiedResponseHeaders{ETag: etag(e.Version)}}, nil
 		}
