@@ -116,7 +116,7 @@ func TestMessages(t *testing.T) {
 		{"a huge amount", createPayment(`{"amount":1e20,"currency":"usd","payment_method":"pm_card_visa"}`),
 			"/amount", "must be at most 99999999; got 100000000000000000000", "e+"},
 		{"a bad timestamp", get("/payments?created_gte=yesterday"),
-			"created_gte", "must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z", "^"},
+			"created_gte", "must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z, with at most nine digits of a second", "^"},
 		{"a limit of 0", get("/payments?limit=0"), "limit", "must be at least 1; got 0", ""},
 		{"a limit in words", get("/payments?limit=ten"), "limit", "must be an integer", ""},
 		{"a limit sent twice", get("/payments?limit=1&limit=2"), "limit", "must be sent once", ""},

@@ -202,7 +202,7 @@ func message(e *jsonschema.ValidationError, notes enumNotes) string {
 func formatMessage(format string) string {
 	switch format {
 	case "date-time":
-		return "must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z"
+		return "must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z, with at most nine digits of a second"
 	case "date":
 		return "must be a date such as 2026-01-02"
 	case "email":

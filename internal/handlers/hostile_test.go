@@ -193,7 +193,7 @@ func TestValidationMessages(t *testing.T) {
 		t.Errorf("amount: %q", msg)
 	}
 	res = b.client.Get("/payments?created_gte=yesterday")
-	if msg := messageFor(t, res, "created_gte"); msg != "must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z" {
+	if msg := messageFor(t, res, "created_gte"); msg != "must be an RFC 3339 timestamp such as 2026-01-02T15:04:05Z, with at most nine digits of a second" {
 		t.Errorf("created_gte: %q", msg)
 	}
 	res = b.client.Post("/payments", `{"amount":1,"currency":"usd","payment_method":"pm_card_visa"}`,

@@ -387,6 +387,7 @@ func TestReportRequestValidation(t *testing.T) {
 		{"empty range", map[string]any{"type": "payments", "created_gte": "2026-02-01T00:00:00Z", "created_lt": "2026-02-01T00:00:00Z"}, "/created_lt"},
 		{"a leap second", map[string]any{"type": "payments", "created_gte": "2016-12-31T23:59:60Z", "created_lt": "2017-01-31T00:00:00Z"}, "/created_gte"},
 		// Between two microseconds, the finest time PostgreSQL holds: no row can lie in it.
+		{"finer than a nanosecond", map[string]any{"type": "payments", "created_gte": "2026-02-01T00:00:00Z", "created_lt": "2026-02-01T00:00:00.0000010001Z"}, "/created_lt"},
 		{"range inside a microsecond", map[string]any{"type": "payments", "created_gte": "2026-02-01T00:00:00.0000001Z", "created_lt": "2026-02-01T00:00:00.0000009Z"}, "/created_lt"},
 		// A bound the report could not show: RFC 3339 writes a year in four digits, in UTC.
 		{"past 9999 once rounded to a microsecond", map[string]any{"type": "payments", "created_gte": "9999-12-31T00:00:00Z", "created_lt": "9999-12-31T23:59:59.9999999Z"}, "/created_lt"},
