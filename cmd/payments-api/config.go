@@ -213,6 +213,10 @@ func (c *config) applyModeDefaults(environ map[string]string) error {
 			errs = append(errs, fmt.Errorf("%s: must not be true with RUN_MODE=production (it is a sandbox door)", door.name))
 		}
 	}
+	// The README gives this key to everyone: in production it would open every door at once.
+	if slices.Contains(c.DemoAPIKeys, publishedDemoKey) {
+		errs = append(errs, fmt.Errorf("DEMO_API_KEYS: must not name %s with RUN_MODE=production (the README publishes it)", publishedDemoKey))
+	}
 	return errors.Join(errs...)
 }
 

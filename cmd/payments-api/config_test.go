@@ -333,6 +333,13 @@ func TestRunModeDefaults(t *testing.T) {
 			t.Errorf("RUN_MODE=production with %s=true: %v, want an error naming it", door, err)
 		}
 	}
+	// The README's key is a door too, among other keys or alone.
+	for _, keys := range []string{publishedDemoKey, "sk_live_0123456789abcdef," + publishedDemoKey} {
+		_, err := loadConfig(map[string]string{"RUN_MODE": "production", "DEMO_API_KEYS": keys})
+		if err == nil || !strings.Contains(err.Error(), "DEMO_API_KEYS") {
+			t.Errorf("RUN_MODE=production with DEMO_API_KEYS=%s: %v, want an error naming it", keys, err)
+		}
+	}
 	// An empty RUN_MODE is refused, not taken for the default: a manifest whose ${MODE} came
 	// out empty must not open the sandbox's doors.
 	for _, bad := range []map[string]string{{"RUN_MODE": "staging"}, {"RUN_MODE": ""}, {"RUN_MODE": "production", "METRICS_ADDR": "9090"}} {

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"slices"
 
 	"github.com/payments-api/payments-api/internal/processor"
 )
@@ -55,16 +54,14 @@ func newHTTPServer(cfg config, handler http.Handler, logger *slog.Logger) *http.
 }
 
 // warnOfOpenDoors says, at start-up, what a configuration exposes that its operator may not
-// mean to: the sandbox reachable from other machines, or the published key in production.
+// mean to: the sandbox reachable from other machines. (Production refuses to start with a
+// door open: applyModeDefaults.)
 func warnOfOpenDoors(cfg config, addr net.Addr, logger *slog.Logger) {
-	if cfg.sandbox() {
-		if tcp, ok := addr.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
-			logger.Warn("RUN_MODE=sandbox is listening beyond loopback: anyone who can reach it may use the demo keys, create test accounts and inject faults; set RUN_MODE=production to shut those doors",
-				"addr", addr.String())
-		}
+	if !cfg.sandbox() {
 		return
 	}
-	if slices.Contains(cfg.DemoAPIKeys, publishedDemoKey) {
-		logger.Warn("DEMO_API_KEYS names the published demo key in production: anyone who read the README can use it", "key_prefix", publishedDemoKey[:8])
+	if tcp, ok := addr.(*net.TCPAddr); ok && !tcp.IP.IsLoopback() {
+		logger.Warn("RUN_MODE=sandbox is listening beyond loopback: anyone who can reach it may use the demo keys, create test accounts and inject faults; set RUN_MODE=production to shut those doors",
+			"addr", addr.String())
 	}
 }
