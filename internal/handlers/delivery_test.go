@@ -245,41 +245,62 @@ func waitDelivered(t *testing.T, b *testBundle, endpointID string, n int) []deli
 	}
 }
 
-// TestHungReceiverDelaysOnlyItsOwnDeliveries: with fifty deliveries queued for an endpoint
-// whose receiver never answers (within a WEBHOOK_TIMEOUT longer than the test), another
-// endpoint's event still arrives within 2 s, and the hung endpoint is never sent more than
-// MaxInFlightPerEndpoint attempts at once.
-func TestHungReceiverDelaysOnlyItsOwnDeliveries(t *testing.T) {
+// TestHungReceiversDelayOnlyTheirOwnDeliveries: receivers that never answer (within a
+// WEBHOOK_TIMEOUT longer than the test) are held to their caps of attempts in flight, and an
+// event for another endpoint still arrives within 2 s:
+//   - fifty deliveries queued for one hung endpoint get MaxInFlightPerEndpoint attempts;
+//   - an account whose twelve endpoints all hang could, two attempts each, take every one of
+//     the twenty workers; it gets MaxInFlightPerAccount, and another account's event arrives.
+func TestHungReceiversDelayOnlyTheirOwnDeliveries(t *testing.T) {
 	t.Parallel()
-	opts := defaultDelivery
-	opts.timeout = time.Minute
-	b := setupDelivery(t, opts)
-	release := make(chan struct{})
-	hungURL, hung := newReceiver(t, func(_ http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	})
-	t.Cleanup(func() { close(release) }) // before the receiver closes: it waits for its requests
-	createEndpoint(t, b.client, hungURL, "payment.succeeded")
-	for range 50 {
-		createPayment(t, b.client, 100)
-	}
-	for range webhooks.MaxInFlightPerEndpoint {
-		next(t, hung, 5*time.Second)
-	}
-	// Let the workers go through the backlog first, so the next event queues behind it.
-	waitBacklogFetched(t, b, 3*time.Second)
+	for _, tt := range []struct {
+		name                string
+		endpoints, payments int
+		inFlight            int
+		otherAccount        bool
+	}{
+		{"one endpoint", 1, 50, webhooks.MaxInFlightPerEndpoint, false},
+		{"one account's endpoints", 12, 3, webhooks.MaxInFlightPerAccount, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Parallel()
+			opts := defaultDelivery
+			opts.timeout = time.Minute
+			b := setupDelivery(t, opts)
+			release := make(chan struct{})
+			hungURL, hung := newReceiver(t, func(_ http.ResponseWriter, r *http.Request) {
+				select {
+				case <-release:
+				case <-r.Context().Done():
+				}
+			})
+			t.Cleanup(func() { close(release) }) // before the receiver closes: it waits for its requests
+			for range tt.endpoints {
+				createEndpoint(t, b.client, hungURL, "payment.succeeded")
+			}
+			for range tt.payments {
+				createPayment(t, b.client, 100)
+			}
+			for range tt.inFlight {
+				next(t, hung, 5*time.Second)
+			}
+			// Let the workers go through the backlog first, so the next event queues behind it.
+			waitBacklogFetched(t, b, 3*time.Second)
 
-	fastURL, fast := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
-	createEndpoint(t, b.client, fastURL, "payment.succeeded")
-	createPayment(t, b.client, 100)
-	committed := time.Now()
-	h := next(t, fast, 2*time.Second)
-	t.Logf("the other endpoint's webhook arrived %s after its payment", h.at.Sub(committed))
-	if n := len(hung); n != 0 {
-		t.Fatalf("the hung endpoint got %d attempts beyond its %d in flight", n, webhooks.MaxInFlightPerEndpoint)
+			other := b.client
+			if tt.otherAccount {
+				other = b.other
+			}
+			fastURL, fast := newReceiver(t, func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusOK) })
+			createEndpoint(t, other, fastURL, "payment.succeeded")
+			createPayment(t, other, 100)
+			committed := time.Now()
+			h := next(t, fast, 2*time.Second)
+			t.Logf("the other endpoint's webhook arrived %s after its payment", h.at.Sub(committed))
+			if n := len(hung); n != 0 {
+				t.Fatalf("the hung receiver got %d attempts beyond the %d in flight", n, tt.inFlight)
+			}
+		})
 	}
 }
 

@@ -30,8 +30,17 @@ import (
 // (River's own per-partition concurrency limits are a feature of its paid edition.)
 const MaxInFlightPerEndpoint = 2
 
-// busySnooze is how long a job waits when its endpoint already has MaxInFlightPerEndpoint
-// attempts in flight, spread by ±50 % so the waiting jobs do not come back together. Short,
+// MaxInFlightPerAccount caps the attempts one process makes to one account's endpoints at
+// once. The per-endpoint cap alone leaves the queue to an account with many endpoints: ten
+// hung ones, at two attempts each, take the default twenty workers, and three payments
+// fanned out to forty queue work for minutes. With both caps, one account holds at most this
+// many workers, and the queue stays open to other accounts until WEBHOOK_WORKERS /
+// MaxInFlightPerAccount accounts' receivers hang at once. Its jobs beyond the cap are
+// snoozed like an endpoint's.
+const MaxInFlightPerAccount = 4
+
+// busySnooze is how long a job waits when its endpoint or its account already has as many
+// attempts in flight as its cap allows, spread by ±50 % so the waiting jobs do not come back together. Short,
 // so a busy but healthy endpoint's burst still drains quickly once its attempts return.
 const busySnooze = time.Second
 
@@ -58,7 +67,8 @@ type Worker struct {
 	river.WorkerDefaults[DeliverArgs]
 	deliverer *Deliverer
 	timeout   time.Duration
-	inFlight  *endpointSlots
+	accounts  *slots // attempts in flight per account
+	endpoints *slots // and per endpoint
 }
 
 // NewWorker makes attempts with deliverer, each bounded by the sender's timeout.
@@ -66,7 +76,8 @@ func NewWorker(deliverer *Deliverer) *Worker {
 	return &Worker{
 		deliverer: deliverer,
 		timeout:   deliverer.sender.timeout + AttemptOverhead,
-		inFlight:  &endpointSlots{limit: MaxInFlightPerEndpoint, used: map[string]int{}},
+		accounts:  &slots{limit: MaxInFlightPerAccount, used: map[string]int{}},
+		endpoints: &slots{limit: MaxInFlightPerEndpoint, used: map[string]int{}},
 	}
 }
 
@@ -79,10 +90,14 @@ func (w *Worker) Timeout(*river.Job[DeliverArgs]) time.Duration { return w.timeo
 // time; otherwise Work snoozes the job until the next attempt. River's own attempts count
 // only errors of ours (the database unreachable), which it retries with backoff.
 func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
-	if !w.inFlight.acquire(job.Args.EndpointID) {
-		return river.JobSnooze(time.Duration(float64(busySnooze) * (0.5 + rand.Float64())))
+	if !w.accounts.acquire(job.Args.AccountID) {
+		return busy()
 	}
-	defer w.inFlight.release(job.Args.EndpointID)
+	defer w.accounts.release(job.Args.AccountID)
+	if !w.endpoints.acquire(job.Args.EndpointID) {
+		return busy()
+	}
+	defer w.endpoints.release(job.Args.EndpointID)
 	end := &jobEnd{job: job}
 	next, err := w.deliverer.Attempt(ctx, job.Args.AccountID, job.Args.DeliveryID, end.end)
 	switch {
@@ -94,6 +109,11 @@ func (w *Worker) Work(ctx context.Context, job *river.Job[DeliverArgs]) error {
 		return nil
 	}
 	return river.JobSnooze(max(time.Until(*next), 0))
+}
+
+// busy snoozes a job whose account or endpoint has all the attempts in flight its cap allows.
+func busy() error {
+	return river.JobSnooze(time.Duration(float64(busySnooze) * (0.5 + rand.Float64())))
 }
 
 // shortWait is River's scheduler interval. A job snoozed for no longer is available at once
@@ -139,29 +159,30 @@ func (e *jobEnd) end(ctx context.Context, tx db.Tx, next *time.Time) error {
 	return nil
 }
 
-// endpointSlots counts the attempts in flight per endpoint in this process.
-type endpointSlots struct {
+// slots counts the attempts in flight in this process per id (of an endpoint, or of an
+// account), up to limit each.
+type slots struct {
 	mu    sync.Mutex
 	limit int
 	used  map[string]int
 }
 
-func (s *endpointSlots) acquire(endpointID string) bool {
+func (s *slots) acquire(id string) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.used[endpointID] >= s.limit {
+	if s.used[id] >= s.limit {
 		return false
 	}
-	s.used[endpointID]++
+	s.used[id]++
 	return true
 }
 
-func (s *endpointSlots) release(endpointID string) {
+func (s *slots) release(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.used[endpointID] <= 1 {
-		delete(s.used, endpointID)
+	if s.used[id] <= 1 {
+		delete(s.used, id)
 		return
 	}
-	s.used[endpointID]--
+	s.used[id]--
 }
