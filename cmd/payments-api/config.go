@@ -231,8 +231,8 @@ func nameVariables(err error) error {
 	for _, e := range agg.Errors {
 		var pe env.ParseError
 		if errors.As(e, &pe) {
-			if f, ok := reflect.TypeFor[config]().FieldByName(pe.Name); ok {
-				e = fmt.Errorf("%s: %w", f.Tag.Get("env"), pe.Err)
+			if name, ok := variableOf(reflect.TypeFor[config](), pe.Name); ok {
+				e = fmt.Errorf("%s: %w", name, pe.Err)
 			}
 		}
 		errs = append(errs, e)
@@ -240,9 +240,28 @@ func nameVariables(err error) error {
 	return errors.Join(errs...)
 }
 
+// variableOf is the variable the field named field is read from, in t or in a struct it
+// holds (Telemetry's OTEL_ variables).
+func variableOf(t reflect.Type, field string) (string, bool) {
+	for _, f := range reflect.VisibleFields(t) {
+		if f.Name == field && f.Tag.Get("env") != "" {
+			return f.Tag.Get("env"), true
+		}
+		if f.Type.Kind() == reflect.Struct && f.Tag.Get("env") == "" {
+			if name, ok := variableOf(f.Type, field); ok {
+				return name, true
+			}
+		}
+	}
+	return "", false
+}
+
 func (c config) validate() error {
 	var errs []error
 	errs = append(errs, c.validateDatabase()...)
+	if c.Telemetry.BatchDelayMillis <= 0 { // the exporter's timer would fire without pause
+		errs = append(errs, fmt.Errorf("OTEL_BSP_SCHEDULE_DELAY: must be a positive number of milliseconds, got %d", c.Telemetry.BatchDelayMillis))
+	}
 	if c.DatabaseConnectTimeout <= 0 {
 		errs = append(errs, fmt.Errorf("DATABASE_CONNECT_TIMEOUT: must be positive, got %s", c.DatabaseConnectTimeout))
 	}

@@ -75,6 +75,9 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"WEBHOOK_TIMEOUT": "0s"}, "WEBHOOK_TIMEOUT"},
 		{map[string]string{"WEBHOOK_TIMEOUT": "1m", "JOB_RESCUE_AFTER": "62s"}, "JOB_RESCUE_AFTER"}, // a live attempt would be rescued
 		{map[string]string{"WEBHOOK_WORKERS": "1"}, "WEBHOOK_WORKERS"},                              // one hung endpoint would hold them all
+		{map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "soon"}, "OTEL_BSP_SCHEDULE_DELAY"},           // a variable of Telemetry's, named
+		{map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "0"}, "OTEL_BSP_SCHEDULE_DELAY"},              // the exporter would spin a core
+		{map[string]string{"OTEL_BSP_SCHEDULE_DELAY": "-5"}, "OTEL_BSP_SCHEDULE_DELAY"},
 		{map[string]string{"WEBHOOK_RETRY_SCHEDULE": "1s,soon"}, "WEBHOOK_RETRY_SCHEDULE"},
 		{map[string]string{"WEBHOOK_RETRY_SCHEDULE": "1s,-1s"}, "WEBHOOK_RETRY_SCHEDULE"},
 		{map[string]string{"WEBHOOK_ALLOW_PRIVATE_NETWORKS": "maybe"}, "WEBHOOK_ALLOW_PRIVATE_NETWORKS"},
