@@ -37,7 +37,8 @@ fi
 # deploy/cluster/run). In session pooling a process's connection keeps its server connection
 # while it is open, prepared statements with it, so pgx's default exec mode works and
 # PostgreSQL plans a statement once per connection; each process then opens at most
-# SESSION_POOL_CONNS (10) connections, and PgBouncer may open one for each of them.
+# SESSION_POOL_CONNS (10) connections, and one more for /readyz's ping (an API's), and
+# PgBouncer may open one for each of them.
 PGBOUNCER_POOL_MODE=${PGBOUNCER_POOL_MODE:-transaction}
 if [[ ! $PGBOUNCER_POOL_MODE =~ ^(transaction|session)$ ]]; then
 	echo "PGBOUNCER_POOL_MODE=$PGBOUNCER_POOL_MODE: want transaction or session" >&2
@@ -47,7 +48,7 @@ fi
 # pooler_prepared their DATABASE_POOLER_PREPARED_STATEMENTS (run and chaos pass them on).
 SESSION_POOL_CONNS=10
 if [[ $PGBOUNCER_POOL_MODE == session ]]; then
-	pgbouncer_pool_size=$(((API_PROCESSES + 2) * SESSION_POOL_CONNS)) # the APIs and the two workers
+	pgbouncer_pool_size=$(((API_PROCESSES + 2) * (SESSION_POOL_CONNS + 1))) # the APIs and the two workers
 	pooled_query="default_query_exec_mode=${POOLED_EXEC_MODE:-cache_statement}&pool_max_conns=$SESSION_POOL_CONNS"
 	pooler_prepared=true
 else

@@ -28,8 +28,11 @@ func (a *App) newHandler(draining context.Context, limits *ratelimit.Limits, key
 	}
 	pays := payments.NewService(a.Pool, proc, bg.outbox)
 	a.release = append(a.release, pays.Close) // before the pool closes: its shared reads would hold it
+	ping := db.NewPinger(a.Pool)
+	a.release = append(a.release, ping.Close)
 	return handlers.New(handlers.Options{
 		Pool:               a.Pool,
+		Ping:               ping,
 		Logger:             a.logger,
 		Payments:           pays,
 		Idempotency:        keys,

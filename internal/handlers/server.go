@@ -20,6 +20,7 @@ import (
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/api"
 	"github.com/payments-api/payments-api/internal/contract"
+	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/metrics"
@@ -38,7 +39,10 @@ const DefaultRequestTimeout = 30 * time.Second
 
 // Options is what the server needs from the wiring (internal/app).
 type Options struct {
-	Pool        *pgxpool.Pool
+	Pool *pgxpool.Pool
+	// Ping tells /readyz whether the database answers, over a connection outside Pool (nil:
+	// one of Pool's).
+	Ping        *db.Pinger
 	Logger      *slog.Logger
 	Payments    *payments.Service
 	Idempotency *idempotency.Store
@@ -85,6 +89,7 @@ type Options struct {
 // Server implements api.StrictServerInterface.
 type Server struct {
 	pool             *pgxpool.Pool
+	ping             func(context.Context) error
 	logger           *slog.Logger
 	payments         *payments.Service
 	idempotency      *idempotency.Store
@@ -135,6 +140,7 @@ func New(opts Options) (*echo.Echo, error) {
 	}
 	s := &Server{
 		pool:             opts.Pool,
+		ping:             opts.Pool.Ping,
 		logger:           opts.Logger,
 		payments:         opts.Payments,
 		idempotency:      opts.Idempotency,
@@ -159,6 +165,9 @@ func New(opts Options) (*echo.Echo, error) {
 	}
 	if s.draining == nil {
 		s.draining = context.Background()
+	}
+	if opts.Ping != nil {
+		s.ping = opts.Ping.Ping
 	}
 
 	e := echo.New()

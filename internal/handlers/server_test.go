@@ -180,6 +180,24 @@ func TestReadiness(t *testing.T) {
 	}
 }
 
+// TestReadyWhileEveryConnectionIsBusy: a process whose pool is all lent out to requests
+// (slow charges, say) is at work, not broken; /readyz asks the database over a connection of
+// its own, so a load balancer does not take every process out at once under load.
+func TestReadyWhileEveryConnectionIsBusy(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	for range b.pool.Config().MaxConns {
+		conn, err := b.pool.Acquire(t.Context())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Release()
+	}
+	if res := b.client.Get("/readyz"); res.Status != http.StatusOK {
+		t.Errorf("every pooled connection busy: %d %s", res.Status, res.Body)
+	}
+}
+
 func TestServesItsContract(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
