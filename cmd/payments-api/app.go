@@ -82,17 +82,33 @@ func (m *Main) Run(ctx context.Context) (err error) {
 
 // Close releases what Run built, in reverse: the listeners aside, then the application,
 // whose pool closes last, and then the tracer, so the spans of the drain are exported too.
+// The application has closeGrace to close: pgx waits up to 15 s for a server's answer to
+// each connection's goodbye, which a database that froze never sends, and the process's
+// exit closes the sockets anyway.
 func (m *Main) Close() {
 	for _, stop := range slices.Backward(m.aside) {
 		stop()
 	}
 	if m.app != nil {
-		m.app.Close()
+		closed := make(chan struct{})
+		go func() {
+			defer close(closed)
+			m.app.Close()
+		}()
+		select {
+		case <-closed:
+		case <-time.After(closeGrace):
+			m.Logger.Warn("the database did not answer the pool's goodbye in time; leaving its connections to the exit", "waited", closeGrace)
+		}
 	}
 	if m.stopTracing != nil {
 		flushTraces(m.stopTracing, m.Logger)
 	}
 }
+
+// closeGrace is how long the application has to close once everything has stopped: a
+// healthy database says goodbye in milliseconds.
+const closeGrace = time.Second
 
 // drain shuts the API's listener and waits for in-flight requests, while the workers stop
 // fetching and finish theirs, all within SHUTDOWN_TIMEOUT. serveErr is why serving ended,

@@ -130,3 +130,27 @@ func send(t *testing.T, r *running, method, path, body, key string) *apitest.Res
 	}
 	return apitest.NewClient(t, r.base, testKey).Do(method, path, b, opts...)
 }
+
+// TestShutdownWithAFrozenDatabaseEndsSoonAfterItsTimeout freezes the database, then stops
+// the server: the workers cannot give up River's leadership (a statement nobody answers), and
+// each pooled connection waits for a goodbye that never comes. Neither may hold the exit far
+// beyond SHUTDOWN_TIMEOUT: the canceled jobs get a second more, the pool's close another.
+func TestShutdownWithAFrozenDatabaseEndsSoonAfterItsTimeout(t *testing.T) {
+	t.Parallel()
+	const shutdownTimeout = time.Second
+	proxy, url := dbtest.NewProxy(t, dbtest.NewURL(t))
+	r := startServe(t, map[string]string{"DATABASE_URL": url, "SHUTDOWN_TIMEOUT": shutdownTimeout.String()}, true)
+	if res := send(t, r, http.MethodGet, "/payments", "", ""); res.Status != http.StatusOK {
+		t.Fatalf("before the freeze: %d %s", res.Status, res.Body)
+	}
+
+	proxy.Freeze()
+	start := time.Now()
+	r.stop() // SIGTERM
+	_ = r.wait(t)
+	took := time.Since(start)
+	t.Logf("returned %s after SIGTERM", took.Round(time.Millisecond))
+	if took > shutdownTimeout+4*time.Second {
+		t.Errorf("the server returned %s after SIGTERM with SHUTDOWN_TIMEOUT %s and the database frozen", took.Round(time.Millisecond), shutdownTimeout)
+	}
+}

@@ -92,6 +92,10 @@ func (a *App) StartJobs(ctx context.Context) error {
 	return nil
 }
 
+// canceledJobsGrace is how long the jobs canceled at the end of SHUTDOWN_TIMEOUT have to
+// return: a canceled statement returns at once, and a build left mid-way is resumed later.
+const canceledJobsGrace = time.Second
+
 // StopJobs stops fetching and waits for running jobs until ctx ends; then it cancels them.
 // A canceled build keeps every page it committed and is resumed by the next process, so
 // nothing is lost either way; only the rest of its work is left for later.
@@ -100,8 +104,10 @@ func (a *App) StopJobs(ctx context.Context) error {
 	if err == nil {
 		return nil
 	}
-	a.logger.Warn("running jobs did not finish within SHUTDOWN_TIMEOUT; canceling them", "error", err)
-	cancelCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	// The running jobs outlasted it, or the database did not answer River's last statements
+	// (it gives up leadership in one) while none was running.
+	a.logger.Warn("the job workers did not stop within SHUTDOWN_TIMEOUT; canceling what they run", "error", err)
+	cancelCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), canceledJobsGrace)
 	defer cancel()
 	if err := a.jobs.StopAndCancel(cancelCtx); err != nil && !errors.Is(err, context.DeadlineExceeded) {
 		return fmt.Errorf("stop jobs: %w", err)
