@@ -7,6 +7,25 @@
 -- is written with a plain INSERT, which its primary key refuses a second time.
 SELECT pg_try_advisory_xact_lock(hashtextextended(@lock_key::text, 0)) AS acquired;
 
+-- name: IdempotencyKeyInFlight :one
+-- Whether the key's first use is still running, as IdempotencyKeyLock and IdempotencyKeyGet
+-- would tell a claim: a transaction holds the key's lock and no use of it has committed (a
+-- retry reading a used key holds the lock too, and is answered with a replay). The lock is
+-- read from pg_locks without taking it: taking it, even for an instant, could answer a claim
+-- made in that instant with a 409 for a request nobody runs. An advisory lock on a bigint
+-- shows there with its high and low 32 bits in classid and objid, and objsubid 1.
+SELECT EXISTS (
+    SELECT 1 FROM pg_catalog.pg_locks
+    WHERE locktype = 'advisory' AND objsubid = 1 AND granted
+      AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+      AND classid = oid((hashtextextended(@lock_key::text, 0) >> 32) & 4294967295)
+      AND objid = oid(hashtextextended(@lock_key::text, 0) & 4294967295)
+      AND NOT EXISTS (
+          SELECT 1 FROM idempotency_keys
+          WHERE account_id = @account_id AND operation = @operation AND key = @key AND expires_at > now()
+      )
+) AS in_flight;
+
 -- name: IdempotencyKeyGet :many
 -- The key's row, if it has one: sent right after IdempotencyKeyLock, in the same round trip
 -- (db.IdempotencyKeyAhead). Under READ COMMITTED a statement reads what had committed when it

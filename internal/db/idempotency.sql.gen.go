@@ -198,6 +198,45 @@ func (q *Queries) IdempotencyKeyGet(ctx context.Context, arg IdempotencyKeyGetPa
 	return items, nil
 }
 
+const idempotencyKeyInFlight = `-- name: IdempotencyKeyInFlight :one
+SELECT EXISTS (
+    SELECT 1 FROM pg_catalog.pg_locks
+    WHERE locktype = 'advisory' AND objsubid = 1 AND granted
+      AND database = (SELECT oid FROM pg_catalog.pg_database WHERE datname = current_database())
+      AND classid = oid((hashtextextended($1::text, 0) >> 32) & 4294967295)
+      AND objid = oid(hashtextextended($1::text, 0) & 4294967295)
+      AND NOT EXISTS (
+          SELECT 1 FROM idempotency_keys
+          WHERE account_id = $2 AND operation = $3 AND key = $4 AND expires_at > now()
+      )
+) AS in_flight
+`
+
+type IdempotencyKeyInFlightParams struct {
+	LockKey   string
+	AccountID string
+	Operation string
+	Key       string
+}
+
+// Whether the key's first use is still running, as IdempotencyKeyLock and IdempotencyKeyGet
+// would tell a claim: a transaction holds the key's lock and no use of it has committed (a
+// retry reading a used key holds the lock too, and is answered with a replay). The lock is
+// read from pg_locks without taking it: taking it, even for an instant, could answer a claim
+// made in that instant with a 409 for a request nobody runs. An advisory lock on a bigint
+// shows there with its high and low 32 bits in classid and objid, and objsubid 1.
+func (q *Queries) IdempotencyKeyInFlight(ctx context.Context, arg IdempotencyKeyInFlightParams) (bool, error) {
+	row := q.db.QueryRow(ctx, idempotencyKeyInFlight,
+		arg.LockKey,
+		arg.AccountID,
+		arg.Operation,
+		arg.Key,
+	)
+	var in_flight bool
+	err := row.Scan(&in_flight)
+	return in_flight, err
+}
+
 const idempotencyKeyInsert = `-- name: IdempotencyKeyInsert :exec
 INSERT INTO idempotency_keys (account_id, operation, key, fingerprint, response_status, response_headers, response_body, expires_at)
 VALUES ($1, $2, $3, $4, $5, $6, $7,

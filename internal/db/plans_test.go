@@ -198,6 +198,8 @@ var notLookups = map[string]string{
 	"JobListAbandoned":     "the sweep: unfinished jobs of every account",
 	"JobDeleteExpired":     "the sweep: expired jobs of every account",
 	"RiverJobCountWaiting": "River's table",
+	// Its read of the key's row has IdempotencyKeyGet's predicate, which lookups checks.
+	"IdempotencyKeyInFlight": "PostgreSQL's lock view and catalog of databases, a handful of rows each",
 
 	"IdempotencyKeyDeleteExpired":          "the sweep: expired keys of every account",
 	"IdempotencyKeyInsertExpired":          "the load tool's bulk insert of expired keys",

@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 )
@@ -72,6 +73,49 @@ func TestParallelRetriesChargeOnce(t *testing.T) {
 			t.Errorf("retry after completion: %d replayed=%q %s, want a replay of\n%s",
 				res.Status, res.Header.Get("Idempotent-Replayed"), res.Body, winner.Body)
 		}
+	}
+}
+
+// TestSlowChargesLeaveConnectionsForTheRest holds more creates in their charge than the pool
+// has connections, as a burst of slow cards would: each charge keeps its transaction open.
+// Meanwhile another account's list is answered, and so is the 409 of a retry of a create
+// that is charging: the creates beyond idempotency.Gate's slots wait for one without a
+// connection, so they do not take the pool's last ones. Then every create commits.
+func TestSlowChargesLeaveConnectionsForTheRest(t *testing.T) {
+	t.Parallel()
+	gate := newGatedProcessor()
+	b := setup(t, withProcessor(gate))
+	t.Cleanup(gate.open)
+	n := int(b.pool.Config().MaxConns) + 5
+	keys := make([]string, n)
+	answers := make(chan *apitest.Response, n)
+	create := func(key string) {
+		answers <- b.client.Post("/payments", visa(100), apitest.Header("Idempotency-Key", key))
+	}
+	keys[0] = newKey()
+	go create(keys[0])
+	gate.waitCharging(t) // the first create holds its key, and a slot
+	for i := 1; i < n; i++ {
+		keys[i] = newKey()
+		go create(keys[i])
+	}
+	slots := int32(idempotency.NewGate(b.pool).Size()) // the server's gate, on the same pool
+	waitUntil(t, func() bool { return gate.calls.Load() >= slots })
+
+	if res := b.other.Get("/payments"); res.Status != http.StatusOK {
+		t.Errorf("another account's list while %d creates charge: %d %s", n, res.Status, res.Body)
+	}
+	if res := b.client.Post("/payments", visa(100), apitest.Header("Idempotency-Key", keys[0])); res.Status != http.StatusConflict {
+		t.Errorf("a retry of a create that is charging: %d %s, want 409 at once", res.Status, res.Body)
+	}
+	gate.open()
+	for range n {
+		if res := <-answers; res.Status != http.StatusCreated {
+			t.Errorf("a create held in its charge: %d %s", res.Status, res.Body)
+		}
+	}
+	if got := b.count(t, `SELECT count(*) FROM payments`); got != n {
+		t.Errorf("%d payments, want %d", got, n)
 	}
 }
 

@@ -20,6 +20,13 @@ func (s *Server) CreatePayment(ctx context.Context, req api.CreatePaymentRequest
 	if err != nil {
 		return nil, err
 	}
+	// The charge keeps its transaction, and a pooled connection, open while the processor
+	// answers: only so many at once, so that the pool keeps connections for everything else.
+	leave, err := s.idempotency.Enter(ctx, s.charges, idem)
+	if err != nil {
+		return nil, err
+	}
+	defer leave()
 	res, err := s.idempotency.Do(ctx, idem, func(tx db.Tx) (idempotency.Response, error) {
 		p, resource, err := s.payments.Create(ctx, tx, acct.ID, payments.CreateParams{
 			Amount:        req.Body.Amount,

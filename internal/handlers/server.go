@@ -93,6 +93,7 @@ type Server struct {
 	logger           *slog.Logger
 	payments         *payments.Service
 	idempotency      *idempotency.Store
+	charges          *idempotency.Gate // the creates charging at once (idempotency.Gate)
 	events           *events.Service
 	webhooks         *webhooks.Service
 	requestTimeout   time.Duration
@@ -144,6 +145,7 @@ func New(opts Options) (*echo.Echo, error) {
 		logger:           opts.Logger,
 		payments:         opts.Payments,
 		idempotency:      opts.Idempotency,
+		charges:          idempotency.NewGate(opts.Pool),
 		events:           opts.Events,
 		webhooks:         opts.Webhooks,
 		requestTimeout:   cmp.Or(opts.RequestTimeout, DefaultRequestTimeout),

@@ -105,7 +105,7 @@ func (s *Store) Do(ctx context.Context, req Request, op func(tx db.Tx) (Response
 	key := db.IdempotencyKeyAhead(db.IdempotencyKeyGetParams{AccountID: req.AccountID, Operation: req.Operation, Key: req.Key})
 	err := db.InTx(ctx, s.pool, func(tx db.Tx) error {
 		span := trace.Start(ctx, "claim")
-		acquired, err := tx.IdempotencyKeyLock(ctx, req.AccountID+"|"+req.Operation+"|"+req.Key) // ids and operations contain no "|"
+		acquired, err := tx.IdempotencyKeyLock(ctx, lockKey(req))
 		used, found, readErr := key.Row()
 		span.End()
 		switch {
@@ -135,6 +135,9 @@ func (s *Store) Do(ctx context.Context, req Request, op func(tx db.Tx) (Response
 	s.observe(ctx, req.Operation, res, err)
 	return res, err
 }
+
+// lockKey names the key's lock (IdempotencyKeyLock). Ids and operations contain no "|".
+func lockKey(req Request) string { return req.AccountID + "|" + req.Operation + "|" + req.Key }
 
 // observe tells the observer and the request's trace how Do answered. An error other than
 // the key's own (a failed operation, which rolled its claim back) is no outcome: the key

@@ -4,11 +4,13 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
@@ -300,4 +302,69 @@ func decode(t *testing.T, body string) any {
 		t.Fatal(err)
 	}
 	return v
+}
+
+// TestIdempotencyKeyInFlightReadsTheClaimsLock: the question Store.Enter asks when its gate
+// is full (IdempotencyKeyInFlight) sees the lock a claim holds (IdempotencyKeyLock) from
+// another connection, and only that key's, whether the lock's 64-bit hash is negative or not
+// (its halves are read from pg_locks' two 32-bit columns), and no longer once the claim ends.
+// A key whose use committed is not in flight, though a retry reading it holds its lock.
+func TestIdempotencyKeyInFlightReadsTheClaimsLock(t *testing.T) {
+	t.Parallel()
+	store, pool, accountID := setupStore(t)
+	ctx := bounded(t)
+	q := db.New(pool)
+	inFlight := func(key string) bool {
+		t.Helper()
+		held, err := q.IdempotencyKeyInFlight(ctx, db.IdempotencyKeyInFlightParams{
+			LockKey: accountID + "|op|" + key, AccountID: accountID, Operation: "op", Key: key,
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return held
+	}
+	claim := func(key string) pgx.Tx {
+		t.Helper()
+		tx, err := pool.Begin(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if acquired, err := db.New(tx).IdempotencyKeyLock(ctx, accountID+"|op|"+key); err != nil || !acquired {
+			t.Fatalf("claim %s: %v %v", key, acquired, err)
+		}
+		return tx
+	}
+	signs := map[bool]int{} // keys tried, by whether their lock's hash is negative
+	for i := 0; signs[true] < 2 || signs[false] < 2; i++ {
+		key := fmt.Sprintf("key-%d", i)
+		var negative bool
+		if err := pool.QueryRow(ctx, `SELECT hashtextextended($1, 0) < 0`, accountID+"|op|"+key).Scan(&negative); err != nil {
+			t.Fatal(err)
+		}
+		signs[negative]++
+		tx := claim(key)
+		if !inFlight(key) || inFlight(key+"-other") {
+			t.Errorf("%s (hash negative %v) claimed: in flight %v, another key %v", key, negative, inFlight(key), inFlight(key+"-other"))
+		}
+		if err := tx.Rollback(ctx); err != nil {
+			t.Fatal(err)
+		}
+		if inFlight(key) {
+			t.Errorf("%s in flight after its claim ended", key)
+		}
+	}
+
+	req, err := idempotency.NewRequest(accountID, "op", "used", decode(t, `{}`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := store.Do(ctx, req, func(db.Tx) (idempotency.Response, error) { return idempotency.Response{Status: 201}, nil }); err != nil {
+		t.Fatal(err)
+	}
+	tx := claim("used") // a retry reading the used key
+	defer func() { _ = tx.Rollback(ctx) }()
+	if inFlight("used") {
+		t.Error("a used key whose lock a retry holds is in flight")
+	}
 }
