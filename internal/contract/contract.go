@@ -60,6 +60,9 @@ type Operation struct {
 	body      *requestBody // nil when the operation takes no body
 	responses map[string]*response
 	notes     enumNotes
+	// refused are the preconditions it does not declare, where it answers 400 (see
+	// preconditionFields).
+	refused []string
 }
 
 // value is a parameter or header: a string on the wire, typed by its schema.
@@ -270,6 +273,12 @@ func (b *builder) operation(item *openapi3.PathItem, op *openapi3.Operation, ite
 			return nil, fmt.Errorf("response %s: %w", status, err)
 		}
 		compiled.responses[status] = r
+	}
+	for _, field := range preconditionFields {
+		declared := slices.ContainsFunc(compiled.params, func(v *value) bool { return v.in == "header" && v.field == field })
+		if compiled.responses["400"] != nil && !declared {
+			compiled.refused = append(compiled.refused, field)
+		}
 	}
 	return compiled, nil
 }

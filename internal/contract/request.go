@@ -69,6 +69,11 @@ func (op *Operation) Validate(req *http.Request, pathParams PathParams, body []b
 	valid := &Request{OperationID: op.id}
 	errs := collector{notes: op.notes}
 	valid.Query = op.checkParams(&errs, req, pathParams)
+	for _, field := range op.refused {
+		if _, sent := req.Header[field]; sent {
+			errs.add(field, "is not a precondition this operation evaluates: send the request without it")
+		}
+	}
 	if op.body != nil && len(body) > 0 {
 		// Indexed, not Get: "Content-Encoding" is canonical, and Get would canonicalize it again.
 		if coding := req.Header["Content-Encoding"]; len(coding) > 0 && !strings.EqualFold(strings.Join(coding, ","), "identity") {
@@ -96,6 +101,13 @@ func (op *Operation) Validate(req *http.Request, pathParams PathParams, body []b
 	wholeNumbers(valid.Body)
 	return valid, nil
 }
+
+// preconditionFields are the preconditions of RFC 9110 this server evaluates, on the
+// operations that declare them. An operation refuses one it does not declare (Operation's
+// refused): ignored, the condition would not stop the method, and a DELETE /account sent
+// "only if" some tag matched would delete the account, a PATCH sent "only if none matched"
+// would change the payment whose tag it named.
+var preconditionFields = []string{"If-Match", "If-None-Match"}
 
 // listFields are the header parameters whose value is a comma-separated list, which a client
 // may send as one field line or as several: If-Match and If-None-Match (RFC 9110) and Prefer

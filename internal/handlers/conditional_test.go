@@ -54,6 +54,42 @@ func TestMalformedEntityTagsAre400(t *testing.T) {
 	}
 }
 
+// TestAPreconditionAnOperationDoesNotTakeIsRefused: an operation whose resource has no ETag
+// has nothing to evaluate If-Match or If-None-Match against, and PATCH evaluates only
+// If-Match. Ignored, the condition would not stop the method: DELETE /account sent "only if"
+// a tag matched deleted the account. Each is a 400 naming the header, well-formed or not, and
+// the method is not performed.
+func TestAPreconditionAnOperationDoesNotTakeIsRefused(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	doomed, _ := throwaway(t, b.client)
+	p, _ := createPayment(t, b.client, 500)
+	refund := b.client.Post("/refunds", refundOf(p.ID, 10), apitest.Header("Idempotency-Key", newKey()))
+	var r struct{ ID string }
+	refund.Decode(t, &r)
+	for _, tt := range []struct {
+		header, value string
+	}{
+		{"If-Match", `"v1"`}, {"If-Match", "*"}, {"If-Match", "garbage"},
+		{"If-None-Match", `"v1"`}, {"If-None-Match", "*"},
+	} {
+		res := doomed.Do(http.MethodDelete, "/account", nil, apitest.Header(tt.header, tt.value))
+		assertNamesHeader(t, "DELETE /account "+tt.header+": "+tt.value, res, tt.header)
+		res = b.client.Get("/refunds/"+r.ID, apitest.Header(tt.header, tt.value))
+		assertNamesHeader(t, "GET /refunds/{id} "+tt.header+": "+tt.value, res, tt.header)
+	}
+	etag := b.client.Get("/payments/" + p.ID).Header.Get("ETag")
+	res := patchPayment(b.client, p.ID, etag, `{"description":"changed"}`, apitest.Header("If-None-Match", etag))
+	assertNamesHeader(t, "PATCH with If-None-Match", res, "If-None-Match")
+	assertPayment(t, b.client, p.ID, etag, nil)
+	if res := doomed.Get("/account"); res.Status != http.StatusOK {
+		t.Errorf("the account after conditional deletes: %d %s, want it still there", res.Status, res.Body)
+	}
+	if res := doomed.Do(http.MethodDelete, "/account", nil); res.Status != http.StatusNoContent {
+		t.Errorf("DELETE /account without a precondition: %d %s", res.Status, res.Body)
+	}
+}
+
 func assertNamesHeader(t *testing.T, what string, res *apitest.Response, header string) {
 	t.Helper()
 	prob := res.Problem(t)
