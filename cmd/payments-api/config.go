@@ -164,10 +164,8 @@ func (c config) works() bool  { return c.ProcessRole != roleAPI }
 // loadConfig parses and validates environ (os.Environ's map). A bad value is an error that
 // names the variable, so the process stops at once with a message an operator can act on.
 func loadConfig(environ map[string]string) (config, error) {
-	if mode, set := environ["RUN_MODE"]; set && mode == "" {
-		// The env library takes an empty value for an unset one, which here means the
-		// sandbox: a deployment whose RUN_MODE came out empty would open every sandbox door.
-		return config{}, errors.New("RUN_MODE: set but empty; say sandbox or production (unset means sandbox)")
+	if err := refuseEmpty(reflect.TypeFor[config](), environ); err != nil {
+		return config{}, err
 	}
 	cfg, err := env.ParseAsWithOptions[config](env.Options{Environment: environ})
 	if err != nil {
@@ -236,6 +234,27 @@ func nameVariables(err error) error {
 			}
 		}
 		errs = append(errs, e)
+	}
+	return errors.Join(errs...)
+}
+
+// refuseEmpty refuses each variable of t (and of the structs it holds) that has a default
+// and is set but empty. The env library takes an empty value for an unset one and puts the
+// default in its place, so a manifest whose ${...} came out empty would run on a default its
+// operator never chose: RUN_MODE= on the sandbox, with every door open, LISTEN_ADDR= on every
+// interface, DATABASE_URL= on a local database it creates, CORS_ALLOWED_ORIGINS= with any
+// origin allowed. A variable whose empty value means something (DEMO_API_KEYS=, no key) has
+// no envDefault.
+func refuseEmpty(t reflect.Type, environ map[string]string) error {
+	var errs []error
+	for _, f := range reflect.VisibleFields(t) {
+		name, hasDefault := f.Tag.Get("env"), f.Tag.Get("envDefault") != ""
+		if value, set := environ[name]; name != "" && hasDefault && set && value == "" {
+			errs = append(errs, fmt.Errorf("%s: set but empty; unset it for its default (%s)", name, f.Tag.Get("envDefault")))
+		}
+		if f.Type.Kind() == reflect.Struct && name == "" {
+			errs = append(errs, refuseEmpty(f.Type, environ))
+		}
 	}
 	return errors.Join(errs...)
 }

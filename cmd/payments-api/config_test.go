@@ -114,6 +114,13 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"API_KEY_CACHE_TTL": "1h"}, "API_KEY_CACHE_TTL"},
 		{map[string]string{"API_KEY_CACHE_SIZE": "0"}, "API_KEY_CACHE_SIZE"},
 		{map[string]string{"PPROF_ADDR": "6060"}, "PPROF_ADDR"},
+		// Set but empty, a variable with a default is refused rather than defaulted: a
+		// manifest's ${...} that came out empty would run on a default nobody chose.
+		{map[string]string{"LISTEN_ADDR": ""}, "LISTEN_ADDR: set but empty"},
+		{map[string]string{"DATABASE_URL": ""}, "DATABASE_URL: set but empty"},
+		{map[string]string{"CORS_ALLOWED_ORIGINS": ""}, "CORS_ALLOWED_ORIGINS: set but empty"},
+		{map[string]string{"SHUTDOWN_TIMEOUT": ""}, "SHUTDOWN_TIMEOUT: set but empty"},
+		{map[string]string{"OTEL_SERVICE_NAME": ""}, "OTEL_SERVICE_NAME: set but empty"},
 	}
 	for _, tt := range tests {
 		_, err := loadConfig(tt.env)
