@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"runtime"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -206,6 +207,26 @@ func TestHostileBodies(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestManyErrorsAreListedAlikeEveryTime: the validator walks an object's members in map
+// order; a request with more errors than MaxFieldErrors still gets the same ones listed, in
+// the same order, every time it is sent, so that a client's test can compare them.
+func TestManyErrorsAreListedAlikeEveryTime(t *testing.T) {
+	c := load(t)
+	valid := `"amount":1,"currency":"usd","payment_method":"pm_card_visa"`
+	for name, body := range map[string]string{
+		"unknown members":       `{` + valid + `,` + strings.TrimPrefix(manyMembers(300, 6), "{"),
+		"long metadata names":   `{` + valid + `,"metadata":` + manyMembers(300, 45) + `}`,
+		"errors in many places": `{"amount":"x","currency":1,"payment_method":2,"description":3,"metadata":` + manyMembers(60, 45) + `,` + strings.TrimPrefix(manyMembers(60, 7), "{"),
+	} {
+		first := invalid(t, c, createPayment(body))
+		for range 10 {
+			if again := invalid(t, c, createPayment(body)); !slices.Equal(again.Fields, first.Fields) {
+				t.Fatalf("%s: the errors listed changed between two validations of the same body:\n%v\n%v", name, first.Fields, again.Fields)
+			}
+		}
 	}
 }
 

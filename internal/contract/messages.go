@@ -29,7 +29,7 @@ func addSchemaErrors(c *collector, err error, prefix string, value any) {
 	walk = func(e *jsonschema.ValidationError, parent []string) {
 		switch k := e.ErrorKind.(type) {
 		case *kind.AdditionalProperties:
-			for _, name := range k.Properties {
+			for _, name := range slices.Sorted(slices.Values(k.Properties)) {
 				if c.full() {
 					c.omitted++
 					continue
@@ -38,7 +38,7 @@ func addSchemaErrors(c *collector, err error, prefix string, value any) {
 			}
 			return
 		case *kind.Required:
-			for _, name := range k.Missing {
+			for _, name := range slices.Sorted(slices.Values(k.Missing)) {
 				if c.full() {
 					c.omitted++
 					continue
@@ -56,7 +56,13 @@ func addSchemaErrors(c *collector, err error, prefix string, value any) {
 			return
 		}
 		if len(e.Causes) > 0 {
-			for _, cause := range e.Causes {
+			// The validator walks an object's members in map order: sorted, the same request
+			// lists the same errors, the same MaxFieldErrors of them when there are more.
+			causes := slices.Clone(e.Causes)
+			slices.SortStableFunc(causes, func(a, b *jsonschema.ValidationError) int {
+				return slices.Compare(sortKey(a), sortKey(b))
+			})
+			for _, cause := range causes {
 				walk(cause, e.InstanceLocation)
 			}
 			return
@@ -68,6 +74,15 @@ func addSchemaErrors(c *collector, err error, prefix string, value any) {
 		c.add(field(prefix, e.InstanceLocation), message(e, c.notes))
 	}
 	walk(verr, nil)
+}
+
+// sortKey orders an error among its siblings: by where it is, and a member name's error,
+// whose location is not to be trusted (see addSchemaErrors), by the name.
+func sortKey(e *jsonschema.ValidationError) []string {
+	if k, ok := e.ErrorKind.(*kind.PropertyNames); ok {
+		return []string{k.Property}
+	}
+	return e.InstanceLocation
 }
 
 // field names a failure: a JSON pointer for a body, the parameter's name for a parameter.
