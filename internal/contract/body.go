@@ -40,7 +40,11 @@ func parseJSON(raw []byte) (any, error) {
 	dec.UseNumber()
 	var v any
 	if err := dec.Decode(&v); err != nil {
-		return nil, bodyError(nil, "The body is not valid JSON: "+syntaxReason(err)+".", syntaxReason(err))
+		reason := syntaxReason(err)
+		if bytes.HasPrefix(raw, []byte("\xEF\xBB\xBF")) {
+			reason = bomReason
+		}
+		return nil, bodyError(nil, "The body is not valid JSON: "+reason+".", reason)
 	}
 	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
 		return nil, bodyError(nil, "The body is not valid JSON: data follows the first JSON value.", "data follows the JSON value")
@@ -287,3 +291,8 @@ func syntaxReason(err error) string {
 	}
 	return err.Error()
 }
+
+// bomReason is why a body that starts with a byte order mark is not JSON: RFC 8259 has a
+// sender not add one, and the decoder's own words would name its first byte as a character
+// ('ï'), which tells the client nothing.
+const bomReason = "it starts with a byte order mark (EF BB BF); send the JSON without one"

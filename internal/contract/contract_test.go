@@ -182,6 +182,7 @@ func TestHostileBodies(t *testing.T) {
 		{"a 100-digit number", `{"amount":` + strings.Repeat("9", 100) + `,"currency":"usd","payment_method":"pm_card_visa"}`, "/amount", "longer than 64", 1, 0},
 		{"a duplicate member", `{` + valid + `,"amount":2}`, "/", `duplicate member "amount"`, 1, 0},
 		{"malformed JSON", `{"amount":`, "/", "not valid JSON", 1, 0},
+		{"a byte order mark", "\xEF\xBB\xBF{" + valid + `}`, "/", "byte order mark", 1, 0},
 		{"two JSON values", `{` + valid + `} {}`, "/", "follows the JSON value", 1, 0},
 		// Found by FuzzBodies: a broken body whose scan names a member written with a raw NUL.
 		{"a raw NUL in a member name", `{` + strings.Repeat(`"`, 10) + `,"` + "\x00" + strings.Repeat(`"`, 4) + `\u0000`, "/\uFFFD", "NUL", 1, 0},
