@@ -126,6 +126,8 @@ func TestMessages(t *testing.T) {
 		{"a semicolon", get("/payments?limit=1;x=y"), "limit", "must not hold a semicolon: separate parameters with &", ""},
 		{"an Idempotency-Key sent twice", call{http.MethodPost, "/payments", "application/json", createBody,
 			[]string{"Idempotency-Key", "k-1", "Idempotency-Key", "k-2"}}, "Idempotency-Key", "must be sent once", ""},
+		{"a Content-Type sent twice", call{http.MethodPost, "/payments", "application/json", createBody,
+			[]string{"Idempotency-Key", "k-1", "Content-Type", "text/plain"}}, "Content-Type", "must be sent once", ""},
 		{"a missing member", createPayment(`{"currency":"usd","payment_method":"pm_card_visa"}`), "/amount", "is required", ""},
 		{"an unknown member", createPayment(`{"amount":1,"currency":"usd","payment_method":"pm_card_visa","x":1}`), "/x", "unknown field", ""},
 		{"a currency in capitals", createPayment(`{"amount":1,"currency":"USD","payment_method":"pm_card_visa"}`),

@@ -81,6 +81,11 @@ func (op *Operation) Validate(req *http.Request, pathParams PathParams, body []b
 			// unsupported content coding answered 415.
 			return nil, &MediaTypeError{Detail: "Send the body without a Content-Encoding: it is read as sent."}
 		}
+		if len(req.Header["Content-Type"]) > 1 {
+			// Which one describes the body? Get would take the first, silently.
+			errs.add("Content-Type", "must be sent once")
+			return nil, errs.err()
+		}
 		mt, err := op.body.mediaType(req.Header.Get("Content-Type"))
 		if err != nil {
 			return nil, err
