@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"log/slog"
 	"maps"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -124,24 +125,74 @@ func (d listenApart) GetListener(params *riverdriver.GetListenenerParams) riverd
 // own; in this server ERROR means an internal error someone must look at, and a database
 // outage is not one (the API answers 503 meanwhile). A job that fails for good is recorded on
 // the job itself and in the outbox.
+//
+// And each message at most once per repeatInterval: while the database is down River logs the
+// same failure on every poll of every queue, several lines a second per process, which would
+// bury the lines that say what happened. The next line of a message says how many of it were
+// left out since the last one (repeated).
 func riverLogs(logger *slog.Logger) *slog.Logger {
-	return slog.New(capLevel{Handler: logger.Handler(), max: slog.LevelWarn})
+	return slog.New(riverHandler{Handler: logger.Handler(), max: slog.LevelWarn, repeats: &repeats{last: map[string]*repeat{}}})
 }
 
-type capLevel struct {
+// repeatInterval is how often one message of River's may be logged.
+const repeatInterval = 10 * time.Second
+
+type riverHandler struct {
 	slog.Handler
-	max slog.Level
+	max     slog.Level
+	repeats *repeats // shared by the handler's copies (WithAttrs, WithGroup)
 }
 
-func (h capLevel) Handle(ctx context.Context, r slog.Record) error {
+func (h riverHandler) Handle(ctx context.Context, r slog.Record) error {
+	pass, left := h.repeats.pass(r.Message, r.Time)
+	if !pass {
+		return nil
+	}
+	if left > 0 {
+		r.AddAttrs(slog.Int("repeated", left))
+	}
 	r.Level = min(r.Level, h.max)
 	return h.Handler.Handle(ctx, r)
 }
 
-func (h capLevel) WithAttrs(attrs []slog.Attr) slog.Handler {
-	return capLevel{Handler: h.Handler.WithAttrs(attrs), max: h.max}
+func (h riverHandler) WithAttrs(attrs []slog.Attr) slog.Handler {
+	return riverHandler{Handler: h.Handler.WithAttrs(attrs), max: h.max, repeats: h.repeats}
 }
 
-func (h capLevel) WithGroup(name string) slog.Handler {
-	return capLevel{Handler: h.Handler.WithGroup(name), max: h.max}
+func (h riverHandler) WithGroup(name string) slog.Handler {
+	return riverHandler{Handler: h.Handler.WithGroup(name), max: h.max, repeats: h.repeats}
+}
+
+// repeats remembers, per message, when it was last logged and how many of it were left out
+// since.
+type repeats struct {
+	mu   sync.Mutex
+	last map[string]*repeat
+}
+
+type repeat struct {
+	at   time.Time
+	left int
+}
+
+// pass reports whether message, logged at t, goes out, and how many of it were left out
+// before it.
+func (r *repeats) pass(message string, t time.Time) (bool, int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	last, seen := r.last[message]
+	switch {
+	case !seen:
+		if len(r.last) >= 1000 { // River's messages are a few dozen; bound them anyway
+			clear(r.last)
+		}
+		r.last[message] = &repeat{at: t}
+		return true, 0
+	case t.Sub(last.at) < repeatInterval:
+		last.left++
+		return false, 0
+	}
+	left := last.left
+	*last = repeat{at: t}
+	return true, left
 }
