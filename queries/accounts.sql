@@ -21,13 +21,14 @@ INSERT INTO accounts (
     sqlc.narg('rate_limit_writes_quota'), sqlc.narg('rate_limit_writes_window_seconds')
 );
 
--- name: APIKeyCreateIfMissing :exec
--- A seeded key's id is derived from its hash, so servers starting at once insert the same row
--- and collide on both unique indexes. ON CONFLICT with no target makes both arbiters: with
--- (key_hash) alone, two inserts racing past the check could still fail on the primary key.
+-- name: APIKeyCreateIfMissing :execrows
+-- The key's row, unless its hash has one: servers starting at once seed the same demo key, and
+-- an insert that meets another's row (committed, or waited for until it commits) does nothing
+-- and says so, 0 rows, so that its transaction rolls back the account it made for the key
+-- (accounts.SeedDemoKeys).
 INSERT INTO api_keys (id, account_id, key_hash, prefix)
 VALUES (@id, @account_id, @key_hash, @prefix)
-ON CONFLICT DO NOTHING;
+ON CONFLICT (key_hash) DO NOTHING;
 
 -- Deleting an account locks, before the account's row, the rows that its requests and jobs
 -- lock before they insert rows referencing the account: a refund locks its payment, and a

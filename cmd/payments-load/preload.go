@@ -293,7 +293,7 @@ var preloadTables = []string{"payments", "refunds", "events", "webhook_deliverie
 // many rows each table got.
 func preload(ctx context.Context, pool *pgxpool.Pool, apiKey string, n int) (*preloader, map[string]int64, error) {
 	q := db.New(pool)
-	if err := accounts.SeedDemoKeys(ctx, q, []string{apiKey}); err != nil {
+	if err := accounts.SeedDemoKeys(ctx, pool, []string{apiKey}); err != nil {
 		return nil, nil, err
 	}
 	acct, err := accounts.Authenticate(ctx, q, apiKey)

@@ -7,10 +7,12 @@ package accounts
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base32"
+	"errors"
 	"fmt"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/db"
+	"github.com/payments-api/payments-api/internal/domain"
 )
 
 // HashKey is how a key is stored and looked up. SHA-256 without a salt is enough for API
@@ -29,29 +31,42 @@ func Authenticate(ctx context.Context, q *db.Queries, key string) (db.Account, e
 	return acct, nil
 }
 
-// SeedDemoKeys makes sure each key exists with an account of its own. The ids are derived
-// from the key's hash, so seeding is idempotent and a demo key keeps its account id across
-// restarts and across servers that start at the same time.
-func SeedDemoKeys(ctx context.Context, q *db.Queries, keys []string) error {
+// SeedDemoKeys makes sure each key exists with an account of its own. A key seeded before
+// keeps its account; a new one gets a random account id, as a throwaway account does. (Every
+// request's log line names its account: an id derived from the key would let whoever reads
+// the logs test guesses at the key without asking the server.) Servers starting at once seed
+// the same new key together: the insert of its row that comes second finds the first's and
+// does nothing, and its transaction rolls back the account it made for the key.
+func SeedDemoKeys(ctx context.Context, pool *pgxpool.Pool, keys []string) error {
 	for _, key := range keys {
-		hash := HashKey(key)
-		suffix := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(hash)[:24]
-		accountID := "acct_" + suffix
-		if err := q.AccountCreateIfMissing(ctx, accountID); err != nil {
-			return fmt.Errorf("seed account %s: %w", accountID, err)
-		}
-		err := q.APIKeyCreateIfMissing(ctx, db.APIKeyCreateIfMissingParams{
-			ID:        "key_" + suffix,
-			AccountID: accountID,
-			KeyHash:   hash,
-			Prefix:    visiblePrefix(key),
+		err := db.InTx(ctx, pool, func(tx db.Tx) error {
+			accountID := domain.NewID("acct")
+			if err := tx.AccountCreate(ctx, db.AccountCreateParams{ID: accountID}); err != nil {
+				return fmt.Errorf("seed an account: %w", err)
+			}
+			created, err := tx.APIKeyCreateIfMissing(ctx, db.APIKeyCreateIfMissingParams{
+				ID:        domain.NewID("key"),
+				AccountID: accountID,
+				KeyHash:   HashKey(key),
+				Prefix:    visiblePrefix(key),
+			})
+			switch {
+			case err != nil:
+				return fmt.Errorf("seed API key %s...: %w", visiblePrefix(key), err)
+			case created == 0:
+				return errSeededBefore
+			}
+			return nil
 		})
-		if err != nil {
-			return fmt.Errorf("seed API key for %s: %w", accountID, err)
+		if err != nil && !errors.Is(err, errSeededBefore) {
+			return err
 		}
 	}
 	return nil
 }
+
+// errSeededBefore rolls back the account made for a key that has one already.
+var errSeededBefore = errors.New("the key has an account already")
 
 // visiblePrefix is the part of a key that is safe to show (in logs, in a dashboard): at most
 // its first quarter, and at most 8 characters. A generated key shows "sk_test_"; a short

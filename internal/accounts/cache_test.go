@@ -18,7 +18,7 @@ const testKey = "sk_test_accounts_cache"
 func setup(t *testing.T) *pgxpool.Pool {
 	t.Helper()
 	pool, _ := dbtest.NewPool(t)
-	if err := accounts.SeedDemoKeys(context.Background(), db.New(pool), []string{testKey}); err != nil {
+	if err := accounts.SeedDemoKeys(context.Background(), pool, []string{testKey}); err != nil {
 		t.Fatal(err)
 	}
 	return pool
@@ -90,7 +90,7 @@ func TestUnknownKeysAreNotRemembered(t *testing.T) {
 	if _, err := auth.Authenticate(ctx, newKey); !errors.Is(err, domain.ErrNotFound) {
 		t.Fatalf("unknown key: %v, want ErrNotFound", err)
 	}
-	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{newKey}); err != nil {
+	if err := accounts.SeedDemoKeys(ctx, pool, []string{newKey}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := auth.Authenticate(ctx, newKey); err != nil {
@@ -106,7 +106,7 @@ func TestOnlyKeysRefusesEveryOtherKey(t *testing.T) {
 	pool := setup(t)
 	ctx := context.Background()
 	const named = "sk_live_named_key"
-	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{named}); err != nil {
+	if err := accounts.SeedDemoKeys(ctx, pool, []string{named}); err != nil {
 		t.Fatal(err)
 	}
 	for _, ttl := range []time.Duration{0, time.Hour} {

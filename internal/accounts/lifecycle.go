@@ -28,12 +28,13 @@ func CreateTestAccount(ctx context.Context, pool *pgxpool.Pool, quotas Quotas) (
 		if err := tx.AccountCreate(ctx, row); err != nil {
 			return err
 		}
-		return tx.APIKeyCreateIfMissing(ctx, db.APIKeyCreateIfMissingParams{
+		_, err := tx.APIKeyCreateIfMissing(ctx, db.APIKeyCreateIfMissingParams{
 			ID:        domain.NewID("key"),
 			AccountID: acct.AccountID,
 			KeyHash:   HashKey(acct.APIKey),
 			Prefix:    visiblePrefix(acct.APIKey),
-		})
+		}) // 130 random bits: no other key has its hash
+		return err
 	})
 	if err != nil {
 		return TestAccount{}, fmt.Errorf("create test account: %w", err)

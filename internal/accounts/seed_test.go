@@ -2,6 +2,8 @@ package accounts_test
 
 import (
 	"context"
+	"encoding/base32"
+	"strings"
 	"sync"
 	"testing"
 
@@ -34,7 +36,7 @@ func TestServersSeedingAtOnceAllStart(t *testing.T) {
 		errs := make(chan error, seeders)
 		var wg sync.WaitGroup
 		for range seeders {
-			wg.Go(func() { errs <- accounts.SeedDemoKeys(ctx, db.New(pool), []string{roundKey}) })
+			wg.Go(func() { errs <- accounts.SeedDemoKeys(ctx, pool, []string{roundKey}) })
 		}
 		integration.WaitFor(t, func() bool {
 			return integration.Count(t, pool, `SELECT count(*) FROM pg_stat_activity
@@ -57,6 +59,40 @@ func TestServersSeedingAtOnceAllStart(t *testing.T) {
 		if keys != 1 {
 			t.Errorf("round %d: %d rows for the key, want 1", round, keys)
 		}
+		// The seeders whose key came second rolled back the account each made for it.
+		if n := integration.Count(t, pool, `SELECT count(*) FROM accounts`); n != round+1 {
+			t.Errorf("round %d: %d accounts after seeding %d keys", round, n, round+1)
+		}
+	}
+}
+
+// TestASeededAccountsIdSaysNothingOfItsKey: every request's log line names its account, so
+// the id of a demo key's account is random, not derived from the key, where whoever read the
+// logs could test guesses at the key against it. Seeding again keeps the account.
+func TestASeededAccountsIdSaysNothingOfItsKey(t *testing.T) {
+	t.Parallel()
+	pool, _ := dbtest.NewPool(t)
+	ctx := context.Background()
+	const key = "sk_live_operator"
+	ids := map[string]bool{}
+	for range 2 {
+		if err := accounts.SeedDemoKeys(ctx, pool, []string{key}); err != nil {
+			t.Fatal(err)
+		}
+		acct, err := accounts.Authenticate(ctx, db.New(pool), key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids[acct.ID] = true
+	}
+	if len(ids) != 1 {
+		t.Fatalf("seeding the key twice gave it the accounts %v", ids)
+	}
+	hash := base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(accounts.HashKey(key))
+	for id := range ids {
+		if strings.Contains(hash, strings.TrimPrefix(id, "acct_")[:8]) {
+			t.Errorf("the account %s is named after its key's hash %s", id, hash)
+		}
 	}
 }
 
@@ -72,7 +108,7 @@ func TestAKeysStoredPrefixGivesLittleAway(t *testing.T) {
 		"sk_test_demo":                        "sk_",
 		"sk_test_0123456789ABCDEFGHIJKLMNOPQ": "sk_test_",
 	} {
-		if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{key}); err != nil {
+		if err := accounts.SeedDemoKeys(ctx, pool, []string{key}); err != nil {
 			t.Fatal(err)
 		}
 		var prefix string

@@ -82,5 +82,5 @@ func (a *App) migrateAndSeed(ctx context.Context) error {
 	if err := errors.Join(m.Up(), m.Close()); err != nil {
 		return err
 	}
-	return accounts.SeedDemoKeys(ctx, db.New(a.Pool), a.cfg.DemoAPIKeys)
+	return accounts.SeedDemoKeys(ctx, a.Pool, a.cfg.DemoAPIKeys)
 }

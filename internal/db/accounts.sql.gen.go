@@ -9,10 +9,10 @@ import (
 	"context"
 )
 
-const aPIKeyCreateIfMissing = `-- name: APIKeyCreateIfMissing :exec
+const aPIKeyCreateIfMissing = `-- name: APIKeyCreateIfMissing :execrows
 INSERT INTO api_keys (id, account_id, key_hash, prefix)
 VALUES ($1, $2, $3, $4)
-ON CONFLICT DO NOTHING
+ON CONFLICT (key_hash) DO NOTHING
 `
 
 type APIKeyCreateIfMissingParams struct {
@@ -22,17 +22,21 @@ type APIKeyCreateIfMissingParams struct {
 	Prefix    string
 }
 
-// A seeded key's id is derived from its hash, so servers starting at once insert the same row
-// and collide on both unique indexes. ON CONFLICT with no target makes both arbiters: with
-// (key_hash) alone, two inserts racing past the check could still fail on the primary key.
-func (q *Queries) APIKeyCreateIfMissing(ctx context.Context, arg APIKeyCreateIfMissingParams) error {
-	_, err := q.db.Exec(ctx, aPIKeyCreateIfMissing,
+// The key's row, unless its hash has one: servers starting at once seed the same demo key, and
+// an insert that meets another's row (committed, or waited for until it commits) does nothing
+// and says so, 0 rows, so that its transaction rolls back the account it made for the key
+// (accounts.SeedDemoKeys).
+func (q *Queries) APIKeyCreateIfMissing(ctx context.Context, arg APIKeyCreateIfMissingParams) (int64, error) {
+	result, err := q.db.Exec(ctx, aPIKeyCreateIfMissing,
 		arg.ID,
 		arg.AccountID,
 		arg.KeyHash,
 		arg.Prefix,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const aPIKeyDeleteByAccount = `-- name: APIKeyDeleteByAccount :exec

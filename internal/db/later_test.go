@@ -59,9 +59,7 @@ func TestLaterFailureRollsBackTheTransaction(t *testing.T) {
 			return err
 		}
 		// No such account: the foreign key refuses it, but only when the queue is sent.
-		return tx.Later.APIKeyCreateIfMissing(ctx, db.APIKeyCreateIfMissingParams{
-			ID: "key_orphan", AccountID: "acct_missing", KeyHash: []byte{1}, Prefix: "sk_test_",
-		})
+		return tx.Later.PaymentInsert(ctx, orphanPayment)
 	})
 	if err == nil {
 		t.Fatal("InTx succeeded although a queued statement violated a foreign key")

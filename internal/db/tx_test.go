@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 
@@ -53,9 +54,7 @@ func TestDeferredWritesAloneCommitAllOrNothing(t *testing.T) {
 		if err := tx.Later.AccountCreateIfMissing(ctx, "acct_first"); err != nil {
 			return err
 		}
-		return tx.Later.APIKeyCreateIfMissing(ctx, db.APIKeyCreateIfMissingParams{
-			ID: "key_orphan", AccountID: "acct_missing", KeyHash: []byte{1}, Prefix: "sk_test_",
-		})
+		return tx.Later.PaymentInsert(ctx, orphanPayment)
 	})
 	if err == nil {
 		t.Fatal("InTx succeeded although a queued statement violated a foreign key")
@@ -79,9 +78,7 @@ func TestAFailedFirstStatementRollsBack(t *testing.T) {
 	pool, _ := dbtest.NewCountedPool(t)
 	ctx := context.Background()
 	err := db.InTx(ctx, pool, func(tx db.Tx) error {
-		return tx.APIKeyCreateIfMissing(ctx, db.APIKeyCreateIfMissingParams{
-			ID: "key_orphan", AccountID: "acct_missing", KeyHash: []byte{1}, Prefix: "sk_test_",
-		})
+		return tx.PaymentInsert(ctx, orphanPayment)
 	})
 	if err == nil {
 		t.Fatal("InTx succeeded although its first statement violated a foreign key")
@@ -165,9 +162,7 @@ func TestACommitThatRollsBackIsAnError(t *testing.T) {
 			if err := tx.AccountCreateIfMissing(ctx, "acct_lost"); err != nil {
 				return err
 			}
-			_ = tx.APIKeyCreateIfMissing(ctx, db.APIKeyCreateIfMissingParams{ // fails: no such account
-				ID: "key_orphan", AccountID: "acct_missing", KeyHash: []byte{1}, Prefix: "sk_test_",
-			})
+			_ = tx.PaymentInsert(ctx, orphanPayment) // fails: no such account
 			if deferred {
 				return tx.Later.AccountCreateIfMissing(ctx, "acct_deferred")
 			}
@@ -183,4 +178,11 @@ func TestACommitThatRollsBackIsAnError(t *testing.T) {
 			t.Errorf("deferred writes %t: the statement before the failed one committed (%d rows)", deferred, n)
 		}
 	}
+}
+
+// orphanPayment is a payment of an account that does not exist: its insert fails on the
+// foreign key, when it reaches the server.
+var orphanPayment = db.PaymentInsertParams{
+	ID: "pay_orphan", AccountID: "acct_missing", Amount: 1, Currency: "usd", Status: "succeeded",
+	PaymentMethod: "pm_card_visa", Metadata: []byte(`{}`), CreatedAt: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC),
 }

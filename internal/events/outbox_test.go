@@ -23,7 +23,7 @@ import (
 func TestEventAndDeliveriesCommitWithTheChange(t *testing.T) {
 	ctx := context.Background()
 	pool, _ := dbtest.NewPool(t)
-	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{"sk_test_outbox"}); err != nil {
+	if err := accounts.SeedDemoKeys(ctx, pool, []string{"sk_test_outbox"}); err != nil {
 		t.Fatal(err)
 	}
 	var accountID string

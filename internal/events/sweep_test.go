@@ -8,7 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/accounts"
-	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
 	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
@@ -36,7 +35,7 @@ func setupSweep(t *testing.T) sweepBundle {
 func withAccount(t *testing.T, b sweepBundle) sweepBundle {
 	t.Helper()
 	ctx := bounded(t)
-	if err := accounts.SeedDemoKeys(ctx, db.New(b.pool), []string{"sk_test_sweep"}); err != nil {
+	if err := accounts.SeedDemoKeys(ctx, b.pool, []string{"sk_test_sweep"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := b.pool.QueryRow(ctx, `SELECT id FROM accounts`).Scan(&b.accountID); err != nil {

@@ -32,7 +32,7 @@ func seedAccount(t *testing.T, pool *pgxpool.Pool) string {
 	t.Helper()
 	ctx := context.Background()
 	const key = "sk_test_idempotency_store"
-	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{key}); err != nil {
+	if err := accounts.SeedDemoKeys(ctx, pool, []string{key}); err != nil {
 		t.Fatal(err)
 	}
 	acct, err := accounts.Authenticate(ctx, db.New(pool), key)

@@ -41,7 +41,7 @@ func setupDelivery(t *testing.T, reply http.HandlerFunc, schedule webhooks.Sched
 	t.Helper()
 	ctx := context.Background()
 	pool, _ := dbtest.NewPool(t)
-	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{"sk_test_deliver"}); err != nil {
+	if err := accounts.SeedDemoKeys(ctx, pool, []string{"sk_test_deliver"}); err != nil {
 		t.Fatal(err)
 	}
 	queue, err := jobs.NewClient(pool, jobs.Config{Timeout: time.Minute, RescueAfter: 2 * time.Minute, Logger: slog.New(slog.DiscardHandler)})

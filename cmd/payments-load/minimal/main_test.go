@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/payments-api/payments-api/internal/accounts"
-	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/testing/dbtest"
 )
 
@@ -25,7 +24,7 @@ func TestCreateWritesWhatTheServerWrites(t *testing.T) {
 	pool, _ := dbtest.NewPool(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := accounts.SeedDemoKeys(ctx, db.New(pool), []string{testKey}); err != nil {
+	if err := accounts.SeedDemoKeys(ctx, pool, []string{testKey}); err != nil {
 		t.Fatal(err)
 	}
 	e, err := newServer(ctx, pool, testKey, &url.URL{Scheme: "http", Host: "127.0.0.1:1"})
