@@ -27,6 +27,9 @@ func findOperation(spec *contract.Contract) echo.MiddlewareFunc {
 				op = spec.Operation(c.Request().Method, template)
 			}
 			if op == nil || slashInParam(c) {
+				// Matched to no route: the log, the metrics and the span say so (unmatched),
+				// rather than name the route echo took "/payments/a/b" for.
+				c.SetPath("")
 				_, err := spec.ValidateRequest(c.Request(), nil)
 				return requestError(c, cmp.Or(err, contract.ErrNoRoute))
 			}
