@@ -1345,12 +1345,12 @@ type BadRequest struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1392,12 +1392,12 @@ type IdempotencyKeyInUse struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1436,12 +1436,12 @@ type IdempotencyKeyReused struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1480,12 +1480,12 @@ type InternalError struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1524,12 +1524,12 @@ type MethodNotAllowed struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1568,12 +1568,12 @@ type NotFound struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1612,12 +1612,12 @@ type PayloadTooLarge struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1656,12 +1656,12 @@ type PaymentDeclined struct {
 	PaymentId string `json:"payment_id"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1700,12 +1700,12 @@ type PreconditionFailed struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1744,12 +1744,12 @@ type PreconditionRequired struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1788,12 +1788,12 @@ type ServiceUnavailable struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1832,12 +1832,12 @@ type TooManyRequests struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1876,12 +1876,12 @@ type Unauthorized struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1920,12 +1920,12 @@ type UnsupportedMediaType struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1964,12 +1964,12 @@ type WebhookEndpointDisabled struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -8096,12 +8096,12 @@ type RedeliverEventResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -8195,12 +8195,12 @@ func (r RedeliverEventResponse) GetApplicationproblemJSON409() *struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -8567,12 +8567,12 @@ type CancelJobResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -8654,12 +8654,12 @@ func (r CancelJobResponse) GetApplicationproblemJSON409() *struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -9410,12 +9410,12 @@ type CreatePaymentResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -9527,12 +9527,12 @@ func (r CreatePaymentResponse) GetApplicationproblemJSON503() *struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -10421,12 +10421,12 @@ type CreateRefundResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -10470,12 +10470,12 @@ type CreateRefundResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -10558,12 +10558,12 @@ func (r CreateRefundResponse) GetApplicationproblemJSON409() *struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -10619,12 +10619,12 @@ func (r CreateRefundResponse) GetApplicationproblemJSON422() *struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -15269,12 +15269,12 @@ func ParseRedeliverEventResponse(rsp *http.Response) (*RedeliverEventResponse, e
 			PaymentId *string `json:"payment_id,omitempty"`
 
 			// RequestId The `Request-Id` of the request, for support.
-			RequestId *string     `json:"request_id,omitempty"`
-			Status    interface{} `json:"status"`
+			RequestId *string `json:"request_id,omitempty"`
+			Status    int     `json:"status"`
 
 			// Title A short summary of the problem type; the same for every occurrence.
-			Title string      `json:"title"`
-			Type  interface{} `json:"type"`
+			Title string `json:"title"`
+			Type  string `json:"type"`
 
 			// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 			// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -16021,12 +16021,12 @@ func ParseCancelJobResponse(rsp *http.Response) (*CancelJobResponse, error) {
 			PaymentId *string `json:"payment_id,omitempty"`
 
 			// RequestId The `Request-Id` of the request, for support.
-			RequestId *string     `json:"request_id,omitempty"`
-			Status    interface{} `json:"status"`
+			RequestId *string `json:"request_id,omitempty"`
+			Status    int     `json:"status"`
 
 			// Title A short summary of the problem type; the same for every occurrence.
-			Title string      `json:"title"`
-			Type  interface{} `json:"type"`
+			Title string `json:"title"`
+			Type  string `json:"type"`
 
 			// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 			// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -17219,12 +17219,12 @@ func ParseCreatePaymentResponse(rsp *http.Response) (*CreatePaymentResponse, err
 			PaymentId *string `json:"payment_id,omitempty"`
 
 			// RequestId The `Request-Id` of the request, for support.
-			RequestId *string     `json:"request_id,omitempty"`
-			Status    interface{} `json:"status"`
+			RequestId *string `json:"request_id,omitempty"`
+			Status    int     `json:"status"`
 
 			// Title A short summary of the problem type; the same for every occurrence.
-			Title string      `json:"title"`
-			Type  interface{} `json:"type"`
+			Title string `json:"title"`
+			Type  string `json:"type"`
 
 			// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 			// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -18898,12 +18898,12 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 			PaymentId *string `json:"payment_id,omitempty"`
 
 			// RequestId The `Request-Id` of the request, for support.
-			RequestId *string     `json:"request_id,omitempty"`
-			Status    interface{} `json:"status"`
+			RequestId *string `json:"request_id,omitempty"`
+			Status    int     `json:"status"`
 
 			// Title A short summary of the problem type; the same for every occurrence.
-			Title string      `json:"title"`
-			Type  interface{} `json:"type"`
+			Title string `json:"title"`
+			Type  string `json:"type"`
 
 			// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 			// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -18967,12 +18967,12 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 			PaymentId *string `json:"payment_id,omitempty"`
 
 			// RequestId The `Request-Id` of the request, for support.
-			RequestId *string     `json:"request_id,omitempty"`
-			Status    interface{} `json:"status"`
+			RequestId *string `json:"request_id,omitempty"`
+			Status    int     `json:"status"`
 
 			// Title A short summary of the problem type; the same for every occurrence.
-			Title string      `json:"title"`
-			Type  interface{} `json:"type"`
+			Title string `json:"title"`
+			Type  string `json:"type"`
 
 			// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 			// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,

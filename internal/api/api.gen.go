@@ -1343,12 +1343,12 @@ type BadRequest struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1390,12 +1390,12 @@ type IdempotencyKeyInUse struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1434,12 +1434,12 @@ type IdempotencyKeyReused struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1478,12 +1478,12 @@ type InternalError struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1522,12 +1522,12 @@ type MethodNotAllowed struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1566,12 +1566,12 @@ type NotFound struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1610,12 +1610,12 @@ type PayloadTooLarge struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1654,12 +1654,12 @@ type PaymentDeclined struct {
 	PaymentId string `json:"payment_id"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1698,12 +1698,12 @@ type PreconditionFailed struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1742,12 +1742,12 @@ type PreconditionRequired struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1786,12 +1786,12 @@ type ServiceUnavailable struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1830,12 +1830,12 @@ type TooManyRequests struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1874,12 +1874,12 @@ type Unauthorized struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1918,12 +1918,12 @@ type UnsupportedMediaType struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -1962,12 +1962,12 @@ type WebhookEndpointDisabled struct {
 	PaymentId *string `json:"payment_id,omitempty"`
 
 	// RequestId The `Request-Id` of the request, for support.
-	RequestId *string     `json:"request_id,omitempty"`
-	Status    interface{} `json:"status"`
+	RequestId *string `json:"request_id,omitempty"`
+	Status    int     `json:"status"`
 
 	// Title A short summary of the problem type; the same for every occurrence.
-	Title string      `json:"title"`
-	Type  interface{} `json:"type"`
+	Title string `json:"title"`
+	Type  string `json:"type"`
 
 	// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 	// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -4971,12 +4971,12 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -5118,12 +5118,12 @@ type IdempotencyKeyInUseApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -5170,12 +5170,12 @@ type IdempotencyKeyReusedApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -5222,12 +5222,12 @@ type InternalErrorApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -5275,12 +5275,12 @@ type MethodNotAllowedApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -5327,12 +5327,12 @@ type NotFoundApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -5400,12 +5400,12 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -5454,12 +5454,12 @@ type PaymentDeclinedApplicationProblemPlusJSONResponse struct {
 		PaymentId string `json:"payment_id"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -5506,12 +5506,12 @@ type PreconditionFailedApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -5558,12 +5558,12 @@ type PreconditionRequiredApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -5611,12 +5611,12 @@ type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -5664,12 +5664,12 @@ type TooManyRequestsApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -5717,12 +5717,12 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -5769,12 +5769,12 @@ type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -5821,12 +5821,12 @@ type WebhookEndpointDisabledApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -6729,12 +6729,12 @@ type RedeliverEvent409ApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -7253,12 +7253,12 @@ type CancelJob409ApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -8263,12 +8263,12 @@ type CreatePayment503ApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -9303,12 +9303,12 @@ type CreateRefund409ApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,
@@ -9446,12 +9446,12 @@ type CreateRefund422ApplicationProblemPlusJSONResponse struct {
 		PaymentId *string `json:"payment_id,omitempty"`
 
 		// RequestId The `Request-Id` of the request, for support.
-		RequestId *string     `json:"request_id,omitempty"`
-		Status    interface{} `json:"status"`
+		RequestId *string `json:"request_id,omitempty"`
+		Status    int     `json:"status"`
 
 		// Title A short summary of the problem type; the same for every occurrence.
-		Title string      `json:"title"`
-		Type  interface{} `json:"type"`
+		Title string `json:"title"`
+		Type  string `json:"type"`
 
 		// ViolatedPolicies For `rate-limited`, the rate-limit policies whose quota the request exceeded
 		// (`default`, `writes`, `unauthenticated` or, on `POST /test/accounts`,

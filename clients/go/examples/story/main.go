@@ -30,6 +30,7 @@ import (
 	"os"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/oapi-codegen/nullable"
@@ -160,6 +161,10 @@ func idempotentPayment(ctx context.Context, api, lossy *paymentsapi.ClientWithRe
 	reused, err := api.CreatePaymentWithResponse(ctx, &paymentsapi.CreatePaymentParams{IdempotencyKey: key}, body)
 	if err := expect("same key, another body", reused, err, http.StatusUnprocessableEntity); err != nil {
 		return nil, err
+	}
+	// A problem's type and status are a string and an int, to compare with constants.
+	if p := reused.ApplicationproblemJSON422; p.Status != http.StatusUnprocessableEntity || !strings.HasSuffix(p.Type, "/idempotency-key-reused") {
+		return nil, fmt.Errorf("same key, another body: the problem %q with status %d", p.Type, p.Status)
 	}
 	fmt.Printf("payment %s created once, replayed once; %s\n", created, reused.ApplicationproblemJSON422.Type)
 	return retry, nil
