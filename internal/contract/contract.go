@@ -204,6 +204,11 @@ func validateDateTime(v any) error {
 	if fractionDigits(s) > 9 {
 		return errors.New("more than nine digits of a second")
 	}
+	// Go's parser takes an offset's hours up to 24 and minutes up to 60 (+24:00, -00:60),
+	// which RFC 3339 does not (time-numoffset: hours 00-23, minutes 00-59).
+	if n := len(s); s[n-1] != 'Z' && (s[n-5:n-3] > "23" || s[n-2:] > "59") {
+		return errors.New("an offset beyond 23:59")
+	}
 	return nil
 }
 

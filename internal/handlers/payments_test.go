@@ -565,6 +565,9 @@ func TestListPayments(t *testing.T) {
 			// Go's parser drops the digits past the ninth, which would move the bound back
 			// onto the microsecond before it and select a row the bound excludes.
 			{"created_gte finer than a nanosecond", url.Values{"created_gte": {"2026-01-01T00:00:00.0000010001Z"}}, "created_gte"},
+			// Go's parser takes these offsets too; RFC 3339's hours end at 23, its minutes at 59.
+			{"created_gte 24 hours ahead", url.Values{"created_gte": {"2026-01-01T00:00:00+24:00"}}, "created_gte"},
+			{"created_lt 60 minutes behind", url.Values{"created_lt": {"2026-01-01T00:00:00-00:60"}}, "created_lt"},
 		}
 		for _, tt := range tests {
 			res := b.client.Get("/payments?" + tt.query.Encode())
