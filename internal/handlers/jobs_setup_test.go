@@ -33,10 +33,16 @@ func insertOnlyQueue(tb testing.TB, pool *pgxpool.Pool) *river.Client[pgx.Tx] {
 // the returned stop is called.
 func startWorkers(tb testing.TB, pool *pgxpool.Pool, pageSize int) (stop func()) {
 	tb.Helper()
+	return startWorkersWithTimeout(tb, pool, pageSize, time.Minute)
+}
+
+// startWorkersWithTimeout is startWorkers with a JOB_TIMEOUT of timeout.
+func startWorkersWithTimeout(tb testing.TB, pool *pgxpool.Pool, pageSize int, timeout time.Duration) (stop func()) {
+	tb.Helper()
 	registry := river.NewWorkers()
 	river.AddWorker(registry, reports.NewWorker(pool, events.NewOutbox(webhooks.NewJobQueue(insertOnlyQueue(tb, pool))), reports.DefaultRetention, pageSize))
 	client, err := jobs.NewClient(pool, jobs.Config{
-		Workers: 2, Timeout: time.Minute, RescueAfter: 2 * time.Minute, Work: true, Registry: registry,
+		Workers: 2, Timeout: timeout, RescueAfter: 2 * time.Minute, Work: true, Registry: registry,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn})),
 	})
 	if err != nil {

@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/app"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
@@ -79,6 +80,58 @@ func (b *testBundle) seedPayments(t *testing.T, apiKey string, n int, createdAt 
 		WHERE k.key_hash = sha256($1::text::bytea)`, apiKey, n, createdAt)
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestALongReportIsBuiltInAsManyRunsAsItTakes: a run of a build that JOB_TIMEOUT stops after
+// it wrote pages is snoozed, not failed: the next run resumes after them, and none counts
+// against the job's five attempts, so a report of any size is built. The test lets each run
+// write pages, then holds report_chunks (a page's insert waits for its lock) until the run
+// times out; seven times, more runs than attempts, then it lets the last run finish.
+func TestALongReportIsBuiltInAsManyRunsAsItTakes(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	startWorkersWithTimeout(t, b.pool, 10, 300*time.Millisecond)
+	b.seedPayments(t, testKey, 5000, time.Now())
+	ctx := context.Background()
+	hold := func() pgx.Tx {
+		tx, err := b.pool.Begin(ctx)
+		if err == nil {
+			_, err = tx.Exec(ctx, `LOCK TABLE report_chunks IN SHARE MODE`)
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tx
+	}
+	held := hold()
+	t.Cleanup(func() { _ = held.Rollback(ctx) }) // the pool cannot close while a test fails holding one
+	j := requestReport(t, b.client, reportBody("payments", "csv"))
+	var rows int64
+	var run time.Time
+	read := func() {
+		err := b.pool.QueryRow(ctx, `SELECT jobs.rows_processed, coalesce(river_job.attempted_at, 'epoch')
+			FROM jobs JOIN river_job ON river_job.id = jobs.river_job_id WHERE jobs.id = $1`, j.ID).Scan(&rows, &run)
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	for i := range 7 {
+		read()
+		lastRows, lastRun := rows, run
+		_ = held.Rollback(ctx) // the run writes pages
+		waitUntil(t, func() bool { read(); return rows > lastRows })
+		held = hold() // until the run times out
+		for deadline := time.Now().Add(10 * time.Second); !run.After(lastRun); time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatalf("run %d: no run of the job began within 10 s of one that timed out after writing pages (%d rows)", i+1, rows)
+			}
+			read()
+		}
+	}
+	_ = held.Rollback(ctx)
+	if done := waitForJob(t, b.client, j.ID, "succeeded"); done.Progress.RowsProcessed != 5000 {
+		t.Errorf("the report holds %d rows, want 5000", done.Progress.RowsProcessed)
 	}
 }
 

@@ -57,25 +57,32 @@ var errCanceled = errors.New("the job was canceled")
 // of which also finishes the job. Each begins by locking the job row and reading its status,
 // so a cancel is seen before the next page, and a second run of a finished job (a duplicate
 // delivery, a rescue of a worker that was only slow) does nothing.
+//
+// A run that JOB_TIMEOUT stops after it wrote a page is snoozed rather than failed: the next
+// run resumes after that page, and a snooze does not use up an attempt, so a report takes as
+// many runs as its size needs. Only runs that wrote nothing count against maxAttempts.
 func (w *Worker) Work(ctx context.Context, job *river.Job[BuildArgs]) error {
-	err := w.build(ctx, job)
+	pages, err := w.build(ctx, job)
 	switch {
 	case errors.Is(err, errCanceled):
 		return river.JobCancel(err) // final: River will not retry it
+	case err != nil && pages > 0 && errors.Is(ctx.Err(), context.DeadlineExceeded):
+		return river.JobSnooze(0) // available again at once
 	case err != nil && job.Attempt >= job.MaxAttempts:
 		return errors.Join(err, w.fail(ctx, job))
 	}
 	return err
 }
 
-func (w *Worker) build(ctx context.Context, job *river.Job[BuildArgs]) error {
+// build runs the job's transactions until it is done, and says how many pages it wrote.
+func (w *Worker) build(ctx context.Context, job *river.Job[BuildArgs]) (pages int, err error) {
 	if done, err := w.start(ctx, job.Args.AccountID, job.Args.JobID); err != nil || done {
-		return err
+		return 0, err
 	}
-	for {
+	for ; ; pages++ {
 		done, err := w.step(ctx, job)
 		if err != nil || done {
-			return err
+			return pages, err
 		}
 	}
 }
