@@ -73,6 +73,11 @@ export interface RetryOptions {
  */
 export function retryAfter(next: Fetch = globalThis.fetch, options: RetryOptions = {}): Fetch {
   const { maxRetries = 3, maxWaitMs = 10_000, onRetry } = options;
+  // NaN compares false with everything, so it would mean "retry without end" and "wait for any
+  // Retry-After": what Number(process.env.UNSET) gives is refused, not taken for that.
+  for (const [name, value] of [["maxRetries", maxRetries], ["maxWaitMs", maxWaitMs]] as const) {
+    if (Number.isNaN(value)) throw new RangeError(`retryAfter: ${name} is NaN; leave it out for its default`);
+  }
   return async (request, init) => {
     for (let retry = 0; ; retry++) {
       const response = await next(request.clone(), init);

@@ -58,6 +58,12 @@ test("maxRetries bounds the retries; zero or negative means none", async () => {
   }
 });
 
+test("a NaN for maxRetries or maxWaitMs is refused, not taken for no bound", () => {
+  for (const options of [{ maxRetries: Number(undefined) }, { maxWaitMs: Number("soon") }]) {
+    assert.throws(() => retryAfter(answersOnce(429, "0"), options), RangeError, JSON.stringify(Object.keys(options)));
+  }
+});
+
 test("a Retry-After longer than maxWaitMs, or not one, goes back to the caller", async () => {
   for (const value of ["60", "9300000000", "soon", "1.5", "-1"]) {
     const next = answersOnce(429, value);
