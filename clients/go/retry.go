@@ -97,9 +97,27 @@ func retryAfter(value string, now time.Time) (time.Duration, bool) {
 		return time.Duration(seconds) * time.Second, true
 	}
 	if at, err := http.ParseTime(value); err == nil {
+		if strings.Contains(value, "-") { // RFC 850's form, whose year has two digits
+			if !strings.HasSuffix(value, " GMT") {
+				return 0, false // HTTP dates are in GMT; Go's parser takes any zone's name
+			}
+			at = at.AddDate(rfc850Year(at.Year(), now.Year())-at.Year(), 0, 0)
+		}
 		return max(at.Sub(now), 0), true
 	}
 	return 0, false
+}
+
+// rfc850Year is the year a two-digit year of RFC 850's date means at the year now: the one
+// with its last two digits that is at most 50 years ahead (RFC 9110 section 5.6.7). Go's
+// parser reads 69 to 99 as 1969 to 1999, so "01-Jan-70" would be a date long past, answered
+// by a retry at once.
+func rfc850Year(parsed, now int) int {
+	year := now - now%100 + parsed%100
+	if year > now+50 {
+		year -= 100
+	}
+	return year
 }
 
 // outlives reports whether a wait of d would reach ctx's deadline: the retry could not be

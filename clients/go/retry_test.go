@@ -243,7 +243,11 @@ func TestRetryAfterValue(t *testing.T) {
 		{"9300000000", math.MaxInt64, true},
 		{"99999999999999999999", math.MaxInt64, true},
 		{"Friday, 02-Jan-26 03:04:15 GMT", 10 * time.Second, true}, // RFC 850
-		{"Fri Jan  2 03:04:15 2026", 10 * time.Second, true},       // asctime
+		// RFC 850's two-digit year is the one at most 50 years ahead (RFC 9110): 70 is 2070,
+		// not the 1970 of Go's parser, so the date is 44 years away and past MaxWait's reach.
+		{"Thursday, 01-Jan-70 00:00:00 GMT", time.Date(2070, 1, 1, 0, 0, 0, 0, time.UTC).Sub(now), true},
+		{"Friday, 02-Jan-26 03:04:15 PST", 0, false},         // an HTTP date is in GMT
+		{"Fri Jan  2 03:04:15 2026", 10 * time.Second, true}, // asctime
 	} {
 		got, ok := retryAfter(tc.value, now)
 		if got != tc.want || ok != tc.ok {
