@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 
+	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/db"
@@ -28,11 +29,18 @@ func (a *App) newHandler(draining context.Context, limits *ratelimit.Limits, key
 	}
 	pays := payments.NewService(a.Pool, proc, bg.outbox)
 	a.release = append(a.release, pays.Close) // before the pool closes: its shared reads would hold it
-	ping := db.NewPinger(a.Pool)
+	// /readyz pings through a pool of one connection of its own, opened on its first ping, so
+	// that a pool lent out to requests does not read as a database that is down.
+	readiness := a.Pool.Config().Copy()
+	readiness.MaxConns, readiness.MinConns = 1, 0
+	ping, err := pgxpool.NewWithConfig(context.Background(), readiness)
+	if err != nil {
+		return nil, err
+	}
 	a.release = append(a.release, ping.Close)
 	return handlers.New(handlers.Options{
 		Pool:               a.Pool,
-		Ping:               ping,
+		Readiness:          ping,
 		Logger:             a.logger,
 		Payments:           pays,
 		Idempotency:        keys,

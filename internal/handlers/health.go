@@ -15,7 +15,7 @@ func (s *Server) GetHealth(ctx context.Context, _ api.GetHealthRequestObject) (a
 
 // GetReadiness answers 200 only while the database answers, so a load balancer stops sending
 // traffic to a server that could not serve it. It asks over a connection of its own
-// (db.Pinger): a pool busy with requests is a process at work, not one to take out.
+// (Options.Readiness): a pool busy with requests is a process at work, not one to take out.
 func (s *Server) GetReadiness(ctx context.Context, _ api.GetReadinessRequestObject) (api.GetReadinessResponseObject, error) {
 	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
 	defer cancel()

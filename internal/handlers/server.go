@@ -20,7 +20,6 @@ import (
 	"github.com/payments-api/payments-api/internal/accounts"
 	"github.com/payments-api/payments-api/internal/api"
 	"github.com/payments-api/payments-api/internal/contract"
-	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/events"
 	"github.com/payments-api/payments-api/internal/idempotency"
 	"github.com/payments-api/payments-api/internal/metrics"
@@ -40,9 +39,9 @@ const DefaultRequestTimeout = 30 * time.Second
 // Options is what the server needs from the wiring (internal/app).
 type Options struct {
 	Pool *pgxpool.Pool
-	// Ping tells /readyz whether the database answers, over a connection outside Pool (nil:
-	// one of Pool's).
-	Ping        *db.Pinger
+	// Readiness is the pool /readyz pings the database through, one connection apart from
+	// Pool's (nil: Pool).
+	Readiness   *pgxpool.Pool
 	Logger      *slog.Logger
 	Payments    *payments.Service
 	Idempotency *idempotency.Store
@@ -168,8 +167,8 @@ func New(opts Options) (*echo.Echo, error) {
 	if s.draining == nil {
 		s.draining = context.Background()
 	}
-	if opts.Ping != nil {
-		s.ping = opts.Ping.Ping
+	if opts.Readiness != nil {
+		s.ping = opts.Readiness.Ping
 	}
 
 	e := echo.New()
