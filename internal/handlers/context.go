@@ -27,6 +27,10 @@ type requestState struct {
 	// that Prefer asks for later; rateLimitBuf holds them without an allocation.
 	rateLimits   []ratelimit.State
 	rateLimitBuf [2]ratelimit.State
+	// problem is the type of the problem the request was answered with, and failure the
+	// error behind a 5xx (handleError): what its log line and its span say went wrong.
+	problem string
+	failure error
 }
 
 type stateKey struct{}

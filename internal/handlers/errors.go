@@ -179,13 +179,18 @@ var echoProblems = map[int]problemType{
 }
 
 // handleError is echo's HTTPErrorHandler: every error a handler or middleware returns ends
-// here and leaves as a problem. Unknown errors are logged with the request id and become a
-// generic 500 that leaks nothing.
+// here and leaves as a problem. Unknown errors become a generic 500 that leaks nothing; the
+// request's log line and span keep the problem's type and, for a 5xx, the error itself.
 func (s *Server) handleError(err error, c echo.Context) {
 	if c.Response().Committed {
 		return
 	}
 	p := s.problemFor(c, err)
+	st := stateFrom(c.Request().Context())
+	st.problem = p.Type
+	if p.Status >= http.StatusInternalServerError && c.Get(clientGoneKey) != true {
+		st.failure = err
+	}
 	// The instance is a URI reference, so the path goes out percent-encoded as it came: a
 	// decoded path could hold a NUL or a control character. A longer path is not echoed: a
 	// problem stays small whatever was sent.
@@ -211,12 +216,8 @@ func (s *Server) problemFor(c echo.Context, err error) *problem {
 		err = unavailable(retryAfterUnavailable, "The server shut down before the request finished. Send it again (a POST with the same Idempotency-Key: it may have committed just before).")
 	}
 	if p := problemOf(err); p != nil {
-		if db.IsUnavailable(err) || db.IsRolledBack(err) {
-			s.logger.WarnContext(ctx, "service unavailable", "error", err, "request_id", requestIDFrom(ctx))
-		}
 		return p
 	}
-	s.logger.ErrorContext(ctx, "internal error", "error", err, "request_id", requestIDFrom(ctx))
 	return newProblem(probInternal, "The server failed to handle this request. Nothing about the failure is exposed here; request_id finds it in the server's logs.")
 }
 

@@ -47,7 +47,7 @@ func (s *Server) startRequest(next echo.HandlerFunc) echo.HandlerFunc {
 		if s.tracer != nil {
 			var span oteltrace.Span
 			ctx, span = s.startSpan(ctx, c, id)
-			defer endSpan(span, c)
+			defer s.endSpan(span, c)
 		}
 		// Last, so first: a context finds a value by asking each layer in turn, newest first,
 		// and the request's state is what the middleware and handlers ask for most.
@@ -115,27 +115,45 @@ func answeredStatus(c echo.Context) int {
 	return c.Response().Status
 }
 
-// logRequest writes the request's line, at info; at warn, with the error, when its answer
-// was cut off after its status went out (cutOff), since the status alone says all went well.
+// logRequest writes the request's line: at info; at warn when the server could not do what
+// was asked (a 5xx: the database or the processor unavailable, a shutdown) or the answer was
+// cut off after its status went out (cutOff), since the status alone says all went well; at
+// error for a 500, a failure of the server itself. A problem's line names its type, a 5xx's
+// the error behind it, and a traced request's its trace, so each line leads to its span.
 func (s *Server) logRequest(c echo.Context, elapsed time.Duration, cutOff error) {
 	ctx := c.Request().Context()
+	status := answeredStatus(c)
+	st := stateFrom(ctx)
 	level := slog.LevelInfo
-	if cutOff != nil {
+	switch {
+	case status == http.StatusInternalServerError:
+		level = slog.LevelError
+	case st.failure != nil || cutOff != nil:
 		level = slog.LevelWarn
 	}
 	if !s.logger.Enabled(ctx, level) {
-		return // LOG_LEVEL=warn or error: no request lines (and no debug decisions)
+		return // LOG_LEVEL=warn or error: no request lines but those (and no debug decisions)
 	}
-	status := answeredStatus(c)
 	// Room for every attribute below, so the optional ones are appended on the stack
 	// instead of growing the slice on the heap.
-	attrs := append(make([]slog.Attr, 0, 8),
+	attrs := append(make([]slog.Attr, 0, 11),
 		slog.String("method", c.Request().Method),
 		slog.String("route", s.routeTemplate(c)),
 		slog.Int("status", status),
 		slog.Duration("duration", elapsed),
-		slog.String("request_id", requestIDFrom(ctx)),
+		slog.String("request_id", st.id),
 	)
+	if s.tracer != nil {
+		if sc := oteltrace.SpanContextFromContext(ctx); sc.IsValid() {
+			attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
+		}
+	}
+	if st.problem != "" {
+		attrs = append(attrs, slog.String("problem", st.problem))
+	}
+	if st.failure != nil {
+		attrs = append(attrs, slog.String("error", st.failure.Error()))
+	}
 	if cutOff != nil {
 		attrs = append(attrs, slog.String("cut_off", cutOff.Error()))
 	}

@@ -28,17 +28,16 @@ const (
 // startSpan starts the request's span (Options.TracerProvider is set), as the child of the
 // client's traceparent when it sent one. The phases reported to internal/trace become its
 // children, and so do the database queries. Only the method, the path, the route template
-// and the request id are recorded here, as OpenTelemetry's HTTP conventions name them:
-// never a header's value, the query, nor the body.
+// and the request id are recorded, as OpenTelemetry's HTTP conventions name them: never a
+// header's value, the query, nor the body. The route is named when the span ends (endSpan),
+// once findOperation has decided whether the request matched one.
 func (s *Server) startSpan(ctx context.Context, c echo.Context, requestID string) (context.Context, oteltrace.Span) {
 	req := c.Request()
 	ctx = propagation.TraceContext{}.Extract(ctx, propagation.HeaderCarrier(req.Header))
 	attrs := append(make([]attribute.KeyValue, 0, 6), semconv.URLScheme("http"), requestIDKey.String(requestID))
-	name := req.Method
 	if !metrics.StandardMethod(req.Method) {
 		// Any token is a method to net/http: one the conventions do not know is _OTHER, in a
 		// span named HTTP, so a client cannot choose span names.
-		name = "HTTP"
 		attrs = append(attrs, semconv.HTTPRequestMethodOther, semconv.HTTPRequestMethodOriginal(req.Method))
 	} else {
 		attrs = append(attrs, semconv.HTTPRequestMethodKey.String(req.Method))
@@ -46,22 +45,38 @@ func (s *Server) startSpan(ctx context.Context, c echo.Context, requestID string
 	if path := req.URL.EscapedPath(); len(path) <= contract.MaxEchoLength { // as a problem's instance
 		attrs = append(attrs, semconv.URLPath(path))
 	}
-	if route, ok := s.contract.Template(c.Path()); ok { // an unmatched path is the client's choice: not a name
-		name += " " + route
-		attrs = append(attrs, semconv.HTTPRoute(route))
-	}
-	return s.tracer.Start(ctx, name, oteltrace.WithSpanKind(oteltrace.SpanKindServer), oteltrace.WithAttributes(attrs...))
+	return s.tracer.Start(ctx, spanMethod(req.Method), oteltrace.WithSpanKind(oteltrace.SpanKindServer), oteltrace.WithAttributes(attrs...))
 }
 
-// endSpan records the status the client got (answeredStatus) and ends the span. Only a 5xx
-// marks it failed, with the status as its error.type: a 4xx is the server working as
+// spanMethod is a request span's name before its route: the method, or HTTP for one the
+// conventions do not know.
+func spanMethod(method string) string {
+	if !metrics.StandardMethod(method) {
+		return "HTTP"
+	}
+	return method
+}
+
+// endSpan names the route the request matched, as its log line and its metrics do
+// (routeTemplate; an unmatched path is the client's choice, not a name), records the status
+// the client got (answeredStatus) and ends the span. Only a 5xx marks it failed, with the
+// status as its error.type and the failure as its error: a 4xx is the server working as
 // documented, and a 499 is a client that stopped waiting.
-func endSpan(span oteltrace.Span, c echo.Context) {
+func (s *Server) endSpan(span oteltrace.Span, c echo.Context) {
+	if route, ok := s.contract.Template(c.Path()); ok {
+		span.SetName(spanMethod(c.Request().Method) + " " + route)
+		span.SetAttributes(semconv.HTTPRoute(route))
+	}
 	status := answeredStatus(c)
 	span.SetAttributes(semconv.HTTPResponseStatusCode(status))
 	if status >= http.StatusInternalServerError {
 		span.SetAttributes(semconv.ErrorTypeKey.String(strconv.Itoa(status)))
-		span.SetStatus(codes.Error, http.StatusText(status))
+		msg := http.StatusText(status)
+		if failure := stateFrom(c.Request().Context()).failure; failure != nil {
+			span.RecordError(failure)
+			msg = failure.Error()
+		}
+		span.SetStatus(codes.Error, msg)
 	}
 	span.End()
 }

@@ -23,13 +23,14 @@ func findOperation(spec *contract.Contract) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
 			var op *contract.Operation
-			if template, ok := spec.Template(c.Path()); ok {
-				op = spec.Operation(c.Request().Method, template)
-			}
-			if op == nil || slashInParam(c) {
+			if template, ok := spec.Template(c.Path()); ok && !slashInParam(c) {
+				op = spec.Operation(c.Request().Method, template) // nil: a method the route does not take
+			} else {
 				// Matched to no route: the log, the metrics and the span say so (unmatched),
 				// rather than name the route echo took "/payments/a/b" for.
 				c.SetPath("")
+			}
+			if op == nil {
 				_, err := spec.ValidateRequest(c.Request(), nil)
 				return requestError(c, cmp.Or(err, contract.ErrNoRoute))
 			}

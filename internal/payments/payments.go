@@ -108,6 +108,7 @@ func (s *Service) Create(ctx context.Context, tx db.Tx, accountID string, p Crea
 	result, err := s.processor.Charge(ctx, processor.Charge{
 		Amount: p.Amount, Currency: p.Currency, PaymentMethod: p.PaymentMethod,
 	})
+	span.Fail(err)
 	span.End()
 	if err != nil {
 		return db.Payment{}, nil, fmt.Errorf("charge %s: %w", p.PaymentMethod, err)

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/codes"
 	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
@@ -98,6 +99,16 @@ func (s Span) End() {
 	}
 	if s.otel != nil {
 		s.otel.End()
+	}
+}
+
+// Fail marks the phase's OpenTelemetry span failed with err, when err is not nil: call it
+// before End, so a trace shows which phase a failed request failed in (the processor's
+// charge, say), not only that it failed.
+func (s Span) Fail(err error) {
+	if s.otel != nil && err != nil {
+		s.otel.RecordError(err)
+		s.otel.SetStatus(codes.Error, err.Error())
 	}
 }
 
