@@ -2,6 +2,8 @@ package telemetry
 
 import (
 	"context"
+	"os"
+	"strconv"
 	"testing"
 )
 
@@ -32,5 +34,45 @@ func TestNoEndpointNoProvider(t *testing.T) {
 	}
 	if err := shutdown(context.Background()); err != nil {
 		t.Errorf("shutdown: %v", err)
+	}
+}
+
+// TestEachProcessNamesItself: spans from the processes of one service are told apart by
+// service.instance.id and process.pid, OTEL_RESOURCE_ATTRIBUTES adds the operator's own, and
+// OTEL_SERVICE_NAME wins over a service.name among them.
+func TestEachProcessNamesItself(t *testing.T) {
+	c := Config{ServiceName: "payments-api", ResourceAttributes: "deployment.environment.name=staging%20eu,service.name=other"}
+	attrs := func() map[string]string {
+		t.Helper()
+		res, err := c.resource(context.Background())
+		if err != nil {
+			t.Fatalf("resource: %v", err)
+		}
+		m := map[string]string{}
+		for _, kv := range res.Attributes() {
+			m[string(kv.Key)] = kv.Value.String()
+		}
+		return m
+	}
+	first, second := attrs(), attrs()
+	for key, want := range map[string]string{
+		"service.name":                "payments-api",
+		"deployment.environment.name": "staging eu",
+		"process.pid":                 strconv.Itoa(os.Getpid()),
+	} {
+		if first[key] != want {
+			t.Errorf("%s = %q, want %q", key, first[key], want)
+		}
+	}
+	if first["service.instance.id"] == "" || first["service.instance.id"] == second["service.instance.id"] {
+		t.Errorf("service.instance.id %q, then %q: want one of its own for each start", first["service.instance.id"], second["service.instance.id"])
+	}
+	if first["host.name"] == "" {
+		t.Error("no host.name")
+	}
+
+	c.ResourceAttributes = "deployment.environment.name"
+	if _, err := c.resource(context.Background()); err == nil {
+		t.Error("a pair without its value was accepted")
 	}
 }
