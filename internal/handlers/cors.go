@@ -26,8 +26,8 @@ var corsAllowedHeaders = []string{
 // sent in Authorization, never in cookies, so credentials mode is off and "*" is safe.
 // Access-Control-Allow-Methods is the route's Allow, as echo's router computes it.
 //
-// A plain OPTIONS (no Access-Control-Request-Method) and a preflight for a path that does
-// not exist are left to answerMethods: they get Allow, or a 404.
+// A plain OPTIONS (no Access-Control-Request-Method) is left to answerMethods, which answers
+// it with Allow; a preflight for a path that does not exist never gets here (optionsOnRoutes).
 func cors(allowedOrigins []string) echo.MiddlewareFunc {
 	handle := middleware.CORSWithConfig(middleware.CORSConfig{
 		Skipper: func(c echo.Context) bool {

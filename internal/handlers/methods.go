@@ -62,6 +62,24 @@ func answerMethods(next echo.HandlerFunc) echo.HandlerFunc {
 	}
 }
 
+// optionsOnRoutes answers an OPTIONS to a path the spec does not hold 404, before the CORS
+// middleware and answerMethods answer it from echo's Allow: echo's router backtracks to a
+// route that matches a prefix of the path and lists that route's methods ("/jobs/:id" for
+// "/jobs/abc/"), where every other method gets its 404.
+func optionsOnRoutes(spec *contract.Contract) echo.MiddlewareFunc {
+	return func(next echo.HandlerFunc) echo.HandlerFunc {
+		return func(c echo.Context) error {
+			if c.Request().Method == http.MethodOptions {
+				if _, _, ok := spec.Route(c.Request()); !ok {
+					c.SetPath("") // unmatched, in the log, the metrics and the span
+					return contract.ErrNoRoute
+				}
+			}
+			return next(c)
+		}
+	}
+}
+
 // servedRoutes registers only the routes whose operation the contract serves: a production
 // contract leaves the sandbox's out, so echo has no route for them and answers them as it
 // answers any path nobody wrote.

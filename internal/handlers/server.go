@@ -180,6 +180,7 @@ func New(opts Options) (*echo.Echo, error) {
 		s.startRequest,    // outside the log, so the log still sees the context the client left
 		s.observeRequests, // metrics and the log line, after the error handler has answered
 		middleware.RecoverWithConfig(middleware.RecoverConfig{LogErrorFunc: s.logPanic, DisableErrorHandler: true}),
+		optionsOnRoutes(compiled),
 		cors(opts.CORSAllowedOrigins),
 		answerMethods,
 		findOperation(compiled), // 404 and 405 before anything a route's operation would answer
