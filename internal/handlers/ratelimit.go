@@ -132,6 +132,10 @@ func (l *rateLimiter) lookUpKey(c echo.Context, key string, find func(context.Co
 			h.Set(c.Response().Header())
 			return db.Account{}, errUnknownAPIKey
 		case err != nil:
+			// No answer (the database is away, the deadline passed): the failure spent was
+			// given back, and the 503 says where the address's quota stands, as any answer
+			// of a limited operation does.
+			l.Failures(ip).Set(c.Response().Header())
 			return db.Account{}, err
 		}
 		return v.(keyLookup).acct, nil

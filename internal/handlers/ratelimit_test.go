@@ -567,7 +567,8 @@ func TestRateLimitUnauthenticatedSharedLookupOfALeaver(t *testing.T) {
 
 	release := b.holdLocks(t, `LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE`)
 	// The leaver looks up otherKey, not yet cached, and waits for the lock.
-	ctx, leave := context.WithCancel(context.Background())
+	ctx, leave := context.WithTimeout(context.Background(), time.Minute) // a failed test still ends
+	defer leave()
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, b.client.BaseURL+"/account", nil)
 	if err != nil {
 		t.Fatal(err)
@@ -641,4 +642,26 @@ func (b *testBundle) lockWaitStarted(t *testing.T) time.Time {
 		t.Errorf("when the lock wait started: %v", err)
 	}
 	return started
+}
+
+// TestALookupWithoutAnAnswerStillSaysTheLimits: a key that is not cached is looked up, and
+// a lookup the database does not answer within REQUEST_TIMEOUT answers 503. That 503 of a
+// limited operation carries RateLimit-Policy and RateLimit, as the spec says every answer
+// of one does: the Unauthenticated policy's, the one quota the request met.
+func TestALookupWithoutAnAnswerStillSaysTheLimits(t *testing.T) {
+	t.Parallel()
+	b := setup(t, withConfig(func(c *app.Config) { c.RequestTimeout = time.Second }))
+	c, _ := throwaway(t, b.client)
+	release := b.holdLocks(t, `LOCK TABLE api_keys IN ACCESS EXCLUSIVE MODE`)
+	res := c.Get("/payments")
+	release()
+	if res.Status != http.StatusServiceUnavailable {
+		t.Fatalf("GET /payments while its key's lookup waits: %d %s, want 503", res.Status, res.Body)
+	}
+	policies, state := rateLimitHeaders(t, res)
+	if policies["unauthenticated"] == nil || state["unauthenticated"]["r"] != policies["unauthenticated"]["q"] {
+		// A lookup that got no answer was no failed authentication: it spent nothing.
+		t.Errorf("RateLimit-Policy %q, RateLimit %q: want the unauthenticated policy's, all of it left",
+			res.Header.Values("RateLimit-Policy"), res.Header.Values("RateLimit"))
+	}
 }

@@ -51,6 +51,18 @@ func (e *Enforcer) CheckFailures(ip string) (Headers, error) {
 	return Headers{}, nil
 }
 
+// Failures is where the client at ip stands in its Unauthenticated quota, spending nothing:
+// what a request whose key could not be looked up (no answer from the database) is told.
+func (e *Enforcer) Failures(ip string) Headers {
+	p := e.limits.Unauthenticated
+	d := e.failures.Peek(p, ClientKey(ip))
+	if d.Allowed { // Peek answers as if one more were spent; this request spent none
+		d.Remaining++
+		d.ResetAfter = max(0, d.ResetAfter-p.emissionInterval())
+	}
+	return Headers{e.failuresPolicy, []State{StateOf(p, d)}}
+}
+
 // SpendFailure spends one of the client's Unauthenticated quota, and refuses it when none is
 // left. A key is looked up only once it has spent one: wrong keys sent at once would all
 // pass CheckFailures on the last one left, and each would cost a lookup and be a guess. The
