@@ -864,7 +864,7 @@ type Problem struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 
 	// Status The HTTP status code.
@@ -1344,7 +1344,7 @@ type BadRequest struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1391,7 +1391,7 @@ type IdempotencyKeyInUse struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1435,7 +1435,7 @@ type IdempotencyKeyReused struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1479,7 +1479,7 @@ type InternalError struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1523,7 +1523,7 @@ type MethodNotAllowed struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1567,7 +1567,7 @@ type NotFound struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1611,7 +1611,7 @@ type PayloadTooLarge struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1655,7 +1655,7 @@ type PaymentDeclined struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId string `json:"payment_id"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1699,7 +1699,7 @@ type PreconditionFailed struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1743,7 +1743,7 @@ type PreconditionRequired struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1787,7 +1787,7 @@ type ServiceUnavailable struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1831,7 +1831,7 @@ type TooManyRequests struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1875,7 +1875,7 @@ type Unauthorized struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1919,7 +1919,7 @@ type UnsupportedMediaType struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1963,7 +1963,7 @@ type WebhookEndpointDisabled struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -8095,7 +8095,7 @@ type RedeliverEventResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -8194,7 +8194,7 @@ func (r RedeliverEventResponse) GetApplicationproblemJSON409() *struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -8566,7 +8566,7 @@ type CancelJobResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -8653,7 +8653,7 @@ func (r CancelJobResponse) GetApplicationproblemJSON409() *struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -9409,7 +9409,7 @@ type CreatePaymentResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -9526,7 +9526,7 @@ func (r CreatePaymentResponse) GetApplicationproblemJSON503() *struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -10420,7 +10420,7 @@ type CreateRefundResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -10469,7 +10469,7 @@ type CreateRefundResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -10557,7 +10557,7 @@ func (r CreateRefundResponse) GetApplicationproblemJSON409() *struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -10618,7 +10618,7 @@ func (r CreateRefundResponse) GetApplicationproblemJSON422() *struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -15268,7 +15268,7 @@ func ParseRedeliverEventResponse(rsp *http.Response) (*RedeliverEventResponse, e
 			// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 			PaymentId *string `json:"payment_id,omitempty"`
 
-			// RequestId The `Request-Id` of the request, for support.
+			// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 			RequestId *string `json:"request_id,omitempty"`
 			Status    int     `json:"status"`
 
@@ -16020,7 +16020,7 @@ func ParseCancelJobResponse(rsp *http.Response) (*CancelJobResponse, error) {
 			// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 			PaymentId *string `json:"payment_id,omitempty"`
 
-			// RequestId The `Request-Id` of the request, for support.
+			// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 			RequestId *string `json:"request_id,omitempty"`
 			Status    int     `json:"status"`
 
@@ -17218,7 +17218,7 @@ func ParseCreatePaymentResponse(rsp *http.Response) (*CreatePaymentResponse, err
 			// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 			PaymentId *string `json:"payment_id,omitempty"`
 
-			// RequestId The `Request-Id` of the request, for support.
+			// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 			RequestId *string `json:"request_id,omitempty"`
 			Status    int     `json:"status"`
 
@@ -18897,7 +18897,7 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 			// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 			PaymentId *string `json:"payment_id,omitempty"`
 
-			// RequestId The `Request-Id` of the request, for support.
+			// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 			RequestId *string `json:"request_id,omitempty"`
 			Status    int     `json:"status"`
 
@@ -18966,7 +18966,7 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 			// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 			PaymentId *string `json:"payment_id,omitempty"`
 
-			// RequestId The `Request-Id` of the request, for support.
+			// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 			RequestId *string `json:"request_id,omitempty"`
 			Status    int     `json:"status"`
 

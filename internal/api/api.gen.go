@@ -862,7 +862,7 @@ type Problem struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 
 	// Status The HTTP status code.
@@ -1342,7 +1342,7 @@ type BadRequest struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1389,7 +1389,7 @@ type IdempotencyKeyInUse struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1433,7 +1433,7 @@ type IdempotencyKeyReused struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1477,7 +1477,7 @@ type InternalError struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1521,7 +1521,7 @@ type MethodNotAllowed struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1565,7 +1565,7 @@ type NotFound struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1609,7 +1609,7 @@ type PayloadTooLarge struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1653,7 +1653,7 @@ type PaymentDeclined struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId string `json:"payment_id"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1697,7 +1697,7 @@ type PreconditionFailed struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1741,7 +1741,7 @@ type PreconditionRequired struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1785,7 +1785,7 @@ type ServiceUnavailable struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1829,7 +1829,7 @@ type TooManyRequests struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1873,7 +1873,7 @@ type Unauthorized struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1917,7 +1917,7 @@ type UnsupportedMediaType struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -1961,7 +1961,7 @@ type WebhookEndpointDisabled struct {
 	// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 	PaymentId *string `json:"payment_id,omitempty"`
 
-	// RequestId The `Request-Id` of the request, for support.
+	// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 	RequestId *string `json:"request_id,omitempty"`
 	Status    int     `json:"status"`
 
@@ -4970,7 +4970,7 @@ type BadRequestApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -5117,7 +5117,7 @@ type IdempotencyKeyInUseApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -5169,7 +5169,7 @@ type IdempotencyKeyReusedApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -5221,7 +5221,7 @@ type InternalErrorApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -5274,7 +5274,7 @@ type MethodNotAllowedApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -5326,7 +5326,7 @@ type NotFoundApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -5399,7 +5399,7 @@ type PayloadTooLargeApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -5453,7 +5453,7 @@ type PaymentDeclinedApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId string `json:"payment_id"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -5505,7 +5505,7 @@ type PreconditionFailedApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -5557,7 +5557,7 @@ type PreconditionRequiredApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -5610,7 +5610,7 @@ type ServiceUnavailableApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -5663,7 +5663,7 @@ type TooManyRequestsApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -5716,7 +5716,7 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -5768,7 +5768,7 @@ type UnsupportedMediaTypeApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -5820,7 +5820,7 @@ type WebhookEndpointDisabledApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -6728,7 +6728,7 @@ type RedeliverEvent409ApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -7252,7 +7252,7 @@ type CancelJob409ApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -8262,7 +8262,7 @@ type CreatePayment503ApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -9302,7 +9302,7 @@ type CreateRefund409ApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 
@@ -9445,7 +9445,7 @@ type CreateRefund422ApplicationProblemPlusJSONResponse struct {
 		// PaymentId For `payment-declined` and `payment-not-refundable`, the payment concerned.
 		PaymentId *string `json:"payment_id,omitempty"`
 
-		// RequestId The `Request-Id` of the request, for support.
+		// RequestId The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header.
 		RequestId *string `json:"request_id,omitempty"`
 		Status    int     `json:"status"`
 

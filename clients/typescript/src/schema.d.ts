@@ -1576,7 +1576,7 @@ export interface components {
             detail: string;
             /** @description The request path this problem occurred on, percent-encoded as sent; left out when it is longer than 256 bytes. */
             instance?: string;
-            /** @description The `Request-Id` of the request, for support. */
+            /** @description The `Request-Id` of the request, for support. A replayed problem (a declined payment's 402) is the stored one, byte for byte: its `request_id` is the first request's, and the replay's own is in its `Request-Id` header. */
             request_id?: string;
             /**
              * @description For `invalid-request`, one entry per invalid field, at most 20. For
