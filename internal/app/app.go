@@ -35,6 +35,10 @@ type App struct {
 // New connects to the database, migrates it, seeds the demo keys and builds every part.
 // Requests still arriving when ctx ends have their bodies cut short (the server is
 // draining). Nothing runs yet: serve Handler, and StartJobs when cfg.Work.
+//
+// What it is built from arrives three ways: a setting is a field of cfg, read by
+// cmd/payments-api from the environment; the rate limits come from rateLimits, as they need
+// the metrics New makes; an Option swaps a part a test needs to control (the processor).
 func New(ctx context.Context, cfg Config, logger *slog.Logger, rateLimits RateLimitsFunc, opts ...Option) (_ *App, err error) {
 	a := &App{cfg: cfg, logger: logger}
 	defer func() {

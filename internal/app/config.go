@@ -8,7 +8,7 @@ import (
 	"github.com/payments-api/payments-api/internal/metrics"
 	"github.com/payments-api/payments-api/internal/processor"
 	"github.com/payments-api/payments-api/internal/ratelimit"
-	"go.opentelemetry.io/otel/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // Config is what the application is built from, as plain values: cmd/payments-api reads
@@ -49,7 +49,7 @@ type Config struct {
 
 	// Tracing receives the spans of requests, statements, jobs and webhook deliveries; nil
 	// records none (cmd/payments-api builds it when OTEL_EXPORTER_OTLP_ENDPOINT is set).
-	Tracing trace.TracerProvider
+	Tracing oteltrace.TracerProvider
 }
 
 // DirectDatabaseURL is where what needs a session of its own goes: migrations (a

@@ -40,7 +40,7 @@ func (a *App) newHandler(draining context.Context, limits *ratelimit.Limits, key
 	a.release = append(a.release, ping.Close)
 	return handlers.New(handlers.Options{
 		Pool:               a.Pool,
-		Readiness:          ping,
+		Readiness:          ping.Ping,
 		Logger:             a.logger,
 		Payments:           pays,
 		Idempotency:        keys,

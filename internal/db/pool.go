@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
-	"go.opentelemetry.io/otel/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 const (
@@ -46,7 +46,7 @@ type Options struct {
 	Pooled bool
 	// TracerProvider, when set, records a span for every statement a traced request or job
 	// runs (see traceQueries).
-	TracerProvider trace.TracerProvider
+	TracerProvider oteltrace.TracerProvider
 }
 
 // Open connects a pool to databaseURL and checks the connection. When the database does not

@@ -8,7 +8,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/multitracer"
 	"go.opentelemetry.io/otel/metric/noop"
-	"go.opentelemetry.io/otel/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // traceQueries adds a span for every statement run under a recording span (a traced request,
@@ -17,7 +17,7 @@ import (
 //
 // otelpgx rather than a tracer of our own: it is maintained, follows the database semantic
 // conventions, and also covers batches, COPY and waits for a connection.
-func traceQueries(cfg *pgx.ConnConfig, tp trace.TracerProvider) {
+func traceQueries(cfg *pgx.ConnConfig, tp oteltrace.TracerProvider) {
 	traced := otelpgx.NewTracer(
 		otelpgx.WithTracerProvider(tp),
 		otelpgx.WithMeterProvider(noop.NewMeterProvider()), // the metrics are Prometheus's (internal/metrics)

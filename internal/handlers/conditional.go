@@ -184,10 +184,11 @@ func checkIfNoneMatch(ctx context.Context, value string, version int32) (bool, e
 // returns err: matched (the write ran), stale (412), missing (428).
 func traceIfMatch(ctx context.Context, err error) error {
 	var stale *domain.PreconditionFailedError
+	var staleTag *staleTagError // a report's
 	switch {
 	case err == nil:
 		trace.Decide(ctx, trace.ETag, "matched")
-	case errors.As(err, &stale):
+	case errors.As(err, &stale), errors.As(err, &staleTag):
 		trace.Decide(ctx, trace.ETag, "stale")
 	case errors.Is(err, domain.ErrPreconditionRequired):
 		trace.Decide(ctx, trace.ETag, "missing")

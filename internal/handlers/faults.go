@@ -101,7 +101,7 @@ func (w discardingWriter) Unwrap() http.ResponseWriter { return w.inner }
 // latency only when all of it was applied.
 type delayingWriter struct {
 	http.ResponseWriter
-	ctx   context.Context
+	ctx   context.Context // the request's: a ResponseWriter's methods take none
 	prefs preferences
 	wrote bool
 }

@@ -2,7 +2,6 @@ package handlers
 
 import (
 	"context"
-	"strconv"
 
 	"github.com/payments-api/payments-api/internal/api"
 	"github.com/payments-api/payments-api/internal/reports"
@@ -16,7 +15,7 @@ func (s *Server) GetJob(ctx context.Context, req api.GetJobRequestObject) (api.G
 	}
 	res := api.GetJob200JSONResponse{Body: reports.JobResource(job)}
 	if !reports.Finished(job) {
-		after, _ := strconv.Atoi(pollAfter)
+		after := pollAfter
 		res.Headers.RetryAfter = &after
 	}
 	return res, nil

@@ -26,12 +26,8 @@ func (s *Server) CreateRefund(ctx context.Context, req api.CreateRefundRequestOb
 		Reason:    (*string)(req.Body.Reason),
 		Metadata:  derefMap(req.Body.Metadata),
 	}
-	if req.Params.IfMatch != nil {
-		pre, err := ifMatch(*req.Params.IfMatch)
-		if err != nil {
-			return nil, err
-		}
-		params.IfMatch = &pre
+	if params.IfMatch, err = optionalIfMatch(req.Params.IfMatch); err != nil {
+		return nil, err
 	}
 	res, err := s.idempotency.Do(ctx, idem, func(tx db.Tx) (idempotency.Response, error) {
 		refund, err := s.payments.Refund(ctx, tx, acct.ID, params)

@@ -16,7 +16,7 @@ import (
 )
 
 // pollAfter is the Retry-After, in seconds, of a job that has not finished.
-const pollAfter = "1"
+const pollAfter = 1
 
 // CreateReport enqueues a report at most once per Idempotency-Key: the claim, the job and
 // its queue entry commit in one transaction, and the 202 is stored with them, so a retry
@@ -42,7 +42,7 @@ func (s *Server) CreateReport(ctx context.Context, req api.CreateReportRequestOb
 			return idempotency.Response{}, err
 		}
 		return jsonResponse(http.StatusAccepted, reports.JobResource(job),
-			map[string]string{"Location": "/jobs/" + job.ID, "Retry-After": pollAfter})
+			map[string]string{"Location": "/jobs/" + job.ID, "Retry-After": strconv.Itoa(pollAfter)})
 	})
 	if err != nil {
 		return nil, err
@@ -67,7 +67,7 @@ func (s *Server) DownloadReport(ctx context.Context, req api.DownloadReportReque
 	}
 	tag := `"` + r.ID + `"`
 	if req.Params.IfMatch != nil {
-		if err := reportIfMatch(*req.Params.IfMatch, r.ID, tag); err != nil {
+		if err := reportIfMatch(ctx, *req.Params.IfMatch, r.ID, tag); err != nil {
 			return nil, err
 		}
 	}
@@ -76,6 +76,7 @@ func (s *Server) DownloadReport(ctx context.Context, req api.DownloadReportReque
 		if err != nil {
 			return nil, err
 		}
+		traceIfNoneMatch(ctx, match)
 		if match {
 			return api.DownloadReport304Response{Headers: api.DownloadReport304ResponseHeaders{ETag: tag}}, nil
 		}
@@ -88,13 +89,17 @@ func (s *Server) DownloadReport(ctx context.Context, req api.DownloadReportReque
 }
 
 // reportIfMatch evaluates If-Match against a report's tag, its quoted id, with RFC 9110's
-// strong comparison: a *staleTagError when it names another report, or only a weak tag.
-func reportIfMatch(value, id, tag string) error {
+// strong comparison, and records the decision: a *staleTagError when it names another
+// report, or only a weak tag.
+func reportIfMatch(ctx context.Context, value, id, tag string) error {
 	tags, any, err := parseEntityTags("If-Match", value)
-	if err != nil || any || slices.ContainsFunc(tags, func(t entityTag) bool { return !t.weak && t.opaque == id }) {
+	if err != nil {
 		return err
 	}
-	return &staleTagError{current: tag}
+	if !any && !slices.ContainsFunc(tags, func(t entityTag) bool { return !t.weak && t.opaque == id }) {
+		err = &staleTagError{current: tag}
+	}
+	return traceIfMatch(ctx, err)
 }
 
 // reportFile writes a report's bytes as they are read from the database, in the format

@@ -2,7 +2,8 @@
 // from api/openapi.yaml, plus the middleware (request ids, logging, auth, validation) and the
 // one error handler that turns every failure into an RFC 9457 problem. Handlers are thin: they
 // parse the typed request, call the package that owns the work, and convert the result.
-// It may import api, domain, db, metrics and the service packages; nothing imports it but internal/app.
+// It may import api, domain, db, metrics and the service packages; nothing imports it but
+// internal/app, and cmd for ErrShutdown.
 package handlers
 
 import (
@@ -39,9 +40,9 @@ const DefaultRequestTimeout = 30 * time.Second
 // Options is what the server needs from the wiring (internal/app).
 type Options struct {
 	Pool *pgxpool.Pool
-	// Readiness is the pool /readyz pings the database through, one connection apart from
-	// Pool's (nil: Pool).
-	Readiness   *pgxpool.Pool
+	// Readiness pings the database for /readyz, over a connection apart from Pool's (nil:
+	// Pool's Ping).
+	Readiness   func(context.Context) error
 	Logger      *slog.Logger
 	Payments    *payments.Service
 	Idempotency *idempotency.Store
@@ -168,7 +169,7 @@ func New(opts Options) (*echo.Echo, error) {
 		s.draining = context.Background()
 	}
 	if opts.Readiness != nil {
-		s.ping = opts.Readiness.Ping
+		s.ping = opts.Readiness
 	}
 
 	e := echo.New()

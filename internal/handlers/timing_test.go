@@ -97,7 +97,10 @@ func TestServerTimingNamesThePhases(t *testing.T) {
 func TestDebugLogStatesTheDecisions(t *testing.T) {
 	t.Parallel()
 	logs := &syncBuffer{}
-	c := setup(t, withLogger(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug})))).client
+	b := setup(t, withLogger(slog.New(slog.NewJSONHandler(logs, &slog.HandlerOptions{Level: slog.LevelDebug}))))
+	c := b.client
+	startWorkers(t, b.pool, 1)
+	report := waitForJob(t, c, requestReport(t, c, reportBody("payments", "csv")).ID, "succeeded").Result
 
 	key := newKey()
 	created := c.Post("/payments", visa(100), apitest.Header("Idempotency-Key", key), apitest.Header("Request-Id", "create-1"))
@@ -108,6 +111,8 @@ func TestDebugLogStatesTheDecisions(t *testing.T) {
 	c.Get("/payments/"+p.ID, apitest.Header("If-None-Match", created.Header.Get("ETag")), apitest.Header("Request-Id", "get-1"))
 	c.Patch("/payments/"+p.ID, map[string]any{"description": "x"}, apitest.Header("If-Match", `"v9"`), apitest.Header("Request-Id", "stale-1"))
 	c.Patch("/payments/"+p.ID, map[string]any{"description": "x"}, apitest.Header("If-Match", created.Header.Get("ETag")), apitest.Header("Request-Id", "patch-1"))
+	c.Get(report.DownloadURL, apitest.Header("If-None-Match", `"`+report.ReportID+`"`), apitest.Header("Request-Id", "report-304"))
+	c.Get(report.DownloadURL, apitest.Header("If-Match", `"rpt_another"`), apitest.Header("Request-Id", "report-412"))
 
 	want := map[string][3]string{ // idempotency, etag, transaction
 		"create-1":   {"claimed", "none", "committed"},
@@ -116,6 +121,8 @@ func TestDebugLogStatesTheDecisions(t *testing.T) {
 		"get-1":      {"none", "not_modified", "none"},
 		"stale-1":    {"none", "stale", "rolled_back"},
 		"patch-1":    {"none", "matched", "committed"},
+		"report-304": {"none", "not_modified", "none"},
+		"report-412": {"none", "stale", "none"},
 	}
 	got := map[string][3]string{}
 	scanner := bufio.NewScanner(strings.NewReader(logs.String()))

@@ -11,7 +11,12 @@
 //     A second request with the key gets 409 while the first is in flight (answered at
 //     once, not after the first finishes), the stored response byte for byte afterwards,
 //     or 422 if its body differs.
-//  4. sweep.go: keys expire (24 h by default) and are deleted in small batches.
+//  4. gate.go: charges hold their transaction across the processor's call, so the process
+//     lets at most three quarters of its pool's connections into them at once; a create
+//     that has waited for a turn 50 ms asks whether its key is in flight elsewhere
+//     (IdempotencyKeyInFlight, which reads the claim's lock without taking it), so a
+//     duplicate still gets its 409 at once.
+//  5. sweep.go: keys expire (24 h by default) and are deleted in small batches.
 //
 // It imports the database layer, the domain package and trace (to report its phases and
 // outcome to the request's trace); handlers call it.

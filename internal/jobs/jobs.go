@@ -3,7 +3,8 @@
 // if that transaction commits, survives any restart, and is fetched by exactly one worker
 // (SELECT ... FOR UPDATE SKIP LOCKED). This package builds the River client from the
 // configuration and runs the periodic sweeps; the workers themselves live with the domain
-// they serve (internal/reports) and internal/app registers them here.
+// they serve (internal/reports) and internal/app registers them here. The /jobs resource a
+// client polls is a report's job, and lives in internal/reports too.
 //
 // It imports River and pgx, never a domain package: internal/app wires the two.
 package jobs
@@ -22,7 +23,7 @@ import (
 	"github.com/riverqueue/river"
 	"github.com/riverqueue/river/riverdriver"
 	"github.com/riverqueue/river/riverdriver/riverpgxv5"
-	"go.opentelemetry.io/otel/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // Config is how a process runs jobs.
@@ -52,7 +53,7 @@ type Config struct {
 	// transaction pooler such as PgBouncer, which cannot keep a LISTEN (it is session state).
 	ListenPool *pgxpool.Pool
 	// TracerProvider, when set, traces inserts and runs (see traceJobs).
-	TracerProvider trace.TracerProvider
+	TracerProvider oteltrace.TracerProvider
 }
 
 // Validate reports what is wrong with c, before River would.

@@ -3,7 +3,7 @@ package jobs
 import (
 	"github.com/riverqueue/rivercontrib/otelriver"
 	"go.opentelemetry.io/otel/metric/noop"
-	"go.opentelemetry.io/otel/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // traceJobs is River's OpenTelemetry middleware: an insert records the inserting span's
@@ -11,7 +11,7 @@ import (
 // a parent: a job may run minutes or hours after the request that asked for it, which would
 // stretch the request's trace across all that time. The work a job does (its statements, a
 // webhook delivery) is traced as the run span's children.
-func traceJobs(tp trace.TracerProvider) *otelriver.Middleware {
+func traceJobs(tp oteltrace.TracerProvider) *otelriver.Middleware {
 	return otelriver.NewMiddleware(&otelriver.MiddlewareConfig{
 		TracerProvider:              tp,
 		MeterProvider:               noop.NewMeterProvider(), // the metrics are Prometheus's (internal/metrics)

@@ -6,7 +6,10 @@
 // and an interrupted build resumes where it stopped. The last transaction creates the report,
 // finishes the job, records its event in the outbox and completes the River job, all at once.
 //
-// It imports api (the resources it shows), db, domain, events, jobs (the job resource),
-// payments (the row resources) and River, with pgx for River's transaction type; never
+// It also serves the job resource, GET and DELETE /jobs/{id} (JobResource, Service): a
+// report is the only kind of job a client starts.
+//
+// It imports api (the resources it shows), db, domain, events, jobs (CompleteTx, to finish
+// the River job in the report's last transaction), payments (the row resources) and River, with pgx for River's transaction type; never
 // net/http or handlers.
 package reports

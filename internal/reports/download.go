@@ -32,8 +32,8 @@ func (s *Service) Content(ctx context.Context, r db.Report, readWithin time.Dura
 }
 
 type chunkReader struct {
-	ctx       context.Context
-	within    time.Duration // each chunk's read
+	ctx       context.Context // the download's: io.Reader's Read takes none
+	within    time.Duration   // each chunk's read
 	pool      *pgxpool.Pool
 	accountID string
 	jobID     string

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
-	"go.opentelemetry.io/otel/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // Config is OpenTelemetry's standard environment variables for traces, read with the rest of
@@ -39,7 +39,7 @@ func (c Config) Enabled() bool { return c.Endpoint != "" || c.TracesEndpoint != 
 // Setup returns the TracerProvider spans are recorded with, and the function that flushes
 // and stops it (call it on exit, after the server has drained). When no collector is
 // configured the provider is nil, meaning "trace nothing", and shutdown does nothing.
-func Setup(ctx context.Context, c Config) (provider trace.TracerProvider, shutdown func(context.Context) error, err error) {
+func Setup(ctx context.Context, c Config) (provider oteltrace.TracerProvider, shutdown func(context.Context) error, err error) {
 	if !c.Enabled() {
 		return nil, func(context.Context) error { return nil }, nil
 	}

@@ -9,7 +9,7 @@
 // Worker on its own queue, one attempt per run: a retry is a job of its own, scheduled for
 // its time, or, within seconds, the same job snoozed.
 //
-// It imports the domain, database and events layers, River and the standard library; domain
+// It imports the domain, database, events and jobs layers, River and the standard library; domain
 // packages (payments, events, reports) never import it, so no outgoing HTTP call can happen
 // inside their transactions. internal/app wires it to the job runner.
 package webhooks

@@ -14,7 +14,7 @@ import (
 	"strconv"
 	"time"
 
-	"go.opentelemetry.io/otel/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // DefaultTimeout bounds one attempt, from dialling to the response headers (WEBHOOK_TIMEOUT).
@@ -66,15 +66,15 @@ type SenderOptions struct {
 	AllowPrivateNetworks bool          // also dial loopback and private addresses: local development and tests only
 	Resolver             *net.Resolver // nil: net.DefaultResolver
 	// TracerProvider, when set, records a span for every attempt (see startSpan).
-	TracerProvider trace.TracerProvider
+	TracerProvider oteltrace.TracerProvider
 }
 
 // Sender posts webhooks. Safe for concurrent use.
 type Sender struct {
 	client  *http.Client
 	timeout time.Duration
-	urls    URLPolicy    // the dialer's rules and resolver, to look a refused host up again
-	tracer  trace.Tracer // nil: no spans
+	urls    URLPolicy        // the dialer's rules and resolver, to look a refused host up again
+	tracer  oteltrace.Tracer // nil: no spans
 }
 
 // NewSender builds the HTTP client every attempt goes through. It has no proxy (a proxy

@@ -11,7 +11,7 @@ import (
 	"go.opentelemetry.io/otel/codes"
 	"go.opentelemetry.io/otel/propagation"
 	semconv "go.opentelemetry.io/otel/semconv/v1.43.0"
-	"go.opentelemetry.io/otel/trace"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // instrumentation names the delivery spans' origin, as OpenTelemetry asks every tracer to.
@@ -28,7 +28,7 @@ var defaultPorts = map[string]string{"http": "80", "https": "443"}
 // whose path or query a customer may have put a token in: OpenTelemetry's url.full is left
 // out for that) and its webhook-id; never the body, the signature or a secret. The span is
 // nil when the sender does not trace.
-func (s *Sender) startSpan(ctx context.Context, m Message) (context.Context, trace.Span) {
+func (s *Sender) startSpan(ctx context.Context, m Message) (context.Context, oteltrace.Span) {
 	if s.tracer == nil {
 		return ctx, nil
 	}
@@ -41,11 +41,11 @@ func (s *Sender) startSpan(ctx context.Context, m Message) (context.Context, tra
 			}
 		}
 	}
-	return s.tracer.Start(ctx, "webhook.attempt", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(attrs...))
+	return s.tracer.Start(ctx, "webhook.attempt", oteltrace.WithSpanKind(oteltrace.SpanKindClient), oteltrace.WithAttributes(attrs...))
 }
 
 // endSpan records the attempt's answer and ends the span that startSpan started, if any.
-func endSpan(span trace.Span, r Result) {
+func endSpan(span oteltrace.Span, r Result) {
 	if span == nil {
 		return
 	}
