@@ -84,7 +84,7 @@ func TestTracesOfAWebhookDelivery(t *testing.T) {
 	if res.Status != http.StatusCreated {
 		t.Fatalf("create endpoint: %d %s", res.Status, res.Body)
 	}
-	var endpoint struct{ Secret string }
+	var endpoint struct{ ID, Secret string }
 	res.Decode(t, &endpoint)
 	body := map[string]any{"amount": 300, "currency": "usd", "payment_method": "pm_card_visa"}
 	if res := c.Post("/payments", body, apitest.Header("Idempotency-Key", "traced-webhook")); res.Status != http.StatusCreated {
@@ -118,6 +118,9 @@ func TestTracesOfAWebhookDelivery(t *testing.T) {
 	}
 	if host, port, _ := strings.Cut(strings.TrimPrefix(receiver.URL, "http://"), ":"); attribute(delivery, "server.address") != host || attribute(delivery, "server.port") != port {
 		t.Errorf("delivery span to %s:%s, want %s", attribute(delivery, "server.address"), attribute(delivery, "server.port"), receiver.URL)
+	}
+	if attribute(delivery, "webhook.endpoint.id") != endpoint.ID || attribute(delivery, "webhook.attempt") != "1" {
+		t.Errorf("delivery span of endpoint %q, attempt %q; want %s, 1", attribute(delivery, "webhook.endpoint.id"), attribute(delivery, "webhook.attempt"), endpoint.ID)
 	}
 	noSecrets(t, collector.Spans(), testKey, endpoint.Secret, "pathtoken", "querytoken")
 }

@@ -80,7 +80,7 @@ func (a *App) newDeliverer() *webhooks.Deliverer {
 	sender := webhooks.NewSender(webhooks.SenderOptions{
 		Timeout: a.cfg.WebhookTimeout, AllowPrivateNetworks: a.cfg.WebhookAllowPrivateNetworks, TracerProvider: a.cfg.Tracing,
 	})
-	return webhooks.NewDeliverer(a.Pool, sender, a.cfg.WebhookRetrySchedule).WithObserver(a.Metrics)
+	return webhooks.NewDeliverer(a.Pool, sender, a.cfg.WebhookRetrySchedule, a.logger).WithObserver(a.Metrics)
 }
 
 // StartJobs starts fetching and running jobs, until StopJobs. Pass a context that outlives

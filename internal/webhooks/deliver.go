@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/payments-api/payments-api/internal/db"
 	"github.com/payments-api/payments-api/internal/domain"
+	oteltrace "go.opentelemetry.io/otel/trace"
 )
 
 // DisableAfter is how long an endpoint may fail every attempt before it is disabled.
@@ -30,6 +32,7 @@ type Deliverer struct {
 	sender   *Sender
 	schedule Schedule
 	observer Observer
+	logger   *slog.Logger
 }
 
 // Observer is told of every attempt: *metrics.Metrics is one.
@@ -39,9 +42,13 @@ type Observer interface {
 	WebhookDelivered(outcome string, d time.Duration)
 }
 
-// NewDeliverer sends with sender and spaces retries by schedule.
-func NewDeliverer(pool *pgxpool.Pool, sender *Sender, schedule Schedule) *Deliverer {
-	return &Deliverer{pool: pool, sender: sender, schedule: schedule}
+// NewDeliverer sends with sender and spaces retries by schedule, and logs what went wrong
+// (logAttempt) to logger; nil logs nothing.
+func NewDeliverer(pool *pgxpool.Pool, sender *Sender, schedule Schedule, logger *slog.Logger) *Deliverer {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	return &Deliverer{pool: pool, sender: sender, schedule: schedule, logger: logger}
 }
 
 // WithObserver returns a copy of d that reports every attempt to o; d itself is not changed.
@@ -86,19 +93,64 @@ func (d *Deliverer) Attempt(ctx context.Context, accountID, deliveryID string, e
 	if err != nil {
 		return nil, err
 	}
-	res := d.sender.Send(ctx, Message{URL: endpoint.Url, ID: delivery.ID, Body: body, Secrets: SigningSecrets(endpoint, now)}, now)
+	res := d.sender.Send(ctx, Message{
+		URL: endpoint.Url, ID: delivery.ID, Body: body, Secrets: SigningSecrets(endpoint, now),
+		EndpointID: endpoint.ID, Attempt: int(delivery.AttemptCount) + 1,
+	}, now)
 	d.observe(res)
 	// Recorded even when the job's context ended while the request was out (the process
 	// stopping): the receiver may have had it, and the attempts must say so, as the metrics
 	// and the span do. The record is bounded on its own.
 	recordCtx, cancel := context.WithTimeout(context.WithoutCancel(ctx), recordWithin)
 	defer cancel()
-	var next *time.Time
+	var (
+		next *time.Time
+		fate attemptFate
+	)
 	err = db.InTx(recordCtx, d.pool, func(tx db.Tx) error {
-		next, err = d.record(recordCtx, tx, delivery, now, res, end)
+		next, err = d.record(recordCtx, tx, delivery, now, res, end, &fate)
 		return err
 	})
+	if err == nil {
+		d.logAttempt(ctx, delivery, res, fate, next)
+	}
 	return next, err
+}
+
+// attemptFate is what record decided an attempt meant: the delivery's status after it, and
+// whether its endpoint was disabled by it.
+type attemptFate struct {
+	status   string
+	disabled bool
+}
+
+// logAttempt logs an attempt that went wrong, once it is recorded, so that "we never got the
+// webhook" can be answered from the log as from the attempts' list: a failed attempt at
+// info, with its delivery, endpoint, number, status and reason; a delivery that gives up, or
+// an endpoint disabled, at warn. A delivered attempt logs nothing: the metrics count those.
+func (d *Deliverer) logAttempt(ctx context.Context, seen db.WebhookDelivery, res Result, fate attemptFate, next *time.Time) {
+	if res.Outcome == Delivered {
+		return
+	}
+	attrs := []any{
+		slog.String("delivery", seen.ID), slog.String("endpoint", seen.EndpointID), slog.String("account", seen.AccountID),
+		slog.Int("attempt", int(seen.AttemptCount)+1), slog.String("error", res.Error),
+	}
+	if res.Status != 0 {
+		attrs = append(attrs, slog.Int("status", res.Status))
+	}
+	if next != nil {
+		attrs = append(attrs, slog.Time("next_attempt_at", *next))
+	}
+	if sc := oteltrace.SpanContextFromContext(ctx); sc.IsValid() {
+		attrs = append(attrs, slog.String("trace_id", sc.TraceID().String()))
+	}
+	d.logger.InfoContext(ctx, "webhook attempt failed", attrs...)
+	if fate.disabled {
+		d.logger.WarnContext(ctx, "webhook endpoint disabled", attrs...)
+	} else if fate.status == StatusFailed {
+		d.logger.WarnContext(ctx, "webhook delivery failed", attrs...)
+	}
 }
 
 // recordWithin bounds the transaction that records an attempt once it has been made.
@@ -197,7 +249,7 @@ func (d *Deliverer) observe(res Result) {
 
 // record writes the attempt and what follows from it, in one transaction, against the
 // delivery's row as it is now (locked): the attempt was made from a copy read before it.
-func (d *Deliverer) record(ctx context.Context, tx db.Tx, seen db.WebhookDelivery, now time.Time, res Result, end EndJob) (*time.Time, error) {
+func (d *Deliverer) record(ctx context.Context, tx db.Tx, seen db.WebhookDelivery, now time.Time, res Result, end EndJob, fate *attemptFate) (*time.Time, error) {
 	current, err := tx.WebhookDeliveryLock(ctx, db.WebhookDeliveryLockParams{AccountID: seen.AccountID, ID: seen.ID})
 	if errors.Is(db.Translate(err), domain.ErrNotFound) {
 		return nil, nil // deleted with its endpoint while the attempt was in flight
@@ -251,6 +303,7 @@ func (d *Deliverer) record(ctx context.Context, tx db.Tx, seen db.WebhookDeliver
 	if err := tx.WebhookAttemptInsert(ctx, attempt); err != nil {
 		return nil, fmt.Errorf("record attempt %d of %s: %w", attempt.Attempt, seen.ID, err)
 	}
+	*fate = attemptFate{status: status, disabled: disabled}
 	if disabled { // a disabled endpoint is sent nothing more
 		pending := db.WebhookDeliveryFailPendingByEndpointParams{AccountID: seen.AccountID, EndpointID: seen.EndpointID}
 		if err := tx.WebhookDeliveryFailPendingByEndpoint(ctx, pending); err != nil {

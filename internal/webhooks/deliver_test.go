@@ -1,7 +1,9 @@
 package webhooks_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"log/slog"
 	"net/http"
@@ -66,7 +68,7 @@ func setupDelivery(t *testing.T, reply http.HandlerFunc, schedule webhooks.Sched
 	if err != nil {
 		t.Fatal(err)
 	}
-	b.deliverer = webhooks.NewDeliverer(pool, localSender(2*time.Second), schedule)
+	b.deliverer = webhooks.NewDeliverer(pool, localSender(2*time.Second), schedule, nil)
 	b.deliveryID = b.recordEvent(t)
 	return b
 }
@@ -277,7 +279,7 @@ func TestUsedUpScheduleFailsTheDelivery(t *testing.T) {
 
 func TestRefusedAddressFailsWithoutRetries(t *testing.T) {
 	b := setupDelivery(t, replies(200), webhooks.DefaultSchedule)
-	strict := webhooks.NewDeliverer(b.pool, webhooks.NewSender(webhooks.SenderOptions{Timeout: time.Second}), webhooks.DefaultSchedule)
+	strict := webhooks.NewDeliverer(b.pool, webhooks.NewSender(webhooks.SenderOptions{Timeout: time.Second}), webhooks.DefaultSchedule, nil)
 	if next, err := strict.Attempt(context.Background(), b.accountID, b.deliveryID, nil); err != nil || next != nil {
 		t.Fatalf("next %v, err %v; want no retry", next, err)
 	}
@@ -299,7 +301,7 @@ func TestUnresolvableHostRecordsAFixedReason(t *testing.T) {
 		t.Fatal(err)
 	}
 	sender := webhooks.NewSender(webhooks.SenderOptions{Timeout: time.Second, AllowPrivateNetworks: true, Resolver: fakeDNS(nil)})
-	deliverer := webhooks.NewDeliverer(b.pool, sender, webhooks.DefaultSchedule)
+	deliverer := webhooks.NewDeliverer(b.pool, sender, webhooks.DefaultSchedule, nil)
 	next, err := deliverer.Attempt(context.Background(), b.accountID, b.deliveryID, nil)
 	if err != nil || next == nil {
 		t.Fatalf("next %v, err %v; want a retry", next, err)
@@ -652,4 +654,51 @@ func (b *deliverBundle) redeliver(ctx context.Context, t *testing.T) ([]webhooks
 	return inTx(ctx, b.pool, func(tx db.Tx) ([]webhooks.Delivery, error) {
 		return b.service.RedeliverTx(ctx, tx, b.accountID, eventID, nil)
 	})
+}
+
+// TestWhatWentWrongIsLogged: a failed attempt is logged at info, with its delivery, endpoint,
+// number, status and reason; the one that fails its delivery at warn too, and so is the one
+// that disables its endpoint (a 410). A delivered attempt logs nothing.
+func TestWhatWentWrongIsLogged(t *testing.T) {
+	b := setupDelivery(t, replies(500, 500, 410, 200), webhooks.Schedule{time.Second})
+	var logs bytes.Buffer
+	b.deliverer = webhooks.NewDeliverer(b.pool, localSender(2*time.Second), webhooks.Schedule{time.Second}, slog.New(slog.NewJSONHandler(&logs, nil)))
+	for range 2 { // 500, then 500 past the schedule's one retry
+		if _, err := b.attemptNow(t, b.deliveryID); err != nil {
+			t.Fatal(err)
+		}
+	}
+	gone := b.recordEvent(t)
+	if _, err := b.attemptNow(t, gone); err != nil { // 410
+		t.Fatal(err)
+	}
+
+	var lines []map[string]any
+	for line := range strings.Lines(logs.String()) {
+		var l map[string]any
+		if err := json.Unmarshal([]byte(line), &l); err != nil {
+			t.Fatalf("%q: %v", line, err)
+		}
+		lines = append(lines, l)
+	}
+	want := []struct {
+		level, msg, delivery string
+		attempt, status      float64
+	}{
+		{"INFO", "webhook attempt failed", b.deliveryID, 1, 500},
+		{"INFO", "webhook attempt failed", b.deliveryID, 2, 500},
+		{"WARN", "webhook delivery failed", b.deliveryID, 2, 500},
+		{"INFO", "webhook attempt failed", gone, 1, 410},
+		{"WARN", "webhook endpoint disabled", gone, 1, 410},
+	}
+	if len(lines) != len(want) {
+		t.Fatalf("%d lines, want %d:\n%s", len(lines), len(want), logs.String())
+	}
+	for i, w := range want {
+		l := lines[i]
+		if l["level"] != w.level || l["msg"] != w.msg || l["delivery"] != w.delivery || l["attempt"] != w.attempt ||
+			l["status"] != w.status || l["endpoint"] != b.endpoint.ID || l["error"] == "" {
+			t.Errorf("line %d: %v, want %+v", i+1, l, w)
+		}
+	}
 }

@@ -12,7 +12,7 @@ func (o *countingObserver) WebhookDelivered(string, time.Duration) { o.attempts+
 // TestWithObserverCopies: WithObserver leaves the Deliverer it is called on as it was, so a
 // Deliverer shared by two callers is never observed behind the other's back.
 func TestWithObserverCopies(t *testing.T) {
-	plain := NewDeliverer(nil, nil, nil)
+	plain := NewDeliverer(nil, nil, nil, nil)
 	o := &countingObserver{}
 	observed := plain.WithObserver(o)
 	plain.observe(Result{Outcome: Delivered})

@@ -49,6 +49,9 @@ type Message struct {
 	ID      string   // webhook-id
 	Body    []byte   // sent and signed byte for byte
 	Secrets []string // one, or two during a rotation
+	// EndpointID and Attempt (1 for the first) name the attempt in its span; neither is sent.
+	EndpointID string
+	Attempt    int
 }
 
 // Result is one attempt's record.

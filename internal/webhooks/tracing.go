@@ -17,8 +17,14 @@ import (
 // instrumentation names the delivery spans' origin, as OpenTelemetry asks every tracer to.
 const instrumentation = "github.com/payments-api/payments-api/internal/webhooks"
 
-// webhookIDKey is the attempt span's webhook-id, the one the receiver sees.
-const webhookIDKey = attribute.Key("webhook.id")
+// The attempt span's own attributes: the webhook-id the receiver sees, the endpoint it goes
+// to and the attempt's number, 1 for the first (River's attempt counts the runs of one job,
+// and a retry hours later is a job of its own).
+const (
+	webhookIDKey       = attribute.Key("webhook.id")
+	webhookEndpointKey = attribute.Key("webhook.endpoint.id")
+	webhookAttemptKey  = attribute.Key("webhook.attempt")
+)
 
 // defaultPorts are the ports of a webhook URL that names none.
 var defaultPorts = map[string]string{"http": "80", "https": "443"}
@@ -32,7 +38,10 @@ func (s *Sender) startSpan(ctx context.Context, m Message) (context.Context, ote
 	if s.tracer == nil {
 		return ctx, nil
 	}
-	attrs := []attribute.KeyValue{semconv.HTTPRequestMethodKey.String(http.MethodPost), webhookIDKey.String(m.ID)}
+	attrs := []attribute.KeyValue{
+		semconv.HTTPRequestMethodKey.String(http.MethodPost), webhookIDKey.String(m.ID),
+		webhookEndpointKey.String(m.EndpointID), webhookAttemptKey.Int(m.Attempt),
+	}
 	if u, err := url.Parse(m.URL); err == nil {
 		attrs = append(attrs, semconv.ServerAddress(u.Hostname()))
 		if port := cmp.Or(u.Port(), defaultPorts[u.Scheme]); port != "" {
@@ -44,7 +53,9 @@ func (s *Sender) startSpan(ctx context.Context, m Message) (context.Context, ote
 	return s.tracer.Start(ctx, "webhook.attempt", oteltrace.WithSpanKind(oteltrace.SpanKindClient), oteltrace.WithAttributes(attrs...))
 }
 
-// endSpan records the attempt's answer and ends the span that startSpan started, if any.
+// endSpan records the attempt's answer and ends the span that startSpan started, if any. A
+// failed attempt's error.type is its status, as OpenTelemetry's HTTP client conventions say,
+// or, with no answer, its reason, one of failureReason's few fixed texts ("timed out").
 func endSpan(span oteltrace.Span, r Result) {
 	if span == nil {
 		return
@@ -53,6 +64,11 @@ func endSpan(span oteltrace.Span, r Result) {
 		span.SetAttributes(semconv.HTTPResponseStatusCode(r.Status))
 	}
 	if r.Outcome != Delivered {
+		errorType := r.Error
+		if r.Status != 0 {
+			errorType = strconv.Itoa(r.Status)
+		}
+		span.SetAttributes(semconv.ErrorTypeKey.String(errorType))
 		span.SetStatus(codes.Error, r.Error)
 	}
 	span.End()
