@@ -126,10 +126,13 @@ WHERE account_id = @account_id AND status IN ('queued', 'running')
 ORDER BY created_at, id;
 
 -- name: RiverJobCountWaiting :many
--- Jobs waiting to run, by queue: due now, scheduled for later, or waiting for a retry. Read
--- when /metrics is scraped, so every process reports the depth, whichever one runs the jobs.
-SELECT queue, count(*)::int AS waiting
+-- Jobs waiting to run, by queue and state: available (due now), scheduled (for later) or
+-- retryable (waiting for a retry's time), with how long the one due longest has been due:
+-- for available jobs, how far the workers are behind. Read when /metrics is scraped, so
+-- every process reports the depth, whichever one runs the jobs.
+SELECT queue, state::text AS state, count(*)::int AS waiting,
+    greatest(extract(epoch FROM now() - min(scheduled_at)), 0)::float8 AS due_for_seconds
 FROM river_job
 WHERE state IN ('available', 'scheduled', 'retryable')
-GROUP BY queue
-ORDER BY queue;
+GROUP BY queue, state
+ORDER BY queue, state;

@@ -503,20 +503,25 @@ func (q *Queries) ReportChunkDeleteOfExpiredJobs(ctx context.Context, batchSize 
 }
 
 const riverJobCountWaiting = `-- name: RiverJobCountWaiting :many
-SELECT queue, count(*)::int AS waiting
+SELECT queue, state::text AS state, count(*)::int AS waiting,
+    greatest(extract(epoch FROM now() - min(scheduled_at)), 0)::float8 AS due_for_seconds
 FROM river_job
 WHERE state IN ('available', 'scheduled', 'retryable')
-GROUP BY queue
-ORDER BY queue
+GROUP BY queue, state
+ORDER BY queue, state
 `
 
 type RiverJobCountWaitingRow struct {
-	Queue   string
-	Waiting int32
+	Queue         string
+	State         string
+	Waiting       int32
+	DueForSeconds float64
 }
 
-// Jobs waiting to run, by queue: due now, scheduled for later, or waiting for a retry. Read
-// when /metrics is scraped, so every process reports the depth, whichever one runs the jobs.
+// Jobs waiting to run, by queue and state: available (due now), scheduled (for later) or
+// retryable (waiting for a retry's time), with how long the one due longest has been due:
+// for available jobs, how far the workers are behind. Read when /metrics is scraped, so
+// every process reports the depth, whichever one runs the jobs.
 func (q *Queries) RiverJobCountWaiting(ctx context.Context) ([]RiverJobCountWaitingRow, error) {
 	rows, err := q.db.Query(ctx, riverJobCountWaiting)
 	if err != nil {
@@ -526,7 +531,12 @@ func (q *Queries) RiverJobCountWaiting(ctx context.Context) ([]RiverJobCountWait
 	var items []RiverJobCountWaitingRow
 	for rows.Next() {
 		var i RiverJobCountWaitingRow
-		if err := rows.Scan(&i.Queue, &i.Waiting); err != nil {
+		if err := rows.Scan(
+			&i.Queue,
+			&i.State,
+			&i.Waiting,
+			&i.DueForSeconds,
+		); err != nil {
 			return nil, err
 		}
 		items = append(items, i)

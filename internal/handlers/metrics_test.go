@@ -1,6 +1,7 @@
 package handlers_test
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -193,7 +194,8 @@ func scrapeSeries(t *testing.T, b *testBundle) map[string]bool {
 }
 
 // TestMetricsCountWaitingJobs: jobs_queued is counted from the queue when /metrics is
-// scraped. The test server only enqueues (no worker runs), so a requested report waits in
+// scraped, by state, and jobs_oldest_available_age_seconds says how long the job due longest
+// has waited. The test server only enqueues (no worker runs), so a requested report waits in
 // River's default queue until it is canceled.
 func TestMetricsCountWaitingJobs(t *testing.T) {
 	t.Parallel()
@@ -204,19 +206,27 @@ func TestMetricsCountWaitingJobs(t *testing.T) {
 	}
 	j := requestReport(t, b.client, reportBody("payments", "csv"))
 	j2 := requestReport(t, b.client, reportBody("refunds", "json"))
-	if m := scrape(); !slices.Contains(strings.Split(m, "\n"), `jobs_queued{queue="default"} 2`) {
+	if _, err := b.pool.Exec(t.Context(), `UPDATE river_job SET scheduled_at = now() - interval '90 seconds'`); err != nil { // due for a while
+		t.Fatal(err)
+	}
+	m := scrape()
+	if !slices.Contains(strings.Split(m, "\n"), `jobs_queued{queue="default",state="available"} 2`) {
 		t.Errorf("two reports requested, but GET /metrics lacks jobs_queued 2 for the default queue:\n%s", m)
+	}
+	var behind float64
+	if _, err := fmt.Sscanf(m[strings.Index(m, "\njobs_oldest_available_age_seconds{")+1:], `jobs_oldest_available_age_seconds{queue="default"} %g`, &behind); err != nil || behind < 90 {
+		t.Errorf("jobs due 90 s ago, but jobs_oldest_available_age_seconds reads %g (%v):\n%s", behind, err, m)
 	}
 	if res := b.client.Do(http.MethodDelete, "/jobs/"+j.ID, nil); res.Status != http.StatusOK {
 		t.Fatalf("cancel %s: %d %s", j.ID, res.Status, res.Body)
 	}
-	if m := scrape(); !slices.Contains(strings.Split(m, "\n"), `jobs_queued{queue="default"} 1`) {
+	if m := scrape(); !slices.Contains(strings.Split(m, "\n"), `jobs_queued{queue="default",state="available"} 1`) {
 		t.Errorf("one of two reports canceled, but GET /metrics lacks jobs_queued 1:\n%s", m)
 	}
 	if res := b.client.Do(http.MethodDelete, "/jobs/"+j2.ID, nil); res.Status != http.StatusOK {
 		t.Fatalf("cancel %s: %d %s", j2.ID, res.Status, res.Body)
 	}
-	if m := scrape(); strings.Contains(m, `jobs_queued{queue="default"}`) {
+	if m := scrape(); strings.Contains(m, `jobs_queued{queue="default"`) || strings.Contains(m, `jobs_oldest_available_age_seconds{`) {
 		t.Errorf("every report canceled, but GET /metrics still counts the default queue:\n%s", m)
 	}
 }

@@ -37,13 +37,15 @@ type Metrics struct {
 	requestSeries sync.Map               // requestLabels → prometheus.Observer
 	idempotency   *prometheus.CounterVec // operation, outcome
 
-	jobsQueued         *prometheus.GaugeVec     // queue
+	jobsQueued         *prometheus.GaugeVec     // queue, state
+	jobsBehind         *prometheus.GaugeVec     // queue
 	jobDuration        *prometheus.HistogramVec // kind, outcome
 	webhookDeliveries  *prometheus.HistogramVec // outcome
+	webhooksEnded      *prometheus.CounterVec   // outcome
 	rateLimitRefusals  *prometheus.CounterVec   // policy
 	rateLimitFallbacks prometheus.Counter
 
-	countJobs func(context.Context) (map[string]int, error) // see CountJobsOnScrape
+	countJobs func(context.Context) ([]QueueDepth, error) // see CountJobsOnScrape
 }
 
 // New registers the server's series, the Go runtime's and the process's (RSS, CPU, file
@@ -62,7 +64,11 @@ func New(pool *pgxpool.Pool) *Metrics {
 		}, []string{"operation", "outcome"}),
 		jobsQueued: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "jobs_queued",
-			Help: "Jobs waiting to run, by queue, as last counted.",
+			Help: "Jobs waiting to run, by queue and state: available (due now), scheduled (for later) or retryable (waiting for a retry's time).",
+		}, []string{"queue", "state"}),
+		jobsBehind: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "jobs_oldest_available_age_seconds",
+			Help: "How long the available job due longest has waited for a worker, by queue: how far the workers are behind.",
 		}, []string{"queue"}),
 		jobDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "job_run_duration_seconds",
@@ -73,6 +79,10 @@ func New(pool *pgxpool.Pool) *Metrics {
 			Name:    "webhook_delivery_duration_seconds",
 			Help:    "Time of one webhook delivery attempt, by outcome; its count is the number of attempts.",
 			Buckets: latencyBuckets,
+		}, []string{"outcome"}),
+		webhooksEnded: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "webhook_deliveries_ended_total",
+			Help: "Webhook deliveries that ended with an attempt, by outcome: succeeded, failed (its retries used up, or refused) or endpoint_disabled (a 410, or failing for five days).",
 		}, []string{"outcome"}),
 		rateLimitRefusals: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "ratelimit_refusals_total",
@@ -87,7 +97,8 @@ func New(pool *pgxpool.Pool) *Metrics {
 		collectors.NewGoCollector(),
 		collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}),
 		m.requestDuration, m.idempotency,
-		m.jobsQueued, m.jobDuration, m.webhookDeliveries, m.rateLimitRefusals, m.rateLimitFallbacks,
+		m.jobsQueued, m.jobsBehind, m.jobDuration, m.webhookDeliveries, m.webhooksEnded,
+		m.rateLimitRefusals, m.rateLimitFallbacks,
 	)
 	if pool != nil {
 		m.registry.MustRegister(newPoolCollector(pool))
@@ -146,12 +157,24 @@ func (m *Metrics) IdempotencyOutcome(operation, outcome string) {
 	m.idempotency.WithLabelValues(operation, outcome).Inc()
 }
 
-// JobsQueued sets how many jobs wait in queue (CountJobsOnScrape keeps it current).
-func (m *Metrics) JobsQueued(queue string, n int) {
+// QueueDepth is how many jobs of one queue wait in one state, and how long the one due
+// longest has been due (OldestDue, read for the available ones).
+type QueueDepth struct {
+	Queue, State string
+	Jobs         int
+	OldestDue    time.Duration
+}
+
+// JobsQueued sets how many jobs wait in d's queue and state (CountJobsOnScrape keeps it
+// current) and, for the available ones, how long the oldest has waited.
+func (m *Metrics) JobsQueued(d QueueDepth) {
 	if m == nil {
 		return
 	}
-	m.jobsQueued.WithLabelValues(queue).Set(float64(n))
+	m.jobsQueued.WithLabelValues(d.Queue, d.State).Set(float64(d.Jobs))
+	if d.State == "available" {
+		m.jobsBehind.WithLabelValues(d.Queue).Set(d.OldestDue.Seconds())
+	}
 }
 
 // JobRan records one run of a job of kind: outcome is "succeeded", "failed", "canceled" or
@@ -172,6 +195,15 @@ func (m *Metrics) WebhookDelivered(outcome string, d time.Duration) {
 	m.webhookDeliveries.WithLabelValues(outcome).Observe(d.Seconds())
 }
 
+// WebhookDeliveryEnded counts a delivery that an attempt ended: outcome is "succeeded",
+// "failed" or "endpoint_disabled" (webhooks.Observer).
+func (m *Metrics) WebhookDeliveryEnded(outcome string) {
+	if m == nil {
+		return
+	}
+	m.webhooksEnded.WithLabelValues(outcome).Inc()
+}
+
 // RateLimitRefused counts one request refused with 429 under policy ("default", "writes").
 func (m *Metrics) RateLimitRefused(policy string) {
 	if m == nil {
@@ -188,10 +220,10 @@ func (m *Metrics) RateLimitFellBack() {
 	m.rateLimitFallbacks.Inc()
 }
 
-// CountJobsOnScrape makes every scrape set jobs_queued from count (queue → jobs waiting),
-// so the gauge is current in every process, not only in the one that runs the jobs. A
-// failed count (the database is away) leaves the last values: the scrape still answers.
-func (m *Metrics) CountJobsOnScrape(count func(context.Context) (map[string]int, error)) {
+// CountJobsOnScrape makes every scrape set jobs_queued and jobs_oldest_available_age_seconds
+// from count, so the gauges are current in every process, not only in the one that runs the
+// jobs. A failed count (the database is away) leaves the last values: the scrape still answers.
+func (m *Metrics) CountJobsOnScrape(count func(context.Context) ([]QueueDepth, error)) {
 	m.countJobs = count
 }
 
@@ -207,9 +239,12 @@ func (m *Metrics) WriteText(ctx context.Context, w io.Writer) error {
 		waiting, err := m.countJobs(ctx)
 		cancel()
 		if err == nil {
-			m.jobsQueued.Reset() // a queue that emptied reads 0 by being absent, not stale
-			for queue, n := range waiting {
-				m.JobsQueued(queue, n)
+			// A queue that emptied reads 0 by being absent, not stale; a queue with no
+			// available job is behind by nothing.
+			m.jobsQueued.Reset()
+			m.jobsBehind.Reset()
+			for _, d := range waiting {
+				m.JobsQueued(d)
 			}
 		}
 	}

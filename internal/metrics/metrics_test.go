@@ -16,7 +16,9 @@ func TestHooksExportTheirSeries(t *testing.T) {
 	m := metrics.New(nil)
 	m.ObserveRequest("GET", "/payments/{id}", 200, 3*time.Millisecond)
 	m.IdempotencyOutcome("payments.create", "replayed")
-	m.JobsQueued("default", 7)
+	m.JobsQueued(metrics.QueueDepth{Queue: "default", State: "available", Jobs: 7, OldestDue: 3 * time.Second})
+	m.JobsQueued(metrics.QueueDepth{Queue: "default", State: "scheduled", Jobs: 2, OldestDue: time.Hour}) // not due: no age
+	m.WebhookDeliveryEnded("endpoint_disabled")
 	m.JobRan("report", "succeeded", 2*time.Second)
 	m.WebhookDelivered("failed", 150*time.Millisecond)
 	m.RateLimitRefused("writes")
@@ -31,7 +33,10 @@ func TestHooksExportTheirSeries(t *testing.T) {
 		`http_request_duration_seconds_count{method="GET",route="/payments/{id}",status="200"} 1`,
 		`http_request_duration_seconds_bucket{method="GET",route="/payments/{id}",status="200",le="0.005"} 1`,
 		`idempotency_requests_total{operation="payments.create",outcome="replayed"} 1`,
-		`jobs_queued{queue="default"} 7`,
+		`jobs_queued{queue="default",state="available"} 7`,
+		`jobs_queued{queue="default",state="scheduled"} 2`,
+		`jobs_oldest_available_age_seconds{queue="default"} 3`,
+		`webhook_deliveries_ended_total{outcome="endpoint_disabled"} 1`,
 		`job_run_duration_seconds_count{kind="report",outcome="succeeded"} 1`,
 		`webhook_delivery_duration_seconds_count{outcome="failed"} 1`,
 		`ratelimit_refusals_total{policy="writes"} 1`,
@@ -54,7 +59,8 @@ func TestNilMetricsRecordNothing(t *testing.T) {
 	var m *metrics.Metrics
 	m.ObserveRequest("GET", "/", 200, time.Millisecond)
 	m.IdempotencyOutcome("payments.create", "claimed")
-	m.JobsQueued("default", 1)
+	m.JobsQueued(metrics.QueueDepth{Queue: "default", State: "available", Jobs: 1})
+	m.WebhookDeliveryEnded("succeeded")
 	m.JobRan("report", "failed", time.Second)
 	m.WebhookDelivered("succeeded", time.Millisecond)
 	m.RateLimitRefused("default")

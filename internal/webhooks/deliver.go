@@ -35,11 +35,15 @@ type Deliverer struct {
 	logger   *slog.Logger
 }
 
-// Observer is told of every attempt: *metrics.Metrics is one.
+// Observer is told of every attempt, and of every delivery an attempt ended: *metrics.Metrics
+// is one.
 type Observer interface {
 	// WebhookDelivered records one attempt: outcome is "succeeded" (a 2xx), "failed"
 	// (another status) or "error" (no answer: a timeout, a refused connection or address).
 	WebhookDelivered(outcome string, d time.Duration)
+	// WebhookDeliveryEnded records a delivery ended by its attempt: "succeeded", "failed"
+	// (its retries used up, or refused) or "endpoint_disabled".
+	WebhookDeliveryEnded(outcome string)
 }
 
 // NewDeliverer sends with sender and spaces retries by schedule, and logs what went wrong
@@ -113,6 +117,7 @@ func (d *Deliverer) Attempt(ctx context.Context, accountID, deliveryID string, e
 	})
 	if err == nil {
 		d.logAttempt(ctx, delivery, res, fate, next)
+		d.observeEnd(fate)
 	}
 	return next, err
 }
@@ -245,6 +250,17 @@ func (d *Deliverer) observe(res Result) {
 		outcome = "failed"
 	}
 	d.observer.WebhookDelivered(outcome, res.Duration)
+}
+
+// observeEnd reports a delivery that its attempt ended to the observer, if any.
+func (d *Deliverer) observeEnd(fate attemptFate) {
+	switch {
+	case d.observer == nil:
+	case fate.disabled:
+		d.observer.WebhookDeliveryEnded("endpoint_disabled")
+	case fate.status == StatusSucceeded, fate.status == StatusFailed:
+		d.observer.WebhookDeliveryEnded(fate.status)
+	}
 }
 
 // record writes the attempt and what follows from it, in one transaction, against the

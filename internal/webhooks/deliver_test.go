@@ -7,6 +7,7 @@ import (
 	"errors"
 	"log/slog"
 	"net/http"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -658,11 +659,14 @@ func (b *deliverBundle) redeliver(ctx context.Context, t *testing.T) ([]webhooks
 
 // TestWhatWentWrongIsLogged: a failed attempt is logged at info, with its delivery, endpoint,
 // number, status and reason; the one that fails its delivery at warn too, and so is the one
-// that disables its endpoint (a 410). A delivered attempt logs nothing.
+// that disables its endpoint (a 410). A delivered attempt logs nothing. The observer (the
+// metrics) is told of each delivery that ended.
 func TestWhatWentWrongIsLogged(t *testing.T) {
 	b := setupDelivery(t, replies(500, 500, 410, 200), webhooks.Schedule{time.Second})
 	var logs bytes.Buffer
-	b.deliverer = webhooks.NewDeliverer(b.pool, localSender(2*time.Second), webhooks.Schedule{time.Second}, slog.New(slog.NewJSONHandler(&logs, nil)))
+	ended := &endings{}
+	b.deliverer = webhooks.NewDeliverer(b.pool, localSender(2*time.Second), webhooks.Schedule{time.Second},
+		slog.New(slog.NewJSONHandler(&logs, nil))).WithObserver(ended)
 	for range 2 { // 500, then 500 past the schedule's one retry
 		if _, err := b.attemptNow(t, b.deliveryID); err != nil {
 			t.Fatal(err)
@@ -701,4 +705,13 @@ func TestWhatWentWrongIsLogged(t *testing.T) {
 			t.Errorf("line %d: %v, want %+v", i+1, l, w)
 		}
 	}
+	if !slices.Equal(ended.outcomes, []string{"failed", "endpoint_disabled"}) {
+		t.Errorf("deliveries ended %v, want [failed endpoint_disabled]", ended.outcomes)
+	}
 }
+
+// endings is an Observer that keeps the outcomes of the deliveries that ended.
+type endings struct{ outcomes []string }
+
+func (*endings) WebhookDelivered(string, time.Duration) {}
+func (e *endings) WebhookDeliveryEnded(outcome string)  { e.outcomes = append(e.outcomes, outcome) }

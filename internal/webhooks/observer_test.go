@@ -8,6 +8,7 @@ import (
 type countingObserver struct{ attempts int }
 
 func (o *countingObserver) WebhookDelivered(string, time.Duration) { o.attempts++ }
+func (o *countingObserver) WebhookDeliveryEnded(string)            {}
 
 // TestWithObserverCopies: WithObserver leaves the Deliverer it is called on as it was, so a
 // Deliverer shared by two callers is never observed behind the other's back.
