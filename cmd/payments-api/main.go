@@ -19,7 +19,7 @@ const usage = `Usage: payments-api [COMMAND]
 
   (no command)       create and migrate the database, seed DEMO_API_KEYS, serve on LISTEN_ADDR
                      and run jobs (PROCESS_ROLE=api only serves; =worker only runs jobs)
-  migrate COMMAND    manage the schema: up | down N | version | force V (payments-api migrate --help)
+  migrate COMMAND    manage the schema: up | down [N] | version | force V (payments-api migrate --help)
   help, --help, -h   print this text
 
 Configuration comes from environment variables; docs/configuration.md lists them with their defaults.

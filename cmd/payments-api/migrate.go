@@ -13,7 +13,7 @@ import (
 const migrateUsage = `Usage: payments-api migrate COMMAND
 
   up          create the database if it is missing, then apply every pending migration
-  down N      revert the last N migrations
+  down [N]    revert the last N migrations, the last one when N is left out
   version     print the applied version
   force V     record version V as applied and clean, without running anything: after a
               migration failed half-way and you repaired the schema by hand (0: none applied)
@@ -23,7 +23,7 @@ Only up creates the database; the others fail if it does not exist. DATABASE_URL
 `
 
 // migration is one parsed migrate command: action is up, down, version or force; n is
-// down's count or force's version.
+// down's count (1 when left out) or force's version.
 type migration struct {
 	action string
 	n      uint
@@ -32,13 +32,16 @@ type migration struct {
 // parseMigrate reads the arguments after "migrate". It runs before anything connects, so a
 // typo never touches the database.
 func parseMigrate(args []string) (migration, error) {
-	usageErr := fmt.Errorf("usage: payments-api migrate up | down N | version | force V (see payments-api migrate --help)")
+	usageErr := fmt.Errorf("usage: payments-api migrate up | down [N] | version | force V (see payments-api migrate --help)")
 	if len(args) == 0 {
 		return migration{}, usageErr
 	}
 	m := migration{action: args[0]}
 	switch {
 	case len(args) == 1 && (m.action == "up" || m.action == "version"):
+		return m, nil
+	case len(args) == 1 && m.action == "down": // one step: never every migration by default
+		m.n = 1
 		return m, nil
 	case len(args) == 2 && (m.action == "down" || m.action == "force"):
 		n, err := strconv.ParseUint(args[1], 10, 31)

@@ -31,7 +31,7 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"migrate"}, "", "usage: payments-api migrate"},
 		{[]string{"migrate", "sideways"}, "", "usage: payments-api migrate"},
 		{[]string{"migrate", "up", "now"}, "", "usage: payments-api migrate"},
-		{[]string{"migrate", "down"}, "", "usage: payments-api migrate"},
+		{[]string{"migrate", "down", "1", "2"}, "", "usage: payments-api migrate"},
 		{[]string{"migrate", "down", "0"}, "", "at least 1"},
 		{[]string{"migrate", "force", "-1"}, "", "whole number"},
 	} {
@@ -52,7 +52,7 @@ func TestCommandLine(t *testing.T) {
 func TestOnlyMigrateUpCreatesTheDatabase(t *testing.T) {
 	t.Parallel()
 	cfg := missingDatabase(t)
-	for _, args := range [][]string{{"version"}, {"down", "1"}, {"force", "1"}} {
+	for _, args := range [][]string{{"version"}, {"down"}, {"down", "1"}, {"force", "1"}} {
 		mig, err := parseMigrate(args)
 		if err != nil {
 			t.Fatal(err)
@@ -175,4 +175,28 @@ func migrationVersions() []string {
 		}
 	}
 	return versions
+}
+
+// TestMigrateDownRevertsOneByDefault: down without a count reverts the last migration alone,
+// and up applies it again.
+func TestMigrateDownRevertsOneByDefault(t *testing.T) {
+	t.Parallel()
+	cfg := config{DatabaseURL: dbtest.NewURL(t)}
+	versions := migrationVersions()
+	for _, step := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"down"}, "version " + versions[len(versions)-2] + "\n"},
+		{[]string{"up"}, "version " + versions[len(versions)-1] + "\n"},
+	} {
+		mig, err := parseMigrate(step.args)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out bytes.Buffer
+		if err := migrateCommand(context.Background(), cfg, mig, &out); err != nil || out.String() != step.want {
+			t.Errorf("migrate %v: %v, printed %q, want %q", step.args, err, out.String(), step.want)
+		}
+	}
 }
