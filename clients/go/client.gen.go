@@ -2917,7 +2917,7 @@ type ClientInterface interface {
 
 	// GetAccount The account the API key belongs to
 	//
-	// Handy for checking a key. Every other resource is scoped to this account.
+	// Handy for checking a key. Every other resource is scoped to this account. The account comes with the key's lookup, which each process remembers for a few seconds (`API_KEY_CACHE_TTL`), so for that long it is answered even while the database is unreachable, where every other authenticated operation answers 503.
 	//
 	// Corresponds with GET /account (the `GetAccount` operationId).
 	GetAccount(ctx context.Context, params *GetAccountParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3487,7 +3487,7 @@ func (c *Client) DeleteAccount(ctx context.Context, params *DeleteAccountParams,
 
 // GetAccount The account the API key belongs to
 //
-// Handy for checking a key. Every other resource is scoped to this account.
+// Handy for checking a key. Every other resource is scoped to this account. The account comes with the key's lookup, which each process remembers for a few seconds (`API_KEY_CACHE_TTL`), so for that long it is answered even while the database is unreachable, where every other authenticated operation answers 503.
 //
 // Corresponds with GET /account (the `GetAccount` operationId).
 func (c *Client) GetAccount(ctx context.Context, params *GetAccountParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6730,7 +6730,7 @@ type ClientWithResponsesInterface interface {
 
 	// GetAccountWithResponse The account the API key belongs to
 	//
-	// Handy for checking a key. Every other resource is scoped to this account.
+	// Handy for checking a key. Every other resource is scoped to this account. The account comes with the key's lookup, which each process remembers for a few seconds (`API_KEY_CACHE_TTL`), so for that long it is answered even while the database is unreachable, where every other authenticated operation answers 503.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -13267,7 +13267,7 @@ func (c *ClientWithResponses) DeleteAccountWithResponse(ctx context.Context, par
 
 // GetAccountWithResponse The account the API key belongs to
 //
-// Handy for checking a key. Every other resource is scoped to this account.
+// Handy for checking a key. Every other resource is scoped to this account. The account comes with the key's lookup, which each process remembers for a few seconds (`API_KEY_CACHE_TTL`), so for that long it is answered even while the database is unreachable, where every other authenticated operation answers 503.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -555,7 +555,7 @@ export interface paths {
         };
         /**
          * The account the API key belongs to
-         * @description Handy for checking a key. Every other resource is scoped to this account.
+         * @description Handy for checking a key. Every other resource is scoped to this account. The account comes with the key's lookup, which each process remembers for a few seconds (`API_KEY_CACHE_TTL`), so for that long it is answered even while the database is unreachable, where every other authenticated operation answers 503.
          */
         get: operations["getAccount"];
         put?: never;
