@@ -8019,6 +8019,8 @@ type RedeliverEventResponse413Headers struct {
 
 // RedeliverEventResponse415Headers the declared response headers of an HTTP 415 response for RedeliverEvent
 type RedeliverEventResponse415Headers struct {
+	AcceptEncoding  *string
+	AcceptPatch     *string
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
@@ -9321,6 +9323,8 @@ type CreatePaymentResponse413Headers struct {
 
 // CreatePaymentResponse415Headers the declared response headers of an HTTP 415 response for CreatePayment
 type CreatePaymentResponse415Headers struct {
+	AcceptEncoding  *string
+	AcceptPatch     *string
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
@@ -9802,6 +9806,8 @@ type UpdatePaymentResponse413Headers struct {
 
 // UpdatePaymentResponse415Headers the declared response headers of an HTTP 415 response for UpdatePayment
 type UpdatePaymentResponse415Headers struct {
+	AcceptEncoding  *string
+	AcceptPatch     *string
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
@@ -10346,6 +10352,8 @@ type CreateRefundResponse413Headers struct {
 
 // CreateRefundResponse415Headers the declared response headers of an HTTP 415 response for CreateRefund
 type CreateRefundResponse415Headers struct {
+	AcceptEncoding  *string
+	AcceptPatch     *string
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
@@ -10869,6 +10877,8 @@ type CreateReportResponse413Headers struct {
 
 // CreateReportResponse415Headers the declared response headers of an HTTP 415 response for CreateReport
 type CreateReportResponse415Headers struct {
+	AcceptEncoding  *string
+	AcceptPatch     *string
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
@@ -11384,6 +11394,8 @@ type CreateTestAccountResponse413Headers struct {
 
 // CreateTestAccountResponse415Headers the declared response headers of an HTTP 415 response for CreateTestAccount
 type CreateTestAccountResponse415Headers struct {
+	AcceptEncoding  *string
+	AcceptPatch     *string
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
@@ -12140,6 +12152,8 @@ type CreateWebhookEndpointResponse413Headers struct {
 
 // CreateWebhookEndpointResponse415Headers the declared response headers of an HTTP 415 response for CreateWebhookEndpoint
 type CreateWebhookEndpointResponse415Headers struct {
+	AcceptEncoding  *string
+	AcceptPatch     *string
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
@@ -12688,6 +12702,8 @@ type UpdateWebhookEndpointResponse413Headers struct {
 
 // UpdateWebhookEndpointResponse415Headers the declared response headers of an HTTP 415 response for UpdateWebhookEndpoint
 type UpdateWebhookEndpointResponse415Headers struct {
+	AcceptEncoding  *string
+	AcceptPatch     *string
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
@@ -15512,6 +15528,20 @@ func ParseRedeliverEventResponse(rsp *http.Response) (*RedeliverEventResponse, e
 		response.Headers413 = &headers
 	case rsp.StatusCode == 415:
 		var headers RedeliverEventResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -17434,6 +17464,20 @@ func ParseCreatePaymentResponse(rsp *http.Response) (*CreatePaymentResponse, err
 		response.Headers413 = &headers
 	case rsp.StatusCode == 415:
 		var headers CreatePaymentResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -18209,6 +18253,20 @@ func ParseUpdatePaymentResponse(rsp *http.Response) (*UpdatePaymentResponse, err
 		response.Headers413 = &headers
 	case rsp.StatusCode == 415:
 		var headers UpdatePaymentResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -19182,6 +19240,20 @@ func ParseCreateRefundResponse(rsp *http.Response) (*CreateRefundResponse, error
 		response.Headers413 = &headers
 	case rsp.StatusCode == 415:
 		var headers CreateRefundResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -19823,6 +19895,20 @@ func ParseCreateReportResponse(rsp *http.Response) (*CreateReportResponse, error
 		response.Headers413 = &headers
 	case rsp.StatusCode == 415:
 		var headers CreateReportResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -20733,6 +20819,20 @@ func ParseCreateTestAccountResponse(rsp *http.Response) (*CreateTestAccountRespo
 		response.Headers413 = &headers
 	case rsp.StatusCode == 415:
 		var headers CreateTestAccountResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -22099,6 +22199,20 @@ func ParseCreateWebhookEndpointResponse(rsp *http.Response) (*CreateWebhookEndpo
 		response.Headers413 = &headers
 	case rsp.StatusCode == 415:
 		var headers CreateWebhookEndpointResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
@@ -23161,6 +23275,20 @@ func ParseUpdateWebhookEndpointResponse(rsp *http.Response) (*UpdateWebhookEndpo
 		response.Headers413 = &headers
 	case rsp.StatusCode == 415:
 		var headers UpdateWebhookEndpointResponse415Headers
+		if values := rsp.Header.Values("Accept-Encoding"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Encoding", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptEncoding = &value
+		}
+		if values := rsp.Header.Values("Accept-Patch"); len(values) > 0 {
+			var value string
+			if err := runtime.BindStyledParameterWithOptions("simple", "Accept-Patch", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {
+				return nil, err
+			}
+			headers.AcceptPatch = &value
+		}
 		if values := rsp.Header.Values("RateLimit"); len(values) > 0 {
 			var value string
 			if err := runtime.BindStyledParameterWithOptions("simple", "RateLimit", values[0], &value, runtime.BindStyledParameterOptions{ParamLocation: runtime.ParamLocationHeader, Explode: false, Required: false, Type: "string", Format: ""}); err != nil {

@@ -5354,6 +5354,7 @@ type NotModifiedResponse struct {
 }
 
 type OptionsResponseHeaders struct {
+	AcceptPatch               *string
 	AccessControlAllowHeaders *string
 	AccessControlAllowMethods *string
 	AccessControlMaxAge       *int
@@ -5734,6 +5735,8 @@ type UnauthorizedApplicationProblemPlusJSONResponse struct {
 }
 
 type UnsupportedMediaTypeResponseHeaders struct {
+	AcceptEncoding  *string
+	AcceptPatch     *string
 	RateLimit       *string
 	RateLimitPolicy *string
 	RequestId       string
@@ -6800,6 +6803,12 @@ func (response RedeliverEvent415ApplicationProblemPlusJSONResponse) VisitRedeliv
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -8143,6 +8152,12 @@ func (response CreatePayment415ApplicationProblemPlusJSONResponse) VisitCreatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -8716,6 +8731,12 @@ func (response UpdatePayment415ApplicationProblemPlusJSONResponse) VisitUpdatePa
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -9397,6 +9418,12 @@ func (response CreateRefund415ApplicationProblemPlusJSONResponse) VisitCreateRef
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -9883,6 +9910,12 @@ func (response CreateReport415ApplicationProblemPlusJSONResponse) VisitCreateRep
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -10548,6 +10581,12 @@ func (response CreateTestAccount415ApplicationProblemPlusJSONResponse) VisitCrea
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -11476,6 +11515,12 @@ func (response CreateWebhookEndpoint415ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}
@@ -12195,6 +12240,12 @@ func (response UpdateWebhookEndpoint415ApplicationProblemPlusJSONResponse) Visit
 		return err
 	}
 	w.Header().Set("Content-Type", "application/problem+json")
+	if response.Headers.AcceptEncoding != nil {
+		w.Header().Set("Accept-Encoding", fmt.Sprint(*response.Headers.AcceptEncoding))
+	}
+	if response.Headers.AcceptPatch != nil {
+		w.Header().Set("Accept-Patch", fmt.Sprint(*response.Headers.AcceptPatch))
+	}
 	if response.Headers.RateLimit != nil {
 		w.Header().Set("RateLimit", fmt.Sprint(*response.Headers.RateLimit))
 	}

@@ -27,8 +27,15 @@ func (e *MethodNotAllowedError) Error() string {
 	return "method not allowed; allowed: " + strings.Join(e.Allow, ", ")
 }
 
-// MediaTypeError is a body in a media type or charset the operation does not accept.
-type MediaTypeError struct{ Detail string }
+// MediaTypeError is a body in a media type, charset or content coding the operation does not
+// accept. Accepted lists the media types it does (what a PATCH's Accept-Patch names), and
+// Encoding says the content coding was the trouble (Accept-Encoding: identity says which
+// one it reads).
+type MediaTypeError struct {
+	Detail   string
+	Accepted []string
+	Encoding bool
+}
 
 func (e *MediaTypeError) Error() string { return e.Detail }
 

@@ -2,6 +2,7 @@ package contract
 
 import (
 	"errors"
+	"maps"
 	"mime"
 	"net/http"
 	"net/url"
@@ -79,7 +80,7 @@ func (op *Operation) Validate(req *http.Request, pathParams PathParams, body []b
 		if coding := req.Header["Content-Encoding"]; len(coding) > 0 && !strings.EqualFold(strings.Join(coding, ","), "identity") {
 			// A compressed body read as JSON would be refused as not JSON; RFC 9110 has an
 			// unsupported content coding answered 415.
-			return nil, &MediaTypeError{Detail: "Send the body without a Content-Encoding: it is read as sent."}
+			return nil, &MediaTypeError{Detail: "Send the body without a Content-Encoding: it is read as sent.", Accepted: op.body.accepted(), Encoding: true}
 		}
 		if len(req.Header["Content-Type"]) > 1 {
 			// Which one describes the body? Get would take the first, silently.
@@ -226,14 +227,15 @@ func (b *requestBody) mediaType(contentType string) (string, error) {
 	mt, params, err := mime.ParseMediaType(contentType)
 	if err == nil && b.media[mt] != nil {
 		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-			return "", &MediaTypeError{Detail: "Send the body in UTF-8 (charset=utf-8, or no charset)."}
+			return "", &MediaTypeError{Detail: "Send the body in UTF-8 (charset=utf-8, or no charset).", Accepted: b.accepted()}
 		}
 		return mt, nil
 	}
-	accepted := make([]string, 0, len(b.media))
-	for mt := range b.media {
-		accepted = append(accepted, mt)
-	}
-	slices.Sort(accepted)
-	return "", &MediaTypeError{Detail: "Send the body as " + strings.Join(accepted, " or ") + "."}
+	accepted := b.accepted()
+	return "", &MediaTypeError{Detail: "Send the body as " + strings.Join(accepted, " or ") + ".", Accepted: accepted}
+}
+
+// accepted lists the media types the body may be sent in, sorted.
+func (b *requestBody) accepted() []string {
+	return slices.Sorted(maps.Keys(b.media))
 }

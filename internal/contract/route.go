@@ -29,6 +29,15 @@ func (c *Contract) Operation(method, path string) *Operation {
 // TakesBody reports whether the operation declares a request body.
 func (op *Operation) TakesBody() bool { return op.body != nil }
 
+// BodyMediaTypes lists the media types the operation's body may be sent in, sorted; none
+// when it takes no body.
+func (op *Operation) BodyMediaTypes() []string {
+	if op.body == nil {
+		return nil
+	}
+	return op.body.accepted()
+}
+
 // EchoPath writes a spec path template as echo's router names the route: /payments/{id} is
 // /payments/:id. It is the one translation between the two spellings; Template reads it
 // backwards.

@@ -101,3 +101,26 @@ func TestCurrencyErrorIsShort(t *testing.T) {
 		}
 	}
 }
+
+// TestA415SaysWhatWouldBeRead: a PATCH's 415 names the patch formats in Accept-Patch, and so
+// does OPTIONS on a path that takes PATCH (RFC 5789); a body sent with a content coding gets
+// Accept-Encoding: identity (RFC 9110).
+func TestA415SaysWhatWouldBeRead(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	const formats = "application/json, application/merge-patch+json"
+	patch := b.client.Patch("/payments/pay_x", "description=x", apitest.Header("Content-Type", "text/plain"), apitest.Header("If-Match", `"v1"`))
+	if patch.Status != http.StatusUnsupportedMediaType || patch.Header.Get("Accept-Patch") != formats {
+		t.Errorf("PATCH in text/plain: %d Accept-Patch %q, want 415 with %q", patch.Status, patch.Header.Get("Accept-Patch"), formats)
+	}
+	gzipped := b.client.Post("/payments", visa(100), apitest.Header("Idempotency-Key", newKey()), apitest.Header("Content-Encoding", "gzip"))
+	if gzipped.Status != http.StatusUnsupportedMediaType || gzipped.Header.Get("Accept-Encoding") != "identity" || gzipped.Header.Get("Accept-Patch") != "" {
+		t.Errorf("POST with Content-Encoding: gzip: %d Accept-Encoding %q Accept-Patch %q, want 415 with identity alone",
+			gzipped.Status, gzipped.Header.Get("Accept-Encoding"), gzipped.Header.Get("Accept-Patch"))
+	}
+	for path, want := range map[string]string{"/payments/pay_x": formats, "/webhook-endpoints/we_x": formats, "/payments": ""} {
+		if res := b.client.Do(http.MethodOptions, path, nil, apitest.NoAuth()); res.Header.Get("Accept-Patch") != want {
+			t.Errorf("OPTIONS %s: Accept-Patch %q, want %q", path, res.Header.Get("Accept-Patch"), want)
+		}
+	}
+}

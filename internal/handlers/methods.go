@@ -2,6 +2,7 @@ package handlers
 
 import (
 	"net/http"
+	"strings"
 
 	"github.com/labstack/echo/v4"
 	"github.com/payments-api/payments-api/internal/api"
@@ -65,15 +66,21 @@ func answerMethods(next echo.HandlerFunc) echo.HandlerFunc {
 // optionsOnRoutes answers an OPTIONS to a path the spec does not hold 404, before the CORS
 // middleware and answerMethods answer it from echo's Allow: echo's router backtracks to a
 // route that matches a prefix of the path and lists that route's methods ("/jobs/:id" for
-// "/jobs/abc/"), where every other method gets its 404.
+// "/jobs/abc/"), where every other method gets its 404. On a path that takes PATCH it names
+// the patch formats in Accept-Patch, as RFC 5789 asks.
 func optionsOnRoutes(spec *contract.Contract) echo.MiddlewareFunc {
 	return func(next echo.HandlerFunc) echo.HandlerFunc {
 		return func(c echo.Context) error {
-			if c.Request().Method == http.MethodOptions {
-				if _, _, ok := spec.Route(c.Request()); !ok {
-					c.SetPath("") // unmatched, in the log, the metrics and the span
-					return contract.ErrNoRoute
-				}
+			if c.Request().Method != http.MethodOptions {
+				return next(c)
+			}
+			path, _, ok := spec.Route(c.Request())
+			if !ok {
+				c.SetPath("") // unmatched, in the log, the metrics and the span
+				return contract.ErrNoRoute
+			}
+			if patch := spec.Operation(http.MethodPatch, path); patch != nil {
+				c.Response().Header().Set("Accept-Patch", strings.Join(patch.BodyMediaTypes(), ", "))
 			}
 			return next(c)
 		}

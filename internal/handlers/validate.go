@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"io"
+	"net/http"
 	"strings"
 
 	"github.com/labstack/echo/v4"
@@ -118,6 +119,7 @@ func requestError(c echo.Context, err error) error {
 	var (
 		methods *contract.MethodNotAllowedError
 		invalid *contract.Error
+		media   *contract.MediaTypeError
 	)
 	switch {
 	case errors.As(err, &methods):
@@ -128,6 +130,14 @@ func requestError(c echo.Context, err error) error {
 			allow = strings.Join(methods.Allow, ", ")
 		}
 		c.Response().Header().Set(echo.HeaderAllow, allow)
+	case errors.As(err, &media):
+		// What would have been read, as RFC 9110 (a content coding) and RFC 5789 (a PATCH's
+		// media type) ask a 415 to say.
+		if media.Encoding {
+			c.Response().Header().Set("Accept-Encoding", "identity")
+		} else if c.Request().Method == http.MethodPatch {
+			c.Response().Header().Set("Accept-Patch", strings.Join(media.Accepted, ", "))
+		}
 	case errors.As(err, &invalid):
 		for _, f := range invalid.Fields {
 			if f.Field == "Idempotency-Key" {

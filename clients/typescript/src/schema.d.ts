@@ -1773,11 +1773,13 @@ export interface components {
          * @description The path's methods, in `Allow`. A CORS preflight (`Origin` and
          *     `Access-Control-Request-Method`) from an allowed origin also gets the
          *     `Access-Control-Allow-*` headers; one from another origin gets only `Allow`.
+         *     A path that takes `PATCH` names its patch formats in `Accept-Patch`.
          */
         Options: {
             headers: {
                 "Request-Id": components["headers"]["RequestId"];
                 Allow: components["headers"]["Allow"];
+                "Accept-Patch": components["headers"]["AcceptPatch"];
                 "Access-Control-Allow-Methods": components["headers"]["AccessControlAllowMethods"];
                 "Access-Control-Allow-Headers": components["headers"]["AccessControlAllowHeaders"];
                 "Access-Control-Max-Age": components["headers"]["AccessControlMaxAge"];
@@ -1907,10 +1909,12 @@ export interface components {
                 };
             };
         };
-        /** @description The request body's `Content-Type` is not one the operation accepts or names a charset other than UTF-8, or the body is sent with a `Content-Encoding` other than `identity`. */
+        /** @description The request body's `Content-Type` is not one the operation accepts or names a charset other than UTF-8, or the body is sent with a `Content-Encoding` other than `identity`. The answer says what would be read: `Accept-Encoding: identity` for a coding, `Accept-Patch` for a `PATCH`'s media type. */
         UnsupportedMediaType: {
             headers: {
                 "Request-Id": components["headers"]["RequestId"];
+                "Accept-Patch": components["headers"]["AcceptPatch"];
+                "Accept-Encoding": components["headers"]["AcceptEncoding"];
                 RateLimit: components["headers"]["RateLimit"];
                 "RateLimit-Policy": components["headers"]["RateLimitPolicy"];
                 [name: string]: unknown;
@@ -2262,6 +2266,10 @@ export interface components {
         PreferenceApplied: string;
         /** @description The authentication scheme to use (RFC 9110), always `Bearer`. */
         WWWAuthenticate: string;
+        /** @description The media types a `PATCH` of the path takes (RFC 5789): on `OPTIONS` of a path that takes `PATCH`, and on a `PATCH`'s 415. */
+        AcceptPatch: string;
+        /** @description On a 415 for a body sent with a `Content-Encoding`: `identity`, the only coding read (RFC 9110, section 15.5.16). */
+        AcceptEncoding: "identity";
         /** @description The methods the path supports, `HEAD` and `OPTIONS` included (RFC 9110). */
         Allow: string;
         /** @description Seconds until the next poll is worth making; present while the job is `queued` or `running`. */
