@@ -11,81 +11,6 @@ import (
 	"time"
 )
 
-const idempotencyKeyClaim = `-- name: IdempotencyKeyClaim :one
-WITH lock AS (
-    SELECT pg_try_advisory_xact_lock(hashtextextended($4::text, 0)) AS acquired
-), claimed AS (
-    INSERT INTO idempotency_keys (account_id, operation, key, fingerprint, expires_at)
-    SELECT $1, $2, $3, $5, now() + make_interval(secs => $6::float8)
-    FROM lock
-    WHERE lock.acquired
-    ON CONFLICT (account_id, operation, key) DO UPDATE
-        SET fingerprint = excluded.fingerprint,
-            response_status = NULL,
-            response_headers = NULL,
-            response_body = NULL,
-            created_at = now(),
-            expires_at = excluded.expires_at
-        WHERE idempotency_keys.expires_at <= now()
-    RETURNING 1
-)
-SELECT lock.acquired, EXISTS (SELECT 1 FROM claimed) AS claimed,
-       used.fingerprint, used.response_status, used.response_headers, used.response_body
-FROM lock
-LEFT JOIN idempotency_keys used
-    ON used.account_id = $1 AND used.operation = $2 AND used.key = $3
-    AND used.expires_at > now()
-`
-
-type IdempotencyKeyClaimParams struct {
-	AccountID   string
-	Operation   string
-	Key         string
-	LockKey     string
-	Fingerprint []byte
-	TtlSeconds  float64
-}
-
-type IdempotencyKeyClaimRow struct {
-	Acquired        bool
-	Claimed         bool
-	Fingerprint     []byte
-	ResponseStatus  *int32
-	ResponseHeaders json.RawMessage
-	ResponseBody    []byte
-}
-
-// The floor's claim (cmd/payments-load/minimal), the way a naive server claims a key: it
-// inserts the key's row first, in the claim, and stores the response in that row at the end
-// (IdempotencyKeySaveResponse), so every use writes the row twice. The server writes it once
-// (IdempotencyKeyLock, IdempotencyKeyGet, IdempotencyKeyInsert).
-//   - pg_try_advisory_xact_lock answers at once: false, and the key is in flight.
-//   - With the lock held, INSERT ... ON CONFLICT cannot meet an uncommitted row for this
-//     key, so it never blocks. claimed = false means a committed row exists.
-//   - An expired row is taken over as if it were new.
-//   - The key's committed, unexpired row comes back with the claim, from the statement's
-//     snapshot.
-func (q *Queries) IdempotencyKeyClaim(ctx context.Context, arg IdempotencyKeyClaimParams) (IdempotencyKeyClaimRow, error) {
-	row := q.db.QueryRow(ctx, idempotencyKeyClaim,
-		arg.AccountID,
-		arg.Operation,
-		arg.Key,
-		arg.LockKey,
-		arg.Fingerprint,
-		arg.TtlSeconds,
-	)
-	var i IdempotencyKeyClaimRow
-	err := row.Scan(
-		&i.Acquired,
-		&i.Claimed,
-		&i.Fingerprint,
-		&i.ResponseStatus,
-		&i.ResponseHeaders,
-		&i.ResponseBody,
-	)
-	return i, err
-}
-
 const idempotencyKeyDeleteExpired = `-- name: IdempotencyKeyDeleteExpired :execrows
 DELETE FROM idempotency_keys
 WHERE (account_id, operation, key) IN (
@@ -314,35 +239,4 @@ func (q *Queries) IdempotencyKeyLock(ctx context.Context, lockKey string) (bool,
 	var acquired bool
 	err := row.Scan(&acquired)
 	return acquired, err
-}
-
-const idempotencyKeySaveResponse = `-- name: IdempotencyKeySaveResponse :exec
-UPDATE idempotency_keys
-SET response_status = $1,
-    response_headers = $2,
-    response_body = $3
-WHERE account_id = $4 AND operation = $5 AND key = $6
-`
-
-type IdempotencyKeySaveResponseParams struct {
-	ResponseStatus  *int32
-	ResponseHeaders json.RawMessage
-	ResponseBody    []byte
-	AccountID       string
-	Operation       string
-	Key             string
-}
-
-// The floor's second write of its key's row: the response, stored at the end of the
-// transaction that claimed it (IdempotencyKeyClaim).
-func (q *Queries) IdempotencyKeySaveResponse(ctx context.Context, arg IdempotencyKeySaveResponseParams) error {
-	_, err := q.db.Exec(ctx, idempotencyKeySaveResponse,
-		arg.ResponseStatus,
-		arg.ResponseHeaders,
-		arg.ResponseBody,
-		arg.AccountID,
-		arg.Operation,
-		arg.Key,
-	)
-	return err
 }
