@@ -61,7 +61,7 @@ func (s *Server) RedeliverEvent(ctx context.Context, req api.RedeliverEventReque
 	}
 	res, err := s.idempotent(ctx, "events.redeliver", req.Params.IdempotencyKey, idempotency.OnResource(req.Id, decodedBodyFrom(ctx)),
 		func(tx db.Tx) (idempotency.Response, error) {
-			queued, err := s.webhooks.RedeliverTx(ctx, tx, acct, req.Id, endpointID)
+			queued, err := s.webhooks.Redeliver(ctx, tx, acct, req.Id, endpointID)
 			if err != nil {
 				return idempotency.Response{}, err
 			}

@@ -210,7 +210,7 @@ func (s *Server) UpdatePayment(ctx context.Context, req api.UpdatePaymentRequest
 	acct, patch := accountFrom(ctx).ID, mergePatch(body)
 	res, err := s.idempotent(ctx, "payments.update", req.Params.IdempotencyKey, idempotency.OnResource(req.Id, decodedBodyFrom(ctx)),
 		func(tx db.Tx) (idempotency.Response, error) {
-			p, err := s.payments.UpdateTx(ctx, tx, acct, req.Id, pre, patch)
+			p, err := s.payments.Update(ctx, tx, acct, req.Id, pre, patch)
 			if err := traceIfMatch(ctx, err); err != nil {
 				return idempotency.Response{}, err
 			}

@@ -25,7 +25,7 @@ func (s *Server) CreateWebhookEndpoint(ctx context.Context, req api.CreateWebhoo
 	refusal := s.webhooks.CheckURL(ctx, params.URL)
 	res, err := s.idempotentChecked(ctx, "webhook_endpoints.create", req.Params.IdempotencyKey, decodedBodyFrom(ctx), refusal,
 		func(tx db.Tx) (idempotency.Response, error) {
-			e, err := s.webhooks.CreateEndpointTx(ctx, tx, acct, params)
+			e, err := s.webhooks.CreateEndpoint(ctx, tx, acct, params)
 			if err != nil {
 				return idempotency.Response{}, err
 			}
@@ -108,7 +108,7 @@ func (s *Server) UpdateWebhookEndpoint(ctx context.Context, req api.UpdateWebhoo
 	acct := accountFrom(ctx).ID
 	res, err := s.idempotentChecked(ctx, "webhook_endpoints.update", req.Params.IdempotencyKey, idempotency.OnResource(req.Id, decodedBodyFrom(ctx)), refusal,
 		func(tx db.Tx) (idempotency.Response, error) {
-			e, err := s.webhooks.UpdateEndpointTx(ctx, tx, acct, req.Id, pre, patch)
+			e, err := s.webhooks.UpdateEndpoint(ctx, tx, acct, req.Id, pre, patch)
 			if err := traceIfMatch(ctx, err); err != nil {
 				return idempotency.Response{}, err
 			}
@@ -151,7 +151,7 @@ func (s *Server) RotateWebhookEndpointSecret(ctx context.Context, req api.Rotate
 	acct := accountFrom(ctx).ID
 	res, err := s.idempotent(ctx, "webhook_endpoints.rotate_secret", req.Params.IdempotencyKey, idempotency.OnResource(req.Id, nil),
 		func(tx db.Tx) (idempotency.Response, error) {
-			e, err := s.webhooks.RotateSecretTx(ctx, tx, acct, req.Id, pre)
+			e, err := s.webhooks.RotateSecret(ctx, tx, acct, req.Id, pre)
 			if pre != nil {
 				err = traceIfMatch(ctx, err)
 			}

@@ -19,12 +19,12 @@ type Patch struct {
 	Metadata       map[string]*string // merged key by key; a nil value removes the key
 }
 
-// UpdateTx applies patch in tx, if the payment's version still satisfies pre: the update of
+// Update applies patch in tx, if the payment's version still satisfies pre: the update of
 // a PATCH, whose transaction claims its Idempotency-Key first when it has one. The check and
 // the write are one conditional UPDATE, so two clients holding the same ETag cannot both
 // succeed. A patch that changes nothing leaves the payment, its version and its events as
 // they were and returns it as it is.
-func (s *Service) UpdateTx(ctx context.Context, tx db.Tx, accountID, id string, pre domain.Precondition, patch Patch) (db.Payment, error) {
+func (s *Service) Update(ctx context.Context, tx db.Tx, accountID, id string, pre domain.Precondition, patch Patch) (db.Payment, error) {
 	if patch.Metadata == nil {
 		patch.Metadata = map[string]*string{} // merging {} changes nothing
 	}

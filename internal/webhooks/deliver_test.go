@@ -64,7 +64,7 @@ func setupDelivery(t *testing.T, reply http.HandlerFunc, schedule webhooks.Sched
 	srv, got := receiver(t, reply)
 	b.received = got
 	b.endpoint, err = inTx(ctx, b.pool, func(tx db.Tx) (db.WebhookEndpoint, error) {
-		return b.service.CreateEndpointTx(ctx, tx, b.accountID, webhooks.EndpointParams{URL: srv.URL + "/hook", EnabledEvents: []string{"*"}})
+		return b.service.CreateEndpoint(ctx, tx, b.accountID, webhooks.EndpointParams{URL: srv.URL + "/hook", EnabledEvents: []string{"*"}})
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -316,7 +316,7 @@ func TestUnresolvableHostRecordsAFixedReason(t *testing.T) {
 func TestDuringRotationAttemptsCarryBothSignatures(t *testing.T) {
 	b := setupDelivery(t, replies(200), webhooks.DefaultSchedule)
 	rotated, err := inTx(context.Background(), b.pool, func(tx db.Tx) (db.WebhookEndpoint, error) {
-		return b.service.RotateSecretTx(context.Background(), tx, b.accountID, b.endpoint.ID, nil)
+		return b.service.RotateSecret(context.Background(), tx, b.accountID, b.endpoint.ID, nil)
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -653,7 +653,7 @@ func (b *deliverBundle) redeliver(ctx context.Context, t *testing.T) ([]webhooks
 	t.Helper()
 	eventID := b.delivery(t).EventID
 	return inTx(ctx, b.pool, func(tx db.Tx) ([]webhooks.Delivery, error) {
-		return b.service.RedeliverTx(ctx, tx, b.accountID, eventID, nil)
+		return b.service.Redeliver(ctx, tx, b.accountID, eventID, nil)
 	})
 }
 

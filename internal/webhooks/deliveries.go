@@ -72,12 +72,12 @@ func withAttempts(ctx context.Context, q *db.Queries, accountID string, deliveri
 	return nil
 }
 
-// RedeliverTx queues an event again, now, with a fresh retry schedule: to endpointID when
+// Redeliver queues an event again, now, with a fresh retry schedule: to endpointID when
 // given, whatever its enabled events, otherwise to every enabled endpoint subscribed to the
 // event's type. An endpoint's earlier delivery of the event keeps its webhook-id. It runs in
 // tx (a request's, under its Idempotency-Key if it has one): the deliveries and their jobs
 // commit with it.
-func (s *Service) RedeliverTx(ctx context.Context, tx db.Tx, accountID, eventID string, endpointID *string) ([]Delivery, error) {
+func (s *Service) Redeliver(ctx context.Context, tx db.Tx, accountID, eventID string, endpointID *string) ([]Delivery, error) {
 	event, err := tx.EventGetByID(ctx, db.EventGetByIDParams{AccountID: accountID, ID: eventID})
 	if err != nil {
 		return nil, fmt.Errorf("get event %s: %w", eventID, db.Translate(err))

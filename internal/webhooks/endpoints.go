@@ -35,16 +35,16 @@ type EndpointParams struct {
 	Description   *string
 }
 
-// CheckURL refuses a URL webhooks are never sent to (URLPolicy). CreateEndpointTx and
-// UpdateEndpointTx leave it to their caller, to do before the transaction: it may resolve the host, and a
+// CheckURL refuses a URL webhooks are never sent to (URLPolicy). CreateEndpoint and
+// UpdateEndpoint leave it to their caller, to do before the transaction: it may resolve the host, and a
 // transaction holds its connection (and an idempotency key's lock) while it waits.
 func (s *Service) CheckURL(ctx context.Context, raw string) error {
 	return s.urls.Check(ctx, raw)
 }
 
-// CreateEndpointTx registers an endpoint with a fresh secret in tx (a request's, under its
+// CreateEndpoint registers an endpoint with a fresh secret in tx (a request's, under its
 // Idempotency-Key if it has one), once the caller has checked its URL (CheckURL).
-func (s *Service) CreateEndpointTx(ctx context.Context, tx db.Tx, accountID string, p EndpointParams) (db.WebhookEndpoint, error) {
+func (s *Service) CreateEndpoint(ctx context.Context, tx db.Tx, accountID string, p EndpointParams) (db.WebhookEndpoint, error) {
 	e, err := tx.WebhookEndpointInsert(ctx, db.WebhookEndpointInsertParams{
 		ID:            domain.NewID("we"),
 		AccountID:     accountID,
@@ -91,10 +91,10 @@ type EndpointPatch struct {
 	Disabled       *bool
 }
 
-// UpdateEndpointTx applies patch in tx if the endpoint's version still satisfies pre, in one
+// UpdateEndpoint applies patch in tx if the endpoint's version still satisfies pre, in one
 // conditional UPDATE as payments do; the caller has checked the patch's URL (CheckURL). A
 // patch that changes nothing returns the endpoint as it is, with its version.
-func (s *Service) UpdateEndpointTx(ctx context.Context, tx db.Tx, accountID, id string, pre domain.Precondition, patch EndpointPatch) (db.WebhookEndpoint, error) {
+func (s *Service) UpdateEndpoint(ctx context.Context, tx db.Tx, accountID, id string, pre domain.Precondition, patch EndpointPatch) (db.WebhookEndpoint, error) {
 	args := db.WebhookEndpointUpdateParams{
 		Url:            patch.URL,
 		EnabledEvents:  patch.EnabledEvents,
@@ -180,10 +180,10 @@ func lockAt(ctx context.Context, tx db.Tx, accountID, id string, pre *domain.Pre
 	return nil
 }
 
-// RotateSecretTx gives the endpoint a new secret in tx (a request's, under its
+// RotateSecret gives the endpoint a new secret in tx (a request's, under its
 // Idempotency-Key if it has one); the current one keeps signing beside it for RotationOverlap.
 // With pre, only while the endpoint's version satisfies it, as DeleteEndpoint.
-func (s *Service) RotateSecretTx(ctx context.Context, tx db.Tx, accountID, id string, pre *domain.Precondition) (db.WebhookEndpoint, error) {
+func (s *Service) RotateSecret(ctx context.Context, tx db.Tx, accountID, id string, pre *domain.Precondition) (db.WebhookEndpoint, error) {
 	if err := lockAt(ctx, tx, accountID, id, pre); err != nil {
 		return db.WebhookEndpoint{}, fmt.Errorf("rotate secret of webhook endpoint %s: %w", id, err)
 	}
