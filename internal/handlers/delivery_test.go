@@ -1,12 +1,14 @@
 package handlers_test
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"sync"
 	"testing"
 	"time"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/payments-api/payments-api/internal/testing/apitest"
 	"github.com/payments-api/payments-api/internal/webhooks"
 	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
@@ -430,5 +432,47 @@ func TestAnEndpointDeletedDuringAChargeLosesNoPayment(t *testing.T) {
 	}
 	if n := b.count(t, `SELECT count(*) FROM webhook_deliveries`); n != 1 {
 		t.Errorf("%d deliveries in all, want only the kept endpoint's", n)
+	}
+}
+
+// TestAnEndpointDeletedAsAChargeCommitsLosesNoPayment: the endpoint's deletion has begun but
+// not committed when the create writes its deliveries. The create's read of the endpoints
+// it fans out to (FOR KEY SHARE) waits for the deletion to end, and then leaves the deleted
+// endpoint out; a read that did not wait would see it, and its delivery's foreign key would
+// fail the transaction after the charge.
+func TestAnEndpointDeletedAsAChargeCommitsLosesNoPayment(t *testing.T) {
+	t.Parallel()
+	gate := newGatedProcessor()
+	b := setup(t, withPrivateReceivers(), withProcessor(gate))
+	t.Cleanup(gate.open)
+	deleted, _ := createEndpoint(t, b.client, "http://127.0.0.1:3000/deleted", "payment.succeeded")
+	kept, _ := createEndpoint(t, b.client, "http://127.0.0.1:3000/kept", "payment.succeeded")
+	created := make(chan *apitest.Response, 1)
+	go func() { created <- b.client.Post("/payments", visa(900), apitest.Header("Idempotency-Key", newKey())) }()
+	gate.waitCharging(t)
+
+	conn, err := pgx.Connect(t.Context(), b.dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = conn.Close(context.Background()) })
+	tx, err := conn.Begin(t.Context())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = tx.Rollback(context.Background()) }) // a failed test must not hold the row
+	if _, err := tx.Exec(t.Context(), `DELETE FROM webhook_endpoints WHERE id = $1`, deleted.ID); err != nil {
+		t.Fatal(err)
+	}
+	gate.open()
+	b.waitUntilBlocked(t, 1) // the create waits on the deleted endpoint's row
+	if err := tx.Commit(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if res := <-created; res.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s, want 201", res.Status, res.Body)
+	}
+	if n := b.count(t, `SELECT count(*) FROM webhook_deliveries WHERE endpoint_id = $1`, kept.ID); n != 1 {
+		t.Errorf("%d deliveries to the endpoint kept, want 1", n)
 	}
 }

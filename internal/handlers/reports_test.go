@@ -355,7 +355,8 @@ func TestReportJSONListsResourcesAndEmptyReportsAreValid(t *testing.T) {
 
 // A bound finer than the microseconds PostgreSQL keeps still falls between rows: a report
 // from a nanosecond after a payment's created_at leaves it out, one up to a nanosecond
-// after it takes it in.
+// after it takes it in. At the payment's exact instant, a range takes in its start and
+// leaves out its end, so back-to-back reports (November's, December's) count it once.
 func TestReportRangeFinerThanAMicrosecond(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -373,6 +374,8 @@ func TestReportRangeFinerThanAMicrosecond(t *testing.T) {
 	}{
 		{"from a nanosecond after it", nanosAfter(t, created), hourAfter, 0, microAfter, at.Add(time.Hour).Truncate(time.Second)},
 		{"up to a nanosecond after it", hourBefore, nanosAfter(t, created), 1, at.Add(-time.Hour).Truncate(time.Second), microAfter},
+		{"from its instant", at.Format(time.RFC3339Nano), at.Add(time.Hour).Format(time.RFC3339Nano), 1, at, at.Add(time.Hour)},
+		{"up to its instant", at.Add(-time.Hour).Format(time.RFC3339Nano), at.Format(time.RFC3339Nano), 0, at.Add(-time.Hour), at},
 	} {
 		body := map[string]any{"type": "payments", "format": "json", "created_gte": c.gte, "created_lt": c.lt}
 		j := waitForJob(t, b.client, requestReport(t, b.client, body).ID, "succeeded")

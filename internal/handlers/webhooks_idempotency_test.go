@@ -148,14 +148,17 @@ func TestUpdateAndRotateWebhookEndpointWithKey(t *testing.T) {
 }
 
 // TestRedeliverEventWithKey: a retry of a redelivery under its key replays the 202 and queues
-// nothing again (the delivery is left as the first request requeued it).
+// nothing again (the delivery is left as the first request requeued it). The event is part
+// of the request: the key with the same body on another event is a 422, not a replay that
+// would tell the client an event was queued when it was not.
 func TestRedeliverEventWithKey(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
 	sub, _ := createEndpoint(t, b.client, publicURL, "payment.succeeded")
 	createPayment(t, b.client, 700)
+	createPayment(t, b.client, 800)
 	ds := deliveries(t, b.client, sub.ID)
-	if len(ds) != 1 {
+	if len(ds) != 2 {
 		t.Fatalf("deliveries %+v", ds)
 	}
 	updatedAt := func() string {
@@ -182,6 +185,11 @@ func TestRedeliverEventWithKey(t *testing.T) {
 	}
 	if res := b.client.Post(path, nil, key); res.Status != http.StatusUnprocessableEntity || res.Problem(t).Type != "/problems/idempotency-key-reused" {
 		t.Errorf("the key without the body: %d %s, want 422", res.Status, res.Body)
+	}
+	other := "/events/" + ds[1].EventID + "/redeliver"
+	if res := b.client.Post(other, map[string]any{"endpoint_id": sub.ID}, key); res.Status != http.StatusUnprocessableEntity ||
+		res.Problem(t).Type != "/problems/idempotency-key-reused" {
+		t.Errorf("the key and body on another event: %d replayed=%q %s, want 422", res.Status, res.Header.Get("Idempotent-Replayed"), res.Body)
 	}
 }
 

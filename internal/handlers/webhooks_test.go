@@ -3,7 +3,9 @@ package handlers_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/payments-api/payments-api/internal/testing/apitest"
@@ -205,6 +207,51 @@ func TestRotateUnderIfMatch(t *testing.T) {
 	}
 	if res := rotate(); res.Status != http.StatusOK || res.Header.Get("ETag") == v2 {
 		t.Fatalf("rotation without If-Match: %d ETag %q", res.Status, res.Header.Get("ETag"))
+	}
+}
+
+// TestTwoRotationsUnderOneETag: two rotations sent with the same If-Match, both waiting on
+// the endpoint's row (the test holds its lock), answer one 200 and one 412: the second must
+// not retire the secret the first just issued, which a receiver may already have.
+func TestTwoRotationsUnderOneETag(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e, v1 := createEndpoint(t, b.client, publicURL, "*")
+	release := b.holdLocks(t, `SELECT 1 FROM webhook_endpoints WHERE id = $1 FOR UPDATE`, e.ID)
+	res := make([]*apitest.Response, 2)
+	var wg sync.WaitGroup
+	for i := range res {
+		wg.Go(func() {
+			res[i] = b.client.Post("/webhook-endpoints/"+e.ID+"/rotate-secret", nil, apitest.Header("If-Match", v1))
+		})
+	}
+	b.waitUntilBlocked(t, 2)
+	release()
+	wg.Wait()
+	got := []int{res[0].Status, res[1].Status}
+	slices.Sort(got)
+	if !slices.Equal(got, []int{http.StatusOK, http.StatusPreconditionFailed}) {
+		t.Errorf("two rotations under %s: %v, want one 200 and one 412", v1, got)
+	}
+}
+
+// TestReenablingAnEndpointForgetsItsFailures: an endpoint disabled after failing for days and
+// enabled again starts a new streak; kept, the old one would disable it again at its next
+// failure.
+func TestReenablingAnEndpointForgetsItsFailures(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	e, _ := createEndpoint(t, b.client, publicURL, "*")
+	if _, err := b.pool.Exec(t.Context(), `UPDATE webhook_endpoints SET failing_since = now() - interval '6 days',
+		disabled_reason = 'failing', version = version + 1 WHERE id = $1`, e.ID); err != nil {
+		t.Fatal(err)
+	}
+	tag := b.client.Get("/webhook-endpoints/" + e.ID).Header.Get("ETag")
+	if res := b.client.Patch("/webhook-endpoints/"+e.ID, map[string]any{"disabled": false}, apitest.Header("If-Match", tag)); res.Status != http.StatusOK {
+		t.Fatalf("enable: %d %s", res.Status, res.Body)
+	}
+	if n := b.count(t, `SELECT count(*) FROM webhook_endpoints WHERE id = $1 AND failing_since IS NULL AND disabled_reason IS NULL`, e.ID); n != 1 {
+		t.Error("enabled again, the endpoint keeps its failure streak")
 	}
 }
 
