@@ -2237,7 +2237,10 @@ export interface components {
          *     structured-field list with one member per policy, e.g. `"default";r=42;t=1`. `r` is
          *     how many requests would pass right now; `t` is the whole seconds, rounded up, until
          *     the bucket is full again (`r` equals the policy's `q`). Present on every response of a
-         *     limited operation unless the operator disabled rate limits; see "Rate limits".
+         *     limited operation unless the operator disabled rate limits; see "Rate limits". The
+         *     limited operations are those that take an API key, and `POST /test/accounts`; the
+         *     public ones (health, metrics, the spec, its pages, problem pages) never carry it,
+         *     though a response they share with limited operations lists it.
          */
         RateLimit: string;
         /**
@@ -2245,7 +2248,10 @@ export interface components {
          *     structured-field list with one member per policy, e.g. `"default";q=100;w=1`. `q` is
          *     the quota, the requests a full bucket holds; `w` the window in seconds over which an
          *     empty bucket refills. Present on every response of a limited operation unless the
-         *     operator disabled rate limits; see "Rate limits".
+         *     operator disabled rate limits; see "Rate limits". The limited operations are those
+         *     that take an API key, and `POST /test/accounts`; the public ones (health, metrics,
+         *     the spec, its pages, problem pages) never carry it, though a response they share
+         *     with limited operations lists it.
          */
         RateLimitPolicy: string;
         /**
