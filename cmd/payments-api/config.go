@@ -1,6 +1,7 @@
 package main
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -80,11 +81,14 @@ type config struct {
 
 	// RunMode opens or shuts the sandbox's doors (see runMode); the next fields default by it.
 	RunMode runMode `env:"RUN_MODE" envDefault:"sandbox"`
-	// The sandbox: fault injection by Prefer, and throwaway accounts for anyone.
-	FaultInjection   bool `env:"FAULT_INJECTION"`
-	OpenTestAccounts bool `env:"OPEN_TEST_ACCOUNTS"`
-	// MetricsAddr is the listener of its own that serves /metrics; empty serves none.
-	MetricsAddr string `env:"METRICS_ADDR"`
+	// The sandbox: fault injection by Prefer, and throwaway accounts for anyone. Their
+	// defaults, and METRICS_ADDR's, depend on RUN_MODE (applyModeDefaults), so they have no
+	// envDefault; modeDefault marks them for refuseEmpty.
+	FaultInjection   bool `env:"FAULT_INJECTION" modeDefault:"true in the sandbox, false in production"`
+	OpenTestAccounts bool `env:"OPEN_TEST_ACCOUNTS" modeDefault:"true in the sandbox, false in production"`
+	// MetricsAddr is a listener of its own for /metrics: none by default in the sandbox,
+	// where the API's listener serves it, and 127.0.0.1:9090 in production.
+	MetricsAddr string `env:"METRICS_ADDR" modeDefault:"none in the sandbox, 127.0.0.1:9090 in production"`
 	// Telemetry is OpenTelemetry's standard variables: traces go out when an endpoint is set.
 	Telemetry telemetry.Config
 }
@@ -243,14 +247,14 @@ func nameVariables(err error) error {
 // default in its place, so a manifest whose ${...} came out empty would run on a default its
 // operator never chose: RUN_MODE= on the sandbox, with every door open, LISTEN_ADDR= on every
 // interface, DATABASE_URL= on a local database it creates, CORS_ALLOWED_ORIGINS= with any
-// origin allowed. A variable whose empty value means something (DEMO_API_KEYS=, no key) has
-// no envDefault.
+// origin allowed; FAULT_INJECTION= in production, with the doors open again. A variable
+// whose empty value means something (DEMO_API_KEYS=, no key) has no default.
 func refuseEmpty(t reflect.Type, environ map[string]string) error {
 	var errs []error
 	for _, f := range reflect.VisibleFields(t) {
-		name, hasDefault := f.Tag.Get("env"), f.Tag.Get("envDefault") != ""
-		if value, set := environ[name]; name != "" && hasDefault && set && value == "" {
-			errs = append(errs, fmt.Errorf("%s: set but empty; unset it for its default (%s)", name, f.Tag.Get("envDefault")))
+		name, def := f.Tag.Get("env"), cmp.Or(f.Tag.Get("envDefault"), f.Tag.Get("modeDefault"))
+		if value, set := environ[name]; name != "" && def != "" && set && value == "" {
+			errs = append(errs, fmt.Errorf("%s: set but empty; unset it for its default (%s)", name, def))
 		}
 		if f.Type.Kind() == reflect.Struct && name == "" {
 			errs = append(errs, refuseEmpty(f.Type, environ))

@@ -121,6 +121,10 @@ func TestConfigErrorsNameTheVariable(t *testing.T) {
 		{map[string]string{"CORS_ALLOWED_ORIGINS": ""}, "CORS_ALLOWED_ORIGINS: set but empty"},
 		{map[string]string{"SHUTDOWN_TIMEOUT": ""}, "SHUTDOWN_TIMEOUT: set but empty"},
 		{map[string]string{"OTEL_SERVICE_NAME": ""}, "OTEL_SERVICE_NAME: set but empty"},
+		// Their defaults depend on RUN_MODE; empty is no choice of false or "none" either.
+		{map[string]string{"FAULT_INJECTION": ""}, "FAULT_INJECTION: set but empty"},
+		{map[string]string{"OPEN_TEST_ACCOUNTS": ""}, "OPEN_TEST_ACCOUNTS: set but empty"},
+		{map[string]string{"RUN_MODE": "production", "METRICS_ADDR": ""}, "METRICS_ADDR: set but empty"},
 	}
 	for _, tt := range tests {
 		_, err := loadConfig(tt.env)
