@@ -395,3 +395,95 @@ func (a *tenant) snapshot(ops []idOperation) map[string]reading {
 	}
 	return seen
 }
+
+// TestListsShowOnlyTheCallersOwnRows protects the account_id filter of every list query
+// that takes no id of the caller's to start from: RefundList (GET /refunds), EventList
+// (GET /events), EventListByType (GET /events?type=), WebhookEndpointList
+// (GET /webhook-endpoints) and JobListByStatus (GET /jobs?status=). Another account's rows
+// of each kind exist; none may appear in the caller's lists.
+func TestListsShowOnlyTheCallersOwnRows(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	theirs := map[string]string{} // id -> what it is
+	for _, c := range []*apitest.Client{b.client, b.other} {
+		p, _ := createPayment(t, c, 1000)
+		res := c.Post("/refunds", refundOf(p.ID, 100), apitest.Header("Idempotency-Key", newKey()))
+		if res.Status != http.StatusCreated {
+			t.Fatalf("refund: %d %s", res.Status, res.Body)
+		}
+		var r refund
+		res.Decode(t, &r)
+		e, _ := createEndpoint(t, c, publicURL, "*")
+		j := requestReport(t, c, reportBody("payments", "csv"))
+		if c == b.other {
+			theirs[p.ID], theirs[r.ID], theirs[e.ID], theirs[j.ID] = "payment", "refund", "endpoint", "job"
+			var evs page[struct {
+				ID string `json:"id"`
+			}]
+			c.Get("/events?limit=100").Decode(t, &evs)
+			for _, ev := range evs.Data {
+				theirs[ev.ID] = "event"
+			}
+		}
+	}
+	for _, path := range []string{
+		"/refunds", "/events", "/events?type=payment.succeeded", "/events?type=refund.succeeded",
+		"/webhook-endpoints", "/jobs", "/jobs?status=queued",
+	} {
+		sep := "?"
+		if strings.Contains(path, "?") {
+			sep = "&"
+		}
+		res := b.client.Get(path + sep + url.Values{"limit": {"100"}}.Encode())
+		if res.Status != http.StatusOK {
+			t.Fatalf("GET %s: %d %s", path, res.Status, res.Body)
+		}
+		var got page[struct {
+			ID string `json:"id"`
+		}]
+		res.Decode(t, &got)
+		if len(got.Data) == 0 {
+			t.Errorf("GET %s lists nothing, want the caller's own rows", path)
+		}
+		for _, row := range got.Data {
+			if what, ok := theirs[row.ID]; ok {
+				t.Errorf("GET %s lists another account's %s %s", path, what, row.ID)
+			}
+		}
+	}
+}
+
+// page is one page of any list.
+type page[T any] struct {
+	Data    []T  `json:"data"`
+	HasMore bool `json:"has_more"`
+}
+
+// TestARefundsReportHoldsOnlyTheCallersRefunds protects RefundReportPage's account_id filter:
+// a refunds report lists the requesting account's refunds in its range, never another
+// account's refunds of the same range.
+func TestARefundsReportHoldsOnlyTheCallersRefunds(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	startWorkers(t, b.pool, 3)
+	ids := map[*apitest.Client]string{}
+	for _, c := range []*apitest.Client{b.client, b.other} {
+		p, _ := createPayment(t, c, 1000)
+		res := c.Post("/refunds", refundOf(p.ID, 100), apitest.Header("Idempotency-Key", newKey()))
+		var r refund
+		res.Decode(t, &r)
+		ids[c] = r.ID
+	}
+	j := requestReport(t, b.client, reportBody("refunds", "csv"))
+	done := waitForJob(t, b.client, j.ID, "succeeded")
+	dl := b.client.Get(done.Result.DownloadURL)
+	if dl.Status != http.StatusOK {
+		t.Fatalf("download: %d %s", dl.Status, dl.Body)
+	}
+	if !strings.Contains(string(dl.Body), ids[b.client]) {
+		t.Errorf("the report lacks the caller's refund %s:\n%s", ids[b.client], dl.Body)
+	}
+	if strings.Contains(string(dl.Body), ids[b.other]) {
+		t.Errorf("the report holds another account's refund %s:\n%s", ids[b.other], dl.Body)
+	}
+}

@@ -511,3 +511,25 @@ func assertWatchAt(t *testing.T, c *apitest.Client, res *apitest.Response, locat
 		t.Errorf("GET %s: %d %s", location, watched.Status, watched.Body)
 	}
 }
+
+// TestEventsAreListedNewestFirst protects EventList's order (created_at DESC, id DESC): the
+// contract lists every collection newest first, and a client that reads the first page of
+// GET /events for what just happened must find it there, not the account's oldest events.
+func TestEventsAreListedNewestFirst(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	var want []string
+	for i := range 3 {
+		p, _ := createPayment(t, b.client, 100+i)
+		want = append([]string{p.ID}, want...)
+	}
+	var got page[struct {
+		Data struct {
+			ID string `json:"id"`
+		} `json:"data"`
+	}]
+	b.client.Get("/events?limit=2").Decode(t, &got)
+	if len(got.Data) != 2 || got.Data[0].Data.ID != want[0] || got.Data[1].Data.ID != want[1] || !got.HasMore {
+		t.Errorf("GET /events?limit=2 lists %+v, want the events of %v, newest first, and has_more", got, want[:2])
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"slices"
 	"testing"
+	"time"
 )
 
 // TestHeadersSet: the fields go on a response under names that http.Header finds as
@@ -31,5 +32,20 @@ func TestHeadersSet(t *testing.T) {
 	Headers{}.Set(header)
 	if len(header) != 0 {
 		t.Errorf("the zero Headers set %v", header)
+	}
+}
+
+// TestStateResetRoundsUp protects the rounding of RateLimit's t: the whole seconds until the
+// bucket is full again are rounded up, so a client that waits t seconds always finds it
+// full. Truncated, 1.5 s would say t=1 and a client waiting 1 s would be refused.
+func TestStateResetRoundsUp(t *testing.T) {
+	p := Policy{Name: "default"}
+	for _, tt := range []struct {
+		after time.Duration
+		want  int64
+	}{{1500 * time.Millisecond, 2}, {time.Millisecond, 1}, {2 * time.Second, 2}, {0, 0}} {
+		if got := StateOf(p, Decision{ResetAfter: tt.after}).Reset; got != tt.want {
+			t.Errorf("ResetAfter %s: t=%d, want %d", tt.after, got, tt.want)
+		}
 	}
 }
