@@ -129,7 +129,19 @@ func paymentNotModified(ctx context.Context, ifNoneMatch string, version int32) 
 	if err != nil || !notModified {
 		return nil, err
 	}
-	return api.GetPayment304Response{Headers: api.NotModifiedResponseHeaders{ETag: etag(version)}}, nil
+	return notModifiedPayment(etag(version)), nil
+}
+
+// notModifiedPayment is GetPayment's 304, its ETag written as encodedPayment writes the
+// 200's: the generated GetPayment304Response formats each of its fields with fmt.Sprint and
+// has net/http canonicalize "ETag" (a copy) on every call, on the path a polling client
+// takes most. Request-Id is the timingWriter's, as on every answer.
+type notModifiedPayment string
+
+func (tag notModifiedPayment) VisitGetPaymentResponse(w http.ResponseWriter) error {
+	w.Header()[fieldETag] = []string{string(tag)}
+	w.WriteHeader(http.StatusNotModified)
+	return nil
 }
 
 // encodedPayment is a 200 with a payment, as the generated GetPayment200JSONResponse and
