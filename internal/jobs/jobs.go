@@ -6,7 +6,8 @@
 // they serve (internal/reports) and internal/app registers them here. The /jobs resource a
 // client polls is a report's job, and lives in internal/reports too.
 //
-// It imports River and pgx, never a domain package: internal/app wires the two.
+// It imports River, pgx, db (its own statements) and metrics (the queue depth it reports),
+// never a domain package: internal/app wires the two.
 package jobs
 
 import (

@@ -77,7 +77,7 @@ func (c Config) resource(ctx context.Context) (*resource.Resource, error) {
 		attrs = append(attrs, attribute.String(m.Key(), m.Value()))
 	}
 	attrs = append(attrs, semconv.ServiceName(c.ServiceName))
-	if v := buildVersion(); v != "" {
+	if v := buildVersion(debug.ReadBuildInfo()); v != "" {
 		attrs = append(attrs, semconv.ServiceVersion(v))
 	}
 	res, err := resource.New(ctx, resource.WithTelemetrySDK(), resource.WithService(), resource.WithHost(),
@@ -88,11 +88,11 @@ func (c Config) resource(ctx context.Context) (*resource.Resource, error) {
 	return res, nil
 }
 
-// buildVersion is the commit the binary was built from (go build records it when it builds
-// in a git checkout), "-dirty" when the checkout had changes, or the module's version for a
-// go install; "" when the build recorded neither.
-func buildVersion() string {
-	info, ok := debug.ReadBuildInfo()
+// buildVersion is the commit the binary was built from, as its build info holds it
+// (debug.ReadBuildInfo: go build records it when it builds in a git checkout, unless
+// -buildvcs=false), "-dirty" when the checkout had changes, or the module's version for a
+// go install of a tagged version; "" when the build recorded neither.
+func buildVersion(info *debug.BuildInfo, ok bool) string {
 	if !ok {
 		return ""
 	}
@@ -111,7 +111,7 @@ func buildVersion() string {
 	case revision != "":
 		return revision
 	case info.Main.Version != "(devel)":
-		return info.Main.Version
+		return info.Main.Version // "" in a test binary
 	}
 	return ""
 }

@@ -3,6 +3,7 @@ package telemetry
 import (
 	"context"
 	"os"
+	"runtime/debug"
 	"strconv"
 	"testing"
 )
@@ -74,5 +75,28 @@ func TestEachProcessNamesItself(t *testing.T) {
 	c.ResourceAttributes = "deployment.environment.name"
 	if _, err := c.resource(context.Background()); err == nil {
 		t.Error("a pair without its value was accepted")
+	}
+}
+
+// TestBuildVersionIsTheCommit: service.version is the commit go build recorded, marked dirty
+// when the checkout had changes, or a go install's module version; nothing for a build that
+// recorded neither.
+func TestBuildVersionIsTheCommit(t *testing.T) {
+	commit := []debug.BuildSetting{{Key: "vcs", Value: "git"}, {Key: "vcs.revision", Value: "1566333951e6"}, {Key: "vcs.modified", Value: "false"}}
+	dirty := []debug.BuildSetting{{Key: "vcs.revision", Value: "1566333951e6"}, {Key: "vcs.modified", Value: "true"}}
+	for _, tt := range []struct {
+		info *debug.BuildInfo
+		ok   bool
+		want string
+	}{
+		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: commit}, true, "1566333951e6"},
+		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}, Settings: dirty}, true, "1566333951e6-dirty"},
+		{&debug.BuildInfo{Main: debug.Module{Version: "v1.2.0"}}, true, "v1.2.0"},
+		{&debug.BuildInfo{Main: debug.Module{Version: "(devel)"}}, true, ""},
+		{nil, false, ""},
+	} {
+		if got := buildVersion(tt.info, tt.ok); got != tt.want {
+			t.Errorf("buildVersion(%+v) = %q, want %q", tt.info, got, tt.want)
+		}
 	}
 }
