@@ -487,3 +487,35 @@ func TestARefundsReportHoldsOnlyTheCallersRefunds(t *testing.T) {
 		t.Errorf("the report holds another account's refund %s:\n%s", ids[b.other], dl.Body)
 	}
 }
+
+// TestRefundsOfAPaymentIDAnotherAccountAlsoHas protects RefundListByPayment's account_id
+// filter. A payment's key is (account_id, id), so an id names a payment within its account
+// only: GET /refunds?payment_id= checks the payment in the caller's account first, and then
+// lists that payment's refunds, never those of another account's payment under the same id.
+// The test gives the caller a payment with the id of another account's refunded payment (the
+// collision random ids make unlikely, not impossible).
+func TestRefundsOfAPaymentIDAnotherAccountAlsoHas(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	theirs, _ := createPayment(t, b.other, 1000)
+	res := b.other.Post("/refunds", refundOf(theirs.ID, 100), apitest.Header("Idempotency-Key", newKey()))
+	if res.Status != http.StatusCreated {
+		t.Fatalf("refund: %d %s", res.Status, res.Body)
+	}
+	_, err := b.pool.Exec(context.Background(), `
+		INSERT INTO payments (id, account_id, amount, currency, status, payment_method, metadata)
+		SELECT id, $2, amount, currency, status, payment_method, metadata FROM payments WHERE id = $1`,
+		theirs.ID, accountOf(t, b.client))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got page[refund]
+	res = b.client.Get("/refunds?payment_id=" + theirs.ID)
+	if res.Status != http.StatusOK {
+		t.Fatalf("GET /refunds?payment_id=: %d %s", res.Status, res.Body)
+	}
+	res.Decode(t, &got)
+	if len(got.Data) != 0 {
+		t.Errorf("the caller's payment %s lists %d refunds, another account's: %+v", theirs.ID, len(got.Data), got.Data)
+	}
+}
