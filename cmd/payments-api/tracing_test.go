@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -123,6 +124,56 @@ func TestTracesOfAWebhookDelivery(t *testing.T) {
 		t.Errorf("delivery span of endpoint %q, attempt %q; want %s, 1", attribute(delivery, "webhook.endpoint.id"), attribute(delivery, "webhook.attempt"), endpoint.ID)
 	}
 	noSecrets(t, collector.Spans(), testKey, endpoint.Secret, "pathtoken", "querytoken")
+}
+
+// A retry more than a few seconds away is a job of its own, inserted by the run that made
+// the failed attempt (webhooks.jobEnd): its run is linked to that run's trace, as the first
+// run is linked to the request's, so the attempts of one delivery can be followed from the
+// request through every retry.
+func TestTracesOfAWebhookRetryLinkTheRunBefore(t *testing.T) {
+	t.Parallel()
+	var calls atomic.Int32
+	receiver := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
+		if calls.Add(1) == 1 {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	t.Cleanup(receiver.Close)
+	// 6 s, less its 10 % jitter, is still past the 5 s within which a retry is the same job.
+	srv, collector := startTraced(t, map[string]string{"WEBHOOK_ALLOW_PRIVATE_NETWORKS": "true", "WEBHOOK_RETRY_SCHEDULE": "6s"})
+	c := apitest.NewClient(t, srv.base, testKey)
+	res := c.Post("/webhook-endpoints", map[string]any{"url": receiver.URL, "enabled_events": []string{"payment.succeeded"}})
+	if res.Status != http.StatusCreated {
+		t.Fatalf("create endpoint: %d %s", res.Status, res.Body)
+	}
+	body := map[string]any{"amount": 300, "currency": "usd", "payment_method": "pm_card_visa"}
+	if res := c.Post("/payments", body, apitest.Header("Idempotency-Key", "traced-retry")); res.Status != http.StatusCreated {
+		t.Fatalf("create: %d %s", res.Status, res.Body)
+	}
+
+	attempt := func(n string) *tracepb.Span {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
+			spans := collector.Spans()
+			if i := slices.IndexFunc(spans, func(s *tracepb.Span) bool {
+				return s.GetName() == "webhook.attempt" && attribute(s, "webhook.attempt") == n
+			}); i >= 0 {
+				return spans[i]
+			}
+		}
+		t.Fatalf("no span of attempt %s within 30s; received: %v", n, names(collector.Spans()))
+		return nil
+	}
+	first, second := attempt("1"), attempt("2")
+	if slices.Equal(first.GetTraceId(), second.GetTraceId()) {
+		t.Fatalf("both attempts are in one trace: the retry ran as the same job, not one of its own")
+	}
+	run := waitForSpan(t, collector, func(s *tracepb.Span) bool { return slices.Equal(s.GetSpanId(), second.GetParentSpanId()) })
+	linked := slices.ContainsFunc(run.GetLinks(), func(l *tracepb.Span_Link) bool { return slices.Equal(l.GetTraceId(), first.GetTraceId()) })
+	if !linked {
+		t.Errorf("the retry's run %q has no link to the trace of the run before it", run.GetName())
+	}
 }
 
 // waitForSpan is the first span received that matches, failing t after 10 s without one.
