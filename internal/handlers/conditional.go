@@ -3,6 +3,7 @@ package handlers
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strconv"
 	"strings"
 
@@ -203,4 +204,27 @@ func traceIfNoneMatch(ctx context.Context, notModified bool) {
 		decision = "not_modified"
 	}
 	trace.Decide(ctx, trace.ETag, decision)
+}
+
+// notModified is every conditional read's 304, carrying the resource's current ETag. It
+// writes the ETag under the name net/http keys a Header by (fields.go), as encodedPayment
+// writes a 200's, where the generated 304 types format each field with fmt.Sprint and have
+// net/http canonicalize "ETag" on every call: a polling client's path is the one taken most.
+// Request-Id is the timingWriter's, as on every answer.
+type notModified string
+
+func (tag notModified) VisitGetPaymentResponse(w http.ResponseWriter) error { return tag.write(w) }
+
+func (tag notModified) VisitGetWebhookEndpointResponse(w http.ResponseWriter) error {
+	return tag.write(w)
+}
+
+func (tag notModified) VisitDownloadReportResponse(w http.ResponseWriter) error {
+	return tag.write(w)
+}
+
+func (tag notModified) write(w http.ResponseWriter) error {
+	w.Header()[fieldETag] = []string{string(tag)}
+	w.WriteHeader(http.StatusNotModified)
+	return nil
 }

@@ -125,23 +125,11 @@ func (s *Server) GetPayment(ctx context.Context, req api.GetPaymentRequestObject
 // paymentNotModified is the 304 for a payment at version when If-None-Match names it, and
 // nil when it does not.
 func paymentNotModified(ctx context.Context, ifNoneMatch string, version int32) (api.GetPaymentResponseObject, error) {
-	notModified, err := checkIfNoneMatch(ctx, ifNoneMatch, version)
-	if err != nil || !notModified {
+	match, err := checkIfNoneMatch(ctx, ifNoneMatch, version)
+	if err != nil || !match {
 		return nil, err
 	}
-	return notModifiedPayment(etag(version)), nil
-}
-
-// notModifiedPayment is GetPayment's 304, its ETag written as encodedPayment writes the
-// 200's: the generated GetPayment304Response formats each of its fields with fmt.Sprint and
-// has net/http canonicalize "ETag" (a copy) on every call, on the path a polling client
-// takes most. Request-Id is the timingWriter's, as on every answer.
-type notModifiedPayment string
-
-func (tag notModifiedPayment) VisitGetPaymentResponse(w http.ResponseWriter) error {
-	w.Header()[fieldETag] = []string{string(tag)}
-	w.WriteHeader(http.StatusNotModified)
-	return nil
+	return notModified(etag(version)), nil
 }
 
 // encodedPayment is a 200 with a payment, as the generated GetPayment200JSONResponse and

@@ -78,7 +78,7 @@ func (s *Server) DownloadReport(ctx context.Context, req api.DownloadReportReque
 		}
 		traceIfNoneMatch(ctx, match)
 		if match {
-			return api.DownloadReport304Response{Headers: api.DownloadReport304ResponseHeaders{ETag: tag}}, nil
+			return notModified(tag), nil
 		}
 	}
 	// A large report takes a slow client longer than a request may work: the download

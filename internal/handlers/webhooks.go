@@ -51,12 +51,12 @@ func (s *Server) GetWebhookEndpoint(ctx context.Context, req api.GetWebhookEndpo
 		}
 	}
 	if req.Params.IfNoneMatch != nil {
-		notModified, err := checkIfNoneMatch(ctx, *req.Params.IfNoneMatch, e.Version)
+		match, err := checkIfNoneMatch(ctx, *req.Params.IfNoneMatch, e.Version)
 		if err != nil {
 			return nil, err
 		}
-		if notModified {
-			return api.GetWebhookEndpoint304Response{Headers: api.NotModifiedResponseHeaders{ETag: etag(e.Version)}}, nil
+		if match {
+			return notModified(etag(e.Version)), nil
 		}
 	}
 	return api.GetWebhookEndpoint200JSONResponse{Body: endpointResource(e), Headers: api.GetWebhookEndpoint200ResponseHeaders{ETag: etag(e.Version)}}, nil
