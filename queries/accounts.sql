@@ -55,6 +55,13 @@ SELECT 1 FROM jobs WHERE account_id = @account_id ORDER BY id FOR UPDATE;
 -- answers 401, having recorded nothing (db.IsAccountDeleted).
 SELECT * FROM accounts WHERE id = @id FOR UPDATE;
 
+-- name: AccountExists :one
+-- Whether the account is still there. A request that waited for one of its account's rows
+-- (a refund or an update, for its payment's) and then found none asks, to tell a row that
+-- never was from one DELETE /account removed while the request waited: the deletion locks
+-- the account's payments first, so a request behind it finds them gone.
+SELECT EXISTS (SELECT 1 FROM accounts WHERE id = @id);
+
 -- Deleting an account: one statement per table, children before their parents, all in one
 -- transaction. Every table with an account_id is here, or cascades from one that is (the
 -- tests check that against the schema).

@@ -2909,8 +2909,10 @@ type ClientInterface interface {
 	// transaction: payments, refunds, events, webhook endpoints with their deliveries and
 	// attempts, idempotency keys, jobs, reports and API keys. Nothing of any other account
 	// is touched. The key answers 401 from then on (on every server process within
-	// `API_KEY_CACHE_TTL`, at once on the one that answered). Meant for throwaway accounts
-	// (`POST /test/accounts`); it works on any account.
+	// `API_KEY_CACHE_TTL`, at once on the one that answered); so does a write of the account
+	// still running when the deletion commits (a create, a refund, a payment update), which
+	// records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
+	// account.
 	//
 	// Corresponds with DELETE /account (the `DeleteAccount` operationId).
 	DeleteAccount(ctx context.Context, params *DeleteAccountParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3469,8 +3471,10 @@ func (c *Client) GetRoot(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // transaction: payments, refunds, events, webhook endpoints with their deliveries and
 // attempts, idempotency keys, jobs, reports and API keys. Nothing of any other account
 // is touched. The key answers 401 from then on (on every server process within
-// `API_KEY_CACHE_TTL`, at once on the one that answered). Meant for throwaway accounts
-// (`POST /test/accounts`); it works on any account.
+// `API_KEY_CACHE_TTL`, at once on the one that answered); so does a write of the account
+// still running when the deletion commits (a create, a refund, a payment update), which
+// records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
+// account.
 //
 // Corresponds with DELETE /account (the `DeleteAccount` operationId).
 func (c *Client) DeleteAccount(ctx context.Context, params *DeleteAccountParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6720,8 +6724,10 @@ type ClientWithResponsesInterface interface {
 	// transaction: payments, refunds, events, webhook endpoints with their deliveries and
 	// attempts, idempotency keys, jobs, reports and API keys. Nothing of any other account
 	// is touched. The key answers 401 from then on (on every server process within
-	// `API_KEY_CACHE_TTL`, at once on the one that answered). Meant for throwaway accounts
-	// (`POST /test/accounts`); it works on any account.
+	// `API_KEY_CACHE_TTL`, at once on the one that answered); so does a write of the account
+	// still running when the deletion commits (a create, a refund, a payment update), which
+	// records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
+	// account.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -13267,8 +13273,10 @@ func (c *ClientWithResponses) GetRootWithResponse(ctx context.Context, reqEditor
 // transaction: payments, refunds, events, webhook endpoints with their deliveries and
 // attempts, idempotency keys, jobs, reports and API keys. Nothing of any other account
 // is touched. The key answers 401 from then on (on every server process within
-// `API_KEY_CACHE_TTL`, at once on the one that answered). Meant for throwaway accounts
-// (`POST /test/accounts`); it works on any account.
+// `API_KEY_CACHE_TTL`, at once on the one that answered); so does a write of the account
+// still running when the deletion commits (a create, a refund, a payment update), which
+// records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
+// account.
 //
 // Returns a wrapper object for the known response body format(s).
 //

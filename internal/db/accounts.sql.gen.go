@@ -99,6 +99,21 @@ func (q *Queries) AccountDelete(ctx context.Context, id string) error {
 	return err
 }
 
+const accountExists = `-- name: AccountExists :one
+SELECT EXISTS (SELECT 1 FROM accounts WHERE id = $1)
+`
+
+// Whether the account is still there. A request that waited for one of its account's rows
+// (a refund or an update, for its payment's) and then found none asks, to tell a row that
+// never was from one DELETE /account removed while the request waited: the deletion locks
+// the account's payments first, so a request behind it finds them gone.
+func (q *Queries) AccountExists(ctx context.Context, id string) (bool, error) {
+	row := q.db.QueryRow(ctx, accountExists, id)
+	var exists bool
+	err := row.Scan(&exists)
+	return exists, err
+}
+
 const accountGetByAPIKeyHash = `-- name: AccountGetByAPIKeyHash :one
 SELECT accounts.id, accounts.created_at, accounts.rate_limit_default_quota, accounts.rate_limit_default_window_seconds, accounts.rate_limit_writes_quota, accounts.rate_limit_writes_window_seconds
 FROM api_keys

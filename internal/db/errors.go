@@ -3,6 +3,7 @@ package db
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -57,13 +58,38 @@ func IsRolledBack(err error) bool {
 }
 
 // IsAccountDeleted reports whether err is a write refused because its account no longer
-// exists: a foreign key to accounts (each is named <table>_account_id_fkey) found no row.
-// DELETE /account can remove an account while one of its requests runs, since a request's
-// rows go with its COMMIT, after the deletion has committed.
+// exists: a foreign key to accounts (each is named <table>_account_id_fkey) found no row, or
+// a row the write waited for went with its account (ErrAccountDeleted). DELETE /account can
+// remove an account while one of its requests runs, since a request's rows go with its
+// COMMIT, after the deletion has committed.
 func IsAccountDeleted(err error) bool {
 	var pgErr *pgconn.PgError
-	return errors.As(err, &pgErr) && pgErr.Code == pgerrcode.ForeignKeyViolation &&
-		strings.HasSuffix(pgErr.ConstraintName, "_account_id_fkey")
+	if errors.As(err, &pgErr) {
+		return pgErr.Code == pgerrcode.ForeignKeyViolation && strings.HasSuffix(pgErr.ConstraintName, "_account_id_fkey")
+	}
+	return errors.Is(err, ErrAccountDeleted)
+}
+
+// ErrAccountDeleted is a row a request waited for, deleted with its account meanwhile
+// (NotFoundOrAccountDeleted).
+var ErrAccountDeleted = errors.New("the account was deleted")
+
+// NotFoundOrAccountDeleted is err, from a locking read of one of accountID's rows, unless
+// the read found no row because DELETE /account removed it while the read waited for its
+// lock: then ErrAccountDeleted, so the request answers as it would had its COMMIT met the
+// deletion (IsAccountDeleted), and as its retry, whose key went with the account, will.
+func NotFoundOrAccountDeleted(ctx context.Context, q *Queries, accountID string, err error) error {
+	if !errors.Is(Translate(err), domain.ErrNotFound) {
+		return err
+	}
+	exists, existsErr := q.AccountExists(ctx, accountID)
+	switch {
+	case existsErr != nil:
+		return fmt.Errorf("look up account %s: %w", accountID, existsErr)
+	case !exists:
+		return ErrAccountDeleted
+	}
+	return err
 }
 
 // unavailableSQLState: the connection broke (class 08), the server is out of connections

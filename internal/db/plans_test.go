@@ -81,6 +81,7 @@ var lookups = map[string]lookup{
 		args: map[string]any{"key_hash": `\x01`},
 		keys: map[string][]string{"api_keys": {"key_hash"}, "accounts": {"id"}},
 	},
+	"AccountExists":       {args: map[string]any{"id": planAccount}, keys: map[string][]string{"accounts": {"id"}}},
 	"AccountGetForUpdate": {args: map[string]any{"id": planAccount}, keys: map[string][]string{"accounts": {"id"}}},
 	// No such account: deleting planAccount would fail on its rows' foreign keys.
 	"AccountDelete": {args: map[string]any{"id": "acct_none"}, keys: map[string][]string{"accounts": {"id"}}},

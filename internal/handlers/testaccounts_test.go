@@ -450,3 +450,51 @@ func TestAReportAndItsAccountsDeletionTakeTurns(t *testing.T) {
 		t.Errorf("the build did not complete in its first attempt:\n%s", b.logs.String())
 	}
 }
+
+// TestAWriteWaitingOnItsAccountsDeletionAnswers401: DELETE /account, first in line for a
+// payment's row, deletes the payment that a refund and a PATCH then find gone. Each answers
+// the 401 its retry would get (the key went with the account), as a create whose COMMIT meets
+// the deletion does, not a 400 or 404 that blames the payment's id; nothing of either is
+// recorded, and nothing is logged as an internal error.
+func TestAWriteWaitingOnItsAccountsDeletionAnswers401(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	doomed, doomedID := throwaway(t, b.client)
+	pay, etag := createPayment(t, doomed, 100)
+
+	release := b.lockPayment(t, pay.ID)
+	deleted := make(chan *apitest.Response, 1)
+	go func() { deleted <- doomed.Do(http.MethodDelete, "/account", nil) }()
+	b.waitUntilBlocked(t, 1)
+	type write struct {
+		what string
+		res  *apitest.Response
+	}
+	writes := make(chan write, 2)
+	go func() {
+		writes <- write{"the refund", doomed.Post("/refunds", refundOf(pay.ID, 10), apitest.Header("Idempotency-Key", newKey()))}
+	}()
+	go func() {
+		writes <- write{"the PATCH", doomed.Patch("/payments/"+pay.ID, map[string]any{"description": "late"}, apitest.Header("If-Match", etag))}
+	}()
+	b.waitUntilBlocked(t, 3) // the deletion, the refund and the PATCH wait for the payment's row
+	release()
+
+	if res := <-deleted; res.Status != http.StatusNoContent {
+		t.Errorf("the deletion: %d %s, want 204", res.Status, res.Body)
+	}
+	for range 2 {
+		w := <-writes
+		if w.res.Status != http.StatusUnauthorized || w.res.Problem(t).Type != "/problems/unauthorized" || w.res.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("%s: %d %s, want a 401 problem with its challenge", w.what, w.res.Status, w.res.Body)
+		}
+	}
+	for _, table := range []string{"refunds", "idempotency_keys", "events", "payments"} {
+		if n := b.count(t, `SELECT count(*) FROM `+table+` WHERE account_id = $1`, doomedID); n != 0 {
+			t.Errorf("%d rows of the deleted account in %s", n, table)
+		}
+	}
+	if strings.Contains(b.logs.String(), `"level":"ERROR"`) {
+		t.Errorf("logged as an internal error:\n%s", b.logs.String())
+	}
+}

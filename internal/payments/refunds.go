@@ -27,6 +27,7 @@ type RefundParams struct {
 // amount_refunded in the schema would refuse it anyway.)
 func (s *Service) Refund(ctx context.Context, tx db.Tx, accountID string, p RefundParams) (db.Refund, error) {
 	pay, err := tx.PaymentGetForUpdate(ctx, db.PaymentGetForUpdateParams{AccountID: accountID, ID: p.PaymentID})
+	err = db.NotFoundOrAccountDeleted(ctx, tx.Queries, accountID, err)
 	if err := db.NotFoundAsInvalid(err, "/payment_id", "no payment with this id in your account"); err != nil {
 		return db.Refund{}, err
 	}

@@ -67,6 +67,7 @@ func (s *Service) updateOrExplain(ctx context.Context, tx db.Tx, args db.Payment
 	}
 	current, err := tx.PaymentGetForUpdate(ctx, db.PaymentGetForUpdateParams{AccountID: args.AccountID, ID: args.ID})
 	if err != nil {
+		err = db.NotFoundOrAccountDeleted(ctx, tx.Queries, args.AccountID, err)
 		return db.Payment{}, false, wrapUpdate(args.ID, db.Translate(err))
 	}
 	if !pre.Matches(current.Version) {

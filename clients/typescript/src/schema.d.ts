@@ -566,8 +566,10 @@ export interface paths {
          *     transaction: payments, refunds, events, webhook endpoints with their deliveries and
          *     attempts, idempotency keys, jobs, reports and API keys. Nothing of any other account
          *     is touched. The key answers 401 from then on (on every server process within
-         *     `API_KEY_CACHE_TTL`, at once on the one that answered). Meant for throwaway accounts
-         *     (`POST /test/accounts`); it works on any account.
+         *     `API_KEY_CACHE_TTL`, at once on the one that answered); so does a write of the account
+         *     still running when the deletion commits (a create, a refund, a payment update), which
+         *     records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
+         *     account.
          */
         delete: operations["deleteAccount"];
         /**
