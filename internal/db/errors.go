@@ -64,10 +64,8 @@ func IsRolledBack(err error) bool {
 // COMMIT, after the deletion has committed.
 func IsAccountDeleted(err error) bool {
 	var pgErr *pgconn.PgError
-	if errors.As(err, &pgErr) {
-		return pgErr.Code == pgerrcode.ForeignKeyViolation && strings.HasSuffix(pgErr.ConstraintName, "_account_id_fkey")
-	}
-	return errors.Is(err, ErrAccountDeleted)
+	return errors.Is(err, ErrAccountDeleted) || errors.As(err, &pgErr) &&
+		pgErr.Code == pgerrcode.ForeignKeyViolation && strings.HasSuffix(pgErr.ConstraintName, "_account_id_fkey")
 }
 
 // ErrAccountDeleted is a row a request waited for, deleted with its account meanwhile
