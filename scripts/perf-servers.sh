@@ -1,0 +1,50 @@
+# scripts/perf-servers.sh is sourced by scripts/perf and scripts/perf-clients: it builds what
+# both run and starts the server beside the floor, as both measure them. It expects $bin (the
+# binaries' directory), $out (the logs'), $server (PostgreSQL's URL without a database) and
+# pids (an array the caller's exit trap kills).
+
+# ready URL waits up to 30 s for URL to answer at all.
+ready() {
+	for _ in $(seq 300); do
+		curl -s -o /dev/null "$1" && return 0
+		sleep 0.1
+	done
+	echo "$1 did not answer" >&2
+	return 1
+}
+
+# build_binaries builds the server, the load tool and the floor into $bin, installs
+# stripe-mock v0.197.0 beside them, and starts it on 127.0.0.1:12111.
+build_binaries() {
+	echo "building into $bin"
+	go build -o "$bin/payments-api" ./cmd/payments-api
+	go build -o "$bin/payments-load" ./cmd/payments-load
+	go build -o "$bin/minimal" ./cmd/payments-load/minimal
+	GOBIN=$bin GOFLAGS=-mod=mod go install github.com/stripe/stripe-mock@v0.197.0
+	"$bin/stripe-mock" -http-addr 127.0.0.1:12111 -https-addr 127.0.0.1:12112 > /dev/null 2>&1 &
+	pids+=($!)
+}
+
+# start_servers DB NAME [VAR=VALUE...] starts, on a fresh database DB, the server on
+# 127.0.0.1:8080 with the VAR=VALUE settings added, and the floor on 127.0.0.1:8081, logging
+# to $out/server-NAME.log and $out/minimal-NAME.log, and waits for both. It sets url (the
+# database's), api and minimal (their process ids).
+start_servers() {
+	local db=$1 name=$2
+	shift 2
+	psql -q "$server/postgres" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
+	url="$server/$db?sslmode=disable"
+	DATABASE_URL=$url "$bin/payments-api" migrate up > /dev/null
+	# The server as a user runs it (validation, the request log at info, metrics, in-memory
+	# rate limits), with quotas no load reaches.
+	env DATABASE_URL="$url" LISTEN_ADDR=127.0.0.1:8080 DEMO_API_KEYS=sk_test_demo \
+		RATE_LIMIT_DEFAULT=1000000/1s RATE_LIMIT_WRITES=1000000/1s "$@" "$bin/payments-api" > "$out/server-$name.log" 2>&1 &
+	api=$!
+	pids+=("$api")
+	# The minimal server authenticates with the demo key, which the server creates as it starts.
+	ready http://127.0.0.1:8080/readyz
+	DATABASE_URL=$url UPSTREAM=http://127.0.0.1:8080 LISTEN_ADDR=127.0.0.1:8081 "$bin/minimal" > "$out/minimal-$name.log" 2>&1 &
+	minimal=$!
+	pids+=("$minimal")
+	ready http://127.0.0.1:8081/payments/none
+}
