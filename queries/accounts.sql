@@ -57,9 +57,10 @@ SELECT * FROM accounts WHERE id = @id FOR UPDATE;
 
 -- name: AccountExists :one
 -- Whether the account is still there. A request that waited for one of its account's rows
--- (a refund or an update, for its payment's) and then found none asks, to tell a row that
--- never was from one DELETE /account removed while the request waited: the deletion locks
--- the account's payments first, so a request behind it finds them gone.
+-- (a refund or an update for its payment's, a change to a webhook endpoint for the
+-- endpoint's, a cancel for its job's) and then found none asks, to tell a row that never was
+-- from one DELETE /account removed while the request waited: the deletion locks or deletes
+-- those rows before it commits, so a request behind it finds them gone.
 SELECT EXISTS (SELECT 1 FROM accounts WHERE id = @id);
 
 -- Deleting an account: one statement per table, children before their parents, all in one

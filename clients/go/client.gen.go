@@ -2910,8 +2910,8 @@ type ClientInterface interface {
 	// attempts, idempotency keys, jobs, reports and API keys. Nothing of any other account
 	// is touched. The key answers 401 from then on (on every server process within
 	// `API_KEY_CACHE_TTL`, at once on the one that answered); so does a write of the account
-	// still running when the deletion commits (a create, a refund, a payment update), which
-	// records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
+	// still running when the deletion commits (a create, a refund, a change to a payment or
+	// a webhook endpoint, a job's cancel), which records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
 	// account.
 	//
 	// Corresponds with DELETE /account (the `DeleteAccount` operationId).
@@ -3472,8 +3472,8 @@ func (c *Client) GetRoot(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // attempts, idempotency keys, jobs, reports and API keys. Nothing of any other account
 // is touched. The key answers 401 from then on (on every server process within
 // `API_KEY_CACHE_TTL`, at once on the one that answered); so does a write of the account
-// still running when the deletion commits (a create, a refund, a payment update), which
-// records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
+// still running when the deletion commits (a create, a refund, a change to a payment or
+// a webhook endpoint, a job's cancel), which records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
 // account.
 //
 // Corresponds with DELETE /account (the `DeleteAccount` operationId).
@@ -6725,8 +6725,8 @@ type ClientWithResponsesInterface interface {
 	// attempts, idempotency keys, jobs, reports and API keys. Nothing of any other account
 	// is touched. The key answers 401 from then on (on every server process within
 	// `API_KEY_CACHE_TTL`, at once on the one that answered); so does a write of the account
-	// still running when the deletion commits (a create, a refund, a payment update), which
-	// records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
+	// still running when the deletion commits (a create, a refund, a change to a payment or
+	// a webhook endpoint, a job's cancel), which records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
 	// account.
 	//
 	// Returns a wrapper object for the known response body format(s).
@@ -13274,8 +13274,8 @@ func (c *ClientWithResponses) GetRootWithResponse(ctx context.Context, reqEditor
 // attempts, idempotency keys, jobs, reports and API keys. Nothing of any other account
 // is touched. The key answers 401 from then on (on every server process within
 // `API_KEY_CACHE_TTL`, at once on the one that answered); so does a write of the account
-// still running when the deletion commits (a create, a refund, a payment update), which
-// records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
+// still running when the deletion commits (a create, a refund, a change to a payment or
+// a webhook endpoint, a job's cancel), which records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
 // account.
 //
 // Returns a wrapper object for the known response body format(s).

@@ -104,9 +104,10 @@ SELECT EXISTS (SELECT 1 FROM accounts WHERE id = $1)
 `
 
 // Whether the account is still there. A request that waited for one of its account's rows
-// (a refund or an update, for its payment's) and then found none asks, to tell a row that
-// never was from one DELETE /account removed while the request waited: the deletion locks
-// the account's payments first, so a request behind it finds them gone.
+// (a refund or an update for its payment's, a change to a webhook endpoint for the
+// endpoint's, a cancel for its job's) and then found none asks, to tell a row that never was
+// from one DELETE /account removed while the request waited: the deletion locks or deletes
+// those rows before it commits, so a request behind it finds them gone.
 func (q *Queries) AccountExists(ctx context.Context, id string) (bool, error) {
 	row := q.db.QueryRow(ctx, accountExists, id)
 	var exists bool

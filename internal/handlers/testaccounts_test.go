@@ -498,3 +498,70 @@ func TestAWriteWaitingOnItsAccountsDeletionAnswers401(t *testing.T) {
 		t.Errorf("logged as an internal error:\n%s", b.logs.String())
 	}
 }
+
+// TestAnEndpointOrJobWriteWaitingOnItsAccountsDeletionAnswers401: as a refund or a PATCH of a
+// payment does, a PATCH, DELETE (with and without If-Match) or rotation of a webhook endpoint,
+// and a job's cancel, that
+// waited for the row DELETE /account then removed answer the 401 their retries would get, not
+// a 404 that blames the id. The test holds the account's events, which the deletion removes
+// after its endpoints and jobs: it waits there with those rows deleted and locked, and each
+// write queues behind it.
+func TestAnEndpointOrJobWriteWaitingOnItsAccountsDeletionAnswers401(t *testing.T) {
+	t.Parallel()
+	b := setup(t)
+	doomed, doomedID := throwaway(t, b.client)
+	patched, patchedTag := createEndpoint(t, doomed, publicURL, "payment.succeeded")
+	deletedEndpoint, _ := createEndpoint(t, doomed, publicURL, "payment.succeeded")
+	deletedAt, deletedAtTag := createEndpoint(t, doomed, publicURL, "payment.succeeded")
+	rotated, _ := createEndpoint(t, doomed, publicURL, "payment.succeeded")
+	createPayment(t, doomed, 100) // an event, with a delivery to each endpoint
+	queued := requestReport(t, doomed, reportBody("payments", "csv"))
+
+	release := b.holdLocks(t, `SELECT 1 FROM events WHERE account_id = $1 FOR UPDATE`, doomedID)
+	deleted := make(chan *apitest.Response, 1)
+	go func() { deleted <- doomed.Do(http.MethodDelete, "/account", nil) }()
+	b.waitUntilStatementBlocked(t, "DELETE FROM events")
+	type write struct {
+		what string
+		res  *apitest.Response
+	}
+	sends := map[string]func() *apitest.Response{
+		"the endpoint's PATCH": func() *apitest.Response {
+			return doomed.Patch("/webhook-endpoints/"+patched.ID, map[string]any{"description": "late"}, apitest.Header("If-Match", patchedTag))
+		},
+		"the endpoint's DELETE": func() *apitest.Response {
+			return doomed.Do(http.MethodDelete, "/webhook-endpoints/"+deletedEndpoint.ID, nil)
+		},
+		"the endpoint's DELETE with If-Match": func() *apitest.Response {
+			return doomed.Do(http.MethodDelete, "/webhook-endpoints/"+deletedAt.ID, nil, apitest.Header("If-Match", deletedAtTag))
+		},
+		"the rotation": func() *apitest.Response {
+			return doomed.Post("/webhook-endpoints/"+rotated.ID+"/rotate-secret", nil)
+		},
+		"the job's cancel": func() *apitest.Response { return doomed.Do(http.MethodDelete, "/jobs/"+queued.ID, nil) },
+	}
+	writes := make(chan write, len(sends))
+	for what, send := range sends {
+		go func() { writes <- write{what, send()} }()
+	}
+	b.waitUntilBlocked(t, 1+len(sends)) // the deletion on the events, each write on its row
+	release()
+
+	if res := <-deleted; res.Status != http.StatusNoContent {
+		t.Errorf("the deletion: %d %s, want 204", res.Status, res.Body)
+	}
+	for range sends {
+		w := <-writes
+		if w.res.Status != http.StatusUnauthorized || w.res.Problem(t).Type != "/problems/unauthorized" || w.res.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("%s: %d %s, want a 401 problem with its challenge", w.what, w.res.Status, w.res.Body)
+		}
+	}
+	for _, table := range []string{"webhook_endpoints", "webhook_deliveries", "jobs", "idempotency_keys"} {
+		if n := b.count(t, `SELECT count(*) FROM `+table+` WHERE account_id = $1`, doomedID); n != 0 {
+			t.Errorf("%d rows of the deleted account in %s", n, table)
+		}
+	}
+	if strings.Contains(b.logs.String(), `"level":"ERROR"`) {
+		t.Errorf("logged as an internal error:\n%s", b.logs.String())
+	}
+}

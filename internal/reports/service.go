@@ -133,6 +133,7 @@ func (s *Service) CancelJob(ctx context.Context, accountID, id string) (db.Job, 
 		})
 		if errors.Is(db.Translate(err), domain.ErrNotFound) {
 			if _, err := tx.JobGetByID(ctx, db.JobGetByIDParams{AccountID: accountID, ID: id}); err != nil {
+				err = db.NotFoundOrAccountDeleted(ctx, tx.Queries, accountID, err)
 				return fmt.Errorf("cancel job %s: %w", id, db.Translate(err))
 			}
 			return domain.ErrJobNotCancelable

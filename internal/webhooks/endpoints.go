@@ -120,6 +120,7 @@ func updateOrExplain(ctx context.Context, tx db.Tx, args db.WebhookEndpointUpdat
 	}
 	current, err := tx.WebhookEndpointGetForUpdate(ctx, db.WebhookEndpointGetForUpdateParams{AccountID: args.AccountID, ID: args.ID})
 	if err != nil {
+		err = db.NotFoundOrAccountDeleted(ctx, tx.Queries, args.AccountID, err)
 		return db.WebhookEndpoint{}, wrapUpdate(args.ID, db.Translate(err))
 	}
 	if !pre.Matches(current.Version) {
@@ -157,7 +158,8 @@ func (s *Service) DeleteEndpoint(ctx context.Context, accountID, id string, pre 
 			return fmt.Errorf("delete webhook endpoint %s: %w", id, err)
 		}
 		if n == 0 {
-			return fmt.Errorf("delete webhook endpoint %s: %w", id, domain.ErrNotFound)
+			err := db.NotFoundOrAccountDeleted(ctx, tx.Queries, accountID, domain.ErrNotFound)
+			return fmt.Errorf("delete webhook endpoint %s: %w", id, err)
 		}
 		return nil
 	})
@@ -172,7 +174,7 @@ func lockAt(ctx context.Context, tx db.Tx, accountID, id string, pre *domain.Pre
 	}
 	current, err := tx.WebhookEndpointGetForUpdate(ctx, db.WebhookEndpointGetForUpdateParams{AccountID: accountID, ID: id})
 	if err != nil {
-		return db.Translate(err)
+		return db.Translate(db.NotFoundOrAccountDeleted(ctx, tx.Queries, accountID, err))
 	}
 	if !pre.Matches(current.Version) {
 		return &domain.PreconditionFailedError{CurrentVersion: current.Version}
@@ -194,6 +196,7 @@ func (s *Service) RotateSecret(ctx context.Context, tx db.Tx, accountID, id stri
 		ID:                id,
 	})
 	if err != nil {
+		err = db.NotFoundOrAccountDeleted(ctx, tx.Queries, accountID, err)
 		return db.WebhookEndpoint{}, fmt.Errorf("rotate secret of webhook endpoint %s: %w", id, db.Translate(err))
 	}
 	return e, nil

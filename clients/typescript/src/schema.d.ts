@@ -567,8 +567,8 @@ export interface paths {
          *     attempts, idempotency keys, jobs, reports and API keys. Nothing of any other account
          *     is touched. The key answers 401 from then on (on every server process within
          *     `API_KEY_CACHE_TTL`, at once on the one that answered); so does a write of the account
-         *     still running when the deletion commits (a create, a refund, a payment update), which
-         *     records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
+         *     still running when the deletion commits (a create, a refund, a change to a payment or
+         *     a webhook endpoint, a job's cancel), which records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
          *     account.
          */
         delete: operations["deleteAccount"];
