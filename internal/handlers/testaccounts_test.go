@@ -466,46 +466,22 @@ func TestAWriteWaitingOnItsAccountsDeletionAnswers401(t *testing.T) {
 	deleted := make(chan *apitest.Response, 1)
 	go func() { deleted <- doomed.Do(http.MethodDelete, "/account", nil) }()
 	b.waitUntilBlocked(t, 1)
-	type write struct {
-		what string
-		res  *apitest.Response
-	}
-	writes := make(chan write, 2)
-	go func() {
-		writes <- write{"the refund", doomed.Post("/refunds", refundOf(pay.ID, 10), apitest.Header("Idempotency-Key", newKey()))}
-	}()
-	go func() {
-		writes <- write{"the PATCH", doomed.Patch("/payments/"+pay.ID, map[string]any{"description": "late"}, apitest.Header("If-Match", etag))}
-	}()
-	b.waitUntilBlocked(t, 3) // the deletion, the refund and the PATCH wait for the payment's row
-	release()
-
-	if res := <-deleted; res.Status != http.StatusNoContent {
-		t.Errorf("the deletion: %d %s, want 204", res.Status, res.Body)
-	}
-	for range 2 {
-		w := <-writes
-		if w.res.Status != http.StatusUnauthorized || w.res.Problem(t).Type != "/problems/unauthorized" || w.res.Header.Get("WWW-Authenticate") == "" {
-			t.Errorf("%s: %d %s, want a 401 problem with its challenge", w.what, w.res.Status, w.res.Body)
-		}
-	}
-	for _, table := range []string{"refunds", "idempotency_keys", "events", "payments"} {
-		if n := b.count(t, `SELECT count(*) FROM `+table+` WHERE account_id = $1`, doomedID); n != 0 {
-			t.Errorf("%d rows of the deleted account in %s", n, table)
-		}
-	}
-	if strings.Contains(b.logs.String(), `"level":"ERROR"`) {
-		t.Errorf("logged as an internal error:\n%s", b.logs.String())
-	}
+	b.writesBehindDeletion(t, deleted, release, doomedID, map[string]func() *apitest.Response{
+		"the refund": func() *apitest.Response {
+			return doomed.Post("/refunds", refundOf(pay.ID, 10), apitest.Header("Idempotency-Key", newKey()))
+		},
+		"the PATCH": func() *apitest.Response {
+			return doomed.Patch("/payments/"+pay.ID, map[string]any{"description": "late"}, apitest.Header("If-Match", etag))
+		},
+	}, "refunds", "idempotency_keys", "events", "payments")
 }
 
 // TestAnEndpointOrJobWriteWaitingOnItsAccountsDeletionAnswers401: as a refund or a PATCH of a
 // payment does, a PATCH, DELETE (with and without If-Match) or rotation of a webhook endpoint,
-// and a job's cancel, that
-// waited for the row DELETE /account then removed answer the 401 their retries would get, not
-// a 404 that blames the id. The test holds the account's events, which the deletion removes
-// after its endpoints and jobs: it waits there with those rows deleted and locked, and each
-// write queues behind it.
+// and a job's cancel, that waited for the row DELETE /account then removed answer the 401
+// their retries would get, not a 404 that blames the id. The test holds the account's events,
+// which the deletion removes after its endpoints and jobs: it waits there with those rows
+// deleted and locked, and each write queues behind it.
 func TestAnEndpointOrJobWriteWaitingOnItsAccountsDeletionAnswers401(t *testing.T) {
 	t.Parallel()
 	b := setup(t)
@@ -521,11 +497,7 @@ func TestAnEndpointOrJobWriteWaitingOnItsAccountsDeletionAnswers401(t *testing.T
 	deleted := make(chan *apitest.Response, 1)
 	go func() { deleted <- doomed.Do(http.MethodDelete, "/account", nil) }()
 	b.waitUntilStatementBlocked(t, "DELETE FROM events")
-	type write struct {
-		what string
-		res  *apitest.Response
-	}
-	sends := map[string]func() *apitest.Response{
+	b.writesBehindDeletion(t, deleted, release, doomedID, map[string]func() *apitest.Response{
 		"the endpoint's PATCH": func() *apitest.Response {
 			return doomed.Patch("/webhook-endpoints/"+patched.ID, map[string]any{"description": "late"}, apitest.Header("If-Match", patchedTag))
 		},
@@ -539,25 +511,39 @@ func TestAnEndpointOrJobWriteWaitingOnItsAccountsDeletionAnswers401(t *testing.T
 			return doomed.Post("/webhook-endpoints/"+rotated.ID+"/rotate-secret", nil)
 		},
 		"the job's cancel": func() *apitest.Response { return doomed.Do(http.MethodDelete, "/jobs/"+queued.ID, nil) },
+	}, "webhook_endpoints", "webhook_deliveries", "jobs", "idempotency_keys")
+}
+
+// writesBehindDeletion sends each of writes at once, on a goroutine of its own, while the
+// account's DELETE /account (whose answer deleted gives) waits for a lock release holds. It
+// waits until the deletion and every write wait for a lock, releases, and checks that the
+// deletion answered 204, that each write answered the 401 its retry would get (the key went
+// with the account), that none of tables holds a row of the account, and that nothing was
+// logged as an internal error.
+func (b *testBundle) writesBehindDeletion(t *testing.T, deleted <-chan *apitest.Response, release func(), accountID string, writes map[string]func() *apitest.Response, tables ...string) {
+	t.Helper()
+	type answer struct {
+		what string
+		res  *apitest.Response
 	}
-	writes := make(chan write, len(sends))
-	for what, send := range sends {
-		go func() { writes <- write{what, send()} }()
+	answers := make(chan answer, len(writes))
+	for what, send := range writes {
+		go func() { answers <- answer{what, send()} }()
 	}
-	b.waitUntilBlocked(t, 1+len(sends)) // the deletion on the events, each write on its row
+	b.waitUntilBlocked(t, 1+len(writes))
 	release()
 
 	if res := <-deleted; res.Status != http.StatusNoContent {
 		t.Errorf("the deletion: %d %s, want 204", res.Status, res.Body)
 	}
-	for range sends {
-		w := <-writes
-		if w.res.Status != http.StatusUnauthorized || w.res.Problem(t).Type != "/problems/unauthorized" || w.res.Header.Get("WWW-Authenticate") == "" {
-			t.Errorf("%s: %d %s, want a 401 problem with its challenge", w.what, w.res.Status, w.res.Body)
+	for range writes {
+		a := <-answers
+		if a.res.Status != http.StatusUnauthorized || a.res.Problem(t).Type != "/problems/unauthorized" || a.res.Header.Get("WWW-Authenticate") == "" {
+			t.Errorf("%s: %d %s, want a 401 problem with its challenge", a.what, a.res.Status, a.res.Body)
 		}
 	}
-	for _, table := range []string{"webhook_endpoints", "webhook_deliveries", "jobs", "idempotency_keys"} {
-		if n := b.count(t, `SELECT count(*) FROM `+table+` WHERE account_id = $1`, doomedID); n != 0 {
+	for _, table := range tables {
+		if n := b.count(t, `SELECT count(*) FROM `+table+` WHERE account_id = $1`, accountID); n != 0 {
 			t.Errorf("%d rows of the deleted account in %s", n, table)
 		}
 	}
