@@ -2911,8 +2911,8 @@ type ClientInterface interface {
 	// is touched. The key answers 401 from then on (on every server process within
 	// `API_KEY_CACHE_TTL`, at once on the one that answered); so does a write of the account
 	// still running when the deletion commits (a create, a refund, a change to a payment or
-	// a webhook endpoint, a job's cancel), which records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
-	// account.
+	// a webhook endpoint, a job's cancel), which records nothing. Meant for throwaway
+	// accounts (`POST /test/accounts`); it works on any account.
 	//
 	// Corresponds with DELETE /account (the `DeleteAccount` operationId).
 	DeleteAccount(ctx context.Context, params *DeleteAccountParams, reqEditors ...RequestEditorFn) (*http.Response, error)
@@ -3473,8 +3473,8 @@ func (c *Client) GetRoot(ctx context.Context, reqEditors ...RequestEditorFn) (*h
 // is touched. The key answers 401 from then on (on every server process within
 // `API_KEY_CACHE_TTL`, at once on the one that answered); so does a write of the account
 // still running when the deletion commits (a create, a refund, a change to a payment or
-// a webhook endpoint, a job's cancel), which records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
-// account.
+// a webhook endpoint, a job's cancel), which records nothing. Meant for throwaway
+// accounts (`POST /test/accounts`); it works on any account.
 //
 // Corresponds with DELETE /account (the `DeleteAccount` operationId).
 func (c *Client) DeleteAccount(ctx context.Context, params *DeleteAccountParams, reqEditors ...RequestEditorFn) (*http.Response, error) {
@@ -6726,8 +6726,8 @@ type ClientWithResponsesInterface interface {
 	// is touched. The key answers 401 from then on (on every server process within
 	// `API_KEY_CACHE_TTL`, at once on the one that answered); so does a write of the account
 	// still running when the deletion commits (a create, a refund, a change to a payment or
-	// a webhook endpoint, a job's cancel), which records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
-	// account.
+	// a webhook endpoint, a job's cancel), which records nothing. Meant for throwaway
+	// accounts (`POST /test/accounts`); it works on any account.
 	//
 	// Returns a wrapper object for the known response body format(s).
 	//
@@ -13275,8 +13275,8 @@ func (c *ClientWithResponses) GetRootWithResponse(ctx context.Context, reqEditor
 // is touched. The key answers 401 from then on (on every server process within
 // `API_KEY_CACHE_TTL`, at once on the one that answered); so does a write of the account
 // still running when the deletion commits (a create, a refund, a change to a payment or
-// a webhook endpoint, a job's cancel), which records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
-// account.
+// a webhook endpoint, a job's cancel), which records nothing. Meant for throwaway
+// accounts (`POST /test/accounts`); it works on any account.
 //
 // Returns a wrapper object for the known response body format(s).
 //

@@ -568,8 +568,8 @@ export interface paths {
          *     is touched. The key answers 401 from then on (on every server process within
          *     `API_KEY_CACHE_TTL`, at once on the one that answered); so does a write of the account
          *     still running when the deletion commits (a create, a refund, a change to a payment or
-         *     a webhook endpoint, a job's cancel), which records nothing. Meant for throwaway accounts (`POST /test/accounts`); it works on any
-         *     account.
+         *     a webhook endpoint, a job's cancel), which records nothing. Meant for throwaway
+         *     accounts (`POST /test/accounts`); it works on any account.
          */
         delete: operations["deleteAccount"];
         /**
