@@ -1,7 +1,8 @@
-# scripts/perf-servers.sh is sourced by scripts/perf and scripts/perf-clients: it builds what
-# both run and starts the server beside the floor, as both measure them. It expects $bin (the
-# binaries' directory), $out (the logs'), $server (PostgreSQL's URL without a database) and
-# pids (an array the caller's exit trap kills).
+# scripts/perf-servers.sh is sourced by scripts/perf, scripts/perf-clients and scripts/perf-ab:
+# it builds what they run and starts the server as they measure it (start_api), beside the
+# floor (start_servers). It expects $out (the logs' directory) and pids (an array the
+# caller's exit trap kills); build_binaries and start_servers also $bin (the binaries'
+# directory) and $server (PostgreSQL's URL without a database).
 
 # ready URL waits up to 30 s for URL to answer at all.
 ready() {
@@ -25,6 +26,19 @@ build_binaries() {
 	pids+=($!)
 }
 
+# start_api BINARY PORT LOG [VAR=VALUE...] starts BINARY on 127.0.0.1:PORT against $url as a
+# user runs the server (validation, the request log at info, metrics, in-memory rate limits),
+# with quotas no load reaches and the VAR=VALUE settings added, and waits until it is ready.
+# Its process id is the last of pids.
+start_api() {
+	local binary=$1 port=$2 log=$3
+	shift 3
+	env DATABASE_URL="$url" LISTEN_ADDR="127.0.0.1:$port" DEMO_API_KEYS=sk_test_demo \
+		RATE_LIMIT_DEFAULT=1000000/1s RATE_LIMIT_WRITES=1000000/1s "$@" "$binary" > "$log" 2>&1 &
+	pids+=($!)
+	ready "http://127.0.0.1:$port/readyz"
+}
+
 # start_servers DB NAME [VAR=VALUE...] starts, on a fresh database DB, the server on
 # 127.0.0.1:8080 with the VAR=VALUE settings added, and the floor on 127.0.0.1:8081, logging
 # to $out/server-NAME.log and $out/minimal-NAME.log, and waits for both. It sets url (the
@@ -35,14 +49,9 @@ start_servers() {
 	psql -q "$server/postgres" -c "DROP DATABASE IF EXISTS $db" -c "CREATE DATABASE $db"
 	url="$server/$db?sslmode=disable"
 	DATABASE_URL=$url "$bin/payments-api" migrate up > /dev/null
-	# The server as a user runs it (validation, the request log at info, metrics, in-memory
-	# rate limits), with quotas no load reaches.
-	env DATABASE_URL="$url" LISTEN_ADDR=127.0.0.1:8080 DEMO_API_KEYS=sk_test_demo \
-		RATE_LIMIT_DEFAULT=1000000/1s RATE_LIMIT_WRITES=1000000/1s "$@" "$bin/payments-api" > "$out/server-$name.log" 2>&1 &
-	api=$!
-	pids+=("$api")
+	start_api "$bin/payments-api" 8080 "$out/server-$name.log" "$@"
+	api=${pids[-1]}
 	# The minimal server authenticates with the demo key, which the server creates as it starts.
-	ready http://127.0.0.1:8080/readyz
 	DATABASE_URL=$url UPSTREAM=http://127.0.0.1:8080 LISTEN_ADDR=127.0.0.1:8081 "$bin/minimal" > "$out/minimal-$name.log" 2>&1 &
 	minimal=$!
 	pids+=("$minimal")
