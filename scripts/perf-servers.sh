@@ -14,6 +14,15 @@ ready() {
 	return 1
 }
 
+# free PORT fails when something already answers on 127.0.0.1:PORT: a server left from an
+# earlier run would answer in place of the one started, which could not listen.
+free() {
+	if curl -s -o /dev/null "http://127.0.0.1:$1/"; then
+		echo "127.0.0.1:$1 already answers: stop what listens there first" >&2
+		return 1
+	fi
+}
+
 # build_binaries builds the server, the load tool and the floor into $bin, installs
 # stripe-mock v0.197.0 beside them, and starts it on 127.0.0.1:12111.
 build_binaries() {
@@ -33,6 +42,7 @@ build_binaries() {
 start_api() {
 	local binary=$1 port=$2 log=$3
 	shift 3
+	free "$port"
 	env DATABASE_URL="$url" LISTEN_ADDR="127.0.0.1:$port" DEMO_API_KEYS=sk_test_demo \
 		RATE_LIMIT_DEFAULT=1000000/1s RATE_LIMIT_WRITES=1000000/1s "$@" "$binary" > "$log" 2>&1 &
 	pids+=($!)
@@ -51,6 +61,7 @@ start_servers() {
 	DATABASE_URL=$url "$bin/payments-api" migrate up > /dev/null
 	start_api "$bin/payments-api" 8080 "$out/server-$name.log" "$@"
 	api=${pids[-1]}
+	free 8081
 	# The minimal server authenticates with the demo key, which the server creates as it starts.
 	DATABASE_URL=$url UPSTREAM=http://127.0.0.1:8080 LISTEN_ADDR=127.0.0.1:8081 "$bin/minimal" > "$out/minimal-$name.log" 2>&1 &
 	minimal=$!
