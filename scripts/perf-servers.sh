@@ -1,6 +1,6 @@
-# scripts/perf-servers.sh is sourced by scripts/perf, scripts/perf-clients and scripts/perf-ab:
-# it builds what they run and starts the server as they measure it (start_api), beside the
-# floor (start_servers). It expects $out (the logs' directory) and pids (an array the
+# scripts/perf-servers.sh is sourced by scripts/perf, scripts/perf-clients, scripts/perf-ab
+# and scripts/pgo-profile: it builds what they run and starts the server as they measure it
+# (start_api), beside the floor (start_servers). It expects $out (the logs' directory) and pids (an array the
 # caller's exit trap kills); build_binaries and start_servers also $bin (the binaries'
 # directory) and $server (PostgreSQL's URL without a database).
 
@@ -17,7 +17,7 @@ ready() {
 # free PORT fails when something already answers on 127.0.0.1:PORT: a server left from an
 # earlier run would answer in place of the one started, which could not listen.
 free() {
-	if curl -s -o /dev/null "http://127.0.0.1:$1/"; then
+	if curl -s -m 2 -o /dev/null "http://127.0.0.1:$1/"; then
 		echo "127.0.0.1:$1 already answers: stop what listens there first" >&2
 		return 1
 	fi
