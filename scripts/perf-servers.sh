@@ -1,8 +1,8 @@
 # scripts/perf-servers.sh is sourced by scripts/perf, scripts/perf-clients, scripts/perf-ab
 # and scripts/pgo-profile: it builds what they run and starts the server as they measure it
-# (start_api), beside the floor (start_servers). It expects $out (the logs' directory) and pids (an array the
-# caller's exit trap kills); build_binaries and start_servers also $bin (the binaries'
-# directory) and $server (PostgreSQL's URL without a database).
+# (start_api), beside the floor (start_servers). It expects $out (the logs' directory) and
+# pids (an array the caller's exit trap kills); build_binaries and start_servers also $bin
+# (the binaries' directory) and $server (PostgreSQL's URL without a database).
 
 # ready URL waits up to 30 s for URL to answer at all.
 ready() {
